@@ -1,0 +1,93 @@
+/* compiler/schedule.h: the validated schedule, as the Lua front end hands it to the compiler stages.
+ * Everything here has been type- and range-checked; later stages may trust it. */
+#ifndef DDP_SCHEDULE_H
+#define DDP_SCHEDULE_H
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#define DDP_NAME_MAX 128
+#define DDP_MAX_MLP_LAYERS 32
+#define DDP_MAX_EXTRA_PARAMS 8
+
+enum { LAYER_LINEAR = 0, LAYER_RELU = 1, LAYER_LAYERNORM = 2 };
+
+typedef struct ddp_mlp_layer {
+  int kind;                 /* LAYER_* */
+  char name[DDP_NAME_MAX];  /* state-dict prefix, e.g. "fc1" or "ln" */
+  int64_t in, out;          /* LINEAR: in -> out; LAYERNORM: in == out == normalized size */
+  bool bias;                /* LINEAR: has a bias; LAYERNORM: always has weight and bias */
+  bool weight_frozen, bias_frozen;
+  int tie_weight_to;        /* index of an earlier LINEAR layer whose weight this one shares, or -1 */
+} ddp_mlp_layer;
+
+typedef struct ddp_extra_param {  /* a parameter outside the layers, e.g. ToyModel.no_grad_fixed_param */
+  char name[DDP_NAME_MAX];
+  int64_t numel;
+  double value;
+  bool frozen;
+} ddp_extra_param;
+
+enum { SYNC_NONE = 0, SYNC_NAIVE, SYNC_FLAT, SYNC_INDIVIDUAL, SYNC_BUCKETED };
+enum { SHARD_NONE = 0, SHARD_OPTIMIZER = 1, SHARD_ZERO1 = 2 };
+enum { ATTN_FLASH = 0, ATTN_NAIVE = 1 };
+
+typedef struct ddp_schedule {
+  char path[1024];
+  char *source;             /* the schedule file's text (owned) */
+
+  /* model */
+  int model_kind;           /* MODEL_TRANSFORMER or MODEL_MLP (plan.h) */
+  char model_name[DDP_NAME_MAX];
+  int64_t vocab, context, d_model, d_ff, layers, heads;
+  double rope_theta;
+  int attention;            /* ATTN_FLASH or ATTN_NAIVE */
+  int64_t mlp_in, mlp_out;
+  int n_mlp_layers;
+  ddp_mlp_layer mlp[DDP_MAX_MLP_LAYERS];
+  int n_extra;
+  ddp_extra_param extra[DDP_MAX_EXTRA_PARAMS];
+
+  /* data */
+  int64_t global_batch;     /* sequences (transformer) or rows (MLP) per step over all ranks */
+  int data_kind;            /* DATA_* (plan.h) */
+  char data_path[1024];     /* DATA_TOKEN_FILE */
+  int64_t data_rows;        /* DATA_RANDOM_DENSE: rows in the generated dataset */
+  uint64_t data_seed;
+
+  /* precision */
+  int precision;            /* PREC_FP32 / PREC_BF16 */
+  int grad_dtype;           /* DT_F32 or DT_BF16 */
+
+  /* optimizer */
+  int optimizer;            /* OPTIM_ADAMW / OPTIM_SGD */
+  double lr, lr_min, beta1, beta2, eps, weight_decay, clip_norm; /* clip_norm 0: off */
+  int lr_schedule;          /* 0 constant, 1 cosine with linear warmup */
+  int64_t lr_warmup, lr_cycle;
+
+  /* parallel layout */
+  int ranks;
+  int sync;                 /* SYNC_* */
+  double bucket_mb;
+  bool overlap_backward;    /* issue gradient collectives during the backward (individual, bucketed) */
+  bool optimizer_overlap;   /* bucketed: bucket k's update waits only on bucket k */
+  int shard;                /* SHARD_* */
+  bool broadcast_init;      /* parameters broadcast from rank 0 after init */
+  bool identical_init;      /* every rank initialises with the same seed */
+  /* A user bucket policy (a Lua function in the schedule) or NULL: fills bucket_of[i] with the bucket
+   * index of params[i] (0-based, buckets issued in increasing index). */
+  int (*bucket_policy)(void *ctx, const char *const *names, const uint64_t *bytes, int n, int *bucket_of,
+                       char *err, size_t errcap);
+  void *bucket_policy_ctx;
+
+  /* run */
+  int64_t steps, warmup;
+  uint64_t seed;
+} ddp_schedule;
+
+/* Front end (compiler/frontend/). Loads and validates a schedule; `sets` are "path=value" overrides.
+ * On error: returns NULL and writes one line "file:line: field ... " into err. */
+ddp_schedule *ddp_schedule_load(const char *path, const char *const *sets, int nsets, char *err,
+                                size_t errcap);
+void ddp_schedule_free(ddp_schedule *s);
+#endif

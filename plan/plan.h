@@ -1,0 +1,153 @@
+/* plan/plan.h: the in-memory execution plan shared by ddpc (which builds it) and ddprun (which replays
+ * it): schedule summary, tensors placed in arenas, kernel modules (CUBIN), buckets and the per-rank
+ * programs. plan_io.c reads and writes it as plan.bin (format in docs/PLAN_FORMAT.md). */
+#ifndef DDP_PLAN_H
+#define DDP_PLAN_H
+#include "dtype.h"
+#include "instr.h"
+#include "ops.h"
+#include <stdbool.h>
+#include <stdint.h>
+#include <stdio.h>
+
+#define DDP_PLAN_MAGIC "DDPCPLAN"
+#define DDP_PLAN_VERSION 1u
+#define DDP_MAX_DIMS 4
+#define DDP_ALIGN 256u
+
+/* Memory classes: one arena each per rank. */
+#define DDP_ARENAS(X) X(PARAM, "params") X(GRAD, "grads") X(OPT, "optimizer") X(ACT, "activations") \
+  X(WORK, "workspace") X(IO, "io")
+typedef enum {
+#define DDP_ARENA_ENUM(id, name) ARENA_##id,
+  DDP_ARENAS(DDP_ARENA_ENUM)
+#undef DDP_ARENA_ENUM
+  ARENA_COUNT
+} ddp_arena;
+const char *ddp_arena_name(int a);
+
+/* Tensor roles (flags). */
+enum {
+  TF_PARAM = 1u << 0,      /* fp32 master parameter (checkpointed under its state name) */
+  TF_TRAINABLE = 1u << 1,  /* gets a gradient and an update */
+  TF_PARAM_COPY = 1u << 2, /* low-precision copy of a parameter read by the GEMMs */
+  TF_GRAD = 1u << 3,
+  TF_OPT_M = 1u << 4,
+  TF_OPT_V = 1u << 5,
+  TF_TOKENS = 1u << 6,     /* model inputs filled by LOAD_BATCH */
+  TF_TARGETS = 1u << 7,
+  TF_LOSS = 1u << 8,       /* scalar f32 loss of the step */
+  TF_SCALARS = 1u << 9,    /* optimizer scalars block (ops.h SCALAR_*) */
+  TF_PERSISTENT = 1u << 10 /* lives across steps (not reused by liveness) */
+};
+
+typedef struct ddp_tensor {
+  char *name;        /* unique internal name, e.g. "layers.0.attn.qkv.out" */
+  char *state_name;  /* PyTorch state-dict name for parameters and optimizer state, or NULL */
+  uint32_t flags;
+  uint8_t dtype;
+  uint8_t arena;
+  uint8_t ndim;
+  int64_t shape[DDP_MAX_DIMS];
+  int32_t base;      /* tensor this one is a view of (-1: owns its memory) */
+  uint64_t view;     /* byte offset inside base */
+  uint64_t offset;   /* byte offset inside the arena (resolved by the planner) */
+  uint64_t bytes;
+  int32_t param;     /* for grads/opt state/copies: the parameter tensor they belong to, else -1 */
+  int32_t first_use, last_use; /* step-program instruction indices (rank 0), -1 if unused */
+} ddp_tensor;
+
+typedef struct ddp_module {
+  char *template_name; /* templates/<name>.cu */
+  char *entry;         /* ddp_<entry> */
+  char *spec;          /* the -D specialisation, one define per line */
+  char hash[17];       /* content hash of source + spec + arch + NVRTC version */
+  uint8_t *cubin;
+  uint64_t cubin_size;
+} ddp_module;
+
+typedef struct ddp_kernel {
+  int32_t op;
+  int32_t module;
+} ddp_kernel;
+
+typedef struct ddp_bucket {
+  int32_t *params;  /* parameter tensor ids, in the order their gradients become ready */
+  uint32_t nparams;
+  uint64_t offset;  /* byte offset of the bucket in the gradient arena */
+  uint64_t bytes;
+} ddp_bucket;
+
+typedef struct ddp_program {
+  ddp_instr *v;
+  uint32_t n, cap;
+} ddp_program;
+
+typedef struct ddp_rank_plan {
+  ddp_program init, step;
+  uint32_t nevents;
+  uint32_t ntimers;
+  uint64_t arena_bytes[ARENA_COUNT];
+} ddp_rank_plan;
+
+/* Model kinds, precisions, data sources, optimizers. */
+enum { MODEL_TRANSFORMER = 0, MODEL_MLP = 1 };
+enum { PREC_FP32 = 0, PREC_BF16 = 1 };
+enum { DATA_RANDOM_TOKENS = 0, DATA_TOKEN_FILE = 1, DATA_RANDOM_DENSE = 2, DATA_PATTERN_TOKENS = 3 };
+enum { OPTIM_ADAMW = 0, OPTIM_SGD = 1 };
+
+/* The schedule summary: every field is written, read and printed through this one table.
+ * X(type, name) with type one of I (int64), F (double), S (string). */
+#define DDP_META_FIELDS(X)                                                                         \
+  X(S, schedule_path) X(S, schedule_source) X(S, arch) X(I, world) X(S, model_name)             \
+  X(I, model_kind) X(I, vocab) X(I, context) X(I, d_model) X(I, d_ff) X(I, layers) X(I, heads)   \
+  X(F, rope_theta) X(I, mlp_in) X(I, mlp_out) X(I, precision) X(I, act_dtype) X(I, grad_dtype)   \
+  X(I, global_batch) X(I, batch_per_rank) X(I, data_kind) X(S, data_path) X(I, data_rows)        \
+  X(I, data_seed) X(I, steps) X(I, warmup) X(I, seed) X(I, identical_init) X(I, optimizer)       \
+  X(F, lr) X(F, lr_min) X(F, beta1) X(F, beta2) X(F, eps) X(F, weight_decay) X(I, lr_schedule)   \
+  X(I, lr_warmup) X(I, lr_cycle) X(F, clip_norm) X(S, parallel) X(I, n_params) X(I, n_trainable) \
+  X(F, flops_per_step) X(I, tokens_tensor) X(I, targets_tensor) X(I, loss_tensor)                \
+  X(I, scalars_tensor) X(I, attention) X(F, comm_bytes_per_step)
+
+typedef struct ddp_meta {
+#define DDP_META_DECL_I(name) int64_t name;
+#define DDP_META_DECL_F(name) double name;
+#define DDP_META_DECL_S(name) char *name;
+#define DDP_META_DECL(t, name) DDP_META_DECL_##t(name)
+  DDP_META_FIELDS(DDP_META_DECL)
+#undef DDP_META_DECL
+} ddp_meta;
+
+typedef struct ddp_plan {
+  ddp_meta meta;
+  ddp_tensor *tensors;
+  uint32_t ntensors, cap_tensors;
+  ddp_module *modules;
+  uint32_t nmodules, cap_modules;
+  ddp_kernel *kernels;
+  uint32_t nkernels, cap_kernels;
+  ddp_bucket *buckets;
+  uint32_t nbuckets, cap_buckets;
+  char **strings;
+  uint32_t nstrings, cap_strings;
+  uint32_t nstreams;
+  ddp_rank_plan *ranks; /* meta.world entries */
+} ddp_plan;
+
+/* Construction and teardown (plan.c). */
+ddp_plan *ddp_plan_new(void);
+void ddp_plan_free(ddp_plan *p);
+int32_t ddp_plan_add_string(ddp_plan *p, const char *s); /* interned */
+const char *ddp_plan_string(const ddp_plan *p, int32_t id); /* "" for -1 */
+int32_t ddp_plan_add_tensor(ddp_plan *p, const ddp_tensor *t); /* copies the strings */
+ddp_instr *ddp_program_push(ddp_program *prog, const ddp_instr *in);
+void ddp_program_free(ddp_program *prog);
+uint64_t ddp_tensor_numel(const ddp_tensor *t);
+ddp_instr ddp_instr_blank(int opcode, int stream); /* all buffers null, kernel/name/layer -1 */
+int32_t ddp_plan_find_tensor(const ddp_plan *p, const char *name); /* -1 when absent */
+
+/* plan.bin (plan_io.c). Errors: a one-line message in err, return -1; nothing is half-written (the
+ * writer writes a temporary file and renames it). */
+int ddp_plan_write(const ddp_plan *p, const char *path, char *err, size_t errcap);
+ddp_plan *ddp_plan_read(const char *path, char *err, size_t errcap);
+#endif
