@@ -19,7 +19,8 @@
  *   SEND / RECV     p0 buffer; dt0; i0 count, i2 peer, i3 comm
  *   RANGE_PUSH      name: a phase or layer range (NVTX, traces); i0 range kind (ddp_range)
  *   RANGE_POP       closes the innermost range on `stream`
- *   TIMER           i0 timer slot: a timing point on `stream` (CUDA event), read by the metrics
+ *   TIMER           i0 timer slot, i1 role (ddp_timer): a timing point on `stream` (a CUDA event on the GPU, a
+ *                   host clock in the reference), read by the metrics
  *   LOAD_BATCH      p0 inputs, p1 targets: the data source fills them for (step, rank)
  *   INIT_TENSOR     p0 tensor; dt0; i0 init kind (ddp_init), i1 elements, i2 RNG stream id, i3 fan_in;
  *                   f0, f1 parameters (std / bound / constant)
@@ -74,6 +75,17 @@ typedef enum {
 #undef DDP_INIT_ENUM
   INIT_COUNT
 } ddp_init;
+
+/* What a timing point marks. COMM_BEGIN/COMM_END bracket each collective on the communication stream. */
+#define DDP_TIMERS(X) X(STEP_BEGIN, "step_begin") X(BACKWARD_END, "backward_end") X(COMM_BEGIN, "comm_begin") \
+  X(COMM_END, "comm_end") X(OPT_BEGIN, "optimizer_begin") X(STEP_END, "step_end")
+typedef enum {
+#define DDP_TIMER_ENUM(id, name) TIMER_##id,
+  DDP_TIMERS(DDP_TIMER_ENUM)
+#undef DDP_TIMER_ENUM
+  TIMER_COUNT
+} ddp_timer;
+const char *ddp_timer_name(int t);
 
 /* Streams every plan has; a plan may name more. */
 enum { STREAM_COMPUTE = 0, STREAM_COMM = 1 };

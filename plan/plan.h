@@ -150,4 +150,11 @@ int32_t ddp_plan_find_tensor(const ddp_plan *p, const char *name); /* -1 when ab
  * writer writes a temporary file and renames it). */
 int ddp_plan_write(const ddp_plan *p, const char *path, char *err, size_t errcap);
 ddp_plan *ddp_plan_read(const char *path, char *err, size_t errcap);
+
+/* Is this plan runnable here (plan_io_check.c)? Compares the compiled world size with `world` (<= 0:
+ * skip) and the plan's arch with `device_arch` ("sm_90"; NULL: skip; a plan without kernels runs on any
+ * arch). Returns 0, or -1 with one line in err such as "compiled for 2 ranks, launched with 3" or
+ * "compiled for sm_90a, this GPU is sm_80"; the plan holds no path, so callers prefix theirs. */
+int ddp_plan_check_launch(const ddp_plan *p, const char *device_arch /* NULL = skip */, int world, char *err,
+                          size_t errcap);
 #endif

@@ -1,0 +1,93 @@
+/* compiler/buckets.c: gradient buckets for bucketed DDP. Default policy: walk the trainable units in the
+ * order their gradients become ready and close a bucket when the next unit would push it past bucket_mb
+ * (MiB of gradient bytes); a unit larger than the cap gets a bucket of its own. A schedule may instead
+ * give a Lua function over the state-dict parameters; parameters sharing a fused unit must then share a
+ * bucket. */
+#include "layout.h"
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+static int by_size(ddp_builder *b, const int *order, int n, int *bucket_of) {
+  double cap = b->s->bucket_mb * 1024.0 * 1024.0;
+  uint64_t gsz = ddp_dtype_size(b->grad_dt);
+  int bucket = 0;
+  double fill = 0;
+  for (int k = 0; k < n; k++) {
+    double bytes = (double)b->units[order[k]].numel * (double)gsz;
+    if (fill > 0 && fill + bytes > cap) {
+      bucket++;
+      fill = 0;
+    }
+    bucket_of[k] = bucket;
+    fill += bytes;
+  }
+  return bucket + 1;
+}
+
+static int by_policy(ddp_builder *b, const int *order, int n, int *bucket_of, char *err, size_t errcap) {
+  const ddp_schedule *s = b->s;
+  /* The state-dict parameters of the trainable units, in ready order. */
+  int np = 0;
+  const char **names = calloc((size_t)b->nparams + 1, sizeof(char *));
+  uint64_t *bytes = calloc((size_t)b->nparams + 1, sizeof(uint64_t));
+  int *unit_pos = malloc(sizeof(int) * (size_t)b->nparams);
+  int *pbucket = malloc(sizeof(int) * (size_t)b->nparams);
+  for (int k = 0; k < n; k++)
+    for (int p = 0; p < b->nparams; p++)
+      if (b->params[p].unit == order[k]) {
+        names[np] = b_t(b, b->params[p].tensor)->state_name;
+        bytes[np] = (uint64_t)b->params[p].numel * ddp_dtype_size(b->grad_dt);
+        unit_pos[np] = k;
+        np++;
+      }
+  int rc = s->bucket_policy(s->bucket_policy_ctx, names, bytes, np, pbucket, err, errcap);
+  int nb = -1;
+  if (rc == 0) {
+    for (int k = 0; k < n; k++) bucket_of[k] = -1;
+    nb = 0;
+    for (int q = 0; q < np && nb >= 0; q++) {
+      int k = unit_pos[q];
+      if (pbucket[q] < 0) {
+        snprintf(err, errcap, "%s: parallel.buckets: parameter %s is in no bucket", s->path, names[q]);
+        nb = -1;
+      } else if (bucket_of[k] >= 0 && bucket_of[k] != pbucket[q]) {
+        snprintf(err, errcap,
+                 "%s: parallel.buckets: %s shares one fused weight (%s) with parameters of another bucket", s->path,
+                 names[q], b->units[order[k]].name);
+        nb = -1;
+      } else {
+        bucket_of[k] = pbucket[q];
+        if (pbucket[q] + 1 > nb) nb = pbucket[q] + 1;
+      }
+    }
+    for (int k = 0; k < n && nb >= 0; k++)
+      if (bucket_of[k] < 0) bucket_of[k] = nb - 1; /* units without state-dict parameters: none today */
+    /* Empty buckets are compacted away. */
+    if (nb > 0) {
+      int *remap = malloc(sizeof(int) * (size_t)nb);
+      int used = 0;
+      for (int x = 0; x < nb; x++) {
+        remap[x] = -1;
+        for (int k = 0; k < n; k++)
+          if (bucket_of[k] == x) {
+            remap[x] = used++;
+            break;
+          }
+      }
+      for (int k = 0; k < n; k++) bucket_of[k] = remap[bucket_of[k]];
+      free(remap);
+      nb = used;
+    }
+  }
+  free(names);
+  free(bytes);
+  free(unit_pos);
+  free(pbucket);
+  return nb;
+}
+
+int ddp_buckets_assign(ddp_builder *b, const int *order, int n, int *bucket_of, char *err, size_t errcap) {
+  if (b->s->bucket_policy) return by_policy(b, order, n, bucket_of, err, errcap);
+  return by_size(b, order, n, bucket_of);
+}

@@ -1,0 +1,272 @@
+/* compiler/builder.c: the builder's bookkeeping: tensors, views, instructions, ranges, GEMMs, parameter
+ * units, gradient creation/accumulation flags and the tape. */
+#include "builder.h"
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#define GROW(ptr, n, cap, init)                                     \
+  do {                                                              \
+    if ((n) == (cap)) {                                             \
+      (cap) = (cap) ? 2 * (cap) : (init);                           \
+      (ptr) = realloc((ptr), sizeof(*(ptr)) * (size_t)(cap));       \
+    }                                                               \
+  } while (0)
+
+void b_init(ddp_builder *b, ddp_plan *plan, const ddp_schedule *s, bool f64) {
+  memset(b, 0, sizeof *b);
+  b->plan = plan;
+  b->s = s;
+  b->layer = -1;
+  b->fdt = f64 ? DT_F64 : DT_F32;
+  b->act_dt = s->precision == PREC_BF16 ? DT_BF16 : b->fdt;
+  b->res_dt = b->fdt;
+  b->grad_dt = s->grad_dtype && !f64 ? s->grad_dtype : b->fdt;
+  b->tokens = b->targets = b->loss = b->loss_rows = b->scalars = b->rope_freq = -1;
+}
+
+void b_free(ddp_builder *b) {
+  ddp_program_free(&b->init);
+  ddp_program_free(&b->step);
+  free(b->units);
+  free(b->params);
+  free(b->tape);
+  free(b->grad_of);
+  free(b->grad_done);
+  memset(b, 0, sizeof *b);
+}
+
+static void grow_grad_maps(ddp_builder *b) {
+  uint32_t need = b->plan->ntensors + 1;
+  if (need <= b->grad_cap) return;
+  uint32_t cap = b->grad_cap ? b->grad_cap : 256;
+  while (cap < need) cap *= 2;
+  b->grad_of = realloc(b->grad_of, sizeof(int32_t) * cap);
+  b->grad_done = realloc(b->grad_done, cap);
+  for (uint32_t i = b->grad_cap; i < cap; i++) {
+    b->grad_of[i] = -1;
+    b->grad_done[i] = 0;
+  }
+  b->grad_cap = cap;
+}
+
+int32_t b_tensor(ddp_builder *b, const char *name, int dtype, int arena, uint32_t flags, int ndim,
+                 const int64_t *shape) {
+  ddp_tensor t;
+  memset(&t, 0, sizeof t);
+  t.name = (char *)name;
+  t.flags = flags;
+  t.dtype = (uint8_t)dtype;
+  t.arena = (uint8_t)arena;
+  t.ndim = (uint8_t)ndim;
+  uint64_t n = 1;
+  for (int i = 0; i < ndim; i++) {
+    t.shape[i] = shape[i];
+    n *= (uint64_t)shape[i];
+  }
+  t.bytes = n * ddp_dtype_size(dtype);
+  t.base = -1;
+  t.param = -1;
+  t.first_use = t.last_use = -1;
+  int32_t id = ddp_plan_add_tensor(b->plan, &t);
+  grow_grad_maps(b);
+  return id;
+}
+
+int32_t b_act(ddp_builder *b, const char *name, int dtype, int64_t rows, int64_t cols) {
+  int64_t shape[2] = {rows, cols};
+  return b_tensor(b, name, dtype, ARENA_ACT, 0, cols > 0 ? 2 : 1, shape);
+}
+
+int32_t b_view(ddp_builder *b, const char *name, int32_t base, uint64_t byte_offset, int dtype, int ndim,
+               const int64_t *shape, uint32_t flags) {
+  const ddp_tensor *bt = b_t(b, base);
+  int32_t id = b_tensor(b, name, dtype, bt->arena, flags, ndim, shape);
+  ddp_tensor *t = &b->plan->tensors[id];
+  t->base = base;
+  t->view = byte_offset;
+  return id;
+}
+
+const ddp_tensor *b_t(const ddp_builder *b, int32_t t) { return &b->plan->tensors[t]; }
+
+ddp_instr b_kernel(int op) {
+  ddp_instr in = ddp_instr_blank(I_KERNEL, STREAM_COMPUTE);
+  in.op = (uint16_t)op;
+  return in;
+}
+
+void b_arg(ddp_instr *in, int slot, int32_t tensor, uint64_t view_bytes, int dtype) {
+  in->p[slot].tensor = tensor;
+  in->p[slot].view = view_bytes;
+  in->dt[slot] = (uint8_t)dtype;
+}
+
+void b_buf(ddp_builder *b, ddp_instr *in, int slot, int32_t tensor) {
+  b_arg(in, slot, tensor, 0, tensor >= 0 ? b_t(b, tensor)->dtype : DT_NONE);
+}
+
+ddp_instr *b_emit(ddp_builder *b, ddp_instr in, const char *name) {
+  in.layer = b->layer;
+  if (name) in.name = ddp_plan_add_string(b->plan, name);
+  return ddp_program_push(&b->step, &in);
+}
+
+ddp_instr *b_emit_init(ddp_builder *b, ddp_instr in, const char *name) {
+  in.layer = -1;
+  if (name) in.name = ddp_plan_add_string(b->plan, name);
+  return ddp_program_push(&b->init, &in);
+}
+
+void b_range_push(ddp_builder *b, int kind, const char *name) {
+  ddp_instr in = ddp_instr_blank(I_RANGE_PUSH, STREAM_COMPUTE);
+  in.i[0] = kind;
+  b_emit(b, in, name);
+}
+
+void b_range_pop(ddp_builder *b) { b_emit(b, ddp_instr_blank(I_RANGE_POP, STREAM_COMPUTE), NULL); }
+
+ddp_instr *b_gemm(ddp_builder *b, const char *name, int32_t A, uint64_t a_view, int transA, int64_t lda,
+                  int32_t B, uint64_t b_view, int transB, int64_t ldb, int32_t D, uint64_t d_view, int64_t ldd,
+                  int64_t M, int64_t N, int64_t K, float beta) {
+  ddp_instr in = ddp_instr_blank(I_GEMM, STREAM_COMPUTE);
+  b_arg(&in, 0, A, a_view, b_t(b, A)->dtype);
+  b_arg(&in, 1, B, b_view, b_t(b, B)->dtype);
+  b_arg(&in, 2, D, d_view, b_t(b, D)->dtype);
+  b_arg(&in, 3, D, d_view, b_t(b, D)->dtype);
+  in.i[0] = M;
+  in.i[1] = N;
+  in.i[2] = K;
+  in.i[3] = transA;
+  in.i[4] = transB;
+  in.i[5] = lda ? lda : (transA ? M : K);
+  in.i[6] = ldb ? ldb : (transB ? K : N);
+  in.i[7] = in.i[8] = ldd ? ldd : N;
+  in.i[9] = 1;
+  in.f[0] = 1.0f;
+  in.f[1] = beta;
+  b->flops += 2.0 * (double)M * (double)N * (double)K;
+  return b_emit(b, in, name);
+}
+
+int32_t b_as_dtype(ddp_builder *b, int32_t t, int dtype, const char *name) {
+  const ddp_tensor *tt = b_t(b, t);
+  if (tt->dtype == dtype) return t;
+  int64_t shape[DDP_MAX_DIMS];
+  memcpy(shape, tt->shape, sizeof shape);
+  int ndim = tt->ndim;
+  uint64_t n = ddp_tensor_numel(tt);
+  int32_t out = b_tensor(b, name, dtype, ARENA_ACT, 0, ndim, shape);
+  ddp_instr in = b_kernel(OP_CAST);
+  b_buf(b, &in, 0, t);
+  b_buf(b, &in, 1, out);
+  in.i[0] = (int64_t)n;
+  b_emit(b, in, name);
+  return out;
+}
+
+bool b_needs_grad(const ddp_builder *b, int32_t t) {
+  return t >= 0 && !(b_t(b, t)->flags & (TF_TOKENS | TF_TARGETS));
+}
+
+int b_unit(ddp_builder *b, const char *name, int64_t numel, bool trainable, int init_kind, float a, float c,
+           int64_t fan_in) {
+  GROW(b->units, b->nunits, b->cap_units, 64);
+  ddp_unit *u = &b->units[b->nunits];
+  memset(u, 0, sizeof *u);
+  snprintf(u->name, sizeof u->name, "%s", name);
+  u->numel = numel;
+  u->trainable = trainable;
+  u->init_kind = init_kind;
+  u->init_a = a;
+  u->init_b = c;
+  u->fan_in = fan_in;
+  u->ready = -1;
+  char tname[200];
+  int64_t shape[1] = {numel};
+  snprintf(tname, sizeof tname, "%s", name);
+  u->master = b_tensor(b, tname, b->fdt, ARENA_PARAM, TF_PARAM | TF_PERSISTENT | (trainable ? TF_TRAINABLE : 0),
+                       1, shape);
+  u->copy = u->master;
+  if (b->act_dt != b->fdt) {
+    snprintf(tname, sizeof tname, "%s.%s", name, ddp_dtype_name(b->act_dt));
+    u->copy = b_tensor(b, tname, b->act_dt, ARENA_PARAM, TF_PARAM_COPY | TF_PERSISTENT, 1, shape);
+    b->plan->tensors[u->copy].param = u->master;
+  }
+  u->grad = -1;
+  if (trainable) {
+    snprintf(tname, sizeof tname, "%s.grad", name);
+    u->grad = b_tensor(b, tname, b->grad_dt, ARENA_GRAD, TF_GRAD | TF_PERSISTENT, 1, shape);
+    b->plan->tensors[u->grad].param = u->master;
+  }
+  return b->nunits++;
+}
+
+void b_param(ddp_builder *b, int unit, const char *state_name, int64_t offset, int ndim, const int64_t *shape) {
+  ddp_unit *u = &b->units[unit];
+  GROW(b->params, b->nparams, b->cap_params, 64);
+  int64_t n = 1;
+  for (int i = 0; i < ndim; i++) n *= shape[i];
+  int32_t t = b_view(b, state_name, u->master, (uint64_t)offset * ddp_dtype_size(b->fdt), b->fdt, ndim, shape,
+                     TF_PARAM | (u->trainable ? TF_TRAINABLE : 0));
+  ddp_tensor *tt = &b->plan->tensors[t];
+  tt->state_name = strdup(state_name);
+  b->params[b->nparams++] = (ddp_param){.tensor = t, .unit = unit, .unit_offset = offset, .numel = n};
+}
+
+int32_t b_grad(ddp_builder *b, int32_t t) {
+  grow_grad_maps(b);
+  if (b->grad_of[t] >= 0) return b->grad_of[t];
+  const ddp_tensor *tt = b_t(b, t);
+  char name[300];
+  snprintf(name, sizeof name, "%s.grad", tt->name);
+  int dt = tt->dtype;
+  int32_t g = b_tensor(b, name, dt, ARENA_ACT, 0, tt->ndim, tt->shape);
+  b->grad_of[t] = g;
+  return g;
+}
+
+bool b_has_grad(const ddp_builder *b, int32_t t) {
+  return t >= 0 && (uint32_t)t < b->grad_cap && b->grad_of[t] >= 0;
+}
+
+int b_grad_acc(ddp_builder *b, int32_t grad) {
+  grow_grad_maps(b);
+  int acc = b->grad_done[grad];
+  b->grad_done[grad] = 1;
+  return acc;
+}
+
+int b_unit_grad_acc(ddp_builder *b, int unit) {
+  ddp_unit *u = &b->units[unit];
+  int acc = b_grad_acc(b, u->grad);
+  if (!acc) u->ready = b->ready_counter++;
+  return acc;
+}
+
+ddp_node *b_record(ddp_builder *b, int kind, const char *name) {
+  GROW(b->tape, b->ntape, b->cap_tape, 256);
+  ddp_node *n = &b->tape[b->ntape++];
+  memset(n, 0, sizeof *n);
+  for (int i = 0; i < 12; i++) n->t[i] = -1;
+  for (int i = 0; i < 4; i++) n->u[i] = -1;
+  n->kind = kind;
+  n->layer = b->layer;
+  n->name = ddp_plan_add_string(b->plan, name);
+  return n;
+}
+
+int32_t b_name(ddp_builder *b, const char *fmt, ...) {
+  char buf[512];
+  va_list ap;
+  va_start(ap, fmt);
+  vsnprintf(buf, sizeof buf, fmt, ap);
+  va_end(ap);
+  return ddp_plan_add_string(b->plan, buf);
+}
+
+int64_t b_partials(int64_t rows) {
+  int64_t p = 264; /* a couple of blocks per SM on Hopper; the reference is indifferent */
+  return rows < p ? rows : p;
+}

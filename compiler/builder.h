@@ -1,0 +1,147 @@
+/* compiler/builder.h: the model builder's state: tensors and instructions being emitted into the
+ * single-rank init and step programs, parameters grouped into allocation units, and the tape that the
+ * backward pass walks in reverse. Layer kinds live in compiler/layers/, one file each (forward wiring,
+ * backward wiring, shape rules). */
+#ifndef DDP_BUILDER_H
+#define DDP_BUILDER_H
+#include "plan.h"
+#include "schedule.h"
+
+/* A state-dict parameter. Several parameters may share one allocation unit (the fused q/k/v weight, the
+ * fused w1/w3 weight); gradients become ready per unit. */
+typedef struct ddp_param {
+  int32_t tensor;  /* fp32 master (a view into its unit) */
+  int32_t unit;
+  int64_t unit_offset; /* elements from the unit's start */
+  int64_t numel;
+} ddp_param;
+
+typedef struct ddp_unit {
+  char name[160];
+  int32_t master;  /* fp32 [numel] */
+  int32_t copy;    /* GEMM operand copy (bf16) or == master */
+  int32_t grad;    /* -1 when frozen */
+  int64_t numel;
+  bool trainable;
+  int64_t flat_offset; /* elements, assigned by the layout pass (trainable units only) */
+  int ready;           /* order in which the backward finishes this unit's gradient */
+  int init_kind;
+  float init_a, init_b;
+  int64_t fan_in;
+} ddp_unit;
+
+/* One recorded forward op: enough for its backward. */
+typedef struct ddp_node {
+  int kind;                 /* LK_* */
+  int layer;
+  int32_t name;             /* plan string */
+  int32_t t[12];            /* tensors: meaning per kind */
+  int32_t u[4];             /* units (weights) */
+  int64_t i[8];
+  float f[4];
+} ddp_node;
+
+enum { LK_EMBED, LK_LINEAR, LK_RMSNORM, LK_ROPE, LK_ATTENTION, LK_SWIGLU, LK_XENT, LK_MSE, LK_RELU,
+       LK_LAYERNORM, LK_BIAS, LK_COUNT };
+
+typedef struct ddp_builder {
+  ddp_plan *plan;
+  const ddp_schedule *s;
+  ddp_program init, step;
+  int fdt;      /* masters, statistics, optimizer state: f32 (f64 for the reference gradient check) */
+  int act_dt;   /* activations (bf16 in bf16 mode) */
+  int res_dt;   /* the residual stream (f32: as under PyTorch autocast) */
+  int grad_dt;  /* parameter gradients */
+  int64_t rows; /* tokens (or MLP rows) per rank per step */
+  int layer;    /* current layer for tagging, -1 outside */
+  ddp_unit *units;
+  int nunits, cap_units;
+  ddp_param *params;
+  int nparams, cap_params;
+  ddp_node *tape;
+  int ntape, cap_tape;
+  int32_t *grad_of;   /* activation tensor -> its gradient tensor (-1) */
+  uint8_t *grad_done; /* gradient tensor already written once (later writes accumulate) */
+  uint32_t grad_cap;
+  int32_t tokens, targets, loss, loss_rows, scalars, rope_freq;
+  int ready_counter;
+  double flops;       /* model FLOPs per step per rank (forward + backward) */
+} ddp_builder;
+
+/* Tensors. */
+int32_t b_tensor(ddp_builder *b, const char *name, int dtype, int arena, uint32_t flags, int ndim,
+                 const int64_t *shape);
+int32_t b_act(ddp_builder *b, const char *name, int dtype, int64_t rows, int64_t cols);
+int32_t b_view(ddp_builder *b, const char *name, int32_t base, uint64_t byte_offset, int dtype, int ndim,
+               const int64_t *shape, uint32_t flags);
+const ddp_tensor *b_t(const ddp_builder *b, int32_t t);
+
+/* Instructions, appended to the step program (or init with b_emit_init). */
+ddp_instr b_kernel(int op);
+void b_arg(ddp_instr *in, int slot, int32_t tensor, uint64_t view_bytes, int dtype);
+void b_buf(ddp_builder *b, ddp_instr *in, int slot, int32_t tensor); /* tensor's own dtype */
+ddp_instr *b_emit(ddp_builder *b, ddp_instr in, const char *name);
+ddp_instr *b_emit_init(ddp_builder *b, ddp_instr in, const char *name);
+void b_range_push(ddp_builder *b, int kind, const char *name);
+void b_range_pop(ddp_builder *b);
+/* GEMM: D[M,N] = alpha * op(A) op(B) + beta * C with C == D (row-major, contiguous unless ld given). */
+ddp_instr *b_gemm(ddp_builder *b, const char *name, int32_t A, uint64_t a_view, int transA, int64_t lda,
+                  int32_t B, uint64_t b_view, int transB, int64_t ldb, int32_t D, uint64_t d_view, int64_t ldd,
+                  int64_t M, int64_t N, int64_t K, float beta);
+/* Makes `t` available in `dtype`: returns t itself or a CAST of it into a new activation. */
+int32_t b_as_dtype(ddp_builder *b, int32_t t, int dtype, const char *name);
+/* Does an activation need a gradient (everything but data inputs)? */
+bool b_needs_grad(const ddp_builder *b, int32_t t);
+
+/* Parameters. Returns the unit; the state-dict parameters are added with b_param. */
+int b_unit(ddp_builder *b, const char *name, int64_t numel, bool trainable, int init_kind, float a, float c,
+           int64_t fan_in);
+void b_param(ddp_builder *b, int unit, const char *state_name, int64_t offset, int ndim, const int64_t *shape);
+
+/* Gradients of activations: created on first use; the first writer overwrites, later ones accumulate. */
+int32_t b_grad(ddp_builder *b, int32_t t);
+int b_grad_acc(ddp_builder *b, int32_t grad); /* returns 0 the first time (overwrite), then 1 */
+bool b_has_grad(const ddp_builder *b, int32_t t);
+int b_unit_grad_acc(ddp_builder *b, int unit); /* same for a unit's gradient; marks readiness */
+
+ddp_node *b_record(ddp_builder *b, int kind, const char *name);
+int32_t b_name(ddp_builder *b, const char *fmt, ...);
+
+/* Layers (compiler/layers/). Forward functions emit the forward and record a node. */
+int32_t L_embedding(ddp_builder *b, const char *name, int unit, int32_t tokens, int64_t d);
+int32_t L_linear(ddp_builder *b, const char *name, int unit, int32_t x, int64_t in, int64_t out,
+                 int32_t residual /* -1 or the tensor to add into (the output is then a new tensor = residual + xW^T) */,
+                 int out_dt);
+int32_t L_rmsnorm(ddp_builder *b, const char *name, int unit, int32_t x, int64_t d, int out_dt);
+void L_rope(ddp_builder *b, const char *name, int32_t qkv, int64_t d, int64_t heads);
+int32_t L_attention(ddp_builder *b, const char *name, int32_t qkv, int64_t d, int64_t heads);
+int32_t L_swiglu(ddp_builder *b, const char *name, int32_t ab, int64_t dff);
+void L_cross_entropy(ddp_builder *b, int32_t logits, int32_t targets, int64_t vocab);
+void L_mse(ddp_builder *b, int32_t pred, int32_t target, int64_t m);
+int32_t L_relu(ddp_builder *b, const char *name, int32_t x, int64_t n_cols);
+int32_t L_layernorm(ddp_builder *b, const char *name, int wunit, int bunit, int32_t x, int64_t d);
+void L_bias(ddp_builder *b, const char *name, int unit, int32_t y, int64_t m);
+
+/* Backward: walks the tape in reverse. */
+void b_backward(ddp_builder *b);
+void L_embedding_bwd(ddp_builder *b, const ddp_node *n);
+void L_linear_bwd(ddp_builder *b, const ddp_node *n);
+void L_rmsnorm_bwd(ddp_builder *b, const ddp_node *n);
+void L_rope_bwd(ddp_builder *b, const ddp_node *n);
+void L_attention_bwd(ddp_builder *b, const ddp_node *n);
+void L_swiglu_bwd(ddp_builder *b, const ddp_node *n);
+void L_relu_bwd(ddp_builder *b, const ddp_node *n);
+void L_layernorm_bwd(ddp_builder *b, const ddp_node *n);
+void L_bias_bwd(ddp_builder *b, const ddp_node *n);
+
+/* Partial-table row count for column reductions (dg of norms, bias grads). */
+int64_t b_partials(int64_t rows);
+
+/* Models (compiler/model_*.c): emit init + forward + loss into the builder. */
+int build_transformer(ddp_builder *b, char *err, size_t errcap);
+int build_mlp(ddp_builder *b, char *err, size_t errcap);
+
+/* The builder's lifetime. */
+void b_init(ddp_builder *b, ddp_plan *plan, const ddp_schedule *s, bool f64);
+void b_free(ddp_builder *b);
+#endif

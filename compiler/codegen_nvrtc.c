@@ -1,0 +1,238 @@
+/* compiler/codegen_nvrtc.c: compiles one specialised template to CUBIN with NVRTC, through an on-disk
+ * cache keyed by a content hash of (every template source, the specialisation, the arch, the NVRTC
+ * version, the options). */
+#include "codegen.h"
+#include <dirent.h>
+#include <errno.h>
+#include <nvrtc.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#ifndef DDP_TEMPLATE_DIR
+#define DDP_TEMPLATE_DIR "templates"
+#endif
+#ifndef DDP_CUDA_INCLUDE_DIR
+#define DDP_CUDA_INCLUDE_DIR "/usr/local/cuda/include"
+#endif
+
+const char *ddp_template_dir(void) {
+  const char *env = getenv("DDP_TEMPLATE_DIR");
+  return env && *env ? env : DDP_TEMPLATE_DIR;
+}
+
+static char *read_file(const char *path, size_t *len) {
+  FILE *f = fopen(path, "rb");
+  if (!f) return NULL;
+  fseek(f, 0, SEEK_END);
+  long n = ftell(f);
+  fseek(f, 0, SEEK_SET);
+  char *buf = malloc((size_t)n + 1);
+  if (buf && fread(buf, 1, (size_t)n, f) != (size_t)n) {
+    free(buf);
+    buf = NULL;
+  }
+  fclose(f);
+  if (buf) {
+    buf[n] = 0;
+    if (len) *len = (size_t)n;
+  }
+  return buf;
+}
+
+static uint64_t fnv1a(uint64_t h, const void *data, size_t n) {
+  const unsigned char *p = data;
+  for (size_t i = 0; i < n; i++) {
+    h ^= p[i];
+    h *= 0x100000001b3ull;
+  }
+  return h;
+}
+
+/* Hash of every shared header (*.cuh) in the template folder, in name order: a change to a common
+ * header invalidates every cached kernel. */
+static uint64_t hash_headers(uint64_t h, const char *dir) {
+  struct dirent **names = NULL;
+  int n = scandir(dir, &names, NULL, alphasort);
+  for (int i = 0; i < n; i++) {
+    const char *nm = names[i]->d_name;
+    size_t l = strlen(nm);
+    if (l > 4 && strcmp(nm + l - 4, ".cuh") == 0) {
+      char path[4096];
+      snprintf(path, sizeof path, "%s/%s", dir, nm);
+      size_t len = 0;
+      char *src = read_file(path, &len);
+      if (src) {
+        h = fnv1a(h, nm, l);
+        h = fnv1a(h, src, len);
+        free(src);
+      }
+    }
+    free(names[i]);
+  }
+  free(names);
+  return h;
+}
+
+static const char *cache_dir(char *buf, size_t cap) {
+  const char *d = getenv("DDPC_CACHE_DIR");
+  if (d && *d) {
+    snprintf(buf, cap, "%s", d);
+  } else if ((d = getenv("XDG_CACHE_HOME")) && *d) {
+    snprintf(buf, cap, "%s/ddpc", d);
+  } else if ((d = getenv("HOME")) && *d) {
+    snprintf(buf, cap, "%s/.cache/ddpc", d);
+  } else {
+    return NULL;
+  }
+  /* mkdir -p */
+  for (char *s = buf + 1; *s; s++) {
+    if (*s == '/') {
+      *s = 0;
+      mkdir(buf, 0755);
+      *s = '/';
+    }
+  }
+  if (mkdir(buf, 0755) != 0 && errno != EEXIST) return NULL;
+  return buf;
+}
+
+static int cache_load(const char *dir, const char *hash, uint8_t **cubin, uint64_t *size) {
+  if (!dir) return -1;
+  char path[4200];
+  snprintf(path, sizeof path, "%s/%s.cubin", dir, hash);
+  size_t len = 0;
+  char *data = read_file(path, &len);
+  if (!data || len == 0) {
+    free(data);
+    return -1;
+  }
+  *cubin = (uint8_t *)data;
+  *size = len;
+  return 0;
+}
+
+static void cache_store(const char *dir, const char *hash, const uint8_t *cubin, uint64_t size) {
+  if (!dir) return;
+  char path[4200], tmp[4300];
+  snprintf(path, sizeof path, "%s/%s.cubin", dir, hash);
+  snprintf(tmp, sizeof tmp, "%s.tmp.%ld.%p", path, (long)getpid(), (const void *)cubin);
+  FILE *f = fopen(tmp, "wb");
+  if (!f) return;
+  int ok = fwrite(cubin, 1, size, f) == size;
+  ok = (fclose(f) == 0) && ok;
+  if (!ok || rename(tmp, path) != 0) unlink(tmp);
+}
+
+static void first_error_line(const char *log, char *out, size_t cap) {
+  const char *e = strstr(log, "error");
+  if (!e) e = log;
+  const char *start = e;
+  while (start > log && start[-1] != '\n') start--;
+  const char *end = strchr(e, '\n');
+  size_t n = end ? (size_t)(end - start) : strlen(start);
+  if (n >= cap) n = cap - 1;
+  memcpy(out, start, n);
+  out[n] = 0;
+}
+
+#define NVRTC_TRY(call, what)                                                                        \
+  do {                                                                                               \
+    nvrtcResult r_ = (call);                                                                         \
+    if (r_ != NVRTC_SUCCESS) {                                                                       \
+      snprintf(err, errcap, "%s: %s failed: %s", what, #call, nvrtcGetErrorString(r_));            \
+      goto fail;                                                                                     \
+    }                                                                                                \
+  } while (0)
+
+int ddp_nvrtc_compile(const char *template_name, const char *entry, const char *spec, const char *arch,
+                      uint8_t **cubin, uint64_t *size, char hash[17], char *err, size_t errcap) {
+  const char *dir = ddp_template_dir();
+  char path[4096], what[512];
+  snprintf(path, sizeof path, "%s/%s.cu", dir, template_name);
+  snprintf(what, sizeof what, "templates/%s.cu (%s)", template_name, entry);
+  size_t srclen = 0;
+  char *src = read_file(path, &srclen);
+  if (!src) {
+    snprintf(err, errcap, "%s: cannot read template: %s", path, strerror(errno));
+    return -1;
+  }
+  int major = 0, minor = 0;
+  nvrtcVersion(&major, &minor);
+  char arch_opt[64], inc_cuda[1100], inc_tpl[4200];
+  snprintf(arch_opt, sizeof arch_opt, "--gpu-architecture=%s", arch);
+  snprintf(inc_cuda, sizeof inc_cuda, "-I%s", DDP_CUDA_INCLUDE_DIR);
+  snprintf(inc_tpl, sizeof inc_tpl, "-I%s", dir);
+  const char *opts[] = {arch_opt, inc_cuda, inc_tpl, "--std=c++17", "-lineinfo", "-DNDEBUG"};
+  int nopts = (int)(sizeof opts / sizeof opts[0]);
+
+  /* The compiled source: entry selector, specialisation, then the template. */
+  size_t cap = srclen + strlen(spec) + strlen(entry) + 256;
+  char *full = malloc(cap);
+  snprintf(full, cap, "#define DDP_ENTRY_%s 1\n%s\n#line 1 \"%s.cu\"\n%s", entry, spec, template_name, src);
+  free(src);
+
+  uint64_t h = 0xcbf29ce484222325ull;
+  h = fnv1a(h, full, strlen(full));
+  h = fnv1a(h, &major, sizeof major);
+  h = fnv1a(h, &minor, sizeof minor);
+  for (int i = 0; i < nopts; i++) h = fnv1a(h, opts[i], strlen(opts[i]) + 1);
+  h = hash_headers(h, dir);
+  snprintf(hash, 17, "%016llx", (unsigned long long)h);
+
+  char cdir_buf[4096];
+  const char *cdir = cache_dir(cdir_buf, sizeof cdir_buf);
+  if (cache_load(cdir, hash, cubin, size) == 0) {
+    free(full);
+    return 0;
+  }
+
+  nvrtcProgram prog = NULL;
+  char *log = NULL;
+  NVRTC_TRY(nvrtcCreateProgram(&prog, full, path, 0, NULL, NULL), what);
+  nvrtcResult rc = nvrtcCompileProgram(prog, nopts, opts);
+  if (rc != NVRTC_SUCCESS) {
+    size_t loglen = 0;
+    nvrtcGetProgramLogSize(prog, &loglen);
+    log = malloc(loglen + 1);
+    nvrtcGetProgramLog(prog, log);
+    log[loglen] = 0;
+    char line[512];
+    first_error_line(log, line, sizeof line);
+    snprintf(err, errcap, "%s: NVRTC compile failed: %s", what, line);
+    if (getenv("DDPC_NVRTC_LOG")) fprintf(stderr, "%s\n", log);
+    goto fail;
+  }
+  size_t n = 0;
+  NVRTC_TRY(nvrtcGetCUBINSize(prog, &n), what);
+  *cubin = malloc(n);
+  NVRTC_TRY(nvrtcGetCUBIN(prog, (char *)*cubin), what);
+  *size = n;
+  nvrtcDestroyProgram(&prog);
+  free(full);
+  cache_store(cdir, hash, *cubin, *size);
+  return 0;
+fail:
+  if (prog) nvrtcDestroyProgram(&prog);
+  free(log);
+  free(full);
+  return -1;
+}
+
+int ddp_arch_supported(const char *arch) {
+  int num = 0;
+  char suffix[8] = "";
+  if (!arch || sscanf(arch, "sm_%d%7s", &num, suffix) < 1) return 0;
+  if (suffix[0] && strcmp(suffix, "a") != 0) return 0;
+  if (suffix[0] == 'a' && num < 90) return 0;
+  int count = 0;
+  if (nvrtcGetNumSupportedArchs(&count) != NVRTC_SUCCESS || count <= 0) return 0;
+  int *archs = malloc(sizeof(int) * (size_t)count);
+  int ok = 0;
+  if (nvrtcGetSupportedArchs(archs) == NVRTC_SUCCESS)
+    for (int i = 0; i < count; i++) ok |= archs[i] == num;
+  free(archs);
+  return ok;
+}

@@ -1,0 +1,17 @@
+/* compiler/compile.h: the compiler pipeline from a validated schedule to a complete plan: model builder
+ * and autodiff, flat layout and buckets, per-rank programs (sync strategy, optimizer), memory planner,
+ * verifier, kernel codegen. */
+#ifndef DDP_COMPILE_H
+#define DDP_COMPILE_H
+#include "plan.h"
+#include "schedule.h"
+
+typedef struct ddp_compile_opts {
+  const char *arch; /* "sm_90a" */
+  int jobs;         /* NVRTC threads */
+  int skip_codegen; /* tests of the passes that need no kernels */
+  int f64_reference; /* every float tensor in f64, no kernels: the reference executor's gradient checks */
+} ddp_compile_opts;
+
+ddp_plan *ddp_compile(const ddp_schedule *s, const ddp_compile_opts *o, char *err, size_t errcap);
+#endif

@@ -1,0 +1,133 @@
+/* compiler/frontend/bucket_policy.c: ddp{ buckets = function(params) ... end }. The compiler calls
+ * ddp_schedule.bucket_policy with the parameters in gradient-ready order; we call the Lua function with
+ * {name=, bytes=, order=} entries (order 1-based) in that order and check that it returns a list of
+ * buckets, each a non-empty list of parameter names (or of the entries themselves), every parameter in
+ * exactly one bucket. Bucket k of the result (1-based) becomes bucket_of = k-1. Runs in the schedule's
+ * sandbox, with a fresh instruction budget per call. */
+#include "fe.h"
+#include <stdarg.h>
+#include <stdio.h>
+#include <string.h>
+
+typedef struct fe_bucket_call {
+  fe_sandbox *sb;
+  const char *const *names;
+  const uint64_t *bytes;
+  int n;
+  int *bucket_of;
+} fe_bucket_call;
+
+__attribute__((format(printf, 3, 4))) static int fe_bucket_fail(lua_State *L, const fe_sandbox *sb,
+                                                              const char *fmt, ...) {
+  char text[FE_MSG_MAX];
+  va_list ap;
+  va_start(ap, fmt);
+  vsnprintf(text, sizeof text, fmt, ap);
+  va_end(ap);
+  lua_pushfstring(L, "%s: parallel.buckets %s", sb->bucket_where, text);
+  return lua_error(L);
+}
+
+/* Index of the parameter named by the list entry at the top of the stack (popped), or -1. */
+static int fe_entry_param(lua_State *L, int map) {
+  if (lua_istable(L, -1)) {
+    lua_getfield(L, -1, "name");
+    lua_remove(L, -2);
+  }
+  if (lua_type(L, -1) != LUA_TSTRING) {
+    lua_pop(L, 1);
+    return -2;
+  }
+  lua_rawget(L, map);
+  int i = lua_isinteger(L, -1) ? (int)lua_tointeger(L, -1) : -1;
+  lua_pop(L, 1);
+  return i;
+}
+
+static int fe_bucket_run(lua_State *L) {
+  fe_bucket_call *bc = lua_touserdata(L, 1);
+  const fe_sandbox *sb = bc->sb;
+  lua_settop(L, 0);
+  lua_createtable(L, 0, bc->n); /* 1: name -> 0-based index */
+  int map = 1;
+  for (int i = 0; i < bc->n; i++) {
+    lua_pushstring(L, bc->names[i]);
+    if (lua_rawget(L, map) != LUA_TNIL)
+      return fe_bucket_fail(L, sb, "was given the parameter \"%s\" twice (a compiler bug)", bc->names[i]);
+    lua_pop(L, 1);
+    lua_pushinteger(L, i);
+    lua_setfield(L, map, bc->names[i]);
+    bc->bucket_of[i] = -1;
+  }
+  lua_rawgeti(L, LUA_REGISTRYINDEX, sb->bucket_ref); /* 2: the function */
+  lua_createtable(L, bc->n, 0);
+  for (int i = 0; i < bc->n; i++) {
+    lua_createtable(L, 0, 3);
+    lua_pushstring(L, bc->names[i]);
+    lua_setfield(L, -2, "name");
+    lua_pushinteger(L, (lua_Integer)bc->bytes[i]);
+    lua_setfield(L, -2, "bytes");
+    lua_pushinteger(L, i + 1);
+    lua_setfield(L, -2, "order");
+    lua_rawseti(L, -2, i + 1);
+  }
+  lua_call(L, 1, 1); /* 2: the buckets */
+  char got[160];
+  if (!lua_istable(L, 2) || fe_kind_of(L, 2) >= 0)
+    return fe_bucket_fail(L, sb, "must return a list of buckets (lists of parameter names), got %s",
+                          fe_got(L, 2, got, sizeof got));
+  lua_Integer nb = (lua_Integer)lua_rawlen(L, 2);
+  for (lua_Integer b = 1; b <= nb; b++) {
+    lua_rawgeti(L, 2, b); /* 3 */
+    if (!lua_istable(L, 3))
+      return fe_bucket_fail(L, sb, "returned bucket %lld that is not a list of names, got %s", (long long)b,
+                            fe_got(L, 3, got, sizeof got));
+    lua_Integer ne = (lua_Integer)lua_rawlen(L, 3);
+    if (ne == 0) return fe_bucket_fail(L, sb, "returned bucket %lld empty", (long long)b);
+    for (lua_Integer e = 1; e <= ne; e++) {
+      lua_rawgeti(L, 3, e);
+      fe_got(L, -1, got, sizeof got);
+      int i = fe_entry_param(L, map);
+      if (i == -2)
+        return fe_bucket_fail(L, sb, "returned %s in bucket %lld, entry %lld: expected a parameter name", got,
+                              (long long)b, (long long)e);
+      if (i < 0)
+        return fe_bucket_fail(L, sb, "returned the unknown parameter %s in bucket %lld", got, (long long)b);
+      if (bc->bucket_of[i] >= 0)
+        return fe_bucket_fail(L, sb, "returned the parameter \"%s\" twice (buckets %lld and %lld)", bc->names[i],
+                              (long long)bc->bucket_of[i] + 1, (long long)b);
+      bc->bucket_of[i] = (int)(b - 1);
+    }
+    lua_settop(L, 2);
+  }
+  for (int i = 0; i < bc->n; i++)
+    if (bc->bucket_of[i] < 0)
+      return fe_bucket_fail(L, sb, "left out the parameter \"%s\" (every parameter must be in exactly one bucket)",
+                            bc->names[i]);
+  return 0;
+}
+
+int fe_bucket_policy(void *ctx, const char *const *names, const uint64_t *bytes, int n, int *bucket_of,
+                     char *err, size_t errcap) {
+  fe_sandbox *sb = ctx;
+  lua_State *L = sb->L;
+  fe_bucket_call bc = {sb, names, bytes, n, bucket_of};
+  fe_limits_reset(sb);
+  lua_settop(L, 0);
+  lua_pushcfunction(L, fe_bucket_run);
+  lua_pushlightuserdata(L, &bc);
+  int st = lua_pcall(L, 1, 0, 0);
+  if (st == LUA_OK) return 0;
+  if (st == LUA_ERRMEM)
+    snprintf(err, errcap, "%s: parallel.buckets used more than %d MB of Lua memory", sb->bucket_where,
+             (int)(FE_MEM_CAP >> 20));
+  else if (lua_type(L, -1) == LUA_TSTRING && fe_located(lua_tostring(L, -1)))
+    snprintf(err, errcap, "%s", lua_tostring(L, -1));
+  else if (lua_type(L, -1) == LUA_TSTRING)
+    snprintf(err, errcap, "%s: parallel.buckets: %s", sb->bucket_where, lua_tostring(L, -1));
+  else
+    snprintf(err, errcap, "%s: parallel.buckets raised an error that is not a string", sb->bucket_where);
+  fe_one_line(err);
+  lua_settop(L, 0);
+  return -1;
+}

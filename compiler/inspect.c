@@ -1,0 +1,229 @@
+/* compiler/inspect.c: `ddpc inspect`, the EXPLAIN of a plan. Prints, in this order, each part under a
+ * fixed heading line that tests and scripts grep for (every section is printed, "none" when empty):
+ *
+ *   == summary ==                  every meta field (DDP_META_FIELDS), table counts
+ *   == tensors ==                  id, name, state name, shape, dtype, bytes, arena, offset, flags, view of
+ *   == memory ==                   bytes per arena class per rank; total = predicted peak
+ *   == buckets ==                  index, #params, bytes, offset, members; comm bytes per step
+ *   == program rank R init ==      per selected rank: the init program, grouped per stream
+ *   == program rank R step ==      per selected rank: the step program, grouped per stream
+ *   == kernels ==                  index, op, template, entry, module hash, CUBIN bytes, spec; totals
+ *
+ * The program listings are in inspect_program.c. */
+#include "inspect.h"
+#include "inspect_internal.h"
+#include <inttypes.h>
+#include <string.h>
+
+const char *ddp_insp_tensor(const ddp_plan *p, int64_t id) {
+  if (id == -1) return "-";
+  if (id < 0 || id >= p->ntensors || !p->tensors[id].name) return "?";
+  return p->tensors[id].name;
+}
+
+const char *ddp_insp_human(char *buf, size_t cap, uint64_t bytes) {
+  static const char *const units[] = {"B", "KiB", "MiB", "GiB", "TiB"};
+  double v = (double)bytes;
+  int u = 0;
+  while (v >= 1024.0 && u < 4) v /= 1024.0, u++;
+  if (u == 0) snprintf(buf, cap, "%" PRIu64 " B", bytes);
+  else snprintf(buf, cap, "%.2f %s", v, units[u]);
+  return buf;
+}
+
+/* ---- summary ---- */
+
+/* A readable form of the coded meta fields; NULL when the value is printed as is. */
+static const char *meta_decode(const ddp_plan *p, const char *field, int64_t v) {
+  static const char *const models[] = {"transformer", "mlp"}, *const precs[] = {"fp32", "bf16"},
+                           *const data[] = {"random tokens", "token file", "random dense", "pattern tokens"},
+                           *const optims[] = {"adamw", "sgd"}, *const scheds[] = {"constant", "cosine"};
+  struct { const char *field; const char *const *names; int64_t n; } enums[] = {
+      {"model_kind", models, 2}, {"precision", precs, 2}, {"data_kind", data, 4},
+      {"optimizer", optims, 2},  {"lr_schedule", scheds, 2}};
+  for (size_t k = 0; k < sizeof enums / sizeof enums[0]; k++)
+    if (strcmp(field, enums[k].field) == 0) return (v >= 0 && v < enums[k].n) ? enums[k].names[v] : "?";
+  if (strcmp(field, "act_dtype") == 0 || strcmp(field, "grad_dtype") == 0) return ddp_dtype_name((int)v);
+  size_t n = strlen(field);
+  if (n > 7 && strcmp(field + n - 7, "_tensor") == 0) return ddp_insp_tensor(p, v);
+  return NULL;
+}
+
+static int count_lines(const char *s) {
+  if (!s || !*s) return 0;
+  int n = 1;
+  for (; *s; s++)
+    if (*s == '\n' && s[1]) n++;
+  return n;
+}
+
+static void print_summary(FILE *o, const ddp_plan *p) {
+  fprintf(o, "== summary ==\n%-22s %s\n", "field", "value");
+#define SUM_I(name)                                                       \
+  do {                                                                    \
+    const char *d = meta_decode(p, #name, p->meta.name);                 \
+    if (d) fprintf(o, "%-22s %" PRId64 " (%s)\n", #name, p->meta.name, d); \
+    else fprintf(o, "%-22s %" PRId64 "\n", #name, p->meta.name);         \
+  } while (0);
+#define SUM_F(name) fprintf(o, "%-22s %.6g\n", #name, p->meta.name);
+#define SUM_S(name)                                                                        \
+  if (strcmp(#name, "schedule_source") == 0)                                               \
+    fprintf(o, "%-22s (%d lines)\n", #name, count_lines(p->meta.name));                    \
+  else                                                                                     \
+    fprintf(o, "%-22s %s\n", #name, p->meta.name && *p->meta.name ? p->meta.name : "-");
+#define SUM(t, name) SUM_##t(name)
+  DDP_META_FIELDS(SUM)
+#undef SUM
+#undef SUM_I
+#undef SUM_F
+#undef SUM_S
+  fprintf(o, "%-22s %u\n%-22s %u\n%-22s %u\n%-22s %u\n%-22s %u\n%-22s %u\n\n", "tensors", p->ntensors, "modules",
+          p->nmodules, "kernels", p->nkernels, "buckets", p->nbuckets, "strings", p->nstrings, "streams",
+          p->nstreams);
+}
+
+/* ---- tensors ---- */
+
+static const char *const flag_words[] = {"param", "trainable", "param_copy", "grad",    "opt_m",     "opt_v",
+                                         "tokens", "targets",  "loss",       "scalars", "persistent"};
+
+static void flags_text(char *buf, size_t cap, uint32_t flags) {
+  size_t n = 0;
+  buf[0] = '\0';
+  for (size_t b = 0; b < sizeof flag_words / sizeof flag_words[0]; b++)
+    if (flags & (1u << b)) n += (size_t)snprintf(buf + n, n < cap ? cap - n : 0, "%s%s", n ? "," : "", flag_words[b]);
+  if (flags >> (sizeof flag_words / sizeof flag_words[0]))
+    n += (size_t)snprintf(buf + n, n < cap ? cap - n : 0, "%s0x%x", n ? "," : "", flags);
+  if (!n) snprintf(buf, cap, "-");
+}
+
+static void shape_text(char *buf, size_t cap, const ddp_tensor *t) {
+  size_t n = (size_t)snprintf(buf, cap, "[");
+  for (int d = 0; d < t->ndim && d < DDP_MAX_DIMS; d++)
+    n += (size_t)snprintf(buf + n, n < cap ? cap - n : 0, "%s%" PRId64, d ? "," : "", t->shape[d]);
+  snprintf(buf + n, n < cap ? cap - n : 0, "]");
+}
+
+static void print_tensors(FILE *o, const ddp_plan *p) {
+  fprintf(o, "== tensors ==\n");
+  if (!p->ntensors) {
+    fprintf(o, "none\n\n");
+    return;
+  }
+  int wn = 4, ws = 5, wf = 5;
+  for (uint32_t i = 0; i < p->ntensors; i++) {
+    char flags[160];
+    flags_text(flags, sizeof flags, p->tensors[i].flags);
+    int a = (int)strlen(ddp_insp_tensor(p, i)), b = p->tensors[i].state_name ? (int)strlen(p->tensors[i].state_name) : 1,
+        f = (int)strlen(flags);
+    wn = a > wn ? a : wn;
+    ws = b > ws ? b : ws;
+    wf = f > wf ? f : wf;
+  }
+  fprintf(o, "%5s  %-*s  %-*s  %-18s %-5s %12s  %-11s %12s  %-*s  %s\n", "id", wn, "name", ws, "state", "shape", "dtype",
+          "bytes", "arena", "offset", wf, "flags", "view-of");
+  for (uint32_t i = 0; i < p->ntensors; i++) {
+    const ddp_tensor *t = &p->tensors[i];
+    char shape[96], flags[160], view[160] = "-";
+    shape_text(shape, sizeof shape, t);
+    flags_text(flags, sizeof flags, t->flags);
+    if (t->base >= 0) snprintf(view, sizeof view, "%s+%" PRIu64, ddp_insp_tensor(p, t->base), t->view);
+    fprintf(o, "%5u  %-*s  %-*s  %-18s %-5s %12" PRIu64 "  %-11s %12" PRIu64 "  %-*s  %s\n", i, wn,
+            ddp_insp_tensor(p, i), ws, t->state_name ? t->state_name : "-", shape, ddp_dtype_name(t->dtype), t->bytes,
+            ddp_arena_name(t->arena), t->offset, wf, flags, view);
+  }
+  fprintf(o, "\n");
+}
+
+/* ---- memory ---- */
+
+static void print_memory(FILE *o, const ddp_plan *p) {
+  fprintf(o, "== memory ==\n");
+  if (!p->ranks || p->meta.world < 1) {
+    fprintf(o, "none\n\n");
+    return;
+  }
+  fprintf(o, "%5s", "rank");
+  for (int a = 0; a < ARENA_COUNT; a++) fprintf(o, " %14s", ddp_arena_name(a));
+  fprintf(o, " %14s  %s\n", "total", "(predicted peak)");
+  for (int64_t r = 0; r < p->meta.world; r++) {
+    uint64_t total = 0;
+    fprintf(o, "%5" PRId64, r);
+    for (int a = 0; a < ARENA_COUNT; a++) {
+      fprintf(o, " %14" PRIu64, p->ranks[r].arena_bytes[a]);
+      total += p->ranks[r].arena_bytes[a];
+    }
+    char h[32];
+    fprintf(o, " %14" PRIu64 "  %s\n", total, ddp_insp_human(h, sizeof h, total));
+  }
+  fprintf(o, "\n");
+}
+
+/* ---- buckets ---- */
+
+static void print_buckets(FILE *o, const ddp_plan *p) {
+  char h[32];
+  fprintf(o, "== buckets ==\n");
+  if (!p->nbuckets) fprintf(o, "none\n");
+  else fprintf(o, "%6s %7s %14s %14s  %s\n", "bucket", "params", "bytes", "offset", "members (gradient-ready order)");
+  for (uint32_t i = 0; i < p->nbuckets; i++) {
+    const ddp_bucket *b = &p->buckets[i];
+    fprintf(o, "%6u %7u %14" PRIu64 " %14" PRIu64 "  ", i, b->nparams, b->bytes, b->offset);
+    for (uint32_t j = 0; j < b->nparams; j++) fprintf(o, "%s%s", j ? ", " : "", ddp_insp_tensor(p, b->params[j]));
+    fprintf(o, "\n");
+  }
+  double comm = p->meta.comm_bytes_per_step;
+  fprintf(o, "predicted communication per step: %.0f bytes (%s)\n\n", comm,
+          ddp_insp_human(h, sizeof h, comm > 0 ? (uint64_t)comm : 0));
+}
+
+/* ---- kernels ---- */
+
+static void print_spec(FILE *o, const char *spec) {
+  if (!spec || !*spec) {
+    fprintf(o, "-");
+    return;
+  }
+  int first = 1;
+  for (const char *s = spec; *s;) {
+    size_t n = strcspn(s, "\n");
+    if (n) fprintf(o, "%s%.*s", first ? "" : "; ", (int)n, s), first = 0;
+    s += n;
+    if (*s) s++;
+  }
+}
+
+static void print_kernels(FILE *o, const ddp_plan *p) {
+  fprintf(o, "== kernels ==\n");
+  if (!p->nkernels) fprintf(o, "none\n");
+  else
+    fprintf(o, "%6s  %-22s %-16s %-24s %-16s %10s  %s\n", "kernel", "op", "template", "entry", "hash", "cubin", "spec");
+  for (uint32_t i = 0; i < p->nkernels; i++) {
+    const ddp_kernel *k = &p->kernels[i];
+    const ddp_module *m = (k->module >= 0 && (uint32_t)k->module < p->nmodules) ? &p->modules[k->module] : NULL;
+    fprintf(o, "%6u  %-22s %-16s %-24s %-16s %10" PRIu64 "  ", i, ddp_op_name(k->op),
+            m && m->template_name ? m->template_name : "?", m && m->entry ? m->entry : "?", m ? m->hash : "?",
+            m ? m->cubin_size : 0);
+    print_spec(o, m ? m->spec : NULL);
+    fprintf(o, "\n");
+  }
+  uint64_t total = 0;
+  for (uint32_t i = 0; i < p->nmodules; i++) total += p->modules[i].cubin_size;
+  char h[32];
+  fprintf(o, "modules: %u, total CUBIN bytes: %" PRIu64 " (%s)\n", p->nmodules, total, ddp_insp_human(h, sizeof h, total));
+}
+
+int ddp_inspect(const ddp_plan *p, int rank, FILE *out) {
+  if (!p || !out || rank < -1 || (rank >= 0 && rank >= p->meta.world)) return -1;
+  print_summary(out, p);
+  print_tensors(out, p);
+  print_memory(out, p);
+  print_buckets(out, p);
+  for (int64_t r = 0; p->ranks && r < p->meta.world; r++) {
+    if (rank >= 0 && r != rank) continue;
+    ddp_insp_program(out, p, (int)r, "init", &p->ranks[r].init);
+    ddp_insp_program(out, p, (int)r, "step", &p->ranks[r].step);
+  }
+  print_kernels(out, p);
+  return ferror(out) ? -1 : 0;
+}

@@ -1,0 +1,347 @@
+/* compiler/kernel_launch.c: the launch geometry (grid, block, dynamic shared memory) and the template
+ * specialisation of one KERNEL instruction. The spec is a few "#define" lines: DDP_T<k> (the C++ type of
+ * every pointer slot the op uses: float, __nv_bfloat16, int) plus the compile-time constants a template
+ * needs for register tiling (block size, vector width, row layout, padded head dim, tile sizes). Shapes
+ * stay run-time integers, so one module serves every shape of a dtype/layout class and an XL plan needs
+ * only a few dozen modules. Unsupported combinations are refused with one line naming op and reason.
+ *
+ * Partial tables (RMSNORM_BWD, LAYERNORM_BWD, SUMSQ): the kernels run one block per chunk, grid = P
+ * (the instruction's i3 / i1, chosen by the compiler). Recommended P: 4 x the SM count (528 on H100/H200
+ * SXM with 132 SMs), at most N: enough blocks to fill every SM several times, a table small next to the
+ * activations (P*D*4 bytes), folded by one REDUCE_ROWS. */
+#include "codegen.h"
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#define MAX_GRID_X 2147483647LL
+#define MAX_GRID_YZ 65535LL
+
+static int fail(char *err, size_t cap, const ddp_instr *in, const char *fmt, ...) {
+  char msg[512];
+  va_list ap;
+  va_start(ap, fmt);
+  vsnprintf(msg, sizeof msg, fmt, ap);
+  va_end(ap);
+  snprintf(err, cap, "kernel %s: %s", ddp_op_name(in->op), msg);
+  return -1;
+}
+
+static void spec_add(ddp_launch *L, const char *fmt, ...) {
+  size_t n = strlen(L->spec);
+  va_list ap;
+  va_start(ap, fmt);
+  vsnprintf(L->spec + n, sizeof L->spec - n, fmt, ap);
+  va_end(ap);
+}
+
+static int64_t cdiv(int64_t a, int64_t b) { return (a + b - 1) / b; }
+static int64_t clamp64(int64_t v, int64_t lo, int64_t hi) { return v < lo ? lo : v > hi ? hi : v; }
+static int64_t pow2ceil(int64_t v) {
+  int64_t p = 1;
+  while (p < v) p <<= 1;
+  return p;
+}
+
+static void geom(ddp_launch *L, int64_t gx, int64_t gy, int64_t block, int64_t smem) {
+  L->grid[0] = (uint32_t)clamp64(gx, 1, MAX_GRID_X);
+  L->grid[1] = (uint32_t)clamp64(gy, 1, MAX_GRID_YZ);
+  L->grid[2] = 1;
+  L->block[0] = (uint32_t)block;
+  L->block[1] = L->block[2] = 1;
+  L->smem = (uint32_t)smem;
+}
+
+/* The pointer slots each op reads or writes (bit k = p[k]), from plan/ops.h. */
+static unsigned op_slots(int op) {
+  switch (op) {
+  case OP_EMBED_FWD: case OP_EMBED_BWD: return 0x7;
+  case OP_RMSNORM_FWD: return 0xf;
+  case OP_RMSNORM_BWD: return 0x3f;
+  case OP_REDUCE_ROWS: case OP_SUM: return 0x3;
+  case OP_ROPE: return 0x3;
+  case OP_ATTN_FWD: return 0x1f;
+  case OP_ATTN_BWD_PREP: return 0x7;
+  case OP_ATTN_BWD_DKV: return 0x1f7;
+  case OP_ATTN_BWD_DQ: return 0x277;
+  case OP_SWIGLU_FWD: return 0x3;
+  case OP_SWIGLU_BWD: return 0x7;
+  case OP_XENT: case OP_MSE: return 0xf;
+  case OP_SUMSQ: case OP_OPT_SCALARS: return 0x3;
+  case OP_ADAMW: return 0x3f;
+  case OP_SGD: return 0xf;
+  case OP_CAST: return 0x3;
+  case OP_ADD: return 0x7;
+  case OP_SCALE: return 0x1;
+  case OP_BIAS_ADD: return 0x3;
+  case OP_RELU_FWD: return 0x3;
+  case OP_RELU_BWD: return 0x7;
+  case OP_LAYERNORM_FWD: return 0x3f;
+  case OP_LAYERNORM_BWD: return 0xff;
+  case OP_ATTN_NAIVE_SOFTMAX: case OP_ATTN_NAIVE_SOFTMAX_BWD: return 0x3;
+  default: return 0;
+  }
+}
+
+/* Slots that must be f32 (statistics, partial tables, scalars, master state) or i32 (tokens, targets). */
+static unsigned op_f32_slots(int op) {
+  switch (op) {
+  case OP_RMSNORM_FWD: return 1u << 3;
+  case OP_RMSNORM_BWD: return (1u << 3) | (1u << 5);
+  case OP_REDUCE_ROWS: return 1u << 0;
+  case OP_ROPE: return 1u << 1;
+  case OP_ATTN_FWD: return 1u << 4;
+  case OP_ATTN_BWD_PREP: return 1u << 2;
+  case OP_ATTN_BWD_DKV: case OP_ATTN_BWD_DQ: return (1u << 4) | (1u << 6);
+  case OP_XENT: case OP_MSE: return 1u << 2;
+  case OP_SUMSQ: return 1u << 1;
+  case OP_OPT_SCALARS: return 0x3;
+  case OP_ADAMW: return 0x2d;
+  case OP_SGD: return 0x9;
+  case OP_LAYERNORM_FWD: return 0x30;
+  case OP_LAYERNORM_BWD: return 0xd8;
+  case OP_ATTN_NAIVE_SOFTMAX: return 0x2;
+  default: return 0;
+  }
+}
+static unsigned op_i32_slots(int op) {
+  switch (op) {
+  case OP_EMBED_FWD: case OP_EMBED_BWD: return 1u << 0;
+  case OP_XENT: return 1u << 1;
+  default: return 0;
+  }
+}
+
+static const char *ctype(int dt) {
+  switch (dt) {
+  case DT_F32: return "float";
+  case DT_BF16: return "__nv_bfloat16";
+  case DT_I32: return "int";
+  default: return NULL;
+  }
+}
+
+static int types(const ddp_instr *in, ddp_launch *L, char *err, size_t cap) {
+  const unsigned used = op_slots(in->op), f32 = op_f32_slots(in->op), i32 = op_i32_slots(in->op);
+  for (int k = 0; k < DDP_MAX_PTRS; k++) {
+    if (!(used >> k & 1)) continue;
+    const int dt = in->dt[k];
+    if (dt == DT_NONE) continue; /* a null optional slot */
+    const char *t = ctype(dt);
+    if (!t) return fail(err, cap, in, "p%d has dtype %s, which has no GPU kernel (f32, bf16, i32 only)", k, ddp_dtype_name(dt));
+    if ((f32 >> k & 1) && dt != DT_F32) return fail(err, cap, in, "p%d must be f32, got %s", k, ddp_dtype_name(dt));
+    if ((i32 >> k & 1) && dt != DT_I32) return fail(err, cap, in, "p%d must be i32, got %s", k, ddp_dtype_name(dt));
+    if (!(i32 >> k & 1) && dt == DT_I32) return fail(err, cap, in, "p%d must be a float type, got i32", k);
+    spec_add(L, "#define DDP_T%d %s\n", k, t);
+  }
+  return 0;
+}
+
+/* 16-byte packs: elements per pack for the narrowest of the used float slots. */
+static int vec_width(const ddp_instr *in, unsigned slots) {
+  int w = 4;
+  for (int k = 0; k < DDP_MAX_PTRS; k++)
+    if ((slots >> k & 1) && in->dt[k] == DT_BF16) w = 8;
+  return w;
+}
+
+/* Row-in-registers layout (templates/rows.cuh) for rows of D elements of dtype dt. */
+static int rows_layout(const ddp_instr *in, ddp_launch *L, int64_t D, int dt, int64_t *rpb, char *err, size_t cap) {
+  if (D < 1) return fail(err, cap, in, "row length D = %lld must be >= 1", (long long)D);
+  const int64_t vec = dt == DT_BF16 ? 8 : 4;
+  const int64_t V = D % vec == 0 ? vec : (D % 4 == 0 ? 4 : (D % 2 == 0 ? 2 : 1));
+  const int64_t nv = cdiv(D, V);
+  int64_t block, group, vpt;
+  if (nv <= 128) { /* small rows: a warp (or part of one) per row, several rows per block */
+    group = clamp64(pow2ceil(cdiv(nv, 4)), 1, 32);
+    vpt = cdiv(nv, group);
+    block = 256;
+  } else {
+    vpt = 4;
+    block = clamp64(cdiv(cdiv(nv, vpt), 32) * 32, 32, 1024);
+    vpt = cdiv(nv, block);
+    group = block;
+  }
+  if (vpt * V > 64)
+    return fail(err, cap, in, "row length D = %lld is too long for a register-resident row (max %lld)",
+                (long long)D, (long long)(1024 * 64));
+  spec_add(L, "#define DDP_BLOCK %lld\n#define DDP_GROUP %lld\n#define DDP_VEC %lld\n#define DDP_VPT %lld\n",
+           (long long)block, (long long)group, (long long)V, (long long)vpt);
+  *rpb = block / group;
+  L->block[0] = (uint32_t)block;
+  return 0;
+}
+
+/* Tuning aid for benchmarks: DDP_TUNE_<FWD|DKV|DQ>_<MT|BN> override the bf16 attention tiles (the values
+ * land in the spec, so cached modules stay correct). MT in {1, 2}, BN in {16, 32, 64, 128}. */
+static int tune(int op, const char *what, int64_t *v, char *err, size_t cap) {
+  char name[64];
+  snprintf(name, sizeof name, "DDP_TUNE_%s_%s", op == OP_ATTN_FWD ? "FWD" : op == OP_ATTN_BWD_DKV ? "DKV" : "DQ", what);
+  const char *e = getenv(name);
+  if (!e || !*e) return 0;
+  const long x = strtol(e, NULL, 10);
+  const int ok = !strcmp(what, "MT") ? (x == 1 || x == 2) : (x == 16 || x == 32 || x == 64 || x == 128);
+  if (!ok) {
+    snprintf(err, cap, "%s=%s: expected %s", name, e, !strcmp(what, "MT") ? "1 or 2" : "16, 32, 64 or 128");
+    return -1;
+  }
+  *v = x;
+  return 0;
+}
+
+static int attention(const ddp_instr *in, const char *arch, ddp_launch *L, char *err, size_t cap) {
+  const int64_t B = in->i[0], T = in->i[1], H = in->i[2], Dh = in->i[3];
+  if (B < 1 || T < 1 || H < 1) return fail(err, cap, in, "B=%lld T=%lld H=%lld must all be >= 1", (long long)B, (long long)T, (long long)H);
+  if (Dh < 16 || Dh > 128 || Dh % 2)
+    return fail(err, cap, in, "head dim %lld not supported (even, 16..128)", (long long)Dh);
+  const int op = in->op;
+  const int64_t rows = B * T * H;
+  if (op == OP_ATTN_BWD_PREP) {
+    if (in->dt[0] != in->dt[1]) return fail(err, cap, in, "o and do must have one dtype");
+    geom(L, clamp64(cdiv(rows, 8), 1, 1 << 20), 1, 256, 0);
+    return 0;
+  }
+  /* q, k, v, (o | do): one dtype, which picks the path */
+  const int act = in->dt[0];
+  const int chk[] = {0, 1, 2, op == OP_ATTN_FWD ? 3 : 5};
+  for (int c = 0; c < 4; c++)
+    if (in->dt[chk[c]] != act)
+      return fail(err, cap, in, "q, k, v and %s must share one dtype (got %s and %s)", op == OP_ATTN_FWD ? "o" : "do",
+                  ddp_dtype_name(act), ddp_dtype_name(in->dt[chk[c]]));
+  if (act != DT_BF16 && act != DT_F32) return fail(err, cap, in, "activation dtype %s not supported (f32, bf16)", ddp_dtype_name(act));
+  const int64_t HD = (Dh + 15) / 16 * 16;
+  const int mma = act == DT_BF16;
+  if (mma) {
+    int num = 0;
+    if (sscanf(arch, "sm_%d", &num) != 1 || num < 80)
+      return fail(err, cap, in, "the bf16 tensor-core path needs sm_80 or newer (target %s)", arch);
+  }
+  int64_t warps = 4, bm, bn, smem, mt = 1;
+  if (mma) {
+    const int64_t ld = HD + 8;
+    /* m16 tiles per warp (fragment reuse) and streamed-tile rows, within 255 registers (no spills) */
+    if (op == OP_ATTN_FWD) mt = HD <= 64 ? 2 : 1, bn = 64;
+    else mt = HD <= 64 ? 2 : 1, bn = 32;
+    if (tune(op, "MT", &mt, err, cap) || tune(op, "BN", &bn, err, cap)) return -1;
+    bm = 16 * mt * warps;
+    if (op == OP_ATTN_FWD) smem = (bm + 4 * bn) * ld * 2;
+    else if (op == OP_ATTN_BWD_DKV) smem = (2 * bm + 4 * bn) * ld * 2 + 4 * bn * 4;
+    else smem = (2 * bm + 4 * bn) * ld * 2;
+  } else {
+    const int64_t ldf = HD + 4, tq = 64, ldp = tq + 4;
+    bm = bn = tq;
+    if (op == OP_ATTN_FWD) smem = (3 * tq * ldf + tq * ldp) * 4;
+    else if (op == OP_ATTN_BWD_DKV) smem = (4 * tq * ldf + 2 * tq * ldp + 2 * tq) * 4;
+    else smem = (4 * tq * ldf + tq * ldp) * 4;
+  }
+  if (cdiv(T, bm) > MAX_GRID_YZ) return fail(err, cap, in, "T = %lld is too long (max %lld)", (long long)T, (long long)(bm * MAX_GRID_YZ));
+  if (B * H > MAX_GRID_X) return fail(err, cap, in, "B*H = %lld is too large", (long long)(B * H));
+  spec_add(L, "#define DDP_HEAD_DIM %lld\n#define DDP_ATTN_MMA %d\n#define DDP_WARPS %lld\n#define DDP_BM %lld\n"
+              "#define DDP_BN %lld\n#define DDP_SMEM %lld\n",
+           (long long)HD, mma, (long long)warps, (long long)bm, (long long)bn, (long long)smem);
+  spec_add(L, "#define DDP_MT %lld\n", (long long)mt);
+  geom(L, B * H, cdiv(T, bm), 32 * warps, smem);
+  return 0;
+}
+
+int ddp_kernel_launch(const ddp_instr *in, const char *arch, ddp_launch *out, char *err, size_t errcap) {
+  memset(out, 0, sizeof *out);
+  if (in->op >= OP_COUNT) return snprintf(err, errcap, "kernel op %u is unknown", (unsigned)in->op), -1;
+  if (!arch) arch = "sm_90a";
+  if (types(in, out, err, errcap)) return -1;
+  const int64_t *I = in->i;
+  const int op = in->op;
+  int64_t rpb = 1;
+  for (int k = 0; k < 4; k++)
+    if (I[k] < 0) return fail(err, errcap, in, "i%d = %lld is negative", k, (long long)I[k]);
+  switch (op) {
+  case OP_EMBED_FWD:
+    spec_add(out, "#define DDP_BLOCK 256\n");
+    geom(out, clamp64(I[0], 1, 1 << 20), 1, 256, 0);
+    break;
+  case OP_EMBED_BWD: {
+    const int64_t gx = cdiv(I[1], 128);
+    const int64_t gy = clamp64(cdiv(1056, gx < 1 ? 1 : gx), 1, clamp64(I[2], 1, MAX_GRID_YZ));
+    spec_add(out, "#define DDP_BLOCK 128\n");
+    geom(out, gx, gy, 128, 0);
+    break;
+  }
+  case OP_RMSNORM_FWD:
+  case OP_LAYERNORM_FWD:
+    if (rows_layout(in, out, I[1], in->dt[0], &rpb, err, errcap)) return -1;
+    geom(out, clamp64(cdiv(I[0], rpb), 1, 1 << 30), 1, out->block[0], 0);
+    break;
+  case OP_RMSNORM_BWD:
+  case OP_LAYERNORM_BWD:
+    if (rows_layout(in, out, I[1], in->dt[0], &rpb, err, errcap)) return -1;
+    geom(out, I[3] < 1 ? 1 : I[3], 1, out->block[0], 0);
+    break;
+  case OP_REDUCE_ROWS:
+    spec_add(out, "#define DDP_ROWS 16\n");
+    geom(out, cdiv(I[1], 32), 1, 32 * 16, 0);
+    break;
+  case OP_SUM:
+  case OP_OPT_SCALARS:
+    spec_add(out, "#define DDP_BLOCK %d\n", op == OP_SUM ? 1024 : 256);
+    geom(out, 1, 1, op == OP_SUM ? 1024 : 256, 0);
+    break;
+  case OP_ROPE:
+    if (I[3] % 2) return fail(err, errcap, in, "head dim %lld must be even", (long long)I[3]);
+    spec_add(out, "#define DDP_BLOCK 256\n");
+    geom(out, clamp64(cdiv(I[0] * I[1] * I[2] * (I[3] / 2), 256), 1, 1 << 16), 1, 256, 0);
+    break;
+  case OP_ATTN_FWD:
+  case OP_ATTN_BWD_PREP:
+  case OP_ATTN_BWD_DKV:
+  case OP_ATTN_BWD_DQ:
+    if (attention(in, arch, out, err, errcap)) return -1;
+    break;
+  case OP_SWIGLU_FWD:
+  case OP_SWIGLU_BWD:
+  case OP_BIAS_ADD: {
+    const int vec = vec_width(in, op_slots(op));
+    spec_add(out, "#define DDP_BLOCK 256\n#define DDP_VEC %d\n", vec);
+    geom(out, cdiv(cdiv(I[1], vec), 256), clamp64(I[0], 1, MAX_GRID_YZ), 256, 0);
+    break;
+  }
+  case OP_XENT: {
+    const int vec = in->dt[0] == DT_BF16 ? 8 : 4;
+    const int64_t block = clamp64(cdiv(cdiv(I[1], vec * 4), 32) * 32, 32, 1024);
+    spec_add(out, "#define DDP_BLOCK %lld\n#define DDP_VEC %d\n", (long long)block, vec);
+    geom(out, clamp64(I[0], 1, 1 << 20), 1, block, 0);
+    break;
+  }
+  case OP_MSE:
+    spec_add(out, "#define DDP_BLOCK 256\n");
+    geom(out, clamp64(cdiv(I[0], 8), 1, 1 << 20), 1, 256, 0);
+    break;
+  case OP_SUMSQ:
+    spec_add(out, "#define DDP_BLOCK 256\n");
+    geom(out, I[1] < 1 ? 1 : I[1], 1, 256, 0);
+    break;
+  case OP_ADAMW:
+  case OP_SGD:
+  case OP_CAST:
+  case OP_ADD:
+  case OP_SCALE:
+  case OP_RELU_FWD:
+  case OP_RELU_BWD: {
+    const int vec = vec_width(in, op_slots(op));
+    spec_add(out, "#define DDP_BLOCK 256\n#define DDP_VEC %d\n", vec);
+    geom(out, clamp64(cdiv(cdiv(I[0], vec), 256), 1, 4096), 1, 256, 0);
+    break;
+  }
+  case OP_ATTN_NAIVE_SOFTMAX:
+  case OP_ATTN_NAIVE_SOFTMAX_BWD: {
+    const int64_t block = clamp64(cdiv(cdiv(I[1], 4), 32) * 32, 32, 1024);
+    spec_add(out, "#define DDP_BLOCK %lld\n", (long long)block);
+    geom(out, clamp64(I[0] * I[1] * I[2], 1, 1 << 20), 1, block, 0);
+    break;
+  }
+  default:
+    return fail(err, errcap, in, "no launch rule");
+  }
+  if (strlen(out->spec) >= sizeof out->spec - 1) return fail(err, errcap, in, "specialisation too long");
+  return 0;
+}

@@ -1,0 +1,44 @@
+/* compiler/layers/embedding.c: token embedding lookup (table (vocab, d_model), read from the fp32
+ * master) and its deterministic backward (tokens accumulated in order into the table's gradient). */
+#include "builder.h"
+#include <stdio.h>
+
+int32_t L_embedding(ddp_builder *b, const char *name, int unit, int32_t tokens, int64_t d) {
+  char nm[256];
+  int64_t rows = b_t(b, tokens)->shape[0];
+  int64_t vocab = b->units[unit].numel / d;
+  snprintf(nm, sizeof nm, "%s.out", name);
+  int32_t out = b_act(b, nm, b->res_dt, rows, d);
+  ddp_instr in = b_kernel(OP_EMBED_FWD);
+  b_buf(b, &in, 0, tokens);
+  b_buf(b, &in, 1, b->units[unit].master);
+  b_buf(b, &in, 2, out);
+  in.i[0] = rows;
+  in.i[1] = d;
+  in.i[2] = vocab;
+  b_emit(b, in, name);
+  ddp_node *n = b_record(b, LK_EMBED, name);
+  n->t[0] = tokens;
+  n->t[1] = out;
+  n->u[0] = unit;
+  n->i[0] = rows;
+  n->i[1] = d;
+  n->i[2] = vocab;
+  return out;
+}
+
+void L_embedding_bwd(ddp_builder *b, const ddp_node *n) {
+  const ddp_unit *u = &b->units[n->u[0]];
+  if (!u->trainable || !b_has_grad(b, n->t[1])) return;
+  char nm[256];
+  ddp_instr in = b_kernel(OP_EMBED_BWD);
+  b_buf(b, &in, 0, n->t[0]);
+  b_buf(b, &in, 1, b_grad(b, n->t[1]));
+  b_buf(b, &in, 2, u->grad);
+  in.i[0] = n->i[0];
+  in.i[1] = n->i[1];
+  in.i[2] = n->i[2];
+  in.i[3] = b_unit_grad_acc(b, n->u[0]);
+  snprintf(nm, sizeof nm, "%s.bwd", ddp_plan_string(b->plan, n->name));
+  b_emit(b, in, nm);
+}

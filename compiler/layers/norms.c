@@ -1,0 +1,138 @@
+/* compiler/layers/norms.c: RMSNorm (eps 1e-5, f32 statistics, weight g) and LayerNorm (PyTorch
+ * nn.LayerNorm, weight and bias). Backward writes dx (accumulating when the input's gradient already
+ * has a writer) and per-chunk partial sums for the weight gradients, reduced by REDUCE_ROWS. */
+#include "builder.h"
+#include <stdio.h>
+
+static void reduce_into_unit(ddp_builder *b, int unit, int32_t part, int64_t P, int64_t d, const char *name) {
+  ddp_unit *u = &b->units[unit];
+  if (!u->trainable) return;
+  int acc = b_unit_grad_acc(b, unit);
+  ddp_instr r = b_kernel(OP_REDUCE_ROWS);
+  b_buf(b, &r, 0, part);
+  b_buf(b, &r, 1, u->grad);
+  r.i[0] = P;
+  r.i[1] = d;
+  r.i[2] = acc;
+  r.f[0] = 1.0f;
+  b_emit(b, r, name);
+}
+
+int32_t L_rmsnorm(ddp_builder *b, const char *name, int unit, int32_t x, int64_t d, int out_dt) {
+  char nm[256];
+  int64_t rows = b_t(b, x)->shape[0];
+  snprintf(nm, sizeof nm, "%s.out", name);
+  int32_t y = b_act(b, nm, out_dt, rows, d);
+  snprintf(nm, sizeof nm, "%s.rstd", name);
+  int32_t rstd = b_act(b, nm, b->fdt, rows, 0);
+  ddp_instr in = b_kernel(OP_RMSNORM_FWD);
+  b_buf(b, &in, 0, x);
+  b_buf(b, &in, 1, b->units[unit].master);
+  b_buf(b, &in, 2, y);
+  b_buf(b, &in, 3, rstd);
+  in.i[0] = rows;
+  in.i[1] = d;
+  in.f[0] = 1e-5f;
+  b_emit(b, in, name);
+  ddp_node *n = b_record(b, LK_RMSNORM, name);
+  n->t[0] = x;
+  n->t[1] = y;
+  n->t[2] = rstd;
+  n->u[0] = unit;
+  n->i[0] = rows;
+  n->i[1] = d;
+  return y;
+}
+
+void L_rmsnorm_bwd(ddp_builder *b, const ddp_node *n) {
+  int32_t x = n->t[0], y = n->t[1], rstd = n->t[2];
+  if (!b_has_grad(b, y)) return;
+  int64_t rows = n->i[0], d = n->i[1], P = b_partials(rows);
+  const char *name = ddp_plan_string(b->plan, n->name);
+  char nm[256];
+  snprintf(nm, sizeof nm, "%s.dg_part", name);
+  int32_t part = b_act(b, nm, b->fdt, P, d);
+  int32_t dy = b_grad(b, y);
+  int32_t dx = b_needs_grad(b, x) ? b_grad(b, x) : -1;
+  ddp_instr in = b_kernel(OP_RMSNORM_BWD);
+  b_buf(b, &in, 0, x);
+  b_buf(b, &in, 1, b->units[n->u[0]].master);
+  b_buf(b, &in, 2, dy);
+  b_buf(b, &in, 3, rstd);
+  b_buf(b, &in, 4, dx);
+  b_buf(b, &in, 5, part);
+  in.i[0] = rows;
+  in.i[1] = d;
+  in.i[2] = dx >= 0 ? b_grad_acc(b, dx) : 0;
+  in.i[3] = P;
+  snprintf(nm, sizeof nm, "%s.bwd", name);
+  b_emit(b, in, nm);
+  snprintf(nm, sizeof nm, "%s.dg", name);
+  reduce_into_unit(b, n->u[0], part, P, d, nm);
+}
+
+int32_t L_layernorm(ddp_builder *b, const char *name, int wunit, int bunit, int32_t x, int64_t d) {
+  char nm[256];
+  int64_t rows = b_t(b, x)->shape[0];
+  int dt = b_t(b, x)->dtype;
+  snprintf(nm, sizeof nm, "%s.out", name);
+  int32_t y = b_act(b, nm, dt, rows, d);
+  snprintf(nm, sizeof nm, "%s.mean", name);
+  int32_t mean = b_act(b, nm, b->fdt, rows, 0);
+  snprintf(nm, sizeof nm, "%s.rstd", name);
+  int32_t rstd = b_act(b, nm, b->fdt, rows, 0);
+  ddp_instr in = b_kernel(OP_LAYERNORM_FWD);
+  b_buf(b, &in, 0, x);
+  b_buf(b, &in, 1, b->units[wunit].master);
+  b_buf(b, &in, 2, b->units[bunit].master);
+  b_buf(b, &in, 3, y);
+  b_buf(b, &in, 4, mean);
+  b_buf(b, &in, 5, rstd);
+  in.i[0] = rows;
+  in.i[1] = d;
+  in.f[0] = 1e-5f;
+  b_emit(b, in, name);
+  ddp_node *n = b_record(b, LK_LAYERNORM, name);
+  n->t[0] = x;
+  n->t[1] = y;
+  n->t[2] = mean;
+  n->t[3] = rstd;
+  n->u[0] = wunit;
+  n->u[1] = bunit;
+  n->i[0] = rows;
+  n->i[1] = d;
+  return y;
+}
+
+void L_layernorm_bwd(ddp_builder *b, const ddp_node *n) {
+  int32_t x = n->t[0], y = n->t[1], mean = n->t[2], rstd = n->t[3];
+  if (!b_has_grad(b, y)) return;
+  int64_t rows = n->i[0], d = n->i[1], P = b_partials(rows);
+  const char *name = ddp_plan_string(b->plan, n->name);
+  char nm[256];
+  snprintf(nm, sizeof nm, "%s.dw_part", name);
+  int32_t wpart = b_act(b, nm, b->fdt, P, d);
+  snprintf(nm, sizeof nm, "%s.db_part", name);
+  int32_t bpart = b_act(b, nm, b->fdt, P, d);
+  int32_t dy = b_grad(b, y);
+  int32_t dx = b_needs_grad(b, x) ? b_grad(b, x) : -1;
+  ddp_instr in = b_kernel(OP_LAYERNORM_BWD);
+  b_buf(b, &in, 0, x);
+  b_buf(b, &in, 1, b->units[n->u[0]].master);
+  b_buf(b, &in, 2, dy);
+  b_buf(b, &in, 3, mean);
+  b_buf(b, &in, 4, rstd);
+  b_buf(b, &in, 5, dx);
+  b_buf(b, &in, 6, wpart);
+  b_buf(b, &in, 7, bpart);
+  in.i[0] = rows;
+  in.i[1] = d;
+  in.i[2] = dx >= 0 ? b_grad_acc(b, dx) : 0;
+  in.i[3] = P;
+  snprintf(nm, sizeof nm, "%s.bwd", name);
+  b_emit(b, in, nm);
+  snprintf(nm, sizeof nm, "%s.dw", name);
+  reduce_into_unit(b, n->u[0], wpart, P, d, nm);
+  snprintf(nm, sizeof nm, "%s.db", name);
+  reduce_into_unit(b, n->u[1], bpart, P, d, nm);
+}

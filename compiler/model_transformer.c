@@ -1,0 +1,117 @@
+/* compiler/model_transformer.c: the cs336 (2025) transformer LM: token embedding, pre-norm blocks
+ * x + attn(rms1(x)), x + ffn(rms2(x)) with RoPE attention and SwiGLU, final RMSNorm, untied LM head, mean
+ * cross-entropy. q/k/v and w1/w3 weights are stored adjacently (one GEMM each) under their own
+ * state-dict names. Init: truncated normal std sqrt(2/(in+out)) cut at 3 std; embedding std 1; norms 1. */
+#include "builder.h"
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+
+static int linear_unit(ddp_builder *b, const char *unit_name, int64_t out_total, int64_t out_each, int64_t in) {
+  double std = sqrt(2.0 / (double)(in + out_each));
+  return b_unit(b, unit_name, out_total * in, true, INIT_TRUNC_NORMAL, (float)std, (float)(3.0 * std), in);
+}
+
+static void weight_param(ddp_builder *b, int unit, const char *name, int64_t row0, int64_t rows, int64_t cols) {
+  int64_t shape[2] = {rows, cols};
+  b_param(b, unit, name, row0 * cols, 2, shape);
+}
+
+static int norm_unit(ddp_builder *b, const char *name, int64_t d) {
+  int u = b_unit(b, name, d, true, INIT_CONST, 1.0f, 0.0f, 0);
+  int64_t shape[1] = {d};
+  b_param(b, u, name, 0, 1, shape);
+  return u;
+}
+
+int build_transformer(ddp_builder *b, char *err, size_t errcap) {
+  (void)err;
+  (void)errcap;
+  const ddp_schedule *s = b->s;
+  int64_t D = s->d_model, F = s->d_ff, V = s->vocab, H = s->heads, N = b->rows;
+  char nm[256];
+  int64_t shape[2] = {N, 0};
+  b->tokens = b_tensor(b, "batch.tokens", DT_I32, ARENA_IO, TF_TOKENS | TF_PERSISTENT, 1, shape);
+  b->targets = b_tensor(b, "batch.targets", DT_I32, ARENA_IO, TF_TARGETS | TF_PERSISTENT, 1, shape);
+  int64_t fshape[1] = {D / H / 2};
+  b->rope_freq = b_tensor(b, "rope.inv_freq", b->fdt, ARENA_IO, TF_PERSISTENT, 1, fshape);
+
+  /* Parameters in model.parameters() order. */
+  int emb = b_unit(b, "token_embeddings.weight", V * D, true, INIT_TRUNC_NORMAL, 1.0f, 3.0f, D);
+  weight_param(b, emb, "token_embeddings.weight", 0, V, D);
+  int *ln1 = calloc((size_t)s->layers, sizeof(int)), *qkv = calloc((size_t)s->layers, sizeof(int));
+  int *wo = calloc((size_t)s->layers, sizeof(int)), *ln2 = calloc((size_t)s->layers, sizeof(int));
+  int *w13 = calloc((size_t)s->layers, sizeof(int)), *w2 = calloc((size_t)s->layers, sizeof(int));
+  for (int64_t l = 0; l < s->layers; l++) {
+    snprintf(nm, sizeof nm, "layers.%lld.attn.qkv_proj", (long long)l);
+    qkv[l] = linear_unit(b, nm, 3 * D, D, D);
+    const char *qkv_names[3] = {"q_proj", "k_proj", "v_proj"};
+    for (int k = 0; k < 3; k++) {
+      snprintf(nm, sizeof nm, "layers.%lld.attn.%s.weight", (long long)l, qkv_names[k]);
+      weight_param(b, qkv[l], nm, k * D, D, D);
+    }
+    snprintf(nm, sizeof nm, "layers.%lld.attn.output_proj.weight", (long long)l);
+    wo[l] = linear_unit(b, nm, D, D, D);
+    weight_param(b, wo[l], nm, 0, D, D);
+    snprintf(nm, sizeof nm, "layers.%lld.ln1.weight", (long long)l);
+    ln1[l] = norm_unit(b, nm, D);
+    snprintf(nm, sizeof nm, "layers.%lld.ffn.w13", (long long)l);
+    w13[l] = linear_unit(b, nm, 2 * F, F, D);
+    snprintf(nm, sizeof nm, "layers.%lld.ffn.w1.weight", (long long)l);
+    weight_param(b, w13[l], nm, 0, F, D);
+    snprintf(nm, sizeof nm, "layers.%lld.ffn.w2.weight", (long long)l);
+    w2[l] = linear_unit(b, nm, D, D, F);
+    weight_param(b, w2[l], nm, 0, D, F);
+    snprintf(nm, sizeof nm, "layers.%lld.ffn.w3.weight", (long long)l);
+    weight_param(b, w13[l], nm, F, F, D);
+    snprintf(nm, sizeof nm, "layers.%lld.ln2.weight", (long long)l);
+    ln2[l] = norm_unit(b, nm, D);
+  }
+  int lnf = norm_unit(b, "ln_final.weight", D);
+  int head = linear_unit(b, "lm_head.weight", V, V, D);
+  weight_param(b, head, "lm_head.weight", 0, V, D);
+
+  /* Forward. */
+  b_range_push(b, RANGE_FORWARD, "forward");
+  int32_t x = L_embedding(b, "token_embeddings", emb, b->tokens, D);
+  for (int64_t l = 0; l < s->layers; l++) {
+    b->layer = (int)l;
+    snprintf(nm, sizeof nm, "layers.%lld", (long long)l);
+    b_range_push(b, RANGE_LAYER, nm);
+    char p[64];
+    snprintf(p, sizeof p, "layers.%lld", (long long)l);
+    snprintf(nm, sizeof nm, "%s.ln1", p);
+    int32_t h = L_rmsnorm(b, nm, ln1[l], x, D, b->act_dt);
+    snprintf(nm, sizeof nm, "%s.attn.qkv_proj", p);
+    int32_t q = L_linear(b, nm, qkv[l], h, D, 3 * D, -1, b->act_dt);
+    b_range_push(b, RANGE_ATTENTION, "attention");
+    snprintf(nm, sizeof nm, "%s.attn.rope", p);
+    L_rope(b, nm, q, D, H);
+    snprintf(nm, sizeof nm, "%s.attn.sdpa", p);
+    int32_t a = L_attention(b, nm, q, D, H);
+    b_range_pop(b);
+    snprintf(nm, sizeof nm, "%s.attn.output_proj", p);
+    x = L_linear(b, nm, wo[l], a, D, D, x, b->res_dt);
+    snprintf(nm, sizeof nm, "%s.ln2", p);
+    int32_t h2 = L_rmsnorm(b, nm, ln2[l], x, D, b->act_dt);
+    snprintf(nm, sizeof nm, "%s.ffn.w13", p);
+    int32_t ab = L_linear(b, nm, w13[l], h2, D, 2 * F, -1, b->act_dt);
+    snprintf(nm, sizeof nm, "%s.ffn.swiglu", p);
+    int32_t g = L_swiglu(b, nm, ab, F);
+    snprintf(nm, sizeof nm, "%s.ffn.w2", p);
+    x = L_linear(b, nm, w2[l], g, F, D, x, b->res_dt);
+    b_range_pop(b);
+  }
+  b->layer = -1;
+  int32_t xf = L_rmsnorm(b, "ln_final", lnf, x, D, b->act_dt);
+  int32_t logits = L_linear(b, "lm_head", head, xf, D, V, -1, b->act_dt);
+  L_cross_entropy(b, logits, b->targets, V);
+  b_range_pop(b);
+  free(ln1);
+  free(qkv);
+  free(wo);
+  free(ln2);
+  free(w13);
+  free(w2);
+  return 0;
+}

@@ -1,0 +1,69 @@
+/* compiler/passes/init_program.c: a rank's init program: zero the flat tensors and optimizer state,
+ * initialise every parameter unit (seeded per rank unless the schedule asks for identical init), the RoPE
+ * frequency table, broadcast the parameters from rank 0 when the schedule asks, and write the GEMM
+ * copies. */
+#include "rank_program.h"
+#include <stdio.h>
+
+static void memset_tensor(rank_ctx *c, int32_t t) {
+  if (t < 0) return;
+  ddp_instr in = ddp_instr_blank(I_MEMSET, STREAM_COMPUTE);
+  b_arg(&in, 0, t, 0, b_t(c->b, t)->dtype);
+  in.i[0] = (int64_t)b_t(c->b, t)->bytes;
+  rp_push(c, in, b_t(c->b, t)->name);
+}
+
+static void cast(rank_ctx *c, int32_t from, int32_t to, int64_t n, const char *name) {
+  ddp_instr in = b_kernel(OP_CAST);
+  b_buf(c->b, &in, 0, from);
+  b_buf(c->b, &in, 1, to);
+  in.i[0] = n;
+  rp_push(c, in, name);
+}
+
+void pass_init_program(rank_ctx *c) {
+  ddp_builder *b = c->b;
+  ddp_layout *L = c->L;
+  const ddp_schedule *s = b->s;
+  memset_tensor(c, L->flat_params);
+  memset_tensor(c, L->flat_grads);
+  memset_tensor(c, L->flat_m);
+  memset_tensor(c, L->flat_v);
+  memset_tensor(c, b->scalars);
+  memset_tensor(c, b->loss);
+  int salt = (s->identical_init || c->rank == 0) ? 0 : c->rank;
+  for (int u = 0; u < b->nunits; u++) {
+    const ddp_unit *un = &b->units[u];
+    ddp_instr in = ddp_instr_blank(I_INIT_TENSOR, STREAM_COMPUTE);
+    b_buf(b, &in, 0, un->master);
+    in.i[0] = un->init_kind;
+    in.i[1] = un->numel;
+    in.i[2] = u;
+    in.i[3] = un->fan_in;
+    in.i[4] = salt;
+    in.f[0] = un->init_a;
+    in.f[1] = un->init_b;
+    rp_push(c, in, un->name);
+  }
+  if (b->rope_freq >= 0) {
+    ddp_instr in = ddp_instr_blank(I_INIT_TENSOR, STREAM_COMPUTE);
+    b_buf(b, &in, 0, b->rope_freq);
+    in.i[0] = INIT_ROPE_INV_FREQ;
+    in.i[1] = (int64_t)ddp_tensor_numel(b_t(b, b->rope_freq));
+    in.i[3] = s->d_model / s->heads;
+    in.f[0] = (float)s->rope_theta;
+    rp_push(c, in, "rope.inv_freq");
+  }
+  if (L->world > 1 && s->broadcast_init) {
+    rp_collective(c, I_BROADCAST, STREAM_COMPUTE, L->flat_params, 0, L->nflat, REDOP_SUM, 0, "broadcast.params");
+    for (int u = 0; u < b->nunits; u++)
+      if (!b->units[u].trainable)
+        rp_collective(c, I_BROADCAST, STREAM_COMPUTE, b->units[u].master, 0, b->units[u].numel, REDOP_SUM, 0,
+                      b->units[u].name);
+  }
+  if (L->flat_copies >= 0) cast(c, L->flat_params, L->flat_copies, L->nflat, "params.copy");
+  for (int u = 0; u < b->nunits; u++) {
+    const ddp_unit *un = &b->units[u];
+    if (!un->trainable && un->copy != un->master) cast(c, un->master, un->copy, un->numel, un->name);
+  }
+}

@@ -1,0 +1,98 @@
+/* compiler/passes/optimizer.c: the optimizer phase of a rank's step: gradient norm for clipping
+ * (SUMSQ, all-reduced across shards under ZeRO-1), the per-step scalars (step count, scheduled lr, clip
+ * scale), the fused AdamW/SGD update over flat ranges, and for sharded optimizers the exchange that
+ * brings every rank the updated parameters. */
+#include "rank_program.h"
+#include <stdio.h>
+
+void pass_opt_scalars(rank_ctx *c, bool sumsq_over_shard) {
+  ddp_builder *b = c->b;
+  ddp_layout *L = c->L;
+  const ddp_schedule *s = b->s;
+  if (L->sumsq_partials >= 0) {
+    int64_t lo = sumsq_over_shard ? L->own_lo[c->rank] : 0;
+    int64_t hi = sumsq_over_shard ? L->own_hi[c->rank] : L->nflat;
+    ddp_instr in = b_kernel(OP_SUMSQ);
+    b_arg(&in, 0, L->flat_grads, (uint64_t)lo * ddp_dtype_size(b->grad_dt), b->grad_dt);
+    b_buf(b, &in, 1, L->sumsq_partials);
+    in.i[0] = hi - lo;
+    in.i[1] = L->sumsq_p;
+    rp_push(c, in, "grad_norm.sumsq");
+    if (sumsq_over_shard && L->world > 1)
+      rp_collective(c, I_ALL_REDUCE, STREAM_COMPUTE, L->sumsq_partials, 0, L->sumsq_p, REDOP_SUM, 0,
+                    "grad_norm.all_reduce");
+  }
+  ddp_instr in = b_kernel(OP_OPT_SCALARS);
+  b_buf(b, &in, 0, L->sumsq_partials);
+  b_buf(b, &in, 1, b->scalars);
+  in.i[0] = L->sumsq_partials >= 0 ? L->sumsq_p : 0;
+  in.i[1] = s->lr_schedule;
+  in.i[2] = s->lr_warmup;
+  in.i[3] = s->lr_cycle;
+  in.i[4] = s->clip_norm > 0;
+  in.f[0] = (float)s->lr;
+  in.f[1] = (float)s->lr_min;
+  in.f[2] = (float)s->clip_norm;
+  rp_push(c, in, "optimizer.scalars");
+}
+
+/* Update flat elements [lo, hi); optimizer state is indexed from state_base. */
+void pass_update(rank_ctx *c, int64_t lo, int64_t hi, int64_t state_base, bool write_copy, const char *name) {
+  ddp_builder *b = c->b;
+  ddp_layout *L = c->L;
+  const ddp_schedule *s = b->s;
+  if (hi <= lo) return;
+  uint64_t gsz = ddp_dtype_size(b->grad_dt), csz = ddp_dtype_size(b->act_dt);
+  int32_t copy = write_copy ? L->flat_copies : -1;
+  if (s->optimizer == OPTIM_ADAMW) {
+    ddp_instr in = b_kernel(OP_ADAMW);
+    b_arg(&in, 0, L->flat_params, (uint64_t)lo * ddp_dtype_size(b->fdt), b->fdt);
+    b_arg(&in, 1, L->flat_grads, (uint64_t)lo * gsz, b->grad_dt);
+    b_arg(&in, 2, L->flat_m, (uint64_t)(lo - state_base) * ddp_dtype_size(b->fdt), b->fdt);
+    b_arg(&in, 3, L->flat_v, (uint64_t)(lo - state_base) * ddp_dtype_size(b->fdt), b->fdt);
+    if (copy >= 0) b_arg(&in, 4, copy, (uint64_t)lo * csz, b->act_dt);
+    b_buf(b, &in, 5, b->scalars);
+    in.i[0] = hi - lo;
+    in.f[0] = (float)s->beta1;
+    in.f[1] = (float)s->beta2;
+    in.f[2] = (float)s->eps;
+    in.f[3] = (float)s->weight_decay;
+    rp_push(c, in, name);
+  } else {
+    ddp_instr in = b_kernel(OP_SGD);
+    b_arg(&in, 0, L->flat_params, (uint64_t)lo * ddp_dtype_size(b->fdt), b->fdt);
+    b_arg(&in, 1, L->flat_grads, (uint64_t)lo * gsz, b->grad_dt);
+    if (copy >= 0) b_arg(&in, 2, copy, (uint64_t)lo * csz, b->act_dt);
+    b_buf(b, &in, 3, b->scalars);
+    in.i[0] = hi - lo;
+    rp_push(c, in, name);
+  }
+}
+
+/* After sharded updates: every rank gets every updated parameter, then the GEMM copies are rewritten. */
+void pass_exchange_params(rank_ctx *c) {
+  ddp_builder *b = c->b;
+  ddp_layout *L = c->L;
+  const ddp_schedule *s = b->s;
+  rp_order(c, STREAM_COMPUTE, STREAM_COMM);
+  if (s->shard == SHARD_ZERO1) {
+    rp_collective(c, I_ALL_GATHER, STREAM_COMM, L->flat_params, 0, L->nflat / L->world, REDOP_SUM, 0,
+                  "zero1.all_gather");
+  } else {
+    for (int q = 0; q < L->world; q++) {
+      char nm[64];
+      snprintf(nm, sizeof nm, "shard.broadcast.rank%d", q);
+      if (L->own_hi[q] > L->own_lo[q])
+        rp_collective(c, I_BROADCAST, STREAM_COMM, L->flat_params, L->own_lo[q], L->own_hi[q] - L->own_lo[q],
+                      REDOP_SUM, q, nm);
+    }
+  }
+  rp_order(c, STREAM_COMM, STREAM_COMPUTE);
+  if (L->flat_copies >= 0) {
+    ddp_instr in = b_kernel(OP_CAST);
+    b_buf(b, &in, 0, L->flat_params);
+    b_buf(b, &in, 1, L->flat_copies);
+    in.i[0] = L->nflat;
+    rp_push(c, in, "params.copy");
+  }
+}

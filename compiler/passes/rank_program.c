@@ -1,0 +1,63 @@
+/* compiler/passes/rank_program.c: see rank_program.h. */
+#include "rank_program.h"
+#include <stdio.h>
+
+ddp_instr *rp_push(rank_ctx *c, ddp_instr in, const char *name) {
+  if (name) in.name = ddp_plan_add_string(c->b->plan, name);
+  return ddp_program_push(c->out, &in);
+}
+
+void rp_timer(rank_ctx *c, int stream, int role) {
+  ddp_instr in = ddp_instr_blank(I_TIMER, (uint16_t)stream);
+  in.i[0] = c->ntimers++;
+  in.i[1] = role;
+  rp_push(c, in, NULL);
+}
+
+uint32_t rp_record(rank_ctx *c, int stream) {
+  ddp_instr in = ddp_instr_blank(I_EVENT_RECORD, (uint16_t)stream);
+  in.i[0] = c->nevents++;
+  rp_push(c, in, NULL);
+  return (uint32_t)in.i[0];
+}
+
+void rp_wait(rank_ctx *c, int stream, uint32_t event) {
+  ddp_instr in = ddp_instr_blank(I_EVENT_WAIT, (uint16_t)stream);
+  in.i[0] = event;
+  rp_push(c, in, NULL);
+}
+
+void rp_order(rank_ctx *c, int from, int to) { rp_wait(c, to, rp_record(c, from)); }
+
+void rp_collective(rank_ctx *c, int opcode, int stream, int32_t flat, int64_t begin, int64_t count, int redop,
+                   int root, const char *name) {
+  const ddp_tensor *t = b_t(c->b, flat);
+  int dt = t->dtype;
+  uint64_t es = ddp_dtype_size(dt);
+  ddp_instr in = ddp_instr_blank(opcode, (uint16_t)stream);
+  int64_t world = c->L->world;
+  uint64_t send = (uint64_t)begin * es, recv = (uint64_t)begin * es;
+  if (opcode == I_REDUCE_SCATTER) { /* in place: the rank's chunk of the full buffer */
+    send = 0;
+    recv = (uint64_t)(c->rank * count) * es;
+  } else if (opcode == I_ALL_GATHER) {
+    send = (uint64_t)(c->rank * count) * es;
+    recv = 0;
+  }
+  (void)world;
+  b_arg(&in, 0, flat, send, dt);
+  b_arg(&in, 1, flat, recv, dt);
+  in.i[0] = count;
+  in.i[1] = redop;
+  in.i[2] = root;
+  in.i[3] = 0;
+  rp_timer(c, stream, TIMER_COMM_BEGIN);
+  rp_push(c, in, name);
+  rp_timer(c, stream, TIMER_COMM_END);
+}
+
+void rp_range(rank_ctx *c, int push, int kind, const char *name) {
+  ddp_instr in = ddp_instr_blank(push ? I_RANGE_PUSH : I_RANGE_POP, STREAM_COMPUTE);
+  in.i[0] = kind;
+  rp_push(c, in, push ? name : NULL);
+}

@@ -1,0 +1,167 @@
+/* compiler/passes/sync.c: assembles every rank's step program from the model's forward + backward and
+ * the schedule's gradient synchronisation:
+ *   naive       one all-reduce per parameter gradient after the whole backward
+ *   flat        one all-reduce over the whole (contiguous) gradient arena after the backward
+ *   individual  each unit's parameters all-reduced as soon as the backward finishes that unit's gradient
+ *   bucketed    each bucket (a contiguous gradient range) all-reduced when its last gradient is final;
+ *               with optimizer_overlap, bucket k's update waits only for bucket k
+ *   zero1       reduce-scatter after the backward, shard update, all-gather of parameters
+ *   optimizer   (shard="optimizer") the sync above, then each rank updates the parameters it owns and
+ *               the owners broadcast them
+ * Collectives run on the communication stream, ordered against compute by events, bracketed by timers. */
+#include "rank_program.h"
+#include "access.h"
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+void pass_init_program(rank_ctx *c);
+void pass_opt_scalars(rank_ctx *c, bool sumsq_over_shard);
+void pass_update(rank_ctx *c, int64_t lo, int64_t hi, int64_t state_base, bool write_copy, const char *name);
+void pass_exchange_params(rank_ctx *c);
+
+static int64_t unit_end(const ddp_builder *b, int u) { return b->units[u].flat_offset + b->units[u].numel; }
+
+/* Index in the builder's step program of the last instruction writing unit u's gradient. */
+static int last_writer(const ddp_builder *b, int u) {
+  int32_t g = b->units[u].grad;
+  int last = -1;
+  for (uint32_t k = 0; k < b->step.n; k++) {
+    const ddp_instr *in = &b->step.v[k];
+    uint32_t wm = in->opcode == I_KERNEL ? ddp_op_write_mask(in->op) : in->opcode == I_GEMM ? 1u << 3 : 0;
+    for (int s = 0; s < DDP_MAX_PTRS; s++)
+      if (((wm >> s) & 1u) && in->p[s].tensor >= 0 && ddp_tensor_within(b->plan, in->p[s].tensor, g)) last = (int)k;
+  }
+  return last;
+}
+
+static void allreduce_unit_params(rank_ctx *c, int u) {
+  ddp_builder *b = c->b;
+  for (int p = 0; p < b->nparams; p++) {
+    const ddp_param *pp = &b->params[p];
+    if (pp->unit != u) continue;
+    char nm[300];
+    snprintf(nm, sizeof nm, "all_reduce.%s", b_t(b, pp->tensor)->state_name);
+    rp_collective(c, I_ALL_REDUCE, STREAM_COMM, c->L->flat_grads, b->units[u].flat_offset + pp->unit_offset,
+                  pp->numel, REDOP_AVG, 0, nm);
+  }
+}
+
+static void allreduce_bucket(rank_ctx *c, int k) {
+  ddp_layout *L = c->L;
+  int first = L->order[L->bucket_first[k]], last = L->order[L->bucket_last[k]];
+  int64_t lo = c->b->units[first].flat_offset, hi = unit_end(c->b, last);
+  char nm[64];
+  snprintf(nm, sizeof nm, "all_reduce.bucket%d", k);
+  rp_collective(c, I_ALL_REDUCE, STREAM_COMM, L->flat_grads, lo, hi - lo, REDOP_AVG, 0, nm);
+}
+
+static int assemble_rank(ddp_builder *b, ddp_layout *L, int rank) {
+  const ddp_schedule *s = b->s;
+  ddp_rank_plan *rp = &b->plan->ranks[rank];
+  rank_ctx c = {.b = b, .L = L, .rank = rank, .out = &rp->init};
+  pass_init_program(&c);
+
+  c.out = &rp->step;
+  bool dist = L->world > 1;
+  int sync = dist ? s->sync : SYNC_NONE;
+  if (dist && s->shard == SHARD_ZERO1) sync = SYNC_FLAT; /* replaced by the reduce-scatter below */
+  bool overlap = dist && s->overlap_backward && (sync == SYNC_INDIVIDUAL || sync == SYNC_BUCKETED) &&
+                 s->shard != SHARD_ZERO1;
+  bool opt_overlap = overlap && sync == SYNC_BUCKETED && s->optimizer_overlap && s->shard == SHARD_NONE;
+
+  /* When is each collective issued? after[k] lists groups (units for individual, buckets) for instr k. */
+  int ngroups = sync == SYNC_INDIVIDUAL ? L->norder : sync == SYNC_BUCKETED ? L->nbuckets : 0;
+  int *issue_at = malloc(sizeof(int) * (size_t)(ngroups + 1));
+  for (int gidx = 0; gidx < ngroups; gidx++) {
+    int at = -1;
+    int from = sync == SYNC_INDIVIDUAL ? gidx : L->bucket_first[gidx];
+    int to = sync == SYNC_INDIVIDUAL ? gidx : L->bucket_last[gidx];
+    for (int j = from; j <= to; j++) {
+      int w = last_writer(b, L->order[j]);
+      if (w > at) at = w;
+    }
+    issue_at[gidx] = overlap ? at : (int)b->step.n; /* not overlapped: after the backward */
+  }
+
+  rp_range(&c, 1, RANGE_STEP, "step");
+  rp_timer(&c, STREAM_COMPUTE, TIMER_STEP_BEGIN);
+  ddp_instr load = ddp_instr_blank(I_LOAD_BATCH, STREAM_COMPUTE);
+  b_buf(b, &load, 0, b->tokens);
+  b_buf(b, &load, 1, b->targets);
+  rp_push(&c, load, "load_batch");
+
+  uint32_t *bucket_done = calloc((size_t)ngroups + 1, sizeof(uint32_t));
+  for (uint32_t k = 0; k <= b->step.n; k++) {
+    if (k < b->step.n) ddp_program_push(c.out, &b->step.v[k]);
+    if (k + 1 == b->step.n || (b->step.n == 0 && k == 0)) rp_timer(&c, STREAM_COMPUTE, TIMER_BACKWARD_END);
+    /* groups due after instruction k (for k == n: the non-overlapped ones) */
+    bool ordered = false;
+    for (int gidx = 0; gidx < ngroups; gidx++) {
+      bool due = overlap ? issue_at[gidx] == (int)k : k == b->step.n;
+      if (!due) continue;
+      if (!ordered) {
+        rp_order(&c, STREAM_COMPUTE, STREAM_COMM);
+        ordered = true;
+      }
+      if (sync == SYNC_INDIVIDUAL)
+        allreduce_unit_params(&c, L->order[gidx]);
+      else
+        allreduce_bucket(&c, gidx);
+      if (opt_overlap) bucket_done[gidx] = rp_record(&c, STREAM_COMM);
+    }
+  }
+  if (sync == SYNC_NAIVE || sync == SYNC_FLAT || (dist && s->shard == SHARD_ZERO1)) {
+    rp_order(&c, STREAM_COMPUTE, STREAM_COMM);
+    if (s->shard == SHARD_ZERO1) {
+      rp_collective(&c, I_REDUCE_SCATTER, STREAM_COMM, L->flat_grads, 0, L->nflat / L->world, REDOP_AVG, 0,
+                    "zero1.reduce_scatter");
+    } else if (sync == SYNC_FLAT) {
+      rp_collective(&c, I_ALL_REDUCE, STREAM_COMM, L->flat_grads, 0, L->nflat, REDOP_AVG, 0, "all_reduce.flat");
+    } else {
+      for (int j = 0; j < L->norder; j++) allreduce_unit_params(&c, L->order[j]);
+    }
+  }
+
+  rp_range(&c, 1, RANGE_OPTIMIZER, "optimizer");
+  if (opt_overlap) {
+    rp_timer(&c, STREAM_COMPUTE, TIMER_OPT_BEGIN);
+    pass_opt_scalars(&c, false);
+    for (int k = 0; k < L->nbuckets; k++) {
+      rp_wait(&c, STREAM_COMPUTE, bucket_done[k]);
+      int first = L->order[L->bucket_first[k]], last = L->order[L->bucket_last[k]];
+      char nm[64];
+      snprintf(nm, sizeof nm, "optimizer.bucket%d", k);
+      pass_update(&c, b->units[first].flat_offset, unit_end(b, last), 0, true, nm);
+    }
+  } else {
+    if (dist) rp_order(&c, STREAM_COMM, STREAM_COMPUTE);
+    rp_timer(&c, STREAM_COMPUTE, TIMER_OPT_BEGIN);
+    bool sharded = dist && s->shard != SHARD_NONE;
+    pass_opt_scalars(&c, dist && s->shard == SHARD_ZERO1);
+    if (sharded) {
+      pass_update(&c, L->own_lo[rank], L->own_hi[rank], L->own_lo[rank], false, "optimizer.shard");
+      pass_exchange_params(&c);
+    } else {
+      pass_update(&c, 0, L->nflat, 0, true, "optimizer");
+    }
+  }
+  rp_range(&c, 0, RANGE_OPTIMIZER, NULL);
+  if (dist) rp_order(&c, STREAM_COMM, STREAM_COMPUTE); /* nothing of this step left on the comm stream */
+  rp_timer(&c, STREAM_COMPUTE, TIMER_STEP_END);
+  rp_range(&c, 0, RANGE_STEP, NULL);
+
+  rp->nevents = c.nevents;
+  rp->ntimers = c.ntimers;
+  free(issue_at);
+  free(bucket_done);
+  return 0;
+}
+
+int ddp_assemble_programs(ddp_builder *b, ddp_layout *L, char *err, size_t errcap) {
+  (void)err;
+  (void)errcap;
+  for (int r = 0; r < L->world; r++)
+    if (assemble_rank(b, L, r) != 0) return -1;
+  return 0;
+}

@@ -1,0 +1,175 @@
+/* compiler/verify.c: see verify.h. Ordering is decided with vector clocks: each stream advances its own
+ * component per instruction; EVENT_RECORD snapshots the recording stream's clock, EVENT_WAIT merges it
+ * into the waiting stream's clock. Access a (stream sa, position n) happens before a later access b iff
+ * b's clock has seen position n of sa. */
+#include "verify.h"
+#include "access.h"
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#define MAX_STREAMS 8
+
+typedef struct {
+  uint32_t idx;        /* instruction index within its program */
+  int iter;            /* replay (0 or 1) */
+  uint16_t stream;
+  uint32_t pos;        /* position on its stream */
+  uint32_t clock[MAX_STREAMS];
+  ddp_access a;
+} rec;
+
+typedef struct {
+  rec *v;
+  size_t n, cap;
+} recs;
+
+static void push(recs *r, const rec *x) {
+  if (r->n == r->cap) {
+    r->cap = r->cap ? 2 * r->cap : 1024;
+    r->v = realloc(r->v, sizeof(rec) * r->cap);
+  }
+  r->v[r->n++] = *x;
+}
+
+static const char *instr_desc(const ddp_plan *p, const ddp_instr *in, char *buf, size_t cap) {
+  const char *nm = ddp_plan_string(p, in->name);
+  snprintf(buf, cap, "%s%s%s%s", ddp_opcode_name(in->opcode),
+           in->opcode == I_KERNEL ? " " : "", in->opcode == I_KERNEL ? ddp_op_name(in->op) : "",
+           nm[0] ? "" : "");
+  if (nm[0]) {
+    size_t l = strlen(buf);
+    snprintf(buf + l, cap - l, " '%s'", nm);
+  }
+  return buf;
+}
+
+static const char *tensor_at(const ddp_plan *p, const ddp_instr *in, int slot) {
+  int32_t t = in->p[slot].tensor;
+  return t >= 0 ? p->tensors[t].name : "?";
+}
+
+static int check_program(const ddp_plan *p, int rank, const ddp_program *prog, int iters, const char *what,
+                         char *err, size_t errcap) {
+  uint32_t nstreams = p->nstreams;
+  if (nstreams > MAX_STREAMS) {
+    snprintf(err, errcap, "plan: %u streams, the verifier handles %d", nstreams, MAX_STREAMS);
+    return -1;
+  }
+  uint32_t nev = p->ranks[rank].nevents;
+  uint32_t (*evclock)[MAX_STREAMS] = calloc(nev + 1, sizeof *evclock);
+  uint8_t *recorded = calloc(nev + 1, 1);
+  uint32_t vc[MAX_STREAMS][MAX_STREAMS];
+  memset(vc, 0, sizeof vc);
+  recs per_stream[MAX_STREAMS];
+  memset(per_stream, 0, sizeof per_stream);
+  int rc = 0;
+  for (int it = 0; it < iters && rc == 0; it++) {
+    for (uint32_t k = 0; k < prog->n && rc == 0; k++) {
+      const ddp_instr *in = &prog->v[k];
+      uint16_t s = in->stream;
+      vc[s][s]++;
+      if (in->opcode == I_EVENT_RECORD) {
+        memcpy(evclock[in->i[0]], vc[s], sizeof vc[s]);
+        recorded[in->i[0]] = 1;
+        continue;
+      }
+      if (in->opcode == I_EVENT_WAIT) {
+        if (!recorded[in->i[0]]) {
+          snprintf(err, errcap, "plan rank %d %s: instruction %u waits on event %lld before any record of it", rank,
+                   what, k, (long long)in->i[0]);
+          rc = -1;
+          break;
+        }
+        for (uint32_t x = 0; x < nstreams; x++)
+          if (evclock[in->i[0]][x] > vc[s][x]) vc[s][x] = evclock[in->i[0]][x];
+        continue;
+      }
+      ddp_access acc[DDP_MAX_PTRS];
+      int na = ddp_instr_accesses(p, rank, in, acc);
+      for (int j = 0; j < na; j++) {
+        rec r = {.idx = k, .iter = it, .stream = s, .pos = vc[s][s], .a = acc[j]};
+        memcpy(r.clock, vc[s], sizeof r.clock);
+        push(&per_stream[s], &r);
+      }
+    }
+  }
+  /* Cross-stream conflicts: every pair of records from different streams. */
+  for (uint32_t s1 = 0; s1 < nstreams && rc == 0; s1++)
+    for (uint32_t s2 = s1 + 1; s2 < nstreams && rc == 0; s2++) {
+      recs *A = &per_stream[s1], *B = &per_stream[s2];
+      for (size_t i = 0; i < A->n && rc == 0; i++)
+        for (size_t j = 0; j < B->n; j++) {
+          const rec *x = &A->v[i], *y = &B->v[j];
+          if (!(x->a.write || y->a.write) || x->a.arena != y->a.arena) continue;
+          if (x->a.begin >= y->a.end || y->a.begin >= x->a.end) continue;
+          /* ordered either way? */
+          bool x_before_y = y->clock[x->stream] >= x->pos;
+          bool y_before_x = x->clock[y->stream] >= y->pos;
+          if (x_before_y || y_before_x) continue;
+          char d1[200], d2[200];
+          const ddp_instr *ix = &prog->v[x->idx], *iy = &prog->v[y->idx];
+          snprintf(err, errcap,
+                   "plan rank %d %s: unordered access across streams: instruction %u (%s, stream %u, %s %s) and "
+                   "instruction %u (%s, stream %u, %s %s) touch the same bytes of %s with no event between them",
+                   rank, what, x->idx, instr_desc(p, ix, d1, sizeof d1), x->stream, x->a.write ? "writes" : "reads",
+                   tensor_at(p, ix, x->a.slot), y->idx, instr_desc(p, iy, d2, sizeof d2), y->stream,
+                   y->a.write ? "writes" : "reads", tensor_at(p, iy, y->a.slot), ddp_arena_name((int)x->a.arena));
+          rc = -1;
+          break;
+        }
+    }
+  for (uint32_t s = 0; s < MAX_STREAMS; s++) free(per_stream[s].v);
+  free(evclock);
+  free(recorded);
+  return rc;
+}
+
+static bool is_collective(int opc) {
+  return opc == I_ALL_REDUCE || opc == I_REDUCE_SCATTER || opc == I_ALL_GATHER || opc == I_BROADCAST;
+}
+
+static int check_collectives(const ddp_plan *p, int which, char *err, size_t errcap) {
+  const char *what = which ? "step" : "init";
+  const ddp_program *p0 = which ? &p->ranks[0].step : &p->ranks[0].init;
+  for (int64_t r = 1; r < p->meta.world; r++) {
+    const ddp_program *pr = which ? &p->ranks[r].step : &p->ranks[r].init;
+    uint32_t a = 0, b = 0, n = 0;
+    for (;;) {
+      while (a < p0->n && !is_collective(p0->v[a].opcode)) a++;
+      while (b < pr->n && !is_collective(pr->v[b].opcode)) b++;
+      if (a >= p0->n || b >= pr->n) {
+        if (a < p0->n || b < pr->n) {
+          snprintf(err, errcap, "plan %s: rank 0 and rank %lld issue different numbers of collectives (%s after %u)",
+                   what, (long long)r, a < p0->n ? "rank 0 has more" : "rank has more", n);
+          return -1;
+        }
+        break;
+      }
+      const ddp_instr *x = &p0->v[a], *y = &pr->v[b];
+      if (x->opcode != y->opcode || x->i[0] != y->i[0] || x->dt[0] != y->dt[0] || x->i[1] != y->i[1] ||
+          x->i[2] != y->i[2] || x->i[3] != y->i[3]) {
+        snprintf(err, errcap,
+                 "plan %s: collective #%u differs between rank 0 (instruction %u: %s of %lld %s, root %lld) and rank "
+                 "%lld (instruction %u: %s of %lld %s, root %lld)",
+                 what, n, a, ddp_opcode_name(x->opcode), (long long)x->i[0], ddp_dtype_name(x->dt[0]),
+                 (long long)x->i[2], (long long)r, b, ddp_opcode_name(y->opcode), (long long)y->i[0],
+                 ddp_dtype_name(y->dt[0]), (long long)y->i[2]);
+        return -1;
+      }
+      a++;
+      b++;
+      n++;
+    }
+  }
+  return 0;
+}
+
+int ddp_verify(const ddp_plan *p, char *err, size_t errcap) {
+  if (check_collectives(p, 0, err, errcap) || check_collectives(p, 1, err, errcap)) return -1;
+  for (int64_t r = 0; r < p->meta.world; r++) {
+    if (check_program(p, (int)r, &p->ranks[r].init, 1, "init", err, errcap)) return -1;
+    if (check_program(p, (int)r, &p->ranks[r].step, 2, "step", err, errcap)) return -1;
+  }
+  return 0;
+}

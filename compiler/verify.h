@@ -1,0 +1,12 @@
+/* compiler/verify.h: the plan verifier. A plan is static, so its safety is proved at compile time:
+ *  - every pair of accesses to overlapping bytes from different streams, at least one a write, is ordered
+ *    by events (checked over two consecutive replays of the step program, and over init);
+ *  - an event is recorded before it is waited on;
+ *  - all ranks issue the same collectives in the same order with the same sizes, dtypes, reductions and
+ *    roots.
+ * On failure: -1 and one line naming the rank, the instructions and the buffer. */
+#ifndef DDP_VERIFY_H
+#define DDP_VERIFY_H
+#include "plan.h"
+int ddp_verify(const ddp_plan *p, char *err, size_t errcap);
+#endif

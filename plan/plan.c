@@ -1,0 +1,137 @@
+/* plan/plan.c: construction and teardown of the in-memory plan (plan.h "Construction and teardown"):
+ * growth of the tables, string interning, instruction blanks, and ddp_plan_free, which releases
+ * everything a plan owns (meta strings, tensors' names, modules and their CUBIN, buckets, strings and
+ * every rank's programs). Allocation failures are reported as -1 / NULL, never printed. */
+#include "plan.h"
+#include <stdlib.h>
+#include <string.h>
+
+/* Makes room for one more element in a table of `size`-byte elements; 0 or -1 (out of memory). */
+static int grow(void **v, uint32_t n, uint32_t *cap, size_t size) {
+  if (n < *cap) return 0;
+  uint32_t ncap = *cap ? *cap * 2 : 16;
+  if (ncap <= *cap) return -1;
+  void *nv = realloc(*v, (size_t)ncap * size);
+  if (!nv) return -1;
+  *v = nv;
+  *cap = ncap;
+  return 0;
+}
+
+static char *dup_or_null(const char *s) { return s ? strdup(s) : NULL; }
+
+ddp_plan *ddp_plan_new(void) {
+  ddp_plan *p = calloc(1, sizeof *p);
+  if (!p) return NULL;
+  p->nstreams = 2; /* STREAM_COMPUTE and STREAM_COMM */
+  p->meta.tokens_tensor = p->meta.targets_tensor = p->meta.loss_tensor = p->meta.scalars_tensor = -1;
+  return p;
+}
+
+void ddp_program_free(ddp_program *prog) {
+  if (!prog) return;
+  free(prog->v);
+  prog->v = NULL;
+  prog->n = prog->cap = 0;
+}
+
+void ddp_plan_free(ddp_plan *p) {
+  if (!p) return;
+#define FREE_META_I(name)
+#define FREE_META_F(name)
+#define FREE_META_S(name) free(p->meta.name);
+#define FREE_META(t, name) FREE_META_##t(name)
+  DDP_META_FIELDS(FREE_META)
+#undef FREE_META
+#undef FREE_META_I
+#undef FREE_META_F
+#undef FREE_META_S
+  for (uint32_t i = 0; i < p->ntensors; i++) {
+    free(p->tensors[i].name);
+    free(p->tensors[i].state_name);
+  }
+  free(p->tensors);
+  for (uint32_t i = 0; i < p->nmodules; i++) {
+    free(p->modules[i].template_name);
+    free(p->modules[i].entry);
+    free(p->modules[i].spec);
+    free(p->modules[i].cubin);
+  }
+  free(p->modules);
+  free(p->kernels);
+  for (uint32_t i = 0; i < p->nbuckets; i++) free(p->buckets[i].params);
+  free(p->buckets);
+  for (uint32_t i = 0; i < p->nstrings; i++) free(p->strings[i]);
+  free(p->strings);
+  if (p->ranks) {
+    for (int64_t r = 0; r < p->meta.world; r++) {
+      ddp_program_free(&p->ranks[r].init);
+      ddp_program_free(&p->ranks[r].step);
+    }
+    free(p->ranks);
+  }
+  free(p);
+}
+
+int32_t ddp_plan_add_string(ddp_plan *p, const char *s) {
+  if (!s) return -1;
+  for (uint32_t i = 0; i < p->nstrings; i++)
+    if (strcmp(p->strings[i], s) == 0) return (int32_t)i;
+  if (p->nstrings >= INT32_MAX || grow((void **)&p->strings, p->nstrings, &p->cap_strings, sizeof *p->strings))
+    return -1;
+  char *copy = strdup(s);
+  if (!copy) return -1;
+  p->strings[p->nstrings] = copy;
+  return (int32_t)p->nstrings++;
+}
+
+const char *ddp_plan_string(const ddp_plan *p, int32_t id) {
+  if (!p || id < 0 || (uint32_t)id >= p->nstrings) return "";
+  return p->strings[id];
+}
+
+int32_t ddp_plan_add_tensor(ddp_plan *p, const ddp_tensor *t) {
+  if (p->ntensors >= INT32_MAX || grow((void **)&p->tensors, p->ntensors, &p->cap_tensors, sizeof *p->tensors))
+    return -1;
+  ddp_tensor copy = *t;
+  copy.name = dup_or_null(t->name);
+  copy.state_name = dup_or_null(t->state_name);
+  if ((t->name && !copy.name) || (t->state_name && !copy.state_name)) {
+    free(copy.name);
+    free(copy.state_name);
+    return -1;
+  }
+  p->tensors[p->ntensors] = copy;
+  return (int32_t)p->ntensors++;
+}
+
+ddp_instr *ddp_program_push(ddp_program *prog, const ddp_instr *in) {
+  if (grow((void **)&prog->v, prog->n, &prog->cap, sizeof *prog->v)) return NULL;
+  prog->v[prog->n] = *in;
+  return &prog->v[prog->n++];
+}
+
+uint64_t ddp_tensor_numel(const ddp_tensor *t) {
+  uint64_t n = 1;
+  for (int d = 0; d < t->ndim && d < DDP_MAX_DIMS; d++) n *= (uint64_t)(t->shape[d] > 0 ? t->shape[d] : 0);
+  return n;
+}
+
+ddp_instr ddp_instr_blank(int opcode, int stream) {
+  ddp_instr in;
+  memset(&in, 0, sizeof in);
+  in.opcode = (uint16_t)opcode;
+  in.stream = (uint16_t)stream;
+  in.kernel = -1;
+  in.name = -1;
+  in.layer = -1;
+  for (int k = 0; k < DDP_MAX_PTRS; k++) in.p[k].tensor = -1;
+  return in;
+}
+
+int32_t ddp_plan_find_tensor(const ddp_plan *p, const char *name) {
+  if (!p || !name) return -1;
+  for (uint32_t i = 0; i < p->ntensors; i++)
+    if (p->tensors[i].name && strcmp(p->tensors[i].name, name) == 0) return (int32_t)i;
+  return -1;
+}

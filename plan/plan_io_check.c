@@ -1,0 +1,269 @@
+/* plan/plan_io_check.c: what a plan must satisfy before anyone uses it. ddp_plan_validate (run by the
+ * reader) checks every index a consumer would follow: string, tensor, kernel and module ids, opcodes,
+ * kernel ops, streams, dtypes, events, timers, range and init kinds, peers, view bases, and that every
+ * resolved buffer reference lies inside its rank's arena. ddp_plan_check_launch compares a plan with
+ * the world size and GPU architecture it is launched on. One line per error, nothing printed. */
+#include "plan_io_internal.h"
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+typedef struct vctx {
+  const ddp_plan *p;
+  const char *path;
+  char *err;
+  size_t errcap;
+} vctx;
+
+static int in_range(int64_t v, int64_t lo, int64_t hi_excl) { return v >= lo && v < hi_excl; }
+
+static int check_meta(const vctx *c) {
+  const ddp_plan *p = c->p;
+  if (p->nstreams < 1 || p->nstreams > DDP_PLAN_MAX_STREAMS)
+    return ddp_io_fail(c->err, c->errcap, c->path, "invalid: %u streams (must be 1..%u)", p->nstreams,
+                       DDP_PLAN_MAX_STREAMS);
+  const struct { const char *name; int64_t v; } dts[] = {{"act_dtype", p->meta.act_dtype}, {"grad_dtype", p->meta.grad_dtype}};
+  for (size_t k = 0; k < sizeof dts / sizeof dts[0]; k++)
+    if (!in_range(dts[k].v, 0, DT_COUNT))
+      return ddp_io_fail(c->err, c->errcap, c->path, "invalid: meta %s is dtype %lld (have %d)", dts[k].name,
+                         (long long)dts[k].v, DT_COUNT);
+  const struct { const char *name; int64_t v; } ids[] = {{"tokens_tensor", p->meta.tokens_tensor},
+                                                         {"targets_tensor", p->meta.targets_tensor},
+                                                         {"loss_tensor", p->meta.loss_tensor},
+                                                         {"scalars_tensor", p->meta.scalars_tensor}};
+  for (size_t k = 0; k < sizeof ids / sizeof ids[0]; k++)
+    if (!in_range(ids[k].v, -1, p->ntensors))
+      return ddp_io_fail(c->err, c->errcap, c->path, "invalid: meta %s names tensor %lld, plan has %u tensors",
+                         ids[k].name, (long long)ids[k].v, p->ntensors);
+  return 0;
+}
+
+/* Largest size of arena `a` over the ranks: a tensor of the shared table must fit on some rank. */
+static uint64_t max_arena(const ddp_plan *p, int a) {
+  uint64_t m = 0;
+  for (int64_t r = 0; r < p->meta.world; r++)
+    if (p->ranks[r].arena_bytes[a] > m) m = p->ranks[r].arena_bytes[a];
+  return m;
+}
+
+/* "invalid: tensor 3 'x': <what>" */
+__attribute__((format(printf, 4, 5))) static int tfail(const vctx *c, uint32_t i, const char *nm, const char *fmt, ...) {
+  char what[256];
+  va_list ap;
+  va_start(ap, fmt);
+  vsnprintf(what, sizeof what, fmt, ap);
+  va_end(ap);
+  return ddp_io_fail(c->err, c->errcap, c->path, "invalid: tensor %u '%.80s': %s", i, nm, what);
+}
+
+static int check_tensor(const vctx *c, uint32_t i) {
+  const ddp_plan *p = c->p;
+  const ddp_tensor *t = &p->tensors[i];
+  const char *nm = t->name ? t->name : "?";
+  if (!t->name) return tfail(c, i, nm, "no name");
+  if (t->dtype >= DT_COUNT) return tfail(c, i, nm, "dtype %u (have %d)", t->dtype, DT_COUNT);
+  if (t->arena >= ARENA_COUNT) return tfail(c, i, nm, "arena %u (have %d)", t->arena, ARENA_COUNT);
+  if (t->ndim > DDP_MAX_DIMS) return tfail(c, i, nm, "%u dimensions (at most %d)", t->ndim, DDP_MAX_DIMS);
+  for (int d = 0; d < t->ndim; d++)
+    if (t->shape[d] < 0) return tfail(c, i, nm, "negative dimension %lld", (long long)t->shape[d]);
+  if (!in_range(t->param, -1, p->ntensors)) return tfail(c, i, nm, "parameter id %d, plan has %u tensors", t->param, p->ntensors);
+  if (t->first_use < -1 || t->last_use < -1) return tfail(c, i, nm, "negative first/last use");
+  if (t->offset > UINT64_MAX - t->bytes || t->offset + t->bytes > max_arena(p, t->arena))
+    return tfail(c, i, nm, "%s offset %llu + %llu bytes exceeds the arena's %llu bytes", ddp_arena_name(t->arena),
+                 (unsigned long long)t->offset, (unsigned long long)t->bytes,
+                 (unsigned long long)max_arena(p, t->arena));
+  if (t->base == -1) return 0;
+  if (!in_range(t->base, 0, p->ntensors) || (uint32_t)t->base == i)
+    return tfail(c, i, nm, "view of tensor %d, plan has %u tensors", t->base, p->ntensors);
+  const ddp_tensor *b = &p->tensors[t->base];
+  if (b->arena != t->arena) return tfail(c, i, nm, "view in arena %u of a tensor in arena %u", t->arena, b->arena);
+  if (t->view > b->bytes || t->bytes > b->bytes - t->view)
+    return tfail(c, i, nm, "view at %llu + %llu bytes exceeds its base's %llu bytes", (unsigned long long)t->view,
+                 (unsigned long long)t->bytes, (unsigned long long)b->bytes);
+  /* no cycles through base links */
+  int32_t at = t->base;
+  for (uint32_t steps = 0; at >= 0; steps++) {
+    if (steps > p->ntensors || !in_range(at, 0, p->ntensors)) return tfail(c, i, nm, "cyclic or broken view chain");
+    at = p->tensors[at].base;
+  }
+  return 0;
+}
+
+static int check_tables(const vctx *c) {
+  const ddp_plan *p = c->p;
+  for (uint32_t i = 0; i < p->ntensors; i++)
+    if (check_tensor(c, i)) return -1;
+  for (uint32_t i = 0; i < p->nmodules; i++)
+    if (!p->modules[i].template_name || !p->modules[i].entry)
+      return ddp_io_fail(c->err, c->errcap, c->path, "invalid: module %u has no template or entry", i);
+  for (uint32_t i = 0; i < p->nkernels; i++) {
+    const ddp_kernel *k = &p->kernels[i];
+    if (!in_range(k->op, 0, OP_COUNT))
+      return ddp_io_fail(c->err, c->errcap, c->path, "invalid: kernel %u has op %d (have %d)", i, k->op, OP_COUNT);
+    if (!in_range(k->module, 0, p->nmodules))
+      return ddp_io_fail(c->err, c->errcap, c->path, "invalid: kernel %u names module %d, plan has %u modules", i,
+                         k->module, p->nmodules);
+  }
+  for (uint32_t i = 0; i < p->nbuckets; i++) {
+    const ddp_bucket *b = &p->buckets[i];
+    if (b->offset > UINT64_MAX - b->bytes)
+      return ddp_io_fail(c->err, c->errcap, c->path, "invalid: bucket %u offset/bytes overflow", i);
+    for (uint32_t j = 0; j < b->nparams; j++)
+      if (!in_range(b->params[j], 0, p->ntensors))
+        return ddp_io_fail(c->err, c->errcap, c->path, "invalid: bucket %u names tensor %d, plan has %u tensors", i,
+                           b->params[j], p->ntensors);
+  }
+  for (int64_t r = 0; r < p->meta.world; r++)
+    if (p->ranks[r].nevents > DDP_PLAN_MAX_EVENTS || p->ranks[r].ntimers > DDP_PLAN_MAX_EVENTS)
+      return ddp_io_fail(c->err, c->errcap, c->path, "invalid: rank %lld has %u events and %u timers (at most %u)",
+                         (long long)r, p->ranks[r].nevents, p->ranks[r].ntimers, DDP_PLAN_MAX_EVENTS);
+  return 0;
+}
+
+/* Where an instruction is, for messages: "rank 1 step instruction 7 (gemm)". */
+typedef struct where {
+  int64_t rank;
+  const char *prog;
+  uint32_t index;
+  const ddp_instr *in;
+} where;
+
+#define IFAIL(w, fmt, ...)                                                                                    \
+  ddp_io_fail(c->err, c->errcap, c->path, "invalid: rank %lld %s instruction %u (%s): " fmt, (long long)(w)->rank, \
+              (w)->prog, (w)->index, ddp_opcode_name((w)->in->opcode), __VA_ARGS__)
+
+static int check_bufref(const vctx *c, const where *w, int k) {
+  const ddp_bufref *b = &w->in->p[k];
+  const ddp_plan *p = c->p;
+  if (b->tensor == -1) return 0;
+  if (!in_range(b->tensor, 0, p->ntensors))
+    return IFAIL(w, "buffer p%d names tensor %d, plan has %u tensors", k, b->tensor, p->ntensors);
+  const ddp_tensor *t = &p->tensors[b->tensor];
+  if (b->arena >= ARENA_COUNT) return IFAIL(w, "buffer p%d in arena %u (have %d)", k, b->arena, ARENA_COUNT);
+  if (b->arena != t->arena)
+    return IFAIL(w, "buffer p%d in arena %s, its tensor '%.80s' is in %s", k, ddp_arena_name((int)b->arena), t->name,
+                 ddp_arena_name(t->arena));
+  if (b->view > t->bytes)
+    return IFAIL(w, "buffer p%d view %llu past the end of tensor '%.80s' (%llu bytes)", k,
+                 (unsigned long long)b->view, t->name, (unsigned long long)t->bytes);
+  uint64_t extent = t->bytes - b->view, cap = p->ranks[w->rank].arena_bytes[b->arena];
+  if (b->offset > cap || extent > cap - b->offset)
+    return IFAIL(w, "buffer p%d (tensor '%.80s') at %s offset %llu + %llu bytes exceeds the arena's %llu bytes", k,
+                 t->name, ddp_arena_name((int)b->arena), (unsigned long long)b->offset, (unsigned long long)extent,
+                 (unsigned long long)cap);
+  return 0;
+}
+
+static int check_instr(const vctx *c, const where *w) {
+  const ddp_plan *p = c->p;
+  const ddp_instr *in = w->in;
+  const ddp_rank_plan *rp = &p->ranks[w->rank];
+  if (in->opcode >= I_COUNT)
+    return ddp_io_fail(c->err, c->errcap, c->path, "invalid: rank %lld %s instruction %u: opcode %u (have %d)",
+                       (long long)w->rank, w->prog, w->index, in->opcode, I_COUNT);
+  if (in->stream >= p->nstreams) return IFAIL(w, "stream %u, plan has %u streams", in->stream, p->nstreams);
+  if (!in_range(in->name, -1, p->nstrings)) return IFAIL(w, "string id %d, plan has %u strings", in->name, p->nstrings);
+  if (in->layer < -1) return IFAIL(w, "layer %d", in->layer);
+  if (!in_range(in->kernel, -1, p->nkernels)) return IFAIL(w, "kernel %d, plan has %u kernels", in->kernel, p->nkernels);
+  for (int k = 0; k < DDP_MAX_PTRS; k++)
+    if (in->dt[k] >= DT_COUNT) return IFAIL(w, "dtype dt%d = %u (have %d)", k, in->dt[k], DT_COUNT);
+  for (int k = 0; k < DDP_MAX_PTRS; k++)
+    if (check_bufref(c, w, k)) return -1;
+  int64_t i0 = in->i[0];
+  switch ((ddp_opcode)in->opcode) {
+  case I_KERNEL:
+    if (in->op >= OP_COUNT) return IFAIL(w, "kernel op %u (have %d)", in->op, OP_COUNT);
+    if (in->kernel >= 0 && p->kernels[in->kernel].op != in->op)
+      return IFAIL(w, "op %s runs kernel %d of op %s", ddp_op_name(in->op), in->kernel,
+                   ddp_op_name(p->kernels[in->kernel].op));
+    break;
+  case I_EVENT_RECORD:
+  case I_EVENT_WAIT:
+    if (!in_range(i0, 0, rp->nevents)) return IFAIL(w, "event %lld, rank has %u events", (long long)i0, rp->nevents);
+    break;
+  case I_TIMER:
+    if (!in_range(i0, 0, rp->ntimers)) return IFAIL(w, "timer %lld, rank has %u timers", (long long)i0, rp->ntimers);
+    break;
+  case I_RANGE_PUSH:
+    if (!in_range(i0, 0, RANGE_COUNT)) return IFAIL(w, "range kind %lld (have %d)", (long long)i0, RANGE_COUNT);
+    break;
+  case I_INIT_TENSOR:
+    if (!in_range(i0, 0, INIT_COUNT)) return IFAIL(w, "init kind %lld (have %d)", (long long)i0, INIT_COUNT);
+    break;
+  case I_ALL_REDUCE:
+  case I_REDUCE_SCATTER:
+    if (in->i[1] != REDOP_SUM && in->i[1] != REDOP_AVG) return IFAIL(w, "reduction %lld", (long long)in->i[1]);
+    /* fall through */
+  case I_ALL_GATHER:
+  case I_MEMSET:
+  case I_COPY:
+    if (i0 < 0) return IFAIL(w, "negative count %lld", (long long)i0);
+    break;
+  case I_BROADCAST:
+  case I_SEND:
+  case I_RECV:
+    if (i0 < 0) return IFAIL(w, "negative count %lld", (long long)i0);
+    if (!in_range(in->i[2], 0, p->meta.world))
+      return IFAIL(w, "peer/root rank %lld, world size %lld", (long long)in->i[2], (long long)p->meta.world);
+    break;
+  default: break;
+  }
+  return 0;
+}
+
+static int check_program(const vctx *c, int64_t rank, const char *name, const ddp_program *prog) {
+  for (uint32_t i = 0; i < prog->n; i++) {
+    where w = {rank, name, i, &prog->v[i]};
+    if (check_instr(c, &w)) return -1;
+  }
+  return 0;
+}
+
+int ddp_plan_validate(const ddp_plan *p, const char *path, char *err, size_t errcap) {
+  vctx c = {p, path, err, errcap};
+  if (p->meta.world < 1 || !p->ranks)
+    return ddp_io_fail(err, errcap, path, "invalid: world size %lld", (long long)p->meta.world);
+  if (check_meta(&c) || check_tables(&c)) return -1;
+  for (int64_t r = 0; r < p->meta.world; r++)
+    if (check_program(&c, r, "init", &p->ranks[r].init) || check_program(&c, r, "step", &p->ranks[r].step))
+      return -1;
+  return 0;
+}
+
+/* "sm_90a" -> 9, 0, 'a'; 0 when it is not of that form. */
+static int parse_arch(const char *s, int *major, int *minor, char *suffix) {
+  if (!s || strncmp(s, "sm_", 3) != 0) return 0;
+  const char *d = s + 3;
+  size_t n = strspn(d, "0123456789");
+  if (n < 2 || n > 4 || (d[n] && (d[n + 1] || (d[n] != 'a' && d[n] != 'f')))) return 0;
+  int v = atoi(d);
+  *major = v / 10;
+  *minor = v % 10;
+  *suffix = d[n];
+  return 1;
+}
+
+/* Can CUBIN built for `plan` run on a `dev` GPU? Same major and no older minor; arch-specific ('a')
+ * CUBIN only on exactly its arch. Unparseable names must match exactly. */
+static int arch_runs(const char *plan, const char *dev) {
+  int pm, pn, dm, dn;
+  char ps, ds;
+  if (!parse_arch(plan, &pm, &pn, &ps) || !parse_arch(dev, &dm, &dn, &ds)) return strcmp(plan, dev) == 0;
+  if (pm != dm) return 0;
+  return ps == 'a' ? dn == pn : dn >= pn;
+}
+
+int ddp_plan_check_launch(const ddp_plan *p, const char *device_arch, int world, char *err, size_t errcap) {
+  if (world > 0 && p->meta.world != world) {
+    snprintf(err, errcap, "compiled for %lld rank%s, launched with %d", (long long)p->meta.world,
+             p->meta.world == 1 ? "" : "s", world);
+    return -1;
+  }
+  const char *arch = p->meta.arch;
+  if (device_arch && p->nmodules > 0 && arch && *arch && !arch_runs(arch, device_arch)) {
+    snprintf(err, errcap, "compiled for %s, this GPU is %s", arch, device_arch);
+    return -1;
+  }
+  return 0;
+}

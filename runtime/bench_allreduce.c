@@ -1,0 +1,176 @@
+/* runtime/bench_allreduce.c: `ddprun --bench allreduce`: NCCL all-reduce of float32 buffers from 1 MB to
+ * 1 GB (MB = 2^20 bytes, as the seeds' benchmark), one process per GPU (--nproc N or a launcher), timed
+ * with CUDA events over many iterations after a warm-up. Prints algbw and busbw (busbw = algbw x 2(n-1)/n)
+ * as a table on rank 0 and, with --out, one JSON object per size. Correctness is checked first: every
+ * rank contributes rank+1 and every element must equal n(n+1)/2. `ddprun --bench plot` draws the SVG. */
+#include "cli.h"
+#include "cuda/cuda_check.h"
+#include "launch.h"
+#include "rendezvous.h"
+#include <cuda_runtime_api.h>
+#include <nccl.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+int ddprun_plot_main(int argc, char **argv); /* bench_plot.c */
+
+typedef struct {
+  double sizes_mb[32];
+  int nsizes;
+  int iters;
+  const char *out;
+} bench_opts;
+
+#define NCCL_TRY(call)                                                                                  \
+  do {                                                                                                  \
+    ncclResult_t r_ = (call);                                                                           \
+    if (r_ != ncclSuccess) {                                                                            \
+      snprintf(err, errcap, "%s:%d: %s: %s", __FILE__, __LINE__, #call, ncclGetErrorString(r_));       \
+      return -1;                                                                                        \
+    }                                                                                                   \
+  } while (0)
+
+static int check_sum(float *dev, size_t n, int world, char *err, size_t errcap) {
+  float probe[3];
+  size_t at[3] = {0, n / 2, n - 1};
+  for (int k = 0; k < 3; k++) DDP_CUDA_TRY(cudaMemcpy(&probe[k], dev + at[k], sizeof(float), cudaMemcpyDeviceToHost));
+  float want = (float)world * (float)(world + 1) / 2.0f;
+  for (int k = 0; k < 3; k++)
+    if (probe[k] != want) {
+      snprintf(err, errcap, "all-reduce gave %g at element %zu, expected %g", (double)probe[k], at[k], (double)want);
+      return -1;
+    }
+  return 0;
+}
+
+static void fill_host(float *host, size_t n, float v) {
+  for (size_t i = 0; i < n; i++) host[i] = v;
+}
+
+static int bench_rank(const ddp_identity *id, const bench_opts *o, char *err, size_t errcap) {
+  ncclUniqueId uid;
+  memset(&uid, 0, sizeof uid);
+  if (id->rank == 0) NCCL_TRY(ncclGetUniqueId(&uid));
+  if (id->world > 1 && ddp_rendezvous(id, &uid, sizeof uid, 60.0, err, errcap)) return -1;
+  DDP_CUDA_TRY(cudaSetDevice(id->local_rank));
+  ncclComm_t comm;
+  NCCL_TRY(ncclCommInitRank(&comm, id->world, uid, id->rank));
+  double max_mb = 0;
+  for (int s = 0; s < o->nsizes; s++)
+    if (o->sizes_mb[s] > max_mb) max_mb = o->sizes_mb[s];
+  size_t max_n = (size_t)(max_mb * 1048576.0 / 4.0);
+  float *buf = NULL;
+  cudaStream_t st;
+  cudaEvent_t e0, e1;
+  DDP_CUDA_TRY(cudaMalloc((void **)&buf, max_n * sizeof(float)));
+  DDP_CUDA_TRY(cudaStreamCreateWithFlags(&st, cudaStreamNonBlocking));
+  DDP_CUDA_TRY(cudaEventCreate(&e0));
+  DDP_CUDA_TRY(cudaEventCreate(&e1));
+  /* correctness on the largest buffer */
+  float *host = malloc(max_n * sizeof(float));
+  fill_host(host, max_n, (float)(id->rank + 1));
+  DDP_CUDA_TRY(cudaMemcpy(buf, host, max_n * sizeof(float), cudaMemcpyHostToDevice));
+  free(host);
+  NCCL_TRY(ncclAllReduce(buf, buf, max_n, ncclFloat32, ncclSum, comm, st));
+  DDP_CUDA_TRY(cudaStreamSynchronize(st));
+  if (check_sum(buf, max_n, id->world, err, errcap)) return -1;
+  FILE *out = NULL;
+  if (id->rank == 0 && o->out && !(out = fopen(o->out, "w"))) {
+    snprintf(err, errcap, "%s: cannot write", o->out);
+    return -1;
+  }
+  if (id->rank == 0)
+    printf("all-reduce float32, %d GPUs (NCCL %d)\n%10s %12s %12s %12s\n", id->world, NCCL_VERSION_CODE, "MB", "ms",
+           "algbw GB/s", "busbw GB/s");
+  for (int s = 0; s < o->nsizes; s++) {
+    size_t n = (size_t)(o->sizes_mb[s] * 1048576.0 / 4.0);
+    int iters = o->iters > 0 ? o->iters : (o->sizes_mb[s] >= 500 ? 10 : 20);
+    for (int w = 0; w < 5; w++) NCCL_TRY(ncclAllReduce(buf, buf, n, ncclFloat32, ncclSum, comm, st));
+    DDP_CUDA_TRY(cudaEventRecord(e0, st));
+    for (int it = 0; it < iters; it++) NCCL_TRY(ncclAllReduce(buf, buf, n, ncclFloat32, ncclSum, comm, st));
+    DDP_CUDA_TRY(cudaEventRecord(e1, st));
+    DDP_CUDA_TRY(cudaEventSynchronize(e1));
+    float ms = 0;
+    DDP_CUDA_TRY(cudaEventElapsedTime(&ms, e0, e1));
+    double t = (double)ms / 1e3 / iters, bytes = (double)n * 4.0;
+    double alg = bytes / t / 1e9, bus = alg * 2.0 * (id->world - 1) / id->world;
+    if (id->rank == 0) {
+      printf("%10.1f %12.4f %12.2f %12.2f\n", o->sizes_mb[s], t * 1e3, alg, bus);
+      if (out)
+        fprintf(out, "{\"kind\": \"allreduce\", \"impl\": \"ddpc\", \"world\": %d, \"mb\": %g, \"ms\": %.5f, "
+                     "\"algbw_GBs\": %.3f, \"busbw_GBs\": %.3f}\n",
+                id->world, o->sizes_mb[s], t * 1e3, alg, bus);
+    }
+  }
+  if (out) fclose(out);
+  ncclCommDestroy(comm);
+  cudaFree(buf);
+  cudaStreamDestroy(st);
+  return 0;
+}
+
+static int rank_entry(const ddp_identity *id, void *ctx) {
+  char err[1024];
+  if (bench_rank(id, ctx, err, sizeof err)) {
+    fprintf(stderr, "ddprun --bench allreduce: rank %d: %s\n", id->rank, err);
+    return 1;
+  }
+  return 0;
+}
+
+int ddprun_bench_main(int argc, char **argv) {
+  if (argc < 1) {
+    fprintf(stderr, "ddprun --bench: which benchmark? (allreduce, plot)\n");
+    return 1;
+  }
+  if (!strcmp(argv[0], "plot")) return ddprun_plot_main(argc - 1, argv + 1);
+  if (strcmp(argv[0], "allreduce")) {
+    fprintf(stderr, "ddprun --bench: unknown benchmark '%s' (allreduce, plot)\n", argv[0]);
+    return 1;
+  }
+  bench_opts o = {.sizes_mb = {1, 2, 5, 10, 20, 50, 100, 200, 500, 1000}, .nsizes = 10};
+  int nproc = 0;
+  for (int i = 1; i < argc; i++) {
+    if (i + 1 >= argc) {
+      fprintf(stderr, "ddprun --bench allreduce: %s needs a value\n", argv[i]);
+      return 1;
+    }
+    if (!strcmp(argv[i], "--nproc")) {
+      nproc = atoi(argv[++i]);
+    } else if (!strcmp(argv[i], "--iters")) {
+      o.iters = atoi(argv[++i]);
+    } else if (!strcmp(argv[i], "--out")) {
+      o.out = argv[++i];
+    } else if (!strcmp(argv[i], "--sizes-mb")) {
+      o.nsizes = 0;
+      char *list = strdup(argv[++i]), *save = NULL;
+      for (char *t = strtok_r(list, ",", &save); t && o.nsizes < 32; t = strtok_r(NULL, ",", &save)) {
+        double v = atof(t);
+        if (v <= 0) {
+          fprintf(stderr, "ddprun --bench allreduce: --sizes-mb: '%s' is not a positive size\n", t);
+          free(list);
+          return 1;
+        }
+        o.sizes_mb[o.nsizes++] = v;
+      }
+      free(list);
+    } else {
+      fprintf(stderr, "ddprun --bench allreduce: unknown option '%s'\n", argv[i]);
+      return 1;
+    }
+  }
+  setenv("NCCL_NVLS_ENABLE", "0", 0);
+  char err[1024];
+  if (nproc > 0) {
+    int rc = ddp_launch_local(nproc, rank_entry, &o, err, sizeof err);
+    if (rc == -1) fprintf(stderr, "ddprun: %s\n", err);
+    return rc == 0 ? 0 : 1;
+  }
+  ddp_identity id;
+  if (ddp_launch_identity(&id, err, sizeof err)) {
+    fprintf(stderr, "ddprun: %s\n", err);
+    return 1;
+  }
+  return rank_entry(&id, &o);
+}

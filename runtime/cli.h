@@ -1,0 +1,23 @@
+/* runtime/cli.h: what ddprun's command line decided, and the entry points behind it. */
+#ifndef DDP_CLI_H
+#define DDP_CLI_H
+#include "run.h"
+
+typedef struct ddprun_args {
+  const char *plan_path;
+  const char *device; /* NULL: cuda when a GPU is present, else ref for small plans */
+  const char *trace_path;
+  int nproc;          /* 0: ranks from the environment */
+  int has_seed;
+  uint64_t seed;
+  ddp_run_opts run;
+} ddprun_args;
+
+int ddprun_main(ddprun_args *a);                  /* runtime/dispatch.c */
+int ddprun_ref(const ddp_plan *p, ddprun_args *a); /* runtime/dispatch_ref.c */
+int ddprun_cuda(const ddp_plan *p, ddprun_args *a); /* runtime/dispatch_cuda.c */
+int ddprun_bench_main(int argc, char **argv);     /* runtime/bench_allreduce.c */
+/* Seconds the reference executor would need for `steps` steps of the plan (its FLOPs over a measured
+ * rate of the reference GEMM). */
+double ddprun_ref_estimate_s(const ddp_plan *p, int64_t steps);
+#endif

@@ -1,0 +1,73 @@
+/* runtime/cuda/cuda_kernels.c: CUBIN loading and kernel launches through the CUDA runtime API
+ * (cudaLibraryLoadData / cudaLibraryGetKernel / cudaLaunchKernel); see cuda_kernels.h. */
+#include "cuda_kernels.h"
+#include "cuda_check.h"
+#include <stdio.h>
+#include <string.h>
+
+#define DDP_DEFAULT_SMEM (48u * 1024u)
+
+int ddp_cuda_module_load(const uint8_t *cubin, size_t size, const char *entry, ddp_cuda_kernel *out, char *err,
+                         size_t errcap) {
+  memset(out, 0, sizeof *out);
+  if (!cubin || size == 0) {
+    snprintf(err, errcap, "ddp_cuda_module_load(%s): empty CUBIN", entry ? entry : "?");
+    return -1;
+  }
+  snprintf(out->name, sizeof out->name, "%s%s", strncmp(entry, "ddp_", 4) ? "ddp_" : "", entry);
+  cudaError_t rc = cudaLibraryLoadData(&out->lib, cubin, NULL, NULL, 0, NULL, NULL, 0);
+  if (rc != cudaSuccess) {
+    snprintf(err, errcap, "%s:%d: cudaLibraryLoadData(%s, %zu bytes): %s: %s", __FILE__, __LINE__, out->name, size,
+             cudaGetErrorName(rc), cudaGetErrorString(rc));
+    out->lib = NULL;
+    return -1;
+  }
+  rc = cudaLibraryGetKernel(&out->fn, out->lib, out->name);
+  if (rc != cudaSuccess) {
+    snprintf(err, errcap, "%s:%d: cudaLibraryGetKernel(%s): %s: %s", __FILE__, __LINE__, out->name,
+             cudaGetErrorName(rc), cudaGetErrorString(rc));
+    cudaLibraryUnload(out->lib);
+    out->lib = NULL;
+    return -1;
+  }
+  out->smem_max = DDP_DEFAULT_SMEM;
+  return 0;
+}
+
+int ddp_cuda_kernel_reserve_smem(ddp_cuda_kernel *k, uint32_t smem, char *err, size_t errcap) {
+  if (smem <= k->smem_max) return 0;
+  cudaError_t rc = cudaFuncSetAttribute((const void *)k->fn, cudaFuncAttributeMaxDynamicSharedMemorySize, (int)smem);
+  if (rc != cudaSuccess) {
+    snprintf(err, errcap, "%s:%d: cudaFuncSetAttribute(%s, MaxDynamicSharedMemorySize, %u): %s: %s", __FILE__,
+             __LINE__, k->name, smem, cudaGetErrorName(rc), cudaGetErrorString(rc));
+    return -1;
+  }
+  k->smem_max = smem;
+  return 0;
+}
+
+int ddp_cuda_launch(ddp_cuda_kernel *k, const ddp_instr *g, const ddp_kargs *args, cudaStream_t stream, char *err,
+                    size_t errcap) {
+  if (!k->fn) {
+    snprintf(err, errcap, "ddp_cuda_launch: kernel %s is not loaded", k->name[0] ? k->name : "?");
+    return -1;
+  }
+  if (ddp_cuda_kernel_reserve_smem(k, g->smem, err, errcap)) return -1;
+  const dim3 grid = {g->grid[0], g->grid[1], g->grid[2] ? g->grid[2] : 1};
+  const dim3 block = {g->block[0], g->block[1] ? g->block[1] : 1, g->block[2] ? g->block[2] : 1};
+  void *params[1] = {(void *)args};
+  cudaError_t rc = cudaLaunchKernel((const void *)k->fn, grid, block, params, g->smem, stream);
+  if (rc == cudaSuccess) rc = cudaGetLastError();
+  if (rc != cudaSuccess) {
+    snprintf(err, errcap, "%s:%d: cudaLaunchKernel(%s, grid %u,%u,%u, block %u,%u,%u, smem %u): %s: %s", __FILE__,
+             __LINE__, k->name, grid.x, grid.y, grid.z, block.x, block.y, block.z, g->smem, cudaGetErrorName(rc),
+             cudaGetErrorString(rc));
+    return -1;
+  }
+  return 0;
+}
+
+void ddp_cuda_module_unload(ddp_cuda_kernel *k) {
+  if (k->lib) cudaLibraryUnload(k->lib);
+  memset(k, 0, sizeof *k);
+}

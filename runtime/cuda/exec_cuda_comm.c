@@ -1,0 +1,303 @@
+/* runtime/cuda/exec_cuda_comm.c: NCCL. One non-blocking communicator over the world (so that neither its
+ * setup nor a lazily connecting first collective can hang the host: every call that answers ncclInProgress
+ * is polled with a deadline); collectives and point-to-point on the instruction's stream; consecutive
+ * SEND/RECV of one stream as one group. Waiting for the streams (sync, teardown, pinned-buffer reuse) polls
+ * the streams and NCCL's asynchronous error; after DDP_NCCL_TIMEOUT_S seconds, or on an NCCL error, the
+ * communicator is aborted and the error names the peer that stopped responding. A world of one rank has no
+ * communicator: its collectives are local copies. */
+#include "exec_cuda_internal.h"
+#include <stdio.h>
+#include <string.h>
+
+_Static_assert(sizeof(ncclUniqueId) == DDP_NCCL_ID_BYTES, "DDP_NCCL_ID_BYTES must equal sizeof(ncclUniqueId)");
+
+static void peer_name(const cx *x, char *buf, size_t cap) {
+  if (x->base.world == 2)
+    snprintf(buf, cap, "peer rank %d", 1 - x->base.rank);
+  else
+    snprintf(buf, cap, "one of the other %d ranks", x->base.world - 1);
+}
+
+static void comm_abort(cx *x) {
+  if (!x->comm || x->comm_aborted) return;
+  if (x->in_group) (void)ncclGroupEnd();
+  x->in_group = 0;
+  (void)ncclCommAbort(x->comm);
+  x->comm = NULL;
+  x->comm_aborted = 1;
+}
+
+/* An NCCL failure: message, then abort (the other ranks must not wait on this one forever). */
+static int comm_error(cx *x, ncclResult_t rc, const char *call, char *err, size_t errcap) {
+  char peer[64], blame[128] = "";
+  peer_name(x, peer, sizeof peer);
+  if (rc == ncclRemoteError || rc == ncclSystemError)
+    snprintf(blame, sizeof blame, ": %s failed or its connection broke", peer);
+  const char *last = ncclGetLastError(x->comm);
+  cx_fail(err, errcap, "%s: NCCL %s (%s)%s; rank %d aborted its NCCL communicator", call, ncclGetErrorString(rc),
+          last && *last ? last : "no detail", blame, x->base.rank);
+  comm_abort(x);
+  return -1;
+}
+
+/* While waiting on the GPU: NCCL's asynchronous error, then the deadline. 0: keep waiting. */
+static int watchdog(cx *x, double t0, const char *why, char *err, size_t errcap) {
+  if (!x->comm) return 0;
+  ncclResult_t st = ncclSuccess, rc = ncclCommGetAsyncError(x->comm, &st);
+  if (rc != ncclSuccess) return comm_error(x, rc, "ncclCommGetAsyncError", err, errcap);
+  if (st != ncclSuccess && st != ncclInProgress) {
+    char what[256];
+    snprintf(what, sizeof what, "%s: asynchronous NCCL error", why);
+    return comm_error(x, st, what, err, errcap);
+  }
+  if (cx_now() - t0 > x->timeout_s) {
+    char peer[64];
+    peer_name(x, peer, sizeof peer);
+    comm_abort(x);
+    return cx_fail(err, errcap,
+                   "%s: not finished after %g s (DDP_NCCL_TIMEOUT_S) with NCCL work outstanding: %s stopped "
+                   "responding; rank %d aborted its NCCL communicator",
+                   why, x->timeout_s, peer, x->base.rank);
+  }
+  return 0;
+}
+
+/* An NCCL call answered ncclInProgress (non-blocking communicator): poll until it settles. */
+static int settle(cx *x, const char *call, char *err, size_t errcap) {
+  double t0 = cx_now();
+  unsigned nap = 10;
+  for (;;) {
+    ncclResult_t st = ncclInProgress, rc = ncclCommGetAsyncError(x->comm, &st);
+    if (rc != ncclSuccess) return comm_error(x, rc, "ncclCommGetAsyncError", err, errcap);
+    if (st == ncclSuccess) return 0;
+    if (st != ncclInProgress) return comm_error(x, st, call, err, errcap);
+    if (watchdog(x, t0, call, err, errcap)) return -1;
+    cx_sleep_us(nap);
+    nap = nap < 2000 ? nap * 2 : 2000;
+  }
+}
+
+static int nccl_call(cx *x, ncclResult_t rc, const char *call, char *err, size_t errcap) {
+  if (rc == ncclSuccess) return 0;
+  if (rc == ncclInProgress) return settle(x, call, err, errcap);
+  return comm_error(x, rc, call, err, errcap);
+}
+
+int cx_comm_init(cx *x, const void *nccl_id, char *err, size_t errcap) {
+  if (x->base.world <= 1) return 0;
+  ncclUniqueId id;
+  memcpy(&id, nccl_id, sizeof id);
+  ncclConfig_t cfg = NCCL_CONFIG_INITIALIZER;
+  cfg.blocking = 0;
+  char call[160];
+  snprintf(call, sizeof call, "ncclCommInitRankConfig(rank %d of %d, GPU %d)", x->base.rank, x->base.world,
+           x->device);
+  ncclResult_t rc = ncclCommInitRankConfig(&x->comm, x->base.world, id, x->base.rank, &cfg);
+  if (rc != ncclSuccess && rc != ncclInProgress) {
+    return comm_error(x, rc, call, err, errcap);
+  }
+  return settle(x, call, err, errcap);
+}
+
+void cx_comm_fini(cx *x) {
+  if (!x->comm || x->comm_aborted) return;
+  /* Graceful: finalize (flushes, may be in progress), then destroy; a peer that never finalizes gets the
+   * communicator aborted after the deadline instead of a hang. */
+  char why[256];
+  ncclResult_t rc = ncclCommFinalize(x->comm);
+  if (nccl_call(x, rc, "ncclCommFinalize", why, sizeof why)) return; /* aborted */
+  (void)ncclCommDestroy(x->comm);
+  x->comm = NULL;
+}
+
+static int nccl_type(int dt) {
+  switch (dt) {
+  case DT_F32: return ncclFloat32;
+  case DT_BF16: return ncclBfloat16;
+  case DT_F64: return ncclFloat64;
+  case DT_I32: return ncclInt32;
+  default: return -1;
+  }
+}
+
+int cx_comm_prepare(cx *x, cx_op *op, char *err, size_t errcap) {
+  const ddp_instr *in = op->in;
+  const int W = x->base.world, opc = in->opcode;
+  const int64_t count = in->i[0];
+  if (count < 0) return cx_fail(err, errcap, "negative count %lld", (long long)count);
+  if (in->i[3] != 0)
+    return cx_fail(err, errcap, "communicator %lld: this executor has only the world communicator (0)",
+                   (long long)in->i[3]);
+  op->nccl_type = nccl_type(in->dt[0]);
+  if (op->nccl_type < 0) return cx_fail(err, errcap, "dtype %s has no NCCL type", ddp_dtype_name(in->dt[0]));
+  const uint64_t es = ddp_dtype_size(in->dt[0]), n = (uint64_t)count * es;
+  uint64_t send = n, recv = n;
+  if (opc == I_REDUCE_SCATTER) send = n * (uint64_t)W;
+  if (opc == I_ALL_GATHER) recv = n * (uint64_t)W;
+  if (opc == I_ALL_REDUCE || opc == I_REDUCE_SCATTER) {
+    if (in->i[1] != REDOP_SUM && in->i[1] != REDOP_AVG)
+      return cx_fail(err, errcap, "reduction %lld", (long long)in->i[1]);
+    op->nccl_op = in->i[1] == REDOP_AVG ? ncclAvg : ncclSum;
+  }
+  if (opc == I_BROADCAST || opc == I_SEND || opc == I_RECV) {
+    if (in->i[2] < 0 || in->i[2] >= W)
+      return cx_fail(err, errcap, "root/peer rank %lld, world of %d", (long long)in->i[2], W);
+    op->peer = (int)in->i[2];
+    if (opc != I_BROADCAST && op->peer == x->base.rank)
+      return cx_fail(err, errcap, "rank %d sends to or receives from itself", op->peer);
+  }
+  op->count = (size_t)count;
+  if (count == 0) {
+    op->skip = 1;
+    return 0;
+  }
+  if (opc == I_SEND || opc == I_RECV) {
+    if (W == 1) return cx_fail(err, errcap, "point-to-point in a world of one rank");
+    return cx_buffer(x, in, 0, n, &op->ptr[0], err, errcap);
+  }
+  if (cx_buffer(x, in, 1, recv, &op->ptr[1], err, errcap)) return -1;
+  if (opc == I_BROADCAST && in->p[0].tensor < 0)
+    op->ptr[0] = op->ptr[1]; /* in place (only the root's send buffer is read) */
+  else if (cx_buffer(x, in, 0, send, &op->ptr[0], err, errcap))
+    return -1;
+  if (W > 1) {
+    if (!x->comm) return cx_fail(err, errcap, "no NCCL communicator");
+    return 0;
+  }
+  /* One rank: every collective is the identity; copy when not in place. */
+  op->bytes = (size_t)n;
+  const uint8_t *s = op->ptr[0], *d = op->ptr[1];
+  if (s == d) op->skip = 1;
+  else if (s < d + n && d < s + n)
+    return cx_fail(err, errcap, "send and receive buffers overlap without being in place");
+  return 0;
+}
+
+static int local_copy(const cx_op *op, char *err, size_t errcap) {
+  DDP_CUDA_TRY(cudaMemcpyAsync(op->ptr[1], op->ptr[0], op->bytes, cudaMemcpyDeviceToDevice, op->stream));
+  return 0;
+}
+
+int cx_exec_ALL_REDUCE(cx *x, const cx_op *op, int64_t step, char *err, size_t errcap) {
+  (void)step;
+  if (op->skip) return 0;
+  if (!x->comm) return x->comm_aborted ? cx_fail(err, errcap, "NCCL communicator aborted") : local_copy(op, err, errcap);
+  return nccl_call(x, ncclAllReduce(op->ptr[0], op->ptr[1], op->count, (ncclDataType_t)op->nccl_type,
+                                    (ncclRedOp_t)op->nccl_op, x->comm, op->stream),
+                   "ncclAllReduce", err, errcap);
+}
+
+int cx_exec_REDUCE_SCATTER(cx *x, const cx_op *op, int64_t step, char *err, size_t errcap) {
+  (void)step;
+  if (op->skip) return 0;
+  if (!x->comm) return x->comm_aborted ? cx_fail(err, errcap, "NCCL communicator aborted") : local_copy(op, err, errcap);
+  return nccl_call(x, ncclReduceScatter(op->ptr[0], op->ptr[1], op->count, (ncclDataType_t)op->nccl_type,
+                                        (ncclRedOp_t)op->nccl_op, x->comm, op->stream),
+                   "ncclReduceScatter", err, errcap);
+}
+
+int cx_exec_ALL_GATHER(cx *x, const cx_op *op, int64_t step, char *err, size_t errcap) {
+  (void)step;
+  if (op->skip) return 0;
+  if (!x->comm) return x->comm_aborted ? cx_fail(err, errcap, "NCCL communicator aborted") : local_copy(op, err, errcap);
+  return nccl_call(x, ncclAllGather(op->ptr[0], op->ptr[1], op->count, (ncclDataType_t)op->nccl_type, x->comm,
+                                    op->stream),
+                   "ncclAllGather", err, errcap);
+}
+
+int cx_exec_BROADCAST(cx *x, const cx_op *op, int64_t step, char *err, size_t errcap) {
+  (void)step;
+  if (op->skip) return 0;
+  if (!x->comm) return x->comm_aborted ? cx_fail(err, errcap, "NCCL communicator aborted") : local_copy(op, err, errcap);
+  return nccl_call(x, ncclBroadcast(op->ptr[0], op->ptr[1], op->count, (ncclDataType_t)op->nccl_type, op->peer,
+                                    x->comm, op->stream),
+                   "ncclBroadcast", err, errcap);
+}
+
+static int p2p(cx *x, const cx_op *op, int send, char *err, size_t errcap) {
+  if (op->skip && !op->group_begin && !op->group_end) return 0;
+  if (!x->comm) return cx_fail(err, errcap, "NCCL communicator aborted");
+  if (op->group_begin) {
+    if (nccl_call(x, ncclGroupStart(), "ncclGroupStart", err, errcap)) return -1;
+    x->in_group = 1;
+  }
+  if (!op->skip) {
+    ncclResult_t rc = send ? ncclSend(op->ptr[0], op->count, (ncclDataType_t)op->nccl_type, op->peer, x->comm,
+                                      op->stream)
+                           : ncclRecv(op->ptr[0], op->count, (ncclDataType_t)op->nccl_type, op->peer, x->comm,
+                                      op->stream);
+    char call[64];
+    snprintf(call, sizeof call, "%s(peer %d)", send ? "ncclSend" : "ncclRecv", op->peer);
+    if (nccl_call(x, rc, call, err, errcap)) return -1;
+  }
+  if (op->group_end) {
+    x->in_group = 0;
+    return nccl_call(x, ncclGroupEnd(), "ncclGroupEnd (point-to-point group)", err, errcap);
+  }
+  return 0;
+}
+
+int cx_exec_SEND(cx *x, const cx_op *op, int64_t step, char *err, size_t errcap) {
+  (void)step;
+  return p2p(x, op, 1, err, errcap);
+}
+
+int cx_exec_RECV(cx *x, const cx_op *op, int64_t step, char *err, size_t errcap) {
+  (void)step;
+  return p2p(x, op, 0, err, errcap);
+}
+
+int cx_wait_streams(cx *x, const char *why, char *err, size_t errcap) {
+  if (!x->comm) {
+    for (uint32_t s = 0; s < x->nstreams; s++) {
+      cudaError_t rc = cudaStreamSynchronize(x->streams[s]);
+      if (rc != cudaSuccess)
+        return cx_fail(err, errcap, "%s: %s:%d: cudaStreamSynchronize(stream %u): %s: %s", why, __FILE__, __LINE__, s,
+                       cudaGetErrorName(rc), cudaGetErrorString(rc));
+    }
+    return 0;
+  }
+  double t0 = cx_now();
+  unsigned nap = 10;
+  for (;;) {
+    int busy = 0;
+    for (uint32_t s = 0; s < x->nstreams; s++) {
+      cudaError_t rc = cudaStreamQuery(x->streams[s]);
+      if (rc == cudaErrorNotReady) {
+        busy = 1;
+      } else if (rc != cudaSuccess) {
+        comm_abort(x);
+        return cx_fail(err, errcap, "%s: %s:%d: cudaStreamQuery(stream %u): %s: %s (NCCL communicator aborted)", why,
+                       __FILE__, __LINE__, s, cudaGetErrorName(rc), cudaGetErrorString(rc));
+      }
+    }
+    if (!busy) return 0;
+    if (watchdog(x, t0, why, err, errcap)) return -1;
+    cx_sleep_us(nap);
+    nap = nap < 1000 ? nap * 2 : 1000;
+  }
+}
+
+int cx_wait_event(cx *x, cudaEvent_t ev, const char *why, char *err, size_t errcap) {
+  if (!x->comm) {
+    cudaError_t rc = cudaEventSynchronize(ev);
+    if (rc != cudaSuccess)
+      return cx_fail(err, errcap, "%s: %s:%d: cudaEventSynchronize: %s: %s", why, __FILE__, __LINE__,
+                     cudaGetErrorName(rc), cudaGetErrorString(rc));
+    return 0;
+  }
+  double t0 = cx_now();
+  unsigned nap = 10;
+  for (;;) {
+    cudaError_t rc = cudaEventQuery(ev);
+    if (rc == cudaSuccess) return 0;
+    if (rc != cudaErrorNotReady) {
+      comm_abort(x);
+      return cx_fail(err, errcap, "%s: %s:%d: cudaEventQuery: %s: %s (NCCL communicator aborted)", why, __FILE__,
+                     __LINE__, cudaGetErrorName(rc), cudaGetErrorString(rc));
+    }
+    if (watchdog(x, t0, why, err, errcap)) return -1;
+    cx_sleep_us(nap);
+    nap = nap < 1000 ? nap * 2 : 1000;
+  }
+}

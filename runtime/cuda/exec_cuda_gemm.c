@@ -1,0 +1,232 @@
+/* runtime/cuda/exec_cuda_gemm.c: I_GEMM through cuBLASLt. Descriptors, layouts and the algorithm are made
+ * once per instruction at load; the replay is one cublasLtMatmul on the instruction's stream.
+ *
+ * Row-major to column-major: the plan computes, row-major, D[M,N] = alpha op(A)[M,K] op(B)[K,N] + beta C.
+ * A row-major matrix X (r x c, leading dimension ld) has the bytes of the column-major matrix X^T (c x r,
+ * same ld), so the same bytes satisfy, column-major, D^T[N,M] = alpha op(B)^T op(A)^T + beta C^T. cuBLASLt
+ * is therefore called with m = N, n = M, k = K and its operands swapped:
+ *   cuBLASLt A := plan B, op = transB, layout (transB ? K x N : N x K), ld = ldb, batch stride of B;
+ *   cuBLASLt B := plan A, op = transA, layout (transA ? M x K : K x M), ld = lda, batch stride of A;
+ *   cuBLASLt C, D := plan C, D, layout N x M, ld = ldc / ldd.
+ * Compute CUBLAS_COMPUTE_32F (never the TF32 variant), scale type f32. With beta == 0 the plan's C is not
+ * read, so D stands in for it (same type and layout). Pointer alignments (offset in the 256-aligned arena,
+ * and batch strides) are passed to the heuristic so it never picks an algorithm that needs more. */
+#include "exec_cuda_internal.h"
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+int cx_gemm_init(cx *x, char *err, size_t errcap) {
+  CX_LT_TRY(cublasLtCreate(&x->lt), "GEMM handle");
+  return 0;
+}
+
+void cx_gemm_fini(cx *x) {
+  for (uint32_t s = 0; x->ws_owned && s < x->nstreams; s++)
+    if (x->ws_owned[s]) (void)cudaFree(x->ws_owned[s]);
+  if (x->lt) (void)cublasLtDestroy(x->lt);
+  x->lt = NULL;
+}
+
+void cx_gemm_free(cx_gemm *g) {
+  if (g->la) (void)cublasLtMatrixLayoutDestroy(g->la);
+  if (g->lb) (void)cublasLtMatrixLayoutDestroy(g->lb);
+  if (g->lc && g->lc != g->ld) (void)cublasLtMatrixLayoutDestroy(g->lc);
+  if (g->ld) (void)cublasLtMatrixLayoutDestroy(g->ld);
+  if (g->desc) (void)cublasLtMatmulDescDestroy(g->desc);
+  free(g);
+}
+
+/* The workspace of GEMMs on stream s: the plan's "workspace.gemm" for the first stream that needs one, a
+ * 32 MiB allocation of its own for any other (GEMMs on two streams may run concurrently). */
+static int workspace(cx *x, uint32_t s, char *err, size_t errcap) {
+  if (x->ws[s]) return 0;
+  const ddp_plan *p = x->base.plan;
+  int32_t t = ddp_plan_find_tensor(p, "workspace.gemm");
+  if (t >= 0 && !x->plan_ws_taken) {
+    const ddp_tensor *w = &p->tensors[t];
+    if (w->arena < ARENA_COUNT && x->arena[w->arena] && w->bytes > 0 &&
+        w->offset + w->bytes <= x->arena_bytes[w->arena]) {
+      x->ws[s] = (uint8_t *)x->arena[w->arena] + w->offset;
+      x->ws_bytes[s] = (size_t)w->bytes;
+      x->plan_ws_taken = 1;
+      return 0;
+    }
+  }
+  cudaError_t rc = cudaMalloc(&x->ws_owned[s], CX_GEMM_WORKSPACE_BYTES);
+  if (rc != cudaSuccess) {
+    x->ws_owned[s] = NULL;
+    return cx_fail(err, errcap, "%s:%d: cudaMalloc(GEMM workspace of stream %u, %zu bytes): %s: %s", __FILE__,
+                   __LINE__, s, CX_GEMM_WORKSPACE_BYTES, cudaGetErrorName(rc), cudaGetErrorString(rc));
+  }
+  x->ws[s] = x->ws_owned[s];
+  x->ws_bytes[s] = CX_GEMM_WORKSPACE_BYTES;
+  return 0;
+}
+
+static int lt_type(int dt) { return dt == DT_F32 ? CUDA_R_32F : dt == DT_BF16 ? CUDA_R_16BF : -1; }
+
+/* Largest power of two (<= 256) dividing the operand's offset in its arena and its batch stride in bytes. */
+static uint32_t alignment(uint64_t offset, int64_t batch, int64_t stride, size_t es) {
+  uint64_t v = offset | (batch > 1 ? (uint64_t)stride * es : 0);
+  uint32_t a = 256;
+  while (a > 1 && (v & (a - 1))) a >>= 1;
+  return a;
+}
+
+/* Elements spanned by a row-major rows x cols matrix with leading dimension ld, batched. */
+static uint64_t span(int64_t rows, int64_t cols, int64_t ld, int64_t batch, int64_t stride) {
+  return (uint64_t)((batch - 1) * stride + (rows - 1) * ld + cols);
+}
+
+static int layout(cublasLtMatrixLayout_t *l, int type, int64_t rows, int64_t cols, int64_t ld, int64_t batch,
+                  int64_t stride, const char *what, char *err, size_t errcap) {
+  CX_LT_TRY(cublasLtMatrixLayoutCreate(l, (cudaDataType_t)type, (uint64_t)rows, (uint64_t)cols, ld), what);
+  if (batch > 1) {
+    int32_t count = (int32_t)batch;
+    CX_LT_TRY(cublasLtMatrixLayoutSetAttribute(*l, CUBLASLT_MATRIX_LAYOUT_BATCH_COUNT, &count, sizeof count), what);
+    CX_LT_TRY(cublasLtMatrixLayoutSetAttribute(*l, CUBLASLT_MATRIX_LAYOUT_STRIDED_BATCH_OFFSET, &stride,
+                                               sizeof stride),
+              what);
+  }
+  return 0;
+}
+
+typedef struct gemm_shape {
+  int64_t M, N, K, ta, tb, lda, ldb, ldc, ldd, batch, sa, sb, sc, sd;
+  int dta, dtb, dtc, dtd;
+} gemm_shape;
+
+/* "GEMM 'name' (M 1024 N 4096 K 1024, A bf16 T, B bf16 N, C f32, D f32, batch 1)" */
+static void describe(const cx_op *op, const gemm_shape *s, char *buf, size_t cap) {
+  snprintf(buf, cap, "GEMM '%s' (M %lld N %lld K %lld, A %s%s lda %lld, B %s%s ldb %lld, C %s ldc %lld, D %s ldd %lld, batch %lld)",
+           op->label, (long long)s->M, (long long)s->N, (long long)s->K, ddp_dtype_name(s->dta), s->ta ? "^T" : "",
+           (long long)s->lda, ddp_dtype_name(s->dtb), s->tb ? "^T" : "", (long long)s->ldb, ddp_dtype_name(s->dtc),
+           (long long)s->ldc, ddp_dtype_name(s->dtd), (long long)s->ldd, (long long)s->batch);
+}
+
+static int check_shape(const gemm_shape *s, const char *what, char *err, size_t errcap) {
+  if (s->K <= 0) return cx_fail(err, errcap, "%s: K must be positive", what);
+  if (s->batch > INT32_MAX) return cx_fail(err, errcap, "%s: batch count too large", what);
+  if (lt_type(s->dta) < 0 || s->dta != s->dtb)
+    return cx_fail(err, errcap, "%s: A and B must both be f32 or both bf16", what);
+  if (lt_type(s->dtd) < 0) return cx_fail(err, errcap, "%s: D must be f32 or bf16", what);
+  if (s->dta == DT_F32 && s->dtd != DT_F32)
+    return cx_fail(err, errcap, "%s: f32 inputs need an f32 D (cuBLASLt has no f32 x f32 -> bf16)", what);
+  if (s->dtc != s->dtd)
+    return cx_fail(err, errcap, "%s: C and D must have one dtype (cuBLASLt); convert C first", what);
+  if (s->lda < (s->ta ? s->M : s->K) || s->ldb < (s->tb ? s->K : s->N) || s->ldc < s->N || s->ldd < s->N)
+    return cx_fail(err, errcap, "%s: a leading dimension is smaller than its row", what);
+  if (s->batch > 1 && (s->sa < 0 || s->sb < 0 || s->sc < 0 || s->sd < 0))
+    return cx_fail(err, errcap, "%s: negative batch stride", what);
+  return 0;
+}
+
+static int operands(cx *x, cx_op *op, cx_gemm *g, const gemm_shape *s, const char *what, char *err,
+                    size_t errcap) {
+  const ddp_instr *in = op->in;
+  char why[768];
+  size_t ea = ddp_dtype_size(s->dta), ec = ddp_dtype_size(s->dtc);
+  void *pa = NULL, *pb = NULL, *pc = NULL, *pd = NULL;
+  uint64_t na = span(s->ta ? s->K : s->M, s->ta ? s->M : s->K, s->lda, s->batch, s->sa);
+  uint64_t nb = span(s->tb ? s->N : s->K, s->tb ? s->K : s->N, s->ldb, s->batch, s->sb);
+  uint64_t nc = span(s->M, s->N, s->ldc, s->batch, s->sc), nd = span(s->M, s->N, s->ldd, s->batch, s->sd);
+  if (cx_buffer(x, in, 0, na * ea, &pa, why, sizeof why) || cx_buffer(x, in, 1, nb * ea, &pb, why, sizeof why) ||
+      cx_buffer(x, in, 3, nd * ec, &pd, why, sizeof why) ||
+      (g->beta != 0.0f && cx_buffer(x, in, 2, nc * ec, &pc, why, sizeof why)))
+    return cx_fail(err, errcap, "%s: %s", what, why);
+  if (g->beta != 0.0f && pc != pd) {
+    const uint8_t *c0 = pc, *d0 = pd;
+    if (c0 < d0 + nd * ec && d0 < c0 + nc * ec)
+      return cx_fail(err, errcap, "%s: C and D overlap without being the same matrix", what);
+  }
+  if (g->beta != 0.0f && pc == pd && (s->ldc != s->ldd || (s->batch > 1 && s->sc != s->sd)))
+    return cx_fail(err, errcap, "%s: C aliases D with a different leading dimension or batch stride", what);
+  /* cuBLASLt order: its A is the plan's B, its B the plan's A. */
+  g->a = pb;
+  g->b = pa;
+  g->c = g->beta != 0.0f ? pc : pd;
+  g->d = pd;
+  return 0;
+}
+
+int cx_gemm_prepare(cx *x, cx_op *op, char *err, size_t errcap) {
+  const ddp_instr *in = op->in;
+  gemm_shape s = {in->i[0], in->i[1], in->i[2], in->i[3] != 0, in->i[4] != 0, in->i[5], in->i[6], in->i[7],
+                  in->i[8], in->i[9] < 1 ? 1 : in->i[9], in->i[10], in->i[11], in->i[12], in->i[13],
+                  in->dt[0], in->dt[1], in->dt[2], in->dt[3]};
+  if (in->f[1] == 0.0f) s.dtc = s.dtd, s.ldc = s.ldd, s.sc = s.sd; /* C unread: D stands in */
+  char what[512];
+  describe(op, &s, what, sizeof what);
+  if (s.M <= 0 || s.N <= 0) {
+    op->skip = 1;
+    return 0;
+  }
+  if (check_shape(&s, what, err, errcap)) return -1;
+  cx_gemm *g = calloc(1, sizeof *g);
+  if (!g) return cx_fail(err, errcap, "%s: out of host memory", what);
+  op->gemm = g;
+  g->alpha = in->f[0];
+  g->beta = in->f[1];
+  if (operands(x, op, g, &s, what, err, errcap) || workspace(x, in->stream, err, errcap)) return -1;
+  g->ws = x->ws[in->stream];
+  g->ws_bytes = x->ws_bytes[in->stream];
+  int tin = lt_type(s.dta), tout = lt_type(s.dtd);
+  if (layout(&g->la, tin, s.tb ? s.K : s.N, s.tb ? s.N : s.K, s.ldb, s.batch, s.sb, what, err, errcap) ||
+      layout(&g->lb, tin, s.ta ? s.M : s.K, s.ta ? s.K : s.M, s.lda, s.batch, s.sa, what, err, errcap) ||
+      layout(&g->ld, tout, s.N, s.M, s.ldd, s.batch, s.sd, what, err, errcap))
+    return -1;
+  if (g->beta != 0.0f && (s.ldc != s.ldd || (s.batch > 1 && s.sc != s.sd))) {
+    if (layout(&g->lc, tout, s.N, s.M, s.ldc, s.batch, s.sc, what, err, errcap)) return -1;
+  } else {
+    g->lc = g->ld;
+  }
+  CX_LT_TRY(cublasLtMatmulDescCreate(&g->desc, CUBLAS_COMPUTE_32F, CUDA_R_32F), what);
+  cublasOperation_t opa = s.tb ? CUBLAS_OP_T : CUBLAS_OP_N, opb = s.ta ? CUBLAS_OP_T : CUBLAS_OP_N;
+  CX_LT_TRY(cublasLtMatmulDescSetAttribute(g->desc, CUBLASLT_MATMUL_DESC_TRANSA, &opa, sizeof opa), what);
+  CX_LT_TRY(cublasLtMatmulDescSetAttribute(g->desc, CUBLASLT_MATMUL_DESC_TRANSB, &opb, sizeof opb), what);
+
+  cublasLtMatmulPreference_t pref = NULL;
+  CX_LT_TRY(cublasLtMatmulPreferenceCreate(&pref), what);
+  uint64_t wsb = g->ws_bytes;
+  uint32_t al[4] = {alignment(in->p[1].offset, s.batch, s.sb, ddp_dtype_size(s.dtb)),
+                    alignment(in->p[0].offset, s.batch, s.sa, ddp_dtype_size(s.dta)),
+                    alignment(g->beta != 0.0f ? in->p[2].offset : in->p[3].offset, s.batch, s.sc,
+                              ddp_dtype_size(s.dtc)),
+                    alignment(in->p[3].offset, s.batch, s.sd, ddp_dtype_size(s.dtd))};
+  const cublasLtMatmulPreferenceAttributes_t keys[4] = {
+      CUBLASLT_MATMUL_PREF_MIN_ALIGNMENT_A_BYTES, CUBLASLT_MATMUL_PREF_MIN_ALIGNMENT_B_BYTES,
+      CUBLASLT_MATMUL_PREF_MIN_ALIGNMENT_C_BYTES, CUBLASLT_MATMUL_PREF_MIN_ALIGNMENT_D_BYTES};
+  cublasStatus_t st = cublasLtMatmulPreferenceSetAttribute(pref, CUBLASLT_MATMUL_PREF_MAX_WORKSPACE_BYTES, &wsb,
+                                                           sizeof wsb);
+  for (int k = 0; k < 4 && st == CUBLAS_STATUS_SUCCESS; k++)
+    st = cublasLtMatmulPreferenceSetAttribute(pref, keys[k], &al[k], sizeof al[k]);
+  cublasLtMatmulHeuristicResult_t res[8];
+  int nres = 0;
+  if (st == CUBLAS_STATUS_SUCCESS)
+    st = cublasLtMatmulAlgoGetHeuristic(x->lt, g->desc, g->la, g->lb, g->lc, g->ld, pref, 8, res, &nres);
+  (void)cublasLtMatmulPreferenceDestroy(pref);
+  if (st != CUBLAS_STATUS_SUCCESS)
+    return cx_fail(err, errcap, "%s: cublasLtMatmulAlgoGetHeuristic (alignments A %u B %u C %u D %u bytes): %s: %s",
+                   what, al[1], al[0], al[2], al[3], cublasLtGetStatusName(st), cublasLtGetStatusString(st));
+  for (int k = 0; k < nres; k++)
+    if (res[k].state == CUBLAS_STATUS_SUCCESS && res[k].workspaceSize <= g->ws_bytes) {
+      g->algo = res[k].algo;
+      return 0;
+    }
+  return cx_fail(err, errcap, "%s: cuBLASLt found no algorithm (%d candidates; alignments A %u B %u C %u D %u bytes, workspace %zu bytes)",
+                 what, nres, al[1], al[0], al[2], al[3], g->ws_bytes);
+}
+
+int cx_exec_GEMM(cx *x, const cx_op *op, int64_t step, char *err, size_t errcap) {
+  (void)step;
+  if (op->skip) return 0;
+  const cx_gemm *g = op->gemm;
+  cublasStatus_t st = cublasLtMatmul(x->lt, g->desc, &g->alpha, g->a, g->la, g->b, g->lb, &g->beta, g->c, g->lc,
+                                     g->d, g->ld, &g->algo, g->ws, g->ws_bytes, op->stream);
+  if (st != CUBLAS_STATUS_SUCCESS)
+    return cx_fail(err, errcap, "%s:%d: cublasLtMatmul(M %lld N %lld K %lld): %s: %s", __FILE__, __LINE__,
+                   (long long)op->in->i[0], (long long)op->in->i[1], (long long)op->in->i[2],
+                   cublasLtGetStatusName(st), cublasLtGetStatusString(st));
+  return 0;
+}

@@ -1,0 +1,200 @@
+/* runtime/cuda/exec_cuda_internal.h: the private state of the CUDA executor shared by its files
+ * (exec_cuda*.c), not part of any interface. A program is "prepared" once (cx_op per instruction: stream,
+ * device pointers, kernel arguments, GEMM descriptors, collective parameters) and then replayed by
+ * exec_cuda_run.c through a table of cx_exec_<OPCODE> functions built from DDP_OPCODES. */
+#ifndef DDP_EXEC_CUDA_INTERNAL_H
+#define DDP_EXEC_CUDA_INTERNAL_H
+#include "access.h"
+#include "cuda_check.h"
+#include "cuda_kernels.h"
+#include "exec_cuda.h"
+#include <cublasLt.h>
+#include <nccl.h>
+#include <stdarg.h>
+
+#define CX_GEMM_WORKSPACE_BYTES ((size_t)32 << 20)
+#define CX_DEFAULT_TIMEOUT_S 60.0
+
+/* One GEMM: cuBLASLt descriptors and the algorithm chosen at load, operands in cuBLASLt's order (see
+ * exec_cuda_gemm.c for the row-major mapping). */
+typedef struct cx_gemm {
+  cublasLtMatmulDesc_t desc;
+  cublasLtMatrixLayout_t la, lb, lc, ld;
+  cublasLtMatmulAlgo_t algo;
+  const void *a, *b, *c;
+  void *d;
+  float alpha, beta;
+  void *ws;
+  size_t ws_bytes;
+} cx_gemm;
+
+/* LOAD_BATCH: two pinned host buffers used alternately; done[k] marks the copy out of buffer k. */
+typedef struct cx_batch {
+  uint8_t *host[2];
+  cudaEvent_t done[2];
+  int used[2];
+  unsigned next;
+  size_t fill_bytes[2]; /* what the data source writes for inputs / targets */
+  size_t copy_bytes[2]; /* what is copied to p0 / p1 */
+} cx_batch;
+
+typedef struct cx_op {
+  const ddp_instr *in;
+  uint32_t index;      /* position in its program (messages) */
+  cudaStream_t stream;
+  const char *label;   /* the instruction's name string, or its range kind name, or "" */
+  void *ptr[2];        /* p0, p1 device pointers (MEMSET, COPY, collectives, LOAD_BATCH, INIT_TENSOR) */
+  size_t bytes;        /* MEMSET / COPY / INIT_TENSOR bytes; local collective copy bytes */
+  size_t count;        /* collectives: elements */
+  int nccl_type, nccl_op, peer;
+  int group_begin, group_end; /* SEND/RECV: first/last of a run issued as one NCCL group */
+  int skip;            /* nothing to do (empty GEMM, INIT_NONE, zero bytes) */
+  ddp_cuda_kernel *kernel;
+  ddp_kargs args;
+  cx_gemm *gemm;
+  cudaEvent_t event;   /* EVENT_RECORD/WAIT, TIMER */
+  cx_batch *batch;
+} cx_op;
+
+/* A run of instructions between host work (LOAD_BATCH, INIT_TENSOR): the unit of CUDA graph capture. */
+typedef struct cx_segment {
+  uint32_t begin, end;
+  int graphable;
+  cudaGraphExec_t exec;
+} cx_segment;
+
+typedef struct cx_prog {
+  const ddp_program *src;
+  const char *what;     /* "init", "step", "program" */
+  cx_op *ops;
+  uint32_t n;
+  int32_t timer_base;   /* slot of the first TIMER, -1 when none */
+  uint32_t *timer_slots;
+  uint32_t ntimer_slots;
+  cx_segment *segs;
+  uint32_t nsegs;
+  int graph;            /* graph mode applies to this program */
+  uint64_t runs;
+} cx_prog;
+
+typedef struct cx {
+  ddp_exec base; /* base.impl points back here */
+  int device;
+  char arch[16], gpu_name[128];
+  void *arena[ARENA_COUNT];
+  uint64_t arena_bytes[ARENA_COUNT];
+  cudaStream_t *streams;
+  uint32_t nstreams;
+  cudaEvent_t *events;
+  uint32_t nevents;
+  cudaEvent_t *timers;
+  uint32_t ntimers;
+  ddp_cuda_kernel *modules; /* per plan module, loaded when first used by this rank */
+  cublasLtHandle_t lt;
+  void **ws;                /* per stream: cuBLASLt workspace */
+  size_t *ws_bytes;
+  void **ws_owned;          /* per stream: allocated here (freed at destroy) */
+  int plan_ws_taken;
+  ncclComm_t comm;
+  int comm_aborted;
+  int in_group;             /* between ncclGroupStart and ncclGroupEnd */
+  double timeout_s;
+  uint8_t *staging;         /* INIT_TENSOR pinned staging */
+  size_t staging_bytes;
+  cudaEvent_t staging_done;
+  int staging_used;
+  cx_prog init, step;
+  const cx_prog *last_timed;
+  int capturing;            /* inside a CUDA graph capture */
+  int graph_env;
+  cudaEvent_t gfork, *gjoin; /* capture fork/join (per stream) */
+  cudaEvent_t lfork, *ljoin; /* ordering around graph launches */
+  uint64_t mem_peak;
+} cx;
+
+/* Messages: one line into err, -1 returned. */
+__attribute__((format(printf, 3, 4))) int cx_fail(char *err, size_t errcap, const char *fmt, ...);
+/* Prefixes err with "<prog> instruction I (<opcode> '<label>'): ". */
+int cx_fail_at(const cx *x, const cx_prog *pg, const cx_op *op, char *err, size_t errcap);
+
+#define CX_LT_TRY(call, what)                                                                                  \
+  do {                                                                                                         \
+    cublasStatus_t cx_st_ = (call);                                                                            \
+    if (cx_st_ != CUBLAS_STATUS_SUCCESS)                                                                       \
+      return cx_fail(err, errcap, "%s:%d: %s (%s): %s: %s", __FILE__, __LINE__, #call, (what),                 \
+                     cublasLtGetStatusName(cx_st_), cublasLtGetStatusString(cx_st_));                           \
+  } while (0)
+
+/* exec_cuda_prepare.c: builds a cx_prog from a program of this rank. */
+int cx_prog_prepare(cx *x, cx_prog *pg, const ddp_program *prog, const char *what, char *err, size_t errcap);
+void cx_prog_free(cx *x, cx_prog *pg);
+/* Device pointer of buffer operand `slot`, checking that `bytes` from it stay inside its tensor's root
+ * and the rank's arena. */
+int cx_buffer(const cx *x, const ddp_instr *in, int slot, uint64_t bytes, void **out, char *err, size_t errcap);
+
+/* exec_cuda_run.c: the replay and the vtable entries run, sync and timers. */
+int cx_run(ddp_exec *e, const ddp_program *prog, int64_t step, char *err, size_t errcap);
+int cx_sync(ddp_exec *e, char *err, size_t errcap);
+int cx_run_ops(cx *x, const cx_prog *pg, uint32_t begin, uint32_t end, int64_t step, char *err, size_t errcap);
+int cx_timers(ddp_exec *e, double *ms, char *err, size_t errcap);
+/* Executions, one per opcode (the table in exec_cuda_run.c is built from DDP_OPCODES, so a missing one does
+ * not compile). */
+typedef int (*cx_exec_fn)(cx *x, const cx_op *op, int64_t step, char *err, size_t errcap);
+int cx_exec_KERNEL(cx *x, const cx_op *op, int64_t step, char *err, size_t errcap);
+int cx_exec_MEMSET(cx *x, const cx_op *op, int64_t step, char *err, size_t errcap);
+int cx_exec_COPY(cx *x, const cx_op *op, int64_t step, char *err, size_t errcap);
+int cx_exec_EVENT_RECORD(cx *x, const cx_op *op, int64_t step, char *err, size_t errcap);
+int cx_exec_EVENT_WAIT(cx *x, const cx_op *op, int64_t step, char *err, size_t errcap);
+int cx_exec_RANGE_PUSH(cx *x, const cx_op *op, int64_t step, char *err, size_t errcap);
+int cx_exec_RANGE_POP(cx *x, const cx_op *op, int64_t step, char *err, size_t errcap);
+int cx_exec_TIMER(cx *x, const cx_op *op, int64_t step, char *err, size_t errcap);
+/* exec_cuda_gemm.c */
+int cx_exec_GEMM(cx *x, const cx_op *op, int64_t step, char *err, size_t errcap);
+/* exec_cuda_comm.c */
+int cx_exec_ALL_REDUCE(cx *x, const cx_op *op, int64_t step, char *err, size_t errcap);
+int cx_exec_REDUCE_SCATTER(cx *x, const cx_op *op, int64_t step, char *err, size_t errcap);
+int cx_exec_ALL_GATHER(cx *x, const cx_op *op, int64_t step, char *err, size_t errcap);
+int cx_exec_BROADCAST(cx *x, const cx_op *op, int64_t step, char *err, size_t errcap);
+int cx_exec_SEND(cx *x, const cx_op *op, int64_t step, char *err, size_t errcap);
+int cx_exec_RECV(cx *x, const cx_op *op, int64_t step, char *err, size_t errcap);
+/* exec_cuda_memory.c */
+int cx_exec_LOAD_BATCH(cx *x, const cx_op *op, int64_t step, char *err, size_t errcap);
+int cx_exec_INIT_TENSOR(cx *x, const cx_op *op, int64_t step, char *err, size_t errcap);
+
+/* exec_cuda_gemm.c */
+int cx_gemm_init(cx *x, char *err, size_t errcap);
+int cx_gemm_prepare(cx *x, cx_op *op, char *err, size_t errcap);
+void cx_gemm_free(cx_gemm *g);
+void cx_gemm_fini(cx *x);
+
+/* exec_cuda_comm.c */
+int cx_comm_init(cx *x, const void *nccl_id, char *err, size_t errcap);
+int cx_comm_prepare(cx *x, cx_op *op, char *err, size_t errcap);
+void cx_comm_fini(cx *x);
+/* Waits for every stream (or one event) to finish; with NCCL work possible, polls NCCL's asynchronous
+ * error and gives up after timeout_s, aborting the communicator and naming the peer. */
+int cx_wait_streams(cx *x, const char *why, char *err, size_t errcap);
+int cx_wait_event(cx *x, cudaEvent_t ev, const char *why, char *err, size_t errcap);
+
+/* exec_cuda_memory.c */
+int cx_arenas_init(cx *x, char *err, size_t errcap);
+void cx_arenas_fini(cx *x);
+int cx_batch_prepare(cx *x, cx_op *op, char *err, size_t errcap);
+void cx_batch_free(cx_batch *b);
+int cx_init_prepare(cx *x, cx_op *op, char *err, size_t errcap);
+int cx_read(ddp_exec *e, int32_t tensor, void *dst, char *err, size_t errcap);
+int cx_write(ddp_exec *e, int32_t tensor, const void *src, char *err, size_t errcap);
+int cx_memory(ddp_exec *e, uint64_t *in_use, uint64_t *peak);
+void cx_memory_sample(cx *x);
+
+/* exec_cuda_graph.c */
+int cx_graph_init(cx *x, char *err, size_t errcap);
+void cx_graph_plan(cx *x, cx_prog *pg);
+int cx_graph_run(cx *x, cx_prog *pg, int64_t step, char *err, size_t errcap);
+void cx_graph_free(cx_prog *pg);
+void cx_graph_fini(cx *x);
+
+/* Monotonic seconds and a short sleep (polling loops). */
+double cx_now(void);
+void cx_sleep_us(unsigned us);
+#endif

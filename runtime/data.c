@@ -1,0 +1,277 @@
+/* runtime/data.c: the batch source of runtime/data.h. Step s, rank r of W ranks with B rows per rank
+ * takes stream rows j in [s*B*W + r*B, s*B*W + (r+1)*B); local row i = j - (s*B*W + r*B) fills
+ *   tokens:  inputs[i*context + k] = window(j)[k], targets[i*context + k] = window(j)[k + 1], k < context
+ *   dense:   inputs[i*mlp_in + c], targets[i*mlp_out + c] from dataset row j mod data_rows.
+ * Token windows (context + 1 tokens of row j):
+ *   random:  token k = ddp_rng_u64(seed, DDP_RNG_STREAM_DATA_TOKENS, j*(context+1) + k) mod vocab
+ *   pattern: g = j*context + k, token = (g*7 + g/23) mod min(vocab, 61)   (unsigned 64-bit arithmetic)
+ *   file:    tokens [start, start + context] of the file, start = (j*context) mod (n_tokens - context - 1);
+ *            a file of exactly context + 1 tokens has the single window start = 0. Bad-token errors give
+ *            the token's offset as its index in the file (numpy.memmap(path, dtype=uint16)[offset]).
+ * Dense dataset, generated once at open, row-major, data_rows rows of (mlp_in + mlp_out) values:
+ *   value c of row i = (float)ddp_rng_normal(seed, DDP_RNG_STREAM_DATA_DENSE, i*(mlp_in+mlp_out) + c),
+ *   c < mlp_in: input c; c >= mlp_in: target c - mlp_in.
+ * ddp_data_fill only reads the source, so ranks running as threads may share one. */
+#include "data.h"
+#include "dtype.h"
+#include "rng.h"
+#include <errno.h>
+#include <fcntl.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/mman.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+struct ddp_data {
+  int kind;
+  uint64_t seed;
+  int64_t vocab, context, batch, mlp_in, mlp_out, rows;
+  int in_dt, tg_dt;
+  char *path;         /* token file */
+  const uint8_t *map; /* token file contents (little-endian uint16) */
+  size_t map_bytes;
+  uint64_t ntokens;
+  float *dense; /* rows x (mlp_in + mlp_out) */
+};
+
+
+static inline uint16_t file_token(const ddp_data *d, uint64_t at) {
+  return (uint16_t)(d->map[2 * at] | (d->map[2 * at + 1] << 8));
+}
+
+static int bad_token(const ddp_data *d, uint64_t at, char *err, size_t errcap) {
+  snprintf(err, errcap, "%s: token %u at offset %llu is >= vocab %lld", d->path, (unsigned)file_token(d, at),
+           (unsigned long long)at, (long long)d->vocab);
+  return -1;
+}
+
+/* The plan's batch tensor `id` must exist and hold `want` elements. */
+static int check_tensor(const ddp_plan *p, const char *field, int64_t id, uint64_t want, const char *rule, int *dtype,
+                        char *err, size_t errcap) {
+  if (id < 0 || (uint64_t)id >= p->ntensors) {
+    snprintf(err, errcap, "data: plan's %s %lld is not a tensor of the plan", field, (long long)id);
+    return -1;
+  }
+  const ddp_tensor *t = &p->tensors[id];
+  uint64_t n = ddp_tensor_numel(t);
+  if (n != want) {
+    snprintf(err, errcap, "data: plan's %s %s holds %llu elements, expected %s = %llu", field, t->name ? t->name : "?",
+             (unsigned long long)n, rule, (unsigned long long)want);
+    return -1;
+  }
+  if (ddp_dtype_size(t->dtype) == 0) {
+    snprintf(err, errcap, "data: plan's %s %s has no element type", field, t->name ? t->name : "?");
+    return -1;
+  }
+  *dtype = t->dtype;
+  return 0;
+}
+
+static int open_token_file(ddp_data *d, const char *path, char *err, size_t errcap) {
+  d->path = strdup(path);
+  if (!d->path) {
+    snprintf(err, errcap, "%s: out of memory", path);
+    return -1;
+  }
+  int fd = open(path, O_RDONLY | O_CLOEXEC);
+  if (fd < 0) {
+    snprintf(err, errcap, "%s: cannot open token file: %s", path, strerror(errno));
+    return -1;
+  }
+  struct stat st;
+  if (fstat(fd, &st) != 0 || !S_ISREG(st.st_mode)) {
+    snprintf(err, errcap, "%s: cannot open token file: not a regular file", path);
+    close(fd);
+    return -1;
+  }
+  uint64_t size = (uint64_t)st.st_size;
+  if (size % 2) {
+    snprintf(err, errcap, "%s: token file size %llu bytes is not a whole number of uint16 tokens", path,
+             (unsigned long long)size);
+    close(fd);
+    return -1;
+  }
+  if (size / 2 < (uint64_t)d->context + 1) {
+    snprintf(err, errcap, "%s: token file holds %llu tokens (%llu bytes), fewer than context + 1 = %lld", path,
+             (unsigned long long)(size / 2), (unsigned long long)size, (long long)d->context + 1);
+    close(fd);
+    return -1;
+  }
+  void *m = mmap(NULL, (size_t)size, PROT_READ, MAP_SHARED, fd, 0);
+  int e = errno;
+  close(fd);
+  if (m == MAP_FAILED) {
+    snprintf(err, errcap, "%s: cannot map token file: %s", path, strerror(e));
+    return -1;
+  }
+  d->map = m;
+  d->map_bytes = (size_t)size;
+  d->ntokens = size / 2;
+  return 0;
+}
+
+static int make_dense(ddp_data *d, char *err, size_t errcap) {
+  uint64_t width = (uint64_t)d->mlp_in + (uint64_t)d->mlp_out, rows = (uint64_t)d->rows;
+  if (rows > SIZE_MAX / sizeof(float) / width || !(d->dense = malloc(rows * width * sizeof(float)))) {
+    snprintf(err, errcap, "data: dense dataset of %llu rows x %llu values: out of memory", (unsigned long long)rows,
+             (unsigned long long)width);
+    return -1;
+  }
+  for (uint64_t k = 0; k < rows * width; k++)
+    d->dense[k] = (float)ddp_rng_normal(d->seed, DDP_RNG_STREAM_DATA_DENSE, k);
+  return 0;
+}
+
+ddp_data *ddp_data_open(const ddp_plan *p, uint64_t seed, char *err, size_t errcap) {
+  const ddp_meta *m = &p->meta;
+  ddp_data *d = calloc(1, sizeof *d);
+  if (!d) {
+    snprintf(err, errcap, "data: out of memory");
+    return NULL;
+  }
+  d->kind = (int)m->data_kind;
+  d->seed = seed;
+  d->vocab = m->vocab;
+  d->context = m->context;
+  d->batch = m->batch_per_rank;
+  d->mlp_in = m->mlp_in;
+  d->mlp_out = m->mlp_out;
+  d->rows = m->data_rows;
+  char rule[128];
+  int rc = -1;
+  if (d->batch < 1) {
+    snprintf(err, errcap, "data: plan's batch_per_rank is %lld, must be at least 1", (long long)d->batch);
+    goto out;
+  }
+  switch (d->kind) {
+  case DATA_RANDOM_TOKENS:
+  case DATA_PATTERN_TOKENS:
+  case DATA_TOKEN_FILE: {
+    if (d->vocab < 1 || d->context < 1) {
+      snprintf(err, errcap, "data: plan's vocab %lld and context %lld must be at least 1", (long long)d->vocab,
+               (long long)d->context);
+      goto out;
+    }
+    uint64_t want = (uint64_t)d->batch * (uint64_t)d->context;
+    snprintf(rule, sizeof rule, "batch_per_rank %lld x context %lld", (long long)d->batch, (long long)d->context);
+    if (check_tensor(p, "tokens_tensor", m->tokens_tensor, want, rule, &d->in_dt, err, errcap) ||
+        check_tensor(p, "targets_tensor", m->targets_tensor, want, rule, &d->tg_dt, err, errcap))
+      goto out;
+    if (d->kind == DATA_TOKEN_FILE) {
+      if (!m->data_path || !m->data_path[0]) {
+        snprintf(err, errcap, "data: plan reads a token file but names none (meta.data_path is empty)");
+        goto out;
+      }
+      if (open_token_file(d, m->data_path, err, errcap)) goto out;
+    }
+    break;
+  }
+  case DATA_RANDOM_DENSE:
+    if (d->mlp_in < 1 || d->mlp_out < 1 || d->rows < 1) {
+      snprintf(err, errcap, "data: plan's mlp_in %lld, mlp_out %lld and data_rows %lld must be at least 1",
+               (long long)d->mlp_in, (long long)d->mlp_out, (long long)d->rows);
+      goto out;
+    }
+    snprintf(rule, sizeof rule, "batch_per_rank %lld x mlp_in %lld", (long long)d->batch, (long long)d->mlp_in);
+    if (check_tensor(p, "tokens_tensor", m->tokens_tensor, (uint64_t)d->batch * (uint64_t)d->mlp_in, rule, &d->in_dt,
+                     err, errcap))
+      goto out;
+    snprintf(rule, sizeof rule, "batch_per_rank %lld x mlp_out %lld", (long long)d->batch, (long long)d->mlp_out);
+    if (check_tensor(p, "targets_tensor", m->targets_tensor, (uint64_t)d->batch * (uint64_t)d->mlp_out, rule, &d->tg_dt,
+                     err, errcap))
+      goto out;
+    if (make_dense(d, err, errcap)) goto out;
+    break;
+  default:
+    snprintf(err, errcap, "data: plan's data_kind %lld is unknown", (long long)d->kind);
+    goto out;
+  }
+  rc = 0;
+out:
+  if (rc) {
+    ddp_data_close(d);
+    return NULL;
+  }
+  return d;
+}
+
+void ddp_data_close(ddp_data *d) {
+  if (!d) return;
+  if (d->map) munmap((void *)d->map, d->map_bytes);
+  free(d->path);
+  free(d->dense);
+  free(d);
+}
+
+/* First token of row j's window in the file. */
+static uint64_t file_window(const ddp_data *d, uint64_t j) {
+  uint64_t mod = d->ntokens - (uint64_t)d->context - 1;
+  if (mod == 0) return 0;
+  return (uint64_t)(((unsigned __int128)j * (uint64_t)d->context) % mod);
+}
+
+/* Token k (0..context) of row j's window. */
+static int window_token(const ddp_data *d, uint64_t j, uint64_t start, int64_t k, int64_t *tok, char *err,
+                        size_t errcap) {
+  switch (d->kind) {
+  case DATA_RANDOM_TOKENS:
+    *tok = (int64_t)(ddp_rng_u64(d->seed, DDP_RNG_STREAM_DATA_TOKENS, j * (uint64_t)(d->context + 1) + (uint64_t)k) %
+                     (uint64_t)d->vocab);
+    return 0;
+  case DATA_PATTERN_TOKENS: {
+    uint64_t g = j * (uint64_t)d->context + (uint64_t)k, period = d->vocab < 61 ? (uint64_t)d->vocab : 61;
+    *tok = (int64_t)((g * 7 + g / 23) % period);
+    return 0;
+  }
+  default: {
+    uint64_t at = start + (uint64_t)k;
+    uint16_t t = file_token(d, at);
+    if ((int64_t)t >= d->vocab) return bad_token(d, at, err, errcap);
+    *tok = t;
+    return 0;
+  }
+  }
+}
+
+int ddp_data_fill(ddp_data *d, int64_t step, int rank, int world, void *inputs, void *targets, char *err,
+                  size_t errcap) {
+  if (world < 1 || rank < 0 || rank >= world || step < 0) {
+    snprintf(err, errcap, "data: bad batch request: step %lld, rank %d of %d", (long long)step, rank, world);
+    return -1;
+  }
+  uint64_t B = (uint64_t)d->batch, row0 = (uint64_t)step * B * (uint64_t)world + (uint64_t)rank * B;
+  if (d->kind == DATA_RANDOM_DENSE) {
+    uint64_t width = (uint64_t)(d->mlp_in + d->mlp_out);
+    for (uint64_t i = 0; i < B; i++) {
+      const float *src = d->dense + ((row0 + i) % (uint64_t)d->rows) * width;
+      for (int64_t c = 0; c < d->mlp_in; c++) ddp_store(inputs, d->in_dt, (int64_t)i * d->mlp_in + c, src[c]);
+      for (int64_t c = 0; c < d->mlp_out; c++)
+        ddp_store(targets, d->tg_dt, (int64_t)i * d->mlp_out + c, src[d->mlp_in + c]);
+    }
+    return 0;
+  }
+  int64_t C = d->context;
+  for (uint64_t i = 0; i < B; i++) {
+    uint64_t j = row0 + i, start = d->kind == DATA_TOKEN_FILE ? file_window(d, j) : 0;
+    int64_t base = (int64_t)i * C;
+    for (int64_t k = 0; k <= C; k++) {
+      int64_t tok;
+      if (window_token(d, j, start, k, &tok, err, errcap)) return -1;
+      if (k < C) ddp_store(inputs, d->in_dt, base + k, (double)tok);
+      if (k > 0) ddp_store(targets, d->tg_dt, base + k - 1, (double)tok);
+    }
+  }
+  return 0;
+}
+
+/* Scans the whole token file once (0 for the generated sources); the first bad token is the error. */
+int ddp_data_validate(ddp_data *d, char *err, size_t errcap) {
+  if (d->kind != DATA_TOKEN_FILE || d->vocab > 65535) return 0;
+  madvise((void *)d->map, d->map_bytes, MADV_SEQUENTIAL);
+  uint64_t at = 0;
+  while (at < d->ntokens && file_token(d, at) < d->vocab) at++;
+  madvise((void *)d->map, d->map_bytes, MADV_NORMAL);
+  return at < d->ntokens ? bad_token(d, at, err, errcap) : 0;
+}

@@ -1,0 +1,46 @@
+/* runtime/dispatch.c: reads the plan and picks the executor: --device, else cuda when a GPU is present,
+ * else the reference executor when the plan is small enough to finish in reasonable time (it says so),
+ * else a refusal with the estimate. */
+#include "cli.h"
+#include "cuda/exec_cuda.h"
+#include <stdio.h>
+#include <string.h>
+
+#define DDP_REF_AUTO_LIMIT_S 600.0
+
+int ddprun_main(ddprun_args *a) {
+  char err[1024];
+  ddp_plan *p = ddp_plan_read(a->plan_path, err, sizeof err);
+  if (!p) {
+    fprintf(stderr, "ddprun: %s\n", err);
+    return 1;
+  }
+  int rc;
+  int64_t steps = a->run.steps >= 0 ? a->run.steps : p->meta.steps;
+  if (a->device && !strcmp(a->device, "ref")) {
+    rc = ddprun_ref(p, a);
+  } else {
+    int ndev = 0;
+    char why[512];
+    if (ddp_cuda_probe(&ndev, why, sizeof why) == 0) {
+      rc = ddprun_cuda(p, a);
+    } else if (a->device) { /* --device cuda */
+      fprintf(stderr, "ddprun: --device cuda: %s\n", why);
+      rc = 1;
+    } else {
+      double est = ddprun_ref_estimate_s(p, steps);
+      if (est > DDP_REF_AUTO_LIMIT_S) {
+        fprintf(stderr,
+                "ddprun: %s; the reference executor would need about %.0f s for %lld steps of %s (limit %.0f s): "
+                "run on a GPU, or pass --device ref to run it anyway\n",
+                why, est, (long long)steps, a->plan_path, DDP_REF_AUTO_LIMIT_S);
+        rc = 1;
+      } else {
+        fprintf(stderr, "ddprun: %s; running on the reference executor (about %.1f s estimated)\n", why, est);
+        rc = ddprun_ref(p, a);
+      }
+    }
+  }
+  ddp_plan_free(p);
+  return rc;
+}

@@ -1,0 +1,104 @@
+/* runtime/dispatch_ref.c: runs a plan on the reference executor, every rank a thread of this process
+ * sharing one in-process communicator; a failing rank aborts the others' collectives. */
+#include "cli.h"
+#include "exec_ref.h"
+#include "ref_ops.h"
+#include <pthread.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+typedef struct {
+  const ddp_plan *p;
+  ddprun_args *a;
+  ddp_ref_comm *comm;
+  ddp_data *data;
+  int rank;
+  int rc;
+  char err[1024];
+} ref_rank;
+
+static void *rank_thread(void *arg) {
+  ref_rank *r = arg;
+  uint64_t seed = r->a->has_seed ? r->a->seed : (uint64_t)r->p->meta.seed;
+  ddp_exec *x = ddp_exec_ref_new(r->p, r->rank, r->comm, r->data, seed, r->err, sizeof r->err);
+  r->rc = x ? ddp_run_rank(x, &r->a->run, r->err, sizeof r->err) : -1;
+  if (r->rc) ddp_ref_comm_abort(r->comm, r->rank);
+  if (x) x->v->destroy(x);
+  return NULL;
+}
+
+int ddprun_ref(const ddp_plan *p, ddprun_args *a) {
+  char err[1024];
+  if (a->nproc && a->nproc != p->meta.world) {
+    fprintf(stderr, "ddprun: %s: compiled for %lld ranks, launched with --nproc %d\n", a->plan_path,
+            (long long)p->meta.world, a->nproc);
+    return 1;
+  }
+  uint64_t dseed = a->has_seed ? a->seed : (uint64_t)p->meta.data_seed;
+  ddp_data *data = ddp_data_open(p, dseed, err, sizeof err);
+  if (!data) {
+    fprintf(stderr, "ddprun: %s\n", err);
+    return 1;
+  }
+  int W = (int)p->meta.world;
+  ddp_ref_comm *comm = ddp_ref_comm_new(W);
+  ref_rank *ranks = calloc((size_t)W, sizeof(ref_rank));
+  pthread_t *th = calloc((size_t)W, sizeof(pthread_t));
+  if (!a->run.device_desc) a->run.device_desc = "cpu reference executor";
+  for (int r = 0; r < W; r++) {
+    ranks[r] = (ref_rank){.p = p, .a = a, .comm = comm, .data = data, .rank = r};
+    pthread_create(&th[r], NULL, rank_thread, &ranks[r]);
+  }
+  int rc = 0;
+  for (int r = 0; r < W; r++) pthread_join(th[r], NULL);
+  /* Report the first rank that failed on its own (not the ones aborted because of it). */
+  for (int r = 0; r < W && !rc; r++)
+    if (ranks[r].rc && !strstr(ranks[r].err, "collective aborted")) {
+      fprintf(stderr, "ddprun: rank %d: %s\n", r, ranks[r].err);
+      rc = 1;
+    }
+  for (int r = 0; r < W && !rc; r++)
+    if (ranks[r].rc) {
+      fprintf(stderr, "ddprun: rank %d: %s\n", r, ranks[r].err);
+      rc = 1;
+    }
+  free(ranks);
+  free(th);
+  ddp_ref_comm_free(comm);
+  ddp_data_close(data);
+  return rc;
+}
+
+double ddprun_ref_estimate_s(const ddp_plan *p, int64_t steps) {
+  /* Measure the reference GEMM once on a 128^3 problem (a few ms). */
+  static double rate = 0;
+  if (rate == 0) {
+    int n = 128;
+    float *A = calloc((size_t)n * n, sizeof(float)), *B = calloc((size_t)n * n, sizeof(float)),
+          *C = calloc((size_t)n * n, sizeof(float));
+    for (int i = 0; i < n * n; i++) A[i] = B[i] = (float)(i % 7) * 0.1f;
+    ddp_kargs k;
+    memset(&k, 0, sizeof k);
+    k.p[0] = A;
+    k.p[1] = B;
+    k.p[2] = k.p[3] = C;
+    k.i[0] = k.i[1] = k.i[2] = n;
+    k.i[5] = k.i[6] = k.i[7] = k.i[8] = n;
+    k.i[9] = 1;
+    k.f[0] = 1;
+    uint8_t dt[DDP_MAX_PTRS] = {DT_F32, DT_F32, DT_F32, DT_F32};
+    struct timespec t0, t1;
+    clock_gettime(CLOCK_MONOTONIC, &t0);
+    ref_gemm(&k, dt);
+    clock_gettime(CLOCK_MONOTONIC, &t1);
+    double s = (double)(t1.tv_sec - t0.tv_sec) + 1e-9 * (double)(t1.tv_nsec - t0.tv_nsec);
+    rate = 2.0 * n * n * n / (s > 1e-6 ? s : 1e-6);
+    free(A);
+    free(B);
+    free(C);
+  }
+  /* Every rank is a thread, but the kernels are single-threaded: ranks share the machine's cores. */
+  return p->meta.flops_per_step * (double)p->meta.world * (double)steps / rate;
+}

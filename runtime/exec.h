@@ -1,0 +1,55 @@
+/* runtime/exec.h: the executor interface. An executor owns one rank's memory (one arena per class) and
+ * replays a plan program on it: `cuda` (runtime/cuda/) on a GPU with NCCL, `ref` (runtime/ref/) on the CPU
+ * with ranks as threads. The driver (run.c) is shared: init, resume, the step loop, metrics, checkpoints. */
+#ifndef DDP_EXEC_H
+#define DDP_EXEC_H
+#include "data.h"
+#include "plan.h"
+#include <stdbool.h>
+#include <stdint.h>
+
+typedef struct ddp_exec ddp_exec;
+
+/* What one step's timing points say (milliseconds), derived from the plan's TIMER roles:
+ * step = STEP_END - STEP_BEGIN; comm = sum of (COMM_END - COMM_BEGIN) over the step's collectives;
+ * exposed = last gradient-collective COMM_END before OPT_BEGIN minus BACKWARD_END (>= 0);
+ * overlap = the part of the collectives' intervals inside [STEP_BEGIN, BACKWARD_END] over comm
+ * (Holistic Trace Analysis's definition with the compute stream taken as busy until the backward ends);
+ * compute = step - exposed. */
+typedef struct ddp_step_times {
+  double step_ms, compute_ms, comm_ms, exposed_comm_ms, overlap_ratio;
+} ddp_step_times;
+
+typedef struct ddp_exec_vtbl {
+  const char *name;
+  /* Replays `prog` (an init or step program of this rank); `step` is the step index LOAD_BATCH uses. */
+  int (*run)(ddp_exec *x, const ddp_program *prog, int64_t step, char *err, size_t errcap);
+  /* Waits for the rank's streams. */
+  int (*sync)(ddp_exec *x, char *err, size_t errcap);
+  /* Copies a tensor (or view) to or from host memory (synchronous). */
+  int (*read)(ddp_exec *x, int32_t tensor, void *dst, char *err, size_t errcap);
+  int (*write)(ddp_exec *x, int32_t tensor, const void *src, char *err, size_t errcap);
+  /* Milliseconds of every timer slot of the last step relative to its first (after sync). */
+  int (*timers)(ddp_exec *x, double *ms, char *err, size_t errcap);
+  /* Device memory: bytes in use now and the peak since start (the ref reports its arenas). */
+  int (*memory)(ddp_exec *x, uint64_t *in_use, uint64_t *peak);
+  void (*destroy)(ddp_exec *x);
+} ddp_exec_vtbl;
+
+struct ddp_exec {
+  const ddp_exec_vtbl *v;
+  const ddp_plan *plan;
+  int rank, world;
+  ddp_data *data;        /* the batch source for LOAD_BATCH */
+  uint64_t seed;         /* the run's seed (INIT_TENSOR); data has its own */
+  void *impl;
+};
+
+/* Timing-point summary of one step (see ddp_step_times). */
+void ddp_step_times_from_timers(const ddp_plan *p, int rank, const double *ms, ddp_step_times *out);
+
+/* Host implementation of INIT_TENSOR, shared by both executors so their initial values are identical:
+ * fills `numel` elements of dtype in->dt[0] at dst. seed: the run seed. Multi-threaded for large tensors;
+ * counter-based, so the result does not depend on the thread count. */
+void ddp_init_fill(const ddp_instr *in, uint64_t seed, void *dst);
+#endif

@@ -1,0 +1,69 @@
+/* runtime/init_fill.c: the host implementation of INIT_TENSOR shared by both executors (so a GPU run and
+ * a reference run start from the same bits). Values are counter-based draws (runtime/rng.h) of
+ * (run seed mixed with the instruction's rank salt i4, stream i2, element index), so the result does not
+ * depend on how many threads fill it.
+ *   ZEROS, CONST f0, UNIFORM [f0, f1), NORMAL std f0,
+ *   TRUNC_NORMAL std f0 cut at +-f1 (redrawn from a disjoint index range until inside, as
+ *     torch.nn.init.trunc_normal_ does by its own method: the distribution is the same),
+ *   ROPE_INV_FREQ: element m = 1 / theta^(2m/d_head) with theta = f0, d_head = i3, computed in f32 as
+ *     PyTorch does (exponent and power rounded to f32). */
+#include "exec.h"
+#include "rng.h"
+#include <math.h>
+#include <pthread.h>
+#include <stdlib.h>
+#include <unistd.h>
+
+typedef struct {
+  const ddp_instr *in;
+  uint64_t seed;
+  void *dst;
+  int64_t lo, hi;
+} fill_job;
+
+static double value_at(const ddp_instr *in, uint64_t seed, int64_t i) {
+  uint64_t stream = (uint64_t)in->i[2];
+  switch (in->i[0]) {
+  case INIT_CONST: return in->f[0];
+  case INIT_UNIFORM: {
+    double u = ddp_rng_uniform53(ddp_rng_u64(seed, stream, (uint64_t)i));
+    return in->f[0] + (in->f[1] - in->f[0]) * u;
+  }
+  case INIT_NORMAL: return in->f[0] * ddp_rng_normal(seed, stream, (uint64_t)i);
+  case INIT_TRUNC_NORMAL: {
+    double std = in->f[0], cut = in->f[1];
+    for (uint64_t attempt = 0;; attempt++) {
+      double v = std * ddp_rng_normal(seed, stream, (uint64_t)i + (attempt << 40));
+      if (fabs(v) <= cut || attempt > 64) return fabs(v) <= cut ? v : 0.0;
+    }
+  }
+  case INIT_ROPE_INV_FREQ: {
+    float e = (float)(2 * i) / (float)in->i[3];
+    float pw = (float)pow((double)in->f[0], (double)e);
+    return 1.0f / pw;
+  }
+  default: return 0.0;
+  }
+}
+
+static void *fill_range(void *arg) {
+  fill_job *j = arg;
+  for (int64_t i = j->lo; i < j->hi; i++) ddp_store(j->dst, j->in->dt[0], i, value_at(j->in, j->seed, i));
+  return NULL;
+}
+
+void ddp_init_fill(const ddp_instr *in, uint64_t seed, void *dst) {
+  int64_t n = in->i[1];
+  uint64_t s = seed + (uint64_t)in->i[4] * 0x9e3779b97f4a7c15ull;
+  long cores = sysconf(_SC_NPROCESSORS_ONLN);
+  int threads = n < (1 << 20) ? 1 : (int)(cores < 1 ? 1 : cores > 32 ? 32 : cores);
+  fill_job jobs[32];
+  pthread_t th[32];
+  for (int t = 0; t < threads; t++) {
+    jobs[t] = (fill_job){in, s, dst, n * t / threads, n * (t + 1) / threads};
+    if (threads == 1) fill_range(&jobs[t]);
+    else pthread_create(&th[t], NULL, fill_range, &jobs[t]);
+  }
+  if (threads > 1)
+    for (int t = 0; t < threads; t++) pthread_join(th[t], NULL);
+}

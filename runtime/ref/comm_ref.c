@@ -1,0 +1,143 @@
+/* runtime/ref/comm_ref.c: see comm_ref.h. Protocol per collective: every rank posts its buffers and
+ * meets at a barrier; each rank then reduces its own slice of the result (elements split evenly by rank)
+ * from all ranks' send buffers into a private scratch; a second barrier; each rank writes its slice into
+ * every destination; a third barrier. In-place collectives are therefore safe. */
+#include "comm_ref.h"
+#include <pthread.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+struct ddp_ref_comm {
+  int world;
+  pthread_mutex_t lock;
+  pthread_cond_t cond;
+  int arrived;
+  uint64_t generation;
+  int failed_rank; /* -1: none */
+  void **send, **recv;
+  double **scratch;
+  size_t *scratch_cap;
+};
+
+ddp_ref_comm *ddp_ref_comm_new(int world) {
+  ddp_ref_comm *c = calloc(1, sizeof *c);
+  c->world = world;
+  c->failed_rank = -1;
+  pthread_mutex_init(&c->lock, NULL);
+  pthread_cond_init(&c->cond, NULL);
+  c->send = calloc((size_t)world, sizeof(void *));
+  c->recv = calloc((size_t)world, sizeof(void *));
+  c->scratch = calloc((size_t)world, sizeof(double *));
+  c->scratch_cap = calloc((size_t)world, sizeof(size_t));
+  return c;
+}
+
+void ddp_ref_comm_free(ddp_ref_comm *c) {
+  if (!c) return;
+  for (int r = 0; r < c->world; r++) free(c->scratch[r]);
+  free(c->scratch);
+  free(c->scratch_cap);
+  free(c->send);
+  free(c->recv);
+  pthread_mutex_destroy(&c->lock);
+  pthread_cond_destroy(&c->cond);
+  free(c);
+}
+
+void ddp_ref_comm_abort(ddp_ref_comm *c, int rank) {
+  pthread_mutex_lock(&c->lock);
+  if (c->failed_rank < 0) c->failed_rank = rank;
+  pthread_cond_broadcast(&c->cond);
+  pthread_mutex_unlock(&c->lock);
+}
+
+static int barrier(ddp_ref_comm *c, char *err, size_t errcap) {
+  pthread_mutex_lock(&c->lock);
+  int rc = 0;
+  if (c->failed_rank >= 0) {
+    rc = -1;
+  } else {
+    uint64_t gen = c->generation;
+    if (++c->arrived == c->world) {
+      c->arrived = 0;
+      c->generation++;
+      pthread_cond_broadcast(&c->cond);
+    } else {
+      while (gen == c->generation && c->failed_rank < 0) pthread_cond_wait(&c->cond, &c->lock);
+      if (gen == c->generation) rc = -1;
+    }
+  }
+  if (rc) snprintf(err, errcap, "collective aborted: rank %d failed", c->failed_rank);
+  pthread_mutex_unlock(&c->lock);
+  return rc;
+}
+
+static double *scratch(ddp_ref_comm *c, int rank, size_t n) {
+  if (c->scratch_cap[rank] < n) {
+    free(c->scratch[rank]);
+    c->scratch[rank] = malloc(sizeof(double) * (n ? n : 1));
+    c->scratch_cap[rank] = n;
+  }
+  return c->scratch[rank];
+}
+
+static void slice(int64_t n, int world, int rank, int64_t *lo, int64_t *hi) {
+  int64_t per = (n + world - 1) / world;
+  *lo = rank * per < n ? rank * per : n;
+  *hi = *lo + per < n ? *lo + per : n;
+}
+
+int ddp_ref_collective(ddp_ref_comm *c, int rank, const ddp_instr *in, void *send, void *recv, char *err,
+                       size_t errcap) {
+  int W = c->world, dt = in->dt[0];
+  int64_t count = in->i[0];
+  size_t es = ddp_dtype_size(dt);
+  c->send[rank] = send;
+  c->recv[rank] = recv;
+  if (barrier(c, err, errcap)) return -1;
+  int64_t lo, hi;
+  switch (in->opcode) {
+  case I_ALL_REDUCE: {
+    slice(count, W, rank, &lo, &hi);
+    double *acc = scratch(c, rank, (size_t)(hi - lo));
+    for (int64_t i = lo; i < hi; i++) {
+      double s = 0;
+      for (int q = 0; q < W; q++) s += ddp_load(c->send[q], dt, i);
+      acc[i - lo] = in->i[1] == REDOP_AVG ? s / W : s;
+    }
+    if (barrier(c, err, errcap)) return -1;
+    for (int q = 0; q < W; q++)
+      for (int64_t i = lo; i < hi; i++) ddp_store(c->recv[q], dt, i, acc[i - lo]);
+    break;
+  }
+  case I_REDUCE_SCATTER: {
+    double *acc = scratch(c, rank, (size_t)count);
+    for (int64_t i = 0; i < count; i++) {
+      double s = 0;
+      for (int q = 0; q < W; q++) s += ddp_load(c->send[q], dt, rank * count + i);
+      acc[i] = in->i[1] == REDOP_AVG ? s / W : s;
+    }
+    if (barrier(c, err, errcap)) return -1;
+    for (int64_t i = 0; i < count; i++) ddp_store(recv, dt, i, acc[i]);
+    break;
+  }
+  case I_ALL_GATHER:
+    for (int q = 0; q < W; q++)
+      if ((char *)recv + (size_t)q * (size_t)count * es != c->send[q])
+        memcpy((char *)recv + (size_t)q * (size_t)count * es, c->send[q], (size_t)count * es);
+    if (barrier(c, err, errcap)) return -1;
+    break;
+  case I_BROADCAST: {
+    int root = (int)in->i[2];
+    if (recv != c->send[root]) memcpy(recv, c->send[root], (size_t)count * es);
+    if (barrier(c, err, errcap)) return -1;
+    break;
+  }
+  default:
+    snprintf(err, errcap, "reference executor: %s is not supported between threads", ddp_opcode_name(in->opcode));
+    ddp_ref_comm_abort(c, rank);
+    return -1;
+  }
+  return barrier(c, err, errcap);
+}

@@ -1,0 +1,190 @@
+/* runtime/ref/exec_ref.c: the reference executor (see exec_ref.h). Arenas are host allocations sized by
+ * the plan; kernel arguments are resolved once at construction; run() executes a program in order
+ * (streams and events are no-ops on one CPU thread: program order is a valid order of every stream). */
+#include "exec_ref.h"
+#include "ref_ops.h"
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+typedef struct {
+  uint8_t *arena[ARENA_COUNT];
+  ddp_ref_comm *comm;
+  ddp_kargs *init_args, *step_args; /* per instruction of the rank's init and step programs */
+  double *timer_ms;
+  uint32_t ntimers;
+  uint64_t bytes;
+} ref_impl;
+
+static double now_ms(void) {
+  struct timespec t;
+  clock_gettime(CLOCK_MONOTONIC, &t);
+  return (double)t.tv_sec * 1e3 + (double)t.tv_nsec * 1e-6;
+}
+
+static void *ptr(const ref_impl *m, const ddp_bufref *r) {
+  return r->tensor < 0 ? NULL : m->arena[r->arena] + r->offset;
+}
+
+static ddp_kargs *resolve(const ref_impl *m, const ddp_program *prog) {
+  ddp_kargs *a = calloc(prog->n ? prog->n : 1, sizeof(ddp_kargs));
+  for (uint32_t k = 0; k < prog->n; k++) {
+    const ddp_instr *in = &prog->v[k];
+    for (int s = 0; s < DDP_MAX_PTRS; s++) a[k].p[s] = ptr(m, &in->p[s]);
+    memcpy(a[k].i, in->i, sizeof a[k].i);
+    memcpy(a[k].f, in->f, sizeof a[k].f);
+  }
+  return a;
+}
+
+static int run(ddp_exec *x, const ddp_program *prog, int64_t step, char *err, size_t errcap) {
+  ref_impl *m = x->impl;
+  const ddp_rank_plan *rp = &x->plan->ranks[x->rank];
+  const ddp_kargs *args = prog == &rp->init ? m->init_args : prog == &rp->step ? m->step_args : NULL;
+  ddp_kargs *own = args ? NULL : resolve(m, prog);
+  if (!args) args = own;
+  int rc = 0;
+  for (uint32_t k = 0; k < prog->n && rc == 0; k++) {
+    const ddp_instr *in = &prog->v[k];
+    const ddp_kargs *a = &args[k];
+    switch (in->opcode) {
+    case I_KERNEL:
+      ddp_ref_ops[in->op](a, in->dt);
+      break;
+    case I_GEMM:
+      ref_gemm(a, in->dt);
+      break;
+    case I_MEMSET:
+      memset(a->p[0], (int)in->i[1], (size_t)in->i[0]);
+      break;
+    case I_COPY:
+      memmove(a->p[1], a->p[0], (size_t)in->i[0]);
+      break;
+    case I_EVENT_RECORD:
+    case I_EVENT_WAIT:
+    case I_RANGE_PUSH:
+    case I_RANGE_POP:
+      break;
+    case I_ALL_REDUCE:
+    case I_REDUCE_SCATTER:
+    case I_ALL_GATHER:
+    case I_BROADCAST:
+    case I_SEND:
+    case I_RECV:
+      if (x->world == 1) {
+        if (a->p[0] != a->p[1] && a->p[1] && in->opcode != I_SEND && in->opcode != I_RECV)
+          memmove(a->p[1], a->p[0], (size_t)in->i[0] * ddp_dtype_size(in->dt[0]));
+      } else {
+        rc = ddp_ref_collective(m->comm, x->rank, in, a->p[0], a->p[1], err, errcap);
+      }
+      break;
+    case I_TIMER:
+      if ((uint32_t)in->i[0] < m->ntimers) m->timer_ms[in->i[0]] = now_ms();
+      break;
+    case I_LOAD_BATCH:
+      rc = ddp_data_fill(x->data, step, x->rank, x->world, a->p[0], a->p[1], err, errcap);
+      break;
+    case I_INIT_TENSOR:
+      ddp_init_fill(in, x->seed, a->p[0]);
+      break;
+    default:
+      snprintf(err, errcap, "reference executor: unknown opcode %u", in->opcode);
+      rc = -1;
+    }
+  }
+  free(own);
+  if (rc && m->comm && x->world > 1) ddp_ref_comm_abort(m->comm, x->rank);
+  return rc;
+}
+
+static int sync_noop(ddp_exec *x, char *err, size_t errcap) {
+  (void)x;
+  (void)err;
+  (void)errcap;
+  return 0;
+}
+
+static const ddp_tensor *tensor_of(ddp_exec *x, int32_t t, char *err, size_t errcap) {
+  if (t < 0 || (uint32_t)t >= x->plan->ntensors) {
+    snprintf(err, errcap, "tensor %d is not in the plan", t);
+    return NULL;
+  }
+  return &x->plan->tensors[t];
+}
+
+static int read_t(ddp_exec *x, int32_t t, void *dst, char *err, size_t errcap) {
+  const ddp_tensor *tt = tensor_of(x, t, err, errcap);
+  if (!tt) return -1;
+  ref_impl *m = x->impl;
+  memcpy(dst, m->arena[tt->arena] + tt->offset, tt->bytes);
+  return 0;
+}
+
+static int write_t(ddp_exec *x, int32_t t, const void *src, char *err, size_t errcap) {
+  const ddp_tensor *tt = tensor_of(x, t, err, errcap);
+  if (!tt) return -1;
+  ref_impl *m = x->impl;
+  memcpy(m->arena[tt->arena] + tt->offset, src, tt->bytes);
+  return 0;
+}
+
+static int timers(ddp_exec *x, double *ms, char *err, size_t errcap) {
+  (void)err;
+  (void)errcap;
+  ref_impl *m = x->impl;
+  for (uint32_t k = 0; k < m->ntimers; k++) ms[k] = m->timer_ms[k] - m->timer_ms[0];
+  return 0;
+}
+
+static int memory(ddp_exec *x, uint64_t *in_use, uint64_t *peak) {
+  ref_impl *m = x->impl;
+  *in_use = *peak = m->bytes;
+  return 0;
+}
+
+static void destroy(ddp_exec *x) {
+  if (!x) return;
+  ref_impl *m = x->impl;
+  if (m) {
+    for (int a = 0; a < ARENA_COUNT; a++) free(m->arena[a]);
+    free(m->init_args);
+    free(m->step_args);
+    free(m->timer_ms);
+    free(m);
+  }
+  free(x);
+}
+
+static const ddp_exec_vtbl ref_vtbl = {"ref", run, sync_noop, read_t, write_t, timers, memory, destroy};
+
+ddp_exec *ddp_exec_ref_new(const ddp_plan *p, int rank, ddp_ref_comm *comm, ddp_data *data, uint64_t seed,
+                           char *err, size_t errcap) {
+  ddp_exec *x = calloc(1, sizeof *x);
+  ref_impl *m = calloc(1, sizeof *m);
+  x->v = &ref_vtbl;
+  x->plan = p;
+  x->rank = rank;
+  x->world = (int)p->meta.world;
+  x->data = data;
+  x->seed = seed;
+  x->impl = m;
+  m->comm = comm;
+  const ddp_rank_plan *rp = &p->ranks[rank];
+  for (int a = 0; a < ARENA_COUNT; a++) {
+    uint64_t n = rp->arena_bytes[a];
+    m->arena[a] = calloc(1, n ? n : 1);
+    if (!m->arena[a]) {
+      snprintf(err, errcap, "reference executor: rank %d: cannot allocate %.2f GiB for the %s arena", rank,
+               (double)n / (1 << 30), ddp_arena_name(a));
+      destroy(x);
+      return NULL;
+    }
+    m->bytes += n;
+  }
+  m->ntimers = rp->ntimers;
+  m->timer_ms = calloc(rp->ntimers + 1, sizeof(double));
+  m->init_args = resolve(m, &rp->init);
+  m->step_args = resolve(m, &rp->step);
+  return x;
+}

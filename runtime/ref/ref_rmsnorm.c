@@ -1,0 +1,68 @@
+/* runtime/ref/ref_rmsnorm.c: RMSNORM_FWD / RMSNORM_BWD (plan/ops.h).
+ *   forward:  rstd = 1/sqrt(mean(x^2) + eps), y = x * rstd * g
+ *   backward: xhat = x*rstd, dx (+)= rstd * (g*dy - xhat * mean(g*dy*xhat)),
+ *             dg_part[c] = sum over the rows of chunk c of dy*xhat (P chunks of ceil(N/P) rows)
+ * The forward stores rstd in its buffer's dtype (f32: "statistics in f32") and computes y with the stored
+ * value, so forward and backward use the same rstd. */
+#include "ref_ops.h"
+#include "ref_util.h"
+#include <math.h>
+#include <stdlib.h>
+
+void ref_rmsnorm_fwd(const ddp_kargs *a, const uint8_t *dt) {
+  const int64_t N = a->i[0], D = a->i[1];
+  const double eps = a->f[0];
+  double *x = ref_alloc((size_t)D, sizeof *x);
+  double *g = ref_alloc((size_t)D, sizeof *g);
+  ref_load_row(a->p[1], dt[1], 0, 1, D, g);
+  for (int64_t n = 0; n < N; n++) {
+    ref_load_row(a->p[0], dt[0], n * D, 1, D, x);
+    double ss = 0.0;
+    for (int64_t j = 0; j < D; j++) ss += x[j] * x[j];
+    double r = 1.0 / sqrt(ss / (double)D + eps);
+    if (a->p[3]) {
+      ddp_store(a->p[3], dt[3], n, r);
+      r = ddp_load(a->p[3], dt[3], n);
+    }
+    for (int64_t j = 0; j < D; j++) x[j] = x[j] * r * g[j];
+    ref_store_row(a->p[2], dt[2], n * D, D, x, 0);
+  }
+  free(x);
+  free(g);
+}
+
+void ref_rmsnorm_bwd(const ddp_kargs *a, const uint8_t *dt) {
+  const int64_t N = a->i[0], D = a->i[1], P = ref_parts(a->i[3]);
+  const int acc = a->i[2] != 0;
+  double *x = ref_alloc((size_t)D, sizeof *x);
+  double *dy = ref_alloc((size_t)D, sizeof *dy);
+  double *g = ref_alloc((size_t)D, sizeof *g);
+  double *dg = ref_alloc((size_t)D, sizeof *dg);
+  ref_load_row(a->p[1], dt[1], 0, 1, D, g);
+  for (int64_t c = 0; c < P; c++) {
+    int64_t lo, hi;
+    ref_chunk(N, P, c, &lo, &hi);
+    for (int64_t j = 0; j < D; j++) dg[j] = 0.0;
+    for (int64_t n = lo; n < hi; n++) {
+      const double r = ddp_load(a->p[3], dt[3], n);
+      ref_load_row(a->p[0], dt[0], n * D, 1, D, x);
+      ref_load_row(a->p[2], dt[2], n * D, 1, D, dy);
+      double dot = 0.0;
+      for (int64_t j = 0; j < D; j++) {
+        x[j] *= r; /* xhat */
+        dg[j] += dy[j] * x[j];
+        dot += g[j] * dy[j] * x[j];
+      }
+      const double m = dot / (double)D;
+      if (a->p[4]) {
+        for (int64_t j = 0; j < D; j++) dy[j] = r * (g[j] * dy[j] - x[j] * m);
+        ref_store_row(a->p[4], dt[4], n * D, D, dy, acc);
+      }
+    }
+    if (a->p[5]) ref_store_row(a->p[5], dt[5], c * D, D, dg, 0);
+  }
+  free(x);
+  free(dy);
+  free(g);
+  free(dg);
+}

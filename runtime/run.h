@@ -1,0 +1,25 @@
+/* runtime/run.h: the driver every executor shares for one rank: init (or resume from a checkpoint), the
+ * step loop, per-step metrics (JSON lines), checkpoints, the final summary. */
+#ifndef DDP_RUN_H
+#define DDP_RUN_H
+#include "exec.h"
+#include <stdbool.h>
+#include <stdio.h>
+
+typedef struct ddp_run_opts {
+  int64_t steps;           /* < 0: the plan's */
+  const char *metrics_path;
+  const char *ckpt_dir;
+  int64_t save_every;      /* 0: only at the end (when ckpt_dir is set) */
+  bool resume;
+  double peak_tflops;      /* for MFU; 0: not reported */
+  bool quiet;
+  const char *device_desc; /* printed in the summary, e.g. "NVIDIA H200" or "cpu reference" */
+} ddp_run_opts;
+
+/* Runs one rank to completion. Rank 0 prints progress and writes metrics. Returns 0 or -1 with err. */
+int ddp_run_rank(ddp_exec *x, const ddp_run_opts *o, char *err, size_t errcap);
+
+/* Rewrites every standalone GEMM copy of a parameter from its fp32 master (used after a resume). */
+int ddp_refresh_param_copies(ddp_exec *x, char *err, size_t errcap);
+#endif

@@ -1,0 +1,43 @@
+/* runtime/step_times.c: turns one step's timing points into the metrics of exec.h (ddp_step_times).
+ * Gradient collectives are those bracketed before the optimizer's timing point; collectives after it
+ * (ZeRO-1's all-gather, the sharded optimizer's broadcasts) are waited for by compute, so fully exposed. */
+#include "exec.h"
+
+void ddp_step_times_from_timers(const ddp_plan *p, int rank, const double *ms, ddp_step_times *out) {
+  const ddp_program *prog = &p->ranks[rank].step;
+  double begin = 0, end = 0, bwd_end = -1;
+  for (uint32_t k = 0; k < prog->n; k++) {
+    const ddp_instr *in = &prog->v[k];
+    if (in->opcode != I_TIMER) continue;
+    if (in->i[1] == TIMER_STEP_BEGIN) begin = ms[in->i[0]];
+    if (in->i[1] == TIMER_STEP_END) end = ms[in->i[0]];
+    if (in->i[1] == TIMER_BACKWARD_END) bwd_end = ms[in->i[0]];
+  }
+  if (bwd_end < 0) bwd_end = begin;
+  double comm = 0, overlapped = 0, last_grad_end = -1, post_opt = 0, open = -1;
+  int after_opt = 0;
+  for (uint32_t k = 0; k < prog->n; k++) {
+    const ddp_instr *in = &prog->v[k];
+    if (in->opcode != I_TIMER) continue;
+    double t = ms[in->i[0]];
+    if (in->i[1] == TIMER_OPT_BEGIN) after_opt = 1;
+    if (in->i[1] == TIMER_COMM_BEGIN) open = t;
+    if (in->i[1] == TIMER_COMM_END && open >= 0) {
+      double d = t - open;
+      comm += d;
+      if (after_opt) {
+        post_opt += d;
+      } else {
+        double lo = open > begin ? open : begin, hi = t < bwd_end ? t : bwd_end;
+        if (hi > lo) overlapped += hi - lo;
+        if (t > last_grad_end) last_grad_end = t;
+      }
+      open = -1;
+    }
+  }
+  out->step_ms = end - begin;
+  out->comm_ms = comm;
+  out->exposed_comm_ms = (last_grad_end > bwd_end ? last_grad_end - bwd_end : 0) + post_opt;
+  out->overlap_ratio = comm > 0 ? overlapped / comm : 0;
+  out->compute_ms = out->step_ms - out->exposed_comm_ms;
+}

@@ -1,0 +1,65 @@
+// templates/cross_entropy.cu: per-row cross-entropy with its gradient (plan/ops.h XENT), reference
+// runtime/ref/ref_cross_entropy.c (ref_xent).
+//   lse = max + log(sum exp(x - max)), loss_rows[n] = lse - x[target] (NaN for a target outside [0, V)),
+//   dlogits = (softmax - onehot(target)) * scale, written in place when dlogits aliases logits.
+// One block per row (grid-stride over rows): one pass for the statistics (online max/sum, merged in a
+// fixed order), one pass writing dlogits (the row is re-read, from L2). x[target] is read before any
+// write. Null loss_rows / dlogits are skipped. Types: T0 logits, T1 targets (int), T2 loss_rows (f32),
+// T3 dlogits. Spec: DDP_BLOCK, DDP_VEC.
+#include "common.cuh"
+#ifndef DDP_BLOCK
+#define DDP_BLOCK 1024
+#endif
+#ifndef DDP_VEC
+#define DDP_VEC 4
+#endif
+
+#ifdef DDP_ENTRY_xent
+extern "C" __global__ void __launch_bounds__(DDP_BLOCK) ddp_xent(const ddp_kargs a) {
+  const T0 *logits = (const T0 *)a.p[0];
+  const int *tgt = (const int *)a.p[1];
+  float *loss = (float *)a.p[2];
+  T3 *dl = (T3 *)a.p[3];
+  const long long N = a.i[0], V = a.i[1];
+  const float scale = a.f[0];
+  constexpr int W = DDP_VEC;
+  const bool vin = V % W == 0 && ddp_pack_ok<T0, W>(logits), vout = V % W == 0 && ddp_pack_ok<T3, W>(dl);
+  __shared__ float sh[64];
+  for (long long n = blockIdx.x; n < N; n += gridDim.x) {
+    const T0 *x = logits + n * V;
+    const long long t = tgt[n];
+    const bool valid = t >= 0 && t < V;
+    const float xt = valid ? ddp_f(x[t]) : 0.f;
+    float m = -INFINITY, s = 0.f;
+    for (long long c = (long long)threadIdx.x * W; c < V; c += (long long)DDP_BLOCK * W) {
+      float v[W];
+      ddp_load_nb<T0, W>(x, c, V, v, vin);
+      float mx = v[0];
+#pragma unroll
+      for (int e = 1; e < W; e++)
+        if (c + e < V) mx = fmaxf(mx, v[e]);
+      const float mn = fmaxf(m, mx);
+      float ss = 0.f;
+#pragma unroll
+      for (int e = 0; e < W; e++)
+        if (c + e < V) ss += __expf(v[e] - mn);
+      s = (m == -INFINITY ? 0.f : s * __expf(m - mn)) + ss;
+      m = mn;
+    }
+    ddp_block_ms(m, s, sh);
+    const float lse = m + logf(s);
+    if (loss && threadIdx.x == 0) loss[n] = valid ? lse - xt : __int_as_float(0x7fc00000);
+    if (dl) {
+      T3 *d = dl + n * V;
+      for (long long c = (long long)threadIdx.x * W; c < V; c += (long long)DDP_BLOCK * W) {
+        float v[W];
+        ddp_load_nb<T0, W>(x, c, V, v, vin);
+#pragma unroll
+        for (int e = 0; e < W; e++) v[e] = __expf(v[e] - lse) * scale - (c + e == t ? scale : 0.f);
+        ddp_store_nb<T3, W>(d, c, V, v, vout);
+      }
+    }
+    __syncthreads();  // the next row's statistics reuse sh
+  }
+}
+#endif

@@ -1,0 +1,123 @@
+// templates/elementwise.cu: elementwise ops (plan/ops.h CAST, ADD, SCALE, BIAS_ADD, RELU_FWD, RELU_BWD),
+// reference runtime/ref/ref_elementwise.c (ref_cast, ref_add, ref_scale, ref_bias_add, ref_relu_fwd,
+// ref_relu_bwd).
+//   CAST out = in; ADD out = a + b; SCALE x *= s; BIAS_ADD y[n,m] += b[m]; RELU_FWD y = max(x, 0) (NaN
+//   kept); RELU_BWD dx (+)= y > 0 ? dy : 0. Outputs may alias inputs element for element.
+// Grid-stride over packs of DDP_VEC elements (16-byte accesses when aligned), scalar tail.
+// Types: the slots in ops.h order (CAST T0 in, T1 out; ADD T0 a, T1 b, T2 out; SCALE T0 x;
+// BIAS_ADD T0 y, T1 b; RELU_FWD T0 x, T1 y; RELU_BWD T0 y, T1 dy, T2 dx). Spec: DDP_BLOCK, DDP_VEC.
+#include "common.cuh"
+#ifndef DDP_BLOCK
+#define DDP_BLOCK 256
+#endif
+#ifndef DDP_VEC
+#define DDP_VEC 4
+#endif
+constexpr int W = DDP_VEC;
+#define DDP_EW_LOOP(n) for (long long i = ddp_gtid() * W; i < (n); i += ddp_gstride() * W)
+
+#ifdef DDP_ENTRY_cast
+extern "C" __global__ void __launch_bounds__(DDP_BLOCK) ddp_cast(const ddp_kargs a) {
+  const T0 *in = (const T0 *)a.p[0];
+  T1 *out = (T1 *)a.p[1];
+  const long long n = a.i[0];
+  const bool vec = ddp_pack_ok<T0, W>(in) && ddp_pack_ok<T1, W>(out);
+  DDP_EW_LOOP(n) {
+    float x[W];
+    ddp_load_nb<T0, W>(in, i, n, x, vec);
+    ddp_store_nb<T1, W>(out, i, n, x, vec);
+  }
+}
+#endif
+
+#ifdef DDP_ENTRY_add
+extern "C" __global__ void __launch_bounds__(DDP_BLOCK) ddp_add(const ddp_kargs a) {
+  const T0 *x = (const T0 *)a.p[0];
+  const T1 *y = (const T1 *)a.p[1];
+  T2 *out = (T2 *)a.p[2];
+  const long long n = a.i[0];
+  const bool vec = ddp_pack_ok<T0, W>(x) && ddp_pack_ok<T1, W>(y) && ddp_pack_ok<T2, W>(out);
+  DDP_EW_LOOP(n) {
+    float u[W], v[W];
+    ddp_load_nb<T0, W>(x, i, n, u, vec);
+    ddp_load_nb<T1, W>(y, i, n, v, vec);
+#pragma unroll
+    for (int e = 0; e < W; e++) u[e] += v[e];
+    ddp_store_nb<T2, W>(out, i, n, u, vec);
+  }
+}
+#endif
+
+#ifdef DDP_ENTRY_scale
+extern "C" __global__ void __launch_bounds__(DDP_BLOCK) ddp_scale(const ddp_kargs a) {
+  T0 *x = (T0 *)a.p[0];
+  const long long n = a.i[0];
+  const float s = a.f[0];
+  const bool vec = ddp_pack_ok<T0, W>(x);
+  DDP_EW_LOOP(n) {
+    float u[W];
+    ddp_load_nb<T0, W>(x, i, n, u, vec);
+#pragma unroll
+    for (int e = 0; e < W; e++) u[e] *= s;
+    ddp_store_nb<T0, W>(x, i, n, u, vec);
+  }
+}
+#endif
+
+#ifdef DDP_ENTRY_bias_add
+extern "C" __global__ void __launch_bounds__(DDP_BLOCK) ddp_bias_add(const ddp_kargs a) {
+  T0 *y = (T0 *)a.p[0];
+  const T1 *b = (const T1 *)a.p[1];
+  const long long N = a.i[0], M = a.i[1];
+  const bool vec = M % W == 0 && ddp_pack_ok<T0, W>(y) && ddp_pack_ok<T1, W>(b);
+  for (long long r = blockIdx.y; r < N; r += gridDim.y)
+    for (long long c = ((long long)blockIdx.x * DDP_BLOCK + threadIdx.x) * W; c < M;
+         c += (long long)gridDim.x * DDP_BLOCK * W) {
+      float u[W], v[W];
+      ddp_load_nb<T0, W>(y + r * M, c, M, u, vec);
+      ddp_load_nb<T1, W>(b, c, M, v, vec);
+#pragma unroll
+      for (int e = 0; e < W; e++) u[e] += v[e];
+      ddp_store_nb<T0, W>(y + r * M, c, M, u, vec);
+    }
+}
+#endif
+
+#ifdef DDP_ENTRY_relu_fwd
+extern "C" __global__ void __launch_bounds__(DDP_BLOCK) ddp_relu_fwd(const ddp_kargs a) {
+  const T0 *x = (const T0 *)a.p[0];
+  T1 *y = (T1 *)a.p[1];
+  const long long n = a.i[0];
+  const bool vec = ddp_pack_ok<T0, W>(x) && ddp_pack_ok<T1, W>(y);
+  DDP_EW_LOOP(n) {
+    float u[W];
+    ddp_load_nb<T0, W>(x, i, n, u, vec);
+#pragma unroll
+    for (int e = 0; e < W; e++) u[e] = u[e] < 0.f ? 0.f : u[e];  // NaN kept
+    ddp_store_nb<T1, W>(y, i, n, u, vec);
+  }
+}
+#endif
+
+#ifdef DDP_ENTRY_relu_bwd
+extern "C" __global__ void __launch_bounds__(DDP_BLOCK) ddp_relu_bwd(const ddp_kargs a) {
+  const T0 *y = (const T0 *)a.p[0];
+  const T1 *dy = (const T1 *)a.p[1];
+  T2 *dx = (T2 *)a.p[2];
+  const long long n = a.i[0];
+  const bool acc = a.i[1] != 0;
+  const bool vec = ddp_pack_ok<T0, W>(y) && ddp_pack_ok<T1, W>(dy) && ddp_pack_ok<T2, W>(dx);
+  DDP_EW_LOOP(n) {
+    float u[W], g[W], o[W];
+    ddp_load_nb<T0, W>(y, i, n, u, vec);
+    ddp_load_nb<T1, W>(dy, i, n, g, vec);
+    if (acc) ddp_load_nb<T2, W>(dx, i, n, o, vec);
+#pragma unroll
+    for (int e = 0; e < W; e++) {
+      const float d = u[e] > 0.f ? g[e] : 0.f;
+      o[e] = acc ? o[e] + d : d;
+    }
+    ddp_store_nb<T2, W>(dx, i, n, o, vec);
+  }
+}
+#endif

@@ -1,0 +1,141 @@
+// templates/optimizer.cu: gradient norm and parameter updates (plan/ops.h SUMSQ, OPT_SCALARS, ADAMW, SGD),
+// reference runtime/ref/ref_optimizer.c (ref_sumsq, ref_opt_scalars, ref_adamw, ref_sgd).
+//   SUMSQ:       part[c] = sum of x^2 over chunk c (P chunks of ceil(n/P) elements): one block per chunk
+//   OPT_SCALARS: t += 1; lr_t (constant, or cosine with linear warmup, for it = t-1); norm = sqrt(sum of
+//                the partials) (0 without them); clip = clip && norm > max ? max/(norm+1e-6) : 1.
+//                One block; scalar math in double, as the reference.
+//   ADAMW:       g = grad*clip; m = b1 m + (1-b1) g; v = b2 v + (1-b2) g^2;
+//                a = lr sqrt(1-b2^t)/(1-b1^t); p -= a m/(sqrt(v)+eps); p -= lr wd p; copy = p
+//   SGD:         p -= lr * grad * clip; copy = p
+// The updates are grid-stride over packs of DDP_VEC elements (16-byte f32 accesses).
+// Types: SUMSQ T0 x, T1 part; OPT_SCALARS T0 part, T1 scalars; ADAMW T0 p, T1 grad, T2 m, T3 v, T4 copy,
+// T5 scalars; SGD T0 p, T1 grad, T2 copy, T3 scalars (scalars and partials f32). Spec: DDP_BLOCK, DDP_VEC.
+#include "common.cuh"
+#ifndef DDP_BLOCK
+#define DDP_BLOCK 256
+#endif
+#ifndef DDP_VEC
+#define DDP_VEC 4
+#endif
+
+#ifdef DDP_ENTRY_sumsq
+extern "C" __global__ void __launch_bounds__(DDP_BLOCK) ddp_sumsq(const ddp_kargs a) {
+  const T0 *x = (const T0 *)a.p[0];
+  float *part = (float *)a.p[1];
+  const long long n = a.i[0], P = a.i[1] < 1 ? 1 : a.i[1];
+  const long long R = (n + P - 1) / P;
+  __shared__ float sh[32];
+  for (long long c = blockIdx.x; c < P; c += gridDim.x) {
+    const long long lo = c * R < n ? c * R : n, hi = lo + R < n ? lo + R : n;
+    float s0 = 0.f, s1 = 0.f;
+    long long i = lo + threadIdx.x;
+    for (; i + DDP_BLOCK < hi; i += 2 * DDP_BLOCK) {
+      const float u = ddp_f(x[i]), w = ddp_f(x[i + DDP_BLOCK]);
+      s0 = fmaf(u, u, s0);
+      s1 = fmaf(w, w, s1);
+    }
+    if (i < hi) {
+      const float u = ddp_f(x[i]);
+      s0 = fmaf(u, u, s0);
+    }
+    const float s = ddp_block_sum(s0 + s1, sh);
+    if (threadIdx.x == 0) part[c] = s;
+  }
+}
+#endif
+
+#ifdef DDP_ENTRY_opt_scalars
+extern "C" __global__ void __launch_bounds__(DDP_BLOCK) ddp_opt_scalars(const ddp_kargs a) {
+  const float *part = (const float *)a.p[0];
+  float *sc = (float *)a.p[1];
+  const long long P = a.i[0];
+  __shared__ double shd[DDP_BLOCK];
+  double s = 0.0;
+  if (part)
+    for (long long c = threadIdx.x; c < P; c += DDP_BLOCK) s += (double)part[c];
+  shd[threadIdx.x] = s;
+  __syncthreads();
+  if (threadIdx.x != 0) return;
+  double sumsq = 0.0;
+  for (int k = 0; k < DDP_BLOCK; k++) sumsq += shd[k];
+  const double t = (double)sc[0] + 1.0, it = t - 1.0;
+  const double mx = a.f[0], mn = a.f[1], warm = (double)a.i[2], cyc = (double)a.i[3];
+  double lr = mx;
+  if (a.i[1] == 1) {
+    if (it < warm) {
+      lr = it / warm * mx;
+    } else if (it <= cyc) {
+      const double frac = cyc > warm ? (it - warm) / (cyc - warm) : 0.0;
+      lr = mn + 0.5 * (1.0 + cos(3.14159265358979323846 * frac)) * (mx - mn);
+    } else {
+      lr = mn;
+    }
+  }
+  const double norm = sqrt(sumsq), maxn = a.f[2];
+  const double clip = a.i[4] && part && norm > maxn ? maxn / (norm + 1e-6) : 1.0;
+  sc[0] = (float)t;
+  sc[1] = (float)lr;
+  sc[2] = (float)norm;
+  sc[3] = (float)clip;
+}
+#endif
+
+#ifdef DDP_ENTRY_adamw
+extern "C" __global__ void __launch_bounds__(DDP_BLOCK) ddp_adamw(const ddp_kargs a) {
+  float *p = (float *)a.p[0];
+  const T1 *grad = (const T1 *)a.p[1];
+  float *m = (float *)a.p[2], *v = (float *)a.p[3];
+  T4 *copy = (T4 *)a.p[4];
+  const float *sc = (const float *)a.p[5];
+  const long long n = a.i[0];
+  const float b1 = a.f[0], b2 = a.f[1], eps = a.f[2], wd = a.f[3];
+  const double t = sc[0];
+  const float lr = sc[1], clip = sc[3];
+  const float alpha = (float)((double)lr * sqrt(1.0 - pow((double)b2, t)) / (1.0 - pow((double)b1, t)));
+  const float decay = lr * wd;
+  constexpr int W = DDP_VEC;
+  const bool vec = ddp_pack_ok<float, W>(p) && ddp_pack_ok<T1, W>(grad) && ddp_pack_ok<float, W>(m) &&
+                   ddp_pack_ok<float, W>(v) && (copy == nullptr || ddp_pack_ok<T4, W>(copy));
+  for (long long i = ddp_gtid() * W; i < n; i += ddp_gstride() * W) {
+    float pv[W], gv[W], mv[W], vv[W];
+    ddp_load_nb<float, W>(p, i, n, pv, vec);
+    ddp_load_nb<T1, W>(grad, i, n, gv, vec);
+    ddp_load_nb<float, W>(m, i, n, mv, vec);
+    ddp_load_nb<float, W>(v, i, n, vv, vec);
+#pragma unroll
+    for (int e = 0; e < W; e++) {
+      const float g = gv[e] * clip;
+      mv[e] = b1 * mv[e] + (1.f - b1) * g;
+      vv[e] = b2 * vv[e] + (1.f - b2) * g * g;
+      pv[e] -= alpha * mv[e] / (sqrtf(vv[e]) + eps);
+      pv[e] -= decay * pv[e];
+    }
+    ddp_store_nb<float, W>(p, i, n, pv, vec);
+    ddp_store_nb<float, W>(m, i, n, mv, vec);
+    ddp_store_nb<float, W>(v, i, n, vv, vec);
+    if (copy) ddp_store_nb<T4, W>(copy, i, n, pv, vec);
+  }
+}
+#endif
+
+#ifdef DDP_ENTRY_sgd
+extern "C" __global__ void __launch_bounds__(DDP_BLOCK) ddp_sgd(const ddp_kargs a) {
+  float *p = (float *)a.p[0];
+  const T1 *grad = (const T1 *)a.p[1];
+  T2 *copy = (T2 *)a.p[2];
+  const float *sc = (const float *)a.p[3];
+  const long long n = a.i[0];
+  const float step = sc[1] * sc[3];
+  constexpr int W = DDP_VEC;
+  const bool vec = ddp_pack_ok<float, W>(p) && ddp_pack_ok<T1, W>(grad) && (copy == nullptr || ddp_pack_ok<T2, W>(copy));
+  for (long long i = ddp_gtid() * W; i < n; i += ddp_gstride() * W) {
+    float pv[W], gv[W];
+    ddp_load_nb<float, W>(p, i, n, pv, vec);
+    ddp_load_nb<T1, W>(grad, i, n, gv, vec);
+#pragma unroll
+    for (int e = 0; e < W; e++) pv[e] -= step * gv[e];
+    ddp_store_nb<float, W>(p, i, n, pv, vec);
+    if (copy) ddp_store_nb<T2, W>(copy, i, n, pv, vec);
+  }
+}
+#endif

@@ -1,0 +1,64 @@
+// templates/reduce.cu: deterministic reductions (plan/ops.h REDUCE_ROWS, SUM), reference
+// runtime/ref/ref_reduce.c (ref_reduce_rows, ref_sum).
+//   REDUCE_ROWS: out[d] (+)= scale * sum_p in[p,d]   (folds a [P, D] partial table)
+//   SUM:         out[0] (+)= scale * sum_i in[i]
+// REDUCE_ROWS: a block of 32 x DDP_ROWS threads owns 32 columns; thread row r sums the table rows
+// r, r + DDP_ROWS, ... and the DDP_ROWS partial sums are added in a fixed order. SUM: one block, fixed
+// order. Accumulation in f32. Types: T0 in, T1 out. Spec: DDP_BLOCK (SUM), DDP_ROWS (REDUCE_ROWS).
+#include "common.cuh"
+#ifndef DDP_BLOCK
+#define DDP_BLOCK 1024
+#endif
+#ifndef DDP_ROWS
+#define DDP_ROWS 16
+#endif
+
+#ifdef DDP_ENTRY_reduce_rows
+extern "C" __global__ void __launch_bounds__(32 * DDP_ROWS) ddp_reduce_rows(const ddp_kargs a) {
+  const T0 *in = (const T0 *)a.p[0];
+  T1 *out = (T1 *)a.p[1];
+  const long long P = a.i[0], D = a.i[1];
+  const bool acc = a.i[2] != 0;
+  const float scale = a.f[0];
+  __shared__ float part[DDP_ROWS][33];
+  const int tx = threadIdx.x & 31, ty = threadIdx.x >> 5;
+  for (long long c0 = (long long)blockIdx.x * 32; c0 < D; c0 += (long long)gridDim.x * 32) {
+    const long long c = c0 + tx;
+    float s0 = 0.f, s1 = 0.f, s2 = 0.f, s3 = 0.f;
+    if (c < D) {
+      long long p = ty;
+      for (; p + 3 * DDP_ROWS < P; p += 4 * DDP_ROWS) {
+        s0 += ddp_f(in[p * D + c]);
+        s1 += ddp_f(in[(p + DDP_ROWS) * D + c]);
+        s2 += ddp_f(in[(p + 2 * DDP_ROWS) * D + c]);
+        s3 += ddp_f(in[(p + 3 * DDP_ROWS) * D + c]);
+      }
+      for (; p < P; p += DDP_ROWS) s0 += ddp_f(in[p * D + c]);
+    }
+    part[ty][tx] = (s0 + s1) + (s2 + s3);
+    __syncthreads();
+    if (ty == 0 && c < D) {
+      float s = 0.f;
+#pragma unroll
+      for (int r = 0; r < DDP_ROWS; r++) s += part[r][tx];
+      s *= scale;
+      out[c] = ddp_to<T1>(acc ? ddp_f(out[c]) + s : s);
+    }
+    __syncthreads();
+  }
+}
+#endif
+
+#ifdef DDP_ENTRY_sum
+extern "C" __global__ void __launch_bounds__(DDP_BLOCK) ddp_sum(const ddp_kargs a) {
+  const T0 *in = (const T0 *)a.p[0];
+  T1 *out = (T1 *)a.p[1];
+  const long long n = a.i[0];
+  const bool acc = a.i[1] != 0;
+  __shared__ float sh[32];
+  float s = 0.f;
+  for (long long i = threadIdx.x; i < n; i += DDP_BLOCK) s += ddp_f(in[i]);
+  s = ddp_block_sum(s, sh) * a.f[0];
+  if (threadIdx.x == 0) out[0] = ddp_to<T1>(acc ? ddp_f(out[0]) + s : s);
+}
+#endif

@@ -1,0 +1,13 @@
+# tests/compiler.cmake: the compiler passes and whole-model behaviour on the reference executor.
+ddp_c_test(test_model_gradcheck SOURCES test_model_gradcheck.c LIBS ddpcompiler ddpruntime LABELS cpu)
+ddp_c_test(test_toy_sgd SOURCES test_toy_sgd.c LIBS ddpcompiler ddpruntime LABELS cpu)
+ddp_c_test(test_verifier SOURCES test_verifier.c LIBS ddpcompiler ddpruntime LABELS cpu)
+ddp_sh_test(test_schedules_compile SCRIPT test_schedules_compile.sh LABELS cpu)
+ddp_sh_test(test_train_pattern SCRIPT test_train_pattern.sh LABELS cpu)
+ddp_sh_test(test_resume SCRIPT test_resume.sh LABELS cpu)
+ddp_sh_test(test_bad_input SCRIPT test_bad_input.sh LABELS cpu)
+ddp_sh_test(test_ddp_equivalence SCRIPT test_ddp_equivalence.sh LABELS cpu)
+add_executable(st_compare tools/st_compare.c)
+target_include_directories(st_compare PRIVATE ${CMAKE_SOURCE_DIR}/runtime)
+target_link_libraries(st_compare PRIVATE ddpruntime)
+set_property(TEST test_ddp_equivalence test_resume APPEND PROPERTY ENVIRONMENT "ST_COMPARE=$<TARGET_FILE:st_compare>")
