@@ -6,7 +6,6 @@
 typedef struct ddprun_args {
   const char *plan_path;
   const char *device; /* NULL: cuda when a GPU is present, else ref for small plans */
-  const char *trace_path;
   int nproc;          /* 0: ranks from the environment */
   int has_seed;
   uint64_t seed;

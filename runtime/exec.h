@@ -34,6 +34,10 @@ typedef struct ddp_exec_vtbl {
   /* Device memory: bytes in use now and the peak since start (the ref reports its arenas). */
   int (*memory)(ddp_exec *x, uint64_t *in_use, uint64_t *peak);
   void (*destroy)(ddp_exec *x);
+  /* Optional (NULL when unsupported): while x->trace is set, the executor records when every
+   * instruction of the step program started and ended; this returns the last step's, in ms relative to
+   * the step's first timing point (start[k] < 0: not recorded). */
+  int (*instr_times)(ddp_exec *x, double *start, double *end, char *err, size_t errcap);
 } ddp_exec_vtbl;
 
 struct ddp_exec {
@@ -42,6 +46,7 @@ struct ddp_exec {
   int rank, world;
   ddp_data *data;        /* the batch source for LOAD_BATCH */
   uint64_t seed;         /* the run's seed (INIT_TENSOR); data has its own */
+  bool trace;            /* record per-instruction times of the step program (see instr_times) */
   void *impl;
 };
 

@@ -12,7 +12,8 @@
 static void usage(FILE *f) {
   fprintf(f,
           "usage: ddprun PLAN [--device cuda|ref] [--steps N] [--metrics FILE.jsonl] [--checkpoint-dir DIR]\n"
-          "              [--save-every K] [--resume] [--seed S] [--nproc N] [--peak-tflops X] [--quiet]\n"
+          "              [--save-every K] [--resume] [--seed S] [--nproc N] [--peak-tflops X] [--trace F.json]\n"
+          "              [--quiet]\n"
           "       ddprun --bench allreduce [--nproc N] [--sizes-mb 1,10,100,1000] [--iters N] [--out F.json]\n"
           "Replays a plan compiled by ddpc. Under srun, torchrun-style variables or mpirun each process is one\n"
           "rank; --nproc N forks N local ranks.\n");
@@ -64,7 +65,7 @@ int main(int argc, char **argv) {
     } else if (!strcmp(f, "--metrics")) {
       a.run.metrics_path = v;
     } else if (!strcmp(f, "--trace")) {
-      a.trace_path = v;
+      a.run.trace_path = v;
     } else if (!strcmp(f, "--checkpoint-dir")) {
       a.run.ckpt_dir = v;
     } else if (!strcmp(f, "--save-every")) {

@@ -4,6 +4,7 @@
  * plus one {"event": "memory", ...} line after init with the planner's bytes per class. */
 #include "run.h"
 #include "checkpoint.h"
+#include "trace.h"
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
@@ -74,12 +75,28 @@ int ddp_run_rank(ddp_exec *x, const ddp_run_opts *o, char *err, size_t errcap) {
   double sum = 0, sum2 = 0;
   int64_t timed = 0, last_saved = -1;
   float loss = 0, scalars[SCALAR_COUNT] = {0};
+  if (o->trace_path && !x->v->instr_times) {
+    snprintf(err, errcap, "the %s executor cannot record traces", x->v->name);
+    rc = -1;
+  }
   for (int64_t s = start; rc == 0 && s < steps; s++) {
+    x->trace = o->trace_path && s == steps - 1;
     rc = x->v->run(x, &p->ranks[x->rank].step, s, err, errcap);
     if (rc == 0) rc = x->v->sync(x, err, errcap);
     if (rc == 0) rc = x->v->read(x, (int32_t)m->loss_tensor, &loss, err, errcap);
     if (rc == 0) rc = x->v->read(x, (int32_t)m->scalars_tensor, scalars, err, errcap);
     if (rc == 0) rc = x->v->timers(x, timer_ms, err, errcap);
+    if (rc == 0 && x->trace) {
+      const ddp_program *prog = &p->ranks[x->rank].step;
+      double *ts = calloc(prog->n + 1, sizeof(double)), *te = calloc(prog->n + 1, sizeof(double));
+      char path[4200];
+      ddp_trace_path(o->trace_path, x->rank, x->world, path, sizeof path);
+      rc = x->v->instr_times(x, ts, te, err, errcap);
+      if (rc == 0) rc = ddp_trace_write(p, x->rank, s + 1, ts, te, path, err, errcap);
+      free(ts);
+      free(te);
+      x->trace = false;
+    }
     if (rc) break;
     if (!isfinite(loss)) {
       snprintf(err, errcap, "rank %d: the loss is %f at step %lld", x->rank, (double)loss, (long long)s + 1);

@@ -15,6 +15,7 @@ typedef struct ddp_run_opts {
   double peak_tflops;      /* for MFU; 0: not reported */
   bool quiet;
   const char *device_desc; /* printed in the summary, e.g. "NVIDIA H200" or "cpu reference" */
+  const char *trace_path;  /* Chrome trace of the last step (one file per rank), or NULL */
 } ddp_run_opts;
 
 /* Runs one rank to completion. Rank 0 prints progress and writes metrics. Returns 0 or -1 with err. */

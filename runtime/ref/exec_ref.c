@@ -14,6 +14,7 @@ typedef struct {
   ddp_kargs *init_args, *step_args; /* per instruction of the rank's init and step programs */
   double *timer_ms;
   uint32_t ntimers;
+  double *t_start, *t_end; /* per step instruction, when tracing */
   uint64_t bytes;
 } ref_impl;
 
@@ -45,9 +46,11 @@ static int run(ddp_exec *x, const ddp_program *prog, int64_t step, char *err, si
   ddp_kargs *own = args ? NULL : resolve(m, prog);
   if (!args) args = own;
   int rc = 0;
+  bool tracing = x->trace && prog == &rp->step;
   for (uint32_t k = 0; k < prog->n && rc == 0; k++) {
     const ddp_instr *in = &prog->v[k];
     const ddp_kargs *a = &args[k];
+    if (tracing) m->t_start[k] = now_ms();
     switch (in->opcode) {
     case I_KERNEL:
       ddp_ref_ops[in->op](a, in->dt);
@@ -92,6 +95,7 @@ static int run(ddp_exec *x, const ddp_program *prog, int64_t step, char *err, si
       snprintf(err, errcap, "reference executor: unknown opcode %u", in->opcode);
       rc = -1;
     }
+    if (tracing) m->t_end[k] = now_ms();
   }
   free(own);
   if (rc && m->comm && x->world > 1) ddp_ref_comm_abort(m->comm, x->rank);
@@ -137,6 +141,18 @@ static int timers(ddp_exec *x, double *ms, char *err, size_t errcap) {
   return 0;
 }
 
+static int instr_times(ddp_exec *x, double *start, double *end, char *err, size_t errcap) {
+  (void)err;
+  (void)errcap;
+  ref_impl *m = x->impl;
+  const ddp_program *prog = &x->plan->ranks[x->rank].step;
+  for (uint32_t k = 0; k < prog->n; k++) {
+    start[k] = m->t_start[k] - m->timer_ms[0];
+    end[k] = m->t_end[k] - m->timer_ms[0];
+  }
+  return 0;
+}
+
 static int memory(ddp_exec *x, uint64_t *in_use, uint64_t *peak) {
   ref_impl *m = x->impl;
   *in_use = *peak = m->bytes;
@@ -151,12 +167,14 @@ static void destroy(ddp_exec *x) {
     free(m->init_args);
     free(m->step_args);
     free(m->timer_ms);
+    free(m->t_start);
+    free(m->t_end);
     free(m);
   }
   free(x);
 }
 
-static const ddp_exec_vtbl ref_vtbl = {"ref", run, sync_noop, read_t, write_t, timers, memory, destroy};
+static const ddp_exec_vtbl ref_vtbl = {"ref", run, sync_noop, read_t, write_t, timers, memory, destroy, instr_times};
 
 ddp_exec *ddp_exec_ref_new(const ddp_plan *p, int rank, ddp_ref_comm *comm, ddp_data *data, uint64_t seed,
                            char *err, size_t errcap) {
@@ -184,6 +202,8 @@ ddp_exec *ddp_exec_ref_new(const ddp_plan *p, int rank, ddp_ref_comm *comm, ddp_
   }
   m->ntimers = rp->ntimers;
   m->timer_ms = calloc(rp->ntimers + 1, sizeof(double));
+  m->t_start = calloc(rp->step.n + 1, sizeof(double));
+  m->t_end = calloc(rp->step.n + 1, sizeof(double));
   m->init_args = resolve(m, &rp->init);
   m->step_args = resolve(m, &rp->step);
   return x;

@@ -1,0 +1,82 @@
+/* runtime/trace.c: see trace.h. */
+#include "trace.h"
+#include <stdio.h>
+#include <string.h>
+
+void ddp_trace_path(const char *path, int rank, int world, char *out, size_t cap) {
+  if (world <= 1) {
+    snprintf(out, cap, "%s", path);
+    return;
+  }
+  const char *dot = strrchr(path, '.'), *slash = strrchr(path, '/');
+  if (!dot || (slash && dot < slash)) dot = path + strlen(path);
+  snprintf(out, cap, "%.*s.rank%d%s", (int)(dot - path), path, rank, dot);
+}
+
+static void json_str(FILE *f, const char *s) {
+  fputc('"', f);
+  for (; *s; s++) {
+    if (*s == '"' || *s == '\\') fputc('\\', f);
+    if ((unsigned char)*s >= 0x20) fputc(*s, f);
+  }
+  fputc('"', f);
+}
+
+int ddp_trace_write(const ddp_plan *p, int rank, int64_t step, const double *start, const double *end,
+                    const char *path, char *err, size_t errcap) {
+  char tmp[4200];
+  snprintf(tmp, sizeof tmp, "%s.tmp", path);
+  FILE *f = fopen(tmp, "w");
+  if (!f) {
+    snprintf(err, errcap, "%s: cannot write the trace", path);
+    return -1;
+  }
+  const ddp_program *prog = &p->ranks[rank].step;
+  fprintf(f, "{\"displayTimeUnit\": \"ms\", \"otherData\": {\"schedule\": ");
+  json_str(f, p->meta.schedule_path ? p->meta.schedule_path : "");
+  fprintf(f, ", \"step\": %lld, \"rank\": %d}, \"traceEvents\": [\n", (long long)step, rank);
+  fprintf(f, "{\"ph\": \"M\", \"pid\": %d, \"name\": \"process_name\", \"args\": {\"name\": \"rank %d\"}}", rank, rank);
+  for (uint32_t s = 0; s < p->nstreams; s++)
+    fprintf(f, ",\n{\"ph\": \"M\", \"pid\": %d, \"tid\": %u, \"name\": \"thread_name\", \"args\": {\"name\": \"%s\"}}",
+            rank, s, s == STREAM_COMPUTE ? "compute stream" : s == STREAM_COMM ? "communication stream" : "stream");
+  for (uint32_t k = 0; k < prog->n; k++) {
+    const ddp_instr *in = &prog->v[k];
+    if (start[k] < 0 || end[k] < start[k]) continue;
+    switch (in->opcode) {
+    case I_EVENT_RECORD: case I_EVENT_WAIT: case I_RANGE_PUSH: case I_RANGE_POP: continue;
+    default: break;
+    }
+    const char *nm = ddp_plan_string(p, in->name);
+    char label[300];
+    if (in->opcode == I_TIMER)
+      snprintf(label, sizeof label, "%s", ddp_timer_name((int)in->i[1]));
+    else if (nm[0])
+      snprintf(label, sizeof label, "%s", nm);
+    else
+      snprintf(label, sizeof label, "%s", in->opcode == I_KERNEL ? ddp_op_name(in->op) : ddp_opcode_name(in->opcode));
+    fprintf(f, ",\n{\"ph\": \"%s\", \"pid\": %d, \"tid\": %u, \"ts\": %.3f, ", in->opcode == I_TIMER ? "i" : "X", rank,
+            in->stream, start[k] * 1e3);
+    if (in->opcode != I_TIMER) fprintf(f, "\"dur\": %.3f, ", (end[k] - start[k]) * 1e3);
+    else fprintf(f, "\"s\": \"t\", ");
+    fprintf(f, "\"name\": ");
+    json_str(f, label);
+    fprintf(f, ", \"cat\": \"%s\", \"args\": {\"instruction\": %u, \"opcode\": \"%s\"",
+            in->opcode == I_KERNEL || in->opcode == I_GEMM ? "compute" : "communication", k,
+            ddp_opcode_name(in->opcode));
+    if (in->opcode == I_KERNEL) fprintf(f, ", \"op\": \"%s\"", ddp_op_name(in->op));
+    if (in->layer >= 0) fprintf(f, ", \"layer\": %d", in->layer);
+    if (in->opcode == I_GEMM)
+      fprintf(f, ", \"mnk\": \"%lld x %lld x %lld\"", (long long)in->i[0], (long long)in->i[1], (long long)in->i[2]);
+    if (in->opcode >= I_ALL_REDUCE && in->opcode <= I_RECV)
+      fprintf(f, ", \"bytes\": %llu", (unsigned long long)in->i[0] * ddp_dtype_size(in->dt[0]));
+    fprintf(f, "}}");
+  }
+  fprintf(f, "\n]}\n");
+  int ok = fclose(f) == 0;
+  if (!ok || rename(tmp, path) != 0) {
+    remove(tmp);
+    snprintf(err, errcap, "%s: cannot write the trace", path);
+    return -1;
+  }
+  return 0;
+}
