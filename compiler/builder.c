@@ -125,6 +125,13 @@ void b_range_push(ddp_builder *b, int kind, const char *name) {
   b_emit(b, in, name);
 }
 
+void b_timer(ddp_builder *b, int role) {
+  ddp_instr in = ddp_instr_blank(I_TIMER, STREAM_COMPUTE);
+  in.i[0] = -1;
+  in.i[1] = role;
+  b_emit(b, in, NULL);
+}
+
 void b_range_pop(ddp_builder *b) { b_emit(b, ddp_instr_blank(I_RANGE_POP, STREAM_COMPUTE), NULL); }
 
 ddp_instr *b_gemm(ddp_builder *b, const char *name, int32_t A, uint64_t a_view, int transA, int64_t lda,

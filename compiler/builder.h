@@ -42,7 +42,7 @@ typedef struct ddp_node {
 } ddp_node;
 
 enum { LK_EMBED, LK_LINEAR, LK_RMSNORM, LK_ROPE, LK_ATTENTION, LK_SWIGLU, LK_XENT, LK_MSE, LK_RELU,
-       LK_LAYERNORM, LK_BIAS, LK_COUNT };
+       LK_LAYERNORM, LK_BIAS, LK_ATTENTION_NAIVE, LK_COUNT };
 
 typedef struct ddp_builder {
   ddp_plan *plan;
@@ -84,6 +84,8 @@ ddp_instr *b_emit(ddp_builder *b, ddp_instr in, const char *name);
 ddp_instr *b_emit_init(ddp_builder *b, ddp_instr in, const char *name);
 void b_range_push(ddp_builder *b, int kind, const char *name);
 void b_range_pop(ddp_builder *b);
+/* A timing point on the compute stream; its slot is numbered when the rank programs are assembled. */
+void b_timer(ddp_builder *b, int role);
 /* GEMM: D[M,N] = alpha * op(A) op(B) + beta * C with C == D (row-major, contiguous unless ld given). */
 ddp_instr *b_gemm(ddp_builder *b, const char *name, int32_t A, uint64_t a_view, int transA, int64_t lda,
                   int32_t B, uint64_t b_view, int transB, int64_t ldb, int32_t D, uint64_t d_view, int64_t ldd,
@@ -115,6 +117,7 @@ int32_t L_linear(ddp_builder *b, const char *name, int unit, int32_t x, int64_t 
 int32_t L_rmsnorm(ddp_builder *b, const char *name, int unit, int32_t x, int64_t d, int out_dt);
 void L_rope(ddp_builder *b, const char *name, int32_t qkv, int64_t d, int64_t heads);
 int32_t L_attention(ddp_builder *b, const char *name, int32_t qkv, int64_t d, int64_t heads);
+int32_t L_attention_naive(ddp_builder *b, const char *name, int32_t qkv, int64_t d, int64_t heads);
 int32_t L_swiglu(ddp_builder *b, const char *name, int32_t ab, int64_t dff);
 void L_cross_entropy(ddp_builder *b, int32_t logits, int32_t targets, int64_t vocab);
 void L_mse(ddp_builder *b, int32_t pred, int32_t target, int64_t m);
@@ -129,6 +132,7 @@ void L_linear_bwd(ddp_builder *b, const ddp_node *n);
 void L_rmsnorm_bwd(ddp_builder *b, const ddp_node *n);
 void L_rope_bwd(ddp_builder *b, const ddp_node *n);
 void L_attention_bwd(ddp_builder *b, const ddp_node *n);
+void L_attention_naive_bwd(ddp_builder *b, const ddp_node *n);
 void L_swiglu_bwd(ddp_builder *b, const ddp_node *n);
 void L_relu_bwd(ddp_builder *b, const ddp_node *n);
 void L_layernorm_bwd(ddp_builder *b, const ddp_node *n);

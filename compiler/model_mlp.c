@@ -101,5 +101,6 @@ int build_mlp(ddp_builder *b, char *err, size_t errcap) {
   }
   L_mse(b, h, b->targets, width);
   b_range_pop(b);
+  b_timer(b, TIMER_FORWARD_END);
   return 0;
 }

@@ -88,7 +88,7 @@ int build_transformer(ddp_builder *b, char *err, size_t errcap) {
     snprintf(nm, sizeof nm, "%s.attn.rope", p);
     L_rope(b, nm, q, D, H);
     snprintf(nm, sizeof nm, "%s.attn.sdpa", p);
-    int32_t a = L_attention(b, nm, q, D, H);
+    int32_t a = s->attention == ATTN_NAIVE ? L_attention_naive(b, nm, q, D, H) : L_attention(b, nm, q, D, H);
     b_range_pop(b);
     snprintf(nm, sizeof nm, "%s.attn.output_proj", p);
     x = L_linear(b, nm, wo[l], a, D, D, x, b->res_dt);
@@ -107,6 +107,7 @@ int build_transformer(ddp_builder *b, char *err, size_t errcap) {
   int32_t logits = L_linear(b, "lm_head", head, xf, D, V, -1, b->act_dt);
   L_cross_entropy(b, logits, b->targets, V);
   b_range_pop(b);
+  b_timer(b, TIMER_FORWARD_END);
   free(ln1);
   free(qkv);
   free(wo);

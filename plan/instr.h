@@ -77,7 +77,7 @@ typedef enum {
 } ddp_init;
 
 /* What a timing point marks. COMM_BEGIN/COMM_END bracket each collective on the communication stream. */
-#define DDP_TIMERS(X) X(STEP_BEGIN, "step_begin") X(BACKWARD_END, "backward_end") X(COMM_BEGIN, "comm_begin") \
+#define DDP_TIMERS(X) X(STEP_BEGIN, "step_begin") X(FORWARD_END, "forward_end") X(BACKWARD_END, "backward_end") X(COMM_BEGIN, "comm_begin") \
   X(COMM_END, "comm_end") X(OPT_BEGIN, "optimizer_begin") X(STEP_END, "step_end")
 typedef enum {
 #define DDP_TIMER_ENUM(id, name) TIMER_##id,

@@ -18,6 +18,8 @@ typedef struct ddp_exec ddp_exec;
  * compute = step - exposed. */
 typedef struct ddp_step_times {
   double step_ms, compute_ms, comm_ms, exposed_comm_ms, overlap_ratio;
+  double forward_ms, backward_ms, optimizer_ms; /* FORWARD_END - STEP_BEGIN, BACKWARD_END - FORWARD_END,
+                                                   STEP_END - OPT_BEGIN */
 } ddp_step_times;
 
 typedef struct ddp_exec_vtbl {

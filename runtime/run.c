@@ -120,10 +120,11 @@ int ddp_run_rank(ddp_exec *x, const ddp_run_opts *o, char *err, size_t errcap) {
       fprintf(metrics,
               "{\"step\": %lld, \"loss\": %.7g, \"lr\": %.7g, \"grad_norm\": %.7g, \"step_ms\": %.4f, "
               "\"tokens_per_s\": %.1f, \"mfu\": %.4f, \"compute_ms\": %.4f, \"comm_ms\": %.4f, "
-              "\"exposed_comm_ms\": %.4f, \"overlap_ratio\": %.4f, \"mem_in_use_GiB\": %.4f, \"peak_mem_GiB\": %.4f, "
-              "\"warmup\": %s}\n",
+              "\"exposed_comm_ms\": %.4f, \"overlap_ratio\": %.4f, \"forward_ms\": %.4f, \"backward_ms\": %.4f, "
+              "\"optimizer_ms\": %.4f, \"mem_in_use_GiB\": %.4f, \"peak_mem_GiB\": %.4f, \"warmup\": %s}\n",
               (long long)s + 1, (double)loss, (double)scalars[SCALAR_LR], (double)scalars[SCALAR_GRAD_NORM], t.step_ms,
-              tps, mfu, t.compute_ms, t.comm_ms, t.exposed_comm_ms, t.overlap_ratio, gib(in_use), gib(peak),
+              tps, mfu, t.compute_ms, t.comm_ms, t.exposed_comm_ms, t.overlap_ratio, t.forward_ms, t.backward_ms,
+              t.optimizer_ms, gib(in_use), gib(peak),
               warm ? "true" : "false");
       fflush(metrics);
     }

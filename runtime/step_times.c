@@ -5,14 +5,19 @@
 
 void ddp_step_times_from_timers(const ddp_plan *p, int rank, const double *ms, ddp_step_times *out) {
   const ddp_program *prog = &p->ranks[rank].step;
-  double begin = 0, end = 0, bwd_end = -1;
+  double begin = 0, end = 0, bwd_end = -1, fwd_end = -1, opt_begin = -1;
   for (uint32_t k = 0; k < prog->n; k++) {
     const ddp_instr *in = &prog->v[k];
     if (in->opcode != I_TIMER) continue;
     if (in->i[1] == TIMER_STEP_BEGIN) begin = ms[in->i[0]];
     if (in->i[1] == TIMER_STEP_END) end = ms[in->i[0]];
     if (in->i[1] == TIMER_BACKWARD_END) bwd_end = ms[in->i[0]];
+    if (in->i[1] == TIMER_FORWARD_END) fwd_end = ms[in->i[0]];
+    if (in->i[1] == TIMER_OPT_BEGIN) opt_begin = ms[in->i[0]];
   }
+  out->forward_ms = fwd_end >= 0 ? fwd_end - begin : 0;
+  out->backward_ms = fwd_end >= 0 && bwd_end >= 0 ? bwd_end - fwd_end : 0;
+  out->optimizer_ms = opt_begin >= 0 ? end - opt_begin : 0;
   if (bwd_end < 0) bwd_end = begin;
   double comm = 0, overlapped = 0, last_grad_end = -1, post_opt = 0, open = -1;
   int after_opt = 0;

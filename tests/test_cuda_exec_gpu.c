@@ -18,6 +18,8 @@
 #include <math.h>
 #include <nccl.h>
 #include <nvrtc.h>
+#include <execinfo.h>
+#include <pthread.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -502,7 +504,7 @@ static void coll(ddp_plan *p, int r, int opc, int32_t send, uint64_t sv, int32_t
   cxt_push(p, r, 0, &in);
 }
 
-static nccl_plan nccl_ops_plan(void) {
+static nccl_plan nccl_ops_plan(int p2p) {
   nccl_plan np;
   ddp_plan *p = np.p = cxt_plan_new(2, 2);
   np.a = cxt_tensor(p, "a", DT_F32, ARENA_GRAD, 1, NA);
@@ -519,6 +521,7 @@ static nccl_plan nccl_ops_plan(void) {
     coll(p, r, I_REDUCE_SCATTER, np.s, 0, np.s, (uint64_t)r * NS * 4, DT_F32, NS, REDOP_SUM, 0);
     coll(p, r, I_ALL_GATHER, np.g, (uint64_t)r * NG * 4, np.g, 0, DT_F32, NG, 0, 0);
     coll(p, r, I_BROADCAST, np.t, 0, np.t, 0, DT_F32, NT, 0, 1);
+    if (!p2p) continue;
     ddp_instr in = ddp_instr_blank(I_SEND, STREAM_COMM); /* both ranks send first: one NCCL group */
     in.p[0] = cxt_ref(p, np.ps, 0), in.dt[0] = DT_F32, in.i[0] = NP, in.i[2] = 1 - r;
     cxt_push(p, r, 0, &in);
@@ -531,8 +534,8 @@ static nccl_plan nccl_ops_plan(void) {
 
 static float val(int r, int64_t i, int salt) { return (float)((i * 7 + salt) % 13) + 100.0f * (float)r; }
 
-static int nccl_child_ops(int rank, const void *id, int graph) {
-  nccl_plan np = nccl_ops_plan();
+static int nccl_child_ops(int rank, const void *id, int graph, int p2p) {
+  nccl_plan np = nccl_ops_plan(p2p);
   ddp_plan *p = np.p;
   char err[1024];
   if (graph) setenv("DDP_CUDA_GRAPH", "1", 1);
@@ -564,6 +567,7 @@ static int nccl_child_ops(int rank, const void *id, int graph) {
     if (!rc) rc = x->v->read(x, np.pr, pr, err, sizeof err);
     CXT_CHECK(!rc, "rank %d step %d: %s", rank, step, err);
     if (rc) break;
+    fprintf(stderr, "rank %d step %d done\n", rank, step);
     int bad = 0;
     for (int64_t i = 0; i < NA; i++) bad += a[i] != val(0, i, step) + val(1, i, step);
     CXT_CHECK(!bad, "rank %d step %d: all-reduce sum: %d wrong", rank, step, bad);
@@ -583,7 +587,7 @@ static int nccl_child_ops(int rank, const void *id, int graph) {
     for (int64_t i = 0; i < NT; i++) bad += t[i] != val(1, i, 3);
     CXT_CHECK(!bad, "rank %d step %d: broadcast from rank 1: %d wrong", rank, step, bad);
     bad = 0;
-    for (int64_t i = 0; i < NP; i++) bad += pr[i] != val(1 - rank, i, 4);
+    for (int64_t i = 0; p2p && i < NP; i++) bad += pr[i] != val(1 - rank, i, 4);
     CXT_CHECK(!bad, "rank %d step %d: send/recv: %d wrong", rank, step, bad);
   }
   x->v->destroy(x);
@@ -618,6 +622,29 @@ static int nccl_child_dead(int rank, const void *id) {
   return cxt_failures ? 1 : 0;
 }
 
+/* A hung rank prints its main thread's stack (resolve with addr2line) and exits 3. */
+static pthread_t main_thread;
+static void on_hang(int sig) {
+  (void)sig;
+  static const char m[] = "rank hung; main thread backtrace:\n";
+  if (write(2, m, sizeof m - 1) < 0) _exit(3);
+  void *bt[64];
+  int n = backtrace(bt, 64);
+  backtrace_symbols_fd(bt, n, 2);
+  _exit(3);
+}
+static void *hang_watch(void *arg) {
+  sleep((unsigned)(intptr_t)arg);
+  pthread_kill(main_thread, SIGUSR1);
+  return NULL;
+}
+static void arm_watchdog(unsigned seconds) {
+  pthread_t t;
+  main_thread = pthread_self();
+  signal(SIGUSR1, on_hang);
+  if (pthread_create(&t, NULL, hang_watch, (void *)(intptr_t)seconds) == 0) pthread_detach(t);
+}
+
 static int hexval(char c) { return c >= 'a' ? c - 'a' + 10 : c - '0'; }
 
 static int nccl_child(int argc, char **argv) {
@@ -625,12 +652,15 @@ static int nccl_child(int argc, char **argv) {
   int rank = atoi(argv[2]);
   uint8_t id[DDP_NCCL_ID_BYTES];
   for (int i = 0; i < DDP_NCCL_ID_BYTES; i++) id[i] = (uint8_t)(hexval(argv[3][2 * i]) << 4 | hexval(argv[3][2 * i + 1]));
+  arm_watchdog(argc > 5 ? (unsigned)atoi(argv[5]) : 150);
   if (!strcmp(argv[4], "dead")) return nccl_child_dead(rank, id);
-  return nccl_child_ops(rank, id, !strcmp(argv[4], "graph"));
+  return nccl_child_ops(rank, id, strstr(argv[4], "graph") != NULL, strstr(argv[4], "nop2p") == NULL);
 }
 
 /* Runs both ranks as fresh processes (exec: CUDA is already initialised in this one); 0 when both pass. */
 static int run_two_ranks(const char *mode, double limit_s) {
+  char child_limit[16];
+  snprintf(child_limit, sizeof child_limit, "%d", (int)(limit_s * 0.75));
   ncclUniqueId uid;
   ncclResult_t r = ncclGetUniqueId(&uid);
   CXT_CHECK(r == ncclSuccess, "ncclGetUniqueId: %s", ncclGetErrorString(r));
@@ -644,7 +674,7 @@ static int run_two_ranks(const char *mode, double limit_s) {
     if (pid[rk] == 0) {
       char rs[8];
       snprintf(rs, sizeof rs, "%d", rk);
-      execl("/proc/self/exe", "test_cuda_exec_gpu", "--nccl-rank", rs, hex, mode, (char *)NULL);
+      execl("/proc/self/exe", "test_cuda_exec_gpu", "--nccl-rank", rs, hex, mode, child_limit, (char *)NULL);
       _exit(127);
     }
   }
@@ -688,7 +718,12 @@ int main(int argc, char **argv) {
   if (!only || strstr(only, "kernel")) test_kernel(0);
   if (!only || strstr(only, "errors")) test_errors(0);
   if (!only || strstr(only, "nccl")) {
-    if (ndev >= 2) {
+    const char *modes = getenv("DDP_TEST_NCCL_MODES"); /* e.g. "graph,graph-nop2p" */
+    if (ndev >= 2 && modes) {
+      char buf[256];
+      snprintf(buf, sizeof buf, "%s", modes);
+      for (char *m = strtok(buf, ","); m; m = strtok(NULL, ",")) run_two_ranks(m, 60);
+    } else if (ndev >= 2) {
       run_two_ranks("eager", 180);
       run_two_ranks("graph", 180);
       run_two_ranks("dead", 120);

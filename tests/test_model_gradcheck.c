@@ -104,6 +104,9 @@ int main(void) {
   const char *tiny[] = {"model.d_model=32", "model.heads=2", "model.d_ff=48", "model.vocab=13",
                         "model.context=6", "data.global_batch=2", "optimizer.clip=0"};
   check("schedules/tiny.lua", tiny, 7);
+  const char *naive[] = {"model.d_model=32", "model.heads=2", "model.d_ff=48", "model.vocab=13",
+                         "model.context=6", "data.global_batch=2", "optimizer.clip=0", "model.attention=naive"};
+  check("schedules/tiny.lua", naive, 8);
   check("schedules/toy.lua", NULL, 0);
   check("schedules/toy_tied.lua", NULL, 0);
   check("schedules/toy_layernorm.lua", NULL, 0);

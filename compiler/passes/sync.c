@@ -93,7 +93,11 @@ static int assemble_rank(ddp_builder *b, ddp_layout *L, int rank) {
 
   uint32_t *bucket_done = calloc((size_t)ngroups + 1, sizeof(uint32_t));
   for (uint32_t k = 0; k <= b->step.n; k++) {
-    if (k < b->step.n) ddp_program_push(c.out, &b->step.v[k]);
+    if (k < b->step.n) {
+      ddp_instr in = b->step.v[k];
+      if (in.opcode == I_TIMER) in.i[0] = c.ntimers++;
+      ddp_program_push(c.out, &in);
+    }
     if (k + 1 == b->step.n || (b->step.n == 0 && k == 0)) rp_timer(&c, STREAM_COMPUTE, TIMER_BACKWARD_END);
     /* groups due after instruction k (for k == n: the non-overlapped ones) */
     bool ordered = false;

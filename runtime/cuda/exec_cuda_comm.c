@@ -7,6 +7,7 @@
  * communicator: its collectives are local copies. */
 #include "exec_cuda_internal.h"
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 
 _Static_assert(sizeof(ncclUniqueId) == DDP_NCCL_ID_BYTES, "DDP_NCCL_ID_BYTES must equal sizeof(ncclUniqueId)");
@@ -88,7 +89,8 @@ int cx_comm_init(cx *x, const void *nccl_id, char *err, size_t errcap) {
   ncclUniqueId id;
   memcpy(&id, nccl_id, sizeof id);
   ncclConfig_t cfg = NCCL_CONFIG_INITIALIZER;
-  cfg.blocking = 0;
+  const char *blocking = getenv("DDP_NCCL_BLOCKING");
+  cfg.blocking = blocking && !strcmp(blocking, "1"); /* diagnostic: a blocking communicator (no setup deadline) */
   char call[160];
   snprintf(call, sizeof call, "ncclCommInitRankConfig(rank %d of %d, GPU %d)", x->base.rank, x->base.world,
            x->device);
