@@ -97,7 +97,7 @@ int ddp_instr_accesses(const ddp_plan *p, int rank, const ddp_instr *in, ddp_acc
     n = add(p, in, 0, 1, 0, out, n);
     return add(p, in, 1, 1, 0, out, n);
   case I_INIT_TENSOR:
-    return add(p, in, 0, 1, count * es, out, n);
+    return add(p, in, 0, 1, (uint64_t)in->i[1] * es, out, n);
   default:
     return 0;
   }

@@ -3,7 +3,7 @@
 // ref_attn_bwd_dkv, ref_attn_bwd_dq). Element (b,t,h,j) of q at q[(b*T+t)*i4 + h*Dh + j] (k: i5, v: i6,
 // o and do: i7; dq: i4, dk: i5, dv: i6).
 //   forward:  s = scale q.k over visible keys (j <= t when causal), lse = logsumexp(s) (natural log),
-//             o = softmax(s) v. Online softmax in the log2 domain (exp2f, scale*log2e prescaled).
+//             o = softmax(s) v. Online softmax in the log2 domain (exp2, scale*log2e prescaled).
 //   backward: delta = rowsum(do*o) (PREP); P = exp(s - lse) recomputed; dV = P^T dO, dP = dO V^T,
 //             dS = P (dP - delta), dK = scale dS^T Q (DKV: grid over key blocks, loop over query blocks),
 //             dQ = scale dS K (DQ: grid over query blocks, loop over key blocks). Deterministic, no atomics,
@@ -13,12 +13,14 @@
 //   DDP_ATTN_MMA 1: bf16 q/k/v/o/do; tensor cores (mma.sync m16n8k16 bf16 -> f32) fed by ldmatrix from
 //                   padded shared tiles (row pitch HD+8: conflict-free), K/V (or Q/dO) tiles double
 //                   buffered with cp.async (16-byte, zero-fill past T and Dh; plain loads when a row is
-//                   not 16-byte aligned). Each warp owns 16 rows of the block's tile.
-//   DDP_ATTN_MMA 0: f32 everything; plain FFMA on 32x32 tiles (no TF32): 128 threads, thread (r, sub)
-//                   owns row r = tid/4 and columns sub + 4c.
+//                   not 16-byte aligned). Each warp owns DDP_MT m16 tiles (16*MT rows) of the block's
+//                   tile, so each K/V (Q/dO) fragment read from shared memory feeds MT mma instructions.
+//   DDP_ATTN_MMA 0: f32 everything; plain FFMA (no TF32) on 64x64 tiles, 128 threads, each thread a 4x8
+//                   register micro-tile of the scores and 4 rows x HD/8 columns of the output tile.
 // Spec: DDP_HEAD_DIM (head dim padded to a multiple of 16; Dh itself is i3 at run time), DDP_ATTN_MMA,
-// DDP_WARPS, DDP_MT (m16 tiles per warp, bf16 path), DDP_BM (rows of the block's own tile: queries for FWD/DQ, keys for DKV), DDP_BN (rows of
-// the streamed tiles), DDP_SMEM (dynamic shared bytes, checked against the layout below).
+// DDP_WARPS, DDP_MT (m16 tiles per warp, bf16 path), DDP_MINB (blocks per SM asked of the register
+// allocator, bf16 path), DDP_BM (rows of the block's own tile: queries for FWD/DQ, keys for DKV), DDP_BN
+// (rows of the streamed tiles), DDP_SMEM (dynamic shared bytes, checked against the layout below).
 // Types: T0 q, T1 k, T2 v, T3 o, T4 lse (f32), T5 do, T6 delta (f32), T7 dk, T8 dv, T9 dq; PREP: T0 o,
 // T1 do, T2 delta.
 #include "common.cuh"
@@ -43,6 +45,9 @@
 #endif
 #ifndef DDP_MT
 #define DDP_MT 1
+#endif
+#ifndef DDP_MINB
+#define DDP_MINB 1
 #endif
 
 namespace attn {
@@ -247,7 +252,7 @@ __device__ __forceinline__ void store_rows(T *base, long long st, long long r0, 
 // MT tensor-core instructions. Scores stay in raw units; p = 2^(s*scale*log2e - m*scale*log2e) is one FFMA
 // and one MUFU.EX2 per element.
 #ifdef DDP_ENTRY_attn_fwd
-extern "C" __global__ void __launch_bounds__(32 * DDP_WARPS) ddp_attn_fwd(const ddp_kargs a) {
+extern "C" __global__ void __launch_bounds__(32 * DDP_WARPS, DDP_MINB) ddp_attn_fwd(const ddp_kargs a) {
   using namespace attn;
   constexpr int MT = DDP_MT;
   static_assert(BM == 16 * MT * NW, "forward: MT m16 tiles per warp");
@@ -428,7 +433,7 @@ extern "C" __global__ void __launch_bounds__(32 * DDP_WARPS) ddp_attn_fwd(const 
 // diagonal when causal). Per tile: S^T = K Q^T, P^T = 2^(S^T*scale*log2e - lse*log2e), dV += P^T dO,
 // dP^T = V dO^T, dS^T = P^T (dP^T - delta), dK += dS^T Q. Q/dO tiles and their lse/delta double buffered.
 #ifdef DDP_ENTRY_attn_bwd_dkv
-extern "C" __global__ void __launch_bounds__(32 * DDP_WARPS) ddp_attn_bwd_dkv(const ddp_kargs a) {
+extern "C" __global__ void __launch_bounds__(32 * DDP_WARPS, DDP_MINB) ddp_attn_bwd_dkv(const ddp_kargs a) {
   using namespace attn;
   constexpr int MT = DDP_MT;
   static_assert(BM == 16 * MT * NW, "dkv: MT m16 key tiles per warp");
@@ -582,7 +587,7 @@ extern "C" __global__ void __launch_bounds__(32 * DDP_WARPS) ddp_attn_bwd_dkv(co
 // Block: BM = 16*MT*NW query rows (Q and dO fragments kept in registers); loop over key tiles of BN
 // (up to the diagonal when causal): S = Q K^T, dP = dO V^T, dS = P (dP - delta), dQ += dS K.
 #ifdef DDP_ENTRY_attn_bwd_dq
-extern "C" __global__ void __launch_bounds__(32 * DDP_WARPS) ddp_attn_bwd_dq(const ddp_kargs a) {
+extern "C" __global__ void __launch_bounds__(32 * DDP_WARPS, DDP_MINB) ddp_attn_bwd_dq(const ddp_kargs a) {
   using namespace attn;
   constexpr int MT = DDP_MT;
   static_assert(BM == 16 * MT * NW, "dq: MT m16 tiles per warp");

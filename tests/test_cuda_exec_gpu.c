@@ -672,7 +672,7 @@ static int run_two_ranks(const char *mode, double limit_s) {
   for (int rk = 0; rk < 2; rk++) {
     pid[rk] = fork();
     if (pid[rk] == 0) {
-      char rs[8];
+      char rs[16];
       snprintf(rs, sizeof rs, "%d", rk);
       execl("/proc/self/exe", "test_cuda_exec_gpu", "--nccl-rank", rs, hex, mode, child_limit, (char *)NULL);
       _exit(127);

@@ -190,9 +190,11 @@ static void cx_destroy(ddp_exec *e) {
   (void)cudaSetDevice(x->device);
   /* Let issued work finish (bounded: a hung collective aborts the communicator) before freeing memory. */
   if (x->streams && !x->comm_aborted) (void)cx_wait_streams(x, "teardown", why, sizeof why);
-  cx_comm_fini(x);
+  /* Programs first: CUDA graphs holding NCCL work keep the communicator busy, so finalizing it before the
+   * graphs are destroyed never completes. */
   cx_prog_free(x, &x->init);
   cx_prog_free(x, &x->step);
+  cx_comm_fini(x);
   cx_graph_fini(x);
   cx_gemm_fini(x);
   if (x->modules)

@@ -9,6 +9,8 @@
  *   DDP_NCCL_TIMEOUT_S  seconds (default 60) NCCL setup or a wait for the streams may take while NCCL work
  *                       is outstanding before the communicator is aborted and the call fails naming a peer
  *                       rank that stopped responding;
+ *   DDP_NCCL_BLOCKING=1 diagnostic: a blocking NCCL communicator (setup and first connections then have no
+ *                       deadline; the default non-blocking one polls every call that answers ncclInProgress);
  *   DDP_CUDA_GRAPH=1    capture the step program's device work into CUDA graphs on its second run and
  *                       replay them from then on (LOAD_BATCH and INIT_TENSOR stay outside the graphs);
  *   NCCL_NVLS_ENABLE    set to 0 unless already set (NVLink multicast can take a host's GPUs out of service). */

@@ -541,12 +541,19 @@ static void tune_attention(int64_t d) {
       "DDP_TUNE_DKV_BN=32 DDP_TUNE_DQ_BN=32",
       "DDP_TUNE_DKV_BN=128 DDP_TUNE_DQ_BN=128",
       "DDP_TUNE_DKV_MT=2 DDP_TUNE_DKV_BN=16 DDP_TUNE_DQ_MT=2 DDP_TUNE_DQ_BN=16",
+      "DDP_TUNE_FWD_BN=32 DDP_TUNE_FWD_MINB=3",
+      "DDP_TUNE_FWD_MT=1 DDP_TUNE_FWD_MINB=3",
+      "DDP_TUNE_FWD_MT=1 DDP_TUNE_FWD_MINB=4",
+      "DDP_TUNE_FWD_WARPS=8",
+      "DDP_TUNE_FWD_WARPS=8 DDP_TUNE_FWD_MT=1 DDP_TUNE_FWD_MINB=2",
+      "DDP_TUNE_DKV_MT=1 DDP_TUNE_DKV_MINB=3 DDP_TUNE_DQ_MT=1 DDP_TUNE_DQ_MINB=3",
+      "DDP_TUNE_DKV_MT=1 DDP_TUNE_DKV_BN=64 DDP_TUNE_DKV_MINB=2 DDP_TUNE_DQ_MT=1 DDP_TUNE_DQ_BN=64 DDP_TUNE_DQ_MINB=2",
   };
-  static const char *const names[] = {"FWD_MT", "FWD_BN", "DKV_MT", "DKV_BN", "DQ_MT", "DQ_BN"};
+  static const char *const names[] = {"FWD_MT", "FWD_BN", "DKV_MT", "DKV_BN", "DQ_MT", "DQ_BN", "FWD_MINB", "DKV_MINB", "DQ_MINB", "FWD_WARPS"};
   printf("\ntile variants, bf16 causal, 16 heads, T 16384, d %lld (ms): fwd | prep dkv dq | fwd+bwd\n", (long long)d);
   for (size_t v = 0; v < sizeof vars / sizeof vars[0]; v++) {
     char env[64];
-    for (int k = 0; k < 6; k++) snprintf(env, sizeof env, "DDP_TUNE_%s", names[k]), unsetenv(env);
+    for (int k = 0; k < 10; k++) snprintf(env, sizeof env, "DDP_TUNE_%s", names[k]), unsetenv(env);
     char buf[256];
     snprintf(buf, sizeof buf, "%s", vars[v]);
     for (char *tok = strtok(buf, " "); tok; tok = strtok(NULL, " ")) {
@@ -562,7 +569,7 @@ static void tune_attention(int64_t d) {
          (long long)d, vars[v], r.ms[0], r.parts[1], r.parts[2], r.ms[2]);
   }
   char env[64];
-  for (int k = 0; k < 6; k++) snprintf(env, sizeof env, "DDP_TUNE_%s", names[k]), unsetenv(env);
+  for (int k = 0; k < 10; k++) snprintf(env, sizeof env, "DDP_TUNE_%s", names[k]), unsetenv(env);
 }
 
 int main(int argc, char **argv) {
@@ -596,10 +603,7 @@ int main(int argc, char **argv) {
          (double)prop.totalGlobalMem / (1 << 30), quick ? ", --quick" : "");
   compile_local();
   g_fill = local("ddp_fill_normal", 1, 1, 1, 256);
-  if (tune) {
-    tune_attention(64);
-    tune_attention(128);
-  }
+  if (tune) tune_attention(64);
   if (!only || !strcmp(only, "rmsnorm")) bench_rmsnorm(quick);
   if (!only || !strcmp(only, "attention")) bench_attention(quick, naive_max);
   if (out) {
