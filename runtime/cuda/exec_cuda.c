@@ -54,6 +54,7 @@ static const ddp_exec_vtbl cx_vtbl = {
     .timers = cx_timers,
     .memory = cx_memory_vt,
     .destroy = cx_destroy,
+    .instr_times = cx_instr_times,
 };
 
 /* DDP_NCCL_TIMEOUT_S and DDP_CUDA_GRAPH. */
@@ -194,6 +195,7 @@ static void cx_destroy(ddp_exec *e) {
    * graphs are destroyed never completes. */
   cx_prog_free(x, &x->init);
   cx_prog_free(x, &x->step);
+  cx_trace_free(x);
   cx_comm_fini(x);
   cx_graph_fini(x);
   cx_gemm_fini(x);

@@ -110,6 +110,8 @@ typedef struct cx {
   cudaEvent_t gfork, *gjoin; /* capture fork/join (per stream) */
   cudaEvent_t lfork, *ljoin; /* ordering around graph launches */
   uint64_t mem_peak;
+  cudaEvent_t *trace_ev;     /* --trace: begin/end event per step instruction (2n), created on first use */
+  uint32_t trace_n;
 } cx;
 
 /* Messages: one line into err, -1 returned. */
@@ -128,6 +130,9 @@ int cx_fail_at(const cx *x, const cx_prog *pg, const cx_op *op, char *err, size_
 /* exec_cuda_prepare.c: builds a cx_prog from a program of this rank. */
 int cx_prog_prepare(cx *x, cx_prog *pg, const ddp_program *prog, const char *what, char *err, size_t errcap);
 void cx_prog_free(cx *x, cx_prog *pg);
+/* exec_cuda_run.c: per-instruction times of the last traced step (exec.h instr_times). */
+int cx_instr_times(ddp_exec *e, double *start, double *end, char *err, size_t errcap);
+void cx_trace_free(cx *x);
 /* Device pointer of buffer operand `slot`, checking that `bytes` from it stay inside its tensor's root
  * and the rank's arena. */
 int cx_buffer(const cx *x, const ddp_instr *in, int slot, uint64_t bytes, void **out, char *err, size_t errcap);

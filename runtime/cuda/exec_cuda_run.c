@@ -78,10 +78,48 @@ int cx_exec_TIMER(cx *x, const cx_op *op, int64_t step, char *err, size_t errcap
   return 0;
 }
 
+/* --trace: events around every instruction of the step (eager replay only: a traced step is never
+ * captured into a graph), so the trace shows each kernel, GEMM and collective on its stream. */
+static int trace_events(cx *x, uint32_t n, char *err, size_t errcap) {
+  if (x->trace_ev && x->trace_n == n) return 0;
+  cx_trace_free(x);
+  x->trace_ev = calloc(2 * (size_t)n + 1, sizeof(cudaEvent_t));
+  x->trace_n = n;
+  for (uint32_t k = 0; k < 2 * n; k++) DDP_CUDA_TRY(cudaEventCreate(&x->trace_ev[k]));
+  return 0;
+}
+
+void cx_trace_free(cx *x) {
+  for (uint32_t k = 0; x->trace_ev && k < 2 * x->trace_n; k++)
+    if (x->trace_ev[k]) cudaEventDestroy(x->trace_ev[k]);
+  free(x->trace_ev);
+  x->trace_ev = NULL;
+  x->trace_n = 0;
+}
+
 int cx_run_ops(cx *x, const cx_prog *pg, uint32_t begin, uint32_t end, int64_t step, char *err, size_t errcap) {
+  int tracing = x->base.trace && pg == &x->step && !x->capturing;
+  if (tracing && trace_events(x, pg->n, err, errcap)) return -1;
   for (uint32_t i = begin; i < end; i++) {
     const cx_op *op = &pg->ops[i];
+    if (tracing) DDP_CUDA_TRY(cudaEventRecord(x->trace_ev[2 * i], op->stream));
     if (exec_table[op->in->opcode](x, op, step, err, errcap)) return cx_fail_at(x, pg, op, err, errcap);
+    if (tracing) DDP_CUDA_TRY(cudaEventRecord(x->trace_ev[2 * i + 1], op->stream));
+  }
+  return 0;
+}
+
+int cx_instr_times(ddp_exec *e, double *start, double *end, char *err, size_t errcap) {
+  cx *x = e->impl;
+  const cx_prog *pg = &x->step;
+  if (!x->trace_ev || x->trace_n != pg->n || pg->timer_base < 0)
+    return cx_fail(err, errcap, "cuda executor: rank %d: no traced step to report", x->base.rank);
+  for (uint32_t k = 0; k < pg->n; k++) {
+    float a = 0, b = 0;
+    DDP_CUDA_TRY(cudaEventElapsedTime(&a, x->timers[pg->timer_base], x->trace_ev[2 * k]));
+    DDP_CUDA_TRY(cudaEventElapsedTime(&b, x->timers[pg->timer_base], x->trace_ev[2 * k + 1]));
+    start[k] = a;
+    end[k] = b;
   }
   return 0;
 }
@@ -114,7 +152,7 @@ int cx_run(ddp_exec *e, const ddp_program *prog, int64_t step, char *err, size_t
   cx_prog *pg = same_program(&x->step, prog) ? &x->step : same_program(&x->init, prog) ? &x->init : NULL;
   if (!pg)
     rc = run_foreign(x, prog, step, why, sizeof why);
-  else if (pg->graph)
+  else if (pg->graph && !x->base.trace)
     rc = cx_graph_run(x, pg, step, why, sizeof why);
   else
     rc = cx_run_ops(x, pg, 0, pg->n, step, why, sizeof why);

@@ -1,0 +1,22 @@
+# tests/bench/plans.sh (sourced): compiles the benchmark plans of the device scripts into $PLANS with
+# $DDPC; the kernel cache ($DDPC_CACHE_DIR) makes this fast. Usage: plans_single | plans_ddp
+c() { "$DDPC" "$@" -q; }
+plans_single() {
+  c schedules/bench_xl.lua -o $PLANS/xl_bf16_512.bin
+  c schedules/bench_xl.lua -o $PLANS/xl_fp32_512.bin --set precision=fp32
+  for ctx in 128 256 1024; do c schedules/bench_xl.lua -o $PLANS/xl_bf16_$ctx.bin --set model.context=$ctx; done
+  cp schedules/models.lua $PLANS/
+  for size in small medium large 2.7b; do
+    sed "s/models.transformer(\"xl\"/models.transformer(\"$size\"/" schedules/bench_xl.lua >$PLANS/$size.lua
+    c $PLANS/$size.lua -o $PLANS/${size}_bf16_512.bin
+  done
+  c schedules/bench_xl.lua -o $PLANS/xl_bf16_128_b16.bin --set model.context=128 --set data.global_batch=16
+  c schedules/bench_xl.lua -o $PLANS/xl_bf16_512_naive.bin --set model.attention=naive
+}
+plans_ddp() {
+  for s in naive flat individual bucketed_1mb bucketed_10mb bucketed_100mb bucketed_1000mb sharded_optimizer zero1; do
+    c schedules/$s.lua -o $PLANS/ddp_$s.bin
+  done
+  c schedules/bucketed_10mb.lua -o $PLANS/ddp_bucketed_10mb_bf16grad.bin --set parallel.grad_dtype=bf16
+  c schedules/bucketed_10mb.lua -o $PLANS/ddp_bucketed_10mb_optoverlap.bin --set parallel.optimizer_overlap=true
+}
