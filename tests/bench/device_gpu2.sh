@@ -1,0 +1,39 @@
+#!/usr/bin/env bash
+# tests/bench/device_gpu2.sh: what two GPUs must show, in one call (carry dev/): the DDP tests (equivalence,
+# launches, failures), the NCCL all-reduce benchmark (ours and PyTorch's in the same call), the XL DDP
+# family's step times with communication, exposure and overlap, and PyTorch DDP. A table last.
+set -u
+cd "$(dirname "$0")/../.."
+R=$PWD; OUT=${OUT:-/tmp/out}; mkdir -p "$OUT"
+export NCCL_NVLS_ENABLE=0 TORCH_SYMM_MEM_DISABLE_MULTICAST=1 NVSHMEM_DISABLE_NVLS=1 PYTHONUNBUFFERED=1
+export DDPC=$R/dev/bin/ddpc DDPRUN=$R/dev/bin/ddprun ST_COMPARE=$R/dev/bin/st_compare DDP_SOURCE_DIR=$R
+export DDPC_CACHE_DIR=$R/dev/cache DDP_TEMPLATE_DIR=$R/templates DDP_TEST_TMP=/tmp/ddpt
+PLANS=/tmp/plans; mkdir -p $PLANS $DDP_TEST_TMP
+. tests/bench/plans.sh; plans_ddp
+A=tests/bench/torch_ddp_anchor.py
+echo "== all-reduce ($(date +%T))"
+timeout 60 $DDPRUN --bench allreduce --nproc 2 --out $OUT/ar_ddpc.jsonl
+echo "== DDP tests ($(date +%T))"
+timeout 150 bash tests/gpu_ddp.sh >$OUT/gpu_ddp.log 2>&1; echo "gpu_ddp rc=$?"; grep -E "^(ok|FAIL|Naive)" $OUT/gpu_ddp.log
+echo "== XL DDP ($(date +%T))"
+for p in bucketed_100mb flat individual bucketed_10mb naive zero1 sharded_optimizer bucketed_10mb_bf16grad bucketed_10mb_optoverlap bucketed_1mb bucketed_1000mb; do
+  timeout 40 $DDPRUN $PLANS/ddp_$p.bin --nproc 2 --steps 9 --metrics $OUT/ddp_$p.jsonl --quiet >$OUT/ddp_$p.log 2>&1 || echo "$p failed: $(tail -1 $OUT/ddp_$p.log)"
+done
+echo "== pytorch ($(date +%T))"
+timeout 120 torchrun --nproc_per_node=2 $A --size xl --warmup 2 --iters 4 >$OUT/torch_ddp.log 2>&1; echo "torch rc=$?"
+python3 - $OUT <<'PY'
+import json, glob, os, statistics, sys
+out = sys.argv[1]
+print(f"{'plan':28s} {'step ms':>8s} {'comm':>7s} {'exposed':>8s} {'overlap':>8s} {'opt':>6s} {'GiB':>6s}")
+for p in sorted(glob.glob(f"{out}/ddp_*.jsonl")):
+    rows = [json.loads(l) for l in open(p) if '"step"' in l]
+    t = [r for r in rows if not r["warmup"]] or rows
+    if not t: continue
+    g = lambda k: statistics.mean(r[k] for r in t)
+    print(f"{os.path.basename(p)[4:-6]:28s} {g('step_ms'):8.2f} {g('comm_ms'):7.2f} {g('exposed_comm_ms'):8.2f} {g('overlap_ratio'):8.3f} {g('optimizer_ms'):6.2f} {t[-1]['peak_mem_GiB']:6.1f}")
+for l in open(f"{out}/torch_ddp.log"):
+    if l.startswith("ANCHOR"):
+        d = json.loads(l[7:])
+        if d["kind"] == "ddp": print(f"torch {d['variant']:22s} {d['iter_ms']:8.2f}")
+        if d["kind"] == "allreduce": print(f"torch allreduce {d['mb']:5d} MB busbw {d['busbw_GBs']:.1f} GB/s")
+PY
