@@ -16,11 +16,14 @@ timeout 60 $DDPRUN --bench allreduce --nproc 2 --out $OUT/ar_ddpc.jsonl
 echo "== DDP tests ($(date +%T))"
 timeout 150 bash tests/gpu_ddp.sh >$OUT/gpu_ddp.log 2>&1; echo "gpu_ddp rc=$?"; grep -E "^(ok|FAIL|Naive)" $OUT/gpu_ddp.log
 echo "== XL DDP ($(date +%T))"
-for p in bucketed_100mb flat individual bucketed_10mb naive zero1 sharded_optimizer bucketed_10mb_bf16grad bucketed_10mb_optoverlap bucketed_1mb bucketed_1000mb; do
+ddp() { for p in "$@"; do
   timeout 40 $DDPRUN $PLANS/ddp_$p.bin --nproc 2 --steps 9 --metrics $OUT/ddp_$p.jsonl --quiet >$OUT/ddp_$p.log 2>&1 || echo "$p failed: $(tail -1 $OUT/ddp_$p.log)"
-done
+done; }
+ddp bucketed_100mb flat individual bucketed_10mb naive
 echo "== pytorch ($(date +%T))"
-timeout 120 torchrun --nproc_per_node=2 $A --size xl --warmup 2 --iters 4 >$OUT/torch_ddp.log 2>&1; echo "torch rc=$?"
+timeout 100 torchrun --nproc_per_node=2 $A --size xl --warmup 2 --iters 4 >$OUT/torch_ddp.log 2>&1; echo "torch rc=$?"
+echo "== more XL DDP ($(date +%T))"
+ddp zero1 sharded_optimizer bucketed_10mb_bf16grad bucketed_10mb_optoverlap bucketed_1mb bucketed_1000mb
 python3 - $OUT <<'PY'
 import json, glob, os, statistics, sys
 out = sys.argv[1]
