@@ -8,7 +8,7 @@ for p in sorted(glob.glob(f"{out}/ddp_*.jsonl")):
     if not t: continue
     g = lambda k: statistics.mean(r[k] for r in t)
     print(f"{os.path.basename(p)[4:-6]:28s} {g('step_ms'):8.2f} {g('comm_ms'):7.2f} {g('exposed_comm_ms'):8.2f} {g('overlap_ratio'):8.3f} {g('optimizer_ms'):6.2f} {t[-1]['peak_mem_GiB']:6.1f}")
-for l in open(f"{out}/torch_ddp.log"):
+for l in (open(f"{out}/torch_ddp.log") if os.path.exists(f"{out}/torch_ddp.log") else []):
     if l.startswith("ANCHOR"):
         d = json.loads(l[7:])
         if d["kind"] == "ddp": print(f"torch {d['variant']:22s} {d['iter_ms']:8.2f}")
