@@ -68,4 +68,10 @@ expect_fail world_mismatch "compiled for 2 ranks, launched with --nproc 3" "" "$
 expect_fail bad_flag "unknown option '--bogus'" "" "$DDPRUN" "$tmp/toy.bin" --bogus
 expect_fail bad_steps "--steps must be" "" "$DDPRUN" "$tmp/toy.bin" --steps -3
 expect_fail resume_no_dir "--resume needs" "" "$DDPRUN" "$tmp/toy.bin" --resume
+# without a GPU, a plan too large for the reference executor is refused with the estimate
+if ! nvidia-smi -L >/dev/null 2>&1; then
+  "$DDPC" "$DDP_SOURCE_DIR/schedules/bench_xl.lua" -o "$tmp/xl.bin" -q || fail=1
+  expect_fail no_gpu_big_plan "reference executor would need about [0-9]+ s" "" "$DDPRUN" "$tmp/xl.bin"
+  expect_fail cuda_without_gpu "--device cuda: .*(driver|GPU)" "" "$DDPRUN" "$tmp/xl.bin" --device cuda
+fi
 exit $fail

@@ -48,6 +48,18 @@ for model in toy toy_tied; do
   done
 done
 
+# 4 and 8 ranks (24 rows: 6 or 3 per rank)
+toy24='{ global_batch = 24, rows = 24, seed = 7 }'
+write toy24_1 "models.toy()" 1 "" "sgd { lr = 0.1 }" 5 "$toy24"
+for ranks in 4 8; do
+  write "toy24_bucketed_$ranks" "models.toy()" $ranks ', sync = "bucketed", bucket_mb = 0.0016, overlap = "backward"' \
+    "sgd { lr = 0.1 }" 5 "$toy24" && same "toy24_bucketed_$ranks" toy24_1 1e-5 1e-6
+  write "toy24_zero1_$ranks" "models.toy()" $ranks ', sync = "flat", shard = "zero1"' \
+    "adamw { lr = 0.1, weight_decay = 0.1, betas = { 0.9, 0.999 } }" 5 "$toy24"
+  write "toy24_adam_$ranks" "models.toy()" $ranks ', sync = "flat"' \
+    "adamw { lr = 0.1, weight_decay = 0.1, betas = { 0.9, 0.999 } }" 5 "$toy24" && same "toy24_zero1_$ranks" "toy24_adam_$ranks" 1e-7 0
+done
+
 # optimizer sharding and ZeRO-1 against plain AdamW DDP
 adam='adamw { lr = 0.1, weight_decay = 0.1, betas = { 0.9, 0.999 } }'
 write toy_adam_ddp "models.toy()" 2 ", sync = \"flat\"" "$adam" 10 "$toy_data"
@@ -56,7 +68,7 @@ write toy_adam_sharded "models.toy()" 2 ", sync = \"flat\", shard = \"optimizer\
 write toy_adam_zero1 "models.toy()" 2 ", sync = \"flat\", shard = \"zero1\"" "$adam" 10 "$toy_data" &&
   same toy_adam_zero1 toy_adam_ddp 1e-7 0
 
-# the tiny transformer on 1, 2 and 3 ranks (global batch 6)
+# the tiny transformer on 1, 2 and 3 ranks (global batch 6); 4 and 8 ranks below (global batch 8)
 tiny='models.tiny({ d_model = 32, d_ff = 64, heads = 2, vocab = 64, context = 8 })'
 tdata='{ global_batch = 6, tokens = "random", seed = 5 }'
 # SGD here: Adam's first step divides each gradient by its own magnitude, so an element whose gradient
@@ -84,6 +96,12 @@ for ranks in 2 3; do
     esac
     write "tiny_${mode}_$ranks" "$tiny" $ranks "$extra" "$tadam" 4 "$tdata" && same "tiny_${mode}_$ranks" "tiny_adam_$ranks" 1e-7 0
   done
+done
+tdata8='{ global_batch = 8, tokens = "random", seed = 5 }'
+write tiny8_1 "$tiny" 1 "" "$tsgd" 3 "$tdata8"
+for ranks in 4 8; do
+  write "tiny8_bucketed_$ranks" "$tiny" $ranks ', sync = "bucketed", bucket_mb = 0.01, overlap = "backward"' "$tsgd" 3 "$tdata8" &&
+    same "tiny8_bucketed_$ranks" tiny8_1 1e-6 1e-7
 done
 # optimizer overlap (no clipping allowed with it) against the same AdamW without overlap
 oadam='adamw { lr = 1e-2, weight_decay = 0.1 }'
