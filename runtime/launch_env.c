@@ -2,20 +2,13 @@
  * variables, Open MPI, else a single rank). Strict parsing: every malformed value is one line naming the
  * variable. The plan's world size check is the caller's. */
 #include "launch.h"
+#include "errfmt.h"
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
-static int env_fail(char *err, size_t cap, const char *fmt, ...) {
-  if (err && cap) {
-    va_list ap;
-    va_start(ap, fmt);
-    vsnprintf(err, cap, fmt, ap);
-    va_end(ap);
-  }
-  return -1;
-}
+#define env_fail ddp_fail
 
 /* The variable's value, or NULL when unset or empty. */
 static const char *env_get(const char *name) {

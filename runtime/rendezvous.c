@@ -2,6 +2,7 @@
  * non-blocking server (one poll loop, one state machine per connection); the other ranks connect with
  * retries and read the blob. Every wait is bounded by the caller's deadline. */
 #include "rendezvous.h"
+#include "errfmt.h"
 #include <arpa/inet.h>
 #include <errno.h>
 #include <netdb.h>
@@ -27,15 +28,7 @@
 
 enum { ST_OK = 0, ST_REFUSED = 1 };
 
-static int rdv_fail(char *err, size_t cap, const char *fmt, ...) {
-  if (err && cap) {
-    va_list ap;
-    va_start(ap, fmt);
-    vsnprintf(err, cap, fmt, ap);
-    va_end(ap);
-  }
-  return -1;
-}
+#define rdv_fail ddp_fail
 
 static double now_s(void) {
   struct timespec t;

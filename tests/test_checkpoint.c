@@ -14,21 +14,7 @@
 #include <string.h>
 #include <unistd.h>
 
-static int failures;
-#define CHECK(what, cond)                                                                                              \
-  do {                                                                                                                 \
-    if (!(cond)) {                                                                                                     \
-      failures++;                                                                                                      \
-      fprintf(stderr, "%s:%d: %s: failed: %s\n", __FILE__, __LINE__, what, #cond);                                     \
-    }                                                                                                                  \
-  } while (0)
-#define CHECK_HAS(what, hay, needle)                                                                                   \
-  do {                                                                                                                 \
-    if (!strstr(hay, needle)) {                                                                                        \
-      failures++;                                                                                                      \
-      fprintf(stderr, "%s:%d: %s: \"%s\" lacks \"%s\"\n", __FILE__, __LINE__, what, hay, needle);                      \
-    }                                                                                                                  \
-  } while (0)
+#include "check.h"
 
 static char tmpdir[256];
 

@@ -12,21 +12,7 @@
 
 int ddp_data_validate(ddp_data *d, char *err, size_t errcap); /* runtime/data.c, not yet in data.h */
 
-static int failures;
-#define CHECK(what, cond)                                                                                              \
-  do {                                                                                                                 \
-    if (!(cond)) {                                                                                                     \
-      failures++;                                                                                                      \
-      fprintf(stderr, "%s:%d: %s: failed: %s\n", __FILE__, __LINE__, what, #cond);                                     \
-    }                                                                                                                  \
-  } while (0)
-#define CHECK_HAS(what, hay, needle)                                                                                   \
-  do {                                                                                                                 \
-    if (!strstr(hay, needle)) {                                                                                        \
-      failures++;                                                                                                      \
-      fprintf(stderr, "%s:%d: %s: \"%s\" lacks \"%s\"\n", __FILE__, __LINE__, what, hay, needle);                      \
-    }                                                                                                                  \
-  } while (0)
+#include "check.h"
 
 static char tmpdir[256];
 

@@ -2,6 +2,7 @@
  * order: probe, device, plan/arch check, streams/events/timers, arenas, cuBLASLt, NCCL, then both rank
  * programs prepared once (exec_cuda_prepare.c). Any failure tears down what exists and returns one line. */
 #include "exec_cuda_internal.h"
+#include "errfmt.h"
 #include <errno.h>
 #include <math.h>
 #include <stdio.h>
@@ -9,15 +10,6 @@
 #include <string.h>
 #include <time.h>
 
-int cx_fail(char *err, size_t errcap, const char *fmt, ...) {
-  if (err && errcap) {
-    va_list ap;
-    va_start(ap, fmt);
-    vsnprintf(err, errcap, fmt, ap);
-    va_end(ap);
-  }
-  return -1;
-}
 
 int cx_fail_at(const cx *x, const cx_prog *pg, const cx_op *op, char *err, size_t errcap) {
   char inner[1024];

@@ -7,6 +7,7 @@
 #include "access.h"
 #include "cuda_check.h"
 #include "cuda_kernels.h"
+#include "errfmt.h"
 #include "exec_cuda.h"
 #include <cublasLt.h>
 #include <nccl.h>
@@ -115,7 +116,7 @@ typedef struct cx {
 } cx;
 
 /* Messages: one line into err, -1 returned. */
-__attribute__((format(printf, 3, 4))) int cx_fail(char *err, size_t errcap, const char *fmt, ...);
+#define cx_fail ddp_fail
 /* Prefixes err with "<prog> instruction I (<opcode> '<label>'): ". */
 int cx_fail_at(const cx *x, const cx_prog *pg, const cx_op *op, char *err, size_t errcap);
 
