@@ -67,7 +67,7 @@ int main(int argc, char **argv) {
   }
   if (!strcmp(argv[1], "inspect")) return cmd_inspect(argc - 2, argv + 2);
   const char *schedule = NULL, *out = NULL, *arch = "sm_90a";
-  const char **sets = calloc((size_t)argc, sizeof(char *));
+  const char *sets[argc]; /* the --set overrides (at most one per argument) */
   int nsets = 0, quiet = 0;
   long jobs = sysconf(_SC_NPROCESSORS_ONLN);
   for (int i = 1; i < argc; i++) {
@@ -113,7 +113,6 @@ int main(int argc, char **argv) {
   clock_gettime(CLOCK_MONOTONIC, &t0);
   char err[2048];
   ddp_schedule *s = ddp_schedule_load(schedule, sets, nsets, err, sizeof err);
-  free(sets);
   if (!s) {
     fprintf(stderr, "%s\n", err);
     return 1;

@@ -6,7 +6,14 @@
  * Conventions: matrices are row-major; N is a row (token) count; "act" is the activation dtype; dtypes of
  * the pointer slots come from the instruction (dt[k]), so one op serves f32, bf16 and (reference only) f64.
  * "acc" flags: 0 = overwrite the output, 1 = add into it. Partial tables ([P, D]) split N rows into P
- * contiguous chunks of ceil(N/P) rows; chunk c's row of the table is the sum over its rows.
+ * contiguous chunks of ceil(N/P) rows; chunk c's row of the table is the sum over its rows (chunks past N
+ * are zero rows).
+ * Optional operands (null = skipped): loss_rows and dlogits (XENT), loss_rows and dpred (MSE), rstd
+ * (RMSNORM_FWD), dx and dg_part (RMSNORM_BWD), w/b (ones/zeros), mean, rstd (LAYERNORM_FWD), dx and the
+ * partial tables (LAYERNORM_BWD), lse (ATTN_FWD, ATTN_NAIVE_SOFTMAX), parameter copies (ADAMW, SGD),
+ * the sumsq partials (OPT_SCALARS: norm 0, scale 1). Besides XENT, outputs may alias inputs in SWIGLU_BWD,
+ * MSE and the elementwise ops (each element is read before it is written). A token or target id outside
+ * [0, V) gives a NaN row. The MSE gradient's factor 2 is in f0 (the compiler passes 2/numel).
  *
  * EMBED_FWD      p0 tokens i32[N], p1 table[V,D], p2 out[N,D]; i0 N, i1 D, i2 V
  * EMBED_BWD      p0 tokens i32[N], p1 dout[N,D], p2 dtable[V,D]; i0 N, i1 D, i2 V, i3 acc
