@@ -57,22 +57,17 @@ static void fill_meta(ddp_plan *p, const ddp_schedule *s, const char *arch, cons
   m->lr_warmup = s->lr_warmup;
   m->lr_cycle = s->lr_cycle;
   m->clip_norm = s->clip_norm;
-  char par[256];
+  char par[256], bucket[48] = "";
+  if (s->sync == SYNC_BUCKETED) {
+    if (s->bucket_policy) snprintf(bucket, sizeof bucket, " buckets=lua");
+    else snprintf(bucket, sizeof bucket, " bucket_mb=%g", s->bucket_mb);
+  }
   if (s->ranks == 1)
     snprintf(par, sizeof par, "single rank");
   else
-    snprintf(par, sizeof par, "ddp ranks=%d sync=%s%s%s%s%s%s", s->ranks, sync_name(s->sync),
-             s->sync == SYNC_BUCKETED && !s->bucket_policy ? " bucket_mb=" : "", "",
+    snprintf(par, sizeof par, "ddp ranks=%d sync=%s%s%s%s%s", s->ranks, sync_name(s->sync), bucket,
              s->overlap_backward ? " overlap=backward" : "", s->optimizer_overlap ? " optimizer_overlap" : "",
              s->shard == SHARD_ZERO1 ? " shard=zero1" : s->shard == SHARD_OPTIMIZER ? " shard=optimizer" : "");
-  if (s->sync == SYNC_BUCKETED && !s->bucket_policy && s->ranks > 1) {
-    char *at = strstr(par, "bucket_mb=");
-    if (at) {
-      char tail[256];
-      snprintf(tail, sizeof tail, "%s", at + 10);
-      snprintf(at, sizeof par - (size_t)(at - par), "bucket_mb=%g%s", s->bucket_mb, tail);
-    }
-  }
   m->parallel = dupstr(par);
   int64_t np = 0, nt = 0;
   for (int i = 0; i < b->nparams; i++) {
