@@ -11,27 +11,7 @@
 #include <unistd.h>
 #include <zlib.h>
 
-static char tmpdir[512];
-
-static const char *tmp_path(const char *name) {
-  static char buf[8][640];
-  static int next;
-  char *b = buf[next++ % 8];
-  snprintf(b, sizeof buf[0], "%s/%s", tmpdir, name);
-  return b;
-}
-
-static uint8_t *slurp(const char *path, size_t *n) {
-  FILE *f = fopen(path, "rb");
-  if (!f) return NULL;
-  fseek(f, 0, SEEK_END);
-  long len = ftell(f);
-  fseek(f, 0, SEEK_SET);
-  uint8_t *v = malloc((size_t)len + 1);
-  *n = fread(v, 1, (size_t)len, f);
-  fclose(f);
-  return v;
-}
+#include "test_files.h"
 
 static void spit(const char *path, const uint8_t *v, size_t n) {
   FILE *f = fopen(path, "wb");

@@ -17,22 +17,7 @@
 #include <time.h>
 #include <unistd.h>
 
-static int g_fail;
-#define CHECK(c)                                                                                        \
-  do {                                                                                                  \
-    if (!(c)) {                                                                                         \
-      fprintf(stderr, "%s:%d: CHECK failed: %s\n", __FILE__, __LINE__, #c);                             \
-      g_fail++;                                                                                         \
-    }                                                                                                   \
-  } while (0)
-#define CHECK_STR(a, b)                                                                                 \
-  do {                                                                                                  \
-    const char *a_ = (a), *b_ = (b);                                                                    \
-    if (strcmp(a_, b_)) {                                                                               \
-      fprintf(stderr, "%s:%d: got \"%s\"\n    expected \"%s\"\n", __FILE__, __LINE__, a_, b_);          \
-      g_fail++;                                                                                         \
-    }                                                                                                   \
-  } while (0)
+#include "check_plain.h"
 #define CHECK_HAS(s, sub)                                                                               \
   do {                                                                                                  \
     if (!strstr((s), (sub))) {                                                                          \

@@ -14,27 +14,7 @@
 
 #include "check.h"
 
-static char tmpdir[256];
-
-static const char *tmp_path(const char *name) {
-  static char buf[4][512];
-  static int next;
-  char *b = buf[next++ % 4];
-  snprintf(b, sizeof buf[0], "%s/%s", tmpdir, name);
-  return b;
-}
-
-static uint8_t *slurp(const char *path, size_t *n) {
-  FILE *f = fopen(path, "rb");
-  if (!f) return NULL;
-  fseek(f, 0, SEEK_END);
-  long len = ftell(f);
-  fseek(f, 0, SEEK_SET);
-  uint8_t *v = malloc((size_t)len + 1);
-  *n = fread(v, 1, (size_t)len, f);
-  fclose(f);
-  return v;
-}
+#include "test_files.h"
 
 /* Number of entries of tmpdir whose name contains `part`. */
 static int count_files(const char *part) {
@@ -367,7 +347,7 @@ int main(int argc, char **argv) {
   test_round_trip();
   test_foreign_headers();
   test_refusals();
-  char cmd[300];
+  char cmd[600];
   snprintf(cmd, sizeof cmd, "rm -rf '%s'", tmpdir);
   if (system(cmd)) fprintf(stderr, "could not remove %s\n", tmpdir);
   if (failures)
