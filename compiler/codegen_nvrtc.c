@@ -2,6 +2,7 @@
  * cache keyed by a content hash of (every template source, the specialisation, the arch, the NVRTC
  * version, the options). */
 #include "codegen.h"
+#include "cache_dir.h"
 #include <dirent.h>
 #include <errno.h>
 #include <nvrtc.h>
@@ -74,29 +75,6 @@ static uint64_t hash_headers(uint64_t h, const char *dir) {
   }
   free(names);
   return h;
-}
-
-static const char *cache_dir(char *buf, size_t cap) {
-  const char *d = getenv("DDPC_CACHE_DIR");
-  if (d && *d) {
-    snprintf(buf, cap, "%s", d);
-  } else if ((d = getenv("XDG_CACHE_HOME")) && *d) {
-    snprintf(buf, cap, "%s/ddpc", d);
-  } else if ((d = getenv("HOME")) && *d) {
-    snprintf(buf, cap, "%s/.cache/ddpc", d);
-  } else {
-    return NULL;
-  }
-  /* mkdir -p */
-  for (char *s = buf + 1; *s; s++) {
-    if (*s == '/') {
-      *s = 0;
-      mkdir(buf, 0755);
-      *s = '/';
-    }
-  }
-  if (mkdir(buf, 0755) != 0 && errno != EEXIST) return NULL;
-  return buf;
 }
 
 static int cache_load(const char *dir, const char *hash, uint8_t **cubin, uint64_t *size) {
@@ -183,7 +161,7 @@ int ddp_nvrtc_compile(const char *template_name, const char *entry, const char *
   snprintf(hash, 17, "%016llx", (unsigned long long)h);
 
   char cdir_buf[4096];
-  const char *cdir = cache_dir(cdir_buf, sizeof cdir_buf);
+  const char *cdir = ddp_cache_dir(NULL, cdir_buf, sizeof cdir_buf);
   if (cache_load(cdir, hash, cubin, size) == 0) {
     free(full);
     return 0;

@@ -115,6 +115,8 @@ static int load(cx *x, const void *nccl_id, char *err, size_t errcap) {
   if (cx_prog_prepare(x, &x->init, &rp->init, "init", err, errcap) ||
       cx_prog_prepare(x, &x->step, &rp->step, "step", err, errcap))
     return -1;
+  if (x->gemm_timed && cx_arenas_zero(x, err, errcap)) return -1;
+  cx_gemm_tune_free(x);
   if (x->graph_env) cx_graph_plan(x, &x->step);
   /* Surface anything asynchronous from loading (module loads, memsets) here rather than in the first step. */
   DDP_CUDA_TRY(cudaDeviceSynchronize());
@@ -190,6 +192,7 @@ static void cx_destroy(ddp_exec *e) {
   cx_trace_free(x);
   cx_comm_fini(x);
   cx_graph_fini(x);
+  cx_gemm_tune_free(x);
   cx_gemm_fini(x);
   if (x->modules)
     for (uint32_t m = 0; m < x->base.plan->nmodules; m++) ddp_cuda_module_unload(&x->modules[m]);

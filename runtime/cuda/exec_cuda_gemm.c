@@ -201,19 +201,27 @@ int cx_gemm_prepare(cx *x, cx_op *op, char *err, size_t errcap) {
                                                            sizeof wsb);
   for (int k = 0; k < 4 && st == CUBLAS_STATUS_SUCCESS; k++)
     st = cublasLtMatmulPreferenceSetAttribute(pref, keys[k], &al[k], sizeof al[k]);
-  cublasLtMatmulHeuristicResult_t res[8];
+  cublasLtMatmulHeuristicResult_t res[CX_TUNE_CANDIDATES];
   int nres = 0;
   if (st == CUBLAS_STATUS_SUCCESS)
-    st = cublasLtMatmulAlgoGetHeuristic(x->lt, g->desc, g->la, g->lb, g->lc, g->ld, pref, 8, res, &nres);
+    st = cublasLtMatmulAlgoGetHeuristic(x->lt, g->desc, g->la, g->lb, g->lc, g->ld, pref, CX_TUNE_CANDIDATES, res,
+                                        &nres);
   (void)cublasLtMatmulPreferenceDestroy(pref);
   if (st != CUBLAS_STATUS_SUCCESS)
     return cx_fail(err, errcap, "%s: cublasLtMatmulAlgoGetHeuristic (alignments A %u B %u C %u D %u bytes): %s: %s",
                    what, al[1], al[0], al[2], al[3], cublasLtGetStatusName(st), cublasLtGetStatusString(st));
-  for (int k = 0; k < nres; k++)
-    if (res[k].state == CUBLAS_STATUS_SUCCESS && res[k].workspaceSize <= g->ws_bytes) {
-      g->algo = res[k].algo;
-      return 0;
-    }
+  /* The tuning key: everything that decides which algorithms apply and how fast they run, not the name. */
+  char key[512];
+  snprintf(key, sizeof key,
+           "M=%lld N=%lld K=%lld ta=%lld tb=%lld ld=%lld,%lld,%lld,%lld batch=%lld strides=%lld,%lld,%lld,%lld "
+           "dt=%d,%d,%d,%d beta0=%d align=%u,%u,%u,%u",
+           (long long)s.M, (long long)s.N, (long long)s.K, (long long)s.ta, (long long)s.tb, (long long)s.lda,
+           (long long)s.ldb, (long long)s.ldc, (long long)s.ldd, (long long)s.batch, (long long)s.sa,
+           (long long)s.sb, (long long)s.sc, (long long)s.sd, s.dta, s.dtb, s.dtc, s.dtd, g->beta == 0.0f, al[0],
+           al[1], al[2], al[3]);
+  int rc = cx_gemm_pick(x, g, key, res, nres, op->stream, err, errcap);
+  if (rc < 0) return -1; /* err names the CUDA call; the caller adds the instruction */
+  if (rc == 0) return 0;
   return cx_fail(err, errcap, "%s: cuBLASLt found no algorithm (%d candidates; alignments A %u B %u C %u D %u bytes, workspace %zu bytes)",
                  what, nres, al[1], al[0], al[2], al[3], g->ws_bytes);
 }

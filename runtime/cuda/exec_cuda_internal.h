@@ -15,6 +15,7 @@
 
 #define CX_GEMM_WORKSPACE_BYTES ((size_t)32 << 20)
 #define CX_DEFAULT_TIMEOUT_S 60.0
+#define CX_TUNE_CANDIDATES 16 /* cuBLASLt proposals timed per GEMM at load */
 
 /* One GEMM: cuBLASLt descriptors and the algorithm chosen at load, operands in cuBLASLt's order (see
  * exec_cuda_gemm.c for the row-major mapping). */
@@ -113,6 +114,9 @@ typedef struct cx {
   uint64_t mem_peak;
   cudaEvent_t *trace_ev;     /* --trace: begin/end event per step instruction (2n), created on first use */
   uint32_t trace_n;
+  struct cx_tuned *tuned;    /* GEMM algorithms chosen during this load, by key (exec_cuda_gemm_tune.c) */
+  uint32_t ntuned, captuned;
+  int gemm_timed;            /* a GEMM was timed at load: its buffers hold scratch and are zeroed again */
 } cx;
 
 /* Messages: one line into err, -1 returned. */
@@ -172,6 +176,12 @@ int cx_gemm_init(cx *x, char *err, size_t errcap);
 int cx_gemm_prepare(cx *x, cx_op *op, char *err, size_t errcap);
 void cx_gemm_free(cx_gemm *g);
 void cx_gemm_fini(cx *x);
+/* exec_cuda_gemm_tune.c: sets g->algo from the heuristic's proposals res[0..nres) (timing them, or the
+ * stored choice for `key`). 0 when chosen, 1 when no proposal fits (the caller reports), -1 on a CUDA
+ * error (in err). */
+int cx_gemm_pick(cx *x, cx_gemm *g, const char *key, const cublasLtMatmulHeuristicResult_t *res, int nres,
+                 cudaStream_t s, char *err, size_t errcap);
+void cx_gemm_tune_free(cx *x);
 
 /* exec_cuda_comm.c */
 int cx_comm_init(cx *x, const void *nccl_id, char *err, size_t errcap);
@@ -185,6 +195,7 @@ int cx_wait_event(cx *x, cudaEvent_t ev, const char *why, char *err, size_t errc
 /* exec_cuda_memory.c */
 int cx_arenas_init(cx *x, char *err, size_t errcap);
 void cx_arenas_fini(cx *x);
+int cx_arenas_zero(cx *x, char *err, size_t errcap); /* back to the zeroed state of cx_arenas_init */
 int cx_batch_prepare(cx *x, cx_op *op, char *err, size_t errcap);
 void cx_batch_free(cx_batch *b);
 int cx_init_prepare(cx *x, cx_op *op, char *err, size_t errcap);

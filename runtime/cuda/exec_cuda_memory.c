@@ -31,6 +31,12 @@ int cx_arenas_init(cx *x, char *err, size_t errcap) {
   return 0;
 }
 
+int cx_arenas_zero(cx *x, char *err, size_t errcap) {
+  for (int a = 0; a < ARENA_COUNT; a++)
+    if (x->arena[a]) DDP_CUDA_TRY(cudaMemset(x->arena[a], 0, (size_t)x->arena_bytes[a]));
+  return 0;
+}
+
 void cx_arenas_fini(cx *x) {
   for (int a = 0; a < ARENA_COUNT; a++)
     if (x->arena[a]) (void)cudaFree(x->arena[a]);
