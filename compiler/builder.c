@@ -23,6 +23,7 @@ void b_init(ddp_builder *b, ddp_plan *plan, const ddp_schedule *s, bool f64) {
   b->act_dt = s->precision == PREC_BF16 ? DT_BF16 : b->fdt;
   b->res_dt = b->fdt;
   b->grad_dt = s->grad_dtype && !f64 ? s->grad_dtype : b->fdt;
+  b->backward = s->mode != MODE_FORWARD;
   b->tokens = b->targets = b->loss = b->loss_rows = b->scalars = b->rope_freq = -1;
 }
 
@@ -77,6 +78,10 @@ int32_t b_tensor(ddp_builder *b, const char *name, int dtype, int arena, uint32_
 int32_t b_act(ddp_builder *b, const char *name, int dtype, int64_t rows, int64_t cols) {
   int64_t shape[2] = {rows, cols};
   return b_tensor(b, name, dtype, ARENA_ACT, 0, cols > 0 ? 2 : 1, shape);
+}
+
+int32_t b_saved(ddp_builder *b, const char *name, int dtype, int ndim, const int64_t *shape) {
+  return b->backward ? b_tensor(b, name, dtype, ARENA_ACT, 0, ndim, shape) : -1;
 }
 
 int32_t b_view(ddp_builder *b, const char *name, int32_t base, uint64_t byte_offset, int dtype, int ndim,
@@ -202,7 +207,7 @@ int b_unit(ddp_builder *b, const char *name, int64_t numel, bool trainable, int 
     b->plan->tensors[u->copy].param = u->master;
   }
   u->grad = -1;
-  if (trainable) {
+  if (trainable && b->backward) {
     snprintf(tname, sizeof tname, "%s.grad", name);
     u->grad = b_tensor(b, tname, b->grad_dt, ARENA_GRAD, TF_GRAD | TF_PERSISTENT, 1, shape);
     b->plan->tensors[u->grad].param = u->master;

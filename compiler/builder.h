@@ -53,6 +53,7 @@ typedef struct ddp_builder {
   int res_dt;   /* the residual stream (f32: as under PyTorch autocast) */
   int grad_dt;  /* parameter gradients */
   int64_t rows; /* tokens (or MLP rows) per rank per step */
+  bool backward; /* the step has a backward (mode train or forward_backward): gradients, saved tensors */
   int layer;    /* current layer for tagging, -1 outside */
   ddp_unit *units;
   int nunits, cap_units;
@@ -65,13 +66,16 @@ typedef struct ddp_builder {
   uint32_t grad_cap;
   int32_t tokens, targets, loss, loss_rows, scalars, rope_freq;
   int ready_counter;
-  double flops;       /* model FLOPs per step per rank (forward + backward) */
+  double flops;       /* model FLOPs per step per rank (forward, + backward when the plan has one) */
 } ddp_builder;
 
 /* Tensors. */
 int32_t b_tensor(ddp_builder *b, const char *name, int dtype, int arena, uint32_t flags, int ndim,
                  const int64_t *shape);
 int32_t b_act(ddp_builder *b, const char *name, int dtype, int64_t rows, int64_t cols);
+/* A tensor the forward writes only for the backward (attention's lse): an activation, or -1 when the plan
+ * has no backward (the kernels skip a null optional output). */
+int32_t b_saved(ddp_builder *b, const char *name, int dtype, int ndim, const int64_t *shape);
 int32_t b_view(ddp_builder *b, const char *name, int32_t base, uint64_t byte_offset, int dtype, int ndim,
                const int64_t *shape, uint32_t flags);
 const ddp_tensor *b_t(const ddp_builder *b, int32_t t);

@@ -64,6 +64,8 @@ static void fill_meta(ddp_plan *p, const ddp_schedule *s, const char *arch, cons
   }
   if (s->ranks == 1)
     snprintf(par, sizeof par, "single rank");
+  else if (s->mode == MODE_FORWARD)
+    snprintf(par, sizeof par, "ddp ranks=%d, no collectives (mode forward)", s->ranks);
   else
     snprintf(par, sizeof par, "ddp ranks=%d sync=%s%s%s%s%s", s->ranks, sync_name(s->sync), bucket,
              s->overlap_backward ? " overlap=backward" : "", s->optimizer_overlap ? " optimizer_overlap" : "",
@@ -82,10 +84,11 @@ static void fill_meta(ddp_plan *p, const ddp_schedule *s, const char *arch, cons
   m->targets_tensor = b->targets;
   m->loss_tensor = b->loss;
   m->scalars_tensor = b->scalars;
+  m->mode = s->mode;
 }
 
 static void record_buckets(ddp_plan *p, const ddp_builder *b, const ddp_layout *L) {
-  if (b->s->sync != SYNC_BUCKETED || L->world < 2) return;
+  if (b->s->sync != SYNC_BUCKETED || L->world < 2 || !b->backward) return;
   uint64_t gsz = ddp_dtype_size(b->grad_dt);
   p->buckets = calloc((size_t)L->nbuckets, sizeof(ddp_bucket));
   p->nbuckets = p->cap_buckets = (uint32_t)L->nbuckets;
@@ -135,7 +138,7 @@ ddp_plan *ddp_compile(const ddp_schedule *s, const ddp_compile_opts *o, char *er
   ddp_layout L;
   memset(&L, 0, sizeof L);
   int rc = s->model_kind == MODEL_TRANSFORMER ? build_transformer(&b, err, errcap) : build_mlp(&b, err, errcap);
-  if (rc == 0) b_backward(&b);
+  if (rc == 0 && b.backward) b_backward(&b);
   if (rc == 0) rc = ddp_layout_build(&b, &L, err, errcap);
   if (rc == 0) rc = ddp_assemble_programs(&b, &L, err, errcap);
   if (rc == 0) {

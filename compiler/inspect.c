@@ -44,6 +44,7 @@ static const char *meta_decode(const ddp_plan *p, const char *field, int64_t v) 
   for (size_t k = 0; k < sizeof enums / sizeof enums[0]; k++)
     if (strcmp(field, enums[k].field) == 0) return (v >= 0 && v < enums[k].n) ? enums[k].names[v] : "?";
   if (strcmp(field, "act_dtype") == 0 || strcmp(field, "grad_dtype") == 0) return ddp_dtype_name((int)v);
+  if (strcmp(field, "mode") == 0) return ddp_mode_name((int)v);
   size_t n = strlen(field);
   if (n > 7 && strcmp(field + n - 7, "_tensor") == 0) return ddp_insp_tensor(p, v);
   return NULL;

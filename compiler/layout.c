@@ -1,6 +1,8 @@
 /* compiler/layout.c: assigns every trainable unit its range in the flat tensors (gradient-ready order),
  * creates the flat tensors and turns each unit's master, copy and gradient into views of them, decides the
- * optimizer-state size and, for optimizer sharding, which rank owns which range (balanced by bytes). */
+ * optimizer-state size and, for optimizer sharding, which rank owns which range (balanced by bytes).
+ * Only what the schedule's mode uses is created: no gradients (nor buckets) without a backward, no
+ * optimizer state (m, v, clipping partials) outside mode "train". */
 #include "layout.h"
 #include <stdio.h>
 #include <stdlib.h>
@@ -44,7 +46,7 @@ int ddp_layout_build(ddp_builder *b, ddp_layout *L, char *err, size_t errcap) {
   /* Buckets: contiguous runs of the flat order (a Lua policy may regroup, so sort by bucket, stably). */
   int *bucket_of = calloc((size_t)L->norder, sizeof(int));
   L->nbuckets = 1;
-  if (s->sync == SYNC_BUCKETED) {
+  if (s->sync == SYNC_BUCKETED && b->backward) {
     L->nbuckets = ddp_buckets_assign(b, L->order, L->norder, bucket_of, err, errcap);
     if (L->nbuckets < 0) {
       free(bucket_of);
@@ -75,13 +77,13 @@ int ddp_layout_build(ddp_builder *b, ddp_layout *L, char *err, size_t errcap) {
   L->flat_params = flat_tensor(b, "flat.params", b->fdt, ARENA_PARAM, TF_PARAM | TF_TRAINABLE, L->nflat);
   if (b->act_dt != b->fdt)
     L->flat_copies = flat_tensor(b, "flat.params.copy", b->act_dt, ARENA_PARAM, TF_PARAM_COPY, L->nflat);
-  L->flat_grads = flat_tensor(b, "flat.grads", b->grad_dt, ARENA_GRAD, TF_GRAD, L->nflat);
+  if (b->backward) L->flat_grads = flat_tensor(b, "flat.grads", b->grad_dt, ARENA_GRAD, TF_GRAD, L->nflat);
   uint64_t gsz = ddp_dtype_size(b->grad_dt), csz = ddp_dtype_size(b->act_dt);
   for (int k = 0; k < L->norder; k++) {
     ddp_unit *u = &b->units[L->order[k]];
     rebase(b, u->master, L->flat_params, (uint64_t)u->flat_offset * ddp_dtype_size(b->fdt));
     if (L->flat_copies >= 0) rebase(b, u->copy, L->flat_copies, (uint64_t)u->flat_offset * csz);
-    rebase(b, u->grad, L->flat_grads, (uint64_t)u->flat_offset * gsz);
+    if (u->grad >= 0) rebase(b, u->grad, L->flat_grads, (uint64_t)u->flat_offset * gsz);
   }
 
   /* Optimizer ownership. */
@@ -116,7 +118,7 @@ int ddp_layout_build(ddp_builder *b, ddp_layout *L, char *err, size_t errcap) {
     if (L->own_hi[r] - L->own_lo[r] > L->state_elems) L->state_elems = L->own_hi[r] - L->own_lo[r];
   if (L->state_elems == 0) L->state_elems = DDP_FLAT_ALIGN;
 
-  if (s->optimizer == OPTIM_ADAMW) {
+  if (s->optimizer == OPTIM_ADAMW && s->mode == MODE_TRAIN) {
     L->flat_m = flat_tensor(b, "flat.exp_avg", b->fdt, ARENA_OPT, TF_OPT_M, L->state_elems);
     L->flat_v = flat_tensor(b, "flat.exp_avg_sq", b->fdt, ARENA_OPT, TF_OPT_V, L->state_elems);
     if (s->shard == SHARD_NONE) {
@@ -144,7 +146,7 @@ int ddp_layout_build(ddp_builder *b, ddp_layout *L, char *err, size_t errcap) {
       }
     }
   }
-  if (s->clip_norm > 0) {
+  if (s->clip_norm > 0 && s->mode == MODE_TRAIN) {
     L->sumsq_p = 1024;
     int64_t shape[1] = {L->sumsq_p};
     L->sumsq_partials = b_tensor(b, "optimizer.sumsq_partials", b->fdt, ARENA_IO, TF_PERSISTENT, 1, shape);

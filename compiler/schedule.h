@@ -81,6 +81,7 @@ typedef struct ddp_schedule {
   void *bucket_policy_ctx;
 
   /* run */
+  int mode;                 /* MODE_TRAIN, MODE_FORWARD or MODE_FORWARD_BACKWARD (plan.h) */
   int64_t steps, warmup;
   uint64_t seed;
 } ddp_schedule;

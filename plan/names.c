@@ -1,6 +1,6 @@
 /* plan/names.c: the name tables of the plan vocabulary (dtypes, kernel ops, opcodes, ranges, init kinds,
- * arenas), every one generated from its X-macro in dtype.h, ops.h, instr.h and plan.h. Lookups by index
- * return "?" when out of range; lookups by name return -1 when unknown. */
+ * arenas, timers, step modes), every one generated from its X-macro in dtype.h, ops.h, instr.h and
+ * plan.h. Lookups by index return "?" when out of range; lookups by name return -1 when unknown. */
 #include "plan.h"
 #include <string.h>
 
@@ -48,6 +48,7 @@ static const char *const range_names[RANGE_COUNT] = {DDP_RANGES(PAIR_NAME)};
 static const char *const init_names[INIT_COUNT] = {DDP_INITS(PAIR_NAME)};
 static const char *const arena_names[ARENA_COUNT] = {DDP_ARENAS(PAIR_NAME)};
 static const char *const timer_names[TIMER_COUNT] = {DDP_TIMERS(PAIR_NAME)};
+static const char *const mode_names[MODE_COUNT] = {DDP_MODES(PAIR_NAME)};
 #undef PAIR_NAME
 const char *ddp_opcode_name(int opcode) { return name_at(opcode_names, I_COUNT, opcode); }
 int ddp_opcode_from_name(const char *name) { return index_of(opcode_names, I_COUNT, name); }
@@ -56,3 +57,4 @@ const char *ddp_init_name(int k) { return name_at(init_names, INIT_COUNT, k); }
 int ddp_init_from_name(const char *name) { return index_of(init_names, INIT_COUNT, name); }
 const char *ddp_arena_name(int a) { return name_at(arena_names, ARENA_COUNT, a); }
 const char *ddp_timer_name(int t) { return name_at(timer_names, TIMER_COUNT, t); }
+const char *ddp_mode_name(int m) { return name_at(mode_names, MODE_COUNT, m); }

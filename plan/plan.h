@@ -11,7 +11,7 @@
 #include <stdio.h>
 
 #define DDP_PLAN_MAGIC "DDPCPLAN"
-#define DDP_PLAN_VERSION 1u
+#define DDP_PLAN_VERSION 2u
 #define DDP_MAX_DIMS 4
 #define DDP_ALIGN 256u
 
@@ -96,6 +96,18 @@ enum { PREC_FP32 = 0, PREC_BF16 = 1 };
 enum { DATA_RANDOM_TOKENS = 0, DATA_TOKEN_FILE = 1, DATA_RANDOM_DENSE = 2, DATA_PATTERN_TOKENS = 3 };
 enum { OPTIM_ADAMW = 0, OPTIM_SGD = 1 };
 
+/* What a step does (the schedule's `mode`): train = forward, loss, backward, gradient sync, optimizer;
+ * forward = forward and loss only (no gradients, no optimizer state, no collectives); forward_backward =
+ * forward, loss, backward and gradient sync, no optimizer (parameters never change). */
+#define DDP_MODES(X) X(TRAIN, "train") X(FORWARD, "forward") X(FORWARD_BACKWARD, "forward_backward")
+typedef enum {
+#define DDP_MODE_ENUM(id, name) MODE_##id,
+  DDP_MODES(DDP_MODE_ENUM)
+#undef DDP_MODE_ENUM
+  MODE_COUNT
+} ddp_mode;
+const char *ddp_mode_name(int m); /* "forward"; "?" when out of range */
+
 /* The schedule summary: every field is written, read and printed through this one table.
  * X(type, name) with type one of I (int64), F (double), S (string). */
 #define DDP_META_FIELDS(X)                                                                         \
@@ -107,7 +119,7 @@ enum { OPTIM_ADAMW = 0, OPTIM_SGD = 1 };
   X(F, lr) X(F, lr_min) X(F, beta1) X(F, beta2) X(F, eps) X(F, weight_decay) X(I, lr_schedule)   \
   X(I, lr_warmup) X(I, lr_cycle) X(F, clip_norm) X(S, parallel) X(I, n_params) X(I, n_trainable) \
   X(F, flops_per_step) X(I, tokens_tensor) X(I, targets_tensor) X(I, loss_tensor)                \
-  X(I, scalars_tensor) X(I, attention) X(F, comm_bytes_per_step)
+  X(I, scalars_tensor) X(I, attention) X(F, comm_bytes_per_step) X(I, mode)
 
 typedef struct ddp_meta {
 #define DDP_META_DECL_I(name) int64_t name;

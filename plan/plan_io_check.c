@@ -28,6 +28,9 @@ static int check_meta(const vctx *c) {
     if (!in_range(dts[k].v, 0, DT_COUNT))
       return ddp_io_fail(c->err, c->errcap, c->path, "invalid: meta %s is dtype %lld (have %d)", dts[k].name,
                          (long long)dts[k].v, DT_COUNT);
+  if (!in_range(p->meta.mode, 0, MODE_COUNT))
+    return ddp_io_fail(c->err, c->errcap, c->path, "invalid: meta mode is %lld (have %d)", (long long)p->meta.mode,
+                       MODE_COUNT);
   const struct { const char *name; int64_t v; } ids[] = {{"tokens_tensor", p->meta.tokens_tensor},
                                                          {"targets_tensor", p->meta.targets_tensor},
                                                          {"loss_tensor", p->meta.loss_tensor},

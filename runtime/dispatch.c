@@ -1,6 +1,8 @@
 /* runtime/dispatch.c: reads the plan and picks the executor: --device, else cuda when a GPU is present,
  * else the reference executor when the plan is small enough to finish in reasonable time (it says so),
- * else a refusal with the estimate. */
+ * else a refusal with the estimate. Checkpoints (--checkpoint-dir) are refused for a plan that does not
+ * train (mode "forward" or "forward_backward"): its parameters never change and it has no optimizer
+ * state, so a checkpoint would only restate the initialisation. */
 #include "cli.h"
 #include "cuda/exec_cuda.h"
 #include <stdio.h>
@@ -49,6 +51,14 @@ int ddprun_main(ddprun_args *a) {
   ddp_plan *p = ddp_plan_read(a->plan_path, err, sizeof err);
   if (!p) {
     fprintf(stderr, "ddprun: %s\n", err);
+    return 1;
+  }
+  if (a->run.ckpt_dir && p->meta.mode != MODE_TRAIN) {
+    fprintf(stderr,
+            "ddprun: %s: --checkpoint-dir needs a plan that trains, this one's mode is \"%s\" (its parameters never "
+            "change and it has no optimizer state); compile it with mode = \"train\"\n",
+            a->plan_path, ddp_mode_name((int)p->meta.mode));
+    ddp_plan_free(p);
     return 1;
   }
   int rc;

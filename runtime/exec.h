@@ -15,7 +15,8 @@ typedef struct ddp_exec ddp_exec;
  * exposed = last gradient-collective COMM_END before OPT_BEGIN minus BACKWARD_END (>= 0);
  * overlap = the part of the collectives' intervals inside [STEP_BEGIN, BACKWARD_END] over comm
  * (Holistic Trace Analysis's definition with the compute stream taken as busy until the backward ends);
- * compute = step - exposed. */
+ * compute = step - exposed. A phase whose timing point the plan lacks (a forward plan has no BACKWARD_END,
+ * a plan that does not train no OPT_BEGIN) is 0. */
 typedef struct ddp_step_times {
   double step_ms, compute_ms, comm_ms, exposed_comm_ms, overlap_ratio;
   double forward_ms, backward_ms, optimizer_ms; /* FORWARD_END - STEP_BEGIN, BACKWARD_END - FORWARD_END,

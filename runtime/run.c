@@ -1,7 +1,9 @@
 /* runtime/run.c: see run.h. Metrics, one JSON object per step:
  *   {"step", "loss", "lr", "grad_norm", "step_ms", "tokens_per_s", "mfu", "compute_ms", "comm_ms",
  *    "exposed_comm_ms", "overlap_ratio", "mem_in_use_GiB", "peak_mem_GiB", "warmup"}
- * plus one {"event": "memory", ...} line after init with the planner's bytes per class. */
+ * plus one {"event": "memory", ...} line after init with the planner's bytes per class. A plan that does
+ * not train (mode "forward", "forward_backward") reports lr and grad_norm 0 and the phases it lacks
+ * (backward_ms, optimizer_ms) as 0: they come from timing points the plan does not have. */
 #include "run.h"
 #include "checkpoint.h"
 #include "trace.h"
@@ -128,9 +130,12 @@ int ddp_run_rank(ddp_exec *x, const ddp_run_opts *o, char *err, size_t errcap) {
               warm ? "true" : "false");
       fflush(metrics);
     }
-    if (lead && !o->quiet)
+    if (lead && !o->quiet && m->mode == MODE_TRAIN)
       printf("step %4lld  loss %.6f  lr %.3g  %8.2f ms  %10.0f tok/s%s\n", (long long)s + 1, (double)loss,
              (double)scalars[SCALAR_LR], t.step_ms, tps, warm ? "  (warmup)" : "");
+    else if (lead && !o->quiet) /* no optimizer: no learning rate to show */
+      printf("step %4lld  loss %.6f  %s  %8.2f ms  %10.0f tok/s%s\n", (long long)s + 1, (double)loss,
+             ddp_mode_name((int)m->mode), t.step_ms, tps, warm ? "  (warmup)" : "");
     if (o->ckpt_dir && o->save_every > 0 && (s + 1) % o->save_every == 0) {
       rc = ddp_checkpoint_save(x, o->ckpt_dir, s + 1, err, errcap);
       last_saved = s + 1;

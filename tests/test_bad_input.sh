@@ -1,9 +1,9 @@
 #!/usr/bin/env bash
 # tests/test_bad_input.sh: every kind of bad input gets one clear line naming what is wrong, a non-zero
 # exit, and leaves no partial output: bad schedules (syntax, types, missing fields, sizes, sandbox
-# escapes; the front end's own tests check each message), an unknown arch, a missing token file at run
-# time, a token id >= vocab, corrupted, truncated and foreign plans, a plan launched with the wrong
-# number of ranks, bad command lines.
+# escapes, an unknown mode; the front end's own tests check each message), an unknown arch, a missing
+# token file at run time, a token id >= vocab, corrupted, truncated and foreign plans, a plan launched
+# with the wrong number of ranks, checkpoints asked of a plan that does not train, bad command lines.
 set -u
 tmp="$DDP_TEST_TMP/bad"; rm -rf "$tmp"; mkdir -p "$tmp"
 fail=0
@@ -29,6 +29,10 @@ expect_fail io_open "io_open.lua:[0-9]+:.*io" "$tmp/p.bin" "$DDPC" "$bad/io_open
 expect_fail require_up "require_up.lua:[0-9]+:.*\.\./x" "$tmp/p.bin" "$DDPC" "$bad/require_up.lua" -o "$tmp/p.bin"
 expect_fail missing_tokens "missing_tokens.lua:[0-9]+:.*not found" "$tmp/p.bin" "$DDPC" "$bad/missing_tokens.lua" -o "$tmp/p.bin"
 expect_fail bad_set "--set" "$tmp/p.bin" "$DDPC" "$DDP_SOURCE_DIR/schedules/toy.lua" -o "$tmp/p.bin" --set optimizer.lr=-1
+expect_fail bad_mode "mode.lua:[0-9]+: mode must be one of \"train\", \"forward\" or \"forward_backward\", got \"inference\"" \
+  "$tmp/p.bin" "$DDPC" "$bad/mode.lua" -o "$tmp/p.bin"
+expect_fail bad_mode_set "^--set mode=eval: mode must be one of" "$tmp/p.bin" "$DDPC" "$DDP_SOURCE_DIR/schedules/toy.lua" \
+  -o "$tmp/p.bin" --set mode=eval
 expect_fail unknown_arch "arch sm_13" "$tmp/p.bin" "$DDPC" "$DDP_SOURCE_DIR/schedules/toy.lua" -o "$tmp/p.bin" --arch sm_13
 expect_fail no_schedule "cannot|No such|not found" "$tmp/p.bin" "$DDPC" "$tmp/none.lua" -o "$tmp/p.bin"
 expect_fail unwritable "$tmp/nodir/p.bin" "$tmp/nodir/p.bin" "$DDPC" "$DDP_SOURCE_DIR/schedules/toy.lua" -o "$tmp/nodir/p.bin"
@@ -68,6 +72,14 @@ expect_fail world_mismatch "compiled for 2 ranks, launched with --nproc 3" "" "$
 expect_fail bad_flag "unknown option '--bogus'" "" "$DDPRUN" "$tmp/toy.bin" --bogus
 expect_fail bad_steps "--steps must be" "" "$DDPRUN" "$tmp/toy.bin" --steps -3
 expect_fail resume_no_dir "--resume needs" "" "$DDPRUN" "$tmp/toy.bin" --resume
+# a plan that does not train has nothing to checkpoint: refused before it runs, no folder made
+for mode in forward forward_backward; do
+  "$DDPC" "$DDP_SOURCE_DIR/schedules/toy.lua" -o "$tmp/toy_$mode.bin" -q --set mode=$mode || fail=1
+  expect_fail "checkpoint_$mode" "toy_$mode.bin: --checkpoint-dir needs a plan that trains, this one's mode is \"$mode\"" \
+    "$tmp/ck_$mode" "$DDPRUN" "$tmp/toy_$mode.bin" --device ref --checkpoint-dir "$tmp/ck_$mode"
+  expect_fail "resume_$mode" "--checkpoint-dir needs a plan that trains" "$tmp/ck_$mode" \
+    "$DDPRUN" "$tmp/toy_$mode.bin" --device ref --checkpoint-dir "$tmp/ck_$mode" --resume
+done
 # without a GPU, a plan too large for the reference executor is refused with the estimate
 if ! nvidia-smi -L >/dev/null 2>&1; then
   "$DDPC" "$DDP_SOURCE_DIR/schedules/bench_xl.lua" -o "$tmp/xl.bin" -q || fail=1

@@ -61,6 +61,7 @@ static void test_transformer_schedules(void) {
     CHECK(s->source && contains(s->source, "models.tiny()"), "source kept");
     CHECK(strcmp(s->path, "schedules/tiny.lua") == 0, "path %s", s->path);
     CHECK(s->bucket_policy == NULL, "no bucket policy");
+    CHECK(s->mode == MODE_TRAIN, "mode defaults to train, got %d", s->mode);
   }
   ddp_schedule_free(s);
 
@@ -171,6 +172,21 @@ static void test_sets(void) {
   if (s) CHECK(s->precision == PREC_BF16 && s->grad_dtype == DT_BF16, "bf16 grads");
   ddp_schedule_free(s);
 
+  const char *m1[] = {"mode=forward"};
+  s = load_sets("schedules/tiny.lua", m1, 1);
+  if (s) CHECK(s->mode == MODE_FORWARD, "mode=forward: %d", s->mode);
+  ddp_schedule_free(s);
+  const char *m2[] = {"mode=forward_backward"};
+  s = load_sets("schedules/bucketed_10mb.lua", m2, 1);
+  if (s) CHECK(s->mode == MODE_FORWARD_BACKWARD && s->sync == SYNC_BUCKETED, "mode=forward_backward: %d", s->mode);
+  ddp_schedule_free(s);
+  const char *m3[] = {"mode=fwd"};
+  expect_err_sets("schedules/tiny.lua", m3, 1,
+                  "--set mode=fwd: mode must be one of \"train\", \"forward\" or \"forward_backward\", got \"fwd\"");
+  const char *m4[] = {"mode=1"};
+  expect_err_sets("schedules/tiny.lua", m4, 1,
+                  "--set mode=1: mode must be one of \"train\", \"forward\" or \"forward_backward\", got 1");
+
   const char *e1[] = {"parallel.bucketmb=100"};
   expect_err_sets("schedules/bucketed_10mb.lua", e1, 1,
                   "--set parallel.bucketmb=100: parallel.bucketmb is not a field of ddp{} (did you mean bucket_mb?)");
@@ -232,6 +248,8 @@ static void test_bad_schedules(void) {
   expect_err(BAD "wrong_ctor.lua",
              BAD "wrong_ctor.lua:6: parallel must be made by ddp{...} or single(), got adamw{...}");
   expect_err(BAD "precision.lua", BAD "precision.lua:2: precision must be \"fp32\" or \"bf16\", got \"fp16\"");
+  expect_err(BAD "mode.lua", BAD "mode.lua:2: mode must be one of \"train\", \"forward\" or \"forward_backward\", "
+                                 "got \"inference\"");
   expect_err(BAD "bucket_mb_flat.lua",
              BAD "bucket_mb_flat.lua:6: parallel.bucket_mb only applies with sync = \"bucketed\", got 10");
   expect_err(BAD "overlap_naive.lua", BAD "overlap_naive.lua:6: parallel.overlap needs sync = \"individual\" or "

@@ -287,6 +287,7 @@ static void m_view_base(ddp_plan *p) { p->tensors[4].base = 77; }
 static void m_tensor_dtype(ddp_plan *p) { p->tensors[0].dtype = 200; }
 static void m_bucket(ddp_plan *p) { p->buckets[0].params[1] = -3; }
 static void m_peer(ddp_plan *p) { step_instr(p, 0, I_SEND)->i[2] = 2; }
+static void m_mode(ddp_plan *p) { p->meta.mode = MODE_COUNT; }
 
 static const mutation mutations[] = {
     {"tensor id", m_tensor_id, "rank 1 step instruction 3 (gemm)", "names tensor 99, plan has 10 tensors"},
@@ -304,6 +305,7 @@ static const mutation mutations[] = {
     {"tensor dtype", m_tensor_dtype, "tensor 0 'w1'", "dtype 200"},
     {"bucket member", m_bucket, "bucket 0 names tensor -3", NULL},
     {"peer", m_peer, "peer/root rank 2", NULL},
+    {"meta mode", m_mode, "invalid: meta mode is 3 (have 3)", NULL},
 };
 
 static void test_index_refusals(void) {

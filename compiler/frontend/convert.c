@@ -1,14 +1,18 @@
 /* compiler/frontend/convert.c: the table a schedule returns (schedule{...} or a plain table), after any
- * --set overrides, into the ddp_schedule: top-level fields here, then model, parallel, data, limits and
- * optimizer in the order their cross-checks need. Runs once, inside the sandbox's protected call. */
+ * --set overrides, into the ddp_schedule: top-level fields here (steps, warmup, seed, precision, mode),
+ * then model, parallel, data, limits and optimizer in the order their cross-checks need. Runs once,
+ * inside the sandbox's protected call. */
 #include "fe.h"
 #include "plan.h"
 #include <stdio.h>
 
 void fe_convert(fe_conv *c, int root_idx) {
   static const char *const fields[] = {"model", "data", "precision", "grad_dtype", "optimizer", "parallel",
-                                       "steps", "warmup", "seed", NULL};
+                                       "steps", "warmup", "seed", "mode", NULL};
   static const char *const precs[] = {"fp32", "bf16", NULL};
+#define FE_MODE_NAME(id, name) name,
+  static const char *const modes[] = {DDP_MODES(FE_MODE_NAME) NULL};
+#undef FE_MODE_NAME
   lua_State *L = c->L;
   ddp_schedule *s = c->s;
   char got[160];
@@ -36,6 +40,9 @@ void fe_convert(fe_conv *c, int root_idx) {
   int prec = 0;
   fe_enum(c, &root, "precision", precs, &prec);
   s->precision = prec == 1 ? PREC_BF16 : PREC_FP32;
+  int mode = MODE_TRAIN;
+  fe_enum(c, &root, "mode", modes, &mode);
+  s->mode = mode;
 
   fe_parallel(c, &root);
   fe_grad_dtype(c, &root);

@@ -55,7 +55,7 @@ int32_t L_attention(ddp_builder *b, const char *name, int32_t qkv, int64_t d, in
   int32_t o = b_act(b, nm, dt, b->rows, d);
   int64_t lshape[3] = {B, heads, T};
   snprintf(nm, sizeof nm, "%s.lse", name);
-  int32_t lse = b_tensor(b, nm, b->fdt, ARENA_ACT, 0, 3, lshape);
+  int32_t lse = b_saved(b, nm, b->fdt, 3, lshape);
   ddp_instr in = b_kernel(OP_ATTN_FWD);
   b_arg(&in, 0, qkv, 0, dt);
   b_arg(&in, 1, qkv, (uint64_t)d * es, dt);
@@ -65,7 +65,7 @@ int32_t L_attention(ddp_builder *b, const char *name, int32_t qkv, int64_t d, in
   attn_ints(b, &in, d, heads);
   b_emit(b, in, name);
   double fwd = 4.0 * (double)B * (double)heads * (double)T * (double)T * (double)(d / heads) * 0.5;
-  b->flops += 3.5 * fwd; /* forward + backward (2.5x forward), causal half */
+  b->flops += (b->backward ? 3.5 : 1.0) * fwd; /* forward + backward (2.5x forward), causal half */
   ddp_node *n = b_record(b, LK_ATTENTION, name);
   n->t[0] = qkv;
   n->t[1] = o;

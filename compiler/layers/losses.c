@@ -1,7 +1,7 @@
 /* compiler/layers/losses.c: the losses. Mean cross-entropy over the rank's tokens (XENT writes the
  * per-row loss and the logits' gradient in place) and mean squared error over all elements (MSE). The
  * scalar loss is SUM(loss rows) scaled to the mean; the gradient scale makes DDP's gradient average equal
- * the global-batch mean. */
+ * the global-batch mean. Without a backward (mode "forward") no gradient is written. */
 #include "builder.h"
 #include <stdio.h>
 
@@ -22,22 +22,23 @@ void L_cross_entropy(ddp_builder *b, int32_t logits, int32_t targets, int64_t vo
   b_buf(b, &in, 0, logits);
   b_buf(b, &in, 1, targets);
   b_buf(b, &in, 2, b->loss_rows);
-  b_buf(b, &in, 3, logits);
+  b_buf(b, &in, 3, b->backward ? logits : -1);
   in.i[0] = rows;
   in.i[1] = vocab;
   in.f[0] = (float)(1.0 / (double)rows);
   b_emit(b, in, "cross_entropy");
-  /* dlogits overwrote the logits: the logits tensor is now its own gradient. */
-  b->grad_of[logits] = logits;
-  b->grad_done[logits] = 1;
+  if (b->backward) { /* dlogits overwrote the logits: the logits tensor is now its own gradient. */
+    b->grad_of[logits] = logits;
+    b->grad_done[logits] = 1;
+  }
   loss_scalar(b, b->loss_rows, rows, 1.0 / (double)rows);
 }
 
 void L_mse(ddp_builder *b, int32_t pred, int32_t target, int64_t m) {
   int64_t rows = b_t(b, pred)->shape[0];
   b->loss_rows = b_act(b, "loss.rows", b->fdt, rows, 0);
-  int32_t dpred = b_grad(b, pred);
-  b_grad_acc(b, dpred);
+  int32_t dpred = b->backward ? b_grad(b, pred) : -1;
+  if (dpred >= 0) b_grad_acc(b, dpred);
   ddp_instr in = b_kernel(OP_MSE);
   b_buf(b, &in, 0, pred);
   b_buf(b, &in, 1, target);

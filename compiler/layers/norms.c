@@ -1,6 +1,9 @@
 /* compiler/layers/norms.c: RMSNorm (eps 1e-5, f32 statistics, weight g) and LayerNorm (PyTorch
  * nn.LayerNorm, weight and bias). Backward writes dx (accumulating when the input's gradient already
- * has a writer) and per-chunk partial sums for the weight gradients, reduced by REDUCE_ROWS. */
+ * has a writer) and per-chunk partial sums for the weight gradients, reduced by REDUCE_ROWS. The forward
+ * writes its statistics (rstd, mean) also in a plan without a backward: the reference normalises with
+ * the statistic as stored (rounded to f32), so dropping them would change a forward plan's loss in the
+ * last bits against the train plan's; they are tiny and live only during their own instruction. */
 #include "builder.h"
 #include <stdio.h>
 
@@ -24,7 +27,7 @@ int32_t L_rmsnorm(ddp_builder *b, const char *name, int unit, int32_t x, int64_t
   snprintf(nm, sizeof nm, "%s.out", name);
   int32_t y = b_act(b, nm, out_dt, rows, d);
   snprintf(nm, sizeof nm, "%s.rstd", name);
-  int32_t rstd = b_act(b, nm, b->fdt, rows, 0);
+  int32_t rstd = b_act(b, nm, b->fdt, rows, 0); /* also without a backward: see the top comment */
   ddp_instr in = b_kernel(OP_RMSNORM_FWD);
   b_buf(b, &in, 0, x);
   b_buf(b, &in, 1, b->units[unit].master);
@@ -78,7 +81,7 @@ int32_t L_layernorm(ddp_builder *b, const char *name, int wunit, int bunit, int3
   snprintf(nm, sizeof nm, "%s.out", name);
   int32_t y = b_act(b, nm, dt, rows, d);
   snprintf(nm, sizeof nm, "%s.mean", name);
-  int32_t mean = b_act(b, nm, b->fdt, rows, 0);
+  int32_t mean = b_act(b, nm, b->fdt, rows, 0); /* also without a backward: see the top comment */
   snprintf(nm, sizeof nm, "%s.rstd", name);
   int32_t rstd = b_act(b, nm, b->fdt, rows, 0);
   ddp_instr in = b_kernel(OP_LAYERNORM_FWD);

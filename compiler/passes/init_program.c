@@ -1,7 +1,8 @@
 /* compiler/passes/init_program.c: a rank's init program: zero the flat tensors and optimizer state,
  * initialise every parameter unit (seeded per rank unless the schedule asks for identical init), the RoPE
  * frequency table, broadcast the parameters from rank 0 when the schedule asks, and write the GEMM
- * copies. */
+ * copies. A forward plan (mode "forward") has no collectives: there every rank initialises as rank 0
+ * does unless the schedule turns the broadcast off, which gives the broadcast's result without it. */
 #include "rank_program.h"
 #include <stdio.h>
 
@@ -31,7 +32,8 @@ void pass_init_program(rank_ctx *c) {
   memset_tensor(c, L->flat_v);
   memset_tensor(c, b->scalars);
   memset_tensor(c, b->loss);
-  int salt = (s->identical_init || c->rank == 0) ? 0 : c->rank;
+  bool no_comm = s->mode == MODE_FORWARD;
+  int salt = (s->identical_init || c->rank == 0 || (no_comm && s->broadcast_init)) ? 0 : c->rank;
   for (int u = 0; u < b->nunits; u++) {
     const ddp_unit *un = &b->units[u];
     ddp_instr in = ddp_instr_blank(I_INIT_TENSOR, STREAM_COMPUTE);
@@ -54,7 +56,7 @@ void pass_init_program(rank_ctx *c) {
     in.f[0] = (float)s->rope_theta;
     rp_push(c, in, "rope.inv_freq");
   }
-  if (L->world > 1 && s->broadcast_init) {
+  if (L->world > 1 && s->broadcast_init && !no_comm) {
     rp_collective(c, I_BROADCAST, STREAM_COMPUTE, L->flat_params, 0, L->nflat, REDOP_SUM, 0, "broadcast.params");
     for (int u = 0; u < b->nunits; u++)
       if (!b->units[u].trainable)

@@ -8,7 +8,9 @@
  *   zero1       reduce-scatter after the backward, shard update, all-gather of parameters
  *   optimizer   (shard="optimizer") the sync above, then each rank updates the parameters it owns and
  *               the owners broadcast them
- * Collectives run on the communication stream, ordered against compute by events, bracketed by timers. */
+ * Collectives run on the communication stream, ordered against compute by events, bracketed by timers.
+ * The schedule's mode trims the step: "forward_backward" stops after the gradient sync (no optimizer, no
+ * OPT_BEGIN timer), "forward" after the loss (no backward, no BACKWARD_END timer, no collectives). */
 #include "rank_program.h"
 #include "access.h"
 #include <stdio.h>
@@ -56,6 +58,40 @@ static void allreduce_bucket(rank_ctx *c, int k) {
   rp_collective(c, I_ALL_REDUCE, STREAM_COMM, L->flat_grads, lo, hi - lo, REDOP_AVG, 0, nm);
 }
 
+/* The optimizer phase of a train step: waits for the gradient sync (per bucket with optimizer overlap),
+ * the scalars, the update (sharded: the rank's range, then the parameter exchange). */
+static void optimizer_phase(rank_ctx *c, bool opt_overlap, const uint32_t *bucket_done) {
+  ddp_builder *b = c->b;
+  ddp_layout *L = c->L;
+  const ddp_schedule *s = b->s;
+  int rank = c->rank;
+  bool dist = L->world > 1;
+  rp_range(c, 1, RANGE_OPTIMIZER, "optimizer");
+  if (opt_overlap) {
+    rp_timer(c, STREAM_COMPUTE, TIMER_OPT_BEGIN);
+    pass_opt_scalars(c, false);
+    for (int k = 0; k < L->nbuckets; k++) {
+      rp_wait(c, STREAM_COMPUTE, bucket_done[k]);
+      int first = L->order[L->bucket_first[k]], last = L->order[L->bucket_last[k]];
+      char nm[64];
+      snprintf(nm, sizeof nm, "optimizer.bucket%d", k);
+      pass_update(c, b->units[first].flat_offset, unit_end(b, last), 0, true, nm);
+    }
+  } else {
+    if (dist) rp_order(c, STREAM_COMM, STREAM_COMPUTE);
+    rp_timer(c, STREAM_COMPUTE, TIMER_OPT_BEGIN);
+    bool sharded = dist && s->shard != SHARD_NONE;
+    pass_opt_scalars(c, dist && s->shard == SHARD_ZERO1);
+    if (sharded) {
+      pass_update(c, L->own_lo[rank], L->own_hi[rank], L->own_lo[rank], false, "optimizer.shard");
+      pass_exchange_params(c);
+    } else {
+      pass_update(c, 0, L->nflat, 0, true, "optimizer");
+    }
+  }
+  rp_range(c, 0, RANGE_OPTIMIZER, NULL);
+}
+
 static int assemble_rank(ddp_builder *b, ddp_layout *L, int rank) {
   const ddp_schedule *s = b->s;
   ddp_rank_plan *rp = &b->plan->ranks[rank];
@@ -63,12 +99,12 @@ static int assemble_rank(ddp_builder *b, ddp_layout *L, int rank) {
   pass_init_program(&c);
 
   c.out = &rp->step;
-  bool dist = L->world > 1;
-  int sync = dist ? s->sync : SYNC_NONE;
-  if (dist && s->shard == SHARD_ZERO1) sync = SYNC_FLAT; /* replaced by the reduce-scatter below */
+  bool dist = L->world > 1, grads = b->backward, train = s->mode == MODE_TRAIN;
+  int sync = dist && grads ? s->sync : SYNC_NONE;
+  if (sync != SYNC_NONE && s->shard == SHARD_ZERO1) sync = SYNC_FLAT; /* replaced by the reduce-scatter below */
   bool overlap = dist && s->overlap_backward && (sync == SYNC_INDIVIDUAL || sync == SYNC_BUCKETED) &&
                  s->shard != SHARD_ZERO1;
-  bool opt_overlap = overlap && sync == SYNC_BUCKETED && s->optimizer_overlap && s->shard == SHARD_NONE;
+  bool opt_overlap = train && overlap && sync == SYNC_BUCKETED && s->optimizer_overlap && s->shard == SHARD_NONE;
 
   /* When is each collective issued? after[k] lists groups (units for individual, buckets) for instr k. */
   int ngroups = sync == SYNC_INDIVIDUAL ? L->norder : sync == SYNC_BUCKETED ? L->nbuckets : 0;
@@ -98,7 +134,8 @@ static int assemble_rank(ddp_builder *b, ddp_layout *L, int rank) {
       if (in.opcode == I_TIMER) in.i[0] = c.ntimers++;
       ddp_program_push(c.out, &in);
     }
-    if (k + 1 == b->step.n || (b->step.n == 0 && k == 0)) rp_timer(&c, STREAM_COMPUTE, TIMER_BACKWARD_END);
+    if (grads && (k + 1 == b->step.n || (b->step.n == 0 && k == 0)))
+      rp_timer(&c, STREAM_COMPUTE, TIMER_BACKWARD_END);
     /* groups due after instruction k (for k == n: the non-overlapped ones) */
     bool ordered = false;
     for (int gidx = 0; gidx < ngroups; gidx++) {
@@ -115,7 +152,7 @@ static int assemble_rank(ddp_builder *b, ddp_layout *L, int rank) {
       if (opt_overlap) bucket_done[gidx] = rp_record(&c, STREAM_COMM);
     }
   }
-  if (sync == SYNC_NAIVE || sync == SYNC_FLAT || (dist && s->shard == SHARD_ZERO1)) {
+  if (sync == SYNC_NAIVE || sync == SYNC_FLAT) { /* (ZeRO-1 is SYNC_FLAT here) */
     rp_order(&c, STREAM_COMPUTE, STREAM_COMM);
     if (s->shard == SHARD_ZERO1) {
       rp_collective(&c, I_REDUCE_SCATTER, STREAM_COMM, L->flat_grads, 0, L->nflat / L->world, REDOP_AVG, 0,
@@ -127,31 +164,8 @@ static int assemble_rank(ddp_builder *b, ddp_layout *L, int rank) {
     }
   }
 
-  rp_range(&c, 1, RANGE_OPTIMIZER, "optimizer");
-  if (opt_overlap) {
-    rp_timer(&c, STREAM_COMPUTE, TIMER_OPT_BEGIN);
-    pass_opt_scalars(&c, false);
-    for (int k = 0; k < L->nbuckets; k++) {
-      rp_wait(&c, STREAM_COMPUTE, bucket_done[k]);
-      int first = L->order[L->bucket_first[k]], last = L->order[L->bucket_last[k]];
-      char nm[64];
-      snprintf(nm, sizeof nm, "optimizer.bucket%d", k);
-      pass_update(&c, b->units[first].flat_offset, unit_end(b, last), 0, true, nm);
-    }
-  } else {
-    if (dist) rp_order(&c, STREAM_COMM, STREAM_COMPUTE);
-    rp_timer(&c, STREAM_COMPUTE, TIMER_OPT_BEGIN);
-    bool sharded = dist && s->shard != SHARD_NONE;
-    pass_opt_scalars(&c, dist && s->shard == SHARD_ZERO1);
-    if (sharded) {
-      pass_update(&c, L->own_lo[rank], L->own_hi[rank], L->own_lo[rank], false, "optimizer.shard");
-      pass_exchange_params(&c);
-    } else {
-      pass_update(&c, 0, L->nflat, 0, true, "optimizer");
-    }
-  }
-  rp_range(&c, 0, RANGE_OPTIMIZER, NULL);
-  if (dist) rp_order(&c, STREAM_COMM, STREAM_COMPUTE); /* nothing of this step left on the comm stream */
+  if (train) optimizer_phase(&c, opt_overlap, bucket_done);
+  if (dist && grads) rp_order(&c, STREAM_COMM, STREAM_COMPUTE); /* nothing of this step left on the comm stream */
   rp_timer(&c, STREAM_COMPUTE, TIMER_STEP_END);
   rp_range(&c, 0, RANGE_STEP, NULL);
 
