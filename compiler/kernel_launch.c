@@ -208,7 +208,7 @@ static int attention(const ddp_instr *in, const char *arch, ddp_launch *L, char 
   const int64_t rows = B * T * H;
   if (op == OP_ATTN_BWD_PREP) {
     if (in->dt[0] != in->dt[1]) return fail(err, cap, in, "o and do must have one dtype");
-    geom(L, clamp64(cdiv(rows, 8), 1, 1 << 20), 1, 256, 0);
+    geom(L, clamp64(cdiv(rows, 32), 1, 1 << 20), 1, 256, 0); /* 32 rows per block packed, 8 scalar (grid-stride) */
     return 0;
   }
   /* q, k, v, (o | do): one dtype, which picks the path */
@@ -306,9 +306,10 @@ int ddp_kernel_launch(const ddp_instr *in, const char *arch, ddp_launch *out, ch
     geom(out, 1, 1, op == OP_SUM ? 1024 : 256, 0);
     break;
   case OP_ROPE:
-    if (I[3] % 2) return fail(err, errcap, in, "head dim %lld must be even", (long long)I[3]);
+    if (I[3] % 2 || I[3] < 2 || I[3] > 256)
+      return fail(err, errcap, in, "head dim %lld must be even and in 2..256", (long long)I[3]);
     spec_add(out, "#define DDP_BLOCK 256\n");
-    geom(out, clamp64(cdiv(I[0] * I[1] * I[2] * (I[3] / 2), 256), 1, 1 << 16), 1, 256, 0);
+    geom(out, clamp64(I[0] * I[1], 1, 1 << 20), 1, 256, 0); /* a block per (b, t) row */
     break;
   case OP_ATTN_FWD:
   case OP_ATTN_BWD_PREP:
@@ -317,7 +318,12 @@ int ddp_kernel_launch(const ddp_instr *in, const char *arch, ddp_launch *out, ch
     if (attention(in, arch, out, err, errcap)) return -1;
     break;
   case OP_SWIGLU_FWD:
-  case OP_SWIGLU_BWD:
+  case OP_SWIGLU_BWD: { /* flat packs, two per thread per iteration (templates/swiglu.cu) */
+    const int vec = vec_width(in, op_slots(op));
+    spec_add(out, "#define DDP_BLOCK 256\n#define DDP_VEC %d\n", vec);
+    geom(out, clamp64(cdiv(cdiv(I[0] * I[1], vec), 2 * 256), 1, 1 << 20), 1, 256, 0);
+    break;
+  }
   case OP_BIAS_ADD: {
     const int vec = vec_width(in, op_slots(op));
     spec_add(out, "#define DDP_BLOCK 256\n#define DDP_VEC %d\n", vec);

@@ -81,6 +81,8 @@ __device__ __forceinline__ long long head_base(const dims &d, long long st, long
 }  // namespace attn
 
 // ================================ PREP: delta = rowsum(do * o) ===================================
+// Eight threads per row with 16-byte packed loads where the head dim and strides allow (32 rows per
+// block), else a warp per row with scalar loads (8 rows per block); grid-stride over rows either way.
 #ifdef DDP_ENTRY_attn_bwd_prep
 extern "C" __global__ void __launch_bounds__(256) ddp_attn_bwd_prep(const ddp_kargs a) {
   using namespace attn;
@@ -89,6 +91,32 @@ extern "C" __global__ void __launch_bounds__(256) ddp_attn_bwd_prep(const ddp_ka
   const T1 *dout = (const T1 *)a.p[1];
   float *delta = (float *)a.p[2];
   const long long rows = d.B * d.T * d.H;
+  constexpr int W = 16 / (int)sizeof(T0);
+  const bool vec = sizeof(T0) == sizeof(T1) && d.Dh % W == 0 && ddp_pack_ok<T0, W>(o) && ddp_pack_ok<T1, W>(dout) &&
+                   (d.so * (long long)sizeof(T0)) % 16 == 0;
+  if (vec) {
+    const int sub = threadIdx.x & 7, npk = (int)(d.Dh / W);
+    /* r0 is the warp's first row (warp-uniform, so the shuffles below see all 32 lanes) */
+    for (long long r0 = (long long)blockIdx.x * 32 + (threadIdx.x >> 5) * 4; r0 < rows; r0 += (long long)gridDim.x * 32) {
+      const long long r = r0 + ((threadIdx.x >> 3) & 3);
+      const bool live = r < rows;
+      const long long h = r % d.H, bt = r / d.H, t = bt % d.T, b = bt / d.T;
+      const long long off = bt * d.so + h * d.Dh;
+      float s = 0.f;
+      for (int k = sub; live && k < npk; k += 8) {
+        float vo[W], vd[W];
+        ddp_load_n<T0, W>(o, off + (long long)k * W, vo, true);
+        ddp_load_n<T1, W>(dout, off + (long long)k * W, vd, true);
+#pragma unroll
+        for (int e = 0; e < W; e++) s = fmaf(vo[e], vd[e], s);
+      }
+      s += __shfl_xor_sync(0xffffffffu, s, 4);
+      s += __shfl_xor_sync(0xffffffffu, s, 2);
+      s += __shfl_xor_sync(0xffffffffu, s, 1);
+      if (live && sub == 0) delta[(b * d.H + h) * d.T + t] = s;
+    }
+    return;
+  }
   const int lane = threadIdx.x & 31;
   for (long long r = (long long)blockIdx.x * 8 + (threadIdx.x >> 5); r < rows; r += (long long)gridDim.x * 8) {
     const long long h = r % d.H, bt = r / d.H, t = bt % d.T, b = bt / d.T;

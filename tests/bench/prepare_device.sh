@@ -13,5 +13,7 @@ DDPC=build/ddpc PLANS=dev/plans
 . tests/bench/plans.sh
 plans_single
 plans_ddp
+. tests/bench/attn_variants.sh
+attn_variants_compile dev/plans
 rm -rf dev/plans
 du -sh dev

@@ -1,0 +1,103 @@
+#!/usr/bin/env python3
+"""tests/bench/torch_extra.py: PyTorch baselines the shared anchor script does not measure, run in the same
+device call as ours. Prints one JSON object per line prefixed with "TORCH ".
+
+  --gemm        bf16 matmuls of the XL training step's shapes (M, N, K as the plan names them), TFLOP/s
+  --attention   SDPA (causal, batch 1, 16 heads) for d in 16/32/64/128 x seq 256..16384 (+32768, 65536),
+                bf16 and fp32, forward and forward+backward, OOM reported as such: the grid of
+                ddpbench_kernels' flash attention
+Timing: CUDA events around each repetition after warm-up, median."""
+import argparse
+import json
+import torch
+import torch.nn.functional as F
+
+
+def emit(**kw):
+    print("TORCH " + json.dumps(kw), flush=True)
+
+
+def timed(fn, warmup=3, iters=10):
+    for _ in range(warmup):
+        fn()
+    ts = []
+    for _ in range(iters):
+        a, b = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
+        a.record()
+        fn()
+        b.record()
+        b.synchronize()
+        ts.append(a.elapsed_time(b))
+    ts.sort()
+    return ts[len(ts) // 2]
+
+
+# The XL step's GEMMs (d 1600, ff 6400, vocab 10000, 2048 tokens): name, M, N, K, A transposed, B transposed.
+XL_GEMMS = [
+    ("qkv_proj", 2048, 4800, 1600, 0, 1), ("output_proj", 2048, 1600, 1600, 0, 1),
+    ("ffn.w13", 2048, 12800, 1600, 0, 1), ("ffn.w2", 2048, 1600, 6400, 0, 1), ("lm_head", 2048, 10000, 1600, 0, 1),
+    ("qkv_proj.dW", 4800, 1600, 2048, 1, 0), ("output_proj.dW", 1600, 1600, 2048, 1, 0),
+    ("ffn.w13.dW", 12800, 1600, 2048, 1, 0), ("ffn.w2.dW", 1600, 6400, 2048, 1, 0),
+    ("lm_head.dW", 10000, 1600, 2048, 1, 0),
+    ("qkv_proj.dx", 2048, 1600, 4800, 0, 0), ("output_proj.dx", 2048, 1600, 1600, 0, 0),
+    ("ffn.w13.dx", 2048, 1600, 12800, 0, 0), ("ffn.w2.dx", 2048, 6400, 1600, 0, 0),
+    ("lm_head.dx", 2048, 1600, 10000, 0, 0),
+]
+
+
+def gemms():
+    for name, m, n, k, ta, tb in XL_GEMMS:
+        a = torch.randn(k, m, device="cuda", dtype=torch.bfloat16).t() if ta else \
+            torch.randn(m, k, device="cuda", dtype=torch.bfloat16)
+        b = torch.randn(n, k, device="cuda", dtype=torch.bfloat16).t() if tb else \
+            torch.randn(k, n, device="cuda", dtype=torch.bfloat16)
+        ms = timed(lambda: a @ b, 5, 20)
+        emit(kind="gemm", name=name, M=m, N=n, K=k, ms=ms, TFLOPs=2 * m * n * k / ms / 1e9)
+
+
+def attention():
+    for dt_name, dt in (("bf16", torch.bfloat16), ("fp32", torch.float32)):
+        for d in (16, 32, 64, 128):
+            for t in (256, 1024, 4096, 8192, 16384, 32768, 65536):
+                rec = dict(kind="attention", impl="torch_sdpa", dtype=dt_name, d=d, T=t, heads=16, causal=True)
+                try:
+                    q, k, v = (torch.randn(1, 16, t, d, device="cuda", dtype=dt, requires_grad=True)
+                               for _ in range(3))
+                    go = torch.randn(1, 16, t, d, device="cuda", dtype=dt)
+
+                    def fwd():
+                        with torch.no_grad():
+                            F.scaled_dot_product_attention(q, k, v, is_causal=True)
+
+                    def both():
+                        o = F.scaled_dot_product_attention(q, k, v, is_causal=True)
+                        o.backward(go)
+                    reps = 3 if t >= 32768 else 10
+                    rec["fwd_ms"] = timed(fwd, 2, reps)
+                    rec["fwd_bwd_ms"] = timed(both, 2, reps)
+                    rec["bwd_ms"] = rec["fwd_bwd_ms"] - rec["fwd_ms"]
+                    flops = 4 * 16 * t * t * d / 2
+                    rec["fwd_TFLOPs"] = flops / rec["fwd_ms"] / 1e9
+                except torch.OutOfMemoryError:
+                    rec["oom"] = True
+                except RuntimeError as e:  # no kernel for this dtype/size
+                    rec["error"] = str(e).splitlines()[0][:160]
+                emit(**rec)
+                q = k = v = go = None
+                torch.cuda.empty_cache()
+
+
+def main():
+    ap = argparse.ArgumentParser()
+    ap.add_argument("--gemm", action="store_true")
+    ap.add_argument("--attention", action="store_true")
+    a = ap.parse_args()
+    emit(kind="device", name=torch.cuda.get_device_name(), torch=torch.__version__)
+    if a.gemm:
+        gemms()
+    if a.attention:
+        attention()
+
+
+if __name__ == "__main__":
+    main()
