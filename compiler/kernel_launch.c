@@ -199,6 +199,23 @@ static int tune(int op, const char *what, int64_t *v, char *err, size_t cap) {
   return 0;
 }
 
+/* DDP_TUNE_ADAMW_<what> (an integer in lo..hi) overrides the AdamW kernel's shape, for benchmarks; the value
+ * lands in the spec or the grid, so cached modules stay correct. */
+static int adamw_tune(const char *what, int64_t *v, int64_t lo, int64_t hi, char *err, size_t cap) {
+  char name[64];
+  snprintf(name, sizeof name, "DDP_TUNE_ADAMW_%s", what);
+  const char *e = getenv(name);
+  if (!e || !*e) return 0;
+  char *end = NULL;
+  const long long x = strtoll(e, &end, 10);
+  if (!end || *end || x < lo || x > hi) {
+    snprintf(err, cap, "%s=%s: expected an integer in %lld..%lld", name, e, (long long)lo, (long long)hi);
+    return -1;
+  }
+  *v = x;
+  return 0;
+}
+
 static int attention(const ddp_instr *in, const char *arch, ddp_launch *L, char *err, size_t cap) {
   const int64_t B = in->i[0], T = in->i[1], H = in->i[2], Dh = in->i[3];
   if (B < 1 || T < 1 || H < 1) return fail(err, cap, in, "B=%lld T=%lld H=%lld must all be >= 1", (long long)B, (long long)T, (long long)H);
@@ -297,8 +314,8 @@ int ddp_kernel_launch(const ddp_instr *in, const char *arch, ddp_launch *out, ch
     geom(out, I[3] < 1 ? 1 : I[3], 1, out->block[0], 0);
     break;
   case OP_REDUCE_ROWS:
-    spec_add(out, "#define DDP_ROWS 16\n");
-    geom(out, cdiv(I[1], 32), 1, 32 * 16, 0);
+    spec_add(out, "#define DDP_ROWS 32\n"); /* 1024 threads per 32 columns: ~P/256 dependent loads each */
+    geom(out, cdiv(I[1], 32), 1, 32 * 32, 0);
     break;
   case OP_SUM:
   case OP_OPT_SCALARS:
@@ -345,7 +362,17 @@ int ddp_kernel_launch(const ddp_instr *in, const char *arch, ddp_launch *out, ch
     spec_add(out, "#define DDP_BLOCK 256\n");
     geom(out, I[1] < 1 ? 1 : I[1], 1, 256, 0);
     break;
-  case OP_ADAMW:
+  case OP_ADAMW: { /* DDP_TUNE_ADAMW_{VEC,UNROLL,GRID}: benchmark overrides (see adamw_tune) */
+    int64_t vec = vec_width(in, op_slots(op)), unroll = 1, grid = 0;
+    if (adamw_tune("VEC", &vec, 4, 8, err, errcap) || adamw_tune("UNROLL", &unroll, 1, 4, err, errcap) ||
+        adamw_tune("GRID", &grid, 1, 1 << 20, err, errcap))
+      return -1;
+    if (vec != 4 && vec != 8) return fail(err, errcap, in, "DDP_TUNE_ADAMW_VEC must be 4 or 8");
+    spec_add(out, "#define DDP_BLOCK 256\n#define DDP_VEC %lld\n#define DDP_UNROLL %lld\n", (long long)vec,
+             (long long)unroll);
+    geom(out, grid ? grid : clamp64(cdiv(cdiv(I[0], vec * unroll), 256), 1, 4096), 1, 256, 0);
+    break;
+  }
   case OP_SGD:
   case OP_CAST:
   case OP_ADD:

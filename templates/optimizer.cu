@@ -11,6 +11,9 @@
 // Types: SUMSQ T0 x, T1 part; OPT_SCALARS T0 part, T1 scalars; ADAMW T0 p, T1 grad, T2 m, T3 v, T4 copy,
 // T5 scalars; SGD T0 p, T1 grad, T2 copy, T3 scalars (scalars and partials f32). Spec: DDP_BLOCK, DDP_VEC.
 #include "common.cuh"
+#ifndef DDP_UNROLL
+#define DDP_UNROLL 1
+#endif
 #ifndef DDP_BLOCK
 #define DDP_BLOCK 256
 #endif
@@ -96,24 +99,38 @@ extern "C" __global__ void __launch_bounds__(DDP_BLOCK) ddp_adamw(const ddp_karg
   constexpr int W = DDP_VEC;
   const bool vec = ddp_pack_ok<float, W>(p) && ddp_pack_ok<T1, W>(grad) && ddp_pack_ok<float, W>(m) &&
                    ddp_pack_ok<float, W>(v) && (copy == nullptr || ddp_pack_ok<T4, W>(copy));
-  for (long long i = ddp_gtid() * W; i < n; i += ddp_gstride() * W) {
-    float pv[W], gv[W], mv[W], vv[W];
-    ddp_load_nb<float, W>(p, i, n, pv, vec);
-    ddp_load_nb<T1, W>(grad, i, n, gv, vec);
-    ddp_load_nb<float, W>(m, i, n, mv, vec);
-    ddp_load_nb<float, W>(v, i, n, vv, vec);
+  // DDP_UNROLL packs per thread per iteration, all loads issued before the arithmetic.
+  constexpr int U = DDP_UNROLL;
+  const long long step = ddp_gstride() * W;
+  for (long long i0 = ddp_gtid() * W; i0 < n; i0 += U * step) {
+    float pv[U][W], gv[U][W], mv[U][W], vv[U][W];
 #pragma unroll
-    for (int e = 0; e < W; e++) {
-      const float g = gv[e] * clip;
-      mv[e] = b1 * mv[e] + (1.f - b1) * g;
-      vv[e] = b2 * vv[e] + (1.f - b2) * g * g;
-      pv[e] -= alpha * mv[e] / (sqrtf(vv[e]) + eps);
-      pv[e] -= decay * pv[e];
+    for (int u = 0; u < U; u++) {
+      const long long i = i0 + u * step;
+      if (i < n) {
+        ddp_load_nb<float, W>(p, i, n, pv[u], vec);
+        ddp_load_nb<T1, W>(grad, i, n, gv[u], vec);
+        ddp_load_nb<float, W>(m, i, n, mv[u], vec);
+        ddp_load_nb<float, W>(v, i, n, vv[u], vec);
+      }
     }
-    ddp_store_nb<float, W>(p, i, n, pv, vec);
-    ddp_store_nb<float, W>(m, i, n, mv, vec);
-    ddp_store_nb<float, W>(v, i, n, vv, vec);
-    if (copy) ddp_store_nb<T4, W>(copy, i, n, pv, vec);
+#pragma unroll
+    for (int u = 0; u < U; u++) {
+      const long long i = i0 + u * step;
+      if (i >= n) continue;
+#pragma unroll
+      for (int e = 0; e < W; e++) {
+        const float g = gv[u][e] * clip;
+        mv[u][e] = b1 * mv[u][e] + (1.f - b1) * g;
+        vv[u][e] = b2 * vv[u][e] + (1.f - b2) * g * g;
+        pv[u][e] -= alpha * mv[u][e] / (sqrtf(vv[u][e]) + eps);
+        pv[u][e] -= decay * pv[u][e];
+      }
+      ddp_store_nb<float, W>(p, i, n, pv[u], vec);
+      ddp_store_nb<float, W>(m, i, n, mv[u], vec);
+      ddp_store_nb<float, W>(v, i, n, vv[u], vec);
+      if (copy) ddp_store_nb<T4, W>(copy, i, n, pv[u], vec);
+    }
   }
 }
 #endif

@@ -24,18 +24,16 @@ extern "C" __global__ void __launch_bounds__(32 * DDP_ROWS) ddp_reduce_rows(cons
   const int tx = threadIdx.x & 31, ty = threadIdx.x >> 5;
   for (long long c0 = (long long)blockIdx.x * 32; c0 < D; c0 += (long long)gridDim.x * 32) {
     const long long c = c0 + tx;
-    float s0 = 0.f, s1 = 0.f, s2 = 0.f, s3 = 0.f;
+    float s[8] = {0.f, 0.f, 0.f, 0.f, 0.f, 0.f, 0.f, 0.f}; /* eight independent loads in flight */
     if (c < D) {
       long long p = ty;
-      for (; p + 3 * DDP_ROWS < P; p += 4 * DDP_ROWS) {
-        s0 += ddp_f(in[p * D + c]);
-        s1 += ddp_f(in[(p + DDP_ROWS) * D + c]);
-        s2 += ddp_f(in[(p + 2 * DDP_ROWS) * D + c]);
-        s3 += ddp_f(in[(p + 3 * DDP_ROWS) * D + c]);
+      for (; p + 7 * DDP_ROWS < P; p += 8 * DDP_ROWS) {
+#pragma unroll
+        for (int u = 0; u < 8; u++) s[u] += ddp_f(in[(p + u * DDP_ROWS) * D + c]);
       }
-      for (; p < P; p += DDP_ROWS) s0 += ddp_f(in[p * D + c]);
+      for (; p < P; p += DDP_ROWS) s[0] += ddp_f(in[p * D + c]);
     }
-    part[ty][tx] = (s0 + s1) + (s2 + s3);
+    part[ty][tx] = ((s[0] + s[1]) + (s[2] + s[3])) + ((s[4] + s[5]) + (s[6] + s[7]));
     __syncthreads();
     if (ty == 0 && c < D) {
       float s = 0.f;

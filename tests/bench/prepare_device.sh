@@ -15,5 +15,7 @@ plans_single
 plans_ddp
 . tests/bench/attn_variants.sh
 attn_variants_compile dev/plans
+. tests/bench/adamw_variants.sh
+adamw_variants_compile dev/plans
 rm -rf dev/plans
 du -sh dev
