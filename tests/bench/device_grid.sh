@@ -14,6 +14,7 @@ export DDPC_CACHE_DIR=$R/dev/cache DDP_TEMPLATE_DIR=$R/templates PYTHONUNBUFFERE
 DDPC=$R/dev/bin/ddpc; DDPRUN=$R/dev/bin/ddprun; B=tests/bench; P=/tmp/plans; mkdir -p $P; A=$B/torch_ddp_anchor.py
 nvidia-smi --query-gpu=name,memory.total,driver_version --format=csv,noheader | tee $L/gpu.txt
 . $B/adamw_variants.sh
+T0=$(date +%s); guard() { [ $(( $(date +%s) - T0 )) -lt $1 ]; } # skip what would overrun the call's limit
 
 echo "== AdamW variants on XL ($(date +%T))"
 best=default; best_ms=1e9
@@ -45,6 +46,7 @@ for size in small medium large xl 2.7b; do
   sed "s/models.transformer(\"xl\"/models.transformer(\"$size\"/" schedules/bench_xl.lua >$P/$size.lua
   cp schedules/models.lua $P/ 2>/dev/null
   for cfg in 128:4 256:4 512:4 1024:4 128:16; do
+    guard 470 || { echo "out of time: grid stops before $size $cfg"; break 2; }
     ctx=${cfg%:*}; gb=${cfg#*:}; tag=${size}_bf16_${ctx}_${gb}
     $DDPC $P/$size.lua -o $P/$tag.bin -q --set model.context=$ctx --set data.global_batch=$gb --set warmup=3 &&
       timeout 120 $DDPRUN $P/$tag.bin --steps 10 --metrics $L/grid_train_$tag.jsonl --quiet >$L/grid_train_$tag.log 2>&1 ||
@@ -53,16 +55,18 @@ for size in small medium large xl 2.7b; do
       timeout 60 $DDPRUN $P/fwd_$tag.bin --steps 7 --metrics $L/grid_forward_$tag.jsonl --quiet >$L/grid_forward_$tag.log 2>&1 ||
       echo "forward $tag: $(tail -1 $L/grid_forward_$tag.log)"
   done
+  guard 470 || break
   tag=${size}_fp32_512_4
   $DDPC $P/$size.lua -o $P/$tag.bin -q --set precision=fp32 --set warmup=2 &&
-    timeout 120 $DDPRUN $P/$tag.bin --steps 5 --metrics $L/grid_train_$tag.jsonl --quiet >$L/grid_train_$tag.log 2>&1 ||
+    timeout 60 $DDPRUN $P/$tag.bin --steps 4 --metrics $L/grid_train_$tag.jsonl --quiet >$L/grid_train_$tag.log 2>&1 ||
     echo "train $tag: $(tail -1 $L/grid_train_$tag.log)"
 done
 
 echo "== grid, PyTorch eager ($(date +%T))"
 for pt in small:512:4 medium:512:4 large:512:4 2.7b:512:4 xl:128:4 xl:256:4 xl:1024:4 xl:128:16; do
+  guard 540 || { echo "out of time: PyTorch grid stops before $pt"; break; }
   IFS=: read size ctx b <<<"$pt"
-  timeout 90 python3 $A --size $size --ctx $ctx --batch $b --warmup 2 --iters 5 >$L/torch_eager_${size}_${ctx}_${b}.log 2>&1 ||
+  timeout 40 python3 $A --size $size --ctx $ctx --batch $b --warmup 2 --iters 5 >$L/torch_eager_${size}_${ctx}_${b}.log 2>&1 ||
     echo "torch $pt rc=$?"
 done
 tar czf $OUT/grid.tar.gz -C $L . && ls -la $OUT
