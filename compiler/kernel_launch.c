@@ -363,7 +363,9 @@ int ddp_kernel_launch(const ddp_instr *in, const char *arch, ddp_launch *out, ch
     geom(out, I[1] < 1 ? 1 : I[1], 1, 256, 0);
     break;
   case OP_ADAMW: { /* DDP_TUNE_ADAMW_{VEC,UNROLL,GRID}: benchmark overrides (see adamw_tune) */
-    int64_t vec = vec_width(in, op_slots(op)), unroll = 1, grid = 0;
+    /* Four f32 per pack, four packs per thread in flight: 15.2 ms against 17.3 for 8 x 1 on the XL step's
+     * 2.0e9 parameters (H200, tests/bench/device_grid.sh, 2026-11-22) */
+    int64_t vec = 4, unroll = 4, grid = 0;
     if (adamw_tune("VEC", &vec, 4, 8, err, errcap) || adamw_tune("UNROLL", &unroll, 1, 4, err, errcap) ||
         adamw_tune("GRID", &grid, 1, 1 << 20, err, errcap))
       return -1;
