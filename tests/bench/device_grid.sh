@@ -7,6 +7,8 @@
 # forward and backward from the step's timing points) and as a forward-only plan (mode=forward: forward
 # time and forward-only memory); fp32 at context 512. (4) PyTorch eager at the grid points of context 512
 # and of XL. Logs go to $OUT/grid.tar.gz; the tables are printed by tests/bench/grid_summary.py.
+# Parts can be chosen: GRID_ADAMW=0 and GRID_HEADLINE=0 skip (1) and (2); GRID_SIZES="2.7b" and
+# GRID_TORCH="xl:128:4 ..." (size:context:batch) narrow (3) and (4).
 set -u
 cd "$(dirname "$0")/../.."
 R=$PWD; OUT=${OUT:-/tmp/out}; mkdir -p "$OUT"; L=/tmp/logs; mkdir -p $L
@@ -18,7 +20,7 @@ T0=$(date +%s); guard() { [ $(( $(date +%s) - T0 )) -lt $1 ]; } # skip what woul
 
 echo "== AdamW variants on XL ($(date +%T))"
 best=default; best_ms=1e9
-for v in "${ADAMW_VARIANTS[@]}"; do
+[ "${GRID_ADAMW:-1}" = 1 ] && for v in "${ADAMW_VARIANTS[@]}"; do
   n=${v%%:*}
   env ${v#*:} $DDPC schedules/bench_xl.lua -o $P/xl_adamw_$n.bin -q --set warmup=3 || continue
   $DDPRUN $P/xl_adamw_$n.bin --steps 10 --metrics $L/adamw_$n.jsonl --quiet >/dev/null 2>&1 || { echo "$n failed"; continue; }
@@ -31,18 +33,20 @@ print('%.3f' % statistics.median(x['optimizer_ms'] for x in r))" $L/adamw_$n.jso
 done
 echo "chosen AdamW variant: $best ($(adamw_env $best))"
 export $(adamw_env $best) 2>/dev/null; echo "$best $(adamw_env $best)" >$L/adamw_chosen.txt
-for op in ADAMW REDUCE_ROWS; do # the chosen shape (the variables reach gpu_kernels' launch rules) and the new fold
+[ "${GRID_ADAMW:-1}" = 1 ] && for op in ADAMW REDUCE_ROWS; do # the chosen shape (the variables reach gpu_kernels' launch rules) and the new fold
   timeout 120 dev/bin/gpu_kernels --op $op >$L/gpu_kernels_$op.log 2>&1; echo "gpu_kernels --op $op rc=$?: $(tail -1 $L/gpu_kernels_$op.log)"
 done
 
-echo "== headline: XL bf16 ctx 512 batch 4 ($(date +%T))"
-$DDPC schedules/bench_xl.lua -o $P/xl.bin -q
-$DDPRUN $P/xl.bin --metrics $L/headline_xl.jsonl --quiet >$L/headline_xl.log 2>&1 || tail -2 $L/headline_xl.log
-timeout 120 python3 $A --size xl --warmup 3 --iters 10 >$L/torch_eager_xl_512_4.log 2>&1; echo "torch eager rc=$?"
-timeout 240 python3 $A --size xl --warmup 3 --iters 10 --compile >$L/torch_compile_xl_512_4.log 2>&1; echo "torch.compile rc=$?"
+if [ "${GRID_HEADLINE:-1}" = 1 ]; then
+  echo "== headline: XL bf16 ctx 512 batch 4 ($(date +%T))"
+  $DDPC schedules/bench_xl.lua -o $P/xl.bin -q
+  $DDPRUN $P/xl.bin --metrics $L/headline_xl.jsonl --quiet >$L/headline_xl.log 2>&1 || tail -2 $L/headline_xl.log
+  timeout 120 python3 $A --size xl --warmup 3 --iters 10 >$L/torch_eager_xl_512_4.log 2>&1; echo "torch eager rc=$?"
+  timeout 240 python3 $A --size xl --warmup 3 --iters 10 --compile >$L/torch_compile_xl_512_4.log 2>&1; echo "torch.compile rc=$?"
+fi
 
 echo "== grid, ours ($(date +%T))"
-for size in small medium large xl 2.7b; do
+for size in ${GRID_SIZES:-small medium large xl 2.7b}; do
   sed "s/models.transformer(\"xl\"/models.transformer(\"$size\"/" schedules/bench_xl.lua >$P/$size.lua
   cp schedules/models.lua $P/ 2>/dev/null
   for cfg in 128:4 256:4 512:4 1024:4 128:16; do
@@ -63,7 +67,7 @@ for size in small medium large xl 2.7b; do
 done
 
 echo "== grid, PyTorch eager ($(date +%T))"
-for pt in small:512:4 medium:512:4 large:512:4 2.7b:512:4 xl:128:4 xl:256:4 xl:1024:4 xl:128:16; do
+for pt in ${GRID_TORCH:-small:512:4 medium:512:4 large:512:4 2.7b:512:4 xl:128:4 xl:256:4 xl:1024:4 xl:128:16}; do
   guard 540 || { echo "out of time: PyTorch grid stops before $pt"; break; }
   IFS=: read size ctx b <<<"$pt"
   timeout 40 python3 $A --size $size --ctx $ctx --batch $b --warmup 2 --iters 5 >$L/torch_eager_${size}_${ctx}_${b}.log 2>&1 ||
