@@ -70,7 +70,7 @@ echo "== grid, PyTorch eager ($(date +%T))"
 for pt in ${GRID_TORCH:-small:512:4 medium:512:4 large:512:4 2.7b:512:4 xl:128:4 xl:256:4 xl:1024:4 xl:128:16}; do
   guard 540 || { echo "out of time: PyTorch grid stops before $pt"; break; }
   IFS=: read size ctx b <<<"$pt"
-  timeout 40 python3 $A --size $size --ctx $ctx --batch $b --warmup 2 --iters 5 >$L/torch_eager_${size}_${ctx}_${b}.log 2>&1 ||
+  timeout 60 python3 $A --size $size --ctx $ctx --batch $b --warmup 2 --iters 5 >$L/torch_eager_${size}_${ctx}_${b}.log 2>&1 ||
     echo "torch $pt rc=$?"
 done
 tar czf $OUT/grid.tar.gz -C $L . && ls -la $OUT
