@@ -5,10 +5,12 @@
 #  - launches: --nproc 2, torchrun-style variables, Slurm variables all rendezvous;
 #  - failures: a rank killed mid-run makes the other exit non-zero naming the problem within 60 s; a
 #    rank that never arrives fails the rendezvous with a clear line; a 2-rank plan under 3 is refused.
-# SKIP (77) with fewer than 2 GPUs.
+# SKIP (77) with fewer than 2 GPUs. DDP_GPU_RANKS=N runs the equivalence part on N GPUs (4 and 8 on larger
+# machines) and stops there; the launch and failure part is written for 2.
 set -u
+N=${DDP_GPU_RANKS:-2}
 ngpu=$(nvidia-smi -L 2>/dev/null | wc -l)
-if [ "$ngpu" -lt 2 ]; then echo "SKIP: needs 2 GPUs, found $ngpu"; exit 77; fi
+if [ "$ngpu" -lt "$N" ] || [ "$N" -lt 2 ]; then echo "SKIP: needs $N GPUs (at least 2), found $ngpu"; exit 77; fi
 export NCCL_NVLS_ENABLE=0 TORCH_SYMM_MEM_DISABLE_MULTICAST=1 NVSHMEM_DISABLE_NVLS=1
 tmp="$DDP_TEST_TMP/gpu_ddp"; rm -rf "$tmp"; mkdir -p "$tmp"
 cp "$DDP_SOURCE_DIR/schedules/models.lua" "$tmp/"
@@ -33,7 +35,7 @@ for mode in naive flat individual bucketed; do
   extra=", sync = \"$mode\""
   [ "$mode" = individual ] && extra="$extra, overlap = \"backward\""
   [ "$mode" = bucketed ] && extra="$extra, bucket_mb = 0.0016, overlap = \"backward\""
-  write "toy_$mode" "models.toy()" 2 "$extra" "sgd { lr = 0.1 }" 5 "$toy_data" &&
+  write "toy_$mode" "models.toy()" $N "$extra" "sgd { lr = 0.1 }" 5 "$toy_data" &&
     same "toy_$mode" toy_1 1e-5 1e-6 "$([ $mode = naive ] && echo 'Naive DDP matches baseline!')"
 done
 tiny='models.tiny({ d_model = 64, d_ff = 128, heads = 4, vocab = 256, context = 32 })'
@@ -43,12 +45,13 @@ for mode in flat individual bucketed; do
   extra=", sync = \"$mode\""
   [ "$mode" = individual ] && extra="$extra, overlap = \"backward\""
   [ "$mode" = bucketed ] && extra="$extra, bucket_mb = 0.05, overlap = \"backward\""
-  write "tiny_$mode" "$tiny" 2 "$extra" "sgd { lr = 0.1 }" 4 "$tdata" && same "tiny_$mode" tiny_1 1e-5 1e-6
+  write "tiny_$mode" "$tiny" $N "$extra" "sgd { lr = 0.1 }" 4 "$tdata" && same "tiny_$mode" tiny_1 1e-5 1e-6
 done
 adam='adamw { lr = 1e-2, weight_decay = 0.1 }'
-write tiny_adam "$tiny" 2 ', sync = "flat"' "$adam" 4 "$tdata"
-write tiny_zero1 "$tiny" 2 ', sync = "flat", shard = "zero1"' "$adam" 4 "$tdata" && same tiny_zero1 tiny_adam 1e-6 1e-7
-write tiny_sharded "$tiny" 2 ', sync = "flat", shard = "optimizer"' "$adam" 4 "$tdata" && same tiny_sharded tiny_adam 1e-6 1e-7
+write tiny_adam "$tiny" $N ', sync = "flat"' "$adam" 4 "$tdata"
+write tiny_zero1 "$tiny" $N ', sync = "flat", shard = "zero1"' "$adam" 4 "$tdata" && same tiny_zero1 tiny_adam 1e-6 1e-7
+write tiny_sharded "$tiny" $N ', sync = "flat", shard = "optimizer"' "$adam" 4 "$tdata" && same tiny_sharded tiny_adam 1e-6 1e-7
+[ "$N" != 2 ] && { echo "(equivalence on $N GPUs only)"; exit $fail; }
 
 # launches
 plan="$tmp/tiny_flat.bin"

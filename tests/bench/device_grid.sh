@@ -32,7 +32,7 @@ print('%.3f' % statistics.median(x['optimizer_ms'] for x in r))" $L/adamw_$n.jso
   if python3 -c "import sys; sys.exit(0 if $ms < $best_ms else 1)"; then best=$n; best_ms=$ms; fi
 done
 echo "chosen AdamW variant: $best ($(adamw_env $best))"
-export $(adamw_env $best) 2>/dev/null; echo "$best $(adamw_env $best)" >$L/adamw_chosen.txt
+[ -n "$(adamw_env $best)" ] && export $(adamw_env $best); echo "$best $(adamw_env $best)" >$L/adamw_chosen.txt
 [ "${GRID_ADAMW:-1}" = 1 ] && for op in ADAMW REDUCE_ROWS; do # the chosen shape (the variables reach gpu_kernels' launch rules) and the new fold
   timeout 120 dev/bin/gpu_kernels --op $op >$L/gpu_kernels_$op.log 2>&1; echo "gpu_kernels --op $op rc=$?: $(tail -1 $L/gpu_kernels_$op.log)"
 done
