@@ -49,7 +49,12 @@ for mode in flat individual bucketed; do
 done
 adam='adamw { lr = 1e-2, weight_decay = 0.1 }'
 write tiny_adam "$tiny" $N ', sync = "flat"' "$adam" 4 "$tdata"
-write tiny_zero1 "$tiny" $N ', sync = "flat", shard = "zero1"' "$adam" 4 "$tdata" && same tiny_zero1 tiny_adam 1e-6 1e-7
+# ZeRO-1 reduce-scatters where the others all-reduce. On 2 ranks both add the same two numbers, so the
+# result is bitwise equal; on more, NCCL's reduce-scatter and all-reduce add the ranks in different orders
+# (seen on 4 x H200: |diff| 1.0e-6 on a 0.031 weight after 4 AdamW steps at lr 1e-2, where Adam's
+# m / sqrt(v) amplifies last-bit gradient differences), so there the check is allclose at 1e-4 / 1e-5.
+ztol="1e-6 1e-7"; [ "$N" -gt 2 ] && ztol="1e-4 1e-5"
+write tiny_zero1 "$tiny" $N ', sync = "flat", shard = "zero1"' "$adam" 4 "$tdata" && same tiny_zero1 tiny_adam $ztol
 write tiny_sharded "$tiny" $N ', sync = "flat", shard = "optimizer"' "$adam" 4 "$tdata" && same tiny_sharded tiny_adam 1e-6 1e-7
 [ "$N" != 2 ] && { echo "(equivalence on $N GPUs only)"; exit $fail; }
 
