@@ -7,11 +7,8 @@
 # (The all-reduce benchmark: `ddprun --bench allreduce --nproc 2`, recorded separately.)
 set -u
 cd "$(dirname "$0")/../.."
-R=$PWD; OUT=${OUT:-/tmp/out}; mkdir -p "$OUT"; L=/tmp/logs; mkdir -p $L
-export NCCL_NVLS_ENABLE=0 TORCH_SYMM_MEM_DISABLE_MULTICAST=1 NVSHMEM_DISABLE_NVLS=1 PYTHONUNBUFFERED=1
-export DDPC=$R/dev/bin/ddpc DDPRUN=$R/dev/bin/ddprun ST_COMPARE=$R/dev/bin/st_compare DDP_SOURCE_DIR=$R
-export DDPC_CACHE_DIR=$R/dev/cache DDP_TEMPLATE_DIR=$R/templates DDP_TEST_TMP=/tmp/ddpt
-PLANS=/tmp/plans; mkdir -p $PLANS $DDP_TEST_TMP; B=tests/bench; A=$B/torch_ddp_anchor.py
+. tests/bench/device_env.sh
+PLANS=$P
 T0=$(date +%s); guard() { [ $(( $(date +%s) - T0 )) -lt $1 ]; }
 nvidia-smi --query-gpu=name,memory.total,driver_version --format=csv,noheader | tee $L/gpu.txt
 . $B/plans.sh; plans_ddp; $DDPC schedules/bench_xl.lua -o $PLANS/single.bin -q --set warmup=5

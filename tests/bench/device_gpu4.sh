@@ -5,11 +5,7 @@
 # DDP and all-reduce at 4 ranks in the same call. Logs in $OUT/gpu4.tar.gz; tables printed.
 set -u
 cd "$(dirname "$0")/../.."
-R=$PWD; OUT=${OUT:-/tmp/out}; mkdir -p "$OUT"; L=/tmp/logs; mkdir -p $L
-export NCCL_NVLS_ENABLE=0 TORCH_SYMM_MEM_DISABLE_MULTICAST=1 NVSHMEM_DISABLE_NVLS=1 PYTHONUNBUFFERED=1
-export DDPC=$R/dev/bin/ddpc DDPRUN=$R/dev/bin/ddprun ST_COMPARE=$R/dev/bin/st_compare DDP_SOURCE_DIR=$R
-export DDPC_CACHE_DIR=$R/dev/cache DDP_TEMPLATE_DIR=$R/templates DDP_TEST_TMP=/tmp/ddpt
-P=/tmp/plans; mkdir -p $P $DDP_TEST_TMP; B=tests/bench
+. tests/bench/device_env.sh
 nvidia-smi --query-gpu=name,memory.total --format=csv,noheader | tee $L/gpu.txt
 echo "== equivalence on 4 GPUs ($(date +%T))"
 DDP_GPU_RANKS=4 timeout 120 bash tests/gpu_ddp.sh >$L/gpu_ddp4.log 2>&1; echo "gpu_ddp (4 ranks) rc=$?"; grep -E "^(ok|FAIL|Naive)" $L/gpu_ddp4.log
