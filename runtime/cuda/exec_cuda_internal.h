@@ -109,6 +109,7 @@ typedef struct cx {
   const cx_prog *last_timed;
   int capturing;            /* inside a CUDA graph capture */
   int graph_env;
+  int stream_priority;      /* DDP_STREAM_PRIORITY=1 (see streams_events_init) */
   cudaEvent_t gfork, *gjoin; /* capture fork/join (per stream) */
   cudaEvent_t lfork, *ljoin; /* ordering around graph launches */
   uint64_t mem_peak;
