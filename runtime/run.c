@@ -130,12 +130,13 @@ int ddp_run_rank(ddp_exec *x, const ddp_run_opts *o, char *err, size_t errcap) {
               warm ? "true" : "false");
       fflush(metrics);
     }
-    if (lead && !o->quiet && m->mode == MODE_TRAIN)
-      printf("step %4lld  loss %.6f  lr %.3g  %8.2f ms  %10.0f tok/s%s\n", (long long)s + 1, (double)loss,
-             (double)scalars[SCALAR_LR], t.step_ms, tps, warm ? "  (warmup)" : "");
-    else if (lead && !o->quiet) /* no optimizer: no learning rate to show */
-      printf("step %4lld  loss %.6f  %s  %8.2f ms  %10.0f tok/s%s\n", (long long)s + 1, (double)loss,
-             ddp_mode_name((int)m->mode), t.step_ms, tps, warm ? "  (warmup)" : "");
+    if (lead && !o->quiet) {
+      char what[48]; /* the learning rate, or the mode of a plan without an optimizer */
+      if (m->mode == MODE_TRAIN) snprintf(what, sizeof what, "lr %.3g", (double)scalars[SCALAR_LR]);
+      else snprintf(what, sizeof what, "%s", ddp_mode_name((int)m->mode));
+      printf("step %4lld  loss %.6f  %s  %8.2f ms  %10.0f tok/s%s\n", (long long)s + 1, (double)loss, what,
+             t.step_ms, tps, warm ? "  (warmup)" : "");
+    }
     if (o->ckpt_dir && o->save_every > 0 && (s + 1) % o->save_every == 0) {
       rc = ddp_checkpoint_save(x, o->ckpt_dir, s + 1, err, errcap);
       last_saved = s + 1;

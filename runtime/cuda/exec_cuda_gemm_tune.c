@@ -159,7 +159,8 @@ int cx_gemm_pick(cx *x, cx_gemm *g, const char *desc, const cublasLtMatmulHeuris
   (void)cudaGetLastError();
   DDP_CUDA_TRY(cudaStreamSynchronize(s));
   store_choice(path, key, &g->algo);
-  if (load_choice(path, key, &stored)) g->algo = stored; /* whoever wrote first */
+  /* whoever wrote first; a choice that cannot be stored is not kept (the next run could time differently) */
+  g->algo = load_choice(path, key, &stored) ? stored : res[first].algo;
   remember(x, key, &g->algo);
   x->gemm_timed = 1;
   return 0;

@@ -26,9 +26,8 @@ int cx_arenas_init(cx *x, char *err, size_t errcap) {
                      __FILE__, __LINE__, ddp_arena_name(a), (unsigned long long)n, (double)n / (1u << 30),
                      (double)fr / (1u << 30), (double)tot / (1u << 30), cudaGetErrorName(rc), cudaGetErrorString(rc));
     }
-    DDP_CUDA_TRY(cudaMemset(x->arena[a], 0, (size_t)n));
   }
-  return 0;
+  return cx_arenas_zero(x, err, errcap);
 }
 
 int cx_arenas_zero(cx *x, char *err, size_t errcap) {

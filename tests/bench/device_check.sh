@@ -6,10 +6,7 @@
 # $OUT/check.tar.gz; summaries are printed.
 set -u
 cd "$(dirname "$0")/../.."
-R=$PWD; OUT=${OUT:-/tmp/out}; mkdir -p "$OUT"; L=/tmp/logs; mkdir -p $L
-export DDPC_CACHE_DIR=$R/dev/cache DDP_TEMPLATE_DIR=$R/templates PYTHONUNBUFFERED=1 DDP_SOURCE_DIR=$R
-export DDPC=$R/dev/bin/ddpc DDPRUN=$R/dev/bin/ddprun ST_COMPARE=$R/dev/bin/st_compare DDP_TEST_TMP=/tmp/ddpt
-mkdir -p $DDP_TEST_TMP; B=tests/bench; P=/tmp/plans; mkdir -p $P
+. tests/bench/device_env.sh
 nvidia-smi --query-gpu=name,memory.total,driver_version --format=csv,noheader | tee $L/gpu.txt
 mean() { python3 -c "
 import json,sys,statistics

@@ -5,10 +5,8 @@
 # torch.compile on the same GPU, the kernel benchmarks and PyTorch's. Logs under $OUT; a table last.
 set -u
 cd "$(dirname "$0")/../.."
-R=$PWD; OUT=${OUT:-/tmp/out}; mkdir -p "$OUT"
-export DDPC=$R/dev/bin/ddpc DDPRUN=$R/dev/bin/ddprun ST_COMPARE=$R/dev/bin/st_compare DDP_SOURCE_DIR=$R
-export DDPC_CACHE_DIR=$R/dev/cache DDP_TEMPLATE_DIR=$R/templates DDP_TEST_TMP=/tmp/ddpt PYTHONUNBUFFERED=1
-PLANS=/tmp/plans; mkdir -p $PLANS $DDP_TEST_TMP
+. tests/bench/device_env.sh
+PLANS=$P
 nvidia-smi --query-gpu=name,memory.total,driver_version --format=csv,noheader | tee $OUT/gpu.txt
 . tests/bench/plans.sh
 t0=$(date +%s); plans_single; echo "plans compiled on the device in $(( $(date +%s) - t0 )) s"

@@ -11,9 +11,7 @@
 # GRID_TORCH="xl:128:4 ..." (size:context:batch) narrow (3) and (4).
 set -u
 cd "$(dirname "$0")/../.."
-R=$PWD; OUT=${OUT:-/tmp/out}; mkdir -p "$OUT"; L=/tmp/logs; mkdir -p $L
-export DDPC_CACHE_DIR=$R/dev/cache DDP_TEMPLATE_DIR=$R/templates PYTHONUNBUFFERED=1
-DDPC=$R/dev/bin/ddpc; DDPRUN=$R/dev/bin/ddprun; B=tests/bench; P=/tmp/plans; mkdir -p $P; A=$B/torch_ddp_anchor.py
+. tests/bench/device_env.sh
 nvidia-smi --query-gpu=name,memory.total,driver_version --format=csv,noheader | tee $L/gpu.txt
 . $B/adamw_variants.sh
 T0=$(date +%s); guard() { [ $(( $(date +%s) - T0 )) -lt $1 ]; } # skip what would overrun the call's limit

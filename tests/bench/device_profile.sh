@@ -7,9 +7,7 @@
 # $OUT/profile.tar.gz; the summaries are printed.
 set -u
 cd "$(dirname "$0")/../.."
-R=$PWD; OUT=${OUT:-/tmp/out}; mkdir -p "$OUT"; L=/tmp/logs; mkdir -p $L
-export DDPC_CACHE_DIR=$R/dev/cache DDP_TEMPLATE_DIR=$R/templates PYTHONUNBUFFERED=1
-DDPC=$R/dev/bin/ddpc; DDPRUN=$R/dev/bin/ddprun; B=tests/bench
+. tests/bench/device_env.sh
 nvidia-smi --query-gpu=name,memory.total,driver_version --format=csv,noheader | tee $L/gpu.txt
 $DDPC schedules/bench_xl.lua -o /tmp/xl.bin -q || exit 1
 mean() { python3 -c "
