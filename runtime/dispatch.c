@@ -4,7 +4,7 @@
  * train (mode "forward" or "forward_backward"): its parameters never change and it has no optimizer
  * state, so a checkpoint would only restate the initialisation. */
 #include "cli.h"
-#include "cuda/exec_cuda.h"
+#include "exec_cuda.h"
 #include <stdio.h>
 #include <string.h>
 #include <sys/wait.h>

@@ -2,8 +2,8 @@
  * --nproc N forking local ranks), the plan's world checked against the launch, the NCCL unique id from
  * rank 0 through the TCP rendezvous, the local rank's GPU, then the shared driver. */
 #include "cli.h"
-#include "cuda/cuda_check.h"
-#include "cuda/exec_cuda.h"
+#include "cuda_check.h"
+#include "exec_cuda.h"
 #include "launch.h"
 #include "rendezvous.h"
 #include <cuda_runtime_api.h>

@@ -7,8 +7,8 @@
  * One line per case, then a summary. No GPU (cudaGetDeviceCount fails or finds none): exit 77 (SKIP).
  * Options: --quick (fewer shapes), --op NAME (one op), --verbose (print specs). */
 #include "codegen.h"
-#include "cuda/cuda_check.h"
-#include "cuda/cuda_kernels.h"
+#include "cuda_check.h"
+#include "kernels.h"
 #include "kernel_cases.h"
 #include "ref_ops.h"
 #include <math.h>

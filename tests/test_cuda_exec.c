@@ -2,7 +2,7 @@
  * driver or GPU, ddp_cuda_probe fails with one clear line and ddp_exec_cuda_new refuses with one line (no
  * crash); argument errors are refused before the GPU is touched; NCCL_NVLS_ENABLE is forced to 0 unless
  * set. On a GPU machine it checks that the probe finds the GPU and names its architecture. */
-#include "cuda/exec_cuda.h"
+#include "exec_cuda.h"
 #include "cuda_exec_util.h"
 #include <stdio.h>
 #include <stdlib.h>

@@ -12,7 +12,7 @@
  *              send/recv exchange (eager and graph), then a peer that exits: the survivor fails within the
  *              DDP_NCCL_TIMEOUT_S bound with a message naming the peer.
  * Exits 77 (skip) without a GPU. */
-#include "cuda/exec_cuda.h"
+#include "exec_cuda.h"
 #include "cuda_exec_util.h"
 #include "ref_ops.h"
 #include <math.h>

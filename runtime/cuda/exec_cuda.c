@@ -1,8 +1,8 @@
 /* runtime/cuda/exec_cuda.c: the CUDA executor's construction, vtable and teardown (see exec_cuda.h). Load
  * order: probe, device, plan/arch check, streams/events/timers, arenas, cuBLASLt, NCCL, then both rank
  * programs prepared once (exec_cuda_prepare.c). Any failure tears down what exists and returns one line. */
-#include "exec_cuda_internal.h"
-#include "errfmt.h"
+#include "cx.h"
+#include "err.h"
 #include <errno.h>
 #include <math.h>
 #include <stdio.h>

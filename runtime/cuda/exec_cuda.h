@@ -16,7 +16,7 @@
  *   NCCL_NVLS_ENABLE    set to 0 unless already set (NVLink multicast can take a host's GPUs out of service). */
 #ifndef DDP_EXEC_CUDA_H
 #define DDP_EXEC_CUDA_H
-#include "cuda_probe.h"
+#include "probe.h"
 #include "exec.h"
 #include <stddef.h>
 #include <stdint.h>

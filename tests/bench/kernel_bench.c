@@ -11,8 +11,8 @@
  * (--tune first times the leaderboard configuration under attention tile variants.) */
 #include "bench_naive.h"
 #include "codegen.h"
-#include "cuda/cuda_check.h"
-#include "cuda/cuda_kernels.h"
+#include "cuda_check.h"
+#include "kernels.h"
 #include <math.h>
 #include <nvrtc.h>
 #include <stdarg.h>

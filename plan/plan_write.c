@@ -2,7 +2,7 @@
  * little-endian (never a raw struct dump): header, section table, the sections, CRC32. It is then
  * written to `<path>.tmp.<pid>` and renamed over `path`, so a plan is either complete or absent; any
  * failure removes the temporary file. Format: docs/PLAN_FORMAT.md. */
-#include "plan_io_internal.h"
+#include "plan_codec.h"
 #include <errno.h>
 #include <stdio.h>
 #include <stdlib.h>

@@ -6,8 +6,8 @@
 #define DDP_EXEC_CUDA_INTERNAL_H
 #include "access.h"
 #include "cuda_check.h"
-#include "cuda_kernels.h"
-#include "errfmt.h"
+#include "kernels.h"
+#include "err.h"
 #include "exec_cuda.h"
 #include <cublasLt.h>
 #include <nccl.h>

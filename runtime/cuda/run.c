@@ -2,7 +2,7 @@
  * of each opcode through a table built from DDP_OPCODES (a missing execution does not compile); the simple
  * executions (MEMSET, COPY, events, timers, NVTX ranges, kernel launches) live here. Also `sync` and
  * `timers`. Nothing here allocates or waits for the GPU. */
-#include "exec_cuda_internal.h"
+#include "cx.h"
 #include <nvtx3/nvToolsExt.h>
 #include <stdio.h>
 #include <stdlib.h>

@@ -3,7 +3,7 @@
  * kernel ops, streams, dtypes, events, timers, range and init kinds, peers, view bases, and that every
  * resolved buffer reference lies inside its rank's arena. ddp_plan_check_launch compares a plan with
  * the world size and GPU architecture it is launched on. One line per error, nothing printed. */
-#include "plan_io_internal.h"
+#include "plan_codec.h"
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>

@@ -10,7 +10,7 @@
  * from it after, so graph and eager work are ordered exactly as in the eager replay of the program.
  * TIMERs inside a graph are external event-record nodes (exec_cuda_run.c), so timing still works; NVTX
  * ranges of a replayed segment are pushed/popped on the host at launch to keep them balanced. */
-#include "exec_cuda_internal.h"
+#include "cx.h"
 #include <stdio.h>
 #include <stdlib.h>
 

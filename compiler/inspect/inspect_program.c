@@ -1,7 +1,7 @@
 /* compiler/inspect_program.c: the program listings of `ddpc inspect`: one rank's init or step program
  * under "== program rank R init|step ==", grouped per stream, each instruction with its index, stream,
  * opcode and its operands decoded per opcode (instr.h documents the operand slots). */
-#include "inspect_internal.h"
+#include "inspect_program.h"
 #include <inttypes.h>
 #include <stdlib.h>
 #include <string.h>

@@ -2,7 +2,7 @@
  * timers resolved, device pointers (arena base + resolved offset) with per-opcode extent checks, kernel
  * modules loaded with their shared memory reserved and every KERNEL's ddp_kargs built, GEMMs, collectives,
  * batches and INIT staging delegated to their files. After this, replaying an instruction only issues it. */
-#include "exec_cuda_internal.h"
+#include "cx.h"
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>

@@ -2,7 +2,7 @@
  * non-blocking server (one poll loop, one state machine per connection); the other ranks connect with
  * retries and read the blob. Every wait is bounded by the caller's deadline. */
 #include "rendezvous.h"
-#include "errfmt.h"
+#include "err.h"
 #include <arpa/inet.h>
 #include <errno.h>
 #include <netdb.h>

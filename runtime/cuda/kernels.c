@@ -1,6 +1,6 @@
 /* runtime/cuda/cuda_kernels.c: CUBIN loading and kernel launches through the CUDA runtime API
  * (cudaLibraryLoadData / cudaLibraryGetKernel / cudaLaunchKernel); see cuda_kernels.h. */
-#include "cuda_kernels.h"
+#include "kernels.h"
 #include "cuda_check.h"
 #include <stdio.h>
 #include <string.h>

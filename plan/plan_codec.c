@@ -1,7 +1,7 @@
 /* plan/plan_io_codec.c: the encoding pieces shared by the plan.bin writer and reader: the section and
  * meta field tables (generated from their X-macros), the byte-buffer helpers, strings, the instruction
  * record and the one-line error formatter. */
-#include "plan_io_internal.h"
+#include "plan_codec.h"
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>

@@ -3,7 +3,7 @@
  * section with a bounds-checked cursor (counts are checked against the bytes left before anything is
  * allocated) and finally validates every index (plan_io_check.c), so that no plan file, however
  * corrupted or hostile, can make a consumer index out of bounds. Format: docs/PLAN_FORMAT.md. */
-#include "plan_io_internal.h"
+#include "plan_codec.h"
 #include <errno.h>
 #include <stdio.h>
 #include <stdlib.h>

@@ -10,7 +10,7 @@
  * and nothing is timed. DDP_GEMM_TUNE=0 also keeps the heuristic's first proposal.
  * Within one load, GEMMs with one key (the 48 layers' identical GEMMs) share the first one's choice. */
 #include "cache_dir.h"
-#include "exec_cuda_internal.h"
+#include "cx.h"
 #include <errno.h>
 #include <fcntl.h>
 #include <stdio.h>

@@ -5,7 +5,7 @@
  * while the GPU still copies or runs step s-1; before refilling a buffer it waits only for the copy out of
  * it two batches ago) and INIT_TENSOR (ddp_init_fill into one pinned staging buffer sized for the largest
  * initialised tensor, refilled once its previous copy is done). */
-#include "exec_cuda_internal.h"
+#include "cx.h"
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>

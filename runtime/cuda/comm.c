@@ -5,7 +5,7 @@
  * the streams and NCCL's asynchronous error; after DDP_NCCL_TIMEOUT_S seconds, or on an NCCL error, the
  * communicator is aborted and the error names the peer that stopped responding. A world of one rank has no
  * communicator: its collectives are local copies. */
-#include "exec_cuda_internal.h"
+#include "cx.h"
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>

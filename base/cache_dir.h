@@ -1,4 +1,4 @@
-/* plan/cache_dir.h: where ddpc and ddprun keep what they cache on disk (compiled kernels, chosen GEMM
+/* base/cache_dir.h: where ddpc and ddprun keep what they cache on disk (compiled kernels, chosen GEMM
  * algorithms): $DDPC_CACHE_DIR, else $XDG_CACHE_HOME/ddpc, else $HOME/.cache/ddpc, created if missing. */
 #ifndef DDP_CACHE_DIR_H
 #define DDP_CACHE_DIR_H

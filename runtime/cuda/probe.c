@@ -1,5 +1,5 @@
 /* runtime/cuda/cuda_probe.c: GPU presence and architecture through the CUDA runtime (see cuda_probe.h). */
-#include "cuda_probe.h"
+#include "probe.h"
 #include <cuda_runtime_api.h>
 #include <stdio.h>
 

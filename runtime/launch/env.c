@@ -2,7 +2,7 @@
  * variables, Open MPI, else a single rank). Strict parsing: every malformed value is one line naming the
  * variable. The plan's world size check is the caller's. */
 #include "launch.h"
-#include "errfmt.h"
+#include "err.h"
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>

@@ -4,7 +4,7 @@
  * as a table on rank 0 and, with --out, one JSON object per size. Correctness is checked first: every
  * rank contributes rank+1 and every element must equal n(n+1)/2. `ddprun --bench plot` draws the SVG. */
 #include "cli.h"
-#include "cuda/cuda_check.h"
+#include "cuda_check.h"
 #include "launch.h"
 #include "rendezvous.h"
 #include <cuda_runtime_api.h>

@@ -1,12 +1,13 @@
-/* plan/cache_dir.c: see cache_dir.h. */
+/* base/cache_dir.c: see cache_dir.h. */
 #include "cache_dir.h"
+#include "param.h"
 #include <errno.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <sys/stat.h>
 
 const char *ddp_cache_dir(const char *sub, char *buf, size_t cap) {
-  const char *d = getenv("DDPC_CACHE_DIR");
+  const char *d = ddp_param_path(PARAM_CACHE_DIR);
   int n;
   if (d && *d)
     n = snprintf(buf, cap, "%s", d);

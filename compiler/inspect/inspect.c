@@ -11,7 +11,7 @@
  *
  * The program listings are in inspect_program.c. */
 #include "inspect.h"
-#include "inspect_internal.h"
+#include "inspect_program.h"
 #include <inttypes.h>
 #include <string.h>
 

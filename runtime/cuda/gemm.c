@@ -11,7 +11,7 @@
  * Compute CUBLAS_COMPUTE_32F (never the TF32 variant), scale type f32. With beta == 0 the plan's C is not
  * read, so D stands in for it (same type and layout). Pointer alignments (offset in the 256-aligned arena,
  * and batch strides) are passed to the heuristic so it never picks an algorithm that needs more. */
-#include "exec_cuda_internal.h"
+#include "cx.h"
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>

@@ -1,0 +1,72 @@
+/* base/param.h: every DDP_* / DDPC_* environment knob of ddpc and ddprun, declared once (as NCCL's
+ * NCCL_PARAM). A row names the variable, its kind, default, accepted range and one line of documentation;
+ * ddp_param_* parse and validate it the same way everywhere, so a malformed value is one clear line
+ * naming the variable, never a silent default. `ddprun --help-env` prints the table and
+ * docs/ENVIRONMENT.md is that output. Only main.c files and the runtime's start-up read knobs: the
+ * compiler's stages below main.c receive the values in their options, so a plan is a function of the
+ * schedule and the command line.
+ *
+ * Kinds: BOOL (0 or 1), INT (an integer in lo..hi), POW2 (a power of two in lo..hi), SECONDS (a finite
+ * number of seconds in (lo, hi]), PATH (any non-empty string). */
+#ifndef DDP_PARAM_H
+#define DDP_PARAM_H
+#include <stddef.h>
+#include <stdint.h>
+
+/* X(id, variable, kind, default, lo, hi, doc) */
+#define DDP_PARAMS(X)                                                                                      \
+  X(CACHE_DIR, "DDPC_CACHE_DIR", PATH, 0, 0, 0,                                                             \
+    "where compiled kernels and chosen GEMM algorithms are cached (default $XDG_CACHE_HOME/ddpc or ~/.cache/ddpc)") \
+  X(TEMPLATE_DIR, "DDP_TEMPLATE_DIR", PATH, 0, 0, 0,                                                        \
+    "the folder of the CUDA templates ddpc specialises (default: the one installed with ddpc)")             \
+  X(NVRTC_LOG, "DDPC_NVRTC_LOG", BOOL, 0, 0, 1, "1: ddpc prints NVRTC's compile log of every kernel")       \
+  X(TUNE_FWD_MT, "DDP_TUNE_FWD_MT", POW2, 0, 1, 2, "benchmarks: bf16 attention forward, query tiles per warp") \
+  X(TUNE_FWD_BN, "DDP_TUNE_FWD_BN", POW2, 0, 16, 128, "benchmarks: bf16 attention forward, key block")      \
+  X(TUNE_FWD_MINB, "DDP_TUNE_FWD_MINB", INT, 0, 1, 4, "benchmarks: bf16 attention forward, min blocks/SM")   \
+  X(TUNE_FWD_WARPS, "DDP_TUNE_FWD_WARPS", POW2, 0, 4, 8, "benchmarks: bf16 attention forward, warps per block") \
+  X(TUNE_DKV_MT, "DDP_TUNE_DKV_MT", POW2, 0, 1, 2, "benchmarks: attention backward dK/dV, key tiles per warp") \
+  X(TUNE_DKV_BN, "DDP_TUNE_DKV_BN", POW2, 0, 16, 128, "benchmarks: attention backward dK/dV, query block")   \
+  X(TUNE_DKV_MINB, "DDP_TUNE_DKV_MINB", INT, 0, 1, 4, "benchmarks: attention backward dK/dV, min blocks/SM") \
+  X(TUNE_DKV_WARPS, "DDP_TUNE_DKV_WARPS", POW2, 0, 4, 8, "benchmarks: attention backward dK/dV, warps")       \
+  X(TUNE_DQ_MT, "DDP_TUNE_DQ_MT", POW2, 0, 1, 2, "benchmarks: attention backward dQ, query tiles per warp")  \
+  X(TUNE_DQ_BN, "DDP_TUNE_DQ_BN", POW2, 0, 16, 128, "benchmarks: attention backward dQ, key block")         \
+  X(TUNE_DQ_MINB, "DDP_TUNE_DQ_MINB", INT, 0, 1, 4, "benchmarks: attention backward dQ, min blocks/SM")     \
+  X(TUNE_DQ_WARPS, "DDP_TUNE_DQ_WARPS", POW2, 0, 4, 8, "benchmarks: attention backward dQ, warps")          \
+  X(TUNE_ADAMW_VEC, "DDP_TUNE_ADAMW_VEC", INT, 0, 4, 8, "benchmarks: AdamW elements per vector access")     \
+  X(TUNE_ADAMW_UNROLL, "DDP_TUNE_ADAMW_UNROLL", INT, 0, 1, 4, "benchmarks: AdamW packs per thread")          \
+  X(TUNE_ADAMW_GRID, "DDP_TUNE_ADAMW_GRID", INT, 0, 1, 1048576, "benchmarks: AdamW grid size")              \
+  X(NCCL_TIMEOUT_S, "DDP_NCCL_TIMEOUT_S", SECONDS, 60, 0, 1e9,                                              \
+    "ddprun: a collective or NCCL set-up that takes longer is an error naming the rank")                    \
+  X(RENDEZVOUS_TIMEOUT_S, "DDP_RENDEZVOUS_TIMEOUT_S", SECONDS, 60, 0, 1e9,                                  \
+    "ddprun: how long ranks wait for rank 0's NCCL id")                                                     \
+  X(LAUNCH_GRACE_S, "DDP_LAUNCH_GRACE_S", SECONDS, 5, 0, 3600,                                              \
+    "ddprun --nproc: when a rank fails, SIGTERM to the others, then SIGKILL this long after")               \
+  X(CUDA_GRAPH, "DDP_CUDA_GRAPH", BOOL, 0, 0, 1, "ddprun: 1 captures the step once into a CUDA graph")      \
+  X(STREAM_PRIORITY, "DDP_STREAM_PRIORITY", BOOL, 0, 0, 1,                                                  \
+    "ddprun: 1 gives the compute stream a higher priority than communication (experiment)")                 \
+  X(GEMM_TUNE, "DDP_GEMM_TUNE", BOOL, 1, 0, 1, "ddprun: 0 takes cuBLASLt's first proposal instead of timing them") \
+  X(NCCL_BLOCKING, "DDP_NCCL_BLOCKING", BOOL, 0, 0, 1,                                                      \
+    "ddprun: 1 makes the NCCL communicator blocking (diagnosis; no set-up deadline)")
+
+typedef enum {
+#define DDP_PARAM_ENUM(id, var, kind, def, lo, hi, doc) PARAM_##id,
+  DDP_PARAMS(DDP_PARAM_ENUM)
+#undef DDP_PARAM_ENUM
+  PARAM_COUNT
+} ddp_param;
+
+typedef enum { PARAM_BOOL, PARAM_INT, PARAM_POW2, PARAM_SECONDS, PARAM_PATH } ddp_param_kind;
+
+/* The variable's name ("DDP_NCCL_TIMEOUT_S"). */
+const char *ddp_param_var(ddp_param id);
+/* 1 when the variable is set to a non-empty value. */
+int ddp_param_is_set(ddp_param id);
+/* The value of a BOOL/INT/POW2 knob (the default when unset); -1 with one line when malformed. */
+int ddp_param_int(ddp_param id, int64_t *out, char *err, size_t errcap);
+/* The value of a SECONDS knob (the default when unset); -1 with one line when malformed. */
+int ddp_param_seconds(ddp_param id, double *out, char *err, size_t errcap);
+/* The value of a PATH knob, or NULL when unset or empty. */
+const char *ddp_param_path(ddp_param id);
+/* Writes the table (variable, kind and range, default, documentation) as Markdown. */
+void ddp_param_print_table(void *file);
+#endif
