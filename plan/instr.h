@@ -88,7 +88,13 @@ typedef enum {
 const char *ddp_timer_name(int t);
 
 /* Streams every plan has; a plan may name more. */
-enum { STREAM_COMPUTE = 0, STREAM_COMM = 1 };
+enum { STREAM_COMPUTE = 0, STREAM_COMM = 1, DDP_DEFAULT_STREAMS = 2 };
+
+/* Sizes both sides agree on: the GEMM workspace tensor the compiler plans and the CUDA executor hands to
+ * cuBLASLt (32 MiB, as recommended on Hopper), and the number of partial sums of the gradient-norm
+ * reduction (SUMSQ / OPT_SCALARS). */
+#define DDP_GEMM_WORKSPACE_BYTES ((int64_t)32 << 20)
+#define DDP_SUMSQ_PARTS 1024
 
 /* A buffer operand: a tensor plus a byte offset into it, resolved by the memory planner into an arena and
  * an absolute byte offset, so executors only add the arena's base address. tensor < 0: no buffer. */
