@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # tests/bench/device_check.sh: one GPU call after kernel changes (after tests/bench/prepare_device.sh here;
 # carry dev/): the changed kernels against the reference executor in full and every kernel in --quick,
-# the CUDA executor test, whole steps against the reference (tests/gpu_step.sh), the XL step with a trace
+# the CUDA executor test, whole steps against the reference (tests/e2e/gpu_step.sh), the XL step with a trace
 # summary, XL under attention tile variants, and XL forward-only and forward+backward plans. Logs go to
 # $OUT/check.tar.gz; summaries are printed.
 set -u
@@ -21,7 +21,7 @@ for op in ROPE SWIGLU_FWD SWIGLU_BWD ATTN_BWD_PREP; do
 done
 timeout 150 dev/bin/gpu_kernels --quick >$L/gpu_kernels_quick.log 2>&1; echo "gpu_kernels --quick rc=$?: $(tail -1 $L/gpu_kernels_quick.log)"
 timeout 90 dev/bin/test_cuda_exec_gpu >$L/cuda_exec.log 2>&1; echo "test_cuda_exec_gpu rc=$?: $(tail -1 $L/cuda_exec.log)"
-timeout 200 bash tests/gpu_step.sh >$L/gpu_step.log 2>&1; echo "gpu_step rc=$?"; grep -E "^(ok|FAIL)" $L/gpu_step.log
+timeout 200 bash tests/e2e/gpu_step.sh >$L/gpu_step.log 2>&1; echo "gpu_step rc=$?"; grep -E "^(ok|FAIL)" $L/gpu_step.log
 
 echo "== XL bf16 ctx 512 batch 4 ($(date +%T))"
 . $B/attn_variants.sh; attn_variants_compile $P

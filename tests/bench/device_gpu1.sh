@@ -16,7 +16,7 @@ step() { echo "== $1 ($(date +%T))"; }
 step "correctness"
 timeout 120 dev/bin/gpu_kernels --quick >$OUT/gpu_kernels.log 2>&1; echo "gpu_kernels rc=$?: $(tail -1 $OUT/gpu_kernels.log)"
 timeout 60 dev/bin/test_cuda_exec_gpu >$OUT/cuda_exec.log 2>&1; echo "test_cuda_exec_gpu rc=$?: $(tail -1 $OUT/cuda_exec.log)"
-timeout 150 bash tests/gpu_step.sh >$OUT/gpu_step.log 2>&1; echo "gpu_step rc=$?"; grep -E "^(ok|FAIL)" $OUT/gpu_step.log
+timeout 150 bash tests/e2e/gpu_step.sh >$OUT/gpu_step.log 2>&1; echo "gpu_step rc=$?"; grep -E "^(ok|FAIL)" $OUT/gpu_step.log
 
 step "ours: XL bf16 ctx 512 batch 4"
 $DDPRUN $PLANS/xl_bf16_512.bin --metrics $OUT/xl_bf16_512.jsonl >$OUT/xl_bf16_512.log 2>&1; echo "rc=$?"; tail -2 $OUT/xl_bf16_512.log

@@ -13,7 +13,7 @@ T0=$(date +%s); guard() { [ $(( $(date +%s) - T0 )) -lt $1 ]; }
 nvidia-smi --query-gpu=name,memory.total,driver_version --format=csv,noheader | tee $L/gpu.txt
 . $B/plans.sh; plans_ddp; $DDPC schedules/bench_xl.lua -o $PLANS/single.bin -q --set warmup=5
 echo "== DDP tests ($(date +%T))"
-timeout 160 bash tests/gpu_ddp.sh >$L/gpu_ddp.log 2>&1; echo "gpu_ddp rc=$?"; grep -E "^(ok|FAIL|Naive)" $L/gpu_ddp.log
+timeout 160 bash tests/e2e/gpu_ddp.sh >$L/gpu_ddp.log 2>&1; echo "gpu_ddp rc=$?"; grep -E "^(ok|FAIL|Naive)" $L/gpu_ddp.log
 echo "== XL: one rank, then DDP on two ($(date +%T))"
 CUDA_VISIBLE_DEVICES=0 $DDPRUN $PLANS/single.bin --steps 14 --metrics $L/ddp_single_rank.jsonl --quiet >$L/single.log 2>&1 || tail -2 $L/single.log
 ddp() { for p in "$@"; do

@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # tests/bench/device_gpu4.sh: the 4-GPU runs (nvidia-h200-x4, after tests/bench/prepare_device.sh; carry
-# dev/): ToyModel and tiny-transformer equivalence on 4 GPUs (tests/gpu_ddp.sh with DDP_GPU_RANKS=4), the
+# dev/): ToyModel and tiny-transformer equivalence on 4 GPUs (tests/e2e/gpu_ddp.sh with DDP_GPU_RANKS=4), the
 # all-reduce benchmark at 4 ranks, XL bucketed 100 MB and ZeRO-1 at 4 ranks (batch 4 per rank), PyTorch's
 # DDP and all-reduce at 4 ranks in the same call. Logs in $OUT/gpu4.tar.gz; tables printed.
 set -u
@@ -8,7 +8,7 @@ cd "$(dirname "$0")/../.."
 . tests/bench/device_env.sh
 nvidia-smi --query-gpu=name,memory.total --format=csv,noheader | tee $L/gpu.txt
 echo "== equivalence on 4 GPUs ($(date +%T))"
-DDP_GPU_RANKS=4 timeout 120 bash tests/gpu_ddp.sh >$L/gpu_ddp4.log 2>&1; echo "gpu_ddp (4 ranks) rc=$?"; grep -E "^(ok|FAIL|Naive)" $L/gpu_ddp4.log
+DDP_GPU_RANKS=4 timeout 120 bash tests/e2e/gpu_ddp.sh >$L/gpu_ddp4.log 2>&1; echo "gpu_ddp (4 ranks) rc=$?"; grep -E "^(ok|FAIL|Naive)" $L/gpu_ddp4.log
 echo "== all-reduce, 4 ranks ($(date +%T))"
 timeout 90 $DDPRUN --bench allreduce --nproc 4 --out $L/ar_ddpc_4.jsonl 2>&1 | tail -12
 echo "== XL at 4 ranks ($(date +%T))"

@@ -1,4 +1,0 @@
-# tests/data_ckpt.cmake: the batch source (runtime/data.h rule), safetensors reading/writing, checkpoints.
-foreach(t test_data test_safetensors test_checkpoint)
-  ddp_c_test(${t} SOURCES ${t}.c LIBS ddpruntime LABELS cpu)
-endforeach()

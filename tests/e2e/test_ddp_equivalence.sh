@@ -1,0 +1,111 @@
+#!/usr/bin/env bash
+# tests/e2e/test_ddp_equivalence.sh: the seeds' DDP correctness checks on the reference executor (ranks as
+# threads, the same plans the GPUs run):
+#  - ToyModel and ToyModelWithTiedWeights, 20 rows, MSE, SGD lr 0.1, 5 steps: 2 ranks (different init
+#    seeds, parameters broadcast from rank 0, 10 rows each) in every sync mode and at bucket sizes
+#    0.0016 / 0.0001 / 0.01 MB end with the same weights as 1 rank on all 20 rows (allclose 1e-5);
+#  - sharded AdamW (lr 0.1, wd 0.1, betas 0.9/0.999, 10 steps) and ZeRO-1 equal plain AdamW DDP (1e-7);
+#  - the tiny transformer in every mode on 2 and 3 ranks equals 1 rank on the same global batch (1e-6).
+set -u
+tmp="$DDP_TEST_TMP/ddp"; rm -rf "$tmp"; mkdir -p "$tmp"
+cp "$DDP_SOURCE_DIR/schedules/models.lua" "$tmp/"
+fail=0
+
+# write NAME MODEL RANKS PARALLEL_EXTRA OPTIMIZER STEPS BATCH
+write() {
+  local par
+  if [ "$3" = 1 ]; then par="single()"; else par="ddp { ranks = $3 $4 }"; fi
+  cat >"$tmp/$1.lua" <<LUA
+local models = require "models"
+return schedule { model = $2, data = $7, precision = "fp32", optimizer = $5,
+                  parallel = $par, steps = $6, seed = 3 }
+LUA
+  "$DDPC" "$tmp/$1.lua" -o "$tmp/$1.bin" -q || { echo "FAIL: $1 does not compile"; fail=1; return 1; }
+  "$DDPRUN" "$tmp/$1.bin" --device ref --checkpoint-dir "$tmp/$1.ckpt" --quiet || { echo "FAIL: $1 run"; fail=1; return 1; }
+}
+
+# same NAME BASELINE RTOL ATOL MESSAGE
+same() {
+  if "$ST_COMPARE" "$tmp/$1.ckpt/model.safetensors" "$tmp/$2.ckpt/model.safetensors" --rtol "$3" --atol "$4" >"$tmp/cmp" 2>&1; then
+    echo "ok: $1 == $2 ($(tail -1 "$tmp/cmp"))"; [ -n "${5:-}" ] && echo "$5"
+  else
+    echo "FAIL: $1 != $2: $(tail -3 "$tmp/cmp")"; fail=1
+  fi
+}
+
+toy_data='{ global_batch = 20, rows = 20, seed = 7 }'
+for model in toy toy_tied; do
+  write "${model}_1" "models.$model()" 1 "" "sgd { lr = 0.1 }" 5 "$toy_data"
+  for mode in naive flat individual; do
+    extra=", sync = \"$mode\""; [ "$mode" = individual ] && extra="$extra, overlap = \"backward\""
+    write "${model}_$mode" "models.$model()" 2 "$extra" "sgd { lr = 0.1 }" 5 "$toy_data" &&
+      same "${model}_$mode" "${model}_1" 1e-5 1e-6 "$([ "$mode" = naive ] && echo 'Naive DDP matches baseline!')"
+  done
+  for mb in 0.0016 0.0001 0.01; do
+    tag=${mb/./_}
+    write "${model}_bucketed_$tag" "models.$model()" 2 ", sync = \"bucketed\", bucket_mb = $mb, overlap = \"backward\"" \
+      "sgd { lr = 0.1 }" 5 "$toy_data" && same "${model}_bucketed_$tag" "${model}_1" 1e-5 1e-6
+  done
+done
+
+# 4 and 8 ranks (24 rows: 6 or 3 per rank)
+toy24='{ global_batch = 24, rows = 24, seed = 7 }'
+write toy24_1 "models.toy()" 1 "" "sgd { lr = 0.1 }" 5 "$toy24"
+for ranks in 4 8; do
+  write "toy24_bucketed_$ranks" "models.toy()" $ranks ', sync = "bucketed", bucket_mb = 0.0016, overlap = "backward"' \
+    "sgd { lr = 0.1 }" 5 "$toy24" && same "toy24_bucketed_$ranks" toy24_1 1e-5 1e-6
+  write "toy24_zero1_$ranks" "models.toy()" $ranks ', sync = "flat", shard = "zero1"' \
+    "adamw { lr = 0.1, weight_decay = 0.1, betas = { 0.9, 0.999 } }" 5 "$toy24"
+  write "toy24_adam_$ranks" "models.toy()" $ranks ', sync = "flat"' \
+    "adamw { lr = 0.1, weight_decay = 0.1, betas = { 0.9, 0.999 } }" 5 "$toy24" && same "toy24_zero1_$ranks" "toy24_adam_$ranks" 1e-7 0
+done
+
+# optimizer sharding and ZeRO-1 against plain AdamW DDP
+adam='adamw { lr = 0.1, weight_decay = 0.1, betas = { 0.9, 0.999 } }'
+write toy_adam_ddp "models.toy()" 2 ", sync = \"flat\"" "$adam" 10 "$toy_data"
+write toy_adam_sharded "models.toy()" 2 ", sync = \"flat\", shard = \"optimizer\"" "$adam" 10 "$toy_data" &&
+  same toy_adam_sharded toy_adam_ddp 1e-7 0
+write toy_adam_zero1 "models.toy()" 2 ", sync = \"flat\", shard = \"zero1\"" "$adam" 10 "$toy_data" &&
+  same toy_adam_zero1 toy_adam_ddp 1e-7 0
+
+# the tiny transformer on 1, 2 and 3 ranks (global batch 6); 4 and 8 ranks below (global batch 8)
+tiny='models.tiny({ d_model = 32, d_ff = 64, heads = 2, vocab = 64, context = 8 })'
+tdata='{ global_batch = 6, tokens = "random", seed = 5 }'
+# SGD here: Adam's first step divides each gradient by its own magnitude, so an element whose gradient
+# is ~eps amplifies last-bit differences of the reduction order into 1e-4 of lr; the sharded optimizers
+# are compared under AdamW against DDP on the same ranks below.
+tsgd='sgd { lr = 0.1 }'
+write tiny_1 "$tiny" 1 "" "$tsgd" 4 "$tdata"
+for ranks in 2 3; do
+  for mode in naive flat individual bucketed; do
+    case $mode in
+      individual) extra=', sync = "individual", overlap = "backward"' ;;
+      bucketed) extra=', sync = "bucketed", bucket_mb = 0.01, overlap = "backward"' ;;
+      zero1) extra=', sync = "flat", shard = "zero1"' ;;
+      sharded) extra=', sync = "bucketed", bucket_mb = 0.02, overlap = "backward", shard = "optimizer"' ;;
+      *) extra=", sync = \"$mode\"" ;;
+    esac
+    write "tiny_${mode}_$ranks" "$tiny" $ranks "$extra" "$tsgd" 4 "$tdata" && same "tiny_${mode}_$ranks" tiny_1 1e-6 1e-7
+  done
+  tadam='adamw { lr = 1e-2, weight_decay = 0.1, clip = 1.0 }'
+  write "tiny_adam_$ranks" "$tiny" $ranks ', sync = "flat"' "$tadam" 4 "$tdata"
+  for mode in zero1 sharded; do
+    case $mode in
+      zero1) extra=', sync = "flat", shard = "zero1"' ;;
+      sharded) extra=', sync = "bucketed", bucket_mb = 0.02, overlap = "backward", shard = "optimizer"' ;;
+    esac
+    write "tiny_${mode}_$ranks" "$tiny" $ranks "$extra" "$tadam" 4 "$tdata" && same "tiny_${mode}_$ranks" "tiny_adam_$ranks" 1e-7 0
+  done
+done
+tdata8='{ global_batch = 8, tokens = "random", seed = 5 }'
+write tiny8_1 "$tiny" 1 "" "$tsgd" 3 "$tdata8"
+for ranks in 4 8; do
+  write "tiny8_bucketed_$ranks" "$tiny" $ranks ', sync = "bucketed", bucket_mb = 0.01, overlap = "backward"' "$tsgd" 3 "$tdata8" &&
+    same "tiny8_bucketed_$ranks" tiny8_1 1e-6 1e-7
+done
+# optimizer overlap (no clipping allowed with it) against the same AdamW without overlap
+oadam='adamw { lr = 1e-2, weight_decay = 0.1 }'
+write tiny_noover_2 "$tiny" 2 ', sync = "bucketed", bucket_mb = 0.01, overlap = "backward"' "$oadam" 4 "$tdata"
+write tiny_optoverlap_2 "$tiny" 2 ', sync = "bucketed", bucket_mb = 0.01, overlap = "backward", optimizer_overlap = true' "$oadam" 4 "$tdata" &&
+  same tiny_optoverlap_2 tiny_noover_2 1e-7 0
+exit $fail

@@ -1,2 +1,0 @@
--- tests/schedules_bad/not_table.lua: a schedule must return schedule{...}.
-return 42

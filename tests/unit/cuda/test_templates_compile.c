@@ -1,0 +1,152 @@
+/* tests/unit/cuda/test_templates_compile.c (label cpu): every kernel template compiles. For every op of
+ * plan/ops.h, both activation dtypes (f32, bf16) and the shapes of tests/fixtures/kernel_cases.c (head dims 16..128
+ * and odd ones for attention), ddp_kernel_launch specialises the instruction and ddp_nvrtc_compile builds
+ * it for sm_90a: a non-empty CUBIN naming ddp_<entry> must come back. Unsupported combinations (odd or
+ * out-of-range head dims, f64 slots, mixed attention dtypes) must be refused with a one-line message.
+ * DDP_DUMP_SPECS=dir writes each distinct specialised source to dir (for nvcc -Xptxas -v). */
+#include "codegen.h"
+#include "kernel_cases.h"
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+static int failures = 0;
+
+typedef struct seen {
+  char key[2300];
+} seen;
+static seen *done;
+static int ndone, capdone;
+
+static int already(const char *tpl, const char *entry, const char *spec) {
+  char key[2300];
+  snprintf(key, sizeof key, "%s|%s|%s", tpl, entry, spec);
+  for (int i = 0; i < ndone; i++)
+    if (!strcmp(done[i].key, key)) return 1;
+  if (ndone == capdone) {
+    capdone = capdone ? 2 * capdone : 64;
+    done = realloc(done, sizeof *done * (size_t)capdone);
+  }
+  snprintf(done[ndone++].key, sizeof done[0].key, "%s", key);
+  return 0;
+}
+
+static int contains(const uint8_t *buf, uint64_t n, const char *s) {
+  size_t l = strlen(s);
+  for (uint64_t i = 0; i + l <= n; i++)
+    if (!memcmp(buf + i, s, l)) return 1;
+  return 0;
+}
+
+static void dump(const char *dir, const char *tpl, const char *entry, const char *spec, int id) {
+  char path[4096];
+  snprintf(path, sizeof path, "%s/%03d_%s_%s.cu", dir, id, tpl, entry);
+  FILE *f = fopen(path, "w");
+  if (!f) return;
+  fprintf(f, "#define DDP_ENTRY_%s 1\n%s#include \"%s.cu\"\n", entry, spec, tpl);
+  fclose(f);
+}
+
+static void compile_case(const kc_case *c, const char *arch) {
+  ddp_launch L;
+  char err[1024];
+  if (ddp_kernel_launch(&c->in, arch, &L, err, sizeof err)) {
+    printf("FAIL %s: launch refused: %s\n", c->label, err);
+    failures++;
+    return;
+  }
+  const char *tpl = ddp_op_template(c->in.op), *entry = ddp_op_entry(c->in.op);
+  if (L.block[0] == 0 || L.block[0] > 1024 || L.grid[0] == 0) {
+    printf("FAIL %s: bad geometry grid %u block %u\n", c->label, L.grid[0], L.block[0]);
+    failures++;
+  }
+  if (already(tpl, entry, L.spec)) return;
+  uint8_t *cubin = NULL;
+  uint64_t size = 0;
+  char hash[17];
+  if (ddp_nvrtc_compile(tpl, entry, L.spec, arch, &cubin, &size, hash, err, sizeof err)) {
+    printf("FAIL %s: %s\n  spec:\n%s", c->label, err, L.spec);
+    failures++;
+    return;
+  }
+  char name[128];
+  snprintf(name, sizeof name, "ddp_%s", entry);
+  if (size == 0 || !contains(cubin, size, name)) {
+    printf("FAIL %s: CUBIN of %llu bytes lacks %s\n", c->label, (unsigned long long)size, name);
+    failures++;
+  } else {
+    printf("ok   %-60s %6llu bytes  smem %u\n", c->label, (unsigned long long)size, L.smem);
+  }
+  const char *d = getenv("DDP_DUMP_SPECS");
+  if (d && *d) dump(d, tpl, entry, L.spec, ndone);
+  free(cubin);
+}
+
+static void expect_refusal(kc_case *c, const char *what, const char *needle) {
+  ddp_launch L;
+  char err[1024] = "";
+  if (ddp_kernel_launch(&c->in, "sm_90a", &L, err, sizeof err) == 0) {
+    printf("FAIL %s: %s was accepted\n", c->label, what);
+    failures++;
+  } else if (!strstr(err, needle) || strchr(err, '\n')) {
+    printf("FAIL %s: %s refused with an unclear message: %s\n", c->label, what, err);
+    failures++;
+  } else {
+    printf("ok   refused %s: %s\n", what, err);
+  }
+}
+
+int main(void) {
+  const char *arch = "sm_90a";
+  if (!ddp_arch_supported(arch)) {
+    printf("NVRTC here does not support %s\n", arch);
+    return 1;
+  }
+  for (int op = 0; op < OP_COUNT; op++) {
+    kc_shape shapes[128];
+    const int ns = kc_shapes(op, shapes, 128, 1);
+    if (ns == 0) {
+      printf("FAIL %s: no test shapes\n", ddp_op_name(op));
+      failures++;
+    }
+    for (int a = 0; a < 2; a++)
+      for (int s = 0; s < ns; s++) {
+        kc_case c;
+        if (kc_make(op, a ? DT_BF16 : DT_F32, shapes[s], &c)) {
+          printf("FAIL %s: no test case\n", ddp_op_name(op));
+          failures++;
+          continue;
+        }
+        compile_case(&c, arch);
+      }
+  }
+  /* refusals */
+  kc_case c;
+  kc_make(OP_ATTN_FWD, DT_BF16, (kc_shape){.a = 1, .b = 64, .c = 15}, &c);
+  expect_refusal(&c, "odd head dim 15", "head dim");
+  kc_make(OP_ATTN_FWD, DT_BF16, (kc_shape){.a = 1, .b = 64, .c = 130}, &c);
+  expect_refusal(&c, "head dim 130", "head dim");
+  kc_make(OP_ATTN_BWD_DQ, DT_F32, (kc_shape){.a = 1, .b = 64, .c = 8}, &c);
+  expect_refusal(&c, "head dim 8", "head dim");
+  kc_make(OP_ATTN_FWD, DT_BF16, (kc_shape){.a = 1, .b = 64, .c = 64}, &c);
+  c.in.dt[1] = DT_F32;
+  expect_refusal(&c, "mixed q/k dtypes", "share one dtype");
+  kc_make(OP_RMSNORM_FWD, DT_F32, (kc_shape){.a = 4, .b = 64}, &c);
+  c.in.dt[0] = DT_F64;
+  expect_refusal(&c, "an f64 slot", "f64");
+  kc_make(OP_RMSNORM_FWD, DT_F32, (kc_shape){.a = 4, .b = 64}, &c);
+  c.in.dt[3] = DT_BF16;
+  expect_refusal(&c, "a bf16 rstd", "must be f32");
+  kc_make(OP_RMSNORM_FWD, DT_F32, (kc_shape){.a = 4, .b = 1 << 20}, &c);
+  expect_refusal(&c, "D = 2^20", "too long");
+  kc_make(OP_ATTN_FWD, DT_BF16, (kc_shape){.a = 1, .b = 64, .c = 64}, &c);
+  ddp_launch L;
+  char err[512];
+  if (ddp_kernel_launch(&c.in, "sm_75", &L, err, sizeof err) == 0) {
+    printf("FAIL bf16 attention accepted for sm_75\n");
+    failures++;
+  }
+  printf("%d distinct modules compiled; %d failure(s)\n", ndone, failures);
+  free(done);
+  return failures ? 1 : 0;
+}

@@ -1,0 +1,4 @@
+# tests/unit/frontend/frontend.cmake: the Lua front end (sandbox, constructors, validation, --set, bucket
+# policies) on every shipped schedule and on the bad schedules in tests/fixtures/schedules_bad/.
+ddp_c_test(test_frontend SOURCES test_frontend.c LIBS ddpcompiler LABELS cpu)
+target_include_directories(test_frontend PRIVATE ${CMAKE_SOURCE_DIR}/compiler/frontend)

@@ -1,0 +1,4 @@
+# tests/unit/io/io.cmake: the batch source (runtime/data.h rule), safetensors reading/writing, checkpoints.
+foreach(t test_data test_safetensors test_checkpoint)
+  ddp_c_test(${t} SOURCES ${t}.c LIBS ddpruntime LABELS cpu)
+endforeach()

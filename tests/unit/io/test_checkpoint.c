@@ -1,0 +1,520 @@
+/* tests/unit/io/test_checkpoint.c: runtime/checkpoint.c through a fake executor (host arenas; read/write copy a
+ * tensor at its planned arena offset) on small hand-built plans: save and load round trips for unsharded
+ * AdamW (model.safetensors + optimizer.safetensors, rank 0 only), sharded optimizer state (one file per
+ * rank), SGD (scalars only); names, shapes and metadata in the files; mkdir -p; atomicity (no temporary
+ * left; a failed save leaves no file and keeps an old one intact); and refusals: another model (shape,
+ * missing and extra tensors), an incomplete checkpoint, another world size, a missing directory, with the
+ * executor left untouched. Also a model file whose data is not aligned (another writer's layout).
+ * `--sample DIR` / `--verify DIR` (see sample_mode) serve tests/fixtures/tools/check_safetensors_torch.py. */
+#include "checkpoint.h"
+#include "safetensors.h"
+#include <dirent.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "check.h"
+
+static char tmpdir[256];
+
+static const char *tmp_path(const char *name) {
+  static char buf[8][512];
+  static int next;
+  char *b = buf[next++ % 8];
+  snprintf(b, sizeof buf[0], "%s/%s", tmpdir, name);
+  return b;
+}
+
+/* Entries (recursively) under `dir` whose name contains `part`. */
+static int count_files(const char *dir, const char *part) {
+  DIR *d = opendir(dir);
+  int n = 0;
+  for (struct dirent *e; d && (e = readdir(d));) {
+    if (e->d_name[0] == '.' && (!e->d_name[1] || (e->d_name[1] == '.' && !e->d_name[2]))) continue;
+    char sub[1024];
+    snprintf(sub, sizeof sub, "%s/%s", dir, e->d_name);
+    n += strstr(e->d_name, part) != NULL;
+    if (e->d_type == DT_DIR) n += count_files(sub, part);
+  }
+  if (d) closedir(d);
+  return n;
+}
+
+/* ---- the fake executor ---------------------------------------------------------------------------------- */
+
+typedef struct fake {
+  ddp_exec x;
+  uint8_t *arena[ARENA_COUNT];
+  uint64_t bytes[ARENA_COUNT];
+  int32_t fail_read; /* tensor whose read fails, or -1 */
+  int writes;
+} fake;
+
+static int fake_read(ddp_exec *x, int32_t tensor, void *dst, char *err, size_t errcap) {
+  fake *f = (fake *)x;
+  const ddp_tensor *t = &x->plan->tensors[tensor];
+  if (tensor == f->fail_read) {
+    snprintf(err, errcap, "fake: cannot read %s", t->name);
+    return -1;
+  }
+  memcpy(dst, f->arena[t->arena] + t->offset, t->bytes);
+  return 0;
+}
+
+static int fake_write(ddp_exec *x, int32_t tensor, const void *src, char *err, size_t errcap) {
+  (void)err, (void)errcap;
+  fake *f = (fake *)x;
+  const ddp_tensor *t = &x->plan->tensors[tensor];
+  memcpy(f->arena[t->arena] + t->offset, src, t->bytes);
+  f->writes++;
+  return 0;
+}
+
+static int fake_sync(ddp_exec *x, char *err, size_t errcap) {
+  (void)x, (void)err, (void)errcap;
+  return 0;
+}
+
+static const ddp_exec_vtbl fake_vtbl = {.name = "fake", .sync = fake_sync, .read = fake_read, .write = fake_write};
+
+static fake *fake_new(const ddp_plan *p, int rank, int world, uint64_t fill_seed) {
+  fake *f = calloc(1, sizeof *f);
+  f->x = (ddp_exec){.v = &fake_vtbl, .plan = p, .rank = rank, .world = world, .seed = 1};
+  f->fail_read = -1;
+  for (uint32_t t = 0; t < p->ntensors; t++) {
+    const ddp_tensor *x = &p->tensors[t];
+    if (x->offset + x->bytes > f->bytes[x->arena]) f->bytes[x->arena] = x->offset + x->bytes;
+  }
+  for (int a = 0; a < ARENA_COUNT; a++) {
+    f->arena[a] = calloc(1, f->bytes[a] + 1);
+    if (fill_seed)
+      for (uint64_t k = 0; k < f->bytes[a]; k++)
+        f->arena[a][k] = (uint8_t)((k * 131 + (uint64_t)a * 7 + fill_seed * 29) >> 2);
+  }
+  return f;
+}
+
+static void fake_free(fake *f) {
+  for (int a = 0; a < ARENA_COUNT; a++) free(f->arena[a]);
+  free(f);
+}
+
+static const uint8_t *at(const fake *f, const ddp_plan *p, int32_t t) {
+  return f->arena[p->tensors[t].arena] + p->tensors[t].offset;
+}
+
+static bool same_tensor(const fake *a, const fake *b, const ddp_plan *p, int32_t t) {
+  return memcmp(at(a, p, t), at(b, p, t), p->tensors[t].bytes) == 0;
+}
+
+static bool same_arenas(const fake *a, const fake *b) {
+  for (int k = 0; k < ARENA_COUNT; k++)
+    if (a->bytes[k] != b->bytes[k] || memcmp(a->arena[k], b->arena[k], a->bytes[k])) return false;
+  return true;
+}
+
+/* ---- hand-built plans ------------------------------------------------------------------------------------- */
+
+enum { OPT_NAMED, OPT_SHARDED, OPT_NONE };
+
+typedef struct model_spec {
+  const char *schedule;
+  int64_t w_rows; /* layers.0.ffn.w1.weight is [w_rows, 3] */
+  bool extra;     /* a parameter "extra.weight" [2] */
+  bool no_bias;   /* leave out layers.0.ffn.w1.bias */
+  int opt;
+} model_spec;
+
+static int32_t add(ddp_plan *p, const char *name, const char *state, uint32_t flags, int dt, int arena, uint64_t offset,
+                   int ndim, int64_t d0, int64_t d1) {
+  ddp_tensor t;
+  memset(&t, 0, sizeof t);
+  t.name = (char *)name;
+  t.state_name = (char *)state;
+  t.flags = flags;
+  t.dtype = (uint8_t)dt;
+  t.arena = (uint8_t)arena;
+  t.ndim = (uint8_t)ndim;
+  t.shape[0] = d0;
+  t.shape[1] = d1;
+  t.base = t.param = -1;
+  t.offset = offset;
+  t.bytes = ddp_tensor_numel(&t) * ddp_dtype_size(dt);
+  t.first_use = t.last_use = -1;
+  return ddp_plan_add_tensor(p, &t);
+}
+
+/* Parameters (fp32 master views into flat.params), a bf16 copy, gradients, AdamW moments (named views or
+ * flat shards), the scalars block and a batch tensor. Offsets as a memory planner would place them. */
+static ddp_plan *make_plan(const model_spec *m) {
+  ddp_plan *p = ddp_plan_new();
+  p->meta.schedule_path = strdup(m->schedule);
+  p->meta.world = 2;
+  struct {
+    const char *name;
+    int ndim;
+    int64_t d0, d1;
+  } params[3] = {
+      {"layers.0.ffn.w1.weight", 2, m->w_rows, 3}, {"layers.0.ffn.w1.bias", 1, 5, 0}, {"extra.weight", 1, 2, 0}};
+  bool use[3] = {true, !m->no_bias, m->extra};
+  uint64_t off[3], total = 0;
+  for (int k = 0; k < 3; k++) {
+    off[k] = total;
+    if (use[k]) total += (uint64_t)(params[k].d0 * (params[k].ndim == 2 ? params[k].d1 : 1)) * 4;
+  }
+  add(p, "flat.params", NULL, TF_PARAM | TF_TRAINABLE, DT_F32, ARENA_PARAM, 0, 1, (int64_t)total / 4, 0);
+  add(p, "flat.params.copy", NULL, TF_PARAM_COPY, DT_BF16, ARENA_PARAM, 1024, 1, (int64_t)total / 4, 0);
+  add(p, "flat.grads", NULL, TF_GRAD, DT_F32, ARENA_GRAD, 0, 1, (int64_t)total / 4, 0);
+  if (m->opt != OPT_NONE) {
+    add(p, "flat.exp_avg", NULL, TF_OPT_M, DT_F32, ARENA_OPT, 0, 1, (int64_t)total / 4, 0);
+    add(p, "flat.exp_avg_sq", NULL, TF_OPT_V, DT_F32, ARENA_OPT, 1024, 1, (int64_t)total / 4, 0);
+  }
+  char nm[128];
+  for (int k = 0; k < 3; k++) {
+    if (!use[k]) continue;
+    add(p, params[k].name, params[k].name, TF_PARAM | TF_TRAINABLE, DT_F32, ARENA_PARAM, off[k], params[k].ndim,
+        params[k].d0, params[k].d1);
+    if (m->opt != OPT_NAMED) continue;
+    snprintf(nm, sizeof nm, "%s.exp_avg", params[k].name);
+    add(p, nm, params[k].name, TF_OPT_M, DT_F32, ARENA_OPT, off[k], params[k].ndim, params[k].d0, params[k].d1);
+    snprintf(nm, sizeof nm, "%s.exp_avg_sq", params[k].name);
+    add(p, nm, params[k].name, TF_OPT_V, DT_F32, ARENA_OPT, 1024 + off[k], params[k].ndim, params[k].d0, params[k].d1);
+  }
+  p->meta.scalars_tensor = add(p, "optimizer.scalars", NULL, TF_SCALARS | TF_PERSISTENT, DT_F32, ARENA_IO, 0, 1, 8, 0);
+  p->meta.tokens_tensor = add(p, "batch.tokens", NULL, TF_TOKENS, DT_I32, ARENA_IO, 256, 1, 16, 0);
+  return p;
+}
+
+static const model_spec base_spec = {.schedule = "schedules/tiny.lua", .w_rows = 4, .opt = OPT_NAMED};
+
+/* ---- tests ------------------------------------------------------------------------------------------------- */
+
+static void test_round_trip(void) {
+  char err[512] = "";
+  ddp_plan *p = make_plan(&base_spec);
+  fake *a = fake_new(p, 0, 2, 1), *b = fake_new(p, 0, 2, 0);
+  const char *dir = tmp_path("run/ckpt/step7"); /* created with its parents */
+  CHECK("save", ddp_checkpoint_save(&a->x, dir, 7, err, sizeof err) == 0);
+  if (err[0]) fprintf(stderr, "  %s\n", err);
+  CHECK("no temporary", count_files(tmpdir, ".tmp.") == 0);
+
+  /* The files: the state-dict names, shapes and metadata. */
+  char path[600];
+  snprintf(path, sizeof path, "%s/model.safetensors", dir);
+  ddp_st_file *f = ddp_st_open(path, err, sizeof err);
+  CHECK("model file", f != NULL);
+  if (f) {
+    CHECK("model tensors", f->ntensors == 2);
+    const ddp_st_tensor *w = ddp_st_find(f, "layers.0.ffn.w1.weight"), *bias = ddp_st_find(f, "layers.0.ffn.w1.bias");
+    CHECK("model names", w && bias);
+    CHECK("model shapes", w && w->ndim == 2 && w->shape[0] == 4 && w->shape[1] == 3 && w->dtype == DT_F32);
+    CHECK("model data",
+          w && memcmp(ddp_st_data(f, w), at(a, p, ddp_plan_find_tensor(p, "layers.0.ffn.w1.weight")), 48) == 0);
+    CHECK("meta format", ddp_st_meta(f, "format") && strcmp(ddp_st_meta(f, "format"), "ddpc") == 0);
+    CHECK("meta step", ddp_st_meta(f, "step") && strcmp(ddp_st_meta(f, "step"), "7") == 0);
+    CHECK("meta schedule", ddp_st_meta(f, "schedule") && strcmp(ddp_st_meta(f, "schedule"), "schedules/tiny.lua") == 0);
+  }
+  ddp_st_close(f);
+  snprintf(path, sizeof path, "%s/optimizer.safetensors", dir);
+  f = ddp_st_open(path, err, sizeof err);
+  CHECK("optimizer file", f && f->ntensors == 5);
+  if (f) {
+    CHECK("optimizer names",
+          ddp_st_find(f, "layers.0.ffn.w1.weight.exp_avg") && ddp_st_find(f, "layers.0.ffn.w1.weight.exp_avg_sq") &&
+              ddp_st_find(f, "layers.0.ffn.w1.bias.exp_avg") && ddp_st_find(f, "layers.0.ffn.w1.bias.exp_avg_sq") &&
+              ddp_st_find(f, "optimizer.scalars"));
+    const ddp_st_tensor *sc = ddp_st_find(f, "optimizer.scalars");
+    CHECK("scalars shape", sc && sc->ndim == 1 && sc->shape[0] == 8);
+  }
+  ddp_st_close(f);
+
+  /* Load into a zeroed executor: every checkpointed tensor comes back bit for bit, nothing else moves. */
+  int64_t steps = -1;
+  CHECK("load", ddp_checkpoint_load(&b->x, dir, &steps, err, sizeof err) == 0);
+  if (steps != 7) fprintf(stderr, "  %s\n", err);
+  CHECK("steps", steps == 7);
+  const char *restored[] = {"layers.0.ffn.w1.weight",
+                            "layers.0.ffn.w1.bias",
+                            "layers.0.ffn.w1.weight.exp_avg",
+                            "layers.0.ffn.w1.bias.exp_avg_sq",
+                            "optimizer.scalars",
+                            "flat.params",
+                            "flat.exp_avg",
+                            "flat.exp_avg_sq"};
+  for (int k = 0; k < 8; k++) CHECK(restored[k], same_tensor(a, b, p, ddp_plan_find_tensor(p, restored[k])));
+  const ddp_tensor *g = &p->tensors[ddp_plan_find_tensor(p, "flat.grads")];
+  bool zero = true;
+  for (uint64_t k = 0; k < g->bytes; k++) zero = zero && b->arena[ARENA_GRAD][g->offset + k] == 0;
+  CHECK("gradients not restored", zero);
+  CHECK("bf16 copies not restored", !same_tensor(a, b, p, ddp_plan_find_tensor(p, "flat.params.copy")));
+
+  /* Rank 1 writes nothing when the optimizer is not sharded. */
+  fake *r1 = fake_new(p, 1, 2, 3);
+  const char *dir1 = tmp_path("rank1only");
+  CHECK("rank 1 save", ddp_checkpoint_save(&r1->x, dir1, 7, err, sizeof err) == 0);
+  CHECK("rank 1 wrote nothing", count_files(dir1, "safetensors") == 0);
+  /* ... and loads the shared files. */
+  CHECK("rank 1 load", ddp_checkpoint_load(&r1->x, dir, &steps, err, sizeof err) == 0);
+  CHECK("rank 1 restored", same_tensor(a, r1, p, ddp_plan_find_tensor(p, "flat.exp_avg_sq")));
+  fake_free(r1);
+
+  /* Saving again over the checkpoint replaces it (still no temporaries). */
+  CHECK("save again", ddp_checkpoint_save(&a->x, dir, 8, err, sizeof err) == 0);
+  CHECK("load again", ddp_checkpoint_load(&b->x, dir, &steps, err, sizeof err) == 0 && steps == 8);
+  CHECK("no temporary", count_files(tmpdir, ".tmp.") == 0);
+  fake_free(a);
+  fake_free(b);
+  ddp_plan_free(p);
+}
+
+static void test_sharded_and_sgd(void) {
+  char err[512] = "";
+  model_spec s = base_spec;
+  s.opt = OPT_SHARDED;
+  ddp_plan *p = make_plan(&s);
+  fake *r0 = fake_new(p, 0, 2, 5), *r1 = fake_new(p, 1, 2, 6);
+  const char *dir = tmp_path("sharded");
+  CHECK("rank 0 save", ddp_checkpoint_save(&r0->x, dir, 3, err, sizeof err) == 0);
+  CHECK("rank 1 save", ddp_checkpoint_save(&r1->x, dir, 3, err, sizeof err) == 0);
+  char path[600];
+  snprintf(path, sizeof path, "%s/optimizer.rank1.safetensors", dir);
+  ddp_st_file *f = ddp_st_open(path, err, sizeof err);
+  CHECK("shard file", f && f->ntensors == 3 && ddp_st_find(f, "exp_avg") && ddp_st_find(f, "exp_avg_sq") &&
+                          ddp_st_find(f, "optimizer.scalars"));
+  CHECK("shard metadata", f && ddp_st_meta(f, "rank") && strcmp(ddp_st_meta(f, "rank"), "1") == 0 &&
+                              ddp_st_meta(f, "world") && strcmp(ddp_st_meta(f, "world"), "2") == 0);
+  ddp_st_close(f);
+  snprintf(path, sizeof path, "%s/optimizer.safetensors", dir);
+  CHECK("no unsharded optimizer file", access(path, F_OK) != 0);
+  CHECK("rank files", count_files(dir, "optimizer.rank") == 2);
+
+  fake *n1 = fake_new(p, 1, 2, 0);
+  int64_t steps = -1;
+  CHECK("rank 1 load", ddp_checkpoint_load(&n1->x, dir, &steps, err, sizeof err) == 0 && steps == 3);
+  CHECK("rank 1 shard", same_tensor(r1, n1, p, ddp_plan_find_tensor(p, "flat.exp_avg")) &&
+                            same_tensor(r1, n1, p, ddp_plan_find_tensor(p, "flat.exp_avg_sq")) &&
+                            same_tensor(r1, n1, p, p->meta.scalars_tensor));
+  CHECK("rank 1 model from rank 0", same_tensor(r0, n1, p, ddp_plan_find_tensor(p, "flat.params")));
+  fake_free(n1);
+
+  /* Another world size: rank 1 of 4 finds the rank-1 shard of a 2-rank run. */
+  fake *w4 = fake_new(p, 1, 4, 0), *w4_before = fake_new(p, 1, 4, 0);
+  CHECK("world mismatch", ddp_checkpoint_load(&w4->x, dir, &steps, err, sizeof err) == -1);
+  CHECK_HAS("world mismatch", err, "optimizer.rank1.safetensors: written by a run of 2 ranks, this run has 4");
+  CHECK("untouched", same_arenas(w4, w4_before) && w4->writes == 0);
+  fake *r3 = fake_new(p, 3, 4, 0);
+  CHECK("missing shard", ddp_checkpoint_load(&r3->x, dir, &steps, err, sizeof err) == -1);
+  CHECK_HAS("missing shard", err, "optimizer.rank3.safetensors: cannot open: No such file or directory");
+  fake_free(r3);
+  fake_free(w4);
+  fake_free(w4_before);
+  fake_free(r0);
+  fake_free(r1);
+  ddp_plan_free(p);
+
+  /* SGD: no moments; the scalars alone in optimizer.safetensors. */
+  s.opt = OPT_NONE;
+  p = make_plan(&s);
+  fake *a = fake_new(p, 0, 2, 9), *b = fake_new(p, 0, 2, 0);
+  dir = tmp_path("sgd");
+  CHECK("sgd save", ddp_checkpoint_save(&a->x, dir, 11, err, sizeof err) == 0);
+  snprintf(path, sizeof path, "%s/optimizer.safetensors", dir);
+  f = ddp_st_open(path, err, sizeof err);
+  CHECK("sgd optimizer file", f && f->ntensors == 1 && ddp_st_find(f, "optimizer.scalars"));
+  ddp_st_close(f);
+  CHECK("sgd load", ddp_checkpoint_load(&b->x, dir, &steps, err, sizeof err) == 0 && steps == 11);
+  CHECK("sgd scalars", same_tensor(a, b, p, p->meta.scalars_tensor));
+  fake_free(a);
+  fake_free(b);
+  ddp_plan_free(p);
+}
+
+static void test_atomicity(void) {
+  char err[512] = "";
+  ddp_plan *p = make_plan(&base_spec);
+  fake *a = fake_new(p, 0, 2, 1);
+  const char *dir = tmp_path("atomic");
+  a->fail_read = ddp_plan_find_tensor(p, "layers.0.ffn.w1.bias");
+  CHECK("failing save", ddp_checkpoint_save(&a->x, dir, 1, err, sizeof err) == -1);
+  CHECK_HAS("failing save", err, "fake: cannot read layers.0.ffn.w1.bias");
+  CHECK("no partial file", count_files(dir, "safetensors") == 0);
+
+  /* An existing checkpoint survives a failing save byte for byte. */
+  a->fail_read = -1;
+  CHECK("good save", ddp_checkpoint_save(&a->x, dir, 1, err, sizeof err) == 0);
+  char path[600];
+  snprintf(path, sizeof path, "%s/model.safetensors", dir);
+  FILE *fp = fopen(path, "rb");
+  char before[4096], after[4096];
+  size_t nb = fp ? fread(before, 1, sizeof before, fp) : 0;
+  if (fp) fclose(fp);
+  a->arena[ARENA_PARAM][0] ^= 0xff;
+  a->fail_read = ddp_plan_find_tensor(p, "layers.0.ffn.w1.bias");
+  CHECK("failing save over a checkpoint", ddp_checkpoint_save(&a->x, dir, 2, err, sizeof err) == -1);
+  fp = fopen(path, "rb");
+  size_t na = fp ? fread(after, 1, sizeof after, fp) : 0;
+  if (fp) fclose(fp);
+  CHECK("old checkpoint intact", nb > 0 && na == nb && memcmp(before, after, nb) == 0);
+  CHECK("no temporary", count_files(tmpdir, ".tmp.") == 0);
+
+  /* A directory path through a file cannot be created. */
+  char file_dir[600];
+  snprintf(file_dir, sizeof file_dir, "%s/model.safetensors/sub", dir);
+  a->fail_read = -1;
+  CHECK("bad directory", ddp_checkpoint_save(&a->x, file_dir, 1, err, sizeof err) == -1);
+  CHECK_HAS("bad directory", err, "cannot create checkpoint directory");
+  fake_free(a);
+  ddp_plan_free(p);
+}
+
+static void expect_refusal(const char *what, const model_spec *spec, const char *dir, const char *n1, const char *n2) {
+  char err[512] = "";
+  ddp_plan *p = make_plan(spec);
+  fake *x = fake_new(p, 0, 2, 4), *before = fake_new(p, 0, 2, 4);
+  int64_t steps = -1;
+  CHECK(what, ddp_checkpoint_load(&x->x, dir, &steps, err, sizeof err) == -1);
+  CHECK_HAS(what, err, n1);
+  if (n2) CHECK_HAS(what, err, n2);
+  CHECK(what, strchr(err, '\n') == NULL);
+  CHECK("executor untouched", same_arenas(x, before) && x->writes == 0 && steps == -1);
+  fake_free(x);
+  fake_free(before);
+  ddp_plan_free(p);
+}
+
+static void test_refusals(void) {
+  char err[512] = "";
+  ddp_plan *p = make_plan(&base_spec);
+  fake *a = fake_new(p, 0, 2, 1);
+  const char *dir = tmp_path("good");
+  CHECK("save", ddp_checkpoint_save(&a->x, dir, 5, err, sizeof err) == 0);
+
+  model_spec other = base_spec;
+  other.schedule = "schedules/other.lua";
+  other.w_rows = 6;
+  expect_refusal("another model's shape", &other, dir, "good/model.safetensors: checkpoint of another model",
+                 "tensor 'layers.0.ffn.w1.weight' is F32 [4, 3], the plan expects F32 [6, 3]");
+  expect_refusal("another model", &other, dir, "written for schedules/tiny.lua, this plan is from schedules/other.lua",
+                 NULL);
+  model_spec more = base_spec;
+  more.extra = true;
+  expect_refusal("missing tensor", &more, dir, "good/model.safetensors: checkpoint does not match this plan's model",
+                 "no tensor 'extra.weight' (the plan expects F32 [2])");
+  model_spec fewer = base_spec;
+  fewer.no_bias = true;
+  expect_refusal("extra tensor", &fewer, dir, "model.safetensors",
+                 "it holds tensor 'layers.0.ffn.w1.bias', which the plan does not have");
+  model_spec sharded = base_spec;
+  sharded.opt = OPT_SHARDED;
+  expect_refusal("sharded plan, unsharded checkpoint", &sharded, dir, "optimizer.rank0.safetensors: cannot open", NULL);
+  expect_refusal("missing directory", &base_spec, tmp_path("nowhere"),
+                 "nowhere/model.safetensors: cannot open: No such file or directory", NULL);
+
+  /* Incomplete: the optimizer file of another step. */
+  const char *dir2 = tmp_path("mixed");
+  CHECK("save", ddp_checkpoint_save(&a->x, dir2, 5, err, sizeof err) == 0);
+  char from[600], to[600];
+  snprintf(from, sizeof from, "%s/model.safetensors", dir2);
+  CHECK("save later", ddp_checkpoint_save(&a->x, dir, 6, err, sizeof err) == 0);
+  snprintf(to, sizeof to, "%s/model.safetensors", dir);
+  CHECK("mix", rename(from, to) == 0);
+  expect_refusal("incomplete", &base_spec, dir,
+                 "incomplete checkpoint: model.safetensors is from step 5, optimizer.safetensors from step 6", NULL);
+
+  /* A model file as another writer may lay it out: header not padded, so the data is not 4-byte aligned. */
+  const ddp_tensor *w = &p->tensors[ddp_plan_find_tensor(p, "layers.0.ffn.w1.weight")];
+  const ddp_tensor *bias = &p->tensors[ddp_plan_find_tensor(p, "layers.0.ffn.w1.bias")];
+  const char *hdr = "{ \"layers.0.ffn.w1.bias\":{\"dtype\":\"F32\",\"shape\":[5],\"data_offsets\":[48,68]},"
+                    "\"layers.0.ffn.w1.weight\":{\"dtype\":\"F32\",\"shape\":[4,3],\"data_offsets\":[0,48]}}";
+  size_t hl = strlen(hdr);
+  CHECK("unaligned header", hl % 4 != 0);
+  snprintf(to, sizeof to, "%s/model.safetensors", dir);
+  FILE *fp = fopen(to, "wb");
+  for (int k = 0; k < 8; k++) fputc((int)((hl >> (8 * k)) & 0xff), fp);
+  fwrite(hdr, 1, hl, fp);
+  fwrite(at(a, p, (int32_t)(w - p->tensors)), 1, 48, fp);
+  fwrite(at(a, p, (int32_t)(bias - p->tensors)), 1, 20, fp);
+  fclose(fp);
+  fake *b = fake_new(p, 0, 2, 0);
+  int64_t steps = -1;
+  CHECK("foreign model file", ddp_checkpoint_load(&b->x, dir, &steps, err, sizeof err) == 0);
+  if (steps != 6) fprintf(stderr, "  %s\n", err);
+  CHECK("steps from the optimizer file", steps == 6);
+  CHECK("unaligned data restored", same_tensor(a, b, p, ddp_plan_find_tensor(p, "flat.params")));
+  fake_free(b);
+  fake_free(a);
+  ddp_plan_free(p);
+}
+
+/* For tests/fixtures/tools/check_safetensors_torch.py on a machine with PyTorch: `--sample DIR` writes the round-trip
+ * checkpoint (step 7) of the base plan with well-behaved float values and prints the expected tensors;
+ * `--verify DIR` loads DIR (e.g. the files PyTorch saved back) and checks every value bit for bit. */
+static int sample_mode(const char *mode, const char *dir) {
+  char err[512] = "";
+  ddp_plan *p = make_plan(&base_spec);
+  fake *a = fake_new(p, 0, 2, 1);
+  for (int k = 0; k < ARENA_COUNT; k++)
+    for (uint64_t i = 0; i + 4 <= a->bytes[k]; i += 4) {
+      float v = (float)((i / 4 * 37 + (uint64_t)k * 11) % 1000) * 0.001f - 0.5f;
+      memcpy(a->arena[k] + i, &v, 4);
+    }
+  int rc = 1;
+  if (strcmp(mode, "--sample") == 0) {
+    if (ddp_checkpoint_save(&a->x, dir, 7, err, sizeof err) == 0) {
+      printf("wrote %s/model.safetensors and %s/optimizer.safetensors; expected tensors:\n", dir, dir);
+      for (uint32_t t = 0; t < p->ntensors; t++) {
+        const ddp_tensor *x = &p->tensors[t];
+        bool model = (x->flags & TF_PARAM) && x->state_name, opt = (x->flags & (TF_OPT_M | TF_OPT_V)) && x->state_name;
+        if (!model && !opt && !(x->flags & TF_SCALARS)) continue;
+        printf("%s=F32[", model ? x->state_name : x->name);
+        for (int d = 0; d < x->ndim; d++) printf(d ? ",%lld" : "%lld", (long long)x->shape[d]);
+        printf("]\n");
+      }
+      rc = 0;
+    }
+  } else {
+    fake *b = fake_new(p, 0, 2, 0);
+    int64_t steps = -1;
+    if (ddp_checkpoint_load(&b->x, dir, &steps, err, sizeof err) == 0) {
+      rc = steps == 7 ? 0 : 1;
+      for (uint32_t t = 0; t < p->ntensors; t++) {
+        const ddp_tensor *x = &p->tensors[t];
+        if (((x->flags & (TF_PARAM | TF_OPT_M | TF_OPT_V)) && x->state_name) || (x->flags & TF_SCALARS))
+          if (!same_tensor(a, b, p, (int32_t)t)) {
+            fprintf(stderr, "%s: tensor %s differs\n", dir, x->name);
+            rc = 1;
+          }
+      }
+      if (steps != 7) fprintf(stderr, "%s: step %lld, expected 7\n", dir, (long long)steps);
+      if (!rc) printf("%s: loaded, every tensor bit for bit, step 7: OK\n", dir);
+    }
+    fake_free(b);
+  }
+  if (err[0]) fprintf(stderr, "%s\n", err);
+  fake_free(a);
+  ddp_plan_free(p);
+  return rc;
+}
+
+int main(int argc, char **argv) {
+  if (argc == 3 && (strcmp(argv[1], "--sample") == 0 || strcmp(argv[1], "--verify") == 0))
+    return sample_mode(argv[1], argv[2]);
+  snprintf(tmpdir, sizeof tmpdir, "/tmp/ddp_test_ckpt.XXXXXX");
+  if (!mkdtemp(tmpdir)) {
+    perror("mkdtemp");
+    return 1;
+  }
+  test_round_trip();
+  test_sharded_and_sgd();
+  test_atomicity();
+  test_refusals();
+  char cmd[300];
+  snprintf(cmd, sizeof cmd, "rm -rf '%s'", tmpdir);
+  if (system(cmd)) fprintf(stderr, "could not remove %s\n", tmpdir);
+  if (failures)
+    fprintf(stderr, "test_checkpoint: %d failure(s)\n", failures);
+  else
+    printf("test_checkpoint: ok\n");
+  return failures ? 1 : 0;
+}

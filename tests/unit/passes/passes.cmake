@@ -1,0 +1,2 @@
+# tests/unit/passes/passes.cmake: the plan verifier on compiled plans and on broken ones.
+ddp_c_test(test_verifier SOURCES test_verifier.c LIBS ddpcompiler ddpruntime LABELS cpu)

@@ -1,0 +1,407 @@
+/* tests/unit/plan/test_plan_io.c: the plan library and plan.bin: name tables, construction helpers, a full write /
+ * read round trip of the synthetic plan compared field by field, every refusal of the reader (missing,
+ * truncated, corrupted, wrong magic, other version, section out of bounds, unknown meta field, bad
+ * indices), the launch check, and that a failed write leaves no file behind. */
+#include "plan_fixture.h"
+#include <dirent.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+#include <zlib.h>
+
+#include "test_files.h"
+
+static void spit(const char *path, const uint8_t *v, size_t n) {
+  FILE *f = fopen(path, "wb");
+  fwrite(v, 1, n, f);
+  fclose(f);
+}
+
+static void fix_crc(uint8_t *v, size_t n) {
+  uint32_t crc = (uint32_t)crc32(crc32(0L, Z_NULL, 0), v, (uInt)(n - 4));
+  for (int k = 0; k < 4; k++) v[n - 4 + k] = (uint8_t)(crc >> (8 * k));
+}
+
+/* Reads `path` expecting a refusal whose message contains every needle (and the path). */
+static void expect_refused(const char *what, const char *path, const char *n1, const char *n2) {
+  char err[512] = "";
+  ddp_plan *p = ddp_plan_read(path, err, sizeof err);
+  if (p) {
+    test_failures++;
+    fprintf(stderr, "%s: expected a refusal, the plan was accepted\n", what);
+    ddp_plan_free(p);
+    return;
+  }
+  CHECK_CONTAINS(what, err, path);
+  if (n1) CHECK_CONTAINS(what, err, n1);
+  if (n2) CHECK_CONTAINS(what, err, n2);
+  CHECK_INT("one line", 0, strchr(err, '\n') != NULL);
+}
+
+static void test_names(void) {
+  for (int i = 0; i < DT_COUNT; i++) CHECK_INT(ddp_dtype_name(i), i, ddp_dtype_from_name(ddp_dtype_name(i)));
+  for (int i = 0; i < OP_COUNT; i++) CHECK_INT(ddp_op_name(i), i, ddp_op_from_name(ddp_op_name(i)));
+  for (int i = 0; i < I_COUNT; i++) CHECK_INT(ddp_opcode_name(i), i, ddp_opcode_from_name(ddp_opcode_name(i)));
+  for (int i = 0; i < INIT_COUNT; i++) CHECK_INT(ddp_init_name(i), i, ddp_init_from_name(ddp_init_name(i)));
+  CHECK_INT("bf16 size", 2, ddp_dtype_size(DT_BF16));
+  CHECK_INT("f64 size", 8, ddp_dtype_size(DT_F64));
+  CHECK_STR("op template", "rmsnorm", ddp_op_template(OP_RMSNORM_BWD));
+  CHECK_STR("op entry", "rmsnorm_bwd", ddp_op_entry(OP_RMSNORM_BWD));
+  CHECK_STR("opcode name", "all_reduce", ddp_opcode_name(I_ALL_REDUCE));
+  CHECK_STR("range name", "backward", ddp_range_name(RANGE_BACKWARD));
+  CHECK_STR("arena name", "activations", ddp_arena_name(ARENA_ACT));
+  CHECK_STR("out of range", "?", ddp_opcode_name(I_COUNT));
+  CHECK_INT("unknown name", -1, ddp_dtype_from_name("f17"));
+}
+
+static void test_construction(void) {
+  ddp_plan *p = ddp_plan_new();
+  CHECK_INT("intern a", 0, ddp_plan_add_string(p, "a"));
+  CHECK_INT("intern b", 1, ddp_plan_add_string(p, "b"));
+  CHECK_INT("intern a again", 0, ddp_plan_add_string(p, "a"));
+  CHECK_STR("string 1", "b", ddp_plan_string(p, 1));
+  CHECK_STR("string -1", "", ddp_plan_string(p, -1));
+  ddp_tensor t = {.name = "t", .ndim = 3, .shape = {2, 3, 4}, .base = -1};
+  CHECK_INT("numel", 24, ddp_tensor_numel(&t));
+  CHECK_INT("add tensor", 0, ddp_plan_add_tensor(p, &t));
+  CHECK_INT("tensor name copied", 1, p->tensors[0].name != t.name);
+  CHECK_INT("find tensor", 0, ddp_plan_find_tensor(p, "t"));
+  CHECK_INT("find absent", -1, ddp_plan_find_tensor(p, "u"));
+  ddp_instr in = ddp_instr_blank(I_GEMM, STREAM_COMM);
+  CHECK_INT("blank kernel", -1, in.kernel);
+  CHECK_INT("blank p5", -1, in.p[5].tensor);
+  ddp_program prog = {0};
+  for (int k = 0; k < 100; k++) ddp_program_push(&prog, &in);
+  CHECK_INT("pushed", 100, prog.n);
+  CHECK_INT("pushed opcode", I_GEMM, prog.v[99].opcode);
+  ddp_program_free(&prog);
+  ddp_plan_free(p);
+}
+
+static void compare_instr(const char *where, const ddp_instr *a, const ddp_instr *b) {
+  char w[160];
+#define FIELD(f)                                         \
+  snprintf(w, sizeof w, "%s %s", where, #f);             \
+  CHECK_INT(w, a->f, b->f);
+  FIELD(opcode) FIELD(stream) FIELD(op) FIELD(flags) FIELD(kernel) FIELD(name) FIELD(layer) FIELD(smem)
+  for (int k = 0; k < 3; k++) {
+    FIELD(grid[k]) FIELD(block[k])
+  }
+  for (int k = 0; k < DDP_MAX_PTRS; k++) {
+    FIELD(dt[k]) FIELD(p[k].tensor) FIELD(p[k].arena) FIELD(p[k].view) FIELD(p[k].offset)
+  }
+  for (int k = 0; k < DDP_MAX_INTS; k++) {
+    FIELD(i[k])
+  }
+  for (int k = 0; k < DDP_MAX_FLOATS; k++) {
+    snprintf(w, sizeof w, "%s f[%d]", where, k);
+    CHECK_INT(w, 1, a->f[k] == b->f[k]);
+  }
+#undef FIELD
+}
+
+static void compare_plans(const ddp_plan *a, const ddp_plan *b) {
+#define META_I(name) CHECK_INT("meta " #name, a->meta.name, b->meta.name);
+#define META_F(name) CHECK_INT("meta " #name, 1, a->meta.name == b->meta.name);
+#define META_S(name) CHECK_STR("meta " #name, a->meta.name, b->meta.name);
+#define META(t, name) META_##t(name)
+  DDP_META_FIELDS(META)
+#undef META
+  CHECK_INT("ntensors", a->ntensors, b->ntensors);
+  for (uint32_t i = 0; i < a->ntensors && i < b->ntensors; i++) {
+    const ddp_tensor *x = &a->tensors[i], *y = &b->tensors[i];
+    CHECK_STR("tensor name", x->name, y->name);
+    CHECK_STR("tensor state name", x->state_name, y->state_name);
+    CHECK_INT("tensor flags", x->flags, y->flags);
+    CHECK_INT("tensor dtype", x->dtype, y->dtype);
+    CHECK_INT("tensor arena", x->arena, y->arena);
+    CHECK_INT("tensor ndim", x->ndim, y->ndim);
+    for (int d = 0; d < DDP_MAX_DIMS; d++) CHECK_INT("tensor shape", x->shape[d], y->shape[d]);
+    CHECK_INT("tensor base", x->base, y->base);
+    CHECK_INT("tensor view", x->view, y->view);
+    CHECK_INT("tensor offset", x->offset, y->offset);
+    CHECK_INT("tensor bytes", x->bytes, y->bytes);
+    CHECK_INT("tensor param", x->param, y->param);
+    CHECK_INT("tensor first use", x->first_use, y->first_use);
+    CHECK_INT("tensor last use", x->last_use, y->last_use);
+  }
+  CHECK_INT("nmodules", a->nmodules, b->nmodules);
+  for (uint32_t i = 0; i < a->nmodules && i < b->nmodules; i++) {
+    const ddp_module *x = &a->modules[i], *y = &b->modules[i];
+    CHECK_STR("module template", x->template_name, y->template_name);
+    CHECK_STR("module entry", x->entry, y->entry);
+    CHECK_STR("module spec", x->spec, y->spec);
+    CHECK_STR("module hash", x->hash, y->hash);
+    CHECK_INT("module cubin size", x->cubin_size, y->cubin_size);
+    CHECK_INT("module cubin bytes equal", 0, x->cubin_size == y->cubin_size ? memcmp(x->cubin, y->cubin, x->cubin_size) : 1);
+  }
+  CHECK_INT("nkernels", a->nkernels, b->nkernels);
+  for (uint32_t i = 0; i < a->nkernels && i < b->nkernels; i++) {
+    CHECK_INT("kernel op", a->kernels[i].op, b->kernels[i].op);
+    CHECK_INT("kernel module", a->kernels[i].module, b->kernels[i].module);
+  }
+  CHECK_INT("nbuckets", a->nbuckets, b->nbuckets);
+  for (uint32_t i = 0; i < a->nbuckets && i < b->nbuckets; i++) {
+    CHECK_INT("bucket offset", a->buckets[i].offset, b->buckets[i].offset);
+    CHECK_INT("bucket bytes", a->buckets[i].bytes, b->buckets[i].bytes);
+    CHECK_INT("bucket nparams", a->buckets[i].nparams, b->buckets[i].nparams);
+    for (uint32_t j = 0; j < a->buckets[i].nparams && j < b->buckets[i].nparams; j++)
+      CHECK_INT("bucket param", a->buckets[i].params[j], b->buckets[i].params[j]);
+  }
+  CHECK_INT("nstrings", a->nstrings, b->nstrings);
+  for (uint32_t i = 0; i < a->nstrings && i < b->nstrings; i++) CHECK_STR("string", a->strings[i], b->strings[i]);
+  CHECK_INT("nstreams", a->nstreams, b->nstreams);
+  for (int64_t r = 0; r < a->meta.world && r < b->meta.world; r++) {
+    const ddp_rank_plan *x = &a->ranks[r], *y = &b->ranks[r];
+    CHECK_INT("rank nevents", x->nevents, y->nevents);
+    CHECK_INT("rank ntimers", x->ntimers, y->ntimers);
+    for (int k = 0; k < ARENA_COUNT; k++) CHECK_INT("rank arena bytes", x->arena_bytes[k], y->arena_bytes[k]);
+    const ddp_program *pa[2] = {&x->init, &x->step}, *pb[2] = {&y->init, &y->step};
+    for (int g = 0; g < 2; g++) {
+      CHECK_INT("program length", pa[g]->n, pb[g]->n);
+      for (uint32_t i = 0; i < pa[g]->n && i < pb[g]->n; i++) {
+        char where[64];
+        snprintf(where, sizeof where, "rank %lld %s instr %u", (long long)r, g ? "step" : "init", i);
+        compare_instr(where, &pa[g]->v[i], &pb[g]->v[i]);
+      }
+    }
+  }
+}
+
+static void test_round_trip(void) {
+  ddp_plan *p = fixture_plan();
+  int used[I_COUNT] = {0};
+  for (int r = 0; r < 2; r++) {
+    for (uint32_t i = 0; i < p->ranks[r].init.n; i++) used[p->ranks[r].init.v[i].opcode] = 1;
+    for (uint32_t i = 0; i < p->ranks[r].step.n; i++) used[p->ranks[r].step.v[i].opcode] = 1;
+  }
+  for (int op = 0; op < I_COUNT; op++) CHECK_INT(ddp_opcode_name(op), 1, used[op]); /* fixture covers every opcode */
+  char err[512] = "";
+  const char *path = tmp_path("good.bin");
+  CHECK_INT("write", 0, ddp_plan_write(p, path, err, sizeof err));
+  if (err[0]) fprintf(stderr, "write: %s\n", err);
+  ddp_plan *q = ddp_plan_read(path, err, sizeof err);
+  if (!q) {
+    test_failures++;
+    fprintf(stderr, "read back: expected a plan, got error: %s\n", err);
+  } else {
+    compare_plans(p, q);
+    CHECK_INT("launch ok", 0, ddp_plan_check_launch(q, "sm_90", 2, err, sizeof err));
+    /* written twice, the same bytes: the encoding is deterministic */
+    const char *again = tmp_path("again.bin");
+    CHECK_INT("rewrite", 0, ddp_plan_write(q, again, err, sizeof err));
+    size_t n1 = 0, n2 = 0;
+    uint8_t *b1 = slurp(path, &n1), *b2 = slurp(again, &n2);
+    CHECK_INT("deterministic size", n1, n2);
+    CHECK_INT("deterministic bytes", 0, n1 == n2 && b1 && b2 ? memcmp(b1, b2, n1) : 1);
+    free(b1);
+    free(b2);
+  }
+  ddp_plan_free(q);
+  ddp_plan_free(p);
+}
+
+static void test_container_refusals(void) {
+  const char *good = tmp_path("good.bin");
+  size_t n = 0;
+  uint8_t *v = slurp(good, &n);
+  if (!v || n < 200) {
+    test_failures++;
+    fprintf(stderr, "good plan missing or too short (%zu bytes)\n", n);
+    free(v);
+    return;
+  }
+  const char *bad = tmp_path("bad.bin");
+  char expect[96];
+  size_t cuts[] = {0, 4, 10, 20, 40, n / 2, n - 5, n - 1};
+  for (size_t k = 0; k < sizeof cuts / sizeof cuts[0]; k++) {
+    spit(bad, v, cuts[k]);
+    if (cuts[k] < 24) snprintf(expect, sizeof expect, "expected at least 24 bytes, got %zu", cuts[k]);
+    else snprintf(expect, sizeof expect, "expected %zu bytes, got %zu", n, cuts[k]);
+    expect_refused("truncated", bad, "truncated", expect);
+  }
+  uint8_t *c = malloc(n);
+  memcpy(c, v, n);
+  c[n / 2] ^= 0x10;
+  spit(bad, c, n);
+  expect_refused("flipped byte", bad, "corrupted: checksum mismatch", NULL);
+
+  memcpy(c, v, n);
+  memcpy(c, "NOTAPLAN", 8);
+  spit(bad, c, n);
+  expect_refused("wrong magic", bad, "not a ddpc plan", NULL);
+  spit(bad, (const uint8_t *)"hello", 5);
+  expect_refused("short non-plan", bad, "not a ddpc plan", NULL);
+
+  memcpy(c, v, n);
+  c[8] = (uint8_t)(DDP_PLAN_VERSION + 1);
+  fix_crc(c, n);
+  spit(bad, c, n);
+  snprintf(expect, sizeof expect, "version %u, this build reads version %u", DDP_PLAN_VERSION + 1, DDP_PLAN_VERSION);
+  expect_refused("bumped version", bad, expect, NULL);
+
+  memcpy(c, v, n);
+  c[24 + 16 + 6] = 0x7f; /* first section's size: huge */
+  fix_crc(c, n);
+  spit(bad, c, n);
+  expect_refused("section out of bounds", bad, "out of bounds", "'meta'");
+
+  memcpy(c, v, n);
+  uint8_t *key = memmem(c, n, "schedule_path", 13);
+  if (key) memcpy(key, "schedule_xxxx", 13);
+  fix_crc(c, n);
+  spit(bad, c, n);
+  expect_refused("unknown meta field", bad, "unknown meta field 'schedule_xxxx'", NULL);
+
+  expect_refused("missing file", tmp_path("does-not-exist.bin"), "cannot open", "No such file");
+  free(c);
+  free(v);
+}
+
+/* Bad plans built in memory: written as they are, refused on read with the right message. */
+typedef struct mutation {
+  const char *what;
+  void (*apply)(ddp_plan *p);
+  const char *n1, *n2;
+} mutation;
+
+static ddp_instr *step_instr(ddp_plan *p, int rank, int opcode) {
+  for (uint32_t i = 0; i < p->ranks[rank].step.n; i++)
+    if (p->ranks[rank].step.v[i].opcode == opcode) return &p->ranks[rank].step.v[i];
+  return &p->ranks[rank].step.v[0];
+}
+static void m_tensor_id(ddp_plan *p) { step_instr(p, 1, I_GEMM)->p[1].tensor = 99; }
+static void m_arena_offset(ddp_plan *p) { step_instr(p, 0, I_KERNEL)->p[0].offset = 1u << 20; }
+static void m_arena_index(ddp_plan *p) { step_instr(p, 0, I_KERNEL)->p[0].arena = ARENA_COUNT; }
+static void m_opcode(ddp_plan *p) { step_instr(p, 0, I_COPY)->opcode = I_COUNT; }
+static void m_kernel_op(ddp_plan *p) { step_instr(p, 0, I_KERNEL)->op = OP_COUNT; }
+static void m_kernel_id(ddp_plan *p) { step_instr(p, 0, I_KERNEL)->kernel = 5; }
+static void m_module_id(ddp_plan *p) { p->kernels[0].module = 3; }
+static void m_stream(ddp_plan *p) { step_instr(p, 1, I_ALL_REDUCE)->stream = 9; }
+static void m_dtype(ddp_plan *p) { step_instr(p, 0, I_GEMM)->dt[2] = DT_COUNT; }
+static void m_string(ddp_plan *p) { step_instr(p, 0, I_RANGE_PUSH)->name = 42; }
+static void m_event(ddp_plan *p) { step_instr(p, 0, I_EVENT_WAIT)->i[0] = 2; }
+static void m_view_base(ddp_plan *p) { p->tensors[4].base = 77; }
+static void m_tensor_dtype(ddp_plan *p) { p->tensors[0].dtype = 200; }
+static void m_bucket(ddp_plan *p) { p->buckets[0].params[1] = -3; }
+static void m_peer(ddp_plan *p) { step_instr(p, 0, I_SEND)->i[2] = 2; }
+static void m_mode(ddp_plan *p) { p->meta.mode = MODE_COUNT; }
+
+static const mutation mutations[] = {
+    {"tensor id", m_tensor_id, "rank 1 step instruction 3 (gemm)", "names tensor 99, plan has 10 tensors"},
+    {"arena offset", m_arena_offset, "offset 1048576", "exceeds the arena's 1024 bytes"},
+    {"arena index", m_arena_index, "in arena 6 (have 6)", NULL},
+    {"opcode", m_opcode, "opcode 17", NULL},
+    {"kernel op", m_kernel_op, "kernel op", NULL},
+    {"kernel id", m_kernel_id, "kernel 5, plan has 1 kernels", NULL},
+    {"module id", m_module_id, "kernel 0 names module 3", NULL},
+    {"stream", m_stream, "stream 9, plan has 2 streams", NULL},
+    {"dtype", m_dtype, "dtype dt2", NULL},
+    {"string id", m_string, "string id 42", NULL},
+    {"event", m_event, "event 2, rank has 2 events", NULL},
+    {"view base", m_view_base, "tensor 4 'w2.grad'", "view of tensor 77"},
+    {"tensor dtype", m_tensor_dtype, "tensor 0 'w1'", "dtype 200"},
+    {"bucket member", m_bucket, "bucket 0 names tensor -3", NULL},
+    {"peer", m_peer, "peer/root rank 2", NULL},
+    {"meta mode", m_mode, "invalid: meta mode is 3 (have 3)", NULL},
+};
+
+static void test_index_refusals(void) {
+  for (size_t k = 0; k < sizeof mutations / sizeof mutations[0]; k++) {
+    ddp_plan *p = fixture_plan();
+    mutations[k].apply(p);
+    char err[512] = "";
+    const char *path = tmp_path("mutated.bin");
+    int rc = ddp_plan_write(p, path, err, sizeof err);
+    CHECK_INT(mutations[k].what, 0, rc);
+    if (rc) fprintf(stderr, "  write error: %s\n", err);
+    expect_refused(mutations[k].what, path, mutations[k].n1, mutations[k].n2);
+    ddp_plan_free(p);
+  }
+}
+
+static void test_launch_check(void) {
+  ddp_plan *p = fixture_plan();
+  char err[256] = "";
+  CHECK_INT("world mismatch", -1, ddp_plan_check_launch(p, NULL, 3, err, sizeof err));
+  CHECK_STR("world message", "compiled for 2 ranks, launched with 3", err);
+  CHECK_INT("arch mismatch", -1, ddp_plan_check_launch(p, "sm_80", 2, err, sizeof err));
+  CHECK_STR("arch message", "compiled for sm_90a, this GPU is sm_80", err);
+  CHECK_INT("sm_90a plan on sm_90", 0, ddp_plan_check_launch(p, "sm_90", 2, err, sizeof err));
+  CHECK_INT("sm_90a plan on sm_100", -1, ddp_plan_check_launch(p, "sm_100", 2, err, sizeof err));
+  CHECK_INT("arch skipped", 0, ddp_plan_check_launch(p, NULL, 2, err, sizeof err));
+  CHECK_INT("world skipped", 0, ddp_plan_check_launch(p, "sm_90", 0, err, sizeof err));
+  free(p->meta.arch);
+  p->meta.arch = strdup("sm_80");
+  CHECK_INT("sm_80 plan on sm_86", 0, ddp_plan_check_launch(p, "sm_86", 2, err, sizeof err));
+  CHECK_INT("sm_80 plan on sm_90", -1, ddp_plan_check_launch(p, "sm_90", 2, err, sizeof err));
+  free(p->meta.arch);
+  p->meta.arch = strdup("sm_86");
+  CHECK_INT("sm_86 plan on sm_80", -1, ddp_plan_check_launch(p, "sm_80", 2, err, sizeof err));
+  ddp_plan_free(p);
+}
+
+static int count_tmp_files(const char *dir) {
+  DIR *d = opendir(dir);
+  int n = 0;
+  if (!d) return 0;
+  for (struct dirent *e; (e = readdir(d));) n += strstr(e->d_name, ".tmp.") != NULL;
+  closedir(d);
+  return n;
+}
+
+static void test_failed_writes(void) {
+  ddp_plan *p = fixture_plan();
+  char err[512] = "";
+  const char *nodir = tmp_path("no/such/dir/plan.bin");
+  CHECK_INT("write into a missing directory", -1, ddp_plan_write(p, nodir, err, sizeof err));
+  CHECK_CONTAINS("missing directory message", err, nodir);
+  CHECK_INT("no file", -1, access(nodir, F_OK));
+
+  /* the target is a directory: the temporary file is written, the rename fails, the file is removed */
+  const char *dir = tmp_path("adir");
+  mkdir(dir, 0755);
+  CHECK_INT("write over a directory", -1, ddp_plan_write(p, dir, err, sizeof err));
+  CHECK_CONTAINS("rename message", err, "cannot rename");
+  CHECK_INT("no temporary file left", 0, count_tmp_files(tmpdir));
+
+  if (geteuid() != 0) { /* root writes anywhere */
+    const char *ro = tmp_path("readonly");
+    mkdir(ro, 0500);
+    char target[700];
+    snprintf(target, sizeof target, "%s/plan.bin", ro);
+    CHECK_INT("write into a read-only directory", -1, ddp_plan_write(p, target, err, sizeof err));
+    CHECK_CONTAINS("read-only message", err, "Permission denied");
+    CHECK_INT("no file in read-only dir", -1, access(target, F_OK));
+    CHECK_INT("no temporary file in read-only dir", 0, count_tmp_files(ro));
+    chmod(ro, 0700);
+  }
+  ddp_plan_free(p);
+}
+
+int main(void) {
+  const char *base = getenv("TMPDIR");
+  snprintf(tmpdir, sizeof tmpdir, "%s/ddpc-plan-io-XXXXXX", base && *base ? base : "/tmp");
+  if (!mkdtemp(tmpdir)) {
+    perror("mkdtemp");
+    return 1;
+  }
+  test_names();
+  test_construction();
+  test_round_trip();
+  test_container_refusals();
+  test_index_refusals();
+  test_launch_check();
+  test_failed_writes();
+  char cmd[600];
+  snprintf(cmd, sizeof cmd, "rm -rf '%s'", tmpdir);
+  if (system(cmd) != 0) fprintf(stderr, "could not remove %s\n", tmpdir);
+  if (test_failures) {
+    fprintf(stderr, "test_plan_io: %d failure(s)\n", test_failures);
+    return 1;
+  }
+  printf("test_plan_io: ok\n");
+  return 0;
+}

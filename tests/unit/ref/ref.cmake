@@ -1,0 +1,6 @@
+# tests/unit/ref/ref.cmake: the reference kernels (runtime/ref/ref_*.c): forward values against direct
+# formulas, gradients against central finite differences in double (fixtures/gradcheck.c), acc flags,
+# aliasing, determinism, GEMM speed.
+foreach(area norm attention loss gemm optimizer)
+  ddp_c_test(ref_ops_${area} SOURCES test_ref_${area}.c ../../fixtures/gradcheck.c LIBS ddpref LABELS cpu)
+endforeach()
