@@ -24,14 +24,14 @@ int main(void) {
 
   /* Argument errors: one line each, before any CUDA call. */
   err[0] = 0;
-  CXT_CHECK(!ddp_exec_cuda_new(p, 3, 2, 0, NULL, NULL, 1, err, sizeof err), "rank 3 of 2 accepted");
-  CXT_CHECK(cxt_one_line(err) && strstr(err, "rank 3"), "bad rank message: '%s'", err);
+  CHECK(!ddp_exec_cuda_new(p, 3, 2, 0, NULL, NULL, 1, err, sizeof err), "rank 3 of 2 accepted");
+  CHECK(cxt_one_line(err) && strstr(err, "rank 3"), "bad rank message: '%s'", err);
   err[0] = 0;
-  CXT_CHECK(!ddp_exec_cuda_new(p, 0, 2, 0, NULL, NULL, 1, err, sizeof err), "world 2 without NCCL id accepted");
-  CXT_CHECK(cxt_one_line(err) && strstr(err, "NCCL id"), "missing id message: '%s'", err);
+  CHECK(!ddp_exec_cuda_new(p, 0, 2, 0, NULL, NULL, 1, err, sizeof err), "world 2 without NCCL id accepted");
+  CHECK(cxt_one_line(err) && strstr(err, "NCCL id"), "missing id message: '%s'", err);
   err[0] = 0;
-  CXT_CHECK(!ddp_exec_cuda_new(NULL, 0, 1, 0, NULL, NULL, 1, err, sizeof err), "NULL plan accepted");
-  CXT_CHECK(cxt_one_line(err), "NULL plan message: '%s'", err);
+  CHECK(!ddp_exec_cuda_new(NULL, 0, 1, 0, NULL, NULL, 1, err, sizeof err), "NULL plan accepted");
+  CHECK(cxt_one_line(err), "NULL plan message: '%s'", err);
 
   unsetenv("NCCL_NVLS_ENABLE");
   int ndev = -1;
@@ -39,40 +39,35 @@ int main(void) {
   int probe = ddp_cuda_probe(&ndev, why, sizeof why);
   if (probe != 0) {
     printf("probe: %s\n", why);
-    CXT_CHECK(cxt_one_line(why), "probe message is not one line: '%s'", why);
-    CXT_CHECK(strstr(why, "no CUDA driver") || strstr(why, "no GPU"), "probe message: '%s'", why);
-    CXT_CHECK(strstr(why, "cudaGetDeviceCount"), "probe message names no call site: '%s'", why);
-    CXT_CHECK(ndev == 0, "ndevices %d after a failed probe", ndev);
+    CHECK(cxt_one_line(why), "probe message is not one line: '%s'", why);
+    CHECK(strstr(why, "no CUDA driver") || strstr(why, "no GPU"), "probe message: '%s'", why);
+    CHECK(strstr(why, "cudaGetDeviceCount"), "probe message names no call site: '%s'", why);
+    CHECK(ndev == 0, "ndevices %d after a failed probe", ndev);
     err[0] = 0;
     ddp_exec *x = ddp_exec_cuda_new(p, 0, 1, 0, NULL, NULL, 1, err, sizeof err);
-    CXT_CHECK(!x, "executor created without a GPU");
+    CHECK(!x, "executor created without a GPU");
     printf("ddp_exec_cuda_new: %s\n", err);
-    CXT_CHECK(cxt_one_line(err) && strstr(err, "cuda executor") && (strstr(err, "no CUDA driver") || strstr(err, "no GPU")),
+    CHECK(cxt_one_line(err) && strstr(err, "cuda executor") && (strstr(err, "no CUDA driver") || strstr(err, "no GPU")),
               "executor message: '%s'", err);
     if (x) x->v->destroy(x);
   } else {
     char arch[16], name[128];
     printf("probe: %d GPU(s)\n", ndev);
-    CXT_CHECK(ndev >= 1, "probe succeeded with %d devices", ndev);
-    CXT_CHECK(ddp_cuda_device_arch(0, arch, sizeof arch, name, sizeof name, err, sizeof err) == 0, "arch: %s", err);
-    CXT_CHECK(!strncmp(arch, "sm_", 3), "arch '%s'", arch);
+    CHECK(ndev >= 1, "probe succeeded with %d devices", ndev);
+    CHECK(ddp_cuda_device_arch(0, arch, sizeof arch, name, sizeof name, err, sizeof err) == 0, "arch: %s", err);
+    CHECK(!strncmp(arch, "sm_", 3), "arch '%s'", arch);
     printf("GPU 0: %s (%s)\n", name, arch);
     err[0] = 0;
-    CXT_CHECK(!ddp_exec_cuda_new(p, 0, 1, ndev, NULL, NULL, 1, err, sizeof err), "GPU %d accepted", ndev);
-    CXT_CHECK(cxt_one_line(err) && strstr(err, "does not exist"), "bad GPU message: '%s'", err);
+    CHECK(!ddp_exec_cuda_new(p, 0, 1, ndev, NULL, NULL, 1, err, sizeof err), "GPU %d accepted", ndev);
+    CHECK(cxt_one_line(err) && strstr(err, "does not exist"), "bad GPU message: '%s'", err);
   }
   const char *nvls = getenv("NCCL_NVLS_ENABLE");
-  CXT_CHECK(nvls && !strcmp(nvls, "0"), "NCCL_NVLS_ENABLE is '%s' after ddp_exec_cuda_new", nvls ? nvls : "(unset)");
+  CHECK(nvls && !strcmp(nvls, "0"), "NCCL_NVLS_ENABLE is '%s' after ddp_exec_cuda_new", nvls ? nvls : "(unset)");
   setenv("NCCL_NVLS_ENABLE", "7", 1); /* a user's setting is kept */
   ddp_exec *x = ddp_exec_cuda_new(p, 0, 1, probe == 0 ? ndev : 0, NULL, NULL, 1, err, sizeof err);
   if (x) x->v->destroy(x);
-  CXT_CHECK(!strcmp(getenv("NCCL_NVLS_ENABLE"), "7"), "a user's NCCL_NVLS_ENABLE was overwritten");
+  CHECK(!strcmp(getenv("NCCL_NVLS_ENABLE"), "7"), "a user's NCCL_NVLS_ENABLE was overwritten");
 
   ddp_plan_free(p);
-  if (cxt_failures) {
-    fprintf(stderr, "%d check(s) failed\n", cxt_failures);
-    return 1;
-  }
-  printf("ok\n");
-  return 0;
+  return check_report("test_cuda_exec");
 }

@@ -121,7 +121,7 @@ static void run_gemm_case(const gcase *c, int device) {
 
   char err[1024];
   ddp_exec *x = ddp_exec_cuda_new(p, 0, 1, device, NULL, NULL, 1, err, sizeof err);
-  CXT_CHECK(x, "gemm %s: executor: %s", c->name, err);
+  CHECK(x, "gemm %s: executor: %s", c->name, err);
   if (x) {
     int rc = 0;
     for (int k = 0; k < 4 && !rc; k++)
@@ -129,7 +129,7 @@ static void run_gemm_case(const gcase *c, int device) {
     if (!rc) rc = x->v->run(x, &p->ranks[0].step, 0, err, sizeof err);
     if (!rc) rc = x->v->sync(x, err, sizeof err);
     if (!rc) rc = x->v->read(x, g.t[3], got, err, sizeof err);
-    CXT_CHECK(!rc, "gemm %s: %s", c->name, err);
+    CHECK(!rc, "gemm %s: %s", c->name, err);
     double worst = 0, tol_worst = 0;
     int64_t bad = 0;
     for (int64_t i = 0; !rc && i < g.size[3]; i++) {
@@ -140,7 +140,7 @@ static void run_gemm_case(const gcase *c, int device) {
       if (!(e <= tol)) bad++;
       if (e > worst) worst = e, tol_worst = tol;
     }
-    CXT_CHECK(!bad, "gemm %s: %lld of %lld elements off (worst |err| %.3g, tolerance %.3g)", c->name,
+    CHECK(!bad, "gemm %s: %lld of %lld elements off (worst |err| %.3g, tolerance %.3g)", c->name,
               (long long)bad, (long long)g.size[3], worst, tol_worst);
     printf("gemm %-28s M %4lld N %4lld K %4lld batch %lld: max |err| %.3g %s\n", c->name, (long long)c->M,
            (long long)c->N, (long long)c->K, (long long)c->batch, worst, bad ? "FAILED" : "ok");
@@ -274,12 +274,12 @@ static void test_pipeline(int device, int graph) {
   ddp_plan *p = pp.p;
   char err[1024];
   ddp_data *data = ddp_data_open(p, 11, err, sizeof err);
-  CXT_CHECK(data, "data: %s", err);
+  CHECK(data, "data: %s", err);
   if (!data) return;
   if (graph) setenv("DDP_CUDA_GRAPH", "1", 1);
   ddp_exec *x = ddp_exec_cuda_new(p, 0, 1, device, NULL, data, 1234, err, sizeof err);
   unsetenv("DDP_CUDA_GRAPH");
-  CXT_CHECK(x, "pipeline %s: executor: %s", mode, err);
+  CHECK(x, "pipeline %s: executor: %s", mode, err);
   if (!x) {
     ddp_data_close(data);
     ddp_plan_free(p);
@@ -293,14 +293,14 @@ static void test_pipeline(int device, int graph) {
   if (!rc) rc = x->v->read(x, pp.w, w, err, sizeof err);
   if (!rc) rc = x->v->read(x, pp.wb, wb, err, sizeof err);
   if (!rc) rc = x->v->read(x, pp.ms, ms, err, sizeof err);
-  CXT_CHECK(!rc, "pipeline %s init: %s", mode, err);
+  CHECK(!rc, "pipeline %s init: %s", mode, err);
   ddp_init_fill(&p->ranks[0].init.v[0], 1234, w_host);
   ddp_init_fill(&p->ranks[0].init.v[1], 1234, wb_host);
-  CXT_CHECK(!memcmp(w, w_host, sizeof w), "pipeline %s: INIT_TENSOR f32 differs from ddp_init_fill", mode);
-  CXT_CHECK(!memcmp(wb, wb_host, sizeof wb), "pipeline %s: INIT_TENSOR bf16 differs from ddp_init_fill", mode);
+  CHECK(!memcmp(w, w_host, sizeof w), "pipeline %s: INIT_TENSOR f32 differs from ddp_init_fill", mode);
+  CHECK(!memcmp(wb, wb_host, sizeof wb), "pipeline %s: INIT_TENSOR bf16 differs from ddp_init_fill", mode);
   uint8_t pattern[400];
   memset(pattern, 0x3f, sizeof pattern);
-  CXT_CHECK(!memcmp(ms, pattern, sizeof ms), "pipeline %s: MEMSET pattern", mode);
+  CHECK(!memcmp(ms, pattern, sizeof ms), "pipeline %s: MEMSET pattern", mode);
   for (int64_t s = 0; s < 5 && !rc; s++) {
     rc = x->v->run(x, &p->ranks[0].step, s, err, sizeof err);
     if (!rc) rc = x->v->sync(x, err, sizeof err);
@@ -309,10 +309,10 @@ static void test_pipeline(int device, int graph) {
     if (!rc) rc = x->v->read(x, pp.q, q, err, sizeof err);
     double ms_t[2] = {-1, -1};
     if (!rc) rc = x->v->timers(x, ms_t, err, sizeof err);
-    CXT_CHECK(!rc, "pipeline %s step %lld: %s", mode, (long long)s, err);
+    CHECK(!rc, "pipeline %s step %lld: %s", mode, (long long)s, err);
     if (rc) break;
-    CXT_CHECK(!ddp_data_fill(data, s, 0, 1, xh, yh, err, sizeof err), "data fill: %s", err);
-    CXT_CHECK(!memcmp(xin, xh, sizeof xh) && !memcmp(yin, yh, sizeof yh),
+    CHECK(!ddp_data_fill(data, s, 0, 1, xh, yh, err, sizeof err), "data fill: %s", err);
+    CHECK(!memcmp(xin, xh, sizeof xh) && !memcmp(yin, yh, sizeof yh),
               "pipeline %s step %lld: LOAD_BATCH differs from ddp_data_fill", mode, (long long)s);
     double worst = 0;
     for (int i = 0; i < PB; i++)
@@ -322,14 +322,14 @@ static void test_pipeline(int device, int graph) {
         double e = fabs(acc - q[i * PH + j]);
         if (e > worst) worst = e;
       }
-    CXT_CHECK(worst < 1e-4, "pipeline %s step %lld: GEMM/COPY/collective result off by %.3g", mode, (long long)s,
+    CHECK(worst < 1e-4, "pipeline %s step %lld: GEMM/COPY/collective result off by %.3g", mode, (long long)s,
               worst);
-    CXT_CHECK(ms_t[0] == 0.0 && ms_t[1] >= 0.0 && ms_t[1] < 1e4, "pipeline %s step %lld: timers %g %g", mode,
+    CHECK(ms_t[0] == 0.0 && ms_t[1] >= 0.0 && ms_t[1] < 1e4, "pipeline %s step %lld: timers %g %g", mode,
               (long long)s, ms_t[0], ms_t[1]);
     printf("pipeline %s step %lld: ok (step %.3f ms, max |err| %.2g)\n", mode, (long long)s, ms_t[1], worst);
   }
   uint64_t in_use = 0, peak = 0;
-  CXT_CHECK(!x->v->memory(x, &in_use, &peak) && in_use > 0 && peak >= in_use, "memory %llu peak %llu",
+  CHECK(!x->v->memory(x, &in_use, &peak) && in_use > 0 && peak >= in_use, "memory %llu peak %llu",
             (unsigned long long)in_use, (unsigned long long)peak);
   x->v->destroy(x);
   ddp_data_close(data);
@@ -379,10 +379,10 @@ static uint8_t *nvrtc_cubin(const char *arch, size_t *size) {
 
 static void test_kernel(int device) {
   char arch[16], name[128], err[1024];
-  CXT_CHECK(!ddp_cuda_device_arch(device, arch, sizeof arch, name, sizeof name, err, sizeof err), "%s", err);
+  CHECK(!ddp_cuda_device_arch(device, arch, sizeof arch, name, sizeof name, err, sizeof err), "%s", err);
   size_t size = 0;
   uint8_t *cubin = nvrtc_cubin(arch, &size);
-  CXT_CHECK(cubin, "NVRTC could not build the test kernel for %s", arch);
+  CHECK(cubin, "NVRTC could not build the test kernel for %s", arch);
   if (!cubin) return;
   enum { N = 5000, SMEM_FLOATS = 16384 };
   ddp_plan *p = cxt_plan_new(1, 2);
@@ -412,7 +412,7 @@ static void test_kernel(int device) {
   in.f[0] = 0.5f;
   cxt_push(p, 0, 0, &in);
   ddp_exec *x = ddp_exec_cuda_new(p, 0, 1, device, NULL, NULL, 1, err, sizeof err);
-  CXT_CHECK(x, "kernel: executor: %s", err);
+  CHECK(x, "kernel: executor: %s", err);
   if (x) {
     static float xs[N + 64], ys[N + 64];
     for (int i = 0; i < N + 64; i++) xs[i] = (float)i, ys[i] = -1.0f;
@@ -421,13 +421,13 @@ static void test_kernel(int device) {
     if (!rc) rc = x->v->run(x, &p->ranks[0].step, 0, err, sizeof err);
     if (!rc) rc = x->v->sync(x, err, sizeof err);
     if (!rc) rc = x->v->read(x, yt, ys, err, sizeof err);
-    CXT_CHECK(!rc, "kernel: %s", err);
+    CHECK(!rc, "kernel: %s", err);
     int bad = 0;
     for (int i = 0; !rc && i < N + 64; i++) {
       float want = (i >= 32 && i < 32 + N) ? 0.5f * (float)(i - 32 + 64) + 7.0f : -1.0f;
       bad += ys[i] != want;
     }
-    CXT_CHECK(!bad, "kernel: %d of %d outputs wrong", bad, N + 64);
+    CHECK(!bad, "kernel: %d of %d outputs wrong", bad, N + 64);
     printf("kernel from CUBIN (%s, %zu bytes, 64 KB smem): %s\n", arch, size, bad || rc ? "FAILED" : "ok");
     x->v->destroy(x);
   }
@@ -439,9 +439,9 @@ static void test_kernel(int device) {
 static void expect_refusal(ddp_plan *p, int device, const char *needle, const char *what) {
   char err[1024] = "";
   ddp_exec *x = ddp_exec_cuda_new(p, 0, 1, device, NULL, NULL, 1, err, sizeof err);
-  CXT_CHECK(!x, "%s: accepted", what);
+  CHECK(!x, "%s: accepted", what);
   if (x) x->v->destroy(x);
-  CXT_CHECK(cxt_one_line(err) && strstr(err, needle), "%s: message '%s' lacks '%s'", what, err, needle);
+  CHECK(cxt_one_line(err) && strstr(err, needle), "%s: message '%s' lacks '%s'", what, err, needle);
   printf("refused (%s): %s\n", what, err);
   ddp_plan_free(p);
 }
@@ -540,7 +540,7 @@ static int nccl_child_ops(int rank, const void *id, int graph, int p2p) {
   char err[1024];
   if (graph) setenv("DDP_CUDA_GRAPH", "1", 1);
   ddp_exec *x = ddp_exec_cuda_new(p, rank, 2, rank, id, NULL, 1, err, sizeof err);
-  CXT_CHECK(x, "rank %d: executor: %s", rank, err);
+  CHECK(x, "rank %d: executor: %s", rank, err);
   if (!x) return 1;
   static float a[NA], s[2 * NS], g[2 * NG], t[NT], ps[NP], pr[NP];
   static uint16_t bb[NB], bo[NB];
@@ -565,35 +565,35 @@ static int nccl_child_ops(int rank, const void *id, int graph, int p2p) {
     if (!rc) rc = x->v->read(x, np.g, g, err, sizeof err);
     if (!rc) rc = x->v->read(x, np.t, t, err, sizeof err);
     if (!rc) rc = x->v->read(x, np.pr, pr, err, sizeof err);
-    CXT_CHECK(!rc, "rank %d step %d: %s", rank, step, err);
+    CHECK(!rc, "rank %d step %d: %s", rank, step, err);
     if (rc) break;
     fprintf(stderr, "rank %d step %d done\n", rank, step);
     int bad = 0;
     for (int64_t i = 0; i < NA; i++) bad += a[i] != val(0, i, step) + val(1, i, step);
-    CXT_CHECK(!bad, "rank %d step %d: all-reduce sum: %d wrong", rank, step, bad);
+    CHECK(!bad, "rank %d step %d: all-reduce sum: %d wrong", rank, step, bad);
     bad = 0;
     for (int64_t i = 0; i < NB; i++) bad += ddp_bf16_to_f32(bo[i]) != (float)(1 + i % 4);
-    CXT_CHECK(!bad, "rank %d step %d: all-reduce avg bf16: %d wrong", rank, step, bad);
+    CHECK(!bad, "rank %d step %d: all-reduce avg bf16: %d wrong", rank, step, bad);
     bad = 0;
     for (int64_t i = 0; i < NS; i++) {
       int64_t j = rank * NS + i;
       bad += s[j] != val(0, j, 1) + val(1, j, 1);
     }
-    CXT_CHECK(!bad, "rank %d step %d: reduce-scatter: %d wrong", rank, step, bad);
+    CHECK(!bad, "rank %d step %d: reduce-scatter: %d wrong", rank, step, bad);
     bad = 0;
     for (int64_t i = 0; i < 2 * NG; i++) bad += g[i] != val((int)(i / NG), i, 2);
-    CXT_CHECK(!bad, "rank %d step %d: all-gather: %d wrong", rank, step, bad);
+    CHECK(!bad, "rank %d step %d: all-gather: %d wrong", rank, step, bad);
     bad = 0;
     for (int64_t i = 0; i < NT; i++) bad += t[i] != val(1, i, 3);
-    CXT_CHECK(!bad, "rank %d step %d: broadcast from rank 1: %d wrong", rank, step, bad);
+    CHECK(!bad, "rank %d step %d: broadcast from rank 1: %d wrong", rank, step, bad);
     bad = 0;
     for (int64_t i = 0; p2p && i < NP; i++) bad += pr[i] != val(1 - rank, i, 4);
-    CXT_CHECK(!bad, "rank %d step %d: send/recv: %d wrong", rank, step, bad);
+    CHECK(!bad, "rank %d step %d: send/recv: %d wrong", rank, step, bad);
   }
   x->v->destroy(x);
   ddp_plan_free(p);
-  printf("nccl %s rank %d: %s\n", graph ? "graph" : "eager", rank, cxt_failures ? "FAILED" : "ok");
-  return cxt_failures ? 1 : 0;
+  printf("nccl %s rank %d: %s\n", graph ? "graph" : "eager", rank, check_failed ? "FAILED" : "ok");
+  return check_failed ? 1 : 0;
 }
 
 /* Rank 1 joins the communicator and exits; rank 0's all-reduce must fail within the deadline. */
@@ -604,22 +604,22 @@ static int nccl_child_dead(int rank, const void *id) {
   char err[1024] = "";
   setenv("DDP_NCCL_TIMEOUT_S", "5", 1);
   ddp_exec *x = ddp_exec_cuda_new(p, rank, 2, rank, id, NULL, 1, err, sizeof err);
-  CXT_CHECK(x, "dead-peer rank %d: executor: %s", rank, err);
+  CHECK(x, "dead-peer rank %d: executor: %s", rank, err);
   if (!x) return 1;
   if (rank == 1) _exit(0); /* dies without a word */
   double t0 = now_s();
   int rc = x->v->run(x, &p->ranks[0].step, 0, err, sizeof err);
   if (!rc) rc = x->v->sync(x, err, sizeof err);
   double t1 = now_s();
-  CXT_CHECK(rc, "dead-peer: rank 0's all-reduce with a dead peer succeeded");
-  CXT_CHECK(t1 - t0 < 30.0, "dead-peer: took %.1f s with a 5 s deadline", t1 - t0);
-  CXT_CHECK(cxt_one_line(err) && strstr(err, "peer rank 1"), "dead-peer message: '%s'", err);
+  CHECK(rc, "dead-peer: rank 0's all-reduce with a dead peer succeeded");
+  CHECK(t1 - t0 < 30.0, "dead-peer: took %.1f s with a 5 s deadline", t1 - t0);
+  CHECK(cxt_one_line(err) && strstr(err, "peer rank 1"), "dead-peer message: '%s'", err);
   printf("dead peer detected after %.1f s: %s\n", t1 - t0, err);
   double t2 = now_s();
   x->v->destroy(x);
-  CXT_CHECK(now_s() - t2 < 30.0, "dead-peer: destroy took %.1f s", now_s() - t2);
+  CHECK(now_s() - t2 < 30.0, "dead-peer: destroy took %.1f s", now_s() - t2);
   ddp_plan_free(p);
-  return cxt_failures ? 1 : 0;
+  return check_failed ? 1 : 0;
 }
 
 /* A hung rank prints its main thread's stack (resolve with addr2line) and exits 3. */
@@ -663,7 +663,7 @@ static int run_two_ranks(const char *mode, double limit_s) {
   snprintf(child_limit, sizeof child_limit, "%d", (int)(limit_s * 0.75));
   ncclUniqueId uid;
   ncclResult_t r = ncclGetUniqueId(&uid);
-  CXT_CHECK(r == ncclSuccess, "ncclGetUniqueId: %s", ncclGetErrorString(r));
+  CHECK(r == ncclSuccess, "ncclGetUniqueId: %s", ncclGetErrorString(r));
   if (r != ncclSuccess) return 1;
   char hex[2 * DDP_NCCL_ID_BYTES + 1];
   for (int i = 0; i < DDP_NCCL_ID_BYTES; i++) snprintf(hex + 2 * i, 3, "%02x", (uint8_t)uid.internal[i]);
@@ -686,7 +686,7 @@ static int run_two_ranks(const char *mode, double limit_s) {
     if (live > 0 && now_s() - t0 > limit_s) {
       for (int rk = 0; rk < 2; rk++)
         if (pid[rk] > 0) kill(pid[rk], SIGKILL), waitpid(pid[rk], &status[rk], 0), pid[rk] = 0;
-      CXT_CHECK(0, "nccl %s: ranks still running after %.0f s (killed)", mode, limit_s);
+      CHECK(0, "nccl %s: ranks still running after %.0f s (killed)", mode, limit_s);
       return 1;
     }
     usleep(20000);
@@ -694,7 +694,7 @@ static int run_two_ranks(const char *mode, double limit_s) {
   int bad = 0;
   for (int rk = 0; rk < 2; rk++) {
     int ok = WIFEXITED(status[rk]) && WEXITSTATUS(status[rk]) == 0;
-    CXT_CHECK(ok, "nccl %s: rank %d exited with status 0x%x", mode, rk, status[rk]);
+    CHECK(ok, "nccl %s: rank %d exited with status 0x%x", mode, rk, status[rk]);
     bad += !ok;
   }
   return bad;
@@ -731,10 +731,5 @@ int main(int argc, char **argv) {
       printf("nccl: skipped (%d GPU; needs 2)\n", ndev);
     }
   }
-  if (cxt_failures) {
-    fprintf(stderr, "%d check(s) failed\n", cxt_failures);
-    return 1;
-  }
-  printf("ok\n");
-  return 0;
+  return check_report("test_cuda_exec_gpu");
 }

@@ -12,17 +12,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
-static int checks, failures;
-#define CHECK(cond, ...)                                                                   \
-  do {                                                                                     \
-    checks++;                                                                              \
-    if (!(cond)) {                                                                         \
-      failures++;                                                                          \
-      fprintf(stderr, "%s:%d: CHECK(%s) failed: ", __FILE__, __LINE__, #cond);             \
-      fprintf(stderr, __VA_ARGS__);                                                        \
-      fputc('\n', stderr);                                                                 \
-    }                                                                                      \
-  } while (0)
+#include "check.h"
 
 static char err[4096];
 
@@ -427,6 +417,5 @@ int main(void) {
   test_bad_schedules();
   test_bucket_policies();
   test_user_folder();
-  printf("test_frontend: %d checks, %d failed\n", checks, failures);
-  return failures ? 1 : 0;
+  return check_report("test_frontend");
 }

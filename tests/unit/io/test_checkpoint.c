@@ -195,45 +195,43 @@ static void test_round_trip(void) {
   ddp_plan *p = make_plan(&base_spec);
   fake *a = fake_new(p, 0, 2, 1), *b = fake_new(p, 0, 2, 0);
   const char *dir = tmp_path("run/ckpt/step7"); /* created with its parents */
-  CHECK("save", ddp_checkpoint_save(&a->x, dir, 7, err, sizeof err) == 0);
+  CHECK(ddp_checkpoint_save(&a->x, dir, 7, err, sizeof err) == 0, "save");
   if (err[0]) fprintf(stderr, "  %s\n", err);
-  CHECK("no temporary", count_files(tmpdir, ".tmp.") == 0);
+  CHECK(count_files(tmpdir, ".tmp.") == 0, "no temporary");
 
   /* The files: the state-dict names, shapes and metadata. */
   char path[600];
   snprintf(path, sizeof path, "%s/model.safetensors", dir);
   ddp_st_file *f = ddp_st_open(path, err, sizeof err);
-  CHECK("model file", f != NULL);
+  CHECK(f != NULL, "model file");
   if (f) {
-    CHECK("model tensors", f->ntensors == 2);
+    CHECK(f->ntensors == 2, "model tensors");
     const ddp_st_tensor *w = ddp_st_find(f, "layers.0.ffn.w1.weight"), *bias = ddp_st_find(f, "layers.0.ffn.w1.bias");
-    CHECK("model names", w && bias);
-    CHECK("model shapes", w && w->ndim == 2 && w->shape[0] == 4 && w->shape[1] == 3 && w->dtype == DT_F32);
-    CHECK("model data",
-          w && memcmp(ddp_st_data(f, w), at(a, p, ddp_plan_find_tensor(p, "layers.0.ffn.w1.weight")), 48) == 0);
-    CHECK("meta format", ddp_st_meta(f, "format") && strcmp(ddp_st_meta(f, "format"), "ddpc") == 0);
-    CHECK("meta step", ddp_st_meta(f, "step") && strcmp(ddp_st_meta(f, "step"), "7") == 0);
-    CHECK("meta schedule", ddp_st_meta(f, "schedule") && strcmp(ddp_st_meta(f, "schedule"), "schedules/tiny.lua") == 0);
+    CHECK(w && bias, "model names");
+    CHECK(w && w->ndim == 2 && w->shape[0] == 4 && w->shape[1] == 3 && w->dtype == DT_F32, "model shapes");
+    CHECK(w && memcmp(ddp_st_data(f, w), at(a, p, ddp_plan_find_tensor(p, "layers.0.ffn.w1.weight")), 48) == 0, "model data");
+    CHECK(ddp_st_meta(f, "format") && strcmp(ddp_st_meta(f, "format"), "ddpc") == 0, "meta format");
+    CHECK(ddp_st_meta(f, "step") && strcmp(ddp_st_meta(f, "step"), "7") == 0, "meta step");
+    CHECK(ddp_st_meta(f, "schedule") && strcmp(ddp_st_meta(f, "schedule"), "schedules/tiny.lua") == 0, "meta schedule");
   }
   ddp_st_close(f);
   snprintf(path, sizeof path, "%s/optimizer.safetensors", dir);
   f = ddp_st_open(path, err, sizeof err);
-  CHECK("optimizer file", f && f->ntensors == 5);
+  CHECK(f && f->ntensors == 5, "optimizer file");
   if (f) {
-    CHECK("optimizer names",
-          ddp_st_find(f, "layers.0.ffn.w1.weight.exp_avg") && ddp_st_find(f, "layers.0.ffn.w1.weight.exp_avg_sq") &&
+    CHECK(ddp_st_find(f, "layers.0.ffn.w1.weight.exp_avg") && ddp_st_find(f, "layers.0.ffn.w1.weight.exp_avg_sq") &&
               ddp_st_find(f, "layers.0.ffn.w1.bias.exp_avg") && ddp_st_find(f, "layers.0.ffn.w1.bias.exp_avg_sq") &&
-              ddp_st_find(f, "optimizer.scalars"));
+              ddp_st_find(f, "optimizer.scalars"), "optimizer names");
     const ddp_st_tensor *sc = ddp_st_find(f, "optimizer.scalars");
-    CHECK("scalars shape", sc && sc->ndim == 1 && sc->shape[0] == 8);
+    CHECK(sc && sc->ndim == 1 && sc->shape[0] == 8, "scalars shape");
   }
   ddp_st_close(f);
 
   /* Load into a zeroed executor: every checkpointed tensor comes back bit for bit, nothing else moves. */
   int64_t steps = -1;
-  CHECK("load", ddp_checkpoint_load(&b->x, dir, &steps, err, sizeof err) == 0);
+  CHECK(ddp_checkpoint_load(&b->x, dir, &steps, err, sizeof err) == 0, "load");
   if (steps != 7) fprintf(stderr, "  %s\n", err);
-  CHECK("steps", steps == 7);
+  CHECK(steps == 7, "steps");
   const char *restored[] = {"layers.0.ffn.w1.weight",
                             "layers.0.ffn.w1.bias",
                             "layers.0.ffn.w1.weight.exp_avg",
@@ -242,27 +240,27 @@ static void test_round_trip(void) {
                             "flat.params",
                             "flat.exp_avg",
                             "flat.exp_avg_sq"};
-  for (int k = 0; k < 8; k++) CHECK(restored[k], same_tensor(a, b, p, ddp_plan_find_tensor(p, restored[k])));
+  for (int k = 0; k < 8; k++) CHECK(same_tensor(a, b, p, ddp_plan_find_tensor(p, restored[k])), "%s", restored[k]);
   const ddp_tensor *g = &p->tensors[ddp_plan_find_tensor(p, "flat.grads")];
   bool zero = true;
   for (uint64_t k = 0; k < g->bytes; k++) zero = zero && b->arena[ARENA_GRAD][g->offset + k] == 0;
-  CHECK("gradients not restored", zero);
-  CHECK("bf16 copies not restored", !same_tensor(a, b, p, ddp_plan_find_tensor(p, "flat.params.copy")));
+  CHECK(zero, "gradients not restored");
+  CHECK(!same_tensor(a, b, p, ddp_plan_find_tensor(p, "flat.params.copy")), "bf16 copies not restored");
 
   /* Rank 1 writes nothing when the optimizer is not sharded. */
   fake *r1 = fake_new(p, 1, 2, 3);
   const char *dir1 = tmp_path("rank1only");
-  CHECK("rank 1 save", ddp_checkpoint_save(&r1->x, dir1, 7, err, sizeof err) == 0);
-  CHECK("rank 1 wrote nothing", count_files(dir1, "safetensors") == 0);
+  CHECK(ddp_checkpoint_save(&r1->x, dir1, 7, err, sizeof err) == 0, "rank 1 save");
+  CHECK(count_files(dir1, "safetensors") == 0, "rank 1 wrote nothing");
   /* ... and loads the shared files. */
-  CHECK("rank 1 load", ddp_checkpoint_load(&r1->x, dir, &steps, err, sizeof err) == 0);
-  CHECK("rank 1 restored", same_tensor(a, r1, p, ddp_plan_find_tensor(p, "flat.exp_avg_sq")));
+  CHECK(ddp_checkpoint_load(&r1->x, dir, &steps, err, sizeof err) == 0, "rank 1 load");
+  CHECK(same_tensor(a, r1, p, ddp_plan_find_tensor(p, "flat.exp_avg_sq")), "rank 1 restored");
   fake_free(r1);
 
   /* Saving again over the checkpoint replaces it (still no temporaries). */
-  CHECK("save again", ddp_checkpoint_save(&a->x, dir, 8, err, sizeof err) == 0);
-  CHECK("load again", ddp_checkpoint_load(&b->x, dir, &steps, err, sizeof err) == 0 && steps == 8);
-  CHECK("no temporary", count_files(tmpdir, ".tmp.") == 0);
+  CHECK(ddp_checkpoint_save(&a->x, dir, 8, err, sizeof err) == 0, "save again");
+  CHECK(ddp_checkpoint_load(&b->x, dir, &steps, err, sizeof err) == 0 && steps == 8, "load again");
+  CHECK(count_files(tmpdir, ".tmp.") == 0, "no temporary");
   fake_free(a);
   fake_free(b);
   ddp_plan_free(p);
@@ -275,37 +273,37 @@ static void test_sharded_and_sgd(void) {
   ddp_plan *p = make_plan(&s);
   fake *r0 = fake_new(p, 0, 2, 5), *r1 = fake_new(p, 1, 2, 6);
   const char *dir = tmp_path("sharded");
-  CHECK("rank 0 save", ddp_checkpoint_save(&r0->x, dir, 3, err, sizeof err) == 0);
-  CHECK("rank 1 save", ddp_checkpoint_save(&r1->x, dir, 3, err, sizeof err) == 0);
+  CHECK(ddp_checkpoint_save(&r0->x, dir, 3, err, sizeof err) == 0, "rank 0 save");
+  CHECK(ddp_checkpoint_save(&r1->x, dir, 3, err, sizeof err) == 0, "rank 1 save");
   char path[600];
   snprintf(path, sizeof path, "%s/optimizer.rank1.safetensors", dir);
   ddp_st_file *f = ddp_st_open(path, err, sizeof err);
-  CHECK("shard file", f && f->ntensors == 3 && ddp_st_find(f, "exp_avg") && ddp_st_find(f, "exp_avg_sq") &&
-                          ddp_st_find(f, "optimizer.scalars"));
-  CHECK("shard metadata", f && ddp_st_meta(f, "rank") && strcmp(ddp_st_meta(f, "rank"), "1") == 0 &&
-                              ddp_st_meta(f, "world") && strcmp(ddp_st_meta(f, "world"), "2") == 0);
+  CHECK(f && f->ntensors == 3 && ddp_st_find(f, "exp_avg") && ddp_st_find(f, "exp_avg_sq") &&
+                          ddp_st_find(f, "optimizer.scalars"), "shard file");
+  CHECK(f && ddp_st_meta(f, "rank") && strcmp(ddp_st_meta(f, "rank"), "1") == 0 &&
+                              ddp_st_meta(f, "world") && strcmp(ddp_st_meta(f, "world"), "2") == 0, "shard metadata");
   ddp_st_close(f);
   snprintf(path, sizeof path, "%s/optimizer.safetensors", dir);
-  CHECK("no unsharded optimizer file", access(path, F_OK) != 0);
-  CHECK("rank files", count_files(dir, "optimizer.rank") == 2);
+  CHECK(access(path, F_OK) != 0, "no unsharded optimizer file");
+  CHECK(count_files(dir, "optimizer.rank") == 2, "rank files");
 
   fake *n1 = fake_new(p, 1, 2, 0);
   int64_t steps = -1;
-  CHECK("rank 1 load", ddp_checkpoint_load(&n1->x, dir, &steps, err, sizeof err) == 0 && steps == 3);
-  CHECK("rank 1 shard", same_tensor(r1, n1, p, ddp_plan_find_tensor(p, "flat.exp_avg")) &&
+  CHECK(ddp_checkpoint_load(&n1->x, dir, &steps, err, sizeof err) == 0 && steps == 3, "rank 1 load");
+  CHECK(same_tensor(r1, n1, p, ddp_plan_find_tensor(p, "flat.exp_avg")) &&
                             same_tensor(r1, n1, p, ddp_plan_find_tensor(p, "flat.exp_avg_sq")) &&
-                            same_tensor(r1, n1, p, p->meta.scalars_tensor));
-  CHECK("rank 1 model from rank 0", same_tensor(r0, n1, p, ddp_plan_find_tensor(p, "flat.params")));
+                            same_tensor(r1, n1, p, p->meta.scalars_tensor), "rank 1 shard");
+  CHECK(same_tensor(r0, n1, p, ddp_plan_find_tensor(p, "flat.params")), "rank 1 model from rank 0");
   fake_free(n1);
 
   /* Another world size: rank 1 of 4 finds the rank-1 shard of a 2-rank run. */
   fake *w4 = fake_new(p, 1, 4, 0), *w4_before = fake_new(p, 1, 4, 0);
-  CHECK("world mismatch", ddp_checkpoint_load(&w4->x, dir, &steps, err, sizeof err) == -1);
-  CHECK_HAS("world mismatch", err, "optimizer.rank1.safetensors: written by a run of 2 ranks, this run has 4");
-  CHECK("untouched", same_arenas(w4, w4_before) && w4->writes == 0);
+  CHECK(ddp_checkpoint_load(&w4->x, dir, &steps, err, sizeof err) == -1, "world mismatch");
+  CHECK_CONTAINS("world mismatch", err, "optimizer.rank1.safetensors: written by a run of 2 ranks, this run has 4");
+  CHECK(same_arenas(w4, w4_before) && w4->writes == 0, "untouched");
   fake *r3 = fake_new(p, 3, 4, 0);
-  CHECK("missing shard", ddp_checkpoint_load(&r3->x, dir, &steps, err, sizeof err) == -1);
-  CHECK_HAS("missing shard", err, "optimizer.rank3.safetensors: cannot open: No such file or directory");
+  CHECK(ddp_checkpoint_load(&r3->x, dir, &steps, err, sizeof err) == -1, "missing shard");
+  CHECK_CONTAINS("missing shard", err, "optimizer.rank3.safetensors: cannot open: No such file or directory");
   fake_free(r3);
   fake_free(w4);
   fake_free(w4_before);
@@ -318,13 +316,13 @@ static void test_sharded_and_sgd(void) {
   p = make_plan(&s);
   fake *a = fake_new(p, 0, 2, 9), *b = fake_new(p, 0, 2, 0);
   dir = tmp_path("sgd");
-  CHECK("sgd save", ddp_checkpoint_save(&a->x, dir, 11, err, sizeof err) == 0);
+  CHECK(ddp_checkpoint_save(&a->x, dir, 11, err, sizeof err) == 0, "sgd save");
   snprintf(path, sizeof path, "%s/optimizer.safetensors", dir);
   f = ddp_st_open(path, err, sizeof err);
-  CHECK("sgd optimizer file", f && f->ntensors == 1 && ddp_st_find(f, "optimizer.scalars"));
+  CHECK(f && f->ntensors == 1 && ddp_st_find(f, "optimizer.scalars"), "sgd optimizer file");
   ddp_st_close(f);
-  CHECK("sgd load", ddp_checkpoint_load(&b->x, dir, &steps, err, sizeof err) == 0 && steps == 11);
-  CHECK("sgd scalars", same_tensor(a, b, p, p->meta.scalars_tensor));
+  CHECK(ddp_checkpoint_load(&b->x, dir, &steps, err, sizeof err) == 0 && steps == 11, "sgd load");
+  CHECK(same_tensor(a, b, p, p->meta.scalars_tensor), "sgd scalars");
   fake_free(a);
   fake_free(b);
   ddp_plan_free(p);
@@ -336,13 +334,13 @@ static void test_atomicity(void) {
   fake *a = fake_new(p, 0, 2, 1);
   const char *dir = tmp_path("atomic");
   a->fail_read = ddp_plan_find_tensor(p, "layers.0.ffn.w1.bias");
-  CHECK("failing save", ddp_checkpoint_save(&a->x, dir, 1, err, sizeof err) == -1);
-  CHECK_HAS("failing save", err, "fake: cannot read layers.0.ffn.w1.bias");
-  CHECK("no partial file", count_files(dir, "safetensors") == 0);
+  CHECK(ddp_checkpoint_save(&a->x, dir, 1, err, sizeof err) == -1, "failing save");
+  CHECK_CONTAINS("failing save", err, "fake: cannot read layers.0.ffn.w1.bias");
+  CHECK(count_files(dir, "safetensors") == 0, "no partial file");
 
   /* An existing checkpoint survives a failing save byte for byte. */
   a->fail_read = -1;
-  CHECK("good save", ddp_checkpoint_save(&a->x, dir, 1, err, sizeof err) == 0);
+  CHECK(ddp_checkpoint_save(&a->x, dir, 1, err, sizeof err) == 0, "good save");
   char path[600];
   snprintf(path, sizeof path, "%s/model.safetensors", dir);
   FILE *fp = fopen(path, "rb");
@@ -351,19 +349,19 @@ static void test_atomicity(void) {
   if (fp) fclose(fp);
   a->arena[ARENA_PARAM][0] ^= 0xff;
   a->fail_read = ddp_plan_find_tensor(p, "layers.0.ffn.w1.bias");
-  CHECK("failing save over a checkpoint", ddp_checkpoint_save(&a->x, dir, 2, err, sizeof err) == -1);
+  CHECK(ddp_checkpoint_save(&a->x, dir, 2, err, sizeof err) == -1, "failing save over a checkpoint");
   fp = fopen(path, "rb");
   size_t na = fp ? fread(after, 1, sizeof after, fp) : 0;
   if (fp) fclose(fp);
-  CHECK("old checkpoint intact", nb > 0 && na == nb && memcmp(before, after, nb) == 0);
-  CHECK("no temporary", count_files(tmpdir, ".tmp.") == 0);
+  CHECK(nb > 0 && na == nb && memcmp(before, after, nb) == 0, "old checkpoint intact");
+  CHECK(count_files(tmpdir, ".tmp.") == 0, "no temporary");
 
   /* A directory path through a file cannot be created. */
   char file_dir[600];
   snprintf(file_dir, sizeof file_dir, "%s/model.safetensors/sub", dir);
   a->fail_read = -1;
-  CHECK("bad directory", ddp_checkpoint_save(&a->x, file_dir, 1, err, sizeof err) == -1);
-  CHECK_HAS("bad directory", err, "cannot create checkpoint directory");
+  CHECK(ddp_checkpoint_save(&a->x, file_dir, 1, err, sizeof err) == -1, "bad directory");
+  CHECK_CONTAINS("bad directory", err, "cannot create checkpoint directory");
   fake_free(a);
   ddp_plan_free(p);
 }
@@ -373,11 +371,11 @@ static void expect_refusal(const char *what, const model_spec *spec, const char 
   ddp_plan *p = make_plan(spec);
   fake *x = fake_new(p, 0, 2, 4), *before = fake_new(p, 0, 2, 4);
   int64_t steps = -1;
-  CHECK(what, ddp_checkpoint_load(&x->x, dir, &steps, err, sizeof err) == -1);
-  CHECK_HAS(what, err, n1);
-  if (n2) CHECK_HAS(what, err, n2);
-  CHECK(what, strchr(err, '\n') == NULL);
-  CHECK("executor untouched", same_arenas(x, before) && x->writes == 0 && steps == -1);
+  CHECK(ddp_checkpoint_load(&x->x, dir, &steps, err, sizeof err) == -1, "%s", what);
+  CHECK_CONTAINS(what, err, n1);
+  if (n2) CHECK_CONTAINS(what, err, n2);
+  CHECK(strchr(err, '\n') == NULL, "%s", what);
+  CHECK(same_arenas(x, before) && x->writes == 0 && steps == -1, "executor untouched");
   fake_free(x);
   fake_free(before);
   ddp_plan_free(p);
@@ -388,7 +386,7 @@ static void test_refusals(void) {
   ddp_plan *p = make_plan(&base_spec);
   fake *a = fake_new(p, 0, 2, 1);
   const char *dir = tmp_path("good");
-  CHECK("save", ddp_checkpoint_save(&a->x, dir, 5, err, sizeof err) == 0);
+  CHECK(ddp_checkpoint_save(&a->x, dir, 5, err, sizeof err) == 0, "save");
 
   model_spec other = base_spec;
   other.schedule = "schedules/other.lua";
@@ -413,12 +411,12 @@ static void test_refusals(void) {
 
   /* Incomplete: the optimizer file of another step. */
   const char *dir2 = tmp_path("mixed");
-  CHECK("save", ddp_checkpoint_save(&a->x, dir2, 5, err, sizeof err) == 0);
+  CHECK(ddp_checkpoint_save(&a->x, dir2, 5, err, sizeof err) == 0, "save");
   char from[600], to[600];
   snprintf(from, sizeof from, "%s/model.safetensors", dir2);
-  CHECK("save later", ddp_checkpoint_save(&a->x, dir, 6, err, sizeof err) == 0);
+  CHECK(ddp_checkpoint_save(&a->x, dir, 6, err, sizeof err) == 0, "save later");
   snprintf(to, sizeof to, "%s/model.safetensors", dir);
-  CHECK("mix", rename(from, to) == 0);
+  CHECK(rename(from, to) == 0, "mix");
   expect_refusal("incomplete", &base_spec, dir,
                  "incomplete checkpoint: model.safetensors is from step 5, optimizer.safetensors from step 6", NULL);
 
@@ -428,7 +426,7 @@ static void test_refusals(void) {
   const char *hdr = "{ \"layers.0.ffn.w1.bias\":{\"dtype\":\"F32\",\"shape\":[5],\"data_offsets\":[48,68]},"
                     "\"layers.0.ffn.w1.weight\":{\"dtype\":\"F32\",\"shape\":[4,3],\"data_offsets\":[0,48]}}";
   size_t hl = strlen(hdr);
-  CHECK("unaligned header", hl % 4 != 0);
+  CHECK(hl % 4 != 0, "unaligned header");
   snprintf(to, sizeof to, "%s/model.safetensors", dir);
   FILE *fp = fopen(to, "wb");
   for (int k = 0; k < 8; k++) fputc((int)((hl >> (8 * k)) & 0xff), fp);
@@ -438,10 +436,10 @@ static void test_refusals(void) {
   fclose(fp);
   fake *b = fake_new(p, 0, 2, 0);
   int64_t steps = -1;
-  CHECK("foreign model file", ddp_checkpoint_load(&b->x, dir, &steps, err, sizeof err) == 0);
+  CHECK(ddp_checkpoint_load(&b->x, dir, &steps, err, sizeof err) == 0, "foreign model file");
   if (steps != 6) fprintf(stderr, "  %s\n", err);
-  CHECK("steps from the optimizer file", steps == 6);
-  CHECK("unaligned data restored", same_tensor(a, b, p, ddp_plan_find_tensor(p, "flat.params")));
+  CHECK(steps == 6, "steps from the optimizer file");
+  CHECK(same_tensor(a, b, p, ddp_plan_find_tensor(p, "flat.params")), "unaligned data restored");
   fake_free(b);
   fake_free(a);
   ddp_plan_free(p);
@@ -512,9 +510,5 @@ int main(int argc, char **argv) {
   char cmd[300];
   snprintf(cmd, sizeof cmd, "rm -rf '%s'", tmpdir);
   if (system(cmd)) fprintf(stderr, "could not remove %s\n", tmpdir);
-  if (failures)
-    fprintf(stderr, "test_checkpoint: %d failure(s)\n", failures);
-  else
-    printf("test_checkpoint: ok\n");
-  return failures ? 1 : 0;
+  return check_report("test_checkpoint");
 }

@@ -62,42 +62,42 @@ static void test_round_trip(void) {
   const char *meta[] = {"format", "ddpc", "step", "12", "schedule", "sch\"ed\\ules/\xc3\xa9t\xc3\xa9\n.lua"};
   const char *path = tmp_path("rt.safetensors");
   int mode = 0;
-  CHECK("write", ddp_st_write(path, e, 5, meta, 3, stream_fill, &mode, err, sizeof err) == 0);
+  CHECK(ddp_st_write(path, e, 5, meta, 3, stream_fill, &mode, err, sizeof err) == 0, "write");
   if (err[0]) fprintf(stderr, "  %s\n", err);
-  CHECK("no temporary left", count_files(".tmp.") == 0);
+  CHECK(count_files(".tmp.") == 0, "no temporary left");
   size_t n = 0;
   uint8_t *raw = slurp(path, &n);
   uint64_t hl = 0;
   for (int k = 7; k >= 0; k--) hl = (hl << 8) | raw[k];
-  CHECK("header padded to 8", hl % 8 == 0 && raw[8] == '{');
-  CHECK("file size", n == 8 + hl + 24 + 8 + 24 + 4 + 0);
+  CHECK(hl % 8 == 0 && raw[8] == '{', "header padded to 8");
+  CHECK(n == 8 + hl + 24 + 8 + 24 + 4 + 0, "file size");
   free(raw);
 
   ddp_st_file *f = ddp_st_open(path, err, sizeof err);
-  CHECK("open", f != NULL);
+  CHECK(f != NULL, "open");
   if (!f) {
     fprintf(stderr, "  %s\n", err);
     return;
   }
-  CHECK("count", f->ntensors == 5);
-  CHECK("meta format", ddp_st_meta(f, "format") && strcmp(ddp_st_meta(f, "format"), "ddpc") == 0);
-  CHECK("meta step", ddp_st_meta(f, "step") && strcmp(ddp_st_meta(f, "step"), "12") == 0);
-  CHECK("meta escapes", ddp_st_meta(f, "schedule") && strcmp(ddp_st_meta(f, "schedule"), meta[5]) == 0);
-  CHECK("meta absent", ddp_st_meta(f, "nope") == NULL);
+  CHECK(f->ntensors == 5, "count");
+  CHECK(ddp_st_meta(f, "format") && strcmp(ddp_st_meta(f, "format"), "ddpc") == 0, "meta format");
+  CHECK(ddp_st_meta(f, "step") && strcmp(ddp_st_meta(f, "step"), "12") == 0, "meta step");
+  CHECK(ddp_st_meta(f, "schedule") && strcmp(ddp_st_meta(f, "schedule"), meta[5]) == 0, "meta escapes");
+  CHECK(ddp_st_meta(f, "nope") == NULL, "meta absent");
   const ddp_st_tensor *q = ddp_st_find(f, "layers.0.attn.q_proj.weight"), *b = ddp_st_find(f, "z.bf16"),
                       *ids = ddp_st_find(f, "a.ids"), *s = ddp_st_find(f, "s"), *em = ddp_st_find(f, "empty");
-  CHECK("found", q && b && ids && s && em);
+  CHECK(q && b && ids && s && em, "found");
   if (q && b && ids && s && em) {
-    CHECK("f32", q->dtype == DT_F32 && strcmp(q->dtype_name, "F32") == 0 && q->ndim == 2 && q->shape[0] == 2 &&
-                     q->shape[1] == 3 && memcmp(ddp_st_data(f, q), w, 24) == 0);
-    CHECK("bf16", b->dtype == DT_BF16 && strcmp(b->dtype_name, "BF16") == 0 && b->ndim == 1 && b->shape[0] == 4 &&
-                      memcmp(ddp_st_data(f, b), hb, 8) == 0);
+    CHECK(q->dtype == DT_F32 && strcmp(q->dtype_name, "F32") == 0 && q->ndim == 2 && q->shape[0] == 2 &&
+                     q->shape[1] == 3 && memcmp(ddp_st_data(f, q), w, 24) == 0, "f32");
+    CHECK(b->dtype == DT_BF16 && strcmp(b->dtype_name, "BF16") == 0 && b->ndim == 1 && b->shape[0] == 4 &&
+                      memcmp(ddp_st_data(f, b), hb, 8) == 0, "bf16");
     int32_t want[6] = {1000, 1001, 1002, 1003, 1004, 1005};
-    CHECK("i32 streamed", ids->dtype == DT_I32 && ids->ndim == 2 && memcmp(ddp_st_data(f, ids), want, 24) == 0);
-    CHECK("scalar", s->ndim == 0 && s->end - s->begin == 4 && memcmp(ddp_st_data(f, s), &scalar, 4) == 0);
-    CHECK("empty", em->ndim == 2 && em->shape[0] == 0 && em->begin == em->end);
+    CHECK(ids->dtype == DT_I32 && ids->ndim == 2 && memcmp(ddp_st_data(f, ids), want, 24) == 0, "i32 streamed");
+    CHECK(s->ndim == 0 && s->end - s->begin == 4 && memcmp(ddp_st_data(f, s), &scalar, 4) == 0, "scalar");
+    CHECK(em->ndim == 2 && em->shape[0] == 0 && em->begin == em->end, "empty");
     /* 4-byte tensors first (by name), then 2-byte ones: every tensor aligned. */
-    CHECK("order", ids->begin == 0 && q->begin == 24 && s->begin == 48 && b->begin == 52);
+    CHECK(ids->begin == 0 && q->begin == 24 && s->begin == 48 && b->begin == 52, "order");
   }
   ddp_st_close(f);
 
@@ -105,48 +105,47 @@ static void test_round_trip(void) {
   raw = slurp(path, &n);
   mode = 1;
   err[0] = 0;
-  CHECK("failed write", ddp_st_write(path, e, 5, meta, 3, stream_fill, &mode, err, sizeof err) == -1);
-  CHECK_HAS("failed write", err, "cannot be read");
-  CHECK("no temporary after failure", count_files(".tmp.") == 0);
+  CHECK(ddp_st_write(path, e, 5, meta, 3, stream_fill, &mode, err, sizeof err) == -1, "failed write");
+  CHECK_CONTAINS("failed write", err, "cannot be read");
+  CHECK(count_files(".tmp.") == 0, "no temporary after failure");
   size_t n2 = 0;
   uint8_t *raw2 = slurp(path, &n2);
-  CHECK("old file intact", n2 == n && memcmp(raw, raw2, n) == 0);
+  CHECK(n2 == n && memcmp(raw, raw2, n) == 0, "old file intact");
   free(raw), free(raw2);
   const char *fresh = tmp_path("never.safetensors");
-  CHECK("failed write of a new file", ddp_st_write(fresh, e, 5, meta, 3, stream_fill, &mode, err, sizeof err) == -1);
-  CHECK("no partial file", access(fresh, F_OK) != 0 && count_files(".tmp.") == 0);
-  CHECK("missing directory",
-        ddp_st_write(tmp_path("no/such/dir.safetensors"), e, 1, NULL, 0, NULL, NULL, err, sizeof err) == -1);
-  CHECK_HAS("missing directory", err, "No such file or directory");
+  CHECK(ddp_st_write(fresh, e, 5, meta, 3, stream_fill, &mode, err, sizeof err) == -1, "failed write of a new file");
+  CHECK(access(fresh, F_OK) != 0 && count_files(".tmp.") == 0, "no partial file");
+  CHECK(ddp_st_write(tmp_path("no/such/dir.safetensors"), e, 1, NULL, 0, NULL, NULL, err, sizeof err) == -1, "missing directory");
+  CHECK_CONTAINS("missing directory", err, "No such file or directory");
   ddp_st_entry dup[2] = {e[1], e[1]};
-  CHECK("duplicate names", ddp_st_write(fresh, dup, 2, NULL, 0, NULL, NULL, err, sizeof err) == -1);
-  CHECK_HAS("duplicate names", err, "duplicate tensor 'layers.0.attn.q_proj.weight'");
+  CHECK(ddp_st_write(fresh, dup, 2, NULL, 0, NULL, NULL, err, sizeof err) == -1, "duplicate names");
+  CHECK_CONTAINS("duplicate names", err, "duplicate tensor 'layers.0.attn.q_proj.weight'");
   ddp_st_entry bad = {.name = "u", .dtype = DT_NONE, .ndim = 1, .shape = {1}, .data = w};
-  CHECK("bad dtype", ddp_st_write(fresh, &bad, 1, NULL, 0, NULL, NULL, err, sizeof err) == -1);
-  CHECK("no file after refusals", access(fresh, F_OK) != 0);
+  CHECK(ddp_st_write(fresh, &bad, 1, NULL, 0, NULL, NULL, err, sizeof err) == -1, "bad dtype");
+  CHECK(access(fresh, F_OK) != 0, "no file after refusals");
 
   ddp_st_entry reserved = {.name = "__metadata__", .dtype = DT_F32, .ndim = 1, .shape = {1}, .data = w};
-  CHECK("reserved name", ddp_st_write(fresh, &reserved, 1, NULL, 0, NULL, NULL, err, sizeof err) == -1);
-  CHECK_HAS("reserved name", err, "cannot write tensor '__metadata__'");
+  CHECK(ddp_st_write(fresh, &reserved, 1, NULL, 0, NULL, NULL, err, sizeof err) == -1, "reserved name");
+  CHECK_CONTAINS("reserved name", err, "cannot write tensor '__metadata__'");
 
   /* A relative path (temporary beside it in the current folder); invalid UTF-8 written as U+FFFD. */
   char cwd[512];
-  CHECK("cwd", getcwd(cwd, sizeof cwd) != NULL && chdir(tmpdir) == 0);
+  CHECK(getcwd(cwd, sizeof cwd) != NULL && chdir(tmpdir) == 0, "cwd");
   const char *odd[] = {"path", "a\xff"
                                "b\xc3"};
-  CHECK("relative path", ddp_st_write("rel.safetensors", e, 1, odd, 1, NULL, NULL, err, sizeof err) == 0);
+  CHECK(ddp_st_write("rel.safetensors", e, 1, odd, 1, NULL, NULL, err, sizeof err) == 0, "relative path");
   f = ddp_st_open("rel.safetensors", err, sizeof err);
-  CHECK("invalid UTF-8 replaced", f && ddp_st_meta(f, "path") &&
+  CHECK(f && ddp_st_meta(f, "path") &&
                                       strcmp(ddp_st_meta(f, "path"), "a\xef\xbf\xbd"
-                                                                     "b\xef\xbf\xbd") == 0);
+                                                                     "b\xef\xbf\xbd") == 0, "invalid UTF-8 replaced");
   ddp_st_close(f);
-  CHECK("cwd back", chdir(cwd) == 0);
-  CHECK("no temporary", count_files(".tmp.") == 0);
+  CHECK(chdir(cwd) == 0, "cwd back");
+  CHECK(count_files(".tmp.") == 0, "no temporary");
 
   /* No tensors, no metadata: "{}" padded. */
-  CHECK("empty file", ddp_st_write(fresh, NULL, 0, NULL, 0, NULL, NULL, err, sizeof err) == 0);
+  CHECK(ddp_st_write(fresh, NULL, 0, NULL, 0, NULL, NULL, err, sizeof err) == 0, "empty file");
   f = ddp_st_open(fresh, err, sizeof err);
-  CHECK("empty file reads", f && f->ntensors == 0 && f->nmeta == 0 && f->data_bytes == 0);
+  CHECK(f && f->ntensors == 0 && f->nmeta == 0 && f->data_bytes == 0, "empty file reads");
   ddp_st_close(f);
 }
 
@@ -162,15 +161,15 @@ static void test_foreign_headers(void) {
       "  \"__metadata__\" : {\"step\":\"3\" , \"\\u0066ormat\":\"ddpc\"}\n}  ";
   uint8_t *img = image(h1, d, 24, 1, &n);
   ddp_st_file *f = ddp_st_parse(img, n, "odd.safetensors", err, sizeof err);
-  CHECK("odd whitespace, order, escapes", f != NULL);
+  CHECK(f != NULL, "odd whitespace, order, escapes");
   if (!f) fprintf(stderr, "  %s\n", err);
   if (f) {
     const ddp_st_tensor *a = ddp_st_find(f, "a\"q\\/\xc3\xa9\xf0\x9f\x98\x80\n"), *b = ddp_st_find(f, "b");
-    CHECK("escaped name", a && a->ndim == 1 && a->shape[0] == 2 && a->begin == 0 && a->end == 8);
-    CHECK("reordered keys", b && b->ndim == 2 && b->begin == 8 && b->end == 24);
-    CHECK("header order kept", f->ntensors == 2 && strcmp(f->tensors[0].name, "b") == 0);
-    CHECK("data", b && ((const float *)ddp_st_data(f, b))[0] == 3.0f);
-    CHECK("metadata after tensors", ddp_st_meta(f, "format") && strcmp(ddp_st_meta(f, "format"), "ddpc") == 0);
+    CHECK(a && a->ndim == 1 && a->shape[0] == 2 && a->begin == 0 && a->end == 8, "escaped name");
+    CHECK(b && b->ndim == 2 && b->begin == 8 && b->end == 24, "reordered keys");
+    CHECK(f->ntensors == 2 && strcmp(f->tensors[0].name, "b") == 0, "header order kept");
+    CHECK(b && ((const float *)ddp_st_data(f, b))[0] == 3.0f, "data");
+    CHECK(ddp_st_meta(f, "format") && strcmp(ddp_st_meta(f, "format"), "ddpc") == 0, "metadata after tensors");
   }
   ddp_st_close(f);
   free(img);
@@ -181,15 +180,15 @@ static void test_foreign_headers(void) {
                    "\"z\":{\"dtype\":\"BOOL\",\"shape\":[0],\"data_offsets\":[10,10]}}";
   img = image(h2, d, 10, 0, &n);
   f = ddp_st_parse(img, n, "plain.safetensors", err, sizeof err);
-  CHECK("unpadded, null metadata", f && f->nmeta == 0 && f->ntensors == 3);
+  CHECK(f && f->nmeta == 0 && f->ntensors == 3, "unpadded, null metadata");
   if (!f) fprintf(stderr, "  %s\n", err);
-  if (f) CHECK("foreign dtype", ddp_st_find(f, "x")->dtype == -1 && ddp_st_find(f, "y")->ndim == 0);
+  if (f) CHECK(ddp_st_find(f, "x")->dtype == -1 && ddp_st_find(f, "y")->ndim == 0, "foreign dtype");
   ddp_st_close(f);
   free(img);
 
   img = image("{}", NULL, 0, 1, &n);
   f = ddp_st_parse(img, n, "empty.safetensors", err, sizeof err);
-  CHECK("empty object", f && f->ntensors == 0);
+  CHECK(f && f->ntensors == 0, "empty object");
   ddp_st_close(f);
   free(img);
 }
@@ -200,11 +199,11 @@ static void refused(const char *what, const char *header, size_t ndata, const ch
   size_t n;
   uint8_t *img = image(header, data, ndata, 1, &n);
   ddp_st_file *f = ddp_st_parse(img, n, "bad.safetensors", err, sizeof err);
-  CHECK(what, f == NULL);
+  CHECK(f == NULL, "%s", what);
   if (f) fprintf(stderr, "  %s: accepted\n", what);
-  CHECK_HAS(what, err, "bad.safetensors: ");
-  CHECK_HAS(what, err, needle);
-  CHECK(what, strchr(err, '\n') == NULL);
+  CHECK_CONTAINS(what, err, "bad.safetensors: ");
+  CHECK_CONTAINS(what, err, needle);
+  CHECK(strchr(err, '\n') == NULL, "%s", what);
   ddp_st_close(f);
   free(img);
 }
@@ -216,25 +215,25 @@ static void test_refusals(void) {
   char err[512] = "";
   /* Truncated files. */
   uint8_t small[5] = {0};
-  CHECK("tiny", ddp_st_parse(small, 5, "bad.safetensors", err, sizeof err) == NULL);
-  CHECK_HAS("tiny", err, "too few for the 8-byte header length");
+  CHECK(ddp_st_parse(small, 5, "bad.safetensors", err, sizeof err) == NULL, "tiny");
+  CHECK_CONTAINS("tiny", err, "too few for the 8-byte header length");
   size_t n;
   uint8_t *img = image("{" T("a", "F32", "[4]", 0, 16) "}", NULL, 0, 1, &n);
   for (size_t cut = 9; cut < n; cut += 7) {
-    CHECK("truncated header", ddp_st_parse(img, cut, "bad.safetensors", err, sizeof err) == NULL);
-    CHECK_HAS("truncated header", err, "runs past the end");
+    CHECK(ddp_st_parse(img, cut, "bad.safetensors", err, sizeof err) == NULL, "truncated header");
+    CHECK_CONTAINS("truncated header", err, "runs past the end");
   }
-  CHECK("truncated data", ddp_st_parse(img, n, "bad.safetensors", err, sizeof err) == NULL);
-  CHECK_HAS("truncated data", err, "out of bounds of the 0-byte data section");
+  CHECK(ddp_st_parse(img, n, "bad.safetensors", err, sizeof err) == NULL, "truncated data");
+  CHECK_CONTAINS("truncated data", err, "out of bounds of the 0-byte data section");
   img[0] = 0, img[1] = 0, img[2] = 0, img[3] = 0x10; /* 256 MiB */
-  CHECK("huge header", ddp_st_parse(img, n, "bad.safetensors", err, sizeof err) == NULL);
-  CHECK_HAS("huge header", err, "over the 100 MiB limit");
+  CHECK(ddp_st_parse(img, n, "bad.safetensors", err, sizeof err) == NULL, "huge header");
+  CHECK_CONTAINS("huge header", err, "over the 100 MiB limit");
   memset(img, 0, 8);
-  CHECK("zero header", ddp_st_parse(img, n, "bad.safetensors", err, sizeof err) == NULL);
-  CHECK_HAS("zero header", err, "header length 0 is zero");
+  CHECK(ddp_st_parse(img, n, "bad.safetensors", err, sizeof err) == NULL, "zero header");
+  CHECK_CONTAINS("zero header", err, "header length 0 is zero");
   free(img);
-  CHECK("missing file", ddp_st_open(tmp_path("absent.safetensors"), err, sizeof err) == NULL);
-  CHECK_HAS("missing file", err, "absent.safetensors: cannot open: No such file or directory");
+  CHECK(ddp_st_open(tmp_path("absent.safetensors"), err, sizeof err) == NULL, "missing file");
+  CHECK_CONTAINS("missing file", err, "absent.safetensors: cannot open: No such file or directory");
 
   /* Bad JSON. */
   refused("not an object", "[]", 0, "expected '{'");
@@ -350,9 +349,5 @@ int main(int argc, char **argv) {
   char cmd[600];
   snprintf(cmd, sizeof cmd, "rm -rf '%s'", tmpdir);
   if (system(cmd)) fprintf(stderr, "could not remove %s\n", tmpdir);
-  if (failures)
-    fprintf(stderr, "test_safetensors: %d failure(s)\n", failures);
-  else
-    printf("test_safetensors: ok\n");
-  return failures ? 1 : 0;
+  return check_report("test_safetensors");
 }

@@ -15,7 +15,7 @@
 #include <time.h>
 #include <unistd.h>
 
-#include "check_plain.h"
+#include "check.h"
 
 static double now_s(void) {
   struct timespec t;
@@ -50,34 +50,20 @@ static void expect_identity(int line, const char *const *kv, const char *source,
   ddp_identity id;
   char err[256] = "";
   set_env(kv);
-  if (ddp_launch_identity(&id, err, sizeof err)) {
-    fprintf(stderr, "line %d: unexpected error: %s\n", line, err);
-    g_fail++;
-    return;
-  }
-  if (strcmp(id.source, source) || id.rank != rank || id.world != world || id.local_rank != local ||
-      strcmp(id.master_addr, addr) || id.master_port != port) {
-    fprintf(stderr, "line %d: got %s rank %d/%d local %d %s:%d, expected %s rank %d/%d local %d %s:%d\n", line,
-            id.source, id.rank, id.world, id.local_rank, id.master_addr, id.master_port, source, rank, world, local,
-            addr, port);
-    g_fail++;
-  }
+  if (!CHECK(ddp_launch_identity(&id, err, sizeof err) == 0, "line %d: unexpected error: %s", line, err)) return;
+  CHECK(!strcmp(id.source, source) && id.rank == rank && id.world == world && id.local_rank == local &&
+            !strcmp(id.master_addr, addr) && id.master_port == port,
+        "line %d: got %s rank %d/%d local %d %s:%d, expected %s rank %d/%d local %d %s:%d", line, id.source, id.rank,
+        id.world, id.local_rank, id.master_addr, id.master_port, source, rank, world, local, addr, port);
 }
 
 static void expect_identity_error(int line, const char *const *kv, const char *want) {
   ddp_identity id = {.rank = 42};
   char err[256] = "";
   set_env(kv);
-  if (!ddp_launch_identity(&id, err, sizeof err)) {
-    fprintf(stderr, "line %d: accepted, expected \"%s\"\n", line, want);
-    g_fail++;
-    return;
-  }
+  if (!CHECK(ddp_launch_identity(&id, err, sizeof err) != 0, "line %d: accepted, expected \"%s\"", line, want)) return;
   CHECK(id.rank == 42); /* untouched on error */
-  if (strcmp(err, want)) {
-    fprintf(stderr, "line %d: got \"%s\"\n    expected \"%s\"\n", line, err, want);
-    g_fail++;
-  }
+  CHECK(!strcmp(err, want), "line %d: got \"%s\"\n    expected \"%s\"", line, err, want);
 }
 
 #define ENV(...) ((const char *const[]){__VA_ARGS__, NULL})
@@ -169,21 +155,16 @@ static void expect_list(int line, const char *list, const char *want, int count)
   joined j = {.s = ""};
   char err[256] = "";
   int n = ddp_nodelist_expand(list, join_host, &j, err, sizeof err);
-  if (n != count || strcmp(j.s, want)) {
-    fprintf(stderr, "line %d: '%s' gave %d \"%s\" (%s), expected %d \"%s\"\n", line, list, n, j.s, err, count, want);
-    g_fail++;
-  }
+  CHECK(n == count && !strcmp(j.s, want), "line %d: '%s' gave %d \"%s\" (%s), expected %d \"%s\"", line, list, n, j.s,
+        err, count, want);
 }
 
 static void expect_list_error(int line, const char *list, const char *want) {
   joined j = {.s = ""};
   char err[512] = "";
   int n = ddp_nodelist_expand(list, join_host, &j, err, sizeof err);
-  if (n != -1 || j.seen || !strstr(err, want) || !strstr(err, "node list '")) {
-    fprintf(stderr, "line %d: '%s' gave %d hosts, err \"%s\", expected an error with \"%s\"\n", line, list, n, err,
-            want);
-    g_fail++;
-  }
+  CHECK(n == -1 && !j.seen && strstr(err, want) && strstr(err, "node list '"),
+        "line %d: '%s' gave %d hosts, err \"%s\", expected an error with \"%s\"", line, list, n, err, want);
 }
 
 #define LIST_OK(list, want, n) expect_list(__LINE__, list, want, n)
@@ -228,13 +209,13 @@ static void test_nodelist(void) {
   /* early stop, and the first host */
   joined j = {.s = "", .stop_after = 2};
   CHECK(ddp_nodelist_expand("n[1-9]", join_host, &j, NULL, 0) == 2);
-  CHECK_STR(j.s, "n1 n2");
+  CHECK_STR("j.s", "n1 n2", j.s);
   CHECK(ddp_nodelist_expand("n[1-9],m", NULL, NULL, NULL, 0) == 10);
   char host[16];
   CHECK(ddp_nodelist_first("gpu[08-10],x", host, sizeof host) == 0);
-  CHECK_STR(host, "gpu08");
+  CHECK_STR("host", "gpu08", host);
   CHECK(ddp_nodelist_first("rack[3-4]-n[07-09]", host, sizeof host) == 0);
-  CHECK_STR(host, "rack3-n07");
+  CHECK_STR("host", "rack3-n07", host);
   CHECK(ddp_nodelist_first("gpu[1-", host, sizeof host) == -1);
   CHECK(ddp_nodelist_first("", host, sizeof host) == -1);
   CHECK(ddp_nodelist_first("averyveryverylonghostname", host, sizeof host) == -1);
@@ -326,7 +307,7 @@ static void test_local_failures(void) {
   int rc = ddp_launch_local(4, rank_main, &(local_ctx){M_EXIT3, -1}, err, sizeof err);
   double dt = now_s() - t0;
   CHECK(rc == 3);
-  CHECK_STR(err, "ddprun: rank 1 exited with status 3");
+  CHECK_STR("err", "ddprun: rank 1 exited with status 3", err);
   CHECK(dt < 10.0);
   fprintf(stderr, "  exit 3: %.2f s\n", dt);
 
@@ -342,12 +323,12 @@ static void test_local_failures(void) {
   rc = ddp_launch_local(2, rank_main, &(local_ctx){M_STUBBORN, -1}, err, sizeof err);
   dt = now_s() - t0;
   CHECK(rc == 1);
-  CHECK_STR(err, "ddprun: rank 0 exited with status 1");
+  CHECK_STR("err", "ddprun: rank 0 exited with status 1", err);
   CHECK(dt >= DDP_LAUNCH_GRACE_S - 0.5 && dt < 10.0);
   fprintf(stderr, "  SIGTERM ignored, SIGKILL after the grace period: %.2f s\n", dt);
 
   CHECK(ddp_launch_local(0, rank_main, NULL, err, sizeof err) == -1);
-  CHECK_STR(err, "ddprun: --nproc 0: must be between 1 and 4096");
+  CHECK_STR("err", "ddprun: --nproc 0: must be between 1 and 4096", err);
 }
 
 /* Runs ddp_launch_local(2, mode) in a forked launcher; returns its pid, and the read end of the ranks'
@@ -410,7 +391,5 @@ int main(void) {
   test_local_ok(1);
   test_local_failures();
   test_local_signals();
-  if (g_fail) fprintf(stderr, "test_launch: %d check(s) failed\n", g_fail);
-  else fprintf(stderr, "test_launch: ok\n");
-  return g_fail ? 1 : 0;
+  return check_report("test_launch");
 }

@@ -17,14 +17,7 @@
 #include <time.h>
 #include <unistd.h>
 
-#include "check_plain.h"
-#define CHECK_HAS(s, sub)                                                                               \
-  do {                                                                                                  \
-    if (!strstr((s), (sub))) {                                                                          \
-      fprintf(stderr, "%s:%d: \"%s\" lacks \"%s\"\n", __FILE__, __LINE__, (s), (sub));                  \
-      g_fail++;                                                                                         \
-    }                                                                                                   \
-  } while (0)
+#include "check.h"
 
 enum { BLOB = 128 };
 
@@ -145,7 +138,7 @@ static void test_missing_peers(void) {
   char want[256];
   snprintf(want, sizeof want, "rendezvous: ranks 1, 3 did not arrive within 1 s at 127.0.0.1:%d", port);
   CHECK(o0.rc == -1);
-  CHECK_STR(o0.err, want);
+  CHECK_STR("o0.err", want, o0.err);
   CHECK(o0.seconds >= 0.9 && o0.seconds < 3);
   CHECK(o2.rc == 0 && !memcmp(o2.blob, blob, BLOB));
 
@@ -153,7 +146,7 @@ static void test_missing_peers(void) {
   p0 = spawn(0, 2, "127.0.0.1", port, blob, BLOB, 0.5, 0);
   o0 = collect(p0);
   snprintf(want, sizeof want, "rendezvous: rank 1 did not arrive within 0.5 s at 127.0.0.1:%d", port);
-  CHECK_STR(o0.err, want);
+  CHECK_STR("o0.err", want, o0.err);
 
   port = free_port();
   p0 = spawn(0, 9, "127.0.0.1", port, blob, BLOB, 1, 0);
@@ -161,7 +154,7 @@ static void test_missing_peers(void) {
   o0 = collect(p0);
   collect(p4);
   snprintf(want, sizeof want, "rendezvous: ranks 1-3, 5-8 did not arrive within 1 s at 127.0.0.1:%d", port);
-  CHECK_STR(o0.err, want);
+  CHECK_STR("o0.err", want, o0.err);
 }
 
 static void test_no_rank0(void) {
@@ -171,15 +164,15 @@ static void test_no_rank0(void) {
   char want[128];
   snprintf(want, sizeof want, "rendezvous: rank 1 could not reach rank 0 at 127.0.0.1:%d within 1 s", port);
   CHECK(o.rc == -1);
-  CHECK_HAS(o.err, want);
-  CHECK_HAS(o.err, "Connection refused");
+  CHECK_CONTAINS("o.err", o.err, want);
+  CHECK_CONTAINS("o.err", o.err, "Connection refused");
   CHECK(o.seconds >= 0.9 && o.seconds < 3);
 
   /* a name that does not resolve fails (at once, or at the deadline where DNS is unreachable) */
   p = spawn(1, 2, "no-such-host.invalid", port, NULL, BLOB, 1, 0);
   o = collect(p);
   CHECK(o.rc == -1);
-  CHECK_HAS(o.err, "no-such-host.invalid");
+  CHECK_CONTAINS("o.err", o.err, "no-such-host.invalid");
   CHECK(o.seconds < 3);
 }
 
@@ -194,10 +187,10 @@ static void test_mismatch(void) {
   snprintf(want, sizeof want,
            "rendezvous: rank 0 at 127.0.0.1:%d refused rank 2: rank 2 launched with world 3, rank 0 has world 2", port);
   CHECK(o2.rc == -1);
-  CHECK_STR(o2.err, want);
+  CHECK_STR("o2.err", want, o2.err);
   snprintf(want, sizeof want, "rendezvous: rank 2 launched with world 3, rank 0 has world 2 (at 127.0.0.1:%d)", port);
   CHECK(o0.rc == -1);
-  CHECK_STR(o0.err, want);
+  CHECK_STR("o0.err", want, o0.err);
   CHECK(o0.seconds < 3); /* rank 0 does not wait for its timeout */
 
   port = free_port();
@@ -206,9 +199,9 @@ static void test_mismatch(void) {
   o0 = collect(p0);
   outcome o1 = collect(p1);
   CHECK(o1.rc == -1);
-  CHECK_HAS(o1.err, "refused rank 1: rank 1 expects a 64-byte id, rank 0 has 128 bytes");
+  CHECK_CONTAINS("o1.err", o1.err, "refused rank 1: rank 1 expects a 64-byte id, rank 0 has 128 bytes");
   CHECK(o0.rc == -1);
-  CHECK_HAS(o0.err, "rank 1 expects a 64-byte id");
+  CHECK_CONTAINS("o0.err", o0.err, "rank 1 expects a 64-byte id");
 }
 
 /* Clients that are not ranks: one sends junk, one connects and says nothing. Rank 0 still serves. */
@@ -250,15 +243,15 @@ static void test_arguments(void) {
   uint8_t blob[BLOB] = {0};
   char err[256];
   CHECK(ddp_rendezvous(&id, blob, 0, 1, err, sizeof err) == -1);
-  CHECK_STR(err, "rendezvous: the id must be 1 to 1048576 bytes, got 0");
+  CHECK_STR("err", "rendezvous: the id must be 1 to 1048576 bytes, got 0", err);
   CHECK(ddp_rendezvous(&id, blob, BLOB, 0, err, sizeof err) == -1);
-  CHECK_STR(err, "rendezvous: timeout 0 s must be positive");
+  CHECK_STR("err", "rendezvous: timeout 0 s must be positive", err);
   id.rank = 2;
   CHECK(ddp_rendezvous(&id, blob, BLOB, 1, err, sizeof err) == -1);
-  CHECK_STR(err, "rendezvous: invalid identity (rank 2 of world 2)");
+  CHECK_STR("err", "rendezvous: invalid identity (rank 2 of world 2)", err);
   id.rank = 1, id.master_port = 0;
   CHECK(ddp_rendezvous(&id, blob, BLOB, 1, err, sizeof err) == -1);
-  CHECK_STR(err, "rendezvous: master port 0 is not a TCP port");
+  CHECK_STR("err", "rendezvous: master port 0 is not a TCP port", err);
 }
 
 int main(void) {
@@ -270,7 +263,5 @@ int main(void) {
   test_no_rank0();
   test_mismatch();
   test_strays();
-  if (g_fail) fprintf(stderr, "test_rendezvous: %d check(s) failed\n", g_fail);
-  else fprintf(stderr, "test_rendezvous: ok\n");
-  return g_fail ? 1 : 0;
+  return check_report("test_rendezvous");
 }

@@ -179,49 +179,48 @@ static void check_structure(const char *name, const ddp_plan *tr, const ddp_plan
          name, (unsigned long long)total_bytes(tr), (unsigned long long)ta[ARENA_GRAD],
          (unsigned long long)ta[ARENA_OPT], (unsigned long long)ta[ARENA_ACT], (unsigned long long)total_bytes(fw),
          (unsigned long long)fw->ranks[0].arena_bytes[ARENA_ACT], (unsigned long long)total_bytes(fb));
-  CHECK("meta mode", tr->meta.mode == MODE_TRAIN && fw->meta.mode == MODE_FORWARD &&
-                         fb->meta.mode == MODE_FORWARD_BACKWARD);
+  CHECK(tr->meta.mode == MODE_TRAIN && fw->meta.mode == MODE_FORWARD &&
+                         fb->meta.mode == MODE_FORWARD_BACKWARD, "meta mode");
   for (int64_t r = 0; r < fw->meta.world; r++) {
     const ddp_rank_plan *f = &fw->ranks[r], *g = &fb->ranks[r], *t = &tr->ranks[r];
-    CHECK("forward: no gradient arena", f->arena_bytes[ARENA_GRAD] == 0);
-    CHECK("forward: no optimizer arena", f->arena_bytes[ARENA_OPT] == 0);
-    CHECK("forward: less activation memory", f->arena_bytes[ARENA_ACT] < t->arena_bytes[ARENA_ACT]);
-    CHECK("forward_backward: no optimizer arena", g->arena_bytes[ARENA_OPT] == 0);
-    CHECK("forward_backward: the train plan's gradients", g->arena_bytes[ARENA_GRAD] == t->arena_bytes[ARENA_GRAD] &&
-                                                               g->arena_bytes[ARENA_GRAD] > 0);
-    CHECK("forward: no collectives in init", count_collectives(&f->init, false) == 0);
-    CHECK("forward: no collectives in the step", count_collectives(&f->step, false) == 0);
-    CHECK("forward_backward: the train plan's gradient sync",
-          count_collectives(&g->step, false) == count_collectives(&t->step, true));
-    CHECK("forward_backward: the train plan's init", count_collectives(&g->init, false) ==
-                                                          count_collectives(&t->init, false));
-    if (fw->meta.world > 1) CHECK("multi-rank: gradient sync", count_collectives(&g->step, false) > 0);
-    CHECK("forward: no optimizer", !has_optimizer_op(&f->step));
-    CHECK("forward_backward: no optimizer", !has_optimizer_op(&g->step));
-    CHECK("train: an optimizer", has_optimizer_op(&t->step));
-    CHECK("forward timers", has_timer(&f->step, TIMER_STEP_BEGIN) && has_timer(&f->step, TIMER_FORWARD_END) &&
+    CHECK(f->arena_bytes[ARENA_GRAD] == 0, "forward: no gradient arena");
+    CHECK(f->arena_bytes[ARENA_OPT] == 0, "forward: no optimizer arena");
+    CHECK(f->arena_bytes[ARENA_ACT] < t->arena_bytes[ARENA_ACT], "forward: less activation memory");
+    CHECK(g->arena_bytes[ARENA_OPT] == 0, "forward_backward: no optimizer arena");
+    CHECK(g->arena_bytes[ARENA_GRAD] == t->arena_bytes[ARENA_GRAD] &&
+                                                               g->arena_bytes[ARENA_GRAD] > 0, "forward_backward: the train plan's gradients");
+    CHECK(count_collectives(&f->init, false) == 0, "forward: no collectives in init");
+    CHECK(count_collectives(&f->step, false) == 0, "forward: no collectives in the step");
+    CHECK(count_collectives(&g->step, false) == count_collectives(&t->step, true), "forward_backward: the train plan's gradient sync");
+    CHECK(count_collectives(&g->init, false) ==
+                                                          count_collectives(&t->init, false), "forward_backward: the train plan's init");
+    if (fw->meta.world > 1) CHECK(count_collectives(&g->step, false) > 0, "multi-rank: gradient sync");
+    CHECK(!has_optimizer_op(&f->step), "forward: no optimizer");
+    CHECK(!has_optimizer_op(&g->step), "forward_backward: no optimizer");
+    CHECK(has_optimizer_op(&t->step), "train: an optimizer");
+    CHECK(has_timer(&f->step, TIMER_STEP_BEGIN) && has_timer(&f->step, TIMER_FORWARD_END) &&
                                 has_timer(&f->step, TIMER_STEP_END) && !has_timer(&f->step, TIMER_BACKWARD_END) &&
-                                !has_timer(&f->step, TIMER_OPT_BEGIN));
-    CHECK("forward_backward timers", has_timer(&g->step, TIMER_BACKWARD_END) && !has_timer(&g->step, TIMER_OPT_BEGIN) &&
-                                         has_timer(&g->step, TIMER_STEP_END));
-    CHECK("train timers", has_timer(&t->step, TIMER_BACKWARD_END) && has_timer(&t->step, TIMER_OPT_BEGIN));
+                                !has_timer(&f->step, TIMER_OPT_BEGIN), "forward timers");
+    CHECK(has_timer(&g->step, TIMER_BACKWARD_END) && !has_timer(&g->step, TIMER_OPT_BEGIN) &&
+                                         has_timer(&g->step, TIMER_STEP_END), "forward_backward timers");
+    CHECK(has_timer(&t->step, TIMER_BACKWARD_END) && has_timer(&t->step, TIMER_OPT_BEGIN), "train timers");
   }
-  CHECK("forward: fewer bytes in all", total_bytes(fw) < total_bytes(tr));
-  CHECK("forward_backward: no more bytes than train", tr->ranks[0].arena_bytes[ARENA_OPT]
+  CHECK(total_bytes(fw) < total_bytes(tr), "forward: fewer bytes in all");
+  CHECK(tr->ranks[0].arena_bytes[ARENA_OPT]
                                                           ? total_bytes(fb) < total_bytes(tr)
-                                                          : total_bytes(fb) == total_bytes(tr));
-  CHECK("forward: no gradient or optimizer tensors", !has_tensor(fw, TF_GRAD | TF_OPT_M | TF_OPT_V, NULL));
-  CHECK("forward_backward: no optimizer tensors", !has_tensor(fb, TF_OPT_M | TF_OPT_V, NULL));
-  CHECK("forward: no attention lse", !has_tensor(fw, 0, ".lse"));
-  CHECK("forward: FLOPs of the forward only", fw->meta.flops_per_step < fb->meta.flops_per_step);
+                                                          : total_bytes(fb) == total_bytes(tr), "forward_backward: no more bytes than train");
+  CHECK(!has_tensor(fw, TF_GRAD | TF_OPT_M | TF_OPT_V, NULL), "forward: no gradient or optimizer tensors");
+  CHECK(!has_tensor(fb, TF_OPT_M | TF_OPT_V, NULL), "forward_backward: no optimizer tensors");
+  CHECK(!has_tensor(fw, 0, ".lse"), "forward: no attention lse");
+  CHECK(fw->meta.flops_per_step < fb->meta.flops_per_step, "forward: FLOPs of the forward only");
 
   /* the metrics of a forward step: the phases it lacks are 0 */
   double *ms = calloc(fw->ranks[0].ntimers + 1, sizeof(double));
   for (uint32_t k = 0; k < fw->ranks[0].ntimers; k++) ms[k] = 2.0 * k;
   ddp_step_times st;
   ddp_step_times_from_timers(fw, 0, ms, &st);
-  CHECK("forward step times", st.step_ms > 0 && st.forward_ms > 0 && st.backward_ms == 0 && st.optimizer_ms == 0 &&
-                                  st.comm_ms == 0 && st.exposed_comm_ms == 0 && st.compute_ms == st.step_ms);
+  CHECK(st.step_ms > 0 && st.forward_ms > 0 && st.backward_ms == 0 && st.optimizer_ms == 0 &&
+                                  st.comm_ms == 0 && st.exposed_comm_ms == 0 && st.compute_ms == st.step_ms, "forward step times");
   free(ms);
 }
 
@@ -229,32 +228,27 @@ static void one_case(const char *name, const char *path, const char *const *sets
   ddp_plan *tr = compile_mode(path, sets, nsets, "train"), *fw = compile_mode(path, sets, nsets, "forward"),
            *fb = compile_mode(path, sets, nsets, "forward_backward");
   run_out ot = {0}, of = {0}, ob = {0};
-  if (!tr || !fw || !fb) {
-    failures++;
-    goto done;
-  }
+  if (!CHECK(tr && fw && fb, "%s: the three modes compile", name)) goto done;
   check_structure(name, tr, fw, fb);
-  if (run_plan(tr, &ot) || run_plan(fw, &of) || run_plan(fb, &ob)) {
-    failures++;
+  if (!CHECK(!run_plan(tr, &ot) && !run_plan(fw, &of) && !run_plan(fb, &ob), "%s: the three plans run", name))
     goto done;
-  }
-  CHECK("parameter bytes agree", ot.nbytes == of.nbytes && ot.nbytes == ob.nbytes);
+  CHECK(ot.nbytes == of.nbytes && ot.nbytes == ob.nbytes, "parameter bytes agree");
   for (int64_t r = 0; r < tr->meta.world; r++) {
     printf("%s rank %lld: step-1 loss train %.9g forward %.9g forward_backward %.9g; forward steps", name,
            (long long)r, (double)ot.loss[r][0], (double)of.loss[r][0], (double)ob.loss[r][0]);
     for (int s = 0; s < STEPS; s++) printf(" %.9g", (double)of.loss[r][s]);
     printf("\n");
-    CHECK("forward step-1 loss == train's, bitwise", !memcmp(&of.loss[r][0], &ot.loss[r][0], sizeof(float)));
-    CHECK("forward_backward step-1 loss == train's", !memcmp(&ob.loss[r][0], &ot.loss[r][0], sizeof(float)));
-    CHECK("forward == forward_backward at every step", !memcmp(of.loss[r], ob.loss[r], sizeof of.loss[r]));
+    CHECK(!memcmp(&of.loss[r][0], &ot.loss[r][0], sizeof(float)), "forward step-1 loss == train's, bitwise");
+    CHECK(!memcmp(&ob.loss[r][0], &ot.loss[r][0], sizeof(float)), "forward_backward step-1 loss == train's");
+    CHECK(!memcmp(of.loss[r], ob.loss[r], sizeof of.loss[r]), "forward == forward_backward at every step");
     if (same_rows)
       for (int s = 1; s < STEPS; s++)
-        CHECK("forward loss equal across steps", !memcmp(&of.loss[r][s], &of.loss[r][0], sizeof(float)));
-    CHECK("init: forward parameters (and copies) == train's", !memcmp(of.before[r], ot.before[r], ot.nbytes));
-    CHECK("init: forward_backward parameters == train's", !memcmp(ob.before[r], ot.before[r], ot.nbytes));
-    CHECK("forward: parameters unchanged", !memcmp(of.after[r], of.before[r], of.nbytes));
-    CHECK("forward_backward: parameters unchanged", !memcmp(ob.after[r], ob.before[r], ob.nbytes));
-    CHECK("train: parameters changed", memcmp(ot.after[r], ot.before[r], ot.nbytes) != 0);
+        CHECK(!memcmp(&of.loss[r][s], &of.loss[r][0], sizeof(float)), "forward loss equal across steps");
+    CHECK(!memcmp(of.before[r], ot.before[r], ot.nbytes), "init: forward parameters (and copies) == train's");
+    CHECK(!memcmp(ob.before[r], ot.before[r], ot.nbytes), "init: forward_backward parameters == train's");
+    CHECK(!memcmp(of.after[r], of.before[r], of.nbytes), "forward: parameters unchanged");
+    CHECK(!memcmp(ob.after[r], ob.before[r], ob.nbytes), "forward_backward: parameters unchanged");
+    CHECK(memcmp(ot.after[r], ot.before[r], ot.nbytes) != 0, "train: parameters changed");
   }
 done:
   free_out(&ot), free_out(&of), free_out(&ob);
@@ -295,8 +289,8 @@ int main(void) {
   one_case("mlp optimizer overlap", tmp_path("mlp2.lua"), overlap, 2, true);
   unlink(tmp_path("mlp2.lua"));
   rmdir(tmpdir);
-  if (failures) return fprintf(stderr, "%d check(s) failed\n", failures), 1;
-  printf("forward and forward_backward plans: same losses as train, parameters unchanged, no gradient/optimizer "
-         "memory where none is needed\n");
-  return 0;
+  if (!check_failed)
+    printf("forward and forward_backward plans: same losses as train, parameters unchanged, no gradient/optimizer "
+           "memory where none is needed\n");
+  return check_report("test_modes");
 }

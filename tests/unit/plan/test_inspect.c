@@ -34,10 +34,7 @@ static void test_full(const ddp_plan *p, char **out_text) {
   const char *at = s;
   for (size_t k = 0; k < sizeof headings / sizeof headings[0] && at; k++) {
     const char *next = strstr(at, headings[k]);
-    if (!next) {
-      test_failures++;
-      fprintf(stderr, "heading \"%.*s\" out of order\n", (int)strlen(headings[k]) - 1, headings[k]);
-    }
+    CHECK(next, "heading \"%.*s\" out of order", (int)strlen(headings[k]) - 1, headings[k]);
     at = next;
   }
   /* summary */
@@ -122,11 +119,7 @@ static void test_read_back(const ddp_plan *p, const char *expected) {
   CHECK_INT("write", 0, ddp_plan_write(p, path, err, sizeof err));
   ddp_plan *q = ddp_plan_read(path, err, sizeof err);
   unlink(path);
-  if (!q) {
-    test_failures++;
-    fprintf(stderr, "read back: %s\n", err);
-    return;
-  }
+  if (!CHECK(q, "read back: %s", err)) return;
   int rc;
   char *s = inspect_to_string(q, -1, &rc);
   CHECK_INT("read-back listing identical", 0, strcmp(expected, s));
@@ -144,10 +137,5 @@ int main(int argc, char **argv) {
   if (argc > 1 && strcmp(argv[1], "--print") == 0) fputs(text, stdout);
   free(text);
   ddp_plan_free(p);
-  if (test_failures) {
-    fprintf(stderr, "test_inspect: %d failure(s)\n", test_failures);
-    return 1;
-  }
-  printf("test_inspect: ok\n");
-  return 0;
+  return check_report("test_inspect");
 }

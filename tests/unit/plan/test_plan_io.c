@@ -28,9 +28,7 @@ static void fix_crc(uint8_t *v, size_t n) {
 static void expect_refused(const char *what, const char *path, const char *n1, const char *n2) {
   char err[512] = "";
   ddp_plan *p = ddp_plan_read(path, err, sizeof err);
-  if (p) {
-    test_failures++;
-    fprintf(stderr, "%s: expected a refusal, the plan was accepted\n", what);
+  if (!CHECK(!p, "%s: expected a refusal, the plan was accepted", what)) {
     ddp_plan_free(p);
     return;
   }
@@ -183,10 +181,7 @@ static void test_round_trip(void) {
   CHECK_INT("write", 0, ddp_plan_write(p, path, err, sizeof err));
   if (err[0]) fprintf(stderr, "write: %s\n", err);
   ddp_plan *q = ddp_plan_read(path, err, sizeof err);
-  if (!q) {
-    test_failures++;
-    fprintf(stderr, "read back: expected a plan, got error: %s\n", err);
-  } else {
+  if (CHECK(q, "read back: expected a plan, got error: %s", err)) {
     compare_plans(p, q);
     CHECK_INT("launch ok", 0, ddp_plan_check_launch(q, "sm_90", 2, err, sizeof err));
     /* written twice, the same bytes: the encoding is deterministic */
@@ -207,9 +202,7 @@ static void test_container_refusals(void) {
   const char *good = tmp_path("good.bin");
   size_t n = 0;
   uint8_t *v = slurp(good, &n);
-  if (!v || n < 200) {
-    test_failures++;
-    fprintf(stderr, "good plan missing or too short (%zu bytes)\n", n);
+  if (!CHECK(v && n >= 200, "good plan missing or too short (%zu bytes)", n)) {
     free(v);
     return;
   }
@@ -398,10 +391,5 @@ int main(void) {
   char cmd[600];
   snprintf(cmd, sizeof cmd, "rm -rf '%s'", tmpdir);
   if (system(cmd) != 0) fprintf(stderr, "could not remove %s\n", tmpdir);
-  if (test_failures) {
-    fprintf(stderr, "test_plan_io: %d failure(s)\n", test_failures);
-    return 1;
-  }
-  printf("test_plan_io: ok\n");
-  return 0;
+  return check_report("test_plan_io");
 }
