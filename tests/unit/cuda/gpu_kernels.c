@@ -6,6 +6,7 @@
  * compared by ||gpu - ref|| / ||ref|| (f32 < 1e-4, bf16 < 2e-2); a NaN where the reference has none fails.
  * One line per case, then a summary. No GPU (cudaGetDeviceCount fails or finds none): exit 77 (SKIP).
  * Options: --quick (fewer shapes), --op NAME (one op), --verbose (print specs). */
+#include "check.h"
 #include "codegen.h"
 #include "cuda_check.h"
 #include "kernels.h"
@@ -243,10 +244,8 @@ int main(int argc, char **argv) {
   }
   struct cudaDeviceProp prop;
   char err[512];
-  if (DDP_CUDA_CHECK(cudaGetDeviceProperties(&prop, 0), err, sizeof err)) {
-    printf("FAIL: %s\n", err);
-    return 1;
-  }
+  if (!CHECK(!DDP_CUDA_CHECK(cudaGetDeviceProperties(&prop, 0), err, sizeof err), "%s", err))
+    return check_report("gpu_kernels");
   static char arch[32];
   snprintf(arch, sizeof arch, "sm_%d%d%s", prop.major, prop.minor, prop.major == 9 ? "a" : "");
   g_arch = arch;
@@ -254,7 +253,7 @@ int main(int argc, char **argv) {
   const uint64_t seed = se && *se ? strtoull(se, NULL, 10) : (uint64_t)time(NULL);
   printf("gpu_kernels: %s (%s, %d SMs), seed %llu (DDP_SEED=%llu repeats this run)\n", prop.name, arch,
          prop.multiProcessorCount, (unsigned long long)seed, (unsigned long long)seed);
-  int npass = 0, nfail = 0, idx = 0;
+  int nfail = 0, idx = 0;
   char failed[64][160];
   for (int op = 0; op < OP_COUNT; op++) {
     if (only && strcmp(only, ddp_op_name(op))) continue;
@@ -264,15 +263,13 @@ int main(int argc, char **argv) {
       for (int s = 0; s < ns; s++) {
         kc_case c;
         if (kc_make(op, a ? DT_BF16 : DT_F32, shapes[s], &c)) continue;
-        if (run_case(&c, idx++, seed)) {
-          npass++;
-        } else {
+        if (!CHECK(run_case(&c, idx++, seed), "%s", c.label)) {
           if (nfail < 64) snprintf(failed[nfail], sizeof failed[0], "%s", c.label);
           nfail++;
         }
       }
   }
-  printf("\nsummary: %d passed, %d failed (seed %llu)\n", npass, nfail, (unsigned long long)seed);
+  printf("\nseed %llu\n", (unsigned long long)seed);
   for (int i = 0; i < nfail && i < 64; i++) printf("  failed: %s\n", failed[i]);
-  return nfail ? 1 : 0;
+  return check_report("gpu_kernels"); /* the last line: "gpu_kernels: N passed, N failed" */
 }

@@ -4,13 +4,13 @@
  * it for sm_90a: a non-empty CUBIN naming ddp_<entry> must come back. Unsupported combinations (odd or
  * out-of-range head dims, f64 slots, mixed attention dtypes) must be refused with a one-line message.
  * DDP_DUMP_SPECS=dir writes each distinct specialised source to dir (for nvcc -Xptxas -v). */
+#include "check.h"
 #include "codegen.h"
 #include "kernel_cases.h"
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
-static int failures = 0;
 
 typedef struct seen {
   char key[2300];
@@ -50,33 +50,22 @@ static void dump(const char *dir, const char *tpl, const char *entry, const char
 static void compile_case(const kc_case *c, const char *arch) {
   ddp_launch L;
   char err[1024];
-  if (ddp_kernel_launch(&c->in, arch, &L, err, sizeof err)) {
-    printf("FAIL %s: launch refused: %s\n", c->label, err);
-    failures++;
-    return;
-  }
+  if (!CHECK(!ddp_kernel_launch(&c->in, arch, &L, err, sizeof err), "%s: launch refused: %s", c->label, err)) return;
   const char *tpl = ddp_op_template(c->in.op), *entry = ddp_op_entry(c->in.op);
-  if (L.block[0] == 0 || L.block[0] > 1024 || L.grid[0] == 0) {
-    printf("FAIL %s: bad geometry grid %u block %u\n", c->label, L.grid[0], L.block[0]);
-    failures++;
-  }
+  CHECK(L.block[0] != 0 && L.block[0] <= 1024 && L.grid[0] != 0, "%s: bad geometry grid %u block %u", c->label,
+        L.grid[0], L.block[0]);
   if (already(tpl, entry, L.spec)) return;
   uint8_t *cubin = NULL;
   uint64_t size = 0;
   char hash[17];
-  if (ddp_nvrtc_compile(tpl, entry, L.spec, arch, &cubin, &size, hash, err, sizeof err)) {
-    printf("FAIL %s: %s\n  spec:\n%s", c->label, err, L.spec);
-    failures++;
+  if (!CHECK(!ddp_nvrtc_compile(tpl, entry, L.spec, arch, &cubin, &size, hash, err, sizeof err), "%s: %s\n  spec:\n%s",
+             c->label, err, L.spec))
     return;
-  }
   char name[128];
   snprintf(name, sizeof name, "ddp_%s", entry);
-  if (size == 0 || !contains(cubin, size, name)) {
-    printf("FAIL %s: CUBIN of %llu bytes lacks %s\n", c->label, (unsigned long long)size, name);
-    failures++;
-  } else {
+  if (CHECK(size != 0 && contains(cubin, size, name), "%s: CUBIN of %llu bytes lacks %s", c->label,
+            (unsigned long long)size, name))
     printf("ok   %-60s %6llu bytes  smem %u\n", c->label, (unsigned long long)size, L.smem);
-  }
   const char *d = getenv("DDP_DUMP_SPECS");
   if (d && *d) dump(d, tpl, entry, L.spec, ndone);
   free(cubin);
@@ -85,38 +74,24 @@ static void compile_case(const kc_case *c, const char *arch) {
 static void expect_refusal(kc_case *c, const char *what, const char *needle) {
   ddp_launch L;
   char err[1024] = "";
-  if (ddp_kernel_launch(&c->in, "sm_90a", &L, err, sizeof err) == 0) {
-    printf("FAIL %s: %s was accepted\n", c->label, what);
-    failures++;
-  } else if (!strstr(err, needle) || strchr(err, '\n')) {
-    printf("FAIL %s: %s refused with an unclear message: %s\n", c->label, what, err);
-    failures++;
-  } else {
+  if (!CHECK(ddp_kernel_launch(&c->in, "sm_90a", &L, err, sizeof err) != 0, "%s: %s was accepted", c->label, what))
+    return;
+  if (CHECK(strstr(err, needle) && !strchr(err, '\n'), "%s: %s refused with an unclear message: %s", c->label, what,
+            err))
     printf("ok   refused %s: %s\n", what, err);
-  }
 }
 
 int main(void) {
   const char *arch = "sm_90a";
-  if (!ddp_arch_supported(arch)) {
-    printf("NVRTC here does not support %s\n", arch);
-    return 1;
-  }
+  if (!CHECK(ddp_arch_supported(arch), "NVRTC here does not support %s", arch)) return check_report("test_templates_compile");
   for (int op = 0; op < OP_COUNT; op++) {
     kc_shape shapes[128];
     const int ns = kc_shapes(op, shapes, 128, 1);
-    if (ns == 0) {
-      printf("FAIL %s: no test shapes\n", ddp_op_name(op));
-      failures++;
-    }
+    CHECK(ns > 0, "%s: no test shapes", ddp_op_name(op));
     for (int a = 0; a < 2; a++)
       for (int s = 0; s < ns; s++) {
         kc_case c;
-        if (kc_make(op, a ? DT_BF16 : DT_F32, shapes[s], &c)) {
-          printf("FAIL %s: no test case\n", ddp_op_name(op));
-          failures++;
-          continue;
-        }
+        if (!CHECK(!kc_make(op, a ? DT_BF16 : DT_F32, shapes[s], &c), "%s: no test case", ddp_op_name(op))) continue;
         compile_case(&c, arch);
       }
   }
@@ -142,11 +117,8 @@ int main(void) {
   kc_make(OP_ATTN_FWD, DT_BF16, (kc_shape){.a = 1, .b = 64, .c = 64}, &c);
   ddp_launch L;
   char err[512];
-  if (ddp_kernel_launch(&c.in, "sm_75", &L, err, sizeof err) == 0) {
-    printf("FAIL bf16 attention accepted for sm_75\n");
-    failures++;
-  }
-  printf("%d distinct modules compiled; %d failure(s)\n", ndone, failures);
+  CHECK(ddp_kernel_launch(&c.in, "sm_75", &L, err, sizeof err) != 0, "bf16 attention accepted for sm_75");
+  printf("%d distinct modules compiled\n", ndone);
   free(done);
-  return failures ? 1 : 0;
+  return check_report("test_templates_compile");
 }

@@ -2,6 +2,7 @@
  * precision on the reference executor: a small transformer (2 layers, RoPE attention, SwiGLU, untied
  * head, cross-entropy) and the toy MLPs (bias, frozen parameters, tied weights, LayerNorm). For every
  * state-dict parameter, a few random elements: (L(p+h) - L(p-h)) / 2h vs the plan's gradient. */
+#include "check.h"
 #include "compile.h"
 #include "exec_ref.h"
 #include "schedule.h"
@@ -10,14 +11,10 @@
 #include <stdlib.h>
 #include <string.h>
 
-static int failures = 0;
-
 static double loss_at(ddp_exec *x, const ddp_plan *p) {
   char err[512];
-  if (x->v->run(x, &p->ranks[0].step, 0, err, sizeof err)) {
-    fprintf(stderr, "step failed: %s\n", err);
-    exit(1);
-  }
+  if (!CHECK(!x->v->run(x, &p->ranks[0].step, 0, err, sizeof err), "step failed: %s", err))
+    exit(check_report("test_model_gradcheck"));
   double loss;
   x->v->read(x, (int32_t)p->meta.loss_tensor, &loss, err, sizeof err);
   return loss;
@@ -27,25 +24,17 @@ static void check(const char *schedule, const char *const *sets, int nsets) {
   char err[2048], path[2048];
   snprintf(path, sizeof path, "%s/%s", getenv("DDP_SOURCE_DIR") ? getenv("DDP_SOURCE_DIR") : ".", schedule);
   ddp_schedule *s = ddp_schedule_load(path, sets, nsets, err, sizeof err);
-  if (!s) {
-    fprintf(stderr, "FAIL %s: %s\n", schedule, err);
-    failures++;
-    return;
-  }
+  if (!CHECK(s, "%s: %s", schedule, err)) return;
   ddp_compile_opts o = {.arch = "sm_90a", .jobs = 1, .f64_reference = 1};
   ddp_plan *p = ddp_compile(s, &o, err, sizeof err);
-  if (!p) {
-    fprintf(stderr, "FAIL %s: compile: %s\n", schedule, err);
-    failures++;
+  if (!CHECK(p, "%s: compile: %s", schedule, err)) {
     ddp_schedule_free(s);
     return;
   }
   ddp_data *d = ddp_data_open(p, (uint64_t)p->meta.data_seed, err, sizeof err);
   ddp_exec *x = d ? ddp_exec_ref_new(p, 0, NULL, d, (uint64_t)p->meta.seed, err, sizeof err) : NULL;
-  if (!x || x->v->run(x, &p->ranks[0].init, 0, err, sizeof err)) {
-    fprintf(stderr, "FAIL %s: %s\n", schedule, err);
-    exit(1);
-  }
+  if (!CHECK(x && !x->v->run(x, &p->ranks[0].init, 0, err, sizeof err), "%s: %s", schedule, err))
+    exit(check_report("test_model_gradcheck"));
   int32_t fp = ddp_plan_find_tensor(p, "flat.params"), fg = ddp_plan_find_tensor(p, "flat.grads");
   const ddp_tensor *tp = &p->tensors[fp];
   uint64_t n = ddp_tensor_numel(tp);
@@ -74,11 +63,8 @@ static void check(const char *schedule, const char *const *sets, int nsets) {
       double lm = loss_at(x, p);
       double fd = (lp - lm) / (2 * h), g = grads[i];
       double rel = fabs(fd - g) / fmax(fabs(fd), 1e-6);
-      if (!isfinite(g) || rel > 1e-5) {
-        fprintf(stderr, "FAIL %s: %s[%llu]: gradient %.10g, finite difference %.10g (rel %.2e)\n", schedule,
-                pt->state_name, (unsigned long long)(i - base), g, fd, rel);
-        failures++;
-      }
+      CHECK(isfinite(g) && rel <= 1e-5, "%s: %s[%llu]: gradient %.10g, finite difference %.10g (rel %.2e)",
+            schedule, pt->state_name, (unsigned long long)(i - base), g, fd, rel);
       if (rel > worst_here) worst_here = rel;
       checked++;
     }
@@ -87,10 +73,7 @@ static void check(const char *schedule, const char *const *sets, int nsets) {
   /* frozen parameters have no gradient and keep their value */
   x->v->write(x, fp, params, err, sizeof err);
   printf("%-28s %3d elements checked, max rel error %.2e\n", schedule, checked, worst);
-  if (checked == 0) {
-    fprintf(stderr, "FAIL %s: nothing checked\n", schedule);
-    failures++;
-  }
+  CHECK(checked > 0, "%s: nothing checked", schedule);
   free(params);
   free(grads);
   free(work);
@@ -110,10 +93,6 @@ int main(void) {
   check("schedules/toy.lua", NULL, 0);
   check("schedules/toy_tied.lua", NULL, 0);
   check("schedules/toy_layernorm.lua", NULL, 0);
-  if (failures) {
-    fprintf(stderr, "%d failures\n", failures);
-    return 1;
-  }
-  printf("whole-model gradients match finite differences\n");
-  return 0;
+  if (!check_failed) printf("whole-model gradients match finite differences\n");
+  return check_report("test_model_gradcheck");
 }

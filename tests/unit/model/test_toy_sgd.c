@@ -1,6 +1,7 @@
 /* tests/unit/model/test_toy_sgd.c: one SGD step of the seeds' ToyModel computed by hand here (forward, MSE, backward,
  * update, in double) equals the reference executor's step on the compiled toy.lua plan; frozen
  * parameters (fc2.bias, no_grad_fixed_param) do not move. */
+#include "check.h"
 #include "compile.h"
 #include "exec_ref.h"
 #include "schedule.h"
@@ -10,35 +11,32 @@
 #include <string.h>
 
 static char err[2048];
-static int failures;
 
 static float *read_param(ddp_exec *x, const ddp_plan *p, const char *name, int64_t expect) {
   for (uint32_t t = 0; t < p->ntensors; t++)
     if (p->tensors[t].state_name && !strcmp(p->tensors[t].state_name, name) && (p->tensors[t].flags & TF_PARAM)) {
-      if ((int64_t)ddp_tensor_numel(&p->tensors[t]) != expect) {
-        fprintf(stderr, "FAIL: %s has %llu elements, expected %lld\n", name,
-                (unsigned long long)ddp_tensor_numel(&p->tensors[t]), (long long)expect);
-        exit(1);
-      }
+      if (!CHECK((int64_t)ddp_tensor_numel(&p->tensors[t]) == expect, "%s has %llu elements, expected %lld", name,
+                 (unsigned long long)ddp_tensor_numel(&p->tensors[t]), (long long)expect))
+        exit(check_report("test_toy_sgd"));
       float *v = malloc(p->tensors[t].bytes);
       x->v->read(x, (int32_t)t, v, err, sizeof err);
       return v;
     }
-  fprintf(stderr, "FAIL: parameter %s not in the plan\n", name);
-  exit(1);
+  CHECK(false, "parameter %s not in the plan", name);
+  exit(check_report("test_toy_sgd"));
 }
 
 static void expect_close(const char *name, const float *got, const double *want, int n, double tol) {
   double worst = 0;
-  for (int i = 0; i < n; i++) {
+  int bad = -1;
+  for (int i = 0; i < n && bad < 0; i++) {
     double d = fabs(got[i] - want[i]) / fmax(fabs(want[i]), 1e-3);
-    if (!(d <= tol)) {
-      fprintf(stderr, "FAIL: %s[%d]: executor %.8g, by hand %.8g\n", name, i, (double)got[i], want[i]);
-      failures++;
-      return;
-    }
-    if (d > worst) worst = d;
+    if (!(d <= tol)) bad = i;
+    else if (d > worst) worst = d;
   }
+  if (!CHECK(bad < 0, "%s[%d]: executor %.8g, by hand %.8g", name, bad, bad < 0 ? 0 : (double)got[bad],
+             bad < 0 ? 0 : want[bad]))
+    return;
   printf("%-22s max rel diff %.2e\n", name, worst);
 }
 
@@ -46,19 +44,19 @@ int main(void) {
   char path[2048];
   snprintf(path, sizeof path, "%s/schedules/toy.lua", getenv("DDP_SOURCE_DIR") ? getenv("DDP_SOURCE_DIR") : ".");
   ddp_schedule *s = ddp_schedule_load(path, NULL, 0, err, sizeof err);
-  if (!s) return fprintf(stderr, "FAIL: %s\n", err), 1;
+  if (!CHECK(s, "%s", err)) return check_report("test_toy_sgd");
   ddp_compile_opts o = {.arch = "sm_90a", .jobs = 1, .skip_codegen = 1};
   ddp_plan *p = ddp_compile(s, &o, err, sizeof err);
-  if (!p) return fprintf(stderr, "FAIL: %s\n", err), 1;
+  if (!CHECK(p, "%s", err)) return check_report("test_toy_sgd");
   ddp_data *d = ddp_data_open(p, (uint64_t)p->meta.data_seed, err, sizeof err);
   ddp_exec *x = ddp_exec_ref_new(p, 0, NULL, d, (uint64_t)p->meta.seed, err, sizeof err);
-  if (x->v->run(x, &p->ranks[0].init, 0, err, sizeof err)) return fprintf(stderr, "FAIL: %s\n", err), 1;
+  if (!CHECK(!x->v->run(x, &p->ranks[0].init, 0, err, sizeof err), "%s", err)) return check_report("test_toy_sgd");
   enum { N = 20, I = 10, H1 = 10, H2 = 50, O = 5 };
   float *w1 = read_param(x, p, "fc1.weight", H1 * I), *w2 = read_param(x, p, "fc2.weight", H2 * H1);
   float *b2 = read_param(x, p, "fc2.bias", H2), *w3 = read_param(x, p, "fc3.weight", O * H2);
   float *fixed = read_param(x, p, "no_grad_fixed_param", 2);
   float xin[N * I], tgt[N * O];
-  if (ddp_data_fill(d, 0, 0, 1, xin, tgt, err, sizeof err)) return fprintf(stderr, "FAIL: %s\n", err), 1;
+  if (!CHECK(!ddp_data_fill(d, 0, 0, 1, xin, tgt, err, sizeof err), "%s", err)) return check_report("test_toy_sgd");
   /* forward */
   static double h1[N][H1], h2[N][H2], dy[N][O], dh2[N][H2], dh1[N][H1];
   static double g1[H1 * I], g2[H2 * H1], g3[O * H2];
@@ -105,11 +103,9 @@ int main(void) {
   for (int i = 0; i < H2; i++) nb2[i] = b2[i];
   nfixed[0] = fixed[0];
   nfixed[1] = fixed[1];
-  if (fixed[0] != 2.0f || fixed[1] != 2.0f) {
-    fprintf(stderr, "FAIL: no_grad_fixed_param starts at %g %g, expected 2 2\n", fixed[0], fixed[1]);
-    failures++;
-  }
-  if (x->v->run(x, &p->ranks[0].step, 0, err, sizeof err)) return fprintf(stderr, "FAIL: %s\n", err), 1;
+  CHECK(fixed[0] == 2.0f && fixed[1] == 2.0f, "no_grad_fixed_param starts at %g %g, expected 2 2", fixed[0],
+        fixed[1]);
+  if (!CHECK(!x->v->run(x, &p->ranks[0].step, 0, err, sizeof err), "%s", err)) return check_report("test_toy_sgd");
   float *a1 = read_param(x, p, "fc1.weight", H1 * I), *a2 = read_param(x, p, "fc2.weight", H2 * H1);
   float *ab2 = read_param(x, p, "fc2.bias", H2), *a3 = read_param(x, p, "fc3.weight", O * H2);
   float *afixed = read_param(x, p, "no_grad_fixed_param", 2);
@@ -121,16 +117,12 @@ int main(void) {
   /* the step must have moved the trainable weights at all */
   int moved = 0;
   for (int i = 0; i < O * H2; i++) moved |= a3[i] != w3[i];
-  if (!moved) {
-    fprintf(stderr, "FAIL: fc3.weight did not change\n");
-    failures++;
-  }
+  CHECK(moved, "fc3.weight did not change");
   free(w1), free(w2), free(b2), free(w3), free(fixed), free(a1), free(a2), free(ab2), free(a3), free(afixed);
   x->v->destroy(x);
   ddp_data_close(d);
   ddp_plan_free(p);
   ddp_schedule_free(s);
-  if (failures) return 1;
-  printf("one SGD step of ToyModel matches the hand computation\n");
-  return 0;
+  if (!check_failed) printf("one SGD step of ToyModel matches the hand computation\n");
+  return check_report("test_toy_sgd");
 }

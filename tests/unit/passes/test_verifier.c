@@ -2,6 +2,7 @@
  * (overlapping the backward) verifies; deliberately broken copies are refused with a line naming the
  * instructions: a missing event wait (comm reads a gradient still being written), a wait on an event
  * never recorded before, a collective whose size differs between ranks, collectives in another order. */
+#include "check.h"
 #include "compile.h"
 #include "schedule.h"
 #include "verify.h"
@@ -9,19 +10,10 @@
 #include <stdlib.h>
 #include <string.h>
 
-static int failures;
-
 static void expect_refused(const ddp_plan *p, const char *what, const char *needle) {
   char err[4096];
-  if (ddp_verify(p, err, sizeof err) == 0) {
-    fprintf(stderr, "FAIL: %s: the verifier accepted it\n", what);
-    failures++;
-  } else if (!strstr(err, needle)) {
-    fprintf(stderr, "FAIL: %s: message lacks '%s': %s\n", what, needle, err);
-    failures++;
-  } else {
-    printf("refused (%s): %s\n", what, err);
-  }
+  if (!CHECK(ddp_verify(p, err, sizeof err) != 0, "%s: the verifier accepted it", what)) return;
+  if (CHECK(strstr(err, needle), "%s: message lacks '%s': %s", what, needle, err)) printf("refused (%s): %s\n", what, err);
 }
 
 static void remove_instr(ddp_program *prog, uint32_t k) {
@@ -42,21 +34,15 @@ int main(void) {
   snprintf(path, sizeof path, "%s/schedules/toy_ddp.lua", getenv("DDP_SOURCE_DIR") ? getenv("DDP_SOURCE_DIR") : ".");
   const char *sets[] = {"parallel.overlap=backward"};
   ddp_schedule *s = ddp_schedule_load(path, sets, 1, err, sizeof err);
-  if (!s) return fprintf(stderr, "FAIL: %s\n", err), 1;
+  if (!CHECK(s, "%s", err)) return check_report("test_verifier");
   ddp_compile_opts o = {.arch = "sm_90a", .jobs = 1, .skip_codegen = 1};
   ddp_plan *p = ddp_compile(s, &o, err, sizeof err);
-  if (!p) return fprintf(stderr, "FAIL: compile: %s\n", err), 1;
-  if (ddp_verify(p, err, sizeof err)) {
-    fprintf(stderr, "FAIL: the correct plan was refused: %s\n", err);
-    return 1;
-  }
+  if (!CHECK(p, "compile: %s", err)) return check_report("test_verifier");
+  if (!CHECK(ddp_verify(p, err, sizeof err) == 0, "the correct plan was refused: %s", err)) return check_report("test_verifier");
   ddp_program *step0 = &p->ranks[0].step, saved = copy_program(step0);
   int collectives = 0;
   for (uint32_t k = 0; k < step0->n; k++) collectives += step0->v[k].opcode == I_ALL_REDUCE;
-  if (collectives < 2) {
-    fprintf(stderr, "FAIL: expected several bucket all-reduces, found %d\n", collectives);
-    return 1;
-  }
+  if (!CHECK(collectives >= 2, "expected several bucket all-reduces, found %d", collectives)) return check_report("test_verifier");
 
   /* 1. the comm stream's first wait removed: its all-reduce races with the backward */
   for (uint32_t k = 0; k < step0->n; k++)
@@ -111,7 +97,6 @@ int main(void) {
   ddp_program_free(&saved);
   ddp_plan_free(p);
   ddp_schedule_free(s);
-  if (failures) return 1;
-  printf("verifier: correct plan accepted, 4 broken plans refused\n");
-  return 0;
+  if (!check_failed) printf("verifier: correct plan accepted, 4 broken plans refused\n");
+  return check_report("test_verifier");
 }
