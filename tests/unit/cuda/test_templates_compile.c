@@ -83,7 +83,8 @@ static void expect_refusal(kc_case *c, const char *what, const char *needle) {
 
 int main(void) {
   const char *arch = "sm_90a";
-  if (!CHECK(ddp_arch_supported(arch), "NVRTC here does not support %s", arch)) return check_report("test_templates_compile");
+  if (!CHECK(ddp_arch_supported(arch), "NVRTC here does not support %s", arch))
+    return check_report("test_templates_compile");
   for (int op = 0; op < OP_COUNT; op++) {
     kc_shape shapes[128];
     const int ns = kc_shapes(op, shapes, 128, 1);

@@ -209,7 +209,8 @@ static void test_round_trip(void) {
     const ddp_st_tensor *w = ddp_st_find(f, "layers.0.ffn.w1.weight"), *bias = ddp_st_find(f, "layers.0.ffn.w1.bias");
     CHECK(w && bias, "model names");
     CHECK(w && w->ndim == 2 && w->shape[0] == 4 && w->shape[1] == 3 && w->dtype == DT_F32, "model shapes");
-    CHECK(w && memcmp(ddp_st_data(f, w), at(a, p, ddp_plan_find_tensor(p, "layers.0.ffn.w1.weight")), 48) == 0, "model data");
+    CHECK(w && memcmp(ddp_st_data(f, w), at(a, p, ddp_plan_find_tensor(p, "layers.0.ffn.w1.weight")), 48) == 0,
+          "model data");
     CHECK(ddp_st_meta(f, "format") && strcmp(ddp_st_meta(f, "format"), "ddpc") == 0, "meta format");
     CHECK(ddp_st_meta(f, "step") && strcmp(ddp_st_meta(f, "step"), "7") == 0, "meta step");
     CHECK(ddp_st_meta(f, "schedule") && strcmp(ddp_st_meta(f, "schedule"), "schedules/tiny.lua") == 0, "meta schedule");
@@ -220,8 +221,8 @@ static void test_round_trip(void) {
   CHECK(f && f->ntensors == 5, "optimizer file");
   if (f) {
     CHECK(ddp_st_find(f, "layers.0.ffn.w1.weight.exp_avg") && ddp_st_find(f, "layers.0.ffn.w1.weight.exp_avg_sq") &&
-              ddp_st_find(f, "layers.0.ffn.w1.bias.exp_avg") && ddp_st_find(f, "layers.0.ffn.w1.bias.exp_avg_sq") &&
-              ddp_st_find(f, "optimizer.scalars"), "optimizer names");
+          ddp_st_find(f, "layers.0.ffn.w1.bias.exp_avg") && ddp_st_find(f, "layers.0.ffn.w1.bias.exp_avg_sq") &&
+          ddp_st_find(f, "optimizer.scalars"), "optimizer names");
     const ddp_st_tensor *sc = ddp_st_find(f, "optimizer.scalars");
     CHECK(sc && sc->ndim == 1 && sc->shape[0] == 8, "scalars shape");
   }
@@ -279,9 +280,9 @@ static void test_sharded_and_sgd(void) {
   snprintf(path, sizeof path, "%s/optimizer.rank1.safetensors", dir);
   ddp_st_file *f = ddp_st_open(path, err, sizeof err);
   CHECK(f && f->ntensors == 3 && ddp_st_find(f, "exp_avg") && ddp_st_find(f, "exp_avg_sq") &&
-                          ddp_st_find(f, "optimizer.scalars"), "shard file");
+        ddp_st_find(f, "optimizer.scalars"), "shard file");
   CHECK(f && ddp_st_meta(f, "rank") && strcmp(ddp_st_meta(f, "rank"), "1") == 0 &&
-                              ddp_st_meta(f, "world") && strcmp(ddp_st_meta(f, "world"), "2") == 0, "shard metadata");
+        ddp_st_meta(f, "world") && strcmp(ddp_st_meta(f, "world"), "2") == 0, "shard metadata");
   ddp_st_close(f);
   snprintf(path, sizeof path, "%s/optimizer.safetensors", dir);
   CHECK(access(path, F_OK) != 0, "no unsharded optimizer file");
@@ -291,8 +292,8 @@ static void test_sharded_and_sgd(void) {
   int64_t steps = -1;
   CHECK(ddp_checkpoint_load(&n1->x, dir, &steps, err, sizeof err) == 0 && steps == 3, "rank 1 load");
   CHECK(same_tensor(r1, n1, p, ddp_plan_find_tensor(p, "flat.exp_avg")) &&
-                            same_tensor(r1, n1, p, ddp_plan_find_tensor(p, "flat.exp_avg_sq")) &&
-                            same_tensor(r1, n1, p, p->meta.scalars_tensor), "rank 1 shard");
+        same_tensor(r1, n1, p, ddp_plan_find_tensor(p, "flat.exp_avg_sq")) &&
+        same_tensor(r1, n1, p, p->meta.scalars_tensor), "rank 1 shard");
   CHECK(same_tensor(r0, n1, p, ddp_plan_find_tensor(p, "flat.params")), "rank 1 model from rank 0");
   fake_free(n1);
 

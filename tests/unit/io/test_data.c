@@ -158,7 +158,8 @@ static void test_random_and_pattern(void) {
   CHECK(fill(d, &c, 2, 1, 2, &in, &tg, err, sizeof err) == 0, "random formula");
   uint64_t j = 2 * 3 * 2 + 1 * 3 + 1; /* local row 1 */
   for (int64_t k = 0; k < 16; k++)
-    CHECK(in[16 + k] == (int32_t)(ddp_rng_u64(9, DDP_RNG_STREAM_DATA_TOKENS, j * 17 + (uint64_t)k) % 1000), "random formula");
+    CHECK(in[16 + k] == (int32_t)(ddp_rng_u64(9, DDP_RNG_STREAM_DATA_TOKENS, j * 17 + (uint64_t)k) % 1000),
+          "random formula");
   CHECK(tg[31] == (int32_t)(ddp_rng_u64(9, DDP_RNG_STREAM_DATA_TOKENS, j * 17 + 16) % 1000), "random formula");
   free(in), free(tg);
   ddp_data_close(d);
@@ -288,9 +289,11 @@ static void test_dense(void) {
       for (int64_t i = 0; i < 2; i++) {
         uint64_t row = (uint64_t)(s * 4 + r * 2 + i) % 5;
         for (int cc = 0; cc < 3; cc++)
-          CHECK(in[i * 3 + cc] == (float)ddp_rng_normal(11, DDP_RNG_STREAM_DATA_DENSE, row * 5 + (uint64_t)cc), "dense input");
+          CHECK(in[i * 3 + cc] == (float)ddp_rng_normal(11, DDP_RNG_STREAM_DATA_DENSE, row * 5 + (uint64_t)cc),
+                "dense input");
         for (int cc = 0; cc < 2; cc++)
-          CHECK(tg[i * 2 + cc] == (float)ddp_rng_normal(11, DDP_RNG_STREAM_DATA_DENSE, row * 5 + 3 + (uint64_t)cc), "dense target");
+          CHECK(tg[i * 2 + cc] == (float)ddp_rng_normal(11, DDP_RNG_STREAM_DATA_DENSE, row * 5 + 3 + (uint64_t)cc),
+                "dense target");
       }
     }
   ddp_data_close(d);

@@ -89,9 +89,9 @@ static void test_round_trip(void) {
   CHECK(q && b && ids && s && em, "found");
   if (q && b && ids && s && em) {
     CHECK(q->dtype == DT_F32 && strcmp(q->dtype_name, "F32") == 0 && q->ndim == 2 && q->shape[0] == 2 &&
-                     q->shape[1] == 3 && memcmp(ddp_st_data(f, q), w, 24) == 0, "f32");
+          q->shape[1] == 3 && memcmp(ddp_st_data(f, q), w, 24) == 0, "f32");
     CHECK(b->dtype == DT_BF16 && strcmp(b->dtype_name, "BF16") == 0 && b->ndim == 1 && b->shape[0] == 4 &&
-                      memcmp(ddp_st_data(f, b), hb, 8) == 0, "bf16");
+          memcmp(ddp_st_data(f, b), hb, 8) == 0, "bf16");
     int32_t want[6] = {1000, 1001, 1002, 1003, 1004, 1005};
     CHECK(ids->dtype == DT_I32 && ids->ndim == 2 && memcmp(ddp_st_data(f, ids), want, 24) == 0, "i32 streamed");
     CHECK(s->ndim == 0 && s->end - s->begin == 4 && memcmp(ddp_st_data(f, s), &scalar, 4) == 0, "scalar");
@@ -115,7 +115,8 @@ static void test_round_trip(void) {
   const char *fresh = tmp_path("never.safetensors");
   CHECK(ddp_st_write(fresh, e, 5, meta, 3, stream_fill, &mode, err, sizeof err) == -1, "failed write of a new file");
   CHECK(access(fresh, F_OK) != 0 && count_files(".tmp.") == 0, "no partial file");
-  CHECK(ddp_st_write(tmp_path("no/such/dir.safetensors"), e, 1, NULL, 0, NULL, NULL, err, sizeof err) == -1, "missing directory");
+  CHECK(ddp_st_write(tmp_path("no/such/dir.safetensors"), e, 1, NULL, 0, NULL, NULL, err, sizeof err) == -1,
+        "missing directory");
   CHECK_CONTAINS("missing directory", err, "No such file or directory");
   ddp_st_entry dup[2] = {e[1], e[1]};
   CHECK(ddp_st_write(fresh, dup, 2, NULL, 0, NULL, NULL, err, sizeof err) == -1, "duplicate names");
@@ -135,9 +136,9 @@ static void test_round_trip(void) {
                                "b\xc3"};
   CHECK(ddp_st_write("rel.safetensors", e, 1, odd, 1, NULL, NULL, err, sizeof err) == 0, "relative path");
   f = ddp_st_open("rel.safetensors", err, sizeof err);
-  CHECK(f && ddp_st_meta(f, "path") &&
-                                      strcmp(ddp_st_meta(f, "path"), "a\xef\xbf\xbd"
-                                                                     "b\xef\xbf\xbd") == 0, "invalid UTF-8 replaced");
+  CHECK(f && ddp_st_meta(f, "path") && strcmp(ddp_st_meta(f, "path"), "a\xef\xbf\xbd"
+                                                                       "b\xef\xbf\xbd") == 0,
+        "invalid UTF-8 replaced");
   ddp_st_close(f);
   CHECK(chdir(cwd) == 0, "cwd back");
   CHECK(count_files(".tmp.") == 0, "no temporary");

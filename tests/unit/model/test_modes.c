@@ -180,7 +180,7 @@ static void check_structure(const char *name, const ddp_plan *tr, const ddp_plan
          (unsigned long long)ta[ARENA_OPT], (unsigned long long)ta[ARENA_ACT], (unsigned long long)total_bytes(fw),
          (unsigned long long)fw->ranks[0].arena_bytes[ARENA_ACT], (unsigned long long)total_bytes(fb));
   CHECK(tr->meta.mode == MODE_TRAIN && fw->meta.mode == MODE_FORWARD &&
-                         fb->meta.mode == MODE_FORWARD_BACKWARD, "meta mode");
+        fb->meta.mode == MODE_FORWARD_BACKWARD, "meta mode");
   for (int64_t r = 0; r < fw->meta.world; r++) {
     const ddp_rank_plan *f = &fw->ranks[r], *g = &fb->ranks[r], *t = &tr->ranks[r];
     CHECK(f->arena_bytes[ARENA_GRAD] == 0, "forward: no gradient arena");
@@ -188,27 +188,28 @@ static void check_structure(const char *name, const ddp_plan *tr, const ddp_plan
     CHECK(f->arena_bytes[ARENA_ACT] < t->arena_bytes[ARENA_ACT], "forward: less activation memory");
     CHECK(g->arena_bytes[ARENA_OPT] == 0, "forward_backward: no optimizer arena");
     CHECK(g->arena_bytes[ARENA_GRAD] == t->arena_bytes[ARENA_GRAD] &&
-                                                               g->arena_bytes[ARENA_GRAD] > 0, "forward_backward: the train plan's gradients");
+          g->arena_bytes[ARENA_GRAD] > 0, "forward_backward: the train plan's gradients");
     CHECK(count_collectives(&f->init, false) == 0, "forward: no collectives in init");
     CHECK(count_collectives(&f->step, false) == 0, "forward: no collectives in the step");
-    CHECK(count_collectives(&g->step, false) == count_collectives(&t->step, true), "forward_backward: the train plan's gradient sync");
+    CHECK(count_collectives(&g->step, false) == count_collectives(&t->step, true),
+          "forward_backward: the train plan's gradient sync");
     CHECK(count_collectives(&g->init, false) ==
-                                                          count_collectives(&t->init, false), "forward_backward: the train plan's init");
+          count_collectives(&t->init, false), "forward_backward: the train plan's init");
     if (fw->meta.world > 1) CHECK(count_collectives(&g->step, false) > 0, "multi-rank: gradient sync");
     CHECK(!has_optimizer_op(&f->step), "forward: no optimizer");
     CHECK(!has_optimizer_op(&g->step), "forward_backward: no optimizer");
     CHECK(has_optimizer_op(&t->step), "train: an optimizer");
     CHECK(has_timer(&f->step, TIMER_STEP_BEGIN) && has_timer(&f->step, TIMER_FORWARD_END) &&
-                                has_timer(&f->step, TIMER_STEP_END) && !has_timer(&f->step, TIMER_BACKWARD_END) &&
-                                !has_timer(&f->step, TIMER_OPT_BEGIN), "forward timers");
+          has_timer(&f->step, TIMER_STEP_END) && !has_timer(&f->step, TIMER_BACKWARD_END) &&
+          !has_timer(&f->step, TIMER_OPT_BEGIN), "forward timers");
     CHECK(has_timer(&g->step, TIMER_BACKWARD_END) && !has_timer(&g->step, TIMER_OPT_BEGIN) &&
-                                         has_timer(&g->step, TIMER_STEP_END), "forward_backward timers");
+          has_timer(&g->step, TIMER_STEP_END), "forward_backward timers");
     CHECK(has_timer(&t->step, TIMER_BACKWARD_END) && has_timer(&t->step, TIMER_OPT_BEGIN), "train timers");
   }
   CHECK(total_bytes(fw) < total_bytes(tr), "forward: fewer bytes in all");
   CHECK(tr->ranks[0].arena_bytes[ARENA_OPT]
-                                                          ? total_bytes(fb) < total_bytes(tr)
-                                                          : total_bytes(fb) == total_bytes(tr), "forward_backward: no more bytes than train");
+        ? total_bytes(fb) < total_bytes(tr)
+        : total_bytes(fb) == total_bytes(tr), "forward_backward: no more bytes than train");
   CHECK(!has_tensor(fw, TF_GRAD | TF_OPT_M | TF_OPT_V, NULL), "forward: no gradient or optimizer tensors");
   CHECK(!has_tensor(fb, TF_OPT_M | TF_OPT_V, NULL), "forward_backward: no optimizer tensors");
   CHECK(!has_tensor(fw, 0, ".lse"), "forward: no attention lse");
@@ -220,7 +221,7 @@ static void check_structure(const char *name, const ddp_plan *tr, const ddp_plan
   ddp_step_times st;
   ddp_step_times_from_timers(fw, 0, ms, &st);
   CHECK(st.step_ms > 0 && st.forward_ms > 0 && st.backward_ms == 0 && st.optimizer_ms == 0 &&
-                                  st.comm_ms == 0 && st.exposed_comm_ms == 0 && st.compute_ms == st.step_ms, "forward step times");
+        st.comm_ms == 0 && st.exposed_comm_ms == 0 && st.compute_ms == st.step_ms, "forward step times");
   free(ms);
 }
 

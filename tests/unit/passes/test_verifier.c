@@ -13,7 +13,8 @@
 static void expect_refused(const ddp_plan *p, const char *what, const char *needle) {
   char err[4096];
   if (!CHECK(ddp_verify(p, err, sizeof err) != 0, "%s: the verifier accepted it", what)) return;
-  if (CHECK(strstr(err, needle), "%s: message lacks '%s': %s", what, needle, err)) printf("refused (%s): %s\n", what, err);
+  if (CHECK(strstr(err, needle), "%s: message lacks '%s': %s", what, needle, err))
+    printf("refused (%s): %s\n", what, err);
 }
 
 static void remove_instr(ddp_program *prog, uint32_t k) {
@@ -38,11 +39,13 @@ int main(void) {
   ddp_compile_opts o = {.arch = "sm_90a", .jobs = 1, .skip_codegen = 1};
   ddp_plan *p = ddp_compile(s, &o, err, sizeof err);
   if (!CHECK(p, "compile: %s", err)) return check_report("test_verifier");
-  if (!CHECK(ddp_verify(p, err, sizeof err) == 0, "the correct plan was refused: %s", err)) return check_report("test_verifier");
+  if (!CHECK(ddp_verify(p, err, sizeof err) == 0, "the correct plan was refused: %s", err))
+    return check_report("test_verifier");
   ddp_program *step0 = &p->ranks[0].step, saved = copy_program(step0);
   int collectives = 0;
   for (uint32_t k = 0; k < step0->n; k++) collectives += step0->v[k].opcode == I_ALL_REDUCE;
-  if (!CHECK(collectives >= 2, "expected several bucket all-reduces, found %d", collectives)) return check_report("test_verifier");
+  if (!CHECK(collectives >= 2, "expected several bucket all-reduces, found %d", collectives))
+    return check_report("test_verifier");
 
   /* 1. the comm stream's first wait removed: its all-reduce races with the backward */
   for (uint32_t k = 0; k < step0->n; k++)
