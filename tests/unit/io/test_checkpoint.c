@@ -475,19 +475,16 @@ static int sample_mode(const char *mode, const char *dir) {
   } else {
     fake *b = fake_new(p, 0, 2, 0);
     int64_t steps = -1;
-    if (ddp_checkpoint_load(&b->x, dir, &steps, err, sizeof err) == 0) {
-      rc = steps == 7 ? 0 : 1;
+    if (CHECK(ddp_checkpoint_load(&b->x, dir, &steps, err, sizeof err) == 0, "%s: load failed", dir)) {
       for (uint32_t t = 0; t < p->ntensors; t++) {
         const ddp_tensor *x = &p->tensors[t];
         if (((x->flags & (TF_PARAM | TF_OPT_M | TF_OPT_V)) && x->state_name) || (x->flags & TF_SCALARS))
-          if (!same_tensor(a, b, p, (int32_t)t)) {
-            fprintf(stderr, "%s: tensor %s differs\n", dir, x->name);
-            rc = 1;
-          }
+          CHECK(same_tensor(a, b, p, (int32_t)t), "%s: tensor %s differs", dir, x->name);
       }
-      if (steps != 7) fprintf(stderr, "%s: step %lld, expected 7\n", dir, (long long)steps);
-      if (!rc) printf("%s: loaded, every tensor bit for bit, step 7: OK\n", dir);
+      CHECK(steps == 7, "%s: step %lld, expected 7", dir, (long long)steps);
+      if (!check_failed) printf("%s: loaded, every tensor bit for bit, step 7: OK\n", dir);
     }
+    rc = check_failed ? 1 : 0;
     fake_free(b);
   }
   if (err[0]) fprintf(stderr, "%s\n", err);

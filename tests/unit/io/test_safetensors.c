@@ -320,17 +320,18 @@ static int sample_mode(const char *mode, const char *where) {
                          {.name = "empty", .dtype = DT_F32, .ndim = 2, .shape = {0, 5}, .data = w}};
     const char *meta[] = {"format", "ddpc", "step", "3", "schedule", "a \"q\" \\ \xc3\xa9\n\x01 \xff.lua"};
     snprintf(path, sizeof path, "%s/sample.safetensors", where);
-    if (ddp_st_write(path, e, 5, meta, 3, NULL, NULL, err, sizeof err)) return fprintf(stderr, "%s\n", err), 1;
+    if (!CHECK(!ddp_st_write(path, e, 5, meta, 3, NULL, NULL, err, sizeof err), "%s", err)) return 1;
     printf("wrote %s; expected tensors:\nw=F32[2,3]\nh=BF16[4]\nids=I32[3,2]\nscalar=F32[]\nempty=F32[0,5]\n", path);
     return 0;
   }
   ddp_st_file *f = ddp_st_open(where, err, sizeof err);
-  if (!f) return fprintf(stderr, "%s\n", err), 1;
+  if (!CHECK(f, "%s", err)) return 1;
   const ddp_st_tensor *tw = ddp_st_find(f, "w"), *th = ddp_st_find(f, "h"), *ti = ddp_st_find(f, "ids");
-  int ok = tw && th && ti && tw->dtype == DT_F32 && th->dtype == DT_BF16 && ti->dtype == DT_I32 &&
-           memcmp(ddp_st_data(f, tw), w, sizeof w) == 0 && memcmp(ddp_st_data(f, th), hb, sizeof hb) == 0 &&
-           memcmp(ddp_st_data(f, ti), ids, sizeof ids) == 0 && ddp_st_meta(f, "schedule") &&
-           strcmp(ddp_st_meta(f, "schedule"), "a \"q\" \\ \xc3\xa9\n\x01 \xef\xbf\xbd.lua") == 0;
+  bool ok = CHECK(tw && th && ti && tw->dtype == DT_F32 && th->dtype == DT_BF16 && ti->dtype == DT_I32 &&
+                     memcmp(ddp_st_data(f, tw), w, sizeof w) == 0 && memcmp(ddp_st_data(f, th), hb, sizeof hb) == 0 &&
+                     memcmp(ddp_st_data(f, ti), ids, sizeof ids) == 0 && ddp_st_meta(f, "schedule") &&
+                     strcmp(ddp_st_meta(f, "schedule"), "a \"q\" \\ \xc3\xa9\n\x01 \xef\xbf\xbd.lua") == 0,
+                 "%s: values differ", where);
   printf("%s: %s\n", where, ok ? "f32, bf16 and i32 values bit for bit, escaped metadata: OK" : "values differ");
   ddp_st_close(f);
   return ok ? 0 : 1;
