@@ -7,28 +7,13 @@
 #    rank that never arrives fails the rendezvous with a clear line; a 2-rank plan under 3 is refused.
 # SKIP (77) with fewer than 2 GPUs. DDP_GPU_RANKS=N runs the equivalence part on N GPUs (4 and 8 on larger
 # machines) and stops there; the launch and failure part is written for 2.
-set -u
+. "$(dirname "$0")/lib.sh"
 N=${DDP_GPU_RANKS:-2}
 ngpu=$(nvidia-smi -L 2>/dev/null | wc -l)
 if [ "$ngpu" -lt "$N" ] || [ "$N" -lt 2 ]; then echo "SKIP: needs $N GPUs (at least 2), found $ngpu"; exit 77; fi
 export NCCL_NVLS_ENABLE=0 TORCH_SYMM_MEM_DISABLE_MULTICAST=1 NVSHMEM_DISABLE_NVLS=1
-tmp="$DDP_TEST_TMP/gpu_ddp"; rm -rf "$tmp"; mkdir -p "$tmp"
+e2e_tmp gpu_ddp
 cp "$DDP_SOURCE_DIR/schedules/models.lua" "$tmp/"
-fail=0
-write() { # NAME MODEL RANKS PARALLEL_EXTRA OPTIMIZER STEPS DATA
-  local par
-  if [ "$3" = 1 ]; then par="single()"; else par="ddp { ranks = $3 $4 }"; fi
-  printf 'local models = require "models"\nreturn schedule { model = %s, data = %s, precision = "fp32",\n  optimizer = %s, parallel = %s, steps = %s, seed = 3 }\n' \
-    "$2" "$7" "$5" "$par" "$6" >"$tmp/$1.lua"
-  "$DDPC" "$tmp/$1.lua" -o "$tmp/$1.bin" -q || { echo "FAIL: $1 does not compile"; fail=1; return 1; }
-  "$DDPRUN" "$tmp/$1.bin" --nproc "$3" --checkpoint-dir "$tmp/$1.ckpt" --quiet || { echo "FAIL: $1 run"; fail=1; return 1; }
-}
-same() { # NAME BASELINE RTOL ATOL [MESSAGE]
-  if "$ST_COMPARE" "$tmp/$1.ckpt/model.safetensors" "$tmp/$2.ckpt/model.safetensors" --rtol "$3" --atol "$4" >"$tmp/cmp" 2>&1; then
-    echo "ok: $1 == $2 ($(tail -1 "$tmp/cmp"))"; [ -n "${5:-}" ] && echo "$5"; return 0
-  fi
-  echo "FAIL: $1 != $2: $(tail -3 "$tmp/cmp")"; fail=1
-}
 toy_data='{ global_batch = 20, rows = 20, seed = 7 }'
 write toy_1 "models.toy()" 1 "" "sgd { lr = 0.1 }" 5 "$toy_data"
 for mode in naive flat individual bucketed; do
@@ -64,20 +49,20 @@ port=$((29600 + RANDOM % 1000))
 ( RANK=1 WORLD_SIZE=2 LOCAL_RANK=1 MASTER_ADDR=127.0.0.1 MASTER_PORT=$port "$DDPRUN" "$plan" --quiet >"$tmp/tr1.log" 2>&1 ) &
 RANK=0 WORLD_SIZE=2 LOCAL_RANK=0 MASTER_ADDR=127.0.0.1 MASTER_PORT=$port "$DDPRUN" "$plan" --quiet >"$tmp/tr0.log" 2>&1; rc0=$?
 wait $!; rc1=$?
-[ $rc0 = 0 ] && [ $rc1 = 0 ] && echo "ok: torchrun-style variables" || { echo "FAIL: torchrun-style launch ($rc0/$rc1): $(cat "$tmp"/tr*.log)"; fail=1; }
+[ $rc0 = 0 ] && [ $rc1 = 0 ] && echo "ok: torchrun-style variables" || fail "torchrun-style launch ($rc0/$rc1): $(cat "$tmp"/tr*.log)"
 port=$((port + 1))
 ( SLURM_PROCID=1 SLURM_NTASKS=2 SLURM_LOCALID=1 SLURM_STEP_NODELIST=localhost SLURM_JOB_ID=77 MASTER_PORT=$port "$DDPRUN" "$plan" --quiet >"$tmp/sl1.log" 2>&1 ) &
 SLURM_PROCID=0 SLURM_NTASKS=2 SLURM_LOCALID=0 SLURM_STEP_NODELIST=localhost SLURM_JOB_ID=77 MASTER_PORT=$port "$DDPRUN" "$plan" --quiet >"$tmp/sl0.log" 2>&1; rc0=$?
 wait $!; rc1=$?
-[ $rc0 = 0 ] && [ $rc1 = 0 ] && echo "ok: Slurm variables" || { echo "FAIL: Slurm launch ($rc0/$rc1): $(cat "$tmp"/sl*.log)"; fail=1; }
+[ $rc0 = 0 ] && [ $rc1 = 0 ] && echo "ok: Slurm variables" || fail "Slurm launch ($rc0/$rc1): $(cat "$tmp"/sl*.log)"
 
 # failures
-if "$DDPRUN" "$plan" --nproc 3 --quiet 2>"$tmp/w3.err"; then echo "FAIL: 2-rank plan ran on 3"; fail=1
-else grep -q "compiled for 2 ranks" "$tmp/w3.err" && echo "ok: refused: $(head -1 "$tmp/w3.err")" || { echo "FAIL: $(cat "$tmp/w3.err")"; fail=1; }; fi
+if "$DDPRUN" "$plan" --nproc 3 --quiet 2>"$tmp/w3.err"; then fail "2-rank plan ran on 3"
+else grep -q "compiled for 2 ranks" "$tmp/w3.err" && echo "ok: refused: $(head -1 "$tmp/w3.err")" || fail "$(cat "$tmp/w3.err")"; fi
 port=$((port + 1))
 start=$(date +%s)
 if RANK=0 WORLD_SIZE=2 LOCAL_RANK=0 MASTER_PORT=$port DDP_RENDEZVOUS_TIMEOUT_S=5 "$DDPRUN" "$plan" --quiet 2>"$tmp/rv.err"; then
-  echo "FAIL: rendezvous without rank 1 succeeded"; fail=1
+  fail "rendezvous without rank 1 succeeded"
 else echo "ok: missing rank after $(( $(date +%s) - start )) s: $(tail -1 "$tmp/rv.err")"; fi
 # a rank killed mid-run (no supervisor: torchrun-style processes; the survivor must notice)
 "$DDPC" "$tmp/tiny_flat.lua" -o "$tmp/long.bin" -q --set steps=100000
@@ -94,5 +79,5 @@ wait $survivor; rc=$?
 kill $watchdog 2>/dev/null
 took=$(( $(date +%s) - killed ))
 if [ $rc != 0 ] && [ $took -le 60 ]; then echo "ok: rank 1 killed; rank 0 exited $rc after $took s: $(tail -1 "$tmp/kill.err")"
-else echo "FAIL: after killing rank 1, rank 0 exited $rc after $took s: $(tail -2 "$tmp/kill.err")"; fail=1; fi
+else fail "after killing rank 1, rank 0 exited $rc after $took s: $(tail -2 "$tmp/kill.err")"; fi
 exit $fail

@@ -3,17 +3,16 @@
 # init and data: the tiny transformer (fp32: losses within 1e-5 relative; bf16: 2e-2) and the toy MLPs
 # (fp32, 1e-5), 10 steps each; then each executor resumes from the other's final checkpoint (loadable
 # by both). SKIP (77) without a GPU.
-set -u
+. "$(dirname "$0")/lib.sh"
 if ! nvidia-smi -L >/dev/null 2>&1; then echo "SKIP: no GPU"; exit 77; fi
-tmp="$DDP_TEST_TMP/gpu_step"; rm -rf "$tmp"; mkdir -p "$tmp"
-fail=0
+e2e_tmp gpu_step
 run_pair() { # NAME SCHEDULE RTOL [--set ...]
   local name=$1 sched=$2 rtol=$3; shift 3
-  "$DDPC" "$DDP_SOURCE_DIR/schedules/$sched.lua" -o "$tmp/$name.bin" -q "$@" || { echo "FAIL: $name compile"; fail=1; return; }
+  "$DDPC" "$DDP_SOURCE_DIR/schedules/$sched.lua" -o "$tmp/$name.bin" -q "$@" || { fail "$name compile"; return; }
   "$DDPRUN" "$tmp/$name.bin" --device cuda --steps 10 --metrics "$tmp/$name.gpu.jsonl" --checkpoint-dir "$tmp/$name.gpu" --quiet ||
-    { echo "FAIL: $name on the GPU"; fail=1; return; }
+    { fail "$name on the GPU"; return; }
   "$DDPRUN" "$tmp/$name.bin" --device ref --steps 10 --metrics "$tmp/$name.ref.jsonl" --checkpoint-dir "$tmp/$name.ref" --quiet ||
-    { echo "FAIL: $name on the reference executor"; fail=1; return; }
+    { fail "$name on the reference executor"; return; }
   python3 - "$tmp/$name.gpu.jsonl" "$tmp/$name.ref.jsonl" "$rtol" "$name" <<'PY' || fail=1
 import json, math, sys
 g = [json.loads(l) for l in open(sys.argv[1]) if '"step"' in l]
@@ -29,9 +28,9 @@ print(f"ok: {sys.argv[4]}: 10 steps, losses {g[0]['loss']:.6f} .. {g[-1]['loss']
 PY
   # each executor continues from the other's checkpoint
   "$DDPRUN" "$tmp/$name.bin" --device ref --steps 11 --checkpoint-dir "$tmp/$name.gpu" --resume --quiet ||
-    { echo "FAIL: $name: the reference executor cannot resume the GPU's checkpoint"; fail=1; }
+    fail "$name: the reference executor cannot resume the GPU's checkpoint"
   "$DDPRUN" "$tmp/$name.bin" --device cuda --steps 11 --checkpoint-dir "$tmp/$name.ref" --resume --quiet ||
-    { echo "FAIL: $name: the GPU cannot resume the reference executor's checkpoint"; fail=1; }
+    fail "$name: the GPU cannot resume the reference executor's checkpoint"
 }
 run_pair tiny_fp32 tiny 1e-5
 run_pair tiny_bf16 tiny 2e-2 --set precision=bf16
@@ -41,9 +40,9 @@ run_pair toy_layernorm toy_layernorm 1e-5
 # Plans that do not train (mode = "forward" / "forward_backward"): no checkpoints, losses only.
 run_mode() { # NAME SCHEDULE RTOL MODE [--set ...]
   local name=$1 sched=$2 rtol=$3 mode=$4; shift 4
-  "$DDPC" "$DDP_SOURCE_DIR/schedules/$sched.lua" -o "$tmp/$name.bin" -q --set mode=$mode "$@" || { echo "FAIL: $name compile"; fail=1; return; }
-  "$DDPRUN" "$tmp/$name.bin" --device cuda --steps 3 --metrics "$tmp/$name.gpu.jsonl" --quiet || { echo "FAIL: $name on the GPU"; fail=1; return; }
-  "$DDPRUN" "$tmp/$name.bin" --device ref --steps 3 --metrics "$tmp/$name.ref.jsonl" --quiet || { echo "FAIL: $name on ref"; fail=1; return; }
+  "$DDPC" "$DDP_SOURCE_DIR/schedules/$sched.lua" -o "$tmp/$name.bin" -q --set mode=$mode "$@" || { fail "$name compile"; return; }
+  "$DDPRUN" "$tmp/$name.bin" --device cuda --steps 3 --metrics "$tmp/$name.gpu.jsonl" --quiet || { fail "$name on the GPU"; return; }
+  "$DDPRUN" "$tmp/$name.bin" --device ref --steps 3 --metrics "$tmp/$name.ref.jsonl" --quiet || { fail "$name on ref"; return; }
   python3 - "$tmp/$name.gpu.jsonl" "$tmp/$name.ref.jsonl" "$rtol" "$name" <<'PY' || fail=1
 import json, math, sys
 g = [json.loads(l) for l in open(sys.argv[1]) if '"step"' in l]

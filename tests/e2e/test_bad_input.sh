@@ -4,17 +4,16 @@
 # escapes, an unknown mode; the front end's own tests check each message), an unknown arch, a missing
 # token file at run time, a token id >= vocab, corrupted, truncated and foreign plans, a plan launched
 # with the wrong number of ranks, checkpoints asked of a plan that does not train, bad command lines.
-set -u
-tmp="$DDP_TEST_TMP/bad"; rm -rf "$tmp"; mkdir -p "$tmp"
-fail=0
+. "$(dirname "$0")/lib.sh"
+e2e_tmp bad
 # expect_fail NAME PATTERN OUTPUT_FILE_THAT_MUST_NOT_EXIST cmd...
 expect_fail() {
   local name=$1 pattern=$2 out=$3; shift 3
-  if "$@" >"$tmp/out" 2>"$tmp/err"; then echo "FAIL: $name: succeeded"; fail=1; return; fi
+  if "$@" >"$tmp/out" 2>"$tmp/err"; then fail "$name: succeeded"; return; fi
   local lines; lines=$(wc -l <"$tmp/err")
-  if [ "$lines" != 1 ]; then echo "FAIL: $name: $lines lines on stderr:"; cat "$tmp/err"; fail=1; return; fi
-  if ! grep -qE -- "$pattern" "$tmp/err"; then echo "FAIL: $name: '$(cat "$tmp/err")' lacks /$pattern/"; fail=1; return; fi
-  if [ -n "$out" ] && ls "$out"* >/dev/null 2>&1; then echo "FAIL: $name: left $(ls "$out"*)"; fail=1; return; fi
+  if [ "$lines" != 1 ]; then fail "$name: $lines lines on stderr:"; cat "$tmp/err"; return; fi
+  if ! grep -qE -- "$pattern" "$tmp/err"; then fail "$name: '$(cat "$tmp/err")' lacks /$pattern/"; return; fi
+  if [ -n "$out" ] && ls "$out"* >/dev/null 2>&1; then fail "$name: left $(ls "$out"*)"; return; fi
   echo "ok: $name: $(cat "$tmp/err")"
 }
 bad="$DDP_SOURCE_DIR/tests/fixtures/schedules_bad"
@@ -50,7 +49,7 @@ toks = [i % 200 for i in range(400)]
 toks[37] = 300   # vocab of models.tiny() is 256
 open(sys.argv[1], "wb").write(struct.pack("<%dH" % len(toks), *toks))
 PY
-"$DDPC" "$tmp/tokens.lua" -o "$tmp/tok.bin" -q || { echo "FAIL: token schedule does not compile"; fail=1; }
+"$DDPC" "$tmp/tokens.lua" -o "$tmp/tok.bin" -q || fail "token schedule does not compile"
 expect_fail token_vocab "token 300 at offset 37 is >= vocab 256" "" "$DDPRUN" "$tmp/tok.bin" --device ref --quiet
 mv "$tmp/tokens.bin" "$tmp/tokens.moved"
 expect_fail token_file_gone "tokens.bin" "" "$DDPRUN" "$tmp/tok.bin" --device ref --quiet

@@ -6,33 +6,11 @@
 #    0.0016 / 0.0001 / 0.01 MB end with the same weights as 1 rank on all 20 rows (allclose 1e-5);
 #  - sharded AdamW (lr 0.1, wd 0.1, betas 0.9/0.999, 10 steps) and ZeRO-1 equal plain AdamW DDP (1e-7);
 #  - the tiny transformer in every mode on 2 and 3 ranks equals 1 rank on the same global batch (1e-6).
-set -u
-tmp="$DDP_TEST_TMP/ddp"; rm -rf "$tmp"; mkdir -p "$tmp"
+. "$(dirname "$0")/lib.sh"
+e2e_tmp ddp
 cp "$DDP_SOURCE_DIR/schedules/models.lua" "$tmp/"
-fail=0
 
-# write NAME MODEL RANKS PARALLEL_EXTRA OPTIMIZER STEPS BATCH
-write() {
-  local par
-  if [ "$3" = 1 ]; then par="single()"; else par="ddp { ranks = $3 $4 }"; fi
-  cat >"$tmp/$1.lua" <<LUA
-local models = require "models"
-return schedule { model = $2, data = $7, precision = "fp32", optimizer = $5,
-                  parallel = $par, steps = $6, seed = 3 }
-LUA
-  "$DDPC" "$tmp/$1.lua" -o "$tmp/$1.bin" -q || { echo "FAIL: $1 does not compile"; fail=1; return 1; }
-  "$DDPRUN" "$tmp/$1.bin" --device ref --checkpoint-dir "$tmp/$1.ckpt" --quiet || { echo "FAIL: $1 run"; fail=1; return 1; }
-}
-
-# same NAME BASELINE RTOL ATOL MESSAGE
-same() {
-  if "$ST_COMPARE" "$tmp/$1.ckpt/model.safetensors" "$tmp/$2.ckpt/model.safetensors" --rtol "$3" --atol "$4" >"$tmp/cmp" 2>&1; then
-    echo "ok: $1 == $2 ($(tail -1 "$tmp/cmp"))"; [ -n "${5:-}" ] && echo "$5"
-  else
-    echo "FAIL: $1 != $2: $(tail -3 "$tmp/cmp")"; fail=1
-  fi
-}
-
+E2E_DEVICE=ref # write and same (lib.sh) on the reference executor
 toy_data='{ global_batch = 20, rows = 20, seed = 7 }'
 for model in toy toy_tied; do
   write "${model}_1" "models.$model()" 1 "" "sgd { lr = 0.1 }" 5 "$toy_data"

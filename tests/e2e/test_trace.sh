@@ -1,8 +1,8 @@
 #!/usr/bin/env bash
 # tests/e2e/test_trace.sh: --trace writes one Chrome trace-event JSON per rank with a track per stream, the
 # plan's instructions as spans (layer ops on compute, bucket all-reduces on comm) and valid JSON.
-set -u
-tmp="$DDP_TEST_TMP/trace"; rm -rf "$tmp"; mkdir -p "$tmp"
+. "$(dirname "$0")/lib.sh"
+e2e_tmp trace
 "$DDPC" "$DDP_SOURCE_DIR/schedules/toy_ddp.lua" -o "$tmp/plan.bin" -q || exit 1
 "$DDPRUN" "$tmp/plan.bin" --device ref --trace "$tmp/t.json" --quiet || exit 1
 python3 - "$tmp" <<'PY' || exit 1
