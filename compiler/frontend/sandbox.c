@@ -138,13 +138,13 @@ static int fe_setmetatable(lua_State *L) {
 static int fe_xpcall(lua_State *L) {
   int n = lua_gettop(L);
   luaL_checktype(L, 2, LUA_TFUNCTION);
-  lua_pushboolean(L, 1); /* n + 1 */
+  lua_pushboolean(L, 1);
   lua_pushvalue(L, 1);
-  for (int i = 3; i <= n; i++) lua_pushvalue(L, i);
+  lua_rotate(L, 3, 2); /* f msgh true f args... */
   int st = lua_pcall(L, n - 2, LUA_MULTRET, 0);
-  if (st == LUA_OK) return lua_gettop(L) - n;
-  lua_pushboolean(L, 0);
-  lua_replace(L, n + 1);
+  if (st == LUA_OK) return lua_gettop(L) - 2;
+  lua_pushboolean(L, 0); /* f msgh true err */
+  lua_replace(L, 3);
   if (st != LUA_ERRMEM) { /* as Lua: no handler for memory errors */
     lua_pushvalue(L, 2);
     lua_insert(L, -2);
