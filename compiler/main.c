@@ -1,5 +1,5 @@
 /* compiler/main.c: the ddpc command line.
- *   ddpc SCHEDULE.lua -o PLAN [--arch sm_90a] [--set path=value ...] [-j N]
+ *   ddpc SCHEDULE.lua -o PLAN [--arch sm_90a] [--set path=value ...] [-j N] [--time-limit S]
  *   ddpc inspect PLAN [--rank R]
  * Errors: one line on stderr, exit 1; a failed compile leaves no plan file. */
 #include "codegen.h"
@@ -15,6 +15,7 @@
 static void usage(FILE *f) {
   fprintf(f,
           "usage: ddpc SCHEDULE.lua -o PLAN [--arch sm_90a] [--set path=value ...] [-j N] [--quiet]\n"
+          "            [--time-limit S]  (CPU seconds the schedule's Lua may run, default 10)\n"
           "       ddpc inspect PLAN [--rank R]\n"
           "Compiles a Lua training schedule into a static execution plan for ddprun, or prints a plan.\n");
 }
@@ -72,7 +73,8 @@ int main(int argc, char **argv) {
   long jobs = sysconf(_SC_NPROCESSORS_ONLN);
   for (int i = 1; i < argc; i++) {
     const char *a = argv[i];
-    if (!strcmp(a, "-o") || !strcmp(a, "--arch") || !strcmp(a, "--set") || !strcmp(a, "-j")) {
+    if (!strcmp(a, "-o") || !strcmp(a, "--arch") || !strcmp(a, "--set") || !strcmp(a, "-j") ||
+        !strcmp(a, "--time-limit")) {
       if (i + 1 >= argc) {
         fprintf(stderr, "ddpc: %s needs a value\n", a);
         return 1;
@@ -81,7 +83,15 @@ int main(int argc, char **argv) {
       if (!strcmp(a, "-o")) out = v;
       else if (!strcmp(a, "--arch")) arch = v;
       else if (!strcmp(a, "--set")) sets[nsets++] = v;
-      else {
+      else if (!strcmp(a, "--time-limit")) {
+        char *end;
+        double t = strtod(v, &end);
+        if (*end || !(t > 0 && t <= 1e6)) {
+          fprintf(stderr, "ddpc: --time-limit must be a number of seconds in (0, 1e6], got '%s'\n", v);
+          return 1;
+        }
+        ddp_schedule_time_limit(t);
+      } else {
         char *end;
         jobs = strtol(v, &end, 10);
         if (*end || jobs < 1) {

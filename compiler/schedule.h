@@ -91,4 +91,7 @@ typedef struct ddp_schedule {
 ddp_schedule *ddp_schedule_load(const char *path, const char *const *sets, int nsets, char *err,
                                 size_t errcap);
 void ddp_schedule_free(ddp_schedule *s);
+/* The CPU seconds each Lua phase of a schedule may use (default 10; the wall-clock limit is 3 times it).
+ * Past it the process prints one line naming the schedule and exits with status 1. */
+void ddp_schedule_time_limit(double seconds);
 #endif

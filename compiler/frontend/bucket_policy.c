@@ -5,6 +5,7 @@
  * exactly one bucket. Bucket k of the result (1-based) becomes bucket_of = k-1. Runs in the schedule's
  * sandbox, with a fresh instruction budget per call. */
 #include "fe.h"
+#include "err.h"
 #include <stdarg.h>
 #include <stdio.h>
 #include <string.h>
@@ -116,7 +117,10 @@ int fe_bucket_policy(void *ctx, const char *const *names, const uint64_t *bytes,
   lua_settop(L, 0);
   lua_pushcfunction(L, fe_bucket_run);
   lua_pushlightuserdata(L, &bc);
+  fe_watch *w = fe_watch_begin(sb->bucket_where, "parallel.buckets");
+  if (!w) return ddp_fail(err, errcap, "%s: cannot start the time-limit watchdog", sb->bucket_where);
   int st = lua_pcall(L, 1, 0, 0);
+  fe_watch_end(w);
   if (st == LUA_OK) return 0;
   if (st == LUA_ERRMEM)
     snprintf(err, errcap, "%s: parallel.buckets used more than %d MB of Lua memory", sb->bucket_where,

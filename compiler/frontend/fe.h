@@ -11,6 +11,9 @@
 #define FE_MEM_CAP ((size_t)512 << 20)  /* bytes a schedule's Lua state may hold */
 #define FE_INSTR_LIMIT 100000000LL      /* Lua VM instructions per run (and per bucket-function call) */
 #define FE_HOOK_EVERY 10000             /* instruction-count hook period */
+#define FE_TIME_LIMIT_S 10.0            /* default CPU seconds per Lua phase (ddpc --time-limit) */
+#define FE_WALL_FACTOR 3                /* the wall-clock limit is this many times the CPU limit */
+#define FE_PATTERN_BUDGET 1e9           /* worst-case steps of one string.find/match/gmatch/gsub */
 #define FE_MSG_MAX 2048                 /* longest error line we build */
 #define FE_WHERE_MAX 1200               /* "file:line" or "--set path=value" */
 #define FE_MAX_ELEMS ((int64_t)INT32_MAX) /* no tensor of a validated schedule has more elements */
@@ -102,6 +105,11 @@ void fe_apply_sets(lua_State *L, int root, const char *const *sets, int nsets);
 /* ---- bucket_policy.c ---- */
 int fe_bucket_policy(void *ctx, const char *const *names, const uint64_t *bytes, int n, int *bucket_of,
                      char *err, size_t errcap);
+
+/* ---- watchdog.c: the time limit of a Lua phase; past it, one line and exit(1). ---- */
+typedef struct fe_watch fe_watch;
+fe_watch *fe_watch_begin(const char *where, const char *what); /* NULL if no thread could start */
+void fe_watch_end(fe_watch *w);
 
 /* ---- load.c ---- */
 void fe_one_line(char *s); /* newlines and tabs become spaces */

@@ -3,6 +3,7 @@
  * turns any failure into one line that names a place: file:line, --set ..., or at least the file. The Lua
  * state is kept (for the bucket function) only when the schedule has one. */
 #include "fe.h"
+#include "err.h"
 #include <ctype.h>
 #include <errno.h>
 #include <stdio.h>
@@ -162,12 +163,21 @@ ddp_schedule *ddp_schedule_load(const char *path, const char *const *sets, int n
   }
   snprintf(s->path, sizeof s->path, "%s", path);
   fe_run run = {sb, s, source, len, sets, nsets < 0 ? 0 : nsets};
+  fe_watch *w = fe_watch_begin(path, "the schedule");
+  if (!w) {
+    ddp_fail(err, errcap, "%s: cannot start the time-limit watchdog (out of threads or memory)", path);
+    fe_sandbox_free(sb);
+    free(s);
+    free(source);
+    return NULL;
+  }
   lua_pushcfunction(sb->L, fe_main);
   lua_pushlightuserdata(sb->L, &run);
   int st = lua_pcall(sb->L, 1, 0, 0);
   if (st != LUA_OK) {
     fe_report(sb, sb->L, st, err, errcap);
     fe_sandbox_free(sb);
+    fe_watch_end(w);
     free(s);
     free(source);
     return NULL;
@@ -180,6 +190,7 @@ ddp_schedule *ddp_schedule_load(const char *path, const char *const *sets, int n
   } else {
     fe_sandbox_free(sb);
   }
+  fe_watch_end(w);
   return s;
 }
 

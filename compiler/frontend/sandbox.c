@@ -1,7 +1,10 @@
 /* compiler/frontend/sandbox.c: the Lua state a schedule runs in. A counting allocator (memory cap), an
  * instruction-count hook (runaway scripts), only the base (without dofile/loadfile; load of text only),
  * string, table, math and utf8 libraries, print to stderr, `require "name"` limited to
- * <schedule folder>/<name>.lua, and clear errors when code reaches for os, io, debug or package. */
+ * <schedule folder>/<name>.lua, and clear errors when code reaches for os, io, debug or package. Lua runs
+ * __gc finalizers and xpcall message handlers with hooks off, and the string library's matcher is a C
+ * loop: so setmetatable refuses __gc, xpcall calls its handler after unwinding, and find/match/gmatch/gsub
+ * refuse a pattern whose worst case is over FE_PATTERN_BUDGET steps (watchdog.c bounds the rest). */
 #include "fe.h"
 #include <lualib.h>
 #include <stdio.h>
@@ -114,6 +117,90 @@ static int fe_load(lua_State *L) {
   return 1;
 }
 
+/* Wrappers of library functions: check, then run the original (upvalue 1) in this same call frame, so
+ * its own errors still name the caller's file:line. */
+static int fe_call_original(lua_State *L) { return lua_tocfunction(L, lua_upvalueindex(1))(L); }
+
+/* setmetatable(t, mt): a metatable with __gc is refused (finalizers run with hooks off, out of reach of
+ * the instruction limit, and also when the state closes). */
+static int fe_setmetatable(lua_State *L) {
+  if (lua_type(L, 2) == LUA_TTABLE) {
+    lua_pushliteral(L, "__gc");
+    int has_gc = lua_rawget(L, 2) != LUA_TNIL;
+    lua_pop(L, 1);
+    if (has_gc) return luaL_error(L, "setmetatable: __gc finalizers are not allowed in schedules");
+  }
+  return fe_call_original(L);
+}
+
+/* xpcall(f, msgh, ...): Lua calls msgh where the error is raised, which for the instruction limit is
+ * inside the hook, with hooks off; here msgh runs after the stack unwinds, under the limits. */
+static int fe_xpcall(lua_State *L) {
+  int n = lua_gettop(L);
+  luaL_checktype(L, 2, LUA_TFUNCTION);
+  lua_pushboolean(L, 1);
+  lua_pushvalue(L, 1);
+  lua_rotate(L, 3, 2); /* f msgh true f args... */
+  int st = lua_pcall(L, n - 2, LUA_MULTRET, 0);
+  if (st == LUA_OK) return lua_gettop(L) - 2;
+  lua_pushboolean(L, 0); /* f msgh true err */
+  lua_replace(L, 3);
+  if (st != LUA_ERRMEM) { /* as Lua: no handler for memory errors */
+    lua_pushvalue(L, 2);
+    lua_insert(L, -2);
+    lua_pcall(L, 1, 1, 0); /* its result, or its own error, is the message */
+  }
+  return 2;
+}
+
+/* Steps of Lua's backtracking matcher at worst on a subject of n bytes: each *, + or - item retries up to
+ * n + 1 lengths and each ? two; %b and back-references scan up to n bytes per try; an unanchored pattern
+ * is tried at n + 1 starts. Counting stops once over the budget. */
+static double fe_pattern_cost(const char *p, size_t len, double n, bool anchored) {
+  double cost = anchored ? 1 : n + 1;
+  for (size_t i = anchored; i < len && cost <= FE_PATTERN_BUDGET;) {
+    char c = p[i++];
+    if (c == '(' || c == ')') continue;
+    if (c == '%' && i < len) {
+      c = p[i++];
+      if (c == 'b' || (c >= '0' && c <= '9')) {
+        cost *= n + 1;
+        i += c == 'b' ? 2 : 0;
+        continue;
+      }
+      if (c == 'f' && i < len) c = p[i++]; /* the frontier's set follows */
+      else continue;
+    }
+    if (c == '[') { /* as Lua's classEnd: the first character (after ^) is never the closing ] */
+      if (i < len && p[i] == '^') i++;
+      do i += (i < len && p[i] == '%') ? 2 : 1;
+      while (i < len && p[i] != ']');
+      i++;
+    }
+    if (i < len && (p[i] == '*' || p[i] == '+' || p[i] == '-')) cost *= n + 1, i++;
+    else if (i < len && p[i] == '?') cost *= 2, i++;
+  }
+  return cost;
+}
+
+/* string.find/match/gmatch/gsub (upvalue 2: the name): the pattern's worst case must fit the budget. */
+static int fe_string_match(lua_State *L) {
+  const char *name = lua_tostring(L, lua_upvalueindex(2));
+  size_t n, len;
+  luaL_checklstring(L, 1, &n);
+  const char *p = luaL_checklstring(L, 2, &len);
+  bool plain = strcmp(name, "find") == 0 && lua_toboolean(L, 4);
+  double cost = plain ? 0 : fe_pattern_cost(p, len, (double)n, len > 0 && p[0] == '^' && strcmp(name, "gmatch"));
+  if (cost > FE_PATTERN_BUDGET) {
+    char msg[256];
+    snprintf(msg, sizeof msg, "string.%s: the pattern \"%.40s%s\" could backtrack more than %.0e steps on %zu "
+             "bytes, the sandbox's limit (use fewer *, +, - or ? items, or a shorter string)", name, p,
+             len > 40 ? "..." : "", FE_PATTERN_BUDGET, n);
+    return luaL_error(L, "%s", msg);
+  }
+  return fe_call_original(L);
+}
+
 static bool fe_module_name_ok(const char *s) {
   if (!*s) return false;
   for (; *s; s++)
@@ -184,7 +271,21 @@ void fe_sandbox_open(lua_State *L) {
     luaL_requiref(L, libs[i].name, libs[i].open, 1);
     lua_pop(L, 1);
   }
+  lua_getglobal(L, LUA_STRLIBNAME);
+  static const char *const matchers[] = {"find", "match", "gmatch", "gsub"};
+  for (int i = 0; i < 4; i++) {
+    lua_getfield(L, -1, matchers[i]);
+    lua_pushstring(L, matchers[i]);
+    lua_pushcclosure(L, fe_string_match, 2);
+    lua_setfield(L, -2, matchers[i]);
+  }
+  lua_pop(L, 1);
   lua_pushglobaltable(L);
+  lua_getfield(L, -1, "setmetatable");
+  lua_pushcclosure(L, fe_setmetatable, 1);
+  lua_setfield(L, -2, "setmetatable");
+  lua_pushcfunction(L, fe_xpcall);
+  lua_setfield(L, -2, "xpcall");
   lua_pushnil(L);
   lua_setfield(L, -2, "dofile");
   lua_pushnil(L);
