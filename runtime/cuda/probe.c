@@ -1,5 +1,6 @@
 /* runtime/cuda/cuda_probe.c: GPU presence and architecture through the CUDA runtime (see cuda_probe.h). */
 #include "probe.h"
+#include "err.h"
 #include <cuda_runtime_api.h>
 #include <stdio.h>
 
@@ -32,7 +33,7 @@ int ddp_cuda_device_arch(int device, char *arch, size_t archcap, char *name, siz
   struct cudaDeviceProp prop;
   cudaError_t rc = cudaGetDeviceProperties(&prop, device);
   if (rc != cudaSuccess) {
-    snprintf(err, errcap, "%s:%d: cudaGetDeviceProperties(device %d): %s: %s", __FILE__, __LINE__, device,
+    ddp_fail(err, errcap, "%s:%d: cudaGetDeviceProperties(device %d): %s: %s", __FILE__, __LINE__, device,
              cudaGetErrorName(rc), cudaGetErrorString(rc));
     return -1;
   }

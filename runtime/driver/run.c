@@ -5,6 +5,7 @@
  * not train (mode "forward", "forward_backward") reports lr and grad_norm 0 and the phases it lacks
  * (backward_ms, optimizer_ms) as 0: they come from timing points the plan does not have. */
 #include "run.h"
+#include "err.h"
 #include "checkpoint.h"
 #include "trace.h"
 #include <math.h>
@@ -60,7 +61,7 @@ int ddp_run_rank(ddp_exec *x, const ddp_run_opts *o, char *err, size_t errcap) {
   if (lead && o->metrics_path) {
     metrics = fopen(o->metrics_path, "w");
     if (!metrics) {
-      snprintf(err, errcap, "%s: cannot write metrics file", o->metrics_path);
+      ddp_fail(err, errcap, "%s: cannot write metrics file", o->metrics_path);
       return -1;
     }
   }
@@ -78,7 +79,7 @@ int ddp_run_rank(ddp_exec *x, const ddp_run_opts *o, char *err, size_t errcap) {
   int64_t timed = 0, last_saved = -1;
   float loss = 0, scalars[SCALAR_COUNT] = {0};
   if (o->trace_path && !x->v->instr_times) {
-    snprintf(err, errcap, "the %s executor cannot record traces", x->v->name);
+    ddp_fail(err, errcap, "the %s executor cannot record traces", x->v->name);
     rc = -1;
   }
   for (int64_t s = start; rc == 0 && s < steps; s++) {
@@ -101,7 +102,7 @@ int ddp_run_rank(ddp_exec *x, const ddp_run_opts *o, char *err, size_t errcap) {
     }
     if (rc) break;
     if (!isfinite(loss)) {
-      snprintf(err, errcap, "rank %d: the loss is %f at step %lld", x->rank, (double)loss, (long long)s + 1);
+      ddp_fail(err, errcap, "rank %d: the loss is %f at step %lld", x->rank, (double)loss, (long long)s + 1);
       rc = -1;
       break;
     }

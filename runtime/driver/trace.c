@@ -1,5 +1,6 @@
 /* runtime/trace.c: see trace.h. */
 #include "trace.h"
+#include "err.h"
 #include <stdio.h>
 #include <string.h>
 
@@ -28,7 +29,7 @@ int ddp_trace_write(const ddp_plan *p, int rank, int64_t step, const double *sta
   snprintf(tmp, sizeof tmp, "%s.tmp", path);
   FILE *f = fopen(tmp, "w");
   if (!f) {
-    snprintf(err, errcap, "%s: cannot write the trace", path);
+    ddp_fail(err, errcap, "%s: cannot write the trace", path);
     return -1;
   }
   const ddp_program *prog = &p->ranks[rank].step;
@@ -75,7 +76,7 @@ int ddp_trace_write(const ddp_plan *p, int rank, int64_t step, const double *sta
   int ok = fclose(f) == 0;
   if (!ok || rename(tmp, path) != 0) {
     remove(tmp);
-    snprintf(err, errcap, "%s: cannot write the trace", path);
+    ddp_fail(err, errcap, "%s: cannot write the trace", path);
     return -1;
   }
   return 0;

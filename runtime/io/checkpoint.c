@@ -12,6 +12,7 @@
  * the plan lacks, the files' steps agree) and only then writes into the executor, so a refused checkpoint
  * leaves the executor untouched. */
 #include "checkpoint.h"
+#include "err.h"
 #include "safetensors.h"
 #include <errno.h>
 #include <stdbool.h>
@@ -83,7 +84,7 @@ static int plan_layout(const ddp_plan *p, int rank, ck_layout *L, char *err, siz
     }
   } else {
     if (nflat_m > 1 || nflat_v > 1) {
-      snprintf(err, errcap,
+      ddp_fail(err, errcap,
                "checkpoint: the plan has %d flat exp_avg and %d flat exp_avg_sq tensors, expected one each", nflat_m,
                nflat_v);
       layout_free(L);
@@ -96,7 +97,7 @@ static int plan_layout(const ddp_plan *p, int rank, ck_layout *L, char *err, siz
   if (sc >= 0 && add(&L->opt, sc, "optimizer.scalars")) goto oom;
   return 0;
 oom:
-  snprintf(err, errcap, "checkpoint: out of memory");
+  ddp_fail(err, errcap, "checkpoint: out of memory");
   layout_free(L);
   return -1;
 }
@@ -115,7 +116,7 @@ static const char *describe(int dtype_ok, const char *dtype, int ndim, const int
 static int mkdir_p(const char *dir, char *err, size_t errcap) {
   char path[4096];
   if (snprintf(path, sizeof path, "%s", dir) >= (int)sizeof path) {
-    snprintf(err, errcap, "%s: checkpoint directory path is too long", dir);
+    ddp_fail(err, errcap, "%s: checkpoint directory path is too long", dir);
     return -1;
   }
   for (char *s = path + 1;; s++) {
@@ -123,7 +124,7 @@ static int mkdir_p(const char *dir, char *err, size_t errcap) {
     char c = *s;
     *s = 0;
     if (mkdir(path, 0755) != 0 && errno != EEXIST) {
-      snprintf(err, errcap, "%s: cannot create checkpoint directory: %s", path, strerror(errno));
+      ddp_fail(err, errcap, "%s: cannot create checkpoint directory: %s", path, strerror(errno));
       return -1;
     }
     *s = c;
@@ -131,7 +132,7 @@ static int mkdir_p(const char *dir, char *err, size_t errcap) {
   }
   struct stat st;
   if (stat(dir, &st) != 0 || !S_ISDIR(st.st_mode)) {
-    snprintf(err, errcap, "%s: cannot create checkpoint directory: not a directory", dir);
+    ddp_fail(err, errcap, "%s: cannot create checkpoint directory: not a directory", dir);
     return -1;
   }
   return 0;
@@ -154,13 +155,13 @@ static int save_file(ddp_exec *x, const char *dir, const ck_file *f, const char 
   snprintf(path, sizeof path, "%s/%s", dir, f->name);
   ddp_st_entry *e = calloc(f->n + 1, sizeof *e);
   if (!e) {
-    snprintf(err, errcap, "%s: out of memory", path);
+    ddp_fail(err, errcap, "%s: out of memory", path);
     return -1;
   }
   for (uint32_t k = 0; k < f->n; k++) {
     const ddp_tensor *t = &p->tensors[f->v[k].tensor];
     if (!ddp_st_dtype_name(t->dtype) || t->ndim > DDP_MAX_DIMS) {
-      snprintf(err, errcap, "%s: tensor '%s' has dtype %s, which safetensors cannot hold", path, f->v[k].key,
+      ddp_fail(err, errcap, "%s: tensor '%s' has dtype %s, which safetensors cannot hold", path, f->v[k].key,
                ddp_dtype_name(t->dtype));
       free(e);
       return -1;
@@ -231,14 +232,14 @@ static int check_file(const ddp_plan *p, const ck_file *cf, const ddp_st_file *f
     const ddp_st_tensor *s = ddp_st_find(f, cf->v[k].key);
     if (!s) {
       mismatch_prefix(p, f, pre, sizeof pre);
-      snprintf(err, errcap, "%s: %s: no tensor '%s' (the plan expects %s)", f->label, pre, cf->v[k].key, want);
+      ddp_fail(err, errcap, "%s: %s: no tensor '%s' (the plan expects %s)", f->label, pre, cf->v[k].key, want);
       return -1;
     }
     bool same = s->dtype == t->dtype && s->ndim == t->ndim;
     for (int d = 0; same && d < t->ndim; d++) same = s->shape[d] == t->shape[d];
     if (!same) {
       mismatch_prefix(p, f, pre, sizeof pre);
-      snprintf(err, errcap, "%s: %s: tensor '%s' is %s, the plan expects %s", f->label, pre, cf->v[k].key,
+      ddp_fail(err, errcap, "%s: %s: tensor '%s' is %s, the plan expects %s", f->label, pre, cf->v[k].key,
                describe(1, s->dtype_name, s->ndim, s->shape, got, sizeof got), want);
       return -1;
     }
@@ -248,7 +249,7 @@ static int check_file(const ddp_plan *p, const ck_file *cf, const ddp_st_file *f
     for (uint32_t j = 0; j < cf->n && !known; j++) known = strcmp(f->tensors[k].name, cf->v[j].key) == 0;
     if (!known) {
       mismatch_prefix(p, f, pre, sizeof pre);
-      snprintf(err, errcap, "%s: %s: it holds tensor '%s', which the plan does not have", f->label, pre,
+      ddp_fail(err, errcap, "%s: %s: it holds tensor '%s', which the plan does not have", f->label, pre,
                ddp_st_printable(f->tensors[k].name, nm, sizeof nm));
       return -1;
     }
@@ -262,7 +263,7 @@ static int file_step(const ddp_st_file *f, int64_t *step, char *err, size_t errc
   *step = -1;
   if (s && parse_count(s, step)) {
     char v[80];
-    snprintf(err, errcap, "%s: metadata \"step\" is \"%s\", not a step count", f->label,
+    ddp_fail(err, errcap, "%s: metadata \"step\" is \"%s\", not a step count", f->label,
              ddp_st_printable(s, v, sizeof v));
     return -1;
   }
@@ -282,7 +283,7 @@ static int write_file(ddp_exec *x, const ck_file *cf, const ddp_st_file *f, char
         free(scratch);
         scap = 0;
         if (!(scratch = malloc(bytes))) {
-          snprintf(err, errcap, "%s: out of memory", f->label);
+          ddp_fail(err, errcap, "%s: out of memory", f->label);
           return -1;
         }
         scap = bytes;
@@ -317,12 +318,12 @@ int ddp_checkpoint_load(ddp_exec *x, const char *dir, int64_t *steps_done, char 
     int64_t ow;
     if (L.sharded && w && (parse_count(w, &ow) || ow != x->world)) {
       char v[40];
-      snprintf(err, errcap, "%s: written by a run of %s ranks, this run has %d", of->label,
+      ddp_fail(err, errcap, "%s: written by a run of %s ranks, this run has %d", of->label,
                ddp_st_printable(w, v, sizeof v), x->world);
       goto out;
     }
     if (mstep >= 0 && ostep >= 0 && mstep != ostep) {
-      snprintf(err, errcap, "%s: incomplete checkpoint: %s is from step %lld, %s from step %lld", dir, L.model.name,
+      ddp_fail(err, errcap, "%s: incomplete checkpoint: %s is from step %lld, %s from step %lld", dir, L.model.name,
                (long long)mstep, L.opt.name, (long long)ostep);
       goto out;
     }

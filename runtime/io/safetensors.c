@@ -4,6 +4,7 @@
  * times element sizes equal to the byte spans, spans inside the data section, contiguous and covering
  * it exactly. The writer builds the header, pads it with spaces and streams the tensors atomically. */
 #include "safetensors.h"
+#include "err.h"
 #include "dtype.h"
 #include <errno.h>
 #include <fcntl.h>
@@ -471,23 +472,23 @@ static int check_layout(ddp_st_file *f, char *err, size_t errcap) {
     for (size_t j = 0; j < NTYPES; j++)
       if (strcmp(st_types[j].name, t->dtype_name) == 0) size = st_types[j].size, t->dtype = st_types[j].dt;
     if (!size) {
-      snprintf(err, errcap, "%s: tensor '%s' has unsupported dtype \"%s\"", f->label, nm,
+      ddp_fail(err, errcap, "%s: tensor '%s' has unsupported dtype \"%s\"", f->label, nm,
                ddp_st_printable(t->dtype_name, nm2, sizeof nm2));
       return -1;
     }
     uint64_t want;
     if (span_bytes(t->ndim, t->shape, size, &want)) {
-      snprintf(err, errcap, "%s: tensor '%s': shape is too large", f->label, nm);
+      ddp_fail(err, errcap, "%s: tensor '%s': shape is too large", f->label, nm);
       return -1;
     }
     if (t->end < t->begin || t->end > f->data_bytes) {
-      snprintf(err, errcap,
+      ddp_fail(err, errcap,
                "%s: tensor '%s': data_offsets [%llu, %llu] are out of bounds of the %llu-byte data section", f->label,
                nm, (unsigned long long)t->begin, (unsigned long long)t->end, (unsigned long long)f->data_bytes);
       return -1;
     }
     if (t->end - t->begin != want) {
-      snprintf(err, errcap,
+      ddp_fail(err, errcap,
                "%s: tensor '%s': data_offsets [%llu, %llu] span %llu bytes, dtype %s and its shape need %llu", f->label,
                nm, (unsigned long long)t->begin, (unsigned long long)t->end, (unsigned long long)(t->end - t->begin),
                t->dtype_name, (unsigned long long)want);
@@ -496,7 +497,7 @@ static int check_layout(ddp_st_file *f, char *err, size_t errcap) {
   }
   span *order = malloc(sizeof *order * (f->ntensors + 1));
   if (!order) {
-    snprintf(err, errcap, "%s: out of memory", f->label);
+    ddp_fail(err, errcap, "%s: out of memory", f->label);
     return -1;
   }
   for (uint32_t k = 0; k < f->ntensors; k++) order[k] = (span){f->tensors[k].begin, f->tensors[k].end, k};
@@ -511,17 +512,17 @@ static int check_layout(ddp_st_file *f, char *err, size_t errcap) {
     }
     ddp_st_printable(t->name, nm, sizeof nm);
     if (k == 0)
-      snprintf(err, errcap, "%s: tensor '%s' starts at byte %llu, not 0, of the data section", f->label, nm,
+      ddp_fail(err, errcap, "%s: tensor '%s' starts at byte %llu, not 0, of the data section", f->label, nm,
                (unsigned long long)t->begin);
     else
-      snprintf(err, errcap, "%s: tensors '%s' and '%s' %s (data_offsets end %llu, begin %llu)", f->label,
+      ddp_fail(err, errcap, "%s: tensors '%s' and '%s' %s (data_offsets end %llu, begin %llu)", f->label,
                ddp_st_printable(f->tensors[order[k - 1].idx].name, nm2, sizeof nm2), nm,
                t->begin < at ? "overlap" : "leave a gap", (unsigned long long)at, (unsigned long long)t->begin);
     rc = -1;
   }
   free(order);
   if (!rc && at != f->data_bytes) {
-    snprintf(err, errcap, "%s: the data section holds %llu bytes, the tensors cover %llu", f->label,
+    ddp_fail(err, errcap, "%s: the data section holds %llu bytes, the tensors cover %llu", f->label,
              (unsigned long long)f->data_bytes, (unsigned long long)at);
     rc = -1;
   }
@@ -544,24 +545,24 @@ void ddp_st_close(ddp_st_file *f) {
 ddp_st_file *ddp_st_parse(const void *buf, size_t size, const char *label, char *err, size_t errcap) {
   ddp_st_file *f = calloc(1, sizeof *f);
   if (!f || !(f->label = strdup(label))) {
-    snprintf(err, errcap, "%s: out of memory", label);
+    ddp_fail(err, errcap, "%s: out of memory", label);
     free(f);
     return NULL;
   }
   const uint8_t *b = buf;
   if (size < 8) {
-    snprintf(err, errcap, "%s: not a safetensors file: %zu bytes, too few for the 8-byte header length", label, size);
+    ddp_fail(err, errcap, "%s: not a safetensors file: %zu bytes, too few for the 8-byte header length", label, size);
     goto fail;
   }
   uint64_t n = 0;
   for (int k = 7; k >= 0; k--) n = (n << 8) | b[k];
   if (n == 0 || n > DDP_ST_MAX_HEADER) {
-    snprintf(err, errcap, "%s: not a safetensors file: header length %llu is %s", label, (unsigned long long)n,
+    ddp_fail(err, errcap, "%s: not a safetensors file: header length %llu is %s", label, (unsigned long long)n,
              n ? "over the 100 MiB limit" : "zero");
     goto fail;
   }
   if (n > size - 8) {
-    snprintf(err, errcap, "%s: truncated safetensors file: header length %llu runs past the end of the %zu-byte file",
+    ddp_fail(err, errcap, "%s: truncated safetensors file: header length %llu runs past the end of the %zu-byte file",
              label, (unsigned long long)n, size);
     goto fail;
   }
@@ -579,12 +580,12 @@ fail:
 ddp_st_file *ddp_st_open(const char *path, char *err, size_t errcap) {
   int fd = open(path, O_RDONLY | O_CLOEXEC);
   if (fd < 0) {
-    snprintf(err, errcap, "%s: cannot open: %s", path, strerror(errno));
+    ddp_fail(err, errcap, "%s: cannot open: %s", path, strerror(errno));
     return NULL;
   }
   struct stat st;
   if (fstat(fd, &st) != 0 || !S_ISREG(st.st_mode)) {
-    snprintf(err, errcap, "%s: cannot open: not a regular file", path);
+    ddp_fail(err, errcap, "%s: cannot open: not a regular file", path);
     close(fd);
     return NULL;
   }
@@ -593,7 +594,7 @@ ddp_st_file *ddp_st_open(const char *path, char *err, size_t errcap) {
   if (size) {
     m = mmap(NULL, size, PROT_READ, MAP_PRIVATE, fd, 0);
     if (m == MAP_FAILED) {
-      snprintf(err, errcap, "%s: cannot map: %s", path, strerror(errno));
+      ddp_fail(err, errcap, "%s: cannot map: %s", path, strerror(errno));
       close(fd);
       return NULL;
     }
@@ -731,7 +732,7 @@ static int build_header(const char *path, const ddp_st_entry *v, uint32_t n, con
     uint64_t bytes = 0;
     if (!e->name || !dn || e->ndim < 0 || e->ndim > DDP_ST_MAX_DIMS ||
         span_bytes(e->ndim, e->shape, ddp_dtype_size(e->dtype), &bytes) || strcmp(e->name, "__metadata__") == 0) {
-      snprintf(err, errcap, "%s: cannot write tensor '%s': bad name, dtype or shape", path,
+      ddp_fail(err, errcap, "%s: cannot write tensor '%s': bad name, dtype or shape", path,
                e->name ? ddp_st_printable(e->name, nm, sizeof nm) : "(null)");
       return -1;
     }
@@ -740,7 +741,7 @@ static int build_header(const char *path, const ddp_st_entry *v, uint32_t n, con
   qsort(order, n, sizeof *order, by_size_name);
   for (uint32_t k = 1; k < n; k++)
     if (strcmp(order[k].name, order[k - 1].name) == 0) {
-      snprintf(err, errcap, "%s: cannot write: duplicate tensor '%s'", path,
+      ddp_fail(err, errcap, "%s: cannot write: duplicate tensor '%s'", path,
                ddp_st_printable(order[k].name, nm, sizeof nm));
       return -1;
     }
@@ -770,7 +771,7 @@ static int build_header(const char *path, const ddp_st_entry *v, uint32_t n, con
   sb_add(h, "}", 1);
   while (!h->oom && h->n % 8) sb_add(h, " ", 1);
   if (h->oom || h->n > DDP_ST_MAX_HEADER) {
-    snprintf(err, errcap, "%s: cannot write: header %s", path, h->oom ? "out of memory" : "over 100 MiB");
+    ddp_fail(err, errcap, "%s: cannot write: header %s", path, h->oom ? "out of memory" : "over 100 MiB");
     return -1;
   }
   return 0;
@@ -785,7 +786,7 @@ int ddp_st_write(const char *path, const ddp_st_entry *v, uint32_t n, const char
   int fd = -1, rc = -1;
   tmp[0] = 0;
   if (!order) {
-    snprintf(err, errcap, "%s: cannot write: out of memory", path);
+    ddp_fail(err, errcap, "%s: cannot write: out of memory", path);
     return -1;
   }
   if (build_header(path, v, n, meta, nmeta, order, &h, err, errcap)) goto out;
@@ -796,13 +797,13 @@ int ddp_st_write(const char *path, const ddp_st_entry *v, uint32_t n, const char
     if (!v[k].data && bytes > most) most = bytes;
   }
   if (most && (!fill || most > SIZE_MAX || !(scratch = malloc((size_t)most)))) {
-    snprintf(err, errcap, "%s: cannot write: %s", path, fill ? "out of memory" : "an entry has no data");
+    ddp_fail(err, errcap, "%s: cannot write: %s", path, fill ? "out of memory" : "an entry has no data");
     goto out;
   }
   tmp_paths(path, tmp, sizeof tmp, dir, sizeof dir);
   fd = open(tmp, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
   if (fd < 0) {
-    snprintf(err, errcap, "%s: cannot create %s: %s", path, tmp, strerror(errno));
+    ddp_fail(err, errcap, "%s: cannot create %s: %s", path, tmp, strerror(errno));
     tmp[0] = 0;
     goto out;
   }
@@ -828,7 +829,7 @@ int ddp_st_write(const char *path, const ddp_st_entry *v, uint32_t n, const char
   }
   fd = -1;
   if (rename(tmp, path) != 0) {
-    snprintf(err, errcap, "%s: cannot rename %s onto it: %s", path, tmp, strerror(errno));
+    ddp_fail(err, errcap, "%s: cannot rename %s onto it: %s", path, tmp, strerror(errno));
     goto out;
   }
   tmp[0] = 0;
@@ -840,7 +841,7 @@ int ddp_st_write(const char *path, const ddp_st_entry *v, uint32_t n, const char
   rc = 0;
   goto out;
 io_fail:
-  snprintf(err, errcap, "%s: cannot write: %s", path, strerror(errno));
+  ddp_fail(err, errcap, "%s: cannot write: %s", path, strerror(errno));
 out:
   if (fd >= 0) close(fd);
   if (tmp[0]) unlink(tmp);

@@ -3,6 +3,7 @@
  * from all ranks' send buffers into a private scratch; a second barrier; each rank writes its slice into
  * every destination; a third barrier. In-place collectives are therefore safe. */
 #include "comm_ref.h"
+#include "err.h"
 #include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -68,7 +69,7 @@ static int barrier(ddp_ref_comm *c, char *err, size_t errcap) {
       if (gen == c->generation) rc = -1;
     }
   }
-  if (rc) snprintf(err, errcap, "collective aborted: rank %d failed", c->failed_rank);
+  if (rc) ddp_fail(err, errcap, "collective aborted: rank %d failed", c->failed_rank);
   pthread_mutex_unlock(&c->lock);
   return rc;
 }
@@ -135,7 +136,7 @@ int ddp_ref_collective(ddp_ref_comm *c, int rank, const ddp_instr *in, void *sen
     break;
   }
   default:
-    snprintf(err, errcap, "reference executor: %s is not supported between threads", ddp_opcode_name(in->opcode));
+    ddp_fail(err, errcap, "reference executor: %s is not supported between threads", ddp_opcode_name(in->opcode));
     ddp_ref_comm_abort(c, rank);
     return -1;
   }

@@ -2,6 +2,7 @@
  * the plan; kernel arguments are resolved once at construction; run() executes a program in order
  * (streams and events are no-ops on one CPU thread: program order is a valid order of every stream). */
 #include "exec_ref.h"
+#include "err.h"
 #include "ref_ops.h"
 #include <stdio.h>
 #include <stdlib.h>
@@ -92,7 +93,7 @@ static int run(ddp_exec *x, const ddp_program *prog, int64_t step, char *err, si
       ddp_init_fill(in, x->seed, a->p[0]);
       break;
     default:
-      snprintf(err, errcap, "reference executor: unknown opcode %u", in->opcode);
+      ddp_fail(err, errcap, "reference executor: unknown opcode %u", in->opcode);
       rc = -1;
     }
     if (tracing) m->t_end[k] = now_ms();
@@ -111,7 +112,7 @@ static int sync_noop(ddp_exec *x, char *err, size_t errcap) {
 
 static const ddp_tensor *tensor_of(ddp_exec *x, int32_t t, char *err, size_t errcap) {
   if (t < 0 || (uint32_t)t >= x->plan->ntensors) {
-    snprintf(err, errcap, "tensor %d is not in the plan", t);
+    ddp_fail(err, errcap, "tensor %d is not in the plan", t);
     return NULL;
   }
   return &x->plan->tensors[t];
@@ -193,7 +194,7 @@ ddp_exec *ddp_exec_ref_new(const ddp_plan *p, int rank, ddp_ref_comm *comm, ddp_
     uint64_t n = rp->arena_bytes[a];
     m->arena[a] = calloc(1, n ? n : 1);
     if (!m->arena[a]) {
-      snprintf(err, errcap, "reference executor: rank %d: cannot allocate %.2f GiB for the %s arena", rank,
+      ddp_fail(err, errcap, "reference executor: rank %d: cannot allocate %.2f GiB for the %s arena", rank,
                (double)n / (1 << 30), ddp_arena_name(a));
       destroy(x);
       return NULL;
