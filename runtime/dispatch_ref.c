@@ -2,12 +2,12 @@
  * sharing one in-process communicator; a failing rank aborts the others' collectives. */
 #include "cli.h"
 #include "exec_ref.h"
+#include "clock.h"
 #include "ref_ops.h"
 #include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <time.h>
 
 typedef struct {
   const ddp_plan *p;
@@ -89,11 +89,9 @@ double ddprun_ref_estimate_s(const ddp_plan *p, int64_t steps) {
     k.i[9] = 1;
     k.f[0] = 1;
     uint8_t dt[DDP_MAX_PTRS] = {DT_F32, DT_F32, DT_F32, DT_F32};
-    struct timespec t0, t1;
-    clock_gettime(CLOCK_MONOTONIC, &t0);
+    double t0 = ddp_now_s();
     ref_gemm(&k, dt);
-    clock_gettime(CLOCK_MONOTONIC, &t1);
-    double s = (double)(t1.tv_sec - t0.tv_sec) + 1e-9 * (double)(t1.tv_nsec - t0.tv_nsec);
+    double s = ddp_now_s() - t0;
     rate = 2.0 * n * n * n / (s > 1e-6 ? s : 1e-6);
     free(A);
     free(B);

@@ -43,10 +43,9 @@ int ddp_trace_write(const ddp_plan *p, int rank, int64_t step, const double *sta
   for (uint32_t k = 0; k < prog->n; k++) {
     const ddp_instr *in = &prog->v[k];
     if (start[k] < 0 || end[k] < start[k]) continue;
-    switch (in->opcode) {
-    case I_EVENT_RECORD: case I_EVENT_WAIT: case I_RANGE_PUSH: case I_RANGE_POP: continue;
-    default: break;
-    }
+    if (in->opcode == I_EVENT_RECORD || in->opcode == I_EVENT_WAIT || in->opcode == I_RANGE_PUSH ||
+        in->opcode == I_RANGE_POP)
+      continue;
     const char *nm = ddp_plan_string(p, in->name);
     char label[300];
     if (in->opcode == I_TIMER)

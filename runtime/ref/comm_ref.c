@@ -98,7 +98,7 @@ int ddp_ref_collective(ddp_ref_comm *c, int rank, const ddp_instr *in, void *sen
   c->recv[rank] = recv;
   if (barrier(c, err, errcap)) return -1;
   int64_t lo, hi;
-  switch (in->opcode) {
+  switch ((ddp_opcode)in->opcode) { /* no default: -Wswitch names a missing opcode */
   case I_ALL_REDUCE: {
     slice(count, W, rank, &lo, &hi);
     double *acc = scratch(c, rank, (size_t)(hi - lo));
@@ -135,7 +135,9 @@ int ddp_ref_collective(ddp_ref_comm *c, int rank, const ddp_instr *in, void *sen
     if (barrier(c, err, errcap)) return -1;
     break;
   }
-  default:
+  case I_SEND: case I_RECV: case I_KERNEL: case I_GEMM: case I_MEMSET: case I_COPY: case I_EVENT_RECORD:
+  case I_EVENT_WAIT: case I_RANGE_PUSH: case I_RANGE_POP: case I_TIMER: case I_LOAD_BATCH: case I_INIT_TENSOR:
+  case I_COUNT:
     ddp_fail(err, errcap, "reference executor: %s is not supported between threads", ddp_opcode_name(in->opcode));
     ddp_ref_comm_abort(c, rank);
     return -1;
