@@ -222,39 +222,36 @@ static void mismatch_prefix(const ddp_plan *p, const ddp_st_file *f, char *buf, 
     snprintf(buf, cap, "checkpoint does not match this plan's model");
 }
 
-/* Every expected tensor present with the plan's dtype and shape, nothing else. */
+/* Every expected tensor present with the plan's dtype and shape, nothing else (linear: the file's names are
+ * looked up by binary search, and the ones found are marked). */
 static int check_file(const ddp_plan *p, const ck_file *cf, const ddp_st_file *f, char *err, size_t errcap) {
   char pre[400], want[160], got[160], nm[120];
-  for (uint32_t k = 0; k < cf->n; k++) {
+  uint8_t *found = calloc(f->ntensors + 1, 1);
+  if (!found) return ddp_fail(err, errcap, "%s: out of memory", f->label);
+  int rc = 0;
+  for (uint32_t k = 0; k < cf->n && !rc; k++) {
     const ddp_tensor *t = &p->tensors[cf->v[k].tensor];
     const char *dn = ddp_st_dtype_name(t->dtype);
     describe(dn != NULL, dn, t->ndim, t->shape, want, sizeof want);
     const ddp_st_tensor *s = ddp_st_find(f, cf->v[k].key);
-    if (!s) {
-      mismatch_prefix(p, f, pre, sizeof pre);
-      ddp_fail(err, errcap, "%s: %s: no tensor '%s' (the plan expects %s)", f->label, pre, cf->v[k].key, want);
-      return -1;
-    }
-    bool same = s->dtype == t->dtype && s->ndim == t->ndim;
+    bool same = s && s->dtype == t->dtype && s->ndim == t->ndim;
     for (int d = 0; same && d < t->ndim; d++) same = s->shape[d] == t->shape[d];
-    if (!same) {
-      mismatch_prefix(p, f, pre, sizeof pre);
-      ddp_fail(err, errcap, "%s: %s: tensor '%s' is %s, the plan expects %s", f->label, pre, cf->v[k].key,
-               describe(1, s->dtype_name, s->ndim, s->shape, got, sizeof got), want);
-      return -1;
-    }
+    if (s) found[s - f->tensors] = 1;
+    if (!same) mismatch_prefix(p, f, pre, sizeof pre);
+    if (!s)
+      rc = ddp_fail(err, errcap, "%s: %s: no tensor '%s' (the plan expects %s)", f->label, pre, cf->v[k].key, want);
+    else if (!same)
+      rc = ddp_fail(err, errcap, "%s: %s: tensor '%s' is %s, the plan expects %s", f->label, pre, cf->v[k].key,
+                    describe(1, s->dtype_name, s->ndim, s->shape, got, sizeof got), want);
   }
-  for (uint32_t k = 0; k < f->ntensors; k++) {
-    bool known = false;
-    for (uint32_t j = 0; j < cf->n && !known; j++) known = strcmp(f->tensors[k].name, cf->v[j].key) == 0;
-    if (!known) {
+  for (uint32_t k = 0; k < f->ntensors && !rc; k++)
+    if (!found[k]) {
       mismatch_prefix(p, f, pre, sizeof pre);
-      ddp_fail(err, errcap, "%s: %s: it holds tensor '%s', which the plan does not have", f->label, pre,
-               ddp_st_printable(f->tensors[k].name, nm, sizeof nm));
-      return -1;
+      rc = ddp_fail(err, errcap, "%s: %s: it holds tensor '%s', which the plan does not have", f->label, pre,
+                    ddp_st_printable(f->tensors[k].name, nm, sizeof nm));
     }
-  }
-  return 0;
+  free(found);
+  return rc;
 }
 
 /* The file's "step" metadata (-1 when absent). */
