@@ -117,7 +117,8 @@ typedef struct cx {
   cudaEvent_t *trace_ev;     /* --trace: begin/end event per step instruction (2n), created on first use */
   uint32_t trace_n;
   struct cx_tuned *tuned;    /* GEMM algorithms chosen during this load, by key (gemm_tune.c) */
-  uint32_t ntuned, captuned;
+  uint32_t ntuned;
+  size_t captuned;
   int gemm_timed;            /* a GEMM was timed at load: its buffers hold scratch and are zeroed again */
 } cx;
 

@@ -11,6 +11,7 @@
  * Within one load, GEMMs with one key (the 48 layers' identical GEMMs) share the first one's choice. */
 #include "cache_dir.h"
 #include "param.h"
+#include "vec.h"
 #include "cx.h"
 #include <errno.h>
 #include <fcntl.h>
@@ -42,15 +43,8 @@ static int remembered(const cx *x, const char *key, cublasLtMatmulAlgo_t *algo) 
 }
 
 static void remember(cx *x, const char *key, const cublasLtMatmulAlgo_t *algo) {
-  if (x->ntuned == x->captuned) {
-    uint32_t cap = x->captuned ? 2 * x->captuned : 16;
-    cx_tuned *t = realloc(x->tuned, cap * sizeof *t);
-    if (!t) return; /* only a missed sharing: the next GEMM of this key is looked up on disk */
-    x->tuned = t;
-    x->captuned = cap;
-  }
-  char *k = strdup(key);
-  if (!k) return;
+  char *k; /* out of memory is only a missed sharing: the next GEMM of this key is looked up on disk */
+  if (ddp_vec_reserve(&x->tuned, &x->captuned, x->ntuned + 1, sizeof *x->tuned) || !(k = strdup(key))) return;
   x->tuned[x->ntuned].key = k;
   x->tuned[x->ntuned++].algo = *algo;
 }

@@ -13,6 +13,7 @@
  * leaves the executor untouched. */
 #include "checkpoint.h"
 #include "err.h"
+#include "vec.h"
 #include "safetensors.h"
 #include <errno.h>
 #include <stdbool.h>
@@ -30,6 +31,7 @@ typedef struct ck_file {
   char name[64]; /* file name inside DIR */
   ck_item *v;
   uint32_t n;
+  size_t cap;
 } ck_file;
 
 /* The files this rank writes (save) or reads (load). */
@@ -39,9 +41,7 @@ typedef struct ck_layout {
 } ck_layout;
 
 static int add(ck_file *f, int32_t t, const char *key) {
-  ck_item *nv = realloc(f->v, sizeof *nv * (f->n + 1));
-  if (!nv) return -1;
-  f->v = nv;
+  if (ddp_vec_reserve(&f->v, &f->cap, f->n + 1, sizeof *f->v)) return -1;
   f->v[f->n++] = (ck_item){t, key};
   return 0;
 }
