@@ -1,8 +1,8 @@
-/* runtime/bench_allreduce.c: `ddprun --bench allreduce`: NCCL all-reduce of float32 buffers from 1 MB to
+/* runtime/bench/allreduce.c: `ddprun --bench allreduce`: NCCL all-reduce of float32 buffers from 1 MB to
  * 1 GB (MB = 2^20 bytes, as the seeds' benchmark), one process per GPU (--nproc N or a launcher), timed
  * with CUDA events over many iterations after a warm-up. Prints algbw and busbw (busbw = algbw x 2(n-1)/n)
  * as a table on rank 0 and, with --out, one JSON object per size. Correctness is checked first: every
- * rank contributes rank+1 and every element must equal n(n+1)/2. `ddprun --bench plot` draws the SVG. */
+ * rank contributes rank+1 and every element must equal n(n+1)/2. `ddprun --bench plot` (plot.c) draws the SVG. */
 #include "cli.h"
 #include "err.h"
 #include "cuda_check.h"
@@ -14,7 +14,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-int ddprun_plot_main(int argc, char **argv); /* bench_plot.c */
+int ddprun_plot_main(int argc, char **argv); /* plot.c */
 
 typedef struct {
   double sizes_mb[32];

@@ -1,4 +1,4 @@
-/* runtime/cuda/cuda_kernels.c: CUBIN loading and kernel launches through the CUDA runtime API
+/* runtime/cuda/kernels.c: CUBIN loading and kernel launches through the CUDA runtime API
  * (cudaLibraryLoadData / cudaLibraryGetKernel / cudaLaunchKernel); see cuda_kernels.h. */
 #include "kernels.h"
 #include "err.h"

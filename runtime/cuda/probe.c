@@ -1,4 +1,4 @@
-/* runtime/cuda/cuda_probe.c: GPU presence and architecture through the CUDA runtime (see cuda_probe.h). */
+/* runtime/cuda/probe.c: GPU presence and architecture through the CUDA runtime (see cuda_probe.h). */
 #include "probe.h"
 #include "err.h"
 #include <cuda_runtime_api.h>

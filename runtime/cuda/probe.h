@@ -1,4 +1,4 @@
-/* runtime/cuda/cuda_probe.h: is there a usable GPU, and what is its architecture? Both go through the CUDA
+/* runtime/cuda/probe.h: is there a usable GPU, and what is its architecture? Both go through the CUDA
  * runtime only, so they answer cleanly (an error line, no crash) on machines without a driver. */
 #ifndef DDP_CUDA_PROBE_H
 #define DDP_CUDA_PROBE_H

@@ -1,4 +1,4 @@
-/* runtime/checkpoint.c: checkpoints (runtime/checkpoint.h) over the executor's read/write.
+/* runtime/io/checkpoint.c: checkpoints (runtime/checkpoint.h) over the executor's read/write.
  * What the plan says goes where:
  *   model.safetensors       every TF_PARAM tensor with a state_name, under that name (rank 0 writes);
  *   optimizer.safetensors   every TF_OPT_M / TF_OPT_V tensor with a state_name, under its tensor name

@@ -1,4 +1,4 @@
-/* runtime/data.c: the batch source of runtime/data.h. Step s, rank r of W ranks with B rows per rank
+/* runtime/io/data.c: the batch source of runtime/data.h. Step s, rank r of W ranks with B rows per rank
  * takes stream rows j in [s*B*W + r*B, s*B*W + (r+1)*B); local row i = j - (s*B*W + r*B) fills
  *   tokens:  inputs[i*context + k] = window(j)[k], targets[i*context + k] = window(j)[k + 1], k < context
  *   dense:   inputs[i*mlp_in + c], targets[i*mlp_out + c] from dataset row j mod data_rows.

@@ -1,4 +1,4 @@
-/* runtime/launch_env.c: the rank identity from the launcher's environment (Slurm, torchrun-style
+/* runtime/launch/env.c: the rank identity from the launcher's environment (Slurm, torchrun-style
  * variables, Open MPI, else a single rank). Strict parsing: every malformed value is one line naming the
  * variable. The plan's world size check is the caller's. */
 #include "launch.h"

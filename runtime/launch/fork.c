@@ -1,4 +1,4 @@
-/* runtime/launch_fork.c: `ddprun --nproc N`: forks N local ranks and supervises them. The parent picks
+/* runtime/launch/fork.c: `ddprun --nproc N`: forks N local ranks and supervises them. The parent picks
  * a free port, forks, then waits on a self-pipe fed by its SIGCHLD/SIGINT/SIGTERM/SIGHUP handlers: the
  * first rank that fails is reported in one line and the others get SIGTERM, then SIGKILL after a grace
  * period; signals sent to the parent are forwarded. Children die with the parent (PR_SET_PDEATHSIG). */

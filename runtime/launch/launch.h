@@ -1,6 +1,6 @@
-/* runtime/launch.h: who this ddprun process is (rank, world, local rank, master address) and how ranks
- * are started: identity from the launcher's environment (launch_env.c), Slurm node lists
- * (launch_nodelist.c), and `ddprun --nproc N` forking and supervising local ranks (launch_fork.c).
+/* runtime/launch/launch.h: who this ddprun process is (rank, world, local rank, master address) and how ranks
+ * are started: identity from the launcher's environment (env.c), Slurm node lists
+ * (nodelist.c), and `ddprun --nproc N` forking and supervising local ranks (fork.c).
  * The protocol that hands the NCCL unique id from rank 0 to the others is in rendezvous.h.
  * docs/LAUNCH.md is the user-facing description. */
 #ifndef DDP_LAUNCH_H

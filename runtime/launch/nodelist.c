@@ -1,4 +1,4 @@
-/* runtime/launch_nodelist.c: Slurm host-list expansion ("gpu[01-03,07],login1"). A list is host
+/* runtime/launch/nodelist.c: Slurm host-list expansion ("gpu[01-03,07],login1"). A list is host
  * patterns separated by commas; a pattern is literal text and bracket groups of comma-separated numbers
  * or ranges (lo-hi, zero padding taken from lo). The list is validated completely (syntax, size, host
  * length) before any host is delivered, so a bad list never yields a partial answer. */
