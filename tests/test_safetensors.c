@@ -1,4 +1,4 @@
-/* tests/test_safetensors.c: runtime/io/st_write.c and st_read.c: a write/read round trip of f32, bf16 and i32 tensors
+/* tests/test_safetensors.c: runtime/io/st_*.c: a write/read round trip of f32, bf16 and i32 tensors
  * (plus a scalar and an empty tensor) with escaped metadata and a streamed entry; the exact file layout
  * (length prefix, space padding, aligned order); hand-written headers with odd whitespace, key order,
  * escapes, unknown keys and null metadata; every refusal of malformed files; and atomic writes (a failed
