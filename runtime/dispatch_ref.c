@@ -3,6 +3,7 @@
 #include "cli.h"
 #include "exec_ref.h"
 #include "clock.h"
+#include "err.h"
 #include "ref_ops.h"
 #include <pthread.h>
 #include <stdio.h>
@@ -44,8 +45,8 @@ int ddprun_ref(const ddp_plan *p, ddprun_args *a) {
   }
   int W = (int)p->meta.world;
   ddp_ref_comm *comm = ddp_ref_comm_new(W);
-  ref_rank *ranks = calloc((size_t)W, sizeof(ref_rank));
-  pthread_t *th = calloc((size_t)W, sizeof(pthread_t));
+  ref_rank *ranks = ddp_xcalloc((size_t)W, sizeof(ref_rank));
+  pthread_t *th = ddp_xcalloc((size_t)W, sizeof(pthread_t));
   if (!a->run.device_desc) a->run.device_desc = "cpu reference executor";
   for (int r = 0; r < W; r++) {
     ranks[r] = (ref_rank){.p = p, .a = a, .comm = comm, .data = data, .rank = r};
@@ -76,8 +77,8 @@ double ddprun_ref_estimate_s(const ddp_plan *p, int64_t steps) {
   static double rate = 0;
   if (rate == 0) {
     int n = 128;
-    float *A = calloc((size_t)n * n, sizeof(float)), *B = calloc((size_t)n * n, sizeof(float)),
-          *C = calloc((size_t)n * n, sizeof(float));
+    float *A = ddp_xcalloc((size_t)n * n, sizeof(float)), *B = ddp_xcalloc((size_t)n * n, sizeof(float)),
+          *C = ddp_xcalloc((size_t)n * n, sizeof(float));
     for (int i = 0; i < n * n; i++) A[i] = B[i] = (float)(i % 7) * 0.1f;
     ddp_kargs k;
     memset(&k, 0, sizeof k);

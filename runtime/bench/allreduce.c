@@ -69,7 +69,7 @@ static int bench_rank(const ddp_identity *id, const bench_opts *o, char *err, si
   DDP_CUDA_TRY(cudaEventCreate(&e0));
   DDP_CUDA_TRY(cudaEventCreate(&e1));
   /* correctness on the largest buffer */
-  float *host = malloc(max_n * sizeof(float));
+  float *host = ddp_xmalloc(max_n * sizeof(float));
   fill_host(host, max_n, (float)(id->rank + 1));
   DDP_CUDA_TRY(cudaMemcpy(buf, host, max_n * sizeof(float), cudaMemcpyHostToDevice));
   free(host);

@@ -84,6 +84,7 @@ static int trace_events(cx *x, uint32_t n, char *err, size_t errcap) {
   if (x->trace_ev && x->trace_n == n) return 0;
   cx_trace_free(x);
   x->trace_ev = calloc(2 * (size_t)n + 1, sizeof(cudaEvent_t));
+  if (!x->trace_ev) return ddp_fail(err, errcap, "out of host memory for %u trace events", 2 * n);
   x->trace_n = n;
   for (uint32_t k = 0; k < 2 * n; k++) DDP_CUDA_TRY(cudaEventCreate(&x->trace_ev[k]));
   return 0;

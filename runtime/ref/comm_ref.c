@@ -22,15 +22,15 @@ struct ddp_ref_comm {
 };
 
 ddp_ref_comm *ddp_ref_comm_new(int world) {
-  ddp_ref_comm *c = calloc(1, sizeof *c);
+  ddp_ref_comm *c = ddp_xcalloc(1, sizeof *c);
   c->world = world;
   c->failed_rank = -1;
   pthread_mutex_init(&c->lock, NULL);
   pthread_cond_init(&c->cond, NULL);
-  c->send = calloc((size_t)world, sizeof(void *));
-  c->recv = calloc((size_t)world, sizeof(void *));
-  c->scratch = calloc((size_t)world, sizeof(double *));
-  c->scratch_cap = calloc((size_t)world, sizeof(size_t));
+  c->send = ddp_xcalloc((size_t)world, sizeof(void *));
+  c->recv = ddp_xcalloc((size_t)world, sizeof(void *));
+  c->scratch = ddp_xcalloc((size_t)world, sizeof(double *));
+  c->scratch_cap = ddp_xcalloc((size_t)world, sizeof(size_t));
   return c;
 }
 
@@ -77,7 +77,7 @@ static int barrier(ddp_ref_comm *c, char *err, size_t errcap) {
 static double *scratch(ddp_ref_comm *c, int rank, size_t n) {
   if (c->scratch_cap[rank] < n) {
     free(c->scratch[rank]);
-    c->scratch[rank] = malloc(sizeof(double) * (n ? n : 1));
+    c->scratch[rank] = ddp_xmalloc(sizeof(double) * (n ? n : 1));
     c->scratch_cap[rank] = n;
   }
   return c->scratch[rank];
