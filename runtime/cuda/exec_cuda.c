@@ -1,16 +1,14 @@
-/* runtime/cuda/exec_cuda.c: the CUDA executor's construction, vtable (run, sync, timers, instr_times, read,
- * write, memory) and teardown (see exec_cuda.h). Load
- * order: probe, device, plan/arch check, streams/events/timers, arenas, cuBLASLt, NCCL, then both rank
- * programs prepared once (prepare.c). Any failure tears down what exists and returns one line. */
-#include "param.h"
+/* runtime/cuda/exec_cuda.c: the CUDA executor's construction, vtable (run, sync, timers, instr_times; read,
+ * write and memory are memory.c's) and teardown (see exec_cuda.h). run replays a prepared program through
+ * graph.c or run.c. Load order: probe, device, plan/arch check, streams/events/timers, arenas, cuBLASLt,
+ * NCCL, then both rank programs prepared once (prepare.c). Any failure tears down what exists and returns
+ * one line. */
 #include "cx.h"
-#include "err.h"
+#include "param.h"
 #include <errno.h>
-#include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <time.h>
 
 static int cx_instr_times(ddp_exec *e, double *start, double *end, char *err, size_t errcap) {
   cx *x = e->impl;
