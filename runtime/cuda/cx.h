@@ -2,8 +2,9 @@
  * prepare.c, run.c, graph.c, gemm.c, gemm_tune.c, comm.c, memory.c), not part of any interface. A program
  * is "prepared" once (cx_op per instruction: stream, device pointers, kernel arguments, GEMM descriptors,
  * collective parameters) and then replayed by run.c through a table of cx_exec_<OPCODE> functions built
- * from DDP_OPCODES. Calls go one way: exec_cuda.c (the vtable) -> graph.c -> run.c -> the executions
- * (gemm.c, comm.c, memory.c) -> cx_util.c; no file calls a function of a file that calls it. */
+ * from DDP_OPCODES. Calls go one way, no file calling a function of a file that calls it: exec_cuda.c
+ * (the vtable) -> prepare.c, graph.c -> run.c -> the executions (gemm.c -> gemm_tune.c, memory.c ->
+ * comm.c) -> cx_util.c, the leaf. */
 #ifndef DDP_CX_H
 #define DDP_CX_H
 #include "access.h"

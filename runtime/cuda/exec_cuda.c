@@ -101,8 +101,6 @@ static int cx_timers(ddp_exec *e, double *ms, char *err, size_t errcap) {
 
 static void cx_destroy(ddp_exec *e);
 
-static int cx_memory_vt(ddp_exec *e, uint64_t *in_use, uint64_t *peak) { return cx_memory(e, in_use, peak); }
-
 static const ddp_exec_vtbl cx_vtbl = {
     .name = "cuda",
     .run = cx_run,
@@ -110,7 +108,7 @@ static const ddp_exec_vtbl cx_vtbl = {
     .read = cx_read,
     .write = cx_write,
     .timers = cx_timers,
-    .memory = cx_memory_vt,
+    .memory = cx_memory,
     .destroy = cx_destroy,
     .instr_times = cx_instr_times,
 };
