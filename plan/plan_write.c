@@ -1,13 +1,12 @@
-/* plan/plan_io.c: the plan.bin writer. The whole file is encoded in memory, field by field in
+/* plan/plan_write.c: the plan.bin writer. The whole file is encoded in memory, field by field in
  * little-endian (never a raw struct dump): header, section table, the sections, CRC32. It is then
- * written to `<path>.tmp.<pid>` and renamed over `path`, so a plan is either complete or absent; any
- * failure removes the temporary file. Format: docs/PLAN_FORMAT.md. */
+ * written with ddp_write_atomic (base/file.h), so a plan is either complete or absent; any failure
+ * removes the temporary file. Format: docs/PLAN_FORMAT.md. */
+#include "file.h"
 #include "plan_codec.h"
-#include <errno.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <unistd.h>
 #include <zlib.h>
 
 static void put_meta(ddp_wbuf *b, const ddp_plan *p) {
@@ -178,35 +177,7 @@ int ddp_plan_write(const ddp_plan *p, const char *path, char *err, size_t errcap
     free(b.v);
     return ddp_io_fail(err, errcap, path, "out of memory while encoding the plan");
   }
-  size_t tlen = strlen(path) + 32;
-  char *tmp = malloc(tlen);
-  if (!tmp) {
-    free(b.v);
-    return ddp_io_fail(err, errcap, path, "out of memory");
-  }
-  snprintf(tmp, tlen, "%s.tmp.%ld", path, (long)getpid());
-  int rc = -1;
-  FILE *f = fopen(tmp, "wb");
-  if (!f) {
-    ddp_io_fail(err, errcap, path, "cannot create %s: %s", tmp, strerror(errno));
-    goto done;
-  }
-  int bad = fwrite(b.v, 1, b.n, f) != b.n || fflush(f) != 0 || fsync(fileno(f)) != 0;
-  int saved = errno;
-  if (fclose(f) != 0 && !bad) {
-    bad = 1;
-    saved = errno;
-  }
-  if (bad) {
-    ddp_io_fail(err, errcap, path, "cannot write %s: %s", tmp, strerror(saved));
-  } else if (rename(tmp, path) != 0) {
-    ddp_io_fail(err, errcap, path, "cannot rename %s into place: %s", tmp, strerror(errno));
-  } else {
-    rc = 0;
-  }
-  if (rc) unlink(tmp);
-done:
-  free(tmp);
+  int rc = ddp_write_atomic(path, b.v, b.n, err, errcap);
   free(b.v);
   return rc;
 }

@@ -15,7 +15,7 @@ typedef struct ddprun_args {
 int ddprun_main(ddprun_args *a);                  /* runtime/dispatch.c */
 int ddprun_ref(const ddp_plan *p, ddprun_args *a); /* runtime/dispatch_ref.c */
 int ddprun_cuda(const ddp_plan *p, ddprun_args *a); /* runtime/dispatch_cuda.c */
-int ddprun_bench_main(int argc, char **argv);     /* runtime/bench_allreduce.c */
+int ddprun_bench_main(int argc, char **argv);     /* runtime/bench/allreduce.c */
 /* Seconds the reference executor would need for `steps` steps of the plan (its FLOPs over a measured
  * rate of the reference GEMM). */
 double ddprun_ref_estimate_s(const ddp_plan *p, int64_t steps);

@@ -4,6 +4,7 @@
  * train (mode "forward" or "forward_backward"): its parameters never change and it has no optimizer
  * state, so a checkpoint would only restate the initialisation. */
 #include "cli.h"
+#include "err.h"
 #include "exec_cuda.h"
 #include <stdio.h>
 #include <string.h>
@@ -14,9 +15,9 @@
 
 /* Probes for a GPU in a child process: a parent that initialised CUDA cannot fork ranks (--nproc) that
  * use it (cudaErrorInitializationError in the children). */
-static int probe_without_init(int *ndev, char *why, size_t cap) {
+static int probe_without_init(int *ndev, char *err, size_t errcap) {
   int fd[2];
-  if (pipe(fd) != 0) return ddp_cuda_probe(ndev, why, cap);
+  if (pipe(fd) != 0) return ddp_cuda_probe(ndev, err, errcap);
   fflush(NULL);
   pid_t pid = fork();
   if (pid == 0) {
@@ -34,16 +35,12 @@ static int probe_without_init(int *ndev, char *why, size_t cap) {
   while (got < (ssize_t)sizeof msg && (r = read(fd[0], msg + got, sizeof msg - (size_t)got)) > 0) got += r;
   close(fd[0]);
   if (pid > 0) waitpid(pid, NULL, 0);
-  if (got != (ssize_t)sizeof msg) {
-    snprintf(why, cap, "the GPU probe process failed");
-    return -1;
-  }
+  if (got != (ssize_t)sizeof msg) return ddp_fail(err, errcap, "the GPU probe process failed");
   int rc;
   memcpy(&rc, msg, 4);
   memcpy(ndev, msg + 4, 4);
   msg[sizeof msg - 1] = 0;
-  snprintf(why, cap, "%.500s", msg + 8);
-  return rc;
+  return rc ? ddp_fail(err, errcap, "%.500s", msg + 8) : 0;
 }
 
 int ddprun_main(ddprun_args *a) {

@@ -5,6 +5,7 @@
 #include "cuda_check.h"
 #include "exec_cuda.h"
 #include "launch.h"
+#include "param.h"
 #include "rendezvous.h"
 #include <cuda_runtime_api.h>
 #include <nccl.h>
@@ -23,12 +24,6 @@ static double peak_tflops(const char *name, int precision) {
     return precision == PREC_BF16 ? 989.0 : 67.0;
   if (strstr(name, "A100")) return precision == PREC_BF16 ? 312.0 : 19.5;
   return 0;
-}
-
-static double rendezvous_timeout(void) {
-  const char *e = getenv("DDP_RENDEZVOUS_TIMEOUT_S");
-  double t = e ? atof(e) : 0;
-  return t > 0 ? t : 60.0;
 }
 
 static int cuda_rank_main(const ddp_identity *id, void *arg) {
@@ -50,7 +45,9 @@ static int cuda_rank_main(const ddp_identity *id, void *arg) {
         return 1;
       }
     }
-    if (ddp_rendezvous(id, &uid, sizeof uid, rendezvous_timeout(), err, sizeof err)) {
+    double timeout_s;
+    if (ddp_param_seconds(PARAM_RENDEZVOUS_TIMEOUT_S, &timeout_s, err, sizeof err) ||
+        ddp_rendezvous(id, &uid, sizeof uid, timeout_s, err, sizeof err)) {
       fprintf(stderr, "ddprun: rank %d: %s\n", id->rank, err);
       return 1;
     }

@@ -2,12 +2,13 @@
  * sharing one in-process communicator; a failing rank aborts the others' collectives. */
 #include "cli.h"
 #include "exec_ref.h"
+#include "clock.h"
+#include "err.h"
 #include "ref_ops.h"
 #include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <time.h>
 
 typedef struct {
   const ddp_plan *p;
@@ -44,8 +45,8 @@ int ddprun_ref(const ddp_plan *p, ddprun_args *a) {
   }
   int W = (int)p->meta.world;
   ddp_ref_comm *comm = ddp_ref_comm_new(W);
-  ref_rank *ranks = calloc((size_t)W, sizeof(ref_rank));
-  pthread_t *th = calloc((size_t)W, sizeof(pthread_t));
+  ref_rank *ranks = ddp_xcalloc((size_t)W, sizeof(ref_rank));
+  pthread_t *th = ddp_xcalloc((size_t)W, sizeof(pthread_t));
   if (!a->run.device_desc) a->run.device_desc = "cpu reference executor";
   for (int r = 0; r < W; r++) {
     ranks[r] = (ref_rank){.p = p, .a = a, .comm = comm, .data = data, .rank = r};
@@ -76,8 +77,8 @@ double ddprun_ref_estimate_s(const ddp_plan *p, int64_t steps) {
   static double rate = 0;
   if (rate == 0) {
     int n = 128;
-    float *A = calloc((size_t)n * n, sizeof(float)), *B = calloc((size_t)n * n, sizeof(float)),
-          *C = calloc((size_t)n * n, sizeof(float));
+    float *A = ddp_xcalloc((size_t)n * n, sizeof(float)), *B = ddp_xcalloc((size_t)n * n, sizeof(float)),
+          *C = ddp_xcalloc((size_t)n * n, sizeof(float));
     for (int i = 0; i < n * n; i++) A[i] = B[i] = (float)(i % 7) * 0.1f;
     ddp_kargs k;
     memset(&k, 0, sizeof k);
@@ -89,11 +90,9 @@ double ddprun_ref_estimate_s(const ddp_plan *p, int64_t steps) {
     k.i[9] = 1;
     k.f[0] = 1;
     uint8_t dt[DDP_MAX_PTRS] = {DT_F32, DT_F32, DT_F32, DT_F32};
-    struct timespec t0, t1;
-    clock_gettime(CLOCK_MONOTONIC, &t0);
+    double t0 = ddp_now_s();
     ref_gemm(&k, dt);
-    clock_gettime(CLOCK_MONOTONIC, &t1);
-    double s = (double)(t1.tv_sec - t0.tv_sec) + 1e-9 * (double)(t1.tv_nsec - t0.tv_nsec);
+    double s = ddp_now_s() - t0;
     rate = 2.0 * n * n * n / (s > 1e-6 ? s : 1e-6);
     free(A);
     free(B);

@@ -1,10 +1,13 @@
 /* runtime/main.c: the ddprun command line.
  *   ddprun PLAN [--device cuda|ref] [--steps N] [--metrics FILE.jsonl] [--checkpoint-dir DIR]
  *          [--save-every K] [--resume] [--seed S] [--nproc N] [--peak-tflops X] [--quiet]
+ *   ddprun --help-env prints the table of environment variables (base/param.h; docs/ENVIRONMENT.md).
  * Ranks come from the launcher's environment (srun, torchrun-style variables, mpirun) or --nproc N; the
  * reference executor runs every rank of the plan as a thread of this process. Without a GPU, ddprun says
  * so and runs the reference executor only for plans it estimates finish in reasonable time. */
 #include "cli.h"
+#include "err.h"
+#include "param.h"
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -15,6 +18,7 @@ static void usage(FILE *f) {
           "              [--save-every K] [--resume] [--seed S] [--nproc N] [--peak-tflops X] [--trace F.json]\n"
           "              [--quiet]\n"
           "       ddprun --bench allreduce [--nproc N] [--sizes-mb 1,10,100,1000] [--iters N] [--out F.json]\n"
+          "       ddprun --help-env   (the DDP_* environment variables)\n"
           "Replays a plan compiled by ddpc. Under srun, torchrun-style variables or mpirun each process is one\n"
           "rank; --nproc N forks N local ranks.\n");
 }
@@ -31,12 +35,17 @@ static int parse_i64(const char *flag, const char *v, int64_t min, int64_t *out)
 }
 
 int main(int argc, char **argv) {
+  ddp_set_progname("ddprun");
   if (argc < 2) {
     usage(stderr);
     return 1;
   }
   if (!strcmp(argv[1], "--help") || !strcmp(argv[1], "-h")) {
     usage(stdout);
+    return 0;
+  }
+  if (!strcmp(argv[1], "--help-env")) {
+    ddp_param_print_table(stdout);
     return 0;
   }
   if (!strcmp(argv[1], "--bench")) return ddprun_bench_main(argc - 2, argv + 2);

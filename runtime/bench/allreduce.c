@@ -1,9 +1,10 @@
-/* runtime/bench_allreduce.c: `ddprun --bench allreduce`: NCCL all-reduce of float32 buffers from 1 MB to
+/* runtime/bench/allreduce.c: `ddprun --bench allreduce`: NCCL all-reduce of float32 buffers from 1 MB to
  * 1 GB (MB = 2^20 bytes, as the seeds' benchmark), one process per GPU (--nproc N or a launcher), timed
  * with CUDA events over many iterations after a warm-up. Prints algbw and busbw (busbw = algbw x 2(n-1)/n)
  * as a table on rank 0 and, with --out, one JSON object per size. Correctness is checked first: every
- * rank contributes rank+1 and every element must equal n(n+1)/2. `ddprun --bench plot` draws the SVG. */
+ * rank contributes rank+1 and every element must equal n(n+1)/2. `ddprun --bench plot` (plot.c) draws the SVG. */
 #include "cli.h"
+#include "err.h"
 #include "cuda_check.h"
 #include "launch.h"
 #include "rendezvous.h"
@@ -13,7 +14,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-int ddprun_plot_main(int argc, char **argv); /* bench_plot.c */
+int ddprun_plot_main(int argc, char **argv); /* plot.c */
 
 typedef struct {
   double sizes_mb[32];
@@ -26,7 +27,7 @@ typedef struct {
   do {                                                                                                  \
     ncclResult_t r_ = (call);                                                                           \
     if (r_ != ncclSuccess) {                                                                            \
-      snprintf(err, errcap, "%s:%d: %s: %s", __FILE__, __LINE__, #call, ncclGetErrorString(r_));       \
+      ddp_fail(err, errcap, "%s:%d: %s: %s", __FILE__, __LINE__, #call, ncclGetErrorString(r_));       \
       return -1;                                                                                        \
     }                                                                                                   \
   } while (0)
@@ -38,7 +39,7 @@ static int check_sum(float *dev, size_t n, int world, char *err, size_t errcap) 
   float want = (float)world * (float)(world + 1) / 2.0f;
   for (int k = 0; k < 3; k++)
     if (probe[k] != want) {
-      snprintf(err, errcap, "all-reduce gave %g at element %zu, expected %g", (double)probe[k], at[k], (double)want);
+      ddp_fail(err, errcap, "all-reduce gave %g at element %zu, expected %g", (double)probe[k], at[k], (double)want);
       return -1;
     }
   return 0;
@@ -68,7 +69,7 @@ static int bench_rank(const ddp_identity *id, const bench_opts *o, char *err, si
   DDP_CUDA_TRY(cudaEventCreate(&e0));
   DDP_CUDA_TRY(cudaEventCreate(&e1));
   /* correctness on the largest buffer */
-  float *host = malloc(max_n * sizeof(float));
+  float *host = ddp_xmalloc(max_n * sizeof(float));
   fill_host(host, max_n, (float)(id->rank + 1));
   DDP_CUDA_TRY(cudaMemcpy(buf, host, max_n * sizeof(float), cudaMemcpyHostToDevice));
   free(host);
@@ -77,7 +78,7 @@ static int bench_rank(const ddp_identity *id, const bench_opts *o, char *err, si
   if (check_sum(buf, max_n, id->world, err, errcap)) return -1;
   FILE *out = NULL;
   if (id->rank == 0 && o->out && !(out = fopen(o->out, "w"))) {
-    snprintf(err, errcap, "%s: cannot write", o->out);
+    ddp_fail(err, errcap, "%s: cannot write", o->out);
     return -1;
   }
   if (id->rank == 0)

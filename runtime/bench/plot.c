@@ -1,4 +1,4 @@
-/* runtime/bench_plot.c: `ddprun --bench plot -o allreduce.svg [--link-GBs B] [--latency-us A] FILE...`:
+/* runtime/bench/plot.c: `ddprun --bench plot -o allreduce.svg [--link-GBs B] [--latency-us A] FILE...`:
  * draws the all-reduce throughput plot as SVG: x = message size (log), y = bus bandwidth, one curve per
  * (implementation, GPU count) read from the JSON lines of `ddprun --bench allreduce --out` and of the
  * PyTorch anchor (lines "ANCHOR {...}" with "kind": "allreduce"), plus the theoretical curve of a ring

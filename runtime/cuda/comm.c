@@ -1,10 +1,12 @@
-/* runtime/cuda/exec_cuda_comm.c: NCCL. One non-blocking communicator over the world (so that neither its
+/* runtime/cuda/comm.c: NCCL. One non-blocking communicator over the world (so that neither its
  * setup nor a lazily connecting first collective can hang the host: every call that answers ncclInProgress
  * is polled with a deadline); collectives and point-to-point on the instruction's stream; consecutive
  * SEND/RECV of one stream as one group. Waiting for the streams (sync, teardown, pinned-buffer reuse) polls
  * the streams and NCCL's asynchronous error; after DDP_NCCL_TIMEOUT_S seconds, or on an NCCL error, the
  * communicator is aborted and the error names the peer that stopped responding. A world of one rank has no
  * communicator: its collectives are local copies. */
+#include "clock.h"
+#include "param.h"
 #include "cx.h"
 #include <stdio.h>
 #include <stdlib.h>
@@ -35,7 +37,7 @@ static int comm_error(cx *x, ncclResult_t rc, const char *call, char *err, size_
   if (rc == ncclRemoteError || rc == ncclSystemError)
     snprintf(blame, sizeof blame, ": %s failed or its connection broke", peer);
   const char *last = ncclGetLastError(x->comm);
-  cx_fail(err, errcap, "%s: NCCL %s (%s)%s; rank %d aborted its NCCL communicator", call, ncclGetErrorString(rc),
+  ddp_fail(err, errcap, "%s: NCCL %s (%s)%s; rank %d aborted its NCCL communicator", call, ncclGetErrorString(rc),
           last && *last ? last : "no detail", blame, x->base.rank);
   comm_abort(x);
   return -1;
@@ -51,11 +53,11 @@ static int watchdog(cx *x, double t0, const char *why, char *err, size_t errcap)
     snprintf(what, sizeof what, "%s: asynchronous NCCL error", why);
     return comm_error(x, st, what, err, errcap);
   }
-  if (cx_now() - t0 > x->timeout_s) {
+  if (ddp_now_s() - t0 > x->timeout_s) {
     char peer[64];
     peer_name(x, peer, sizeof peer);
     comm_abort(x);
-    return cx_fail(err, errcap,
+    return ddp_fail(err, errcap,
                    "%s: not finished after %g s (DDP_NCCL_TIMEOUT_S) with NCCL work outstanding: %s stopped "
                    "responding; rank %d aborted its NCCL communicator",
                    why, x->timeout_s, peer, x->base.rank);
@@ -65,7 +67,7 @@ static int watchdog(cx *x, double t0, const char *why, char *err, size_t errcap)
 
 /* An NCCL call answered ncclInProgress (non-blocking communicator): poll until it settles. */
 static int settle(cx *x, const char *call, char *err, size_t errcap) {
-  double t0 = cx_now();
+  double t0 = ddp_now_s();
   unsigned nap = 10;
   for (;;) {
     ncclResult_t st = ncclInProgress, rc = ncclCommGetAsyncError(x->comm, &st);
@@ -73,7 +75,7 @@ static int settle(cx *x, const char *call, char *err, size_t errcap) {
     if (st == ncclSuccess) return 0;
     if (st != ncclInProgress) return comm_error(x, st, call, err, errcap);
     if (watchdog(x, t0, call, err, errcap)) return -1;
-    cx_sleep_us(nap);
+    ddp_sleep_s(nap * 1e-6);
     nap = nap < 2000 ? nap * 2 : 2000;
   }
 }
@@ -89,8 +91,9 @@ int cx_comm_init(cx *x, const void *nccl_id, char *err, size_t errcap) {
   ncclUniqueId id;
   memcpy(&id, nccl_id, sizeof id);
   ncclConfig_t cfg = NCCL_CONFIG_INITIALIZER;
-  const char *blocking = getenv("DDP_NCCL_BLOCKING");
-  cfg.blocking = blocking && !strcmp(blocking, "1"); /* diagnostic: a blocking communicator (no setup deadline) */
+  int64_t blocking; /* diagnostic: a blocking communicator (no setup deadline) */
+  if (ddp_param_int(PARAM_NCCL_BLOCKING, &blocking, err, errcap)) return -1;
+  cfg.blocking = (int)blocking;
   char call[160];
   snprintf(call, sizeof call, "ncclCommInitRankConfig(rank %d of %d, GPU %d)", x->base.rank, x->base.world,
            x->device);
@@ -126,27 +129,27 @@ int cx_comm_prepare(cx *x, cx_op *op, char *err, size_t errcap) {
   const ddp_instr *in = op->in;
   const int W = x->base.world, opc = in->opcode;
   const int64_t count = in->i[0];
-  if (count < 0) return cx_fail(err, errcap, "negative count %lld", (long long)count);
+  if (count < 0) return ddp_fail(err, errcap, "negative count %lld", (long long)count);
   if (in->i[3] != 0)
-    return cx_fail(err, errcap, "communicator %lld: this executor has only the world communicator (0)",
+    return ddp_fail(err, errcap, "communicator %lld: this executor has only the world communicator (0)",
                    (long long)in->i[3]);
   op->nccl_type = nccl_type(in->dt[0]);
-  if (op->nccl_type < 0) return cx_fail(err, errcap, "dtype %s has no NCCL type", ddp_dtype_name(in->dt[0]));
+  if (op->nccl_type < 0) return ddp_fail(err, errcap, "dtype %s has no NCCL type", ddp_dtype_name(in->dt[0]));
   const uint64_t es = ddp_dtype_size(in->dt[0]), n = (uint64_t)count * es;
   uint64_t send = n, recv = n;
   if (opc == I_REDUCE_SCATTER) send = n * (uint64_t)W;
   if (opc == I_ALL_GATHER) recv = n * (uint64_t)W;
   if (opc == I_ALL_REDUCE || opc == I_REDUCE_SCATTER) {
     if (in->i[1] != REDOP_SUM && in->i[1] != REDOP_AVG)
-      return cx_fail(err, errcap, "reduction %lld", (long long)in->i[1]);
+      return ddp_fail(err, errcap, "reduction %lld", (long long)in->i[1]);
     op->nccl_op = in->i[1] == REDOP_AVG ? ncclAvg : ncclSum;
   }
   if (opc == I_BROADCAST || opc == I_SEND || opc == I_RECV) {
     if (in->i[2] < 0 || in->i[2] >= W)
-      return cx_fail(err, errcap, "root/peer rank %lld, world of %d", (long long)in->i[2], W);
+      return ddp_fail(err, errcap, "root/peer rank %lld, world of %d", (long long)in->i[2], W);
     op->peer = (int)in->i[2];
     if (opc != I_BROADCAST && op->peer == x->base.rank)
-      return cx_fail(err, errcap, "rank %d sends to or receives from itself", op->peer);
+      return ddp_fail(err, errcap, "rank %d sends to or receives from itself", op->peer);
   }
   op->count = (size_t)count;
   if (count == 0) {
@@ -154,7 +157,7 @@ int cx_comm_prepare(cx *x, cx_op *op, char *err, size_t errcap) {
     return 0;
   }
   if (opc == I_SEND || opc == I_RECV) {
-    if (W == 1) return cx_fail(err, errcap, "point-to-point in a world of one rank");
+    if (W == 1) return ddp_fail(err, errcap, "point-to-point in a world of one rank");
     return cx_buffer(x, in, 0, n, &op->ptr[0], err, errcap);
   }
   if (cx_buffer(x, in, 1, recv, &op->ptr[1], err, errcap)) return -1;
@@ -163,7 +166,7 @@ int cx_comm_prepare(cx *x, cx_op *op, char *err, size_t errcap) {
   else if (cx_buffer(x, in, 0, send, &op->ptr[0], err, errcap))
     return -1;
   if (W > 1) {
-    if (!x->comm) return cx_fail(err, errcap, "no NCCL communicator");
+    if (!x->comm) return ddp_fail(err, errcap, "no NCCL communicator");
     return 0;
   }
   /* One rank: every collective is the identity; copy when not in place. */
@@ -171,7 +174,7 @@ int cx_comm_prepare(cx *x, cx_op *op, char *err, size_t errcap) {
   const uint8_t *s = op->ptr[0], *d = op->ptr[1];
   if (s == d) op->skip = 1;
   else if (s < d + n && d < s + n)
-    return cx_fail(err, errcap, "send and receive buffers overlap without being in place");
+    return ddp_fail(err, errcap, "send and receive buffers overlap without being in place");
   return 0;
 }
 
@@ -183,7 +186,7 @@ static int local_copy(const cx_op *op, char *err, size_t errcap) {
 int cx_exec_ALL_REDUCE(cx *x, const cx_op *op, int64_t step, char *err, size_t errcap) {
   (void)step;
   if (op->skip) return 0;
-  if (!x->comm) return x->comm_aborted ? cx_fail(err, errcap, "NCCL communicator aborted") : local_copy(op, err, errcap);
+  if (!x->comm) return x->comm_aborted ? ddp_fail(err, errcap, "NCCL communicator aborted") : local_copy(op, err, errcap);
   return nccl_call(x, ncclAllReduce(op->ptr[0], op->ptr[1], op->count, (ncclDataType_t)op->nccl_type,
                                     (ncclRedOp_t)op->nccl_op, x->comm, op->stream),
                    "ncclAllReduce", err, errcap);
@@ -192,7 +195,7 @@ int cx_exec_ALL_REDUCE(cx *x, const cx_op *op, int64_t step, char *err, size_t e
 int cx_exec_REDUCE_SCATTER(cx *x, const cx_op *op, int64_t step, char *err, size_t errcap) {
   (void)step;
   if (op->skip) return 0;
-  if (!x->comm) return x->comm_aborted ? cx_fail(err, errcap, "NCCL communicator aborted") : local_copy(op, err, errcap);
+  if (!x->comm) return x->comm_aborted ? ddp_fail(err, errcap, "NCCL communicator aborted") : local_copy(op, err, errcap);
   return nccl_call(x, ncclReduceScatter(op->ptr[0], op->ptr[1], op->count, (ncclDataType_t)op->nccl_type,
                                         (ncclRedOp_t)op->nccl_op, x->comm, op->stream),
                    "ncclReduceScatter", err, errcap);
@@ -201,7 +204,7 @@ int cx_exec_REDUCE_SCATTER(cx *x, const cx_op *op, int64_t step, char *err, size
 int cx_exec_ALL_GATHER(cx *x, const cx_op *op, int64_t step, char *err, size_t errcap) {
   (void)step;
   if (op->skip) return 0;
-  if (!x->comm) return x->comm_aborted ? cx_fail(err, errcap, "NCCL communicator aborted") : local_copy(op, err, errcap);
+  if (!x->comm) return x->comm_aborted ? ddp_fail(err, errcap, "NCCL communicator aborted") : local_copy(op, err, errcap);
   return nccl_call(x, ncclAllGather(op->ptr[0], op->ptr[1], op->count, (ncclDataType_t)op->nccl_type, x->comm,
                                     op->stream),
                    "ncclAllGather", err, errcap);
@@ -210,7 +213,7 @@ int cx_exec_ALL_GATHER(cx *x, const cx_op *op, int64_t step, char *err, size_t e
 int cx_exec_BROADCAST(cx *x, const cx_op *op, int64_t step, char *err, size_t errcap) {
   (void)step;
   if (op->skip) return 0;
-  if (!x->comm) return x->comm_aborted ? cx_fail(err, errcap, "NCCL communicator aborted") : local_copy(op, err, errcap);
+  if (!x->comm) return x->comm_aborted ? ddp_fail(err, errcap, "NCCL communicator aborted") : local_copy(op, err, errcap);
   return nccl_call(x, ncclBroadcast(op->ptr[0], op->ptr[1], op->count, (ncclDataType_t)op->nccl_type, op->peer,
                                     x->comm, op->stream),
                    "ncclBroadcast", err, errcap);
@@ -218,7 +221,7 @@ int cx_exec_BROADCAST(cx *x, const cx_op *op, int64_t step, char *err, size_t er
 
 static int p2p(cx *x, const cx_op *op, int send, char *err, size_t errcap) {
   if (op->skip && !op->group_begin && !op->group_end) return 0;
-  if (!x->comm) return cx_fail(err, errcap, "NCCL communicator aborted");
+  if (!x->comm) return ddp_fail(err, errcap, "NCCL communicator aborted");
   if (op->group_begin) {
     if (nccl_call(x, ncclGroupStart(), "ncclGroupStart", err, errcap)) return -1;
     x->in_group = 1;
@@ -254,12 +257,12 @@ int cx_wait_streams(cx *x, const char *why, char *err, size_t errcap) {
     for (uint32_t s = 0; s < x->nstreams; s++) {
       cudaError_t rc = cudaStreamSynchronize(x->streams[s]);
       if (rc != cudaSuccess)
-        return cx_fail(err, errcap, "%s: %s:%d: cudaStreamSynchronize(stream %u): %s: %s", why, __FILE__, __LINE__, s,
+        return ddp_fail(err, errcap, "%s: %s:%d: cudaStreamSynchronize(stream %u): %s: %s", why, __FILE__, __LINE__, s,
                        cudaGetErrorName(rc), cudaGetErrorString(rc));
     }
     return 0;
   }
-  double t0 = cx_now();
+  double t0 = ddp_now_s();
   unsigned nap = 10;
   for (;;) {
     int busy = 0;
@@ -269,13 +272,13 @@ int cx_wait_streams(cx *x, const char *why, char *err, size_t errcap) {
         busy = 1;
       } else if (rc != cudaSuccess) {
         comm_abort(x);
-        return cx_fail(err, errcap, "%s: %s:%d: cudaStreamQuery(stream %u): %s: %s (NCCL communicator aborted)", why,
+        return ddp_fail(err, errcap, "%s: %s:%d: cudaStreamQuery(stream %u): %s: %s (NCCL communicator aborted)", why,
                        __FILE__, __LINE__, s, cudaGetErrorName(rc), cudaGetErrorString(rc));
       }
     }
     if (!busy) return 0;
     if (watchdog(x, t0, why, err, errcap)) return -1;
-    cx_sleep_us(nap);
+    ddp_sleep_s(nap * 1e-6);
     nap = nap < 1000 ? nap * 2 : 1000;
   }
 }
@@ -284,22 +287,22 @@ int cx_wait_event(cx *x, cudaEvent_t ev, const char *why, char *err, size_t errc
   if (!x->comm) {
     cudaError_t rc = cudaEventSynchronize(ev);
     if (rc != cudaSuccess)
-      return cx_fail(err, errcap, "%s: %s:%d: cudaEventSynchronize: %s: %s", why, __FILE__, __LINE__,
+      return ddp_fail(err, errcap, "%s: %s:%d: cudaEventSynchronize: %s: %s", why, __FILE__, __LINE__,
                      cudaGetErrorName(rc), cudaGetErrorString(rc));
     return 0;
   }
-  double t0 = cx_now();
+  double t0 = ddp_now_s();
   unsigned nap = 10;
   for (;;) {
     cudaError_t rc = cudaEventQuery(ev);
     if (rc == cudaSuccess) return 0;
     if (rc != cudaErrorNotReady) {
       comm_abort(x);
-      return cx_fail(err, errcap, "%s: %s:%d: cudaEventQuery: %s: %s (NCCL communicator aborted)", why, __FILE__,
+      return ddp_fail(err, errcap, "%s: %s:%d: cudaEventQuery: %s: %s (NCCL communicator aborted)", why, __FILE__,
                      __LINE__, cudaGetErrorName(rc), cudaGetErrorString(rc));
     }
     if (watchdog(x, t0, why, err, errcap)) return -1;
-    cx_sleep_us(nap);
+    ddp_sleep_s(nap * 1e-6);
     nap = nap < 1000 ? nap * 2 : 1000;
   }
 }

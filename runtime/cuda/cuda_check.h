@@ -5,12 +5,13 @@
 #ifndef DDP_CUDA_CHECK_H
 #define DDP_CUDA_CHECK_H
 #include <cuda_runtime_api.h>
+#include "err.h"
 #include <stdio.h>
 
 static inline int ddp_cuda_check_at(cudaError_t rc, const char *what, const char *file, int line, char *err,
-                                    size_t cap) {
+                                    size_t errcap) {
   if (rc == cudaSuccess) return 0;
-  if (err && cap) snprintf(err, cap, "%s:%d: %s: %s: %s", file, line, what, cudaGetErrorName(rc), cudaGetErrorString(rc));
+  ddp_fail(err, errcap, "%s:%d: %s: %s: %s", file, line, what, cudaGetErrorName(rc), cudaGetErrorString(rc));
   return -1;
 }
 

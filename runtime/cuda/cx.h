@@ -1,24 +1,26 @@
-/* runtime/cuda/exec_cuda_internal.h: the private state of the CUDA executor shared by its files
- * (exec_cuda*.c), not part of any interface. A program is "prepared" once (cx_op per instruction: stream,
- * device pointers, kernel arguments, GEMM descriptors, collective parameters) and then replayed by
- * exec_cuda_run.c through a table of cx_exec_<OPCODE> functions built from DDP_OPCODES. */
-#ifndef DDP_EXEC_CUDA_INTERNAL_H
-#define DDP_EXEC_CUDA_INTERNAL_H
+/* runtime/cuda/cx.h: the private header of every cx_* file of the CUDA executor (exec_cuda.c, cx_util.c,
+ * prepare.c, run.c, graph.c, gemm.c, gemm_tune.c, comm.c, memory.c), not part of any interface. A program
+ * is "prepared" once (cx_op per instruction: stream, device pointers, kernel arguments, GEMM descriptors,
+ * collective parameters) and then replayed by run.c through a table of cx_exec_<OPCODE> functions built
+ * from DDP_OPCODES. Calls go one way, no file calling a function of a file that calls it: exec_cuda.c
+ * (the vtable) -> prepare.c, graph.c -> run.c -> the executions (gemm.c -> gemm_tune.c, memory.c ->
+ * comm.c) -> cx_util.c, the leaf. */
+#ifndef DDP_CX_H
+#define DDP_CX_H
 #include "access.h"
 #include "cuda_check.h"
 #include "kernels.h"
 #include "err.h"
 #include "exec_cuda.h"
+#include "instr.h"
 #include <cublasLt.h>
 #include <nccl.h>
 #include <stdarg.h>
 
-#define CX_GEMM_WORKSPACE_BYTES ((size_t)32 << 20)
-#define CX_DEFAULT_TIMEOUT_S 60.0
 #define CX_TUNE_CANDIDATES 16 /* cuBLASLt proposals timed per GEMM at load */
 
 /* One GEMM: cuBLASLt descriptors and the algorithm chosen at load, operands in cuBLASLt's order (see
- * exec_cuda_gemm.c for the row-major mapping). */
+ * gemm.c for the row-major mapping). */
 typedef struct cx_gemm {
   cublasLtMatmulDesc_t desc;
   cublasLtMatrixLayout_t la, lb, lc, ld;
@@ -115,40 +117,35 @@ typedef struct cx {
   uint64_t mem_peak;
   cudaEvent_t *trace_ev;     /* --trace: begin/end event per step instruction (2n), created on first use */
   uint32_t trace_n;
-  struct cx_tuned *tuned;    /* GEMM algorithms chosen during this load, by key (exec_cuda_gemm_tune.c) */
-  uint32_t ntuned, captuned;
+  struct cx_tuned *tuned;    /* GEMM algorithms chosen during this load, by key (gemm_tune.c) */
+  uint32_t ntuned;
+  size_t captuned;
   int gemm_timed;            /* a GEMM was timed at load: its buffers hold scratch and are zeroed again */
 } cx;
 
-/* Messages: one line into err, -1 returned. */
-#define cx_fail ddp_fail
-/* Prefixes err with "<prog> instruction I (<opcode> '<label>'): ". */
+/* cx_util.c: prefixes err with "<prog> instruction I (<opcode> '<label>'): ". */
 int cx_fail_at(const cx *x, const cx_prog *pg, const cx_op *op, char *err, size_t errcap);
 
 #define CX_LT_TRY(call, what)                                                                                  \
   do {                                                                                                         \
     cublasStatus_t cx_st_ = (call);                                                                            \
     if (cx_st_ != CUBLAS_STATUS_SUCCESS)                                                                       \
-      return cx_fail(err, errcap, "%s:%d: %s (%s): %s: %s", __FILE__, __LINE__, #call, (what),                 \
+      return ddp_fail(err, errcap, "%s:%d: %s (%s): %s: %s", __FILE__, __LINE__, #call, (what),                 \
                      cublasLtGetStatusName(cx_st_), cublasLtGetStatusString(cx_st_));                           \
   } while (0)
 
-/* exec_cuda_prepare.c: builds a cx_prog from a program of this rank. */
-int cx_prog_prepare(cx *x, cx_prog *pg, const ddp_program *prog, const char *what, char *err, size_t errcap);
-void cx_prog_free(cx *x, cx_prog *pg);
-/* exec_cuda_run.c: per-instruction times of the last traced step (exec.h instr_times). */
-int cx_instr_times(ddp_exec *e, double *start, double *end, char *err, size_t errcap);
-void cx_trace_free(cx *x);
-/* Device pointer of buffer operand `slot`, checking that `bytes` from it stay inside its tensor's root
- * and the rank's arena. */
+/* cx_util.c: the device pointer of buffer operand `slot`, checking that `bytes` from it stay inside its
+ * tensor's root and the rank's arena. */
 int cx_buffer(const cx *x, const ddp_instr *in, int slot, uint64_t bytes, void **out, char *err, size_t errcap);
 
-/* exec_cuda_run.c: the replay and the vtable entries run, sync and timers. */
-int cx_run(ddp_exec *e, const ddp_program *prog, int64_t step, char *err, size_t errcap);
-int cx_sync(ddp_exec *e, char *err, size_t errcap);
+/* prepare.c: builds a cx_prog from a program of this rank. */
+int cx_prog_prepare(cx *x, cx_prog *pg, const ddp_program *prog, const char *what, char *err, size_t errcap);
+void cx_prog_free(cx *x, cx_prog *pg);
+/* run.c: the eager replay of ops [begin, end) (with --trace, an event pair around each step instruction,
+ * freed by cx_trace_free). */
 int cx_run_ops(cx *x, const cx_prog *pg, uint32_t begin, uint32_t end, int64_t step, char *err, size_t errcap);
-int cx_timers(ddp_exec *e, double *ms, char *err, size_t errcap);
-/* Executions, one per opcode (the table in exec_cuda_run.c is built from DDP_OPCODES, so a missing one does
+void cx_trace_free(cx *x);
+/* Executions, one per opcode (the table in run.c is built from DDP_OPCODES, so a missing one does
  * not compile). */
 typedef int (*cx_exec_fn)(cx *x, const cx_op *op, int64_t step, char *err, size_t errcap);
 int cx_exec_KERNEL(cx *x, const cx_op *op, int64_t step, char *err, size_t errcap);
@@ -159,32 +156,32 @@ int cx_exec_EVENT_WAIT(cx *x, const cx_op *op, int64_t step, char *err, size_t e
 int cx_exec_RANGE_PUSH(cx *x, const cx_op *op, int64_t step, char *err, size_t errcap);
 int cx_exec_RANGE_POP(cx *x, const cx_op *op, int64_t step, char *err, size_t errcap);
 int cx_exec_TIMER(cx *x, const cx_op *op, int64_t step, char *err, size_t errcap);
-/* exec_cuda_gemm.c */
+/* gemm.c */
 int cx_exec_GEMM(cx *x, const cx_op *op, int64_t step, char *err, size_t errcap);
-/* exec_cuda_comm.c */
+/* comm.c */
 int cx_exec_ALL_REDUCE(cx *x, const cx_op *op, int64_t step, char *err, size_t errcap);
 int cx_exec_REDUCE_SCATTER(cx *x, const cx_op *op, int64_t step, char *err, size_t errcap);
 int cx_exec_ALL_GATHER(cx *x, const cx_op *op, int64_t step, char *err, size_t errcap);
 int cx_exec_BROADCAST(cx *x, const cx_op *op, int64_t step, char *err, size_t errcap);
 int cx_exec_SEND(cx *x, const cx_op *op, int64_t step, char *err, size_t errcap);
 int cx_exec_RECV(cx *x, const cx_op *op, int64_t step, char *err, size_t errcap);
-/* exec_cuda_memory.c */
+/* memory.c */
 int cx_exec_LOAD_BATCH(cx *x, const cx_op *op, int64_t step, char *err, size_t errcap);
 int cx_exec_INIT_TENSOR(cx *x, const cx_op *op, int64_t step, char *err, size_t errcap);
 
-/* exec_cuda_gemm.c */
+/* gemm.c */
 int cx_gemm_init(cx *x, char *err, size_t errcap);
 int cx_gemm_prepare(cx *x, cx_op *op, char *err, size_t errcap);
 void cx_gemm_free(cx_gemm *g);
 void cx_gemm_fini(cx *x);
-/* exec_cuda_gemm_tune.c: sets g->algo from the heuristic's proposals res[0..nres) (timing them, or the
+/* gemm_tune.c: sets g->algo from the heuristic's proposals res[0..nres) (timing them, or the
  * stored choice for `key`). 0 when chosen, 1 when no proposal fits (the caller reports), -1 on a CUDA
  * error (in err). */
 int cx_gemm_pick(cx *x, cx_gemm *g, const char *key, const cublasLtMatmulHeuristicResult_t *res, int nres,
                  cudaStream_t s, char *err, size_t errcap);
 void cx_gemm_tune_free(cx *x);
 
-/* exec_cuda_comm.c */
+/* comm.c */
 int cx_comm_init(cx *x, const void *nccl_id, char *err, size_t errcap);
 int cx_comm_prepare(cx *x, cx_op *op, char *err, size_t errcap);
 void cx_comm_fini(cx *x);
@@ -193,7 +190,7 @@ void cx_comm_fini(cx *x);
 int cx_wait_streams(cx *x, const char *why, char *err, size_t errcap);
 int cx_wait_event(cx *x, cudaEvent_t ev, const char *why, char *err, size_t errcap);
 
-/* exec_cuda_memory.c */
+/* memory.c */
 int cx_arenas_init(cx *x, char *err, size_t errcap);
 void cx_arenas_fini(cx *x);
 int cx_arenas_zero(cx *x, char *err, size_t errcap); /* back to the zeroed state of cx_arenas_init */
@@ -205,14 +202,10 @@ int cx_write(ddp_exec *e, int32_t tensor, const void *src, char *err, size_t err
 int cx_memory(ddp_exec *e, uint64_t *in_use, uint64_t *peak);
 void cx_memory_sample(cx *x);
 
-/* exec_cuda_graph.c */
+/* graph.c */
 int cx_graph_init(cx *x, char *err, size_t errcap);
 void cx_graph_plan(cx *x, cx_prog *pg);
 int cx_graph_run(cx *x, cx_prog *pg, int64_t step, char *err, size_t errcap);
 void cx_graph_free(cx_prog *pg);
 void cx_graph_fini(cx *x);
-
-/* Monotonic seconds and a short sleep (polling loops). */
-double cx_now(void);
-void cx_sleep_us(unsigned us);
 #endif

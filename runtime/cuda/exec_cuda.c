@@ -1,41 +1,105 @@
-/* runtime/cuda/exec_cuda.c: the CUDA executor's construction, vtable and teardown (see exec_cuda.h). Load
- * order: probe, device, plan/arch check, streams/events/timers, arenas, cuBLASLt, NCCL, then both rank
- * programs prepared once (exec_cuda_prepare.c). Any failure tears down what exists and returns one line. */
+/* runtime/cuda/exec_cuda.c: the CUDA executor's construction, vtable (run, sync, timers, instr_times; read,
+ * write and memory are memory.c's) and teardown (see exec_cuda.h). run replays a prepared program through
+ * graph.c or run.c. Load order: probe, device, plan/arch check, streams/events/timers, arenas, cuBLASLt,
+ * NCCL, then both rank programs prepared once (prepare.c). Any failure tears down what exists and returns
+ * one line. */
 #include "cx.h"
-#include "err.h"
+#include "param.h"
 #include <errno.h>
-#include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <time.h>
 
-
-int cx_fail_at(const cx *x, const cx_prog *pg, const cx_op *op, char *err, size_t errcap) {
-  char inner[1024];
-  snprintf(inner, sizeof inner, "%s", err ? err : "");
-  (void)x;
-  return cx_fail(err, errcap, "%s instruction %u (%s%s%s%s): %s", pg ? pg->what : "?",
-                 op ? op->index : 0u, op ? ddp_opcode_name(op->in->opcode) : "?",
-                 op && op->label && *op->label ? " '" : "", op && op->label ? op->label : "",
-                 op && op->label && *op->label ? "'" : "", inner);
-}
-
-double cx_now(void) {
-  struct timespec ts;
-  clock_gettime(CLOCK_MONOTONIC, &ts);
-  return (double)ts.tv_sec + 1e-9 * (double)ts.tv_nsec;
-}
-
-void cx_sleep_us(unsigned us) {
-  struct timespec ts = {(time_t)(us / 1000000u), (long)(us % 1000000u) * 1000L};
-  while (nanosleep(&ts, &ts) == -1 && errno == EINTR) {
+static int cx_instr_times(ddp_exec *e, double *start, double *end, char *err, size_t errcap) {
+  cx *x = e->impl;
+  const cx_prog *pg = &x->step;
+  if (!x->trace_ev || x->trace_n != pg->n || pg->timer_base < 0)
+    return ddp_fail(err, errcap, "cuda executor: rank %d: no traced step to report", x->base.rank);
+  for (uint32_t k = 0; k < pg->n; k++) {
+    float a = 0, b = 0;
+    DDP_CUDA_TRY(cudaEventElapsedTime(&a, x->timers[pg->timer_base], x->trace_ev[2 * k]));
+    DDP_CUDA_TRY(cudaEventElapsedTime(&b, x->timers[pg->timer_base], x->trace_ev[2 * k + 1]));
+    start[k] = a;
+    end[k] = b;
   }
+  return 0;
+}
+
+static int same_program(const cx_prog *pg, const ddp_program *prog) {
+  return pg->src && (pg->src == prog || (pg->src->v == prog->v && pg->src->n == prog->n));
+}
+
+/* A program that is neither of the rank's (unusual): prepared, issued, waited for and freed. */
+static int run_foreign(cx *x, const ddp_program *prog, int64_t step, char *err, size_t errcap) {
+  cx_prog tmp;
+  int rc = cx_prog_prepare(x, &tmp, prog, "program", err, errcap);
+  if (!rc) rc = cx_run_ops(x, &tmp, 0, tmp.n, step, err, errcap);
+  if (!rc) rc = cx_wait_streams(x, "a program outside the plan's init/step", err, errcap);
+  cx_prog_free(x, &tmp);
+  return rc;
+}
+
+static int cx_run(ddp_exec *e, const ddp_program *prog, int64_t step, char *err, size_t errcap) {
+  cx *x = e->impl;
+  char why[1024];
+  int rc;
+  if (x->comm_aborted)
+    return ddp_fail(err, errcap, "cuda executor: rank %d: the NCCL communicator was aborted after an earlier error",
+                   x->base.rank);
+  cudaError_t crc = cudaSetDevice(x->device);
+  if (crc != cudaSuccess)
+    return ddp_fail(err, errcap, "cuda executor: rank %d: %s:%d: cudaSetDevice(%d): %s: %s", x->base.rank, __FILE__,
+                   __LINE__, x->device, cudaGetErrorName(crc), cudaGetErrorString(crc));
+  cx_prog *pg = same_program(&x->step, prog) ? &x->step : same_program(&x->init, prog) ? &x->init : NULL;
+  if (!pg)
+    rc = run_foreign(x, prog, step, why, sizeof why);
+  else if (pg->graph && !x->base.trace)
+    rc = cx_graph_run(x, pg, step, why, sizeof why);
+  else
+    rc = cx_run_ops(x, pg, 0, pg->n, step, why, sizeof why);
+  if (rc) return ddp_fail(err, errcap, "cuda executor: rank %d step %lld: %s", x->base.rank, (long long)step, why);
+  if (pg) {
+    pg->runs++;
+    if (pg->timer_base >= 0) x->last_timed = pg;
+  }
+  return 0;
+}
+
+static int cx_sync(ddp_exec *e, char *err, size_t errcap) {
+  cx *x = e->impl;
+  char why[1024];
+  cudaError_t crc = cudaSetDevice(x->device);
+  if (crc != cudaSuccess)
+    return ddp_fail(err, errcap, "cuda executor: rank %d: %s:%d: cudaSetDevice(%d): %s: %s", x->base.rank, __FILE__,
+                   __LINE__, x->device, cudaGetErrorName(crc), cudaGetErrorString(crc));
+  if (cx_wait_streams(x, "sync", why, sizeof why))
+    return ddp_fail(err, errcap, "cuda executor: rank %d: %s", x->base.rank, why);
+  cx_memory_sample(x);
+  return 0;
+}
+
+/* Every slot the last timed program records, relative to its first TIMER; other slots 0. */
+static int cx_timers(ddp_exec *e, double *ms, char *err, size_t errcap) {
+  cx *x = e->impl;
+  for (uint32_t i = 0; i < x->ntimers; i++) ms[i] = 0.0;
+  const cx_prog *pg = x->last_timed;
+  if (!pg || pg->timer_base < 0) return 0;
+  for (uint32_t k = 0; k < pg->ntimer_slots; k++) {
+    uint32_t s = pg->timer_slots[k];
+    float v = 0.0f;
+    cudaError_t rc = cudaEventElapsedTime(&v, x->timers[pg->timer_base], x->timers[s]);
+    if (rc != cudaSuccess)
+      return ddp_fail(err, errcap,
+                     "cuda executor: rank %d: %s:%d: cudaEventElapsedTime(timer %d, timer %u)%s: %s: %s",
+                     x->base.rank, __FILE__, __LINE__, pg->timer_base, s,
+                     rc == cudaErrorNotReady ? " (call sync first)" : "", cudaGetErrorName(rc),
+                     cudaGetErrorString(rc));
+    ms[s] = (double)v;
+  }
+  return 0;
 }
 
 static void cx_destroy(ddp_exec *e);
-
-static int cx_memory_vt(ddp_exec *e, uint64_t *in_use, uint64_t *peak) { return cx_memory(e, in_use, peak); }
 
 static const ddp_exec_vtbl cx_vtbl = {
     .name = "cuda",
@@ -44,30 +108,20 @@ static const ddp_exec_vtbl cx_vtbl = {
     .read = cx_read,
     .write = cx_write,
     .timers = cx_timers,
-    .memory = cx_memory_vt,
+    .memory = cx_memory,
     .destroy = cx_destroy,
     .instr_times = cx_instr_times,
 };
 
-/* DDP_NCCL_TIMEOUT_S and DDP_CUDA_GRAPH. */
+/* DDP_NCCL_TIMEOUT_S, DDP_CUDA_GRAPH and DDP_STREAM_PRIORITY (base/param.h). */
 static int read_env(cx *x, char *err, size_t errcap) {
-  x->timeout_s = CX_DEFAULT_TIMEOUT_S;
-  const char *t = getenv("DDP_NCCL_TIMEOUT_S");
-  if (t && *t) {
-    char *end = NULL;
-    double v = strtod(t, &end);
-    if (!end || *end || !(v > 0) || !isfinite(v))
-      return cx_fail(err, errcap, "DDP_NCCL_TIMEOUT_S='%s' is not a positive number of seconds", t);
-    x->timeout_s = v;
-  }
-  const char *g = getenv("DDP_CUDA_GRAPH");
-  if (g && *g && strcmp(g, "0") && strcmp(g, "1"))
-    return cx_fail(err, errcap, "DDP_CUDA_GRAPH='%s' must be 0 or 1", g);
-  x->graph_env = g && !strcmp(g, "1");
-  const char *pr = getenv("DDP_STREAM_PRIORITY");
-  if (pr && *pr && strcmp(pr, "0") && strcmp(pr, "1"))
-    return cx_fail(err, errcap, "DDP_STREAM_PRIORITY='%s' must be 0 or 1", pr);
-  x->stream_priority = pr && !strcmp(pr, "1");
+  int64_t graph, priority;
+  if (ddp_param_seconds(PARAM_NCCL_TIMEOUT_S, &x->timeout_s, err, errcap) ||
+      ddp_param_int(PARAM_CUDA_GRAPH, &graph, err, errcap) ||
+      ddp_param_int(PARAM_STREAM_PRIORITY, &priority, err, errcap))
+    return -1;
+  x->graph_env = graph == 1;
+  x->stream_priority = priority == 1;
   return 0;
 }
 
@@ -83,7 +137,7 @@ static int streams_events_init(cx *x, char *err, size_t errcap) {
   x->timers = calloc(rp->ntimers ? rp->ntimers : 1, sizeof *x->timers);
   x->modules = calloc(p->nmodules ? p->nmodules : 1, sizeof *x->modules);
   if (!x->streams || !x->ws || !x->ws_bytes || !x->ws_owned || !x->events || !x->timers || !x->modules)
-    return cx_fail(err, errcap, "out of host memory for %u streams, %u events, %u timers", x->nstreams,
+    return ddp_fail(err, errcap, "out of host memory for %u streams, %u events, %u timers", x->nstreams,
                    rp->nevents, rp->ntimers);
   /* DDP_STREAM_PRIORITY=1: the compute stream at the device's highest priority and the others at its
    * lowest, so the block scheduler prefers the backward's kernels over NCCL's when both wait (an
@@ -95,21 +149,21 @@ static int streams_events_init(cx *x, char *err, size_t errcap) {
     cudaError_t rc = cudaStreamCreateWithPriority(&x->streams[s], cudaStreamNonBlocking, prio);
     if (rc != cudaSuccess) {
       x->streams[s] = NULL;
-      return cx_fail(err, errcap, "%s:%d: cudaStreamCreateWithPriority(stream %u of %u, NonBlocking, %d): %s: %s",
+      return ddp_fail(err, errcap, "%s:%d: cudaStreamCreateWithPriority(stream %u of %u, NonBlocking, %d): %s: %s",
                      __FILE__, __LINE__, s, x->nstreams, prio, cudaGetErrorName(rc), cudaGetErrorString(rc));
     }
   }
   for (uint32_t i = 0; i < rp->nevents; i++) {
     cudaError_t rc = cudaEventCreateWithFlags(&x->events[i], cudaEventDisableTiming);
     if (rc != cudaSuccess)
-      return cx_fail(err, errcap, "%s:%d: cudaEventCreateWithFlags(event %u of %u, DisableTiming): %s: %s",
+      return ddp_fail(err, errcap, "%s:%d: cudaEventCreateWithFlags(event %u of %u, DisableTiming): %s: %s",
                      __FILE__, __LINE__, i, rp->nevents, cudaGetErrorName(rc), cudaGetErrorString(rc));
     x->nevents = i + 1;
   }
   for (uint32_t i = 0; i < rp->ntimers; i++) {
     cudaError_t rc = cudaEventCreate(&x->timers[i]);
     if (rc != cudaSuccess)
-      return cx_fail(err, errcap, "%s:%d: cudaEventCreate(timer %u of %u): %s: %s", __FILE__, __LINE__, i,
+      return ddp_fail(err, errcap, "%s:%d: cudaEventCreate(timer %u of %u): %s: %s", __FILE__, __LINE__, i,
                      rp->ntimers, cudaGetErrorName(rc), cudaGetErrorString(rc));
     x->ntimers = i + 1;
   }
@@ -138,41 +192,41 @@ ddp_exec *ddp_exec_cuda_new(const ddp_plan *p, int rank, int world, int device, 
                             ddp_data *data, uint64_t seed, char *err, size_t errcap) {
   char why[768];
   if (!p) {
-    cx_fail(err, errcap, "cuda executor: no plan");
+    ddp_fail(err, errcap, "cuda executor: no plan");
     return NULL;
   }
   if (world < 1 || rank < 0 || rank >= world) {
-    cx_fail(err, errcap, "cuda executor: rank %d of a world of %d ranks is not a valid rank", rank, world);
+    ddp_fail(err, errcap, "cuda executor: rank %d of a world of %d ranks is not a valid rank", rank, world);
     return NULL;
   }
   if (world > 1 && !nccl_id) {
-    cx_fail(err, errcap, "cuda executor: rank %d of %d: no NCCL id (needed when world > 1)", rank, world);
+    ddp_fail(err, errcap, "cuda executor: rank %d of %d: no NCCL id (needed when world > 1)", rank, world);
     return NULL;
   }
   /* NVLink multicast can take the host's GPUs out of service: off unless the user set it. */
   if (setenv("NCCL_NVLS_ENABLE", "0", 0) != 0) {
-    cx_fail(err, errcap, "cuda executor: setenv(NCCL_NVLS_ENABLE): %s", strerror(errno));
+    ddp_fail(err, errcap, "cuda executor: setenv(NCCL_NVLS_ENABLE): %s", strerror(errno));
     return NULL;
   }
   int ndev = 0;
   if (ddp_cuda_probe(&ndev, why, sizeof why)) {
-    cx_fail(err, errcap, "cuda executor: %s", why);
+    ddp_fail(err, errcap, "cuda executor: %s", why);
     return NULL;
   }
   if (device < 0 || device >= ndev) {
-    cx_fail(err, errcap, "cuda executor: rank %d: GPU %d does not exist (this machine shows %d GPU%s)", rank,
+    ddp_fail(err, errcap, "cuda executor: rank %d: GPU %d does not exist (this machine shows %d GPU%s)", rank,
             device, ndev, ndev == 1 ? "" : "s");
     return NULL;
   }
   cudaError_t crc = cudaSetDevice(device);
   if (crc != cudaSuccess) {
-    cx_fail(err, errcap, "cuda executor: rank %d: %s:%d: cudaSetDevice(%d): %s: %s", rank, __FILE__, __LINE__,
+    ddp_fail(err, errcap, "cuda executor: rank %d: %s:%d: cudaSetDevice(%d): %s: %s", rank, __FILE__, __LINE__,
             device, cudaGetErrorName(crc), cudaGetErrorString(crc));
     return NULL;
   }
   cx *x = calloc(1, sizeof *x);
   if (!x) {
-    cx_fail(err, errcap, "cuda executor: out of host memory");
+    ddp_fail(err, errcap, "cuda executor: out of host memory");
     return NULL;
   }
   x->device = device;
@@ -180,7 +234,7 @@ ddp_exec *ddp_exec_cuda_new(const ddp_plan *p, int rank, int world, int device, 
                        .impl = x};
   if (ddp_cuda_device_arch(device, x->arch, sizeof x->arch, x->gpu_name, sizeof x->gpu_name, why, sizeof why) ||
       ddp_plan_check_launch(p, x->arch, world, why, sizeof why) || load(x, nccl_id, why, sizeof why)) {
-    cx_fail(err, errcap, "cuda executor: rank %d on GPU %d (%s, %s): %s", rank, device,
+    ddp_fail(err, errcap, "cuda executor: rank %d on GPU %d (%s, %s): %s", rank, device,
             x->gpu_name[0] ? x->gpu_name : "?", x->arch[0] ? x->arch : "?", why);
     cx_destroy(&x->base);
     return NULL;

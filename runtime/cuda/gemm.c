@@ -1,4 +1,4 @@
-/* runtime/cuda/exec_cuda_gemm.c: I_GEMM through cuBLASLt. Descriptors, layouts and the algorithm are made
+/* runtime/cuda/gemm.c: I_GEMM through cuBLASLt. Descriptors, layouts and the algorithm are made
  * once per instruction at load; the replay is one cublasLtMatmul on the instruction's stream.
  *
  * Row-major to column-major: the plan computes, row-major, D[M,N] = alpha op(A)[M,K] op(B)[K,N] + beta C.
@@ -53,14 +53,14 @@ static int workspace(cx *x, uint32_t s, char *err, size_t errcap) {
       return 0;
     }
   }
-  cudaError_t rc = cudaMalloc(&x->ws_owned[s], CX_GEMM_WORKSPACE_BYTES);
+  cudaError_t rc = cudaMalloc(&x->ws_owned[s], (size_t)DDP_GEMM_WORKSPACE_BYTES);
   if (rc != cudaSuccess) {
     x->ws_owned[s] = NULL;
-    return cx_fail(err, errcap, "%s:%d: cudaMalloc(GEMM workspace of stream %u, %zu bytes): %s: %s", __FILE__,
-                   __LINE__, s, CX_GEMM_WORKSPACE_BYTES, cudaGetErrorName(rc), cudaGetErrorString(rc));
+    return ddp_fail(err, errcap, "%s:%d: cudaMalloc(GEMM workspace of stream %u, %zu bytes): %s: %s", __FILE__,
+                   __LINE__, s, (size_t)DDP_GEMM_WORKSPACE_BYTES, cudaGetErrorName(rc), cudaGetErrorString(rc));
   }
   x->ws[s] = x->ws_owned[s];
-  x->ws_bytes[s] = CX_GEMM_WORKSPACE_BYTES;
+  x->ws_bytes[s] = (size_t)DDP_GEMM_WORKSPACE_BYTES;
   return 0;
 }
 
@@ -106,19 +106,19 @@ static void describe(const cx_op *op, const gemm_shape *s, char *buf, size_t cap
 }
 
 static int check_shape(const gemm_shape *s, const char *what, char *err, size_t errcap) {
-  if (s->K <= 0) return cx_fail(err, errcap, "%s: K must be positive", what);
-  if (s->batch > INT32_MAX) return cx_fail(err, errcap, "%s: batch count too large", what);
+  if (s->K <= 0) return ddp_fail(err, errcap, "%s: K must be positive", what);
+  if (s->batch > INT32_MAX) return ddp_fail(err, errcap, "%s: batch count too large", what);
   if (lt_type(s->dta) < 0 || s->dta != s->dtb)
-    return cx_fail(err, errcap, "%s: A and B must both be f32 or both bf16", what);
-  if (lt_type(s->dtd) < 0) return cx_fail(err, errcap, "%s: D must be f32 or bf16", what);
+    return ddp_fail(err, errcap, "%s: A and B must both be f32 or both bf16", what);
+  if (lt_type(s->dtd) < 0) return ddp_fail(err, errcap, "%s: D must be f32 or bf16", what);
   if (s->dta == DT_F32 && s->dtd != DT_F32)
-    return cx_fail(err, errcap, "%s: f32 inputs need an f32 D (cuBLASLt has no f32 x f32 -> bf16)", what);
+    return ddp_fail(err, errcap, "%s: f32 inputs need an f32 D (cuBLASLt has no f32 x f32 -> bf16)", what);
   if (s->dtc != s->dtd)
-    return cx_fail(err, errcap, "%s: C and D must have one dtype (cuBLASLt); convert C first", what);
+    return ddp_fail(err, errcap, "%s: C and D must have one dtype (cuBLASLt); convert C first", what);
   if (s->lda < (s->ta ? s->M : s->K) || s->ldb < (s->tb ? s->K : s->N) || s->ldc < s->N || s->ldd < s->N)
-    return cx_fail(err, errcap, "%s: a leading dimension is smaller than its row", what);
+    return ddp_fail(err, errcap, "%s: a leading dimension is smaller than its row", what);
   if (s->batch > 1 && (s->sa < 0 || s->sb < 0 || s->sc < 0 || s->sd < 0))
-    return cx_fail(err, errcap, "%s: negative batch stride", what);
+    return ddp_fail(err, errcap, "%s: negative batch stride", what);
   return 0;
 }
 
@@ -134,14 +134,14 @@ static int operands(cx *x, cx_op *op, cx_gemm *g, const gemm_shape *s, const cha
   if (cx_buffer(x, in, 0, na * ea, &pa, why, sizeof why) || cx_buffer(x, in, 1, nb * ea, &pb, why, sizeof why) ||
       cx_buffer(x, in, 3, nd * ec, &pd, why, sizeof why) ||
       (g->beta != 0.0f && cx_buffer(x, in, 2, nc * ec, &pc, why, sizeof why)))
-    return cx_fail(err, errcap, "%s: %s", what, why);
+    return ddp_fail(err, errcap, "%s: %s", what, why);
   if (g->beta != 0.0f && pc != pd) {
     const uint8_t *c0 = pc, *d0 = pd;
     if (c0 < d0 + nd * ec && d0 < c0 + nc * ec)
-      return cx_fail(err, errcap, "%s: C and D overlap without being the same matrix", what);
+      return ddp_fail(err, errcap, "%s: C and D overlap without being the same matrix", what);
   }
   if (g->beta != 0.0f && pc == pd && (s->ldc != s->ldd || (s->batch > 1 && s->sc != s->sd)))
-    return cx_fail(err, errcap, "%s: C aliases D with a different leading dimension or batch stride", what);
+    return ddp_fail(err, errcap, "%s: C aliases D with a different leading dimension or batch stride", what);
   /* cuBLASLt order: its A is the plan's B, its B the plan's A. */
   g->a = pb;
   g->b = pa;
@@ -164,7 +164,7 @@ int cx_gemm_prepare(cx *x, cx_op *op, char *err, size_t errcap) {
   }
   if (check_shape(&s, what, err, errcap)) return -1;
   cx_gemm *g = calloc(1, sizeof *g);
-  if (!g) return cx_fail(err, errcap, "%s: out of host memory", what);
+  if (!g) return ddp_fail(err, errcap, "%s: out of host memory", what);
   op->gemm = g;
   g->alpha = in->f[0];
   g->beta = in->f[1];
@@ -208,7 +208,7 @@ int cx_gemm_prepare(cx *x, cx_op *op, char *err, size_t errcap) {
                                         &nres);
   (void)cublasLtMatmulPreferenceDestroy(pref);
   if (st != CUBLAS_STATUS_SUCCESS)
-    return cx_fail(err, errcap, "%s: cublasLtMatmulAlgoGetHeuristic (alignments A %u B %u C %u D %u bytes): %s: %s",
+    return ddp_fail(err, errcap, "%s: cublasLtMatmulAlgoGetHeuristic (alignments A %u B %u C %u D %u bytes): %s: %s",
                    what, al[1], al[0], al[2], al[3], cublasLtGetStatusName(st), cublasLtGetStatusString(st));
   /* The tuning key: everything that decides which algorithms apply and how fast they run, not the name. */
   char key[512];
@@ -222,7 +222,7 @@ int cx_gemm_prepare(cx *x, cx_op *op, char *err, size_t errcap) {
   int rc = cx_gemm_pick(x, g, key, res, nres, op->stream, err, errcap);
   if (rc < 0) return -1; /* err names the CUDA call; the caller adds the instruction */
   if (rc == 0) return 0;
-  return cx_fail(err, errcap, "%s: cuBLASLt found no algorithm (%d candidates; alignments A %u B %u C %u D %u bytes, workspace %zu bytes)",
+  return ddp_fail(err, errcap, "%s: cuBLASLt found no algorithm (%d candidates; alignments A %u B %u C %u D %u bytes, workspace %zu bytes)",
                  what, nres, al[1], al[0], al[2], al[3], g->ws_bytes);
 }
 
@@ -233,7 +233,7 @@ int cx_exec_GEMM(cx *x, const cx_op *op, int64_t step, char *err, size_t errcap)
   cublasStatus_t st = cublasLtMatmul(x->lt, g->desc, &g->alpha, g->a, g->la, g->b, g->lb, &g->beta, g->c, g->lc,
                                      g->d, g->ld, &g->algo, g->ws, g->ws_bytes, op->stream);
   if (st != CUBLAS_STATUS_SUCCESS)
-    return cx_fail(err, errcap, "%s:%d: cublasLtMatmul(M %lld N %lld K %lld): %s: %s", __FILE__, __LINE__,
+    return ddp_fail(err, errcap, "%s:%d: cublasLtMatmul(M %lld N %lld K %lld): %s: %s", __FILE__, __LINE__,
                    (long long)op->in->i[0], (long long)op->in->i[1], (long long)op->in->i[2],
                    cublasLtGetStatusName(st), cublasLtGetStatusString(st));
   return 0;

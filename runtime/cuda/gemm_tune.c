@@ -1,4 +1,4 @@
-/* runtime/cuda/exec_cuda_gemm_tune.c: chooses each GEMM's cuBLASLt algorithm once, at load. cuBLASLt's
+/* runtime/cuda/gemm_tune.c: chooses each GEMM's cuBLASLt algorithm once, at load. cuBLASLt's
  * heuristic proposes up to CX_TUNE_CANDIDATES algorithms; each is timed on the GEMM's own operands (before
  * the init program runs, so nothing the run needs is in those buffers yet) and the fastest is kept.
  *
@@ -10,6 +10,8 @@
  * and nothing is timed. DDP_GEMM_TUNE=0 also keeps the heuristic's first proposal.
  * Within one load, GEMMs with one key (the 48 layers' identical GEMMs) share the first one's choice. */
 #include "cache_dir.h"
+#include "param.h"
+#include "vec.h"
 #include "cx.h"
 #include <errno.h>
 #include <fcntl.h>
@@ -41,15 +43,8 @@ static int remembered(const cx *x, const char *key, cublasLtMatmulAlgo_t *algo) 
 }
 
 static void remember(cx *x, const char *key, const cublasLtMatmulAlgo_t *algo) {
-  if (x->ntuned == x->captuned) {
-    uint32_t cap = x->captuned ? 2 * x->captuned : 16;
-    cx_tuned *t = realloc(x->tuned, cap * sizeof *t);
-    if (!t) return; /* only a missed sharing: the next GEMM of this key is looked up on disk */
-    x->tuned = t;
-    x->captuned = cap;
-  }
-  char *k = strdup(key);
-  if (!k) return;
+  char *k; /* out of memory is only a missed sharing: the next GEMM of this key is looked up on disk */
+  if (ddp_vec_reserve(&x->tuned, &x->captuned, x->ntuned + 1, sizeof *x->tuned) || !(k = strdup(key))) return;
   x->tuned[x->ntuned].key = k;
   x->tuned[x->ntuned++].algo = *algo;
 }
@@ -121,8 +116,9 @@ int cx_gemm_pick(cx *x, cx_gemm *g, const char *desc, const cublasLtMatmulHeuris
     if (res[k].state == CUBLAS_STATUS_SUCCESS && res[k].workspaceSize <= g->ws_bytes) first = k;
   if (first < 0) return 1; /* caller reports */
   g->algo = res[first].algo;
-  const char *env = getenv("DDP_GEMM_TUNE");
-  if (env && !strcmp(env, "0")) return 0;
+  int64_t tune;
+  if (ddp_param_int(PARAM_GEMM_TUNE, &tune, err, errcap)) return -1;
+  if (!tune) return 0;
   char key[1024];
   snprintf(key, sizeof key, "gpu=%s cublasLt=%zu ws=%zu %s", x->gpu_name, cublasLtGetVersion(), g->ws_bytes, desc);
   if (remembered(x, key, &g->algo)) return 0;

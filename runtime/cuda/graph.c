@@ -1,4 +1,4 @@
-/* runtime/cuda/exec_cuda_graph.c: optional CUDA graph mode for the step program (DDP_CUDA_GRAPH=1).
+/* runtime/cuda/graph.c: optional CUDA graph mode for the step program (DDP_CUDA_GRAPH=1).
  *
  * The step is cut into segments at host work (LOAD_BATCH, INIT_TENSOR: their host fill must happen every
  * step, so they always run eagerly between graphs). A segment is captured when it has device work and its
@@ -8,7 +8,7 @@
  * (the other streams fork from and join back to it, so the whole segment is one graph) and launches it;
  * later runs only launch. Around a launch every other stream is joined into stream 0 before and forked
  * from it after, so graph and eager work are ordered exactly as in the eager replay of the program.
- * TIMERs inside a graph are external event-record nodes (exec_cuda_run.c), so timing still works; NVTX
+ * TIMERs inside a graph are external event-record nodes (run.c), so timing still works; NVTX
  * ranges of a replayed segment are pushed/popped on the host at launch to keep them balanced. */
 #include "cx.h"
 #include <stdio.h>
@@ -24,7 +24,7 @@ int cx_graph_init(cx *x, char *err, size_t errcap) {
   if (!x->graph_env) return 0;
   x->gjoin = calloc(x->nstreams, sizeof *x->gjoin);
   x->ljoin = calloc(x->nstreams, sizeof *x->ljoin);
-  if (!x->gjoin || !x->ljoin) return cx_fail(err, errcap, "out of host memory");
+  if (!x->gjoin || !x->ljoin) return ddp_fail(err, errcap, "out of host memory");
   DDP_CUDA_TRY(cudaEventCreateWithFlags(&x->gfork, cudaEventDisableTiming));
   DDP_CUDA_TRY(cudaEventCreateWithFlags(&x->lfork, cudaEventDisableTiming));
   for (uint32_t s = 1; s < x->nstreams; s++) {
@@ -128,7 +128,7 @@ static int capture(cx *x, const cx_prog *pg, cx_segment *seg, int64_t step, char
     char why[1024];
     snprintf(why, sizeof why, "%s", err);
     seg->exec = NULL;
-    return cx_fail(err, errcap, "capturing %s instructions %u..%u into a CUDA graph (DDP_CUDA_GRAPH=1): %s",
+    return ddp_fail(err, errcap, "capturing %s instructions %u..%u into a CUDA graph (DDP_CUDA_GRAPH=1): %s",
                    pg->what, seg->begin, seg->end - 1, why);
   }
   return 0;

@@ -1,6 +1,7 @@
-/* runtime/cuda/cuda_kernels.c: CUBIN loading and kernel launches through the CUDA runtime API
+/* runtime/cuda/kernels.c: CUBIN loading and kernel launches through the CUDA runtime API
  * (cudaLibraryLoadData / cudaLibraryGetKernel / cudaLaunchKernel); see cuda_kernels.h. */
 #include "kernels.h"
+#include "err.h"
 #include "cuda_check.h"
 #include <stdio.h>
 #include <string.h>
@@ -11,20 +12,20 @@ int ddp_cuda_module_load(const uint8_t *cubin, size_t size, const char *entry, d
                          size_t errcap) {
   memset(out, 0, sizeof *out);
   if (!cubin || size == 0) {
-    snprintf(err, errcap, "ddp_cuda_module_load(%s): empty CUBIN", entry ? entry : "?");
+    ddp_fail(err, errcap, "ddp_cuda_module_load(%s): empty CUBIN", entry ? entry : "?");
     return -1;
   }
   snprintf(out->name, sizeof out->name, "%s%s", strncmp(entry, "ddp_", 4) ? "ddp_" : "", entry);
   cudaError_t rc = cudaLibraryLoadData(&out->lib, cubin, NULL, NULL, 0, NULL, NULL, 0);
   if (rc != cudaSuccess) {
-    snprintf(err, errcap, "%s:%d: cudaLibraryLoadData(%s, %zu bytes): %s: %s", __FILE__, __LINE__, out->name, size,
+    ddp_fail(err, errcap, "%s:%d: cudaLibraryLoadData(%s, %zu bytes): %s: %s", __FILE__, __LINE__, out->name, size,
              cudaGetErrorName(rc), cudaGetErrorString(rc));
     out->lib = NULL;
     return -1;
   }
   rc = cudaLibraryGetKernel(&out->fn, out->lib, out->name);
   if (rc != cudaSuccess) {
-    snprintf(err, errcap, "%s:%d: cudaLibraryGetKernel(%s): %s: %s", __FILE__, __LINE__, out->name,
+    ddp_fail(err, errcap, "%s:%d: cudaLibraryGetKernel(%s): %s: %s", __FILE__, __LINE__, out->name,
              cudaGetErrorName(rc), cudaGetErrorString(rc));
     cudaLibraryUnload(out->lib);
     out->lib = NULL;
@@ -38,7 +39,7 @@ int ddp_cuda_kernel_reserve_smem(ddp_cuda_kernel *k, uint32_t smem, char *err, s
   if (smem <= k->smem_max) return 0;
   cudaError_t rc = cudaFuncSetAttribute((const void *)k->fn, cudaFuncAttributeMaxDynamicSharedMemorySize, (int)smem);
   if (rc != cudaSuccess) {
-    snprintf(err, errcap, "%s:%d: cudaFuncSetAttribute(%s, MaxDynamicSharedMemorySize, %u): %s: %s", __FILE__,
+    ddp_fail(err, errcap, "%s:%d: cudaFuncSetAttribute(%s, MaxDynamicSharedMemorySize, %u): %s: %s", __FILE__,
              __LINE__, k->name, smem, cudaGetErrorName(rc), cudaGetErrorString(rc));
     return -1;
   }
@@ -49,7 +50,7 @@ int ddp_cuda_kernel_reserve_smem(ddp_cuda_kernel *k, uint32_t smem, char *err, s
 int ddp_cuda_launch(ddp_cuda_kernel *k, const ddp_instr *g, const ddp_kargs *args, cudaStream_t stream, char *err,
                     size_t errcap) {
   if (!k->fn) {
-    snprintf(err, errcap, "ddp_cuda_launch: kernel %s is not loaded", k->name[0] ? k->name : "?");
+    ddp_fail(err, errcap, "ddp_cuda_launch: kernel %s is not loaded", k->name[0] ? k->name : "?");
     return -1;
   }
   if (ddp_cuda_kernel_reserve_smem(k, g->smem, err, errcap)) return -1;
@@ -59,7 +60,7 @@ int ddp_cuda_launch(ddp_cuda_kernel *k, const ddp_instr *g, const ddp_kargs *arg
   cudaError_t rc = cudaLaunchKernel((const void *)k->fn, grid, block, params, g->smem, stream);
   if (rc == cudaSuccess) rc = cudaGetLastError();
   if (rc != cudaSuccess) {
-    snprintf(err, errcap, "%s:%d: cudaLaunchKernel(%s, grid %u,%u,%u, block %u,%u,%u, smem %u): %s: %s", __FILE__,
+    ddp_fail(err, errcap, "%s:%d: cudaLaunchKernel(%s, grid %u,%u,%u, block %u,%u,%u, smem %u): %s: %s", __FILE__,
              __LINE__, k->name, grid.x, grid.y, grid.z, block.x, block.y, block.z, g->smem, cudaGetErrorName(rc),
              cudaGetErrorString(rc));
     return -1;

@@ -1,4 +1,4 @@
-/* runtime/cuda/cuda_kernels.h: plan kernels on the GPU through the CUDA runtime API only (no libcuda link,
+/* runtime/cuda/kernels.h: plan kernels on the GPU through the CUDA runtime API only (no libcuda link,
  * so ddprun starts where no driver is installed and reports that cleanly). A plan module's CUBIN is loaded
  * with cudaLibraryLoadData, its entry ddp_<entry> found with cudaLibraryGetKernel, and launched with
  * cudaLaunchKernel using the instruction's grid/block/smem and a ddp_kargs passed by value.

@@ -1,4 +1,4 @@
-/* runtime/cuda/exec_cuda_memory.c: device and host memory of the CUDA executor: one cudaMalloc per arena
+/* runtime/cuda/memory.c: device and host memory of the CUDA executor: one cudaMalloc per arena
  * class (zeroed, so both executors start from the same bytes), synchronous tensor read/write, memory
  * statistics (cudaMemGetInfo, sampled at load and at every sync), and the two instructions that move host
  * data in: LOAD_BATCH (two pinned buffers per instruction used alternately: the host fills one for step s
@@ -22,7 +22,7 @@ int cx_arenas_init(cx *x, char *err, size_t errcap) {
       size_t fr = 0, tot = 0;
       (void)cudaGetLastError();
       (void)cudaMemGetInfo(&fr, &tot);
-      return cx_fail(err, errcap, "%s:%d: cudaMalloc(%s arena, %llu bytes = %.2f GiB; GPU has %.2f GiB free of %.2f): %s: %s",
+      return ddp_fail(err, errcap, "%s:%d: cudaMalloc(%s arena, %llu bytes = %.2f GiB; GPU has %.2f GiB free of %.2f): %s: %s",
                      __FILE__, __LINE__, ddp_arena_name(a), (unsigned long long)n, (double)n / (1u << 30),
                      (double)fr / (1u << 30), (double)tot / (1u << 30), cudaGetErrorName(rc), cudaGetErrorString(rc));
     }
@@ -71,11 +71,11 @@ int cx_memory(ddp_exec *e, uint64_t *in_use, uint64_t *peak) {
 static int tensor_span(cx *x, int32_t t, void **ptr, size_t *bytes, char *err, size_t errcap) {
   const ddp_plan *p = x->base.plan;
   if (t < 0 || (uint32_t)t >= p->ntensors)
-    return cx_fail(err, errcap, "cuda executor: rank %d: tensor %d does not exist (plan has %u)", x->base.rank, t,
+    return ddp_fail(err, errcap, "cuda executor: rank %d: tensor %d does not exist (plan has %u)", x->base.rank, t,
                    p->ntensors);
   const ddp_tensor *tt = &p->tensors[t];
   if (tt->offset > x->arena_bytes[tt->arena] || tt->bytes > x->arena_bytes[tt->arena] - tt->offset)
-    return cx_fail(err, errcap, "cuda executor: rank %d: tensor '%s' (%s offset %llu, %llu bytes) is outside this rank's arena (%llu bytes)",
+    return ddp_fail(err, errcap, "cuda executor: rank %d: tensor '%s' (%s offset %llu, %llu bytes) is outside this rank's arena (%llu bytes)",
                    x->base.rank, tt->name, ddp_arena_name(tt->arena), (unsigned long long)tt->offset,
                    (unsigned long long)tt->bytes, (unsigned long long)x->arena_bytes[tt->arena]);
   *bytes = (size_t)tt->bytes;
@@ -92,14 +92,14 @@ static int transfer(cx *x, int32_t t, void *host, int to_host, char *err, size_t
   const char *name = x->base.plan->tensors[t].name;
   DDP_CUDA_TRY(cudaSetDevice(x->device));
   if (cx_wait_streams(x, to_host ? "read" : "write", why, sizeof why))
-    return cx_fail(err, errcap, "cuda executor: rank %d: %s of tensor '%s': %s", x->base.rank,
+    return ddp_fail(err, errcap, "cuda executor: rank %d: %s of tensor '%s': %s", x->base.rank,
                    to_host ? "read" : "write", name, why);
   if (!n) return 0;
   cudaError_t rc = to_host ? cudaMemcpyAsync(host, dev, n, cudaMemcpyDeviceToHost, x->streams[0])
                            : cudaMemcpyAsync(dev, host, n, cudaMemcpyHostToDevice, x->streams[0]);
   if (rc == cudaSuccess) rc = cudaStreamSynchronize(x->streams[0]);
   if (rc != cudaSuccess)
-    return cx_fail(err, errcap, "cuda executor: rank %d: %s:%d: cudaMemcpyAsync(%s tensor '%s', %zu bytes) + cudaStreamSynchronize: %s: %s",
+    return ddp_fail(err, errcap, "cuda executor: rank %d: %s:%d: cudaMemcpyAsync(%s tensor '%s', %zu bytes) + cudaStreamSynchronize: %s: %s",
                    x->base.rank, __FILE__, __LINE__, to_host ? "read" : "write", name, n, cudaGetErrorName(rc),
                    cudaGetErrorString(rc));
   return 0;
@@ -129,14 +129,14 @@ static int batch_part(cx *x, cx_op *op, int k, int32_t meta_tensor, char *err, s
   const ddp_bufref *r = &op->in->p[k];
   cx_batch *b = op->batch;
   if (r->tensor < 0) {
-    if (k == 0) return cx_fail(err, errcap, "LOAD_BATCH has no inputs operand (p0)");
+    if (k == 0) return ddp_fail(err, errcap, "LOAD_BATCH has no inputs operand (p0)");
     return 0; /* no targets */
   }
   const ddp_tensor *t = &p->tensors[r->tensor];
   uint64_t extent = t->bytes >= r->view ? t->bytes - r->view : 0;
   uint64_t fill = meta_tensor >= 0 && (uint32_t)meta_tensor < p->ntensors ? p->tensors[meta_tensor].bytes : extent;
   if (fill > extent)
-    return cx_fail(err, errcap, "the data source writes %llu bytes of %s ('%s') but operand p%d ('%s') holds %llu",
+    return ddp_fail(err, errcap, "the data source writes %llu bytes of %s ('%s') but operand p%d ('%s') holds %llu",
                    (unsigned long long)fill, k ? "targets" : "inputs", p->tensors[meta_tensor].name, k, t->name,
                    (unsigned long long)extent);
   b->fill_bytes[k] = (size_t)fill;
@@ -145,9 +145,9 @@ static int batch_part(cx *x, cx_op *op, int k, int32_t meta_tensor, char *err, s
 }
 
 int cx_batch_prepare(cx *x, cx_op *op, char *err, size_t errcap) {
-  if (!x->base.data) return cx_fail(err, errcap, "LOAD_BATCH needs a data source (the executor was given none)");
+  if (!x->base.data) return ddp_fail(err, errcap, "LOAD_BATCH needs a data source (the executor was given none)");
   cx_batch *b = calloc(1, sizeof *b);
-  if (!b) return cx_fail(err, errcap, "out of host memory");
+  if (!b) return ddp_fail(err, errcap, "out of host memory");
   op->batch = b;
   const ddp_meta *m = &x->base.plan->meta;
   if (batch_part(x, op, 0, (int32_t)m->tokens_tensor, err, errcap) ||
@@ -158,7 +158,7 @@ int cx_batch_prepare(cx *x, cx_op *op, char *err, size_t errcap) {
     cudaError_t rc = cudaMallocHost((void **)&b->host[k], total ? total : 1);
     if (rc != cudaSuccess) {
       b->host[k] = NULL;
-      return cx_fail(err, errcap, "%s:%d: cudaMallocHost(batch buffer %d, %zu bytes): %s: %s", __FILE__, __LINE__, k,
+      return ddp_fail(err, errcap, "%s:%d: cudaMallocHost(batch buffer %d, %zu bytes): %s: %s", __FILE__, __LINE__, k,
                      total, cudaGetErrorName(rc), cudaGetErrorString(rc));
     }
     DDP_CUDA_TRY(cudaEventCreateWithFlags(&b->done[k], cudaEventDisableTiming));
@@ -175,7 +175,7 @@ int cx_exec_LOAD_BATCH(cx *x, const cx_op *op, int64_t step, char *err, size_t e
     return -1;
   uint8_t *in = b->host[k], *tg = b->fill_bytes[1] ? b->host[k] + b->fill_bytes[0] : NULL;
   if (ddp_data_fill(x->base.data, step, x->base.rank, x->base.world, in, tg, why, sizeof why))
-    return cx_fail(err, errcap, "data: %s", why);
+    return ddp_fail(err, errcap, "data: %s", why);
   if (b->copy_bytes[0])
     DDP_CUDA_TRY(cudaMemcpyAsync(op->ptr[0], in, b->copy_bytes[0], cudaMemcpyHostToDevice, op->stream));
   if (b->copy_bytes[1])
@@ -189,10 +189,10 @@ int cx_exec_LOAD_BATCH(cx *x, const cx_op *op, int64_t step, char *err, size_t e
 
 int cx_init_prepare(cx *x, cx_op *op, char *err, size_t errcap) {
   const ddp_instr *in = op->in;
-  if (in->i[0] < 0 || in->i[0] >= INIT_COUNT) return cx_fail(err, errcap, "init kind %lld", (long long)in->i[0]);
-  if (in->i[1] < 0) return cx_fail(err, errcap, "negative element count %lld", (long long)in->i[1]);
+  if (in->i[0] < 0 || in->i[0] >= INIT_COUNT) return ddp_fail(err, errcap, "init kind %lld", (long long)in->i[0]);
+  if (in->i[1] < 0) return ddp_fail(err, errcap, "negative element count %lld", (long long)in->i[1]);
   size_t es = ddp_dtype_size(in->dt[0]);
-  if (!es) return cx_fail(err, errcap, "dtype %s cannot be initialised", ddp_dtype_name(in->dt[0]));
+  if (!es) return ddp_fail(err, errcap, "dtype %s cannot be initialised", ddp_dtype_name(in->dt[0]));
   op->bytes = (size_t)in->i[1] * es;
   if (op->bytes == 0) { /* INIT_NONE fills like the others (zeros, as in the reference executor) */
     op->skip = 1;
@@ -209,7 +209,7 @@ int cx_init_prepare(cx *x, cx_op *op, char *err, size_t errcap) {
   cudaError_t rc = cudaMallocHost((void **)&x->staging, op->bytes);
   if (rc != cudaSuccess) {
     x->staging = NULL;
-    return cx_fail(err, errcap, "%s:%d: cudaMallocHost(INIT_TENSOR staging, %zu bytes): %s: %s", __FILE__, __LINE__,
+    return ddp_fail(err, errcap, "%s:%d: cudaMallocHost(INIT_TENSOR staging, %zu bytes): %s: %s", __FILE__, __LINE__,
                    op->bytes, cudaGetErrorName(rc), cudaGetErrorString(rc));
   }
   x->staging_bytes = op->bytes;

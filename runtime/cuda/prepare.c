@@ -1,4 +1,4 @@
-/* runtime/cuda/exec_cuda_prepare.c: turns a rank program into cx_ops once, at load: streams, events and
+/* runtime/cuda/prepare.c: turns a rank program into cx_ops once, at load: streams, events and
  * timers resolved, device pointers (arena base + resolved offset) with per-opcode extent checks, kernel
  * modules loaded with their shared memory reserved and every KERNEL's ddp_kargs built, GEMMs, collectives,
  * batches and INIT staging delegated to their files. After this, replaying an instruction only issues it. */
@@ -7,50 +7,24 @@
 #include <stdlib.h>
 #include <string.h>
 
-int cx_buffer(const cx *x, const ddp_instr *in, int slot, uint64_t bytes, void **out, char *err, size_t errcap) {
-  const ddp_plan *p = x->base.plan;
-  const ddp_bufref *r = &in->p[slot];
-  *out = NULL;
-  if (r->tensor < 0 || (uint32_t)r->tensor >= p->ntensors)
-    return cx_fail(err, errcap, "operand p%d names no tensor (tensor %d)", slot, r->tensor);
-  if (r->arena >= ARENA_COUNT) return cx_fail(err, errcap, "operand p%d is in arena %u", slot, r->arena);
-  const ddp_tensor *t = &p->tensors[r->tensor];
-  const ddp_tensor *root = &p->tensors[ddp_tensor_root(p, r->tensor)];
-  uint64_t begin = root->offset, end = root->offset + root->bytes;
-  if (r->offset < begin || r->offset > end || bytes > end - r->offset)
-    return cx_fail(err, errcap,
-                   "operand p%d (tensor '%s') needs %llu bytes at %s offset %llu, outside its storage '%s' "
-                   "[%llu, %llu)",
-                   slot, t->name, (unsigned long long)bytes, ddp_arena_name((int)r->arena),
-                   (unsigned long long)r->offset, root->name, (unsigned long long)begin, (unsigned long long)end);
-  uint64_t cap = x->arena_bytes[r->arena];
-  if (r->offset > cap || bytes > cap - r->offset)
-    return cx_fail(err, errcap, "operand p%d (tensor '%s') at %s offset %llu + %llu bytes exceeds rank %d's arena (%llu bytes)",
-                   slot, t->name, ddp_arena_name((int)r->arena), (unsigned long long)r->offset,
-                   (unsigned long long)bytes, x->base.rank, (unsigned long long)cap);
-  if (!x->arena[r->arena]) return 0; /* empty arena: only zero-byte operands reach here */
-  *out = (uint8_t *)x->arena[r->arena] + r->offset;
-  return 0;
-}
-
 static int prepare_kernel(cx *x, cx_op *op, char *err, size_t errcap) {
   const ddp_plan *p = x->base.plan;
   const ddp_instr *in = op->in;
   char why[768];
   if (in->kernel < 0 || (uint32_t)in->kernel >= p->nkernels)
-    return cx_fail(err, errcap, "op %s has no compiled kernel (kernel index %d): was the plan built without CUBIN?",
+    return ddp_fail(err, errcap, "op %s has no compiled kernel (kernel index %d): was the plan built without CUBIN?",
                    ddp_op_name(in->op), in->kernel);
   const ddp_kernel *k = &p->kernels[in->kernel];
   if (k->module < 0 || (uint32_t)k->module >= p->nmodules)
-    return cx_fail(err, errcap, "kernel %d names module %d, plan has %u", in->kernel, k->module, p->nmodules);
+    return ddp_fail(err, errcap, "kernel %d names module %d, plan has %u", in->kernel, k->module, p->nmodules);
   const ddp_module *m = &p->modules[k->module];
   ddp_cuda_kernel *ck = &x->modules[k->module];
   if (!ck->fn && ddp_cuda_module_load(m->cubin, (size_t)m->cubin_size, m->entry, ck, why, sizeof why))
-    return cx_fail(err, errcap, "module %d (template %s, entry %s, hash %s): %s", k->module, m->template_name,
+    return ddp_fail(err, errcap, "module %d (template %s, entry %s, hash %s): %s", k->module, m->template_name,
                    m->entry, m->hash, why);
-  if (ddp_cuda_kernel_reserve_smem(ck, in->smem, why, sizeof why)) return cx_fail(err, errcap, "%s", why);
+  if (ddp_cuda_kernel_reserve_smem(ck, in->smem, why, sizeof why)) return ddp_fail(err, errcap, "%s", why);
   if (!in->grid[0] || !in->grid[1] || !in->block[0])
-    return cx_fail(err, errcap, "empty launch geometry: grid %u,%u,%u block %u,%u,%u", in->grid[0], in->grid[1],
+    return ddp_fail(err, errcap, "empty launch geometry: grid %u,%u,%u block %u,%u,%u", in->grid[0], in->grid[1],
                    in->grid[2], in->block[0], in->block[1], in->block[2]);
   op->kernel = ck;
   memset(&op->args, 0, sizeof op->args);
@@ -63,7 +37,7 @@ static int prepare_kernel(cx *x, cx_op *op, char *err, size_t errcap) {
 
 static int prepare_copy(cx *x, cx_op *op, char *err, size_t errcap) {
   const ddp_instr *in = op->in;
-  if (in->i[0] < 0) return cx_fail(err, errcap, "negative byte count %lld", (long long)in->i[0]);
+  if (in->i[0] < 0) return ddp_fail(err, errcap, "negative byte count %lld", (long long)in->i[0]);
   op->bytes = (size_t)in->i[0];
   if (op->bytes == 0) {
     op->skip = 1;
@@ -78,7 +52,7 @@ static int prepare_copy(cx *x, cx_op *op, char *err, size_t errcap) {
     return 0;
   }
   if (s < d + op->bytes && d < s + op->bytes)
-    return cx_fail(err, errcap, "source and destination overlap (%zu bytes, %td apart)", op->bytes, d - s);
+    return ddp_fail(err, errcap, "source and destination overlap (%zu bytes, %td apart)", op->bytes, d - s);
   return 0;
 }
 
@@ -86,7 +60,7 @@ static int prepare_op(cx *x, cx_op *op, char *err, size_t errcap) {
   const ddp_plan *p = x->base.plan;
   const ddp_rank_plan *rp = &p->ranks[x->base.rank];
   const ddp_instr *in = op->in;
-  if (in->stream >= x->nstreams) return cx_fail(err, errcap, "stream %u, plan has %u", in->stream, x->nstreams);
+  if (in->stream >= x->nstreams) return ddp_fail(err, errcap, "stream %u, plan has %u", in->stream, x->nstreams);
   op->stream = x->streams[in->stream];
   op->label = in->name >= 0 ? ddp_plan_string(p, in->name) : "";
   const int64_t i0 = in->i[0];
@@ -94,8 +68,8 @@ static int prepare_op(cx *x, cx_op *op, char *err, size_t errcap) {
   case I_KERNEL: return prepare_kernel(x, op, err, errcap);
   case I_GEMM: return cx_gemm_prepare(x, op, err, errcap);
   case I_MEMSET:
-    if (i0 < 0) return cx_fail(err, errcap, "negative byte count %lld", (long long)i0);
-    if (in->i[1] < 0 || in->i[1] > 255) return cx_fail(err, errcap, "byte value %lld", (long long)in->i[1]);
+    if (i0 < 0) return ddp_fail(err, errcap, "negative byte count %lld", (long long)i0);
+    if (in->i[1] < 0 || in->i[1] > 255) return ddp_fail(err, errcap, "byte value %lld", (long long)in->i[1]);
     op->bytes = (size_t)i0;
     op->skip = op->bytes == 0;
     return op->skip ? 0 : cx_buffer(x, in, 0, op->bytes, &op->ptr[0], err, errcap);
@@ -103,7 +77,7 @@ static int prepare_op(cx *x, cx_op *op, char *err, size_t errcap) {
   case I_EVENT_RECORD:
   case I_EVENT_WAIT:
     if (i0 < 0 || i0 >= (int64_t)rp->nevents)
-      return cx_fail(err, errcap, "event %lld, rank has %u", (long long)i0, rp->nevents);
+      return ddp_fail(err, errcap, "event %lld, rank has %u", (long long)i0, rp->nevents);
     op->event = x->events[i0];
     return 0;
   case I_ALL_REDUCE:
@@ -113,20 +87,20 @@ static int prepare_op(cx *x, cx_op *op, char *err, size_t errcap) {
   case I_SEND:
   case I_RECV: return cx_comm_prepare(x, op, err, errcap);
   case I_RANGE_PUSH:
-    if (i0 < 0 || i0 >= RANGE_COUNT) return cx_fail(err, errcap, "range kind %lld", (long long)i0);
+    if (i0 < 0 || i0 >= RANGE_COUNT) return ddp_fail(err, errcap, "range kind %lld", (long long)i0);
     if (!*op->label) op->label = ddp_range_name((int)i0);
     return 0;
   case I_RANGE_POP: return 0;
   case I_TIMER:
     if (i0 < 0 || i0 >= (int64_t)rp->ntimers)
-      return cx_fail(err, errcap, "timer %lld, rank has %u", (long long)i0, rp->ntimers);
+      return ddp_fail(err, errcap, "timer %lld, rank has %u", (long long)i0, rp->ntimers);
     op->event = x->timers[i0];
     return 0;
   case I_LOAD_BATCH: return cx_batch_prepare(x, op, err, errcap);
   case I_INIT_TENSOR: return cx_init_prepare(x, op, err, errcap);
   case I_COUNT: break;
   }
-  return cx_fail(err, errcap, "opcode %u is not executable", in->opcode);
+  return ddp_fail(err, errcap, "opcode %u is not executable", in->opcode);
 }
 
 static int is_p2p(const cx_op *op) { return op->in->opcode == I_SEND || op->in->opcode == I_RECV; }
@@ -148,7 +122,7 @@ static int collect_timers(cx_prog *pg, char *err, size_t errcap) {
   for (uint32_t i = 0; i < pg->n; i++) n += pg->ops[i].in->opcode == I_TIMER;
   if (!n) return 0;
   pg->timer_slots = calloc(n, sizeof *pg->timer_slots);
-  if (!pg->timer_slots) return cx_fail(err, errcap, "out of host memory");
+  if (!pg->timer_slots) return ddp_fail(err, errcap, "out of host memory");
   for (uint32_t i = 0; i < pg->n; i++) {
     const ddp_instr *in = pg->ops[i].in;
     if (in->opcode != I_TIMER) continue;
@@ -165,7 +139,7 @@ int cx_prog_prepare(cx *x, cx_prog *pg, const ddp_program *prog, const char *wha
   pg->timer_base = -1;
   if (!prog->n) return 0;
   pg->ops = calloc(prog->n, sizeof *pg->ops);
-  if (!pg->ops) return cx_fail(err, errcap, "out of host memory for %u instructions", prog->n);
+  if (!pg->ops) return ddp_fail(err, errcap, "out of host memory for %u instructions", prog->n);
   for (uint32_t i = 0; i < prog->n; i++) {
     cx_op *op = &pg->ops[i];
     op->in = &prog->v[i];

@@ -1,28 +1,22 @@
-/* runtime/cuda/cuda_probe.c: GPU presence and architecture through the CUDA runtime (see cuda_probe.h). */
+/* runtime/cuda/probe.c: GPU presence and architecture through the CUDA runtime (see probe.h). */
 #include "probe.h"
+#include "err.h"
 #include <cuda_runtime_api.h>
 #include <stdio.h>
 
-int ddp_cuda_probe(int *ndevices, char *why, size_t cap) {
+int ddp_cuda_probe(int *ndevices, char *err, size_t errcap) {
   int n = 0;
   if (ndevices) *ndevices = 0;
   cudaError_t rc = cudaGetDeviceCount(&n);
   if (rc != cudaSuccess) {
     (void)cudaGetLastError(); /* clear it: later calls must not see a stale error */
-    if (rc == cudaErrorNoDevice)
-      snprintf(why, cap, "no GPU (cudaGetDeviceCount: %s: %s)", cudaGetErrorName(rc), cudaGetErrorString(rc));
-    else if (rc == cudaErrorInsufficientDriver)
-      snprintf(why, cap, "no CUDA driver found, or it is older than this CUDA runtime (cudaGetDeviceCount: %s: %s)",
-               cudaGetErrorName(rc), cudaGetErrorString(rc));
-    else
-      snprintf(why, cap, "no CUDA driver found (cudaGetDeviceCount: %s: %s)", cudaGetErrorName(rc),
-               cudaGetErrorString(rc));
-    return -1;
+    return ddp_fail(err, errcap, "%s (cudaGetDeviceCount: %s: %s)",
+                    rc == cudaErrorNoDevice               ? "no GPU"
+                    : rc == cudaErrorInsufficientDriver ? "no CUDA driver found, or it is older than this CUDA runtime"
+                                                        : "no CUDA driver found",
+                    cudaGetErrorName(rc), cudaGetErrorString(rc));
   }
-  if (n < 1) {
-    snprintf(why, cap, "no GPU (cudaGetDeviceCount found 0 devices)");
-    return -1;
-  }
+  if (n < 1) return ddp_fail(err, errcap, "no GPU (cudaGetDeviceCount found 0 devices)");
   if (ndevices) *ndevices = n;
   return 0;
 }
@@ -32,7 +26,7 @@ int ddp_cuda_device_arch(int device, char *arch, size_t archcap, char *name, siz
   struct cudaDeviceProp prop;
   cudaError_t rc = cudaGetDeviceProperties(&prop, device);
   if (rc != cudaSuccess) {
-    snprintf(err, errcap, "%s:%d: cudaGetDeviceProperties(device %d): %s: %s", __FILE__, __LINE__, device,
+    ddp_fail(err, errcap, "%s:%d: cudaGetDeviceProperties(device %d): %s: %s", __FILE__, __LINE__, device,
              cudaGetErrorName(rc), cudaGetErrorString(rc));
     return -1;
   }

@@ -1,4 +1,4 @@
-/* runtime/exec.h: the executor interface. An executor owns one rank's memory (one arena per class) and
+/* runtime/driver/exec.h: the executor interface. An executor owns one rank's memory (one arena per class) and
  * replays a plan program on it: `cuda` (runtime/cuda/) on a GPU with NCCL, `ref` (runtime/ref/) on the CPU
  * with ranks as threads. The driver (run.c) is shared: init, resume, the step loop, metrics, checkpoints. */
 #ifndef DDP_EXEC_H

@@ -1,5 +1,5 @@
-/* runtime/init_fill.c: the host implementation of INIT_TENSOR shared by both executors (so a GPU run and
- * a reference run start from the same bits). Values are counter-based draws (runtime/rng.h) of
+/* runtime/driver/init_fill.c: the host implementation of INIT_TENSOR shared by both executors (so a GPU run and
+ * a reference run start from the same bits). Values are counter-based draws (runtime/driver/rng.h) of
  * (run seed mixed with the instruction's rank salt i4, stream i2, element index), so the result does not
  * depend on how many threads fill it.
  *   ZEROS, CONST f0, UNIFORM [f0, f1), NORMAL std f0,

@@ -1,4 +1,4 @@
-/* runtime/rng.h: a counter-based random number generator shared by the data source and parameter init.
+/* runtime/driver/rng.h: a counter-based random number generator shared by the data source and parameter init.
  * Pure functions of (seed, stream, index): no state, so any element can be drawn independently, in any
  * order, by any number of threads, with the same result.
  *

@@ -1,4 +1,4 @@
-/* runtime/run.h: the driver every executor shares for one rank: init (or resume from a checkpoint), the
+/* runtime/driver/run.h: the driver every executor shares for one rank: init (or resume from a checkpoint), the
  * step loop, per-step metrics (JSON lines), checkpoints, the final summary. */
 #ifndef DDP_RUN_H
 #define DDP_RUN_H

@@ -1,4 +1,4 @@
-/* runtime/step_times.c: turns one step's timing points into the metrics of exec.h (ddp_step_times).
+/* runtime/driver/step_times.c: turns one step's timing points into the metrics of exec.h (ddp_step_times).
  * Gradient collectives are those bracketed before the optimizer's timing point; collectives after it
  * (ZeRO-1's all-gather, the sharded optimizer's broadcasts) are waited for by compute, so fully exposed. */
 #include "exec.h"

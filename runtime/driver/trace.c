@@ -1,5 +1,7 @@
-/* runtime/trace.c: see trace.h. */
+/* runtime/driver/trace.c: see trace.h. The trace is written through ddp_atomic_* (base/file.h). */
 #include "trace.h"
+#include "err.h"
+#include "file.h"
 #include <stdio.h>
 #include <string.h>
 
@@ -24,13 +26,9 @@ static void json_str(FILE *f, const char *s) {
 
 int ddp_trace_write(const ddp_plan *p, int rank, int64_t step, const double *start, const double *end,
                     const char *path, char *err, size_t errcap) {
-  char tmp[4200];
-  snprintf(tmp, sizeof tmp, "%s.tmp", path);
-  FILE *f = fopen(tmp, "w");
-  if (!f) {
-    snprintf(err, errcap, "%s: cannot write the trace", path);
-    return -1;
-  }
+  ddp_atomic_file a;
+  if (ddp_atomic_open(&a, path, err, errcap)) return -1;
+  FILE *f = a.f;
   const ddp_program *prog = &p->ranks[rank].step;
   fprintf(f, "{\"displayTimeUnit\": \"ms\", \"otherData\": {\"schedule\": ");
   json_str(f, p->meta.schedule_path ? p->meta.schedule_path : "");
@@ -42,10 +40,9 @@ int ddp_trace_write(const ddp_plan *p, int rank, int64_t step, const double *sta
   for (uint32_t k = 0; k < prog->n; k++) {
     const ddp_instr *in = &prog->v[k];
     if (start[k] < 0 || end[k] < start[k]) continue;
-    switch (in->opcode) {
-    case I_EVENT_RECORD: case I_EVENT_WAIT: case I_RANGE_PUSH: case I_RANGE_POP: continue;
-    default: break;
-    }
+    if (in->opcode == I_EVENT_RECORD || in->opcode == I_EVENT_WAIT || in->opcode == I_RANGE_PUSH ||
+        in->opcode == I_RANGE_POP)
+      continue;
     const char *nm = ddp_plan_string(p, in->name);
     char label[300];
     if (in->opcode == I_TIMER)
@@ -72,11 +69,5 @@ int ddp_trace_write(const ddp_plan *p, int rank, int64_t step, const double *sta
     fprintf(f, "}}");
   }
   fprintf(f, "\n]}\n");
-  int ok = fclose(f) == 0;
-  if (!ok || rename(tmp, path) != 0) {
-    remove(tmp);
-    snprintf(err, errcap, "%s: cannot write the trace", path);
-    return -1;
-  }
-  return 0;
+  return ddp_atomic_commit(&a, err, errcap);
 }

@@ -1,4 +1,4 @@
-/* runtime/trace.h: Chrome trace-event JSON (opens in Perfetto and chrome://tracing) of one step of one
+/* runtime/driver/trace.h: Chrome trace-event JSON (opens in Perfetto and chrome://tracing) of one step of one
  * rank: one track per stream (compute, comm), every instruction a span named after its plan name (layer
  * and op), with its opcode, kernel op and layer as arguments; timing points as instant events. */
 #ifndef DDP_TRACE_H

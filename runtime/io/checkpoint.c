@@ -1,4 +1,4 @@
-/* runtime/checkpoint.c: checkpoints (runtime/checkpoint.h) over the executor's read/write.
+/* runtime/io/checkpoint.c: checkpoints (runtime/checkpoint.h) over the executor's read/write.
  * What the plan says goes where:
  *   model.safetensors       every TF_PARAM tensor with a state_name, under that name (rank 0 writes);
  *   optimizer.safetensors   every TF_OPT_M / TF_OPT_V tensor with a state_name, under its tensor name
@@ -12,6 +12,8 @@
  * the plan lacks, the files' steps agree) and only then writes into the executor, so a refused checkpoint
  * leaves the executor untouched. */
 #include "checkpoint.h"
+#include "err.h"
+#include "vec.h"
 #include "safetensors.h"
 #include <errno.h>
 #include <stdbool.h>
@@ -29,6 +31,7 @@ typedef struct ck_file {
   char name[64]; /* file name inside DIR */
   ck_item *v;
   uint32_t n;
+  size_t cap;
 } ck_file;
 
 /* The files this rank writes (save) or reads (load). */
@@ -38,9 +41,7 @@ typedef struct ck_layout {
 } ck_layout;
 
 static int add(ck_file *f, int32_t t, const char *key) {
-  ck_item *nv = realloc(f->v, sizeof *nv * (f->n + 1));
-  if (!nv) return -1;
-  f->v = nv;
+  if (ddp_vec_reserve(&f->v, &f->cap, f->n + 1, sizeof *f->v)) return -1;
   f->v[f->n++] = (ck_item){t, key};
   return 0;
 }
@@ -83,7 +84,7 @@ static int plan_layout(const ddp_plan *p, int rank, ck_layout *L, char *err, siz
     }
   } else {
     if (nflat_m > 1 || nflat_v > 1) {
-      snprintf(err, errcap,
+      ddp_fail(err, errcap,
                "checkpoint: the plan has %d flat exp_avg and %d flat exp_avg_sq tensors, expected one each", nflat_m,
                nflat_v);
       layout_free(L);
@@ -96,7 +97,7 @@ static int plan_layout(const ddp_plan *p, int rank, ck_layout *L, char *err, siz
   if (sc >= 0 && add(&L->opt, sc, "optimizer.scalars")) goto oom;
   return 0;
 oom:
-  snprintf(err, errcap, "checkpoint: out of memory");
+  ddp_fail(err, errcap, "checkpoint: out of memory");
   layout_free(L);
   return -1;
 }
@@ -115,7 +116,7 @@ static const char *describe(int dtype_ok, const char *dtype, int ndim, const int
 static int mkdir_p(const char *dir, char *err, size_t errcap) {
   char path[4096];
   if (snprintf(path, sizeof path, "%s", dir) >= (int)sizeof path) {
-    snprintf(err, errcap, "%s: checkpoint directory path is too long", dir);
+    ddp_fail(err, errcap, "%s: checkpoint directory path is too long", dir);
     return -1;
   }
   for (char *s = path + 1;; s++) {
@@ -123,7 +124,7 @@ static int mkdir_p(const char *dir, char *err, size_t errcap) {
     char c = *s;
     *s = 0;
     if (mkdir(path, 0755) != 0 && errno != EEXIST) {
-      snprintf(err, errcap, "%s: cannot create checkpoint directory: %s", path, strerror(errno));
+      ddp_fail(err, errcap, "%s: cannot create checkpoint directory: %s", path, strerror(errno));
       return -1;
     }
     *s = c;
@@ -131,7 +132,7 @@ static int mkdir_p(const char *dir, char *err, size_t errcap) {
   }
   struct stat st;
   if (stat(dir, &st) != 0 || !S_ISDIR(st.st_mode)) {
-    snprintf(err, errcap, "%s: cannot create checkpoint directory: not a directory", dir);
+    ddp_fail(err, errcap, "%s: cannot create checkpoint directory: not a directory", dir);
     return -1;
   }
   return 0;
@@ -154,13 +155,13 @@ static int save_file(ddp_exec *x, const char *dir, const ck_file *f, const char 
   snprintf(path, sizeof path, "%s/%s", dir, f->name);
   ddp_st_entry *e = calloc(f->n + 1, sizeof *e);
   if (!e) {
-    snprintf(err, errcap, "%s: out of memory", path);
+    ddp_fail(err, errcap, "%s: out of memory", path);
     return -1;
   }
   for (uint32_t k = 0; k < f->n; k++) {
     const ddp_tensor *t = &p->tensors[f->v[k].tensor];
     if (!ddp_st_dtype_name(t->dtype) || t->ndim > DDP_MAX_DIMS) {
-      snprintf(err, errcap, "%s: tensor '%s' has dtype %s, which safetensors cannot hold", path, f->v[k].key,
+      ddp_fail(err, errcap, "%s: tensor '%s' has dtype %s, which safetensors cannot hold", path, f->v[k].key,
                ddp_dtype_name(t->dtype));
       free(e);
       return -1;
@@ -221,39 +222,36 @@ static void mismatch_prefix(const ddp_plan *p, const ddp_st_file *f, char *buf, 
     snprintf(buf, cap, "checkpoint does not match this plan's model");
 }
 
-/* Every expected tensor present with the plan's dtype and shape, nothing else. */
+/* Every expected tensor present with the plan's dtype and shape, nothing else (linear: the file's names are
+ * looked up by binary search, and the ones found are marked). */
 static int check_file(const ddp_plan *p, const ck_file *cf, const ddp_st_file *f, char *err, size_t errcap) {
   char pre[400], want[160], got[160], nm[120];
-  for (uint32_t k = 0; k < cf->n; k++) {
+  uint8_t *found = calloc(f->ntensors + 1, 1);
+  if (!found) return ddp_fail(err, errcap, "%s: out of memory", f->label);
+  int rc = 0;
+  for (uint32_t k = 0; k < cf->n && !rc; k++) {
     const ddp_tensor *t = &p->tensors[cf->v[k].tensor];
     const char *dn = ddp_st_dtype_name(t->dtype);
     describe(dn != NULL, dn, t->ndim, t->shape, want, sizeof want);
     const ddp_st_tensor *s = ddp_st_find(f, cf->v[k].key);
-    if (!s) {
-      mismatch_prefix(p, f, pre, sizeof pre);
-      snprintf(err, errcap, "%s: %s: no tensor '%s' (the plan expects %s)", f->label, pre, cf->v[k].key, want);
-      return -1;
-    }
-    bool same = s->dtype == t->dtype && s->ndim == t->ndim;
+    bool same = s && s->dtype == t->dtype && s->ndim == t->ndim;
     for (int d = 0; same && d < t->ndim; d++) same = s->shape[d] == t->shape[d];
-    if (!same) {
-      mismatch_prefix(p, f, pre, sizeof pre);
-      snprintf(err, errcap, "%s: %s: tensor '%s' is %s, the plan expects %s", f->label, pre, cf->v[k].key,
-               describe(1, s->dtype_name, s->ndim, s->shape, got, sizeof got), want);
-      return -1;
-    }
+    if (s) found[s - f->tensors] = 1;
+    if (!same) mismatch_prefix(p, f, pre, sizeof pre);
+    if (!s)
+      rc = ddp_fail(err, errcap, "%s: %s: no tensor '%s' (the plan expects %s)", f->label, pre, cf->v[k].key, want);
+    else if (!same)
+      rc = ddp_fail(err, errcap, "%s: %s: tensor '%s' is %s, the plan expects %s", f->label, pre, cf->v[k].key,
+                    describe(1, s->dtype_name, s->ndim, s->shape, got, sizeof got), want);
   }
-  for (uint32_t k = 0; k < f->ntensors; k++) {
-    bool known = false;
-    for (uint32_t j = 0; j < cf->n && !known; j++) known = strcmp(f->tensors[k].name, cf->v[j].key) == 0;
-    if (!known) {
+  for (uint32_t k = 0; k < f->ntensors && !rc; k++)
+    if (!found[k]) {
       mismatch_prefix(p, f, pre, sizeof pre);
-      snprintf(err, errcap, "%s: %s: it holds tensor '%s', which the plan does not have", f->label, pre,
-               ddp_st_printable(f->tensors[k].name, nm, sizeof nm));
-      return -1;
+      rc = ddp_fail(err, errcap, "%s: %s: it holds tensor '%s', which the plan does not have", f->label, pre,
+                    ddp_st_printable(f->tensors[k].name, nm, sizeof nm));
     }
-  }
-  return 0;
+  free(found);
+  return rc;
 }
 
 /* The file's "step" metadata (-1 when absent). */
@@ -262,7 +260,7 @@ static int file_step(const ddp_st_file *f, int64_t *step, char *err, size_t errc
   *step = -1;
   if (s && parse_count(s, step)) {
     char v[80];
-    snprintf(err, errcap, "%s: metadata \"step\" is \"%s\", not a step count", f->label,
+    ddp_fail(err, errcap, "%s: metadata \"step\" is \"%s\", not a step count", f->label,
              ddp_st_printable(s, v, sizeof v));
     return -1;
   }
@@ -282,7 +280,7 @@ static int write_file(ddp_exec *x, const ck_file *cf, const ddp_st_file *f, char
         free(scratch);
         scap = 0;
         if (!(scratch = malloc(bytes))) {
-          snprintf(err, errcap, "%s: out of memory", f->label);
+          ddp_fail(err, errcap, "%s: out of memory", f->label);
           return -1;
         }
         scap = bytes;
@@ -317,12 +315,12 @@ int ddp_checkpoint_load(ddp_exec *x, const char *dir, int64_t *steps_done, char 
     int64_t ow;
     if (L.sharded && w && (parse_count(w, &ow) || ow != x->world)) {
       char v[40];
-      snprintf(err, errcap, "%s: written by a run of %s ranks, this run has %d", of->label,
+      ddp_fail(err, errcap, "%s: written by a run of %s ranks, this run has %d", of->label,
                ddp_st_printable(w, v, sizeof v), x->world);
       goto out;
     }
     if (mstep >= 0 && ostep >= 0 && mstep != ostep) {
-      snprintf(err, errcap, "%s: incomplete checkpoint: %s is from step %lld, %s from step %lld", dir, L.model.name,
+      ddp_fail(err, errcap, "%s: incomplete checkpoint: %s is from step %lld, %s from step %lld", dir, L.model.name,
                (long long)mstep, L.opt.name, (long long)ostep);
       goto out;
     }

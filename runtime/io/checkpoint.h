@@ -1,4 +1,4 @@
-/* runtime/checkpoint.h: checkpoints as safetensors, loadable by PyTorch (safetensors.torch.load_file):
+/* runtime/io/checkpoint.h: checkpoints as safetensors, loadable by PyTorch (safetensors.torch.load_file):
  *   DIR/model.safetensors      fp32 parameters under the PyTorch state-dict names
  *                              (token_embeddings.weight, layers.N.attn.q_proj.weight, ...), with
  *                              metadata {"step": "<completed steps>", "format": "ddpc"};

@@ -1,4 +1,4 @@
-/* runtime/data.c: the batch source of runtime/data.h. Step s, rank r of W ranks with B rows per rank
+/* runtime/io/data.c: the batch source of runtime/data.h. Step s, rank r of W ranks with B rows per rank
  * takes stream rows j in [s*B*W + r*B, s*B*W + (r+1)*B); local row i = j - (s*B*W + r*B) fills
  *   tokens:  inputs[i*context + k] = window(j)[k], targets[i*context + k] = window(j)[k + 1], k < context
  *   dense:   inputs[i*mlp_in + c], targets[i*mlp_out + c] from dataset row j mod data_rows.
@@ -13,6 +13,7 @@
  *   c < mlp_in: input c; c >= mlp_in: target c - mlp_in.
  * ddp_data_fill only reads the source, so ranks running as threads may share one. */
 #include "data.h"
+#include "err.h"
 #include "dtype.h"
 #include "rng.h"
 #include <errno.h>
@@ -42,7 +43,7 @@ static inline uint16_t file_token(const ddp_data *d, uint64_t at) {
 }
 
 static int bad_token(const ddp_data *d, uint64_t at, char *err, size_t errcap) {
-  snprintf(err, errcap, "%s: token %u at offset %llu is >= vocab %lld", d->path, (unsigned)file_token(d, at),
+  ddp_fail(err, errcap, "%s: token %u at offset %llu is >= vocab %lld", d->path, (unsigned)file_token(d, at),
            (unsigned long long)at, (long long)d->vocab);
   return -1;
 }
@@ -51,18 +52,18 @@ static int bad_token(const ddp_data *d, uint64_t at, char *err, size_t errcap) {
 static int check_tensor(const ddp_plan *p, const char *field, int64_t id, uint64_t want, const char *rule, int *dtype,
                         char *err, size_t errcap) {
   if (id < 0 || (uint64_t)id >= p->ntensors) {
-    snprintf(err, errcap, "data: plan's %s %lld is not a tensor of the plan", field, (long long)id);
+    ddp_fail(err, errcap, "data: plan's %s %lld is not a tensor of the plan", field, (long long)id);
     return -1;
   }
   const ddp_tensor *t = &p->tensors[id];
   uint64_t n = ddp_tensor_numel(t);
   if (n != want) {
-    snprintf(err, errcap, "data: plan's %s %s holds %llu elements, expected %s = %llu", field, t->name ? t->name : "?",
+    ddp_fail(err, errcap, "data: plan's %s %s holds %llu elements, expected %s = %llu", field, t->name ? t->name : "?",
              (unsigned long long)n, rule, (unsigned long long)want);
     return -1;
   }
   if (ddp_dtype_size(t->dtype) == 0) {
-    snprintf(err, errcap, "data: plan's %s %s has no element type", field, t->name ? t->name : "?");
+    ddp_fail(err, errcap, "data: plan's %s %s has no element type", field, t->name ? t->name : "?");
     return -1;
   }
   *dtype = t->dtype;
@@ -72,29 +73,29 @@ static int check_tensor(const ddp_plan *p, const char *field, int64_t id, uint64
 static int open_token_file(ddp_data *d, const char *path, char *err, size_t errcap) {
   d->path = strdup(path);
   if (!d->path) {
-    snprintf(err, errcap, "%s: out of memory", path);
+    ddp_fail(err, errcap, "%s: out of memory", path);
     return -1;
   }
   int fd = open(path, O_RDONLY | O_CLOEXEC);
   if (fd < 0) {
-    snprintf(err, errcap, "%s: cannot open token file: %s", path, strerror(errno));
+    ddp_fail(err, errcap, "%s: cannot open token file: %s", path, strerror(errno));
     return -1;
   }
   struct stat st;
   if (fstat(fd, &st) != 0 || !S_ISREG(st.st_mode)) {
-    snprintf(err, errcap, "%s: cannot open token file: not a regular file", path);
+    ddp_fail(err, errcap, "%s: cannot open token file: not a regular file", path);
     close(fd);
     return -1;
   }
   uint64_t size = (uint64_t)st.st_size;
   if (size % 2) {
-    snprintf(err, errcap, "%s: token file size %llu bytes is not a whole number of uint16 tokens", path,
+    ddp_fail(err, errcap, "%s: token file size %llu bytes is not a whole number of uint16 tokens", path,
              (unsigned long long)size);
     close(fd);
     return -1;
   }
   if (size / 2 < (uint64_t)d->context + 1) {
-    snprintf(err, errcap, "%s: token file holds %llu tokens (%llu bytes), fewer than context + 1 = %lld", path,
+    ddp_fail(err, errcap, "%s: token file holds %llu tokens (%llu bytes), fewer than context + 1 = %lld", path,
              (unsigned long long)(size / 2), (unsigned long long)size, (long long)d->context + 1);
     close(fd);
     return -1;
@@ -103,7 +104,7 @@ static int open_token_file(ddp_data *d, const char *path, char *err, size_t errc
   int e = errno;
   close(fd);
   if (m == MAP_FAILED) {
-    snprintf(err, errcap, "%s: cannot map token file: %s", path, strerror(e));
+    ddp_fail(err, errcap, "%s: cannot map token file: %s", path, strerror(e));
     return -1;
   }
   d->map = m;
@@ -115,7 +116,7 @@ static int open_token_file(ddp_data *d, const char *path, char *err, size_t errc
 static int make_dense(ddp_data *d, char *err, size_t errcap) {
   uint64_t width = (uint64_t)d->mlp_in + (uint64_t)d->mlp_out, rows = (uint64_t)d->rows;
   if (rows > SIZE_MAX / sizeof(float) / width || !(d->dense = malloc(rows * width * sizeof(float)))) {
-    snprintf(err, errcap, "data: dense dataset of %llu rows x %llu values: out of memory", (unsigned long long)rows,
+    ddp_fail(err, errcap, "data: dense dataset of %llu rows x %llu values: out of memory", (unsigned long long)rows,
              (unsigned long long)width);
     return -1;
   }
@@ -128,7 +129,7 @@ ddp_data *ddp_data_open(const ddp_plan *p, uint64_t seed, char *err, size_t errc
   const ddp_meta *m = &p->meta;
   ddp_data *d = calloc(1, sizeof *d);
   if (!d) {
-    snprintf(err, errcap, "data: out of memory");
+    ddp_fail(err, errcap, "data: out of memory");
     return NULL;
   }
   d->kind = (int)m->data_kind;
@@ -142,7 +143,7 @@ ddp_data *ddp_data_open(const ddp_plan *p, uint64_t seed, char *err, size_t errc
   char rule[128];
   int rc = -1;
   if (d->batch < 1) {
-    snprintf(err, errcap, "data: plan's batch_per_rank is %lld, must be at least 1", (long long)d->batch);
+    ddp_fail(err, errcap, "data: plan's batch_per_rank is %lld, must be at least 1", (long long)d->batch);
     goto out;
   }
   switch (d->kind) {
@@ -150,7 +151,7 @@ ddp_data *ddp_data_open(const ddp_plan *p, uint64_t seed, char *err, size_t errc
   case DATA_PATTERN_TOKENS:
   case DATA_TOKEN_FILE: {
     if (d->vocab < 1 || d->context < 1) {
-      snprintf(err, errcap, "data: plan's vocab %lld and context %lld must be at least 1", (long long)d->vocab,
+      ddp_fail(err, errcap, "data: plan's vocab %lld and context %lld must be at least 1", (long long)d->vocab,
                (long long)d->context);
       goto out;
     }
@@ -161,7 +162,7 @@ ddp_data *ddp_data_open(const ddp_plan *p, uint64_t seed, char *err, size_t errc
       goto out;
     if (d->kind == DATA_TOKEN_FILE) {
       if (!m->data_path || !m->data_path[0]) {
-        snprintf(err, errcap, "data: plan reads a token file but names none (meta.data_path is empty)");
+        ddp_fail(err, errcap, "data: plan reads a token file but names none (meta.data_path is empty)");
         goto out;
       }
       if (open_token_file(d, m->data_path, err, errcap)) goto out;
@@ -170,7 +171,7 @@ ddp_data *ddp_data_open(const ddp_plan *p, uint64_t seed, char *err, size_t errc
   }
   case DATA_RANDOM_DENSE:
     if (d->mlp_in < 1 || d->mlp_out < 1 || d->rows < 1) {
-      snprintf(err, errcap, "data: plan's mlp_in %lld, mlp_out %lld and data_rows %lld must be at least 1",
+      ddp_fail(err, errcap, "data: plan's mlp_in %lld, mlp_out %lld and data_rows %lld must be at least 1",
                (long long)d->mlp_in, (long long)d->mlp_out, (long long)d->rows);
       goto out;
     }
@@ -185,7 +186,7 @@ ddp_data *ddp_data_open(const ddp_plan *p, uint64_t seed, char *err, size_t errc
     if (make_dense(d, err, errcap)) goto out;
     break;
   default:
-    snprintf(err, errcap, "data: plan's data_kind %lld is unknown", (long long)d->kind);
+    ddp_fail(err, errcap, "data: plan's data_kind %lld is unknown", (long long)d->kind);
     goto out;
   }
   rc = 0;
@@ -238,7 +239,7 @@ static int window_token(const ddp_data *d, uint64_t j, uint64_t start, int64_t k
 int ddp_data_fill(ddp_data *d, int64_t step, int rank, int world, void *inputs, void *targets, char *err,
                   size_t errcap) {
   if (world < 1 || rank < 0 || rank >= world || step < 0) {
-    snprintf(err, errcap, "data: bad batch request: step %lld, rank %d of %d", (long long)step, rank, world);
+    ddp_fail(err, errcap, "data: bad batch request: step %lld, rank %d of %d", (long long)step, rank, world);
     return -1;
   }
   uint64_t B = (uint64_t)d->batch, row0 = (uint64_t)step * B * (uint64_t)world + (uint64_t)rank * B;

@@ -1,4 +1,4 @@
-/* runtime/data.h: the batch source. For step s and rank r of a world of W ranks with B rows per rank:
+/* runtime/io/data.h: the batch source. For step s and rank r of a world of W ranks with B rows per rank:
  *   the global batch of step s is rows [s*B*W, (s+1)*B*W) of the data stream, and rank r takes rows
  *   [s*B*W + r*B, s*B*W + (r+1)*B).
  * Token data (transformer): row j of the stream is a window of context+1 tokens; inputs are its first

@@ -1,12 +1,13 @@
-/* runtime/safetensors.h: the safetensors format (what safetensors.torch.load_file/save_file read and
+/* runtime/io/safetensors.h: the safetensors format (what safetensors.torch.load_file/save_file read and
  * write): an 8-byte little-endian header length N, N bytes of JSON
  *   {"__metadata__": {"key": "value", ...}, "name": {"dtype": "F32", "shape": [2, 3],
  *    "data_offsets": [begin, end]}, ...}
  * padded with spaces to a multiple of 8, then the data section; offsets are relative to the data section,
  * tensors are row-major little-endian, and together they cover the data section exactly (no gaps, no
  * overlaps). The writer orders tensors by element size (largest first, so every tensor is aligned) and then
- * by name, like the reference implementation, and replaces the file atomically. The reader accepts any key
- * order, whitespace and string escapes, and refuses a malformed file with one line naming it. */
+ * by name, like the reference implementation, and replaces the file atomically (st_write.c). The reader
+ * (st_read.c, jansson) accepts any key order, whitespace and string escapes, and refuses a malformed file
+ * or a repeated key with one line naming it. */
 #ifndef DDP_SAFETENSORS_H
 #define DDP_SAFETENSORS_H
 #include <stddef.h>
@@ -16,7 +17,7 @@
 #define DDP_ST_MAX_HEADER (100u << 20) /* the reference implementation's limit */
 
 typedef struct ddp_st_tensor {
-  char *name;
+  const char *name;
   char dtype_name[12]; /* as in the header: "F32", "BF16", "I32", ... */
   int dtype;           /* DT_* of plan/dtype.h, or -1 for a safetensors type ddpc has no DT_ for */
   int ndim;
@@ -28,8 +29,9 @@ typedef struct ddp_st_file {
   char *label;            /* the path (or ddp_st_parse's label), used in messages */
   ddp_st_tensor *tensors; /* in header order */
   uint32_t ntensors;
-  char **meta; /* __metadata__ as key, value pairs: meta[2k], meta[2k + 1] */
-  uint32_t nmeta;
+  uint32_t nmeta;          /* __metadata__ entries (ddp_st_meta reads them) */
+  void *json;              /* the parsed header (jansson), owner of every name and value */
+  ddp_st_tensor **by_name; /* tensors sorted by name (ddp_st_find) */
   const uint8_t *data; /* the data section */
   uint64_t data_bytes;
   void *map; /* the file's mapping (ddp_st_open), or NULL */
@@ -47,8 +49,8 @@ const void *ddp_st_data(const ddp_st_file *f, const ddp_st_tensor *t);    /* may
 
 /* Writing. An entry's bytes come from `data`, or, when data is NULL, from fill(ctx, i, dst) called with a
  * buffer of the entry's size (i: the entry's index in v), so large tensors can be streamed one at a time.
- * meta: nmeta key, value pairs (meta[2k], meta[2k + 1]). The file is written as DIR/.BASE.tmp.<pid>,
- * fsynced and renamed onto path; on any failure the temporary file is removed and path is untouched. */
+ * meta: nmeta key, value pairs (meta[2k], meta[2k + 1]). The file is written through ddp_atomic_* (base/
+ * file.h): on any failure the temporary file is removed and path is untouched. */
 typedef struct ddp_st_entry {
   const char *name;
   int dtype; /* DT_* */
@@ -62,6 +64,8 @@ int ddp_st_write(const char *path, const ddp_st_entry *v, uint32_t n, const char
 
 /* Names of plan dtypes in safetensors ("F32", "BF16", "F64", "I32", "U16"); NULL for none. */
 const char *ddp_st_dtype_name(int dt);
+/* numel(shape) x size into *out; -1 on a negative dimension or overflow. */
+int ddp_st_span_bytes(int ndim, const int64_t *shape, uint64_t size, uint64_t *out);
 /* Copies s for a one-line message: control characters become '?', long names are cut with "...". */
 const char *ddp_st_printable(const char *s, char *buf, size_t cap);
 #endif

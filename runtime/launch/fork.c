@@ -1,8 +1,11 @@
-/* runtime/launch_fork.c: `ddprun --nproc N`: forks N local ranks and supervises them. The parent picks
+/* runtime/launch/fork.c: `ddprun --nproc N`: forks N local ranks and supervises them. The parent picks
  * a free port, forks, then waits on a self-pipe fed by its SIGCHLD/SIGINT/SIGTERM/SIGHUP handlers: the
  * first rank that fails is reported in one line and the others get SIGTERM, then SIGKILL after a grace
  * period; signals sent to the parent are forwarded. Children die with the parent (PR_SET_PDEATHSIG). */
 #include "launch.h"
+#include "clock.h"
+#include "err.h"
+#include "param.h"
 #include <errno.h>
 #include <fcntl.h>
 #include <netinet/in.h>
@@ -39,18 +42,12 @@ static void launch_on_signal(int sig) {
   errno = saved;
 }
 
-static double now_s(void) {
-  struct timespec t;
-  clock_gettime(CLOCK_MONOTONIC, &t);
-  return (double)t.tv_sec + (double)t.tv_nsec * 1e-9;
-}
-
-int ddp_launch_free_port(char *err, size_t cap) {
+int ddp_launch_free_port(char *err, size_t errcap) {
   int fd = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
   struct sockaddr_in a = {.sin_family = AF_INET, .sin_port = 0, .sin_addr.s_addr = htonl(INADDR_ANY)};
   socklen_t len = sizeof a;
   if (fd < 0 || bind(fd, (struct sockaddr *)&a, sizeof a) || getsockname(fd, (struct sockaddr *)&a, &len)) {
-    snprintf(err, cap, "ddprun: cannot find a free TCP port: %s", strerror(errno));
+    ddp_fail(err, errcap, "ddprun: cannot find a free TCP port: %s", strerror(errno));
     if (fd >= 0) close(fd);
     return -1;
   }
@@ -98,9 +95,10 @@ typedef struct supervisor {
   bool stopping; /* SIGTERM sent (or forwarded); SIGKILL at kill_at */
   bool killed;
   double kill_at;
+  double grace;  /* DDP_LAUNCH_GRACE_S */
   int result;    /* 0, or the exit status ddprun should use */
   char *err;
-  size_t cap;
+  size_t errcap;
 } supervisor;
 
 static void signal_live(supervisor *s, int sig) {
@@ -110,7 +108,7 @@ static void signal_live(supervisor *s, int sig) {
 
 static void begin_stop(supervisor *s, int sig) {
   signal_live(s, sig);
-  if (!s->stopping) s->kill_at = now_s() + DDP_LAUNCH_GRACE_S;
+  if (!s->stopping) s->kill_at = ddp_now_s() + s->grace;
   s->stopping = true;
 }
 
@@ -118,7 +116,7 @@ static void begin_stop(supervisor *s, int sig) {
 static void report(supervisor *s, const char *line) {
   fprintf(stderr, "%s\n", line);
   fflush(stderr);
-  if (s->err && s->cap) snprintf(s->err, s->cap, "%s", line);
+  if (s->err && s->errcap) snprintf(s->err, s->errcap, "%s", line);
 }
 
 static void reap(supervisor *s) {
@@ -153,7 +151,7 @@ static void escalate(supervisor *s) {
     if (s->pid[r] > 0) len += snprintf(line + len, sizeof line - (size_t)len, "%s%d", shown++ ? ", " : " ", r);
   if (shown < left) len += snprintf(line + len, sizeof line - (size_t)len, ", ...");
   snprintf(line + len, sizeof line - (size_t)len, " still running %g s after SIGTERM: sending SIGKILL",
-           DDP_LAUNCH_GRACE_S);
+           s->grace);
   fprintf(stderr, "%s\n", line);
   signal_live(s, SIGKILL);
   s->killed = true;
@@ -176,11 +174,11 @@ static void supervise(supervisor *s, int wake_rd) {
       }
       begin_stop(s, k_forwarded[i]);
     }
-    if (s->stopping && !s->killed && now_s() >= s->kill_at) escalate(s);
+    if (s->stopping && !s->killed && ddp_now_s() >= s->kill_at) escalate(s);
     if (s->live == 0) break;
     int timeout_ms = 200; /* a safety net: SIGCHLD normally wakes the loop at once */
     if (s->stopping && !s->killed) {
-      double left = (s->kill_at - now_s()) * 1000.0 + 1.0;
+      double left = (s->kill_at - ddp_now_s()) * 1000.0 + 1.0;
       if (left < timeout_ms) timeout_ms = left < 0 ? 0 : (int)left;
     }
     struct pollfd p = {.fd = wake_rd, .events = POLLIN};
@@ -193,25 +191,20 @@ static void supervise(supervisor *s, int wake_rd) {
 }
 
 int ddp_launch_local(int nproc, int (*rank_main)(const ddp_identity *, void *), void *ctx, char *err,
-                     size_t cap) {
-  if (nproc < 1 || nproc > LAUNCH_MAX_NPROC) {
-    snprintf(err, cap, "ddprun: --nproc %d: must be between 1 and %d", nproc, LAUNCH_MAX_NPROC);
-    return -1;
-  }
-  if (!rank_main) {
-    snprintf(err, cap, "ddprun: no rank entry point");
-    return -1;
-  }
-  int port = ddp_launch_free_port(err, cap);
+                     size_t errcap) {
+  if (nproc < 1 || nproc > LAUNCH_MAX_NPROC)
+    return ddp_fail(err, errcap, "ddprun: --nproc %d: must be between 1 and %d", nproc, LAUNCH_MAX_NPROC);
+  if (!rank_main) return ddp_fail(err, errcap, "ddprun: no rank entry point");
+  double grace;
+  if (ddp_param_seconds(PARAM_LAUNCH_GRACE_S, &grace, err, errcap)) return -1;
+  int port = ddp_launch_free_port(err, errcap);
   if (port < 0) return -1;
   int pipefd[2];
-  if (pipe2(pipefd, O_CLOEXEC | O_NONBLOCK)) {
-    snprintf(err, cap, "ddprun: pipe: %s", strerror(errno));
-    return -1;
-  }
-  supervisor s = {.pid = calloc((size_t)nproc, sizeof(pid_t)), .n = nproc, .err = err, .cap = cap};
+  if (pipe2(pipefd, O_CLOEXEC | O_NONBLOCK)) return ddp_fail(err, errcap, "ddprun: pipe: %s", strerror(errno));
+  supervisor s = {.pid = calloc((size_t)nproc, sizeof(pid_t)), .n = nproc, .err = err, .errcap = errcap,
+                  .grace = grace};
   if (!s.pid) {
-    snprintf(err, cap, "ddprun: out of memory for %d ranks", nproc);
+    ddp_fail(err, errcap, "ddprun: out of memory for %d ranks", nproc);
     close(pipefd[0]), close(pipefd[1]);
     return -1;
   }
@@ -236,7 +229,7 @@ int ddp_launch_local(int nproc, int (*rank_main)(const ddp_identity *, void *), 
     pid_t pid = fork();
     if (pid == 0) launch_child(r, nproc, port, parent, old, rank_main, ctx, pipefd);
     if (pid < 0) {
-      snprintf(err, cap, "ddprun: cannot start rank %d of %d: fork: %s", r, nproc, strerror(errno));
+      ddp_fail(err, errcap, "ddprun: cannot start rank %d of %d: fork: %s", r, nproc, strerror(errno));
       rc = -1;
       s.stopping = true, s.killed = true;
       signal_live(&s, SIGKILL);

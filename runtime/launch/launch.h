@@ -1,6 +1,6 @@
-/* runtime/launch.h: who this ddprun process is (rank, world, local rank, master address) and how ranks
- * are started: identity from the launcher's environment (launch_env.c), Slurm node lists
- * (launch_nodelist.c), and `ddprun --nproc N` forking and supervising local ranks (launch_fork.c).
+/* runtime/launch/launch.h: who this ddprun process is (rank, world, local rank, master address) and how ranks
+ * are started: identity from the launcher's environment (env.c), Slurm node lists
+ * (nodelist.c), and `ddprun --nproc N` forking and supervising local ranks (fork.c).
  * The protocol that hands the NCCL unique id from rank 0 to the others is in rendezvous.h.
  * docs/LAUNCH.md is the user-facing description. */
 #ifndef DDP_LAUNCH_H
@@ -11,7 +11,6 @@
 #define DDP_DEFAULT_PORT 29500    /* torchrun's default master port */
 #define DDP_SLURM_PORT_BASE 20000 /* Slurm: port = base + SLURM_JOB_ID % span, unless MASTER_PORT */
 #define DDP_SLURM_PORT_SPAN 20000
-#define DDP_LAUNCH_GRACE_S 5.0    /* --nproc: SIGTERM to the survivors, SIGKILL this long after */
 
 typedef struct ddp_identity {
   int rank;        /* 0 .. world-1 */
@@ -34,7 +33,7 @@ typedef struct ddp_identity {
  * A variable set to the empty string counts as unset. Returns 0, or -1 with one line in err naming the
  * variable ("WORLD_SIZE='two' is not a non-negative integer", "RANK=4 is not below WORLD_SIZE=4").
  * Whether the world matches the plan is the caller's check (ddp_plan_check_launch). */
-int ddp_launch_identity(ddp_identity *id, char *err, size_t cap);
+int ddp_launch_identity(ddp_identity *id, char *err, size_t errcap);
 
 /* Slurm host lists ("gpu01", "gpu[01-03,07]", "a[1-2],b3", "rack[1-2]-n[01-02]"). Ranges keep the
  * lower bound's zero padding ("gpu[08-10]": gpu08 gpu09 gpu10); several bracket groups in one name
@@ -42,7 +41,7 @@ int ddp_launch_identity(ddp_identity *id, char *err, size_t cap);
  * ddp_nodelist_expand calls fn(host, ctx) for every host in order; fn returns non-zero to stop early.
  * Returns the number of hosts delivered (>= 0), or -1 with one line in err ("node list 'gpu[1-': ..."). */
 typedef int (*ddp_host_fn)(const char *host, void *ctx);
-int ddp_nodelist_expand(const char *list, ddp_host_fn fn, void *ctx, char *err, size_t cap);
+int ddp_nodelist_expand(const char *list, ddp_host_fn fn, void *ctx, char *err, size_t errcap);
 /* The first host of `list` into host[cap]. Returns 0, or -1 (malformed list, empty, or too long). */
 int ddp_nodelist_first(const char *list, char *host, size_t cap);
 
@@ -59,9 +58,9 @@ int ddp_nodelist_first(const char *list, char *host, size_t cap);
  * printed, no child is left); else the exit status ddprun should use (the failing rank's status, or
  * 128 + signal), with the line already printed and copied into err. */
 int ddp_launch_local(int nproc, int (*rank_main)(const ddp_identity *, void *), void *ctx, char *err,
-                     size_t cap);
+                     size_t errcap);
 
 /* A TCP port that was free on 127.0.0.1 a moment ago (bind to port 0, read it back). Returns the port,
  * or -1 with err. */
-int ddp_launch_free_port(char *err, size_t cap);
+int ddp_launch_free_port(char *err, size_t errcap);
 #endif

@@ -1,8 +1,9 @@
-/* runtime/launch_nodelist.c: Slurm host-list expansion ("gpu[01-03,07],login1"). A list is host
+/* runtime/launch/nodelist.c: Slurm host-list expansion ("gpu[01-03,07],login1"). A list is host
  * patterns separated by commas; a pattern is literal text and bracket groups of comma-separated numbers
  * or ranges (lo-hi, zero padding taken from lo). The list is validated completely (syntax, size, host
  * length) before any host is delivered, so a bad list never yields a partial answer. */
 #include "launch.h"
+#include "err.h"
 #include <ctype.h>
 #include <stdbool.h>
 #include <stdio.h>
@@ -19,7 +20,7 @@ typedef struct nl_range {
 typedef struct nl_ctx {
   const char *list;
   char *err;
-  size_t cap;
+  size_t errcap;
   ddp_host_fn fn;
   void *user;
   long delivered;
@@ -27,9 +28,7 @@ typedef struct nl_ctx {
 } nl_ctx;
 
 static int nl_fail(nl_ctx *c, const char *p, const char *why) {
-  if (c->err && c->cap)
-    snprintf(c->err, c->cap, "node list '%s': %s at offset %ld", c->list, why, (long)(p - c->list));
-  return -1;
+  return ddp_fail(c->err, c->errcap, "node list '%s': %s at offset %ld", c->list, why, (long)(p - c->list));
 }
 
 static bool nl_literal_char(char ch) {
@@ -144,8 +143,8 @@ static void nl_emit(nl_ctx *c, const char *p, char *buf, size_t len) {
   }
 }
 
-int ddp_nodelist_expand(const char *list, ddp_host_fn fn, void *ctx, char *err, size_t cap) {
-  nl_ctx c = {.list = list ? list : "", .err = err, .cap = cap, .fn = fn, .user = ctx};
+int ddp_nodelist_expand(const char *list, ddp_host_fn fn, void *ctx, char *err, size_t errcap) {
+  nl_ctx c = {.list = list ? list : "", .err = err, .errcap = errcap, .fn = fn, .user = ctx};
   if (nl_check(&c)) return -1;
   char buf[DDP_HOST_MAX];
   const char *p = c.list;

@@ -3,6 +3,7 @@
  * from all ranks' send buffers into a private scratch; a second barrier; each rank writes its slice into
  * every destination; a third barrier. In-place collectives are therefore safe. */
 #include "comm_ref.h"
+#include "err.h"
 #include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -21,15 +22,15 @@ struct ddp_ref_comm {
 };
 
 ddp_ref_comm *ddp_ref_comm_new(int world) {
-  ddp_ref_comm *c = calloc(1, sizeof *c);
+  ddp_ref_comm *c = ddp_xcalloc(1, sizeof *c);
   c->world = world;
   c->failed_rank = -1;
   pthread_mutex_init(&c->lock, NULL);
   pthread_cond_init(&c->cond, NULL);
-  c->send = calloc((size_t)world, sizeof(void *));
-  c->recv = calloc((size_t)world, sizeof(void *));
-  c->scratch = calloc((size_t)world, sizeof(double *));
-  c->scratch_cap = calloc((size_t)world, sizeof(size_t));
+  c->send = ddp_xcalloc((size_t)world, sizeof(void *));
+  c->recv = ddp_xcalloc((size_t)world, sizeof(void *));
+  c->scratch = ddp_xcalloc((size_t)world, sizeof(double *));
+  c->scratch_cap = ddp_xcalloc((size_t)world, sizeof(size_t));
   return c;
 }
 
@@ -68,7 +69,7 @@ static int barrier(ddp_ref_comm *c, char *err, size_t errcap) {
       if (gen == c->generation) rc = -1;
     }
   }
-  if (rc) snprintf(err, errcap, "collective aborted: rank %d failed", c->failed_rank);
+  if (rc) ddp_fail(err, errcap, "collective aborted: rank %d failed", c->failed_rank);
   pthread_mutex_unlock(&c->lock);
   return rc;
 }
@@ -76,7 +77,7 @@ static int barrier(ddp_ref_comm *c, char *err, size_t errcap) {
 static double *scratch(ddp_ref_comm *c, int rank, size_t n) {
   if (c->scratch_cap[rank] < n) {
     free(c->scratch[rank]);
-    c->scratch[rank] = malloc(sizeof(double) * (n ? n : 1));
+    c->scratch[rank] = ddp_xmalloc(sizeof(double) * (n ? n : 1));
     c->scratch_cap[rank] = n;
   }
   return c->scratch[rank];
@@ -97,7 +98,7 @@ int ddp_ref_collective(ddp_ref_comm *c, int rank, const ddp_instr *in, void *sen
   c->recv[rank] = recv;
   if (barrier(c, err, errcap)) return -1;
   int64_t lo, hi;
-  switch (in->opcode) {
+  switch ((ddp_opcode)in->opcode) { /* no default: -Wswitch names a missing opcode */
   case I_ALL_REDUCE: {
     slice(count, W, rank, &lo, &hi);
     double *acc = scratch(c, rank, (size_t)(hi - lo));
@@ -134,8 +135,10 @@ int ddp_ref_collective(ddp_ref_comm *c, int rank, const ddp_instr *in, void *sen
     if (barrier(c, err, errcap)) return -1;
     break;
   }
-  default:
-    snprintf(err, errcap, "reference executor: %s is not supported between threads", ddp_opcode_name(in->opcode));
+  case I_SEND: case I_RECV: case I_KERNEL: case I_GEMM: case I_MEMSET: case I_COPY: case I_EVENT_RECORD:
+  case I_EVENT_WAIT: case I_RANGE_PUSH: case I_RANGE_POP: case I_TIMER: case I_LOAD_BATCH: case I_INIT_TENSOR:
+  case I_COUNT:
+    ddp_fail(err, errcap, "reference executor: %s is not supported between threads", ddp_opcode_name(in->opcode));
     ddp_ref_comm_abort(c, rank);
     return -1;
   }

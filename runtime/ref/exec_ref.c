@@ -2,11 +2,12 @@
  * the plan; kernel arguments are resolved once at construction; run() executes a program in order
  * (streams and events are no-ops on one CPU thread: program order is a valid order of every stream). */
 #include "exec_ref.h"
+#include "clock.h"
+#include "err.h"
 #include "ref_ops.h"
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <time.h>
 
 typedef struct {
   uint8_t *arena[ARENA_COUNT];
@@ -18,18 +19,13 @@ typedef struct {
   uint64_t bytes;
 } ref_impl;
 
-static double now_ms(void) {
-  struct timespec t;
-  clock_gettime(CLOCK_MONOTONIC, &t);
-  return (double)t.tv_sec * 1e3 + (double)t.tv_nsec * 1e-6;
-}
-
 static void *ptr(const ref_impl *m, const ddp_bufref *r) {
   return r->tensor < 0 ? NULL : m->arena[r->arena] + r->offset;
 }
 
 static ddp_kargs *resolve(const ref_impl *m, const ddp_program *prog) {
   ddp_kargs *a = calloc(prog->n ? prog->n : 1, sizeof(ddp_kargs));
+  if (!a) return NULL;
   for (uint32_t k = 0; k < prog->n; k++) {
     const ddp_instr *in = &prog->v[k];
     for (int s = 0; s < DDP_MAX_PTRS; s++) a[k].p[s] = ptr(m, &in->p[s]);
@@ -44,14 +40,15 @@ static int run(ddp_exec *x, const ddp_program *prog, int64_t step, char *err, si
   const ddp_rank_plan *rp = &x->plan->ranks[x->rank];
   const ddp_kargs *args = prog == &rp->init ? m->init_args : prog == &rp->step ? m->step_args : NULL;
   ddp_kargs *own = args ? NULL : resolve(m, prog);
+  if (!args && !own) return ddp_fail(err, errcap, "reference executor: out of memory for %u instructions", prog->n);
   if (!args) args = own;
   int rc = 0;
   bool tracing = x->trace && prog == &rp->step;
   for (uint32_t k = 0; k < prog->n && rc == 0; k++) {
     const ddp_instr *in = &prog->v[k];
     const ddp_kargs *a = &args[k];
-    if (tracing) m->t_start[k] = now_ms();
-    switch (in->opcode) {
+    if (tracing) m->t_start[k] = 1e3 * ddp_now_s();
+    switch ((ddp_opcode)in->opcode) { /* no default: -Wswitch names a missing opcode */
     case I_KERNEL:
       ddp_ref_ops[in->op](a, in->dt);
       break;
@@ -83,7 +80,7 @@ static int run(ddp_exec *x, const ddp_program *prog, int64_t step, char *err, si
       }
       break;
     case I_TIMER:
-      if ((uint32_t)in->i[0] < m->ntimers) m->timer_ms[in->i[0]] = now_ms();
+      if ((uint32_t)in->i[0] < m->ntimers) m->timer_ms[in->i[0]] = 1e3 * ddp_now_s();
       break;
     case I_LOAD_BATCH:
       rc = ddp_data_fill(x->data, step, x->rank, x->world, a->p[0], a->p[1], err, errcap);
@@ -91,11 +88,11 @@ static int run(ddp_exec *x, const ddp_program *prog, int64_t step, char *err, si
     case I_INIT_TENSOR:
       ddp_init_fill(in, x->seed, a->p[0]);
       break;
-    default:
-      snprintf(err, errcap, "reference executor: unknown opcode %u", in->opcode);
-      rc = -1;
+    case I_COUNT: /* plan_check refuses it */
+      rc = ddp_fail(err, errcap, "reference executor: unknown opcode %u", in->opcode);
+      break;
     }
-    if (tracing) m->t_end[k] = now_ms();
+    if (tracing) m->t_end[k] = 1e3 * ddp_now_s();
   }
   free(own);
   if (rc && m->comm && x->world > 1) ddp_ref_comm_abort(m->comm, x->rank);
@@ -111,7 +108,7 @@ static int sync_noop(ddp_exec *x, char *err, size_t errcap) {
 
 static const ddp_tensor *tensor_of(ddp_exec *x, int32_t t, char *err, size_t errcap) {
   if (t < 0 || (uint32_t)t >= x->plan->ntensors) {
-    snprintf(err, errcap, "tensor %d is not in the plan", t);
+    ddp_fail(err, errcap, "tensor %d is not in the plan", t);
     return NULL;
   }
   return &x->plan->tensors[t];
@@ -180,6 +177,12 @@ ddp_exec *ddp_exec_ref_new(const ddp_plan *p, int rank, ddp_ref_comm *comm, ddp_
                            char *err, size_t errcap) {
   ddp_exec *x = calloc(1, sizeof *x);
   ref_impl *m = calloc(1, sizeof *m);
+  if (!x || !m) {
+    free(x);
+    free(m);
+    ddp_fail(err, errcap, "reference executor: rank %d: out of host memory", rank);
+    return NULL;
+  }
   x->v = &ref_vtbl;
   x->plan = p;
   x->rank = rank;
@@ -193,7 +196,7 @@ ddp_exec *ddp_exec_ref_new(const ddp_plan *p, int rank, ddp_ref_comm *comm, ddp_
     uint64_t n = rp->arena_bytes[a];
     m->arena[a] = calloc(1, n ? n : 1);
     if (!m->arena[a]) {
-      snprintf(err, errcap, "reference executor: rank %d: cannot allocate %.2f GiB for the %s arena", rank,
+      ddp_fail(err, errcap, "reference executor: rank %d: cannot allocate %.2f GiB for the %s arena", rank,
                (double)n / (1 << 30), ddp_arena_name(a));
       destroy(x);
       return NULL;
@@ -206,5 +209,10 @@ ddp_exec *ddp_exec_ref_new(const ddp_plan *p, int rank, ddp_ref_comm *comm, ddp_
   m->t_end = calloc(rp->step.n + 1, sizeof(double));
   m->init_args = resolve(m, &rp->init);
   m->step_args = resolve(m, &rp->step);
+  if (!m->timer_ms || !m->t_start || !m->t_end || !m->init_args || !m->step_args) {
+    ddp_fail(err, errcap, "reference executor: rank %d: out of host memory", rank);
+    destroy(x);
+    return NULL;
+  }
   return x;
 }

@@ -1,0 +1,40 @@
+/* runtime/cuda/cx_util.c: the leaf helpers every other cx_* file may call (and which call none of them):
+ * the instruction prefix of an error line and the checked device pointer of a buffer operand. */
+#include "cx.h"
+#include <stdio.h>
+
+int cx_fail_at(const cx *x, const cx_prog *pg, const cx_op *op, char *err, size_t errcap) {
+  char inner[1024];
+  snprintf(inner, sizeof inner, "%s", err ? err : "");
+  (void)x;
+  return ddp_fail(err, errcap, "%s instruction %u (%s%s%s%s): %s", pg ? pg->what : "?",
+                 op ? op->index : 0u, op ? ddp_opcode_name(op->in->opcode) : "?",
+                 op && op->label && *op->label ? " '" : "", op && op->label ? op->label : "",
+                 op && op->label && *op->label ? "'" : "", inner);
+}
+
+int cx_buffer(const cx *x, const ddp_instr *in, int slot, uint64_t bytes, void **out, char *err, size_t errcap) {
+  const ddp_plan *p = x->base.plan;
+  const ddp_bufref *r = &in->p[slot];
+  *out = NULL;
+  if (r->tensor < 0 || (uint32_t)r->tensor >= p->ntensors)
+    return ddp_fail(err, errcap, "operand p%d names no tensor (tensor %d)", slot, r->tensor);
+  if (r->arena >= ARENA_COUNT) return ddp_fail(err, errcap, "operand p%d is in arena %u", slot, r->arena);
+  const ddp_tensor *t = &p->tensors[r->tensor];
+  const ddp_tensor *root = &p->tensors[ddp_tensor_root(p, r->tensor)];
+  uint64_t begin = root->offset, end = root->offset + root->bytes;
+  if (r->offset < begin || r->offset > end || bytes > end - r->offset)
+    return ddp_fail(err, errcap,
+                   "operand p%d (tensor '%s') needs %llu bytes at %s offset %llu, outside its storage '%s' "
+                   "[%llu, %llu)",
+                   slot, t->name, (unsigned long long)bytes, ddp_arena_name((int)r->arena),
+                   (unsigned long long)r->offset, root->name, (unsigned long long)begin, (unsigned long long)end);
+  uint64_t cap = x->arena_bytes[r->arena];
+  if (r->offset > cap || bytes > cap - r->offset)
+    return ddp_fail(err, errcap, "operand p%d (tensor '%s') at %s offset %llu + %llu bytes exceeds rank %d's arena (%llu bytes)",
+                   slot, t->name, ddp_arena_name((int)r->arena), (unsigned long long)r->offset,
+                   (unsigned long long)bytes, x->base.rank, (unsigned long long)cap);
+  if (!x->arena[r->arena]) return 0; /* empty arena: only zero-byte operands reach here */
+  *out = (uint8_t *)x->arena[r->arena] + r->offset;
+  return 0;
+}
