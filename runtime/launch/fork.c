@@ -3,6 +3,7 @@
  * first rank that fails is reported in one line and the others get SIGTERM, then SIGKILL after a grace
  * period; signals sent to the parent are forwarded. Children die with the parent (PR_SET_PDEATHSIG). */
 #include "launch.h"
+#include "rendezvous.h"
 #include <errno.h>
 #include <fcntl.h>
 #include <netinet/in.h>
@@ -204,6 +205,7 @@ int ddp_launch_local(int nproc, int (*rank_main)(const ddp_identity *, void *), 
   }
   int port = ddp_launch_free_port(err, cap);
   if (port < 0) return -1;
+  if (ddp_rendezvous_new_secret(err, cap)) return -1; /* the ranks inherit it */
   int pipefd[2];
   if (pipe2(pipefd, O_CLOEXEC | O_NONBLOCK)) {
     snprintf(err, cap, "ddprun: pipe: %s", strerror(errno));
