@@ -39,6 +39,8 @@
     "ddprun: a collective or NCCL set-up that takes longer is an error naming the rank")                    \
   X(RENDEZVOUS_TIMEOUT_S, "DDP_RENDEZVOUS_TIMEOUT_S", SECONDS, 60, 0, 1e9,                                  \
     "ddprun: how long ranks wait for rank 0's NCCL id")                                                     \
+  X(RENDEZVOUS_SECRET, "DDP_RENDEZVOUS_SECRET", PATH, 0, 0, 0,                                             \
+    "ddprun: the job's secret (16+ characters) that ranks prove at the rendezvous; --nproc sets a random one") \
   X(LAUNCH_GRACE_S, "DDP_LAUNCH_GRACE_S", SECONDS, 5, 0, 3600,                                              \
     "ddprun --nproc: when a rank fails, SIGTERM to the others, then SIGKILL this long after")               \
   X(CUDA_GRAPH, "DDP_CUDA_GRAPH", BOOL, 0, 0, 1, "ddprun: 1 captures the step once into a CUDA graph")      \

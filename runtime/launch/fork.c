@@ -6,6 +6,7 @@
 #include "clock.h"
 #include "err.h"
 #include "param.h"
+#include "rendezvous.h"
 #include <errno.h>
 #include <fcntl.h>
 #include <netinet/in.h>
@@ -199,6 +200,7 @@ int ddp_launch_local(int nproc, int (*rank_main)(const ddp_identity *, void *), 
   if (ddp_param_seconds(PARAM_LAUNCH_GRACE_S, &grace, err, errcap)) return -1;
   int port = ddp_launch_free_port(err, errcap);
   if (port < 0) return -1;
+  if (ddp_rendezvous_new_secret(err, errcap)) return -1; /* the ranks inherit it */
   int pipefd[2];
   if (pipe2(pipefd, O_CLOEXEC | O_NONBLOCK)) return ddp_fail(err, errcap, "ddprun: pipe: %s", strerror(errno));
   supervisor s = {.pid = calloc((size_t)nproc, sizeof(pid_t)), .n = nproc, .err = err, .errcap = errcap,
