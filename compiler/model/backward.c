@@ -6,10 +6,10 @@
 typedef void (*bwd_fn)(ddp_builder *, const ddp_node *);
 
 static const bwd_fn backward_of[LK_COUNT] = {
-    [LK_EMBED] = L_embedding_bwd, [LK_LINEAR] = L_linear_bwd,   [LK_RMSNORM] = L_rmsnorm_bwd,
-    [LK_ROPE] = L_rope_bwd,       [LK_ATTENTION] = L_attention_bwd, [LK_SWIGLU] = L_swiglu_bwd,
-    [LK_ATTENTION_NAIVE] = L_attention_naive_bwd,
-    [LK_RELU] = L_relu_bwd,       [LK_LAYERNORM] = L_layernorm_bwd, [LK_BIAS] = L_bias_bwd,
+    [LK_EMBED] = layer_embedding_bwd, [LK_LINEAR] = layer_linear_bwd,   [LK_RMSNORM] = layer_rmsnorm_bwd,
+    [LK_ROPE] = layer_rope_bwd,       [LK_ATTENTION] = layer_attention_bwd, [LK_SWIGLU] = layer_swiglu_bwd,
+    [LK_ATTENTION_NAIVE] = layer_attention_naive_bwd,
+    [LK_RELU] = layer_relu_bwd,       [LK_LAYERNORM] = layer_layernorm_bwd, [LK_BIAS] = layer_bias_bwd,
     /* the losses produce their gradient in the forward */
     [LK_XENT] = NULL,             [LK_MSE] = NULL,
 };

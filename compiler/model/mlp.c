@@ -70,22 +70,22 @@ int build_mlp(ddp_builder *b, char *err, size_t errcap) {
                  L->name, (long long)L->in, (long long)width);
         return -1;
       }
-      h = L_linear(b, L->name, wunit[l], h, L->in, L->out, -1, l == s->n_mlp_layers - 1 ? b->fdt : b->act_dt);
+      h = layer_linear(b, L->name, wunit[l], h, L->in, L->out, -1, l == s->n_mlp_layers - 1 ? b->fdt : b->act_dt);
       if (bunit[l] >= 0) {
         snprintf(nm, sizeof nm, "%s.bias", L->name);
-        L_bias(b, nm, bunit[l], h, L->out);
+        layer_bias(b, nm, bunit[l], h, L->out);
       }
       width = L->out;
     } else if (L->kind == LAYER_RELU) {
       snprintf(nm, sizeof nm, "relu%d", l);
-      h = L_relu(b, nm, h, width);
+      h = layer_relu(b, nm, h, width);
     } else {
       if (L->in != width) {
         snprintf(err, errcap, "%s: model layer %s: LayerNorm(%lld) after a layer of width %lld", s->path,
                  L->name, (long long)L->in, (long long)width);
         return -1;
       }
-      h = L_layernorm(b, L->name, wunit[l], bunit[l], h, width);
+      h = layer_layernorm(b, L->name, wunit[l], bunit[l], h, width);
     }
   }
   b->layer = -1;
@@ -99,7 +99,7 @@ int build_mlp(ddp_builder *b, char *err, size_t errcap) {
              s->path);
     return -1;
   }
-  L_mse(b, h, b->targets, width);
+  layer_mse(b, h, b->targets, width);
   b_range_pop(b);
   b_timer(b, TIMER_FORWARD_END);
   return 0;

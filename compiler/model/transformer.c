@@ -73,7 +73,7 @@ int build_transformer(ddp_builder *b, char *err, size_t errcap) {
 
   /* Forward. */
   b_range_push(b, RANGE_FORWARD, "forward");
-  int32_t x = L_embedding(b, "token_embeddings", emb, b->tokens, D);
+  int32_t x = layer_embedding(b, "token_embeddings", emb, b->tokens, D);
   for (int64_t l = 0; l < s->layers; l++) {
     b->layer = (int)l;
     snprintf(nm, sizeof nm, "layers.%lld", (long long)l);
@@ -81,31 +81,31 @@ int build_transformer(ddp_builder *b, char *err, size_t errcap) {
     char p[64];
     snprintf(p, sizeof p, "layers.%lld", (long long)l);
     snprintf(nm, sizeof nm, "%s.ln1", p);
-    int32_t h = L_rmsnorm(b, nm, ln1[l], x, D, b->act_dt);
+    int32_t h = layer_rmsnorm(b, nm, ln1[l], x, D, b->act_dt);
     snprintf(nm, sizeof nm, "%s.attn.qkv_proj", p);
-    int32_t q = L_linear(b, nm, qkv[l], h, D, 3 * D, -1, b->act_dt);
+    int32_t q = layer_linear(b, nm, qkv[l], h, D, 3 * D, -1, b->act_dt);
     b_range_push(b, RANGE_ATTENTION, "attention");
     snprintf(nm, sizeof nm, "%s.attn.rope", p);
-    L_rope(b, nm, q, D, H);
+    layer_rope(b, nm, q, D, H);
     snprintf(nm, sizeof nm, "%s.attn.sdpa", p);
-    int32_t a = s->attention == ATTN_NAIVE ? L_attention_naive(b, nm, q, D, H) : L_attention(b, nm, q, D, H);
+    int32_t a = s->attention == ATTN_NAIVE ? layer_attention_naive(b, nm, q, D, H) : layer_attention(b, nm, q, D, H);
     b_range_pop(b);
     snprintf(nm, sizeof nm, "%s.attn.output_proj", p);
-    x = L_linear(b, nm, wo[l], a, D, D, x, b->res_dt);
+    x = layer_linear(b, nm, wo[l], a, D, D, x, b->res_dt);
     snprintf(nm, sizeof nm, "%s.ln2", p);
-    int32_t h2 = L_rmsnorm(b, nm, ln2[l], x, D, b->act_dt);
+    int32_t h2 = layer_rmsnorm(b, nm, ln2[l], x, D, b->act_dt);
     snprintf(nm, sizeof nm, "%s.ffn.w13", p);
-    int32_t ab = L_linear(b, nm, w13[l], h2, D, 2 * F, -1, b->act_dt);
+    int32_t ab = layer_linear(b, nm, w13[l], h2, D, 2 * F, -1, b->act_dt);
     snprintf(nm, sizeof nm, "%s.ffn.swiglu", p);
-    int32_t g = L_swiglu(b, nm, ab, F);
+    int32_t g = layer_swiglu(b, nm, ab, F);
     snprintf(nm, sizeof nm, "%s.ffn.w2", p);
-    x = L_linear(b, nm, w2[l], g, F, D, x, b->res_dt);
+    x = layer_linear(b, nm, w2[l], g, F, D, x, b->res_dt);
     b_range_pop(b);
   }
   b->layer = -1;
-  int32_t xf = L_rmsnorm(b, "ln_final", lnf, x, D, b->act_dt);
-  int32_t logits = L_linear(b, "lm_head", head, xf, D, V, -1, b->act_dt);
-  L_cross_entropy(b, logits, b->targets, V);
+  int32_t xf = layer_rmsnorm(b, "ln_final", lnf, x, D, b->act_dt);
+  int32_t logits = layer_linear(b, "lm_head", head, xf, D, V, -1, b->act_dt);
+  layer_cross_entropy(b, logits, b->targets, V);
   b_range_pop(b);
   b_timer(b, TIMER_FORWARD_END);
   free(ln1);

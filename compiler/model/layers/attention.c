@@ -20,7 +20,7 @@ static void rope_instr(ddp_builder *b, int32_t t, int64_t d, int64_t heads, int 
   b_emit(b, in, name);
 }
 
-void L_rope(ddp_builder *b, const char *name, int32_t qkv, int64_t d, int64_t heads) {
+void layer_rope(ddp_builder *b, const char *name, int32_t qkv, int64_t d, int64_t heads) {
   rope_instr(b, qkv, d, heads, 0, name);
   ddp_node *n = b_record(b, LK_ROPE, name);
   n->t[0] = qkv;
@@ -28,7 +28,7 @@ void L_rope(ddp_builder *b, const char *name, int32_t qkv, int64_t d, int64_t he
   n->i[1] = heads;
 }
 
-void L_rope_bwd(ddp_builder *b, const ddp_node *n) {
+void layer_rope_bwd(ddp_builder *b, const ddp_node *n) {
   if (!b_has_grad(b, n->t[0])) return;
   char nm[256];
   snprintf(nm, sizeof nm, "%s.bwd", ddp_plan_string(b->plan, n->name));
@@ -46,7 +46,7 @@ static void attn_ints(ddp_builder *b, ddp_instr *in, int64_t d, int64_t heads) {
   in->f[0] = (float)(1.0 / sqrt((double)(d / heads)));
 }
 
-int32_t L_attention(ddp_builder *b, const char *name, int32_t qkv, int64_t d, int64_t heads) {
+int32_t layer_attention(ddp_builder *b, const char *name, int32_t qkv, int64_t d, int64_t heads) {
   char nm[256];
   int dt = b_t(b, qkv)->dtype;
   uint64_t es = ddp_dtype_size(dt);
@@ -75,7 +75,7 @@ int32_t L_attention(ddp_builder *b, const char *name, int32_t qkv, int64_t d, in
   return o;
 }
 
-void L_attention_bwd(ddp_builder *b, const ddp_node *n) {
+void layer_attention_bwd(ddp_builder *b, const ddp_node *n) {
   int32_t qkv = n->t[0], o = n->t[1], lse = n->t[2];
   if (!b_has_grad(b, o)) return;
   int64_t d = n->i[0], heads = n->i[1];

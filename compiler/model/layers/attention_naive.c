@@ -48,7 +48,7 @@ static void softmax(ddp_builder *b, int op, int32_t p0, int32_t p1, const dims *
   b_emit(b, in, name);
 }
 
-int32_t L_attention_naive(ddp_builder *b, const char *name, int32_t qkv, int64_t d, int64_t heads) {
+int32_t layer_attention_naive(ddp_builder *b, const char *name, int32_t qkv, int64_t d, int64_t heads) {
   dims g = dims_of(b, qkv, d, heads);
   char nm[256];
   int64_t shape[4] = {g.B, g.H, g.T, g.T};
@@ -77,7 +77,7 @@ int32_t L_attention_naive(ddp_builder *b, const char *name, int32_t qkv, int64_t
   return o;
 }
 
-void L_attention_naive_bwd(ddp_builder *b, const ddp_node *n) {
+void layer_attention_naive_bwd(ddp_builder *b, const ddp_node *n) {
   int32_t qkv = n->t[0], o = n->t[1], S = n->t[2], P = n->t[3];
   if (!b_has_grad(b, o)) return;
   dims g = dims_of(b, qkv, n->i[0], n->i[1]);

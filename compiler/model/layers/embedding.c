@@ -3,7 +3,7 @@
 #include "builder.h"
 #include <stdio.h>
 
-int32_t L_embedding(ddp_builder *b, const char *name, int unit, int32_t tokens, int64_t d) {
+int32_t layer_embedding(ddp_builder *b, const char *name, int unit, int32_t tokens, int64_t d) {
   char nm[256];
   int64_t rows = b_t(b, tokens)->shape[0];
   int64_t vocab = b->units[unit].numel / d;
@@ -27,7 +27,7 @@ int32_t L_embedding(ddp_builder *b, const char *name, int unit, int32_t tokens, 
   return out;
 }
 
-void L_embedding_bwd(ddp_builder *b, const ddp_node *n) {
+void layer_embedding_bwd(ddp_builder *b, const ddp_node *n) {
   const ddp_unit *u = &b->units[n->u[0]];
   if (!u->trainable || !b_has_grad(b, n->t[1])) return;
   char nm[256];

@@ -4,7 +4,7 @@
 #include "builder.h"
 #include <stdio.h>
 
-int32_t L_linear(ddp_builder *b, const char *name, int unit, int32_t x, int64_t in, int64_t out,
+int32_t layer_linear(ddp_builder *b, const char *name, int unit, int32_t x, int64_t in, int64_t out,
                  int32_t residual, int out_dt) {
   char nm[256];
   int32_t w = b->units[unit].copy;
@@ -28,7 +28,7 @@ int32_t L_linear(ddp_builder *b, const char *name, int unit, int32_t x, int64_t 
   return y;
 }
 
-void L_linear_bwd(ddp_builder *b, const ddp_node *n) {
+void layer_linear_bwd(ddp_builder *b, const ddp_node *n) {
   int32_t xin = n->t[0], y = n->t[1], residual = n->t[2], x = n->t[3];
   if (!b_has_grad(b, y)) return;
   const ddp_unit *u = &b->units[n->u[0]];

@@ -15,7 +15,7 @@ static void loss_scalar(ddp_builder *b, int32_t rows_t, int64_t rows, double sca
   b_emit(b, in, "loss");
 }
 
-void L_cross_entropy(ddp_builder *b, int32_t logits, int32_t targets, int64_t vocab) {
+void layer_cross_entropy(ddp_builder *b, int32_t logits, int32_t targets, int64_t vocab) {
   int64_t rows = b_t(b, logits)->shape[0];
   b->loss_rows = b_act(b, "loss.rows", b->fdt, rows, 0);
   ddp_instr in = b_kernel(OP_XENT);
@@ -34,7 +34,7 @@ void L_cross_entropy(ddp_builder *b, int32_t logits, int32_t targets, int64_t vo
   loss_scalar(b, b->loss_rows, rows, 1.0 / (double)rows);
 }
 
-void L_mse(ddp_builder *b, int32_t pred, int32_t target, int64_t m) {
+void layer_mse(ddp_builder *b, int32_t pred, int32_t target, int64_t m) {
   int64_t rows = b_t(b, pred)->shape[0];
   b->loss_rows = b_act(b, "loss.rows", b->fdt, rows, 0);
   int32_t dpred = b->backward ? b_grad(b, pred) : -1;

@@ -21,7 +21,7 @@ static void reduce_into_unit(ddp_builder *b, int unit, int32_t part, int64_t P, 
   b_emit(b, r, name);
 }
 
-int32_t L_rmsnorm(ddp_builder *b, const char *name, int unit, int32_t x, int64_t d, int out_dt) {
+int32_t layer_rmsnorm(ddp_builder *b, const char *name, int unit, int32_t x, int64_t d, int out_dt) {
   char nm[256];
   int64_t rows = b_t(b, x)->shape[0];
   snprintf(nm, sizeof nm, "%s.out", name);
@@ -47,7 +47,7 @@ int32_t L_rmsnorm(ddp_builder *b, const char *name, int unit, int32_t x, int64_t
   return y;
 }
 
-void L_rmsnorm_bwd(ddp_builder *b, const ddp_node *n) {
+void layer_rmsnorm_bwd(ddp_builder *b, const ddp_node *n) {
   int32_t x = n->t[0], y = n->t[1], rstd = n->t[2];
   if (!b_has_grad(b, y)) return;
   int64_t rows = n->i[0], d = n->i[1], P = b_partials(rows);
@@ -74,7 +74,7 @@ void L_rmsnorm_bwd(ddp_builder *b, const ddp_node *n) {
   reduce_into_unit(b, n->u[0], part, P, d, nm);
 }
 
-int32_t L_layernorm(ddp_builder *b, const char *name, int wunit, int bunit, int32_t x, int64_t d) {
+int32_t layer_layernorm(ddp_builder *b, const char *name, int wunit, int bunit, int32_t x, int64_t d) {
   char nm[256];
   int64_t rows = b_t(b, x)->shape[0];
   int dt = b_t(b, x)->dtype;
@@ -107,7 +107,7 @@ int32_t L_layernorm(ddp_builder *b, const char *name, int wunit, int bunit, int3
   return y;
 }
 
-void L_layernorm_bwd(ddp_builder *b, const ddp_node *n) {
+void layer_layernorm_bwd(ddp_builder *b, const ddp_node *n) {
   int32_t x = n->t[0], y = n->t[1], mean = n->t[2], rstd = n->t[3];
   if (!b_has_grad(b, y)) return;
   int64_t rows = n->i[0], d = n->i[1], P = b_partials(rows);

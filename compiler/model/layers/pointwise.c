@@ -3,7 +3,7 @@
 #include "builder.h"
 #include <stdio.h>
 
-int32_t L_swiglu(ddp_builder *b, const char *name, int32_t ab, int64_t dff) {
+int32_t layer_swiglu(ddp_builder *b, const char *name, int32_t ab, int64_t dff) {
   char nm[256];
   snprintf(nm, sizeof nm, "%s.out", name);
   int32_t h = b_act(b, nm, b_t(b, ab)->dtype, b->rows, dff);
@@ -20,7 +20,7 @@ int32_t L_swiglu(ddp_builder *b, const char *name, int32_t ab, int64_t dff) {
   return h;
 }
 
-void L_swiglu_bwd(ddp_builder *b, const ddp_node *n) {
+void layer_swiglu_bwd(ddp_builder *b, const ddp_node *n) {
   if (!b_has_grad(b, n->t[1])) return;
   char nm[256];
   int32_t dab = b_grad(b, n->t[0]);
@@ -35,7 +35,7 @@ void L_swiglu_bwd(ddp_builder *b, const ddp_node *n) {
   b_emit(b, in, nm);
 }
 
-int32_t L_relu(ddp_builder *b, const char *name, int32_t x, int64_t n_cols) {
+int32_t layer_relu(ddp_builder *b, const char *name, int32_t x, int64_t n_cols) {
   char nm[256];
   int64_t rows = b_t(b, x)->shape[0];
   snprintf(nm, sizeof nm, "%s.out", name);
@@ -52,7 +52,7 @@ int32_t L_relu(ddp_builder *b, const char *name, int32_t x, int64_t n_cols) {
   return y;
 }
 
-void L_relu_bwd(ddp_builder *b, const ddp_node *n) {
+void layer_relu_bwd(ddp_builder *b, const ddp_node *n) {
   if (!b_has_grad(b, n->t[1]) || !b_needs_grad(b, n->t[0])) return;
   char nm[256];
   int32_t dx = b_grad(b, n->t[0]);
@@ -66,7 +66,7 @@ void L_relu_bwd(ddp_builder *b, const ddp_node *n) {
   b_emit(b, in, nm);
 }
 
-void L_bias(ddp_builder *b, const char *name, int unit, int32_t y, int64_t m) {
+void layer_bias(ddp_builder *b, const char *name, int unit, int32_t y, int64_t m) {
   int64_t rows = b_t(b, y)->shape[0];
   ddp_instr in = b_kernel(OP_BIAS_ADD);
   b_buf(b, &in, 0, y);
@@ -81,7 +81,7 @@ void L_bias(ddp_builder *b, const char *name, int unit, int32_t y, int64_t m) {
   n->i[1] = m;
 }
 
-void L_bias_bwd(ddp_builder *b, const ddp_node *n) {
+void layer_bias_bwd(ddp_builder *b, const ddp_node *n) {
   const ddp_unit *u = &b->units[n->u[0]];
   if (!u->trainable || !b_has_grad(b, n->t[0])) return;
   char nm[256];
