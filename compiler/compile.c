@@ -87,22 +87,22 @@ static void fill_meta(ddp_plan *p, const ddp_schedule *s, const char *arch, cons
   m->mode = s->mode;
 }
 
-static void record_buckets(ddp_plan *p, const ddp_builder *b, const ddp_layout *L) {
-  if (b->s->sync != SYNC_BUCKETED || L->world < 2 || !b->backward) return;
+static void record_buckets(ddp_plan *p, const ddp_builder *b, const ddp_layout *lay) {
+  if (b->s->sync != SYNC_BUCKETED || lay->world < 2 || !b->backward) return;
   uint64_t gsz = ddp_dtype_size(b->grad_dt);
-  p->buckets = calloc((size_t)L->nbuckets, sizeof(ddp_bucket));
-  p->nbuckets = p->cap_buckets = (uint32_t)L->nbuckets;
-  for (int k = 0; k < L->nbuckets; k++) {
+  p->buckets = calloc((size_t)lay->nbuckets, sizeof(ddp_bucket));
+  p->nbuckets = p->cap_buckets = (uint32_t)lay->nbuckets;
+  for (int k = 0; k < lay->nbuckets; k++) {
     ddp_bucket *bk = &p->buckets[k];
     int count = 0;
-    for (int j = L->bucket_first[k]; j <= L->bucket_last[k]; j++)
-      for (int q = 0; q < b->nparams; q++) count += b->params[q].unit == L->order[j];
+    for (int j = lay->bucket_first[k]; j <= lay->bucket_last[k]; j++)
+      for (int q = 0; q < b->nparams; q++) count += b->params[q].unit == lay->order[j];
     bk->params = malloc(sizeof(int32_t) * (size_t)(count ? count : 1));
-    for (int j = L->bucket_first[k]; j <= L->bucket_last[k]; j++)
+    for (int j = lay->bucket_first[k]; j <= lay->bucket_last[k]; j++)
       for (int q = 0; q < b->nparams; q++)
-        if (b->params[q].unit == L->order[j]) bk->params[bk->nparams++] = b->params[q].tensor;
-    const ddp_unit *first = &b->units[L->order[L->bucket_first[k]]];
-    const ddp_unit *last = &b->units[L->order[L->bucket_last[k]]];
+        if (b->params[q].unit == lay->order[j]) bk->params[bk->nparams++] = b->params[q].tensor;
+    const ddp_unit *first = &b->units[lay->order[lay->bucket_first[k]]];
+    const ddp_unit *last = &b->units[lay->order[lay->bucket_last[k]]];
     bk->offset = p->tensors[first->grad].offset;
     bk->bytes = (uint64_t)(last->flat_offset + last->numel - first->flat_offset) * gsz;
   }
@@ -135,23 +135,23 @@ ddp_plan *ddp_compile(const ddp_schedule *s, const ddp_compile_opts *o, char *er
   int64_t one[1] = {1}, eight[1] = {SCALAR_COUNT};
   b.loss = b_tensor(&b, "loss", b.fdt, ARENA_IO, TF_LOSS | TF_PERSISTENT, 1, one);
   b.scalars = b_tensor(&b, "optimizer.scalars", b.fdt, ARENA_IO, TF_SCALARS | TF_PERSISTENT, 1, eight);
-  ddp_layout L;
-  memset(&L, 0, sizeof L);
+  ddp_layout lay;
+  memset(&lay, 0, sizeof lay);
   int rc = s->model_kind == MODEL_TRANSFORMER ? build_transformer(&b, err, errcap) : build_mlp(&b, err, errcap);
   if (rc == 0 && b.backward) b_backward(&b);
-  if (rc == 0) rc = ddp_layout_build(&b, &L, err, errcap);
-  if (rc == 0) rc = ddp_assemble_programs(&b, &L, err, errcap);
+  if (rc == 0) rc = ddp_layout_build(&b, &lay, err, errcap);
+  if (rc == 0) rc = ddp_assemble_programs(&b, &lay, err, errcap);
   if (rc == 0) {
     fill_meta(p, s, o->arch, &b);
     rc = ddp_memplan(p, err, errcap);
   }
   if (rc == 0) {
-    record_buckets(p, &b, &L);
+    record_buckets(p, &b, &lay);
     p->meta.comm_bytes_per_step = comm_bytes(p);
     rc = ddp_verify(p, err, errcap);
   }
   if (rc == 0 && !o->skip_codegen && !o->f64_reference) rc = ddp_codegen(p, o->arch, o->jobs, err, errcap);
-  ddp_layout_free(&L);
+  ddp_layout_free(&lay);
   b_free(&b);
   if (rc != 0) {
     ddp_plan_free(p);

@@ -45,16 +45,16 @@ static int32_t find_or_add_kernel(ddp_plan *p, int op, int32_t module) {
 }
 
 static int specialise_program(ddp_plan *p, ddp_program *prog, const char *arch, char *err, size_t errcap) {
-  ddp_launch L;
+  ddp_launch launch;
   for (uint32_t i = 0; i < prog->n; i++) {
     ddp_instr *in = &prog->v[i];
     if (in->opcode != I_KERNEL) continue;
-    if (ddp_kernel_launch(in, arch, &L, err, errcap) != 0) return -1;
-    int32_t m = find_or_add_module(p, in->op, L.spec);
+    if (ddp_kernel_launch(in, arch, &launch, err, errcap) != 0) return -1;
+    int32_t m = find_or_add_module(p, in->op, launch.spec);
     in->kernel = find_or_add_kernel(p, in->op, m);
-    memcpy(in->grid, L.grid, sizeof L.grid);
-    memcpy(in->block, L.block, sizeof L.block);
-    in->smem = L.smem;
+    memcpy(in->grid, launch.grid, sizeof launch.grid);
+    memcpy(in->block, launch.block, sizeof launch.block);
+    in->smem = launch.smem;
   }
   return 0;
 }

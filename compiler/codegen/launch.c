@@ -28,11 +28,11 @@ static int fail(char *err, size_t cap, const ddp_instr *in, const char *fmt, ...
   return -1;
 }
 
-static void spec_add(ddp_launch *L, const char *fmt, ...) {
-  size_t n = strlen(L->spec);
+static void spec_add(ddp_launch *launch, const char *fmt, ...) {
+  size_t n = strlen(launch->spec);
   va_list ap;
   va_start(ap, fmt);
-  vsnprintf(L->spec + n, sizeof L->spec - n, fmt, ap);
+  vsnprintf(launch->spec + n, sizeof launch->spec - n, fmt, ap);
   va_end(ap);
 }
 
@@ -44,13 +44,13 @@ static int64_t pow2ceil(int64_t v) {
   return p;
 }
 
-static void geom(ddp_launch *L, int64_t gx, int64_t gy, int64_t block, int64_t smem) {
-  L->grid[0] = (uint32_t)clamp64(gx, 1, MAX_GRID_X);
-  L->grid[1] = (uint32_t)clamp64(gy, 1, MAX_GRID_YZ);
-  L->grid[2] = 1;
-  L->block[0] = (uint32_t)block;
-  L->block[1] = L->block[2] = 1;
-  L->smem = (uint32_t)smem;
+static void geom(ddp_launch *launch, int64_t gx, int64_t gy, int64_t block, int64_t smem) {
+  launch->grid[0] = (uint32_t)clamp64(gx, 1, MAX_GRID_X);
+  launch->grid[1] = (uint32_t)clamp64(gy, 1, MAX_GRID_YZ);
+  launch->grid[2] = 1;
+  launch->block[0] = (uint32_t)block;
+  launch->block[1] = launch->block[2] = 1;
+  launch->smem = (uint32_t)smem;
 }
 
 /* The pointer slots each op reads or writes (bit k = p[k]), from plan/ops.h. */
@@ -122,7 +122,7 @@ static const char *ctype(int dt) {
   }
 }
 
-static int types(const ddp_instr *in, ddp_launch *L, char *err, size_t cap) {
+static int types(const ddp_instr *in, ddp_launch *launch, char *err, size_t cap) {
   const unsigned used = op_slots(in->op), f32 = op_f32_slots(in->op), i32 = op_i32_slots(in->op);
   for (int k = 0; k < DDP_MAX_PTRS; k++) {
     if (!(used >> k & 1)) continue;
@@ -133,7 +133,7 @@ static int types(const ddp_instr *in, ddp_launch *L, char *err, size_t cap) {
     if ((f32 >> k & 1) && dt != DT_F32) return fail(err, cap, in, "p%d must be f32, got %s", k, ddp_dtype_name(dt));
     if ((i32 >> k & 1) && dt != DT_I32) return fail(err, cap, in, "p%d must be i32, got %s", k, ddp_dtype_name(dt));
     if (!(i32 >> k & 1) && dt == DT_I32) return fail(err, cap, in, "p%d must be a float type, got i32", k);
-    spec_add(L, "#define DDP_T%d %s\n", k, t);
+    spec_add(launch, "#define DDP_T%d %s\n", k, t);
   }
   return 0;
 }
@@ -147,7 +147,7 @@ static int vec_width(const ddp_instr *in, unsigned slots) {
 }
 
 /* Row-in-registers layout (templates/rows.cuh) for rows of D elements of dtype dt. */
-static int rows_layout(const ddp_instr *in, ddp_launch *L, int64_t D, int dt, int64_t *rpb, char *err, size_t cap) {
+static int rows_layout(const ddp_instr *in, ddp_launch *launch, int64_t D, int dt, int64_t *rpb, char *err, size_t cap) {
   if (D < 1) return fail(err, cap, in, "row length D = %lld must be >= 1", (long long)D);
   const int64_t vec = dt == DT_BF16 ? 8 : 4;
   const int64_t V = D % vec == 0 ? vec : (D % 4 == 0 ? 4 : (D % 2 == 0 ? 2 : 1));
@@ -170,10 +170,10 @@ static int rows_layout(const ddp_instr *in, ddp_launch *L, int64_t D, int dt, in
   if (vpt * V > 64)
     return fail(err, cap, in, "row length D = %lld is too long for a register-resident row (max %lld)",
                 (long long)D, (long long)(1024 * 64));
-  spec_add(L, "#define DDP_BLOCK %lld\n#define DDP_GROUP %lld\n#define DDP_VEC %lld\n#define DDP_VPT %lld\n",
+  spec_add(launch, "#define DDP_BLOCK %lld\n#define DDP_GROUP %lld\n#define DDP_VEC %lld\n#define DDP_VPT %lld\n",
            (long long)block, (long long)group, (long long)V, (long long)vpt);
   *rpb = block / group;
-  L->block[0] = (uint32_t)block;
+  launch->block[0] = (uint32_t)block;
   return 0;
 }
 
@@ -216,7 +216,7 @@ static int adamw_tune(const char *what, int64_t *v, int64_t lo, int64_t hi, char
   return 0;
 }
 
-static int attention(const ddp_instr *in, const char *arch, ddp_launch *L, char *err, size_t cap) {
+static int attention(const ddp_instr *in, const char *arch, ddp_launch *launch, char *err, size_t cap) {
   const int64_t B = in->i[0], T = in->i[1], H = in->i[2], Dh = in->i[3];
   if (B < 1 || T < 1 || H < 1) return fail(err, cap, in, "B=%lld T=%lld H=%lld must all be >= 1", (long long)B, (long long)T, (long long)H);
   if (Dh < 16 || Dh > 128 || Dh % 2)
@@ -225,7 +225,7 @@ static int attention(const ddp_instr *in, const char *arch, ddp_launch *L, char 
   const int64_t rows = B * T * H;
   if (op == OP_ATTN_BWD_PREP) {
     if (in->dt[0] != in->dt[1]) return fail(err, cap, in, "o and do must have one dtype");
-    geom(L, clamp64(cdiv(rows, 32), 1, 1 << 20), 1, 256, 0); /* 32 rows per block packed, 8 scalar (grid-stride) */
+    geom(launch, clamp64(cdiv(rows, 32), 1, 1 << 20), 1, 256, 0); /* 32 rows per block packed, 8 scalar (grid-stride) */
     return 0;
   }
   /* q, k, v, (o | do): one dtype, which picks the path */
@@ -272,12 +272,12 @@ static int attention(const ddp_instr *in, const char *arch, ddp_launch *L, char 
   }
   if (cdiv(T, bm) > MAX_GRID_YZ) return fail(err, cap, in, "T = %lld is too long (max %lld)", (long long)T, (long long)(bm * MAX_GRID_YZ));
   if (B * H > MAX_GRID_X) return fail(err, cap, in, "B*H = %lld is too large", (long long)(B * H));
-  spec_add(L, "#define DDP_HEAD_DIM %lld\n#define DDP_ATTN_MMA %d\n#define DDP_WARPS %lld\n#define DDP_BM %lld\n"
+  spec_add(launch, "#define DDP_HEAD_DIM %lld\n#define DDP_ATTN_MMA %d\n#define DDP_WARPS %lld\n#define DDP_BM %lld\n"
               "#define DDP_BN %lld\n#define DDP_SMEM %lld\n",
            (long long)HD, mma, (long long)warps, (long long)bm, (long long)bn, (long long)smem);
-  spec_add(L, "#define DDP_MT %lld\n", (long long)mt);
-  if (minb > 1) spec_add(L, "#define DDP_MINB %lld\n", (long long)minb);
-  geom(L, B * H, cdiv(T, bm), 32 * warps, smem);
+  spec_add(launch, "#define DDP_MT %lld\n", (long long)mt);
+  if (minb > 1) spec_add(launch, "#define DDP_MINB %lld\n", (long long)minb);
+  geom(launch, B * H, cdiv(T, bm), 32 * warps, smem);
   return 0;
 }
 

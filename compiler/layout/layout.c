@@ -29,98 +29,98 @@ static int32_t flat_tensor(ddp_builder *b, const char *name, int dt, int arena, 
   return b_tensor(b, name, dt, arena, flags | TF_PERSISTENT, 1, shape);
 }
 
-int ddp_layout_build(ddp_builder *b, ddp_layout *L, char *err, size_t errcap) {
+int ddp_layout_build(ddp_builder *b, ddp_layout *lay, char *err, size_t errcap) {
   const ddp_schedule *s = b->s;
-  memset(L, 0, sizeof *L);
-  L->world = s->ranks;
-  L->flat_params = L->flat_copies = L->flat_grads = L->flat_m = L->flat_v = L->sumsq_partials = -1;
-  L->order = malloc(sizeof(int) * (size_t)(b->nunits + 1));
+  memset(lay, 0, sizeof *lay);
+  lay->world = s->ranks;
+  lay->flat_params = lay->flat_copies = lay->flat_grads = lay->flat_m = lay->flat_v = lay->sumsq_partials = -1;
+  lay->order = malloc(sizeof(int) * (size_t)(b->nunits + 1));
   for (int u = 0; u < b->nunits; u++)
-    if (b->units[u].trainable) L->order[L->norder++] = u;
-  if (L->norder == 0) {
+    if (b->units[u].trainable) lay->order[lay->norder++] = u;
+  if (lay->norder == 0) {
     snprintf(err, errcap, "%s: model: no trainable parameters", s->path);
     return -1;
   }
   sort_b = b;
-  qsort(L->order, (size_t)L->norder, sizeof(int), by_ready);
+  qsort(lay->order, (size_t)lay->norder, sizeof(int), by_ready);
   /* Buckets: contiguous runs of the flat order (a Lua policy may regroup, so sort by bucket, stably). */
-  int *bucket_of = calloc((size_t)L->norder, sizeof(int));
-  L->nbuckets = 1;
+  int *bucket_of = calloc((size_t)lay->norder, sizeof(int));
+  lay->nbuckets = 1;
   if (s->sync == SYNC_BUCKETED && b->backward) {
-    L->nbuckets = ddp_buckets_assign(b, L->order, L->norder, bucket_of, err, errcap);
-    if (L->nbuckets < 0) {
+    lay->nbuckets = ddp_buckets_assign(b, lay->order, lay->norder, bucket_of, err, errcap);
+    if (lay->nbuckets < 0) {
       free(bucket_of);
       return -1;
     }
   }
-  int *sorted = malloc(sizeof(int) * (size_t)L->norder);
-  L->bucket_first = malloc(sizeof(int) * (size_t)L->nbuckets);
-  L->bucket_last = malloc(sizeof(int) * (size_t)L->nbuckets);
+  int *sorted = malloc(sizeof(int) * (size_t)lay->norder);
+  lay->bucket_first = malloc(sizeof(int) * (size_t)lay->nbuckets);
+  lay->bucket_last = malloc(sizeof(int) * (size_t)lay->nbuckets);
   int at = 0;
-  for (int k = 0; k < L->nbuckets; k++) {
-    L->bucket_first[k] = at;
-    for (int j = 0; j < L->norder; j++)
-      if (bucket_of[j] == k) sorted[at++] = L->order[j];
-    L->bucket_last[k] = at - 1;
+  for (int k = 0; k < lay->nbuckets; k++) {
+    lay->bucket_first[k] = at;
+    for (int j = 0; j < lay->norder; j++)
+      if (bucket_of[j] == k) sorted[at++] = lay->order[j];
+    lay->bucket_last[k] = at - 1;
   }
-  memcpy(L->order, sorted, sizeof(int) * (size_t)L->norder);
+  memcpy(lay->order, sorted, sizeof(int) * (size_t)lay->norder);
   free(sorted);
   free(bucket_of);
   int64_t off = 0;
-  for (int k = 0; k < L->norder; k++) {
-    ddp_unit *u = &b->units[L->order[k]];
+  for (int k = 0; k < lay->norder; k++) {
+    ddp_unit *u = &b->units[lay->order[k]];
     u->flat_offset = off;
     off = align_up(off + u->numel, DDP_FLAT_ALIGN);
   }
-  L->nflat = align_up(off, (int64_t)DDP_FLAT_ALIGN * L->world);
+  lay->nflat = align_up(off, (int64_t)DDP_FLAT_ALIGN * lay->world);
 
-  L->flat_params = flat_tensor(b, "flat.params", b->fdt, ARENA_PARAM, TF_PARAM | TF_TRAINABLE, L->nflat);
+  lay->flat_params = flat_tensor(b, "flat.params", b->fdt, ARENA_PARAM, TF_PARAM | TF_TRAINABLE, lay->nflat);
   if (b->act_dt != b->fdt)
-    L->flat_copies = flat_tensor(b, "flat.params.copy", b->act_dt, ARENA_PARAM, TF_PARAM_COPY, L->nflat);
-  if (b->backward) L->flat_grads = flat_tensor(b, "flat.grads", b->grad_dt, ARENA_GRAD, TF_GRAD, L->nflat);
+    lay->flat_copies = flat_tensor(b, "flat.params.copy", b->act_dt, ARENA_PARAM, TF_PARAM_COPY, lay->nflat);
+  if (b->backward) lay->flat_grads = flat_tensor(b, "flat.grads", b->grad_dt, ARENA_GRAD, TF_GRAD, lay->nflat);
   uint64_t gsz = ddp_dtype_size(b->grad_dt), csz = ddp_dtype_size(b->act_dt);
-  for (int k = 0; k < L->norder; k++) {
-    ddp_unit *u = &b->units[L->order[k]];
-    rebase(b, u->master, L->flat_params, (uint64_t)u->flat_offset * ddp_dtype_size(b->fdt));
-    if (L->flat_copies >= 0) rebase(b, u->copy, L->flat_copies, (uint64_t)u->flat_offset * csz);
-    if (u->grad >= 0) rebase(b, u->grad, L->flat_grads, (uint64_t)u->flat_offset * gsz);
+  for (int k = 0; k < lay->norder; k++) {
+    ddp_unit *u = &b->units[lay->order[k]];
+    rebase(b, u->master, lay->flat_params, (uint64_t)u->flat_offset * ddp_dtype_size(b->fdt));
+    if (lay->flat_copies >= 0) rebase(b, u->copy, lay->flat_copies, (uint64_t)u->flat_offset * csz);
+    if (u->grad >= 0) rebase(b, u->grad, lay->flat_grads, (uint64_t)u->flat_offset * gsz);
   }
 
   /* Optimizer ownership. */
-  L->own_lo = calloc((size_t)L->world, sizeof(int64_t));
-  L->own_hi = calloc((size_t)L->world, sizeof(int64_t));
+  lay->own_lo = calloc((size_t)lay->world, sizeof(int64_t));
+  lay->own_hi = calloc((size_t)lay->world, sizeof(int64_t));
   if (s->shard == SHARD_ZERO1) {
-    int64_t per = L->nflat / L->world;
-    for (int r = 0; r < L->world; r++) {
-      L->own_lo[r] = r * per;
-      L->own_hi[r] = (r + 1) * per;
+    int64_t per = lay->nflat / lay->world;
+    for (int r = 0; r < lay->world; r++) {
+      lay->own_lo[r] = r * per;
+      lay->own_hi[r] = (r + 1) * per;
     }
   } else if (s->shard == SHARD_OPTIMIZER) {
     /* Contiguous groups of whole units, each closing once it reaches its share of the bytes. */
     int64_t total = off, acc = 0;
     int r = 0;
-    L->own_lo[0] = 0;
-    for (int k = 0; k < L->norder; k++) {
-      const ddp_unit *u = &b->units[L->order[k]];
-      int64_t end = k + 1 < L->norder ? b->units[L->order[k + 1]].flat_offset : L->nflat;
+    lay->own_lo[0] = 0;
+    for (int k = 0; k < lay->norder; k++) {
+      const ddp_unit *u = &b->units[lay->order[k]];
+      int64_t end = k + 1 < lay->norder ? b->units[lay->order[k + 1]].flat_offset : lay->nflat;
       acc += u->numel;
-      if (r < L->world - 1 && acc * L->world >= total * (r + 1)) {
-        L->own_hi[r] = end;
-        L->own_lo[++r] = end;
+      if (r < lay->world - 1 && acc * lay->world >= total * (r + 1)) {
+        lay->own_hi[r] = end;
+        lay->own_lo[++r] = end;
       }
     }
-    L->own_hi[r] = L->nflat;
-    for (r = r + 1; r < L->world; r++) L->own_lo[r] = L->own_hi[r] = L->nflat;
+    lay->own_hi[r] = lay->nflat;
+    for (r = r + 1; r < lay->world; r++) lay->own_lo[r] = lay->own_hi[r] = lay->nflat;
   } else {
-    for (int r = 0; r < L->world; r++) L->own_hi[r] = L->nflat;
+    for (int r = 0; r < lay->world; r++) lay->own_hi[r] = lay->nflat;
   }
-  for (int r = 0; r < L->world; r++)
-    if (L->own_hi[r] - L->own_lo[r] > L->state_elems) L->state_elems = L->own_hi[r] - L->own_lo[r];
-  if (L->state_elems == 0) L->state_elems = DDP_FLAT_ALIGN;
+  for (int r = 0; r < lay->world; r++)
+    if (lay->own_hi[r] - lay->own_lo[r] > lay->state_elems) lay->state_elems = lay->own_hi[r] - lay->own_lo[r];
+  if (lay->state_elems == 0) lay->state_elems = DDP_FLAT_ALIGN;
 
   if (s->optimizer == OPTIM_ADAMW && s->mode == MODE_TRAIN) {
-    L->flat_m = flat_tensor(b, "flat.exp_avg", b->fdt, ARENA_OPT, TF_OPT_M, L->state_elems);
-    L->flat_v = flat_tensor(b, "flat.exp_avg_sq", b->fdt, ARENA_OPT, TF_OPT_V, L->state_elems);
+    lay->flat_m = flat_tensor(b, "flat.exp_avg", b->fdt, ARENA_OPT, TF_OPT_M, lay->state_elems);
+    lay->flat_v = flat_tensor(b, "flat.exp_avg_sq", b->fdt, ARENA_OPT, TF_OPT_V, lay->state_elems);
     if (s->shard == SHARD_NONE) {
       /* Per-parameter views under the state-dict names, for checkpoints. */
       for (int p = 0; p < b->nparams; p++) {
@@ -135,11 +135,11 @@ int ddp_layout_build(ddp_builder *b, ddp_layout *L, char *err, size_t errcap) {
         char nm[300];
         uint64_t at = (uint64_t)(u->flat_offset + pp->unit_offset) * ddp_dtype_size(b->fdt);
         snprintf(nm, sizeof nm, "%s.exp_avg", sname);
-        int32_t m = b_view(b, nm, L->flat_m, at, b->fdt, nd, shape, TF_OPT_M);
+        int32_t m = b_view(b, nm, lay->flat_m, at, b->fdt, nd, shape, TF_OPT_M);
         b->plan->tensors[m].state_name = strdup(sname);
         b->plan->tensors[m].param = pp->tensor;
         snprintf(nm, sizeof nm, "%s.exp_avg_sq", sname);
-        int32_t v = b_view(b, nm, L->flat_v, at, b->fdt, nd, shape, TF_OPT_V);
+        int32_t v = b_view(b, nm, lay->flat_v, at, b->fdt, nd, shape, TF_OPT_V);
         b->plan->tensors[v].state_name = strdup(sname);
         b->plan->tensors[v].param = pp->tensor;
         free(sname);
@@ -147,21 +147,21 @@ int ddp_layout_build(ddp_builder *b, ddp_layout *L, char *err, size_t errcap) {
     }
   }
   if (s->clip_norm > 0 && s->mode == MODE_TRAIN) {
-    L->sumsq_p = 1024;
-    int64_t shape[1] = {L->sumsq_p};
-    L->sumsq_partials = b_tensor(b, "optimizer.sumsq_partials", b->fdt, ARENA_IO, TF_PERSISTENT, 1, shape);
+    lay->sumsq_p = 1024;
+    int64_t shape[1] = {lay->sumsq_p};
+    lay->sumsq_partials = b_tensor(b, "optimizer.sumsq_partials", b->fdt, ARENA_IO, TF_PERSISTENT, 1, shape);
   }
   /* cuBLASLt's workspace (32 MiB, as recommended on Hopper). */
   int64_t wshape[1] = {(32ll << 20) / 4};
-  L->workspace = b_tensor(b, "workspace.gemm", DT_I32, ARENA_WORK, TF_PERSISTENT, 1, wshape);
+  lay->workspace = b_tensor(b, "workspace.gemm", DT_I32, ARENA_WORK, TF_PERSISTENT, 1, wshape);
   return 0;
 }
 
-void ddp_layout_free(ddp_layout *L) {
-  free(L->order);
-  free(L->own_lo);
-  free(L->own_hi);
-  free(L->bucket_first);
-  free(L->bucket_last);
-  memset(L, 0, sizeof *L);
+void ddp_layout_free(ddp_layout *lay) {
+  free(lay->order);
+  free(lay->own_lo);
+  free(lay->own_hi);
+  free(lay->bucket_first);
+  free(lay->bucket_last);
+  memset(lay, 0, sizeof *lay);
 }

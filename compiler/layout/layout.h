@@ -25,8 +25,8 @@ typedef struct ddp_layout {
   int32_t workspace;
 } ddp_layout;
 
-int ddp_layout_build(ddp_builder *b, ddp_layout *L, char *err, size_t errcap);
-void ddp_layout_free(ddp_layout *L);
+int ddp_layout_build(ddp_builder *b, ddp_layout *lay, char *err, size_t errcap);
+void ddp_layout_free(ddp_layout *lay);
 
 /* Bucket assignment (bucketed sync): fills bucket_of[k] for the trainable units order[0..n) given in
  * gradient-ready order: by size (bucket_mb, a unit larger than the cap gets a bucket of its own), or by
@@ -35,5 +35,5 @@ int ddp_buckets_assign(ddp_builder *b, const int *order, int n, int *bucket_of, 
 
 /* Programs for every rank: init (parameter init, zeroing, broadcast, casts) and step (batch, forward,
  * backward with the sync strategy's collectives and events, optimizer). compiler/passes/. */
-int ddp_assemble_programs(ddp_builder *b, ddp_layout *L, char *err, size_t errcap);
+int ddp_assemble_programs(ddp_builder *b, ddp_layout *lay, char *err, size_t errcap);
 #endif

@@ -24,12 +24,12 @@ static void cast(rank_ctx *c, int32_t from, int32_t to, int64_t n, const char *n
 
 void pass_init_program(rank_ctx *c) {
   ddp_builder *b = c->b;
-  ddp_layout *L = c->L;
+  ddp_layout *lay = c->lay;
   const ddp_schedule *s = b->s;
-  memset_tensor(c, L->flat_params);
-  memset_tensor(c, L->flat_grads);
-  memset_tensor(c, L->flat_m);
-  memset_tensor(c, L->flat_v);
+  memset_tensor(c, lay->flat_params);
+  memset_tensor(c, lay->flat_grads);
+  memset_tensor(c, lay->flat_m);
+  memset_tensor(c, lay->flat_v);
   memset_tensor(c, b->scalars);
   memset_tensor(c, b->loss);
   bool no_comm = s->mode == MODE_FORWARD;
@@ -56,14 +56,14 @@ void pass_init_program(rank_ctx *c) {
     in.f[0] = (float)s->rope_theta;
     rp_push(c, in, "rope.inv_freq");
   }
-  if (L->world > 1 && s->broadcast_init && !no_comm) {
-    rp_collective(c, I_BROADCAST, STREAM_COMPUTE, L->flat_params, 0, L->nflat, REDOP_SUM, 0, "broadcast.params");
+  if (lay->world > 1 && s->broadcast_init && !no_comm) {
+    rp_collective(c, I_BROADCAST, STREAM_COMPUTE, lay->flat_params, 0, lay->nflat, REDOP_SUM, 0, "broadcast.params");
     for (int u = 0; u < b->nunits; u++)
       if (!b->units[u].trainable)
         rp_collective(c, I_BROADCAST, STREAM_COMPUTE, b->units[u].master, 0, b->units[u].numel, REDOP_SUM, 0,
                       b->units[u].name);
   }
-  if (L->flat_copies >= 0) cast(c, L->flat_params, L->flat_copies, L->nflat, "params.copy");
+  if (lay->flat_copies >= 0) cast(c, lay->flat_params, lay->flat_copies, lay->nflat, "params.copy");
   for (int u = 0; u < b->nunits; u++) {
     const ddp_unit *un = &b->units[u];
     if (!un->trainable && un->copy != un->master) cast(c, un->master, un->copy, un->numel, un->name);

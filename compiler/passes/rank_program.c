@@ -35,7 +35,7 @@ void rp_collective(rank_ctx *c, int opcode, int stream, int32_t flat, int64_t be
   int dt = t->dtype;
   uint64_t es = ddp_dtype_size(dt);
   ddp_instr in = ddp_instr_blank(opcode, (uint16_t)stream);
-  int64_t world = c->L->world;
+  int64_t world = c->lay->world;
   uint64_t send = (uint64_t)begin * es, recv = (uint64_t)begin * es;
   if (opcode == I_REDUCE_SCATTER) { /* in place: the rank's chunk of the full buffer */
     send = 0;

@@ -6,7 +6,7 @@
 
 typedef struct rank_ctx {
   ddp_builder *b;
-  ddp_layout *L;
+  ddp_layout *lay;
   int rank;
   ddp_program *out;
   uint32_t nevents, ntimers;

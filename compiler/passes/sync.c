@@ -44,35 +44,35 @@ static void allreduce_unit_params(rank_ctx *c, int u) {
     if (pp->unit != u) continue;
     char nm[300];
     snprintf(nm, sizeof nm, "all_reduce.%s", b_t(b, pp->tensor)->state_name);
-    rp_collective(c, I_ALL_REDUCE, STREAM_COMM, c->L->flat_grads, b->units[u].flat_offset + pp->unit_offset,
+    rp_collective(c, I_ALL_REDUCE, STREAM_COMM, c->lay->flat_grads, b->units[u].flat_offset + pp->unit_offset,
                   pp->numel, REDOP_AVG, 0, nm);
   }
 }
 
 static void allreduce_bucket(rank_ctx *c, int k) {
-  ddp_layout *L = c->L;
-  int first = L->order[L->bucket_first[k]], last = L->order[L->bucket_last[k]];
+  ddp_layout *lay = c->lay;
+  int first = lay->order[lay->bucket_first[k]], last = lay->order[lay->bucket_last[k]];
   int64_t lo = c->b->units[first].flat_offset, hi = unit_end(c->b, last);
   char nm[64];
   snprintf(nm, sizeof nm, "all_reduce.bucket%d", k);
-  rp_collective(c, I_ALL_REDUCE, STREAM_COMM, L->flat_grads, lo, hi - lo, REDOP_AVG, 0, nm);
+  rp_collective(c, I_ALL_REDUCE, STREAM_COMM, lay->flat_grads, lo, hi - lo, REDOP_AVG, 0, nm);
 }
 
 /* The optimizer phase of a train step: waits for the gradient sync (per bucket with optimizer overlap),
  * the scalars, the update (sharded: the rank's range, then the parameter exchange). */
 static void optimizer_phase(rank_ctx *c, bool opt_overlap, const uint32_t *bucket_done) {
   ddp_builder *b = c->b;
-  ddp_layout *L = c->L;
+  ddp_layout *lay = c->lay;
   const ddp_schedule *s = b->s;
   int rank = c->rank;
-  bool dist = L->world > 1;
+  bool dist = lay->world > 1;
   rp_range(c, 1, RANGE_OPTIMIZER, "optimizer");
   if (opt_overlap) {
     rp_timer(c, STREAM_COMPUTE, TIMER_OPT_BEGIN);
     pass_opt_scalars(c, false);
-    for (int k = 0; k < L->nbuckets; k++) {
+    for (int k = 0; k < lay->nbuckets; k++) {
       rp_wait(c, STREAM_COMPUTE, bucket_done[k]);
-      int first = L->order[L->bucket_first[k]], last = L->order[L->bucket_last[k]];
+      int first = lay->order[lay->bucket_first[k]], last = lay->order[lay->bucket_last[k]];
       char nm[64];
       snprintf(nm, sizeof nm, "optimizer.bucket%d", k);
       pass_update(c, b->units[first].flat_offset, unit_end(b, last), 0, true, nm);
@@ -83,23 +83,23 @@ static void optimizer_phase(rank_ctx *c, bool opt_overlap, const uint32_t *bucke
     bool sharded = dist && s->shard != SHARD_NONE;
     pass_opt_scalars(c, dist && s->shard == SHARD_ZERO1);
     if (sharded) {
-      pass_update(c, L->own_lo[rank], L->own_hi[rank], L->own_lo[rank], false, "optimizer.shard");
+      pass_update(c, lay->own_lo[rank], lay->own_hi[rank], lay->own_lo[rank], false, "optimizer.shard");
       pass_exchange_params(c);
     } else {
-      pass_update(c, 0, L->nflat, 0, true, "optimizer");
+      pass_update(c, 0, lay->nflat, 0, true, "optimizer");
     }
   }
   rp_range(c, 0, RANGE_OPTIMIZER, NULL);
 }
 
-static int assemble_rank(ddp_builder *b, ddp_layout *L, int rank) {
+static int assemble_rank(ddp_builder *b, ddp_layout *lay, int rank) {
   const ddp_schedule *s = b->s;
   ddp_rank_plan *rp = &b->plan->ranks[rank];
-  rank_ctx c = {.b = b, .L = L, .rank = rank, .out = &rp->init};
+  rank_ctx c = {.b = b, .lay = lay, .rank = rank, .out = &rp->init};
   pass_init_program(&c);
 
   c.out = &rp->step;
-  bool dist = L->world > 1, grads = b->backward, train = s->mode == MODE_TRAIN;
+  bool dist = lay->world > 1, grads = b->backward, train = s->mode == MODE_TRAIN;
   int sync = dist && grads ? s->sync : SYNC_NONE;
   if (sync != SYNC_NONE && s->shard == SHARD_ZERO1) sync = SYNC_FLAT; /* replaced by the reduce-scatter below */
   bool overlap = dist && s->overlap_backward && (sync == SYNC_INDIVIDUAL || sync == SYNC_BUCKETED) &&
@@ -107,14 +107,14 @@ static int assemble_rank(ddp_builder *b, ddp_layout *L, int rank) {
   bool opt_overlap = train && overlap && sync == SYNC_BUCKETED && s->optimizer_overlap && s->shard == SHARD_NONE;
 
   /* When is each collective issued? after[k] lists groups (units for individual, buckets) for instr k. */
-  int ngroups = sync == SYNC_INDIVIDUAL ? L->norder : sync == SYNC_BUCKETED ? L->nbuckets : 0;
+  int ngroups = sync == SYNC_INDIVIDUAL ? lay->norder : sync == SYNC_BUCKETED ? lay->nbuckets : 0;
   int *issue_at = malloc(sizeof(int) * (size_t)(ngroups + 1));
   for (int gidx = 0; gidx < ngroups; gidx++) {
     int at = -1;
-    int from = sync == SYNC_INDIVIDUAL ? gidx : L->bucket_first[gidx];
-    int to = sync == SYNC_INDIVIDUAL ? gidx : L->bucket_last[gidx];
+    int from = sync == SYNC_INDIVIDUAL ? gidx : lay->bucket_first[gidx];
+    int to = sync == SYNC_INDIVIDUAL ? gidx : lay->bucket_last[gidx];
     for (int j = from; j <= to; j++) {
-      int w = last_writer(b, L->order[j]);
+      int w = last_writer(b, lay->order[j]);
       if (w > at) at = w;
     }
     issue_at[gidx] = overlap ? at : (int)b->step.n; /* not overlapped: after the backward */
@@ -146,7 +146,7 @@ static int assemble_rank(ddp_builder *b, ddp_layout *L, int rank) {
         ordered = true;
       }
       if (sync == SYNC_INDIVIDUAL)
-        allreduce_unit_params(&c, L->order[gidx]);
+        allreduce_unit_params(&c, lay->order[gidx]);
       else
         allreduce_bucket(&c, gidx);
       if (opt_overlap) bucket_done[gidx] = rp_record(&c, STREAM_COMM);
@@ -155,12 +155,12 @@ static int assemble_rank(ddp_builder *b, ddp_layout *L, int rank) {
   if (sync == SYNC_NAIVE || sync == SYNC_FLAT) { /* (ZeRO-1 is SYNC_FLAT here) */
     rp_order(&c, STREAM_COMPUTE, STREAM_COMM);
     if (s->shard == SHARD_ZERO1) {
-      rp_collective(&c, I_REDUCE_SCATTER, STREAM_COMM, L->flat_grads, 0, L->nflat / L->world, REDOP_AVG, 0,
+      rp_collective(&c, I_REDUCE_SCATTER, STREAM_COMM, lay->flat_grads, 0, lay->nflat / lay->world, REDOP_AVG, 0,
                     "zero1.reduce_scatter");
     } else if (sync == SYNC_FLAT) {
-      rp_collective(&c, I_ALL_REDUCE, STREAM_COMM, L->flat_grads, 0, L->nflat, REDOP_AVG, 0, "all_reduce.flat");
+      rp_collective(&c, I_ALL_REDUCE, STREAM_COMM, lay->flat_grads, 0, lay->nflat, REDOP_AVG, 0, "all_reduce.flat");
     } else {
-      for (int j = 0; j < L->norder; j++) allreduce_unit_params(&c, L->order[j]);
+      for (int j = 0; j < lay->norder; j++) allreduce_unit_params(&c, lay->order[j]);
     }
   }
 
@@ -176,10 +176,10 @@ static int assemble_rank(ddp_builder *b, ddp_layout *L, int rank) {
   return 0;
 }
 
-int ddp_assemble_programs(ddp_builder *b, ddp_layout *L, char *err, size_t errcap) {
+int ddp_assemble_programs(ddp_builder *b, ddp_layout *lay, char *err, size_t errcap) {
   (void)err;
   (void)errcap;
-  for (int r = 0; r < L->world; r++)
-    if (assemble_rank(b, L, r) != 0) return -1;
+  for (int r = 0; r < lay->world; r++)
+    if (assemble_rank(b, lay, r) != 0) return -1;
   return 0;
 }
