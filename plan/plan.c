@@ -23,7 +23,7 @@ static char *dup_or_null(const char *s) { return s ? strdup(s) : NULL; }
 ddp_plan *ddp_plan_new(void) {
   ddp_plan *p = calloc(1, sizeof *p);
   if (!p) return NULL;
-  p->nstreams = 2; /* STREAM_COMPUTE and STREAM_COMM */
+  p->nstreams = DDP_DEFAULT_STREAMS;
   p->meta.tokens_tensor = p->meta.targets_tensor = p->meta.loss_tensor = p->meta.scalars_tensor = -1;
   return p;
 }

@@ -6,6 +6,7 @@
 #include "dtype.h"
 #include "instr.h"
 #include "ops.h"
+#include "vocab.h"
 #include <stdbool.h>
 #include <stdint.h>
 #include <stdio.h>
@@ -90,11 +91,6 @@ typedef struct ddp_rank_plan {
   uint64_t arena_bytes[ARENA_COUNT];
 } ddp_rank_plan;
 
-/* Model kinds, precisions, data sources, optimizers. */
-enum { MODEL_TRANSFORMER = 0, MODEL_MLP = 1 };
-enum { PREC_FP32 = 0, PREC_BF16 = 1 };
-enum { DATA_RANDOM_TOKENS = 0, DATA_TOKEN_FILE = 1, DATA_RANDOM_DENSE = 2, DATA_PATTERN_TOKENS = 3 };
-enum { OPTIM_ADAMW = 0, OPTIM_SGD = 1 };
 
 /* What a step does (the schedule's `mode`): train = forward, loss, backward, gradient sync, optimizer;
  * forward = forward and loss only (no gradients, no optimizer state, no collectives); forward_backward =

@@ -35,14 +35,12 @@ const char *ddp_insp_human(char *buf, size_t cap, uint64_t bytes) {
 
 /* A readable form of the coded meta fields; NULL when the value is printed as is. */
 static const char *meta_decode(const ddp_plan *p, const char *field, int64_t v) {
-  static const char *const models[] = {"transformer", "mlp"}, *const precs[] = {"fp32", "bf16"},
-                           *const data[] = {"random tokens", "token file", "random dense", "pattern tokens"},
-                           *const optims[] = {"adamw", "sgd"}, *const scheds[] = {"constant", "cosine"};
-  struct { const char *field; const char *const *names; int64_t n; } enums[] = {
-      {"model_kind", models, 2}, {"precision", precs, 2}, {"data_kind", data, 4},
-      {"optimizer", optims, 2},  {"lr_schedule", scheds, 2}};
+  struct { const char *field; const char *const *names; int n; } enums[] = {
+      {"model_kind", ddp_model_kind_names, MODEL_COUNT}, {"precision", ddp_precision_names, PREC_COUNT},
+      {"data_kind", ddp_data_kind_names, DATA_COUNT},    {"optimizer", ddp_optimizer_names, OPTIM_COUNT},
+      {"lr_schedule", ddp_lr_schedule_names, LR_COUNT}};
   for (size_t k = 0; k < sizeof enums / sizeof enums[0]; k++)
-    if (strcmp(field, enums[k].field) == 0) return (v >= 0 && v < enums[k].n) ? enums[k].names[v] : "?";
+    if (strcmp(field, enums[k].field) == 0) return ddp_vocab_name(enums[k].names, enums[k].n, v);
   if (strcmp(field, "act_dtype") == 0 || strcmp(field, "grad_dtype") == 0) return ddp_dtype_name((int)v);
   if (strcmp(field, "mode") == 0) return ddp_mode_name((int)v);
   size_t n = strlen(field);

@@ -278,6 +278,25 @@ int32_t b_name(ddp_builder *b, const char *fmt, ...) {
   return ddp_plan_add_string(b->plan, buf);
 }
 
+const char *b_fmt(ddp_builder *b, const char *fmt, ...) {
+  va_list ap;
+  va_start(ap, fmt);
+  vsnprintf(b->namebuf, sizeof b->namebuf, fmt, ap);
+  va_end(ap);
+  return b->namebuf;
+}
+
+int ddp_model_build(ddp_builder *b, char *err, size_t errcap) {
+  const ddp_schedule *s = b->s;
+  b->rows = (s->global_batch / s->ranks) * (s->model_kind == MODEL_TRANSFORMER ? s->context : 1);
+  int64_t one[1] = {1}, eight[1] = {SCALAR_COUNT};
+  b->loss = b_tensor(b, "loss", b->fdt, ARENA_IO, TF_LOSS | TF_PERSISTENT, 1, one);
+  b->scalars = b_tensor(b, "optimizer.scalars", b->fdt, ARENA_IO, TF_SCALARS | TF_PERSISTENT, 1, eight);
+  int rc = s->model_kind == MODEL_TRANSFORMER ? build_transformer(b, err, errcap) : build_mlp(b, err, errcap);
+  if (rc == 0 && b->backward) b_backward(b);
+  return rc;
+}
+
 int64_t b_partials(int64_t rows) {
   int64_t p = 528; /* 4 blocks per SM on Hopper (measured best for the norm backward); the reference is indifferent */
   return rows < p ? rows : p;

@@ -67,6 +67,7 @@ typedef struct ddp_builder {
   int32_t tokens, targets, loss, loss_rows, scalars, rope_freq;
   int ready_counter;
   double flops;       /* model FLOPs per step per rank (forward, + backward when the plan has one) */
+  char namebuf[300];  /* b_fmt's result */
 } ddp_builder;
 
 /* Tensors. */
@@ -112,6 +113,8 @@ int b_unit_grad_acc(ddp_builder *b, int unit); /* same for a unit's gradient; ma
 
 ddp_node *b_record(ddp_builder *b, int kind, const char *name);
 int32_t b_name(ddp_builder *b, const char *fmt, ...);
+/* A formatted sub-tensor name ("%s.dg_part"), valid until the next call. */
+__attribute__((format(printf, 2, 3))) const char *b_fmt(ddp_builder *b, const char *fmt, ...);
 
 /* Layers (compiler/layers/). Forward functions emit the forward and record a node. */
 int32_t layer_embedding(ddp_builder *b, const char *name, int unit, int32_t tokens, int64_t d);
@@ -148,6 +151,10 @@ int64_t b_partials(int64_t rows);
 /* Models (compiler/model_*.c): emit init + forward + loss into the builder. */
 int build_transformer(ddp_builder *b, char *err, size_t errcap);
 int build_mlp(ddp_builder *b, char *err, size_t errcap);
+
+/* The model stage: the loss and optimizer-scalar tensors, the model's init + forward + loss, and (when the
+ * mode has one) the backward. */
+int ddp_model_build(ddp_builder *b, char *err, size_t errcap);
 
 /* The builder's lifetime. */
 void b_init(ddp_builder *b, ddp_plan *plan, const ddp_schedule *s, bool f64);

@@ -3,7 +3,7 @@
  * frequency table, broadcast the parameters from rank 0 when the schedule asks, and write the GEMM
  * copies. A forward plan (mode "forward") has no collectives: there every rank initialises as rank 0
  * does unless the schedule turns the broadcast off, which gives the broadcast's result without it. */
-#include "rank_program.h"
+#include "passes.h"
 #include <stdio.h>
 
 static void memset_tensor(rank_ctx *c, int32_t t) {

@@ -2,7 +2,7 @@
  * (SUMSQ, all-reduced across shards under ZeRO-1), the per-step scalars (step count, scheduled lr, clip
  * scale), the fused AdamW/SGD update over flat ranges, and for sharded optimizers the exchange that
  * brings every rank the updated parameters. */
-#include "rank_program.h"
+#include "passes.h"
 #include <stdio.h>
 
 void pass_opt_scalars(rank_ctx *c, bool sumsq_over_shard) {

@@ -1,5 +1,5 @@
-/* compiler/passes/rank_program.c: see rank_program.h. */
-#include "rank_program.h"
+/* compiler/passes/rank_program.c: the helpers of passes.h that append to one rank's programs. */
+#include "passes.h"
 #include <stdio.h>
 
 ddp_instr *rp_push(rank_ctx *c, ddp_instr in, const char *name) {

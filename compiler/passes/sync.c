@@ -11,16 +11,12 @@
  * Collectives run on the communication stream, ordered against compute by events, bracketed by timers.
  * The schedule's mode trims the step: "forward_backward" stops after the gradient sync (no optimizer, no
  * OPT_BEGIN timer), "forward" after the loss (no backward, no BACKWARD_END timer, no collectives). */
-#include "rank_program.h"
+#include "passes.h"
 #include "access.h"
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
-void pass_init_program(rank_ctx *c);
-void pass_opt_scalars(rank_ctx *c, bool sumsq_over_shard);
-void pass_update(rank_ctx *c, int64_t lo, int64_t hi, int64_t state_base, bool write_copy, const char *name);
-void pass_exchange_params(rank_ctx *c);
 
 static int64_t unit_end(const ddp_builder *b, int u) { return b->units[u].flat_offset + b->units[u].numel; }
 
@@ -51,7 +47,7 @@ static void allreduce_unit_params(rank_ctx *c, int u) {
 
 static void allreduce_bucket(rank_ctx *c, int k) {
   ddp_layout *lay = c->lay;
-  int first = lay->order[lay->bucket_first[k]], last = lay->order[lay->bucket_last[k]];
+  int first = lay->order[lay->buckets[k].first], last = lay->order[lay->buckets[k].last];
   int64_t lo = c->b->units[first].flat_offset, hi = unit_end(c->b, last);
   char nm[64];
   snprintf(nm, sizeof nm, "all_reduce.bucket%d", k);
@@ -72,7 +68,7 @@ static void optimizer_phase(rank_ctx *c, bool opt_overlap, const uint32_t *bucke
     pass_opt_scalars(c, false);
     for (int k = 0; k < lay->nbuckets; k++) {
       rp_wait(c, STREAM_COMPUTE, bucket_done[k]);
-      int first = lay->order[lay->bucket_first[k]], last = lay->order[lay->bucket_last[k]];
+      int first = lay->order[lay->buckets[k].first], last = lay->order[lay->buckets[k].last];
       char nm[64];
       snprintf(nm, sizeof nm, "optimizer.bucket%d", k);
       pass_update(c, b->units[first].flat_offset, unit_end(b, last), 0, true, nm);
@@ -111,8 +107,8 @@ static int assemble_rank(ddp_builder *b, ddp_layout *lay, int rank) {
   int *issue_at = malloc(sizeof(int) * (size_t)(ngroups + 1));
   for (int gidx = 0; gidx < ngroups; gidx++) {
     int at = -1;
-    int from = sync == SYNC_INDIVIDUAL ? gidx : lay->bucket_first[gidx];
-    int to = sync == SYNC_INDIVIDUAL ? gidx : lay->bucket_last[gidx];
+    int from = sync == SYNC_INDIVIDUAL ? gidx : lay->buckets[gidx].first;
+    int to = sync == SYNC_INDIVIDUAL ? gidx : lay->buckets[gidx].last;
     for (int j = from; j <= to; j++) {
       int w = last_writer(b, lay->order[j]);
       if (w > at) at = w;
@@ -179,6 +175,8 @@ static int assemble_rank(ddp_builder *b, ddp_layout *lay, int rank) {
 int ddp_assemble_programs(ddp_builder *b, ddp_layout *lay, char *err, size_t errcap) {
   (void)err;
   (void)errcap;
+  b->plan->meta.world = lay->world;
+  b->plan->ranks = ddp_xcalloc((size_t)lay->world, sizeof(ddp_rank_plan));
   for (int r = 0; r < lay->world; r++)
     if (assemble_rank(b, lay, r) != 0) return -1;
   return 0;
