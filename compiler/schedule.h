@@ -29,8 +29,6 @@ typedef struct ddp_extra_param {  /* a parameter outside the layers, e.g. ToyMod
   bool frozen;
 } ddp_extra_param;
 
-enum { SHARD_NONE = 0, SHARD_OPTIMIZER = 1, SHARD_ZERO1 = 2 };
-enum { ATTN_FLASH = 0, ATTN_NAIVE = 1 };
 
 typedef struct ddp_schedule {
   char path[1024];

@@ -7,7 +7,6 @@
 #include <stdio.h>
 #include <string.h>
 
-static const char *const fe_shards[] = {"none", "optimizer", "zero1", NULL};
 static const char *const fe_overlaps[] = {"backward", "none", NULL};
 
 static void fe_single(ddp_schedule *s) {
@@ -61,13 +60,13 @@ static void fe_ddp(fe_conv *c, const fe_tab *p) {
     fe_bad(c, p, "optimizer_overlap", "needs sync = \"bucketed\" with overlap = \"backward\"");
 
   int shard = 0;
-  fe_enum(c, p, "shard", fe_shards, &shard);
+  fe_enum(c, p, "shard", ddp_shard_names, &shard);
   s->shard = shard;
   if (s->shard == SHARD_ZERO1 && s->sync != SYNC_FLAT && !bucketed)
     fe_bad(c, p, "shard", "needs sync = \"flat\" or \"bucketed\" when it is \"zero1\" (ZeRO-1 reduce-scatters the "
            "gradients)");
   if (s->shard != SHARD_NONE && s->optimizer_overlap)
-    fe_bad(c, p, "optimizer_overlap", "cannot be combined with shard = \"%s\"", fe_shards[shard]);
+    fe_bad(c, p, "optimizer_overlap", "cannot be combined with shard = \"%s\"", ddp_shard_names[shard]);
 
   s->broadcast_init = true;
   s->identical_init = false;

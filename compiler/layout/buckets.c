@@ -50,7 +50,8 @@ static int by_policy(ddp_builder *b, const int *order, int n, int *bucket_of, ch
       if (pbucket[q] < 0) {
         nb = ddp_fail(err, errcap, "%s: parallel.buckets: parameter %s is in no bucket", s->path, names[q]);
       } else if (bucket_of[k] >= 0 && bucket_of[k] != pbucket[q]) {
-        nb = ddp_fail(err, errcap, "%s: parallel.buckets: %s shares one fused weight (%s) with parameters of another bucket",
+        nb = ddp_fail(err, errcap,
+                      "%s: parallel.buckets: %s shares one fused weight (%s) with parameters of another bucket",
                       s->path, names[q], b->units[order[k]].name);
       } else {
         bucket_of[k] = pbucket[q];
