@@ -90,6 +90,12 @@ const char *ddp_plan_string(const ddp_plan *p, int32_t id) {
   return p->strings[id];
 }
 
+const char *ddp_plan_tensor_name(const ddp_plan *p, int64_t id) {
+  if (id == -1) return "-";
+  if (!p || id < 0 || id >= p->ntensors || !p->tensors[id].name) return "?";
+  return p->tensors[id].name;
+}
+
 int32_t ddp_plan_add_tensor(ddp_plan *p, const ddp_tensor *t) {
   if (p->ntensors >= INT32_MAX || grow((void **)&p->tensors, p->ntensors, &p->cap_tensors, sizeof *p->tensors))
     return -1;

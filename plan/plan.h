@@ -147,6 +147,7 @@ ddp_plan *ddp_plan_new(void);
 void ddp_plan_free(ddp_plan *p);
 int32_t ddp_plan_add_string(ddp_plan *p, const char *s); /* interned */
 const char *ddp_plan_string(const ddp_plan *p, int32_t id); /* "" for -1 */
+const char *ddp_plan_tensor_name(const ddp_plan *p, int64_t id); /* "-" for -1, "?" out of range */
 int32_t ddp_plan_add_tensor(ddp_plan *p, const ddp_tensor *t); /* copies the strings */
 ddp_instr *ddp_program_push(ddp_program *prog, const ddp_instr *in);
 void ddp_program_free(ddp_program *prog);
