@@ -1,6 +1,6 @@
 /* compiler/builder.c: the builder's bookkeeping: tensors, views, instructions, ranges, GEMMs, parameter
  * units, gradient creation/accumulation flags and the tape. */
-#include "builder.h"
+#include "models.h"
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>

@@ -1,9 +1,10 @@
-/* compiler/builder.h: the model builder's state: tensors and instructions being emitted into the
- * single-rank init and step programs, parameters grouped into allocation units, and the tape that the
- * backward pass walks in reverse. Layer kinds live in compiler/layers/, one file each (forward wiring,
- * backward wiring, shape rules). */
+/* compiler/model/builder.h: the model builder's state (builder.c): tensors and instructions being emitted
+ * into the single-rank init and step programs, parameters grouped into allocation units, and the tape that
+ * the backward pass (backward.c) walks in reverse. Layer kinds are in layers/layers.h, the models in
+ * models.h. */
 #ifndef DDP_BUILDER_H
 #define DDP_BUILDER_H
+#include "err.h"
 #include "plan.h"
 #include "schedule.h"
 
@@ -116,41 +117,11 @@ int32_t b_name(ddp_builder *b, const char *fmt, ...);
 /* A formatted sub-tensor name ("%s.dg_part"), valid until the next call. */
 __attribute__((format(printf, 2, 3))) const char *b_fmt(ddp_builder *b, const char *fmt, ...);
 
-/* Layers (compiler/layers/). Forward functions emit the forward and record a node. */
-int32_t layer_embedding(ddp_builder *b, const char *name, int unit, int32_t tokens, int64_t d);
-int32_t layer_linear(ddp_builder *b, const char *name, int unit, int32_t x, int64_t in, int64_t out,
-                 int32_t residual /* -1 or the tensor to add into (the output is then a new tensor = residual + xW^T) */,
-                 int out_dt);
-int32_t layer_rmsnorm(ddp_builder *b, const char *name, int unit, int32_t x, int64_t d, int out_dt);
-void layer_rope(ddp_builder *b, const char *name, int32_t qkv, int64_t d, int64_t heads);
-int32_t layer_attention(ddp_builder *b, const char *name, int32_t qkv, int64_t d, int64_t heads);
-int32_t layer_attention_naive(ddp_builder *b, const char *name, int32_t qkv, int64_t d, int64_t heads);
-int32_t layer_swiglu(ddp_builder *b, const char *name, int32_t ab, int64_t dff);
-void layer_cross_entropy(ddp_builder *b, int32_t logits, int32_t targets, int64_t vocab);
-void layer_mse(ddp_builder *b, int32_t pred, int32_t target, int64_t m);
-int32_t layer_relu(ddp_builder *b, const char *name, int32_t x, int64_t n_cols);
-int32_t layer_layernorm(ddp_builder *b, const char *name, int wunit, int bunit, int32_t x, int64_t d);
-void layer_bias(ddp_builder *b, const char *name, int unit, int32_t y, int64_t m);
-
-/* Backward: walks the tape in reverse. */
+/* Backward (backward.c): walks the tape in reverse. */
 void b_backward(ddp_builder *b);
-void layer_embedding_bwd(ddp_builder *b, const ddp_node *n);
-void layer_linear_bwd(ddp_builder *b, const ddp_node *n);
-void layer_rmsnorm_bwd(ddp_builder *b, const ddp_node *n);
-void layer_rope_bwd(ddp_builder *b, const ddp_node *n);
-void layer_attention_bwd(ddp_builder *b, const ddp_node *n);
-void layer_attention_naive_bwd(ddp_builder *b, const ddp_node *n);
-void layer_swiglu_bwd(ddp_builder *b, const ddp_node *n);
-void layer_relu_bwd(ddp_builder *b, const ddp_node *n);
-void layer_layernorm_bwd(ddp_builder *b, const ddp_node *n);
-void layer_bias_bwd(ddp_builder *b, const ddp_node *n);
 
 /* Partial-table row count for column reductions (dg of norms, bias grads). */
 int64_t b_partials(int64_t rows);
-
-/* Models (compiler/model_*.c): emit init + forward + loss into the builder. */
-int build_transformer(ddp_builder *b, char *err, size_t errcap);
-int build_mlp(ddp_builder *b, char *err, size_t errcap);
 
 /* The model stage: the loss and optimizer-scalar tensors, the model's init + forward + loss, and (when the
  * mode has one) the backward. */

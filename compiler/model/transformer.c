@@ -2,7 +2,8 @@
  * x + attn(rms1(x)), x + ffn(rms2(x)) with RoPE attention and SwiGLU, final RMSNorm, untied LM head, mean
  * cross-entropy. q/k/v and w1/w3 weights are stored adjacently (one GEMM each) under their own
  * state-dict names. Init: truncated normal std sqrt(2/(in+out)) cut at 3 std; embedding std 1; norms 1. */
-#include "builder.h"
+#include "layers.h"
+#include "models.h"
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>

@@ -1,7 +1,7 @@
 /* compiler/layers/attention.c: RoPE (in place on the q and k columns of the fused qkv activation,
  * adjacent pairs, angle = pos * theta^(-2i/d_head)) and causal multi-head attention (FlashAttention:
  * ATTN_FWD saves the log-sum-exp; the backward is PREP (delta) + DKV + DQ, recomputing P). */
-#include "builder.h"
+#include "layers.h"
 #include <math.h>
 #include <stdio.h>
 

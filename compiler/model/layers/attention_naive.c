@@ -3,7 +3,7 @@
  * causal softmax of scale*S in place, P cast to the activation dtype, O = P V. Backward: dP = dO V^T,
  * dV = P^T dO, dS = scale * P * (dP - rowsum(P dP)), dQ = dS K, dK = dS^T Q. Memory: two f32 and two
  * activation-dtype [B, H, T, T] tensors per layer. */
-#include "builder.h"
+#include "layers.h"
 #include <math.h>
 #include <stdio.h>
 

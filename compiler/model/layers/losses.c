@@ -2,7 +2,7 @@
  * per-row loss and the logits' gradient in place) and mean squared error over all elements (MSE). The
  * scalar loss is SUM(loss rows) scaled to the mean; the gradient scale makes DDP's gradient average equal
  * the global-batch mean. Without a backward (mode "forward") no gradient is written. */
-#include "builder.h"
+#include "layers.h"
 #include <stdio.h>
 
 static void loss_scalar(ddp_builder *b, int32_t rows_t, int64_t rows, double scale) {

@@ -4,7 +4,7 @@
  * writes its statistics (rstd, mean) also in a plan without a backward: the reference normalises with
  * the statistic as stored (rounded to f32), so dropping them would change a forward plan's loss in the
  * last bits against the train plan's; they are tiny and live only during their own instruction. */
-#include "builder.h"
+#include "layers.h"
 #include <stdio.h>
 
 static void reduce_into_unit(ddp_builder *b, int unit, int32_t part, int64_t P, int64_t d, const char *name) {
