@@ -1,18 +1,12 @@
-/* compiler/codegen.c: specialises every KERNEL instruction of a plan (kernel_launch.c), deduplicates the
+/* compiler/codegen/codegen.c: specialises every KERNEL instruction of a plan (kernel_launch.c), deduplicates the
  * resulting (template, entry, specialisation) modules, compiles them with NVRTC on `jobs` threads and
  * records modules, kernels and launch geometry in the plan. */
 #include "codegen.h"
+#include "err.h"
 #include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-
-static char *dupstr(const char *s) {
-  size_t n = strlen(s) + 1;
-  char *d = malloc(n);
-  memcpy(d, s, n);
-  return d;
-}
 
 static int32_t find_or_add_module(ddp_plan *p, int op, const char *spec) {
   const char *tpl = ddp_op_template(op), *entry = ddp_op_entry(op);
@@ -23,13 +17,13 @@ static int32_t find_or_add_module(ddp_plan *p, int op, const char *spec) {
   }
   if (p->nmodules == p->cap_modules) {
     p->cap_modules = p->cap_modules ? 2 * p->cap_modules : 32;
-    p->modules = realloc(p->modules, sizeof(ddp_module) * p->cap_modules);
+    p->modules = ddp_xrealloc(p->modules, sizeof(ddp_module) * p->cap_modules);
   }
   ddp_module *md = &p->modules[p->nmodules];
   memset(md, 0, sizeof *md);
-  md->template_name = dupstr(tpl);
-  md->entry = dupstr(entry);
-  md->spec = dupstr(spec);
+  md->template_name = ddp_xstrdup(tpl);
+  md->entry = ddp_xstrdup(entry);
+  md->spec = ddp_xstrdup(spec);
   return (int32_t)p->nmodules++;
 }
 
@@ -38,7 +32,7 @@ static int32_t find_or_add_kernel(ddp_plan *p, int op, int32_t module) {
     if (p->kernels[k].module == module) return (int32_t)k;
   if (p->nkernels == p->cap_kernels) {
     p->cap_kernels = p->cap_kernels ? 2 * p->cap_kernels : 32;
-    p->kernels = realloc(p->kernels, sizeof(ddp_kernel) * p->cap_kernels);
+    p->kernels = ddp_xrealloc(p->kernels, sizeof(ddp_kernel) * p->cap_kernels);
   }
   p->kernels[p->nkernels] = (ddp_kernel){.op = op, .module = module};
   return (int32_t)p->nkernels++;

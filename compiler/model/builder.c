@@ -1,18 +1,12 @@
-/* compiler/builder.c: the builder's bookkeeping: tensors, views, instructions, ranges, GEMMs, parameter
+/* compiler/model/builder.c: the builder's bookkeeping: tensors, views, instructions, ranges, GEMMs, parameter
  * units, gradient creation/accumulation flags and the tape. */
 #include "models.h"
+#include "vec.h"
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
-#define GROW(ptr, n, cap, init)                                     \
-  do {                                                              \
-    if ((n) == (cap)) {                                             \
-      (cap) = (cap) ? 2 * (cap) : (init);                           \
-      (ptr) = realloc((ptr), sizeof(*(ptr)) * (size_t)(cap));       \
-    }                                                               \
-  } while (0)
 
 void b_init(ddp_builder *b, ddp_plan *plan, const ddp_schedule *s, bool f64) {
   memset(b, 0, sizeof *b);
@@ -38,18 +32,12 @@ void b_free(ddp_builder *b) {
   memset(b, 0, sizeof *b);
 }
 
+/* grad_of and grad_done cover every tensor so far; new entries: no gradient (-1), not yet written (0). */
 static void grow_grad_maps(ddp_builder *b) {
-  uint32_t need = b->plan->ntensors + 1;
-  if (need <= b->grad_cap) return;
-  uint32_t cap = b->grad_cap ? b->grad_cap : 256;
-  while (cap < need) cap *= 2;
-  b->grad_of = realloc(b->grad_of, sizeof(int32_t) * cap);
-  b->grad_done = realloc(b->grad_done, cap);
-  for (uint32_t i = b->grad_cap; i < cap; i++) {
-    b->grad_of[i] = -1;
-    b->grad_done[i] = 0;
-  }
-  b->grad_cap = cap;
+  size_t old = b->grad_cap, done_cap = old;
+  ddp_xvec_reserve(&b->grad_done, &done_cap, (size_t)b->plan->ntensors + 1, 1);
+  ddp_xvec_reserve(&b->grad_of, &b->grad_cap, (size_t)b->plan->ntensors + 1, sizeof(int32_t));
+  for (size_t i = old; i < b->grad_cap; i++) b->grad_of[i] = -1;
 }
 
 int32_t b_tensor(ddp_builder *b, const char *name, int dtype, int arena, uint32_t flags, int ndim,
@@ -184,9 +172,7 @@ bool b_needs_grad(const ddp_builder *b, int32_t t) {
 
 int b_unit(ddp_builder *b, const char *name, int64_t numel, bool trainable, int init_kind, float a, float c,
            int64_t fan_in) {
-  GROW(b->units, b->nunits, b->cap_units, 64);
-  ddp_unit *u = &b->units[b->nunits];
-  memset(u, 0, sizeof *u);
+  ddp_unit *u = DDP_VEC_PUSH(b->units, b->nunits, b->cap_units);
   snprintf(u->name, sizeof u->name, "%s", name);
   u->numel = numel;
   u->trainable = trainable;
@@ -212,19 +198,19 @@ int b_unit(ddp_builder *b, const char *name, int64_t numel, bool trainable, int 
     u->grad = b_tensor(b, tname, b->grad_dt, ARENA_GRAD, TF_GRAD | TF_PERSISTENT, 1, shape);
     b->plan->tensors[u->grad].param = u->master;
   }
-  return b->nunits++;
+  return (int)(u - b->units);
 }
 
 void b_param(ddp_builder *b, int unit, const char *state_name, int64_t offset, int ndim, const int64_t *shape) {
   ddp_unit *u = &b->units[unit];
-  GROW(b->params, b->nparams, b->cap_params, 64);
   int64_t n = 1;
   for (int i = 0; i < ndim; i++) n *= shape[i];
   int32_t t = b_view(b, state_name, u->master, (uint64_t)offset * ddp_dtype_size(b->fdt), b->fdt, ndim, shape,
                      TF_PARAM | (u->trainable ? TF_TRAINABLE : 0));
   ddp_tensor *tt = &b->plan->tensors[t];
-  tt->state_name = strdup(state_name);
-  b->params[b->nparams++] = (ddp_param){.tensor = t, .unit = unit, .unit_offset = offset, .numel = n};
+  tt->state_name = ddp_xstrdup(state_name);
+  *DDP_VEC_PUSH(b->params, b->nparams, b->cap_params) =
+      (ddp_param){.tensor = t, .unit = unit, .unit_offset = offset, .numel = n};
 }
 
 int32_t b_grad(ddp_builder *b, int32_t t) {
@@ -258,9 +244,7 @@ int b_unit_grad_acc(ddp_builder *b, int unit) {
 }
 
 ddp_node *b_record(ddp_builder *b, int kind, const char *name) {
-  GROW(b->tape, b->ntape, b->cap_tape, 256);
-  ddp_node *n = &b->tape[b->ntape++];
-  memset(n, 0, sizeof *n);
+  ddp_node *n = DDP_VEC_PUSH(b->tape, b->ntape, b->cap_tape);
   for (int i = 0; i < 12; i++) n->t[i] = -1;
   for (int i = 0; i < 4; i++) n->u[i] = -1;
   n->kind = kind;

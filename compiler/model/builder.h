@@ -57,14 +57,17 @@ typedef struct ddp_builder {
   bool backward; /* the step has a backward (mode train or forward_backward): gradients, saved tensors */
   int layer;    /* current layer for tagging, -1 outside */
   ddp_unit *units;
-  int nunits, cap_units;
+  int nunits;
+  size_t cap_units;
   ddp_param *params;
-  int nparams, cap_params;
+  int nparams;
+  size_t cap_params;
   ddp_node *tape;
-  int ntape, cap_tape;
+  int ntape;
+  size_t cap_tape;
   int32_t *grad_of;   /* activation tensor -> its gradient tensor (-1) */
   uint8_t *grad_done; /* gradient tensor already written once (later writes accumulate) */
-  uint32_t grad_cap;
+  size_t grad_cap;
   int32_t tokens, targets, loss, loss_rows, scalars, rope_freq;
   int ready_counter;
   double flops;       /* model FLOPs per step per rank (forward, + backward when the plan has one) */

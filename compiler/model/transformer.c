@@ -40,9 +40,9 @@ int build_transformer(ddp_builder *b, char *err, size_t errcap) {
   /* Parameters in model.parameters() order. */
   int emb = b_unit(b, "token_embeddings.weight", V * D, true, INIT_TRUNC_NORMAL, 1.0f, 3.0f, D);
   weight_param(b, emb, "token_embeddings.weight", 0, V, D);
-  int *ln1 = calloc((size_t)s->layers, sizeof(int)), *qkv = calloc((size_t)s->layers, sizeof(int));
-  int *wo = calloc((size_t)s->layers, sizeof(int)), *ln2 = calloc((size_t)s->layers, sizeof(int));
-  int *w13 = calloc((size_t)s->layers, sizeof(int)), *w2 = calloc((size_t)s->layers, sizeof(int));
+  int *ln1 = ddp_xcalloc((size_t)s->layers, sizeof(int)), *qkv = ddp_xcalloc((size_t)s->layers, sizeof(int));
+  int *wo = ddp_xcalloc((size_t)s->layers, sizeof(int)), *ln2 = ddp_xcalloc((size_t)s->layers, sizeof(int));
+  int *w13 = ddp_xcalloc((size_t)s->layers, sizeof(int)), *w2 = ddp_xcalloc((size_t)s->layers, sizeof(int));
   for (int64_t l = 0; l < s->layers; l++) {
     snprintf(nm, sizeof nm, "layers.%lld.attn.qkv_proj", (long long)l);
     qkv[l] = linear_unit(b, nm, 3 * D, D, D);

@@ -104,7 +104,7 @@ static int assemble_rank(ddp_builder *b, ddp_layout *lay, int rank) {
 
   /* When is each collective issued? after[k] lists groups (units for individual, buckets) for instr k. */
   int ngroups = sync == SYNC_INDIVIDUAL ? lay->norder : sync == SYNC_BUCKETED ? lay->nbuckets : 0;
-  int *issue_at = malloc(sizeof(int) * (size_t)(ngroups + 1));
+  int *issue_at = ddp_xmalloc(sizeof(int) * (size_t)(ngroups + 1));
   for (int gidx = 0; gidx < ngroups; gidx++) {
     int at = -1;
     int from = sync == SYNC_INDIVIDUAL ? gidx : lay->buckets[gidx].first;
@@ -123,7 +123,7 @@ static int assemble_rank(ddp_builder *b, ddp_layout *lay, int rank) {
   b_buf(b, &load, 1, b->targets);
   rp_push(&c, load, "load_batch");
 
-  uint32_t *bucket_done = calloc((size_t)ngroups + 1, sizeof(uint32_t));
+  uint32_t *bucket_done = ddp_xcalloc((size_t)ngroups + 1, sizeof(uint32_t));
   for (uint32_t k = 0; k <= b->step.n; k++) {
     if (k < b->step.n) {
       ddp_instr in = b->step.v[k];

@@ -2,6 +2,7 @@
  * component per instruction; EVENT_RECORD snapshots the recording stream's clock, EVENT_WAIT merges it
  * into the waiting stream's clock. Access a (stream sa, position n) happens before a later access b iff
  * b's clock has seen position n of sa. */
+#include "err.h"
 #include "verify.h"
 #include "access.h"
 #include <stdio.h>
@@ -27,7 +28,7 @@ typedef struct {
 static void push(recs *r, const rec *x) {
   if (r->n == r->cap) {
     r->cap = r->cap ? 2 * r->cap : 1024;
-    r->v = realloc(r->v, sizeof(rec) * r->cap);
+    r->v = ddp_xrealloc(r->v, sizeof(rec) * r->cap);
   }
   r->v[r->n++] = *x;
 }
@@ -57,8 +58,8 @@ static int check_program(const ddp_plan *p, int rank, const ddp_program *prog, i
     return -1;
   }
   uint32_t nev = p->ranks[rank].nevents;
-  uint32_t (*evclock)[MAX_STREAMS] = calloc(nev + 1, sizeof *evclock);
-  uint8_t *recorded = calloc(nev + 1, 1);
+  uint32_t (*evclock)[MAX_STREAMS] = ddp_xcalloc(nev + 1, sizeof *evclock);
+  uint8_t *recorded = ddp_xcalloc(nev + 1, 1);
   uint32_t vc[MAX_STREAMS][MAX_STREAMS];
   memset(vc, 0, sizeof vc);
   recs per_stream[MAX_STREAMS];
