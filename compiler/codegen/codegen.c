@@ -99,8 +99,7 @@ int ddp_codegen(ddp_plan *p, const char *arch, int jobs, char *err, size_t errca
   for (int t = 0; t < jobs; t++) pthread_join(th[t], NULL);
   pthread_mutex_destroy(&q.lock);
   if (q.failed) {
-    snprintf(err, errcap, "%s", q.err);
-    return -1;
+    return ddp_fail(err, errcap, "%s", q.err);
   }
   return 0;
 }

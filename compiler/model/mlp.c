@@ -2,6 +2,7 @@
  * earlier layer), ReLU and LayerNorm layers over dense f32 inputs, with MSE against dense targets.
  * Init as PyTorch's nn.Linear: weight and bias uniform(-1/sqrt(in), 1/sqrt(in)); LayerNorm 1 and 0. */
 #include "layers.h"
+#include "err.h"
 #include "models.h"
 #include <math.h>
 #include <stdio.h>
@@ -23,9 +24,8 @@ int build_mlp(ddp_builder *b, char *err, size_t errcap) {
       if (L->tie_weight_to >= 0) {
         if (L->tie_weight_to >= l || s->mlp[L->tie_weight_to].kind != LAYER_LINEAR ||
             s->mlp[L->tie_weight_to].in != L->in || s->mlp[L->tie_weight_to].out != L->out) {
-          snprintf(err, errcap, "%s: model layer %s: tied weight must name an earlier Linear of the same shape",
-                   s->path, L->name);
-          return -1;
+          return ddp_fail(err, errcap, "%s: model layer %s: tied weight must name an earlier Linear of the same shape",
+                          s->path, L->name);
         }
         wunit[l] = wunit[L->tie_weight_to];
       } else {
@@ -67,9 +67,8 @@ int build_mlp(ddp_builder *b, char *err, size_t errcap) {
     b->layer = l;
     if (L->kind == LAYER_LINEAR) {
       if (L->in != width) {
-        snprintf(err, errcap, "%s: model layer %s: expects %lld inputs, the previous layer gives %lld", s->path,
-                 L->name, (long long)L->in, (long long)width);
-        return -1;
+        return ddp_fail(err, errcap, "%s: model layer %s: expects %lld inputs, the previous layer gives %lld", s->path,
+                        L->name, (long long)L->in, (long long)width);
       }
       h = layer_linear(b, L->name, wunit[l], h, L->in, L->out, -1, l == s->n_mlp_layers - 1 ? b->fdt : b->act_dt);
       if (bunit[l] >= 0) {
@@ -82,23 +81,20 @@ int build_mlp(ddp_builder *b, char *err, size_t errcap) {
       h = layer_relu(b, nm, h, width);
     } else {
       if (L->in != width) {
-        snprintf(err, errcap, "%s: model layer %s: LayerNorm(%lld) after a layer of width %lld", s->path,
-                 L->name, (long long)L->in, (long long)width);
-        return -1;
+        return ddp_fail(err, errcap, "%s: model layer %s: LayerNorm(%lld) after a layer of width %lld", s->path,
+                        L->name, (long long)L->in, (long long)width);
       }
       h = layer_layernorm(b, L->name, wunit[l], bunit[l], h, width);
     }
   }
   b->layer = -1;
   if (width != s->mlp_out) {
-    snprintf(err, errcap, "%s: model: the last layer gives %lld outputs, the targets have %lld", s->path,
-             (long long)width, (long long)s->mlp_out);
-    return -1;
+    return ddp_fail(err, errcap, "%s: model: the last layer gives %lld outputs, the targets have %lld", s->path,
+                    (long long)width, (long long)s->mlp_out);
   }
   if (b_t(b, h)->dtype != b->fdt) {
-    snprintf(err, errcap, "%s: model: in bf16 the last layer must be a Linear (its output feeds the f32 loss)",
-             s->path);
-    return -1;
+    return ddp_fail(err, errcap, "%s: model: in bf16 the last layer must be a Linear (its output feeds the f32 loss)",
+                    s->path);
   }
   layer_mse(b, h, b->targets, width);
   b_range_pop(b);
