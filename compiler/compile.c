@@ -26,7 +26,8 @@ ddp_plan *ddp_compile(const ddp_schedule *s, const ddp_compile_opts *o, char *er
   if (rc == 0) rc = ddp_memplan(p, err, errcap);
   if (rc == 0) ddp_layout_record_buckets(p, &b, &lay);
   if (rc == 0) rc = ddp_verify(p, err, errcap);
-  if (rc == 0 && !o->skip_codegen && !o->f64_reference) rc = ddp_codegen(p, o->arch, o->jobs, err, errcap);
+  if (rc == 0 && !o->skip_codegen && !o->f64_reference)
+    rc = ddp_codegen(p, o->arch, o->jobs, &o->codegen, err, errcap);
   ddp_layout_free(&lay);
   b_free(&b);
   if (rc != 0) {

@@ -119,6 +119,11 @@ int main(int argc, char **argv) {
     return 1;
   }
   ddp_compile_opts o = {.arch = arch, .jobs = (int)jobs};
+  if (ddp_codegen_opts_from_env(&o.codegen, err, sizeof err) != 0) {
+    fprintf(stderr, "ddpc: %s\n", err);
+    ddp_schedule_free(s);
+    return 1;
+  }
   ddp_plan *p = ddp_compile(s, &o, err, sizeof err);
   ddp_schedule_free(s);
   if (!p) {

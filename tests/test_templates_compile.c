@@ -50,7 +50,7 @@ static void dump(const char *dir, const char *tpl, const char *entry, const char
 static void compile_case(const kc_case *c, const char *arch) {
   ddp_launch L;
   char err[1024];
-  if (ddp_kernel_launch(&c->in, arch, &L, err, sizeof err)) {
+  if (ddp_kernel_launch(&c->in, arch, NULL, &L, err, sizeof err)) {
     printf("FAIL %s: launch refused: %s\n", c->label, err);
     failures++;
     return;
@@ -64,7 +64,7 @@ static void compile_case(const kc_case *c, const char *arch) {
   uint8_t *cubin = NULL;
   uint64_t size = 0;
   char hash[17];
-  if (ddp_nvrtc_compile(tpl, entry, L.spec, arch, &cubin, &size, hash, err, sizeof err)) {
+  if (ddp_nvrtc_compile(tpl, entry, L.spec, arch, NULL, &cubin, &size, hash, err, sizeof err)) {
     printf("FAIL %s: %s\n  spec:\n%s", c->label, err, L.spec);
     failures++;
     return;
@@ -85,7 +85,7 @@ static void compile_case(const kc_case *c, const char *arch) {
 static void expect_refusal(kc_case *c, const char *what, const char *needle) {
   ddp_launch L;
   char err[1024] = "";
-  if (ddp_kernel_launch(&c->in, "sm_90a", &L, err, sizeof err) == 0) {
+  if (ddp_kernel_launch(&c->in, "sm_90a", NULL, &L, err, sizeof err) == 0) {
     printf("FAIL %s: %s was accepted\n", c->label, what);
     failures++;
   } else if (!strstr(err, needle) || strchr(err, '\n')) {
@@ -142,7 +142,7 @@ int main(void) {
   kc_make(OP_ATTN_FWD, DT_BF16, (kc_shape){.a = 1, .b = 64, .c = 64}, &c);
   ddp_launch L;
   char err[512];
-  if (ddp_kernel_launch(&c.in, "sm_75", &L, err, sizeof err) == 0) {
+  if (ddp_kernel_launch(&c.in, "sm_75", NULL, &L, err, sizeof err) == 0) {
     printf("FAIL bf16 attention accepted for sm_75\n");
     failures++;
   }

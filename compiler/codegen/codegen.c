@@ -38,12 +38,13 @@ static int32_t find_or_add_kernel(ddp_plan *p, int op, int32_t module) {
   return (int32_t)p->nkernels++;
 }
 
-static int specialise_program(ddp_plan *p, ddp_program *prog, const char *arch, char *err, size_t errcap) {
+static int specialise_program(ddp_plan *p, ddp_program *prog, const char *arch, const ddp_codegen_opts *o,
+                              char *err, size_t errcap) {
   ddp_launch launch;
   for (uint32_t i = 0; i < prog->n; i++) {
     ddp_instr *in = &prog->v[i];
     if (in->opcode != I_KERNEL) continue;
-    if (ddp_kernel_launch(in, arch, &launch, err, errcap) != 0) return -1;
+    if (ddp_kernel_launch(in, arch, o, &launch, err, errcap) != 0) return -1;
     int32_t m = find_or_add_module(p, in->op, launch.spec);
     in->kernel = find_or_add_kernel(p, in->op, m);
     memcpy(in->grid, launch.grid, sizeof launch.grid);
@@ -56,6 +57,7 @@ static int specialise_program(ddp_plan *p, ddp_program *prog, const char *arch, 
 typedef struct {
   ddp_plan *plan;
   const char *arch;
+  const ddp_codegen_opts *o;
   uint32_t next;
   int failed;
   char err[1024];
@@ -73,7 +75,7 @@ static void *compile_worker(void *arg) {
     ddp_module *md = &q->plan->modules[m];
     if (md->cubin) continue;
     char err[1024];
-    if (ddp_nvrtc_compile(md->template_name, md->entry, md->spec, q->arch, &md->cubin, &md->cubin_size,
+    if (ddp_nvrtc_compile(md->template_name, md->entry, md->spec, q->arch, q->o, &md->cubin, &md->cubin_size,
                           md->hash, err, sizeof err) != 0) {
       pthread_mutex_lock(&q->lock);
       if (!q->failed) snprintf(q->err, sizeof q->err, "%s", err);
@@ -84,22 +86,29 @@ static void *compile_worker(void *arg) {
   }
 }
 
-int ddp_codegen(ddp_plan *p, const char *arch, int jobs, char *err, size_t errcap) {
+int ddp_codegen_opts_from_env(ddp_codegen_opts *o, char *err, size_t errcap) {
+  *o = (ddp_codegen_opts){.template_dir = ddp_param_path(PARAM_TEMPLATE_DIR)};
+  int64_t log = 0;
+  if (ddp_param_int(PARAM_NVRTC_LOG, &log, err, errcap)) return -1;
+  o->nvrtc_log = (int)log;
+  for (int k = 0; k < DDP_TUNE_COUNT; k++)
+    if (ddp_param_int((ddp_param)(PARAM_TUNE_FWD_MT + k), &o->tune[k], err, errcap)) return -1;
+  return 0;
+}
+
+int ddp_codegen(ddp_plan *p, const char *arch, int jobs, const ddp_codegen_opts *o, char *err, size_t errcap) {
   for (int64_t r = 0; r < p->meta.world; r++) {
-    if (specialise_program(p, &p->ranks[r].init, arch, err, errcap) ||
-        specialise_program(p, &p->ranks[r].step, arch, err, errcap))
+    if (specialise_program(p, &p->ranks[r].init, arch, o, err, errcap) ||
+        specialise_program(p, &p->ranks[r].step, arch, o, err, errcap))
       return -1;
   }
   if (jobs < 1) jobs = 1;
   if (jobs > 32) jobs = 32;
-  compile_queue q = {.plan = p, .arch = arch};
+  compile_queue q = {.plan = p, .arch = arch, .o = o};
   pthread_mutex_init(&q.lock, NULL);
   pthread_t th[32];
   for (int t = 0; t < jobs; t++) pthread_create(&th[t], NULL, compile_worker, &q);
   for (int t = 0; t < jobs; t++) pthread_join(th[t], NULL);
   pthread_mutex_destroy(&q.lock);
-  if (q.failed) {
-    return ddp_fail(err, errcap, "%s", q.err);
-  }
-  return 0;
+  return q.failed ? ddp_fail(err, errcap, "%s", q.err) : 0;
 }

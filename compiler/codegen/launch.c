@@ -1,4 +1,4 @@
-/* compiler/kernel_launch.c: the launch geometry (grid, block, dynamic shared memory) and the template
+/* compiler/codegen/launch.c: the launch geometry (grid, block, dynamic shared memory) and the template
  * specialisation of one KERNEL instruction. The spec is a few "#define" lines: DDP_T<k> (the C++ type of
  * every pointer slot the op uses: float, __nv_bfloat16, int) plus the compile-time constants a template
  * needs for register tiling (block size, vector width, row layout, padded head dim, tile sizes). Shapes
@@ -177,44 +177,15 @@ static int rows_layout(const ddp_instr *in, ddp_launch *launch, int64_t D, int d
   return 0;
 }
 
-/* Tuning aid for benchmarks: DDP_TUNE_<FWD|DKV|DQ>_<MT|BN|MINB|WARPS> override the bf16 attention tiles (the values
- * land in the spec, so cached modules stay correct). MT in {1, 2}, BN in {16, 32, 64, 128}, MINB in 1..4,
- * WARPS in {4, 8}. */
-static int tune(int op, const char *what, int64_t *v, char *err, size_t errcap) {
-  char name[64];
-  snprintf(name, sizeof name, "DDP_TUNE_%s_%s", op == OP_ATTN_FWD ? "FWD" : op == OP_ATTN_BWD_DKV ? "DKV" : "DQ", what);
-  const char *e = getenv(name);
-  if (!e || !*e) return 0;
-  const long x = strtol(e, NULL, 10);
-  const int bn = !strcmp(what, "BN"), wa = !strcmp(what, "WARPS");
-  const int ok = bn ? (x == 16 || x == 32 || x == 64 || x == 128)
-                 : wa ? (x == 4 || x == 8)
-                 : !strcmp(what, "MT") ? (x == 1 || x == 2) : (x >= 1 && x <= 4);
-  if (!ok) {
-    return ddp_fail(err, errcap, "%s=%s: expected %s", name, e,
-                    bn ? "16, 32, 64 or 128" : wa ? "4 or 8" : !strcmp(what, "MT") ? "1 or 2" : "1..4");
-  }
-  *v = x;
-  return 0;
+/* Tuning aid for benchmarks: DDP_TUNE_<FWD|DKV|DQ>_<MT|BN|MINB|WARPS> (the bf16 attention tiles) and
+ * DDP_TUNE_ADAMW_<VEC|UNROLL|GRID> (the AdamW kernel's shape), validated by base/param.h and passed in the
+ * options; the values land in the spec or the grid, so cached modules stay correct. */
+static int64_t tuned(const ddp_codegen_opts *o, int param, int64_t v) {
+  return o && o->tune[param - PARAM_TUNE_FWD_MT] ? o->tune[param - PARAM_TUNE_FWD_MT] : v;
 }
 
-/* DDP_TUNE_ADAMW_<what> (an integer in lo..hi) overrides the AdamW kernel's shape, for benchmarks; the value
- * lands in the spec or the grid, so cached modules stay correct. */
-static int adamw_tune(const char *what, int64_t *v, int64_t lo, int64_t hi, char *err, size_t errcap) {
-  char name[64];
-  snprintf(name, sizeof name, "DDP_TUNE_ADAMW_%s", what);
-  const char *e = getenv(name);
-  if (!e || !*e) return 0;
-  char *end = NULL;
-  const long long x = strtoll(e, &end, 10);
-  if (!end || *end || x < lo || x > hi) {
-    return ddp_fail(err, errcap, "%s=%s: expected an integer in %lld..%lld", name, e, (long long)lo, (long long)hi);
-  }
-  *v = x;
-  return 0;
-}
-
-static int attention(const ddp_instr *in, const char *arch, ddp_launch *launch, char *err, size_t errcap) {
+static int attention(const ddp_instr *in, const char *arch, const ddp_codegen_opts *o, ddp_launch *launch,
+                     char *err, size_t errcap) {
   const int64_t B = in->i[0], T = in->i[1], H = in->i[2], Dh = in->i[3];
   if (B < 1 || T < 1 || H < 1) return fail(err, errcap, in, "B=%lld T=%lld H=%lld must all be >= 1", (long long)B, (long long)T, (long long)H);
   if (Dh < 16 || Dh > 128 || Dh % 2)
@@ -254,9 +225,8 @@ static int attention(const ddp_instr *in, const char *arch, ddp_launch *launch, 
     } else {
       mt = HD <= 64 ? 2 : 1, bn = 32;
     }
-    if (tune(op, "MT", &mt, err, errcap) || tune(op, "BN", &bn, err, errcap) || tune(op, "MINB", &minb, err, errcap) ||
-        tune(op, "WARPS", &warps, err, errcap))
-      return -1;
+    const int t = op == OP_ATTN_FWD ? PARAM_TUNE_FWD_MT : op == OP_ATTN_BWD_DKV ? PARAM_TUNE_DKV_MT : PARAM_TUNE_DQ_MT;
+    mt = tuned(o, t, mt), bn = tuned(o, t + 1, bn), minb = tuned(o, t + 2, minb), warps = tuned(o, t + 3, warps);
     bm = 16 * mt * warps;
     if (op == OP_ATTN_FWD) smem = (bm + 4 * bn) * ld * 2;
     else if (op == OP_ATTN_BWD_DKV) smem = (2 * bm + 4 * bn) * ld * 2 + 4 * bn * 4;
@@ -279,7 +249,8 @@ static int attention(const ddp_instr *in, const char *arch, ddp_launch *launch, 
   return 0;
 }
 
-int ddp_kernel_launch(const ddp_instr *in, const char *arch, ddp_launch *out, char *err, size_t errcap) {
+int ddp_kernel_launch(const ddp_instr *in, const char *arch, const ddp_codegen_opts *o, ddp_launch *out, char *err,
+                      size_t errcap) {
   memset(out, 0, sizeof *out);
   if (in->op >= OP_COUNT) return ddp_fail(err, errcap, "kernel op %u is unknown", (unsigned)in->op);
   if (!arch) arch = "sm_90a";
@@ -330,7 +301,7 @@ int ddp_kernel_launch(const ddp_instr *in, const char *arch, ddp_launch *out, ch
   case OP_ATTN_BWD_PREP:
   case OP_ATTN_BWD_DKV:
   case OP_ATTN_BWD_DQ:
-    if (attention(in, arch, out, err, errcap)) return -1;
+    if (attention(in, arch, o, out, err, errcap)) return -1;
     break;
   case OP_SWIGLU_FWD:
   case OP_SWIGLU_BWD: { /* flat packs, two per thread per iteration (templates/swiglu.cu) */
@@ -360,13 +331,12 @@ int ddp_kernel_launch(const ddp_instr *in, const char *arch, ddp_launch *out, ch
     spec_add(out, "#define DDP_BLOCK 256\n");
     geom(out, I[1] < 1 ? 1 : I[1], 1, 256, 0);
     break;
-  case OP_ADAMW: { /* DDP_TUNE_ADAMW_{VEC,UNROLL,GRID}: benchmark overrides (see adamw_tune) */
+  case OP_ADAMW: { /* DDP_TUNE_ADAMW_{VEC,UNROLL,GRID}: benchmark overrides (see tuned) */
     /* Four f32 per pack, four packs per thread in flight: 15.2 ms against 17.3 for 8 x 1 on the XL step's
      * 2.0e9 parameters (H200, tests/bench/device_grid.sh, 2026-11-22) */
     int64_t vec = 4, unroll = 4, grid = 0;
-    if (adamw_tune("VEC", &vec, 4, 8, err, errcap) || adamw_tune("UNROLL", &unroll, 1, 4, err, errcap) ||
-        adamw_tune("GRID", &grid, 1, 1 << 20, err, errcap))
-      return -1;
+    vec = tuned(o, PARAM_TUNE_ADAMW_VEC, vec), unroll = tuned(o, PARAM_TUNE_ADAMW_UNROLL, unroll);
+    grid = tuned(o, PARAM_TUNE_ADAMW_GRID, grid);
     if (vec != 4 && vec != 8) return fail(err, errcap, in, "DDP_TUNE_ADAMW_VEC must be 4 or 8");
     spec_add(out, "#define DDP_BLOCK 256\n#define DDP_VEC %lld\n#define DDP_UNROLL %lld\n", (long long)vec,
              (long long)unroll);

@@ -18,11 +18,6 @@
 #define DDP_CUDA_INCLUDE_DIR "/usr/local/cuda/include"
 #endif
 
-const char *ddp_template_dir(void) {
-  const char *env = getenv("DDP_TEMPLATE_DIR");
-  return env && *env ? env : DDP_TEMPLATE_DIR;
-}
-
 #define MAX_FILE_BYTES ((size_t)1 << 30) /* a template, a header or a cached CUBIN */
 
 static uint64_t fnv1a(uint64_t h, const void *data, size_t n) {
@@ -103,8 +98,9 @@ static void first_error_line(const char *log, char *out, size_t cap) {
   } while (0)
 
 int ddp_nvrtc_compile(const char *template_name, const char *entry, const char *spec, const char *arch,
-                      uint8_t **cubin, uint64_t *size, char hash[17], char *err, size_t errcap) {
-  const char *dir = ddp_template_dir();
+                      const ddp_codegen_opts *o, uint8_t **cubin, uint64_t *size, char hash[17], char *err,
+                      size_t errcap) {
+  const char *dir = o && o->template_dir ? o->template_dir : DDP_TEMPLATE_DIR;
   char path[4096], what[512];
   snprintf(path, sizeof path, "%s/%s.cu", dir, template_name);
   snprintf(what, sizeof what, "templates/%s.cu (%s)", template_name, entry);
@@ -154,7 +150,7 @@ int ddp_nvrtc_compile(const char *template_name, const char *entry, const char *
     char line[512];
     first_error_line(log, line, sizeof line);
     ddp_fail(err, errcap, "%s: NVRTC compile failed: %s", what, line);
-    if (getenv("DDPC_NVRTC_LOG")) fprintf(stderr, "%s\n", log);
+    if (o && o->nvrtc_log) fprintf(stderr, "%s\n", log);
     goto fail;
   }
   size_t n = 0;

@@ -96,7 +96,7 @@ static void layout_optimizer_state(ddp_builder *b, ddp_layout *lay) {
     lay->flat_m = flat_tensor(b, "flat.exp_avg", b->fdt, ARENA_OPT, TF_OPT_M, lay->state_elems);
     lay->flat_v = flat_tensor(b, "flat.exp_avg_sq", b->fdt, ARENA_OPT, TF_OPT_V, lay->state_elems);
     for (int p = 0; s->shard == SHARD_NONE && p < b->nparams; p++) {
-      const ddp_param *pp = &b->params[p];
+      const ddp_model_param *pp = &b->params[p];
       const ddp_unit *u = &b->units[pp->unit];
       if (!u->trainable) continue;
       int64_t shape[DDP_MAX_DIMS];

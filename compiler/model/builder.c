@@ -210,7 +210,7 @@ void b_param(ddp_builder *b, int unit, const char *state_name, int64_t offset, i
   ddp_tensor *tt = &b->plan->tensors[t];
   tt->state_name = ddp_xstrdup(state_name);
   *DDP_VEC_PUSH(b->params, b->nparams, b->cap_params) =
-      (ddp_param){.tensor = t, .unit = unit, .unit_offset = offset, .numel = n};
+      (ddp_model_param){.tensor = t, .unit = unit, .unit_offset = offset, .numel = n};
 }
 
 int32_t b_grad(ddp_builder *b, int32_t t) {

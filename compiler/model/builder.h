@@ -10,12 +10,12 @@
 
 /* A state-dict parameter. Several parameters may share one allocation unit (the fused q/k/v weight, the
  * fused w1/w3 weight); gradients become ready per unit. */
-typedef struct ddp_param {
+typedef struct ddp_model_param {
   int32_t tensor;  /* fp32 master (a view into its unit) */
   int32_t unit;
   int64_t unit_offset; /* elements from the unit's start */
   int64_t numel;
-} ddp_param;
+} ddp_model_param;
 
 typedef struct ddp_unit {
   char name[160];
@@ -59,7 +59,7 @@ typedef struct ddp_builder {
   ddp_unit *units;
   int nunits;
   size_t cap_units;
-  ddp_param *params;
+  ddp_model_param *params;
   int nparams;
   size_t cap_params;
   ddp_node *tape;

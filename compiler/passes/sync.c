@@ -36,7 +36,7 @@ static int last_writer(const ddp_builder *b, int u) {
 static void allreduce_unit_params(rank_ctx *c, int u) {
   ddp_builder *b = c->b;
   for (int p = 0; p < b->nparams; p++) {
-    const ddp_param *pp = &b->params[p];
+    const ddp_model_param *pp = &b->params[p];
     if (pp->unit != u) continue;
     char nm[300];
     snprintf(nm, sizeof nm, "all_reduce.%s", b_t(b, pp->tensor)->state_name);
