@@ -22,6 +22,8 @@ static void cast(rank_ctx *c, int32_t from, int32_t to, int64_t n, const char *n
   rp_push(c, in, name);
 }
 
+/* init -> MEMSET(flat params, grads, m, v, scalars, loss) INIT_TENSOR(unit)* [INIT_TENSOR(rope)]
+ *         [BROADCAST(flat params) BROADCAST(frozen unit)*] [CAST(params.copy)] CAST(frozen unit copy)* */
 void pass_init_program(rank_ctx *c) {
   ddp_builder *b = c->b;
   ddp_layout *lay = c->lay;

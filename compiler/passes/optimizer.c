@@ -5,6 +5,7 @@
 #include "passes.h"
 #include <stdio.h>
 
+/* scalars -> [SUMSQ(grads) [ALL_REDUCE(partials) when summed over a shard]] OPT_SCALARS */
 void pass_opt_scalars(rank_ctx *c, bool sumsq_over_shard) {
   ddp_builder *b = c->b;
   ddp_layout *lay = c->lay;
@@ -36,7 +37,7 @@ void pass_opt_scalars(rank_ctx *c, bool sumsq_over_shard) {
   rp_push(c, in, "optimizer.scalars");
 }
 
-/* Update flat elements [lo, hi); optimizer state is indexed from state_base. */
+/* update -> ADAMW | SGD over flat elements [lo, hi) (nothing when empty); state indexed from state_base */
 void pass_update(rank_ctx *c, int64_t lo, int64_t hi, int64_t state_base, bool write_copy, const char *name) {
   ddp_builder *b = c->b;
   ddp_layout *lay = c->lay;
@@ -69,7 +70,8 @@ void pass_update(rank_ctx *c, int64_t lo, int64_t hi, int64_t state_base, bool w
   }
 }
 
-/* After sharded updates: every rank gets every updated parameter, then the GEMM copies are rewritten. */
+/* exchange -> order(compute, comm) (ALL_GATHER | [BROADCAST(owner's range)]*) order(comm, compute) [CAST(copy)]
+ * After sharded updates: every rank gets every updated parameter, then the GEMM copies are rewritten. */
 void pass_exchange_params(rank_ctx *c) {
   ddp_builder *b = c->b;
   ddp_layout *lay = c->lay;

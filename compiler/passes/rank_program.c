@@ -27,8 +27,10 @@ void rp_wait(rank_ctx *c, int stream, uint32_t event) {
   rp_push(c, in, NULL);
 }
 
+/* order(from, to) -> EVENT_RECORD(from) EVENT_WAIT(to) */
 void rp_order(rank_ctx *c, int from, int to) { rp_wait(c, to, rp_record(c, from)); }
 
+/* collective -> TIMER(COMM_BEGIN) op(flat range) TIMER(COMM_END), on one stream */
 void rp_collective(rank_ctx *c, int opcode, int stream, int32_t flat, int64_t begin, int64_t count, int redop,
                    int root, const char *name) {
   const ddp_tensor *t = b_t(c->b, flat);

@@ -33,6 +33,7 @@ static int last_writer(const ddp_builder *b, int u) {
   return last;
 }
 
+/* unit -> ALL_REDUCE(parameter's gradient range)* over the unit's state-dict parameters */
 static void allreduce_unit_params(rank_ctx *c, int u) {
   ddp_builder *b = c->b;
   for (int p = 0; p < b->nparams; p++) {
@@ -45,6 +46,7 @@ static void allreduce_unit_params(rank_ctx *c, int u) {
   }
 }
 
+/* bucket k -> ALL_REDUCE(the bucket's contiguous gradient range) */
 static void allreduce_bucket(rank_ctx *c, int k) {
   ddp_layout *lay = c->lay;
   int first = lay->order[lay->buckets[k].first], last = lay->order[lay->buckets[k].last];
@@ -54,8 +56,9 @@ static void allreduce_bucket(rank_ctx *c, int k) {
   rp_collective(c, I_ALL_REDUCE, STREAM_COMM, lay->flat_grads, lo, hi - lo, REDOP_AVG, 0, nm);
 }
 
-/* The optimizer phase of a train step: waits for the gradient sync (per bucket with optimizer overlap),
- * the scalars, the update (sharded: the rank's range, then the parameter exchange). */
+/* optimizer -> RANGE_PUSH (TIMER scalars [WAIT(bucket k) update(bucket k)]* | [order(comm, compute)] TIMER
+ *              scalars (update(own range) exchange | update(all))) RANGE_POP
+ * Waits for the gradient sync (per bucket with optimizer overlap), then the scalars and the update. */
 static void optimizer_phase(rank_ctx *c, bool opt_overlap, const uint32_t *bucket_done) {
   ddp_builder *b = c->b;
   ddp_layout *lay = c->lay;
@@ -88,6 +91,8 @@ static void optimizer_phase(rank_ctx *c, bool opt_overlap, const uint32_t *bucke
   rp_range(c, 0, RANGE_OPTIMIZER, NULL);
 }
 
+/* rank -> init; step -> RANGE_PUSH TIMER LOAD_BATCH [fwd|bwd [TIMER(BACKWARD_END)] [order sync(group)* after
+ *         its last writer]]* [order (REDUCE_SCATTER | ALL_REDUCE(flat) | unit*)] [optimizer] [order] TIMER RANGE_POP */
 static int assemble_rank(ddp_builder *b, ddp_layout *lay, int rank) {
   const ddp_schedule *s = b->s;
   ddp_rank_plan *rp = &b->plan->ranks[rank];
@@ -172,6 +177,7 @@ static int assemble_rank(ddp_builder *b, ddp_layout *lay, int rank) {
   return 0;
 }
 
+/* plan -> rank* (every rank's init and step) */
 int ddp_assemble_programs(ddp_builder *b, ddp_layout *lay, char *err, size_t errcap) {
   (void)err;
   (void)errcap;
