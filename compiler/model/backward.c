@@ -24,9 +24,7 @@ void b_backward(ddp_builder *b) {
       open_layer = n.layer;
       b->layer = n.layer;
       if (open_layer >= 0) {
-        char nm[64];
-        snprintf(nm, sizeof nm, "layers.%d.backward", open_layer);
-        b_range_push(b, RANGE_LAYER, nm);
+        b_range_push(b, RANGE_LAYER, b_fmt(b, "layers.%d.backward", open_layer));
       }
     }
     if (backward_of[n.kind]) backward_of[n.kind](b, &n);

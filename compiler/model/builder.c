@@ -29,6 +29,8 @@ void b_free(ddp_builder *b) {
   free(b->tape);
   free(b->grad_of);
   free(b->grad_done);
+  for (int i = 0; i < b->nnames; i++) free(b->names[i]);
+  free(b->names);
   memset(b, 0, sizeof *b);
 }
 
@@ -181,21 +183,18 @@ int b_unit(ddp_builder *b, const char *name, int64_t numel, bool trainable, int 
   u->init_b = c;
   u->fan_in = fan_in;
   u->ready = -1;
-  char tname[200];
   int64_t shape[1] = {numel};
-  snprintf(tname, sizeof tname, "%s", name);
-  u->master = b_tensor(b, tname, b->fdt, ARENA_PARAM, TF_PARAM | TF_PERSISTENT | (trainable ? TF_TRAINABLE : 0),
-                       1, shape);
+  u->master = b_tensor(b, name, b->fdt, ARENA_PARAM,
+                       TF_PARAM | TF_PERSISTENT | (trainable ? TF_TRAINABLE : 0), 1, shape);
   u->copy = u->master;
   if (b->act_dt != b->fdt) {
-    snprintf(tname, sizeof tname, "%s.%s", name, ddp_dtype_name(b->act_dt));
-    u->copy = b_tensor(b, tname, b->act_dt, ARENA_PARAM, TF_PARAM_COPY | TF_PERSISTENT, 1, shape);
+    u->copy = b_tensor(b, b_fmt(b, "%s.%s", name, ddp_dtype_name(b->act_dt)), b->act_dt, ARENA_PARAM,
+                       TF_PARAM_COPY | TF_PERSISTENT, 1, shape);
     b->plan->tensors[u->copy].param = u->master;
   }
   u->grad = -1;
   if (trainable && b->backward) {
-    snprintf(tname, sizeof tname, "%s.grad", name);
-    u->grad = b_tensor(b, tname, b->grad_dt, ARENA_GRAD, TF_GRAD | TF_PERSISTENT, 1, shape);
+    u->grad = b_tensor(b, b_fmt(b, "%s.grad", name), b->grad_dt, ARENA_GRAD, TF_GRAD | TF_PERSISTENT, 1, shape);
     b->plan->tensors[u->grad].param = u->master;
   }
   return (int)(u - b->units);
@@ -217,10 +216,7 @@ int32_t b_grad(ddp_builder *b, int32_t t) {
   grow_grad_maps(b);
   if (b->grad_of[t] >= 0) return b->grad_of[t];
   const ddp_tensor *tt = b_t(b, t);
-  char name[300];
-  snprintf(name, sizeof name, "%s.grad", tt->name);
-  int dt = tt->dtype;
-  int32_t g = b_tensor(b, name, dt, ARENA_ACT, 0, tt->ndim, tt->shape);
+  int32_t g = b_tensor(b, b_fmt(b, "%s.grad", tt->name), tt->dtype, ARENA_ACT, 0, tt->ndim, tt->shape);
   b->grad_of[t] = g;
   return g;
 }
@@ -265,9 +261,13 @@ int32_t b_name(ddp_builder *b, const char *fmt, ...) {
 const char *b_fmt(ddp_builder *b, const char *fmt, ...) {
   va_list ap;
   va_start(ap, fmt);
-  vsnprintf(b->namebuf, sizeof b->namebuf, fmt, ap);
+  int n = vsnprintf(NULL, 0, fmt, ap);
   va_end(ap);
-  return b->namebuf;
+  char *s = ddp_xmalloc(n > 0 ? (size_t)n + 1 : 1);
+  va_start(ap, fmt);
+  vsnprintf(s, n > 0 ? (size_t)n + 1 : 1, fmt, ap);
+  va_end(ap);
+  return *DDP_VEC_PUSH(b->names, b->nnames, b->cap_names) = s;
 }
 
 int ddp_model_build(ddp_builder *b, char *err, size_t errcap) {

@@ -71,7 +71,9 @@ typedef struct ddp_builder {
   int32_t tokens, targets, loss, loss_rows, scalars, rope_freq;
   int ready_counter;
   double flops;       /* model FLOPs per step per rank (forward, + backward when the plan has one) */
-  char namebuf[300];  /* b_fmt's result */
+  char **names;       /* b_fmt's results, freed with the builder */
+  int nnames;
+  size_t cap_names;
 } ddp_builder;
 
 /* Tensors. */
@@ -117,7 +119,7 @@ int b_unit_grad_acc(ddp_builder *b, int unit); /* same for a unit's gradient; ma
 
 ddp_node *b_record(ddp_builder *b, int kind, const char *name);
 int32_t b_name(ddp_builder *b, const char *fmt, ...);
-/* A formatted sub-tensor name ("%s.dg_part"), valid until the next call. */
+/* A formatted name ("%s.dg_part"), owned by the builder until b_free. */
 __attribute__((format(printf, 2, 3))) const char *b_fmt(ddp_builder *b, const char *fmt, ...);
 
 /* Backward (backward.c): walks the tape in reverse. */

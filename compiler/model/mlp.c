@@ -10,7 +10,7 @@
 int build_mlp(ddp_builder *b, char *err, size_t errcap) {
   const ddp_schedule *s = b->s;
   int64_t N = b->rows;
-  char nm[256];
+  const char *nm;
   int64_t shape[2] = {N, s->mlp_in};
   b->tokens = b_tensor(b, "batch.inputs", b->fdt, ARENA_IO, TF_TOKENS | TF_PERSISTENT, 2, shape);
   shape[1] = s->mlp_out;
@@ -30,24 +30,24 @@ int build_mlp(ddp_builder *b, char *err, size_t errcap) {
         wunit[l] = wunit[L->tie_weight_to];
       } else {
         float bound = (float)(1.0 / sqrt((double)L->in));
-        snprintf(nm, sizeof nm, "%s.weight", L->name);
+        nm = b_fmt(b, "%s.weight", L->name);
         wunit[l] = b_unit(b, nm, L->out * L->in, !L->weight_frozen, INIT_UNIFORM, -bound, bound, L->in);
         int64_t ws[2] = {L->out, L->in};
         b_param(b, wunit[l], nm, 0, 2, ws);
       }
       if (L->bias) {
         float bound = (float)(1.0 / sqrt((double)L->in));
-        snprintf(nm, sizeof nm, "%s.bias", L->name);
+        nm = b_fmt(b, "%s.bias", L->name);
         bunit[l] = b_unit(b, nm, L->out, !L->bias_frozen, INIT_UNIFORM, -bound, bound, L->in);
         int64_t bs[1] = {L->out};
         b_param(b, bunit[l], nm, 0, 1, bs);
       }
     } else if (L->kind == LAYER_LAYERNORM) {
       int64_t ds[1] = {L->in};
-      snprintf(nm, sizeof nm, "%s.weight", L->name);
+      nm = b_fmt(b, "%s.weight", L->name);
       wunit[l] = b_unit(b, nm, L->in, !L->weight_frozen, INIT_CONST, 1.0f, 0.0f, 0);
       b_param(b, wunit[l], nm, 0, 1, ds);
-      snprintf(nm, sizeof nm, "%s.bias", L->name);
+      nm = b_fmt(b, "%s.bias", L->name);
       bunit[l] = b_unit(b, nm, L->in, !L->bias_frozen, INIT_CONST, 0.0f, 0.0f, 0);
       b_param(b, bunit[l], nm, 0, 1, ds);
     }
@@ -72,13 +72,11 @@ int build_mlp(ddp_builder *b, char *err, size_t errcap) {
       }
       h = layer_linear(b, L->name, wunit[l], h, L->in, L->out, -1, l == s->n_mlp_layers - 1 ? b->fdt : b->act_dt);
       if (bunit[l] >= 0) {
-        snprintf(nm, sizeof nm, "%s.bias", L->name);
-        layer_bias(b, nm, bunit[l], h, L->out);
+        layer_bias(b, b_fmt(b, "%s.bias", L->name), bunit[l], h, L->out);
       }
       width = L->out;
     } else if (L->kind == LAYER_RELU) {
-      snprintf(nm, sizeof nm, "relu%d", l);
-      h = layer_relu(b, nm, h, width);
+      h = layer_relu(b, b_fmt(b, "relu%d", l), h, width);
     } else {
       if (L->in != width) {
         return ddp_fail(err, errcap, "%s: model layer %s: LayerNorm(%lld) after a layer of width %lld", s->path,

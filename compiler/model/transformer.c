@@ -30,7 +30,7 @@ int build_transformer(ddp_builder *b, char *err, size_t errcap) {
   (void)errcap;
   const ddp_schedule *s = b->s;
   int64_t D = s->d_model, F = s->d_ff, V = s->vocab, H = s->heads, N = b->rows;
-  char nm[256];
+  const char *nm;
   int64_t shape[2] = {N, 0};
   b->tokens = b_tensor(b, "batch.tokens", DT_I32, ARENA_IO, TF_TOKENS | TF_PERSISTENT, 1, shape);
   b->targets = b_tensor(b, "batch.targets", DT_I32, ARENA_IO, TF_TARGETS | TF_PERSISTENT, 1, shape);
@@ -44,29 +44,22 @@ int build_transformer(ddp_builder *b, char *err, size_t errcap) {
   int *wo = ddp_xcalloc((size_t)s->layers, sizeof(int)), *ln2 = ddp_xcalloc((size_t)s->layers, sizeof(int));
   int *w13 = ddp_xcalloc((size_t)s->layers, sizeof(int)), *w2 = ddp_xcalloc((size_t)s->layers, sizeof(int));
   for (int64_t l = 0; l < s->layers; l++) {
-    snprintf(nm, sizeof nm, "layers.%lld.attn.qkv_proj", (long long)l);
-    qkv[l] = linear_unit(b, nm, 3 * D, D, D);
+    qkv[l] = linear_unit(b, b_fmt(b, "layers.%lld.attn.qkv_proj", (long long)l), 3 * D, D, D);
     const char *qkv_names[3] = {"q_proj", "k_proj", "v_proj"};
     for (int k = 0; k < 3; k++) {
-      snprintf(nm, sizeof nm, "layers.%lld.attn.%s.weight", (long long)l, qkv_names[k]);
-      weight_param(b, qkv[l], nm, k * D, D, D);
+      weight_param(b, qkv[l], b_fmt(b, "layers.%lld.attn.%s.weight", (long long)l, qkv_names[k]), k * D, D, D);
     }
-    snprintf(nm, sizeof nm, "layers.%lld.attn.output_proj.weight", (long long)l);
+    nm = b_fmt(b, "layers.%lld.attn.output_proj.weight", (long long)l);
     wo[l] = linear_unit(b, nm, D, D, D);
     weight_param(b, wo[l], nm, 0, D, D);
-    snprintf(nm, sizeof nm, "layers.%lld.ln1.weight", (long long)l);
-    ln1[l] = norm_unit(b, nm, D);
-    snprintf(nm, sizeof nm, "layers.%lld.ffn.w13", (long long)l);
-    w13[l] = linear_unit(b, nm, 2 * F, F, D);
-    snprintf(nm, sizeof nm, "layers.%lld.ffn.w1.weight", (long long)l);
-    weight_param(b, w13[l], nm, 0, F, D);
-    snprintf(nm, sizeof nm, "layers.%lld.ffn.w2.weight", (long long)l);
+    ln1[l] = norm_unit(b, b_fmt(b, "layers.%lld.ln1.weight", (long long)l), D);
+    w13[l] = linear_unit(b, b_fmt(b, "layers.%lld.ffn.w13", (long long)l), 2 * F, F, D);
+    weight_param(b, w13[l], b_fmt(b, "layers.%lld.ffn.w1.weight", (long long)l), 0, F, D);
+    nm = b_fmt(b, "layers.%lld.ffn.w2.weight", (long long)l);
     w2[l] = linear_unit(b, nm, D, D, F);
     weight_param(b, w2[l], nm, 0, D, F);
-    snprintf(nm, sizeof nm, "layers.%lld.ffn.w3.weight", (long long)l);
-    weight_param(b, w13[l], nm, F, F, D);
-    snprintf(nm, sizeof nm, "layers.%lld.ln2.weight", (long long)l);
-    ln2[l] = norm_unit(b, nm, D);
+    weight_param(b, w13[l], b_fmt(b, "layers.%lld.ffn.w3.weight", (long long)l), F, F, D);
+    ln2[l] = norm_unit(b, b_fmt(b, "layers.%lld.ln2.weight", (long long)l), D);
   }
   int lnf = norm_unit(b, "ln_final.weight", D);
   int head = linear_unit(b, "lm_head.weight", V, V, D);
@@ -77,30 +70,21 @@ int build_transformer(ddp_builder *b, char *err, size_t errcap) {
   int32_t x = layer_embedding(b, "token_embeddings", emb, b->tokens, D);
   for (int64_t l = 0; l < s->layers; l++) {
     b->layer = (int)l;
-    snprintf(nm, sizeof nm, "layers.%lld", (long long)l);
-    b_range_push(b, RANGE_LAYER, nm);
+    b_range_push(b, RANGE_LAYER, b_fmt(b, "layers.%lld", (long long)l));
     char p[64];
     snprintf(p, sizeof p, "layers.%lld", (long long)l);
-    snprintf(nm, sizeof nm, "%s.ln1", p);
-    int32_t h = layer_rmsnorm(b, nm, ln1[l], x, D, b->act_dt);
-    snprintf(nm, sizeof nm, "%s.attn.qkv_proj", p);
-    int32_t q = layer_linear(b, nm, qkv[l], h, D, 3 * D, -1, b->act_dt);
+    int32_t h = layer_rmsnorm(b, b_fmt(b, "%s.ln1", p), ln1[l], x, D, b->act_dt);
+    int32_t q = layer_linear(b, b_fmt(b, "%s.attn.qkv_proj", p), qkv[l], h, D, 3 * D, -1, b->act_dt);
     b_range_push(b, RANGE_ATTENTION, "attention");
-    snprintf(nm, sizeof nm, "%s.attn.rope", p);
-    layer_rope(b, nm, q, D, H);
-    snprintf(nm, sizeof nm, "%s.attn.sdpa", p);
+    layer_rope(b, b_fmt(b, "%s.attn.rope", p), q, D, H);
+    nm = b_fmt(b, "%s.attn.sdpa", p);
     int32_t a = s->attention == ATTN_NAIVE ? layer_attention_naive(b, nm, q, D, H) : layer_attention(b, nm, q, D, H);
     b_range_pop(b);
-    snprintf(nm, sizeof nm, "%s.attn.output_proj", p);
-    x = layer_linear(b, nm, wo[l], a, D, D, x, b->res_dt);
-    snprintf(nm, sizeof nm, "%s.ln2", p);
-    int32_t h2 = layer_rmsnorm(b, nm, ln2[l], x, D, b->act_dt);
-    snprintf(nm, sizeof nm, "%s.ffn.w13", p);
-    int32_t ab = layer_linear(b, nm, w13[l], h2, D, 2 * F, -1, b->act_dt);
-    snprintf(nm, sizeof nm, "%s.ffn.swiglu", p);
-    int32_t g = layer_swiglu(b, nm, ab, F);
-    snprintf(nm, sizeof nm, "%s.ffn.w2", p);
-    x = layer_linear(b, nm, w2[l], g, F, D, x, b->res_dt);
+    x = layer_linear(b, b_fmt(b, "%s.attn.output_proj", p), wo[l], a, D, D, x, b->res_dt);
+    int32_t h2 = layer_rmsnorm(b, b_fmt(b, "%s.ln2", p), ln2[l], x, D, b->act_dt);
+    int32_t ab = layer_linear(b, b_fmt(b, "%s.ffn.w13", p), w13[l], h2, D, 2 * F, -1, b->act_dt);
+    int32_t g = layer_swiglu(b, b_fmt(b, "%s.ffn.swiglu", p), ab, F);
+    x = layer_linear(b, b_fmt(b, "%s.ffn.w2", p), w2[l], g, F, D, x, b->res_dt);
     b_range_pop(b);
   }
   b->layer = -1;

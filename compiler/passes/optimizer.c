@@ -82,11 +82,9 @@ void pass_exchange_params(rank_ctx *c) {
                   "zero1.all_gather");
   } else {
     for (int q = 0; q < lay->world; q++) {
-      char nm[64];
-      snprintf(nm, sizeof nm, "shard.broadcast.rank%d", q);
       if (lay->own_hi[q] > lay->own_lo[q])
         rp_collective(c, I_BROADCAST, STREAM_COMM, lay->flat_params, lay->own_lo[q], lay->own_hi[q] - lay->own_lo[q],
-                      REDOP_SUM, q, nm);
+                      REDOP_SUM, q, b_fmt(c->b, "shard.broadcast.rank%d", q));
     }
   }
   rp_order(c, STREAM_COMM, STREAM_COMPUTE);

@@ -39,10 +39,8 @@ static void allreduce_unit_params(rank_ctx *c, int u) {
   for (int p = 0; p < b->nparams; p++) {
     const ddp_model_param *pp = &b->params[p];
     if (pp->unit != u) continue;
-    char nm[300];
-    snprintf(nm, sizeof nm, "all_reduce.%s", b_t(b, pp->tensor)->state_name);
     rp_collective(c, I_ALL_REDUCE, STREAM_COMM, c->lay->flat_grads, b->units[u].flat_offset + pp->unit_offset,
-                  pp->numel, REDOP_AVG, 0, nm);
+                  pp->numel, REDOP_AVG, 0, b_fmt(c->b, "all_reduce.%s", b_t(b, pp->tensor)->state_name));
   }
 }
 
@@ -51,9 +49,8 @@ static void allreduce_bucket(rank_ctx *c, int k) {
   ddp_layout *lay = c->lay;
   int first = lay->order[lay->buckets[k].first], last = lay->order[lay->buckets[k].last];
   int64_t lo = c->b->units[first].flat_offset, hi = unit_end(c->b, last);
-  char nm[64];
-  snprintf(nm, sizeof nm, "all_reduce.bucket%d", k);
-  rp_collective(c, I_ALL_REDUCE, STREAM_COMM, lay->flat_grads, lo, hi - lo, REDOP_AVG, 0, nm);
+  rp_collective(c, I_ALL_REDUCE, STREAM_COMM, lay->flat_grads, lo, hi - lo, REDOP_AVG, 0,
+                b_fmt(c->b, "all_reduce.bucket%d", k));
 }
 
 /* optimizer -> RANGE_PUSH (TIMER scalars [WAIT(bucket k) update(bucket k)]* | [order(comm, compute)] TIMER
@@ -72,9 +69,7 @@ static void optimizer_phase(rank_ctx *c, bool opt_overlap, const uint32_t *bucke
     for (int k = 0; k < lay->nbuckets; k++) {
       rp_wait(c, STREAM_COMPUTE, bucket_done[k]);
       int first = lay->order[lay->buckets[k].first], last = lay->order[lay->buckets[k].last];
-      char nm[64];
-      snprintf(nm, sizeof nm, "optimizer.bucket%d", k);
-      pass_update(c, b->units[first].flat_offset, unit_end(b, last), 0, true, nm);
+      pass_update(c, b->units[first].flat_offset, unit_end(b, last), 0, true, b_fmt(c->b, "optimizer.bucket%d", k));
     }
   } else {
     if (dist) rp_order(c, STREAM_COMM, STREAM_COMPUTE);

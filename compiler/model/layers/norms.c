@@ -22,12 +22,10 @@ static void reduce_into_unit(ddp_builder *b, int unit, int32_t part, int64_t P, 
 }
 
 int32_t layer_rmsnorm(ddp_builder *b, const char *name, int unit, int32_t x, int64_t d, int out_dt) {
-  char nm[256];
   int64_t rows = b_t(b, x)->shape[0];
-  snprintf(nm, sizeof nm, "%s.out", name);
-  int32_t y = b_act(b, nm, out_dt, rows, d);
-  snprintf(nm, sizeof nm, "%s.rstd", name);
-  int32_t rstd = b_act(b, nm, b->fdt, rows, 0); /* also without a backward: see the top comment */
+  int32_t y = b_act(b, b_fmt(b, "%s.out", name), out_dt, rows, d);
+  /* also without a backward: see the top comment */
+  int32_t rstd = b_act(b, b_fmt(b, "%s.rstd", name), b->fdt, rows, 0);
   ddp_instr in = b_kernel(OP_RMSNORM_FWD);
   b_buf(b, &in, 0, x);
   b_buf(b, &in, 1, b->units[unit].master);
@@ -52,9 +50,7 @@ void layer_rmsnorm_bwd(ddp_builder *b, const ddp_node *n) {
   if (!b_has_grad(b, y)) return;
   int64_t rows = n->i[0], d = n->i[1], P = b_partials(rows);
   const char *name = ddp_plan_string(b->plan, n->name);
-  char nm[256];
-  snprintf(nm, sizeof nm, "%s.dg_part", name);
-  int32_t part = b_act(b, nm, b->fdt, P, d);
+  int32_t part = b_act(b, b_fmt(b, "%s.dg_part", name), b->fdt, P, d);
   int32_t dy = b_grad(b, y);
   int32_t dx = b_needs_grad(b, x) ? b_grad(b, x) : -1;
   ddp_instr in = b_kernel(OP_RMSNORM_BWD);
@@ -68,22 +64,17 @@ void layer_rmsnorm_bwd(ddp_builder *b, const ddp_node *n) {
   in.i[1] = d;
   in.i[2] = dx >= 0 ? b_grad_acc(b, dx) : 0;
   in.i[3] = P;
-  snprintf(nm, sizeof nm, "%s.bwd", name);
-  b_emit(b, in, nm);
-  snprintf(nm, sizeof nm, "%s.dg", name);
-  reduce_into_unit(b, n->u[0], part, P, d, nm);
+  b_emit(b, in, b_fmt(b, "%s.bwd", name));
+  reduce_into_unit(b, n->u[0], part, P, d, b_fmt(b, "%s.dg", name));
 }
 
 int32_t layer_layernorm(ddp_builder *b, const char *name, int wunit, int bunit, int32_t x, int64_t d) {
-  char nm[256];
   int64_t rows = b_t(b, x)->shape[0];
   int dt = b_t(b, x)->dtype;
-  snprintf(nm, sizeof nm, "%s.out", name);
-  int32_t y = b_act(b, nm, dt, rows, d);
-  snprintf(nm, sizeof nm, "%s.mean", name);
-  int32_t mean = b_act(b, nm, b->fdt, rows, 0); /* also without a backward: see the top comment */
-  snprintf(nm, sizeof nm, "%s.rstd", name);
-  int32_t rstd = b_act(b, nm, b->fdt, rows, 0);
+  int32_t y = b_act(b, b_fmt(b, "%s.out", name), dt, rows, d);
+  /* also without a backward: see the top comment */
+  int32_t mean = b_act(b, b_fmt(b, "%s.mean", name), b->fdt, rows, 0);
+  int32_t rstd = b_act(b, b_fmt(b, "%s.rstd", name), b->fdt, rows, 0);
   ddp_instr in = b_kernel(OP_LAYERNORM_FWD);
   b_buf(b, &in, 0, x);
   b_buf(b, &in, 1, b->units[wunit].master);
@@ -112,11 +103,8 @@ void layer_layernorm_bwd(ddp_builder *b, const ddp_node *n) {
   if (!b_has_grad(b, y)) return;
   int64_t rows = n->i[0], d = n->i[1], P = b_partials(rows);
   const char *name = ddp_plan_string(b->plan, n->name);
-  char nm[256];
-  snprintf(nm, sizeof nm, "%s.dw_part", name);
-  int32_t wpart = b_act(b, nm, b->fdt, P, d);
-  snprintf(nm, sizeof nm, "%s.db_part", name);
-  int32_t bpart = b_act(b, nm, b->fdt, P, d);
+  int32_t wpart = b_act(b, b_fmt(b, "%s.dw_part", name), b->fdt, P, d);
+  int32_t bpart = b_act(b, b_fmt(b, "%s.db_part", name), b->fdt, P, d);
   int32_t dy = b_grad(b, y);
   int32_t dx = b_needs_grad(b, x) ? b_grad(b, x) : -1;
   ddp_instr in = b_kernel(OP_LAYERNORM_BWD);
@@ -132,10 +120,7 @@ void layer_layernorm_bwd(ddp_builder *b, const ddp_node *n) {
   in.i[1] = d;
   in.i[2] = dx >= 0 ? b_grad_acc(b, dx) : 0;
   in.i[3] = P;
-  snprintf(nm, sizeof nm, "%s.bwd", name);
-  b_emit(b, in, nm);
-  snprintf(nm, sizeof nm, "%s.dw", name);
-  reduce_into_unit(b, n->u[0], wpart, P, d, nm);
-  snprintf(nm, sizeof nm, "%s.db", name);
-  reduce_into_unit(b, n->u[1], bpart, P, d, nm);
+  b_emit(b, in, b_fmt(b, "%s.bwd", name));
+  reduce_into_unit(b, n->u[0], wpart, P, d, b_fmt(b, "%s.dw", name));
+  reduce_into_unit(b, n->u[1], bpart, P, d, b_fmt(b, "%s.db", name));
 }
