@@ -60,7 +60,7 @@ int32_t b_tensor(ddp_builder *b, const char *name, int dtype, int arena, uint32_
   t.base = -1;
   t.param = -1;
   t.first_use = t.last_use = -1;
-  int32_t id = ddp_plan_add_tensor(b->plan, &t);
+  int32_t id = must(ddp_plan_add_tensor(b->plan, &t));
   grow_grad_maps(b);
   return id;
 }
@@ -102,16 +102,28 @@ void b_buf(ddp_builder *b, ddp_instr *in, int slot, int32_t tensor) {
   b_arg(in, slot, tensor, 0, tensor >= 0 ? b_t(b, tensor)->dtype : DT_NONE);
 }
 
+/* The plan's tables answer -1 / NULL when out of memory; the builder has no way to report it, so it ends
+ * the process with the checked allocators' one line (as base/vec.c does). */
+static int32_t must(int32_t id) {
+  if (id < 0) ddp_xmalloc(SIZE_MAX);
+  return id;
+}
+
+ddp_instr *b_push(ddp_builder *b, ddp_program *prog, ddp_instr in, const char *name) {
+  if (name) in.name = must(ddp_plan_add_string(b->plan, name));
+  ddp_instr *at = ddp_program_push(prog, &in);
+  if (!at) ddp_xmalloc(SIZE_MAX);
+  return at;
+}
+
 ddp_instr *b_emit(ddp_builder *b, ddp_instr in, const char *name) {
   in.layer = b->layer;
-  if (name) in.name = ddp_plan_add_string(b->plan, name);
-  return ddp_program_push(&b->step, &in);
+  return b_push(b, &b->step, in, name);
 }
 
 ddp_instr *b_emit_init(ddp_builder *b, ddp_instr in, const char *name) {
   in.layer = -1;
-  if (name) in.name = ddp_plan_add_string(b->plan, name);
-  return ddp_program_push(&b->init, &in);
+  return b_push(b, &b->init, in, name);
 }
 
 void b_range_push(ddp_builder *b, int kind, const char *name) {
@@ -245,7 +257,7 @@ ddp_node *b_record(ddp_builder *b, int kind, const char *name) {
   for (int i = 0; i < 4; i++) n->u[i] = -1;
   n->kind = kind;
   n->layer = b->layer;
-  n->name = ddp_plan_add_string(b->plan, name);
+  n->name = name ? must(ddp_plan_add_string(b->plan, name)) : -1;
   return n;
 }
 
@@ -255,7 +267,7 @@ int32_t b_name(ddp_builder *b, const char *fmt, ...) {
   va_start(ap, fmt);
   vsnprintf(buf, sizeof buf, fmt, ap);
   va_end(ap);
-  return ddp_plan_add_string(b->plan, buf);
+  return must(ddp_plan_add_string(b->plan, buf));
 }
 
 const char *b_fmt(ddp_builder *b, const char *fmt, ...) {

@@ -91,6 +91,8 @@ const ddp_tensor *b_t(const ddp_builder *b, int32_t t);
 ddp_instr b_kernel(int op);
 void b_arg(ddp_instr *in, int slot, int32_t tensor, uint64_t view_bytes, int dtype);
 void b_buf(ddp_builder *b, ddp_instr *in, int slot, int32_t tensor); /* tensor's own dtype */
+/* Appends `in` (named, when name is given) to prog. */
+ddp_instr *b_push(ddp_builder *b, ddp_program *prog, ddp_instr in, const char *name);
 ddp_instr *b_emit(ddp_builder *b, ddp_instr in, const char *name);
 ddp_instr *b_emit_init(ddp_builder *b, ddp_instr in, const char *name);
 void b_range_push(ddp_builder *b, int kind, const char *name);

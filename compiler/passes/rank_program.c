@@ -3,8 +3,7 @@
 #include <stdio.h>
 
 ddp_instr *rp_push(rank_ctx *c, ddp_instr in, const char *name) {
-  if (name) in.name = ddp_plan_add_string(c->b->plan, name);
-  return ddp_program_push(c->out, &in);
+  return b_push(c->b, c->out, in, name);
 }
 
 void rp_timer(rank_ctx *c, int stream, int role) {

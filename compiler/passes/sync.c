@@ -128,7 +128,7 @@ static int assemble_rank(ddp_builder *b, ddp_layout *lay, int rank) {
     if (k < b->step.n) {
       ddp_instr in = b->step.v[k];
       if (in.opcode == I_TIMER) in.i[0] = c.ntimers++;
-      ddp_program_push(c.out, &in);
+      rp_push(&c, in, NULL);
     }
     if (grads && (k + 1 == b->step.n || (b->step.n == 0 && k == 0)))
       rp_timer(&c, STREAM_COMPUTE, TIMER_BACKWARD_END);
