@@ -8,6 +8,13 @@
 #include <string.h>
 
 
+/* The plan's tables answer -1 / NULL when out of memory; the builder has no way to report it, so it ends
+ * the process with the checked allocators' one line (as base/vec.c does). */
+static int32_t must(int32_t id) {
+  if (id < 0) ddp_xmalloc(SIZE_MAX);
+  return id;
+}
+
 void b_init(ddp_builder *b, ddp_plan *plan, const ddp_schedule *s, bool f64) {
   memset(b, 0, sizeof *b);
   b->plan = plan;
@@ -100,13 +107,6 @@ void b_arg(ddp_instr *in, int slot, int32_t tensor, uint64_t view_bytes, int dty
 
 void b_buf(ddp_builder *b, ddp_instr *in, int slot, int32_t tensor) {
   b_arg(in, slot, tensor, 0, tensor >= 0 ? b_t(b, tensor)->dtype : DT_NONE);
-}
-
-/* The plan's tables answer -1 / NULL when out of memory; the builder has no way to report it, so it ends
- * the process with the checked allocators' one line (as base/vec.c does). */
-static int32_t must(int32_t id) {
-  if (id < 0) ddp_xmalloc(SIZE_MAX);
-  return id;
 }
 
 ddp_instr *b_push(ddp_builder *b, ddp_program *prog, ddp_instr in, const char *name) {
