@@ -7,7 +7,6 @@
 #include <stdio.h>
 #include <string.h>
 
-static const char *const fe_overlaps[] = {"backward", "none", NULL};
 
 static void fe_single(ddp_schedule *s) {
   s->ranks = 1;
@@ -49,10 +48,10 @@ static void fe_ddp(fe_conv *c, const fe_tab *p) {
     s->bucket_mb = 25;
 
   bool can_overlap = s->sync == SYNC_INDIVIDUAL || bucketed;
-  int ov = can_overlap ? 0 : 1;
-  if (fe_enum(c, p, "overlap", fe_overlaps, &ov) && ov == 0 && !can_overlap)
+  int ov = can_overlap ? OVERLAP_BACKWARD : OVERLAP_NONE;
+  if (fe_enum(c, p, "overlap", ddp_overlap_names, &ov) && ov == OVERLAP_BACKWARD && !can_overlap)
     fe_bad(c, p, "overlap", "needs sync = \"individual\" or \"bucketed\" (naive and flat sync after the backward)");
-  s->overlap_backward = ov == 0;
+  s->overlap_backward = ov == OVERLAP_BACKWARD;
 
   s->optimizer_overlap = false;
   if (fe_bool(c, p, "optimizer_overlap", &s->optimizer_overlap) && s->optimizer_overlap &&
