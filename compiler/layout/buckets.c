@@ -84,7 +84,7 @@ static int by_policy(ddp_builder *b, const int *order, int n, int *bucket_of, ch
   return nb;
 }
 
-int ddp_buckets_assign(ddp_builder *b, const int *order, int n, int *bucket_of, char *err, size_t errcap) {
+int ddp_layout_assign_buckets(ddp_builder *b, const int *order, int n, int *bucket_of, char *err, size_t errcap) {
   if (b->s->bucket_policy) return by_policy(b, order, n, bucket_of, err, errcap);
   return by_size(b, order, n, bucket_of);
 }

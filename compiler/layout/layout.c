@@ -45,7 +45,7 @@ static int layout_buckets(ddp_builder *b, ddp_layout *lay, char *err, size_t err
   int *bucket_of = ddp_xcalloc((size_t)lay->norder, sizeof(int));
   lay->nbuckets = 1;
   if (b->s->sync == SYNC_BUCKETED && b->backward)
-    lay->nbuckets = ddp_buckets_assign(b, lay->order, lay->norder, bucket_of, err, errcap);
+    lay->nbuckets = ddp_layout_assign_buckets(b, lay->order, lay->norder, bucket_of, err, errcap);
   if (lay->nbuckets < 0) {
     free(bucket_of);
     return -1;
@@ -129,7 +129,7 @@ int ddp_layout_build(ddp_builder *b, ddp_layout *lay, char *err, size_t errcap) 
   lay->flat_params = lay->flat_copies = lay->flat_grads = lay->flat_m = lay->flat_v = lay->sumsq_partials = -1;
   if (layout_order(b, lay, err, errcap) != 0 || layout_buckets(b, lay, err, errcap) != 0) return -1;
   layout_offsets(b, lay);
-  layout_ownership(b, lay);
+  ddp_layout_ownership(b, lay);
   layout_optimizer_state(b, lay);
   return 0;
 }

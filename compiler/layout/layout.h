@@ -34,12 +34,12 @@ int ddp_layout_build(ddp_builder *b, ddp_layout *lay, char *err, size_t errcap);
 void ddp_layout_free(ddp_layout *lay);
 
 /* Optimizer ownership (ownership.c): fills own_lo/own_hi and state_elems. */
-void layout_ownership(const ddp_builder *b, ddp_layout *lay);
+void ddp_layout_ownership(const ddp_builder *b, ddp_layout *lay);
 
 /* Bucket assignment (bucketed sync): fills bucket_of[k] for the trainable units order[0..n) given in
  * gradient-ready order: by size (bucket_mb, a unit larger than the cap gets a bucket of its own), or by
  * the schedule's Lua policy. Returns the number of buckets, or -1 with an error. */
-int ddp_buckets_assign(ddp_builder *b, const int *order, int n, int *bucket_of, char *err, size_t errcap);
+int ddp_layout_assign_buckets(ddp_builder *b, const int *order, int n, int *bucket_of, char *err, size_t errcap);
 
 /* The plan's bucket table (bucketed sync, after the memory planner has placed the gradient arena). */
 void ddp_layout_record_buckets(ddp_plan *p, const ddp_builder *b, const ddp_layout *lay);

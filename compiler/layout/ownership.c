@@ -3,7 +3,7 @@
  * whole units, balanced by elements. The per-rank optimizer-state size is the largest owned range. */
 #include "layout.h"
 
-void layout_ownership(const ddp_builder *b, ddp_layout *lay) {
+void ddp_layout_ownership(const ddp_builder *b, ddp_layout *lay) {
   const ddp_schedule *s = b->s;
   lay->own_lo = ddp_xcalloc((size_t)lay->world, sizeof(int64_t));
   lay->own_hi = ddp_xcalloc((size_t)lay->world, sizeof(int64_t));
