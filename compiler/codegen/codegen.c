@@ -5,7 +5,6 @@
 #include "err.h"
 #include <pthread.h>
 #include <stdio.h>
-#include <stdlib.h>
 #include <string.h>
 
 static int32_t find_or_add_module(ddp_plan *p, int op, const char *spec) {

@@ -13,7 +13,6 @@
 #include "err.h"
 #include <stdarg.h>
 #include <stdio.h>
-#include <stdlib.h>
 #include <string.h>
 
 #define MAX_GRID_X 2147483647LL

@@ -8,7 +8,6 @@
 #include "err.h"
 #include <stdarg.h>
 #include <stdio.h>
-#include <string.h>
 
 typedef struct fe_bucket_call {
   fe_sandbox *sb;

@@ -5,7 +5,6 @@
 #include "dtype.h"
 #include "plan.h"
 #include <stdio.h>
-#include <string.h>
 
 
 static void fe_single(ddp_schedule *s) {

@@ -4,7 +4,6 @@
 #include "inspect_program.h"
 #include <inttypes.h>
 #include <stdlib.h>
-#include <string.h>
 
 static const char *stream_name(uint32_t s) {
   return s == STREAM_COMPUTE ? "compute" : s == STREAM_COMM ? "comm" : "aux";

@@ -5,7 +5,6 @@
  * bucket. */
 #include "layout.h"
 #include <stdlib.h>
-#include <string.h>
 
 static int by_size(ddp_builder *b, const int *order, int n, int *bucket_of) {
   double cap = b->s->bucket_mb * 1024.0 * 1024.0;

@@ -2,9 +2,7 @@
 #include "err.h"
 #include "memplan.h"
 #include "access.h"
-#include <stdio.h>
 #include <stdlib.h>
-#include <string.h>
 
 static uint64_t align_up(uint64_t v) { return (v + DDP_ALIGN - 1) / DDP_ALIGN * DDP_ALIGN; }
 

@@ -1,7 +1,6 @@
 /* compiler/backward.c: reverse-mode differentiation: walks the tape recorded by the forward in reverse
  * and calls each layer kind's backward wiring. Layer ranges (NVTX) follow the forward's layers. */
 #include "layers.h"
-#include <stdio.h>
 
 typedef void (*bwd_fn)(ddp_builder *, const ddp_node *);
 

@@ -5,7 +5,6 @@
 #include "err.h"
 #include "models.h"
 #include <math.h>
-#include <stdio.h>
 
 int build_mlp(ddp_builder *b, char *err, size_t errcap) {
   const ddp_schedule *s = b->s;

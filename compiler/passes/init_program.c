@@ -4,7 +4,6 @@
  * copies. A forward plan (mode "forward") has no collectives: there every rank initialises as rank 0
  * does unless the schedule turns the broadcast off, which gives the broadcast's result without it. */
 #include "passes.h"
-#include <stdio.h>
 
 static void memset_tensor(rank_ctx *c, int32_t t) {
   if (t < 0) return;

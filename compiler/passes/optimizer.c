@@ -3,7 +3,6 @@
  * scale), the fused AdamW/SGD update over flat ranges, and for sharded optimizers the exchange that
  * brings every rank the updated parameters. */
 #include "passes.h"
-#include <stdio.h>
 
 /* scalars -> [SUMSQ(grads) [ALL_REDUCE(partials) when summed over a shard]] OPT_SCALARS */
 void pass_opt_scalars(rank_ctx *c, bool sumsq_over_shard) {

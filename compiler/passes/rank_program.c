@@ -1,6 +1,5 @@
 /* compiler/passes/rank_program.c: the helpers of passes.h that append to one rank's programs. */
 #include "passes.h"
-#include <stdio.h>
 
 ddp_instr *rp_push(rank_ctx *c, ddp_instr in, const char *name) {
   return b_push(c->b, c->out, in, name);

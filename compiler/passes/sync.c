@@ -13,9 +13,7 @@
  * OPT_BEGIN timer), "forward" after the loss (no backward, no BACKWARD_END timer, no collectives). */
 #include "passes.h"
 #include "access.h"
-#include <stdio.h>
 #include <stdlib.h>
-#include <string.h>
 
 
 static int64_t unit_end(const ddp_builder *b, int u) { return b->units[u].flat_offset + b->units[u].numel; }

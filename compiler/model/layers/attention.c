@@ -3,7 +3,6 @@
  * ATTN_FWD saves the log-sum-exp; the backward is PREP (delta) + DKV + DQ, recomputing P). */
 #include "layers.h"
 #include <math.h>
-#include <stdio.h>
 
 static void rope_instr(ddp_builder *b, int32_t t, int64_t d, int64_t heads, int inverse, const char *name) {
   const ddp_schedule *s = b->s;

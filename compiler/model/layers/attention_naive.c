@@ -5,7 +5,6 @@
  * activation-dtype [B, H, T, T] tensors per layer. */
 #include "layers.h"
 #include <math.h>
-#include <stdio.h>
 
 typedef struct {
   int64_t B, T, H, Dh, D;

@@ -1,7 +1,6 @@
 /* compiler/layers/embedding.c: token embedding lookup (table (vocab, d_model), read from the fp32
  * master) and its deterministic backward (tokens accumulated in order into the table's gradient). */
 #include "layers.h"
-#include <stdio.h>
 
 int32_t layer_embedding(ddp_builder *b, const char *name, int unit, int32_t tokens, int64_t d) {
   int64_t rows = b_t(b, tokens)->shape[0];

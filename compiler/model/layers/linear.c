@@ -2,7 +2,6 @@
  * residual add through the GEMM's C operand: y = x W^T (+ residual). Backward: dW = dy^T x (first),
  * dx = dy W, and the residual's gradient is dy itself (shared, not copied). */
 #include "layers.h"
-#include <stdio.h>
 
 int32_t layer_linear(ddp_builder *b, const char *name, int unit, int32_t x, int64_t in, int64_t out, int32_t residual,
                      int out_dt) {

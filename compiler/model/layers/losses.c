@@ -3,7 +3,6 @@
  * scalar loss is SUM(loss rows) scaled to the mean; the gradient scale makes DDP's gradient average equal
  * the global-batch mean. Without a backward (mode "forward") no gradient is written. */
 #include "layers.h"
-#include <stdio.h>
 
 static void loss_scalar(ddp_builder *b, int32_t rows_t, int64_t rows, double scale) {
   ddp_instr in = b_kernel(OP_SUM);

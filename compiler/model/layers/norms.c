@@ -5,7 +5,6 @@
  * the statistic as stored (rounded to f32), so dropping them would change a forward plan's loss in the
  * last bits against the train plan's; they are tiny and live only during their own instruction. */
 #include "layers.h"
-#include <stdio.h>
 
 static void reduce_into_unit(ddp_builder *b, int unit, int32_t part, int64_t P, int64_t d, const char *name) {
   ddp_unit *u = &b->units[unit];

@@ -1,7 +1,6 @@
 /* compiler/layers/pointwise.c: SwiGLU (h = silu(a) * b on the fused [w1 x | w3 x] activation), ReLU and
  * the bias add of the toy MLPs (y += b in place; the bias gradient is the column sum of dy). */
 #include "layers.h"
-#include <stdio.h>
 
 int32_t layer_swiglu(ddp_builder *b, const char *name, int32_t ab, int64_t dff) {
   int32_t h = b_act(b, b_fmt(b, "%s.out", name), b_t(b, ab)->dtype, b->rows, dff);
