@@ -1,11 +1,10 @@
-/* compiler/model_transformer.c: the cs336 (2025) transformer LM: token embedding, pre-norm blocks
+/* compiler/model/transformer.c: the cs336 (2025) transformer LM: token embedding, pre-norm blocks
  * x + attn(rms1(x)), x + ffn(rms2(x)) with RoPE attention and SwiGLU, final RMSNorm, untied LM head, mean
  * cross-entropy. q/k/v and w1/w3 weights are stored adjacently (one GEMM each) under their own
  * state-dict names. Init: truncated normal std sqrt(2/(in+out)) cut at 3 std; embedding std 1; norms 1. */
 #include "layers.h"
 #include "models.h"
 #include <math.h>
-#include <stdio.h>
 #include <stdlib.h>
 
 static int linear_unit(ddp_builder *b, const char *unit_name, int64_t out_total, int64_t out_each, int64_t in) {
@@ -40,26 +39,23 @@ int build_transformer(ddp_builder *b, char *err, size_t errcap) {
   /* Parameters in model.parameters() order. */
   int emb = b_unit(b, "token_embeddings.weight", V * D, true, INIT_TRUNC_NORMAL, 1.0f, 3.0f, D);
   weight_param(b, emb, "token_embeddings.weight", 0, V, D);
-  int *ln1 = ddp_xcalloc((size_t)s->layers, sizeof(int)), *qkv = ddp_xcalloc((size_t)s->layers, sizeof(int));
-  int *wo = ddp_xcalloc((size_t)s->layers, sizeof(int)), *ln2 = ddp_xcalloc((size_t)s->layers, sizeof(int));
-  int *w13 = ddp_xcalloc((size_t)s->layers, sizeof(int)), *w2 = ddp_xcalloc((size_t)s->layers, sizeof(int));
+  struct { int ln1, qkv, wo, ln2, w13, w2; } *u = ddp_xcalloc((size_t)s->layers, sizeof *u); /* units per layer */
   for (int64_t l = 0; l < s->layers; l++) {
-    qkv[l] = linear_unit(b, b_fmt(b, "layers.%lld.attn.qkv_proj", (long long)l), 3 * D, D, D);
+    u[l].qkv = linear_unit(b, b_fmt(b, "layers.%lld.attn.qkv_proj", (long long)l), 3 * D, D, D);
     const char *qkv_names[3] = {"q_proj", "k_proj", "v_proj"};
-    for (int k = 0; k < 3; k++) {
-      weight_param(b, qkv[l], b_fmt(b, "layers.%lld.attn.%s.weight", (long long)l, qkv_names[k]), k * D, D, D);
-    }
+    for (int k = 0; k < 3; k++)
+      weight_param(b, u[l].qkv, b_fmt(b, "layers.%lld.attn.%s.weight", (long long)l, qkv_names[k]), k * D, D, D);
     nm = b_fmt(b, "layers.%lld.attn.output_proj.weight", (long long)l);
-    wo[l] = linear_unit(b, nm, D, D, D);
-    weight_param(b, wo[l], nm, 0, D, D);
-    ln1[l] = norm_unit(b, b_fmt(b, "layers.%lld.ln1.weight", (long long)l), D);
-    w13[l] = linear_unit(b, b_fmt(b, "layers.%lld.ffn.w13", (long long)l), 2 * F, F, D);
-    weight_param(b, w13[l], b_fmt(b, "layers.%lld.ffn.w1.weight", (long long)l), 0, F, D);
+    u[l].wo = linear_unit(b, nm, D, D, D);
+    weight_param(b, u[l].wo, nm, 0, D, D);
+    u[l].ln1 = norm_unit(b, b_fmt(b, "layers.%lld.ln1.weight", (long long)l), D);
+    u[l].w13 = linear_unit(b, b_fmt(b, "layers.%lld.ffn.w13", (long long)l), 2 * F, F, D);
+    weight_param(b, u[l].w13, b_fmt(b, "layers.%lld.ffn.w1.weight", (long long)l), 0, F, D);
     nm = b_fmt(b, "layers.%lld.ffn.w2.weight", (long long)l);
-    w2[l] = linear_unit(b, nm, D, D, F);
-    weight_param(b, w2[l], nm, 0, D, F);
-    weight_param(b, w13[l], b_fmt(b, "layers.%lld.ffn.w3.weight", (long long)l), F, F, D);
-    ln2[l] = norm_unit(b, b_fmt(b, "layers.%lld.ln2.weight", (long long)l), D);
+    u[l].w2 = linear_unit(b, nm, D, D, F);
+    weight_param(b, u[l].w2, nm, 0, D, F);
+    weight_param(b, u[l].w13, b_fmt(b, "layers.%lld.ffn.w3.weight", (long long)l), F, F, D);
+    u[l].ln2 = norm_unit(b, b_fmt(b, "layers.%lld.ln2.weight", (long long)l), D);
   }
   int lnf = norm_unit(b, "ln_final.weight", D);
   int head = linear_unit(b, "lm_head.weight", V, V, D);
@@ -70,21 +66,20 @@ int build_transformer(ddp_builder *b, char *err, size_t errcap) {
   int32_t x = layer_embedding(b, "token_embeddings", emb, b->tokens, D);
   for (int64_t l = 0; l < s->layers; l++) {
     b->layer = (int)l;
-    b_range_push(b, RANGE_LAYER, b_fmt(b, "layers.%lld", (long long)l));
-    char p[64];
-    snprintf(p, sizeof p, "layers.%lld", (long long)l);
-    int32_t h = layer_rmsnorm(b, b_fmt(b, "%s.ln1", p), ln1[l], x, D, b->act_dt);
-    int32_t q = layer_linear(b, b_fmt(b, "%s.attn.qkv_proj", p), qkv[l], h, D, 3 * D, -1, b->act_dt);
+    const char *p = b_fmt(b, "layers.%lld", (long long)l);
+    b_range_push(b, RANGE_LAYER, p);
+    int32_t h = layer_rmsnorm(b, b_fmt(b, "%s.ln1", p), u[l].ln1, x, D, b->act_dt);
+    int32_t q = layer_linear(b, b_fmt(b, "%s.attn.qkv_proj", p), u[l].qkv, h, D, 3 * D, -1, b->act_dt);
     b_range_push(b, RANGE_ATTENTION, "attention");
     layer_rope(b, b_fmt(b, "%s.attn.rope", p), q, D, H);
     nm = b_fmt(b, "%s.attn.sdpa", p);
     int32_t a = s->attention == ATTN_NAIVE ? layer_attention_naive(b, nm, q, D, H) : layer_attention(b, nm, q, D, H);
     b_range_pop(b);
-    x = layer_linear(b, b_fmt(b, "%s.attn.output_proj", p), wo[l], a, D, D, x, b->res_dt);
-    int32_t h2 = layer_rmsnorm(b, b_fmt(b, "%s.ln2", p), ln2[l], x, D, b->act_dt);
-    int32_t ab = layer_linear(b, b_fmt(b, "%s.ffn.w13", p), w13[l], h2, D, 2 * F, -1, b->act_dt);
+    x = layer_linear(b, b_fmt(b, "%s.attn.output_proj", p), u[l].wo, a, D, D, x, b->res_dt);
+    int32_t h2 = layer_rmsnorm(b, b_fmt(b, "%s.ln2", p), u[l].ln2, x, D, b->act_dt);
+    int32_t ab = layer_linear(b, b_fmt(b, "%s.ffn.w13", p), u[l].w13, h2, D, 2 * F, -1, b->act_dt);
     int32_t g = layer_swiglu(b, b_fmt(b, "%s.ffn.swiglu", p), ab, F);
-    x = layer_linear(b, b_fmt(b, "%s.ffn.w2", p), w2[l], g, F, D, x, b->res_dt);
+    x = layer_linear(b, b_fmt(b, "%s.ffn.w2", p), u[l].w2, g, F, D, x, b->res_dt);
     b_range_pop(b);
   }
   b->layer = -1;
@@ -93,11 +88,6 @@ int build_transformer(ddp_builder *b, char *err, size_t errcap) {
   layer_cross_entropy(b, logits, b->targets, V);
   b_range_pop(b);
   b_timer(b, TIMER_FORWARD_END);
-  free(ln1);
-  free(qkv);
-  free(wo);
-  free(ln2);
-  free(w13);
-  free(w2);
+  free(u);
   return 0;
 }
