@@ -1,4 +1,4 @@
-/* compiler/codegen/codegen.c: specialises every KERNEL instruction of a plan (kernel_launch.c), deduplicates the
+/* compiler/codegen/codegen.c: specialises every KERNEL instruction of a plan (launch.c), deduplicates the
  * resulting (template, entry, specialisation) modules, compiles them with NVRTC on `jobs` threads and
  * records modules, kernels and launch geometry in the plan. */
 #include "codegen.h"

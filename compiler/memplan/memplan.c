@@ -1,4 +1,4 @@
-/* compiler/memplan.c: see memplan.h. */
+/* compiler/memplan/memplan.c: see memplan.h. */
 #include "err.h"
 #include "memplan.h"
 #include "access.h"

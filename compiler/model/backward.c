@@ -1,4 +1,4 @@
-/* compiler/backward.c: reverse-mode differentiation: walks the tape recorded by the forward in reverse
+/* compiler/model/backward.c: reverse-mode differentiation: walks the tape recorded by the forward in reverse
  * and calls each layer kind's backward wiring. Layer ranges (NVTX) follow the forward's layers. */
 #include "layers.h"
 

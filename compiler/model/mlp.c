@@ -1,4 +1,4 @@
-/* compiler/model_mlp.c: the seeds' toy MLPs: Linear (optional bias, frozen parts, weights tied to an
+/* compiler/model/mlp.c: the seeds' toy MLPs: Linear (optional bias, frozen parts, weights tied to an
  * earlier layer), ReLU and LayerNorm layers over dense f32 inputs, with MSE against dense targets.
  * Init as PyTorch's nn.Linear: weight and bias uniform(-1/sqrt(in), 1/sqrt(in)); LayerNorm 1 and 0. */
 #include "layers.h"

@@ -1,4 +1,4 @@
-/* compiler/verify.c: see verify.h. Ordering is decided with vector clocks: each stream advances its own
+/* compiler/verify/verify.c: see verify.h. Ordering is decided with vector clocks: each stream advances its own
  * component per instruction; EVENT_RECORD snapshots the recording stream's clock, EVENT_WAIT merges it
  * into the waiting stream's clock. Access a (stream sa, position n) happens before a later access b iff
  * b's clock has seen position n of sa. */

@@ -1,4 +1,4 @@
-/* compiler/layers/attention.c: RoPE (in place on the q and k columns of the fused qkv activation,
+/* compiler/model/layers/attention.c: RoPE (in place on the q and k columns of the fused qkv activation,
  * adjacent pairs, angle = pos * theta^(-2i/d_head)) and causal multi-head attention (FlashAttention:
  * ATTN_FWD saves the log-sum-exp; the backward is PREP (delta) + DKV + DQ, recomputing P). */
 #include "layers.h"

@@ -1,4 +1,4 @@
-/* compiler/layers/attention_naive.c: the baseline attention that materialises the scores, as the
+/* compiler/model/layers/attention_naive.c: the baseline attention that materialises the scores, as the
  * handouts' naive PyTorch attention does: S = Q K^T (f32, one batched GEMM per sequence over the heads),
  * causal softmax of scale*S in place, P cast to the activation dtype, O = P V. Backward: dP = dO V^T,
  * dV = P^T dO, dS = scale * P * (dP - rowsum(P dP)), dQ = dS K, dK = dS^T Q. Memory: two f32 and two

@@ -1,4 +1,4 @@
-/* compiler/layers/embedding.c: token embedding lookup (table (vocab, d_model), read from the fp32
+/* compiler/model/layers/embedding.c: token embedding lookup (table (vocab, d_model), read from the fp32
  * master) and its deterministic backward (tokens accumulated in order into the table's gradient). */
 #include "layers.h"
 

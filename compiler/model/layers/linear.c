@@ -1,4 +1,4 @@
-/* compiler/layers/linear.c: Linear (no bias; weight (out, in) as PyTorch), optionally fused with a
+/* compiler/model/layers/linear.c: Linear (no bias; weight (out, in) as PyTorch), optionally fused with a
  * residual add through the GEMM's C operand: y = x W^T (+ residual). Backward: dW = dy^T x (first),
  * dx = dy W, and the residual's gradient is dy itself (shared, not copied). */
 #include "layers.h"

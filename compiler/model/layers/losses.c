@@ -1,4 +1,4 @@
-/* compiler/layers/losses.c: the losses. Mean cross-entropy over the rank's tokens (XENT writes the
+/* compiler/model/layers/losses.c: the losses. Mean cross-entropy over the rank's tokens (XENT writes the
  * per-row loss and the logits' gradient in place) and mean squared error over all elements (MSE). The
  * scalar loss is SUM(loss rows) scaled to the mean; the gradient scale makes DDP's gradient average equal
  * the global-batch mean. Without a backward (mode "forward") no gradient is written. */

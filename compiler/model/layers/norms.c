@@ -1,4 +1,4 @@
-/* compiler/layers/norms.c: RMSNorm (eps 1e-5, f32 statistics, weight g) and LayerNorm (PyTorch
+/* compiler/model/layers/norms.c: RMSNorm (eps 1e-5, f32 statistics, weight g) and LayerNorm (PyTorch
  * nn.LayerNorm, weight and bias). Backward writes dx (accumulating when the input's gradient already
  * has a writer) and per-chunk partial sums for the weight gradients, reduced by REDUCE_ROWS. The forward
  * writes its statistics (rstd, mean) also in a plan without a backward: the reference normalises with

@@ -1,4 +1,4 @@
-/* compiler/layers/pointwise.c: SwiGLU (h = silu(a) * b on the fused [w1 x | w3 x] activation), ReLU and
+/* compiler/model/layers/pointwise.c: SwiGLU (h = silu(a) * b on the fused [w1 x | w3 x] activation), ReLU and
  * the bias add of the toy MLPs (y += b in place; the bias gradient is the column sum of dy). */
 #include "layers.h"
 
