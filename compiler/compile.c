@@ -1,6 +1,12 @@
-/* compiler/compile.c: the pipeline of compile.h, one line per stage: model (builder and autodiff), layout
- * (flat tensors, buckets, ownership), passes (every rank's programs), summary (plan meta), memory planner,
- * the plan's bucket table, verifier, kernel codegen. */
+/* compiler/compile.c: the pipeline of compile.h, one line per stage, each writing one named thing:
+ *   model    ddp_builder: plan tensors, single-rank init + step, autodiff tape, parameter units (model/)
+ *   layout   ddp_layout: flat order, offsets and tensors, buckets, ownership, optimizer state (layout/)
+ *   passes   plan.ranks[r].init and .step (passes/)
+ *   summary  plan.meta (summary.c)
+ *   memplan  plan tensors' offsets, ranks' arena bytes (memplan/)
+ *   buckets  plan.buckets, in bytes of the gradient arena (layout/buckets.c)
+ *   verify   nothing: proves the ordering and the collectives (verify/)
+ *   codegen  plan.modules and .kernels, every KERNEL's launch geometry (codegen/) */
 #include "compile.h"
 #include "codegen.h"
 #include "err.h"
