@@ -1,6 +1,7 @@
 /* compiler/codegen/codegen.c: specialises every KERNEL instruction of a plan (launch.c), deduplicates the
  * resulting (template, entry, specialisation) modules, compiles them with NVRTC on `jobs` threads and
  * records modules, kernels and launch geometry in the plan. */
+#include "cache_dir.h"
 #include "codegen.h"
 #include "err.h"
 #include <pthread.h>
@@ -87,6 +88,7 @@ static void *compile_worker(void *arg) {
 
 int ddp_codegen_opts_from_env(ddp_codegen_opts *o, char *err, size_t errcap) {
   *o = (ddp_codegen_opts){.template_dir = ddp_param_path(PARAM_TEMPLATE_DIR)};
+  if (!ddp_cache_dir(NULL, o->cache_dir, sizeof o->cache_dir)) o->cache_dir[0] = '\0'; /* no cache */
   int64_t log = 0;
   if (ddp_param_int(PARAM_NVRTC_LOG, &log, err, errcap)) return -1;
   o->nvrtc_log = (int)log;

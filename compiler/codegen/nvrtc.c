@@ -131,7 +131,7 @@ int ddp_nvrtc_compile(const char *template_name, const char *entry, const char *
   snprintf(hash, 17, "%016llx", (unsigned long long)h);
 
   char cdir_buf[4096];
-  const char *cdir = ddp_cache_dir(NULL, cdir_buf, sizeof cdir_buf);
+  const char *cdir = !o ? ddp_cache_dir(NULL, cdir_buf, sizeof cdir_buf) : o->cache_dir[0] ? o->cache_dir : NULL;
   if (cache_load(cdir, hash, cubin, size) == 0) {
     free(full);
     return 0;
