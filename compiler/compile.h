@@ -3,6 +3,7 @@
  * verifier, kernel codegen. */
 #ifndef DDP_COMPILE_H
 #define DDP_COMPILE_H
+#include "codegen.h"
 #include "plan.h"
 #include "schedule.h"
 
@@ -11,6 +12,7 @@ typedef struct ddp_compile_opts {
   int jobs;         /* NVRTC threads */
   int skip_codegen; /* tests of the passes that need no kernels */
   int f64_reference; /* every float tensor in f64, no kernels: the reference executor's gradient checks */
+  ddp_codegen_opts codegen; /* zeroed: the built-in choices */
 } ddp_compile_opts;
 
 ddp_plan *ddp_compile(const ddp_schedule *s, const ddp_compile_opts *o, char *err, size_t errcap);

@@ -2,14 +2,15 @@
  *   ddpc SCHEDULE.lua -o PLAN [--arch sm_90a] [--set path=value ...] [-j N] [--time-limit S]
  *   ddpc inspect PLAN [--rank R]
  * Errors: one line on stderr, exit 1; a failed compile leaves no plan file. */
+#include "clock.h"
 #include "codegen.h"
 #include "compile.h"
+#include "err.h"
 #include "inspect.h"
 #include "schedule.h"
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <time.h>
 #include <unistd.h>
 
 static void usage(FILE *f) {
@@ -62,6 +63,7 @@ static int cmd_inspect(int argc, char **argv) {
 }
 
 int main(int argc, char **argv) {
+  ddp_set_progname("ddpc");
   if (argc < 2 || !strcmp(argv[1], "--help") || !strcmp(argv[1], "-h")) {
     usage(argc < 2 ? stderr : stdout);
     return argc < 2 ? 1 : 0;
@@ -119,8 +121,7 @@ int main(int argc, char **argv) {
     fprintf(stderr, "ddpc: --arch %s: unknown or unsupported GPU architecture (try sm_90a, sm_90, sm_80)\n", arch);
     return 1;
   }
-  struct timespec t0, t1;
-  clock_gettime(CLOCK_MONOTONIC, &t0);
+  double t0 = ddp_now_s();
   char err[2048];
   ddp_schedule *s = ddp_schedule_load(schedule, sets, nsets, err, sizeof err);
   if (!s) {
@@ -128,6 +129,11 @@ int main(int argc, char **argv) {
     return 1;
   }
   ddp_compile_opts o = {.arch = arch, .jobs = (int)jobs};
+  if (ddp_codegen_opts_from_env(&o.codegen, err, sizeof err) != 0) {
+    fprintf(stderr, "ddpc: %s\n", err);
+    ddp_schedule_free(s);
+    return 1;
+  }
   ddp_plan *p = ddp_compile(s, &o, err, sizeof err);
   ddp_schedule_free(s);
   if (!p) {
@@ -139,15 +145,13 @@ int main(int argc, char **argv) {
     ddp_plan_free(p);
     return 1;
   }
-  clock_gettime(CLOCK_MONOTONIC, &t1);
   if (!quiet) {
     uint64_t cubin = 0, instrs = 0;
     for (uint32_t m = 0; m < p->nmodules; m++) cubin += p->modules[m].cubin_size;
     for (int64_t r = 0; r < p->meta.world; r++) instrs += p->ranks[r].step.n;
     fprintf(stderr, "ddpc: %s -> %s: %lld ranks, %llu step instructions, %u kernels (%llu KiB CUBIN), %.2f s\n",
             schedule, out, (long long)p->meta.world, (unsigned long long)instrs, p->nmodules,
-            (unsigned long long)(cubin >> 10),
-            (double)(t1.tv_sec - t0.tv_sec) + 1e-9 * (double)(t1.tv_nsec - t0.tv_nsec));
+            (unsigned long long)(cubin >> 10), ddp_now_s() - t0);
   }
   ddp_plan_free(p);
   return 0;

@@ -5,6 +5,7 @@
 #include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
+#include "vocab.h"
 
 #define DDP_NAME_MAX 128
 #define DDP_MAX_MLP_LAYERS 32
@@ -28,9 +29,6 @@ typedef struct ddp_extra_param {  /* a parameter outside the layers, e.g. ToyMod
   bool frozen;
 } ddp_extra_param;
 
-enum { SYNC_NONE = 0, SYNC_NAIVE, SYNC_FLAT, SYNC_INDIVIDUAL, SYNC_BUCKETED };
-enum { SHARD_NONE = 0, SHARD_OPTIMIZER = 1, SHARD_ZERO1 = 2 };
-enum { ATTN_FLASH = 0, ATTN_NAIVE = 1 };
 
 typedef struct ddp_schedule {
   char path[1024];
@@ -62,7 +60,7 @@ typedef struct ddp_schedule {
   /* optimizer */
   int optimizer;            /* OPTIM_ADAMW / OPTIM_SGD */
   double lr, lr_min, beta1, beta2, eps, weight_decay, clip_norm; /* clip_norm 0: off */
-  int lr_schedule;          /* 0 constant, 1 cosine with linear warmup */
+  int lr_schedule;          /* LR_CONSTANT, LR_COSINE (with linear warmup) */
   int64_t lr_warmup, lr_cycle;
 
   /* parallel layout */

@@ -1,6 +1,7 @@
 /* plan/names.c: the name tables of the plan vocabulary (dtypes, kernel ops, opcodes, ranges, init kinds,
- * arenas, timers, step modes), every one generated from its X-macro in dtype.h, ops.h, instr.h and
- * plan.h. Lookups by index return "?" when out of range; lookups by name return -1 when unknown. */
+ * arenas, timers, step modes, and the schedule vocabulary), every one generated from its X-macro in
+ * dtype.h, ops.h, instr.h, plan.h and vocab.h. Lookups by index return "?" when out of range; lookups
+ * by name return -1 when unknown. */
 #include "plan.h"
 #include <string.h>
 
@@ -58,3 +59,19 @@ int ddp_init_from_name(const char *name) { return index_of(init_names, INIT_COUN
 const char *ddp_arena_name(int a) { return name_at(arena_names, ARENA_COUNT, a); }
 const char *ddp_timer_name(int t) { return name_at(timer_names, TIMER_COUNT, t); }
 const char *ddp_mode_name(int m) { return name_at(mode_names, MODE_COUNT, m); }
+
+/* the schedule vocabulary (vocab.h) */
+#define VOCAB_NAME(id, name) name,
+const char *const ddp_model_kind_names[] = {DDP_MODEL_KINDS(VOCAB_NAME) NULL};
+const char *const ddp_precision_names[] = {DDP_PRECISIONS(VOCAB_NAME) NULL};
+const char *const ddp_data_kind_names[] = {DDP_DATA_KINDS(VOCAB_NAME) NULL};
+const char *const ddp_optimizer_names[] = {DDP_OPTIMIZERS(VOCAB_NAME) NULL};
+const char *const ddp_lr_schedule_names[] = {DDP_LR_SCHEDULES(VOCAB_NAME) NULL};
+const char *const ddp_sync_names[] = {DDP_SYNCS(VOCAB_NAME) NULL};
+const char *const ddp_shard_names[] = {DDP_SHARDS(VOCAB_NAME) NULL};
+const char *const ddp_attention_names[] = {DDP_ATTENTIONS(VOCAB_NAME) NULL};
+const char *const ddp_overlap_names[] = {DDP_OVERLAPS(VOCAB_NAME) NULL};
+#undef VOCAB_NAME
+const char *ddp_vocab_name(const char *const *names, int count, long long i) {
+  return i >= 0 && i < count ? names[i] : "?";
+}

@@ -23,7 +23,7 @@ static char *dup_or_null(const char *s) { return s ? strdup(s) : NULL; }
 ddp_plan *ddp_plan_new(void) {
   ddp_plan *p = calloc(1, sizeof *p);
   if (!p) return NULL;
-  p->nstreams = 2; /* STREAM_COMPUTE and STREAM_COMM */
+  p->nstreams = DDP_DEFAULT_STREAMS;
   p->meta.tokens_tensor = p->meta.targets_tensor = p->meta.loss_tensor = p->meta.scalars_tensor = -1;
   return p;
 }
@@ -88,6 +88,12 @@ int32_t ddp_plan_add_string(ddp_plan *p, const char *s) {
 const char *ddp_plan_string(const ddp_plan *p, int32_t id) {
   if (!p || id < 0 || (uint32_t)id >= p->nstrings) return "";
   return p->strings[id];
+}
+
+const char *ddp_plan_tensor_name(const ddp_plan *p, int64_t id) {
+  if (id == -1) return "-";
+  if (!p || id < 0 || id >= p->ntensors || !p->tensors[id].name) return "?";
+  return p->tensors[id].name;
 }
 
 int32_t ddp_plan_add_tensor(ddp_plan *p, const ddp_tensor *t) {

@@ -6,6 +6,7 @@
 #include "dtype.h"
 #include "instr.h"
 #include "ops.h"
+#include "vocab.h"
 #include <stdbool.h>
 #include <stdint.h>
 #include <stdio.h>
@@ -90,11 +91,6 @@ typedef struct ddp_rank_plan {
   uint64_t arena_bytes[ARENA_COUNT];
 } ddp_rank_plan;
 
-/* Model kinds, precisions, data sources, optimizers. */
-enum { MODEL_TRANSFORMER = 0, MODEL_MLP = 1 };
-enum { PREC_FP32 = 0, PREC_BF16 = 1 };
-enum { DATA_RANDOM_TOKENS = 0, DATA_TOKEN_FILE = 1, DATA_RANDOM_DENSE = 2, DATA_PATTERN_TOKENS = 3 };
-enum { OPTIM_ADAMW = 0, OPTIM_SGD = 1 };
 
 /* What a step does (the schedule's `mode`): train = forward, loss, backward, gradient sync, optimizer;
  * forward = forward and loss only (no gradients, no optimizer state, no collectives); forward_backward =
@@ -151,6 +147,7 @@ ddp_plan *ddp_plan_new(void);
 void ddp_plan_free(ddp_plan *p);
 int32_t ddp_plan_add_string(ddp_plan *p, const char *s); /* interned */
 const char *ddp_plan_string(const ddp_plan *p, int32_t id); /* "" for -1 */
+const char *ddp_plan_tensor_name(const ddp_plan *p, int64_t id); /* "-" for -1, "?" out of range */
 int32_t ddp_plan_add_tensor(ddp_plan *p, const ddp_tensor *t); /* copies the strings */
 ddp_instr *ddp_program_push(ddp_program *prog, const ddp_instr *in);
 void ddp_program_free(ddp_program *prog);

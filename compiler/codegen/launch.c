@@ -1,4 +1,4 @@
-/* compiler/kernel_launch.c: the launch geometry (grid, block, dynamic shared memory) and the template
+/* compiler/codegen/launch.c: the launch geometry (grid, block, dynamic shared memory) and the template
  * specialisation of one KERNEL instruction. The spec is a few "#define" lines: DDP_T<k> (the C++ type of
  * every pointer slot the op uses: float, __nv_bfloat16, int) plus the compile-time constants a template
  * needs for register tiling (block size, vector width, row layout, padded head dim, tile sizes). Shapes
@@ -10,29 +10,28 @@
  * SXM with 132 SMs), at most N: enough blocks to fill every SM several times, a table small next to the
  * activations (P*D*4 bytes), folded by one REDUCE_ROWS. */
 #include "codegen.h"
+#include "err.h"
 #include <stdarg.h>
 #include <stdio.h>
-#include <stdlib.h>
 #include <string.h>
 
 #define MAX_GRID_X 2147483647LL
 #define MAX_GRID_YZ 65535LL
 
-static int fail(char *err, size_t cap, const ddp_instr *in, const char *fmt, ...) {
+static int fail(char *err, size_t errcap, const ddp_instr *in, const char *fmt, ...) {
   char msg[512];
   va_list ap;
   va_start(ap, fmt);
   vsnprintf(msg, sizeof msg, fmt, ap);
   va_end(ap);
-  snprintf(err, cap, "kernel %s: %s", ddp_op_name(in->op), msg);
-  return -1;
+  return ddp_fail(err, errcap, "kernel %s: %s", ddp_op_name(in->op), msg);
 }
 
-static void spec_add(ddp_launch *L, const char *fmt, ...) {
-  size_t n = strlen(L->spec);
+static void spec_add(ddp_launch *launch, const char *fmt, ...) {
+  size_t n = strlen(launch->spec);
   va_list ap;
   va_start(ap, fmt);
-  vsnprintf(L->spec + n, sizeof L->spec - n, fmt, ap);
+  vsnprintf(launch->spec + n, sizeof launch->spec - n, fmt, ap);
   va_end(ap);
 }
 
@@ -44,13 +43,13 @@ static int64_t pow2ceil(int64_t v) {
   return p;
 }
 
-static void geom(ddp_launch *L, int64_t gx, int64_t gy, int64_t block, int64_t smem) {
-  L->grid[0] = (uint32_t)clamp64(gx, 1, MAX_GRID_X);
-  L->grid[1] = (uint32_t)clamp64(gy, 1, MAX_GRID_YZ);
-  L->grid[2] = 1;
-  L->block[0] = (uint32_t)block;
-  L->block[1] = L->block[2] = 1;
-  L->smem = (uint32_t)smem;
+static void geom(ddp_launch *launch, int64_t gx, int64_t gy, int64_t block, int64_t smem) {
+  launch->grid[0] = (uint32_t)clamp64(gx, 1, MAX_GRID_X);
+  launch->grid[1] = (uint32_t)clamp64(gy, 1, MAX_GRID_YZ);
+  launch->grid[2] = 1;
+  launch->block[0] = (uint32_t)block;
+  launch->block[1] = launch->block[2] = 1;
+  launch->smem = (uint32_t)smem;
 }
 
 /* The pointer slots each op reads or writes (bit k = p[k]), from plan/ops.h. */
@@ -122,18 +121,18 @@ static const char *ctype(int dt) {
   }
 }
 
-static int types(const ddp_instr *in, ddp_launch *L, char *err, size_t cap) {
+static int types(const ddp_instr *in, ddp_launch *launch, char *err, size_t errcap) {
   const unsigned used = op_slots(in->op), f32 = op_f32_slots(in->op), i32 = op_i32_slots(in->op);
   for (int k = 0; k < DDP_MAX_PTRS; k++) {
     if (!(used >> k & 1)) continue;
     const int dt = in->dt[k];
     if (dt == DT_NONE) continue; /* a null optional slot */
     const char *t = ctype(dt);
-    if (!t) return fail(err, cap, in, "p%d has dtype %s, which has no GPU kernel (f32, bf16, i32 only)", k, ddp_dtype_name(dt));
-    if ((f32 >> k & 1) && dt != DT_F32) return fail(err, cap, in, "p%d must be f32, got %s", k, ddp_dtype_name(dt));
-    if ((i32 >> k & 1) && dt != DT_I32) return fail(err, cap, in, "p%d must be i32, got %s", k, ddp_dtype_name(dt));
-    if (!(i32 >> k & 1) && dt == DT_I32) return fail(err, cap, in, "p%d must be a float type, got i32", k);
-    spec_add(L, "#define DDP_T%d %s\n", k, t);
+    if (!t) return fail(err, errcap, in, "p%d has dtype %s, which has no GPU kernel (f32, bf16, i32 only)", k, ddp_dtype_name(dt));
+    if ((f32 >> k & 1) && dt != DT_F32) return fail(err, errcap, in, "p%d must be f32, got %s", k, ddp_dtype_name(dt));
+    if ((i32 >> k & 1) && dt != DT_I32) return fail(err, errcap, in, "p%d must be i32, got %s", k, ddp_dtype_name(dt));
+    if (!(i32 >> k & 1) && dt == DT_I32) return fail(err, errcap, in, "p%d must be a float type, got i32", k);
+    spec_add(launch, "#define DDP_T%d %s\n", k, t);
   }
   return 0;
 }
@@ -147,8 +146,8 @@ static int vec_width(const ddp_instr *in, unsigned slots) {
 }
 
 /* Row-in-registers layout (templates/rows.cuh) for rows of D elements of dtype dt. */
-static int rows_layout(const ddp_instr *in, ddp_launch *L, int64_t D, int dt, int64_t *rpb, char *err, size_t cap) {
-  if (D < 1) return fail(err, cap, in, "row length D = %lld must be >= 1", (long long)D);
+static int rows_layout(const ddp_instr *in, ddp_launch *launch, int64_t D, int dt, int64_t *rpb, char *err, size_t errcap) {
+  if (D < 1) return fail(err, errcap, in, "row length D = %lld must be >= 1", (long long)D);
   const int64_t vec = dt == DT_BF16 ? 8 : 4;
   const int64_t V = D % vec == 0 ? vec : (D % 4 == 0 ? 4 : (D % 2 == 0 ? 2 : 1));
   const int64_t nv = cdiv(D, V);
@@ -168,64 +167,33 @@ static int rows_layout(const ddp_instr *in, ddp_launch *L, int64_t D, int dt, in
     group = block;
   }
   if (vpt * V > 64)
-    return fail(err, cap, in, "row length D = %lld is too long for a register-resident row (max %lld)",
+    return fail(err, errcap, in, "row length D = %lld is too long for a register-resident row (max %lld)",
                 (long long)D, (long long)(1024 * 64));
-  spec_add(L, "#define DDP_BLOCK %lld\n#define DDP_GROUP %lld\n#define DDP_VEC %lld\n#define DDP_VPT %lld\n",
+  spec_add(launch, "#define DDP_BLOCK %lld\n#define DDP_GROUP %lld\n#define DDP_VEC %lld\n#define DDP_VPT %lld\n",
            (long long)block, (long long)group, (long long)V, (long long)vpt);
   *rpb = block / group;
-  L->block[0] = (uint32_t)block;
+  launch->block[0] = (uint32_t)block;
   return 0;
 }
 
-/* Tuning aid for benchmarks: DDP_TUNE_<FWD|DKV|DQ>_<MT|BN|MINB|WARPS> override the bf16 attention tiles (the values
- * land in the spec, so cached modules stay correct). MT in {1, 2}, BN in {16, 32, 64, 128}, MINB in 1..4,
- * WARPS in {4, 8}. */
-static int tune(int op, const char *what, int64_t *v, char *err, size_t cap) {
-  char name[64];
-  snprintf(name, sizeof name, "DDP_TUNE_%s_%s", op == OP_ATTN_FWD ? "FWD" : op == OP_ATTN_BWD_DKV ? "DKV" : "DQ", what);
-  const char *e = getenv(name);
-  if (!e || !*e) return 0;
-  const long x = strtol(e, NULL, 10);
-  const int bn = !strcmp(what, "BN"), wa = !strcmp(what, "WARPS");
-  const int ok = bn ? (x == 16 || x == 32 || x == 64 || x == 128)
-                 : wa ? (x == 4 || x == 8)
-                 : !strcmp(what, "MT") ? (x == 1 || x == 2) : (x >= 1 && x <= 4);
-  if (!ok) {
-    snprintf(err, cap, "%s=%s: expected %s", name, e,
-             bn ? "16, 32, 64 or 128" : wa ? "4 or 8" : !strcmp(what, "MT") ? "1 or 2" : "1..4");
-    return -1;
-  }
-  *v = x;
-  return 0;
+/* Tuning aid for benchmarks: DDP_TUNE_<FWD|DKV|DQ>_<MT|BN|MINB|WARPS> (the bf16 attention tiles) and
+ * DDP_TUNE_ADAMW_<VEC|UNROLL|GRID> (the AdamW kernel's shape), validated by base/param.h and passed in the
+ * options; the values land in the spec or the grid, so cached modules stay correct. */
+static int64_t tuned(const ddp_codegen_opts *o, int param, int64_t v) {
+  return o && o->tune[param - PARAM_TUNE_FWD_MT] ? o->tune[param - PARAM_TUNE_FWD_MT] : v;
 }
 
-/* DDP_TUNE_ADAMW_<what> (an integer in lo..hi) overrides the AdamW kernel's shape, for benchmarks; the value
- * lands in the spec or the grid, so cached modules stay correct. */
-static int adamw_tune(const char *what, int64_t *v, int64_t lo, int64_t hi, char *err, size_t cap) {
-  char name[64];
-  snprintf(name, sizeof name, "DDP_TUNE_ADAMW_%s", what);
-  const char *e = getenv(name);
-  if (!e || !*e) return 0;
-  char *end = NULL;
-  const long long x = strtoll(e, &end, 10);
-  if (!end || *end || x < lo || x > hi) {
-    snprintf(err, cap, "%s=%s: expected an integer in %lld..%lld", name, e, (long long)lo, (long long)hi);
-    return -1;
-  }
-  *v = x;
-  return 0;
-}
-
-static int attention(const ddp_instr *in, const char *arch, ddp_launch *L, char *err, size_t cap) {
+static int attention(const ddp_instr *in, const char *arch, const ddp_codegen_opts *o, ddp_launch *launch,
+                     char *err, size_t errcap) {
   const int64_t B = in->i[0], T = in->i[1], H = in->i[2], Dh = in->i[3];
-  if (B < 1 || T < 1 || H < 1) return fail(err, cap, in, "B=%lld T=%lld H=%lld must all be >= 1", (long long)B, (long long)T, (long long)H);
+  if (B < 1 || T < 1 || H < 1) return fail(err, errcap, in, "B=%lld T=%lld H=%lld must all be >= 1", (long long)B, (long long)T, (long long)H);
   if (Dh < 16 || Dh > 128 || Dh % 2)
-    return fail(err, cap, in, "head dim %lld not supported (even, 16..128)", (long long)Dh);
+    return fail(err, errcap, in, "head dim %lld not supported (even, 16..128)", (long long)Dh);
   const int op = in->op;
   const int64_t rows = B * T * H;
   if (op == OP_ATTN_BWD_PREP) {
-    if (in->dt[0] != in->dt[1]) return fail(err, cap, in, "o and do must have one dtype");
-    geom(L, clamp64(cdiv(rows, 32), 1, 1 << 20), 1, 256, 0); /* 32 rows per block packed, 8 scalar (grid-stride) */
+    if (in->dt[0] != in->dt[1]) return fail(err, errcap, in, "o and do must have one dtype");
+    geom(launch, clamp64(cdiv(rows, 32), 1, 1 << 20), 1, 256, 0); /* 32 rows per block packed, 8 scalar (grid-stride) */
     return 0;
   }
   /* q, k, v, (o | do): one dtype, which picks the path */
@@ -233,15 +201,15 @@ static int attention(const ddp_instr *in, const char *arch, ddp_launch *L, char 
   const int chk[] = {0, 1, 2, op == OP_ATTN_FWD ? 3 : 5};
   for (int c = 0; c < 4; c++)
     if (in->dt[chk[c]] != act)
-      return fail(err, cap, in, "q, k, v and %s must share one dtype (got %s and %s)", op == OP_ATTN_FWD ? "o" : "do",
+      return fail(err, errcap, in, "q, k, v and %s must share one dtype (got %s and %s)", op == OP_ATTN_FWD ? "o" : "do",
                   ddp_dtype_name(act), ddp_dtype_name(in->dt[chk[c]]));
-  if (act != DT_BF16 && act != DT_F32) return fail(err, cap, in, "activation dtype %s not supported (f32, bf16)", ddp_dtype_name(act));
+  if (act != DT_BF16 && act != DT_F32) return fail(err, errcap, in, "activation dtype %s not supported (f32, bf16)", ddp_dtype_name(act));
   const int64_t HD = (Dh + 15) / 16 * 16;
   const int mma = act == DT_BF16;
   if (mma) {
     int num = 0;
     if (sscanf(arch, "sm_%d", &num) != 1 || num < 80)
-      return fail(err, cap, in, "the bf16 tensor-core path needs sm_80 or newer (target %s)", arch);
+      return fail(err, errcap, in, "the bf16 tensor-core path needs sm_80 or newer (target %s)", arch);
   }
   int64_t warps = 4, bm, bn, smem, mt = 1, minb = 1;
   if (mma) {
@@ -256,9 +224,8 @@ static int attention(const ddp_instr *in, const char *arch, ddp_launch *L, char 
     } else {
       mt = HD <= 64 ? 2 : 1, bn = 32;
     }
-    if (tune(op, "MT", &mt, err, cap) || tune(op, "BN", &bn, err, cap) || tune(op, "MINB", &minb, err, cap) ||
-        tune(op, "WARPS", &warps, err, cap))
-      return -1;
+    const int t = op == OP_ATTN_FWD ? PARAM_TUNE_FWD_MT : op == OP_ATTN_BWD_DKV ? PARAM_TUNE_DKV_MT : PARAM_TUNE_DQ_MT;
+    mt = tuned(o, t, mt), bn = tuned(o, t + 1, bn), minb = tuned(o, t + 2, minb), warps = tuned(o, t + 3, warps);
     bm = 16 * mt * warps;
     if (op == OP_ATTN_FWD) smem = (bm + 4 * bn) * ld * 2;
     else if (op == OP_ATTN_BWD_DKV) smem = (2 * bm + 4 * bn) * ld * 2 + 4 * bn * 4;
@@ -270,20 +237,21 @@ static int attention(const ddp_instr *in, const char *arch, ddp_launch *L, char 
     else if (op == OP_ATTN_BWD_DKV) smem = (4 * tq * ldf + 2 * tq * ldp + 2 * tq) * 4;
     else smem = (4 * tq * ldf + tq * ldp) * 4;
   }
-  if (cdiv(T, bm) > MAX_GRID_YZ) return fail(err, cap, in, "T = %lld is too long (max %lld)", (long long)T, (long long)(bm * MAX_GRID_YZ));
-  if (B * H > MAX_GRID_X) return fail(err, cap, in, "B*H = %lld is too large", (long long)(B * H));
-  spec_add(L, "#define DDP_HEAD_DIM %lld\n#define DDP_ATTN_MMA %d\n#define DDP_WARPS %lld\n#define DDP_BM %lld\n"
+  if (cdiv(T, bm) > MAX_GRID_YZ) return fail(err, errcap, in, "T = %lld is too long (max %lld)", (long long)T, (long long)(bm * MAX_GRID_YZ));
+  if (B * H > MAX_GRID_X) return fail(err, errcap, in, "B*H = %lld is too large", (long long)(B * H));
+  spec_add(launch, "#define DDP_HEAD_DIM %lld\n#define DDP_ATTN_MMA %d\n#define DDP_WARPS %lld\n#define DDP_BM %lld\n"
               "#define DDP_BN %lld\n#define DDP_SMEM %lld\n",
            (long long)HD, mma, (long long)warps, (long long)bm, (long long)bn, (long long)smem);
-  spec_add(L, "#define DDP_MT %lld\n", (long long)mt);
-  if (minb > 1) spec_add(L, "#define DDP_MINB %lld\n", (long long)minb);
-  geom(L, B * H, cdiv(T, bm), 32 * warps, smem);
+  spec_add(launch, "#define DDP_MT %lld\n", (long long)mt);
+  if (minb > 1) spec_add(launch, "#define DDP_MINB %lld\n", (long long)minb);
+  geom(launch, B * H, cdiv(T, bm), 32 * warps, smem);
   return 0;
 }
 
-int ddp_kernel_launch(const ddp_instr *in, const char *arch, ddp_launch *out, char *err, size_t errcap) {
+int ddp_kernel_launch(const ddp_instr *in, const char *arch, const ddp_codegen_opts *o, ddp_launch *out, char *err,
+                      size_t errcap) {
   memset(out, 0, sizeof *out);
-  if (in->op >= OP_COUNT) return snprintf(err, errcap, "kernel op %u is unknown", (unsigned)in->op), -1;
+  if (in->op >= OP_COUNT) return ddp_fail(err, errcap, "kernel op %u is unknown", (unsigned)in->op);
   if (!arch) arch = "sm_90a";
   if (types(in, out, err, errcap)) return -1;
   const int64_t *I = in->i;
@@ -332,7 +300,7 @@ int ddp_kernel_launch(const ddp_instr *in, const char *arch, ddp_launch *out, ch
   case OP_ATTN_BWD_PREP:
   case OP_ATTN_BWD_DKV:
   case OP_ATTN_BWD_DQ:
-    if (attention(in, arch, out, err, errcap)) return -1;
+    if (attention(in, arch, o, out, err, errcap)) return -1;
     break;
   case OP_SWIGLU_FWD:
   case OP_SWIGLU_BWD: { /* flat packs, two per thread per iteration (templates/swiglu.cu) */
@@ -362,13 +330,12 @@ int ddp_kernel_launch(const ddp_instr *in, const char *arch, ddp_launch *out, ch
     spec_add(out, "#define DDP_BLOCK 256\n");
     geom(out, I[1] < 1 ? 1 : I[1], 1, 256, 0);
     break;
-  case OP_ADAMW: { /* DDP_TUNE_ADAMW_{VEC,UNROLL,GRID}: benchmark overrides (see adamw_tune) */
+  case OP_ADAMW: { /* DDP_TUNE_ADAMW_{VEC,UNROLL,GRID}: benchmark overrides (see tuned) */
     /* Four f32 per pack, four packs per thread in flight: 15.2 ms against 17.3 for 8 x 1 on the XL step's
      * 2.0e9 parameters (H200, tests/bench/device_grid.sh, 2026-11-22) */
     int64_t vec = 4, unroll = 4, grid = 0;
-    if (adamw_tune("VEC", &vec, 4, 8, err, errcap) || adamw_tune("UNROLL", &unroll, 1, 4, err, errcap) ||
-        adamw_tune("GRID", &grid, 1, 1 << 20, err, errcap))
-      return -1;
+    vec = tuned(o, PARAM_TUNE_ADAMW_VEC, vec), unroll = tuned(o, PARAM_TUNE_ADAMW_UNROLL, unroll);
+    grid = tuned(o, PARAM_TUNE_ADAMW_GRID, grid);
     if (vec != 4 && vec != 8) return fail(err, errcap, in, "DDP_TUNE_ADAMW_VEC must be 4 or 8");
     spec_add(out, "#define DDP_BLOCK 256\n#define DDP_VEC %lld\n#define DDP_UNROLL %lld\n", (long long)vec,
              (long long)unroll);

@@ -1,16 +1,15 @@
-/* compiler/codegen_nvrtc.c: compiles one specialised template to CUBIN with NVRTC, through an on-disk
+/* compiler/codegen/nvrtc.c: compiles one specialised template to CUBIN with NVRTC, through an on-disk
  * cache keyed by a content hash of (every template source, the specialisation, the arch, the NVRTC
  * version, the options). */
 #include "codegen.h"
+#include "err.h"
 #include "cache_dir.h"
+#include "file.h"
 #include <dirent.h>
-#include <errno.h>
 #include <nvrtc.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/stat.h>
-#include <unistd.h>
 
 #ifndef DDP_TEMPLATE_DIR
 #define DDP_TEMPLATE_DIR "templates"
@@ -19,29 +18,7 @@
 #define DDP_CUDA_INCLUDE_DIR "/usr/local/cuda/include"
 #endif
 
-const char *ddp_template_dir(void) {
-  const char *env = getenv("DDP_TEMPLATE_DIR");
-  return env && *env ? env : DDP_TEMPLATE_DIR;
-}
-
-static char *read_file(const char *path, size_t *len) {
-  FILE *f = fopen(path, "rb");
-  if (!f) return NULL;
-  fseek(f, 0, SEEK_END);
-  long n = ftell(f);
-  fseek(f, 0, SEEK_SET);
-  char *buf = malloc((size_t)n + 1);
-  if (buf && fread(buf, 1, (size_t)n, f) != (size_t)n) {
-    free(buf);
-    buf = NULL;
-  }
-  fclose(f);
-  if (buf) {
-    buf[n] = 0;
-    if (len) *len = (size_t)n;
-  }
-  return buf;
-}
+#define MAX_FILE_BYTES ((size_t)1 << 30) /* a template, a header or a cached CUBIN */
 
 static uint64_t fnv1a(uint64_t h, const void *data, size_t n) {
   const unsigned char *p = data;
@@ -64,7 +41,7 @@ static uint64_t hash_headers(uint64_t h, const char *dir) {
       char path[4096];
       snprintf(path, sizeof path, "%s/%s", dir, nm);
       size_t len = 0;
-      char *src = read_file(path, &len);
+      char *src = ddp_read_file(path, MAX_FILE_BYTES, &len, NULL, 0);
       if (src) {
         h = fnv1a(h, nm, l);
         h = fnv1a(h, src, len);
@@ -82,7 +59,7 @@ static int cache_load(const char *dir, const char *hash, uint8_t **cubin, uint64
   char path[4200];
   snprintf(path, sizeof path, "%s/%s.cubin", dir, hash);
   size_t len = 0;
-  char *data = read_file(path, &len);
+  char *data = ddp_read_file(path, MAX_FILE_BYTES, &len, NULL, 0);
   if (!data || len == 0) {
     free(data);
     return -1;
@@ -94,14 +71,9 @@ static int cache_load(const char *dir, const char *hash, uint8_t **cubin, uint64
 
 static void cache_store(const char *dir, const char *hash, const uint8_t *cubin, uint64_t size) {
   if (!dir) return;
-  char path[4200], tmp[4300];
+  char path[4200];
   snprintf(path, sizeof path, "%s/%s.cubin", dir, hash);
-  snprintf(tmp, sizeof tmp, "%s.tmp.%ld.%p", path, (long)getpid(), (const void *)cubin);
-  FILE *f = fopen(tmp, "wb");
-  if (!f) return;
-  int ok = fwrite(cubin, 1, size, f) == size;
-  ok = (fclose(f) == 0) && ok;
-  if (!ok || rename(tmp, path) != 0) unlink(tmp);
+  ddp_write_atomic(path, cubin, size, NULL, 0); /* a cache: a failed write only costs a later compile */
 }
 
 static void first_error_line(const char *log, char *out, size_t cap) {
@@ -120,23 +92,21 @@ static void first_error_line(const char *log, char *out, size_t cap) {
   do {                                                                                               \
     nvrtcResult r_ = (call);                                                                         \
     if (r_ != NVRTC_SUCCESS) {                                                                       \
-      snprintf(err, errcap, "%s: %s failed: %s", what, #call, nvrtcGetErrorString(r_));            \
+      ddp_fail(err, errcap, "%s: %s failed: %s", what, #call, nvrtcGetErrorString(r_));            \
       goto fail;                                                                                     \
     }                                                                                                \
   } while (0)
 
 int ddp_nvrtc_compile(const char *template_name, const char *entry, const char *spec, const char *arch,
-                      uint8_t **cubin, uint64_t *size, char hash[17], char *err, size_t errcap) {
-  const char *dir = ddp_template_dir();
+                      const ddp_codegen_opts *o, uint8_t **cubin, uint64_t *size, char hash[17], char *err,
+                      size_t errcap) {
+  const char *dir = o && o->template_dir ? o->template_dir : DDP_TEMPLATE_DIR;
   char path[4096], what[512];
   snprintf(path, sizeof path, "%s/%s.cu", dir, template_name);
   snprintf(what, sizeof what, "templates/%s.cu (%s)", template_name, entry);
   size_t srclen = 0;
-  char *src = read_file(path, &srclen);
-  if (!src) {
-    snprintf(err, errcap, "%s: cannot read template: %s", path, strerror(errno));
-    return -1;
-  }
+  char *src = ddp_read_file(path, MAX_FILE_BYTES, &srclen, err, errcap); /* "<path>: cannot open: ..." */
+  if (!src) return -1;
   int major = 0, minor = 0;
   nvrtcVersion(&major, &minor);
   char arch_opt[64], inc_cuda[1100], inc_tpl[4200];
@@ -148,7 +118,7 @@ int ddp_nvrtc_compile(const char *template_name, const char *entry, const char *
 
   /* The compiled source: entry selector, specialisation, then the template. */
   size_t cap = srclen + strlen(spec) + strlen(entry) + 256;
-  char *full = malloc(cap);
+  char *full = ddp_xmalloc(cap);
   snprintf(full, cap, "#define DDP_ENTRY_%s 1\n%s\n#line 1 \"%s.cu\"\n%s", entry, spec, template_name, src);
   free(src);
 
@@ -161,7 +131,7 @@ int ddp_nvrtc_compile(const char *template_name, const char *entry, const char *
   snprintf(hash, 17, "%016llx", (unsigned long long)h);
 
   char cdir_buf[4096];
-  const char *cdir = ddp_cache_dir(NULL, cdir_buf, sizeof cdir_buf);
+  const char *cdir = !o ? ddp_cache_dir(NULL, cdir_buf, sizeof cdir_buf) : o->cache_dir[0] ? o->cache_dir : NULL;
   if (cache_load(cdir, hash, cubin, size) == 0) {
     free(full);
     return 0;
@@ -174,18 +144,18 @@ int ddp_nvrtc_compile(const char *template_name, const char *entry, const char *
   if (rc != NVRTC_SUCCESS) {
     size_t loglen = 0;
     nvrtcGetProgramLogSize(prog, &loglen);
-    log = malloc(loglen + 1);
+    log = ddp_xmalloc(loglen + 1);
     nvrtcGetProgramLog(prog, log);
     log[loglen] = 0;
     char line[512];
     first_error_line(log, line, sizeof line);
-    snprintf(err, errcap, "%s: NVRTC compile failed: %s", what, line);
-    if (getenv("DDPC_NVRTC_LOG")) fprintf(stderr, "%s\n", log);
+    ddp_fail(err, errcap, "%s: NVRTC compile failed: %s", what, line);
+    if (o && o->nvrtc_log) fprintf(stderr, "%s\n", log);
     goto fail;
   }
   size_t n = 0;
   NVRTC_TRY(nvrtcGetCUBINSize(prog, &n), what);
-  *cubin = malloc(n);
+  *cubin = ddp_xmalloc(n);
   NVRTC_TRY(nvrtcGetCUBIN(prog, (char *)*cubin), what);
   *size = n;
   nvrtcDestroyProgram(&prog);
@@ -207,7 +177,7 @@ int ddp_arch_supported(const char *arch) {
   if (suffix[0] == 'a' && num < 90) return 0;
   int count = 0;
   if (nvrtcGetNumSupportedArchs(&count) != NVRTC_SUCCESS || count <= 0) return 0;
-  int *archs = malloc(sizeof(int) * (size_t)count);
+  int *archs = ddp_xmalloc(sizeof(int) * (size_t)count);
   int ok = 0;
   if (nvrtcGetSupportedArchs(archs) == NVRTC_SUCCESS)
     for (int i = 0; i < count; i++) ok |= archs[i] == num;

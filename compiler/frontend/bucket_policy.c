@@ -8,7 +8,6 @@
 #include "err.h"
 #include <stdarg.h>
 #include <stdio.h>
-#include <string.h>
 
 typedef struct fe_bucket_call {
   fe_sandbox *sb;
@@ -123,14 +122,14 @@ int fe_bucket_policy(void *ctx, const char *const *names, const uint64_t *bytes,
   fe_watch_end(w);
   if (st == LUA_OK) return 0;
   if (st == LUA_ERRMEM)
-    snprintf(err, errcap, "%s: parallel.buckets used more than %d MB of Lua memory", sb->bucket_where,
+    ddp_fail(err, errcap, "%s: parallel.buckets used more than %d MB of Lua memory", sb->bucket_where,
              (int)(FE_MEM_CAP >> 20));
   else if (lua_type(L, -1) == LUA_TSTRING && fe_located(lua_tostring(L, -1)))
-    snprintf(err, errcap, "%s", lua_tostring(L, -1));
+    ddp_fail(err, errcap, "%s", lua_tostring(L, -1));
   else if (lua_type(L, -1) == LUA_TSTRING)
-    snprintf(err, errcap, "%s: parallel.buckets: %s", sb->bucket_where, lua_tostring(L, -1));
+    ddp_fail(err, errcap, "%s: parallel.buckets: %s", sb->bucket_where, lua_tostring(L, -1));
   else
-    snprintf(err, errcap, "%s: parallel.buckets raised an error that is not a string", sb->bucket_where);
+    ddp_fail(err, errcap, "%s: parallel.buckets raised an error that is not a string", sb->bucket_where);
   fe_one_line(err);
   lua_settop(L, 0);
   return -1;

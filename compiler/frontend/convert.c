@@ -9,7 +9,6 @@
 void fe_convert(fe_conv *c, int root_idx) {
   static const char *const fields[] = {"model", "data", "precision", "grad_dtype", "optimizer", "parallel",
                                        "steps", "warmup", "seed", "mode", NULL};
-  static const char *const precs[] = {"fp32", "bf16", NULL};
 #define FE_MODE_NAME(id, name) name,
   static const char *const modes[] = {DDP_MODES(FE_MODE_NAME) NULL};
 #undef FE_MODE_NAME
@@ -38,7 +37,7 @@ void fe_convert(fe_conv *c, int root_idx) {
     fe_bad(c, &root, "seed", "must be a non-negative integer");
   s->seed = (uint64_t)seed;
   int prec = 0;
-  fe_enum(c, &root, "precision", precs, &prec);
+  fe_enum(c, &root, "precision", ddp_precision_names, &prec);
   s->precision = prec == 1 ? PREC_BF16 : PREC_FP32;
   int mode = MODE_TRAIN;
   fe_enum(c, &root, "mode", modes, &mode);

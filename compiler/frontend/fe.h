@@ -38,10 +38,12 @@ void fe_limits_reset(fe_sandbox *sb);
 void fe_sandbox_open(lua_State *L);
 
 /* ---- prelude.c: the constructors (C functions, so `return schedule{...}` keeps its line). ---- */
-enum {
-  FE_K_SCHEDULE, FE_K_TRANSFORMER, FE_K_MLP, FE_K_LINEAR, FE_K_RELU, FE_K_LAYERNORM, FE_K_PARAM,
-  FE_K_ADAMW, FE_K_SGD, FE_K_DDP, FE_K_SINGLE, FE_K_COUNT
-};
+#define FE_KINDS(X)                                                                                    \
+  X(SCHEDULE, schedule) X(TRANSFORMER, transformer) X(MLP, mlp) X(LINEAR, linear) X(RELU, relu)         \
+  X(LAYERNORM, layernorm) X(PARAM, param) X(ADAMW, adamw) X(SGD, sgd) X(DDP, ddp) X(SINGLE, single)
+#define FE_KIND_ENUM(id, name) FE_K_##id,
+enum { FE_KINDS(FE_KIND_ENUM) FE_K_COUNT };
+#undef FE_KIND_ENUM
 extern const char *const fe_kind_names[FE_K_COUNT];
 void fe_prelude_open(lua_State *L);
 int fe_kind_of(lua_State *L, int idx);                       /* FE_K_* or -1 (not made by one) */
@@ -49,6 +51,8 @@ bool fe_where_of(lua_State *L, int idx, char *buf, size_t cap); /* the construct
 /* `--set` bookkeeping: the override text that last set table[key], if any. */
 void fe_mark_set(lua_State *L, int tidx, int keyidx, const char *text);
 bool fe_set_of(lua_State *L, int tidx, const char *key, char *buf, size_t cap);
+/* A value as an error line shows it: nil, true, 3, 1.0, "text" (cut at 60), ddp{...}, a table. */
+const char *fe_got(lua_State *L, int idx, char *buf, size_t cap);
 
 /* ---- fields.c: reading and checking fields; every failure raises one formatted line. ---- */
 typedef struct fe_conv {
@@ -69,7 +73,6 @@ _Noreturn void fe_fail(fe_conv *c, const fe_tab *t, const char *key, const char 
 /* fe_fail with ", got <value of t.key>" appended. */
 _Noreturn void fe_bad(fe_conv *c, const fe_tab *t, const char *key, const char *fmt, ...)
     __attribute__((format(printf, 4, 5)));
-const char *fe_got(lua_State *L, int idx, char *buf, size_t cap);
 
 void fe_tab_root(fe_conv *c, int idx, fe_tab *t);
 /* Opens t.key as a sub-table (pushed; stays on the stack). False when absent. */

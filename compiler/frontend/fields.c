@@ -61,39 +61,6 @@ void fe_bad(fe_conv *c, const fe_tab *t, const char *key, const char *fmt, ...) 
   fe_raise(c, t, key, text);
 }
 
-const char *fe_got(lua_State *L, int idx, char *buf, size_t cap) {
-  switch (lua_type(L, idx)) {
-  case LUA_TNONE:
-  case LUA_TNIL: snprintf(buf, cap, "nil"); break;
-  case LUA_TBOOLEAN: snprintf(buf, cap, "%s", lua_toboolean(L, idx) ? "true" : "false"); break;
-  case LUA_TNUMBER:
-    if (lua_isinteger(L, idx)) snprintf(buf, cap, "%lld", (long long)lua_tointeger(L, idx));
-    else { /* as Lua prints floats: 1.0, 0.5, 1e+12 */
-      snprintf(buf, cap, "%.14g", (double)lua_tonumber(L, idx));
-      if (strspn(buf, "-0123456789") == strlen(buf) && strlen(buf) + 3 <= cap) strcat(buf, ".0");
-    }
-    break;
-  case LUA_TSTRING: {
-    size_t len;
-    const char *s = lua_tolstring(L, idx, &len);
-    if (len > 60) snprintf(buf, cap, "\"%.57s...\"", s);
-    else snprintf(buf, cap, "\"%s\"", s);
-    break;
-  }
-  case LUA_TTABLE: {
-    int k = fe_kind_of(L, idx);
-    if (k >= 0) snprintf(buf, cap, "%s{...}", fe_kind_names[k]);
-    else snprintf(buf, cap, "a table");
-    break;
-  }
-  case LUA_TFUNCTION: snprintf(buf, cap, "a function"); break;
-  default: snprintf(buf, cap, "a %s", lua_typename(L, lua_type(L, idx))); break;
-  }
-  for (char *p = buf; *p; p++) /* one line, whatever the value holds */
-    if (*p == '\n' || *p == '\r' || *p == '\t') *p = ' ';
-  return buf;
-}
-
 static void fe_tab_init(fe_conv *c, fe_tab *out, int idx, const char *path, const char *what,
                         const char *parent_where) {
   out->idx = lua_absindex(c->L, idx);

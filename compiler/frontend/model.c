@@ -14,7 +14,6 @@ static int64_t fe_mul(int64_t a, int64_t b) { /* saturating, for size checks */
 static void fe_transformer(fe_conv *c, const fe_tab *m) {
   static const char *const fields[] = {"name", "vocab", "context", "d_model", "d_ff", "layers",
                                        "heads", "rope_theta", "attention", NULL};
-  static const char *const attn[] = {"flash", "naive", NULL};
   ddp_schedule *s = c->s;
   fe_known(c, m, fields);
   s->model_kind = MODEL_TRANSFORMER;
@@ -46,7 +45,7 @@ static void fe_transformer(fe_conv *c, const fe_tab *m) {
   if (fe_num(c, m, "rope_theta", &s->rope_theta, "a positive number") && !(s->rope_theta > 0))
     fe_bad(c, m, "rope_theta", "must be a positive number");
   int a = ATTN_FLASH;
-  fe_enum(c, m, "attention", attn, &a);
+  fe_enum(c, m, "attention", ddp_attention_names, &a);
   s->attention = a == 1 ? ATTN_NAIVE : ATTN_FLASH;
 }
 

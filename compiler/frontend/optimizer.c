@@ -34,7 +34,6 @@ static void fe_betas(fe_conv *c, const fe_tab *o) {
 static void fe_adamw(fe_conv *c, const fe_tab *o) {
   static const char *const fields[] = {"lr", "betas", "eps", "weight_decay", "schedule", "warmup",
                                        "cycle", "lr_min", "clip", NULL};
-  static const char *const scheds[] = {"constant", "cosine", NULL};
   ddp_schedule *s = c->s;
   fe_known(c, o, fields);
   s->optimizer = OPTIM_ADAMW;
@@ -45,9 +44,9 @@ static void fe_adamw(fe_conv *c, const fe_tab *o) {
   fe_nonneg(c, o, "weight_decay", &s->weight_decay);
   fe_nonneg(c, o, "clip", &s->clip_norm);
   int sched = 0;
-  fe_enum(c, o, "schedule", scheds, &sched);
+  fe_enum(c, o, "schedule", ddp_lr_schedule_names, &sched);
   s->lr_schedule = sched;
-  if (sched == 0) {
+  if (sched == LR_CONSTANT) {
     static const char *const cos_only[] = {"warmup", "cycle", "lr_min", NULL};
     for (const char *const *k = cos_only; *k; k++)
       if (fe_has(c, o, *k)) fe_bad(c, o, *k, "only applies with schedule = \"cosine\"");

@@ -3,7 +3,6 @@
  * anything else is a string. Every table on the path but the last field must exist. Each set field is
  * remembered (prelude.c) so that an error about it says "--set path=value" instead of a file:line. */
 #include "fe.h"
-#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 

@@ -5,11 +5,7 @@
 #include "dtype.h"
 #include "plan.h"
 #include <stdio.h>
-#include <string.h>
 
-static const char *const fe_syncs[] = {"naive", "flat", "individual", "bucketed", NULL};
-static const char *const fe_shards[] = {"none", "optimizer", "zero1", NULL};
-static const char *const fe_overlaps[] = {"backward", "none", NULL};
 
 static void fe_single(ddp_schedule *s) {
   s->ranks = 1;
@@ -27,7 +23,7 @@ static void fe_ddp(fe_conv *c, const fe_tab *p) {
   s->ranks = (int)fe_int_in(c, p, "ranks", 1, 1, 1024);
 
   int sync = 3; /* bucketed, as torch's DDP */
-  fe_enum(c, p, "sync", fe_syncs, &sync);
+  fe_enum(c, p, "sync", ddp_sync_names + SYNC_NAIVE, &sync); /* "none" is single() */
   s->sync = SYNC_NAIVE + sync;
   bool bucketed = s->sync == SYNC_BUCKETED;
 
@@ -51,10 +47,10 @@ static void fe_ddp(fe_conv *c, const fe_tab *p) {
     s->bucket_mb = 25;
 
   bool can_overlap = s->sync == SYNC_INDIVIDUAL || bucketed;
-  int ov = can_overlap ? 0 : 1;
-  if (fe_enum(c, p, "overlap", fe_overlaps, &ov) && ov == 0 && !can_overlap)
+  int ov = can_overlap ? OVERLAP_BACKWARD : OVERLAP_NONE;
+  if (fe_enum(c, p, "overlap", ddp_overlap_names, &ov) && ov == OVERLAP_BACKWARD && !can_overlap)
     fe_bad(c, p, "overlap", "needs sync = \"individual\" or \"bucketed\" (naive and flat sync after the backward)");
-  s->overlap_backward = ov == 0;
+  s->overlap_backward = ov == OVERLAP_BACKWARD;
 
   s->optimizer_overlap = false;
   if (fe_bool(c, p, "optimizer_overlap", &s->optimizer_overlap) && s->optimizer_overlap &&
@@ -62,13 +58,13 @@ static void fe_ddp(fe_conv *c, const fe_tab *p) {
     fe_bad(c, p, "optimizer_overlap", "needs sync = \"bucketed\" with overlap = \"backward\"");
 
   int shard = 0;
-  fe_enum(c, p, "shard", fe_shards, &shard);
+  fe_enum(c, p, "shard", ddp_shard_names, &shard);
   s->shard = shard;
   if (s->shard == SHARD_ZERO1 && s->sync != SYNC_FLAT && !bucketed)
     fe_bad(c, p, "shard", "needs sync = \"flat\" or \"bucketed\" when it is \"zero1\" (ZeRO-1 reduce-scatters the "
            "gradients)");
   if (s->shard != SHARD_NONE && s->optimizer_overlap)
-    fe_bad(c, p, "optimizer_overlap", "cannot be combined with shard = \"%s\"", fe_shards[shard]);
+    fe_bad(c, p, "optimizer_overlap", "cannot be combined with shard = \"%s\"", ddp_shard_names[shard]);
 
   s->broadcast_init = true;
   s->identical_init = false;
@@ -95,17 +91,16 @@ void fe_parallel(fe_conv *c, const fe_tab *root) {
 
 /* grad_dtype may be given at the top level or in ddp{}; both must agree. */
 void fe_grad_dtype(fe_conv *c, const fe_tab *root) {
-  static const char *const dts[] = {"fp32", "bf16", NULL};
   int top = -1, in_ddp = -1;
-  fe_enum(c, root, "grad_dtype", dts, &top);
+  fe_enum(c, root, "grad_dtype", ddp_precision_names, &top);
   fe_tab p;
   bool have_p = fe_sub(c, root, "parallel", &p, "ddp{...} or single()");
-  if (have_p && fe_kind_of(c->L, p.idx) == FE_K_DDP) fe_enum(c, &p, "grad_dtype", dts, &in_ddp);
+  if (have_p && fe_kind_of(c->L, p.idx) == FE_K_DDP) fe_enum(c, &p, "grad_dtype", ddp_precision_names, &in_ddp);
   if (top >= 0 && in_ddp >= 0 && top != in_ddp)
-    fe_bad(c, &p, "grad_dtype", "disagrees with grad_dtype = \"%s\" at the top level", dts[top]);
+    fe_bad(c, &p, "grad_dtype", "disagrees with grad_dtype = \"%s\" at the top level", ddp_precision_names[top]);
   int g = top >= 0 ? top : in_ddp >= 0 ? in_ddp : 0;
-  c->s->grad_dtype = g == 1 ? DT_BF16 : DT_F32;
-  if (g == 1 && c->s->precision != PREC_BF16) {
+  c->s->grad_dtype = g == PREC_BF16 ? DT_BF16 : DT_F32;
+  if (g == PREC_BF16 && c->s->precision != PREC_BF16) {
     if (in_ddp >= 0) fe_bad(c, &p, "grad_dtype", "may be \"bf16\" only with precision = \"bf16\"");
     fe_bad(c, root, "grad_dtype", "may be \"bf16\" only with precision = \"bf16\"");
   }

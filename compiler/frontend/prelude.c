@@ -3,14 +3,15 @@
  * in weak side tables of the registry (so user tables stay plain), which constructor made it and the
  * file:line it was called from. They are C functions on purpose: Lua keeps the caller's frame when a C
  * function is tail-called, so `return schedule{...}` still knows its line. An optional second argument
- * `up` attributes the call to a frame further up (helpers such as models.transformer pass 1). */
+ * `up` attributes the call to a frame further up (helpers such as models.transformer pass 1). fe_got
+ * describes any value in the words of those constructors ("ddp{...}"). */
 #include "fe.h"
 #include <stdio.h>
 #include <string.h>
 
-const char *const fe_kind_names[FE_K_COUNT] = {"schedule", "transformer", "mlp",   "linear",
-                                               "relu",     "layernorm",   "param", "adamw",
-                                               "sgd",      "ddp",         "single"};
+#define FE_KIND_NAME(id, name) #name,
+const char *const fe_kind_names[FE_K_COUNT] = {FE_KINDS(FE_KIND_NAME)};
+#undef FE_KIND_NAME
 
 static const char fe_key_kind = 0, fe_key_where = 0, fe_key_sets = 0;
 
@@ -135,4 +136,37 @@ bool fe_set_of(lua_State *L, int tidx, const char *key, char *buf, size_t cap) {
   }
   lua_pop(L, 1);
   return ok;
+}
+
+const char *fe_got(lua_State *L, int idx, char *buf, size_t cap) {
+  switch (lua_type(L, idx)) {
+  case LUA_TNONE:
+  case LUA_TNIL: snprintf(buf, cap, "nil"); break;
+  case LUA_TBOOLEAN: snprintf(buf, cap, "%s", lua_toboolean(L, idx) ? "true" : "false"); break;
+  case LUA_TNUMBER:
+    if (lua_isinteger(L, idx)) snprintf(buf, cap, "%lld", (long long)lua_tointeger(L, idx));
+    else { /* as Lua prints floats: 1.0, 0.5, 1e+12 */
+      snprintf(buf, cap, "%.14g", (double)lua_tonumber(L, idx));
+      if (strspn(buf, "-0123456789") == strlen(buf) && strlen(buf) + 3 <= cap) strcat(buf, ".0");
+    }
+    break;
+  case LUA_TSTRING: {
+    size_t len;
+    const char *s = lua_tolstring(L, idx, &len);
+    if (len > 60) snprintf(buf, cap, "\"%.57s...\"", s);
+    else snprintf(buf, cap, "\"%s\"", s);
+    break;
+  }
+  case LUA_TTABLE: {
+    int k = fe_kind_of(L, idx);
+    if (k >= 0) snprintf(buf, cap, "%s{...}", fe_kind_names[k]);
+    else snprintf(buf, cap, "a table");
+    break;
+  }
+  case LUA_TFUNCTION: snprintf(buf, cap, "a function"); break;
+  default: snprintf(buf, cap, "a %s", lua_typename(L, lua_type(L, idx))); break;
+  }
+  for (char *p = buf; *p; p++) /* one line, whatever the value holds */
+    if (*p == '\n' || *p == '\r' || *p == '\t') *p = ' ';
+  return buf;
 }

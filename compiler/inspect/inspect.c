@@ -1,4 +1,4 @@
-/* compiler/inspect.c: `ddpc inspect`, the EXPLAIN of a plan. Prints, in this order, each part under a
+/* compiler/inspect/inspect.c: `ddpc inspect`, the EXPLAIN of a plan. Prints, in this order, each part under a
  * fixed heading line that tests and scripts grep for (every section is printed, "none" when empty):
  *
  *   == summary ==                  every meta field (DDP_META_FIELDS), table counts
@@ -15,13 +15,7 @@
 #include <inttypes.h>
 #include <string.h>
 
-const char *ddp_insp_tensor(const ddp_plan *p, int64_t id) {
-  if (id == -1) return "-";
-  if (id < 0 || id >= p->ntensors || !p->tensors[id].name) return "?";
-  return p->tensors[id].name;
-}
-
-const char *ddp_insp_human(char *buf, size_t cap, uint64_t bytes) {
+static const char *human(char *buf, size_t cap, uint64_t bytes) {
   static const char *const units[] = {"B", "KiB", "MiB", "GiB", "TiB"};
   double v = (double)bytes;
   int u = 0;
@@ -35,18 +29,16 @@ const char *ddp_insp_human(char *buf, size_t cap, uint64_t bytes) {
 
 /* A readable form of the coded meta fields; NULL when the value is printed as is. */
 static const char *meta_decode(const ddp_plan *p, const char *field, int64_t v) {
-  static const char *const models[] = {"transformer", "mlp"}, *const precs[] = {"fp32", "bf16"},
-                           *const data[] = {"random tokens", "token file", "random dense", "pattern tokens"},
-                           *const optims[] = {"adamw", "sgd"}, *const scheds[] = {"constant", "cosine"};
-  struct { const char *field; const char *const *names; int64_t n; } enums[] = {
-      {"model_kind", models, 2}, {"precision", precs, 2}, {"data_kind", data, 4},
-      {"optimizer", optims, 2},  {"lr_schedule", scheds, 2}};
+  struct { const char *field; const char *const *names; int n; } enums[] = {
+      {"model_kind", ddp_model_kind_names, MODEL_COUNT}, {"precision", ddp_precision_names, PREC_COUNT},
+      {"data_kind", ddp_data_kind_names, DATA_COUNT},    {"optimizer", ddp_optimizer_names, OPTIM_COUNT},
+      {"lr_schedule", ddp_lr_schedule_names, LR_COUNT}};
   for (size_t k = 0; k < sizeof enums / sizeof enums[0]; k++)
-    if (strcmp(field, enums[k].field) == 0) return (v >= 0 && v < enums[k].n) ? enums[k].names[v] : "?";
+    if (strcmp(field, enums[k].field) == 0) return ddp_vocab_name(enums[k].names, enums[k].n, v);
   if (strcmp(field, "act_dtype") == 0 || strcmp(field, "grad_dtype") == 0) return ddp_dtype_name((int)v);
   if (strcmp(field, "mode") == 0) return ddp_mode_name((int)v);
   size_t n = strlen(field);
-  if (n > 7 && strcmp(field + n - 7, "_tensor") == 0) return ddp_insp_tensor(p, v);
+  if (n > 7 && strcmp(field + n - 7, "_tensor") == 0) return ddp_plan_tensor_name(p, v);
   return NULL;
 }
 
@@ -115,7 +107,7 @@ static void print_tensors(FILE *o, const ddp_plan *p) {
   for (uint32_t i = 0; i < p->ntensors; i++) {
     char flags[160];
     flags_text(flags, sizeof flags, p->tensors[i].flags);
-    int a = (int)strlen(ddp_insp_tensor(p, i)), b = p->tensors[i].state_name ? (int)strlen(p->tensors[i].state_name) : 1,
+    int a = (int)strlen(ddp_plan_tensor_name(p, i)), b = p->tensors[i].state_name ? (int)strlen(p->tensors[i].state_name) : 1,
         f = (int)strlen(flags);
     wn = a > wn ? a : wn;
     ws = b > ws ? b : ws;
@@ -128,9 +120,9 @@ static void print_tensors(FILE *o, const ddp_plan *p) {
     char shape[96], flags[160], view[160] = "-";
     shape_text(shape, sizeof shape, t);
     flags_text(flags, sizeof flags, t->flags);
-    if (t->base >= 0) snprintf(view, sizeof view, "%s+%" PRIu64, ddp_insp_tensor(p, t->base), t->view);
+    if (t->base >= 0) snprintf(view, sizeof view, "%s+%" PRIu64, ddp_plan_tensor_name(p, t->base), t->view);
     fprintf(o, "%5u  %-*s  %-*s  %-18s %-5s %12" PRIu64 "  %-11s %12" PRIu64 "  %-*s  %s\n", i, wn,
-            ddp_insp_tensor(p, i), ws, t->state_name ? t->state_name : "-", shape, ddp_dtype_name(t->dtype), t->bytes,
+            ddp_plan_tensor_name(p, i), ws, t->state_name ? t->state_name : "-", shape, ddp_dtype_name(t->dtype), t->bytes,
             ddp_arena_name(t->arena), t->offset, wf, flags, view);
   }
   fprintf(o, "\n");
@@ -155,7 +147,7 @@ static void print_memory(FILE *o, const ddp_plan *p) {
       total += p->ranks[r].arena_bytes[a];
     }
     char h[32];
-    fprintf(o, " %14" PRIu64 "  %s\n", total, ddp_insp_human(h, sizeof h, total));
+    fprintf(o, " %14" PRIu64 "  %s\n", total, human(h, sizeof h, total));
   }
   fprintf(o, "\n");
 }
@@ -170,12 +162,12 @@ static void print_buckets(FILE *o, const ddp_plan *p) {
   for (uint32_t i = 0; i < p->nbuckets; i++) {
     const ddp_bucket *b = &p->buckets[i];
     fprintf(o, "%6u %7u %14" PRIu64 " %14" PRIu64 "  ", i, b->nparams, b->bytes, b->offset);
-    for (uint32_t j = 0; j < b->nparams; j++) fprintf(o, "%s%s", j ? ", " : "", ddp_insp_tensor(p, b->params[j]));
+    for (uint32_t j = 0; j < b->nparams; j++) fprintf(o, "%s%s", j ? ", " : "", ddp_plan_tensor_name(p, b->params[j]));
     fprintf(o, "\n");
   }
   double comm = p->meta.comm_bytes_per_step;
   fprintf(o, "predicted communication per step: %.0f bytes (%s)\n\n", comm,
-          ddp_insp_human(h, sizeof h, comm > 0 ? (uint64_t)comm : 0));
+          human(h, sizeof h, comm > 0 ? (uint64_t)comm : 0));
 }
 
 /* ---- kernels ---- */
@@ -211,7 +203,7 @@ static void print_kernels(FILE *o, const ddp_plan *p) {
   uint64_t total = 0;
   for (uint32_t i = 0; i < p->nmodules; i++) total += p->modules[i].cubin_size;
   char h[32];
-  fprintf(o, "modules: %u, total CUBIN bytes: %" PRIu64 " (%s)\n", p->nmodules, total, ddp_insp_human(h, sizeof h, total));
+  fprintf(o, "modules: %u, total CUBIN bytes: %" PRIu64 " (%s)\n", p->nmodules, total, human(h, sizeof h, total));
 }
 
 int ddp_inspect(const ddp_plan *p, int rank, FILE *out) {

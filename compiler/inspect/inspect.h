@@ -1,4 +1,4 @@
-/* compiler/inspect.h: `ddpc inspect`, the EXPLAIN of a plan: every part of a plan printed as readable
+/* compiler/inspect/inspect.h: `ddpc inspect`, the EXPLAIN of a plan: every part of a plan printed as readable
  * tables under fixed headings (listed at the top of compiler/inspect.c). */
 #ifndef DDP_INSPECT_H
 #define DDP_INSPECT_H

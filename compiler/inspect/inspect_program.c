@@ -1,10 +1,9 @@
-/* compiler/inspect_program.c: the program listings of `ddpc inspect`: one rank's init or step program
+/* compiler/inspect/inspect_program.c: the program listings of `ddpc inspect`: one rank's init or step program
  * under "== program rank R init|step ==", grouped per stream, each instruction with its index, stream,
  * opcode and its operands decoded per opcode (instr.h documents the operand slots). */
 #include "inspect_program.h"
 #include <inttypes.h>
 #include <stdlib.h>
-#include <string.h>
 
 static const char *stream_name(uint32_t s) {
   return s == STREAM_COMPUTE ? "compute" : s == STREAM_COMM ? "comm" : "aux";
@@ -14,7 +13,7 @@ static const char *stream_name(uint32_t s) {
  * their one dtype separately, so their buffers pass with_dt = 0). */
 static void buf_dt(FILE *o, const ddp_plan *p, const ddp_instr *in, const char *label, int k, int with_dt) {
   const ddp_bufref *b = &in->p[k];
-  fprintf(o, " %s=%s", label, ddp_insp_tensor(p, b->tensor));
+  fprintf(o, " %s=%s", label, ddp_plan_tensor_name(p, b->tensor));
   if (b->tensor >= 0 && b->view) fprintf(o, "+%" PRIu64, b->view);
   if (with_dt && b->tensor >= 0 && in->dt[k]) fprintf(o, ":%s", ddp_dtype_name(in->dt[k]));
 }

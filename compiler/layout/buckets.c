@@ -1,12 +1,10 @@
-/* compiler/buckets.c: gradient buckets for bucketed DDP. Default policy: walk the trainable units in the
+/* compiler/layout/buckets.c: gradient buckets for bucketed DDP. Default policy: walk the trainable units in the
  * order their gradients become ready and close a bucket when the next unit would push it past bucket_mb
  * (MiB of gradient bytes); a unit larger than the cap gets a bucket of its own. A schedule may instead
  * give a Lua function over the state-dict parameters; parameters sharing a fused unit must then share a
  * bucket. */
 #include "layout.h"
-#include <stdio.h>
 #include <stdlib.h>
-#include <string.h>
 
 static int by_size(ddp_builder *b, const int *order, int n, int *bucket_of) {
   double cap = b->s->bucket_mb * 1024.0 * 1024.0;
@@ -29,10 +27,10 @@ static int by_policy(ddp_builder *b, const int *order, int n, int *bucket_of, ch
   const ddp_schedule *s = b->s;
   /* The state-dict parameters of the trainable units, in ready order. */
   int np = 0;
-  const char **names = calloc((size_t)b->nparams + 1, sizeof(char *));
-  uint64_t *bytes = calloc((size_t)b->nparams + 1, sizeof(uint64_t));
-  int *unit_pos = malloc(sizeof(int) * (size_t)b->nparams);
-  int *pbucket = malloc(sizeof(int) * (size_t)b->nparams);
+  const char **names = ddp_xcalloc((size_t)b->nparams + 1, sizeof(char *));
+  uint64_t *bytes = ddp_xcalloc((size_t)b->nparams + 1, sizeof(uint64_t));
+  int *unit_pos = ddp_xcalloc((size_t)b->nparams + 1, sizeof(int));
+  int *pbucket = ddp_xcalloc((size_t)b->nparams + 1, sizeof(int));
   for (int k = 0; k < n; k++)
     for (int p = 0; p < b->nparams; p++)
       if (b->params[p].unit == order[k]) {
@@ -49,13 +47,11 @@ static int by_policy(ddp_builder *b, const int *order, int n, int *bucket_of, ch
     for (int q = 0; q < np && nb >= 0; q++) {
       int k = unit_pos[q];
       if (pbucket[q] < 0) {
-        snprintf(err, errcap, "%s: parallel.buckets: parameter %s is in no bucket", s->path, names[q]);
-        nb = -1;
+        nb = ddp_fail(err, errcap, "%s: parallel.buckets: parameter %s is in no bucket", s->path, names[q]);
       } else if (bucket_of[k] >= 0 && bucket_of[k] != pbucket[q]) {
-        snprintf(err, errcap,
-                 "%s: parallel.buckets: %s shares one fused weight (%s) with parameters of another bucket", s->path,
-                 names[q], b->units[order[k]].name);
-        nb = -1;
+        nb = ddp_fail(err, errcap,
+                      "%s: parallel.buckets: %s shares one fused weight (%s) with parameters of another bucket",
+                      s->path, names[q], b->units[order[k]].name);
       } else {
         bucket_of[k] = pbucket[q];
         if (pbucket[q] + 1 > nb) nb = pbucket[q] + 1;
@@ -65,7 +61,7 @@ static int by_policy(ddp_builder *b, const int *order, int n, int *bucket_of, ch
       if (bucket_of[k] < 0) bucket_of[k] = nb - 1; /* units without state-dict parameters: none today */
     /* Empty buckets are compacted away. */
     if (nb > 0) {
-      int *remap = malloc(sizeof(int) * (size_t)nb);
+      int *remap = ddp_xmalloc(sizeof(int) * (size_t)nb);
       int used = 0;
       for (int x = 0; x < nb; x++) {
         remap[x] = -1;
@@ -87,7 +83,25 @@ static int by_policy(ddp_builder *b, const int *order, int n, int *bucket_of, ch
   return nb;
 }
 
-int ddp_buckets_assign(ddp_builder *b, const int *order, int n, int *bucket_of, char *err, size_t errcap) {
+int ddp_layout_assign_buckets(ddp_builder *b, const int *order, int n, int *bucket_of, char *err, size_t errcap) {
   if (b->s->bucket_policy) return by_policy(b, order, n, bucket_of, err, errcap);
   return by_size(b, order, n, bucket_of);
+}
+
+void ddp_layout_record_buckets(ddp_plan *p, const ddp_builder *b, const ddp_layout *lay) {
+  if (b->s->sync != SYNC_BUCKETED || lay->world < 2 || !b->backward) return;
+  uint64_t gsz = ddp_dtype_size(b->grad_dt);
+  p->buckets = ddp_xcalloc((size_t)lay->nbuckets, sizeof(ddp_bucket));
+  p->nbuckets = p->cap_buckets = (uint32_t)lay->nbuckets;
+  for (int k = 0; k < lay->nbuckets; k++) {
+    ddp_bucket *bk = &p->buckets[k];
+    const ddp_layout_bucket *lb = &lay->buckets[k];
+    bk->params = ddp_xmalloc(sizeof(int32_t) * (size_t)b->nparams);
+    for (int j = lb->first; j <= lb->last; j++)
+      for (int q = 0; q < b->nparams; q++)
+        if (b->params[q].unit == lay->order[j]) bk->params[bk->nparams++] = b->params[q].tensor;
+    const ddp_unit *first = &b->units[lay->order[lb->first]], *last = &b->units[lay->order[lb->last]];
+    bk->offset = p->tensors[first->grad].offset;
+    bk->bytes = (uint64_t)(last->flat_offset + last->numel - first->flat_offset) * gsz;
+  }
 }

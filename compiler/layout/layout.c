@@ -1,16 +1,16 @@
-/* compiler/layout.c: assigns every trainable unit its range in the flat tensors (gradient-ready order),
- * creates the flat tensors and turns each unit's master, copy and gradient into views of them, decides the
- * optimizer-state size and, for optimizer sharding, which rank owns which range (balanced by bytes).
- * Only what the schedule's mode uses is created: no gradients (nor buckets) without a backward, no
- * optimizer state (m, v, clipping partials) outside mode "train". */
+/* compiler/layout/layout.c: the layout stage. Orders the trainable units by gradient readiness, groups
+ * them into buckets (contiguous runs of that order), assigns every unit its range in the flat tensors and
+ * turns each unit's master, copy and gradient into views of them, decides ownership (ownership.c) and
+ * creates the optimizer state. Only what the schedule's mode uses is created: no gradients (nor buckets)
+ * without a backward, no optimizer state (m, v, clipping partials) outside mode "train". */
 #include "layout.h"
-#include <stdio.h>
+#include "instr.h"
 #include <stdlib.h>
 #include <string.h>
 
-static const ddp_builder *sort_b;
-static int by_ready(const void *x, const void *y) {
-  const ddp_unit *a = &sort_b->units[*(const int *)x], *c = &sort_b->units[*(const int *)y];
+static int by_ready(const void *x, const void *y, void *ctx) {
+  const ddp_builder *b = ctx;
+  const ddp_unit *a = &b->units[*(const int *)x], *c = &b->units[*(const int *)y];
   int ra = a->ready < 0 ? 1 << 30 : a->ready, rc = c->ready < 0 ? 1 << 30 : c->ready;
   if (ra != rc) return ra < rc ? -1 : 1;
   return *(const int *)x - *(const int *)y;
@@ -29,139 +29,115 @@ static int32_t flat_tensor(ddp_builder *b, const char *name, int dt, int arena, 
   return b_tensor(b, name, dt, arena, flags | TF_PERSISTENT, 1, shape);
 }
 
-int ddp_layout_build(ddp_builder *b, ddp_layout *L, char *err, size_t errcap) {
-  const ddp_schedule *s = b->s;
-  memset(L, 0, sizeof *L);
-  L->world = s->ranks;
-  L->flat_params = L->flat_copies = L->flat_grads = L->flat_m = L->flat_v = L->sumsq_partials = -1;
-  L->order = malloc(sizeof(int) * (size_t)(b->nunits + 1));
+/* The trainable units in gradient-ready order (never-ready units last, ties by index). */
+static int layout_order(ddp_builder *b, ddp_layout *lay, char *err, size_t errcap) {
+  lay->order = ddp_xmalloc(sizeof(int) * (size_t)(b->nunits + 1));
   for (int u = 0; u < b->nunits; u++)
-    if (b->units[u].trainable) L->order[L->norder++] = u;
-  if (L->norder == 0) {
-    snprintf(err, errcap, "%s: model: no trainable parameters", s->path);
-    return -1;
-  }
-  sort_b = b;
-  qsort(L->order, (size_t)L->norder, sizeof(int), by_ready);
-  /* Buckets: contiguous runs of the flat order (a Lua policy may regroup, so sort by bucket, stably). */
-  int *bucket_of = calloc((size_t)L->norder, sizeof(int));
-  L->nbuckets = 1;
-  if (s->sync == SYNC_BUCKETED && b->backward) {
-    L->nbuckets = ddp_buckets_assign(b, L->order, L->norder, bucket_of, err, errcap);
-    if (L->nbuckets < 0) {
-      free(bucket_of);
-      return -1;
-    }
-  }
-  int *sorted = malloc(sizeof(int) * (size_t)L->norder);
-  L->bucket_first = malloc(sizeof(int) * (size_t)L->nbuckets);
-  L->bucket_last = malloc(sizeof(int) * (size_t)L->nbuckets);
-  int at = 0;
-  for (int k = 0; k < L->nbuckets; k++) {
-    L->bucket_first[k] = at;
-    for (int j = 0; j < L->norder; j++)
-      if (bucket_of[j] == k) sorted[at++] = L->order[j];
-    L->bucket_last[k] = at - 1;
-  }
-  memcpy(L->order, sorted, sizeof(int) * (size_t)L->norder);
-  free(sorted);
-  free(bucket_of);
-  int64_t off = 0;
-  for (int k = 0; k < L->norder; k++) {
-    ddp_unit *u = &b->units[L->order[k]];
-    u->flat_offset = off;
-    off = align_up(off + u->numel, DDP_FLAT_ALIGN);
-  }
-  L->nflat = align_up(off, (int64_t)DDP_FLAT_ALIGN * L->world);
-
-  L->flat_params = flat_tensor(b, "flat.params", b->fdt, ARENA_PARAM, TF_PARAM | TF_TRAINABLE, L->nflat);
-  if (b->act_dt != b->fdt)
-    L->flat_copies = flat_tensor(b, "flat.params.copy", b->act_dt, ARENA_PARAM, TF_PARAM_COPY, L->nflat);
-  if (b->backward) L->flat_grads = flat_tensor(b, "flat.grads", b->grad_dt, ARENA_GRAD, TF_GRAD, L->nflat);
-  uint64_t gsz = ddp_dtype_size(b->grad_dt), csz = ddp_dtype_size(b->act_dt);
-  for (int k = 0; k < L->norder; k++) {
-    ddp_unit *u = &b->units[L->order[k]];
-    rebase(b, u->master, L->flat_params, (uint64_t)u->flat_offset * ddp_dtype_size(b->fdt));
-    if (L->flat_copies >= 0) rebase(b, u->copy, L->flat_copies, (uint64_t)u->flat_offset * csz);
-    if (u->grad >= 0) rebase(b, u->grad, L->flat_grads, (uint64_t)u->flat_offset * gsz);
-  }
-
-  /* Optimizer ownership. */
-  L->own_lo = calloc((size_t)L->world, sizeof(int64_t));
-  L->own_hi = calloc((size_t)L->world, sizeof(int64_t));
-  if (s->shard == SHARD_ZERO1) {
-    int64_t per = L->nflat / L->world;
-    for (int r = 0; r < L->world; r++) {
-      L->own_lo[r] = r * per;
-      L->own_hi[r] = (r + 1) * per;
-    }
-  } else if (s->shard == SHARD_OPTIMIZER) {
-    /* Contiguous groups of whole units, each closing once it reaches its share of the bytes. */
-    int64_t total = off, acc = 0;
-    int r = 0;
-    L->own_lo[0] = 0;
-    for (int k = 0; k < L->norder; k++) {
-      const ddp_unit *u = &b->units[L->order[k]];
-      int64_t end = k + 1 < L->norder ? b->units[L->order[k + 1]].flat_offset : L->nflat;
-      acc += u->numel;
-      if (r < L->world - 1 && acc * L->world >= total * (r + 1)) {
-        L->own_hi[r] = end;
-        L->own_lo[++r] = end;
-      }
-    }
-    L->own_hi[r] = L->nflat;
-    for (r = r + 1; r < L->world; r++) L->own_lo[r] = L->own_hi[r] = L->nflat;
-  } else {
-    for (int r = 0; r < L->world; r++) L->own_hi[r] = L->nflat;
-  }
-  for (int r = 0; r < L->world; r++)
-    if (L->own_hi[r] - L->own_lo[r] > L->state_elems) L->state_elems = L->own_hi[r] - L->own_lo[r];
-  if (L->state_elems == 0) L->state_elems = DDP_FLAT_ALIGN;
-
-  if (s->optimizer == OPTIM_ADAMW && s->mode == MODE_TRAIN) {
-    L->flat_m = flat_tensor(b, "flat.exp_avg", b->fdt, ARENA_OPT, TF_OPT_M, L->state_elems);
-    L->flat_v = flat_tensor(b, "flat.exp_avg_sq", b->fdt, ARENA_OPT, TF_OPT_V, L->state_elems);
-    if (s->shard == SHARD_NONE) {
-      /* Per-parameter views under the state-dict names, for checkpoints. */
-      for (int p = 0; p < b->nparams; p++) {
-        const ddp_param *pp = &b->params[p];
-        const ddp_unit *u = &b->units[pp->unit];
-        if (!u->trainable) continue;
-        int64_t shape[DDP_MAX_DIMS];
-        const ddp_tensor *pt = b_t(b, pp->tensor);
-        int nd = pt->ndim;
-        memcpy(shape, pt->shape, sizeof shape);
-        char *sname = strdup(pt->state_name);
-        char nm[300];
-        uint64_t at = (uint64_t)(u->flat_offset + pp->unit_offset) * ddp_dtype_size(b->fdt);
-        snprintf(nm, sizeof nm, "%s.exp_avg", sname);
-        int32_t m = b_view(b, nm, L->flat_m, at, b->fdt, nd, shape, TF_OPT_M);
-        b->plan->tensors[m].state_name = strdup(sname);
-        b->plan->tensors[m].param = pp->tensor;
-        snprintf(nm, sizeof nm, "%s.exp_avg_sq", sname);
-        int32_t v = b_view(b, nm, L->flat_v, at, b->fdt, nd, shape, TF_OPT_V);
-        b->plan->tensors[v].state_name = strdup(sname);
-        b->plan->tensors[v].param = pp->tensor;
-        free(sname);
-      }
-    }
-  }
-  if (s->clip_norm > 0 && s->mode == MODE_TRAIN) {
-    L->sumsq_p = 1024;
-    int64_t shape[1] = {L->sumsq_p};
-    L->sumsq_partials = b_tensor(b, "optimizer.sumsq_partials", b->fdt, ARENA_IO, TF_PERSISTENT, 1, shape);
-  }
-  /* cuBLASLt's workspace (32 MiB, as recommended on Hopper). */
-  int64_t wshape[1] = {(32ll << 20) / 4};
-  L->workspace = b_tensor(b, "workspace.gemm", DT_I32, ARENA_WORK, TF_PERSISTENT, 1, wshape);
+    if (b->units[u].trainable) lay->order[lay->norder++] = u;
+  if (lay->norder == 0) return ddp_fail(err, errcap, "%s: model: no trainable parameters", b->s->path);
+  qsort_r(lay->order, (size_t)lay->norder, sizeof(int), by_ready, b);
   return 0;
 }
 
-void ddp_layout_free(ddp_layout *L) {
-  free(L->order);
-  free(L->own_lo);
-  free(L->own_hi);
-  free(L->bucket_first);
-  free(L->bucket_last);
-  memset(L, 0, sizeof *L);
+/* Buckets: contiguous runs of the order (a Lua policy may regroup, so the order is sorted by bucket,
+ * stably). One bucket over everything unless the sync is bucketed. */
+static int layout_buckets(ddp_builder *b, ddp_layout *lay, char *err, size_t errcap) {
+  int *bucket_of = ddp_xcalloc((size_t)lay->norder, sizeof(int));
+  lay->nbuckets = 1;
+  if (b->s->sync == SYNC_BUCKETED && b->backward)
+    lay->nbuckets = ddp_layout_assign_buckets(b, lay->order, lay->norder, bucket_of, err, errcap);
+  if (lay->nbuckets < 0) {
+    free(bucket_of);
+    return -1;
+  }
+  int *sorted = ddp_xmalloc(sizeof(int) * (size_t)lay->norder);
+  lay->buckets = ddp_xcalloc((size_t)lay->nbuckets, sizeof(ddp_layout_bucket));
+  int at = 0;
+  for (int k = 0; k < lay->nbuckets; k++) {
+    lay->buckets[k].first = at;
+    for (int j = 0; j < lay->norder; j++)
+      if (bucket_of[j] == k) sorted[at++] = lay->order[j];
+    lay->buckets[k].last = at - 1;
+  }
+  memcpy(lay->order, sorted, sizeof(int) * (size_t)lay->norder);
+  free(sorted);
+  free(bucket_of);
+  return 0;
+}
+
+/* Flat offsets, the flat tensors, and every unit's tensors rebased as views of them. */
+static void layout_offsets(ddp_builder *b, ddp_layout *lay) {
+  int64_t off = 0;
+  for (int k = 0; k < lay->norder; k++) {
+    ddp_unit *u = &b->units[lay->order[k]];
+    u->flat_offset = off;
+    off = align_up(off + u->numel, DDP_FLAT_ALIGN);
+  }
+  lay->used = off;
+  lay->nflat = align_up(off, (int64_t)DDP_FLAT_ALIGN * lay->world);
+  lay->flat_params = flat_tensor(b, "flat.params", b->fdt, ARENA_PARAM, TF_PARAM | TF_TRAINABLE, lay->nflat);
+  if (b->act_dt != b->fdt)
+    lay->flat_copies = flat_tensor(b, "flat.params.copy", b->act_dt, ARENA_PARAM, TF_PARAM_COPY, lay->nflat);
+  if (b->backward) lay->flat_grads = flat_tensor(b, "flat.grads", b->grad_dt, ARENA_GRAD, TF_GRAD, lay->nflat);
+  uint64_t gsz = ddp_dtype_size(b->grad_dt), csz = ddp_dtype_size(b->act_dt);
+  for (int k = 0; k < lay->norder; k++) {
+    ddp_unit *u = &b->units[lay->order[k]];
+    rebase(b, u->master, lay->flat_params, (uint64_t)u->flat_offset * ddp_dtype_size(b->fdt));
+    if (lay->flat_copies >= 0) rebase(b, u->copy, lay->flat_copies, (uint64_t)u->flat_offset * csz);
+    if (u->grad >= 0) rebase(b, u->grad, lay->flat_grads, (uint64_t)u->flat_offset * gsz);
+  }
+}
+
+/* AdamW's m and v (with per-parameter views under the state-dict names, for checkpoints, when unsharded),
+ * the clipping partials and cuBLASLt's workspace. */
+static void layout_optimizer_state(ddp_builder *b, ddp_layout *lay) {
+  const ddp_schedule *s = b->s;
+  if (s->optimizer == OPTIM_ADAMW && s->mode == MODE_TRAIN) {
+    lay->flat_m = flat_tensor(b, "flat.exp_avg", b->fdt, ARENA_OPT, TF_OPT_M, lay->state_elems);
+    lay->flat_v = flat_tensor(b, "flat.exp_avg_sq", b->fdt, ARENA_OPT, TF_OPT_V, lay->state_elems);
+    for (int p = 0; s->shard == SHARD_NONE && p < b->nparams; p++) {
+      const ddp_model_param *pp = &b->params[p];
+      const ddp_unit *u = &b->units[pp->unit];
+      if (!u->trainable) continue;
+      int64_t shape[DDP_MAX_DIMS];
+      const ddp_tensor *pt = b_t(b, pp->tensor);
+      int nd = pt->ndim;
+      memcpy(shape, pt->shape, sizeof shape);
+      char *sname = ddp_xstrdup(pt->state_name);
+      uint64_t at = (uint64_t)(u->flat_offset + pp->unit_offset) * ddp_dtype_size(b->fdt);
+      int32_t m = b_view(b, b_fmt(b, "%s.exp_avg", sname), lay->flat_m, at, b->fdt, nd, shape, TF_OPT_M);
+      b->plan->tensors[m].state_name = ddp_xstrdup(sname);
+      b->plan->tensors[m].param = pp->tensor;
+      int32_t v = b_view(b, b_fmt(b, "%s.exp_avg_sq", sname), lay->flat_v, at, b->fdt, nd, shape, TF_OPT_V);
+      b->plan->tensors[v].state_name = ddp_xstrdup(sname);
+      b->plan->tensors[v].param = pp->tensor;
+      free(sname);
+    }
+  }
+  if (s->clip_norm > 0 && s->mode == MODE_TRAIN) {
+    lay->sumsq_p = DDP_SUMSQ_PARTS;
+    int64_t shape[1] = {lay->sumsq_p};
+    lay->sumsq_partials = b_tensor(b, "optimizer.sumsq_partials", b->fdt, ARENA_IO, TF_PERSISTENT, 1, shape);
+  }
+  int64_t wshape[1] = {DDP_GEMM_WORKSPACE_BYTES / 4};
+  lay->workspace = b_tensor(b, "workspace.gemm", DT_I32, ARENA_WORK, TF_PERSISTENT, 1, wshape);
+}
+
+int ddp_layout_build(ddp_builder *b, ddp_layout *lay, char *err, size_t errcap) {
+  memset(lay, 0, sizeof *lay);
+  lay->world = b->s->ranks;
+  lay->flat_params = lay->flat_copies = lay->flat_grads = lay->flat_m = lay->flat_v = lay->sumsq_partials = -1;
+  if (layout_order(b, lay, err, errcap) != 0 || layout_buckets(b, lay, err, errcap) != 0) return -1;
+  layout_offsets(b, lay);
+  ddp_layout_ownership(b, lay);
+  layout_optimizer_state(b, lay);
+  return 0;
+}
+
+void ddp_layout_free(ddp_layout *lay) {
+  free(lay->order);
+  free(lay->own_lo);
+  free(lay->own_hi);
+  free(lay->buckets);
+  memset(lay, 0, sizeof *lay);
 }

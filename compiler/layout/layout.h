@@ -1,39 +1,46 @@
-/* compiler/layout.h: the flat parameter layout and the per-rank assembly of programs. Trainable units are
- * laid out contiguously in gradient-ready order in four parallel flat tensors (fp32 masters, GEMM copies,
- * gradients, optimizer state), so a bucket is a contiguous range of the gradient arena (no copies) and the
- * optimizer is one fused kernel over any range. */
+/* compiler/layout/layout.h: the flat parameter layout. Trainable units are laid out contiguously in
+ * gradient-ready order in four parallel flat tensors (fp32 masters, GEMM copies, gradients, optimizer
+ * state), so a bucket is a contiguous range of the gradient arena (no copies) and the optimizer is one
+ * fused kernel over any range. The layout owns the buckets: ranges of its unit order. */
 #ifndef DDP_LAYOUT_H
 #define DDP_LAYOUT_H
 #include "builder.h"
+#include "err.h"
 
 #define DDP_FLAT_ALIGN 64 /* elements: 256 bytes of f32 */
+
+typedef struct ddp_layout_bucket {
+  int first, last; /* inclusive indices into the layout's order */
+} ddp_layout_bucket;
 
 typedef struct ddp_layout {
   int world;
   int64_t nflat;          /* elements of the flat tensors (padded to world * DDP_FLAT_ALIGN) */
+  int64_t used;           /* elements up to the end of the last unit (before the padding) */
   int32_t flat_params, flat_copies, flat_grads, flat_m, flat_v;
   int64_t state_elems;    /* elements of m and v per rank */
   int *order;             /* trainable unit indices in flat order */
   int norder;
   /* ownership for optimizer sharding: rank r updates flat elements [own_lo[r], own_hi[r]) */
   int64_t *own_lo, *own_hi;
-  /* buckets as ranges of `order` */
+  ddp_layout_bucket *buckets; /* one bucket over the whole order unless the sync is bucketed */
   int nbuckets;
-  int *bucket_first, *bucket_last; /* inclusive indices into order */
   int32_t sumsq_partials; /* f32 [P] in IO, or -1 */
   int64_t sumsq_p;
   int32_t workspace;
 } ddp_layout;
 
-int ddp_layout_build(ddp_builder *b, ddp_layout *L, char *err, size_t errcap);
-void ddp_layout_free(ddp_layout *L);
+int ddp_layout_build(ddp_builder *b, ddp_layout *lay, char *err, size_t errcap);
+void ddp_layout_free(ddp_layout *lay);
+
+/* Optimizer ownership (ownership.c): fills own_lo/own_hi and state_elems. */
+void ddp_layout_ownership(const ddp_builder *b, ddp_layout *lay);
 
 /* Bucket assignment (bucketed sync): fills bucket_of[k] for the trainable units order[0..n) given in
  * gradient-ready order: by size (bucket_mb, a unit larger than the cap gets a bucket of its own), or by
  * the schedule's Lua policy. Returns the number of buckets, or -1 with an error. */
-int ddp_buckets_assign(ddp_builder *b, const int *order, int n, int *bucket_of, char *err, size_t errcap);
+int ddp_layout_assign_buckets(ddp_builder *b, const int *order, int n, int *bucket_of, char *err, size_t errcap);
 
-/* Programs for every rank: init (parameter init, zeroing, broadcast, casts) and step (batch, forward,
- * backward with the sync strategy's collectives and events, optimizer). compiler/passes/. */
-int ddp_assemble_programs(ddp_builder *b, ddp_layout *L, char *err, size_t errcap);
+/* The plan's bucket table (bucketed sync, after the memory planner has placed the gradient arena). */
+void ddp_layout_record_buckets(ddp_plan *p, const ddp_builder *b, const ddp_layout *lay);
 #endif

@@ -1,9 +1,8 @@
-/* compiler/memplan.c: see memplan.h. */
+/* compiler/memplan/memplan.c: see memplan.h. */
+#include "err.h"
 #include "memplan.h"
 #include "access.h"
-#include <stdio.h>
 #include <stdlib.h>
-#include <string.h>
 
 static uint64_t align_up(uint64_t v) { return (v + DDP_ALIGN - 1) / DDP_ALIGN * DDP_ALIGN; }
 
@@ -43,15 +42,15 @@ static int by_off(const void *a, const void *b) {
 }
 
 static uint64_t place_activations(ddp_plan *p) {
-  int32_t *ids = malloc(sizeof(int32_t) * p->ntensors);
+  int32_t *ids = ddp_xmalloc(sizeof(int32_t) * p->ntensors);
   int n = 0;
   for (uint32_t t = 0; t < p->ntensors; t++) {
     const ddp_tensor *tt = &p->tensors[t];
     if (tt->base < 0 && tt->arena == ARENA_ACT && !(tt->flags & TF_PERSISTENT)) ids[n++] = (int32_t)t;
   }
   qsort_r(ids, (size_t)n, sizeof(int32_t), by_size_desc, p);
-  placed *done = malloc(sizeof(placed) * (size_t)(n + 1));
-  placed *conf = malloc(sizeof(placed) * (size_t)(n + 1));
+  placed *done = ddp_xmalloc(sizeof(placed) * (size_t)(n + 1));
+  placed *conf = ddp_xmalloc(sizeof(placed) * (size_t)(n + 1));
   int ndone = 0;
   uint64_t top = 0;
   for (int i = 0; i < n; i++) {

@@ -1,4 +1,4 @@
-/* compiler/memplan.h: the static memory planner. Persistent classes (parameters, gradients, optimizer
+/* compiler/memplan/memplan.h: the static memory planner. Persistent classes (parameters, gradients, optimizer
  * state, io, workspace) are laid out one after another; activations share memory by liveness over the
  * step program (first to last use), placed largest first at the lowest free offset. Every buffer
  * reference is then resolved to (arena, absolute offset) and the per-class bytes recorded per rank. */

@@ -1,15 +1,14 @@
-/* compiler/backward.c: reverse-mode differentiation: walks the tape recorded by the forward in reverse
+/* compiler/model/backward.c: reverse-mode differentiation: walks the tape recorded by the forward in reverse
  * and calls each layer kind's backward wiring. Layer ranges (NVTX) follow the forward's layers. */
-#include "builder.h"
-#include <stdio.h>
+#include "layers.h"
 
 typedef void (*bwd_fn)(ddp_builder *, const ddp_node *);
 
 static const bwd_fn backward_of[LK_COUNT] = {
-    [LK_EMBED] = L_embedding_bwd, [LK_LINEAR] = L_linear_bwd,   [LK_RMSNORM] = L_rmsnorm_bwd,
-    [LK_ROPE] = L_rope_bwd,       [LK_ATTENTION] = L_attention_bwd, [LK_SWIGLU] = L_swiglu_bwd,
-    [LK_ATTENTION_NAIVE] = L_attention_naive_bwd,
-    [LK_RELU] = L_relu_bwd,       [LK_LAYERNORM] = L_layernorm_bwd, [LK_BIAS] = L_bias_bwd,
+    [LK_EMBED] = layer_embedding_bwd, [LK_LINEAR] = layer_linear_bwd,   [LK_RMSNORM] = layer_rmsnorm_bwd,
+    [LK_ROPE] = layer_rope_bwd,       [LK_ATTENTION] = layer_attention_bwd, [LK_SWIGLU] = layer_swiglu_bwd,
+    [LK_ATTENTION_NAIVE] = layer_attention_naive_bwd,
+    [LK_RELU] = layer_relu_bwd,       [LK_LAYERNORM] = layer_layernorm_bwd, [LK_BIAS] = layer_bias_bwd,
     /* the losses produce their gradient in the forward */
     [LK_XENT] = NULL,             [LK_MSE] = NULL,
 };
@@ -24,9 +23,7 @@ void b_backward(ddp_builder *b) {
       open_layer = n.layer;
       b->layer = n.layer;
       if (open_layer >= 0) {
-        char nm[64];
-        snprintf(nm, sizeof nm, "layers.%d.backward", open_layer);
-        b_range_push(b, RANGE_LAYER, nm);
+        b_range_push(b, RANGE_LAYER, b_fmt(b, "layers.%d.backward", open_layer));
       }
     }
     if (backward_of[n.kind]) backward_of[n.kind](b, &n);

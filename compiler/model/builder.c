@@ -1,18 +1,19 @@
-/* compiler/builder.c: the builder's bookkeeping: tensors, views, instructions, ranges, GEMMs, parameter
+/* compiler/model/builder.c: the builder's bookkeeping: tensors, views, instructions, ranges, GEMMs, parameter
  * units, gradient creation/accumulation flags and the tape. */
-#include "builder.h"
+#include "models.h"
+#include "vec.h"
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
-#define GROW(ptr, n, cap, init)                                     \
-  do {                                                              \
-    if ((n) == (cap)) {                                             \
-      (cap) = (cap) ? 2 * (cap) : (init);                           \
-      (ptr) = realloc((ptr), sizeof(*(ptr)) * (size_t)(cap));       \
-    }                                                               \
-  } while (0)
+
+/* The plan's tables answer -1 / NULL when out of memory; the builder has no way to report it, so it ends
+ * the process with the checked allocators' one line (as base/vec.c does). */
+static int32_t must(int32_t id) {
+  if (id < 0) ddp_xmalloc(SIZE_MAX);
+  return id;
+}
 
 void b_init(ddp_builder *b, ddp_plan *plan, const ddp_schedule *s, bool f64) {
   memset(b, 0, sizeof *b);
@@ -35,21 +36,17 @@ void b_free(ddp_builder *b) {
   free(b->tape);
   free(b->grad_of);
   free(b->grad_done);
+  for (int i = 0; i < b->nnames; i++) free(b->names[i]);
+  free(b->names);
   memset(b, 0, sizeof *b);
 }
 
+/* grad_of and grad_done cover every tensor so far; new entries: no gradient (-1), not yet written (0). */
 static void grow_grad_maps(ddp_builder *b) {
-  uint32_t need = b->plan->ntensors + 1;
-  if (need <= b->grad_cap) return;
-  uint32_t cap = b->grad_cap ? b->grad_cap : 256;
-  while (cap < need) cap *= 2;
-  b->grad_of = realloc(b->grad_of, sizeof(int32_t) * cap);
-  b->grad_done = realloc(b->grad_done, cap);
-  for (uint32_t i = b->grad_cap; i < cap; i++) {
-    b->grad_of[i] = -1;
-    b->grad_done[i] = 0;
-  }
-  b->grad_cap = cap;
+  size_t old = b->grad_cap, done_cap = old;
+  ddp_xvec_reserve(&b->grad_done, &done_cap, (size_t)b->plan->ntensors + 1, 1);
+  ddp_xvec_reserve(&b->grad_of, &b->grad_cap, (size_t)b->plan->ntensors + 1, sizeof(int32_t));
+  for (size_t i = old; i < b->grad_cap; i++) b->grad_of[i] = -1;
 }
 
 int32_t b_tensor(ddp_builder *b, const char *name, int dtype, int arena, uint32_t flags, int ndim,
@@ -70,7 +67,7 @@ int32_t b_tensor(ddp_builder *b, const char *name, int dtype, int arena, uint32_
   t.base = -1;
   t.param = -1;
   t.first_use = t.last_use = -1;
-  int32_t id = ddp_plan_add_tensor(b->plan, &t);
+  int32_t id = must(ddp_plan_add_tensor(b->plan, &t));
   grow_grad_maps(b);
   return id;
 }
@@ -112,16 +109,21 @@ void b_buf(ddp_builder *b, ddp_instr *in, int slot, int32_t tensor) {
   b_arg(in, slot, tensor, 0, tensor >= 0 ? b_t(b, tensor)->dtype : DT_NONE);
 }
 
+ddp_instr *b_push(ddp_builder *b, ddp_program *prog, ddp_instr in, const char *name) {
+  if (name) in.name = must(ddp_plan_add_string(b->plan, name));
+  ddp_instr *at = ddp_program_push(prog, &in);
+  if (!at) ddp_xmalloc(SIZE_MAX);
+  return at;
+}
+
 ddp_instr *b_emit(ddp_builder *b, ddp_instr in, const char *name) {
   in.layer = b->layer;
-  if (name) in.name = ddp_plan_add_string(b->plan, name);
-  return ddp_program_push(&b->step, &in);
+  return b_push(b, &b->step, in, name);
 }
 
 ddp_instr *b_emit_init(ddp_builder *b, ddp_instr in, const char *name) {
   in.layer = -1;
-  if (name) in.name = ddp_plan_add_string(b->plan, name);
-  return ddp_program_push(&b->init, &in);
+  return b_push(b, &b->init, in, name);
 }
 
 void b_range_push(ddp_builder *b, int kind, const char *name) {
@@ -184,9 +186,7 @@ bool b_needs_grad(const ddp_builder *b, int32_t t) {
 
 int b_unit(ddp_builder *b, const char *name, int64_t numel, bool trainable, int init_kind, float a, float c,
            int64_t fan_in) {
-  GROW(b->units, b->nunits, b->cap_units, 64);
-  ddp_unit *u = &b->units[b->nunits];
-  memset(u, 0, sizeof *u);
+  ddp_unit *u = DDP_VEC_PUSH(b->units, b->nunits, b->cap_units);
   snprintf(u->name, sizeof u->name, "%s", name);
   u->numel = numel;
   u->trainable = trainable;
@@ -195,46 +195,40 @@ int b_unit(ddp_builder *b, const char *name, int64_t numel, bool trainable, int 
   u->init_b = c;
   u->fan_in = fan_in;
   u->ready = -1;
-  char tname[200];
   int64_t shape[1] = {numel};
-  snprintf(tname, sizeof tname, "%s", name);
-  u->master = b_tensor(b, tname, b->fdt, ARENA_PARAM, TF_PARAM | TF_PERSISTENT | (trainable ? TF_TRAINABLE : 0),
-                       1, shape);
+  u->master = b_tensor(b, name, b->fdt, ARENA_PARAM,
+                       TF_PARAM | TF_PERSISTENT | (trainable ? TF_TRAINABLE : 0), 1, shape);
   u->copy = u->master;
   if (b->act_dt != b->fdt) {
-    snprintf(tname, sizeof tname, "%s.%s", name, ddp_dtype_name(b->act_dt));
-    u->copy = b_tensor(b, tname, b->act_dt, ARENA_PARAM, TF_PARAM_COPY | TF_PERSISTENT, 1, shape);
+    u->copy = b_tensor(b, b_fmt(b, "%s.%s", name, ddp_dtype_name(b->act_dt)), b->act_dt, ARENA_PARAM,
+                       TF_PARAM_COPY | TF_PERSISTENT, 1, shape);
     b->plan->tensors[u->copy].param = u->master;
   }
   u->grad = -1;
   if (trainable && b->backward) {
-    snprintf(tname, sizeof tname, "%s.grad", name);
-    u->grad = b_tensor(b, tname, b->grad_dt, ARENA_GRAD, TF_GRAD | TF_PERSISTENT, 1, shape);
+    u->grad = b_tensor(b, b_fmt(b, "%s.grad", name), b->grad_dt, ARENA_GRAD, TF_GRAD | TF_PERSISTENT, 1, shape);
     b->plan->tensors[u->grad].param = u->master;
   }
-  return b->nunits++;
+  return (int)(u - b->units);
 }
 
 void b_param(ddp_builder *b, int unit, const char *state_name, int64_t offset, int ndim, const int64_t *shape) {
   ddp_unit *u = &b->units[unit];
-  GROW(b->params, b->nparams, b->cap_params, 64);
   int64_t n = 1;
   for (int i = 0; i < ndim; i++) n *= shape[i];
   int32_t t = b_view(b, state_name, u->master, (uint64_t)offset * ddp_dtype_size(b->fdt), b->fdt, ndim, shape,
                      TF_PARAM | (u->trainable ? TF_TRAINABLE : 0));
   ddp_tensor *tt = &b->plan->tensors[t];
-  tt->state_name = strdup(state_name);
-  b->params[b->nparams++] = (ddp_param){.tensor = t, .unit = unit, .unit_offset = offset, .numel = n};
+  tt->state_name = ddp_xstrdup(state_name);
+  *DDP_VEC_PUSH(b->params, b->nparams, b->cap_params) =
+      (ddp_model_param){.tensor = t, .unit = unit, .unit_offset = offset, .numel = n};
 }
 
 int32_t b_grad(ddp_builder *b, int32_t t) {
   grow_grad_maps(b);
   if (b->grad_of[t] >= 0) return b->grad_of[t];
   const ddp_tensor *tt = b_t(b, t);
-  char name[300];
-  snprintf(name, sizeof name, "%s.grad", tt->name);
-  int dt = tt->dtype;
-  int32_t g = b_tensor(b, name, dt, ARENA_ACT, 0, tt->ndim, tt->shape);
+  int32_t g = b_tensor(b, b_fmt(b, "%s.grad", tt->name), tt->dtype, ARENA_ACT, 0, tt->ndim, tt->shape);
   b->grad_of[t] = g;
   return g;
 }
@@ -258,14 +252,12 @@ int b_unit_grad_acc(ddp_builder *b, int unit) {
 }
 
 ddp_node *b_record(ddp_builder *b, int kind, const char *name) {
-  GROW(b->tape, b->ntape, b->cap_tape, 256);
-  ddp_node *n = &b->tape[b->ntape++];
-  memset(n, 0, sizeof *n);
+  ddp_node *n = DDP_VEC_PUSH(b->tape, b->ntape, b->cap_tape);
   for (int i = 0; i < 12; i++) n->t[i] = -1;
   for (int i = 0; i < 4; i++) n->u[i] = -1;
   n->kind = kind;
   n->layer = b->layer;
-  n->name = ddp_plan_add_string(b->plan, name);
+  n->name = name ? must(ddp_plan_add_string(b->plan, name)) : -1;
   return n;
 }
 
@@ -275,7 +267,30 @@ int32_t b_name(ddp_builder *b, const char *fmt, ...) {
   va_start(ap, fmt);
   vsnprintf(buf, sizeof buf, fmt, ap);
   va_end(ap);
-  return ddp_plan_add_string(b->plan, buf);
+  return must(ddp_plan_add_string(b->plan, buf));
+}
+
+const char *b_fmt(ddp_builder *b, const char *fmt, ...) {
+  va_list ap;
+  va_start(ap, fmt);
+  int n = vsnprintf(NULL, 0, fmt, ap);
+  va_end(ap);
+  char *s = ddp_xmalloc(n > 0 ? (size_t)n + 1 : 1);
+  va_start(ap, fmt);
+  vsnprintf(s, n > 0 ? (size_t)n + 1 : 1, fmt, ap);
+  va_end(ap);
+  return *DDP_VEC_PUSH(b->names, b->nnames, b->cap_names) = s;
+}
+
+int ddp_model_build(ddp_builder *b, char *err, size_t errcap) {
+  const ddp_schedule *s = b->s;
+  b->rows = (s->global_batch / s->ranks) * (s->model_kind == MODEL_TRANSFORMER ? s->context : 1);
+  int64_t one[1] = {1}, eight[1] = {SCALAR_COUNT};
+  b->loss = b_tensor(b, "loss", b->fdt, ARENA_IO, TF_LOSS | TF_PERSISTENT, 1, one);
+  b->scalars = b_tensor(b, "optimizer.scalars", b->fdt, ARENA_IO, TF_SCALARS | TF_PERSISTENT, 1, eight);
+  int rc = s->model_kind == MODEL_TRANSFORMER ? build_transformer(b, err, errcap) : build_mlp(b, err, errcap);
+  if (rc == 0 && b->backward) b_backward(b);
+  return rc;
 }
 
 int64_t b_partials(int64_t rows) {

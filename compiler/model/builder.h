@@ -1,20 +1,21 @@
-/* compiler/builder.h: the model builder's state: tensors and instructions being emitted into the
- * single-rank init and step programs, parameters grouped into allocation units, and the tape that the
- * backward pass walks in reverse. Layer kinds live in compiler/layers/, one file each (forward wiring,
- * backward wiring, shape rules). */
+/* compiler/model/builder.h: the model builder's state (builder.c): tensors and instructions being emitted
+ * into the single-rank init and step programs, parameters grouped into allocation units, and the tape that
+ * the backward pass (backward.c) walks in reverse. Layer kinds are in layers/layers.h, the models in
+ * models.h. */
 #ifndef DDP_BUILDER_H
 #define DDP_BUILDER_H
+#include "err.h"
 #include "plan.h"
 #include "schedule.h"
 
 /* A state-dict parameter. Several parameters may share one allocation unit (the fused q/k/v weight, the
  * fused w1/w3 weight); gradients become ready per unit. */
-typedef struct ddp_param {
+typedef struct ddp_model_param {
   int32_t tensor;  /* fp32 master (a view into its unit) */
   int32_t unit;
   int64_t unit_offset; /* elements from the unit's start */
   int64_t numel;
-} ddp_param;
+} ddp_model_param;
 
 typedef struct ddp_unit {
   char name[160];
@@ -56,17 +57,23 @@ typedef struct ddp_builder {
   bool backward; /* the step has a backward (mode train or forward_backward): gradients, saved tensors */
   int layer;    /* current layer for tagging, -1 outside */
   ddp_unit *units;
-  int nunits, cap_units;
-  ddp_param *params;
-  int nparams, cap_params;
+  int nunits;
+  size_t cap_units;
+  ddp_model_param *params;
+  int nparams;
+  size_t cap_params;
   ddp_node *tape;
-  int ntape, cap_tape;
+  int ntape;
+  size_t cap_tape;
   int32_t *grad_of;   /* activation tensor -> its gradient tensor (-1) */
   uint8_t *grad_done; /* gradient tensor already written once (later writes accumulate) */
-  uint32_t grad_cap;
+  size_t grad_cap;
   int32_t tokens, targets, loss, loss_rows, scalars, rope_freq;
   int ready_counter;
   double flops;       /* model FLOPs per step per rank (forward, + backward when the plan has one) */
+  char **names;       /* b_fmt's results, freed with the builder */
+  int nnames;
+  size_t cap_names;
 } ddp_builder;
 
 /* Tensors. */
@@ -84,6 +91,8 @@ const ddp_tensor *b_t(const ddp_builder *b, int32_t t);
 ddp_instr b_kernel(int op);
 void b_arg(ddp_instr *in, int slot, int32_t tensor, uint64_t view_bytes, int dtype);
 void b_buf(ddp_builder *b, ddp_instr *in, int slot, int32_t tensor); /* tensor's own dtype */
+/* Appends `in` (named, when name is given) to prog. */
+ddp_instr *b_push(ddp_builder *b, ddp_program *prog, ddp_instr in, const char *name);
 ddp_instr *b_emit(ddp_builder *b, ddp_instr in, const char *name);
 ddp_instr *b_emit_init(ddp_builder *b, ddp_instr in, const char *name);
 void b_range_push(ddp_builder *b, int kind, const char *name);
@@ -112,42 +121,18 @@ int b_unit_grad_acc(ddp_builder *b, int unit); /* same for a unit's gradient; ma
 
 ddp_node *b_record(ddp_builder *b, int kind, const char *name);
 int32_t b_name(ddp_builder *b, const char *fmt, ...);
+/* A formatted name ("%s.dg_part"), owned by the builder until b_free. */
+__attribute__((format(printf, 2, 3))) const char *b_fmt(ddp_builder *b, const char *fmt, ...);
 
-/* Layers (compiler/layers/). Forward functions emit the forward and record a node. */
-int32_t L_embedding(ddp_builder *b, const char *name, int unit, int32_t tokens, int64_t d);
-int32_t L_linear(ddp_builder *b, const char *name, int unit, int32_t x, int64_t in, int64_t out,
-                 int32_t residual /* -1 or the tensor to add into (the output is then a new tensor = residual + xW^T) */,
-                 int out_dt);
-int32_t L_rmsnorm(ddp_builder *b, const char *name, int unit, int32_t x, int64_t d, int out_dt);
-void L_rope(ddp_builder *b, const char *name, int32_t qkv, int64_t d, int64_t heads);
-int32_t L_attention(ddp_builder *b, const char *name, int32_t qkv, int64_t d, int64_t heads);
-int32_t L_attention_naive(ddp_builder *b, const char *name, int32_t qkv, int64_t d, int64_t heads);
-int32_t L_swiglu(ddp_builder *b, const char *name, int32_t ab, int64_t dff);
-void L_cross_entropy(ddp_builder *b, int32_t logits, int32_t targets, int64_t vocab);
-void L_mse(ddp_builder *b, int32_t pred, int32_t target, int64_t m);
-int32_t L_relu(ddp_builder *b, const char *name, int32_t x, int64_t n_cols);
-int32_t L_layernorm(ddp_builder *b, const char *name, int wunit, int bunit, int32_t x, int64_t d);
-void L_bias(ddp_builder *b, const char *name, int unit, int32_t y, int64_t m);
-
-/* Backward: walks the tape in reverse. */
+/* Backward (backward.c): walks the tape in reverse. */
 void b_backward(ddp_builder *b);
-void L_embedding_bwd(ddp_builder *b, const ddp_node *n);
-void L_linear_bwd(ddp_builder *b, const ddp_node *n);
-void L_rmsnorm_bwd(ddp_builder *b, const ddp_node *n);
-void L_rope_bwd(ddp_builder *b, const ddp_node *n);
-void L_attention_bwd(ddp_builder *b, const ddp_node *n);
-void L_attention_naive_bwd(ddp_builder *b, const ddp_node *n);
-void L_swiglu_bwd(ddp_builder *b, const ddp_node *n);
-void L_relu_bwd(ddp_builder *b, const ddp_node *n);
-void L_layernorm_bwd(ddp_builder *b, const ddp_node *n);
-void L_bias_bwd(ddp_builder *b, const ddp_node *n);
 
 /* Partial-table row count for column reductions (dg of norms, bias grads). */
 int64_t b_partials(int64_t rows);
 
-/* Models (compiler/model_*.c): emit init + forward + loss into the builder. */
-int build_transformer(ddp_builder *b, char *err, size_t errcap);
-int build_mlp(ddp_builder *b, char *err, size_t errcap);
+/* The model stage: the loss and optimizer-scalar tensors, the model's init + forward + loss, and (when the
+ * mode has one) the backward. */
+int ddp_model_build(ddp_builder *b, char *err, size_t errcap);
 
 /* The builder's lifetime. */
 void b_init(ddp_builder *b, ddp_plan *plan, const ddp_schedule *s, bool f64);

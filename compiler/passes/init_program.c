@@ -3,8 +3,7 @@
  * frequency table, broadcast the parameters from rank 0 when the schedule asks, and write the GEMM
  * copies. A forward plan (mode "forward") has no collectives: there every rank initialises as rank 0
  * does unless the schedule turns the broadcast off, which gives the broadcast's result without it. */
-#include "rank_program.h"
-#include <stdio.h>
+#include "passes.h"
 
 static void memset_tensor(rank_ctx *c, int32_t t) {
   if (t < 0) return;
@@ -22,14 +21,16 @@ static void cast(rank_ctx *c, int32_t from, int32_t to, int64_t n, const char *n
   rp_push(c, in, name);
 }
 
+/* init -> MEMSET(flat params, grads, m, v, scalars, loss) INIT_TENSOR(unit)* [INIT_TENSOR(rope)]
+ *         [BROADCAST(flat params) BROADCAST(frozen unit)*] [CAST(params.copy)] CAST(frozen unit copy)* */
 void pass_init_program(rank_ctx *c) {
   ddp_builder *b = c->b;
-  ddp_layout *L = c->L;
+  ddp_layout *lay = c->lay;
   const ddp_schedule *s = b->s;
-  memset_tensor(c, L->flat_params);
-  memset_tensor(c, L->flat_grads);
-  memset_tensor(c, L->flat_m);
-  memset_tensor(c, L->flat_v);
+  memset_tensor(c, lay->flat_params);
+  memset_tensor(c, lay->flat_grads);
+  memset_tensor(c, lay->flat_m);
+  memset_tensor(c, lay->flat_v);
   memset_tensor(c, b->scalars);
   memset_tensor(c, b->loss);
   bool no_comm = s->mode == MODE_FORWARD;
@@ -56,14 +57,14 @@ void pass_init_program(rank_ctx *c) {
     in.f[0] = (float)s->rope_theta;
     rp_push(c, in, "rope.inv_freq");
   }
-  if (L->world > 1 && s->broadcast_init && !no_comm) {
-    rp_collective(c, I_BROADCAST, STREAM_COMPUTE, L->flat_params, 0, L->nflat, REDOP_SUM, 0, "broadcast.params");
+  if (lay->world > 1 && s->broadcast_init && !no_comm) {
+    rp_collective(c, I_BROADCAST, STREAM_COMPUTE, lay->flat_params, 0, lay->nflat, REDOP_SUM, 0, "broadcast.params");
     for (int u = 0; u < b->nunits; u++)
       if (!b->units[u].trainable)
         rp_collective(c, I_BROADCAST, STREAM_COMPUTE, b->units[u].master, 0, b->units[u].numel, REDOP_SUM, 0,
                       b->units[u].name);
   }
-  if (L->flat_copies >= 0) cast(c, L->flat_params, L->flat_copies, L->nflat, "params.copy");
+  if (lay->flat_copies >= 0) cast(c, lay->flat_params, lay->flat_copies, lay->nflat, "params.copy");
   for (int u = 0; u < b->nunits; u++) {
     const ddp_unit *un = &b->units[u];
     if (!un->trainable && un->copy != un->master) cast(c, un->master, un->copy, un->numel, un->name);

@@ -2,30 +2,30 @@
  * (SUMSQ, all-reduced across shards under ZeRO-1), the per-step scalars (step count, scheduled lr, clip
  * scale), the fused AdamW/SGD update over flat ranges, and for sharded optimizers the exchange that
  * brings every rank the updated parameters. */
-#include "rank_program.h"
-#include <stdio.h>
+#include "passes.h"
 
+/* scalars -> [SUMSQ(grads) [ALL_REDUCE(partials) when summed over a shard]] OPT_SCALARS */
 void pass_opt_scalars(rank_ctx *c, bool sumsq_over_shard) {
   ddp_builder *b = c->b;
-  ddp_layout *L = c->L;
+  ddp_layout *lay = c->lay;
   const ddp_schedule *s = b->s;
-  if (L->sumsq_partials >= 0) {
-    int64_t lo = sumsq_over_shard ? L->own_lo[c->rank] : 0;
-    int64_t hi = sumsq_over_shard ? L->own_hi[c->rank] : L->nflat;
+  if (lay->sumsq_partials >= 0) {
+    int64_t lo = sumsq_over_shard ? lay->own_lo[c->rank] : 0;
+    int64_t hi = sumsq_over_shard ? lay->own_hi[c->rank] : lay->nflat;
     ddp_instr in = b_kernel(OP_SUMSQ);
-    b_arg(&in, 0, L->flat_grads, (uint64_t)lo * ddp_dtype_size(b->grad_dt), b->grad_dt);
-    b_buf(b, &in, 1, L->sumsq_partials);
+    b_arg(&in, 0, lay->flat_grads, (uint64_t)lo * ddp_dtype_size(b->grad_dt), b->grad_dt);
+    b_buf(b, &in, 1, lay->sumsq_partials);
     in.i[0] = hi - lo;
-    in.i[1] = L->sumsq_p;
+    in.i[1] = lay->sumsq_p;
     rp_push(c, in, "grad_norm.sumsq");
-    if (sumsq_over_shard && L->world > 1)
-      rp_collective(c, I_ALL_REDUCE, STREAM_COMPUTE, L->sumsq_partials, 0, L->sumsq_p, REDOP_SUM, 0,
+    if (sumsq_over_shard && lay->world > 1)
+      rp_collective(c, I_ALL_REDUCE, STREAM_COMPUTE, lay->sumsq_partials, 0, lay->sumsq_p, REDOP_SUM, 0,
                     "grad_norm.all_reduce");
   }
   ddp_instr in = b_kernel(OP_OPT_SCALARS);
-  b_buf(b, &in, 0, L->sumsq_partials);
+  b_buf(b, &in, 0, lay->sumsq_partials);
   b_buf(b, &in, 1, b->scalars);
-  in.i[0] = L->sumsq_partials >= 0 ? L->sumsq_p : 0;
+  in.i[0] = lay->sumsq_partials >= 0 ? lay->sumsq_p : 0;
   in.i[1] = s->lr_schedule;
   in.i[2] = s->lr_warmup;
   in.i[3] = s->lr_cycle;
@@ -36,20 +36,20 @@ void pass_opt_scalars(rank_ctx *c, bool sumsq_over_shard) {
   rp_push(c, in, "optimizer.scalars");
 }
 
-/* Update flat elements [lo, hi); optimizer state is indexed from state_base. */
+/* update -> ADAMW | SGD over flat elements [lo, hi) (nothing when empty); state indexed from state_base */
 void pass_update(rank_ctx *c, int64_t lo, int64_t hi, int64_t state_base, bool write_copy, const char *name) {
   ddp_builder *b = c->b;
-  ddp_layout *L = c->L;
+  ddp_layout *lay = c->lay;
   const ddp_schedule *s = b->s;
   if (hi <= lo) return;
   uint64_t gsz = ddp_dtype_size(b->grad_dt), csz = ddp_dtype_size(b->act_dt);
-  int32_t copy = write_copy ? L->flat_copies : -1;
+  int32_t copy = write_copy ? lay->flat_copies : -1;
   if (s->optimizer == OPTIM_ADAMW) {
     ddp_instr in = b_kernel(OP_ADAMW);
-    b_arg(&in, 0, L->flat_params, (uint64_t)lo * ddp_dtype_size(b->fdt), b->fdt);
-    b_arg(&in, 1, L->flat_grads, (uint64_t)lo * gsz, b->grad_dt);
-    b_arg(&in, 2, L->flat_m, (uint64_t)(lo - state_base) * ddp_dtype_size(b->fdt), b->fdt);
-    b_arg(&in, 3, L->flat_v, (uint64_t)(lo - state_base) * ddp_dtype_size(b->fdt), b->fdt);
+    b_arg(&in, 0, lay->flat_params, (uint64_t)lo * ddp_dtype_size(b->fdt), b->fdt);
+    b_arg(&in, 1, lay->flat_grads, (uint64_t)lo * gsz, b->grad_dt);
+    b_arg(&in, 2, lay->flat_m, (uint64_t)(lo - state_base) * ddp_dtype_size(b->fdt), b->fdt);
+    b_arg(&in, 3, lay->flat_v, (uint64_t)(lo - state_base) * ddp_dtype_size(b->fdt), b->fdt);
     if (copy >= 0) b_arg(&in, 4, copy, (uint64_t)lo * csz, b->act_dt);
     b_buf(b, &in, 5, b->scalars);
     in.i[0] = hi - lo;
@@ -60,8 +60,8 @@ void pass_update(rank_ctx *c, int64_t lo, int64_t hi, int64_t state_base, bool w
     rp_push(c, in, name);
   } else {
     ddp_instr in = b_kernel(OP_SGD);
-    b_arg(&in, 0, L->flat_params, (uint64_t)lo * ddp_dtype_size(b->fdt), b->fdt);
-    b_arg(&in, 1, L->flat_grads, (uint64_t)lo * gsz, b->grad_dt);
+    b_arg(&in, 0, lay->flat_params, (uint64_t)lo * ddp_dtype_size(b->fdt), b->fdt);
+    b_arg(&in, 1, lay->flat_grads, (uint64_t)lo * gsz, b->grad_dt);
     if (copy >= 0) b_arg(&in, 2, copy, (uint64_t)lo * csz, b->act_dt);
     b_buf(b, &in, 3, b->scalars);
     in.i[0] = hi - lo;
@@ -69,30 +69,29 @@ void pass_update(rank_ctx *c, int64_t lo, int64_t hi, int64_t state_base, bool w
   }
 }
 
-/* After sharded updates: every rank gets every updated parameter, then the GEMM copies are rewritten. */
+/* exchange -> order(compute, comm) (ALL_GATHER | [BROADCAST(owner's range)]*) order(comm, compute) [CAST(copy)]
+ * After sharded updates: every rank gets every updated parameter, then the GEMM copies are rewritten. */
 void pass_exchange_params(rank_ctx *c) {
   ddp_builder *b = c->b;
-  ddp_layout *L = c->L;
+  ddp_layout *lay = c->lay;
   const ddp_schedule *s = b->s;
   rp_order(c, STREAM_COMPUTE, STREAM_COMM);
   if (s->shard == SHARD_ZERO1) {
-    rp_collective(c, I_ALL_GATHER, STREAM_COMM, L->flat_params, 0, L->nflat / L->world, REDOP_SUM, 0,
+    rp_collective(c, I_ALL_GATHER, STREAM_COMM, lay->flat_params, 0, lay->nflat / lay->world, REDOP_SUM, 0,
                   "zero1.all_gather");
   } else {
-    for (int q = 0; q < L->world; q++) {
-      char nm[64];
-      snprintf(nm, sizeof nm, "shard.broadcast.rank%d", q);
-      if (L->own_hi[q] > L->own_lo[q])
-        rp_collective(c, I_BROADCAST, STREAM_COMM, L->flat_params, L->own_lo[q], L->own_hi[q] - L->own_lo[q],
-                      REDOP_SUM, q, nm);
+    for (int q = 0; q < lay->world; q++) {
+      if (lay->own_hi[q] > lay->own_lo[q])
+        rp_collective(c, I_BROADCAST, STREAM_COMM, lay->flat_params, lay->own_lo[q], lay->own_hi[q] - lay->own_lo[q],
+                      REDOP_SUM, q, b_fmt(c->b, "shard.broadcast.rank%d", q));
     }
   }
   rp_order(c, STREAM_COMM, STREAM_COMPUTE);
-  if (L->flat_copies >= 0) {
+  if (lay->flat_copies >= 0) {
     ddp_instr in = b_kernel(OP_CAST);
-    b_buf(b, &in, 0, L->flat_params);
-    b_buf(b, &in, 1, L->flat_copies);
-    in.i[0] = L->nflat;
+    b_buf(b, &in, 0, lay->flat_params);
+    b_buf(b, &in, 1, lay->flat_copies);
+    in.i[0] = lay->nflat;
     rp_push(c, in, "params.copy");
   }
 }

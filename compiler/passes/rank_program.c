@@ -1,10 +1,8 @@
-/* compiler/passes/rank_program.c: see rank_program.h. */
-#include "rank_program.h"
-#include <stdio.h>
+/* compiler/passes/rank_program.c: the helpers of passes.h that append to one rank's programs. */
+#include "passes.h"
 
 ddp_instr *rp_push(rank_ctx *c, ddp_instr in, const char *name) {
-  if (name) in.name = ddp_plan_add_string(c->b->plan, name);
-  return ddp_program_push(c->out, &in);
+  return b_push(c->b, c->out, in, name);
 }
 
 void rp_timer(rank_ctx *c, int stream, int role) {
@@ -27,15 +25,17 @@ void rp_wait(rank_ctx *c, int stream, uint32_t event) {
   rp_push(c, in, NULL);
 }
 
+/* order(from, to) -> EVENT_RECORD(from) EVENT_WAIT(to) */
 void rp_order(rank_ctx *c, int from, int to) { rp_wait(c, to, rp_record(c, from)); }
 
+/* collective -> TIMER(COMM_BEGIN) op(flat range) TIMER(COMM_END), on one stream */
 void rp_collective(rank_ctx *c, int opcode, int stream, int32_t flat, int64_t begin, int64_t count, int redop,
                    int root, const char *name) {
   const ddp_tensor *t = b_t(c->b, flat);
   int dt = t->dtype;
   uint64_t es = ddp_dtype_size(dt);
   ddp_instr in = ddp_instr_blank(opcode, (uint16_t)stream);
-  int64_t world = c->L->world;
+  int64_t world = c->lay->world;
   uint64_t send = (uint64_t)begin * es, recv = (uint64_t)begin * es;
   if (opcode == I_REDUCE_SCATTER) { /* in place: the rank's chunk of the full buffer */
     send = 0;

@@ -11,16 +11,10 @@
  * Collectives run on the communication stream, ordered against compute by events, bracketed by timers.
  * The schedule's mode trims the step: "forward_backward" stops after the gradient sync (no optimizer, no
  * OPT_BEGIN timer), "forward" after the loss (no backward, no BACKWARD_END timer, no collectives). */
-#include "rank_program.h"
+#include "passes.h"
 #include "access.h"
-#include <stdio.h>
 #include <stdlib.h>
-#include <string.h>
 
-void pass_init_program(rank_ctx *c);
-void pass_opt_scalars(rank_ctx *c, bool sumsq_over_shard);
-void pass_update(rank_ctx *c, int64_t lo, int64_t hi, int64_t state_base, bool write_copy, const char *name);
-void pass_exchange_params(rank_ctx *c);
 
 static int64_t unit_end(const ddp_builder *b, int u) { return b->units[u].flat_offset + b->units[u].numel; }
 
@@ -37,45 +31,43 @@ static int last_writer(const ddp_builder *b, int u) {
   return last;
 }
 
+/* unit -> ALL_REDUCE(parameter's gradient range)* over the unit's state-dict parameters */
 static void allreduce_unit_params(rank_ctx *c, int u) {
   ddp_builder *b = c->b;
   for (int p = 0; p < b->nparams; p++) {
-    const ddp_param *pp = &b->params[p];
+    const ddp_model_param *pp = &b->params[p];
     if (pp->unit != u) continue;
-    char nm[300];
-    snprintf(nm, sizeof nm, "all_reduce.%s", b_t(b, pp->tensor)->state_name);
-    rp_collective(c, I_ALL_REDUCE, STREAM_COMM, c->L->flat_grads, b->units[u].flat_offset + pp->unit_offset,
-                  pp->numel, REDOP_AVG, 0, nm);
+    rp_collective(c, I_ALL_REDUCE, STREAM_COMM, c->lay->flat_grads, b->units[u].flat_offset + pp->unit_offset,
+                  pp->numel, REDOP_AVG, 0, b_fmt(c->b, "all_reduce.%s", b_t(b, pp->tensor)->state_name));
   }
 }
 
+/* bucket k -> ALL_REDUCE(the bucket's contiguous gradient range) */
 static void allreduce_bucket(rank_ctx *c, int k) {
-  ddp_layout *L = c->L;
-  int first = L->order[L->bucket_first[k]], last = L->order[L->bucket_last[k]];
+  ddp_layout *lay = c->lay;
+  int first = lay->order[lay->buckets[k].first], last = lay->order[lay->buckets[k].last];
   int64_t lo = c->b->units[first].flat_offset, hi = unit_end(c->b, last);
-  char nm[64];
-  snprintf(nm, sizeof nm, "all_reduce.bucket%d", k);
-  rp_collective(c, I_ALL_REDUCE, STREAM_COMM, L->flat_grads, lo, hi - lo, REDOP_AVG, 0, nm);
+  rp_collective(c, I_ALL_REDUCE, STREAM_COMM, lay->flat_grads, lo, hi - lo, REDOP_AVG, 0,
+                b_fmt(c->b, "all_reduce.bucket%d", k));
 }
 
-/* The optimizer phase of a train step: waits for the gradient sync (per bucket with optimizer overlap),
- * the scalars, the update (sharded: the rank's range, then the parameter exchange). */
+/* optimizer -> RANGE_PUSH (TIMER scalars [WAIT(bucket k) update(bucket k)]* | [order(comm, compute)] TIMER
+ *              scalars (update(own range) exchange | update(all))) RANGE_POP
+ * Waits for the gradient sync (per bucket with optimizer overlap), then the scalars and the update. */
 static void optimizer_phase(rank_ctx *c, bool opt_overlap, const uint32_t *bucket_done) {
   ddp_builder *b = c->b;
-  ddp_layout *L = c->L;
+  ddp_layout *lay = c->lay;
   const ddp_schedule *s = b->s;
   int rank = c->rank;
-  bool dist = L->world > 1;
+  bool dist = lay->world > 1;
   rp_range(c, 1, RANGE_OPTIMIZER, "optimizer");
   if (opt_overlap) {
     rp_timer(c, STREAM_COMPUTE, TIMER_OPT_BEGIN);
     pass_opt_scalars(c, false);
-    for (int k = 0; k < L->nbuckets; k++) {
+    for (int k = 0; k < lay->nbuckets; k++) {
       rp_wait(c, STREAM_COMPUTE, bucket_done[k]);
-      int first = L->order[L->bucket_first[k]], last = L->order[L->bucket_last[k]];
-      char nm[64];
-      snprintf(nm, sizeof nm, "optimizer.bucket%d", k);
-      pass_update(c, b->units[first].flat_offset, unit_end(b, last), 0, true, nm);
+      int first = lay->order[lay->buckets[k].first], last = lay->order[lay->buckets[k].last];
+      pass_update(c, b->units[first].flat_offset, unit_end(b, last), 0, true, b_fmt(c->b, "optimizer.bucket%d", k));
     }
   } else {
     if (dist) rp_order(c, STREAM_COMM, STREAM_COMPUTE);
@@ -83,23 +75,25 @@ static void optimizer_phase(rank_ctx *c, bool opt_overlap, const uint32_t *bucke
     bool sharded = dist && s->shard != SHARD_NONE;
     pass_opt_scalars(c, dist && s->shard == SHARD_ZERO1);
     if (sharded) {
-      pass_update(c, L->own_lo[rank], L->own_hi[rank], L->own_lo[rank], false, "optimizer.shard");
+      pass_update(c, lay->own_lo[rank], lay->own_hi[rank], lay->own_lo[rank], false, "optimizer.shard");
       pass_exchange_params(c);
     } else {
-      pass_update(c, 0, L->nflat, 0, true, "optimizer");
+      pass_update(c, 0, lay->nflat, 0, true, "optimizer");
     }
   }
   rp_range(c, 0, RANGE_OPTIMIZER, NULL);
 }
 
-static int assemble_rank(ddp_builder *b, ddp_layout *L, int rank) {
+/* rank -> init; step -> RANGE_PUSH TIMER LOAD_BATCH [fwd|bwd [TIMER(BACKWARD_END)] [order sync(group)* after
+ *         its last writer]]* [order (REDUCE_SCATTER | ALL_REDUCE(flat) | unit*)] [optimizer] [order] TIMER RANGE_POP */
+static int assemble_rank(ddp_builder *b, ddp_layout *lay, int rank) {
   const ddp_schedule *s = b->s;
   ddp_rank_plan *rp = &b->plan->ranks[rank];
-  rank_ctx c = {.b = b, .L = L, .rank = rank, .out = &rp->init};
+  rank_ctx c = {.b = b, .lay = lay, .rank = rank, .out = &rp->init};
   pass_init_program(&c);
 
   c.out = &rp->step;
-  bool dist = L->world > 1, grads = b->backward, train = s->mode == MODE_TRAIN;
+  bool dist = lay->world > 1, grads = b->backward, train = s->mode == MODE_TRAIN;
   int sync = dist && grads ? s->sync : SYNC_NONE;
   if (sync != SYNC_NONE && s->shard == SHARD_ZERO1) sync = SYNC_FLAT; /* replaced by the reduce-scatter below */
   bool overlap = dist && s->overlap_backward && (sync == SYNC_INDIVIDUAL || sync == SYNC_BUCKETED) &&
@@ -107,14 +101,14 @@ static int assemble_rank(ddp_builder *b, ddp_layout *L, int rank) {
   bool opt_overlap = train && overlap && sync == SYNC_BUCKETED && s->optimizer_overlap && s->shard == SHARD_NONE;
 
   /* When is each collective issued? after[k] lists groups (units for individual, buckets) for instr k. */
-  int ngroups = sync == SYNC_INDIVIDUAL ? L->norder : sync == SYNC_BUCKETED ? L->nbuckets : 0;
-  int *issue_at = malloc(sizeof(int) * (size_t)(ngroups + 1));
+  int ngroups = sync == SYNC_INDIVIDUAL ? lay->norder : sync == SYNC_BUCKETED ? lay->nbuckets : 0;
+  int *issue_at = ddp_xmalloc(sizeof(int) * (size_t)(ngroups + 1));
   for (int gidx = 0; gidx < ngroups; gidx++) {
     int at = -1;
-    int from = sync == SYNC_INDIVIDUAL ? gidx : L->bucket_first[gidx];
-    int to = sync == SYNC_INDIVIDUAL ? gidx : L->bucket_last[gidx];
+    int from = sync == SYNC_INDIVIDUAL ? gidx : lay->buckets[gidx].first;
+    int to = sync == SYNC_INDIVIDUAL ? gidx : lay->buckets[gidx].last;
     for (int j = from; j <= to; j++) {
-      int w = last_writer(b, L->order[j]);
+      int w = last_writer(b, lay->order[j]);
       if (w > at) at = w;
     }
     issue_at[gidx] = overlap ? at : (int)b->step.n; /* not overlapped: after the backward */
@@ -127,12 +121,12 @@ static int assemble_rank(ddp_builder *b, ddp_layout *L, int rank) {
   b_buf(b, &load, 1, b->targets);
   rp_push(&c, load, "load_batch");
 
-  uint32_t *bucket_done = calloc((size_t)ngroups + 1, sizeof(uint32_t));
+  uint32_t *bucket_done = ddp_xcalloc((size_t)ngroups + 1, sizeof(uint32_t));
   for (uint32_t k = 0; k <= b->step.n; k++) {
     if (k < b->step.n) {
       ddp_instr in = b->step.v[k];
       if (in.opcode == I_TIMER) in.i[0] = c.ntimers++;
-      ddp_program_push(c.out, &in);
+      rp_push(&c, in, NULL);
     }
     if (grads && (k + 1 == b->step.n || (b->step.n == 0 && k == 0)))
       rp_timer(&c, STREAM_COMPUTE, TIMER_BACKWARD_END);
@@ -146,7 +140,7 @@ static int assemble_rank(ddp_builder *b, ddp_layout *L, int rank) {
         ordered = true;
       }
       if (sync == SYNC_INDIVIDUAL)
-        allreduce_unit_params(&c, L->order[gidx]);
+        allreduce_unit_params(&c, lay->order[gidx]);
       else
         allreduce_bucket(&c, gidx);
       if (opt_overlap) bucket_done[gidx] = rp_record(&c, STREAM_COMM);
@@ -155,12 +149,12 @@ static int assemble_rank(ddp_builder *b, ddp_layout *L, int rank) {
   if (sync == SYNC_NAIVE || sync == SYNC_FLAT) { /* (ZeRO-1 is SYNC_FLAT here) */
     rp_order(&c, STREAM_COMPUTE, STREAM_COMM);
     if (s->shard == SHARD_ZERO1) {
-      rp_collective(&c, I_REDUCE_SCATTER, STREAM_COMM, L->flat_grads, 0, L->nflat / L->world, REDOP_AVG, 0,
+      rp_collective(&c, I_REDUCE_SCATTER, STREAM_COMM, lay->flat_grads, 0, lay->nflat / lay->world, REDOP_AVG, 0,
                     "zero1.reduce_scatter");
     } else if (sync == SYNC_FLAT) {
-      rp_collective(&c, I_ALL_REDUCE, STREAM_COMM, L->flat_grads, 0, L->nflat, REDOP_AVG, 0, "all_reduce.flat");
+      rp_collective(&c, I_ALL_REDUCE, STREAM_COMM, lay->flat_grads, 0, lay->nflat, REDOP_AVG, 0, "all_reduce.flat");
     } else {
-      for (int j = 0; j < L->norder; j++) allreduce_unit_params(&c, L->order[j]);
+      for (int j = 0; j < lay->norder; j++) allreduce_unit_params(&c, lay->order[j]);
     }
   }
 
@@ -176,10 +170,13 @@ static int assemble_rank(ddp_builder *b, ddp_layout *L, int rank) {
   return 0;
 }
 
-int ddp_assemble_programs(ddp_builder *b, ddp_layout *L, char *err, size_t errcap) {
+/* plan -> rank* (every rank's init and step) */
+int ddp_assemble_programs(ddp_builder *b, ddp_layout *lay, char *err, size_t errcap) {
   (void)err;
   (void)errcap;
-  for (int r = 0; r < L->world; r++)
-    if (assemble_rank(b, L, r) != 0) return -1;
+  b->plan->meta.world = lay->world;
+  b->plan->ranks = ddp_xcalloc((size_t)lay->world, sizeof(ddp_rank_plan));
+  for (int r = 0; r < lay->world; r++)
+    if (assemble_rank(b, lay, r) != 0) return -1;
   return 0;
 }

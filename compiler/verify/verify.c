@@ -1,7 +1,8 @@
-/* compiler/verify.c: see verify.h. Ordering is decided with vector clocks: each stream advances its own
+/* compiler/verify/verify.c: see verify.h. Ordering is decided with vector clocks: each stream advances its own
  * component per instruction; EVENT_RECORD snapshots the recording stream's clock, EVENT_WAIT merges it
  * into the waiting stream's clock. Access a (stream sa, position n) happens before a later access b iff
  * b's clock has seen position n of sa. */
+#include "err.h"
 #include "verify.h"
 #include "access.h"
 #include <stdio.h>
@@ -27,7 +28,7 @@ typedef struct {
 static void push(recs *r, const rec *x) {
   if (r->n == r->cap) {
     r->cap = r->cap ? 2 * r->cap : 1024;
-    r->v = realloc(r->v, sizeof(rec) * r->cap);
+    r->v = ddp_xrealloc(r->v, sizeof(rec) * r->cap);
   }
   r->v[r->n++] = *x;
 }
@@ -53,12 +54,11 @@ static int check_program(const ddp_plan *p, int rank, const ddp_program *prog, i
                          char *err, size_t errcap) {
   uint32_t nstreams = p->nstreams;
   if (nstreams > MAX_STREAMS) {
-    snprintf(err, errcap, "plan: %u streams, the verifier handles %d", nstreams, MAX_STREAMS);
-    return -1;
+    return ddp_fail(err, errcap, "plan: %u streams, the verifier handles %d", nstreams, MAX_STREAMS);
   }
   uint32_t nev = p->ranks[rank].nevents;
-  uint32_t (*evclock)[MAX_STREAMS] = calloc(nev + 1, sizeof *evclock);
-  uint8_t *recorded = calloc(nev + 1, 1);
+  uint32_t (*evclock)[MAX_STREAMS] = ddp_xcalloc(nev + 1, sizeof *evclock);
+  uint8_t *recorded = ddp_xcalloc(nev + 1, 1);
   uint32_t vc[MAX_STREAMS][MAX_STREAMS];
   memset(vc, 0, sizeof vc);
   recs per_stream[MAX_STREAMS];
@@ -76,7 +76,7 @@ static int check_program(const ddp_plan *p, int rank, const ddp_program *prog, i
       }
       if (in->opcode == I_EVENT_WAIT) {
         if (!recorded[in->i[0]]) {
-          snprintf(err, errcap, "plan rank %d %s: instruction %u waits on event %lld before any record of it", rank,
+          ddp_fail(err, errcap, "plan rank %d %s: instruction %u waits on event %lld before any record of it", rank,
                    what, k, (long long)in->i[0]);
           rc = -1;
           break;
@@ -109,7 +109,7 @@ static int check_program(const ddp_plan *p, int rank, const ddp_program *prog, i
           if (x_before_y || y_before_x) continue;
           char d1[200], d2[200];
           const ddp_instr *ix = &prog->v[x->idx], *iy = &prog->v[y->idx];
-          snprintf(err, errcap,
+          ddp_fail(err, errcap,
                    "plan rank %d %s: unordered access across streams: instruction %u (%s, stream %u, %s %s) and "
                    "instruction %u (%s, stream %u, %s %s) touch the same bytes of %s with no event between them",
                    rank, what, x->idx, instr_desc(p, ix, d1, sizeof d1), x->stream, x->a.write ? "writes" : "reads",
@@ -139,23 +139,21 @@ static int check_collectives(const ddp_plan *p, int which, char *err, size_t err
       while (a < p0->n && !is_collective(p0->v[a].opcode)) a++;
       while (b < pr->n && !is_collective(pr->v[b].opcode)) b++;
       if (a >= p0->n || b >= pr->n) {
-        if (a < p0->n || b < pr->n) {
-          snprintf(err, errcap, "plan %s: rank 0 and rank %lld issue different numbers of collectives (%s after %u)",
-                   what, (long long)r, a < p0->n ? "rank 0 has more" : "rank has more", n);
-          return -1;
-        }
+        if (a < p0->n || b < pr->n)
+          return ddp_fail(err, errcap,
+                          "plan %s: rank 0 and rank %lld issue different numbers of collectives (%s after %u)", what,
+                          (long long)r, a < p0->n ? "rank 0 has more" : "rank has more", n);
         break;
       }
       const ddp_instr *x = &p0->v[a], *y = &pr->v[b];
       if (x->opcode != y->opcode || x->i[0] != y->i[0] || x->dt[0] != y->dt[0] || x->i[1] != y->i[1] ||
           x->i[2] != y->i[2] || x->i[3] != y->i[3]) {
-        snprintf(err, errcap,
-                 "plan %s: collective #%u differs between rank 0 (instruction %u: %s of %lld %s, root %lld) and rank "
-                 "%lld (instruction %u: %s of %lld %s, root %lld)",
-                 what, n, a, ddp_opcode_name(x->opcode), (long long)x->i[0], ddp_dtype_name(x->dt[0]),
-                 (long long)x->i[2], (long long)r, b, ddp_opcode_name(y->opcode), (long long)y->i[0],
-                 ddp_dtype_name(y->dt[0]), (long long)y->i[2]);
-        return -1;
+        return ddp_fail(err, errcap,
+                        "plan %s: collective #%u differs between rank 0 (instruction %u: %s of %lld %s, root %lld) and "
+                        "rank %lld (instruction %u: %s of %lld %s, root %lld)",
+                        what, n, a, ddp_opcode_name(x->opcode), (long long)x->i[0], ddp_dtype_name(x->dt[0]),
+                        (long long)x->i[2], (long long)r, b, ddp_opcode_name(y->opcode), (long long)y->i[0],
+                        ddp_dtype_name(y->dt[0]), (long long)y->i[2]);
       }
       a++;
       b++;

@@ -1,4 +1,4 @@
-/* compiler/verify.h: the plan verifier. A plan is static, so its safety is proved at compile time:
+/* compiler/verify/verify.h: the plan verifier. A plan is static, so its safety is proved at compile time:
  *  - every pair of accesses to overlapping bytes from different streams, at least one a write, is ordered
  *    by events (checked over two consecutive replays of the step program, and over init);
  *  - an event is recorded before it is waited on;

@@ -68,7 +68,9 @@ static int g_ncache;
 
 static prep prepare(const ddp_instr *in) {
   ddp_launch L;
-  if (ddp_kernel_launch(in, g_arch, &L, g_err, sizeof g_err)) DIE("%s", g_err);
+  ddp_codegen_opts o; /* read each time: --tune sets DDP_TUNE_* between variants */
+  if (ddp_codegen_opts_from_env(&o, g_err, sizeof g_err)) DIE("%s", g_err);
+  if (ddp_kernel_launch(in, g_arch, &o, &L, g_err, sizeof g_err)) DIE("%s", g_err);
   prep p = {.geo = *in};
   memcpy(p.geo.grid, L.grid, sizeof L.grid);
   memcpy(p.geo.block, L.block, sizeof L.block);
@@ -82,7 +84,7 @@ static prep prepare(const ddp_instr *in) {
   uint8_t *cubin = NULL;
   uint64_t size = 0;
   char hash[17];
-  if (ddp_nvrtc_compile(ddp_op_template(in->op), ddp_op_entry(in->op), L.spec, g_arch, &cubin, &size, hash, g_err,
+  if (ddp_nvrtc_compile(ddp_op_template(in->op), ddp_op_entry(in->op), L.spec, g_arch, &o, &cubin, &size, hash, g_err,
                         sizeof g_err))
     DIE("%s", g_err);
   if (ddp_cuda_module_load(cubin, size, ddp_op_entry(in->op), &c->k, g_err, sizeof g_err)) DIE("%s", g_err);

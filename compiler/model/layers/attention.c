@@ -1,9 +1,8 @@
-/* compiler/layers/attention.c: RoPE (in place on the q and k columns of the fused qkv activation,
+/* compiler/model/layers/attention.c: RoPE (in place on the q and k columns of the fused qkv activation,
  * adjacent pairs, angle = pos * theta^(-2i/d_head)) and causal multi-head attention (FlashAttention:
  * ATTN_FWD saves the log-sum-exp; the backward is PREP (delta) + DKV + DQ, recomputing P). */
-#include "builder.h"
+#include "layers.h"
 #include <math.h>
-#include <stdio.h>
 
 static void rope_instr(ddp_builder *b, int32_t t, int64_t d, int64_t heads, int inverse, const char *name) {
   const ddp_schedule *s = b->s;
@@ -20,7 +19,7 @@ static void rope_instr(ddp_builder *b, int32_t t, int64_t d, int64_t heads, int 
   b_emit(b, in, name);
 }
 
-void L_rope(ddp_builder *b, const char *name, int32_t qkv, int64_t d, int64_t heads) {
+void layer_rope(ddp_builder *b, const char *name, int32_t qkv, int64_t d, int64_t heads) {
   rope_instr(b, qkv, d, heads, 0, name);
   ddp_node *n = b_record(b, LK_ROPE, name);
   n->t[0] = qkv;
@@ -28,11 +27,9 @@ void L_rope(ddp_builder *b, const char *name, int32_t qkv, int64_t d, int64_t he
   n->i[1] = heads;
 }
 
-void L_rope_bwd(ddp_builder *b, const ddp_node *n) {
+void layer_rope_bwd(ddp_builder *b, const ddp_node *n) {
   if (!b_has_grad(b, n->t[0])) return;
-  char nm[256];
-  snprintf(nm, sizeof nm, "%s.bwd", ddp_plan_string(b->plan, n->name));
-  rope_instr(b, b_grad(b, n->t[0]), n->i[0], n->i[1], 1, nm);
+  rope_instr(b, b_grad(b, n->t[0]), n->i[0], n->i[1], 1, b_fmt(b, "%s.bwd", ddp_plan_string(b->plan, n->name)));
 }
 
 static void attn_ints(ddp_builder *b, ddp_instr *in, int64_t d, int64_t heads) {
@@ -46,16 +43,13 @@ static void attn_ints(ddp_builder *b, ddp_instr *in, int64_t d, int64_t heads) {
   in->f[0] = (float)(1.0 / sqrt((double)(d / heads)));
 }
 
-int32_t L_attention(ddp_builder *b, const char *name, int32_t qkv, int64_t d, int64_t heads) {
-  char nm[256];
+int32_t layer_attention(ddp_builder *b, const char *name, int32_t qkv, int64_t d, int64_t heads) {
   int dt = b_t(b, qkv)->dtype;
   uint64_t es = ddp_dtype_size(dt);
   int64_t B = b->rows / b->s->context, T = b->s->context;
-  snprintf(nm, sizeof nm, "%s.out", name);
-  int32_t o = b_act(b, nm, dt, b->rows, d);
+  int32_t o = b_act(b, b_fmt(b, "%s.out", name), dt, b->rows, d);
   int64_t lshape[3] = {B, heads, T};
-  snprintf(nm, sizeof nm, "%s.lse", name);
-  int32_t lse = b_saved(b, nm, b->fdt, 3, lshape);
+  int32_t lse = b_saved(b, b_fmt(b, "%s.lse", name), b->fdt, 3, lshape);
   ddp_instr in = b_kernel(OP_ATTN_FWD);
   b_arg(&in, 0, qkv, 0, dt);
   b_arg(&in, 1, qkv, (uint64_t)d * es, dt);
@@ -75,29 +69,26 @@ int32_t L_attention(ddp_builder *b, const char *name, int32_t qkv, int64_t d, in
   return o;
 }
 
-void L_attention_bwd(ddp_builder *b, const ddp_node *n) {
+void layer_attention_bwd(ddp_builder *b, const ddp_node *n) {
   int32_t qkv = n->t[0], o = n->t[1], lse = n->t[2];
   if (!b_has_grad(b, o)) return;
   int64_t d = n->i[0], heads = n->i[1];
   int64_t B = b->rows / b->s->context, T = b->s->context;
   const char *name = ddp_plan_string(b->plan, n->name);
-  char nm[256];
   int dt = b_t(b, qkv)->dtype;
   uint64_t es = ddp_dtype_size(dt);
   int32_t dout = b_grad(b, o);
   int32_t dqkv = b_grad(b, qkv);
   b_grad_acc(b, dqkv); /* attention writes all of dq, dk, dv */
   int64_t lshape[3] = {B, heads, T};
-  snprintf(nm, sizeof nm, "%s.delta", name);
-  int32_t delta = b_tensor(b, nm, b->fdt, ARENA_ACT, 0, 3, lshape);
+  int32_t delta = b_tensor(b, b_fmt(b, "%s.delta", name), b->fdt, ARENA_ACT, 0, 3, lshape);
 
   ddp_instr prep = b_kernel(OP_ATTN_BWD_PREP);
   b_buf(b, &prep, 0, o);
   b_buf(b, &prep, 1, dout);
   b_buf(b, &prep, 2, delta);
   attn_ints(b, &prep, d, heads);
-  snprintf(nm, sizeof nm, "%s.bwd_prep", name);
-  b_emit(b, prep, nm);
+  b_emit(b, prep, b_fmt(b, "%s.bwd_prep", name));
 
   ddp_instr kv = b_kernel(OP_ATTN_BWD_DKV);
   b_arg(&kv, 0, qkv, 0, dt);
@@ -110,12 +101,10 @@ void L_attention_bwd(ddp_builder *b, const ddp_node *n) {
   b_arg(&kv, 7, dqkv, (uint64_t)d * es, dt);
   b_arg(&kv, 8, dqkv, 2 * (uint64_t)d * es, dt);
   attn_ints(b, &kv, d, heads);
-  snprintf(nm, sizeof nm, "%s.bwd_dkv", name);
-  b_emit(b, kv, nm);
+  b_emit(b, kv, b_fmt(b, "%s.bwd_dkv", name));
 
   dq.op = OP_ATTN_BWD_DQ;
   b_arg(&dq, 9, dqkv, 0, dt);
   attn_ints(b, &dq, d, heads);
-  snprintf(nm, sizeof nm, "%s.bwd_dq", name);
-  b_emit(b, dq, nm);
+  b_emit(b, dq, b_fmt(b, "%s.bwd_dq", name));
 }

@@ -1,11 +1,10 @@
-/* compiler/layers/attention_naive.c: the baseline attention that materialises the scores, as the
+/* compiler/model/layers/attention_naive.c: the baseline attention that materialises the scores, as the
  * handouts' naive PyTorch attention does: S = Q K^T (f32, one batched GEMM per sequence over the heads),
  * causal softmax of scale*S in place, P cast to the activation dtype, O = P V. Backward: dP = dO V^T,
  * dV = P^T dO, dS = scale * P * (dP - rowsum(P dP)), dQ = dS K, dK = dS^T Q. Memory: two f32 and two
  * activation-dtype [B, H, T, T] tensors per layer. */
-#include "builder.h"
+#include "layers.h"
 #include <math.h>
-#include <stdio.h>
 
 typedef struct {
   int64_t B, T, H, Dh, D;
@@ -48,25 +47,18 @@ static void softmax(ddp_builder *b, int op, int32_t p0, int32_t p1, const dims *
   b_emit(b, in, name);
 }
 
-int32_t L_attention_naive(ddp_builder *b, const char *name, int32_t qkv, int64_t d, int64_t heads) {
+int32_t layer_attention_naive(ddp_builder *b, const char *name, int32_t qkv, int64_t d, int64_t heads) {
   dims g = dims_of(b, qkv, d, heads);
-  char nm[256];
   int64_t shape[4] = {g.B, g.H, g.T, g.T};
-  snprintf(nm, sizeof nm, "%s.scores", name);
-  int32_t S = b_tensor(b, nm, b->fdt, ARENA_ACT, 0, 4, shape);
-  snprintf(nm, sizeof nm, "%s.out", name);
-  int32_t o = b_act(b, nm, b_t(b, qkv)->dtype, b->rows, d);
+  int32_t S = b_tensor(b, b_fmt(b, "%s.scores", name), b->fdt, ARENA_ACT, 0, 4, shape);
+  int32_t o = b_act(b, b_fmt(b, "%s.out", name), b_t(b, qkv)->dtype, b->rows, d);
   int64_t TT = g.T * g.T, rowq = g.T * 3 * d;
-  snprintf(nm, sizeof nm, "%s.qk", name);
-  per_sequence_gemm(b, nm, &g, qkv, 0, rowq, 3 * d, g.Dh, 0, qkv, (uint64_t)d, rowq, 3 * d, g.Dh, 1, S, 0, g.H * TT,
-                    g.T, TT, g.T, g.T, g.Dh);
-  snprintf(nm, sizeof nm, "%s.softmax", name);
-  softmax(b, OP_ATTN_NAIVE_SOFTMAX, S, -1, &g, nm);
-  snprintf(nm, sizeof nm, "%s.probs", name);
-  int32_t P = b_as_dtype(b, S, b_t(b, qkv)->dtype, nm);
-  snprintf(nm, sizeof nm, "%s.pv", name);
-  per_sequence_gemm(b, nm, &g, P, 0, g.H * TT, g.T, TT, 0, qkv, 2 * (uint64_t)d, rowq, 3 * d, g.Dh, 0, o, 0,
-                    g.T * d, d, g.Dh, g.T, g.Dh, g.T);
+  per_sequence_gemm(b, b_fmt(b, "%s.qk", name), &g, qkv, 0, rowq, 3 * d, g.Dh, 0, qkv, (uint64_t)d, rowq, 3 * d, g.Dh,
+                    1, S, 0, g.H * TT, g.T, TT, g.T, g.T, g.Dh);
+  softmax(b, OP_ATTN_NAIVE_SOFTMAX, S, -1, &g, b_fmt(b, "%s.softmax", name));
+  int32_t P = b_as_dtype(b, S, b_t(b, qkv)->dtype, b_fmt(b, "%s.probs", name));
+  per_sequence_gemm(b, b_fmt(b, "%s.pv", name), &g, P, 0, g.H * TT, g.T, TT, 0, qkv, 2 * (uint64_t)d, rowq, 3 * d, g.Dh,
+                    0, o, 0, g.T * d, d, g.Dh, g.T, g.Dh, g.T);
   ddp_node *n = b_record(b, LK_ATTENTION_NAIVE, name);
   n->t[0] = qkv;
   n->t[1] = o;
@@ -77,32 +69,28 @@ int32_t L_attention_naive(ddp_builder *b, const char *name, int32_t qkv, int64_t
   return o;
 }
 
-void L_attention_naive_bwd(ddp_builder *b, const ddp_node *n) {
+void layer_attention_naive_bwd(ddp_builder *b, const ddp_node *n) {
   int32_t qkv = n->t[0], o = n->t[1], S = n->t[2], P = n->t[3];
   if (!b_has_grad(b, o)) return;
   dims g = dims_of(b, qkv, n->i[0], n->i[1]);
   int64_t d = g.D, TT = g.T * g.T, rowq = g.T * 3 * d;
   const char *name = ddp_plan_string(b->plan, n->name);
-  char nm[256];
   int32_t dout = b_grad(b, o), dqkv = b_grad(b, qkv);
   b_grad_acc(b, dqkv);
   int64_t shape[4] = {g.B, g.H, g.T, g.T};
-  snprintf(nm, sizeof nm, "%s.dscores", name);
-  int32_t dS = b_tensor(b, nm, b->fdt, ARENA_ACT, 0, 4, shape);
-  snprintf(nm, sizeof nm, "%s.bwd_dp", name); /* dP = dO V^T */
-  per_sequence_gemm(b, nm, &g, dout, 0, g.T * d, d, g.Dh, 0, qkv, 2 * (uint64_t)d, rowq, 3 * d, g.Dh, 1, dS, 0,
-                    g.H * TT, g.T, TT, g.T, g.T, g.Dh);
-  snprintf(nm, sizeof nm, "%s.bwd_dv", name); /* dV = P^T dO */
-  per_sequence_gemm(b, nm, &g, P, 0, g.H * TT, g.T, TT, 1, dout, 0, g.T * d, d, g.Dh, 0, dqkv, 2 * (uint64_t)d, rowq,
-                    3 * d, g.Dh, g.T, g.Dh, g.T);
-  snprintf(nm, sizeof nm, "%s.bwd_softmax", name);
-  softmax(b, OP_ATTN_NAIVE_SOFTMAX_BWD, S, dS, &g, nm);
-  snprintf(nm, sizeof nm, "%s.dscores.cast", name);
-  int32_t dSc = b_as_dtype(b, dS, b_t(b, qkv)->dtype, nm);
-  snprintf(nm, sizeof nm, "%s.bwd_dq", name); /* dQ = dS K */
-  per_sequence_gemm(b, nm, &g, dSc, 0, g.H * TT, g.T, TT, 0, qkv, (uint64_t)d, rowq, 3 * d, g.Dh, 0, dqkv, 0, rowq,
-                    3 * d, g.Dh, g.T, g.Dh, g.T);
-  snprintf(nm, sizeof nm, "%s.bwd_dk", name); /* dK = dS^T Q */
-  per_sequence_gemm(b, nm, &g, dSc, 0, g.H * TT, g.T, TT, 1, qkv, 0, rowq, 3 * d, g.Dh, 0, dqkv, (uint64_t)d, rowq,
-                    3 * d, g.Dh, g.T, g.Dh, g.T);
+  int32_t dS = b_tensor(b, b_fmt(b, "%s.dscores", name), b->fdt, ARENA_ACT, 0, 4, shape);
+  /* dP = dO V^T */
+  per_sequence_gemm(b, b_fmt(b, "%s.bwd_dp", name), &g, dout, 0, g.T * d, d, g.Dh, 0, qkv, 2 * (uint64_t)d, rowq, 3 * d,
+                    g.Dh, 1, dS, 0, g.H * TT, g.T, TT, g.T, g.T, g.Dh);
+  /* dV = P^T dO */
+  per_sequence_gemm(b, b_fmt(b, "%s.bwd_dv", name), &g, P, 0, g.H * TT, g.T, TT, 1, dout, 0, g.T * d, d, g.Dh, 0, dqkv,
+                    2 * (uint64_t)d, rowq, 3 * d, g.Dh, g.T, g.Dh, g.T);
+  softmax(b, OP_ATTN_NAIVE_SOFTMAX_BWD, S, dS, &g, b_fmt(b, "%s.bwd_softmax", name));
+  int32_t dSc = b_as_dtype(b, dS, b_t(b, qkv)->dtype, b_fmt(b, "%s.dscores.cast", name));
+  /* dQ = dS K */
+  per_sequence_gemm(b, b_fmt(b, "%s.bwd_dq", name), &g, dSc, 0, g.H * TT, g.T, TT, 0, qkv, (uint64_t)d, rowq, 3 * d,
+                    g.Dh, 0, dqkv, 0, rowq, 3 * d, g.Dh, g.T, g.Dh, g.T);
+  /* dK = dS^T Q */
+  per_sequence_gemm(b, b_fmt(b, "%s.bwd_dk", name), &g, dSc, 0, g.H * TT, g.T, TT, 1, qkv, 0, rowq, 3 * d, g.Dh, 0,
+                    dqkv, (uint64_t)d, rowq, 3 * d, g.Dh, g.T, g.Dh, g.T);
 }

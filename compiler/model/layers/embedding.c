@@ -1,14 +1,11 @@
-/* compiler/layers/embedding.c: token embedding lookup (table (vocab, d_model), read from the fp32
+/* compiler/model/layers/embedding.c: token embedding lookup (table (vocab, d_model), read from the fp32
  * master) and its deterministic backward (tokens accumulated in order into the table's gradient). */
-#include "builder.h"
-#include <stdio.h>
+#include "layers.h"
 
-int32_t L_embedding(ddp_builder *b, const char *name, int unit, int32_t tokens, int64_t d) {
-  char nm[256];
+int32_t layer_embedding(ddp_builder *b, const char *name, int unit, int32_t tokens, int64_t d) {
   int64_t rows = b_t(b, tokens)->shape[0];
   int64_t vocab = b->units[unit].numel / d;
-  snprintf(nm, sizeof nm, "%s.out", name);
-  int32_t out = b_act(b, nm, b->res_dt, rows, d);
+  int32_t out = b_act(b, b_fmt(b, "%s.out", name), b->res_dt, rows, d);
   ddp_instr in = b_kernel(OP_EMBED_FWD);
   b_buf(b, &in, 0, tokens);
   b_buf(b, &in, 1, b->units[unit].master);
@@ -27,10 +24,9 @@ int32_t L_embedding(ddp_builder *b, const char *name, int unit, int32_t tokens, 
   return out;
 }
 
-void L_embedding_bwd(ddp_builder *b, const ddp_node *n) {
+void layer_embedding_bwd(ddp_builder *b, const ddp_node *n) {
   const ddp_unit *u = &b->units[n->u[0]];
   if (!u->trainable || !b_has_grad(b, n->t[1])) return;
-  char nm[256];
   ddp_instr in = b_kernel(OP_EMBED_BWD);
   b_buf(b, &in, 0, n->t[0]);
   b_buf(b, &in, 1, b_grad(b, n->t[1]));
@@ -39,6 +35,5 @@ void L_embedding_bwd(ddp_builder *b, const ddp_node *n) {
   in.i[1] = n->i[1];
   in.i[2] = n->i[2];
   in.i[3] = b_unit_grad_acc(b, n->u[0]);
-  snprintf(nm, sizeof nm, "%s.bwd", ddp_plan_string(b->plan, n->name));
-  b_emit(b, in, nm);
+  b_emit(b, in, b_fmt(b, "%s.bwd", ddp_plan_string(b->plan, n->name)));
 }

@@ -1,19 +1,15 @@
-/* compiler/layers/linear.c: Linear (no bias; weight (out, in) as PyTorch), optionally fused with a
+/* compiler/model/layers/linear.c: Linear (no bias; weight (out, in) as PyTorch), optionally fused with a
  * residual add through the GEMM's C operand: y = x W^T (+ residual). Backward: dW = dy^T x (first),
  * dx = dy W, and the residual's gradient is dy itself (shared, not copied). */
-#include "builder.h"
-#include <stdio.h>
+#include "layers.h"
 
-int32_t L_linear(ddp_builder *b, const char *name, int unit, int32_t x, int64_t in, int64_t out,
-                 int32_t residual, int out_dt) {
-  char nm[256];
+int32_t layer_linear(ddp_builder *b, const char *name, int unit, int32_t x, int64_t in, int64_t out, int32_t residual,
+                     int out_dt) {
   int32_t w = b->units[unit].copy;
   int wdt = b_t(b, w)->dtype;
-  snprintf(nm, sizeof nm, "%s.in.%s", name, ddp_dtype_name(wdt));
-  int32_t xin = b_as_dtype(b, x, wdt, nm);
+  int32_t xin = b_as_dtype(b, x, wdt, b_fmt(b, "%s.in.%s", name, ddp_dtype_name(wdt)));
   int64_t rows = b_t(b, x)->shape[0];
-  snprintf(nm, sizeof nm, "%s.out", name);
-  int32_t y = b_act(b, nm, out_dt, rows, out);
+  int32_t y = b_act(b, b_fmt(b, "%s.out", name), out_dt, rows, out);
   ddp_instr *g = b_gemm(b, name, xin, 0, 0, in, w, 0, 1, in, y, 0, out, rows, out, in, residual >= 0 ? 1.0f : 0.0f);
   if (residual >= 0) b_arg(g, 2, residual, 0, b_t(b, residual)->dtype);
   ddp_node *n = b_record(b, LK_LINEAR, name);
@@ -28,13 +24,12 @@ int32_t L_linear(ddp_builder *b, const char *name, int unit, int32_t x, int64_t 
   return y;
 }
 
-void L_linear_bwd(ddp_builder *b, const ddp_node *n) {
+void layer_linear_bwd(ddp_builder *b, const ddp_node *n) {
   int32_t xin = n->t[0], y = n->t[1], residual = n->t[2], x = n->t[3];
   if (!b_has_grad(b, y)) return;
   const ddp_unit *u = &b->units[n->u[0]];
   int64_t rows = n->i[0], in = n->i[1], out = n->i[2];
   const char *name = ddp_plan_string(b->plan, n->name);
-  char nm[256];
   int32_t dy_orig = b_grad(b, y);
   /* The residual branch passes dy through unchanged: share the tensor when nobody wrote it yet. */
   if (residual >= 0) {
@@ -47,21 +42,18 @@ void L_linear_bwd(ddp_builder *b, const ddp_node *n) {
       b_buf(b, &add, 1, dy_orig);
       b_buf(b, &add, 2, dr);
       add.i[0] = (int64_t)ddp_tensor_numel(b_t(b, dr));
-      snprintf(nm, sizeof nm, "%s.residual.bwd", name);
-      b_emit(b, add, nm);
+      b_emit(b, add, b_fmt(b, "%s.residual.bwd", name));
     }
   }
-  snprintf(nm, sizeof nm, "%s.dy.%s", name, ddp_dtype_name(b_t(b, u->copy)->dtype));
-  int32_t dy = b_as_dtype(b, dy_orig, b_t(b, u->copy)->dtype, nm);
+  int32_t dy = b_as_dtype(b, dy_orig, b_t(b, u->copy)->dtype,
+                          b_fmt(b, "%s.dy.%s", name, ddp_dtype_name(b_t(b, u->copy)->dtype)));
   if (u->trainable) {
     int acc = b_unit_grad_acc(b, n->u[0]);
-    snprintf(nm, sizeof nm, "%s.dW", name);
-    b_gemm(b, nm, dy, 0, 1, out, xin, 0, 0, in, u->grad, 0, in, out, in, rows, acc ? 1.0f : 0.0f);
+    b_gemm(b, b_fmt(b, "%s.dW", name), dy, 0, 1, out, xin, 0, 0, in, u->grad, 0, in, out, in, rows, acc ? 1.0f : 0.0f);
   }
   if (b_needs_grad(b, x)) {
     int32_t dx = b_grad(b, x);
     int acc = b_grad_acc(b, dx);
-    snprintf(nm, sizeof nm, "%s.dx", name);
-    b_gemm(b, nm, dy, 0, 0, out, u->copy, 0, 0, in, dx, 0, in, rows, in, out, acc ? 1.0f : 0.0f);
+    b_gemm(b, b_fmt(b, "%s.dx", name), dy, 0, 0, out, u->copy, 0, 0, in, dx, 0, in, rows, in, out, acc ? 1.0f : 0.0f);
   }
 }

@@ -1,9 +1,8 @@
-/* compiler/layers/losses.c: the losses. Mean cross-entropy over the rank's tokens (XENT writes the
+/* compiler/model/layers/losses.c: the losses. Mean cross-entropy over the rank's tokens (XENT writes the
  * per-row loss and the logits' gradient in place) and mean squared error over all elements (MSE). The
  * scalar loss is SUM(loss rows) scaled to the mean; the gradient scale makes DDP's gradient average equal
  * the global-batch mean. Without a backward (mode "forward") no gradient is written. */
-#include "builder.h"
-#include <stdio.h>
+#include "layers.h"
 
 static void loss_scalar(ddp_builder *b, int32_t rows_t, int64_t rows, double scale) {
   ddp_instr in = b_kernel(OP_SUM);
@@ -15,7 +14,7 @@ static void loss_scalar(ddp_builder *b, int32_t rows_t, int64_t rows, double sca
   b_emit(b, in, "loss");
 }
 
-void L_cross_entropy(ddp_builder *b, int32_t logits, int32_t targets, int64_t vocab) {
+void layer_cross_entropy(ddp_builder *b, int32_t logits, int32_t targets, int64_t vocab) {
   int64_t rows = b_t(b, logits)->shape[0];
   b->loss_rows = b_act(b, "loss.rows", b->fdt, rows, 0);
   ddp_instr in = b_kernel(OP_XENT);
@@ -34,7 +33,7 @@ void L_cross_entropy(ddp_builder *b, int32_t logits, int32_t targets, int64_t vo
   loss_scalar(b, b->loss_rows, rows, 1.0 / (double)rows);
 }
 
-void L_mse(ddp_builder *b, int32_t pred, int32_t target, int64_t m) {
+void layer_mse(ddp_builder *b, int32_t pred, int32_t target, int64_t m) {
   int64_t rows = b_t(b, pred)->shape[0];
   b->loss_rows = b_act(b, "loss.rows", b->fdt, rows, 0);
   int32_t dpred = b->backward ? b_grad(b, pred) : -1;

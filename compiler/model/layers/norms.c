@@ -1,11 +1,10 @@
-/* compiler/layers/norms.c: RMSNorm (eps 1e-5, f32 statistics, weight g) and LayerNorm (PyTorch
+/* compiler/model/layers/norms.c: RMSNorm (eps 1e-5, f32 statistics, weight g) and LayerNorm (PyTorch
  * nn.LayerNorm, weight and bias). Backward writes dx (accumulating when the input's gradient already
  * has a writer) and per-chunk partial sums for the weight gradients, reduced by REDUCE_ROWS. The forward
  * writes its statistics (rstd, mean) also in a plan without a backward: the reference normalises with
  * the statistic as stored (rounded to f32), so dropping them would change a forward plan's loss in the
  * last bits against the train plan's; they are tiny and live only during their own instruction. */
-#include "builder.h"
-#include <stdio.h>
+#include "layers.h"
 
 static void reduce_into_unit(ddp_builder *b, int unit, int32_t part, int64_t P, int64_t d, const char *name) {
   ddp_unit *u = &b->units[unit];
@@ -21,13 +20,11 @@ static void reduce_into_unit(ddp_builder *b, int unit, int32_t part, int64_t P, 
   b_emit(b, r, name);
 }
 
-int32_t L_rmsnorm(ddp_builder *b, const char *name, int unit, int32_t x, int64_t d, int out_dt) {
-  char nm[256];
+int32_t layer_rmsnorm(ddp_builder *b, const char *name, int unit, int32_t x, int64_t d, int out_dt) {
   int64_t rows = b_t(b, x)->shape[0];
-  snprintf(nm, sizeof nm, "%s.out", name);
-  int32_t y = b_act(b, nm, out_dt, rows, d);
-  snprintf(nm, sizeof nm, "%s.rstd", name);
-  int32_t rstd = b_act(b, nm, b->fdt, rows, 0); /* also without a backward: see the top comment */
+  int32_t y = b_act(b, b_fmt(b, "%s.out", name), out_dt, rows, d);
+  /* also without a backward: see the top comment */
+  int32_t rstd = b_act(b, b_fmt(b, "%s.rstd", name), b->fdt, rows, 0);
   ddp_instr in = b_kernel(OP_RMSNORM_FWD);
   b_buf(b, &in, 0, x);
   b_buf(b, &in, 1, b->units[unit].master);
@@ -47,14 +44,12 @@ int32_t L_rmsnorm(ddp_builder *b, const char *name, int unit, int32_t x, int64_t
   return y;
 }
 
-void L_rmsnorm_bwd(ddp_builder *b, const ddp_node *n) {
+void layer_rmsnorm_bwd(ddp_builder *b, const ddp_node *n) {
   int32_t x = n->t[0], y = n->t[1], rstd = n->t[2];
   if (!b_has_grad(b, y)) return;
   int64_t rows = n->i[0], d = n->i[1], P = b_partials(rows);
   const char *name = ddp_plan_string(b->plan, n->name);
-  char nm[256];
-  snprintf(nm, sizeof nm, "%s.dg_part", name);
-  int32_t part = b_act(b, nm, b->fdt, P, d);
+  int32_t part = b_act(b, b_fmt(b, "%s.dg_part", name), b->fdt, P, d);
   int32_t dy = b_grad(b, y);
   int32_t dx = b_needs_grad(b, x) ? b_grad(b, x) : -1;
   ddp_instr in = b_kernel(OP_RMSNORM_BWD);
@@ -68,22 +63,17 @@ void L_rmsnorm_bwd(ddp_builder *b, const ddp_node *n) {
   in.i[1] = d;
   in.i[2] = dx >= 0 ? b_grad_acc(b, dx) : 0;
   in.i[3] = P;
-  snprintf(nm, sizeof nm, "%s.bwd", name);
-  b_emit(b, in, nm);
-  snprintf(nm, sizeof nm, "%s.dg", name);
-  reduce_into_unit(b, n->u[0], part, P, d, nm);
+  b_emit(b, in, b_fmt(b, "%s.bwd", name));
+  reduce_into_unit(b, n->u[0], part, P, d, b_fmt(b, "%s.dg", name));
 }
 
-int32_t L_layernorm(ddp_builder *b, const char *name, int wunit, int bunit, int32_t x, int64_t d) {
-  char nm[256];
+int32_t layer_layernorm(ddp_builder *b, const char *name, int wunit, int bunit, int32_t x, int64_t d) {
   int64_t rows = b_t(b, x)->shape[0];
   int dt = b_t(b, x)->dtype;
-  snprintf(nm, sizeof nm, "%s.out", name);
-  int32_t y = b_act(b, nm, dt, rows, d);
-  snprintf(nm, sizeof nm, "%s.mean", name);
-  int32_t mean = b_act(b, nm, b->fdt, rows, 0); /* also without a backward: see the top comment */
-  snprintf(nm, sizeof nm, "%s.rstd", name);
-  int32_t rstd = b_act(b, nm, b->fdt, rows, 0);
+  int32_t y = b_act(b, b_fmt(b, "%s.out", name), dt, rows, d);
+  /* also without a backward: see the top comment */
+  int32_t mean = b_act(b, b_fmt(b, "%s.mean", name), b->fdt, rows, 0);
+  int32_t rstd = b_act(b, b_fmt(b, "%s.rstd", name), b->fdt, rows, 0);
   ddp_instr in = b_kernel(OP_LAYERNORM_FWD);
   b_buf(b, &in, 0, x);
   b_buf(b, &in, 1, b->units[wunit].master);
@@ -107,16 +97,13 @@ int32_t L_layernorm(ddp_builder *b, const char *name, int wunit, int bunit, int3
   return y;
 }
 
-void L_layernorm_bwd(ddp_builder *b, const ddp_node *n) {
+void layer_layernorm_bwd(ddp_builder *b, const ddp_node *n) {
   int32_t x = n->t[0], y = n->t[1], mean = n->t[2], rstd = n->t[3];
   if (!b_has_grad(b, y)) return;
   int64_t rows = n->i[0], d = n->i[1], P = b_partials(rows);
   const char *name = ddp_plan_string(b->plan, n->name);
-  char nm[256];
-  snprintf(nm, sizeof nm, "%s.dw_part", name);
-  int32_t wpart = b_act(b, nm, b->fdt, P, d);
-  snprintf(nm, sizeof nm, "%s.db_part", name);
-  int32_t bpart = b_act(b, nm, b->fdt, P, d);
+  int32_t wpart = b_act(b, b_fmt(b, "%s.dw_part", name), b->fdt, P, d);
+  int32_t bpart = b_act(b, b_fmt(b, "%s.db_part", name), b->fdt, P, d);
   int32_t dy = b_grad(b, y);
   int32_t dx = b_needs_grad(b, x) ? b_grad(b, x) : -1;
   ddp_instr in = b_kernel(OP_LAYERNORM_BWD);
@@ -132,10 +119,7 @@ void L_layernorm_bwd(ddp_builder *b, const ddp_node *n) {
   in.i[1] = d;
   in.i[2] = dx >= 0 ? b_grad_acc(b, dx) : 0;
   in.i[3] = P;
-  snprintf(nm, sizeof nm, "%s.bwd", name);
-  b_emit(b, in, nm);
-  snprintf(nm, sizeof nm, "%s.dw", name);
-  reduce_into_unit(b, n->u[0], wpart, P, d, nm);
-  snprintf(nm, sizeof nm, "%s.db", name);
-  reduce_into_unit(b, n->u[1], bpart, P, d, nm);
+  b_emit(b, in, b_fmt(b, "%s.bwd", name));
+  reduce_into_unit(b, n->u[0], wpart, P, d, b_fmt(b, "%s.dw", name));
+  reduce_into_unit(b, n->u[1], bpart, P, d, b_fmt(b, "%s.db", name));
 }

@@ -1,12 +1,9 @@
-/* compiler/layers/pointwise.c: SwiGLU (h = silu(a) * b on the fused [w1 x | w3 x] activation), ReLU and
+/* compiler/model/layers/pointwise.c: SwiGLU (h = silu(a) * b on the fused [w1 x | w3 x] activation), ReLU and
  * the bias add of the toy MLPs (y += b in place; the bias gradient is the column sum of dy). */
-#include "builder.h"
-#include <stdio.h>
+#include "layers.h"
 
-int32_t L_swiglu(ddp_builder *b, const char *name, int32_t ab, int64_t dff) {
-  char nm[256];
-  snprintf(nm, sizeof nm, "%s.out", name);
-  int32_t h = b_act(b, nm, b_t(b, ab)->dtype, b->rows, dff);
+int32_t layer_swiglu(ddp_builder *b, const char *name, int32_t ab, int64_t dff) {
+  int32_t h = b_act(b, b_fmt(b, "%s.out", name), b_t(b, ab)->dtype, b->rows, dff);
   ddp_instr in = b_kernel(OP_SWIGLU_FWD);
   b_buf(b, &in, 0, ab);
   b_buf(b, &in, 1, h);
@@ -20,9 +17,8 @@ int32_t L_swiglu(ddp_builder *b, const char *name, int32_t ab, int64_t dff) {
   return h;
 }
 
-void L_swiglu_bwd(ddp_builder *b, const ddp_node *n) {
+void layer_swiglu_bwd(ddp_builder *b, const ddp_node *n) {
   if (!b_has_grad(b, n->t[1])) return;
-  char nm[256];
   int32_t dab = b_grad(b, n->t[0]);
   b_grad_acc(b, dab);
   ddp_instr in = b_kernel(OP_SWIGLU_BWD);
@@ -31,15 +27,12 @@ void L_swiglu_bwd(ddp_builder *b, const ddp_node *n) {
   b_buf(b, &in, 2, dab);
   in.i[0] = b->rows;
   in.i[1] = n->i[0];
-  snprintf(nm, sizeof nm, "%s.bwd", ddp_plan_string(b->plan, n->name));
-  b_emit(b, in, nm);
+  b_emit(b, in, b_fmt(b, "%s.bwd", ddp_plan_string(b->plan, n->name)));
 }
 
-int32_t L_relu(ddp_builder *b, const char *name, int32_t x, int64_t n_cols) {
-  char nm[256];
+int32_t layer_relu(ddp_builder *b, const char *name, int32_t x, int64_t n_cols) {
   int64_t rows = b_t(b, x)->shape[0];
-  snprintf(nm, sizeof nm, "%s.out", name);
-  int32_t y = b_act(b, nm, b_t(b, x)->dtype, rows, n_cols);
+  int32_t y = b_act(b, b_fmt(b, "%s.out", name), b_t(b, x)->dtype, rows, n_cols);
   ddp_instr in = b_kernel(OP_RELU_FWD);
   b_buf(b, &in, 0, x);
   b_buf(b, &in, 1, y);
@@ -52,9 +45,8 @@ int32_t L_relu(ddp_builder *b, const char *name, int32_t x, int64_t n_cols) {
   return y;
 }
 
-void L_relu_bwd(ddp_builder *b, const ddp_node *n) {
+void layer_relu_bwd(ddp_builder *b, const ddp_node *n) {
   if (!b_has_grad(b, n->t[1]) || !b_needs_grad(b, n->t[0])) return;
-  char nm[256];
   int32_t dx = b_grad(b, n->t[0]);
   ddp_instr in = b_kernel(OP_RELU_BWD);
   b_buf(b, &in, 0, n->t[1]);
@@ -62,11 +54,10 @@ void L_relu_bwd(ddp_builder *b, const ddp_node *n) {
   b_buf(b, &in, 2, dx);
   in.i[0] = n->i[0];
   in.i[1] = b_grad_acc(b, dx);
-  snprintf(nm, sizeof nm, "%s.bwd", ddp_plan_string(b->plan, n->name));
-  b_emit(b, in, nm);
+  b_emit(b, in, b_fmt(b, "%s.bwd", ddp_plan_string(b->plan, n->name)));
 }
 
-void L_bias(ddp_builder *b, const char *name, int unit, int32_t y, int64_t m) {
+void layer_bias(ddp_builder *b, const char *name, int unit, int32_t y, int64_t m) {
   int64_t rows = b_t(b, y)->shape[0];
   ddp_instr in = b_kernel(OP_BIAS_ADD);
   b_buf(b, &in, 0, y);
@@ -81,10 +72,9 @@ void L_bias(ddp_builder *b, const char *name, int unit, int32_t y, int64_t m) {
   n->i[1] = m;
 }
 
-void L_bias_bwd(ddp_builder *b, const ddp_node *n) {
+void layer_bias_bwd(ddp_builder *b, const ddp_node *n) {
   const ddp_unit *u = &b->units[n->u[0]];
   if (!u->trainable || !b_has_grad(b, n->t[0])) return;
-  char nm[256];
   ddp_instr in = b_kernel(OP_REDUCE_ROWS);
   b_buf(b, &in, 0, b_grad(b, n->t[0]));
   b_buf(b, &in, 1, u->grad);
@@ -92,6 +82,5 @@ void L_bias_bwd(ddp_builder *b, const ddp_node *n) {
   in.i[1] = n->i[1];
   in.i[2] = b_unit_grad_acc(b, n->u[0]);
   in.f[0] = 1.0f;
-  snprintf(nm, sizeof nm, "%s.bwd", ddp_plan_string(b->plan, n->name));
-  b_emit(b, in, nm);
+  b_emit(b, in, b_fmt(b, "%s.bwd", ddp_plan_string(b->plan, n->name)));
 }

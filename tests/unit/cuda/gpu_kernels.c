@@ -123,7 +123,7 @@ static int run_case(kc_case *c, int idx, uint64_t seed) {
   ddp_launch L;
   const int op = c->in.op;
   const double tol_act = c->buf[0].dt == DT_BF16 || c->in.dt[1] == DT_BF16 ? 2e-2 : 1e-4;
-  if (ddp_kernel_launch(&c->in, g_arch, &L, err, sizeof err)) {
+  if (ddp_kernel_launch(&c->in, g_arch, NULL, &L, err, sizeof err)) {
     printf("FAIL %s: launch refused: %s\n", c->label, err);
     return 0;
   }
@@ -131,7 +131,7 @@ static int run_case(kc_case *c, int idx, uint64_t seed) {
   uint8_t *cubin = NULL;
   uint64_t size = 0;
   char hash[17];
-  if (ddp_nvrtc_compile(ddp_op_template(op), ddp_op_entry(op), L.spec, g_arch, &cubin, &size, hash, err, sizeof err)) {
+  if (ddp_nvrtc_compile(ddp_op_template(op), ddp_op_entry(op), L.spec, g_arch, NULL, &cubin, &size, hash, err, sizeof err)) {
     printf("FAIL %s: %s\n", c->label, err);
     return 0;
   }

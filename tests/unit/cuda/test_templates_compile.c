@@ -50,7 +50,7 @@ static void dump(const char *dir, const char *tpl, const char *entry, const char
 static void compile_case(const kc_case *c, const char *arch) {
   ddp_launch L;
   char err[1024];
-  if (!CHECK(!ddp_kernel_launch(&c->in, arch, &L, err, sizeof err), "%s: launch refused: %s", c->label, err)) return;
+  if (!CHECK(!ddp_kernel_launch(&c->in, arch, NULL, &L, err, sizeof err), "%s: launch refused: %s", c->label, err)) return;
   const char *tpl = ddp_op_template(c->in.op), *entry = ddp_op_entry(c->in.op);
   CHECK(L.block[0] != 0 && L.block[0] <= 1024 && L.grid[0] != 0, "%s: bad geometry grid %u block %u", c->label,
         L.grid[0], L.block[0]);
@@ -58,7 +58,7 @@ static void compile_case(const kc_case *c, const char *arch) {
   uint8_t *cubin = NULL;
   uint64_t size = 0;
   char hash[17];
-  if (!CHECK(!ddp_nvrtc_compile(tpl, entry, L.spec, arch, &cubin, &size, hash, err, sizeof err), "%s: %s\n  spec:\n%s",
+  if (!CHECK(!ddp_nvrtc_compile(tpl, entry, L.spec, arch, NULL, &cubin, &size, hash, err, sizeof err), "%s: %s\n  spec:\n%s",
              c->label, err, L.spec))
     return;
   char name[128];
@@ -74,7 +74,7 @@ static void compile_case(const kc_case *c, const char *arch) {
 static void expect_refusal(kc_case *c, const char *what, const char *needle) {
   ddp_launch L;
   char err[1024] = "";
-  if (!CHECK(ddp_kernel_launch(&c->in, "sm_90a", &L, err, sizeof err) != 0, "%s: %s was accepted", c->label, what))
+  if (!CHECK(ddp_kernel_launch(&c->in, "sm_90a", NULL, &L, err, sizeof err) != 0, "%s: %s was accepted", c->label, what))
     return;
   if (CHECK(strstr(err, needle) && !strchr(err, '\n'), "%s: %s refused with an unclear message: %s", c->label, what,
             err))
@@ -118,7 +118,7 @@ int main(void) {
   kc_make(OP_ATTN_FWD, DT_BF16, (kc_shape){.a = 1, .b = 64, .c = 64}, &c);
   ddp_launch L;
   char err[512];
-  CHECK(ddp_kernel_launch(&c.in, "sm_75", &L, err, sizeof err) != 0, "bf16 attention accepted for sm_75");
+  CHECK(ddp_kernel_launch(&c.in, "sm_75", NULL, &L, err, sizeof err) != 0, "bf16 attention accepted for sm_75");
   printf("%d distinct modules compiled\n", ndone);
   free(done);
   return check_report("test_templates_compile");

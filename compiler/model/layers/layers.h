@@ -1,0 +1,34 @@
+/* compiler/model/layers/layers.h: the layer kinds, one file each (forward wiring, backward wiring, shape
+ * rules): embedding.c, linear.c, norms.c, attention.c, attention_naive.c, pointwise.c, losses.c. */
+#ifndef DDP_LAYERS_H
+#define DDP_LAYERS_H
+#include "builder.h"
+
+/* Forward functions emit the forward and record a node on the tape. */
+int32_t layer_embedding(ddp_builder *b, const char *name, int unit, int32_t tokens, int64_t d);
+int32_t layer_linear(ddp_builder *b, const char *name, int unit, int32_t x, int64_t in, int64_t out,
+                     int32_t residual /* -1 or the tensor to add into (the output is then residual + xW^T) */,
+                     int out_dt);
+int32_t layer_rmsnorm(ddp_builder *b, const char *name, int unit, int32_t x, int64_t d, int out_dt);
+void layer_rope(ddp_builder *b, const char *name, int32_t qkv, int64_t d, int64_t heads);
+int32_t layer_attention(ddp_builder *b, const char *name, int32_t qkv, int64_t d, int64_t heads);
+int32_t layer_attention_naive(ddp_builder *b, const char *name, int32_t qkv, int64_t d, int64_t heads);
+int32_t layer_swiglu(ddp_builder *b, const char *name, int32_t ab, int64_t dff);
+void layer_cross_entropy(ddp_builder *b, int32_t logits, int32_t targets, int64_t vocab);
+void layer_mse(ddp_builder *b, int32_t pred, int32_t target, int64_t m);
+int32_t layer_relu(ddp_builder *b, const char *name, int32_t x, int64_t n_cols);
+int32_t layer_layernorm(ddp_builder *b, const char *name, int wunit, int bunit, int32_t x, int64_t d);
+void layer_bias(ddp_builder *b, const char *name, int unit, int32_t y, int64_t m);
+
+/* Backward functions replay one tape node (b_backward calls them in reverse). */
+void layer_embedding_bwd(ddp_builder *b, const ddp_node *n);
+void layer_linear_bwd(ddp_builder *b, const ddp_node *n);
+void layer_rmsnorm_bwd(ddp_builder *b, const ddp_node *n);
+void layer_rope_bwd(ddp_builder *b, const ddp_node *n);
+void layer_attention_bwd(ddp_builder *b, const ddp_node *n);
+void layer_attention_naive_bwd(ddp_builder *b, const ddp_node *n);
+void layer_swiglu_bwd(ddp_builder *b, const ddp_node *n);
+void layer_relu_bwd(ddp_builder *b, const ddp_node *n);
+void layer_layernorm_bwd(ddp_builder *b, const ddp_node *n);
+void layer_bias_bwd(ddp_builder *b, const ddp_node *n);
+#endif

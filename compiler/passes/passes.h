@@ -1,0 +1,34 @@
+/* compiler/passes/passes.h: the passes stage: every rank's init and step programs (sync.c drives them),
+ * the passes it calls, and the helpers they share (rank_program.c: appending instructions, events between
+ * streams, timing points, collectives over flat ranges). */
+#ifndef DDP_PASSES_H
+#define DDP_PASSES_H
+#include "layout.h"
+
+typedef struct rank_ctx {
+  ddp_builder *b;
+  ddp_layout *lay;
+  int rank;
+  ddp_program *out;
+  uint32_t nevents, ntimers;
+} rank_ctx;
+
+ddp_instr *rp_push(rank_ctx *c, ddp_instr in, const char *name);
+void rp_timer(rank_ctx *c, int stream, int role);
+/* `to` waits for everything issued so far on `from`. */
+void rp_order(rank_ctx *c, int from, int to);
+uint32_t rp_record(rank_ctx *c, int stream);
+void rp_wait(rank_ctx *c, int stream, uint32_t event);
+/* A collective over elements [begin, begin+count) of a flat tensor, bracketed by timers on `stream`. */
+void rp_collective(rank_ctx *c, int opcode, int stream, int32_t flat, int64_t begin, int64_t count, int redop,
+                   int root, const char *name);
+void rp_range(rank_ctx *c, int push, int kind, const char *name);
+
+/* Programs for every rank: init (parameter init, zeroing, broadcast, casts) and step (batch, forward,
+ * backward with the sync strategy's collectives and events, optimizer). Allocates the plan's ranks. */
+int ddp_assemble_programs(ddp_builder *b, ddp_layout *lay, char *err, size_t errcap);
+void pass_init_program(rank_ctx *c);                              /* init_program.c */
+void pass_opt_scalars(rank_ctx *c, bool sumsq_over_shard);        /* optimizer.c */
+void pass_update(rank_ctx *c, int64_t lo, int64_t hi, int64_t state_base, bool write_copy, const char *name);
+void pass_exchange_params(rank_ctx *c);
+#endif

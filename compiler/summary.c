@@ -1,0 +1,73 @@
+/* compiler/summary.c: the schedule summary recorded in the plan (ddp_meta): the schedule fields that the
+ * meta shares by name (copied through one X-macro), the parallel-layout line, parameter counts, FLOPs,
+ * the model's well-known tensors and the bytes each rank sends per step. */
+#include "summary.h"
+#include "err.h"
+#include <stdio.h>
+
+/* Schedule fields stored in the meta under the same name. */
+#define SHARED_NUMBERS(X)                                                                                     \
+  X(model_kind) X(vocab) X(context) X(d_model) X(d_ff) X(layers) X(heads) X(rope_theta) X(mlp_in) X(mlp_out) \
+  X(precision) X(global_batch) X(data_kind) X(data_rows) X(data_seed) X(steps) X(warmup) X(seed)            \
+  X(identical_init) X(optimizer) X(lr) X(lr_min) X(beta1) X(beta2) X(eps) X(weight_decay) X(lr_schedule)    \
+  X(lr_warmup) X(lr_cycle) X(clip_norm) X(attention) X(mode)
+#define SHARED_STRINGS(X) X(model_name) X(data_path)
+
+static char *dupstr(const char *s) { return s ? ddp_xstrdup(s) : NULL; }
+
+static double comm_bytes(const ddp_plan *p) {
+  double total = 0;
+  const ddp_program *prog = &p->ranks[0].step;
+  for (uint32_t k = 0; k < prog->n; k++) {
+    const ddp_instr *in = &prog->v[k];
+    double es = (double)ddp_dtype_size(in->dt[0]), n = (double)in->i[0], w = (double)p->meta.world;
+    switch (in->opcode) {
+    case I_ALL_REDUCE: total += n * es; break;
+    case I_REDUCE_SCATTER: case I_ALL_GATHER: total += n * es * w; break;
+    case I_BROADCAST: total += n * es; break;
+    default: break;
+    }
+  }
+  return total;
+}
+
+void ddp_summary(ddp_plan *p, const ddp_schedule *s, const char *arch, const ddp_builder *b) {
+  ddp_meta *m = &p->meta;
+#define COPY_NUMBER(f) m->f = s->f;
+#define COPY_STRING(f) m->f = dupstr(s->f);
+  SHARED_NUMBERS(COPY_NUMBER)
+  SHARED_STRINGS(COPY_STRING)
+#undef COPY_NUMBER
+#undef COPY_STRING
+  m->schedule_path = dupstr(s->path);
+  m->schedule_source = dupstr(s->source ? s->source : "");
+  m->arch = dupstr(arch);
+  m->world = s->ranks;
+  m->act_dtype = b->act_dt;
+  m->grad_dtype = b->grad_dt;
+  m->batch_per_rank = s->global_batch / s->ranks;
+  char par[256], bucket[48] = "";
+  if (s->sync == SYNC_BUCKETED) {
+    if (s->bucket_policy) snprintf(bucket, sizeof bucket, " buckets=lua");
+    else snprintf(bucket, sizeof bucket, " bucket_mb=%g", s->bucket_mb);
+  }
+  if (s->ranks == 1)
+    snprintf(par, sizeof par, "single rank");
+  else if (s->mode == MODE_FORWARD)
+    snprintf(par, sizeof par, "ddp ranks=%d, no collectives (mode forward)", s->ranks);
+  else
+    snprintf(par, sizeof par, "ddp ranks=%d sync=%s%s%s%s%s", s->ranks, ddp_sync_name(s->sync), bucket,
+             s->overlap_backward ? " overlap=backward" : "", s->optimizer_overlap ? " optimizer_overlap" : "",
+             s->shard == SHARD_ZERO1 ? " shard=zero1" : s->shard == SHARD_OPTIMIZER ? " shard=optimizer" : "");
+  m->parallel = dupstr(par);
+  for (int i = 0; i < b->nparams; i++) {
+    m->n_params += b->params[i].numel;
+    if (b->units[b->params[i].unit].trainable) m->n_trainable += b->params[i].numel;
+  }
+  m->flops_per_step = b->flops;
+  m->tokens_tensor = b->tokens;
+  m->targets_tensor = b->targets;
+  m->loss_tensor = b->loss;
+  m->scalars_tensor = b->scalars;
+  m->comm_bytes_per_step = comm_bytes(p);
+}

@@ -1,0 +1,41 @@
+/* plan/vocab.h: the schedule's enumerated concepts, each one X-macro X(ENUM_ID, "name") giving the enum
+ * (in order, then a _COUNT) and, in names.c, its NULL-terminated name table, which both the front end's
+ * field parser and the inspector use. */
+#ifndef DDP_VOCAB_H
+#define DDP_VOCAB_H
+
+#define DDP_MODEL_KINDS(X) X(MODEL_TRANSFORMER, "transformer") X(MODEL_MLP, "mlp")
+#define DDP_PRECISIONS(X) X(PREC_FP32, "fp32") X(PREC_BF16, "bf16")
+#define DDP_DATA_KINDS(X)                                                                                   \
+  X(DATA_RANDOM_TOKENS, "random tokens") X(DATA_TOKEN_FILE, "token file") X(DATA_RANDOM_DENSE, "random dense") \
+  X(DATA_PATTERN_TOKENS, "pattern tokens")
+#define DDP_OPTIMIZERS(X) X(OPTIM_ADAMW, "adamw") X(OPTIM_SGD, "sgd")
+#define DDP_LR_SCHEDULES(X) X(LR_CONSTANT, "constant") X(LR_COSINE, "cosine")
+/* Gradient synchronisation; a schedule names every mode but "none" (single rank). */
+#define DDP_SYNCS(X)                                                                                  \
+  X(SYNC_NONE, "none") X(SYNC_NAIVE, "naive") X(SYNC_FLAT, "flat") X(SYNC_INDIVIDUAL, "individual") \
+  X(SYNC_BUCKETED, "bucketed")
+#define DDP_SHARDS(X) X(SHARD_NONE, "none") X(SHARD_OPTIMIZER, "optimizer") X(SHARD_ZERO1, "zero1")
+#define DDP_ATTENTIONS(X) X(ATTN_FLASH, "flash") X(ATTN_NAIVE, "naive")
+#define DDP_OVERLAPS(X) X(OVERLAP_BACKWARD, "backward") X(OVERLAP_NONE, "none")
+
+#define DDP_VOCAB_ID(id, name) id,
+enum { DDP_MODEL_KINDS(DDP_VOCAB_ID) MODEL_COUNT };
+enum { DDP_PRECISIONS(DDP_VOCAB_ID) PREC_COUNT };
+enum { DDP_DATA_KINDS(DDP_VOCAB_ID) DATA_COUNT };
+enum { DDP_OPTIMIZERS(DDP_VOCAB_ID) OPTIM_COUNT };
+enum { DDP_LR_SCHEDULES(DDP_VOCAB_ID) LR_COUNT };
+enum { DDP_SYNCS(DDP_VOCAB_ID) SYNC_COUNT };
+enum { DDP_SHARDS(DDP_VOCAB_ID) SHARD_COUNT };
+enum { DDP_ATTENTIONS(DDP_VOCAB_ID) ATTN_COUNT };
+enum { DDP_OVERLAPS(DDP_VOCAB_ID) OVERLAP_COUNT };
+#undef DDP_VOCAB_ID
+
+/* NULL-terminated name tables, indexed by the enum. */
+extern const char *const ddp_model_kind_names[], *const ddp_precision_names[], *const ddp_data_kind_names[],
+    *const ddp_optimizer_names[], *const ddp_lr_schedule_names[], *const ddp_sync_names[], *const ddp_shard_names[],
+    *const ddp_attention_names[], *const ddp_overlap_names[];
+/* names[i], or "?" when i is outside [0, count). */
+const char *ddp_vocab_name(const char *const *names, int count, long long i);
+#define ddp_sync_name(s) ddp_vocab_name(ddp_sync_names, SYNC_COUNT, (s))
+#endif
