@@ -61,16 +61,16 @@ struct dims {
 };
 __device__ __forceinline__ dims dims_of(const ddp_kargs &a) {
   dims d;
-  d.B = a.i[0];
-  d.T = a.i[1];
-  d.H = a.i[2];
-  d.Dh = a.i[3];
-  d.sq = a.i[4];
-  d.sk = a.i[5];
-  d.sv = a.i[6];
-  d.so = a.i[7];
-  d.causal = a.i[8] != 0;
-  d.scale = a.f[0];
+  d.B = a.i[ATTN_I_B];
+  d.T = a.i[ATTN_I_T];
+  d.H = a.i[ATTN_I_H];
+  d.Dh = a.i[ATTN_I_DH];
+  d.sq = a.i[ATTN_I_QSTRIDE];
+  d.sk = a.i[ATTN_I_KSTRIDE];
+  d.sv = a.i[ATTN_I_VSTRIDE];
+  d.so = a.i[ATTN_I_OSTRIDE];
+  d.causal = a.i[ATTN_I_CAUSAL] != 0;
+  d.scale = a.f[ATTN_F_SCALE];
   return d;
 }
 // Offset of element (b, 0, h, 0) of a tensor with row stride st.
@@ -87,9 +87,9 @@ __device__ __forceinline__ long long head_base(const dims &d, long long st, long
 extern "C" __global__ void __launch_bounds__(256) ddp_attn_bwd_prep(const ddp_kargs a) {
   using namespace attn;
   const dims d = dims_of(a);
-  const T0 *o = (const T0 *)a.p[0];
-  const T1 *dout = (const T1 *)a.p[1];
-  float *delta = (float *)a.p[2];
+  const T0 *o = (const T0 *)a.p[ATTN_BWD_PREP_P_O];
+  const T1 *dout = (const T1 *)a.p[ATTN_BWD_PREP_P_DO];
+  float *delta = (float *)a.p[ATTN_BWD_PREP_P_DELTA];
   const long long rows = d.B * d.T * d.H;
   constexpr int W = 16 / (int)sizeof(T0);
   const bool vec = sizeof(T0) == sizeof(T1) && d.Dh % W == 0 && ddp_pack_ok<T0, W>(o) && ddp_pack_ok<T1, W>(dout) &&
@@ -295,11 +295,11 @@ extern "C" __global__ void __launch_bounds__(32 * DDP_WARPS, DDP_MINB) ddp_attn_
   const int nqb = (int)((T + BM - 1) / BM);
   const int qb = d.causal ? nqb - 1 - (int)blockIdx.y : (int)blockIdx.y;
   const long long q0 = (long long)qb * BM;
-  const bf16 *qh = (const bf16 *)a.p[0] + head_base(d, d.sq, bh);
-  const bf16 *kh = (const bf16 *)a.p[1] + head_base(d, d.sk, bh);
-  const bf16 *vh = (const bf16 *)a.p[2] + head_base(d, d.sv, bh);
-  T3 *oh = (T3 *)a.p[3] + head_base(d, d.so, bh);
-  float *lse = (float *)a.p[4];
+  const bf16 *qh = (const bf16 *)a.p[ATTN_P_Q] + head_base(d, d.sq, bh);
+  const bf16 *kh = (const bf16 *)a.p[ATTN_P_K] + head_base(d, d.sk, bh);
+  const bf16 *vh = (const bf16 *)a.p[ATTN_P_V] + head_base(d, d.sv, bh);
+  T3 *oh = (T3 *)a.p[ATTN_P_O] + head_base(d, d.so, bh);
+  float *lse = (float *)a.p[ATTN_P_LSE];
   const int warp = threadIdx.x >> 5, lane = threadIdx.x & 31, g = lane >> 2, tq = lane & 3;
   const bool aq = async_ok(qh, d.sq, Dh), ak = async_ok(kh, d.sk, Dh), av = async_ok(vh, d.sv, Dh);
   const long long kend = d.causal ? (q0 + BM < T ? q0 + BM : T) : T;
@@ -475,14 +475,14 @@ extern "C" __global__ void __launch_bounds__(32 * DDP_WARPS, DDP_MINB) ddp_attn_
   const long long T = d.T, bh = blockIdx.x;
   const int Dh = (int)d.Dh;
   const long long k0 = (long long)blockIdx.y * BM;  // heavy (small k0) first when causal
-  const bf16 *qh = (const bf16 *)a.p[0] + head_base(d, d.sq, bh);
-  const bf16 *kh = (const bf16 *)a.p[1] + head_base(d, d.sk, bh);
-  const bf16 *vh = (const bf16 *)a.p[2] + head_base(d, d.sv, bh);
-  const float *lse = (const float *)a.p[4] + bh * T;
-  const bf16 *doh = (const bf16 *)a.p[5] + head_base(d, d.so, bh);
-  const float *delta = (const float *)a.p[6] + bh * T;
-  T7 *dkh = (T7 *)a.p[7] + head_base(d, d.sk, bh);
-  T8 *dvh = (T8 *)a.p[8] + head_base(d, d.sv, bh);
+  const bf16 *qh = (const bf16 *)a.p[ATTN_P_Q] + head_base(d, d.sq, bh);
+  const bf16 *kh = (const bf16 *)a.p[ATTN_P_K] + head_base(d, d.sk, bh);
+  const bf16 *vh = (const bf16 *)a.p[ATTN_P_V] + head_base(d, d.sv, bh);
+  const float *lse = (const float *)a.p[ATTN_P_LSE] + bh * T;
+  const bf16 *doh = (const bf16 *)a.p[ATTN_P_DO] + head_base(d, d.so, bh);
+  const float *delta = (const float *)a.p[ATTN_P_DELTA] + bh * T;
+  T7 *dkh = (T7 *)a.p[ATTN_P_DK] + head_base(d, d.sk, bh);
+  T8 *dvh = (T8 *)a.p[ATTN_P_DV] + head_base(d, d.sv, bh);
   const int warp = threadIdx.x >> 5, lane = threadIdx.x & 31, g = lane >> 2, tq = lane & 3;
   const bool aq = async_ok(qh, d.sq, Dh), ak = async_ok(kh, d.sk, Dh), av = async_ok(vh, d.sv, Dh),
              ao = async_ok(doh, d.so, Dh);
@@ -630,13 +630,13 @@ extern "C" __global__ void __launch_bounds__(32 * DDP_WARPS, DDP_MINB) ddp_attn_
   const int nqb = (int)((T + BM - 1) / BM);
   const int qb = d.causal ? nqb - 1 - (int)blockIdx.y : (int)blockIdx.y;
   const long long q0 = (long long)qb * BM;
-  const bf16 *qh = (const bf16 *)a.p[0] + head_base(d, d.sq, bh);
-  const bf16 *kh = (const bf16 *)a.p[1] + head_base(d, d.sk, bh);
-  const bf16 *vh = (const bf16 *)a.p[2] + head_base(d, d.sv, bh);
-  const float *lse = (const float *)a.p[4] + bh * T;
-  const bf16 *doh = (const bf16 *)a.p[5] + head_base(d, d.so, bh);
-  const float *delta = (const float *)a.p[6] + bh * T;
-  T9 *dqh = (T9 *)a.p[9] + head_base(d, d.sq, bh);
+  const bf16 *qh = (const bf16 *)a.p[ATTN_P_Q] + head_base(d, d.sq, bh);
+  const bf16 *kh = (const bf16 *)a.p[ATTN_P_K] + head_base(d, d.sk, bh);
+  const bf16 *vh = (const bf16 *)a.p[ATTN_P_V] + head_base(d, d.sv, bh);
+  const float *lse = (const float *)a.p[ATTN_P_LSE] + bh * T;
+  const bf16 *doh = (const bf16 *)a.p[ATTN_P_DO] + head_base(d, d.so, bh);
+  const float *delta = (const float *)a.p[ATTN_P_DELTA] + bh * T;
+  T9 *dqh = (T9 *)a.p[ATTN_P_DQ] + head_base(d, d.sq, bh);
   const int warp = threadIdx.x >> 5, lane = threadIdx.x & 31, g = lane >> 2, tq = lane & 3;
   const bool aq = async_ok(qh, d.sq, Dh), ak = async_ok(kh, d.sk, Dh), av = async_ok(vh, d.sv, Dh),
              ao = async_ok(doh, d.so, Dh);
@@ -879,11 +879,11 @@ extern "C" __global__ void __launch_bounds__(128) ddp_attn_fwd(const ddp_kargs a
   const long long T = d.T, bh = blockIdx.x;
   const int nqb = (int)((T + TQ - 1) / TQ);
   const long long q0 = (long long)(d.causal ? nqb - 1 - (int)blockIdx.y : (int)blockIdx.y) * TQ;
-  const float *qh = (const float *)a.p[0] + head_base(d, d.sq, bh);
-  const float *kh = (const float *)a.p[1] + head_base(d, d.sk, bh);
-  const float *vh = (const float *)a.p[2] + head_base(d, d.sv, bh);
-  T3 *oh = (T3 *)a.p[3] + head_base(d, d.so, bh);
-  float *lse = (float *)a.p[4];
+  const float *qh = (const float *)a.p[ATTN_P_Q] + head_base(d, d.sq, bh);
+  const float *kh = (const float *)a.p[ATTN_P_K] + head_base(d, d.sk, bh);
+  const float *vh = (const float *)a.p[ATTN_P_V] + head_base(d, d.sv, bh);
+  T3 *oh = (T3 *)a.p[ATTN_P_O] + head_base(d, d.so, bh);
+  float *lse = (float *)a.p[ATTN_P_LSE];
   const int rg = threadIdx.x >> 3, kg = threadIdx.x & 7;
   const long long kend = d.causal ? (q0 + TQ < T ? q0 + TQ : T) : T;
   const bool vq = vec_ok_f(qh, d.sq, d.Dh), vk = vec_ok_f(kh, d.sk, d.Dh), vv = vec_ok_f(vh, d.sv, d.Dh);
@@ -960,14 +960,14 @@ extern "C" __global__ void __launch_bounds__(128) ddp_attn_bwd_dkv(const ddp_kar
   float *Pt = Os + TQ * LDF, *St = Pt + TQ * LDP, *L2s = St + TQ * LDP, *Dls = L2s + TQ;
   const dims d = dims_of(a);
   const long long T = d.T, bh = blockIdx.x, k0 = (long long)blockIdx.y * TQ;
-  const float *qh = (const float *)a.p[0] + head_base(d, d.sq, bh);
-  const float *kh = (const float *)a.p[1] + head_base(d, d.sk, bh);
-  const float *vh = (const float *)a.p[2] + head_base(d, d.sv, bh);
-  const float *lse = (const float *)a.p[4] + bh * T;
-  const float *doh = (const float *)a.p[5] + head_base(d, d.so, bh);
-  const float *delta = (const float *)a.p[6] + bh * T;
-  T7 *dkh = (T7 *)a.p[7] + head_base(d, d.sk, bh);
-  T8 *dvh = (T8 *)a.p[8] + head_base(d, d.sv, bh);
+  const float *qh = (const float *)a.p[ATTN_P_Q] + head_base(d, d.sq, bh);
+  const float *kh = (const float *)a.p[ATTN_P_K] + head_base(d, d.sk, bh);
+  const float *vh = (const float *)a.p[ATTN_P_V] + head_base(d, d.sv, bh);
+  const float *lse = (const float *)a.p[ATTN_P_LSE] + bh * T;
+  const float *doh = (const float *)a.p[ATTN_P_DO] + head_base(d, d.so, bh);
+  const float *delta = (const float *)a.p[ATTN_P_DELTA] + bh * T;
+  T7 *dkh = (T7 *)a.p[ATTN_P_DK] + head_base(d, d.sk, bh);
+  T8 *dvh = (T8 *)a.p[ATTN_P_DV] + head_base(d, d.sv, bh);
   const int rg = threadIdx.x >> 3, kg = threadIdx.x & 7;
   const bool vq = vec_ok_f(qh, d.sq, d.Dh), vk = vec_ok_f(kh, d.sk, d.Dh), vv = vec_ok_f(vh, d.sv, d.Dh),
              vo = vec_ok_f(doh, d.so, d.Dh);
@@ -1024,13 +1024,13 @@ extern "C" __global__ void __launch_bounds__(128) ddp_attn_bwd_dq(const ddp_karg
   const long long T = d.T, bh = blockIdx.x;
   const int nqb = (int)((T + TQ - 1) / TQ);
   const long long q0 = (long long)(d.causal ? nqb - 1 - (int)blockIdx.y : (int)blockIdx.y) * TQ;
-  const float *qh = (const float *)a.p[0] + head_base(d, d.sq, bh);
-  const float *kh = (const float *)a.p[1] + head_base(d, d.sk, bh);
-  const float *vh = (const float *)a.p[2] + head_base(d, d.sv, bh);
-  const float *lse = (const float *)a.p[4] + bh * T;
-  const float *doh = (const float *)a.p[5] + head_base(d, d.so, bh);
-  const float *delta = (const float *)a.p[6] + bh * T;
-  T9 *dqh = (T9 *)a.p[9] + head_base(d, d.sq, bh);
+  const float *qh = (const float *)a.p[ATTN_P_Q] + head_base(d, d.sq, bh);
+  const float *kh = (const float *)a.p[ATTN_P_K] + head_base(d, d.sk, bh);
+  const float *vh = (const float *)a.p[ATTN_P_V] + head_base(d, d.sv, bh);
+  const float *lse = (const float *)a.p[ATTN_P_LSE] + bh * T;
+  const float *doh = (const float *)a.p[ATTN_P_DO] + head_base(d, d.so, bh);
+  const float *delta = (const float *)a.p[ATTN_P_DELTA] + bh * T;
+  T9 *dqh = (T9 *)a.p[ATTN_P_DQ] + head_base(d, d.sq, bh);
   const int rg = threadIdx.x >> 3, kg = threadIdx.x & 7;
   const long long kend = d.causal ? (q0 + TQ < T ? q0 + TQ : T) : T;
   const bool vq = vec_ok_f(qh, d.sq, d.Dh), vk = vec_ok_f(kh, d.sk, d.Dh), vv = vec_ok_f(vh, d.sv, d.Dh),

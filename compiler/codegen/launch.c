@@ -217,20 +217,21 @@ static int adamw_tune(const char *what, int64_t *v, int64_t lo, int64_t hi, char
 }
 
 static int attention(const ddp_instr *in, const char *arch, ddp_launch *L, char *err, size_t cap) {
-  const int64_t B = in->i[0], T = in->i[1], H = in->i[2], Dh = in->i[3];
+  const int64_t B = in->i[ATTN_I_B], T = in->i[ATTN_I_T], H = in->i[ATTN_I_H], Dh = in->i[ATTN_I_DH];
   if (B < 1 || T < 1 || H < 1) return fail(err, cap, in, "B=%lld T=%lld H=%lld must all be >= 1", (long long)B, (long long)T, (long long)H);
   if (Dh < 16 || Dh > 128 || Dh % 2)
     return fail(err, cap, in, "head dim %lld not supported (even, 16..128)", (long long)Dh);
   const int op = in->op;
   const int64_t rows = B * T * H;
   if (op == OP_ATTN_BWD_PREP) {
-    if (in->dt[0] != in->dt[1]) return fail(err, cap, in, "o and do must have one dtype");
+    if (in->dt[ATTN_BWD_PREP_P_O] != in->dt[ATTN_BWD_PREP_P_DO])
+      return fail(err, cap, in, "o and do must have one dtype");
     geom(L, clamp64(cdiv(rows, 32), 1, 1 << 20), 1, 256, 0); /* 32 rows per block packed, 8 scalar (grid-stride) */
     return 0;
   }
   /* q, k, v, (o | do): one dtype, which picks the path */
-  const int act = in->dt[0];
-  const int chk[] = {0, 1, 2, op == OP_ATTN_FWD ? 3 : 5};
+  const int act = in->dt[ATTN_P_Q];
+  const int chk[] = {ATTN_P_Q, ATTN_P_K, ATTN_P_V, op == OP_ATTN_FWD ? ATTN_P_O : ATTN_P_DO};
   for (int c = 0; c < 4; c++)
     if (in->dt[chk[c]] != act)
       return fail(err, cap, in, "q, k, v and %s must share one dtype (got %s and %s)", op == OP_ATTN_FWD ? "o" : "do",
@@ -294,28 +295,28 @@ int ddp_kernel_launch(const ddp_instr *in, const char *arch, ddp_launch *out, ch
   switch (op) {
   case OP_EMBED_FWD:
     spec_add(out, "#define DDP_BLOCK 256\n");
-    geom(out, clamp64(I[0], 1, 1 << 20), 1, 256, 0);
+    geom(out, clamp64(I[EMBED_FWD_I_N], 1, 1 << 20), 1, 256, 0);
     break;
   case OP_EMBED_BWD: {
-    const int64_t gx = cdiv(I[1], 128);
-    const int64_t gy = clamp64(cdiv(1056, gx < 1 ? 1 : gx), 1, clamp64(I[2], 1, MAX_GRID_YZ));
+    const int64_t gx = cdiv(I[EMBED_BWD_I_D], 128);
+    const int64_t gy = clamp64(cdiv(1056, gx < 1 ? 1 : gx), 1, clamp64(I[EMBED_BWD_I_V], 1, MAX_GRID_YZ));
     spec_add(out, "#define DDP_BLOCK 128\n");
     geom(out, gx, gy, 128, 0);
     break;
   }
   case OP_RMSNORM_FWD:
   case OP_LAYERNORM_FWD:
-    if (rows_layout(in, out, I[1], in->dt[0], &rpb, err, errcap)) return -1;
-    geom(out, clamp64(cdiv(I[0], rpb), 1, 1 << 30), 1, out->block[0], 0);
+    if (rows_layout(in, out, I[RMSNORM_FWD_I_D], in->dt[RMSNORM_FWD_P_X], &rpb, err, errcap)) return -1;
+    geom(out, clamp64(cdiv(I[RMSNORM_FWD_I_N], rpb), 1, 1 << 30), 1, out->block[0], 0);
     break;
   case OP_RMSNORM_BWD:
   case OP_LAYERNORM_BWD:
-    if (rows_layout(in, out, I[1], in->dt[0], &rpb, err, errcap)) return -1;
-    geom(out, I[3] < 1 ? 1 : I[3], 1, out->block[0], 0);
+    if (rows_layout(in, out, I[RMSNORM_BWD_I_D], in->dt[RMSNORM_BWD_P_X], &rpb, err, errcap)) return -1;
+    geom(out, I[RMSNORM_BWD_I_P] < 1 ? 1 : I[RMSNORM_BWD_I_P], 1, out->block[0], 0);
     break;
   case OP_REDUCE_ROWS:
     spec_add(out, "#define DDP_ROWS 32\n"); /* 1024 threads per 32 columns: ~P/256 dependent loads each */
-    geom(out, cdiv(I[1], 32), 1, 32 * 32, 0);
+    geom(out, cdiv(I[REDUCE_ROWS_I_D], 32), 1, 32 * 32, 0);
     break;
   case OP_SUM:
   case OP_OPT_SCALARS:
@@ -323,10 +324,10 @@ int ddp_kernel_launch(const ddp_instr *in, const char *arch, ddp_launch *out, ch
     geom(out, 1, 1, op == OP_SUM ? 1024 : 256, 0);
     break;
   case OP_ROPE:
-    if (I[3] % 2 || I[3] < 2 || I[3] > 256)
-      return fail(err, errcap, in, "head dim %lld must be even and in 2..256", (long long)I[3]);
+    if (I[ROPE_I_DH] % 2 || I[ROPE_I_DH] < 2 || I[ROPE_I_DH] > 256)
+      return fail(err, errcap, in, "head dim %lld must be even and in 2..256", (long long)I[ROPE_I_DH]);
     spec_add(out, "#define DDP_BLOCK 256\n");
-    geom(out, clamp64(I[0] * I[1], 1, 1 << 20), 1, 256, 0); /* a block per (b, t) row */
+    geom(out, clamp64(I[ROPE_I_B] * I[ROPE_I_T], 1, 1 << 20), 1, 256, 0); /* a block per (b, t) row */
     break;
   case OP_ATTN_FWD:
   case OP_ATTN_BWD_PREP:
@@ -338,29 +339,29 @@ int ddp_kernel_launch(const ddp_instr *in, const char *arch, ddp_launch *out, ch
   case OP_SWIGLU_BWD: { /* flat packs, two per thread per iteration (templates/swiglu.cu) */
     const int vec = vec_width(in, op_slots(op));
     spec_add(out, "#define DDP_BLOCK 256\n#define DDP_VEC %d\n", vec);
-    geom(out, clamp64(cdiv(cdiv(I[0] * I[1], vec), 2 * 256), 1, 1 << 20), 1, 256, 0);
+    geom(out, clamp64(cdiv(cdiv(I[SWIGLU_FWD_I_N] * I[SWIGLU_FWD_I_F], vec), 2 * 256), 1, 1 << 20), 1, 256, 0);
     break;
   }
   case OP_BIAS_ADD: {
     const int vec = vec_width(in, op_slots(op));
     spec_add(out, "#define DDP_BLOCK 256\n#define DDP_VEC %d\n", vec);
-    geom(out, cdiv(cdiv(I[1], vec), 256), clamp64(I[0], 1, MAX_GRID_YZ), 256, 0);
+    geom(out, cdiv(cdiv(I[BIAS_ADD_I_M], vec), 256), clamp64(I[BIAS_ADD_I_N], 1, MAX_GRID_YZ), 256, 0);
     break;
   }
   case OP_XENT: {
-    const int vec = in->dt[0] == DT_BF16 ? 8 : 4;
-    const int64_t block = clamp64(cdiv(cdiv(I[1], vec * 4), 32) * 32, 32, 1024);
+    const int vec = in->dt[XENT_P_LOGITS] == DT_BF16 ? 8 : 4;
+    const int64_t block = clamp64(cdiv(cdiv(I[XENT_I_V], vec * 4), 32) * 32, 32, 1024);
     spec_add(out, "#define DDP_BLOCK %lld\n#define DDP_VEC %d\n", (long long)block, vec);
-    geom(out, clamp64(I[0], 1, 1 << 20), 1, block, 0);
+    geom(out, clamp64(I[XENT_I_N], 1, 1 << 20), 1, block, 0);
     break;
   }
   case OP_MSE:
     spec_add(out, "#define DDP_BLOCK 256\n");
-    geom(out, clamp64(cdiv(I[0], 8), 1, 1 << 20), 1, 256, 0);
+    geom(out, clamp64(cdiv(I[MSE_I_N], 8), 1, 1 << 20), 1, 256, 0);
     break;
   case OP_SUMSQ:
     spec_add(out, "#define DDP_BLOCK 256\n");
-    geom(out, I[1] < 1 ? 1 : I[1], 1, 256, 0);
+    geom(out, I[SUMSQ_I_P] < 1 ? 1 : I[SUMSQ_I_P], 1, 256, 0);
     break;
   case OP_ADAMW: { /* DDP_TUNE_ADAMW_{VEC,UNROLL,GRID}: benchmark overrides (see adamw_tune) */
     /* Four f32 per pack, four packs per thread in flight: 15.2 ms against 17.3 for 8 x 1 on the XL step's
@@ -372,7 +373,7 @@ int ddp_kernel_launch(const ddp_instr *in, const char *arch, ddp_launch *out, ch
     if (vec != 4 && vec != 8) return fail(err, errcap, in, "DDP_TUNE_ADAMW_VEC must be 4 or 8");
     spec_add(out, "#define DDP_BLOCK 256\n#define DDP_VEC %lld\n#define DDP_UNROLL %lld\n", (long long)vec,
              (long long)unroll);
-    geom(out, grid ? grid : clamp64(cdiv(cdiv(I[0], vec * unroll), 256), 1, 4096), 1, 256, 0);
+    geom(out, grid ? grid : clamp64(cdiv(cdiv(I[ADAMW_I_N], vec * unroll), 256), 1, 4096), 1, 256, 0);
     break;
   }
   case OP_SGD:
@@ -383,14 +384,15 @@ int ddp_kernel_launch(const ddp_instr *in, const char *arch, ddp_launch *out, ch
   case OP_RELU_BWD: {
     const int vec = vec_width(in, op_slots(op));
     spec_add(out, "#define DDP_BLOCK 256\n#define DDP_VEC %d\n", vec);
-    geom(out, clamp64(cdiv(cdiv(I[0], vec), 256), 1, 4096), 1, 256, 0);
+    geom(out, clamp64(cdiv(cdiv(I[SGD_I_N], vec), 256), 1, 4096), 1, 256, 0);
     break;
   }
   case OP_ATTN_NAIVE_SOFTMAX:
   case OP_ATTN_NAIVE_SOFTMAX_BWD: {
-    const int64_t block = clamp64(cdiv(cdiv(I[1], 4), 32) * 32, 32, 1024);
+    const int64_t block = clamp64(cdiv(cdiv(I[ATTN_NAIVE_SOFTMAX_I_T], 4), 32) * 32, 32, 1024);
     spec_add(out, "#define DDP_BLOCK %lld\n", (long long)block);
-    geom(out, clamp64(I[0] * I[1] * I[2], 1, 1 << 20), 1, block, 0);
+    geom(out, clamp64(I[ATTN_NAIVE_SOFTMAX_I_B] * I[ATTN_NAIVE_SOFTMAX_I_T] * I[ATTN_NAIVE_SOFTMAX_I_H], 1, 1 << 20), 1,
+         block, 0);
     break;
   }
   default:

@@ -174,3 +174,18 @@ void ddp_insp_program(FILE *o, const ddp_plan *p, int rank, const char *which, c
   }
   fprintf(o, "\n");
 }
+
+void ddp_insp_ops(FILE *o, const ddp_plan *p) {
+  int used[OP_COUNT] = {0};
+  for (int64_t r = 0; p->ranks && r < p->meta.world; r++)
+    for (int w = 0; w < 2; w++) {
+      const ddp_program *prog = w ? &p->ranks[r].step : &p->ranks[r].init;
+      for (uint32_t k = 0; k < prog->n; k++)
+        if (prog->v[k].opcode == I_KERNEL && prog->v[k].op < OP_COUNT) used[prog->v[k].op] = 1;
+    }
+  fprintf(o, "== kernel ops ==\n");
+  int any = 0;
+  for (int op = 0; op < OP_COUNT; op++)
+    if (used[op]) fprintf(o, "%-22s %-16s %s\n", ddp_op_name(op), ddp_op_template(op), ddp_op_synopsis(op)), any = 1;
+  if (!any) fprintf(o, "none\n");
+}

@@ -13,4 +13,6 @@ const char *ddp_insp_tensor(const ddp_plan *p, int64_t id);
 const char *ddp_insp_human(char *buf, size_t cap, uint64_t bytes);
 /* Lists the init or step program of one rank, grouped per stream (inspect_program.c). */
 void ddp_insp_program(FILE *out, const ddp_plan *p, int rank, const char *which, const ddp_program *prog);
+/* Lists every kernel op the plan's programs use with its synopsis (plan/ops.h), under "== kernel ops ==". */
+void ddp_insp_ops(FILE *out, const ddp_plan *p);
 #endif

@@ -125,26 +125,26 @@ static int nccl_type(int dt) {
 int cx_comm_prepare(cx *x, cx_op *op, char *err, size_t errcap) {
   const ddp_instr *in = op->in;
   const int W = x->base.world, opc = in->opcode;
-  const int64_t count = in->i[0];
+  const int64_t count = in->i[COLL_I_COUNT];
   if (count < 0) return cx_fail(err, errcap, "negative count %lld", (long long)count);
-  if (in->i[3] != 0)
+  if (in->i[COLL_I_COMM] != 0)
     return cx_fail(err, errcap, "communicator %lld: this executor has only the world communicator (0)",
-                   (long long)in->i[3]);
-  op->nccl_type = nccl_type(in->dt[0]);
-  if (op->nccl_type < 0) return cx_fail(err, errcap, "dtype %s has no NCCL type", ddp_dtype_name(in->dt[0]));
-  const uint64_t es = ddp_dtype_size(in->dt[0]), n = (uint64_t)count * es;
+                   (long long)in->i[COLL_I_COMM]);
+  op->nccl_type = nccl_type(in->dt[COLL_P_SEND]);
+  if (op->nccl_type < 0) return cx_fail(err, errcap, "dtype %s has no NCCL type", ddp_dtype_name(in->dt[COLL_P_SEND]));
+  const uint64_t es = ddp_dtype_size(in->dt[COLL_P_SEND]), n = (uint64_t)count * es;
   uint64_t send = n, recv = n;
   if (opc == I_REDUCE_SCATTER) send = n * (uint64_t)W;
   if (opc == I_ALL_GATHER) recv = n * (uint64_t)W;
   if (opc == I_ALL_REDUCE || opc == I_REDUCE_SCATTER) {
-    if (in->i[1] != REDOP_SUM && in->i[1] != REDOP_AVG)
-      return cx_fail(err, errcap, "reduction %lld", (long long)in->i[1]);
-    op->nccl_op = in->i[1] == REDOP_AVG ? ncclAvg : ncclSum;
+    if (in->i[COLL_I_REDOP] != REDOP_SUM && in->i[COLL_I_REDOP] != REDOP_AVG)
+      return cx_fail(err, errcap, "reduction %lld", (long long)in->i[COLL_I_REDOP]);
+    op->nccl_op = in->i[COLL_I_REDOP] == REDOP_AVG ? ncclAvg : ncclSum;
   }
   if (opc == I_BROADCAST || opc == I_SEND || opc == I_RECV) {
-    if (in->i[2] < 0 || in->i[2] >= W)
-      return cx_fail(err, errcap, "root/peer rank %lld, world of %d", (long long)in->i[2], W);
-    op->peer = (int)in->i[2];
+    if (in->i[COLL_I_PEER] < 0 || in->i[COLL_I_PEER] >= W)
+      return cx_fail(err, errcap, "root/peer rank %lld, world of %d", (long long)in->i[COLL_I_PEER], W);
+    op->peer = (int)in->i[COLL_I_PEER];
     if (opc != I_BROADCAST && op->peer == x->base.rank)
       return cx_fail(err, errcap, "rank %d sends to or receives from itself", op->peer);
   }
@@ -158,7 +158,7 @@ int cx_comm_prepare(cx *x, cx_op *op, char *err, size_t errcap) {
     return cx_buffer(x, in, 0, n, &op->ptr[0], err, errcap);
   }
   if (cx_buffer(x, in, 1, recv, &op->ptr[1], err, errcap)) return -1;
-  if (opc == I_BROADCAST && in->p[0].tensor < 0)
+  if (opc == I_BROADCAST && in->p[COLL_P_SEND].tensor < 0)
     op->ptr[0] = op->ptr[1]; /* in place (only the root's send buffer is read) */
   else if (cx_buffer(x, in, 0, send, &op->ptr[0], err, errcap))
     return -1;

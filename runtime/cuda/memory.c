@@ -189,11 +189,13 @@ int cx_exec_LOAD_BATCH(cx *x, const cx_op *op, int64_t step, char *err, size_t e
 
 int cx_init_prepare(cx *x, cx_op *op, char *err, size_t errcap) {
   const ddp_instr *in = op->in;
-  if (in->i[0] < 0 || in->i[0] >= INIT_COUNT) return cx_fail(err, errcap, "init kind %lld", (long long)in->i[0]);
-  if (in->i[1] < 0) return cx_fail(err, errcap, "negative element count %lld", (long long)in->i[1]);
-  size_t es = ddp_dtype_size(in->dt[0]);
-  if (!es) return cx_fail(err, errcap, "dtype %s cannot be initialised", ddp_dtype_name(in->dt[0]));
-  op->bytes = (size_t)in->i[1] * es;
+  if (in->i[INIT_TENSOR_I_KIND] < 0 || in->i[INIT_TENSOR_I_KIND] >= INIT_COUNT)
+    return cx_fail(err, errcap, "init kind %lld", (long long)in->i[INIT_TENSOR_I_KIND]);
+  if (in->i[INIT_TENSOR_I_ELEMENTS] < 0)
+    return cx_fail(err, errcap, "negative element count %lld", (long long)in->i[INIT_TENSOR_I_ELEMENTS]);
+  size_t es = ddp_dtype_size(in->dt[INIT_TENSOR_P_TENSOR]);
+  if (!es) return cx_fail(err, errcap, "dtype %s cannot be initialised", ddp_dtype_name(in->dt[INIT_TENSOR_P_TENSOR]));
+  op->bytes = (size_t)in->i[INIT_TENSOR_I_ELEMENTS] * es;
   if (op->bytes == 0) { /* INIT_NONE fills like the others (zeros, as in the reference executor) */
     op->skip = 1;
     return 0;
