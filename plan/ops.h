@@ -17,10 +17,10 @@
   X(REDUCE_ROWS, "reduce", reduce_rows, "out[D] (+)= scale * sum_rows in[P,D]") \
   X(SUM, "reduce", sum, "out[0] (+)= scale * sum in[n]") \
   X(ROPE, "rope", rope, "x = rotate(x, t*inv_freq) in place") \
-  X(ATTN_FWD, "attention", attn_fwd, "o = softmax(scale*q*k^T, causal)*v; lse") \
-  X(ATTN_BWD_PREP, "attention", attn_bwd_prep, "delta = rowsum(do*o)") \
-  X(ATTN_BWD_DKV, "attention", attn_bwd_dkv, "dk, dv = attention backward(q, k, v, lse, do, delta)") \
-  X(ATTN_BWD_DQ, "attention", attn_bwd_dq, "dq = attention backward(q, k, v, lse, do, delta)") \
+  X(ATTN_FWD, "attention_mma", attn_fwd, "o = softmax(scale*q*k^T, causal)*v; lse") \
+  X(ATTN_BWD_PREP, "attention_mma", attn_bwd_prep, "delta = rowsum(do*o)") \
+  X(ATTN_BWD_DKV, "attention_mma", attn_bwd_dkv, "dk, dv = attention backward(q, k, v, lse, do, delta)") \
+  X(ATTN_BWD_DQ, "attention_mma", attn_bwd_dq, "dq = attention backward(q, k, v, lse, do, delta)") \
   X(SWIGLU_FWD, "swiglu", swiglu_fwd, "h = silu(a)*b, [a|b] = ab") \
   X(SWIGLU_BWD, "swiglu", swiglu_bwd, "dab = d(silu(a)*b)/d[a|b] * dh") \
   X(XENT, "cross_entropy", xent, "loss_rows = lse(logits) - logits[target]; dlogits = (softmax-onehot)*scale") \

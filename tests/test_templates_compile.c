@@ -55,7 +55,7 @@ static void compile_case(const kc_case *c, const char *arch) {
     failures++;
     return;
   }
-  const char *tpl = ddp_op_template(c->in.op), *entry = ddp_op_entry(c->in.op);
+  const char *tpl = L.tpl, *entry = ddp_op_entry(c->in.op);
   if (L.block[0] == 0 || L.block[0] > 1024 || L.grid[0] == 0) {
     printf("FAIL %s: bad geometry grid %u block %u\n", c->label, L.grid[0], L.block[0]);
     failures++;

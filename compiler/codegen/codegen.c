@@ -14,8 +14,8 @@ static char *dupstr(const char *s) {
   return d;
 }
 
-static int32_t find_or_add_module(ddp_plan *p, int op, const char *spec) {
-  const char *tpl = ddp_op_template(op), *entry = ddp_op_entry(op);
+static int32_t find_or_add_module(ddp_plan *p, int op, const char *tpl, const char *spec) {
+  const char *entry = ddp_op_entry(op);
   for (uint32_t m = 0; m < p->nmodules; m++) {
     const ddp_module *md = &p->modules[m];
     if (!strcmp(md->template_name, tpl) && !strcmp(md->entry, entry) && !strcmp(md->spec, spec))
@@ -50,7 +50,7 @@ static int specialise_program(ddp_plan *p, ddp_program *prog, const char *arch, 
     ddp_instr *in = &prog->v[i];
     if (in->opcode != I_KERNEL) continue;
     if (ddp_kernel_launch(in, arch, &L, err, errcap) != 0) return -1;
-    int32_t m = find_or_add_module(p, in->op, L.spec);
+    int32_t m = find_or_add_module(p, in->op, L.tpl, L.spec);
     in->kernel = find_or_add_kernel(p, in->op, m);
     memcpy(in->grid, L.grid, sizeof L.grid);
     memcpy(in->block, L.block, sizeof L.block);

@@ -239,6 +239,7 @@ static int attention(const ddp_instr *in, const char *arch, ddp_launch *L, char 
   if (act != DT_BF16 && act != DT_F32) return fail(err, cap, in, "activation dtype %s not supported (f32, bf16)", ddp_dtype_name(act));
   const int64_t HD = (Dh + 15) / 16 * 16;
   const int mma = act == DT_BF16;
+  if (!mma) L->tpl = "attention_f32";
   if (mma) {
     int num = 0;
     if (sscanf(arch, "sm_%d", &num) != 1 || num < 80)
@@ -284,6 +285,7 @@ static int attention(const ddp_instr *in, const char *arch, ddp_launch *L, char 
 
 int ddp_kernel_launch(const ddp_instr *in, const char *arch, ddp_launch *out, char *err, size_t errcap) {
   memset(out, 0, sizeof *out);
+  out->tpl = ddp_op_template(in->op);
   if (in->op >= OP_COUNT) return snprintf(err, errcap, "kernel op %u is unknown", (unsigned)in->op), -1;
   if (!arch) arch = "sm_90a";
   if (types(in, out, err, errcap)) return -1;
