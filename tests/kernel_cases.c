@@ -17,257 +17,288 @@ static void slot(kc_case *c, int k, int64_t n, int dt, int role, int init, float
   c->in.dt[k] = (uint8_t)dt;
 }
 
+/* One builder per op family: fills c->in.i / c->in.f and the slots of c for op, and the shape text. */
+enum { F32 = DT_F32, I32 = DT_I32, SHAPE = 96 };
+
+static void embed(int op, int act, kc_shape s, kc_case *c, char *shape) {
+  const int64_t N = s.a, D = s.b, V = s.c;
+  int64_t *I = c->in.i;
+  I[EMBED_FWD_I_N] = N, I[EMBED_FWD_I_D] = D, I[EMBED_FWD_I_V] = V;
+  slot(c, EMBED_FWD_P_TOKENS, N, I32, KC_IN, KC_INT, 0, (float)V);
+  if (op == OP_EMBED_FWD) {
+    slot(c, EMBED_FWD_P_TABLE, V * D, act, KC_IN, KC_NORMAL, 1.f, 0);
+    slot(c, EMBED_FWD_P_OUT, N * D, act, KC_OUT, 0, 0, 0);
+  } else {
+    I[EMBED_BWD_I_ACC] = s.flag;
+    slot(c, EMBED_BWD_P_DOUT, N * D, act, KC_IN, KC_NORMAL, 0.02f, 0);
+    slot(c, EMBED_BWD_P_DTABLE, V * D, F32, s.flag ? KC_INOUT : KC_OUT, KC_NORMAL, 0.01f, 0);
+  }
+  snprintf(shape, SHAPE, "N=%lld D=%lld V=%lld%s", (long long)N, (long long)D, (long long)V, s.flag ? " acc" : "");
+}
+
+static void norm(int op, int act, kc_shape s, kc_case *c, char *shape) {
+  const int64_t N = s.a, D = s.b, P = s.c > 0 ? s.c : 1;
+  int64_t *I = c->in.i;
+  I[RMSNORM_FWD_I_N] = N, I[RMSNORM_FWD_I_D] = D; /* the same slots in all four ops */
+  c->in.f[RMSNORM_FWD_F_EPS] = 1e-5f;
+  if (op == OP_RMSNORM_FWD) {
+    slot(c, RMSNORM_FWD_P_X, N * D, act, KC_IN, KC_NORMAL, 1.f, 0);
+    slot(c, RMSNORM_FWD_P_G, D, F32, KC_IN, KC_UNIFORM, 0.5f, 1.5f);
+    slot(c, RMSNORM_FWD_P_Y, N * D, act, KC_OUT, 0, 0, 0);
+    slot(c, RMSNORM_FWD_P_RSTD, N, F32, KC_OUT, 0, 0, 0);
+  } else if (op == OP_RMSNORM_BWD) {
+    I[RMSNORM_BWD_I_ACC] = s.flag, I[RMSNORM_BWD_I_P] = P;
+    slot(c, RMSNORM_BWD_P_X, N * D, act, KC_IN, KC_NORMAL, 1.f, 0);
+    slot(c, RMSNORM_BWD_P_G, D, F32, KC_IN, KC_UNIFORM, 0.5f, 1.5f);
+    slot(c, RMSNORM_BWD_P_DY, N * D, act, KC_IN, KC_NORMAL, 0.02f, 0);
+    slot(c, RMSNORM_BWD_P_RSTD, N, F32, KC_IN, KC_UNIFORM, 0.5f, 2.f);
+    slot(c, RMSNORM_BWD_P_DX, N * D, act, s.flag ? KC_INOUT : KC_OUT, KC_NORMAL, 0.01f, 0);
+    slot(c, RMSNORM_BWD_P_DG_PART, P * D, F32, KC_OUT, 0, 0, 0);
+  } else if (op == OP_LAYERNORM_FWD) {
+    slot(c, LAYERNORM_FWD_P_X, N * D, act, KC_IN, KC_NORMAL, 1.f, 0);
+    slot(c, LAYERNORM_FWD_P_W, D, F32, KC_IN, KC_UNIFORM, 0.5f, 1.5f);
+    slot(c, LAYERNORM_FWD_P_B, D, F32, KC_IN, KC_NORMAL, 0.1f, 0);
+    slot(c, LAYERNORM_FWD_P_Y, N * D, act, KC_OUT, 0, 0, 0);
+    slot(c, LAYERNORM_FWD_P_MEAN, N, F32, KC_OUT, 0, 0, 0);
+    slot(c, LAYERNORM_FWD_P_RSTD, N, F32, KC_OUT, 0, 0, 0);
+  } else {
+    I[LAYERNORM_BWD_I_ACC] = s.flag, I[LAYERNORM_BWD_I_P] = P;
+    slot(c, LAYERNORM_BWD_P_X, N * D, act, KC_IN, KC_NORMAL, 1.f, 0);
+    slot(c, LAYERNORM_BWD_P_W, D, F32, KC_IN, KC_UNIFORM, 0.5f, 1.5f);
+    slot(c, LAYERNORM_BWD_P_DY, N * D, act, KC_IN, KC_NORMAL, 0.02f, 0);
+    slot(c, LAYERNORM_BWD_P_MEAN, N, F32, KC_IN, KC_NORMAL, 0.1f, 0);
+    slot(c, LAYERNORM_BWD_P_RSTD, N, F32, KC_IN, KC_UNIFORM, 0.5f, 2.f);
+    slot(c, LAYERNORM_BWD_P_DX, N * D, act, s.flag ? KC_INOUT : KC_OUT, KC_NORMAL, 0.01f, 0);
+    slot(c, LAYERNORM_BWD_P_DW_PART, P * D, F32, KC_OUT, 0, 0, 0);
+    slot(c, LAYERNORM_BWD_P_DB_PART, P * D, F32, KC_OUT, 0, 0, 0);
+  }
+  if (op == OP_RMSNORM_BWD || op == OP_LAYERNORM_BWD)
+    snprintf(shape, SHAPE, "N=%lld D=%lld P=%lld%s", (long long)N, (long long)D, (long long)P, s.flag ? " acc" : "");
+  else
+    snprintf(shape, SHAPE, "N=%lld D=%lld", (long long)N, (long long)D);
+}
+
+static void reduce(int op, int act, kc_shape s, kc_case *c, char *shape) {
+  (void)act;
+  int64_t *I = c->in.i;
+  if (op == OP_REDUCE_ROWS) {
+    I[REDUCE_ROWS_I_P] = s.a, I[REDUCE_ROWS_I_D] = s.b, I[REDUCE_ROWS_I_ACC] = s.flag;
+    c->in.f[REDUCE_ROWS_F_SCALE] = 0.5f;
+    slot(c, REDUCE_ROWS_P_IN, s.a * s.b, F32, KC_IN, KC_NORMAL, 1.f, 0);
+    slot(c, REDUCE_ROWS_P_OUT, s.b, F32, s.flag ? KC_INOUT : KC_OUT, KC_NORMAL, 1.f, 0);
+    snprintf(shape, SHAPE, "P=%lld D=%lld%s", (long long)s.a, (long long)s.b, s.flag ? " acc" : "");
+  } else {
+    I[SUM_I_N] = s.a, I[SUM_I_ACC] = s.flag;
+    c->in.f[SUM_F_SCALE] = 1.f / (float)s.a;
+    slot(c, SUM_P_IN, s.a, F32, KC_IN, KC_UNIFORM, 0.f, 10.f);
+    slot(c, SUM_P_OUT, 1, F32, s.flag ? KC_INOUT : KC_OUT, KC_NORMAL, 1.f, 0);
+    snprintf(shape, SHAPE, "n=%lld%s", (long long)s.a, s.flag ? " acc" : "");
+  }
+}
+
+static void rope(int op, int act, kc_shape s, kc_case *c, char *shape) {
+  (void)op;
+  const int64_t B = s.a, T = s.b, H = s.c, Dh = s.d, st = 3 * H * Dh; /* q inside a fused qkv row */
+  int64_t *I = c->in.i;
+  I[ROPE_I_B] = B, I[ROPE_I_T] = T, I[ROPE_I_H] = H, I[ROPE_I_DH] = Dh, I[ROPE_I_STRIDE] = st;
+  I[ROPE_I_INVERSE] = s.flag;
+  slot(c, ROPE_P_X, B * T * st, act, KC_INOUT, KC_NORMAL, 1.f, 0);
+  slot(c, ROPE_P_INV_FREQ, Dh / 2, F32, KC_IN, KC_INV_FREQ, 10000.f, (float)Dh);
+  snprintf(shape, SHAPE, "B=%lld T=%lld H=%lld Dh=%lld%s", (long long)B, (long long)T, (long long)H, (long long)Dh,
+           s.flag ? " inverse" : "");
+}
+
+static void attn(int op, int act, kc_shape s, kc_case *c, char *shape) {
+  const int64_t BH = s.a, B = BH % 2 == 0 ? 2 : 1, H = BH / B, T = s.b, Dh = s.c;
+  const int64_t sq = H * Dh + 8, sk = H * Dh + 16, sv = H * Dh + 8, so = H * Dh; /* padded rows */
+  int64_t *I = c->in.i;
+  I[ATTN_I_B] = B, I[ATTN_I_T] = T, I[ATTN_I_H] = H, I[ATTN_I_DH] = Dh;
+  I[ATTN_I_QSTRIDE] = sq, I[ATTN_I_KSTRIDE] = sk, I[ATTN_I_VSTRIDE] = sv, I[ATTN_I_OSTRIDE] = so;
+  I[ATTN_I_CAUSAL] = s.flag;
+  c->in.f[ATTN_F_SCALE] = 1.f / sqrtf((float)Dh);
+  if (op == OP_ATTN_BWD_PREP) {
+    slot(c, ATTN_BWD_PREP_P_O, B * T * so, act, KC_IN, KC_NORMAL, 1.f, 0);
+    slot(c, ATTN_BWD_PREP_P_DO, B * T * so, act, KC_IN, KC_NORMAL, 1.f, 0);
+    slot(c, ATTN_BWD_PREP_P_DELTA, B * H * T, F32, KC_OUT, 0, 0, 0);
+  } else {
+    slot(c, ATTN_P_Q, B * T * sq, act, KC_IN, KC_NORMAL, 1.f, 0);
+    slot(c, ATTN_P_K, B * T * sk, act, KC_IN, KC_NORMAL, 1.f, 0);
+    slot(c, ATTN_P_V, B * T * sv, act, KC_IN, KC_NORMAL, 1.f, 0);
+    if (op == OP_ATTN_FWD) {
+      slot(c, ATTN_P_O, B * T * so, act, KC_OUT, 0, 0, 0);
+      slot(c, ATTN_P_LSE, B * H * T, F32, KC_OUT, 0, 0, 0);
+    } else {
+      c->needs_fwd = 1;
+      slot(c, ATTN_P_LSE, B * H * T, F32, KC_IN, KC_CONST, 0, 0);
+      slot(c, ATTN_P_DO, B * T * so, act, KC_IN, KC_NORMAL, 1.f, 0);
+      slot(c, ATTN_P_DELTA, B * H * T, F32, KC_IN, KC_CONST, 0, 0);
+      if (op == OP_ATTN_BWD_DKV) {
+        slot(c, ATTN_P_DK, B * T * sk, act, KC_OUT, 0, 0, 0);
+        slot(c, ATTN_P_DV, B * T * sv, act, KC_OUT, 0, 0, 0);
+      } else {
+        slot(c, ATTN_P_DQ, B * T * sq, act, KC_OUT, 0, 0, 0);
+      }
+    }
+  }
+  snprintf(shape, SHAPE, "B=%lld H=%lld T=%lld Dh=%lld%s", (long long)B, (long long)H, (long long)T, (long long)Dh,
+           s.flag ? " causal" : "");
+}
+
+static void swiglu(int op, int act, kc_shape s, kc_case *c, char *shape) {
+  c->in.i[SWIGLU_FWD_I_N] = s.a, c->in.i[SWIGLU_FWD_I_F] = s.b; /* the same slots in both ops */
+  slot(c, SWIGLU_FWD_P_AB, s.a * 2 * s.b, act, KC_IN, KC_NORMAL, 2.f, 0);
+  if (op == OP_SWIGLU_FWD) {
+    slot(c, SWIGLU_FWD_P_H, s.a * s.b, act, KC_OUT, 0, 0, 0);
+  } else {
+    slot(c, SWIGLU_BWD_P_DH, s.a * s.b, act, KC_IN, KC_NORMAL, 0.02f, 0);
+    slot(c, SWIGLU_BWD_P_DAB, s.a * 2 * s.b, act, KC_OUT, 0, 0, 0);
+  }
+  snprintf(shape, SHAPE, "N=%lld F=%lld", (long long)s.a, (long long)s.b);
+}
+
+static void loss(int op, int act, kc_shape s, kc_case *c, char *shape) {
+  int64_t *I = c->in.i;
+  if (op == OP_XENT) {
+    I[XENT_I_N] = s.a, I[XENT_I_V] = s.b;
+    c->in.f[XENT_F_SCALE] = 1.f / (float)s.a;
+    slot(c, XENT_P_LOGITS, s.a * s.b, act, s.flag ? KC_INOUT : KC_IN, KC_NORMAL, 2.f, 0);
+    slot(c, XENT_P_TARGETS, s.a, I32, KC_IN, KC_INT, 0, (float)s.b);
+    slot(c, XENT_P_LOSS_ROWS, s.a, F32, KC_OUT, 0, 0, 0);
+    slot(c, XENT_P_DLOGITS, s.a * s.b, act, KC_OUT, 0, 0, 0);
+    if (s.flag) c->buf[XENT_P_DLOGITS].alias = XENT_P_LOGITS, c->buf[XENT_P_DLOGITS].role = KC_INOUT;
+    snprintf(shape, SHAPE, "N=%lld V=%lld%s", (long long)s.a, (long long)s.b, s.flag ? " in-place" : "");
+  } else {
+    I[MSE_I_N] = s.a, I[MSE_I_M] = s.b;
+    c->in.f[MSE_F_SCALE] = 2.f / (float)(s.a * s.b);
+    slot(c, MSE_P_PRED, s.a * s.b, act, KC_IN, KC_NORMAL, 1.f, 0);
+    slot(c, MSE_P_TARGET, s.a * s.b, act, KC_IN, KC_NORMAL, 1.f, 0);
+    slot(c, MSE_P_LOSS_ROWS, s.a, F32, KC_OUT, 0, 0, 0);
+    slot(c, MSE_P_DPRED, s.a * s.b, act, KC_OUT, 0, 0, 0);
+    snprintf(shape, SHAPE, "N=%lld M=%lld", (long long)s.a, (long long)s.b);
+  }
+}
+
+static void optimizer(int op, int act, kc_shape s, kc_case *c, char *shape) {
+  int64_t *I = c->in.i;
+  float *F = c->in.f;
+  switch (op) {
+  case OP_SUMSQ:
+    I[SUMSQ_I_N] = s.a, I[SUMSQ_I_P] = s.b;
+    slot(c, SUMSQ_P_X, s.a, act, KC_IN, KC_NORMAL, 0.02f, 0);
+    slot(c, SUMSQ_P_PART, s.b, F32, KC_OUT, 0, 0, 0);
+    snprintf(shape, SHAPE, "n=%lld P=%lld", (long long)s.a, (long long)s.b);
+    break;
+  case OP_OPT_SCALARS:
+    I[OPT_SCALARS_I_P] = s.a, I[OPT_SCALARS_I_SCHEDULE] = s.flag, I[OPT_SCALARS_I_WARMUP] = 10;
+    I[OPT_SCALARS_I_CYCLE] = 100, I[OPT_SCALARS_I_CLIP] = 1;
+    F[OPT_SCALARS_F_LR_MAX] = 1e-3f, F[OPT_SCALARS_F_LR_MIN] = 1e-4f, F[OPT_SCALARS_F_MAX_NORM] = 1.f;
+    slot(c, OPT_SCALARS_P_PART, s.a, F32, KC_IN, KC_UNIFORM, 0.f, 0.01f);
+    slot(c, OPT_SCALARS_P_SCALARS, SCALAR_COUNT, F32, KC_INOUT, KC_SCALARS, (float)s.b, 0.f);
+    snprintf(shape, SHAPE, "P=%lld t0=%lld%s", (long long)s.a, (long long)s.b, s.flag ? " cosine" : "");
+    break;
+  case OP_ADAMW:
+    I[ADAMW_I_N] = s.a;
+    F[ADAMW_F_B1] = 0.9f, F[ADAMW_F_B2] = 0.95f, F[ADAMW_F_EPS] = 1e-8f, F[ADAMW_F_WD] = 0.1f;
+    slot(c, ADAMW_P_PARAM, s.a, F32, KC_INOUT, KC_NORMAL, 0.02f, 0);
+    slot(c, ADAMW_P_GRAD, s.a, act, KC_IN, KC_NORMAL, 0.01f, 0);
+    slot(c, ADAMW_P_M, s.a, F32, KC_INOUT, KC_NORMAL, 0.001f, 0);
+    slot(c, ADAMW_P_V, s.a, F32, KC_INOUT, KC_UNIFORM, 0.f, 1e-4f);
+    if (s.flag) slot(c, ADAMW_P_COPY, s.a, DT_BF16, KC_OUT, 0, 0, 0);
+    slot(c, ADAMW_P_SCALARS, SCALAR_COUNT, F32, KC_IN, KC_SCALARS, 5.f, 1e-3f);
+    snprintf(shape, SHAPE, "n=%lld%s", (long long)s.a, s.flag ? " +bf16 copy" : "");
+    break;
+  default: /* OP_SGD */
+    I[SGD_I_N] = s.a;
+    slot(c, SGD_P_PARAM, s.a, F32, KC_INOUT, KC_NORMAL, 0.02f, 0);
+    slot(c, SGD_P_GRAD, s.a, act, KC_IN, KC_NORMAL, 0.01f, 0);
+    if (s.flag) slot(c, SGD_P_COPY, s.a, DT_BF16, KC_OUT, 0, 0, 0);
+    slot(c, SGD_P_SCALARS, SCALAR_COUNT, F32, KC_IN, KC_SCALARS, 5.f, 1e-2f);
+    snprintf(shape, SHAPE, "n=%lld%s", (long long)s.a, s.flag ? " +bf16 copy" : "");
+  }
+}
+
+static void elementwise(int op, int act, kc_shape s, kc_case *c, char *shape) {
+  int64_t *I = c->in.i;
+  I[CAST_I_N] = s.a; /* n, or BIAS_ADD's N: slot 0 in every elementwise op */
+  snprintf(shape, SHAPE, "n=%lld", (long long)s.a);
+  switch (op) {
+  case OP_CAST:
+    slot(c, CAST_P_IN, s.a, s.flag ? act : F32, KC_IN, KC_NORMAL, 1.f, 0);
+    slot(c, CAST_P_OUT, s.a, s.flag ? F32 : act, KC_OUT, 0, 0, 0);
+    snprintf(shape, SHAPE, "n=%lld %s", (long long)s.a, s.flag ? "act->f32" : "f32->act");
+    break;
+  case OP_ADD:
+    slot(c, ADD_P_A, s.a, act, KC_IN, KC_NORMAL, 1.f, 0);
+    slot(c, ADD_P_B, s.a, act, KC_IN, KC_NORMAL, 1.f, 0);
+    slot(c, ADD_P_OUT, s.a, act, KC_OUT, 0, 0, 0);
+    break;
+  case OP_SCALE:
+    c->in.f[SCALE_F_S] = 0.37f;
+    slot(c, SCALE_P_X, s.a, act, KC_INOUT, KC_NORMAL, 1.f, 0);
+    break;
+  case OP_BIAS_ADD:
+    I[BIAS_ADD_I_M] = s.b;
+    slot(c, BIAS_ADD_P_Y, s.a * s.b, act, KC_INOUT, KC_NORMAL, 1.f, 0);
+    slot(c, BIAS_ADD_P_B, s.b, act, KC_IN, KC_NORMAL, 1.f, 0);
+    snprintf(shape, SHAPE, "N=%lld M=%lld", (long long)s.a, (long long)s.b);
+    break;
+  case OP_RELU_FWD:
+    slot(c, RELU_FWD_P_X, s.a, act, KC_IN, KC_NORMAL, 1.f, 0);
+    slot(c, RELU_FWD_P_Y, s.a, act, KC_OUT, 0, 0, 0);
+    break;
+  default: /* OP_RELU_BWD */
+    I[RELU_BWD_I_ACC] = s.flag;
+    slot(c, RELU_BWD_P_Y, s.a, act, KC_IN, KC_NORMAL, 1.f, 0);
+    slot(c, RELU_BWD_P_DY, s.a, act, KC_IN, KC_NORMAL, 1.f, 0);
+    slot(c, RELU_BWD_P_DX, s.a, act, s.flag ? KC_INOUT : KC_OUT, KC_NORMAL, 1.f, 0);
+    snprintf(shape, SHAPE, "n=%lld%s", (long long)s.a, s.flag ? " acc" : "");
+  }
+}
+
+static void attn_naive(int op, int act, kc_shape s, kc_case *c, char *shape) {
+  (void)act;
+  const int64_t BH = s.a, B = BH % 2 == 0 ? 2 : 1, H = BH / B, T = s.b;
+  int64_t *I = c->in.i;
+  I[ATTN_NAIVE_SOFTMAX_I_B] = B, I[ATTN_NAIVE_SOFTMAX_I_T] = T, I[ATTN_NAIVE_SOFTMAX_I_H] = H;
+  I[ATTN_NAIVE_SOFTMAX_I_CAUSAL] = s.flag;
+  c->in.f[ATTN_NAIVE_SOFTMAX_F_SCALE] = 0.125f;
+  if (op == OP_ATTN_NAIVE_SOFTMAX) {
+    slot(c, ATTN_NAIVE_SOFTMAX_P_SCORES, BH * T * T, F32, KC_INOUT, KC_NORMAL, 8.f, 0);
+    slot(c, ATTN_NAIVE_SOFTMAX_P_LSE, BH * T, F32, KC_OUT, 0, 0, 0);
+  } else {
+    slot(c, ATTN_NAIVE_SOFTMAX_BWD_P_PROBS, BH * T * T, F32, KC_IN, KC_PROBS, (float)T, 0);
+    slot(c, ATTN_NAIVE_SOFTMAX_BWD_P_DPROBS, BH * T * T, F32, KC_INOUT, KC_NORMAL, 1.f, 0);
+  }
+  snprintf(shape, SHAPE, "B=%lld H=%lld T=%lld%s", (long long)B, (long long)H, (long long)T, s.flag ? " causal" : "");
+}
+
+typedef void (*kc_builder)(int op, int act, kc_shape s, kc_case *c, char *shape);
+
+static kc_builder builder_of(int op) {
+  switch (op) {
+  case OP_EMBED_FWD: case OP_EMBED_BWD: return embed;
+  case OP_RMSNORM_FWD: case OP_RMSNORM_BWD: case OP_LAYERNORM_FWD: case OP_LAYERNORM_BWD: return norm;
+  case OP_REDUCE_ROWS: case OP_SUM: return reduce;
+  case OP_ROPE: return rope;
+  case OP_ATTN_FWD: case OP_ATTN_BWD_PREP: case OP_ATTN_BWD_DKV: case OP_ATTN_BWD_DQ: return attn;
+  case OP_SWIGLU_FWD: case OP_SWIGLU_BWD: return swiglu;
+  case OP_XENT: case OP_MSE: return loss;
+  case OP_SUMSQ: case OP_OPT_SCALARS: case OP_ADAMW: case OP_SGD: return optimizer;
+  case OP_CAST: case OP_ADD: case OP_SCALE: case OP_BIAS_ADD: case OP_RELU_FWD: case OP_RELU_BWD: return elementwise;
+  case OP_ATTN_NAIVE_SOFTMAX: case OP_ATTN_NAIVE_SOFTMAX_BWD: return attn_naive;
+  default: return NULL;
+  }
+}
+
 int kc_make(int op, int act, kc_shape s, kc_case *c) {
   memset(c, 0, sizeof *c);
   c->in = ddp_instr_blank(I_KERNEL, 0);
   c->in.op = (uint16_t)op;
-  int64_t *I = c->in.i;
-  float *F = c->in.f;
-  const int F32 = DT_F32, I32 = DT_I32;
-  const char *an = ddp_dtype_name(act);
-  char shape[96] = "";
-  switch (op) {
-  case OP_EMBED_FWD:
-  case OP_EMBED_BWD: {
-    const int64_t N = s.a, D = s.b, V = s.c;
-    I[0] = N, I[1] = D, I[2] = V;
-    slot(c, 0, N, I32, KC_IN, KC_INT, 0, (float)V);
-    if (op == OP_EMBED_FWD) {
-      slot(c, 1, V * D, act, KC_IN, KC_NORMAL, 1.f, 0);
-      slot(c, 2, N * D, act, KC_OUT, 0, 0, 0);
-    } else {
-      I[3] = s.flag;
-      slot(c, 1, N * D, act, KC_IN, KC_NORMAL, 0.02f, 0);
-      slot(c, 2, V * D, F32, s.flag ? KC_INOUT : KC_OUT, KC_NORMAL, 0.01f, 0);
-    }
-    snprintf(shape, sizeof shape, "N=%lld D=%lld V=%lld%s", (long long)N, (long long)D, (long long)V, s.flag ? " acc" : "");
-    break;
-  }
-  case OP_RMSNORM_FWD:
-  case OP_RMSNORM_BWD:
-  case OP_LAYERNORM_FWD:
-  case OP_LAYERNORM_BWD: {
-    const int64_t N = s.a, D = s.b, P = s.c > 0 ? s.c : 1;
-    I[0] = N, I[1] = D;
-    F[0] = 1e-5f;
-    const int ln = op == OP_LAYERNORM_FWD || op == OP_LAYERNORM_BWD;
-    if (op == OP_RMSNORM_FWD) {
-      slot(c, 0, N * D, act, KC_IN, KC_NORMAL, 1.f, 0);
-      slot(c, 1, D, F32, KC_IN, KC_UNIFORM, 0.5f, 1.5f);
-      slot(c, 2, N * D, act, KC_OUT, 0, 0, 0);
-      slot(c, 3, N, F32, KC_OUT, 0, 0, 0);
-    } else if (op == OP_RMSNORM_BWD) {
-      I[2] = s.flag, I[3] = P;
-      slot(c, 0, N * D, act, KC_IN, KC_NORMAL, 1.f, 0);
-      slot(c, 1, D, F32, KC_IN, KC_UNIFORM, 0.5f, 1.5f);
-      slot(c, 2, N * D, act, KC_IN, KC_NORMAL, 0.02f, 0);
-      slot(c, 3, N, F32, KC_IN, KC_UNIFORM, 0.5f, 2.f);
-      slot(c, 4, N * D, act, s.flag ? KC_INOUT : KC_OUT, KC_NORMAL, 0.01f, 0);
-      slot(c, 5, P * D, F32, KC_OUT, 0, 0, 0);
-    } else if (op == OP_LAYERNORM_FWD) {
-      slot(c, 0, N * D, act, KC_IN, KC_NORMAL, 1.f, 0);
-      slot(c, 1, D, F32, KC_IN, KC_UNIFORM, 0.5f, 1.5f);
-      slot(c, 2, D, F32, KC_IN, KC_NORMAL, 0.1f, 0);
-      slot(c, 3, N * D, act, KC_OUT, 0, 0, 0);
-      slot(c, 4, N, F32, KC_OUT, 0, 0, 0);
-      slot(c, 5, N, F32, KC_OUT, 0, 0, 0);
-    } else {
-      I[2] = s.flag, I[3] = P;
-      slot(c, 0, N * D, act, KC_IN, KC_NORMAL, 1.f, 0);
-      slot(c, 1, D, F32, KC_IN, KC_UNIFORM, 0.5f, 1.5f);
-      slot(c, 2, N * D, act, KC_IN, KC_NORMAL, 0.02f, 0);
-      slot(c, 3, N, F32, KC_IN, KC_NORMAL, 0.1f, 0);
-      slot(c, 4, N, F32, KC_IN, KC_UNIFORM, 0.5f, 2.f);
-      slot(c, 5, N * D, act, s.flag ? KC_INOUT : KC_OUT, KC_NORMAL, 0.01f, 0);
-      slot(c, 6, P * D, F32, KC_OUT, 0, 0, 0);
-      slot(c, 7, P * D, F32, KC_OUT, 0, 0, 0);
-    }
-    (void)ln;
-    if (op == OP_RMSNORM_BWD || op == OP_LAYERNORM_BWD)
-      snprintf(shape, sizeof shape, "N=%lld D=%lld P=%lld%s", (long long)N, (long long)D, (long long)P, s.flag ? " acc" : "");
-    else
-      snprintf(shape, sizeof shape, "N=%lld D=%lld", (long long)N, (long long)D);
-    break;
-  }
-  case OP_REDUCE_ROWS:
-    I[0] = s.a, I[1] = s.b, I[2] = s.flag;
-    F[0] = 0.5f;
-    slot(c, 0, s.a * s.b, F32, KC_IN, KC_NORMAL, 1.f, 0);
-    slot(c, 1, s.b, F32, s.flag ? KC_INOUT : KC_OUT, KC_NORMAL, 1.f, 0);
-    snprintf(shape, sizeof shape, "P=%lld D=%lld%s", (long long)s.a, (long long)s.b, s.flag ? " acc" : "");
-    break;
-  case OP_SUM:
-    I[0] = s.a, I[1] = s.flag;
-    F[0] = 1.f / (float)s.a;
-    slot(c, 0, s.a, F32, KC_IN, KC_UNIFORM, 0.f, 10.f);
-    slot(c, 1, 1, F32, s.flag ? KC_INOUT : KC_OUT, KC_NORMAL, 1.f, 0);
-    snprintf(shape, sizeof shape, "n=%lld%s", (long long)s.a, s.flag ? " acc" : "");
-    break;
-  case OP_ROPE: {
-    const int64_t B = s.a, T = s.b, H = s.c, Dh = s.d, st = 3 * H * Dh; /* q inside a fused qkv row */
-    I[0] = B, I[1] = T, I[2] = H, I[3] = Dh, I[4] = st, I[5] = s.flag;
-    slot(c, 0, B * T * st, act, KC_INOUT, KC_NORMAL, 1.f, 0);
-    slot(c, 1, Dh / 2, F32, KC_IN, KC_INV_FREQ, 10000.f, (float)Dh);
-    snprintf(shape, sizeof shape, "B=%lld T=%lld H=%lld Dh=%lld%s", (long long)B, (long long)T, (long long)H, (long long)Dh,
-             s.flag ? " inverse" : "");
-    break;
-  }
-  case OP_ATTN_FWD:
-  case OP_ATTN_BWD_PREP:
-  case OP_ATTN_BWD_DKV:
-  case OP_ATTN_BWD_DQ: {
-    const int64_t BH = s.a, B = BH % 2 == 0 ? 2 : 1, H = BH / B, T = s.b, Dh = s.c;
-    const int64_t sq = H * Dh + 8, sk = H * Dh + 16, sv = H * Dh + 8, so = H * Dh; /* padded rows */
-    I[0] = B, I[1] = T, I[2] = H, I[3] = Dh, I[4] = sq, I[5] = sk, I[6] = sv, I[7] = so, I[8] = s.flag;
-    F[0] = 1.f / sqrtf((float)Dh);
-    if (op == OP_ATTN_BWD_PREP) {
-      slot(c, 0, B * T * so, act, KC_IN, KC_NORMAL, 1.f, 0);
-      slot(c, 1, B * T * so, act, KC_IN, KC_NORMAL, 1.f, 0);
-      slot(c, 2, B * H * T, F32, KC_OUT, 0, 0, 0);
-    } else {
-      slot(c, 0, B * T * sq, act, KC_IN, KC_NORMAL, 1.f, 0);
-      slot(c, 1, B * T * sk, act, KC_IN, KC_NORMAL, 1.f, 0);
-      slot(c, 2, B * T * sv, act, KC_IN, KC_NORMAL, 1.f, 0);
-      if (op == OP_ATTN_FWD) {
-        slot(c, 3, B * T * so, act, KC_OUT, 0, 0, 0);
-        slot(c, 4, B * H * T, F32, KC_OUT, 0, 0, 0);
-      } else {
-        c->needs_fwd = 1;
-        slot(c, 4, B * H * T, F32, KC_IN, KC_CONST, 0, 0);
-        slot(c, 5, B * T * so, act, KC_IN, KC_NORMAL, 1.f, 0);
-        slot(c, 6, B * H * T, F32, KC_IN, KC_CONST, 0, 0);
-        if (op == OP_ATTN_BWD_DKV) {
-          slot(c, 7, B * T * sk, act, KC_OUT, 0, 0, 0);
-          slot(c, 8, B * T * sv, act, KC_OUT, 0, 0, 0);
-        } else {
-          slot(c, 9, B * T * sq, act, KC_OUT, 0, 0, 0);
-        }
-      }
-    }
-    snprintf(shape, sizeof shape, "B=%lld H=%lld T=%lld Dh=%lld%s", (long long)B, (long long)H, (long long)T, (long long)Dh,
-             s.flag ? " causal" : "");
-    break;
-  }
-  case OP_SWIGLU_FWD:
-  case OP_SWIGLU_BWD:
-    I[0] = s.a, I[1] = s.b;
-    slot(c, 0, s.a * 2 * s.b, act, KC_IN, KC_NORMAL, 2.f, 0);
-    if (op == OP_SWIGLU_FWD) {
-      slot(c, 1, s.a * s.b, act, KC_OUT, 0, 0, 0);
-    } else {
-      slot(c, 1, s.a * s.b, act, KC_IN, KC_NORMAL, 0.02f, 0);
-      slot(c, 2, s.a * 2 * s.b, act, KC_OUT, 0, 0, 0);
-    }
-    snprintf(shape, sizeof shape, "N=%lld F=%lld", (long long)s.a, (long long)s.b);
-    break;
-  case OP_XENT:
-    I[0] = s.a, I[1] = s.b;
-    F[0] = 1.f / (float)s.a;
-    slot(c, 0, s.a * s.b, act, s.flag ? KC_INOUT : KC_IN, KC_NORMAL, 2.f, 0);
-    slot(c, 1, s.a, I32, KC_IN, KC_INT, 0, (float)s.b);
-    slot(c, 2, s.a, F32, KC_OUT, 0, 0, 0);
-    slot(c, 3, s.a * s.b, act, KC_OUT, 0, 0, 0);
-    if (s.flag) c->buf[3].alias = 0, c->buf[3].role = KC_INOUT;
-    snprintf(shape, sizeof shape, "N=%lld V=%lld%s", (long long)s.a, (long long)s.b, s.flag ? " in-place" : "");
-    break;
-  case OP_MSE:
-    I[0] = s.a, I[1] = s.b;
-    F[0] = 2.f / (float)(s.a * s.b);
-    slot(c, 0, s.a * s.b, act, KC_IN, KC_NORMAL, 1.f, 0);
-    slot(c, 1, s.a * s.b, act, KC_IN, KC_NORMAL, 1.f, 0);
-    slot(c, 2, s.a, F32, KC_OUT, 0, 0, 0);
-    slot(c, 3, s.a * s.b, act, KC_OUT, 0, 0, 0);
-    snprintf(shape, sizeof shape, "N=%lld M=%lld", (long long)s.a, (long long)s.b);
-    break;
-  case OP_SUMSQ:
-    I[0] = s.a, I[1] = s.b;
-    slot(c, 0, s.a, act, KC_IN, KC_NORMAL, 0.02f, 0);
-    slot(c, 1, s.b, F32, KC_OUT, 0, 0, 0);
-    snprintf(shape, sizeof shape, "n=%lld P=%lld", (long long)s.a, (long long)s.b);
-    break;
-  case OP_OPT_SCALARS:
-    I[0] = s.a, I[1] = s.flag, I[2] = 10, I[3] = 100, I[4] = 1;
-    F[0] = 1e-3f, F[1] = 1e-4f, F[2] = 1.f;
-    slot(c, 0, s.a, F32, KC_IN, KC_UNIFORM, 0.f, 0.01f);
-    slot(c, 1, SCALAR_COUNT, F32, KC_INOUT, KC_SCALARS, (float)s.b, 0.f);
-    snprintf(shape, sizeof shape, "P=%lld t0=%lld%s", (long long)s.a, (long long)s.b, s.flag ? " cosine" : "");
-    break;
-  case OP_ADAMW:
-    I[0] = s.a;
-    F[0] = 0.9f, F[1] = 0.95f, F[2] = 1e-8f, F[3] = 0.1f;
-    slot(c, 0, s.a, F32, KC_INOUT, KC_NORMAL, 0.02f, 0);
-    slot(c, 1, s.a, act, KC_IN, KC_NORMAL, 0.01f, 0);
-    slot(c, 2, s.a, F32, KC_INOUT, KC_NORMAL, 0.001f, 0);
-    slot(c, 3, s.a, F32, KC_INOUT, KC_UNIFORM, 0.f, 1e-4f);
-    if (s.flag) slot(c, 4, s.a, DT_BF16, KC_OUT, 0, 0, 0);
-    slot(c, 5, SCALAR_COUNT, F32, KC_IN, KC_SCALARS, 5.f, 1e-3f);
-    snprintf(shape, sizeof shape, "n=%lld%s", (long long)s.a, s.flag ? " +bf16 copy" : "");
-    break;
-  case OP_SGD:
-    I[0] = s.a;
-    slot(c, 0, s.a, F32, KC_INOUT, KC_NORMAL, 0.02f, 0);
-    slot(c, 1, s.a, act, KC_IN, KC_NORMAL, 0.01f, 0);
-    if (s.flag) slot(c, 2, s.a, DT_BF16, KC_OUT, 0, 0, 0);
-    slot(c, 3, SCALAR_COUNT, F32, KC_IN, KC_SCALARS, 5.f, 1e-2f);
-    snprintf(shape, sizeof shape, "n=%lld%s", (long long)s.a, s.flag ? " +bf16 copy" : "");
-    break;
-  case OP_CAST:
-    I[0] = s.a;
-    slot(c, 0, s.a, s.flag ? act : F32, KC_IN, KC_NORMAL, 1.f, 0);
-    slot(c, 1, s.a, s.flag ? F32 : act, KC_OUT, 0, 0, 0);
-    snprintf(shape, sizeof shape, "n=%lld %s", (long long)s.a, s.flag ? "act->f32" : "f32->act");
-    break;
-  case OP_ADD:
-    I[0] = s.a;
-    slot(c, 0, s.a, act, KC_IN, KC_NORMAL, 1.f, 0);
-    slot(c, 1, s.a, act, KC_IN, KC_NORMAL, 1.f, 0);
-    slot(c, 2, s.a, act, KC_OUT, 0, 0, 0);
-    snprintf(shape, sizeof shape, "n=%lld", (long long)s.a);
-    break;
-  case OP_SCALE:
-    I[0] = s.a;
-    F[0] = 0.37f;
-    slot(c, 0, s.a, act, KC_INOUT, KC_NORMAL, 1.f, 0);
-    snprintf(shape, sizeof shape, "n=%lld", (long long)s.a);
-    break;
-  case OP_BIAS_ADD:
-    I[0] = s.a, I[1] = s.b;
-    slot(c, 0, s.a * s.b, act, KC_INOUT, KC_NORMAL, 1.f, 0);
-    slot(c, 1, s.b, act, KC_IN, KC_NORMAL, 1.f, 0);
-    snprintf(shape, sizeof shape, "N=%lld M=%lld", (long long)s.a, (long long)s.b);
-    break;
-  case OP_RELU_FWD:
-    I[0] = s.a;
-    slot(c, 0, s.a, act, KC_IN, KC_NORMAL, 1.f, 0);
-    slot(c, 1, s.a, act, KC_OUT, 0, 0, 0);
-    snprintf(shape, sizeof shape, "n=%lld", (long long)s.a);
-    break;
-  case OP_RELU_BWD:
-    I[0] = s.a, I[1] = s.flag;
-    slot(c, 0, s.a, act, KC_IN, KC_NORMAL, 1.f, 0);
-    slot(c, 1, s.a, act, KC_IN, KC_NORMAL, 1.f, 0);
-    slot(c, 2, s.a, act, s.flag ? KC_INOUT : KC_OUT, KC_NORMAL, 1.f, 0);
-    snprintf(shape, sizeof shape, "n=%lld%s", (long long)s.a, s.flag ? " acc" : "");
-    break;
-  case OP_ATTN_NAIVE_SOFTMAX:
-  case OP_ATTN_NAIVE_SOFTMAX_BWD: {
-    const int64_t BH = s.a, B = BH % 2 == 0 ? 2 : 1, H = BH / B, T = s.b;
-    I[0] = B, I[1] = T, I[2] = H, I[8] = s.flag;
-    F[0] = 0.125f;
-    if (op == OP_ATTN_NAIVE_SOFTMAX) {
-      slot(c, 0, BH * T * T, F32, KC_INOUT, KC_NORMAL, 8.f, 0);
-      slot(c, 1, BH * T, F32, KC_OUT, 0, 0, 0);
-    } else {
-      slot(c, 0, BH * T * T, F32, KC_IN, KC_PROBS, (float)T, 0);
-      slot(c, 1, BH * T * T, F32, KC_INOUT, KC_NORMAL, 1.f, 0);
-    }
-    snprintf(shape, sizeof shape, "B=%lld H=%lld T=%lld%s", (long long)B, (long long)H, (long long)T, s.flag ? " causal" : "");
-    break;
-  }
-  default:
-    return -1;
-  }
-  snprintf(c->label, sizeof c->label, "%-22s %-4s %s", ddp_op_name(op), an, shape);
+  kc_builder build = builder_of(op);
+  if (!build) return -1;
+  char shape[SHAPE] = "";
+  build(op, act, s, c, shape);
+  snprintf(c->label, sizeof c->label, "%-22s %-4s %s", ddp_op_name(op), ddp_dtype_name(act), shape);
   return 0;
 }
 
