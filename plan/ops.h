@@ -64,7 +64,4 @@ const char *ddp_op_template(int op);  /* "rmsnorm" */
 const char *ddp_op_entry(int op);     /* "rmsnorm_fwd" */
 const char *ddp_op_synopsis(int op);  /* "y = x*rsqrt(mean(x^2)+eps)*g" */
 int ddp_op_from_name(const char *name);
-
-/* Scalars block written by OPT_SCALARS and read by the optimizers and the metrics. */
-enum { SCALAR_STEP = 0, SCALAR_LR = 1, SCALAR_GRAD_NORM = 2, SCALAR_CLIP_SCALE = 3, SCALAR_COUNT = 8 };
 #endif

@@ -61,7 +61,7 @@ extern "C" __global__ void __launch_bounds__(DDP_BLOCK) ddp_opt_scalars(const dd
   if (threadIdx.x != 0) return;
   double sumsq = 0.0;
   for (int k = 0; k < DDP_BLOCK; k++) sumsq += shd[k];
-  const double t = (double)sc[0] + 1.0, it = t - 1.0;
+  const double t = (double)sc[SCALAR_STEP] + 1.0, it = t - 1.0;
   const double mx = a.f[OPT_SCALARS_F_LR_MAX], mn = a.f[OPT_SCALARS_F_LR_MIN], warm = (double)a.i[OPT_SCALARS_I_WARMUP],
                cyc = (double)a.i[OPT_SCALARS_I_CYCLE];
   double lr = mx;
@@ -77,10 +77,10 @@ extern "C" __global__ void __launch_bounds__(DDP_BLOCK) ddp_opt_scalars(const dd
   }
   const double norm = sqrt(sumsq), maxn = a.f[OPT_SCALARS_F_MAX_NORM];
   const double clip = a.i[OPT_SCALARS_I_CLIP] && part && norm > maxn ? maxn / (norm + 1e-6) : 1.0;
-  sc[0] = (float)t;
-  sc[1] = (float)lr;
-  sc[2] = (float)norm;
-  sc[3] = (float)clip;
+  sc[SCALAR_STEP] = (float)t;
+  sc[SCALAR_LR] = (float)lr;
+  sc[SCALAR_GRAD_NORM] = (float)norm;
+  sc[SCALAR_CLIP_SCALE] = (float)clip;
 }
 #endif
 
@@ -93,8 +93,8 @@ extern "C" __global__ void __launch_bounds__(DDP_BLOCK) ddp_adamw(const ddp_karg
   const float *sc = (const float *)a.p[ADAMW_P_SCALARS];
   const long long n = a.i[ADAMW_I_N];
   const float b1 = a.f[ADAMW_F_B1], b2 = a.f[ADAMW_F_B2], eps = a.f[ADAMW_F_EPS], wd = a.f[ADAMW_F_WD];
-  const double t = sc[0];
-  const float lr = sc[1], clip = sc[3];
+  const double t = sc[SCALAR_STEP];
+  const float lr = sc[SCALAR_LR], clip = sc[SCALAR_CLIP_SCALE];
   const float alpha = (float)((double)lr * sqrt(1.0 - pow((double)b2, t)) / (1.0 - pow((double)b1, t)));
   const float decay = lr * wd;
   constexpr int W = DDP_VEC;
@@ -143,7 +143,7 @@ extern "C" __global__ void __launch_bounds__(DDP_BLOCK) ddp_sgd(const ddp_kargs 
   T2 *copy = (T2 *)a.p[SGD_P_COPY];
   const float *sc = (const float *)a.p[SGD_P_SCALARS];
   const long long n = a.i[SGD_I_N];
-  const float step = sc[1] * sc[3];
+  const float step = sc[SCALAR_LR] * sc[SCALAR_CLIP_SCALE];
   constexpr int W = DDP_VEC;
   const bool vec = ddp_pack_ok<float, W>(p) && ddp_pack_ok<T1, W>(grad) && (copy == nullptr || ddp_pack_ok<T2, W>(copy));
   for (long long i = ddp_gtid() * W; i < n; i += ddp_gstride() * W) {

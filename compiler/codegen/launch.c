@@ -53,33 +53,35 @@ static void geom(ddp_launch *L, int64_t gx, int64_t gy, int64_t block, int64_t s
   L->smem = (uint32_t)smem;
 }
 
-/* The pointer slots each op reads or writes (bit k = p[k]), from plan/ops.h. */
+/* The pointer slots each op reads or writes (bit k = p[k]), from plan/op_slots.h. */
+#define SLOT(k) (1u << (k))
+#define UPTO(k) ((2u << (k)) - 1) /* slots 0..k */
 static unsigned op_slots(int op) {
   switch (op) {
-  case OP_EMBED_FWD: case OP_EMBED_BWD: return 0x7;
-  case OP_RMSNORM_FWD: return 0xf;
-  case OP_RMSNORM_BWD: return 0x3f;
-  case OP_REDUCE_ROWS: case OP_SUM: return 0x3;
-  case OP_ROPE: return 0x3;
-  case OP_ATTN_FWD: return 0x1f;
-  case OP_ATTN_BWD_PREP: return 0x7;
-  case OP_ATTN_BWD_DKV: return 0x1f7;
-  case OP_ATTN_BWD_DQ: return 0x277;
-  case OP_SWIGLU_FWD: return 0x3;
-  case OP_SWIGLU_BWD: return 0x7;
-  case OP_XENT: case OP_MSE: return 0xf;
-  case OP_SUMSQ: case OP_OPT_SCALARS: return 0x3;
-  case OP_ADAMW: return 0x3f;
-  case OP_SGD: return 0xf;
-  case OP_CAST: return 0x3;
-  case OP_ADD: return 0x7;
-  case OP_SCALE: return 0x1;
-  case OP_BIAS_ADD: return 0x3;
-  case OP_RELU_FWD: return 0x3;
-  case OP_RELU_BWD: return 0x7;
-  case OP_LAYERNORM_FWD: return 0x3f;
-  case OP_LAYERNORM_BWD: return 0xff;
-  case OP_ATTN_NAIVE_SOFTMAX: case OP_ATTN_NAIVE_SOFTMAX_BWD: return 0x3;
+  case OP_EMBED_FWD: case OP_EMBED_BWD: return UPTO(EMBED_FWD_P_OUT);
+  case OP_RMSNORM_FWD: return UPTO(RMSNORM_FWD_P_RSTD);
+  case OP_RMSNORM_BWD: return UPTO(RMSNORM_BWD_P_DG_PART);
+  case OP_REDUCE_ROWS: case OP_SUM: return UPTO(SUM_P_OUT);
+  case OP_ROPE: return UPTO(ROPE_P_INV_FREQ);
+  case OP_ATTN_FWD: return UPTO(ATTN_P_LSE);
+  case OP_ATTN_BWD_PREP: return UPTO(ATTN_BWD_PREP_P_DELTA);
+  case OP_ATTN_BWD_DKV: return UPTO(ATTN_P_DV) & ~SLOT(ATTN_P_O);
+  case OP_ATTN_BWD_DQ: return (UPTO(ATTN_P_DELTA) & ~SLOT(ATTN_P_O)) | SLOT(ATTN_P_DQ);
+  case OP_SWIGLU_FWD: return UPTO(SWIGLU_FWD_P_H);
+  case OP_SWIGLU_BWD: return UPTO(SWIGLU_BWD_P_DAB);
+  case OP_XENT: case OP_MSE: return UPTO(XENT_P_DLOGITS);
+  case OP_SUMSQ: case OP_OPT_SCALARS: return UPTO(SUMSQ_P_PART);
+  case OP_ADAMW: return UPTO(ADAMW_P_SCALARS);
+  case OP_SGD: return UPTO(SGD_P_SCALARS);
+  case OP_CAST: return UPTO(CAST_P_OUT);
+  case OP_ADD: return UPTO(ADD_P_OUT);
+  case OP_SCALE: return UPTO(SCALE_P_X);
+  case OP_BIAS_ADD: return UPTO(BIAS_ADD_P_B);
+  case OP_RELU_FWD: return UPTO(RELU_FWD_P_Y);
+  case OP_RELU_BWD: return UPTO(RELU_BWD_P_DX);
+  case OP_LAYERNORM_FWD: return UPTO(LAYERNORM_FWD_P_RSTD);
+  case OP_LAYERNORM_BWD: return UPTO(LAYERNORM_BWD_P_DB_PART);
+  case OP_ATTN_NAIVE_SOFTMAX: case OP_ATTN_NAIVE_SOFTMAX_BWD: return UPTO(ATTN_NAIVE_SOFTMAX_P_LSE);
   default: return 0;
   }
 }
@@ -87,28 +89,30 @@ static unsigned op_slots(int op) {
 /* Slots that must be f32 (statistics, partial tables, scalars, master state) or i32 (tokens, targets). */
 static unsigned op_f32_slots(int op) {
   switch (op) {
-  case OP_RMSNORM_FWD: return 1u << 3;
-  case OP_RMSNORM_BWD: return (1u << 3) | (1u << 5);
-  case OP_REDUCE_ROWS: return 1u << 0;
-  case OP_ROPE: return 1u << 1;
-  case OP_ATTN_FWD: return 1u << 4;
-  case OP_ATTN_BWD_PREP: return 1u << 2;
-  case OP_ATTN_BWD_DKV: case OP_ATTN_BWD_DQ: return (1u << 4) | (1u << 6);
-  case OP_XENT: case OP_MSE: return 1u << 2;
-  case OP_SUMSQ: return 1u << 1;
-  case OP_OPT_SCALARS: return 0x3;
-  case OP_ADAMW: return 0x2d;
-  case OP_SGD: return 0x9;
-  case OP_LAYERNORM_FWD: return 0x30;
-  case OP_LAYERNORM_BWD: return 0xd8;
-  case OP_ATTN_NAIVE_SOFTMAX: return 0x2;
+  case OP_RMSNORM_FWD: return SLOT(RMSNORM_FWD_P_RSTD);
+  case OP_RMSNORM_BWD: return SLOT(RMSNORM_BWD_P_RSTD) | SLOT(RMSNORM_BWD_P_DG_PART);
+  case OP_REDUCE_ROWS: return SLOT(REDUCE_ROWS_P_IN);
+  case OP_ROPE: return SLOT(ROPE_P_INV_FREQ);
+  case OP_ATTN_FWD: return SLOT(ATTN_P_LSE);
+  case OP_ATTN_BWD_PREP: return SLOT(ATTN_BWD_PREP_P_DELTA);
+  case OP_ATTN_BWD_DKV: case OP_ATTN_BWD_DQ: return SLOT(ATTN_P_LSE) | SLOT(ATTN_P_DELTA);
+  case OP_XENT: case OP_MSE: return SLOT(XENT_P_LOSS_ROWS);
+  case OP_SUMSQ: return SLOT(SUMSQ_P_PART);
+  case OP_OPT_SCALARS: return SLOT(OPT_SCALARS_P_PART) | SLOT(OPT_SCALARS_P_SCALARS);
+  case OP_ADAMW: return SLOT(ADAMW_P_PARAM) | SLOT(ADAMW_P_M) | SLOT(ADAMW_P_V) | SLOT(ADAMW_P_SCALARS);
+  case OP_SGD: return SLOT(SGD_P_PARAM) | SLOT(SGD_P_SCALARS);
+  case OP_LAYERNORM_FWD: return SLOT(LAYERNORM_FWD_P_MEAN) | SLOT(LAYERNORM_FWD_P_RSTD);
+  case OP_LAYERNORM_BWD:
+    return SLOT(LAYERNORM_BWD_P_MEAN) | SLOT(LAYERNORM_BWD_P_RSTD) | SLOT(LAYERNORM_BWD_P_DW_PART) |
+           SLOT(LAYERNORM_BWD_P_DB_PART);
+  case OP_ATTN_NAIVE_SOFTMAX: return SLOT(ATTN_NAIVE_SOFTMAX_P_LSE);
   default: return 0;
   }
 }
 static unsigned op_i32_slots(int op) {
   switch (op) {
-  case OP_EMBED_FWD: case OP_EMBED_BWD: return 1u << 0;
-  case OP_XENT: return 1u << 1;
+  case OP_EMBED_FWD: case OP_EMBED_BWD: return SLOT(EMBED_FWD_P_TOKENS);
+  case OP_XENT: return SLOT(XENT_P_TARGETS);
   default: return 0;
   }
 }

@@ -16,8 +16,8 @@ static void memset_tensor(rank_ctx *c, int32_t t) {
 
 static void cast(rank_ctx *c, int32_t from, int32_t to, int64_t n, const char *name) {
   ddp_instr in = b_kernel(OP_CAST);
-  b_buf(c->b, &in, 0, from);
-  b_buf(c->b, &in, 1, to);
+  b_buf(c->b, &in, CAST_P_IN, from);
+  b_buf(c->b, &in, CAST_P_OUT, to);
   in.i[CAST_I_N] = n;
   rp_push(c, in, name);
 }

@@ -155,12 +155,12 @@ int cx_comm_prepare(cx *x, cx_op *op, char *err, size_t errcap) {
   }
   if (opc == I_SEND || opc == I_RECV) {
     if (W == 1) return cx_fail(err, errcap, "point-to-point in a world of one rank");
-    return cx_buffer(x, in, 0, n, &op->ptr[0], err, errcap);
+    return cx_buffer(x, in, COLL_P_BUF, n, &op->ptr[COLL_P_BUF], err, errcap);
   }
-  if (cx_buffer(x, in, 1, recv, &op->ptr[1], err, errcap)) return -1;
+  if (cx_buffer(x, in, COLL_P_RECV, recv, &op->ptr[COLL_P_RECV], err, errcap)) return -1;
   if (opc == I_BROADCAST && in->p[COLL_P_SEND].tensor < 0)
-    op->ptr[0] = op->ptr[1]; /* in place (only the root's send buffer is read) */
-  else if (cx_buffer(x, in, 0, send, &op->ptr[0], err, errcap))
+    op->ptr[COLL_P_SEND] = op->ptr[COLL_P_RECV]; /* in place (only the root's send buffer is read) */
+  else if (cx_buffer(x, in, COLL_P_SEND, send, &op->ptr[COLL_P_SEND], err, errcap))
     return -1;
   if (W > 1) {
     if (!x->comm) return cx_fail(err, errcap, "no NCCL communicator");
@@ -168,7 +168,7 @@ int cx_comm_prepare(cx *x, cx_op *op, char *err, size_t errcap) {
   }
   /* One rank: every collective is the identity; copy when not in place. */
   op->bytes = (size_t)n;
-  const uint8_t *s = op->ptr[0], *d = op->ptr[1];
+  const uint8_t *s = op->ptr[COLL_P_SEND], *d = op->ptr[COLL_P_RECV];
   if (s == d) op->skip = 1;
   else if (s < d + n && d < s + n)
     return cx_fail(err, errcap, "send and receive buffers overlap without being in place");
@@ -176,7 +176,8 @@ int cx_comm_prepare(cx *x, cx_op *op, char *err, size_t errcap) {
 }
 
 static int local_copy(const cx_op *op, char *err, size_t errcap) {
-  DDP_CUDA_TRY(cudaMemcpyAsync(op->ptr[1], op->ptr[0], op->bytes, cudaMemcpyDeviceToDevice, op->stream));
+  DDP_CUDA_TRY(
+      cudaMemcpyAsync(op->ptr[COLL_P_RECV], op->ptr[COLL_P_SEND], op->bytes, cudaMemcpyDeviceToDevice, op->stream));
   return 0;
 }
 
@@ -184,8 +185,9 @@ int cx_exec_ALL_REDUCE(cx *x, const cx_op *op, int64_t step, char *err, size_t e
   (void)step;
   if (op->skip) return 0;
   if (!x->comm) return x->comm_aborted ? cx_fail(err, errcap, "NCCL communicator aborted") : local_copy(op, err, errcap);
-  return nccl_call(x, ncclAllReduce(op->ptr[0], op->ptr[1], op->count, (ncclDataType_t)op->nccl_type,
-                                    (ncclRedOp_t)op->nccl_op, x->comm, op->stream),
+  return nccl_call(x,
+                   ncclAllReduce(op->ptr[COLL_P_SEND], op->ptr[COLL_P_RECV], op->count, (ncclDataType_t)op->nccl_type,
+                                 (ncclRedOp_t)op->nccl_op, x->comm, op->stream),
                    "ncclAllReduce", err, errcap);
 }
 
@@ -193,8 +195,9 @@ int cx_exec_REDUCE_SCATTER(cx *x, const cx_op *op, int64_t step, char *err, size
   (void)step;
   if (op->skip) return 0;
   if (!x->comm) return x->comm_aborted ? cx_fail(err, errcap, "NCCL communicator aborted") : local_copy(op, err, errcap);
-  return nccl_call(x, ncclReduceScatter(op->ptr[0], op->ptr[1], op->count, (ncclDataType_t)op->nccl_type,
-                                        (ncclRedOp_t)op->nccl_op, x->comm, op->stream),
+  return nccl_call(x,
+                   ncclReduceScatter(op->ptr[COLL_P_SEND], op->ptr[COLL_P_RECV], op->count,
+                                     (ncclDataType_t)op->nccl_type, (ncclRedOp_t)op->nccl_op, x->comm, op->stream),
                    "ncclReduceScatter", err, errcap);
 }
 
@@ -202,8 +205,9 @@ int cx_exec_ALL_GATHER(cx *x, const cx_op *op, int64_t step, char *err, size_t e
   (void)step;
   if (op->skip) return 0;
   if (!x->comm) return x->comm_aborted ? cx_fail(err, errcap, "NCCL communicator aborted") : local_copy(op, err, errcap);
-  return nccl_call(x, ncclAllGather(op->ptr[0], op->ptr[1], op->count, (ncclDataType_t)op->nccl_type, x->comm,
-                                    op->stream),
+  return nccl_call(x,
+                   ncclAllGather(op->ptr[COLL_P_SEND], op->ptr[COLL_P_RECV], op->count, (ncclDataType_t)op->nccl_type,
+                                 x->comm, op->stream),
                    "ncclAllGather", err, errcap);
 }
 
@@ -211,8 +215,9 @@ int cx_exec_BROADCAST(cx *x, const cx_op *op, int64_t step, char *err, size_t er
   (void)step;
   if (op->skip) return 0;
   if (!x->comm) return x->comm_aborted ? cx_fail(err, errcap, "NCCL communicator aborted") : local_copy(op, err, errcap);
-  return nccl_call(x, ncclBroadcast(op->ptr[0], op->ptr[1], op->count, (ncclDataType_t)op->nccl_type, op->peer,
-                                    x->comm, op->stream),
+  return nccl_call(x,
+                   ncclBroadcast(op->ptr[COLL_P_SEND], op->ptr[COLL_P_RECV], op->count, (ncclDataType_t)op->nccl_type,
+                                 op->peer, x->comm, op->stream),
                    "ncclBroadcast", err, errcap);
 }
 
@@ -224,10 +229,9 @@ static int p2p(cx *x, const cx_op *op, int send, char *err, size_t errcap) {
     x->in_group = 1;
   }
   if (!op->skip) {
-    ncclResult_t rc = send ? ncclSend(op->ptr[0], op->count, (ncclDataType_t)op->nccl_type, op->peer, x->comm,
-                                      op->stream)
-                           : ncclRecv(op->ptr[0], op->count, (ncclDataType_t)op->nccl_type, op->peer, x->comm,
-                                      op->stream);
+    ncclResult_t rc =
+        send ? ncclSend(op->ptr[COLL_P_BUF], op->count, (ncclDataType_t)op->nccl_type, op->peer, x->comm, op->stream)
+             : ncclRecv(op->ptr[COLL_P_BUF], op->count, (ncclDataType_t)op->nccl_type, op->peer, x->comm, op->stream);
     char call[64];
     snprintf(call, sizeof call, "%s(peer %d)", send ? "ncclSend" : "ncclRecv", op->peer);
     if (nccl_call(x, rc, call, err, errcap)) return -1;

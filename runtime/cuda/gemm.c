@@ -131,9 +131,10 @@ static int operands(cx *x, cx_op *op, cx_gemm *g, const gemm_shape *s, const cha
   uint64_t na = span(s->ta ? s->K : s->M, s->ta ? s->M : s->K, s->lda, s->batch, s->sa);
   uint64_t nb = span(s->tb ? s->N : s->K, s->tb ? s->K : s->N, s->ldb, s->batch, s->sb);
   uint64_t nc = span(s->M, s->N, s->ldc, s->batch, s->sc), nd = span(s->M, s->N, s->ldd, s->batch, s->sd);
-  if (cx_buffer(x, in, 0, na * ea, &pa, why, sizeof why) || cx_buffer(x, in, 1, nb * ea, &pb, why, sizeof why) ||
-      cx_buffer(x, in, 3, nd * ec, &pd, why, sizeof why) ||
-      (g->beta != 0.0f && cx_buffer(x, in, 2, nc * ec, &pc, why, sizeof why)))
+  if (cx_buffer(x, in, GEMM_P_A, na * ea, &pa, why, sizeof why) ||
+      cx_buffer(x, in, GEMM_P_B, nb * ea, &pb, why, sizeof why) ||
+      cx_buffer(x, in, GEMM_P_D, nd * ec, &pd, why, sizeof why) ||
+      (g->beta != 0.0f && cx_buffer(x, in, GEMM_P_C, nc * ec, &pc, why, sizeof why)))
     return cx_fail(err, errcap, "%s: %s", what, why);
   if (g->beta != 0.0f && pc != pd) {
     const uint8_t *c0 = pc, *d0 = pd;

@@ -177,9 +177,11 @@ int cx_exec_LOAD_BATCH(cx *x, const cx_op *op, int64_t step, char *err, size_t e
   if (ddp_data_fill(x->base.data, step, x->base.rank, x->base.world, in, tg, why, sizeof why))
     return cx_fail(err, errcap, "data: %s", why);
   if (b->copy_bytes[0])
-    DDP_CUDA_TRY(cudaMemcpyAsync(op->ptr[0], in, b->copy_bytes[0], cudaMemcpyHostToDevice, op->stream));
+    DDP_CUDA_TRY(
+        cudaMemcpyAsync(op->ptr[LOAD_BATCH_P_INPUTS], in, b->copy_bytes[0], cudaMemcpyHostToDevice, op->stream));
   if (b->copy_bytes[1])
-    DDP_CUDA_TRY(cudaMemcpyAsync(op->ptr[1], tg, b->copy_bytes[1], cudaMemcpyHostToDevice, op->stream));
+    DDP_CUDA_TRY(
+        cudaMemcpyAsync(op->ptr[LOAD_BATCH_P_TARGETS], tg, b->copy_bytes[1], cudaMemcpyHostToDevice, op->stream));
   DDP_CUDA_TRY(cudaEventRecord(b->done[k], op->stream));
   b->used[k] = 1;
   return 0;
@@ -200,7 +202,7 @@ int cx_init_prepare(cx *x, cx_op *op, char *err, size_t errcap) {
     op->skip = 1;
     return 0;
   }
-  if (cx_buffer(x, in, 0, op->bytes, &op->ptr[0], err, errcap)) return -1;
+  if (cx_buffer(x, in, INIT_TENSOR_P_TENSOR, op->bytes, &op->ptr[INIT_TENSOR_P_TENSOR], err, errcap)) return -1;
   if (op->bytes <= x->staging_bytes) return 0;
   /* Grow the staging buffer to the largest INIT tensor (load time, or a foreign program's preparation). */
   if (x->staging_used && cx_wait_event(x, x->staging_done, "growing the INIT_TENSOR staging buffer", err, errcap))
@@ -226,7 +228,8 @@ int cx_exec_INIT_TENSOR(cx *x, const cx_op *op, int64_t step, char *err, size_t 
       cx_wait_event(x, x->staging_done, "waiting for the previous INIT_TENSOR copy", err, errcap))
     return -1;
   ddp_init_fill(op->in, x->base.seed, x->staging);
-  DDP_CUDA_TRY(cudaMemcpyAsync(op->ptr[0], x->staging, op->bytes, cudaMemcpyHostToDevice, op->stream));
+  DDP_CUDA_TRY(
+      cudaMemcpyAsync(op->ptr[INIT_TENSOR_P_TENSOR], x->staging, op->bytes, cudaMemcpyHostToDevice, op->stream));
   DDP_CUDA_TRY(cudaEventRecord(x->staging_done, op->stream));
   x->staging_used = 1;
   return 0;

@@ -69,10 +69,10 @@ static int prepare_copy(cx *x, cx_op *op, char *err, size_t errcap) {
     op->skip = 1;
     return 0;
   }
-  if (cx_buffer(x, in, 0, op->bytes, &op->ptr[0], err, errcap) ||
-      cx_buffer(x, in, 1, op->bytes, &op->ptr[1], err, errcap))
+  if (cx_buffer(x, in, COPY_P_SRC, op->bytes, &op->ptr[COPY_P_SRC], err, errcap) ||
+      cx_buffer(x, in, COPY_P_DST, op->bytes, &op->ptr[COPY_P_DST], err, errcap))
     return -1;
-  const uint8_t *s = op->ptr[0], *d = op->ptr[1];
+  const uint8_t *s = op->ptr[COPY_P_SRC], *d = op->ptr[COPY_P_DST];
   if (s == d) {
     op->skip = 1;
     return 0;
@@ -89,7 +89,7 @@ static int prepare_op(cx *x, cx_op *op, char *err, size_t errcap) {
   if (in->stream >= x->nstreams) return cx_fail(err, errcap, "stream %u, plan has %u", in->stream, x->nstreams);
   op->stream = x->streams[in->stream];
   op->label = in->name >= 0 ? ddp_plan_string(p, in->name) : "";
-  const int64_t i0 = in->i[0]; /* MEMSET_I_BYTES, EVENT_I_EVENT, RANGE_PUSH_I_KIND, TIMER_I_SLOT */
+  const int64_t i0 = in->i[MEMSET_I_BYTES]; /* = EVENT_I_EVENT, RANGE_PUSH_I_KIND, TIMER_I_SLOT */
   switch ((ddp_opcode)in->opcode) {
   case I_KERNEL: return prepare_kernel(x, op, err, errcap);
   case I_GEMM: return cx_gemm_prepare(x, op, err, errcap);
@@ -99,7 +99,7 @@ static int prepare_op(cx *x, cx_op *op, char *err, size_t errcap) {
       return cx_fail(err, errcap, "byte value %lld", (long long)in->i[MEMSET_I_VALUE]);
     op->bytes = (size_t)i0;
     op->skip = op->bytes == 0;
-    return op->skip ? 0 : cx_buffer(x, in, 0, op->bytes, &op->ptr[0], err, errcap);
+    return op->skip ? 0 : cx_buffer(x, in, MEMSET_P_DST, op->bytes, &op->ptr[MEMSET_P_DST], err, errcap);
   case I_COPY: return prepare_copy(x, op, err, errcap);
   case I_EVENT_RECORD:
   case I_EVENT_WAIT:
