@@ -2,10 +2,10 @@
 // dims of an ATTN_* argument block and the backward's PREP kernel (delta = rowsum(do*o)). The forward and
 // backward themselves: attention_mma.cu (bf16, tensor cores) and attention_f32.cu (f32, FFMA); codegen
 // (compiler/codegen/launch.c) picks the file by the activation dtype, the same choice as DDP_ATTN_MMA.
-// FlashAttention-2 forward and backward (plan/ops.h ATTN_FWD, ATTN_BWD_PREP,
-// ATTN_BWD_DKV, ATTN_BWD_DQ), reference runtime/ref/ref_attention.c (ref_attn_fwd, ref_attn_bwd_prep,
-// ref_attn_bwd_dkv, ref_attn_bwd_dq). Element (b,t,h,j) of q at q[(b*T+t)*i4 + h*Dh + j] (k: i5, v: i6,
-// o and do: i7; dq: i4, dk: i5, dv: i6).
+// Ops (plan/op_slots.h) ATTN_FWD, ATTN_BWD_PREP, ATTN_BWD_DKV, ATTN_BWD_DQ; reference
+// runtime/ref/ref_attention.c (ref_attn_fwd, ref_attn_bwd_prep, ref_attn_bwd_dkv, ref_attn_bwd_dq).
+// Element (b,t,h,j) of q at q[(b*T+t)*QSTRIDE + h*Dh + j] (k: KSTRIDE, v: VSTRIDE, o and do: OSTRIDE;
+// dq: QSTRIDE, dk: KSTRIDE, dv: VSTRIDE).
 //   forward:  s = scale q.k over visible keys (j <= t when causal), lse = logsumexp(s) (natural log),
 //             o = softmax(s) v. Online softmax in the log2 domain (exp2, scale*log2e prescaled).
 //   backward: delta = rowsum(do*o) (PREP); P = exp(s - lse) recomputed; dV = P^T dO, dP = dO V^T,
@@ -14,17 +14,17 @@
 //             no T x T matrix in memory. Causal: fully masked tiles are skipped; the heavy blocks are
 //             launched first (grid.x = B*H, grid.y = block index ordered heavy to light).
 // Two code paths, chosen by the activation dtype (DDP_ATTN_MMA in the specialisation says which):
-//   DDP_ATTN_MMA 1 (attention_mma.cu): bf16 q/k/v/o/do; tensor cores (mma.sync m16n8k16 bf16 -> f32) fed by ldmatrix from
-//                   padded shared tiles (row pitch HD+8: conflict-free), K/V (or Q/dO) tiles double
-//                   buffered with cp.async (16-byte, zero-fill past T and Dh; plain loads when a row is
-//                   not 16-byte aligned). Each warp owns DDP_MT m16 tiles (16*MT rows) of the block's
-//                   tile, so each K/V (Q/dO) fragment read from shared memory feeds MT mma instructions.
-//   DDP_ATTN_MMA 0 (attention_f32.cu): f32 everything; plain FFMA (no TF32) on 64x64 tiles, 128 threads, each thread a 4x8
-//                   register micro-tile of the scores and 4 rows x HD/8 columns of the output tile.
-// Spec: DDP_HEAD_DIM (head dim padded to a multiple of 16; Dh itself is i3 at run time), DDP_ATTN_MMA,
-// DDP_WARPS, DDP_MT (m16 tiles per warp, bf16 path), DDP_MINB (blocks per SM asked of the register
-// allocator, bf16 path), DDP_BM (rows of the block's own tile: queries for FWD/DQ, keys for DKV), DDP_BN
-// (rows of the streamed tiles), DDP_SMEM (dynamic shared bytes, checked against the layout below).
+//   DDP_ATTN_MMA 1 (attention_mma.cu): bf16 q/k/v/o/do; tensor cores (mma.sync m16n8k16 bf16 -> f32)
+//     fed by ldmatrix from padded shared tiles (row pitch HD+8: conflict-free), K/V (or Q/dO) tiles double
+//     buffered with cp.async (16-byte, zero-fill past T and Dh; plain loads when a row is not 16-byte
+//     aligned). Each warp owns DDP_MT m16 tiles (16*MT rows) of the block's tile, so each K/V (Q/dO)
+//     fragment read from shared memory feeds MT mma instructions.
+//   DDP_ATTN_MMA 0 (attention_f32.cu): f32 everything; plain FFMA (no TF32) on 64x64 tiles, 128 threads,
+//     each thread a 4x8 register micro-tile of the scores and 4 rows x HD/8 columns of the output tile.
+// Spec: DDP_HEAD_DIM (head dim padded to a multiple of 16; Dh itself is ATTN_I_DH at run time),
+// DDP_ATTN_MMA, DDP_WARPS, DDP_MT (m16 tiles per warp, bf16 path), DDP_MINB (blocks per SM asked of the
+// register allocator, bf16 path), DDP_BM (rows of the block's own tile: queries for FWD/DQ, keys for DKV),
+// DDP_BN (rows of the streamed tiles), DDP_SMEM (dynamic shared bytes, checked against the layout below).
 // Types: T0 q, T1 k, T2 v, T3 o, T4 lse (f32), T5 do, T6 delta (f32), T7 dk, T8 dv, T9 dq; PREP: T0 o,
 // T1 do, T2 delta.
 #pragma once
