@@ -17,7 +17,7 @@
  * are zero rows). Optional pointer operands (null = skipped) are marked "(opt)". Outputs may alias inputs
  * in XENT (dlogits = logits), SWIGLU_BWD, MSE and the elementwise ops (each element is read before it is
  * written). A token or target id outside [0, V) gives a NaN row. The one-line synopsis of each op is in
- * plan/ops.h (DDP_KERNEL_OPS), printed by `ddpc inspect --ops`. */
+ * plan/ops.h (DDP_KERNEL_OPS), printed by `ddpc inspect` under "== kernel ops ==". */
 #ifndef DDP_OP_SLOTS_H
 #define DDP_OP_SLOTS_H
 

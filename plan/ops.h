@@ -1,8 +1,8 @@
 /* plan/ops.h: the kernel op kinds, defined once. Each entry names its template file in templates/, its
  * CUDA entry point (ddp_<entry>), the reference C function ref_<entry> in runtime/ref/ and a one-line
- * synopsis (printed by `ddpc inspect --ops`). The argument slots of every op (pointers p[], integers i[],
- * floats f[] of ddp_kargs) are named and documented in plan/op_slots.h, the contract between the compiler,
- * the CUDA templates and the reference kernels. */
+ * synopsis (printed by `ddpc inspect` under "== kernel ops =="). The argument slots of every op (pointers
+ * p[], integers i[], floats f[] of ddp_kargs) are named and documented in plan/op_slots.h, the contract
+ * between the compiler, the CUDA templates and the reference kernels. */
 #ifndef DDP_OPS_H
 #define DDP_OPS_H
 #include "op_slots.h"
