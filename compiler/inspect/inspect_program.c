@@ -186,6 +186,6 @@ void ddp_insp_ops(FILE *o, const ddp_plan *p) {
   fprintf(o, "== kernel ops ==\n");
   int any = 0;
   for (int op = 0; op < OP_COUNT; op++)
-    if (used[op]) fprintf(o, "%-22s %-16s %s\n", ddp_op_name(op), ddp_op_template(op), ddp_op_synopsis(op)), any = 1;
+    if (used[op]) fprintf(o, "%-22s %s\n", ddp_op_name(op), ddp_op_synopsis(op)), any = 1;
   if (!any) fprintf(o, "none\n");
 }
