@@ -1,6 +1,6 @@
 /* compiler/inspect_program.c: the program listings of `ddpc inspect`: one rank's init or step program
  * under "== program rank R init|step ==", grouped per stream, each instruction with its index, stream,
- * opcode and its operands decoded per opcode (instr.h documents the operand slots). */
+ * opcode and its operands decoded per opcode (plan/op_slots.h names the operand slots). */
 #include "inspect_program.h"
 #include <inttypes.h>
 #include <stdlib.h>

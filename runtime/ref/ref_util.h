@@ -31,7 +31,7 @@ static inline void ref_chunk(int64_t N, int64_t P, int64_t c, int64_t *lo, int64
   *hi = b < N ? b : N;
 }
 
-/* Attention geometry shared by ATTN_* (ints as ATTN_FWD in plan/ops.h). */
+/* Attention geometry shared by ATTN_* (the ATTN_I_* slots of plan/op_slots.h). */
 typedef struct ref_attn_dims {
   int64_t B, T, H, Dh, sq, sk, sv, so;
   int causal;
