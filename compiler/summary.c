@@ -20,7 +20,7 @@ static double comm_bytes(const ddp_plan *p) {
   const ddp_program *prog = &p->ranks[0].step;
   for (uint32_t k = 0; k < prog->n; k++) {
     const ddp_instr *in = &prog->v[k];
-    double es = (double)ddp_dtype_size(in->dt[0]), n = (double)in->i[0], w = (double)p->meta.world;
+    double es = (double)ddp_dtype_size(in->dt[COLL_P_SEND]), n = (double)in->i[COLL_I_COUNT], w = (double)p->meta.world;
     switch (in->opcode) {
     case I_ALL_REDUCE: total += n * es; break;
     case I_REDUCE_SCATTER: case I_ALL_GATHER: total += n * es * w; break;

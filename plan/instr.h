@@ -3,27 +3,10 @@
  * execution in runtime/ref and runtime/cuda (each executor's dispatch table is built from this X-macro,
  * so a missing execution is a compile error).
  *
- * Operands, per opcode (p = buffer references, i = integers, f = floats):
- *   KERNEL          op, kernel (kernel table index), grid/block/smem, p/i/f/dt as documented in ops.h
- *   GEMM            D = f0 * op(A) op(B) + f1 * C, row-major. p0 A, p1 B, p2 C (read when f1 != 0),
- *                   p3 D; dt0..dt3; i0 M, i1 N, i2 K, i3 transA, i4 transB, i5 lda, i6 ldb, i7 ldc,
- *                   i8 ldd, i9 batch, i10..i13 batch strides of A, B, C, D (elements); compute in f32.
- *   MEMSET          p0 dst; i0 bytes, i1 byte value
- *   COPY            p0 src, p1 dst; i0 bytes
- *   EVENT_RECORD    i0 event: records on `stream`
- *   EVENT_WAIT      i0 event: `stream` waits for it
- *   ALL_REDUCE      p0 send, p1 recv (may equal), dt0; i0 count, i1 reduction (ddp_redop), i3 comm
- *   REDUCE_SCATTER  p0 send (count*world), p1 recv (count); dt0; i0 count per rank, i1 redop, i3 comm
- *   ALL_GATHER      p0 send (count), p1 recv (count*world); dt0; i0 count per rank, i3 comm
- *   BROADCAST       p0 send, p1 recv; dt0; i0 count, i2 root, i3 comm
- *   SEND / RECV     p0 buffer; dt0; i0 count, i2 peer, i3 comm
- *   RANGE_PUSH      name: a phase or layer range (NVTX, traces); i0 range kind (ddp_range)
- *   RANGE_POP       closes the innermost range on `stream`
- *   TIMER           i0 timer slot, i1 role (ddp_timer): a timing point on `stream` (a CUDA event on the GPU, a
- *                   host clock in the reference), read by the metrics
- *   LOAD_BATCH      p0 inputs, p1 targets: the data source fills them for (step, rank)
- *   INIT_TENSOR     p0 tensor; dt0; i0 init kind (ddp_init), i1 elements, i2 RNG stream id, i3 fan_in;
- *                   f0, f1 parameters (std / bound / constant)
+ * The operand slots of every opcode (p = buffer references, i = integers, f = floats) are named and
+ * documented in plan/op_slots.h (GEMM_*, MEMSET_*, COPY_*, EVENT_*, COLL_*, RANGE_PUSH_*, TIMER_*,
+ * LOAD_BATCH_*, INIT_TENSOR_*); KERNEL carries op, kernel (kernel table index), grid/block/smem and the
+ * kernel op's own slots.
  */
 #ifndef DDP_INSTR_H
 #define DDP_INSTR_H

@@ -28,18 +28,22 @@ const char *ddp_dtype_name(int dt) { return name_at(dtype_names, DT_COUNT, dt); 
 int ddp_dtype_from_name(const char *name) { return index_of(dtype_names, DT_COUNT, name); }
 
 /* kernel ops */
-#define OP_ID(id, file, entry) #id,
-#define OP_FILE(id, file, entry) file,
-#define OP_ENTRY(id, file, entry) #entry,
+#define OP_ID(id, file, entry, syn) #id,
+#define OP_FILE(id, file, entry, syn) file,
+#define OP_ENTRY(id, file, entry, syn) #entry,
+#define OP_SYN(id, file, entry, syn) syn,
 static const char *const op_names[OP_COUNT] = {DDP_KERNEL_OPS(OP_ID)};
 static const char *const op_templates[OP_COUNT] = {DDP_KERNEL_OPS(OP_FILE)};
 static const char *const op_entries[OP_COUNT] = {DDP_KERNEL_OPS(OP_ENTRY)};
+static const char *const op_synopses[OP_COUNT] = {DDP_KERNEL_OPS(OP_SYN)};
 #undef OP_ID
 #undef OP_FILE
 #undef OP_ENTRY
+#undef OP_SYN
 const char *ddp_op_name(int op) { return name_at(op_names, OP_COUNT, op); }
 const char *ddp_op_template(int op) { return name_at(op_templates, OP_COUNT, op); }
 const char *ddp_op_entry(int op) { return name_at(op_entries, OP_COUNT, op); }
+const char *ddp_op_synopsis(int op) { return name_at(op_synopses, OP_COUNT, op); }
 int ddp_op_from_name(const char *name) { return index_of(op_names, OP_COUNT, name); }
 
 /* opcodes, ranges, init kinds */

@@ -173,7 +173,7 @@ static int check_instr(const vctx *c, const where *w) {
     if (in->dt[k] >= DT_COUNT) return IFAIL(w, "dtype dt%d = %u (have %d)", k, in->dt[k], DT_COUNT);
   for (int k = 0; k < DDP_MAX_PTRS; k++)
     if (check_bufref(c, w, k)) return -1;
-  int64_t i0 = in->i[0];
+  int64_t i0 = in->i[EVENT_I_EVENT]; /* = TIMER_I_SLOT, RANGE_PUSH_I_KIND, INIT_TENSOR_I_KIND, COLL_I_COUNT */
   switch ((ddp_opcode)in->opcode) {
   case I_KERNEL:
     if (in->op >= OP_COUNT) return IFAIL(w, "kernel op %u (have %d)", in->op, OP_COUNT);
@@ -196,7 +196,8 @@ static int check_instr(const vctx *c, const where *w) {
     break;
   case I_ALL_REDUCE:
   case I_REDUCE_SCATTER:
-    if (in->i[1] != REDOP_SUM && in->i[1] != REDOP_AVG) return IFAIL(w, "reduction %lld", (long long)in->i[1]);
+    if (in->i[COLL_I_REDOP] != REDOP_SUM && in->i[COLL_I_REDOP] != REDOP_AVG)
+      return IFAIL(w, "reduction %lld", (long long)in->i[COLL_I_REDOP]);
     /* fall through */
   case I_ALL_GATHER:
   case I_MEMSET:
@@ -207,8 +208,8 @@ static int check_instr(const vctx *c, const where *w) {
   case I_SEND:
   case I_RECV:
     if (i0 < 0) return IFAIL(w, "negative count %lld", (long long)i0);
-    if (!in_range(in->i[2], 0, p->meta.world))
-      return IFAIL(w, "peer/root rank %lld, world size %lld", (long long)in->i[2], (long long)p->meta.world);
+    if (!in_range(in->i[COLL_I_PEER], 0, p->meta.world))
+      return IFAIL(w, "peer/root rank %lld, world size %lld", (long long)in->i[COLL_I_PEER], (long long)p->meta.world);
     break;
   default: break;
   }

@@ -13,11 +13,11 @@
 
 #ifdef DDP_ENTRY_attn_naive_softmax
 extern "C" __global__ void __launch_bounds__(DDP_BLOCK) ddp_attn_naive_softmax(const ddp_kargs a) {
-  T0 *sc = (T0 *)a.p[0];
-  float *lse = (float *)a.p[1];
-  const long long B = a.i[0], T = a.i[1], H = a.i[2];
-  const bool causal = a.i[8] != 0;
-  const float scale = a.f[0];
+  T0 *sc = (T0 *)a.p[ATTN_NAIVE_SOFTMAX_P_SCORES];
+  float *lse = (float *)a.p[ATTN_NAIVE_SOFTMAX_P_LSE];
+  const long long B = a.i[ATTN_NAIVE_SOFTMAX_I_B], T = a.i[ATTN_NAIVE_SOFTMAX_I_T], H = a.i[ATTN_NAIVE_SOFTMAX_I_H];
+  const bool causal = a.i[ATTN_NAIVE_SOFTMAX_I_CAUSAL] != 0;
+  const float scale = a.f[ATTN_NAIVE_SOFTMAX_F_SCALE];
   __shared__ float sh[64];
   for (long long r = blockIdx.x; r < B * H * T; r += gridDim.x) {
     const long long t = r % T, nk = causal ? t + 1 : T;
@@ -41,10 +41,11 @@ extern "C" __global__ void __launch_bounds__(DDP_BLOCK) ddp_attn_naive_softmax(c
 
 #ifdef DDP_ENTRY_attn_naive_softmax_bwd
 extern "C" __global__ void __launch_bounds__(DDP_BLOCK) ddp_attn_naive_softmax_bwd(const ddp_kargs a) {
-  const T0 *pr = (const T0 *)a.p[0];
-  T1 *dp = (T1 *)a.p[1];
-  const long long B = a.i[0], T = a.i[1], H = a.i[2];
-  const float scale = a.f[0];
+  const T0 *pr = (const T0 *)a.p[ATTN_NAIVE_SOFTMAX_BWD_P_PROBS];
+  T1 *dp = (T1 *)a.p[ATTN_NAIVE_SOFTMAX_BWD_P_DPROBS];
+  const long long B = a.i[ATTN_NAIVE_SOFTMAX_BWD_I_B], T = a.i[ATTN_NAIVE_SOFTMAX_BWD_I_T],
+                  H = a.i[ATTN_NAIVE_SOFTMAX_BWD_I_H];
+  const float scale = a.f[ATTN_NAIVE_SOFTMAX_BWD_F_SCALE];
   __shared__ float sh[32];
   for (long long r = blockIdx.x; r < B * H * T; r += gridDim.x) {
     const T0 *p = pr + r * T;

@@ -4,6 +4,7 @@
 // conversions to and from float for float / __nv_bfloat16 / int, packed (vector) loads and stores of
 // N elements, and deterministic warp/block reductions (fixed order: same input, same bits).
 #pragma once
+#include "op_slots.h" // plan/op_slots.h: the named argument slots (NVRTC gets -I<templates>/../plan)
 #include <cuda_bf16.h>
 
 struct ddp_kargs {

@@ -16,12 +16,12 @@
 
 #ifdef DDP_ENTRY_xent
 extern "C" __global__ void __launch_bounds__(DDP_BLOCK) ddp_xent(const ddp_kargs a) {
-  const T0 *logits = (const T0 *)a.p[0];
-  const int *tgt = (const int *)a.p[1];
-  float *loss = (float *)a.p[2];
-  T3 *dl = (T3 *)a.p[3];
-  const long long N = a.i[0], V = a.i[1];
-  const float scale = a.f[0];
+  const T0 *logits = (const T0 *)a.p[XENT_P_LOGITS];
+  const int *tgt = (const int *)a.p[XENT_P_TARGETS];
+  float *loss = (float *)a.p[XENT_P_LOSS_ROWS];
+  T3 *dl = (T3 *)a.p[XENT_P_DLOGITS];
+  const long long N = a.i[XENT_I_N], V = a.i[XENT_I_V];
+  const float scale = a.f[XENT_F_SCALE];
   constexpr int W = DDP_VEC;
   const bool vin = V % W == 0 && ddp_pack_ok<T0, W>(logits), vout = V % W == 0 && ddp_pack_ok<T3, W>(dl);
   __shared__ float sh[64];

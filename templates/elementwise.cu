@@ -18,9 +18,9 @@ constexpr int W = DDP_VEC;
 
 #ifdef DDP_ENTRY_cast
 extern "C" __global__ void __launch_bounds__(DDP_BLOCK) ddp_cast(const ddp_kargs a) {
-  const T0 *in = (const T0 *)a.p[0];
-  T1 *out = (T1 *)a.p[1];
-  const long long n = a.i[0];
+  const T0 *in = (const T0 *)a.p[CAST_P_IN];
+  T1 *out = (T1 *)a.p[CAST_P_OUT];
+  const long long n = a.i[CAST_I_N];
   const bool vec = ddp_pack_ok<T0, W>(in) && ddp_pack_ok<T1, W>(out);
   DDP_EW_LOOP(n) {
     float x[W];
@@ -32,10 +32,10 @@ extern "C" __global__ void __launch_bounds__(DDP_BLOCK) ddp_cast(const ddp_kargs
 
 #ifdef DDP_ENTRY_add
 extern "C" __global__ void __launch_bounds__(DDP_BLOCK) ddp_add(const ddp_kargs a) {
-  const T0 *x = (const T0 *)a.p[0];
-  const T1 *y = (const T1 *)a.p[1];
-  T2 *out = (T2 *)a.p[2];
-  const long long n = a.i[0];
+  const T0 *x = (const T0 *)a.p[ADD_P_A];
+  const T1 *y = (const T1 *)a.p[ADD_P_B];
+  T2 *out = (T2 *)a.p[ADD_P_OUT];
+  const long long n = a.i[ADD_I_N];
   const bool vec = ddp_pack_ok<T0, W>(x) && ddp_pack_ok<T1, W>(y) && ddp_pack_ok<T2, W>(out);
   DDP_EW_LOOP(n) {
     float u[W], v[W];
@@ -50,9 +50,9 @@ extern "C" __global__ void __launch_bounds__(DDP_BLOCK) ddp_add(const ddp_kargs 
 
 #ifdef DDP_ENTRY_scale
 extern "C" __global__ void __launch_bounds__(DDP_BLOCK) ddp_scale(const ddp_kargs a) {
-  T0 *x = (T0 *)a.p[0];
-  const long long n = a.i[0];
-  const float s = a.f[0];
+  T0 *x = (T0 *)a.p[SCALE_P_X];
+  const long long n = a.i[SCALE_I_N];
+  const float s = a.f[SCALE_F_S];
   const bool vec = ddp_pack_ok<T0, W>(x);
   DDP_EW_LOOP(n) {
     float u[W];
@@ -66,9 +66,9 @@ extern "C" __global__ void __launch_bounds__(DDP_BLOCK) ddp_scale(const ddp_karg
 
 #ifdef DDP_ENTRY_bias_add
 extern "C" __global__ void __launch_bounds__(DDP_BLOCK) ddp_bias_add(const ddp_kargs a) {
-  T0 *y = (T0 *)a.p[0];
-  const T1 *b = (const T1 *)a.p[1];
-  const long long N = a.i[0], M = a.i[1];
+  T0 *y = (T0 *)a.p[BIAS_ADD_P_Y];
+  const T1 *b = (const T1 *)a.p[BIAS_ADD_P_B];
+  const long long N = a.i[BIAS_ADD_I_N], M = a.i[BIAS_ADD_I_M];
   const bool vec = M % W == 0 && ddp_pack_ok<T0, W>(y) && ddp_pack_ok<T1, W>(b);
   for (long long r = blockIdx.y; r < N; r += gridDim.y)
     for (long long c = ((long long)blockIdx.x * DDP_BLOCK + threadIdx.x) * W; c < M;
@@ -85,9 +85,9 @@ extern "C" __global__ void __launch_bounds__(DDP_BLOCK) ddp_bias_add(const ddp_k
 
 #ifdef DDP_ENTRY_relu_fwd
 extern "C" __global__ void __launch_bounds__(DDP_BLOCK) ddp_relu_fwd(const ddp_kargs a) {
-  const T0 *x = (const T0 *)a.p[0];
-  T1 *y = (T1 *)a.p[1];
-  const long long n = a.i[0];
+  const T0 *x = (const T0 *)a.p[RELU_FWD_P_X];
+  T1 *y = (T1 *)a.p[RELU_FWD_P_Y];
+  const long long n = a.i[RELU_FWD_I_N];
   const bool vec = ddp_pack_ok<T0, W>(x) && ddp_pack_ok<T1, W>(y);
   DDP_EW_LOOP(n) {
     float u[W];
@@ -101,11 +101,11 @@ extern "C" __global__ void __launch_bounds__(DDP_BLOCK) ddp_relu_fwd(const ddp_k
 
 #ifdef DDP_ENTRY_relu_bwd
 extern "C" __global__ void __launch_bounds__(DDP_BLOCK) ddp_relu_bwd(const ddp_kargs a) {
-  const T0 *y = (const T0 *)a.p[0];
-  const T1 *dy = (const T1 *)a.p[1];
-  T2 *dx = (T2 *)a.p[2];
-  const long long n = a.i[0];
-  const bool acc = a.i[1] != 0;
+  const T0 *y = (const T0 *)a.p[RELU_BWD_P_Y];
+  const T1 *dy = (const T1 *)a.p[RELU_BWD_P_DY];
+  T2 *dx = (T2 *)a.p[RELU_BWD_P_DX];
+  const long long n = a.i[RELU_BWD_I_N];
+  const bool acc = a.i[RELU_BWD_I_ACC] != 0;
   const bool vec = ddp_pack_ok<T0, W>(y) && ddp_pack_ok<T1, W>(dy) && ddp_pack_ok<T2, W>(dx);
   DDP_EW_LOOP(n) {
     float u[W], g[W], o[W];

@@ -14,10 +14,10 @@
 
 #ifdef DDP_ENTRY_embed_fwd
 extern "C" __global__ void __launch_bounds__(DDP_BLOCK) ddp_embed_fwd(const ddp_kargs a) {
-  const int *tok = (const int *)a.p[0];
-  const T1 *table = (const T1 *)a.p[1];
-  T2 *out = (T2 *)a.p[2];
-  const long long N = a.i[0], D = a.i[1], V = a.i[2];
+  const int *tok = (const int *)a.p[EMBED_FWD_P_TOKENS];
+  const T1 *table = (const T1 *)a.p[EMBED_FWD_P_TABLE];
+  T2 *out = (T2 *)a.p[EMBED_FWD_P_OUT];
+  const long long N = a.i[EMBED_FWD_I_N], D = a.i[EMBED_FWD_I_D], V = a.i[EMBED_FWD_I_V];
   constexpr int W = 4;
   const bool vec = D % W == 0 && ddp_pack_ok<T1, W>(table) && ddp_pack_ok<T2, W>(out);
   for (long long n = blockIdx.x; n < N; n += gridDim.x) {
@@ -39,11 +39,11 @@ extern "C" __global__ void __launch_bounds__(DDP_BLOCK) ddp_embed_fwd(const ddp_
 
 #ifdef DDP_ENTRY_embed_bwd
 extern "C" __global__ void __launch_bounds__(DDP_BLOCK) ddp_embed_bwd(const ddp_kargs a) {
-  const int *tok = (const int *)a.p[0];
-  const T1 *dout = (const T1 *)a.p[1];
-  T2 *dtab = (T2 *)a.p[2];
-  const long long N = a.i[0], D = a.i[1], V = a.i[2];
-  const bool acc = a.i[3] != 0;
+  const int *tok = (const int *)a.p[EMBED_BWD_P_TOKENS];
+  const T1 *dout = (const T1 *)a.p[EMBED_BWD_P_DOUT];
+  T2 *dtab = (T2 *)a.p[EMBED_BWD_P_DTABLE];
+  const long long N = a.i[EMBED_BWD_I_N], D = a.i[EMBED_BWD_I_D], V = a.i[EMBED_BWD_I_V];
+  const bool acc = a.i[EMBED_BWD_I_ACC] != 0;
   const long long c = (long long)blockIdx.x * DDP_BLOCK + threadIdx.x;
   const long long R = (V + gridDim.y - 1) / gridDim.y;
   const long long v0 = (long long)blockIdx.y * R, v1 = v0 + R < V ? v0 + R : V;

@@ -12,13 +12,13 @@ using namespace rows;
 
 #ifdef DDP_ENTRY_layernorm_fwd
 extern "C" __global__ void __launch_bounds__(DDP_BLOCK) ddp_layernorm_fwd(const ddp_kargs a) {
-  const T0 *x = (const T0 *)a.p[0];
-  const T1 *w = (const T1 *)a.p[1];
-  const T2 *b = (const T2 *)a.p[2];
-  T3 *y = (T3 *)a.p[3];
-  float *mean_out = (float *)a.p[4], *rstd_out = (float *)a.p[5];
-  const long long N = a.i[0], D = a.i[1];
-  const float eps = a.f[0], invD = 1.f / (float)D;
+  const T0 *x = (const T0 *)a.p[LAYERNORM_FWD_P_X];
+  const T1 *w = (const T1 *)a.p[LAYERNORM_FWD_P_W];
+  const T2 *b = (const T2 *)a.p[LAYERNORM_FWD_P_B];
+  T3 *y = (T3 *)a.p[LAYERNORM_FWD_P_Y];
+  float *mean_out = (float *)a.p[LAYERNORM_FWD_P_MEAN], *rstd_out = (float *)a.p[LAYERNORM_FWD_P_RSTD];
+  const long long N = a.i[LAYERNORM_FWD_I_N], D = a.i[LAYERNORM_FWD_I_D];
+  const float eps = a.f[LAYERNORM_FWD_F_EPS], invD = 1.f / (float)D;
   __shared__ float sh[32];
   const bool vx = vec_ok(x, D), vy = vec_ok(y, D);
   float wv[K][V], bv[K][V];
@@ -61,14 +61,15 @@ extern "C" __global__ void __launch_bounds__(DDP_BLOCK) ddp_layernorm_fwd(const 
 
 #ifdef DDP_ENTRY_layernorm_bwd
 extern "C" __global__ void __launch_bounds__(DDP_BLOCK) ddp_layernorm_bwd(const ddp_kargs a) {
-  const T0 *x = (const T0 *)a.p[0];
-  const T1 *w = (const T1 *)a.p[1];
-  const T2 *dy = (const T2 *)a.p[2];
-  const float *mean = (const float *)a.p[3], *rstd = (const float *)a.p[4];
-  T5 *dx = (T5 *)a.p[5];
-  float *dw = (float *)a.p[6], *db = (float *)a.p[7];
-  const long long N = a.i[0], D = a.i[1], P = a.i[3] < 1 ? 1 : a.i[3];
-  const bool acc = a.i[2] != 0;
+  const T0 *x = (const T0 *)a.p[LAYERNORM_BWD_P_X];
+  const T1 *w = (const T1 *)a.p[LAYERNORM_BWD_P_W];
+  const T2 *dy = (const T2 *)a.p[LAYERNORM_BWD_P_DY];
+  const float *mean = (const float *)a.p[LAYERNORM_BWD_P_MEAN], *rstd = (const float *)a.p[LAYERNORM_BWD_P_RSTD];
+  T5 *dx = (T5 *)a.p[LAYERNORM_BWD_P_DX];
+  float *dw = (float *)a.p[LAYERNORM_BWD_P_DW_PART], *db = (float *)a.p[LAYERNORM_BWD_P_DB_PART];
+  const long long N = a.i[LAYERNORM_BWD_I_N], D = a.i[LAYERNORM_BWD_I_D],
+                  P = a.i[LAYERNORM_BWD_I_P] < 1 ? 1 : a.i[LAYERNORM_BWD_I_P];
+  const bool acc = a.i[LAYERNORM_BWD_I_ACC] != 0;
   __shared__ float sh[RPB > 1 ? G * K * V : 32];
   const bool vx = vec_ok(x, D), vdy = vec_ok(dy, D), vdx = vec_ok(dx, D);
   const float invD = 1.f / (float)D;

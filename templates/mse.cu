@@ -10,12 +10,12 @@
 
 #ifdef DDP_ENTRY_mse
 extern "C" __global__ void __launch_bounds__(DDP_BLOCK) ddp_mse(const ddp_kargs a) {
-  const T0 *pred = (const T0 *)a.p[0];
-  const T1 *tgt = (const T1 *)a.p[1];
-  float *loss = (float *)a.p[2];
-  T3 *dp = (T3 *)a.p[3];
-  const long long N = a.i[0], M = a.i[1];
-  const float scale = a.f[0];
+  const T0 *pred = (const T0 *)a.p[MSE_P_PRED];
+  const T1 *tgt = (const T1 *)a.p[MSE_P_TARGET];
+  float *loss = (float *)a.p[MSE_P_LOSS_ROWS];
+  T3 *dp = (T3 *)a.p[MSE_P_DPRED];
+  const long long N = a.i[MSE_I_N], M = a.i[MSE_I_M];
+  const float scale = a.f[MSE_F_SCALE];
   constexpr int RPB = DDP_BLOCK / 32;
   const int lane = threadIdx.x & 31;
   for (long long n = (long long)blockIdx.x * RPB + (threadIdx.x >> 5); n < N; n += (long long)gridDim.x * RPB) {

@@ -23,9 +23,9 @@
 
 #ifdef DDP_ENTRY_sumsq
 extern "C" __global__ void __launch_bounds__(DDP_BLOCK) ddp_sumsq(const ddp_kargs a) {
-  const T0 *x = (const T0 *)a.p[0];
-  float *part = (float *)a.p[1];
-  const long long n = a.i[0], P = a.i[1] < 1 ? 1 : a.i[1];
+  const T0 *x = (const T0 *)a.p[SUMSQ_P_X];
+  float *part = (float *)a.p[SUMSQ_P_PART];
+  const long long n = a.i[SUMSQ_I_N], P = a.i[SUMSQ_I_P] < 1 ? 1 : a.i[SUMSQ_I_P];
   const long long R = (n + P - 1) / P;
   __shared__ float sh[32];
   for (long long c = blockIdx.x; c < P; c += gridDim.x) {
@@ -49,9 +49,9 @@ extern "C" __global__ void __launch_bounds__(DDP_BLOCK) ddp_sumsq(const ddp_karg
 
 #ifdef DDP_ENTRY_opt_scalars
 extern "C" __global__ void __launch_bounds__(DDP_BLOCK) ddp_opt_scalars(const ddp_kargs a) {
-  const float *part = (const float *)a.p[0];
-  float *sc = (float *)a.p[1];
-  const long long P = a.i[0];
+  const float *part = (const float *)a.p[OPT_SCALARS_P_PART];
+  float *sc = (float *)a.p[OPT_SCALARS_P_SCALARS];
+  const long long P = a.i[OPT_SCALARS_I_P];
   __shared__ double shd[DDP_BLOCK];
   double s = 0.0;
   if (part)
@@ -61,10 +61,11 @@ extern "C" __global__ void __launch_bounds__(DDP_BLOCK) ddp_opt_scalars(const dd
   if (threadIdx.x != 0) return;
   double sumsq = 0.0;
   for (int k = 0; k < DDP_BLOCK; k++) sumsq += shd[k];
-  const double t = (double)sc[0] + 1.0, it = t - 1.0;
-  const double mx = a.f[0], mn = a.f[1], warm = (double)a.i[2], cyc = (double)a.i[3];
+  const double t = (double)sc[SCALAR_STEP] + 1.0, it = t - 1.0;
+  const double mx = a.f[OPT_SCALARS_F_LR_MAX], mn = a.f[OPT_SCALARS_F_LR_MIN], warm = (double)a.i[OPT_SCALARS_I_WARMUP],
+               cyc = (double)a.i[OPT_SCALARS_I_CYCLE];
   double lr = mx;
-  if (a.i[1] == 1) {
+  if (a.i[OPT_SCALARS_I_SCHEDULE] == 1) {
     if (it < warm) {
       lr = it / warm * mx;
     } else if (it <= cyc) {
@@ -74,26 +75,26 @@ extern "C" __global__ void __launch_bounds__(DDP_BLOCK) ddp_opt_scalars(const dd
       lr = mn;
     }
   }
-  const double norm = sqrt(sumsq), maxn = a.f[2];
-  const double clip = a.i[4] && part && norm > maxn ? maxn / (norm + 1e-6) : 1.0;
-  sc[0] = (float)t;
-  sc[1] = (float)lr;
-  sc[2] = (float)norm;
-  sc[3] = (float)clip;
+  const double norm = sqrt(sumsq), maxn = a.f[OPT_SCALARS_F_MAX_NORM];
+  const double clip = a.i[OPT_SCALARS_I_CLIP] && part && norm > maxn ? maxn / (norm + 1e-6) : 1.0;
+  sc[SCALAR_STEP] = (float)t;
+  sc[SCALAR_LR] = (float)lr;
+  sc[SCALAR_GRAD_NORM] = (float)norm;
+  sc[SCALAR_CLIP_SCALE] = (float)clip;
 }
 #endif
 
 #ifdef DDP_ENTRY_adamw
 extern "C" __global__ void __launch_bounds__(DDP_BLOCK) ddp_adamw(const ddp_kargs a) {
-  float *p = (float *)a.p[0];
-  const T1 *grad = (const T1 *)a.p[1];
-  float *m = (float *)a.p[2], *v = (float *)a.p[3];
-  T4 *copy = (T4 *)a.p[4];
-  const float *sc = (const float *)a.p[5];
-  const long long n = a.i[0];
-  const float b1 = a.f[0], b2 = a.f[1], eps = a.f[2], wd = a.f[3];
-  const double t = sc[0];
-  const float lr = sc[1], clip = sc[3];
+  float *p = (float *)a.p[ADAMW_P_PARAM];
+  const T1 *grad = (const T1 *)a.p[ADAMW_P_GRAD];
+  float *m = (float *)a.p[ADAMW_P_M], *v = (float *)a.p[ADAMW_P_V];
+  T4 *copy = (T4 *)a.p[ADAMW_P_COPY];
+  const float *sc = (const float *)a.p[ADAMW_P_SCALARS];
+  const long long n = a.i[ADAMW_I_N];
+  const float b1 = a.f[ADAMW_F_B1], b2 = a.f[ADAMW_F_B2], eps = a.f[ADAMW_F_EPS], wd = a.f[ADAMW_F_WD];
+  const double t = sc[SCALAR_STEP];
+  const float lr = sc[SCALAR_LR], clip = sc[SCALAR_CLIP_SCALE];
   const float alpha = (float)((double)lr * sqrt(1.0 - pow((double)b2, t)) / (1.0 - pow((double)b1, t)));
   const float decay = lr * wd;
   constexpr int W = DDP_VEC;
@@ -137,12 +138,12 @@ extern "C" __global__ void __launch_bounds__(DDP_BLOCK) ddp_adamw(const ddp_karg
 
 #ifdef DDP_ENTRY_sgd
 extern "C" __global__ void __launch_bounds__(DDP_BLOCK) ddp_sgd(const ddp_kargs a) {
-  float *p = (float *)a.p[0];
-  const T1 *grad = (const T1 *)a.p[1];
-  T2 *copy = (T2 *)a.p[2];
-  const float *sc = (const float *)a.p[3];
-  const long long n = a.i[0];
-  const float step = sc[1] * sc[3];
+  float *p = (float *)a.p[SGD_P_PARAM];
+  const T1 *grad = (const T1 *)a.p[SGD_P_GRAD];
+  T2 *copy = (T2 *)a.p[SGD_P_COPY];
+  const float *sc = (const float *)a.p[SGD_P_SCALARS];
+  const long long n = a.i[SGD_I_N];
+  const float step = sc[SCALAR_LR] * sc[SCALAR_CLIP_SCALE];
   constexpr int W = DDP_VEC;
   const bool vec = ddp_pack_ok<float, W>(p) && ddp_pack_ok<T1, W>(grad) && (copy == nullptr || ddp_pack_ok<T2, W>(copy));
   for (long long i = ddp_gtid() * W; i < n; i += ddp_gstride() * W) {

@@ -15,11 +15,11 @@
 
 #ifdef DDP_ENTRY_reduce_rows
 extern "C" __global__ void __launch_bounds__(32 * DDP_ROWS) ddp_reduce_rows(const ddp_kargs a) {
-  const T0 *in = (const T0 *)a.p[0];
-  T1 *out = (T1 *)a.p[1];
-  const long long P = a.i[0], D = a.i[1];
-  const bool acc = a.i[2] != 0;
-  const float scale = a.f[0];
+  const T0 *in = (const T0 *)a.p[REDUCE_ROWS_P_IN];
+  T1 *out = (T1 *)a.p[REDUCE_ROWS_P_OUT];
+  const long long P = a.i[REDUCE_ROWS_I_P], D = a.i[REDUCE_ROWS_I_D];
+  const bool acc = a.i[REDUCE_ROWS_I_ACC] != 0;
+  const float scale = a.f[REDUCE_ROWS_F_SCALE];
   __shared__ float part[DDP_ROWS][33];
   const int tx = threadIdx.x & 31, ty = threadIdx.x >> 5;
   for (long long c0 = (long long)blockIdx.x * 32; c0 < D; c0 += (long long)gridDim.x * 32) {
@@ -49,14 +49,14 @@ extern "C" __global__ void __launch_bounds__(32 * DDP_ROWS) ddp_reduce_rows(cons
 
 #ifdef DDP_ENTRY_sum
 extern "C" __global__ void __launch_bounds__(DDP_BLOCK) ddp_sum(const ddp_kargs a) {
-  const T0 *in = (const T0 *)a.p[0];
-  T1 *out = (T1 *)a.p[1];
-  const long long n = a.i[0];
-  const bool acc = a.i[1] != 0;
+  const T0 *in = (const T0 *)a.p[SUM_P_IN];
+  T1 *out = (T1 *)a.p[SUM_P_OUT];
+  const long long n = a.i[SUM_I_N];
+  const bool acc = a.i[SUM_I_ACC] != 0;
   __shared__ float sh[32];
   float s = 0.f;
   for (long long i = threadIdx.x; i < n; i += DDP_BLOCK) s += ddp_f(in[i]);
-  s = ddp_block_sum(s, sh) * a.f[0];
+  s = ddp_block_sum(s, sh) * a.f[SUM_F_SCALE];
   if (threadIdx.x == 0) out[0] = ddp_to<T1>(acc ? ddp_f(out[0]) + s : s);
 }
 #endif

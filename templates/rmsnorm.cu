@@ -11,12 +11,12 @@ using namespace rows;
 
 #ifdef DDP_ENTRY_rmsnorm_fwd
 extern "C" __global__ void __launch_bounds__(DDP_BLOCK) ddp_rmsnorm_fwd(const ddp_kargs a) {
-  const T0 *x = (const T0 *)a.p[0];
-  const T1 *g = (const T1 *)a.p[1];
-  T2 *y = (T2 *)a.p[2];
-  float *rstd = (float *)a.p[3];
-  const long long N = a.i[0], D = a.i[1];
-  const float eps = a.f[0];
+  const T0 *x = (const T0 *)a.p[RMSNORM_FWD_P_X];
+  const T1 *g = (const T1 *)a.p[RMSNORM_FWD_P_G];
+  T2 *y = (T2 *)a.p[RMSNORM_FWD_P_Y];
+  float *rstd = (float *)a.p[RMSNORM_FWD_P_RSTD];
+  const long long N = a.i[RMSNORM_FWD_I_N], D = a.i[RMSNORM_FWD_I_D];
+  const float eps = a.f[RMSNORM_FWD_F_EPS];
   __shared__ float sh[32];
   const bool vx = vec_ok(x, D), vg = vec_ok(g, D), vy = vec_ok(y, D);
   float gv[K][V];
@@ -46,14 +46,15 @@ extern "C" __global__ void __launch_bounds__(DDP_BLOCK) ddp_rmsnorm_fwd(const dd
 
 #ifdef DDP_ENTRY_rmsnorm_bwd
 extern "C" __global__ void __launch_bounds__(DDP_BLOCK) ddp_rmsnorm_bwd(const ddp_kargs a) {
-  const T0 *x = (const T0 *)a.p[0];
-  const T1 *g = (const T1 *)a.p[1];
-  const T2 *dy = (const T2 *)a.p[2];
-  const float *rstd = (const float *)a.p[3];
-  T4 *dx = (T4 *)a.p[4];
-  float *dg = (float *)a.p[5];
-  const long long N = a.i[0], D = a.i[1], P = a.i[3] < 1 ? 1 : a.i[3];
-  const bool acc = a.i[2] != 0;
+  const T0 *x = (const T0 *)a.p[RMSNORM_BWD_P_X];
+  const T1 *g = (const T1 *)a.p[RMSNORM_BWD_P_G];
+  const T2 *dy = (const T2 *)a.p[RMSNORM_BWD_P_DY];
+  const float *rstd = (const float *)a.p[RMSNORM_BWD_P_RSTD];
+  T4 *dx = (T4 *)a.p[RMSNORM_BWD_P_DX];
+  float *dg = (float *)a.p[RMSNORM_BWD_P_DG_PART];
+  const long long N = a.i[RMSNORM_BWD_I_N], D = a.i[RMSNORM_BWD_I_D],
+                  P = a.i[RMSNORM_BWD_I_P] < 1 ? 1 : a.i[RMSNORM_BWD_I_P];
+  const bool acc = a.i[RMSNORM_BWD_I_ACC] != 0;
   __shared__ float sh[RPB > 1 ? G * K * V : 32];
   const bool vx = vec_ok(x, D), vg = vec_ok(g, D), vdy = vec_ok(dy, D), vdx = vec_ok(dx, D);
   const float invD = 1.f / (float)D;

@@ -13,11 +13,11 @@
 
 #ifdef DDP_ENTRY_rope
 extern "C" __global__ void __launch_bounds__(DDP_BLOCK) ddp_rope(const ddp_kargs a) {
-  T0 *x = (T0 *)a.p[0];
-  const T1 *inv = (const T1 *)a.p[1];
-  const long long B = a.i[0], T = a.i[1], stride = a.i[4];
-  const int H = (int)a.i[2], Dh = (int)a.i[3], half = Dh / 2;
-  const float sign = a.i[5] ? -1.f : 1.f;
+  T0 *x = (T0 *)a.p[ROPE_P_X];
+  const T1 *inv = (const T1 *)a.p[ROPE_P_INV_FREQ];
+  const long long B = a.i[ROPE_I_B], T = a.i[ROPE_I_T], stride = a.i[ROPE_I_STRIDE];
+  const int H = (int)a.i[ROPE_I_H], Dh = (int)a.i[ROPE_I_DH], half = Dh / 2;
+  const float sign = a.i[ROPE_I_INVERSE] ? -1.f : 1.f;
   __shared__ float cs[128], sn[128];
   constexpr int W = 16 / (int)sizeof(T0); // elements per 16-byte pack (even)
   const bool vec = Dh % W == 0 && ddp_pack_ok<T0, W>(x) && (stride * (long long)sizeof(T0)) % 16 == 0;

@@ -29,9 +29,9 @@ __device__ __forceinline__ void at(long long i, long long F, long long &ia, long
 #ifdef DDP_ENTRY_swiglu_fwd
 extern "C" __global__ void __launch_bounds__(DDP_BLOCK) ddp_swiglu_fwd(const ddp_kargs a) {
   using namespace swiglu;
-  const T0 *ab = (const T0 *)a.p[0];
-  T1 *h = (T1 *)a.p[1];
-  const long long N = a.i[0], F = a.i[1], total = N * F;
+  const T0 *ab = (const T0 *)a.p[SWIGLU_FWD_P_AB];
+  T1 *h = (T1 *)a.p[SWIGLU_FWD_P_H];
+  const long long N = a.i[SWIGLU_FWD_I_N], F = a.i[SWIGLU_FWD_I_F], total = N * F;
   if (F % W == 0 && ddp_pack_ok<T0, W>(ab) && ddp_pack_ok<T1, W>(h)) {
     const long long packs = total / W, step = ddp_gstride();
     for (long long p = ddp_gtid(); p < packs; p += U * step) {
@@ -72,10 +72,10 @@ __device__ __forceinline__ void swiglu_grad(float x, float y, float g, float &da
 }
 extern "C" __global__ void __launch_bounds__(DDP_BLOCK) ddp_swiglu_bwd(const ddp_kargs a) {
   using namespace swiglu;
-  const T0 *ab = (const T0 *)a.p[0];
-  const T1 *dh = (const T1 *)a.p[1];
-  T2 *dab = (T2 *)a.p[2];
-  const long long N = a.i[0], F = a.i[1], total = N * F;
+  const T0 *ab = (const T0 *)a.p[SWIGLU_BWD_P_AB];
+  const T1 *dh = (const T1 *)a.p[SWIGLU_BWD_P_DH];
+  T2 *dab = (T2 *)a.p[SWIGLU_BWD_P_DAB];
+  const long long N = a.i[SWIGLU_BWD_I_N], F = a.i[SWIGLU_BWD_I_F], total = N * F;
   if (F % W == 0 && ddp_pack_ok<T0, W>(ab) && ddp_pack_ok<T1, W>(dh) && ddp_pack_ok<T2, W>(dab)) {
     const long long packs = total / W, step = ddp_gstride();
     for (long long p = ddp_gtid(); p < packs; p += U * step) {

@@ -8,8 +8,8 @@
 #include <stdio.h>
 #include <string.h>
 
-static int32_t find_or_add_module(ddp_plan *p, int op, const char *spec) {
-  const char *tpl = ddp_op_template(op), *entry = ddp_op_entry(op);
+static int32_t find_or_add_module(ddp_plan *p, int op, const char *tpl, const char *spec) {
+  const char *entry = ddp_op_entry(op);
   for (uint32_t m = 0; m < p->nmodules; m++) {
     const ddp_module *md = &p->modules[m];
     if (!strcmp(md->template_name, tpl) && !strcmp(md->entry, entry) && !strcmp(md->spec, spec))
@@ -45,7 +45,7 @@ static int specialise_program(ddp_plan *p, ddp_program *prog, const char *arch, 
     ddp_instr *in = &prog->v[i];
     if (in->opcode != I_KERNEL) continue;
     if (ddp_kernel_launch(in, arch, o, &launch, err, errcap) != 0) return -1;
-    int32_t m = find_or_add_module(p, in->op, launch.spec);
+    int32_t m = find_or_add_module(p, in->op, launch.tpl, launch.spec);
     in->kernel = find_or_add_kernel(p, in->op, m);
     memcpy(in->grid, launch.grid, sizeof launch.grid);
     memcpy(in->block, launch.block, sizeof launch.block);

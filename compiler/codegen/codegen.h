@@ -26,6 +26,7 @@ int ddp_codegen_opts_from_env(ddp_codegen_opts *o, char *err, size_t errcap);
 typedef struct ddp_launch {
   uint32_t grid[3], block[3], smem;
   char spec[2048]; /* "#define NAME VALUE" lines prepended to the template */
+  const char *tpl; /* the template file templates/<tpl>.cu: the op's, or attention_f32 for f32 attention */
 } ddp_launch;
 
 /* launch.c: the launch geometry and specialisation of one KERNEL instruction (whose

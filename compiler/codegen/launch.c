@@ -52,33 +52,35 @@ static void geom(ddp_launch *launch, int64_t gx, int64_t gy, int64_t block, int6
   launch->smem = (uint32_t)smem;
 }
 
-/* The pointer slots each op reads or writes (bit k = p[k]), from plan/ops.h. */
+/* The pointer slots each op reads or writes (bit k = p[k]), from plan/op_slots.h. */
+#define SLOT(k) (1u << (k))
+#define UPTO(k) ((2u << (k)) - 1) /* slots 0..k */
 static unsigned op_slots(int op) {
   switch (op) {
-  case OP_EMBED_FWD: case OP_EMBED_BWD: return 0x7;
-  case OP_RMSNORM_FWD: return 0xf;
-  case OP_RMSNORM_BWD: return 0x3f;
-  case OP_REDUCE_ROWS: case OP_SUM: return 0x3;
-  case OP_ROPE: return 0x3;
-  case OP_ATTN_FWD: return 0x1f;
-  case OP_ATTN_BWD_PREP: return 0x7;
-  case OP_ATTN_BWD_DKV: return 0x1f7;
-  case OP_ATTN_BWD_DQ: return 0x277;
-  case OP_SWIGLU_FWD: return 0x3;
-  case OP_SWIGLU_BWD: return 0x7;
-  case OP_XENT: case OP_MSE: return 0xf;
-  case OP_SUMSQ: case OP_OPT_SCALARS: return 0x3;
-  case OP_ADAMW: return 0x3f;
-  case OP_SGD: return 0xf;
-  case OP_CAST: return 0x3;
-  case OP_ADD: return 0x7;
-  case OP_SCALE: return 0x1;
-  case OP_BIAS_ADD: return 0x3;
-  case OP_RELU_FWD: return 0x3;
-  case OP_RELU_BWD: return 0x7;
-  case OP_LAYERNORM_FWD: return 0x3f;
-  case OP_LAYERNORM_BWD: return 0xff;
-  case OP_ATTN_NAIVE_SOFTMAX: case OP_ATTN_NAIVE_SOFTMAX_BWD: return 0x3;
+  case OP_EMBED_FWD: case OP_EMBED_BWD: return UPTO(EMBED_FWD_P_OUT);
+  case OP_RMSNORM_FWD: return UPTO(RMSNORM_FWD_P_RSTD);
+  case OP_RMSNORM_BWD: return UPTO(RMSNORM_BWD_P_DG_PART);
+  case OP_REDUCE_ROWS: case OP_SUM: return UPTO(SUM_P_OUT);
+  case OP_ROPE: return UPTO(ROPE_P_INV_FREQ);
+  case OP_ATTN_FWD: return UPTO(ATTN_P_LSE);
+  case OP_ATTN_BWD_PREP: return UPTO(ATTN_BWD_PREP_P_DELTA);
+  case OP_ATTN_BWD_DKV: return UPTO(ATTN_P_DV) & ~SLOT(ATTN_P_O);
+  case OP_ATTN_BWD_DQ: return (UPTO(ATTN_P_DELTA) & ~SLOT(ATTN_P_O)) | SLOT(ATTN_P_DQ);
+  case OP_SWIGLU_FWD: return UPTO(SWIGLU_FWD_P_H);
+  case OP_SWIGLU_BWD: return UPTO(SWIGLU_BWD_P_DAB);
+  case OP_XENT: case OP_MSE: return UPTO(XENT_P_DLOGITS);
+  case OP_SUMSQ: case OP_OPT_SCALARS: return UPTO(SUMSQ_P_PART);
+  case OP_ADAMW: return UPTO(ADAMW_P_SCALARS);
+  case OP_SGD: return UPTO(SGD_P_SCALARS);
+  case OP_CAST: return UPTO(CAST_P_OUT);
+  case OP_ADD: return UPTO(ADD_P_OUT);
+  case OP_SCALE: return UPTO(SCALE_P_X);
+  case OP_BIAS_ADD: return UPTO(BIAS_ADD_P_B);
+  case OP_RELU_FWD: return UPTO(RELU_FWD_P_Y);
+  case OP_RELU_BWD: return UPTO(RELU_BWD_P_DX);
+  case OP_LAYERNORM_FWD: return UPTO(LAYERNORM_FWD_P_RSTD);
+  case OP_LAYERNORM_BWD: return UPTO(LAYERNORM_BWD_P_DB_PART);
+  case OP_ATTN_NAIVE_SOFTMAX: case OP_ATTN_NAIVE_SOFTMAX_BWD: return UPTO(ATTN_NAIVE_SOFTMAX_P_LSE);
   default: return 0;
   }
 }
@@ -86,28 +88,30 @@ static unsigned op_slots(int op) {
 /* Slots that must be f32 (statistics, partial tables, scalars, master state) or i32 (tokens, targets). */
 static unsigned op_f32_slots(int op) {
   switch (op) {
-  case OP_RMSNORM_FWD: return 1u << 3;
-  case OP_RMSNORM_BWD: return (1u << 3) | (1u << 5);
-  case OP_REDUCE_ROWS: return 1u << 0;
-  case OP_ROPE: return 1u << 1;
-  case OP_ATTN_FWD: return 1u << 4;
-  case OP_ATTN_BWD_PREP: return 1u << 2;
-  case OP_ATTN_BWD_DKV: case OP_ATTN_BWD_DQ: return (1u << 4) | (1u << 6);
-  case OP_XENT: case OP_MSE: return 1u << 2;
-  case OP_SUMSQ: return 1u << 1;
-  case OP_OPT_SCALARS: return 0x3;
-  case OP_ADAMW: return 0x2d;
-  case OP_SGD: return 0x9;
-  case OP_LAYERNORM_FWD: return 0x30;
-  case OP_LAYERNORM_BWD: return 0xd8;
-  case OP_ATTN_NAIVE_SOFTMAX: return 0x2;
+  case OP_RMSNORM_FWD: return SLOT(RMSNORM_FWD_P_RSTD);
+  case OP_RMSNORM_BWD: return SLOT(RMSNORM_BWD_P_RSTD) | SLOT(RMSNORM_BWD_P_DG_PART);
+  case OP_REDUCE_ROWS: return SLOT(REDUCE_ROWS_P_IN);
+  case OP_ROPE: return SLOT(ROPE_P_INV_FREQ);
+  case OP_ATTN_FWD: return SLOT(ATTN_P_LSE);
+  case OP_ATTN_BWD_PREP: return SLOT(ATTN_BWD_PREP_P_DELTA);
+  case OP_ATTN_BWD_DKV: case OP_ATTN_BWD_DQ: return SLOT(ATTN_P_LSE) | SLOT(ATTN_P_DELTA);
+  case OP_XENT: case OP_MSE: return SLOT(XENT_P_LOSS_ROWS);
+  case OP_SUMSQ: return SLOT(SUMSQ_P_PART);
+  case OP_OPT_SCALARS: return SLOT(OPT_SCALARS_P_PART) | SLOT(OPT_SCALARS_P_SCALARS);
+  case OP_ADAMW: return SLOT(ADAMW_P_PARAM) | SLOT(ADAMW_P_M) | SLOT(ADAMW_P_V) | SLOT(ADAMW_P_SCALARS);
+  case OP_SGD: return SLOT(SGD_P_PARAM) | SLOT(SGD_P_SCALARS);
+  case OP_LAYERNORM_FWD: return SLOT(LAYERNORM_FWD_P_MEAN) | SLOT(LAYERNORM_FWD_P_RSTD);
+  case OP_LAYERNORM_BWD:
+    return SLOT(LAYERNORM_BWD_P_MEAN) | SLOT(LAYERNORM_BWD_P_RSTD) | SLOT(LAYERNORM_BWD_P_DW_PART) |
+           SLOT(LAYERNORM_BWD_P_DB_PART);
+  case OP_ATTN_NAIVE_SOFTMAX: return SLOT(ATTN_NAIVE_SOFTMAX_P_LSE);
   default: return 0;
   }
 }
 static unsigned op_i32_slots(int op) {
   switch (op) {
-  case OP_EMBED_FWD: case OP_EMBED_BWD: return 1u << 0;
-  case OP_XENT: return 1u << 1;
+  case OP_EMBED_FWD: case OP_EMBED_BWD: return SLOT(EMBED_FWD_P_TOKENS);
+  case OP_XENT: return SLOT(XENT_P_TARGETS);
   default: return 0;
   }
 }
@@ -185,20 +189,21 @@ static int64_t tuned(const ddp_codegen_opts *o, int param, int64_t v) {
 
 static int attention(const ddp_instr *in, const char *arch, const ddp_codegen_opts *o, ddp_launch *launch,
                      char *err, size_t errcap) {
-  const int64_t B = in->i[0], T = in->i[1], H = in->i[2], Dh = in->i[3];
+  const int64_t B = in->i[ATTN_I_B], T = in->i[ATTN_I_T], H = in->i[ATTN_I_H], Dh = in->i[ATTN_I_DH];
   if (B < 1 || T < 1 || H < 1) return fail(err, errcap, in, "B=%lld T=%lld H=%lld must all be >= 1", (long long)B, (long long)T, (long long)H);
   if (Dh < 16 || Dh > 128 || Dh % 2)
     return fail(err, errcap, in, "head dim %lld not supported (even, 16..128)", (long long)Dh);
   const int op = in->op;
   const int64_t rows = B * T * H;
   if (op == OP_ATTN_BWD_PREP) {
-    if (in->dt[0] != in->dt[1]) return fail(err, errcap, in, "o and do must have one dtype");
+    if (in->dt[ATTN_BWD_PREP_P_O] != in->dt[ATTN_BWD_PREP_P_DO])
+      return fail(err, errcap, in, "o and do must have one dtype");
     geom(launch, clamp64(cdiv(rows, 32), 1, 1 << 20), 1, 256, 0); /* 32 rows per block packed, 8 scalar (grid-stride) */
     return 0;
   }
   /* q, k, v, (o | do): one dtype, which picks the path */
-  const int act = in->dt[0];
-  const int chk[] = {0, 1, 2, op == OP_ATTN_FWD ? 3 : 5};
+  const int act = in->dt[ATTN_P_Q];
+  const int chk[] = {ATTN_P_Q, ATTN_P_K, ATTN_P_V, op == OP_ATTN_FWD ? ATTN_P_O : ATTN_P_DO};
   for (int c = 0; c < 4; c++)
     if (in->dt[chk[c]] != act)
       return fail(err, errcap, in, "q, k, v and %s must share one dtype (got %s and %s)", op == OP_ATTN_FWD ? "o" : "do",
@@ -206,6 +211,7 @@ static int attention(const ddp_instr *in, const char *arch, const ddp_codegen_op
   if (act != DT_BF16 && act != DT_F32) return fail(err, errcap, in, "activation dtype %s not supported (f32, bf16)", ddp_dtype_name(act));
   const int64_t HD = (Dh + 15) / 16 * 16;
   const int mma = act == DT_BF16;
+  if (!mma) launch->tpl = "attention_f32";
   if (mma) {
     int num = 0;
     if (sscanf(arch, "sm_%d", &num) != 1 || num < 80)
@@ -252,6 +258,7 @@ int ddp_kernel_launch(const ddp_instr *in, const char *arch, const ddp_codegen_o
                       size_t errcap) {
   memset(out, 0, sizeof *out);
   if (in->op >= OP_COUNT) return ddp_fail(err, errcap, "kernel op %u is unknown", (unsigned)in->op);
+  out->tpl = ddp_op_template(in->op);
   if (!arch) arch = "sm_90a";
   if (types(in, out, err, errcap)) return -1;
   const int64_t *I = in->i;
@@ -262,28 +269,28 @@ int ddp_kernel_launch(const ddp_instr *in, const char *arch, const ddp_codegen_o
   switch (op) {
   case OP_EMBED_FWD:
     spec_add(out, "#define DDP_BLOCK 256\n");
-    geom(out, clamp64(I[0], 1, 1 << 20), 1, 256, 0);
+    geom(out, clamp64(I[EMBED_FWD_I_N], 1, 1 << 20), 1, 256, 0);
     break;
   case OP_EMBED_BWD: {
-    const int64_t gx = cdiv(I[1], 128);
-    const int64_t gy = clamp64(cdiv(1056, gx < 1 ? 1 : gx), 1, clamp64(I[2], 1, MAX_GRID_YZ));
+    const int64_t gx = cdiv(I[EMBED_BWD_I_D], 128);
+    const int64_t gy = clamp64(cdiv(1056, gx < 1 ? 1 : gx), 1, clamp64(I[EMBED_BWD_I_V], 1, MAX_GRID_YZ));
     spec_add(out, "#define DDP_BLOCK 128\n");
     geom(out, gx, gy, 128, 0);
     break;
   }
   case OP_RMSNORM_FWD:
   case OP_LAYERNORM_FWD:
-    if (rows_layout(in, out, I[1], in->dt[0], &rpb, err, errcap)) return -1;
-    geom(out, clamp64(cdiv(I[0], rpb), 1, 1 << 30), 1, out->block[0], 0);
+    if (rows_layout(in, out, I[RMSNORM_FWD_I_D], in->dt[RMSNORM_FWD_P_X], &rpb, err, errcap)) return -1;
+    geom(out, clamp64(cdiv(I[RMSNORM_FWD_I_N], rpb), 1, 1 << 30), 1, out->block[0], 0);
     break;
   case OP_RMSNORM_BWD:
   case OP_LAYERNORM_BWD:
-    if (rows_layout(in, out, I[1], in->dt[0], &rpb, err, errcap)) return -1;
-    geom(out, I[3] < 1 ? 1 : I[3], 1, out->block[0], 0);
+    if (rows_layout(in, out, I[RMSNORM_BWD_I_D], in->dt[RMSNORM_BWD_P_X], &rpb, err, errcap)) return -1;
+    geom(out, I[RMSNORM_BWD_I_P] < 1 ? 1 : I[RMSNORM_BWD_I_P], 1, out->block[0], 0);
     break;
   case OP_REDUCE_ROWS:
     spec_add(out, "#define DDP_ROWS 32\n"); /* 1024 threads per 32 columns: ~P/256 dependent loads each */
-    geom(out, cdiv(I[1], 32), 1, 32 * 32, 0);
+    geom(out, cdiv(I[REDUCE_ROWS_I_D], 32), 1, 32 * 32, 0);
     break;
   case OP_SUM:
   case OP_OPT_SCALARS:
@@ -291,10 +298,10 @@ int ddp_kernel_launch(const ddp_instr *in, const char *arch, const ddp_codegen_o
     geom(out, 1, 1, op == OP_SUM ? 1024 : 256, 0);
     break;
   case OP_ROPE:
-    if (I[3] % 2 || I[3] < 2 || I[3] > 256)
-      return fail(err, errcap, in, "head dim %lld must be even and in 2..256", (long long)I[3]);
+    if (I[ROPE_I_DH] % 2 || I[ROPE_I_DH] < 2 || I[ROPE_I_DH] > 256)
+      return fail(err, errcap, in, "head dim %lld must be even and in 2..256", (long long)I[ROPE_I_DH]);
     spec_add(out, "#define DDP_BLOCK 256\n");
-    geom(out, clamp64(I[0] * I[1], 1, 1 << 20), 1, 256, 0); /* a block per (b, t) row */
+    geom(out, clamp64(I[ROPE_I_B] * I[ROPE_I_T], 1, 1 << 20), 1, 256, 0); /* a block per (b, t) row */
     break;
   case OP_ATTN_FWD:
   case OP_ATTN_BWD_PREP:
@@ -306,29 +313,29 @@ int ddp_kernel_launch(const ddp_instr *in, const char *arch, const ddp_codegen_o
   case OP_SWIGLU_BWD: { /* flat packs, two per thread per iteration (templates/swiglu.cu) */
     const int vec = vec_width(in, op_slots(op));
     spec_add(out, "#define DDP_BLOCK 256\n#define DDP_VEC %d\n", vec);
-    geom(out, clamp64(cdiv(cdiv(I[0] * I[1], vec), 2 * 256), 1, 1 << 20), 1, 256, 0);
+    geom(out, clamp64(cdiv(cdiv(I[SWIGLU_FWD_I_N] * I[SWIGLU_FWD_I_F], vec), 2 * 256), 1, 1 << 20), 1, 256, 0);
     break;
   }
   case OP_BIAS_ADD: {
     const int vec = vec_width(in, op_slots(op));
     spec_add(out, "#define DDP_BLOCK 256\n#define DDP_VEC %d\n", vec);
-    geom(out, cdiv(cdiv(I[1], vec), 256), clamp64(I[0], 1, MAX_GRID_YZ), 256, 0);
+    geom(out, cdiv(cdiv(I[BIAS_ADD_I_M], vec), 256), clamp64(I[BIAS_ADD_I_N], 1, MAX_GRID_YZ), 256, 0);
     break;
   }
   case OP_XENT: {
-    const int vec = in->dt[0] == DT_BF16 ? 8 : 4;
-    const int64_t block = clamp64(cdiv(cdiv(I[1], vec * 4), 32) * 32, 32, 1024);
+    const int vec = in->dt[XENT_P_LOGITS] == DT_BF16 ? 8 : 4;
+    const int64_t block = clamp64(cdiv(cdiv(I[XENT_I_V], vec * 4), 32) * 32, 32, 1024);
     spec_add(out, "#define DDP_BLOCK %lld\n#define DDP_VEC %d\n", (long long)block, vec);
-    geom(out, clamp64(I[0], 1, 1 << 20), 1, block, 0);
+    geom(out, clamp64(I[XENT_I_N], 1, 1 << 20), 1, block, 0);
     break;
   }
   case OP_MSE:
     spec_add(out, "#define DDP_BLOCK 256\n");
-    geom(out, clamp64(cdiv(I[0], 8), 1, 1 << 20), 1, 256, 0);
+    geom(out, clamp64(cdiv(I[MSE_I_N], 8), 1, 1 << 20), 1, 256, 0);
     break;
   case OP_SUMSQ:
     spec_add(out, "#define DDP_BLOCK 256\n");
-    geom(out, I[1] < 1 ? 1 : I[1], 1, 256, 0);
+    geom(out, I[SUMSQ_I_P] < 1 ? 1 : I[SUMSQ_I_P], 1, 256, 0);
     break;
   case OP_ADAMW: { /* DDP_TUNE_ADAMW_{VEC,UNROLL,GRID}: benchmark overrides (see tuned) */
     /* Four f32 per pack, four packs per thread in flight: 15.2 ms against 17.3 for 8 x 1 on the XL step's
@@ -339,7 +346,7 @@ int ddp_kernel_launch(const ddp_instr *in, const char *arch, const ddp_codegen_o
     if (vec != 4 && vec != 8) return fail(err, errcap, in, "DDP_TUNE_ADAMW_VEC must be 4 or 8");
     spec_add(out, "#define DDP_BLOCK 256\n#define DDP_VEC %lld\n#define DDP_UNROLL %lld\n", (long long)vec,
              (long long)unroll);
-    geom(out, grid ? grid : clamp64(cdiv(cdiv(I[0], vec * unroll), 256), 1, 4096), 1, 256, 0);
+    geom(out, grid ? grid : clamp64(cdiv(cdiv(I[ADAMW_I_N], vec * unroll), 256), 1, 4096), 1, 256, 0);
     break;
   }
   case OP_SGD:
@@ -350,14 +357,15 @@ int ddp_kernel_launch(const ddp_instr *in, const char *arch, const ddp_codegen_o
   case OP_RELU_BWD: {
     const int vec = vec_width(in, op_slots(op));
     spec_add(out, "#define DDP_BLOCK 256\n#define DDP_VEC %d\n", vec);
-    geom(out, clamp64(cdiv(cdiv(I[0], vec), 256), 1, 4096), 1, 256, 0);
+    geom(out, clamp64(cdiv(cdiv(I[SGD_I_N], vec), 256), 1, 4096), 1, 256, 0);
     break;
   }
   case OP_ATTN_NAIVE_SOFTMAX:
   case OP_ATTN_NAIVE_SOFTMAX_BWD: {
-    const int64_t block = clamp64(cdiv(cdiv(I[1], 4), 32) * 32, 32, 1024);
+    const int64_t block = clamp64(cdiv(cdiv(I[ATTN_NAIVE_SOFTMAX_I_T], 4), 32) * 32, 32, 1024);
     spec_add(out, "#define DDP_BLOCK %lld\n", (long long)block);
-    geom(out, clamp64(I[0] * I[1] * I[2], 1, 1 << 20), 1, block, 0);
+    geom(out, clamp64(I[ATTN_NAIVE_SOFTMAX_I_B] * I[ATTN_NAIVE_SOFTMAX_I_T] * I[ATTN_NAIVE_SOFTMAX_I_H], 1, 1 << 20), 1,
+         block, 0);
     break;
   }
   default:

@@ -29,15 +29,15 @@ static uint64_t fnv1a(uint64_t h, const void *data, size_t n) {
   return h;
 }
 
-/* Hash of every shared header (*.cuh) in the template folder, in name order: a change to a common
- * header invalidates every cached kernel. */
+/* Hash of every shared header (*.cuh, and op_slots.h) in a folder (the template folder, plan/), in name
+ * order: a change to a common header invalidates every cached kernel. */
 static uint64_t hash_headers(uint64_t h, const char *dir) {
   struct dirent **names = NULL;
   int n = scandir(dir, &names, NULL, alphasort);
   for (int i = 0; i < n; i++) {
     const char *nm = names[i]->d_name;
     size_t l = strlen(nm);
-    if (l > 4 && strcmp(nm + l - 4, ".cuh") == 0) {
+    if ((l > 4 && strcmp(nm + l - 4, ".cuh") == 0) || strcmp(nm, "op_slots.h") == 0) {
       char path[4096];
       snprintf(path, sizeof path, "%s/%s", dir, nm);
       size_t len = 0;
@@ -109,11 +109,13 @@ int ddp_nvrtc_compile(const char *template_name, const char *entry, const char *
   if (!src) return -1;
   int major = 0, minor = 0;
   nvrtcVersion(&major, &minor);
-  char arch_opt[64], inc_cuda[1100], inc_tpl[4200];
+  char arch_opt[64], inc_cuda[1100], inc_tpl[4200], inc_plan[4300], plan_dir[4200];
   snprintf(arch_opt, sizeof arch_opt, "--gpu-architecture=%s", arch);
   snprintf(inc_cuda, sizeof inc_cuda, "-I%s", DDP_CUDA_INCLUDE_DIR);
   snprintf(inc_tpl, sizeof inc_tpl, "-I%s", dir);
-  const char *opts[] = {arch_opt, inc_cuda, inc_tpl, "--std=c++17", "-lineinfo", "-DNDEBUG"};
+  snprintf(plan_dir, sizeof plan_dir, "%s/../plan", dir); /* op_slots.h, included by common.cuh */
+  snprintf(inc_plan, sizeof inc_plan, "-I%s", plan_dir);
+  const char *opts[] = {arch_opt, inc_cuda, inc_tpl, inc_plan, "--std=c++17", "-lineinfo", "-DNDEBUG"};
   int nopts = (int)(sizeof opts / sizeof opts[0]);
 
   /* The compiled source: entry selector, specialisation, then the template. */
@@ -128,6 +130,7 @@ int ddp_nvrtc_compile(const char *template_name, const char *entry, const char *
   h = fnv1a(h, &minor, sizeof minor);
   for (int i = 0; i < nopts; i++) h = fnv1a(h, opts[i], strlen(opts[i]) + 1);
   h = hash_headers(h, dir);
+  h = hash_headers(h, plan_dir);
   snprintf(hash, 17, "%016llx", (unsigned long long)h);
 
   char cdir_buf[4096];

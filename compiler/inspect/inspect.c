@@ -218,5 +218,6 @@ int ddp_inspect(const ddp_plan *p, int rank, FILE *out) {
     ddp_insp_program(out, p, (int)r, "step", &p->ranks[r].step);
   }
   print_kernels(out, p);
+  ddp_insp_ops(out, p);
   return ferror(out) ? -1 : 0;
 }

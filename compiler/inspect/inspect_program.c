@@ -1,6 +1,6 @@
 /* compiler/inspect/inspect_program.c: the program listings of `ddpc inspect`: one rank's init or step program
  * under "== program rank R init|step ==", grouped per stream, each instruction with its index, stream,
- * opcode and its operands decoded per opcode (instr.h documents the operand slots). */
+ * opcode and its operands decoded per opcode (plan/op_slots.h names the operand slots). */
 #include "inspect_program.h"
 #include <inttypes.h>
 #include <stdlib.h>
@@ -61,29 +61,30 @@ static void ops_kernel(FILE *o, const ddp_plan *p, const ddp_instr *in) {
 }
 
 static void ops_gemm(FILE *o, const ddp_plan *p, const ddp_instr *in) {
-  fprintf(o, " M=%" PRId64 " N=%" PRId64 " K=%" PRId64 " transA=%" PRId64 " transB=%" PRId64, in->i[0], in->i[1],
-          in->i[2], in->i[3], in->i[4]);
-  if (in->i[9] > 1) fprintf(o, " batch=%" PRId64, in->i[9]);
-  fprintf(o, " alpha=%g beta=%g", (double)in->f[0], (double)in->f[1]);
-  named_buf(o, p, in, "A", 0);
-  named_buf(o, p, in, "B", 1);
-  named_buf(o, p, in, "C", 2);
-  named_buf(o, p, in, "D", 3);
+  fprintf(o, " M=%" PRId64 " N=%" PRId64 " K=%" PRId64 " transA=%" PRId64 " transB=%" PRId64, in->i[GEMM_I_M],
+          in->i[GEMM_I_N], in->i[GEMM_I_K], in->i[GEMM_I_TRANS_A], in->i[GEMM_I_TRANS_B]);
+  if (in->i[GEMM_I_BATCH] > 1) fprintf(o, " batch=%" PRId64, in->i[GEMM_I_BATCH]);
+  fprintf(o, " alpha=%g beta=%g", (double)in->f[GEMM_F_ALPHA], (double)in->f[GEMM_F_BETA]);
+  named_buf(o, p, in, "A", GEMM_P_A);
+  named_buf(o, p, in, "B", GEMM_P_B);
+  named_buf(o, p, in, "C", GEMM_P_C);
+  named_buf(o, p, in, "D", GEMM_P_D);
 }
 
 static void ops_collective(FILE *o, const ddp_plan *p, const ddp_instr *in) {
   int op = in->opcode;
-  fprintf(o, " count=%" PRId64 " dtype=%s", in->i[0], ddp_dtype_name(in->dt[0]));
-  if (op == I_ALL_REDUCE || op == I_REDUCE_SCATTER) fprintf(o, " redop=%s", in->i[1] == REDOP_AVG ? "avg" : "sum");
-  if (op == I_BROADCAST) fprintf(o, " root=%" PRId64, in->i[2]);
+  fprintf(o, " count=%" PRId64 " dtype=%s", in->i[COLL_I_COUNT], ddp_dtype_name(in->dt[COLL_P_SEND]));
+  if (op == I_ALL_REDUCE || op == I_REDUCE_SCATTER)
+    fprintf(o, " redop=%s", in->i[COLL_I_REDOP] == REDOP_AVG ? "avg" : "sum");
+  if (op == I_BROADCAST) fprintf(o, " root=%" PRId64, in->i[COLL_I_ROOT]);
   if (op == I_SEND || op == I_RECV) {
-    fprintf(o, " peer=%" PRId64, in->i[2]);
-    buf_dt(o, p, in, "buf", 0, 0);
+    fprintf(o, " peer=%" PRId64, in->i[COLL_I_PEER]);
+    buf_dt(o, p, in, "buf", COLL_P_BUF, 0);
   } else {
-    buf_dt(o, p, in, "send", 0, 0);
-    buf_dt(o, p, in, "recv", 1, 0);
+    buf_dt(o, p, in, "send", COLL_P_SEND, 0);
+    buf_dt(o, p, in, "recv", COLL_P_RECV, 0);
   }
-  fprintf(o, " comm=%" PRId64, in->i[3]);
+  fprintf(o, " comm=%" PRId64, in->i[COLL_I_COMM]);
 }
 
 /* Writes " op1 op2 ..." (each operand after a space); the caller trims the first space. */
@@ -92,16 +93,16 @@ static void operands(FILE *o, const ddp_plan *p, const ddp_instr *in) {
   case I_KERNEL: ops_kernel(o, p, in); break;
   case I_GEMM: ops_gemm(o, p, in); break;
   case I_MEMSET:
-    named_buf(o, p, in, "dst", 0);
-    fprintf(o, " bytes=%" PRId64 " value=%" PRId64, in->i[0], in->i[1]);
+    named_buf(o, p, in, "dst", MEMSET_P_DST);
+    fprintf(o, " bytes=%" PRId64 " value=%" PRId64, in->i[MEMSET_I_BYTES], in->i[MEMSET_I_VALUE]);
     break;
   case I_COPY:
-    named_buf(o, p, in, "src", 0);
-    named_buf(o, p, in, "dst", 1);
-    fprintf(o, " bytes=%" PRId64, in->i[0]);
+    named_buf(o, p, in, "src", COPY_P_SRC);
+    named_buf(o, p, in, "dst", COPY_P_DST);
+    fprintf(o, " bytes=%" PRId64, in->i[COPY_I_BYTES]);
     break;
   case I_EVENT_RECORD:
-  case I_EVENT_WAIT: fprintf(o, " event=%" PRId64, in->i[0]); break;
+  case I_EVENT_WAIT: fprintf(o, " event=%" PRId64, in->i[EVENT_I_EVENT]); break;
   case I_ALL_REDUCE:
   case I_REDUCE_SCATTER:
   case I_ALL_GATHER:
@@ -109,18 +110,20 @@ static void operands(FILE *o, const ddp_plan *p, const ddp_instr *in) {
   case I_SEND:
   case I_RECV: ops_collective(o, p, in); break;
   case I_RANGE_PUSH:
-    fprintf(o, " kind=%s name=%s", ddp_range_name((int)in->i[0]), in->name >= 0 ? ddp_plan_string(p, in->name) : "-");
+    fprintf(o, " kind=%s name=%s", ddp_range_name((int)in->i[RANGE_PUSH_I_KIND]),
+            in->name >= 0 ? ddp_plan_string(p, in->name) : "-");
     return;
   case I_RANGE_POP: break;
-  case I_TIMER: fprintf(o, " slot=%" PRId64, in->i[0]); break;
+  case I_TIMER: fprintf(o, " slot=%" PRId64, in->i[TIMER_I_SLOT]); break;
   case I_LOAD_BATCH:
-    named_buf(o, p, in, "inputs", 0);
-    named_buf(o, p, in, "targets", 1);
+    named_buf(o, p, in, "inputs", LOAD_BATCH_P_INPUTS);
+    named_buf(o, p, in, "targets", LOAD_BATCH_P_TARGETS);
     break;
   case I_INIT_TENSOR:
-    named_buf(o, p, in, "tensor", 0);
+    named_buf(o, p, in, "tensor", INIT_TENSOR_P_TENSOR);
     fprintf(o, " init=%s elements=%" PRId64 " rng=%" PRId64 " fan_in=%" PRId64 " f0=%g f1=%g",
-            ddp_init_name((int)in->i[0]), in->i[1], in->i[2], in->i[3], (double)in->f[0], (double)in->f[1]);
+            ddp_init_name((int)in->i[INIT_TENSOR_I_KIND]), in->i[INIT_TENSOR_I_ELEMENTS], in->i[INIT_TENSOR_I_STREAM],
+            in->i[INIT_TENSOR_I_FAN_IN], (double)in->f[INIT_TENSOR_F_A], (double)in->f[INIT_TENSOR_F_B]);
     break;
   default: /* an opcode this listing does not decode yet: every operand, raw */
     for (int k = 0; k < DDP_MAX_PTRS; k++)
@@ -172,4 +175,19 @@ void ddp_insp_program(FILE *o, const ddp_plan *p, int rank, const char *which, c
     }
   }
   fprintf(o, "\n");
+}
+
+void ddp_insp_ops(FILE *o, const ddp_plan *p) {
+  int used[OP_COUNT] = {0};
+  for (int64_t r = 0; p->ranks && r < p->meta.world; r++)
+    for (int w = 0; w < 2; w++) {
+      const ddp_program *prog = w ? &p->ranks[r].step : &p->ranks[r].init;
+      for (uint32_t k = 0; k < prog->n; k++)
+        if (prog->v[k].opcode == I_KERNEL && prog->v[k].op < OP_COUNT) used[prog->v[k].op] = 1;
+    }
+  fprintf(o, "== kernel ops ==\n");
+  int any = 0;
+  for (int op = 0; op < OP_COUNT; op++)
+    if (used[op]) fprintf(o, "%-22s %s\n", ddp_op_name(op), ddp_op_synopsis(op)), any = 1;
+  if (!any) fprintf(o, "none\n");
 }

@@ -128,14 +128,14 @@ ddp_instr *b_emit_init(ddp_builder *b, ddp_instr in, const char *name) {
 
 void b_range_push(ddp_builder *b, int kind, const char *name) {
   ddp_instr in = ddp_instr_blank(I_RANGE_PUSH, STREAM_COMPUTE);
-  in.i[0] = kind;
+  in.i[RANGE_PUSH_I_KIND] = kind;
   b_emit(b, in, name);
 }
 
 void b_timer(ddp_builder *b, int role) {
   ddp_instr in = ddp_instr_blank(I_TIMER, STREAM_COMPUTE);
-  in.i[0] = -1;
-  in.i[1] = role;
+  in.i[TIMER_I_SLOT] = -1;
+  in.i[TIMER_I_ROLE] = role;
   b_emit(b, in, NULL);
 }
 
@@ -145,21 +145,21 @@ ddp_instr *b_gemm(ddp_builder *b, const char *name, int32_t A, uint64_t a_view, 
                   int32_t B, uint64_t b_view, int transB, int64_t ldb, int32_t D, uint64_t d_view, int64_t ldd,
                   int64_t M, int64_t N, int64_t K, float beta) {
   ddp_instr in = ddp_instr_blank(I_GEMM, STREAM_COMPUTE);
-  b_arg(&in, 0, A, a_view, b_t(b, A)->dtype);
-  b_arg(&in, 1, B, b_view, b_t(b, B)->dtype);
-  b_arg(&in, 2, D, d_view, b_t(b, D)->dtype);
-  b_arg(&in, 3, D, d_view, b_t(b, D)->dtype);
-  in.i[0] = M;
-  in.i[1] = N;
-  in.i[2] = K;
-  in.i[3] = transA;
-  in.i[4] = transB;
-  in.i[5] = lda ? lda : (transA ? M : K);
-  in.i[6] = ldb ? ldb : (transB ? K : N);
-  in.i[7] = in.i[8] = ldd ? ldd : N;
-  in.i[9] = 1;
-  in.f[0] = 1.0f;
-  in.f[1] = beta;
+  b_arg(&in, GEMM_P_A, A, a_view, b_t(b, A)->dtype);
+  b_arg(&in, GEMM_P_B, B, b_view, b_t(b, B)->dtype);
+  b_arg(&in, GEMM_P_C, D, d_view, b_t(b, D)->dtype);
+  b_arg(&in, GEMM_P_D, D, d_view, b_t(b, D)->dtype);
+  in.i[GEMM_I_M] = M;
+  in.i[GEMM_I_N] = N;
+  in.i[GEMM_I_K] = K;
+  in.i[GEMM_I_TRANS_A] = transA;
+  in.i[GEMM_I_TRANS_B] = transB;
+  in.i[GEMM_I_LDA] = lda ? lda : (transA ? M : K);
+  in.i[GEMM_I_LDB] = ldb ? ldb : (transB ? K : N);
+  in.i[GEMM_I_LDC] = in.i[GEMM_I_LDD] = ldd ? ldd : N;
+  in.i[GEMM_I_BATCH] = 1;
+  in.f[GEMM_F_ALPHA] = 1.0f;
+  in.f[GEMM_F_BETA] = beta;
   b->flops += 2.0 * (double)M * (double)N * (double)K;
   return b_emit(b, in, name);
 }
@@ -173,9 +173,9 @@ int32_t b_as_dtype(ddp_builder *b, int32_t t, int dtype, const char *name) {
   uint64_t n = ddp_tensor_numel(tt);
   int32_t out = b_tensor(b, name, dtype, ARENA_ACT, 0, ndim, shape);
   ddp_instr in = b_kernel(OP_CAST);
-  b_buf(b, &in, 0, t);
-  b_buf(b, &in, 1, out);
-  in.i[0] = (int64_t)n;
+  b_buf(b, &in, CAST_P_IN, t);
+  b_buf(b, &in, CAST_P_OUT, out);
+  in.i[CAST_I_N] = (int64_t)n;
   b_emit(b, in, name);
   return out;
 }

@@ -8,16 +8,16 @@
 static void memset_tensor(rank_ctx *c, int32_t t) {
   if (t < 0) return;
   ddp_instr in = ddp_instr_blank(I_MEMSET, STREAM_COMPUTE);
-  b_arg(&in, 0, t, 0, b_t(c->b, t)->dtype);
-  in.i[0] = (int64_t)b_t(c->b, t)->bytes;
+  b_arg(&in, MEMSET_P_DST, t, 0, b_t(c->b, t)->dtype);
+  in.i[MEMSET_I_BYTES] = (int64_t)b_t(c->b, t)->bytes;
   rp_push(c, in, b_t(c->b, t)->name);
 }
 
 static void cast(rank_ctx *c, int32_t from, int32_t to, int64_t n, const char *name) {
   ddp_instr in = b_kernel(OP_CAST);
-  b_buf(c->b, &in, 0, from);
-  b_buf(c->b, &in, 1, to);
-  in.i[0] = n;
+  b_buf(c->b, &in, CAST_P_IN, from);
+  b_buf(c->b, &in, CAST_P_OUT, to);
+  in.i[CAST_I_N] = n;
   rp_push(c, in, name);
 }
 
@@ -38,23 +38,23 @@ void pass_init_program(rank_ctx *c) {
   for (int u = 0; u < b->nunits; u++) {
     const ddp_unit *un = &b->units[u];
     ddp_instr in = ddp_instr_blank(I_INIT_TENSOR, STREAM_COMPUTE);
-    b_buf(b, &in, 0, un->master);
-    in.i[0] = un->init_kind;
-    in.i[1] = un->numel;
-    in.i[2] = u;
-    in.i[3] = un->fan_in;
-    in.i[4] = salt;
-    in.f[0] = un->init_a;
-    in.f[1] = un->init_b;
+    b_buf(b, &in, INIT_TENSOR_P_TENSOR, un->master);
+    in.i[INIT_TENSOR_I_KIND] = un->init_kind;
+    in.i[INIT_TENSOR_I_ELEMENTS] = un->numel;
+    in.i[INIT_TENSOR_I_STREAM] = u;
+    in.i[INIT_TENSOR_I_FAN_IN] = un->fan_in;
+    in.i[INIT_TENSOR_I_SALT] = salt;
+    in.f[INIT_TENSOR_F_A] = un->init_a;
+    in.f[INIT_TENSOR_F_B] = un->init_b;
     rp_push(c, in, un->name);
   }
   if (b->rope_freq >= 0) {
     ddp_instr in = ddp_instr_blank(I_INIT_TENSOR, STREAM_COMPUTE);
-    b_buf(b, &in, 0, b->rope_freq);
-    in.i[0] = INIT_ROPE_INV_FREQ;
-    in.i[1] = (int64_t)ddp_tensor_numel(b_t(b, b->rope_freq));
-    in.i[3] = s->d_model / s->heads;
-    in.f[0] = (float)s->rope_theta;
+    b_buf(b, &in, INIT_TENSOR_P_TENSOR, b->rope_freq);
+    in.i[INIT_TENSOR_I_KIND] = INIT_ROPE_INV_FREQ;
+    in.i[INIT_TENSOR_I_ELEMENTS] = (int64_t)ddp_tensor_numel(b_t(b, b->rope_freq));
+    in.i[INIT_TENSOR_I_FAN_IN] = s->d_model / s->heads;
+    in.f[INIT_TENSOR_F_A] = (float)s->rope_theta;
     rp_push(c, in, "rope.inv_freq");
   }
   if (lay->world > 1 && s->broadcast_init && !no_comm) {

@@ -13,26 +13,26 @@ void pass_opt_scalars(rank_ctx *c, bool sumsq_over_shard) {
     int64_t lo = sumsq_over_shard ? lay->own_lo[c->rank] : 0;
     int64_t hi = sumsq_over_shard ? lay->own_hi[c->rank] : lay->nflat;
     ddp_instr in = b_kernel(OP_SUMSQ);
-    b_arg(&in, 0, lay->flat_grads, (uint64_t)lo * ddp_dtype_size(b->grad_dt), b->grad_dt);
-    b_buf(b, &in, 1, lay->sumsq_partials);
-    in.i[0] = hi - lo;
-    in.i[1] = lay->sumsq_p;
+    b_arg(&in, SUMSQ_P_X, lay->flat_grads, (uint64_t)lo * ddp_dtype_size(b->grad_dt), b->grad_dt);
+    b_buf(b, &in, SUMSQ_P_PART, lay->sumsq_partials);
+    in.i[SUMSQ_I_N] = hi - lo;
+    in.i[SUMSQ_I_P] = lay->sumsq_p;
     rp_push(c, in, "grad_norm.sumsq");
     if (sumsq_over_shard && lay->world > 1)
       rp_collective(c, I_ALL_REDUCE, STREAM_COMPUTE, lay->sumsq_partials, 0, lay->sumsq_p, REDOP_SUM, 0,
                     "grad_norm.all_reduce");
   }
   ddp_instr in = b_kernel(OP_OPT_SCALARS);
-  b_buf(b, &in, 0, lay->sumsq_partials);
-  b_buf(b, &in, 1, b->scalars);
-  in.i[0] = lay->sumsq_partials >= 0 ? lay->sumsq_p : 0;
-  in.i[1] = s->lr_schedule;
-  in.i[2] = s->lr_warmup;
-  in.i[3] = s->lr_cycle;
-  in.i[4] = s->clip_norm > 0;
-  in.f[0] = (float)s->lr;
-  in.f[1] = (float)s->lr_min;
-  in.f[2] = (float)s->clip_norm;
+  b_buf(b, &in, OPT_SCALARS_P_PART, lay->sumsq_partials);
+  b_buf(b, &in, OPT_SCALARS_P_SCALARS, b->scalars);
+  in.i[OPT_SCALARS_I_P] = lay->sumsq_partials >= 0 ? lay->sumsq_p : 0;
+  in.i[OPT_SCALARS_I_SCHEDULE] = s->lr_schedule;
+  in.i[OPT_SCALARS_I_WARMUP] = s->lr_warmup;
+  in.i[OPT_SCALARS_I_CYCLE] = s->lr_cycle;
+  in.i[OPT_SCALARS_I_CLIP] = s->clip_norm > 0;
+  in.f[OPT_SCALARS_F_LR_MAX] = (float)s->lr;
+  in.f[OPT_SCALARS_F_LR_MIN] = (float)s->lr_min;
+  in.f[OPT_SCALARS_F_MAX_NORM] = (float)s->clip_norm;
   rp_push(c, in, "optimizer.scalars");
 }
 
@@ -46,25 +46,25 @@ void pass_update(rank_ctx *c, int64_t lo, int64_t hi, int64_t state_base, bool w
   int32_t copy = write_copy ? lay->flat_copies : -1;
   if (s->optimizer == OPTIM_ADAMW) {
     ddp_instr in = b_kernel(OP_ADAMW);
-    b_arg(&in, 0, lay->flat_params, (uint64_t)lo * ddp_dtype_size(b->fdt), b->fdt);
-    b_arg(&in, 1, lay->flat_grads, (uint64_t)lo * gsz, b->grad_dt);
-    b_arg(&in, 2, lay->flat_m, (uint64_t)(lo - state_base) * ddp_dtype_size(b->fdt), b->fdt);
-    b_arg(&in, 3, lay->flat_v, (uint64_t)(lo - state_base) * ddp_dtype_size(b->fdt), b->fdt);
-    if (copy >= 0) b_arg(&in, 4, copy, (uint64_t)lo * csz, b->act_dt);
-    b_buf(b, &in, 5, b->scalars);
-    in.i[0] = hi - lo;
-    in.f[0] = (float)s->beta1;
-    in.f[1] = (float)s->beta2;
-    in.f[2] = (float)s->eps;
-    in.f[3] = (float)s->weight_decay;
+    b_arg(&in, ADAMW_P_PARAM, lay->flat_params, (uint64_t)lo * ddp_dtype_size(b->fdt), b->fdt);
+    b_arg(&in, ADAMW_P_GRAD, lay->flat_grads, (uint64_t)lo * gsz, b->grad_dt);
+    b_arg(&in, ADAMW_P_M, lay->flat_m, (uint64_t)(lo - state_base) * ddp_dtype_size(b->fdt), b->fdt);
+    b_arg(&in, ADAMW_P_V, lay->flat_v, (uint64_t)(lo - state_base) * ddp_dtype_size(b->fdt), b->fdt);
+    if (copy >= 0) b_arg(&in, ADAMW_P_COPY, copy, (uint64_t)lo * csz, b->act_dt);
+    b_buf(b, &in, ADAMW_P_SCALARS, b->scalars);
+    in.i[ADAMW_I_N] = hi - lo;
+    in.f[ADAMW_F_B1] = (float)s->beta1;
+    in.f[ADAMW_F_B2] = (float)s->beta2;
+    in.f[ADAMW_F_EPS] = (float)s->eps;
+    in.f[ADAMW_F_WD] = (float)s->weight_decay;
     rp_push(c, in, name);
   } else {
     ddp_instr in = b_kernel(OP_SGD);
-    b_arg(&in, 0, lay->flat_params, (uint64_t)lo * ddp_dtype_size(b->fdt), b->fdt);
-    b_arg(&in, 1, lay->flat_grads, (uint64_t)lo * gsz, b->grad_dt);
-    if (copy >= 0) b_arg(&in, 2, copy, (uint64_t)lo * csz, b->act_dt);
-    b_buf(b, &in, 3, b->scalars);
-    in.i[0] = hi - lo;
+    b_arg(&in, SGD_P_PARAM, lay->flat_params, (uint64_t)lo * ddp_dtype_size(b->fdt), b->fdt);
+    b_arg(&in, SGD_P_GRAD, lay->flat_grads, (uint64_t)lo * gsz, b->grad_dt);
+    if (copy >= 0) b_arg(&in, SGD_P_COPY, copy, (uint64_t)lo * csz, b->act_dt);
+    b_buf(b, &in, SGD_P_SCALARS, b->scalars);
+    in.i[SGD_I_N] = hi - lo;
     rp_push(c, in, name);
   }
 }
@@ -89,9 +89,9 @@ void pass_exchange_params(rank_ctx *c) {
   rp_order(c, STREAM_COMM, STREAM_COMPUTE);
   if (lay->flat_copies >= 0) {
     ddp_instr in = b_kernel(OP_CAST);
-    b_buf(b, &in, 0, lay->flat_params);
-    b_buf(b, &in, 1, lay->flat_copies);
-    in.i[0] = lay->nflat;
+    b_buf(b, &in, CAST_P_IN, lay->flat_params);
+    b_buf(b, &in, CAST_P_OUT, lay->flat_copies);
+    in.i[CAST_I_N] = lay->nflat;
     rp_push(c, in, "params.copy");
   }
 }

@@ -7,21 +7,21 @@ ddp_instr *rp_push(rank_ctx *c, ddp_instr in, const char *name) {
 
 void rp_timer(rank_ctx *c, int stream, int role) {
   ddp_instr in = ddp_instr_blank(I_TIMER, (uint16_t)stream);
-  in.i[0] = c->ntimers++;
-  in.i[1] = role;
+  in.i[TIMER_I_SLOT] = c->ntimers++;
+  in.i[TIMER_I_ROLE] = role;
   rp_push(c, in, NULL);
 }
 
 uint32_t rp_record(rank_ctx *c, int stream) {
   ddp_instr in = ddp_instr_blank(I_EVENT_RECORD, (uint16_t)stream);
-  in.i[0] = c->nevents++;
+  in.i[EVENT_I_EVENT] = c->nevents++;
   rp_push(c, in, NULL);
-  return (uint32_t)in.i[0];
+  return (uint32_t)in.i[EVENT_I_EVENT];
 }
 
 void rp_wait(rank_ctx *c, int stream, uint32_t event) {
   ddp_instr in = ddp_instr_blank(I_EVENT_WAIT, (uint16_t)stream);
-  in.i[0] = event;
+  in.i[EVENT_I_EVENT] = event;
   rp_push(c, in, NULL);
 }
 
@@ -45,12 +45,12 @@ void rp_collective(rank_ctx *c, int opcode, int stream, int32_t flat, int64_t be
     recv = 0;
   }
   (void)world;
-  b_arg(&in, 0, flat, send, dt);
-  b_arg(&in, 1, flat, recv, dt);
-  in.i[0] = count;
-  in.i[1] = redop;
-  in.i[2] = root;
-  in.i[3] = 0;
+  b_arg(&in, COLL_P_SEND, flat, send, dt);
+  b_arg(&in, COLL_P_RECV, flat, recv, dt);
+  in.i[COLL_I_COUNT] = count;
+  in.i[COLL_I_REDOP] = redop;
+  in.i[COLL_I_ROOT] = root;
+  in.i[COLL_I_COMM] = 0;
   rp_timer(c, stream, TIMER_COMM_BEGIN);
   rp_push(c, in, name);
   rp_timer(c, stream, TIMER_COMM_END);
@@ -58,6 +58,6 @@ void rp_collective(rank_ctx *c, int opcode, int stream, int32_t flat, int64_t be
 
 void rp_range(rank_ctx *c, int push, int kind, const char *name) {
   ddp_instr in = ddp_instr_blank(push ? I_RANGE_PUSH : I_RANGE_POP, STREAM_COMPUTE);
-  in.i[0] = kind;
+  in.i[RANGE_PUSH_I_KIND] = kind;
   rp_push(c, in, push ? name : NULL);
 }

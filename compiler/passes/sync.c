@@ -117,15 +117,15 @@ static int assemble_rank(ddp_builder *b, ddp_layout *lay, int rank) {
   rp_range(&c, 1, RANGE_STEP, "step");
   rp_timer(&c, STREAM_COMPUTE, TIMER_STEP_BEGIN);
   ddp_instr load = ddp_instr_blank(I_LOAD_BATCH, STREAM_COMPUTE);
-  b_buf(b, &load, 0, b->tokens);
-  b_buf(b, &load, 1, b->targets);
+  b_buf(b, &load, LOAD_BATCH_P_INPUTS, b->tokens);
+  b_buf(b, &load, LOAD_BATCH_P_TARGETS, b->targets);
   rp_push(&c, load, "load_batch");
 
   uint32_t *bucket_done = ddp_xcalloc((size_t)ngroups + 1, sizeof(uint32_t));
   for (uint32_t k = 0; k <= b->step.n; k++) {
     if (k < b->step.n) {
       ddp_instr in = b->step.v[k];
-      if (in.opcode == I_TIMER) in.i[0] = c.ntimers++;
+      if (in.opcode == I_TIMER) in.i[TIMER_I_SLOT] = c.ntimers++;
       rp_push(&c, in, NULL);
     }
     if (grads && (k + 1 == b->step.n || (b->step.n == 0 && k == 0)))

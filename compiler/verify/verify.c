@@ -70,19 +70,19 @@ static int check_program(const ddp_plan *p, int rank, const ddp_program *prog, i
       uint16_t s = in->stream;
       vc[s][s]++;
       if (in->opcode == I_EVENT_RECORD) {
-        memcpy(evclock[in->i[0]], vc[s], sizeof vc[s]);
-        recorded[in->i[0]] = 1;
+        memcpy(evclock[in->i[EVENT_I_EVENT]], vc[s], sizeof vc[s]);
+        recorded[in->i[EVENT_I_EVENT]] = 1;
         continue;
       }
       if (in->opcode == I_EVENT_WAIT) {
-        if (!recorded[in->i[0]]) {
+        if (!recorded[in->i[EVENT_I_EVENT]]) {
           ddp_fail(err, errcap, "plan rank %d %s: instruction %u waits on event %lld before any record of it", rank,
-                   what, k, (long long)in->i[0]);
+                   what, k, (long long)in->i[EVENT_I_EVENT]);
           rc = -1;
           break;
         }
         for (uint32_t x = 0; x < nstreams; x++)
-          if (evclock[in->i[0]][x] > vc[s][x]) vc[s][x] = evclock[in->i[0]][x];
+          if (evclock[in->i[EVENT_I_EVENT]][x] > vc[s][x]) vc[s][x] = evclock[in->i[EVENT_I_EVENT]][x];
         continue;
       }
       ddp_access acc[DDP_MAX_PTRS];
@@ -146,14 +146,16 @@ static int check_collectives(const ddp_plan *p, int which, char *err, size_t err
         break;
       }
       const ddp_instr *x = &p0->v[a], *y = &pr->v[b];
-      if (x->opcode != y->opcode || x->i[0] != y->i[0] || x->dt[0] != y->dt[0] || x->i[1] != y->i[1] ||
-          x->i[2] != y->i[2] || x->i[3] != y->i[3]) {
+      if (x->opcode != y->opcode || x->i[COLL_I_COUNT] != y->i[COLL_I_COUNT] ||
+          x->dt[COLL_P_SEND] != y->dt[COLL_P_SEND] || x->i[COLL_I_REDOP] != y->i[COLL_I_REDOP] ||
+          x->i[COLL_I_ROOT] != y->i[COLL_I_ROOT] || x->i[COLL_I_COMM] != y->i[COLL_I_COMM]) {
         return ddp_fail(err, errcap,
                         "plan %s: collective #%u differs between rank 0 (instruction %u: %s of %lld %s, root %lld) and "
                         "rank %lld (instruction %u: %s of %lld %s, root %lld)",
-                        what, n, a, ddp_opcode_name(x->opcode), (long long)x->i[0], ddp_dtype_name(x->dt[0]),
-                        (long long)x->i[2], (long long)r, b, ddp_opcode_name(y->opcode), (long long)y->i[0],
-                        ddp_dtype_name(y->dt[0]), (long long)y->i[2]);
+                        what, n, a, ddp_opcode_name(x->opcode), (long long)x->i[COLL_I_COUNT],
+                        ddp_dtype_name(x->dt[COLL_P_SEND]), (long long)x->i[COLL_I_ROOT], (long long)r, b,
+                        ddp_opcode_name(y->opcode), (long long)y->i[COLL_I_COUNT], ddp_dtype_name(y->dt[COLL_P_SEND]),
+                        (long long)y->i[COLL_I_ROOT]);
       }
       a++;
       b++;

@@ -128,26 +128,26 @@ static int nccl_type(int dt) {
 int cx_comm_prepare(cx *x, cx_op *op, char *err, size_t errcap) {
   const ddp_instr *in = op->in;
   const int W = x->base.world, opc = in->opcode;
-  const int64_t count = in->i[0];
+  const int64_t count = in->i[COLL_I_COUNT];
   if (count < 0) return ddp_fail(err, errcap, "negative count %lld", (long long)count);
-  if (in->i[3] != 0)
+  if (in->i[COLL_I_COMM] != 0)
     return ddp_fail(err, errcap, "communicator %lld: this executor has only the world communicator (0)",
-                   (long long)in->i[3]);
-  op->nccl_type = nccl_type(in->dt[0]);
-  if (op->nccl_type < 0) return ddp_fail(err, errcap, "dtype %s has no NCCL type", ddp_dtype_name(in->dt[0]));
-  const uint64_t es = ddp_dtype_size(in->dt[0]), n = (uint64_t)count * es;
+                   (long long)in->i[COLL_I_COMM]);
+  op->nccl_type = nccl_type(in->dt[COLL_P_SEND]);
+  if (op->nccl_type < 0) return ddp_fail(err, errcap, "dtype %s has no NCCL type", ddp_dtype_name(in->dt[COLL_P_SEND]));
+  const uint64_t es = ddp_dtype_size(in->dt[COLL_P_SEND]), n = (uint64_t)count * es;
   uint64_t send = n, recv = n;
   if (opc == I_REDUCE_SCATTER) send = n * (uint64_t)W;
   if (opc == I_ALL_GATHER) recv = n * (uint64_t)W;
   if (opc == I_ALL_REDUCE || opc == I_REDUCE_SCATTER) {
-    if (in->i[1] != REDOP_SUM && in->i[1] != REDOP_AVG)
-      return ddp_fail(err, errcap, "reduction %lld", (long long)in->i[1]);
-    op->nccl_op = in->i[1] == REDOP_AVG ? ncclAvg : ncclSum;
+    if (in->i[COLL_I_REDOP] != REDOP_SUM && in->i[COLL_I_REDOP] != REDOP_AVG)
+      return ddp_fail(err, errcap, "reduction %lld", (long long)in->i[COLL_I_REDOP]);
+    op->nccl_op = in->i[COLL_I_REDOP] == REDOP_AVG ? ncclAvg : ncclSum;
   }
   if (opc == I_BROADCAST || opc == I_SEND || opc == I_RECV) {
-    if (in->i[2] < 0 || in->i[2] >= W)
-      return ddp_fail(err, errcap, "root/peer rank %lld, world of %d", (long long)in->i[2], W);
-    op->peer = (int)in->i[2];
+    if (in->i[COLL_I_PEER] < 0 || in->i[COLL_I_PEER] >= W)
+      return ddp_fail(err, errcap, "root/peer rank %lld, world of %d", (long long)in->i[COLL_I_PEER], W);
+    op->peer = (int)in->i[COLL_I_PEER];
     if (opc != I_BROADCAST && op->peer == x->base.rank)
       return ddp_fail(err, errcap, "rank %d sends to or receives from itself", op->peer);
   }
@@ -158,12 +158,12 @@ int cx_comm_prepare(cx *x, cx_op *op, char *err, size_t errcap) {
   }
   if (opc == I_SEND || opc == I_RECV) {
     if (W == 1) return ddp_fail(err, errcap, "point-to-point in a world of one rank");
-    return cx_buffer(x, in, 0, n, &op->ptr[0], err, errcap);
+    return cx_buffer(x, in, COLL_P_BUF, n, &op->ptr[COLL_P_BUF], err, errcap);
   }
-  if (cx_buffer(x, in, 1, recv, &op->ptr[1], err, errcap)) return -1;
-  if (opc == I_BROADCAST && in->p[0].tensor < 0)
-    op->ptr[0] = op->ptr[1]; /* in place (only the root's send buffer is read) */
-  else if (cx_buffer(x, in, 0, send, &op->ptr[0], err, errcap))
+  if (cx_buffer(x, in, COLL_P_RECV, recv, &op->ptr[COLL_P_RECV], err, errcap)) return -1;
+  if (opc == I_BROADCAST && in->p[COLL_P_SEND].tensor < 0)
+    op->ptr[COLL_P_SEND] = op->ptr[COLL_P_RECV]; /* in place (only the root's send buffer is read) */
+  else if (cx_buffer(x, in, COLL_P_SEND, send, &op->ptr[COLL_P_SEND], err, errcap))
     return -1;
   if (W > 1) {
     if (!x->comm) return ddp_fail(err, errcap, "no NCCL communicator");
@@ -171,7 +171,7 @@ int cx_comm_prepare(cx *x, cx_op *op, char *err, size_t errcap) {
   }
   /* One rank: every collective is the identity; copy when not in place. */
   op->bytes = (size_t)n;
-  const uint8_t *s = op->ptr[0], *d = op->ptr[1];
+  const uint8_t *s = op->ptr[COLL_P_SEND], *d = op->ptr[COLL_P_RECV];
   if (s == d) op->skip = 1;
   else if (s < d + n && d < s + n)
     return ddp_fail(err, errcap, "send and receive buffers overlap without being in place");
@@ -179,7 +179,8 @@ int cx_comm_prepare(cx *x, cx_op *op, char *err, size_t errcap) {
 }
 
 static int local_copy(const cx_op *op, char *err, size_t errcap) {
-  DDP_CUDA_TRY(cudaMemcpyAsync(op->ptr[1], op->ptr[0], op->bytes, cudaMemcpyDeviceToDevice, op->stream));
+  DDP_CUDA_TRY(
+      cudaMemcpyAsync(op->ptr[COLL_P_RECV], op->ptr[COLL_P_SEND], op->bytes, cudaMemcpyDeviceToDevice, op->stream));
   return 0;
 }
 
@@ -187,7 +188,7 @@ int cx_exec_ALL_REDUCE(cx *x, const cx_op *op, int64_t step, char *err, size_t e
   (void)step;
   if (op->skip) return 0;
   if (!x->comm) return x->comm_aborted ? ddp_fail(err, errcap, "NCCL communicator aborted") : local_copy(op, err, errcap);
-  return nccl_call(x, ncclAllReduce(op->ptr[0], op->ptr[1], op->count, (ncclDataType_t)op->nccl_type,
+  return nccl_call(x, ncclAllReduce(op->ptr[COLL_P_SEND], op->ptr[COLL_P_RECV], op->count, (ncclDataType_t)op->nccl_type,
                                     (ncclRedOp_t)op->nccl_op, x->comm, op->stream),
                    "ncclAllReduce", err, errcap);
 }
@@ -196,7 +197,7 @@ int cx_exec_REDUCE_SCATTER(cx *x, const cx_op *op, int64_t step, char *err, size
   (void)step;
   if (op->skip) return 0;
   if (!x->comm) return x->comm_aborted ? ddp_fail(err, errcap, "NCCL communicator aborted") : local_copy(op, err, errcap);
-  return nccl_call(x, ncclReduceScatter(op->ptr[0], op->ptr[1], op->count, (ncclDataType_t)op->nccl_type,
+  return nccl_call(x, ncclReduceScatter(op->ptr[COLL_P_SEND], op->ptr[COLL_P_RECV], op->count, (ncclDataType_t)op->nccl_type,
                                         (ncclRedOp_t)op->nccl_op, x->comm, op->stream),
                    "ncclReduceScatter", err, errcap);
 }
@@ -205,7 +206,7 @@ int cx_exec_ALL_GATHER(cx *x, const cx_op *op, int64_t step, char *err, size_t e
   (void)step;
   if (op->skip) return 0;
   if (!x->comm) return x->comm_aborted ? ddp_fail(err, errcap, "NCCL communicator aborted") : local_copy(op, err, errcap);
-  return nccl_call(x, ncclAllGather(op->ptr[0], op->ptr[1], op->count, (ncclDataType_t)op->nccl_type, x->comm,
+  return nccl_call(x, ncclAllGather(op->ptr[COLL_P_SEND], op->ptr[COLL_P_RECV], op->count, (ncclDataType_t)op->nccl_type, x->comm,
                                     op->stream),
                    "ncclAllGather", err, errcap);
 }
@@ -214,7 +215,7 @@ int cx_exec_BROADCAST(cx *x, const cx_op *op, int64_t step, char *err, size_t er
   (void)step;
   if (op->skip) return 0;
   if (!x->comm) return x->comm_aborted ? ddp_fail(err, errcap, "NCCL communicator aborted") : local_copy(op, err, errcap);
-  return nccl_call(x, ncclBroadcast(op->ptr[0], op->ptr[1], op->count, (ncclDataType_t)op->nccl_type, op->peer,
+  return nccl_call(x, ncclBroadcast(op->ptr[COLL_P_SEND], op->ptr[COLL_P_RECV], op->count, (ncclDataType_t)op->nccl_type, op->peer,
                                     x->comm, op->stream),
                    "ncclBroadcast", err, errcap);
 }
@@ -227,10 +228,9 @@ static int p2p(cx *x, const cx_op *op, int send, char *err, size_t errcap) {
     x->in_group = 1;
   }
   if (!op->skip) {
-    ncclResult_t rc = send ? ncclSend(op->ptr[0], op->count, (ncclDataType_t)op->nccl_type, op->peer, x->comm,
-                                      op->stream)
-                           : ncclRecv(op->ptr[0], op->count, (ncclDataType_t)op->nccl_type, op->peer, x->comm,
-                                      op->stream);
+    ncclResult_t rc =
+        send ? ncclSend(op->ptr[COLL_P_BUF], op->count, (ncclDataType_t)op->nccl_type, op->peer, x->comm, op->stream)
+             : ncclRecv(op->ptr[COLL_P_BUF], op->count, (ncclDataType_t)op->nccl_type, op->peer, x->comm, op->stream);
     char call[64];
     snprintf(call, sizeof call, "%s(peer %d)", send ? "ncclSend" : "ncclRecv", op->peer);
     if (nccl_call(x, rc, call, err, errcap)) return -1;

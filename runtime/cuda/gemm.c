@@ -131,9 +131,10 @@ static int operands(cx *x, cx_op *op, cx_gemm *g, const gemm_shape *s, const cha
   uint64_t na = span(s->ta ? s->K : s->M, s->ta ? s->M : s->K, s->lda, s->batch, s->sa);
   uint64_t nb = span(s->tb ? s->N : s->K, s->tb ? s->K : s->N, s->ldb, s->batch, s->sb);
   uint64_t nc = span(s->M, s->N, s->ldc, s->batch, s->sc), nd = span(s->M, s->N, s->ldd, s->batch, s->sd);
-  if (cx_buffer(x, in, 0, na * ea, &pa, why, sizeof why) || cx_buffer(x, in, 1, nb * ea, &pb, why, sizeof why) ||
-      cx_buffer(x, in, 3, nd * ec, &pd, why, sizeof why) ||
-      (g->beta != 0.0f && cx_buffer(x, in, 2, nc * ec, &pc, why, sizeof why)))
+  if (cx_buffer(x, in, GEMM_P_A, na * ea, &pa, why, sizeof why) ||
+      cx_buffer(x, in, GEMM_P_B, nb * ea, &pb, why, sizeof why) ||
+      cx_buffer(x, in, GEMM_P_D, nd * ec, &pd, why, sizeof why) ||
+      (g->beta != 0.0f && cx_buffer(x, in, GEMM_P_C, nc * ec, &pc, why, sizeof why)))
     return ddp_fail(err, errcap, "%s: %s", what, why);
   if (g->beta != 0.0f && pc != pd) {
     const uint8_t *c0 = pc, *d0 = pd;
@@ -152,10 +153,13 @@ static int operands(cx *x, cx_op *op, cx_gemm *g, const gemm_shape *s, const cha
 
 int cx_gemm_prepare(cx *x, cx_op *op, char *err, size_t errcap) {
   const ddp_instr *in = op->in;
-  gemm_shape s = {in->i[0], in->i[1], in->i[2], in->i[3] != 0, in->i[4] != 0, in->i[5], in->i[6], in->i[7],
-                  in->i[8], in->i[9] < 1 ? 1 : in->i[9], in->i[10], in->i[11], in->i[12], in->i[13],
-                  in->dt[0], in->dt[1], in->dt[2], in->dt[3]};
-  if (in->f[1] == 0.0f) s.dtc = s.dtd, s.ldc = s.ldd, s.sc = s.sd; /* C unread: D stands in */
+  gemm_shape s = {in->i[GEMM_I_M],        in->i[GEMM_I_N],        in->i[GEMM_I_K],
+                  in->i[GEMM_I_TRANS_A] != 0, in->i[GEMM_I_TRANS_B] != 0,
+                  in->i[GEMM_I_LDA],      in->i[GEMM_I_LDB],      in->i[GEMM_I_LDC],      in->i[GEMM_I_LDD],
+                  in->i[GEMM_I_BATCH] < 1 ? 1 : in->i[GEMM_I_BATCH],
+                  in->i[GEMM_I_STRIDE_A], in->i[GEMM_I_STRIDE_B], in->i[GEMM_I_STRIDE_C], in->i[GEMM_I_STRIDE_D],
+                  in->dt[GEMM_P_A],       in->dt[GEMM_P_B],       in->dt[GEMM_P_C],       in->dt[GEMM_P_D]};
+  if (in->f[GEMM_F_BETA] == 0.0f) s.dtc = s.dtd, s.ldc = s.ldd, s.sc = s.sd; /* C unread: D stands in */
   char what[512];
   describe(op, &s, what, sizeof what);
   if (s.M <= 0 || s.N <= 0) {
@@ -166,8 +170,8 @@ int cx_gemm_prepare(cx *x, cx_op *op, char *err, size_t errcap) {
   cx_gemm *g = calloc(1, sizeof *g);
   if (!g) return ddp_fail(err, errcap, "%s: out of host memory", what);
   op->gemm = g;
-  g->alpha = in->f[0];
-  g->beta = in->f[1];
+  g->alpha = in->f[GEMM_F_ALPHA];
+  g->beta = in->f[GEMM_F_BETA];
   if (operands(x, op, g, &s, what, err, errcap) || workspace(x, in->stream, err, errcap)) return -1;
   g->ws = x->ws[in->stream];
   g->ws_bytes = x->ws_bytes[in->stream];
@@ -189,11 +193,11 @@ int cx_gemm_prepare(cx *x, cx_op *op, char *err, size_t errcap) {
   cublasLtMatmulPreference_t pref = NULL;
   CX_LT_TRY(cublasLtMatmulPreferenceCreate(&pref), what);
   uint64_t wsb = g->ws_bytes;
-  uint32_t al[4] = {alignment(in->p[1].offset, s.batch, s.sb, ddp_dtype_size(s.dtb)),
-                    alignment(in->p[0].offset, s.batch, s.sa, ddp_dtype_size(s.dta)),
-                    alignment(g->beta != 0.0f ? in->p[2].offset : in->p[3].offset, s.batch, s.sc,
+  uint32_t al[4] = {alignment(in->p[GEMM_P_B].offset, s.batch, s.sb, ddp_dtype_size(s.dtb)),
+                    alignment(in->p[GEMM_P_A].offset, s.batch, s.sa, ddp_dtype_size(s.dta)),
+                    alignment(g->beta != 0.0f ? in->p[GEMM_P_C].offset : in->p[GEMM_P_D].offset, s.batch, s.sc,
                               ddp_dtype_size(s.dtc)),
-                    alignment(in->p[3].offset, s.batch, s.sd, ddp_dtype_size(s.dtd))};
+                    alignment(in->p[GEMM_P_D].offset, s.batch, s.sd, ddp_dtype_size(s.dtd))};
   const cublasLtMatmulPreferenceAttributes_t keys[4] = {
       CUBLASLT_MATMUL_PREF_MIN_ALIGNMENT_A_BYTES, CUBLASLT_MATMUL_PREF_MIN_ALIGNMENT_B_BYTES,
       CUBLASLT_MATMUL_PREF_MIN_ALIGNMENT_C_BYTES, CUBLASLT_MATMUL_PREF_MIN_ALIGNMENT_D_BYTES};
@@ -234,7 +238,7 @@ int cx_exec_GEMM(cx *x, const cx_op *op, int64_t step, char *err, size_t errcap)
                                      g->d, g->ld, &g->algo, g->ws, g->ws_bytes, op->stream);
   if (st != CUBLAS_STATUS_SUCCESS)
     return ddp_fail(err, errcap, "%s:%d: cublasLtMatmul(M %lld N %lld K %lld): %s: %s", __FILE__, __LINE__,
-                   (long long)op->in->i[0], (long long)op->in->i[1], (long long)op->in->i[2],
+                   (long long)op->in->i[GEMM_I_M], (long long)op->in->i[GEMM_I_N], (long long)op->in->i[GEMM_I_K],
                    cublasLtGetStatusName(st), cublasLtGetStatusString(st));
   return 0;
 }

@@ -57,7 +57,7 @@ void cx_graph_free(cx_prog *pg) {
 
 static int64_t event_of(const cx_op *op) {
   int opc = op->in->opcode;
-  return opc == I_EVENT_RECORD || opc == I_EVENT_WAIT ? op->in->i[0] : -1;
+  return opc == I_EVENT_RECORD || opc == I_EVENT_WAIT ? op->in->i[EVENT_I_EVENT] : -1;
 }
 
 /* Are the plan events touched in [b, e) local to it? */

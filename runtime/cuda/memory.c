@@ -177,9 +177,11 @@ int cx_exec_LOAD_BATCH(cx *x, const cx_op *op, int64_t step, char *err, size_t e
   if (ddp_data_fill(x->base.data, step, x->base.rank, x->base.world, in, tg, why, sizeof why))
     return ddp_fail(err, errcap, "data: %s", why);
   if (b->copy_bytes[0])
-    DDP_CUDA_TRY(cudaMemcpyAsync(op->ptr[0], in, b->copy_bytes[0], cudaMemcpyHostToDevice, op->stream));
+    DDP_CUDA_TRY(
+        cudaMemcpyAsync(op->ptr[LOAD_BATCH_P_INPUTS], in, b->copy_bytes[0], cudaMemcpyHostToDevice, op->stream));
   if (b->copy_bytes[1])
-    DDP_CUDA_TRY(cudaMemcpyAsync(op->ptr[1], tg, b->copy_bytes[1], cudaMemcpyHostToDevice, op->stream));
+    DDP_CUDA_TRY(
+        cudaMemcpyAsync(op->ptr[LOAD_BATCH_P_TARGETS], tg, b->copy_bytes[1], cudaMemcpyHostToDevice, op->stream));
   DDP_CUDA_TRY(cudaEventRecord(b->done[k], op->stream));
   b->used[k] = 1;
   return 0;
@@ -189,16 +191,16 @@ int cx_exec_LOAD_BATCH(cx *x, const cx_op *op, int64_t step, char *err, size_t e
 
 int cx_init_prepare(cx *x, cx_op *op, char *err, size_t errcap) {
   const ddp_instr *in = op->in;
-  if (in->i[0] < 0 || in->i[0] >= INIT_COUNT) return ddp_fail(err, errcap, "init kind %lld", (long long)in->i[0]);
-  if (in->i[1] < 0) return ddp_fail(err, errcap, "negative element count %lld", (long long)in->i[1]);
-  size_t es = ddp_dtype_size(in->dt[0]);
-  if (!es) return ddp_fail(err, errcap, "dtype %s cannot be initialised", ddp_dtype_name(in->dt[0]));
-  op->bytes = (size_t)in->i[1] * es;
+  if (in->i[INIT_TENSOR_I_KIND] < 0 || in->i[INIT_TENSOR_I_KIND] >= INIT_COUNT) return ddp_fail(err, errcap, "init kind %lld", (long long)in->i[INIT_TENSOR_I_KIND]);
+  if (in->i[INIT_TENSOR_I_ELEMENTS] < 0) return ddp_fail(err, errcap, "negative element count %lld", (long long)in->i[INIT_TENSOR_I_ELEMENTS]);
+  size_t es = ddp_dtype_size(in->dt[INIT_TENSOR_P_TENSOR]);
+  if (!es) return ddp_fail(err, errcap, "dtype %s cannot be initialised", ddp_dtype_name(in->dt[INIT_TENSOR_P_TENSOR]));
+  op->bytes = (size_t)in->i[INIT_TENSOR_I_ELEMENTS] * es;
   if (op->bytes == 0) { /* INIT_NONE fills like the others (zeros, as in the reference executor) */
     op->skip = 1;
     return 0;
   }
-  if (cx_buffer(x, in, 0, op->bytes, &op->ptr[0], err, errcap)) return -1;
+  if (cx_buffer(x, in, INIT_TENSOR_P_TENSOR, op->bytes, &op->ptr[INIT_TENSOR_P_TENSOR], err, errcap)) return -1;
   if (op->bytes <= x->staging_bytes) return 0;
   /* Grow the staging buffer to the largest INIT tensor (load time, or a foreign program's preparation). */
   if (x->staging_used && cx_wait_event(x, x->staging_done, "growing the INIT_TENSOR staging buffer", err, errcap))
@@ -224,7 +226,8 @@ int cx_exec_INIT_TENSOR(cx *x, const cx_op *op, int64_t step, char *err, size_t 
       cx_wait_event(x, x->staging_done, "waiting for the previous INIT_TENSOR copy", err, errcap))
     return -1;
   ddp_init_fill(op->in, x->base.seed, x->staging);
-  DDP_CUDA_TRY(cudaMemcpyAsync(op->ptr[0], x->staging, op->bytes, cudaMemcpyHostToDevice, op->stream));
+  DDP_CUDA_TRY(
+      cudaMemcpyAsync(op->ptr[INIT_TENSOR_P_TENSOR], x->staging, op->bytes, cudaMemcpyHostToDevice, op->stream));
   DDP_CUDA_TRY(cudaEventRecord(x->staging_done, op->stream));
   x->staging_used = 1;
   return 0;

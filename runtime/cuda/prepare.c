@@ -37,16 +37,16 @@ static int prepare_kernel(cx *x, cx_op *op, char *err, size_t errcap) {
 
 static int prepare_copy(cx *x, cx_op *op, char *err, size_t errcap) {
   const ddp_instr *in = op->in;
-  if (in->i[0] < 0) return ddp_fail(err, errcap, "negative byte count %lld", (long long)in->i[0]);
-  op->bytes = (size_t)in->i[0];
+  if (in->i[COPY_I_BYTES] < 0) return ddp_fail(err, errcap, "negative byte count %lld", (long long)in->i[COPY_I_BYTES]);
+  op->bytes = (size_t)in->i[COPY_I_BYTES];
   if (op->bytes == 0) {
     op->skip = 1;
     return 0;
   }
-  if (cx_buffer(x, in, 0, op->bytes, &op->ptr[0], err, errcap) ||
-      cx_buffer(x, in, 1, op->bytes, &op->ptr[1], err, errcap))
+  if (cx_buffer(x, in, COPY_P_SRC, op->bytes, &op->ptr[COPY_P_SRC], err, errcap) ||
+      cx_buffer(x, in, COPY_P_DST, op->bytes, &op->ptr[COPY_P_DST], err, errcap))
     return -1;
-  const uint8_t *s = op->ptr[0], *d = op->ptr[1];
+  const uint8_t *s = op->ptr[COPY_P_SRC], *d = op->ptr[COPY_P_DST];
   if (s == d) {
     op->skip = 1;
     return 0;
@@ -63,16 +63,16 @@ static int prepare_op(cx *x, cx_op *op, char *err, size_t errcap) {
   if (in->stream >= x->nstreams) return ddp_fail(err, errcap, "stream %u, plan has %u", in->stream, x->nstreams);
   op->stream = x->streams[in->stream];
   op->label = in->name >= 0 ? ddp_plan_string(p, in->name) : "";
-  const int64_t i0 = in->i[0];
+  const int64_t i0 = in->i[MEMSET_I_BYTES]; /* = EVENT_I_EVENT, RANGE_PUSH_I_KIND, TIMER_I_SLOT */
   switch ((ddp_opcode)in->opcode) {
   case I_KERNEL: return prepare_kernel(x, op, err, errcap);
   case I_GEMM: return cx_gemm_prepare(x, op, err, errcap);
   case I_MEMSET:
     if (i0 < 0) return ddp_fail(err, errcap, "negative byte count %lld", (long long)i0);
-    if (in->i[1] < 0 || in->i[1] > 255) return ddp_fail(err, errcap, "byte value %lld", (long long)in->i[1]);
+    if (in->i[MEMSET_I_VALUE] < 0 || in->i[MEMSET_I_VALUE] > 255) return ddp_fail(err, errcap, "byte value %lld", (long long)in->i[MEMSET_I_VALUE]);
     op->bytes = (size_t)i0;
     op->skip = op->bytes == 0;
-    return op->skip ? 0 : cx_buffer(x, in, 0, op->bytes, &op->ptr[0], err, errcap);
+    return op->skip ? 0 : cx_buffer(x, in, MEMSET_P_DST, op->bytes, &op->ptr[MEMSET_P_DST], err, errcap);
   case I_COPY: return prepare_copy(x, op, err, errcap);
   case I_EVENT_RECORD:
   case I_EVENT_WAIT:
@@ -126,8 +126,8 @@ static int collect_timers(cx_prog *pg, char *err, size_t errcap) {
   for (uint32_t i = 0; i < pg->n; i++) {
     const ddp_instr *in = pg->ops[i].in;
     if (in->opcode != I_TIMER) continue;
-    if (pg->timer_base < 0) pg->timer_base = (int32_t)in->i[0];
-    pg->timer_slots[pg->ntimer_slots++] = (uint32_t)in->i[0];
+    if (pg->timer_base < 0) pg->timer_base = (int32_t)in->i[TIMER_I_SLOT];
+    pg->timer_slots[pg->ntimer_slots++] = (uint32_t)in->i[TIMER_I_SLOT];
   }
   return 0;
 }

@@ -24,7 +24,7 @@ int cx_exec_MEMSET(cx *x, const cx_op *op, int64_t step, char *err, size_t errca
   (void)x;
   (void)step;
   if (op->skip) return 0;
-  DDP_CUDA_TRY(cudaMemsetAsync(op->ptr[0], (int)op->in->i[1], op->bytes, op->stream));
+  DDP_CUDA_TRY(cudaMemsetAsync(op->ptr[MEMSET_P_DST], (int)op->in->i[MEMSET_I_VALUE], op->bytes, op->stream));
   return 0;
 }
 
@@ -32,7 +32,8 @@ int cx_exec_COPY(cx *x, const cx_op *op, int64_t step, char *err, size_t errcap)
   (void)x;
   (void)step;
   if (op->skip) return 0;
-  DDP_CUDA_TRY(cudaMemcpyAsync(op->ptr[1], op->ptr[0], op->bytes, cudaMemcpyDeviceToDevice, op->stream));
+  DDP_CUDA_TRY(
+      cudaMemcpyAsync(op->ptr[COPY_P_DST], op->ptr[COPY_P_SRC], op->bytes, cudaMemcpyDeviceToDevice, op->stream));
   return 0;
 }
 

@@ -57,7 +57,7 @@ struct ddp_exec {
 void ddp_step_times_from_timers(const ddp_plan *p, int rank, const double *ms, ddp_step_times *out);
 
 /* Host implementation of INIT_TENSOR, shared by both executors so their initial values are identical:
- * fills `numel` elements of dtype in->dt[0] at dst. seed: the run seed. Multi-threaded for large tensors;
- * counter-based, so the result does not depend on the thread count. */
+ * fills `numel` elements of dtype in->dt[INIT_TENSOR_P_TENSOR] at dst. seed: the run seed. Multi-threaded
+ * for large tensors; counter-based, so the result does not depend on the thread count. */
 void ddp_init_fill(const ddp_instr *in, uint64_t seed, void *dst);
 #endif

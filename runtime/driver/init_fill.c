@@ -22,24 +22,26 @@ typedef struct {
 } fill_job;
 
 static double value_at(const ddp_instr *in, uint64_t seed, int64_t i) {
-  uint64_t stream = (uint64_t)in->i[2];
-  switch (in->i[0]) {
-  case INIT_CONST: return in->f[0];
+  uint64_t stream = (uint64_t)in->i[INIT_TENSOR_I_STREAM];
+  switch (in->i[INIT_TENSOR_I_KIND]) {
+  case INIT_CONST:
+    return in->f[INIT_TENSOR_F_A];
   case INIT_UNIFORM: {
     double u = ddp_rng_uniform53(ddp_rng_u64(seed, stream, (uint64_t)i));
-    return in->f[0] + (in->f[1] - in->f[0]) * u;
+    return in->f[INIT_TENSOR_F_A] + (in->f[INIT_TENSOR_F_B] - in->f[INIT_TENSOR_F_A]) * u;
   }
-  case INIT_NORMAL: return in->f[0] * ddp_rng_normal(seed, stream, (uint64_t)i);
+  case INIT_NORMAL:
+    return in->f[INIT_TENSOR_F_A] * ddp_rng_normal(seed, stream, (uint64_t)i);
   case INIT_TRUNC_NORMAL: {
-    double std = in->f[0], cut = in->f[1];
+    double std = in->f[INIT_TENSOR_F_A], cut = in->f[INIT_TENSOR_F_B];
     for (uint64_t attempt = 0;; attempt++) {
       double v = std * ddp_rng_normal(seed, stream, (uint64_t)i + (attempt << 40));
       if (fabs(v) <= cut || attempt > 64) return fabs(v) <= cut ? v : 0.0;
     }
   }
   case INIT_ROPE_INV_FREQ: {
-    float e = (float)(2 * i) / (float)in->i[3];
-    float pw = (float)pow((double)in->f[0], (double)e);
+    float e = (float)(2 * i) / (float)in->i[INIT_TENSOR_I_FAN_IN];
+    float pw = (float)pow((double)in->f[INIT_TENSOR_F_A], (double)e);
     return 1.0f / pw;
   }
   default: return 0.0;
@@ -48,13 +50,14 @@ static double value_at(const ddp_instr *in, uint64_t seed, int64_t i) {
 
 static void *fill_range(void *arg) {
   fill_job *j = arg;
-  for (int64_t i = j->lo; i < j->hi; i++) ddp_store(j->dst, j->in->dt[0], i, value_at(j->in, j->seed, i));
+  for (int64_t i = j->lo; i < j->hi; i++)
+    ddp_store(j->dst, j->in->dt[INIT_TENSOR_P_TENSOR], i, value_at(j->in, j->seed, i));
   return NULL;
 }
 
 void ddp_init_fill(const ddp_instr *in, uint64_t seed, void *dst) {
-  int64_t n = in->i[1];
-  uint64_t s = seed + (uint64_t)in->i[4] * 0x9e3779b97f4a7c15ull;
+  int64_t n = in->i[INIT_TENSOR_I_ELEMENTS];
+  uint64_t s = seed + (uint64_t)in->i[INIT_TENSOR_I_SALT] * 0x9e3779b97f4a7c15ull;
   long cores = sysconf(_SC_NPROCESSORS_ONLN);
   int threads = n < (1 << 20) ? 1 : (int)(cores < 1 ? 1 : cores > 32 ? 32 : cores);
   fill_job jobs[32];

@@ -9,11 +9,11 @@ void ddp_step_times_from_timers(const ddp_plan *p, int rank, const double *ms, d
   for (uint32_t k = 0; k < prog->n; k++) {
     const ddp_instr *in = &prog->v[k];
     if (in->opcode != I_TIMER) continue;
-    if (in->i[1] == TIMER_STEP_BEGIN) begin = ms[in->i[0]];
-    if (in->i[1] == TIMER_STEP_END) end = ms[in->i[0]];
-    if (in->i[1] == TIMER_BACKWARD_END) bwd_end = ms[in->i[0]];
-    if (in->i[1] == TIMER_FORWARD_END) fwd_end = ms[in->i[0]];
-    if (in->i[1] == TIMER_OPT_BEGIN) opt_begin = ms[in->i[0]];
+    if (in->i[TIMER_I_ROLE] == TIMER_STEP_BEGIN) begin = ms[in->i[TIMER_I_SLOT]];
+    if (in->i[TIMER_I_ROLE] == TIMER_STEP_END) end = ms[in->i[TIMER_I_SLOT]];
+    if (in->i[TIMER_I_ROLE] == TIMER_BACKWARD_END) bwd_end = ms[in->i[TIMER_I_SLOT]];
+    if (in->i[TIMER_I_ROLE] == TIMER_FORWARD_END) fwd_end = ms[in->i[TIMER_I_SLOT]];
+    if (in->i[TIMER_I_ROLE] == TIMER_OPT_BEGIN) opt_begin = ms[in->i[TIMER_I_SLOT]];
   }
   out->forward_ms = fwd_end >= 0 ? fwd_end - begin : 0;
   out->backward_ms = fwd_end >= 0 && bwd_end >= 0 ? bwd_end - fwd_end : 0;
@@ -24,10 +24,10 @@ void ddp_step_times_from_timers(const ddp_plan *p, int rank, const double *ms, d
   for (uint32_t k = 0; k < prog->n; k++) {
     const ddp_instr *in = &prog->v[k];
     if (in->opcode != I_TIMER) continue;
-    double t = ms[in->i[0]];
-    if (in->i[1] == TIMER_OPT_BEGIN) after_opt = 1;
-    if (in->i[1] == TIMER_COMM_BEGIN) open = t;
-    if (in->i[1] == TIMER_COMM_END && open >= 0) {
+    double t = ms[in->i[TIMER_I_SLOT]];
+    if (in->i[TIMER_I_ROLE] == TIMER_OPT_BEGIN) after_opt = 1;
+    if (in->i[TIMER_I_ROLE] == TIMER_COMM_BEGIN) open = t;
+    if (in->i[TIMER_I_ROLE] == TIMER_COMM_END && open >= 0) {
       double d = t - open;
       comm += d;
       if (after_opt) {

@@ -46,7 +46,7 @@ int ddp_trace_write(const ddp_plan *p, int rank, int64_t step, const double *sta
     const char *nm = ddp_plan_string(p, in->name);
     char label[300];
     if (in->opcode == I_TIMER)
-      snprintf(label, sizeof label, "%s", ddp_timer_name((int)in->i[1]));
+      snprintf(label, sizeof label, "%s", ddp_timer_name((int)in->i[TIMER_I_ROLE]));
     else if (nm[0])
       snprintf(label, sizeof label, "%s", nm);
     else
@@ -63,9 +63,10 @@ int ddp_trace_write(const ddp_plan *p, int rank, int64_t step, const double *sta
     if (in->opcode == I_KERNEL) fprintf(f, ", \"op\": \"%s\"", ddp_op_name(in->op));
     if (in->layer >= 0) fprintf(f, ", \"layer\": %d", in->layer);
     if (in->opcode == I_GEMM)
-      fprintf(f, ", \"mnk\": \"%lld x %lld x %lld\"", (long long)in->i[0], (long long)in->i[1], (long long)in->i[2]);
+      fprintf(f, ", \"mnk\": \"%lld x %lld x %lld\"", (long long)in->i[GEMM_I_M], (long long)in->i[GEMM_I_N],
+              (long long)in->i[GEMM_I_K]);
     if (in->opcode >= I_ALL_REDUCE && in->opcode <= I_RECV)
-      fprintf(f, ", \"bytes\": %llu", (unsigned long long)in->i[0] * ddp_dtype_size(in->dt[0]));
+      fprintf(f, ", \"bytes\": %llu", (unsigned long long)in->i[COLL_I_COUNT] * ddp_dtype_size(in->dt[COLL_P_SEND]));
     fprintf(f, "}}");
   }
   fprintf(f, "\n]}\n");

@@ -91,8 +91,8 @@ static void slice(int64_t n, int world, int rank, int64_t *lo, int64_t *hi) {
 
 int ddp_ref_collective(ddp_ref_comm *c, int rank, const ddp_instr *in, void *send, void *recv, char *err,
                        size_t errcap) {
-  int W = c->world, dt = in->dt[0];
-  int64_t count = in->i[0];
+  int W = c->world, dt = in->dt[COLL_P_SEND];
+  int64_t count = in->i[COLL_I_COUNT];
   size_t es = ddp_dtype_size(dt);
   c->send[rank] = send;
   c->recv[rank] = recv;
@@ -105,7 +105,7 @@ int ddp_ref_collective(ddp_ref_comm *c, int rank, const ddp_instr *in, void *sen
     for (int64_t i = lo; i < hi; i++) {
       double s = 0;
       for (int q = 0; q < W; q++) s += ddp_load(c->send[q], dt, i);
-      acc[i - lo] = in->i[1] == REDOP_AVG ? s / W : s;
+      acc[i - lo] = in->i[COLL_I_REDOP] == REDOP_AVG ? s / W : s;
     }
     if (barrier(c, err, errcap)) return -1;
     for (int q = 0; q < W; q++)
@@ -117,7 +117,7 @@ int ddp_ref_collective(ddp_ref_comm *c, int rank, const ddp_instr *in, void *sen
     for (int64_t i = 0; i < count; i++) {
       double s = 0;
       for (int q = 0; q < W; q++) s += ddp_load(c->send[q], dt, rank * count + i);
-      acc[i] = in->i[1] == REDOP_AVG ? s / W : s;
+      acc[i] = in->i[COLL_I_REDOP] == REDOP_AVG ? s / W : s;
     }
     if (barrier(c, err, errcap)) return -1;
     for (int64_t i = 0; i < count; i++) ddp_store(recv, dt, i, acc[i]);
@@ -130,7 +130,7 @@ int ddp_ref_collective(ddp_ref_comm *c, int rank, const ddp_instr *in, void *sen
     if (barrier(c, err, errcap)) return -1;
     break;
   case I_BROADCAST: {
-    int root = (int)in->i[2];
+    int root = (int)in->i[COLL_I_ROOT];
     if (recv != c->send[root]) memcpy(recv, c->send[root], (size_t)count * es);
     if (barrier(c, err, errcap)) return -1;
     break;

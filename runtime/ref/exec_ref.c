@@ -56,10 +56,10 @@ static int run(ddp_exec *x, const ddp_program *prog, int64_t step, char *err, si
       ref_gemm(a, in->dt);
       break;
     case I_MEMSET:
-      memset(a->p[0], (int)in->i[1], (size_t)in->i[0]);
+      memset(a->p[MEMSET_P_DST], (int)in->i[MEMSET_I_VALUE], (size_t)in->i[MEMSET_I_BYTES]);
       break;
     case I_COPY:
-      memmove(a->p[1], a->p[0], (size_t)in->i[0]);
+      memmove(a->p[COPY_P_DST], a->p[COPY_P_SRC], (size_t)in->i[COPY_I_BYTES]);
       break;
     case I_EVENT_RECORD:
     case I_EVENT_WAIT:
@@ -73,20 +73,22 @@ static int run(ddp_exec *x, const ddp_program *prog, int64_t step, char *err, si
     case I_SEND:
     case I_RECV:
       if (x->world == 1) {
-        if (a->p[0] != a->p[1] && a->p[1] && in->opcode != I_SEND && in->opcode != I_RECV)
-          memmove(a->p[1], a->p[0], (size_t)in->i[0] * ddp_dtype_size(in->dt[0]));
+        if (a->p[COLL_P_SEND] != a->p[COLL_P_RECV] && a->p[COLL_P_RECV] && in->opcode != I_SEND && in->opcode != I_RECV)
+          memmove(a->p[COLL_P_RECV], a->p[COLL_P_SEND],
+                  (size_t)in->i[COLL_I_COUNT] * ddp_dtype_size(in->dt[COLL_P_SEND]));
       } else {
-        rc = ddp_ref_collective(m->comm, x->rank, in, a->p[0], a->p[1], err, errcap);
+        rc = ddp_ref_collective(m->comm, x->rank, in, a->p[COLL_P_SEND], a->p[COLL_P_RECV], err, errcap);
       }
       break;
     case I_TIMER:
-      if ((uint32_t)in->i[0] < m->ntimers) m->timer_ms[in->i[0]] = 1e3 * ddp_now_s();
+      if ((uint32_t)in->i[TIMER_I_SLOT] < m->ntimers) m->timer_ms[in->i[TIMER_I_SLOT]] = 1e3 * ddp_now_s();
       break;
     case I_LOAD_BATCH:
-      rc = ddp_data_fill(x->data, step, x->rank, x->world, a->p[0], a->p[1], err, errcap);
+      rc = ddp_data_fill(x->data, step, x->rank, x->world, a->p[LOAD_BATCH_P_INPUTS], a->p[LOAD_BATCH_P_TARGETS], err,
+                         errcap);
       break;
     case I_INIT_TENSOR:
-      ddp_init_fill(in, x->seed, a->p[0]);
+      ddp_init_fill(in, x->seed, a->p[INIT_TENSOR_P_TENSOR]);
       break;
     case I_COUNT: /* plan_check refuses it */
       rc = ddp_fail(err, errcap, "reference executor: unknown opcode %u", in->opcode);

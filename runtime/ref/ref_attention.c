@@ -41,9 +41,9 @@ void ref_attn_fwd(const ddp_kargs *a, const uint8_t *dt) {
   double *o = ref_alloc(td, sizeof *o), *s = ref_alloc((size_t)d.T, sizeof *s);
   for (int64_t b = 0; b < d.B; b++)
     for (int64_t h = 0; h < d.H; h++) {
-      load_head(&d, a->p[0], dt[0], d.sq, b, h, q);
-      load_head(&d, a->p[1], dt[1], d.sk, b, h, k);
-      load_head(&d, a->p[2], dt[2], d.sv, b, h, v);
+      load_head(&d, a->p[ATTN_P_Q], dt[ATTN_P_Q], d.sq, b, h, q);
+      load_head(&d, a->p[ATTN_P_K], dt[ATTN_P_K], d.sk, b, h, k);
+      load_head(&d, a->p[ATTN_P_V], dt[ATTN_P_V], d.sv, b, h, v);
       for (int64_t t = 0; t < d.T; t++) {
         const int64_t nk = visible_keys(&d, t);
         const double *qt = q + t * d.Dh;
@@ -61,9 +61,9 @@ void ref_attn_fwd(const ddp_kargs *a, const uint8_t *dt) {
           const double *vj = v + j * d.Dh;
           for (int64_t i = 0; i < d.Dh; i++) ot[i] += p * vj[i];
         }
-        if (a->p[4]) ddp_store(a->p[4], dt[4], (b * d.H + h) * d.T + t, lse);
+        if (a->p[ATTN_P_LSE]) ddp_store(a->p[ATTN_P_LSE], dt[ATTN_P_LSE], (b * d.H + h) * d.T + t, lse);
       }
-      store_head(&d, a->p[3], dt[3], d.so, b, h, o);
+      store_head(&d, a->p[ATTN_P_O], dt[ATTN_P_O], d.so, b, h, o);
     }
   free(q);
   free(k);
@@ -78,9 +78,9 @@ void ref_attn_bwd_prep(const ddp_kargs *a, const uint8_t *dt) {
   for (int64_t b = 0; b < d.B; b++)
     for (int64_t h = 0; h < d.H; h++)
       for (int64_t t = 0; t < d.T; t++) {
-        ref_load_row(a->p[0], dt[0], head_off(&d, d.so, b, t, h), 1, d.Dh, o);
-        ref_load_row(a->p[1], dt[1], head_off(&d, d.so, b, t, h), 1, d.Dh, g);
-        ddp_store(a->p[2], dt[2], (b * d.H + h) * d.T + t, dot(o, g, d.Dh));
+        ref_load_row(a->p[ATTN_BWD_PREP_P_O], dt[ATTN_BWD_PREP_P_O], head_off(&d, d.so, b, t, h), 1, d.Dh, o);
+        ref_load_row(a->p[ATTN_BWD_PREP_P_DO], dt[ATTN_BWD_PREP_P_DO], head_off(&d, d.so, b, t, h), 1, d.Dh, g);
+        ddp_store(a->p[ATTN_BWD_PREP_P_DELTA], dt[ATTN_BWD_PREP_P_DELTA], (b * d.H + h) * d.T + t, dot(o, g, d.Dh));
       }
   free(o);
   free(g);
@@ -91,10 +91,10 @@ void ref_attn_bwd_prep(const ddp_kargs *a, const uint8_t *dt) {
 static void bwd_head(const ddp_kargs *a, const uint8_t *dt, const ref_attn_dims *d, int64_t b, int64_t h,
                      double *const buf[6], double *dq, double *dk, double *dv) {
   double *q = buf[0], *k = buf[1], *v = buf[2], *go = buf[3];
-  load_head(d, a->p[0], dt[0], d->sq, b, h, q);
-  load_head(d, a->p[1], dt[1], d->sk, b, h, k);
-  load_head(d, a->p[2], dt[2], d->sv, b, h, v);
-  load_head(d, a->p[5], dt[5], d->so, b, h, go);
+  load_head(d, a->p[ATTN_P_Q], dt[ATTN_P_Q], d->sq, b, h, q);
+  load_head(d, a->p[ATTN_P_K], dt[ATTN_P_K], d->sk, b, h, k);
+  load_head(d, a->p[ATTN_P_V], dt[ATTN_P_V], d->sv, b, h, v);
+  load_head(d, a->p[ATTN_P_DO], dt[ATTN_P_DO], d->so, b, h, go);
   const size_t td = (size_t)(d->T * d->Dh);
   for (size_t i = 0; i < td; i++) {
     if (dq) dq[i] = 0.0;
@@ -102,7 +102,8 @@ static void bwd_head(const ddp_kargs *a, const uint8_t *dt, const ref_attn_dims 
   }
   for (int64_t t = 0; t < d->T; t++) {
     const int64_t row = (b * d->H + h) * d->T + t, nk = visible_keys(d, t);
-    const double lse = ddp_load(a->p[4], dt[4], row), delta = ddp_load(a->p[6], dt[6], row);
+    const double lse = ddp_load(a->p[ATTN_P_LSE], dt[ATTN_P_LSE], row),
+                 delta = ddp_load(a->p[ATTN_P_DELTA], dt[ATTN_P_DELTA], row);
     const double *qt = q + t * d->Dh, *got = go + t * d->Dh;
     for (int64_t j = 0; j < nk; j++) {
       const double *kj = k + j * d->Dh;
@@ -127,8 +128,8 @@ void ref_attn_bwd_dkv(const ddp_kargs *a, const uint8_t *dt) {
   for (int64_t b = 0; b < d.B; b++)
     for (int64_t h = 0; h < d.H; h++) {
       bwd_head(a, dt, &d, b, h, buf, NULL, buf[4], buf[5]);
-      store_head(&d, a->p[7], dt[7], d.sk, b, h, buf[4]);
-      store_head(&d, a->p[8], dt[8], d.sv, b, h, buf[5]);
+      store_head(&d, a->p[ATTN_P_DK], dt[ATTN_P_DK], d.sk, b, h, buf[4]);
+      store_head(&d, a->p[ATTN_P_DV], dt[ATTN_P_DV], d.sv, b, h, buf[5]);
     }
   for (int i = 0; i < 6; i++) free(buf[i]);
 }
@@ -141,7 +142,7 @@ void ref_attn_bwd_dq(const ddp_kargs *a, const uint8_t *dt) {
   for (int64_t b = 0; b < d.B; b++)
     for (int64_t h = 0; h < d.H; h++) {
       bwd_head(a, dt, &d, b, h, buf, buf[4], NULL, NULL);
-      store_head(&d, a->p[9], dt[9], d.sq, b, h, buf[4]);
+      store_head(&d, a->p[ATTN_P_DQ], dt[ATTN_P_DQ], d.sq, b, h, buf[4]);
     }
   for (int i = 0; i < 6; i++) free(buf[i]);
 }

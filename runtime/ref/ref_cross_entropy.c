@@ -9,23 +9,23 @@
 #include <stdlib.h>
 
 void ref_xent(const ddp_kargs *a, const uint8_t *dt) {
-  const int64_t N = a->i[0], V = a->i[1];
-  const double scale = a->f[0];
+  const int64_t N = a->i[XENT_I_N], V = a->i[XENT_I_V];
+  const double scale = a->f[XENT_F_SCALE];
   double *x = ref_alloc((size_t)V, sizeof *x);
   for (int64_t n = 0; n < N; n++) {
-    ref_load_row(a->p[0], dt[0], n * V, 1, V, x);
-    const int64_t tgt = (int64_t)ddp_load(a->p[1], dt[1], n);
+    ref_load_row(a->p[XENT_P_LOGITS], dt[XENT_P_LOGITS], n * V, 1, V, x);
+    const int64_t tgt = (int64_t)ddp_load(a->p[XENT_P_TARGETS], dt[XENT_P_TARGETS], n);
     const int valid = tgt >= 0 && tgt < V;
     double mx = -INFINITY;
     for (int64_t v = 0; v < V; v++) mx = x[v] > mx ? x[v] : mx;
     double sum = 0.0;
     for (int64_t v = 0; v < V; v++) sum += exp(x[v] - mx);
     const double lse = mx + log(sum);
-    if (a->p[2]) ddp_store(a->p[2], dt[2], n, valid ? lse - x[tgt] : NAN);
-    if (a->p[3]) {
+    if (a->p[XENT_P_LOSS_ROWS]) ddp_store(a->p[XENT_P_LOSS_ROWS], dt[XENT_P_LOSS_ROWS], n, valid ? lse - x[tgt] : NAN);
+    if (a->p[XENT_P_DLOGITS]) {
       for (int64_t v = 0; v < V; v++) x[v] = exp(x[v] - lse) * scale;
       if (valid) x[tgt] -= scale;
-      ref_store_row(a->p[3], dt[3], n * V, V, x, 0);
+      ref_store_row(a->p[XENT_P_DLOGITS], dt[XENT_P_DLOGITS], n * V, V, x, 0);
     }
   }
   free(x);

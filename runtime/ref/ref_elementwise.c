@@ -6,37 +6,45 @@
 #include <math.h>
 
 void ref_cast(const ddp_kargs *a, const uint8_t *dt) {
-  for (int64_t i = 0; i < a->i[0]; i++) ddp_store(a->p[1], dt[1], i, ddp_load(a->p[0], dt[0], i));
+  for (int64_t i = 0; i < a->i[CAST_I_N]; i++)
+    ddp_store(a->p[CAST_P_OUT], dt[CAST_P_OUT], i, ddp_load(a->p[CAST_P_IN], dt[CAST_P_IN], i));
 }
 
 void ref_add(const ddp_kargs *a, const uint8_t *dt) {
-  for (int64_t i = 0; i < a->i[0]; i++)
-    ddp_store(a->p[2], dt[2], i, ddp_load(a->p[0], dt[0], i) + ddp_load(a->p[1], dt[1], i));
+  for (int64_t i = 0; i < a->i[ADD_I_N]; i++)
+    ddp_store(a->p[ADD_P_OUT], dt[ADD_P_OUT], i,
+              ddp_load(a->p[ADD_P_A], dt[ADD_P_A], i) + ddp_load(a->p[ADD_P_B], dt[ADD_P_B], i));
 }
 
 void ref_scale(const ddp_kargs *a, const uint8_t *dt) {
-  const double s = a->f[0];
-  for (int64_t i = 0; i < a->i[0]; i++) ddp_store(a->p[0], dt[0], i, s * ddp_load(a->p[0], dt[0], i));
+  const double s = a->f[SCALE_F_S];
+  for (int64_t i = 0; i < a->i[SCALE_I_N]; i++)
+    ddp_store(a->p[SCALE_P_X], dt[SCALE_P_X], i, s * ddp_load(a->p[SCALE_P_X], dt[SCALE_P_X], i));
 }
 
 void ref_bias_add(const ddp_kargs *a, const uint8_t *dt) {
-  const int64_t N = a->i[0], M = a->i[1];
+  const int64_t N = a->i[BIAS_ADD_I_N], M = a->i[BIAS_ADD_I_M];
   for (int64_t n = 0; n < N; n++)
     for (int64_t m = 0; m < M; m++)
-      ddp_store(a->p[0], dt[0], n * M + m, ddp_load(a->p[0], dt[0], n * M + m) + ddp_load(a->p[1], dt[1], m));
+      ddp_store(a->p[BIAS_ADD_P_Y], dt[BIAS_ADD_P_Y], n * M + m,
+                ddp_load(a->p[BIAS_ADD_P_Y], dt[BIAS_ADD_P_Y], n * M + m) +
+                    ddp_load(a->p[BIAS_ADD_P_B], dt[BIAS_ADD_P_B], m));
 }
 
 void ref_relu_fwd(const ddp_kargs *a, const uint8_t *dt) {
-  for (int64_t i = 0; i < a->i[0]; i++) {
-    const double x = ddp_load(a->p[0], dt[0], i);
-    ddp_store(a->p[1], dt[1], i, x > 0.0 || isnan(x) ? x : 0.0);
+  for (int64_t i = 0; i < a->i[RELU_FWD_I_N]; i++) {
+    const double x = ddp_load(a->p[RELU_FWD_P_X], dt[RELU_FWD_P_X], i);
+    ddp_store(a->p[RELU_FWD_P_Y], dt[RELU_FWD_P_Y], i, x > 0.0 || isnan(x) ? x : 0.0);
   }
 }
 
 void ref_relu_bwd(const ddp_kargs *a, const uint8_t *dt) {
-  const int acc = a->i[1] != 0;
-  for (int64_t i = 0; i < a->i[0]; i++) {
-    const double g = ddp_load(a->p[0], dt[0], i) > 0.0 ? ddp_load(a->p[1], dt[1], i) : 0.0;
-    ddp_store(a->p[2], dt[2], i, acc ? ddp_load(a->p[2], dt[2], i) + g : g);
+  const int acc = a->i[RELU_BWD_I_ACC] != 0;
+  for (int64_t i = 0; i < a->i[RELU_BWD_I_N]; i++) {
+    const double g = ddp_load(a->p[RELU_BWD_P_Y], dt[RELU_BWD_P_Y], i) > 0.0
+                         ? ddp_load(a->p[RELU_BWD_P_DY], dt[RELU_BWD_P_DY], i)
+                         : 0.0;
+    ddp_store(a->p[RELU_BWD_P_DX], dt[RELU_BWD_P_DX], i,
+              acc ? ddp_load(a->p[RELU_BWD_P_DX], dt[RELU_BWD_P_DX], i) + g : g);
   }
 }

@@ -9,48 +9,48 @@
 #include <stdlib.h>
 
 void ref_embed_fwd(const ddp_kargs *a, const uint8_t *dt) {
-  const int64_t N = a->i[0], D = a->i[1], V = a->i[2];
+  const int64_t N = a->i[EMBED_FWD_I_N], D = a->i[EMBED_FWD_I_D], V = a->i[EMBED_FWD_I_V];
   double *row = ref_alloc((size_t)D, sizeof *row);
   for (int64_t n = 0; n < N; n++) {
-    int64_t tok = (int64_t)ddp_load(a->p[0], dt[0], n);
+    int64_t tok = (int64_t)ddp_load(a->p[EMBED_FWD_P_TOKENS], dt[EMBED_FWD_P_TOKENS], n);
     if (tok < 0 || tok >= V)
       for (int64_t j = 0; j < D; j++) row[j] = NAN;
     else
-      ref_load_row(a->p[1], dt[1], tok * D, 1, D, row);
-    ref_store_row(a->p[2], dt[2], n * D, D, row, 0);
+      ref_load_row(a->p[EMBED_FWD_P_TABLE], dt[EMBED_FWD_P_TABLE], tok * D, 1, D, row);
+    ref_store_row(a->p[EMBED_FWD_P_OUT], dt[EMBED_FWD_P_OUT], n * D, D, row, 0);
   }
   free(row);
 }
 
 void ref_embed_bwd(const ddp_kargs *a, const uint8_t *dt) {
-  const int64_t N = a->i[0], D = a->i[1], V = a->i[2];
-  const int acc = a->i[3] != 0;
+  const int64_t N = a->i[EMBED_BWD_I_N], D = a->i[EMBED_BWD_I_D], V = a->i[EMBED_BWD_I_V];
+  const int acc = a->i[EMBED_BWD_I_ACC] != 0;
   int64_t *start = ref_alloc((size_t)V + 1, sizeof *start); /* counting sort: rows of token v are */
   int64_t *order = ref_alloc((size_t)N + 1, sizeof *order); /* order[start[v] .. start[v+1]) */
   int64_t *fill = ref_alloc((size_t)V + 1, sizeof *fill);
   double *sum = ref_alloc((size_t)D, sizeof *sum);
   double *row = ref_alloc((size_t)D, sizeof *row);
   for (int64_t n = 0; n < N; n++) {
-    int64_t tok = (int64_t)ddp_load(a->p[0], dt[0], n);
+    int64_t tok = (int64_t)ddp_load(a->p[EMBED_BWD_P_TOKENS], dt[EMBED_BWD_P_TOKENS], n);
     if (tok >= 0 && tok < V) start[tok + 1]++;
   }
   for (int64_t v = 0; v < V; v++) start[v + 1] += start[v];
   for (int64_t n = 0; n < N; n++) {
-    int64_t tok = (int64_t)ddp_load(a->p[0], dt[0], n);
+    int64_t tok = (int64_t)ddp_load(a->p[EMBED_BWD_P_TOKENS], dt[EMBED_BWD_P_TOKENS], n);
     if (tok >= 0 && tok < V) order[start[tok] + fill[tok]++] = n;
   }
-  if (!acc) ref_fill_row(a->p[2], dt[2], 0, V * D, 0.0);
+  if (!acc) ref_fill_row(a->p[EMBED_BWD_P_DTABLE], dt[EMBED_BWD_P_DTABLE], 0, V * D, 0.0);
   for (int64_t v = 0; v < V; v++) {
     if (start[v] == start[v + 1]) continue;
     if (acc)
-      ref_load_row(a->p[2], dt[2], v * D, 1, D, sum);
+      ref_load_row(a->p[EMBED_BWD_P_DTABLE], dt[EMBED_BWD_P_DTABLE], v * D, 1, D, sum);
     else
       for (int64_t j = 0; j < D; j++) sum[j] = 0.0;
     for (int64_t r = start[v]; r < start[v + 1]; r++) {
-      ref_load_row(a->p[1], dt[1], order[r] * D, 1, D, row);
+      ref_load_row(a->p[EMBED_BWD_P_DOUT], dt[EMBED_BWD_P_DOUT], order[r] * D, 1, D, row);
       for (int64_t j = 0; j < D; j++) sum[j] += row[j];
     }
-    ref_store_row(a->p[2], dt[2], v * D, D, sum, 0);
+    ref_store_row(a->p[EMBED_BWD_P_DTABLE], dt[EMBED_BWD_P_DTABLE], v * D, D, sum, 0);
   }
   free(start);
   free(order);

@@ -67,8 +67,9 @@ static void kernel1(int64_t K, int64_t nb, const double *restrict arow, const do
 }
 
 void ref_gemm(const ddp_kargs *a, const uint8_t *dt) {
-  const int64_t M = a->i[0], N = a->i[1], K = a->i[2], batch = a->i[9] < 1 ? 1 : a->i[9];
-  const double alpha = a->f[0], beta = a->f[1];
+  const int64_t M = a->i[GEMM_I_M], N = a->i[GEMM_I_N], K = a->i[GEMM_I_K],
+                batch = a->i[GEMM_I_BATCH] < 1 ? 1 : a->i[GEMM_I_BATCH];
+  const double alpha = a->f[GEMM_F_ALPHA], beta = a->f[GEMM_F_BETA];
   if (M <= 0 || N <= 0) return;
   int64_t NB = GEMM_PANEL_DOUBLES / (K > 0 ? K : 1);
   NB = NB < 16 ? 16 : NB > 512 ? 512 : NB;
@@ -79,9 +80,11 @@ void ref_gemm(const ddp_kargs *a, const uint8_t *dt) {
   double *acc = ref_alloc((size_t)(GEMM_MB * NB), sizeof *acc);
   double *crow = ref_alloc((size_t)NB, sizeof *crow);
   for (int64_t bt = 0; bt < batch; bt++) {
-    const gemm_operand A = {a->p[0], dt[0], bt * a->i[10], a->i[5], a->i[3] != 0};
-    const gemm_operand B = {a->p[1], dt[1], bt * a->i[11], a->i[6], a->i[4] != 0};
-    const int64_t coff = bt * a->i[12], doff = bt * a->i[13];
+    const gemm_operand A = {a->p[GEMM_P_A], dt[GEMM_P_A], bt * a->i[GEMM_I_STRIDE_A], a->i[GEMM_I_LDA],
+                            a->i[GEMM_I_TRANS_A] != 0};
+    const gemm_operand B = {a->p[GEMM_P_B], dt[GEMM_P_B], bt * a->i[GEMM_I_STRIDE_B], a->i[GEMM_I_LDB],
+                            a->i[GEMM_I_TRANS_B] != 0};
+    const int64_t coff = bt * a->i[GEMM_I_STRIDE_C], doff = bt * a->i[GEMM_I_STRIDE_D];
     for (int64_t n0 = 0; n0 < N; n0 += NB) {
       const int64_t nb = N - n0 < NB ? N - n0 : NB;
       pack_b(&B, K, n0, nb, panel, brow);
@@ -96,10 +99,10 @@ void ref_gemm(const ddp_kargs *a, const uint8_t *dt) {
           double *row = acc + i * nb;
           for (int64_t j = 0; j < nb; j++) row[j] *= alpha;
           if (beta != 0.0) {
-            ref_load_row(a->p[2], dt[2], coff + (m0 + i) * a->i[7] + n0, 1, nb, crow);
+            ref_load_row(a->p[GEMM_P_C], dt[GEMM_P_C], coff + (m0 + i) * a->i[GEMM_I_LDC] + n0, 1, nb, crow);
             for (int64_t j = 0; j < nb; j++) row[j] += beta * crow[j];
           }
-          ref_store_row(a->p[3], dt[3], doff + (m0 + i) * a->i[8] + n0, nb, row, 0);
+          ref_store_row(a->p[GEMM_P_D], dt[GEMM_P_D], doff + (m0 + i) * a->i[GEMM_I_LDD] + n0, nb, row, 0);
         }
       }
     }

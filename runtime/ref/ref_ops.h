@@ -8,7 +8,7 @@
 
 typedef void (*ddp_ref_fn)(const ddp_kargs *a, const uint8_t *dt);
 
-#define DDP_REF_DECL(id, file, entry) void ref_##entry(const ddp_kargs *a, const uint8_t *dt);
+#define DDP_REF_DECL(id, file, entry, syn) void ref_##entry(const ddp_kargs *a, const uint8_t *dt);
 DDP_KERNEL_OPS(DDP_REF_DECL)
 #undef DDP_REF_DECL
 

@@ -3,7 +3,7 @@
 #include "ref_ops.h"
 
 const ddp_ref_fn ddp_ref_ops[OP_COUNT] = {
-#define DDP_REF_ENTRY(id, file, entry) [OP_##id] = ref_##entry,
+#define DDP_REF_ENTRY(id, file, entry, syn) [OP_##id] = ref_##entry,
     DDP_KERNEL_OPS(DDP_REF_ENTRY)
 #undef DDP_REF_ENTRY
 };

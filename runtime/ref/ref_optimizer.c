@@ -14,16 +14,16 @@
 #include <math.h>
 
 void ref_sumsq(const ddp_kargs *a, const uint8_t *dt) {
-  const int64_t n = a->i[0], P = ref_parts(a->i[1]);
+  const int64_t n = a->i[SUMSQ_I_N], P = ref_parts(a->i[SUMSQ_I_P]);
   for (int64_t c = 0; c < P; c++) {
     int64_t lo, hi;
     ref_chunk(n, P, c, &lo, &hi);
     double s = 0.0;
     for (int64_t i = lo; i < hi; i++) {
-      const double x = ddp_load(a->p[0], dt[0], i);
+      const double x = ddp_load(a->p[SUMSQ_P_X], dt[SUMSQ_P_X], i);
       s += x * x;
     }
-    ddp_store(a->p[1], dt[1], c, s);
+    ddp_store(a->p[SUMSQ_P_PART], dt[SUMSQ_P_PART], c, s);
   }
 }
 
@@ -37,48 +37,56 @@ static double cosine_lr(double it, double warmup, double cycle, double lr_max, d
 }
 
 void ref_opt_scalars(const ddp_kargs *a, const uint8_t *dt) {
-  const int64_t P = a->i[0];
-  void *sc = a->p[1];
-  const double t = ddp_load(sc, dt[1], SCALAR_STEP) + 1.0;
-  const double lr = a->i[1] == 1 ? cosine_lr(t - 1.0, (double)a->i[2], (double)a->i[3], a->f[0], a->f[1])
-                                 : (double)a->f[0];
+  const int64_t P = a->i[OPT_SCALARS_I_P];
+  void *sc = a->p[OPT_SCALARS_P_SCALARS];
+  const double t = ddp_load(sc, dt[OPT_SCALARS_P_SCALARS], SCALAR_STEP) + 1.0;
+  const double lr = a->i[OPT_SCALARS_I_SCHEDULE] == 1
+                        ? cosine_lr(t - 1.0, (double)a->i[OPT_SCALARS_I_WARMUP], (double)a->i[OPT_SCALARS_I_CYCLE],
+                                    a->f[OPT_SCALARS_F_LR_MAX], a->f[OPT_SCALARS_F_LR_MIN])
+                        : (double)a->f[OPT_SCALARS_F_LR_MAX];
   double sumsq = 0.0;
-  if (a->p[0])
-    for (int64_t c = 0; c < P; c++) sumsq += ddp_load(a->p[0], dt[0], c);
-  const double norm = sqrt(sumsq), max_norm = a->f[2];
-  const double clip = a->i[4] && a->p[0] && norm > max_norm ? max_norm / (norm + 1e-6) : 1.0;
-  ddp_store(sc, dt[1], SCALAR_STEP, t);
-  ddp_store(sc, dt[1], SCALAR_LR, lr);
-  ddp_store(sc, dt[1], SCALAR_GRAD_NORM, norm);
-  ddp_store(sc, dt[1], SCALAR_CLIP_SCALE, clip);
+  if (a->p[OPT_SCALARS_P_PART])
+    for (int64_t c = 0; c < P; c++) sumsq += ddp_load(a->p[OPT_SCALARS_P_PART], dt[OPT_SCALARS_P_PART], c);
+  const double norm = sqrt(sumsq), max_norm = a->f[OPT_SCALARS_F_MAX_NORM];
+  const double clip =
+      a->i[OPT_SCALARS_I_CLIP] && a->p[OPT_SCALARS_P_PART] && norm > max_norm ? max_norm / (norm + 1e-6) : 1.0;
+  ddp_store(sc, dt[OPT_SCALARS_P_SCALARS], SCALAR_STEP, t);
+  ddp_store(sc, dt[OPT_SCALARS_P_SCALARS], SCALAR_LR, lr);
+  ddp_store(sc, dt[OPT_SCALARS_P_SCALARS], SCALAR_GRAD_NORM, norm);
+  ddp_store(sc, dt[OPT_SCALARS_P_SCALARS], SCALAR_CLIP_SCALE, clip);
 }
 
 void ref_adamw(const ddp_kargs *a, const uint8_t *dt) {
-  const int64_t n = a->i[0];
-  const double b1 = a->f[0], b2 = a->f[1], eps = a->f[2], wd = a->f[3];
-  const double t = ddp_load(a->p[5], dt[5], SCALAR_STEP), lr = ddp_load(a->p[5], dt[5], SCALAR_LR);
-  const double clip = ddp_load(a->p[5], dt[5], SCALAR_CLIP_SCALE);
+  const int64_t n = a->i[ADAMW_I_N];
+  const double b1 = a->f[ADAMW_F_B1], b2 = a->f[ADAMW_F_B2], eps = a->f[ADAMW_F_EPS], wd = a->f[ADAMW_F_WD];
+  const double t = ddp_load(a->p[ADAMW_P_SCALARS], dt[ADAMW_P_SCALARS], SCALAR_STEP),
+               lr = ddp_load(a->p[ADAMW_P_SCALARS], dt[ADAMW_P_SCALARS], SCALAR_LR);
+  const double clip = ddp_load(a->p[ADAMW_P_SCALARS], dt[ADAMW_P_SCALARS], SCALAR_CLIP_SCALE);
   const double alpha = lr * sqrt(1.0 - pow(b2, t)) / (1.0 - pow(b1, t));
   for (int64_t i = 0; i < n; i++) {
-    const double g = ddp_load(a->p[1], dt[1], i) * clip;
-    const double m = b1 * ddp_load(a->p[2], dt[2], i) + (1.0 - b1) * g;
-    const double v = b2 * ddp_load(a->p[3], dt[3], i) + (1.0 - b2) * g * g;
-    double p = ddp_load(a->p[0], dt[0], i);
+    const double g = ddp_load(a->p[ADAMW_P_GRAD], dt[ADAMW_P_GRAD], i) * clip;
+    const double m = b1 * ddp_load(a->p[ADAMW_P_M], dt[ADAMW_P_M], i) + (1.0 - b1) * g;
+    const double v = b2 * ddp_load(a->p[ADAMW_P_V], dt[ADAMW_P_V], i) + (1.0 - b2) * g * g;
+    double p = ddp_load(a->p[ADAMW_P_PARAM], dt[ADAMW_P_PARAM], i);
     p -= alpha * m / (sqrt(v) + eps);
     p -= lr * wd * p;
-    ddp_store(a->p[2], dt[2], i, m);
-    ddp_store(a->p[3], dt[3], i, v);
-    ddp_store(a->p[0], dt[0], i, p);
-    if (a->p[4]) ddp_store(a->p[4], dt[4], i, ddp_load(a->p[0], dt[0], i));
+    ddp_store(a->p[ADAMW_P_M], dt[ADAMW_P_M], i, m);
+    ddp_store(a->p[ADAMW_P_V], dt[ADAMW_P_V], i, v);
+    ddp_store(a->p[ADAMW_P_PARAM], dt[ADAMW_P_PARAM], i, p);
+    if (a->p[ADAMW_P_COPY])
+      ddp_store(a->p[ADAMW_P_COPY], dt[ADAMW_P_COPY], i, ddp_load(a->p[ADAMW_P_PARAM], dt[ADAMW_P_PARAM], i));
   }
 }
 
 void ref_sgd(const ddp_kargs *a, const uint8_t *dt) {
-  const int64_t n = a->i[0];
-  const double lr = ddp_load(a->p[3], dt[3], SCALAR_LR), clip = ddp_load(a->p[3], dt[3], SCALAR_CLIP_SCALE);
+  const int64_t n = a->i[SGD_I_N];
+  const double lr = ddp_load(a->p[SGD_P_SCALARS], dt[SGD_P_SCALARS], SCALAR_LR),
+               clip = ddp_load(a->p[SGD_P_SCALARS], dt[SGD_P_SCALARS], SCALAR_CLIP_SCALE);
   for (int64_t i = 0; i < n; i++) {
-    const double p = ddp_load(a->p[0], dt[0], i) - lr * ddp_load(a->p[1], dt[1], i) * clip;
-    ddp_store(a->p[0], dt[0], i, p);
-    if (a->p[2]) ddp_store(a->p[2], dt[2], i, ddp_load(a->p[0], dt[0], i));
+    const double p =
+        ddp_load(a->p[SGD_P_PARAM], dt[SGD_P_PARAM], i) - lr * ddp_load(a->p[SGD_P_GRAD], dt[SGD_P_GRAD], i) * clip;
+    ddp_store(a->p[SGD_P_PARAM], dt[SGD_P_PARAM], i, p);
+    if (a->p[SGD_P_COPY])
+      ddp_store(a->p[SGD_P_COPY], dt[SGD_P_COPY], i, ddp_load(a->p[SGD_P_PARAM], dt[SGD_P_PARAM], i));
   }
 }

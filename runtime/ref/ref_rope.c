@@ -9,15 +9,16 @@
 #include <stdlib.h>
 
 void ref_rope(const ddp_kargs *a, const uint8_t *dt) {
-  const int64_t B = a->i[0], T = a->i[1], H = a->i[2], Dh = a->i[3], stride = a->i[4];
+  const int64_t B = a->i[ROPE_I_B], T = a->i[ROPE_I_T], H = a->i[ROPE_I_H], Dh = a->i[ROPE_I_DH],
+                stride = a->i[ROPE_I_STRIDE];
   const int64_t half = Dh / 2;
-  const double sign = a->i[5] ? -1.0 : 1.0;
-  void *x = a->p[0];
+  const double sign = a->i[ROPE_I_INVERSE] ? -1.0 : 1.0;
+  void *x = a->p[ROPE_P_X];
   double *cs = ref_alloc((size_t)half, sizeof *cs);
   double *sn = ref_alloc((size_t)half, sizeof *sn);
   for (int64_t t = 0; t < T; t++) {
     for (int64_t m = 0; m < half; m++) {
-      float inv = (float)ddp_load(a->p[1], dt[1], m);
+      float inv = (float)ddp_load(a->p[ROPE_P_INV_FREQ], dt[ROPE_P_INV_FREQ], m);
       float angle = (float)t * inv;
       cs[m] = cos((double)angle);
       sn[m] = sign * sin((double)angle);
@@ -26,9 +27,9 @@ void ref_rope(const ddp_kargs *a, const uint8_t *dt) {
       for (int64_t h = 0; h < H; h++) {
         const int64_t base = (b * T + t) * stride + h * Dh;
         for (int64_t m = 0; m < half; m++) {
-          const double x0 = ddp_load(x, dt[0], base + 2 * m), x1 = ddp_load(x, dt[0], base + 2 * m + 1);
-          ddp_store(x, dt[0], base + 2 * m, x0 * cs[m] - x1 * sn[m]);
-          ddp_store(x, dt[0], base + 2 * m + 1, x0 * sn[m] + x1 * cs[m]);
+          const double x0 = ddp_load(x, dt[ROPE_P_X], base + 2 * m), x1 = ddp_load(x, dt[ROPE_P_X], base + 2 * m + 1);
+          ddp_store(x, dt[ROPE_P_X], base + 2 * m, x0 * cs[m] - x1 * sn[m]);
+          ddp_store(x, dt[ROPE_P_X], base + 2 * m + 1, x0 * sn[m] + x1 * cs[m]);
         }
       }
   }

@@ -31,15 +31,18 @@ static inline void ref_chunk(int64_t N, int64_t P, int64_t c, int64_t *lo, int64
   *hi = b < N ? b : N;
 }
 
-/* Attention geometry shared by ATTN_* (ints as ATTN_FWD in plan/ops.h). */
+/* Attention geometry shared by ATTN_* (the ATTN_I_* slots of plan/op_slots.h). */
 typedef struct ref_attn_dims {
   int64_t B, T, H, Dh, sq, sk, sv, so;
   int causal;
   double scale;
 } ref_attn_dims;
 static inline ref_attn_dims ref_attn_dims_of(const ddp_kargs *a) {
-  ref_attn_dims d = {a->i[0], a->i[1], a->i[2], a->i[3], a->i[4], a->i[5], a->i[6], a->i[7],
-                     a->i[8] != 0, (double)a->f[0]};
+  ref_attn_dims d = {a->i[ATTN_I_B],           a->i[ATTN_I_T],
+                     a->i[ATTN_I_H],           a->i[ATTN_I_DH],
+                     a->i[ATTN_I_QSTRIDE],     a->i[ATTN_I_KSTRIDE],
+                     a->i[ATTN_I_VSTRIDE],     a->i[ATTN_I_OSTRIDE],
+                     a->i[ATTN_I_CAUSAL] != 0, (double)a->f[ATTN_F_SCALE]};
   return d;
 }
 #endif

@@ -84,7 +84,7 @@ static prep prepare(const ddp_instr *in) {
   uint8_t *cubin = NULL;
   uint64_t size = 0;
   char hash[17];
-  if (ddp_nvrtc_compile(ddp_op_template(in->op), ddp_op_entry(in->op), L.spec, g_arch, &o, &cubin, &size, hash, g_err,
+  if (ddp_nvrtc_compile(L.tpl, ddp_op_entry(in->op), L.spec, g_arch, &o, &cubin, &size, hash, g_err,
                         sizeof g_err))
     DIE("%s", g_err);
   if (ddp_cuda_module_load(cubin, size, ddp_op_entry(in->op), &c->k, g_err, sizeof g_err)) DIE("%s", g_err);

@@ -8,14 +8,14 @@ static void rope_instr(ddp_builder *b, int32_t t, int64_t d, int64_t heads, int 
   const ddp_schedule *s = b->s;
   int64_t dh = d / heads;
   ddp_instr in = b_kernel(OP_ROPE);
-  b_buf(b, &in, 0, t);
-  b_buf(b, &in, 1, b->rope_freq);
-  in.i[0] = b->rows / s->context;
-  in.i[1] = s->context;
-  in.i[2] = 2 * heads; /* q heads then k heads: the first 2*d columns of a row */
-  in.i[3] = dh;
-  in.i[4] = 3 * d;
-  in.i[5] = inverse;
+  b_buf(b, &in, ROPE_P_X, t);
+  b_buf(b, &in, ROPE_P_INV_FREQ, b->rope_freq);
+  in.i[ROPE_I_B] = b->rows / s->context;
+  in.i[ROPE_I_T] = s->context;
+  in.i[ROPE_I_H] = 2 * heads; /* q heads then k heads: the first 2*d columns of a row */
+  in.i[ROPE_I_DH] = dh;
+  in.i[ROPE_I_STRIDE] = 3 * d;
+  in.i[ROPE_I_INVERSE] = inverse;
   b_emit(b, in, name);
 }
 
@@ -33,14 +33,14 @@ void layer_rope_bwd(ddp_builder *b, const ddp_node *n) {
 }
 
 static void attn_ints(ddp_builder *b, ddp_instr *in, int64_t d, int64_t heads) {
-  in->i[0] = b->rows / b->s->context;
-  in->i[1] = b->s->context;
-  in->i[2] = heads;
-  in->i[3] = d / heads;
-  in->i[4] = in->i[5] = in->i[6] = 3 * d;
-  in->i[7] = d;
-  in->i[8] = 1;
-  in->f[0] = (float)(1.0 / sqrt((double)(d / heads)));
+  in->i[ATTN_I_B] = b->rows / b->s->context;
+  in->i[ATTN_I_T] = b->s->context;
+  in->i[ATTN_I_H] = heads;
+  in->i[ATTN_I_DH] = d / heads;
+  in->i[ATTN_I_QSTRIDE] = in->i[ATTN_I_KSTRIDE] = in->i[ATTN_I_VSTRIDE] = 3 * d;
+  in->i[ATTN_I_OSTRIDE] = d;
+  in->i[ATTN_I_CAUSAL] = 1;
+  in->f[ATTN_F_SCALE] = (float)(1.0 / sqrt((double)(d / heads)));
 }
 
 int32_t layer_attention(ddp_builder *b, const char *name, int32_t qkv, int64_t d, int64_t heads) {
@@ -51,11 +51,11 @@ int32_t layer_attention(ddp_builder *b, const char *name, int32_t qkv, int64_t d
   int64_t lshape[3] = {B, heads, T};
   int32_t lse = b_saved(b, b_fmt(b, "%s.lse", name), b->fdt, 3, lshape);
   ddp_instr in = b_kernel(OP_ATTN_FWD);
-  b_arg(&in, 0, qkv, 0, dt);
-  b_arg(&in, 1, qkv, (uint64_t)d * es, dt);
-  b_arg(&in, 2, qkv, 2 * (uint64_t)d * es, dt);
-  b_buf(b, &in, 3, o);
-  b_buf(b, &in, 4, lse);
+  b_arg(&in, ATTN_P_Q, qkv, 0, dt);
+  b_arg(&in, ATTN_P_K, qkv, (uint64_t)d * es, dt);
+  b_arg(&in, ATTN_P_V, qkv, 2 * (uint64_t)d * es, dt);
+  b_buf(b, &in, ATTN_P_O, o);
+  b_buf(b, &in, ATTN_P_LSE, lse);
   attn_ints(b, &in, d, heads);
   b_emit(b, in, name);
   double fwd = 4.0 * (double)B * (double)heads * (double)T * (double)T * (double)(d / heads) * 0.5;
@@ -84,27 +84,27 @@ void layer_attention_bwd(ddp_builder *b, const ddp_node *n) {
   int32_t delta = b_tensor(b, b_fmt(b, "%s.delta", name), b->fdt, ARENA_ACT, 0, 3, lshape);
 
   ddp_instr prep = b_kernel(OP_ATTN_BWD_PREP);
-  b_buf(b, &prep, 0, o);
-  b_buf(b, &prep, 1, dout);
-  b_buf(b, &prep, 2, delta);
+  b_buf(b, &prep, ATTN_BWD_PREP_P_O, o);
+  b_buf(b, &prep, ATTN_BWD_PREP_P_DO, dout);
+  b_buf(b, &prep, ATTN_BWD_PREP_P_DELTA, delta);
   attn_ints(b, &prep, d, heads);
   b_emit(b, prep, b_fmt(b, "%s.bwd_prep", name));
 
   ddp_instr kv = b_kernel(OP_ATTN_BWD_DKV);
-  b_arg(&kv, 0, qkv, 0, dt);
-  b_arg(&kv, 1, qkv, (uint64_t)d * es, dt);
-  b_arg(&kv, 2, qkv, 2 * (uint64_t)d * es, dt);
-  b_buf(b, &kv, 4, lse);
-  b_buf(b, &kv, 5, dout);
-  b_buf(b, &kv, 6, delta);
+  b_arg(&kv, ATTN_P_Q, qkv, 0, dt);
+  b_arg(&kv, ATTN_P_K, qkv, (uint64_t)d * es, dt);
+  b_arg(&kv, ATTN_P_V, qkv, 2 * (uint64_t)d * es, dt);
+  b_buf(b, &kv, ATTN_P_LSE, lse);
+  b_buf(b, &kv, ATTN_P_DO, dout);
+  b_buf(b, &kv, ATTN_P_DELTA, delta);
   ddp_instr dq = kv;
-  b_arg(&kv, 7, dqkv, (uint64_t)d * es, dt);
-  b_arg(&kv, 8, dqkv, 2 * (uint64_t)d * es, dt);
+  b_arg(&kv, ATTN_P_DK, dqkv, (uint64_t)d * es, dt);
+  b_arg(&kv, ATTN_P_DV, dqkv, 2 * (uint64_t)d * es, dt);
   attn_ints(b, &kv, d, heads);
   b_emit(b, kv, b_fmt(b, "%s.bwd_dkv", name));
 
   dq.op = OP_ATTN_BWD_DQ;
-  b_arg(&dq, 9, dqkv, 0, dt);
+  b_arg(&dq, ATTN_P_DQ, dqkv, 0, dt);
   attn_ints(b, &dq, d, heads);
   b_emit(b, dq, b_fmt(b, "%s.bwd_dq", name));
 }

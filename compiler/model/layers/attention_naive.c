@@ -27,23 +27,23 @@ static void per_sequence_gemm(ddp_builder *b, const char *name, const dims *g, i
     ddp_instr *in = b_gemm(b, name, A, (a_off + (uint64_t)(s * a_seq)) * ea, transA, lda, Bm,
                            (b_off + (uint64_t)(s * b_seq)) * eb, transB, ldb, Dm, (d_off + (uint64_t)(s * d_seq)) * ed,
                            ldd, M, N, K, 0.0f);
-    in->i[9] = g->H;
-    in->i[10] = a_stride;
-    in->i[11] = b_stride;
-    in->i[12] = in->i[13] = d_stride;
+    in->i[GEMM_I_BATCH] = g->H;
+    in->i[GEMM_I_STRIDE_A] = a_stride;
+    in->i[GEMM_I_STRIDE_B] = b_stride;
+    in->i[GEMM_I_STRIDE_C] = in->i[GEMM_I_STRIDE_D] = d_stride;
     b->flops += 2.0 * (double)M * (double)N * (double)K * (double)(g->H - 1);
   }
 }
 
 static void softmax(ddp_builder *b, int op, int32_t p0, int32_t p1, const dims *g, const char *name) {
   ddp_instr in = b_kernel(op);
-  b_buf(b, &in, 0, p0);
-  b_buf(b, &in, 1, p1);
-  in.i[0] = g->B;
-  in.i[1] = g->T;
-  in.i[2] = g->H;
-  in.i[8] = 1;
-  in.f[0] = (float)(1.0 / sqrt((double)g->Dh));
+  b_buf(b, &in, ATTN_NAIVE_SOFTMAX_P_SCORES, p0);
+  b_buf(b, &in, ATTN_NAIVE_SOFTMAX_P_LSE, p1);
+  in.i[ATTN_NAIVE_SOFTMAX_I_B] = g->B;
+  in.i[ATTN_NAIVE_SOFTMAX_I_T] = g->T;
+  in.i[ATTN_NAIVE_SOFTMAX_I_H] = g->H;
+  in.i[ATTN_NAIVE_SOFTMAX_I_CAUSAL] = 1;
+  in.f[ATTN_NAIVE_SOFTMAX_F_SCALE] = (float)(1.0 / sqrt((double)g->Dh));
   b_emit(b, in, name);
 }
 

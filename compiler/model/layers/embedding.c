@@ -7,12 +7,12 @@ int32_t layer_embedding(ddp_builder *b, const char *name, int unit, int32_t toke
   int64_t vocab = b->units[unit].numel / d;
   int32_t out = b_act(b, b_fmt(b, "%s.out", name), b->res_dt, rows, d);
   ddp_instr in = b_kernel(OP_EMBED_FWD);
-  b_buf(b, &in, 0, tokens);
-  b_buf(b, &in, 1, b->units[unit].master);
-  b_buf(b, &in, 2, out);
-  in.i[0] = rows;
-  in.i[1] = d;
-  in.i[2] = vocab;
+  b_buf(b, &in, EMBED_FWD_P_TOKENS, tokens);
+  b_buf(b, &in, EMBED_FWD_P_TABLE, b->units[unit].master);
+  b_buf(b, &in, EMBED_FWD_P_OUT, out);
+  in.i[EMBED_FWD_I_N] = rows;
+  in.i[EMBED_FWD_I_D] = d;
+  in.i[EMBED_FWD_I_V] = vocab;
   b_emit(b, in, name);
   ddp_node *n = b_record(b, LK_EMBED, name);
   n->t[0] = tokens;
@@ -28,12 +28,12 @@ void layer_embedding_bwd(ddp_builder *b, const ddp_node *n) {
   const ddp_unit *u = &b->units[n->u[0]];
   if (!u->trainable || !b_has_grad(b, n->t[1])) return;
   ddp_instr in = b_kernel(OP_EMBED_BWD);
-  b_buf(b, &in, 0, n->t[0]);
-  b_buf(b, &in, 1, b_grad(b, n->t[1]));
-  b_buf(b, &in, 2, u->grad);
-  in.i[0] = n->i[0];
-  in.i[1] = n->i[1];
-  in.i[2] = n->i[2];
-  in.i[3] = b_unit_grad_acc(b, n->u[0]);
+  b_buf(b, &in, EMBED_BWD_P_TOKENS, n->t[0]);
+  b_buf(b, &in, EMBED_BWD_P_DOUT, b_grad(b, n->t[1]));
+  b_buf(b, &in, EMBED_BWD_P_DTABLE, u->grad);
+  in.i[EMBED_BWD_I_N] = n->i[0];
+  in.i[EMBED_BWD_I_D] = n->i[1];
+  in.i[EMBED_BWD_I_V] = n->i[2];
+  in.i[EMBED_BWD_I_ACC] = b_unit_grad_acc(b, n->u[0]);
   b_emit(b, in, b_fmt(b, "%s.bwd", ddp_plan_string(b->plan, n->name)));
 }

@@ -11,7 +11,7 @@ int32_t layer_linear(ddp_builder *b, const char *name, int unit, int32_t x, int6
   int64_t rows = b_t(b, x)->shape[0];
   int32_t y = b_act(b, b_fmt(b, "%s.out", name), out_dt, rows, out);
   ddp_instr *g = b_gemm(b, name, xin, 0, 0, in, w, 0, 1, in, y, 0, out, rows, out, in, residual >= 0 ? 1.0f : 0.0f);
-  if (residual >= 0) b_arg(g, 2, residual, 0, b_t(b, residual)->dtype);
+  if (residual >= 0) b_arg(g, GEMM_P_C, residual, 0, b_t(b, residual)->dtype);
   ddp_node *n = b_record(b, LK_LINEAR, name);
   n->t[0] = xin;
   n->t[1] = y;
@@ -38,10 +38,10 @@ void layer_linear_bwd(ddp_builder *b, const ddp_node *n) {
     } else {
       int32_t dr = b_grad(b, residual);
       ddp_instr add = b_kernel(OP_ADD);
-      b_buf(b, &add, 0, dr);
-      b_buf(b, &add, 1, dy_orig);
-      b_buf(b, &add, 2, dr);
-      add.i[0] = (int64_t)ddp_tensor_numel(b_t(b, dr));
+      b_buf(b, &add, ADD_P_A, dr);
+      b_buf(b, &add, ADD_P_B, dy_orig);
+      b_buf(b, &add, ADD_P_OUT, dr);
+      add.i[ADD_I_N] = (int64_t)ddp_tensor_numel(b_t(b, dr));
       b_emit(b, add, b_fmt(b, "%s.residual.bwd", name));
     }
   }

@@ -6,11 +6,11 @@
 
 static void loss_scalar(ddp_builder *b, int32_t rows_t, int64_t rows, double scale) {
   ddp_instr in = b_kernel(OP_SUM);
-  b_buf(b, &in, 0, rows_t);
-  b_buf(b, &in, 1, b->loss);
-  in.i[0] = rows;
-  in.i[1] = 0;
-  in.f[0] = (float)scale;
+  b_buf(b, &in, SUM_P_IN, rows_t);
+  b_buf(b, &in, SUM_P_OUT, b->loss);
+  in.i[SUM_I_N] = rows;
+  in.i[SUM_I_ACC] = 0;
+  in.f[SUM_F_SCALE] = (float)scale;
   b_emit(b, in, "loss");
 }
 
@@ -18,13 +18,13 @@ void layer_cross_entropy(ddp_builder *b, int32_t logits, int32_t targets, int64_
   int64_t rows = b_t(b, logits)->shape[0];
   b->loss_rows = b_act(b, "loss.rows", b->fdt, rows, 0);
   ddp_instr in = b_kernel(OP_XENT);
-  b_buf(b, &in, 0, logits);
-  b_buf(b, &in, 1, targets);
-  b_buf(b, &in, 2, b->loss_rows);
-  b_buf(b, &in, 3, b->backward ? logits : -1);
-  in.i[0] = rows;
-  in.i[1] = vocab;
-  in.f[0] = (float)(1.0 / (double)rows);
+  b_buf(b, &in, XENT_P_LOGITS, logits);
+  b_buf(b, &in, XENT_P_TARGETS, targets);
+  b_buf(b, &in, XENT_P_LOSS_ROWS, b->loss_rows);
+  b_buf(b, &in, XENT_P_DLOGITS, b->backward ? logits : -1);
+  in.i[XENT_I_N] = rows;
+  in.i[XENT_I_V] = vocab;
+  in.f[XENT_F_SCALE] = (float)(1.0 / (double)rows);
   b_emit(b, in, "cross_entropy");
   if (b->backward) { /* dlogits overwrote the logits: the logits tensor is now its own gradient. */
     b->grad_of[logits] = logits;
@@ -39,13 +39,13 @@ void layer_mse(ddp_builder *b, int32_t pred, int32_t target, int64_t m) {
   int32_t dpred = b->backward ? b_grad(b, pred) : -1;
   if (dpred >= 0) b_grad_acc(b, dpred);
   ddp_instr in = b_kernel(OP_MSE);
-  b_buf(b, &in, 0, pred);
-  b_buf(b, &in, 1, target);
-  b_buf(b, &in, 2, b->loss_rows);
-  b_buf(b, &in, 3, dpred);
-  in.i[0] = rows;
-  in.i[1] = m;
-  in.f[0] = (float)(2.0 / ((double)rows * (double)m));
+  b_buf(b, &in, MSE_P_PRED, pred);
+  b_buf(b, &in, MSE_P_TARGET, target);
+  b_buf(b, &in, MSE_P_LOSS_ROWS, b->loss_rows);
+  b_buf(b, &in, MSE_P_DPRED, dpred);
+  in.i[MSE_I_N] = rows;
+  in.i[MSE_I_M] = m;
+  in.f[MSE_F_SCALE] = (float)(2.0 / ((double)rows * (double)m));
   b_emit(b, in, "mse");
   loss_scalar(b, b->loss_rows, rows, 1.0 / ((double)rows * (double)m));
 }

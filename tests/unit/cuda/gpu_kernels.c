@@ -131,7 +131,7 @@ static int run_case(kc_case *c, int idx, uint64_t seed) {
   uint8_t *cubin = NULL;
   uint64_t size = 0;
   char hash[17];
-  if (ddp_nvrtc_compile(ddp_op_template(op), ddp_op_entry(op), L.spec, g_arch, NULL, &cubin, &size, hash, err, sizeof err)) {
+  if (ddp_nvrtc_compile(L.tpl, ddp_op_entry(op), L.spec, g_arch, NULL, &cubin, &size, hash, err, sizeof err)) {
     printf("FAIL %s: %s\n", c->label, err);
     return 0;
   }

@@ -51,7 +51,7 @@ static void compile_case(const kc_case *c, const char *arch) {
   ddp_launch L;
   char err[1024];
   if (!CHECK(!ddp_kernel_launch(&c->in, arch, NULL, &L, err, sizeof err), "%s: launch refused: %s", c->label, err)) return;
-  const char *tpl = ddp_op_template(c->in.op), *entry = ddp_op_entry(c->in.op);
+  const char *tpl = L.tpl, *entry = ddp_op_entry(c->in.op);
   CHECK(L.block[0] != 0 && L.block[0] <= 1024 && L.grid[0] != 0, "%s: bad geometry grid %u block %u", c->label,
         L.grid[0], L.block[0]);
   if (already(tpl, entry, L.spec)) return;

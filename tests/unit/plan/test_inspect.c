@@ -78,6 +78,7 @@ static void test_full(const ddp_plan *p, char **out_text) {
   CHECK_CONTAINS("kernel hash", s, "0123456789abcdef");
   CHECK_CONTAINS("kernel spec on one line", s, "#define N 16; #define BLOCK 256\n");
   CHECK_CONTAINS("module totals", s, "modules: 1, total CUBIN bytes: 100");
+  CHECK_CONTAINS("kernel op synopsis", s, "== kernel ops ==\nRELU_FWD               y = max(x, 0)\n");
   *out_text = s;
 }
 

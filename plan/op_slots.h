@@ -1,0 +1,226 @@
+/* plan/op_slots.h: the operand slots of every kernel op and every instruction, named once and documented
+ * next to their names. The compiler writes them (in.p / in.i / in.f of a ddp_instr), the reference
+ * kernels and the executors read them (a->i[...], in->i[...]) and the CUDA templates read them
+ * (a.i[...]); the numbers are the plan.bin contract. Plain enums and comments only: the file is also
+ * compiled by NVRTC (templates/common.cuh includes it through -I<plan dir>, see compiler/codegen/nvrtc.c).
+ *
+ * Naming: <OP>_P_<NAME> is a pointer slot (p[], buffer references with their dtype in dt[k]),
+ * <OP>_I_<NAME> an integer slot (i[]), <OP>_F_<NAME> a float slot (f[]); each enum counts from 0, with an
+ * explicit number only where one is skipped or shared. <OP> is the kernel op or opcode name; ops that
+ * share one layout share one prefix: ATTN_ (ATTN_FWD, ATTN_BWD_DKV, ATTN_BWD_DQ, and the integers of
+ * ATTN_BWD_PREP), COLL_ (the collectives), EVENT_ (EVENT_RECORD, EVENT_WAIT).
+ *
+ * Conventions: matrices are row-major; N is a row (token) count; "act" is the activation dtype; dtypes of
+ * the pointer slots come from the instruction (dt[k]), so one op serves f32, bf16 and (reference only) f64.
+ * "acc" flags: 0 = overwrite the output, 1 = add into it. Partial tables ([P, D]) split N rows into P
+ * contiguous chunks of ceil(N/P) rows; chunk c's row of the table is the sum over its rows (chunks past N
+ * are zero rows). Optional pointer operands (null = skipped) are marked "(opt)". Outputs may alias inputs
+ * in XENT (dlogits = logits), SWIGLU_BWD, MSE and the elementwise ops (each element is read before it is
+ * written). A token or target id outside [0, V) gives a NaN row. The one-line synopsis of each op is in
+ * plan/ops.h (DDP_KERNEL_OPS), printed by `ddpc inspect` under "== kernel ops ==". */
+#ifndef DDP_OP_SLOTS_H
+#define DDP_OP_SLOTS_H
+
+/* ---- kernel ops ---- */
+
+/* EMBED_FWD: tokens i32[N], table[V,D], out[N,D] */
+enum { EMBED_FWD_P_TOKENS = 0, EMBED_FWD_P_TABLE, EMBED_FWD_P_OUT };
+enum { EMBED_FWD_I_N = 0, EMBED_FWD_I_D, EMBED_FWD_I_V };
+
+/* EMBED_BWD: tokens i32[N], dout[N,D], dtable[V,D]; deterministic: tokens are accumulated in order;
+ * rows never hit are 0 when acc = 0 */
+enum { EMBED_BWD_P_TOKENS = 0, EMBED_BWD_P_DOUT, EMBED_BWD_P_DTABLE };
+enum { EMBED_BWD_I_N = 0, EMBED_BWD_I_D, EMBED_BWD_I_V, EMBED_BWD_I_ACC };
+
+/* RMSNORM_FWD: x[N,D], g[D], y[N,D], rstd f32[N] (opt); y = x * rstd * g, rstd = 1/sqrt(mean(x^2)+eps),
+ * statistics in f32 */
+enum { RMSNORM_FWD_P_X = 0, RMSNORM_FWD_P_G, RMSNORM_FWD_P_Y, RMSNORM_FWD_P_RSTD };
+enum { RMSNORM_FWD_I_N = 0, RMSNORM_FWD_I_D };
+enum { RMSNORM_FWD_F_EPS = 0 };
+
+/* RMSNORM_BWD: dx (opt) (+)= rstd*(g*dy - xhat*mean(g*dy*xhat)), xhat = x*rstd;
+ * dg_part f32[P,D] (opt): dg_part[c] = sum over chunk c's rows of dy*xhat */
+enum {
+  RMSNORM_BWD_P_X = 0, RMSNORM_BWD_P_G, RMSNORM_BWD_P_DY, RMSNORM_BWD_P_RSTD, RMSNORM_BWD_P_DX, RMSNORM_BWD_P_DG_PART
+};
+enum { RMSNORM_BWD_I_N = 0, RMSNORM_BWD_I_D, RMSNORM_BWD_I_ACC, RMSNORM_BWD_I_P };
+
+/* REDUCE_ROWS: in[P,D], out[D]; out (+)= scale * sum over rows */
+enum { REDUCE_ROWS_P_IN = 0, REDUCE_ROWS_P_OUT };
+enum { REDUCE_ROWS_I_P = 0, REDUCE_ROWS_I_D, REDUCE_ROWS_I_ACC };
+enum { REDUCE_ROWS_F_SCALE = 0 };
+
+/* SUM: in[n], out[1]; out (+)= scale * sum */
+enum { SUM_P_IN = 0, SUM_P_OUT };
+enum { SUM_I_N = 0, SUM_I_ACC };
+enum { SUM_F_SCALE = 0 };
+
+/* ROPE: x in place, element (b,t,h,j) at x[(b*T+t)*stride + h*Dh + j], inv_freq f32[Dh/2]; pairs
+ * (2m,2m+1) rotate by angle = fl32(t * inv_freq[m]) (or -angle when inverse) */
+enum { ROPE_P_X = 0, ROPE_P_INV_FREQ };
+enum { ROPE_I_B = 0, ROPE_I_T, ROPE_I_H, ROPE_I_DH, ROPE_I_STRIDE, ROPE_I_INVERSE };
+
+/* ATTN_FWD, ATTN_BWD_DKV, ATTN_BWD_DQ (and the integers of ATTN_BWD_PREP): element (b,t,h,j) of q at
+ * q[(b*T+t)*QSTRIDE + h*Dh + j]; k, v, o use KSTRIDE, VSTRIDE, OSTRIDE (do: OSTRIDE, dk: KSTRIDE,
+ * dv: VSTRIDE, dq: QSTRIDE). lse f32[B,H,T] (opt in ATTN_FWD) = log-sum-exp of the scaled (masked)
+ * scores, natural log; delta f32[B,H,T].
+ *   ATTN_FWD     reads Q K V, writes O LSE
+ *   ATTN_BWD_DKV reads Q K V LSE DO DELTA, overwrites DK DV
+ *   ATTN_BWD_DQ  reads Q K V LSE DO DELTA, overwrites DQ */
+enum {
+  ATTN_P_Q = 0, ATTN_P_K, ATTN_P_V, ATTN_P_O, ATTN_P_LSE, ATTN_P_DO, ATTN_P_DELTA, ATTN_P_DK, ATTN_P_DV, ATTN_P_DQ
+};
+enum {
+  ATTN_I_B = 0, ATTN_I_T, ATTN_I_H, ATTN_I_DH, ATTN_I_QSTRIDE, ATTN_I_KSTRIDE, ATTN_I_VSTRIDE, ATTN_I_OSTRIDE,
+  ATTN_I_CAUSAL
+};
+enum { ATTN_F_SCALE = 0 };
+
+/* ATTN_BWD_PREP: delta f32[B,H,T] = sum_j do*o; integers as ATTN_I_* (do uses OSTRIDE) */
+enum { ATTN_BWD_PREP_P_O = 0, ATTN_BWD_PREP_P_DO, ATTN_BWD_PREP_P_DELTA };
+
+/* SWIGLU_FWD: ab[N,2F] (a = cols [0,F), b = cols [F,2F)), h[N,F] = silu(a) * b */
+enum { SWIGLU_FWD_P_AB = 0, SWIGLU_FWD_P_H };
+enum { SWIGLU_FWD_I_N = 0, SWIGLU_FWD_I_F };
+
+/* SWIGLU_BWD: ab[N,2F], dh[N,F], dab[N,2F] */
+enum { SWIGLU_BWD_P_AB = 0, SWIGLU_BWD_P_DH, SWIGLU_BWD_P_DAB };
+enum { SWIGLU_BWD_I_N = 0, SWIGLU_BWD_I_F };
+
+/* XENT: logits[N,V], targets i32[N], loss_rows f32[N] (opt) = logsumexp - logit[target],
+ * dlogits[N,V] (opt, may alias logits) = (softmax - onehot) * scale */
+enum { XENT_P_LOGITS = 0, XENT_P_TARGETS, XENT_P_LOSS_ROWS, XENT_P_DLOGITS };
+enum { XENT_I_N = 0, XENT_I_V };
+enum { XENT_F_SCALE = 0 };
+
+/* MSE: pred[N,M], target[N,M], loss_rows f32[N] (opt) = sum_c (pred-target)^2,
+ * dpred[N,M] (opt) = scale*(pred-target); the gradient's factor 2 is in the scale (2/numel) */
+enum { MSE_P_PRED = 0, MSE_P_TARGET, MSE_P_LOSS_ROWS, MSE_P_DPRED };
+enum { MSE_I_N = 0, MSE_I_M };
+enum { MSE_F_SCALE = 0 };
+
+/* SUMSQ: x[n], part f32[P]; part[c] = sum of x^2 over chunk c */
+enum { SUMSQ_P_X = 0, SUMSQ_P_PART };
+enum { SUMSQ_I_N = 0, SUMSQ_I_P };
+
+/* OPT_SCALARS: part f32[P] (opt: norm 0, scale 1), scalars f32[8] (SCALAR_* below: t, incremented here
+ * from 1; lr_t; grad norm; clip scale). schedule 0 constant, 1 cosine. lr_t for it = t-1: it < warmup:
+ * it/warmup*max; it <= cycle: min + 0.5*(1+cos(pi*(it-warmup)/(cycle-warmup)))*(max-min); else min.
+ * clip scale = norm > max_norm ? max_norm/(norm+1e-6) : 1. */
+enum { OPT_SCALARS_P_PART = 0, OPT_SCALARS_P_SCALARS };
+enum { OPT_SCALARS_I_P = 0, OPT_SCALARS_I_SCHEDULE, OPT_SCALARS_I_WARMUP, OPT_SCALARS_I_CYCLE, OPT_SCALARS_I_CLIP };
+enum { OPT_SCALARS_F_LR_MAX = 0, OPT_SCALARS_F_LR_MIN, OPT_SCALARS_F_MAX_NORM };
+/* The scalars block written by OPT_SCALARS, read by the optimizers and the metrics */
+enum { SCALAR_STEP = 0, SCALAR_LR, SCALAR_GRAD_NORM, SCALAR_CLIP_SCALE, SCALAR_COUNT = 8 };
+
+/* ADAMW: param f32[n], grad[n], m f32[n], v f32[n], copy[n] (opt), scalars f32[8]. g = grad*scale;
+ * m = b1 m + (1-b1) g; v = b2 v + (1-b2) g^2; a = lr sqrt(1-b2^t)/(1-b1^t); p -= a m/(sqrt(v)+eps);
+ * p -= lr wd p; copy = p (in the copy's dtype) */
+enum { ADAMW_P_PARAM = 0, ADAMW_P_GRAD, ADAMW_P_M, ADAMW_P_V, ADAMW_P_COPY, ADAMW_P_SCALARS };
+enum { ADAMW_I_N = 0 };
+enum { ADAMW_F_B1 = 0, ADAMW_F_B2, ADAMW_F_EPS, ADAMW_F_WD };
+
+/* SGD: param f32[n], grad[n], copy (opt), scalars; p -= lr * grad * scale; copy = p */
+enum { SGD_P_PARAM = 0, SGD_P_GRAD, SGD_P_COPY, SGD_P_SCALARS };
+enum { SGD_I_N = 0 };
+
+/* CAST: in[n], out[n] */
+enum { CAST_P_IN = 0, CAST_P_OUT };
+enum { CAST_I_N = 0 };
+
+/* ADD: a[n], b[n], out[n] */
+enum { ADD_P_A = 0, ADD_P_B, ADD_P_OUT };
+enum { ADD_I_N = 0 };
+
+/* SCALE: x[n] in place, times s */
+enum { SCALE_P_X = 0 };
+enum { SCALE_I_N = 0 };
+enum { SCALE_F_S = 0 };
+
+/* BIAS_ADD: y[N,M] in place, b[M] */
+enum { BIAS_ADD_P_Y = 0, BIAS_ADD_P_B };
+enum { BIAS_ADD_I_N = 0, BIAS_ADD_I_M };
+
+/* RELU_FWD: x[n], y[n] */
+enum { RELU_FWD_P_X = 0, RELU_FWD_P_Y };
+enum { RELU_FWD_I_N = 0 };
+
+/* RELU_BWD: y[n] (the forward output), dy[n], dx[n] */
+enum { RELU_BWD_P_Y = 0, RELU_BWD_P_DY, RELU_BWD_P_DX };
+enum { RELU_BWD_I_N = 0, RELU_BWD_I_ACC };
+
+/* LAYERNORM_FWD: x[N,D], w[D] (opt: ones), b[D] (opt: zeros), y[N,D], mean f32[N] (opt), rstd f32[N] (opt) */
+enum {
+  LAYERNORM_FWD_P_X = 0, LAYERNORM_FWD_P_W, LAYERNORM_FWD_P_B, LAYERNORM_FWD_P_Y, LAYERNORM_FWD_P_MEAN,
+  LAYERNORM_FWD_P_RSTD
+};
+enum { LAYERNORM_FWD_I_N = 0, LAYERNORM_FWD_I_D };
+enum { LAYERNORM_FWD_F_EPS = 0 };
+
+/* LAYERNORM_BWD: x, w, dy, mean, rstd, dx (opt), dw_part f32[P,D] (opt), db_part f32[P,D] (opt) */
+enum {
+  LAYERNORM_BWD_P_X = 0, LAYERNORM_BWD_P_W, LAYERNORM_BWD_P_DY, LAYERNORM_BWD_P_MEAN, LAYERNORM_BWD_P_RSTD,
+  LAYERNORM_BWD_P_DX, LAYERNORM_BWD_P_DW_PART, LAYERNORM_BWD_P_DB_PART
+};
+enum { LAYERNORM_BWD_I_N = 0, LAYERNORM_BWD_I_D, LAYERNORM_BWD_I_ACC, LAYERNORM_BWD_I_P };
+
+/* ATTN_NAIVE_SOFTMAX: scores f32[B*H,T,T] in place (scaled, masked, softmaxed), lse f32[B,H,T] (opt);
+ * the baseline path: the scores come from GEMMs */
+enum { ATTN_NAIVE_SOFTMAX_P_SCORES = 0, ATTN_NAIVE_SOFTMAX_P_LSE };
+enum { ATTN_NAIVE_SOFTMAX_I_B = 0, ATTN_NAIVE_SOFTMAX_I_T, ATTN_NAIVE_SOFTMAX_I_H, ATTN_NAIVE_SOFTMAX_I_CAUSAL = 8 };
+enum { ATTN_NAIVE_SOFTMAX_F_SCALE = 0 };
+
+/* ATTN_NAIVE_SOFTMAX_BWD: probs f32[B*H,T,T], dprobs f32[B*H,T,T] -> dscores in place, scaled by scale */
+enum { ATTN_NAIVE_SOFTMAX_BWD_P_PROBS = 0, ATTN_NAIVE_SOFTMAX_BWD_P_DPROBS };
+enum { ATTN_NAIVE_SOFTMAX_BWD_I_B = 0, ATTN_NAIVE_SOFTMAX_BWD_I_T, ATTN_NAIVE_SOFTMAX_BWD_I_H };
+enum { ATTN_NAIVE_SOFTMAX_BWD_F_SCALE = 0 };
+
+/* ---- instructions (plan/instr.h); KERNEL carries a kernel op's slots above ---- */
+
+/* GEMM: D = alpha * op(A) op(B) + beta * C, row-major, compute in f32; C is read when beta != 0;
+ * dt0..dt3 the dtypes of A B C D; batch strides in elements */
+enum { GEMM_P_A = 0, GEMM_P_B, GEMM_P_C, GEMM_P_D };
+enum {
+  GEMM_I_M = 0, GEMM_I_N, GEMM_I_K, GEMM_I_TRANS_A, GEMM_I_TRANS_B, GEMM_I_LDA, GEMM_I_LDB, GEMM_I_LDC, GEMM_I_LDD,
+  GEMM_I_BATCH, GEMM_I_STRIDE_A, GEMM_I_STRIDE_B, GEMM_I_STRIDE_C, GEMM_I_STRIDE_D
+};
+enum { GEMM_F_ALPHA = 0, GEMM_F_BETA };
+
+/* MEMSET: dst, bytes of byte value */
+enum { MEMSET_P_DST = 0 };
+enum { MEMSET_I_BYTES = 0, MEMSET_I_VALUE };
+
+/* COPY: src -> dst, bytes */
+enum { COPY_P_SRC = 0, COPY_P_DST };
+enum { COPY_I_BYTES = 0 };
+
+/* EVENT_RECORD records the event on the instruction's stream; EVENT_WAIT makes the stream wait for it */
+enum { EVENT_I_EVENT = 0 };
+
+/* Collectives, dt0 their one dtype:
+ *   ALL_REDUCE     send, recv (may equal); count, redop (ddp_redop), comm
+ *   REDUCE_SCATTER send (count*world), recv (count); count per rank, redop, comm
+ *   ALL_GATHER     send (count), recv (count*world); count per rank, comm
+ *   BROADCAST      send, recv; count, root, comm
+ *   SEND / RECV    buffer; count, peer, comm */
+enum { COLL_P_SEND = 0, COLL_P_RECV, COLL_P_BUF = 0 };
+enum { COLL_I_COUNT = 0, COLL_I_REDOP, COLL_I_ROOT, COLL_I_PEER = 2, COLL_I_COMM };
+
+/* RANGE_PUSH: the instruction's name is a phase or layer range (NVTX, traces) of kind (ddp_range);
+ * RANGE_POP closes the innermost range on its stream */
+enum { RANGE_PUSH_I_KIND = 0 };
+
+/* TIMER: a timing point on the stream (a CUDA event on the GPU, a host clock in the reference), read by
+ * the metrics: slot, role (ddp_timer) */
+enum { TIMER_I_SLOT = 0, TIMER_I_ROLE };
+
+/* LOAD_BATCH: the data source fills inputs and targets for (step, rank) */
+enum { LOAD_BATCH_P_INPUTS = 0, LOAD_BATCH_P_TARGETS };
+
+/* INIT_TENSOR: tensor (dt0) of elements, init kind (ddp_init), RNG stream id, fan_in, RNG salt (the rank
+ * for per-rank inits, else 0); parameters a, b (std / bound / constant) */
+enum { INIT_TENSOR_P_TENSOR = 0 };
+enum { INIT_TENSOR_I_KIND = 0, INIT_TENSOR_I_ELEMENTS, INIT_TENSOR_I_STREAM, INIT_TENSOR_I_FAN_IN, INIT_TENSOR_I_SALT };
+enum { INIT_TENSOR_F_A = 0, INIT_TENSOR_F_B };
+
+#endif
