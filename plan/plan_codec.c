@@ -2,6 +2,7 @@
  * meta field tables (generated from their X-macros), the byte-buffer helpers, strings, the instruction
  * record and the one-line error formatter. */
 #include "plan_codec.h"
+#include "err.h"
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -34,17 +35,14 @@ const ddp_meta_field ddp_meta_fields[] = {DDP_META_FIELDS(META_ROW)};
 const int ddp_meta_field_count = (int)(sizeof ddp_meta_fields / sizeof ddp_meta_fields[0]);
 
 int ddp_io_fail(char *err, size_t errcap, const char *path, const char *fmt, ...) {
-  if (!err || errcap == 0) return -1;
-  int n = snprintf(err, errcap, "%s: ", path ? path : "plan");
-  if (n >= 0 && (size_t)n < errcap) {
-    va_list ap;
-    va_start(ap, fmt);
-    vsnprintf(err + n, errcap - (size_t)n, fmt, ap);
-    va_end(ap);
-  }
-  for (char *c = err; *c; c++) /* one line, whatever was interpolated */
+  char msg[1024];
+  va_list ap;
+  va_start(ap, fmt);
+  vsnprintf(msg, sizeof msg, fmt, ap);
+  va_end(ap);
+  for (char *c = msg; *c; c++) /* one line, whatever was interpolated */
     if (*c == '\n' || *c == '\r') *c = ' ';
-  return -1;
+  return ddp_fail(err, errcap, "%s: %s", path ? path : "plan", msg);
 }
 
 int ddp_wb_reserve(ddp_wbuf *b, size_t extra) {

@@ -82,23 +82,23 @@ static void fe_unshorten(const fe_sandbox *sb, const char *msg, char *out, size_
 static void fe_report(const fe_sandbox *sb, lua_State *L, int st, char *err, size_t errcap) {
   if (!err || errcap == 0) return;
   if (st == LUA_ERRMEM) {
-    snprintf(err, errcap, "%s: the schedule used more than %d MB of Lua memory", sb->path,
+    ddp_fail(err, errcap, "%s: the schedule used more than %d MB of Lua memory", sb->path,
              (int)(FE_MEM_CAP >> 20));
   } else if (lua_type(L, -1) == LUA_TSTRING) {
     char *full = malloc(FE_MSG_MAX + 2200);
     if (!full) {
-      snprintf(err, errcap, "%s: out of memory", sb->path);
+      ddp_fail(err, errcap, "%s: out of memory", sb->path);
       return;
     }
     fe_unshorten(sb, lua_tostring(L, -1), full, FE_MSG_MAX + 2200);
     if (fe_located(full) || (strncmp(full, sb->path, strlen(sb->path)) == 0 && full[strlen(sb->path)] == ':'))
-      snprintf(err, errcap, "%s", full);
+      ddp_fail(err, errcap, "%s", full);
     else
-      snprintf(err, errcap, "%s: %s", sb->path, full);
+      ddp_fail(err, errcap, "%s: %s", sb->path, full);
     free(full);
   } else {
     char got[64];
-    snprintf(err, errcap, "%s: the schedule raised an error that is not a string (%s)", sb->path,
+    ddp_fail(err, errcap, "%s: the schedule raised an error that is not a string (%s)", sb->path,
              fe_got(L, -1, got, sizeof got));
   }
   fe_one_line(err);
@@ -107,7 +107,7 @@ static void fe_report(const fe_sandbox *sb, lua_State *L, int st, char *err, siz
 static char *fe_read(const char *path, size_t *len, char *err, size_t errcap) {
   FILE *f = fopen(path, "rb");
   if (!f) {
-    snprintf(err, errcap, "%s: cannot read the schedule: %s", path, strerror(errno));
+    ddp_fail(err, errcap, "%s: cannot read the schedule: %s", path, strerror(errno));
     return NULL;
   }
   size_t cap = 4096, n = 0;
@@ -128,7 +128,7 @@ static char *fe_read(const char *path, size_t *len, char *err, size_t errcap) {
   fclose(f);
   if (!buf || bad) {
     free(buf);
-    snprintf(err, errcap, "%s: cannot read the schedule%s", path, bad ? "" : " (too large)");
+    ddp_fail(err, errcap, "%s: cannot read the schedule%s", path, bad ? "" : " (too large)");
     return NULL;
   }
   buf[n] = 0;
@@ -142,12 +142,12 @@ ddp_schedule *ddp_schedule_load(const char *path, const char *const *sets, int n
   if (!err || errcap == 0) err = dummy, errcap = sizeof dummy;
   err[0] = 0;
   if (!path || !*path) {
-    snprintf(err, errcap, "ddpc: no schedule file given");
+    ddp_fail(err, errcap, "ddpc: no schedule file given");
     return NULL;
   }
   ddp_schedule tmp;
   if (strlen(path) >= sizeof tmp.path) {
-    snprintf(err, errcap, "%.200s...: the schedule path is too long", path);
+    ddp_fail(err, errcap, "%.200s...: the schedule path is too long", path);
     return NULL;
   }
   size_t len = 0;
@@ -156,7 +156,7 @@ ddp_schedule *ddp_schedule_load(const char *path, const char *const *sets, int n
   ddp_schedule *s = calloc(1, sizeof *s);
   fe_sandbox *sb = s ? fe_sandbox_new(path) : NULL;
   if (!sb) {
-    snprintf(err, errcap, "%s: out of memory", path);
+    ddp_fail(err, errcap, "%s: out of memory", path);
     free(s);
     free(source);
     return NULL;

@@ -13,6 +13,7 @@
  *              DDP_NCCL_TIMEOUT_S bound with a message naming the peer.
  * Exits 77 (skip) without a GPU. */
 #include "exec_cuda.h"
+#include "clock.h"
 #include "cuda_exec_util.h"
 #include "ref_ops.h"
 #include <math.h>
@@ -28,11 +29,6 @@
 #include <time.h>
 #include <unistd.h>
 
-static double now_s(void) {
-  struct timespec ts;
-  clock_gettime(CLOCK_MONOTONIC, &ts);
-  return (double)ts.tv_sec + 1e-9 * (double)ts.tv_nsec;
-}
 
 static uint64_t rng_state = 0x9e3779b97f4a7c15ull;
 static double urand(void) { /* [-1, 1) */
@@ -607,17 +603,17 @@ static int nccl_child_dead(int rank, const void *id) {
   CHECK(x, "dead-peer rank %d: executor: %s", rank, err);
   if (!x) return 1;
   if (rank == 1) _exit(0); /* dies without a word */
-  double t0 = now_s();
+  double t0 = ddp_now_s();
   int rc = x->v->run(x, &p->ranks[0].step, 0, err, sizeof err);
   if (!rc) rc = x->v->sync(x, err, sizeof err);
-  double t1 = now_s();
+  double t1 = ddp_now_s();
   CHECK(rc, "dead-peer: rank 0's all-reduce with a dead peer succeeded");
   CHECK(t1 - t0 < 30.0, "dead-peer: took %.1f s with a 5 s deadline", t1 - t0);
   CHECK(cxt_one_line(err) && strstr(err, "peer rank 1"), "dead-peer message: '%s'", err);
   printf("dead peer detected after %.1f s: %s\n", t1 - t0, err);
-  double t2 = now_s();
+  double t2 = ddp_now_s();
   x->v->destroy(x);
-  CHECK(now_s() - t2 < 30.0, "dead-peer: destroy took %.1f s", now_s() - t2);
+  CHECK(ddp_now_s() - t2 < 30.0, "dead-peer: destroy took %.1f s", ddp_now_s() - t2);
   ddp_plan_free(p);
   return check_failed ? 1 : 0;
 }
@@ -679,11 +675,11 @@ static int run_two_ranks(const char *mode, double limit_s) {
     }
   }
   int status[2] = {-1, -1}, live = 2;
-  double t0 = now_s();
+  double t0 = ddp_now_s();
   while (live > 0) {
     for (int rk = 0; rk < 2; rk++)
       if (pid[rk] > 0 && waitpid(pid[rk], &status[rk], WNOHANG) == pid[rk]) pid[rk] = 0, live--;
-    if (live > 0 && now_s() - t0 > limit_s) {
+    if (live > 0 && ddp_now_s() - t0 > limit_s) {
       for (int rk = 0; rk < 2; rk++)
         if (pid[rk] > 0) kill(pid[rk], SIGKILL), waitpid(pid[rk], &status[rk], 0), pid[rk] = 0;
       CHECK(0, "nccl %s: ranks still running after %.0f s (killed)", mode, limit_s);

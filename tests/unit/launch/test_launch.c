@@ -16,12 +16,8 @@
 #include <unistd.h>
 
 #include "check.h"
+#include "clock.h"
 
-static double now_s(void) {
-  struct timespec t;
-  clock_gettime(CLOCK_MONOTONIC, &t);
-  return (double)t.tv_sec + (double)t.tv_nsec * 1e-9;
-}
 
 /* ------------------------------------------------------------------ identity ------------------------ */
 
@@ -303,25 +299,25 @@ static void test_local_ok(int nproc) {
 
 static void test_local_failures(void) {
   char err[256];
-  double t0 = now_s();
+  double t0 = ddp_now_s();
   int rc = ddp_launch_local(4, rank_main, &(local_ctx){M_EXIT3, -1}, err, sizeof err);
-  double dt = now_s() - t0;
+  double dt = ddp_now_s() - t0;
   CHECK(rc == 3);
   CHECK_STR("err", "ddprun: rank 1 exited with status 3", err);
   CHECK(dt < 10.0);
   fprintf(stderr, "  exit 3: %.2f s\n", dt);
 
-  t0 = now_s();
+  t0 = ddp_now_s();
   rc = ddp_launch_local(3, rank_main, &(local_ctx){M_SIGKILL, -1}, err, sizeof err);
-  dt = now_s() - t0;
+  dt = ddp_now_s() - t0;
   CHECK(rc == 128 + SIGKILL);
   CHECK(!strncmp(err, "ddprun: rank 2 killed by signal 9", 33));
   CHECK(dt < 10.0);
   fprintf(stderr, "  SIGKILL: %.2f s\n", dt);
 
-  t0 = now_s();
+  t0 = ddp_now_s();
   rc = ddp_launch_local(2, rank_main, &(local_ctx){M_STUBBORN, -1}, err, sizeof err);
-  dt = now_s() - t0;
+  dt = ddp_now_s() - t0;
   CHECK(rc == 1);
   CHECK_STR("err", "ddprun: rank 0 exited with status 1", err);
   CHECK(dt >= 5.0 - 0.5 && dt < 10.0);
@@ -360,11 +356,11 @@ static void test_local_signals(void) {
   kill(launcher, SIGHUP); /* ignored: nothing stops */
   usleep(300 * 1000);
   CHECK(waitpid(launcher, &st, WNOHANG) == 0);
-  double t0 = now_s();
+  double t0 = ddp_now_s();
   kill(launcher, SIGTERM);
   CHECK(waitpid(launcher, &st, 0) == launcher);
   CHECK(WIFEXITED(st) && WEXITSTATUS(st) == 128 + SIGTERM);
-  CHECK(now_s() - t0 < 5.0);
+  CHECK(ddp_now_s() - t0 < 5.0);
 
   /* a SIGKILLed launcher takes its ranks along (PR_SET_PDEATHSIG); as a subreaper we get the orphans */
   CHECK(prctl(PR_SET_CHILD_SUBREAPER, 1) == 0);
