@@ -75,8 +75,8 @@ void ddp_param_print_table(void *file) {
     char range[64], def[64];
     switch (r->kind) {
     case PARAM_BOOL: snprintf(range, sizeof range, "0 or 1"); break;
-    case PARAM_INT: snprintf(range, sizeof range, "integer %g..%g", r->lo, r->hi); break;
-    case PARAM_POW2: snprintf(range, sizeof range, "power of two %g..%g", r->lo, r->hi); break;
+    case PARAM_INT: snprintf(range, sizeof range, "integer %lld..%lld", (long long)r->lo, (long long)r->hi); break;
+    case PARAM_POW2: snprintf(range, sizeof range, "power of two %lld..%lld", (long long)r->lo, (long long)r->hi); break;
     case PARAM_SECONDS: snprintf(range, sizeof range, "seconds > %g", r->lo); break;
     case PARAM_PATH: snprintf(range, sizeof range, "path"); break;
     }
