@@ -36,7 +36,7 @@ def step_ms(path):
 def anchor(path):
     try:
         for l in open(path):
-            if l.startswith("ANCHOR"): return json.loads(l[7:])["iter_ms"]
+            if l.startswith("ANCHOR") and '"iter_ms"' in l: return json.loads(l[7:])["iter_ms"]
     except OSError: pass
     return float("nan")
 comp = anchor(f"{L}/torch_compile.log"); eager = anchor(f"{L}/torch_eager.log")
