@@ -32,7 +32,8 @@ int ddp_parse_double(const char *text, double lo, int lo_open, double hi, const 
   errno = 0;
   double v = ok ? strtod(s, &end) : NAN;
   if (!ok || errno == ERANGE || *end || !isfinite(v) || (lo_open ? !(v > lo) : !(v >= lo)) || !(v <= hi))
-    return ddp_fail(err, errcap, "%s: '%.60s' is not a number in %s%g, %g]", name, s, lo_open ? "(" : "[", lo, hi);
+    return ddp_fail(err, errcap, "%s: '%.60s' is not a number in %s%.15g, %.15g]", name, s, lo_open ? "(" : "[", lo,
+                    hi);
   *out = v;
   return 0;
 }
@@ -46,7 +47,7 @@ int ddp_check_output(const char *what, const char *out, const char *const *input
   for (int i = 0; i < n; i++) {
     if (!inputs[i]) continue;
     if (exists ? ddp_same_file(out, inputs[i]) : strcmp(out, inputs[i]) == 0)
-      return ddp_fail(err, errcap, "%s: %s is the %s; refusing to overwrite an input", what, out, names[i]);
+      return ddp_fail(err, errcap, "%s: %s is the same file as the %s; refused", what, out, names[i]);
   }
   if (exists && !S_ISREG(st.st_mode) && !(allow_stream && (S_ISCHR(st.st_mode) || S_ISFIFO(st.st_mode))))
     return ddp_fail(err, errcap, "%s: %s exists and is not a regular file", what, out);
