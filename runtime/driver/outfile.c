@@ -6,7 +6,7 @@
 
 FILE *ddp_out_open(const char *path, char *err, size_t errcap) {
   FILE *f = fopen(path, "w");
-  if (!f) ddp_fail(err, errcap, "%s: cannot write metrics file: %s", path, strerror(errno));
+  if (!f) ddp_fail(err, errcap, "%s: cannot write: %s", path, strerror(errno));
   return f;
 }
 

@@ -5,7 +5,7 @@
 #include <stddef.h>
 #include <stdio.h>
 
-/* fopen(path, "w"); NULL with "PATH: cannot write metrics file: REASON". */
+/* fopen(path, "w"); NULL with "PATH: cannot write: REASON". */
 FILE *ddp_out_open(const char *path, char *err, size_t errcap);
 /* 0 while every write so far succeeded (flushes first), else -1 with "PATH: cannot write: REASON". */
 int ddp_out_check(FILE *f, const char *path, char *err, size_t errcap);

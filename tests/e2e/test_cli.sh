@@ -170,6 +170,26 @@ python3 -c "import sys; d=open(sys.argv[1],'rb').read(); sys.exit(len(d) != 8000
 mv "$tmp/tokens.bin" "$tmp/tokens.keep" && mkfifo "$tmp/tokens.bin"
 fifo fifo_tokens "tokens.bin.*not a regular file" "$DDPRUN" "$tmp/tok.bin" --device ref
 
+# ---- ddprun --bench: the same conventions (plot needs no GPU) ----
+help "ddprun --bench allreduce --help" "$DDPRUN" --bench allreduce --iters 3 --help
+help "ddprun --bench plot FILE --help" "$DDPRUN" --bench plot "$tmp/ar.jsonl" --help
+printf '%s\n' '{"kind": "allreduce", "impl": "ddpc", "world": 2, "mb": 1, "ms": 0.1, "algbw_GBs": 10, "busbw_GBs": 10}' \
+  '{"kind": "allreduce", "impl": "ddpc", "world": 2, "mb": 10, "ms": 0.2, "algbw_GBs": 50, "busbw_GBs": 50}' >"$tmp/ar.jsonl"
+cp "$tmp/ar.jsonl" "$tmp/ar.keep"
+"$DDPRUN" --bench plot --out="$tmp/ar.svg" "$tmp/ar.jsonl" --link-GBs=100 >/dev/null && grep -q "<svg" "$tmp/ar.svg" ||
+  fail "--bench plot --out=F.svg"
+expect plot_over_input 2 "^ddprun --bench plot: -o: .*ar.jsonl is the same file as the results file; refused$" \
+  "$DDPRUN" --bench plot -o "$tmp/ar.jsonl" "$tmp/ar.jsonl"
+cmp -s "$tmp/ar.jsonl" "$tmp/ar.keep" || fail "--bench plot -o INPUT changed the input"
+expect plot_dev_full 1 "^ddprun --bench plot: /dev/full: cannot write: No space left on device$" \
+  "$DDPRUN" --bench plot -o /dev/full "$tmp/ar.jsonl"
+expect plot_link_nan 2 "^ddprun --bench plot: --link-GBs: 'nan' is not a number" \
+  "$DDPRUN" --bench plot -o "$tmp/x.svg" --link-GBs nan "$tmp/ar.jsonl"
+expect bench_nproc_wrap 2 "^ddprun --bench allreduce: --nproc: '4294967297' is not an integer in 1\.\.4096$" \
+  "$DDPRUN" --bench allreduce --nproc 4294967297
+expect bench_sizes_nan 2 "^ddprun --bench allreduce: --sizes-mb: 'nan'" "$DDPRUN" --bench allreduce --sizes-mb 1,nan
+expect bench_unknown 2 "^ddprun --bench: unknown benchmark 'sort'" "$DDPRUN" --bench sort
+
 # ---- ddpc inspect --json: one JSON document for tools ----
 "$DDPC" "$src/toy_ddp.lua" -o "$tmp/ddp.bin" -q || fail "toy_ddp.lua does not compile"
 "$DDPC" inspect --json "$tmp/ddp.bin" >"$tmp/ddp.json" || fail "inspect --json"
