@@ -161,6 +161,9 @@ int main(int argc, char **argv) {
   const char *inputs[2] = {schedule, NULL}, *names[2] = {"schedule", "token file"};
   if (!bad[0] && ddp_check_output("-o", out, inputs, names, 1, 0, err, sizeof err))
     snprintf(bad, sizeof bad, "%s", err);
+  size_t olen = out ? strlen(out) : 0;
+  if (!bad[0] && olen > 4 && !strcmp(out + olen - 4, ".lua") && access(out, F_OK) == 0)
+    snprintf(bad, sizeof bad, "-o: %s is a Lua file (a schedule, or a module one requires); refused", out);
   if (bad[0]) {
     free(sets);
     return usage_error("ddpc", bad);

@@ -97,6 +97,10 @@ cmp -s "$tmp/toy.lua" "$tmp/keep.lua" || fail "ddpc -o SCHEDULE changed the sche
 ln -sf toy.lua "$tmp/link.lua"
 expect plan_over_schedule_link 2 "same file as the schedule" "$DDPC" "$tmp/toy.lua" -o "$tmp/link.lua"
 cmp -s "$tmp/toy.lua" "$tmp/keep.lua" || fail "ddpc -o LINK-TO-SCHEDULE changed the schedule"
+cp "$tmp/models.lua" "$tmp/models.keep"
+expect plan_over_module 2 "^ddpc: -o: .*models.lua is a Lua file \(a schedule, or a module one requires\); refused$" \
+  "$DDPC" "$tmp/toy.lua" -o "$tmp/models.lua"
+cmp -s "$tmp/models.lua" "$tmp/models.keep" || fail "ddpc -o MODULE changed the module"
 expect metrics_over_plan 2 "^ddprun: --metrics: .*toy.bin is the same file as the plan; refused$" \
   "$DDPRUN" "$tmp/toy.bin" --device ref --metrics "$tmp/toy.bin"
 cmp -s "$tmp/toy.bin" "$tmp/toy.orig" || fail "--metrics PLAN changed the plan"
@@ -140,6 +144,8 @@ fifo() {
 fifo fifo_plan "fifo.bin.*not a regular file" "$DDPRUN" "$tmp/fifo.bin" --device ref
 fifo fifo_inspect "fifo.bin.*not a regular file" "$DDPC" inspect "$tmp/fifo.bin"
 fifo fifo_schedule "fifo.lua.*not a regular file" "$DDPC" "$tmp/fifo.lua" -o "$tmp/x.bin"
+printf 'local m = require "fifo"\nreturn m\n' >"$tmp/req.lua"
+fifo fifo_module "require \"fifo\": .*fifo.lua is not a regular file" "$DDPC" "$tmp/req.lua" -o "$tmp/x.bin"
 "$DDPRUN" "$tmp/toy.bin" --device ref --checkpoint-dir "$tmp/ckf" --quiet >/dev/null || fail "checkpoint run"
 rm -f "$tmp/ckf/model.safetensors" && mkfifo "$tmp/ckf/model.safetensors"
 fifo fifo_checkpoint "model.safetensors.*not a regular file" \
