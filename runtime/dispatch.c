@@ -50,7 +50,9 @@ static int probe_without_init(int *ndev, char *err, size_t errcap) {
  * (the plan, its token file, the checkpoint being resumed) or another output, and the atomic ones are not
  * devices or FIFOs (a rename would replace them). */
 static int check_outputs(const ddp_plan *p, const ddprun_args *a, char *err, size_t errcap) {
-  int world = (int)p->meta.world, nckpt = a->run.ckpt_dir ? 2 + world : 0;
+  /* Per-rank files (traces, optimizer shards) of the first 64 ranks: the check is quadratic in paths and
+   * every process runs it; names past those differ only in their rank number. */
+  int world = p->meta.world < 64 ? (int)p->meta.world : 64, nckpt = a->run.ckpt_dir ? 2 + world : 0;
   int cap = 3 + world + nckpt, n = 0, rc = 0;
   char **path = ddp_xcalloc((size_t)cap, sizeof *path);
   const char **what = ddp_xcalloc((size_t)cap, sizeof *what);
@@ -61,7 +63,7 @@ static int check_outputs(const ddp_plan *p, const ddprun_args *a, char *err, siz
   if (a->run.metrics_path) path[n] = ddp_xstrdup(a->run.metrics_path), what[n++] = "--metrics";
   for (int r = 0; a->run.trace_path && r < world; r++) {
     char t[4200];
-    ddp_trace_path(a->run.trace_path, r, world, t, sizeof t);
+    ddp_trace_path(a->run.trace_path, r, (int)p->meta.world, t, sizeof t);
     path[n] = ddp_xstrdup(t), what[n++] = "--trace";
   }
   for (int k = 0; k < nckpt; k++) {
@@ -71,16 +73,18 @@ static int check_outputs(const ddp_plan *p, const ddprun_args *a, char *err, siz
     else snprintf(t, sizeof t, "%s/optimizer.rank%d.safetensors", a->run.ckpt_dir, k - 2);
     path[n] = ddp_xstrdup(t), what[n++] = "--checkpoint-dir";
   }
+  const char **others = ddp_xcalloc((size_t)cap, sizeof *others), **names = ddp_xcalloc((size_t)cap, sizeof *names);
   for (int i = 0; i < n && rc == 0; i++) {
     if (is_input[i]) continue;
     /* every other path is checked against this one, named by what it is */
-    const char *others[cap], *names[cap];
     int m = 0;
     for (int j = 0; j < n; j++)
       if (j != i && strcmp(what[j], what[i]) != 0) others[m] = path[j], names[m++] = what[j];
     rc = ddp_check_output(what[i], path[i], others, names, m, !strcmp(what[i], "--metrics"), err, errcap);
   }
   for (int i = 0; i < n; i++) free(path[i]);
+  free(others);
+  free(names);
   free(path);
   free(what);
   free(is_input);
