@@ -72,5 +72,8 @@ void ddp_getopt_error(int c, char *const *argv, const struct option *longopts, c
       ddp_fail(err, errcap, "%.*s takes no value, got '%s'", (int)n, arg, arg + n + 1);
       return;
     }
-  ddp_fail(err, errcap, "unknown option '%.*s' (see %s --help)", (int)n, arg, prog);
+  int prefixed = 0; /* getopt_long takes an unambiguous prefix: several matches make it ambiguous */
+  for (const struct option *o = longopts; n > 2 && o && o->name; o++) prefixed += !strncmp(o->name, arg + 2, n - 2);
+  if (prefixed > 1) ddp_fail(err, errcap, "option '%.*s' is ambiguous (see %s --help)", (int)n, arg, prog);
+  else ddp_fail(err, errcap, "unknown option '%.*s' (see %s --help)", (int)n, arg, prog);
 }

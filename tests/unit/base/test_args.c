@@ -108,6 +108,13 @@ static void test_getopt_error(void) {
   c = getopt_long(2, argv4, ":q", lo, NULL);
   ddp_getopt_error(c, argv4, lo, "prog", err, sizeof err);
   CHECK_STR("unknown short", "unknown option '-x' (see prog --help)", err);
+  static const struct option lo2[] = {{"help", no_argument, NULL, 'h'}, {"help-env", no_argument, NULL, 'e'},
+                                      {NULL, 0, NULL, 0}};
+  char *argv5[] = {"prog", "--he", NULL};
+  optind = 1;
+  c = getopt_long(2, argv5, ":", lo2, NULL);
+  ddp_getopt_error(c, argv5, lo2, "prog", err, sizeof err);
+  CHECK_STR("ambiguous", "option '--he' is ambiguous (see prog --help)", err);
 }
 
 int main(void) {
