@@ -38,6 +38,8 @@ int ddp_fsync_parent(const char *path) {
 
 int ddp_atomic_open(ddp_atomic_file *a, const char *path, char *err, size_t errcap) {
   memset(a, 0, sizeof *a);
+  struct stat st; /* a device, FIFO or folder is never replaced by the rename (as root it could be /dev/full) */
+  if (stat(path, &st) == 0 && !S_ISREG(st.st_mode)) return ddp_fail(err, errcap, "%s: exists and is not a regular file", path);
   size_t n = strlen(path) + 48;
   a->path = strdup(path);
   a->tmp = malloc(n);

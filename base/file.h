@@ -14,7 +14,7 @@ typedef struct ddp_atomic_file {
   char *tmp;        /* temporary name: <path>.tmp.<pid>.<n> */
 } ddp_atomic_file;
 
-/* Opens a temporary file beside `path`; 0 or -1 with one line. */
+/* Opens a temporary file beside `path` (refused when `path` exists and is not a regular file); 0 or -1. */
 int ddp_atomic_open(ddp_atomic_file *a, const char *path, char *err, size_t errcap);
 /* Flushes, fsyncs, closes (checked), renames into place, fsyncs the folder; 0 or -1 (temporary removed). */
 int ddp_atomic_commit(ddp_atomic_file *a, char *err, size_t errcap);

@@ -5,10 +5,12 @@
  * corrupted or hostile, can make a consumer index out of bounds. Format: docs/PLAN_FORMAT.md. */
 #include "plan_codec.h"
 #include <errno.h>
+#include <fcntl.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
+#include <unistd.h>
 #include <zlib.h>
 
 typedef struct rctx {
@@ -19,8 +21,13 @@ typedef struct rctx {
 } rctx;
 
 static int read_whole(const char *path, uint8_t **data, size_t *size, char *err, size_t errcap) {
-  FILE *f = fopen(path, "rb");
-  if (!f) return ddp_io_fail(err, errcap, path, "cannot open: %s", strerror(errno));
+  int fd = open(path, O_RDONLY | O_CLOEXEC | O_NONBLOCK); /* a FIFO is refused below, not waited on */
+  FILE *f = fd >= 0 ? fdopen(fd, "rb") : NULL;
+  if (!f) {
+    int e = errno;
+    if (fd >= 0) close(fd);
+    return ddp_io_fail(err, errcap, path, "cannot open: %s", strerror(e));
+  }
   struct stat st;
   if (fstat(fileno(f), &st) != 0 || !S_ISREG(st.st_mode)) {
     fclose(f);

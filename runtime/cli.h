@@ -16,6 +16,9 @@ int ddprun_main(ddprun_args *a);                  /* runtime/dispatch.c */
 int ddprun_ref(const ddp_plan *p, ddprun_args *a); /* runtime/dispatch_ref.c */
 int ddprun_cuda(const ddp_plan *p, ddprun_args *a); /* runtime/dispatch_cuda.c */
 int ddprun_bench_main(int argc, char **argv);     /* runtime/bench/allreduce.c */
+/* "ddprun V (plan format N, CUDA R.R runtime, NCCL X.Y.Z)" on `out`; 0, or -1 on a write error
+ * (runtime/version.c; no GPU needed). */
+int ddprun_version(FILE *out);
 /* Seconds the reference executor would need for `steps` steps of the plan (its FLOPs over a measured
  * rate of the reference GEMM). */
 double ddprun_ref_estimate_s(const ddp_plan *p, int64_t steps);

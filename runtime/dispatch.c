@@ -3,10 +3,13 @@
  * else a refusal with the estimate. Checkpoints (--checkpoint-dir) are refused for a plan that does not
  * train (mode "forward" or "forward_backward"): its parameters never change and it has no optimizer
  * state, so a checkpoint would only restate the initialisation. */
+#include "args.h"
 #include "cli.h"
 #include "err.h"
 #include "exec_cuda.h"
+#include "trace.h"
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 #include <sys/wait.h>
 #include <unistd.h>
@@ -43,6 +46,51 @@ static int probe_without_init(int *ndev, char *err, size_t errcap) {
   return rc ? ddp_fail(err, errcap, "%.500s", msg + 8) : 0;
 }
 
+/* Before anything is written: no output (metrics, every rank's trace, the checkpoint files) names an input
+ * (the plan, its token file, the checkpoint being resumed) or another output, and the atomic ones are not
+ * devices or FIFOs (a rename would replace them). */
+static int check_outputs(const ddp_plan *p, const ddprun_args *a, char *err, size_t errcap) {
+  /* Per-rank files (traces, optimizer shards) of the first 64 ranks: the check is quadratic in paths and
+   * every process runs it; names past those differ only in their rank number. */
+  int world = p->meta.world < 64 ? (int)p->meta.world : 64, nckpt = a->run.ckpt_dir ? 2 + world : 0;
+  int cap = 3 + world + nckpt, n = 0, rc = 0;
+  char **path = ddp_xcalloc((size_t)cap, sizeof *path);
+  const char **what = ddp_xcalloc((size_t)cap, sizeof *what);
+  int *is_input = ddp_xcalloc((size_t)cap, sizeof *is_input);
+  path[n] = ddp_xstrdup(a->plan_path), what[n] = "plan", is_input[n++] = 1;
+  if (p->meta.data_path && p->meta.data_path[0])
+    path[n] = ddp_xstrdup(p->meta.data_path), what[n] = "plan's token file", is_input[n++] = 1;
+  if (a->run.metrics_path) path[n] = ddp_xstrdup(a->run.metrics_path), what[n++] = "--metrics";
+  for (int r = 0; a->run.trace_path && r < world; r++) {
+    char t[4200];
+    ddp_trace_path(a->run.trace_path, r, (int)p->meta.world, t, sizeof t);
+    path[n] = ddp_xstrdup(t), what[n++] = "--trace";
+  }
+  for (int k = 0; k < nckpt; k++) {
+    char t[4200];
+    if (k == 0) snprintf(t, sizeof t, "%s/model.safetensors", a->run.ckpt_dir);
+    else if (k == 1) snprintf(t, sizeof t, "%s/optimizer.safetensors", a->run.ckpt_dir);
+    else snprintf(t, sizeof t, "%s/optimizer.rank%d.safetensors", a->run.ckpt_dir, k - 2);
+    path[n] = ddp_xstrdup(t), what[n++] = "--checkpoint-dir";
+  }
+  const char **others = ddp_xcalloc((size_t)cap, sizeof *others), **names = ddp_xcalloc((size_t)cap, sizeof *names);
+  for (int i = 0; i < n && rc == 0; i++) {
+    if (is_input[i]) continue;
+    /* every other path is checked against this one, named by what it is */
+    int m = 0;
+    for (int j = 0; j < n; j++)
+      if (j != i && strcmp(what[j], what[i]) != 0) others[m] = path[j], names[m++] = what[j];
+    rc = ddp_check_output(what[i], path[i], others, names, m, !strcmp(what[i], "--metrics"), err, errcap);
+  }
+  for (int i = 0; i < n; i++) free(path[i]);
+  free(others);
+  free(names);
+  free(path);
+  free(what);
+  free(is_input);
+  return rc;
+}
+
 int ddprun_main(ddprun_args *a) {
   char err[1024];
   ddp_plan *p = ddp_plan_read(a->plan_path, err, sizeof err);
@@ -57,6 +105,11 @@ int ddprun_main(ddprun_args *a) {
             a->plan_path, ddp_mode_name((int)p->meta.mode));
     ddp_plan_free(p);
     return 1;
+  }
+  if (check_outputs(p, a, err, sizeof err)) {
+    fprintf(stderr, "ddprun: %s\n", err);
+    ddp_plan_free(p);
+    return DDP_EXIT_USAGE;
   }
   int rc;
   int64_t steps = a->run.steps >= 0 ? a->run.steps : p->meta.steps;

@@ -1,13 +1,20 @@
-/* runtime/main.c: the ddprun command line.
+/* runtime/main.c: the ddprun command line (docs/CLI.md).
  *   ddprun PLAN [--device cuda|ref] [--steps N] [--metrics FILE.jsonl] [--checkpoint-dir DIR]
- *          [--save-every K] [--resume] [--seed S] [--nproc N] [--peak-tflops X] [--quiet]
+ *          [--save-every K] [--resume] [--seed S] [--nproc N] [--peak-tflops X] [--trace F.json] [--quiet]
+ *   ddprun --bench allreduce|plot ...   (runtime/bench/)
  *   ddprun --help-env prints the table of environment variables (base/param.h; docs/ENVIRONMENT.md).
+ *   ddprun --version
+ * Options by getopt_long: anywhere on the line, as `--opt value` or `--opt=value`; -h/--help anywhere
+ * prints the usage to stdout and exits 0. Numbers are range-checked (no wrap, no saturation, no NaN).
+ * Exit status: 0 done, 2 a bad command line (one line "ddprun: --opt: ..."), 1 any other failure.
  * Ranks come from the launcher's environment (srun, torchrun-style variables, mpirun) or --nproc N; the
  * reference executor runs every rank of the plan as a thread of this process. Without a GPU, ddprun says
  * so and runs the reference executor only for plans it estimates finish in reasonable time. */
+#include "args.h"
 #include "cli.h"
 #include "err.h"
 #include "param.h"
+#include <getopt.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -17,107 +24,110 @@ static void usage(FILE *f) {
           "usage: ddprun PLAN [--device cuda|ref] [--steps N] [--metrics FILE.jsonl] [--checkpoint-dir DIR]\n"
           "              [--save-every K] [--resume] [--seed S] [--nproc N] [--peak-tflops X] [--trace F.json]\n"
           "              [--quiet]\n"
-          "       ddprun --bench allreduce [--nproc N] [--sizes-mb 1,10,100,1000] [--iters N] [--out F.json]\n"
+          "       ddprun --bench allreduce [--nproc N] [--sizes-mb 1,10,100,1000] [--iters N] [--out F.jsonl]\n"
+          "       ddprun --bench plot -o F.svg F.jsonl ...\n"
           "       ddprun --help-env   (the DDP_* environment variables)\n"
+          "       ddprun --version\n"
           "Replays a plan compiled by ddpc. Under srun, torchrun-style variables or mpirun each process is one\n"
-          "rank; --nproc N forks N local ranks.\n");
+          "rank; --nproc N forks N local ranks.\n"
+          "  --device cuda|ref     the executor (default: cuda when a GPU is present, else ref for small plans)\n"
+          "  --steps N             steps to run, 0..1000000000 (default: the plan's)\n"
+          "  --metrics FILE        one JSON line per step (rank 0); never one of the inputs\n"
+          "  --checkpoint-dir DIR  save the model and optimizer state there (at the end, or every K steps)\n"
+          "  --save-every K        checkpoint every K steps, 1..1000000000\n"
+          "  --resume              continue from the checkpoint in --checkpoint-dir\n"
+          "  --seed S              parameter and data seed, 0..9223372036854775807 (default: the plan's)\n"
+          "  --nproc N             fork N local ranks, 1..4096\n"
+          "  --peak-tflops X       the device's peak for MFU, in (0, 1e6]\n"
+          "  --trace FILE.json     Chrome trace of the last step (FILE.rankR.json per rank for several)\n"
+          "  -q, --quiet           no progress lines\n"
+          "  -h, --help            this help\n"
+          "Exit status: 0 done, 1 failed, 2 bad command line.\n");
 }
 
-static int parse_i64(const char *flag, const char *v, int64_t min, int64_t *out) {
-  char *end;
-  long long x = strtoll(v, &end, 10);
-  if (!*v || *end || x < min) {
-    fprintf(stderr, "ddprun: %s must be an integer >= %lld, got '%s'\n", flag, (long long)min, v);
-    return -1;
-  }
-  *out = x;
-  return 0;
+enum { OPT_DEVICE = 256, OPT_STEPS, OPT_METRICS, OPT_CKPT, OPT_SAVE_EVERY, OPT_RESUME, OPT_SEED, OPT_NPROC,
+       OPT_PEAK, OPT_TRACE, OPT_HELP_ENV, OPT_VERSION };
+
+static int usage_error(const char *msg) {
+  fprintf(stderr, "ddprun: %s\n", msg);
+  return DDP_EXIT_USAGE;
 }
 
 int main(int argc, char **argv) {
   ddp_set_progname("ddprun");
-  if (argc < 2) {
-    usage(stderr);
-    return 1;
-  }
-  if (!strcmp(argv[1], "--help") || !strcmp(argv[1], "-h")) {
-    usage(stdout);
-    return 0;
-  }
-  if (!strcmp(argv[1], "--help-env")) {
-    ddp_param_print_table(stdout);
-    return 0;
-  }
-  if (!strcmp(argv[1], "--bench")) return ddprun_bench_main(argc - 2, argv + 2);
+  if (argc >= 2 && !strcmp(argv[1], "--bench")) return ddprun_bench_main(argc - 2, argv + 2);
+  static const struct option lo[] = {{"device", required_argument, NULL, OPT_DEVICE},
+                                     {"steps", required_argument, NULL, OPT_STEPS},
+                                     {"metrics", required_argument, NULL, OPT_METRICS},
+                                     {"checkpoint-dir", required_argument, NULL, OPT_CKPT},
+                                     {"save-every", required_argument, NULL, OPT_SAVE_EVERY},
+                                     {"resume", no_argument, NULL, OPT_RESUME},
+                                     {"seed", required_argument, NULL, OPT_SEED},
+                                     {"nproc", required_argument, NULL, OPT_NPROC},
+                                     {"peak-tflops", required_argument, NULL, OPT_PEAK},
+                                     {"trace", required_argument, NULL, OPT_TRACE},
+                                     {"quiet", no_argument, NULL, 'q'},
+                                     {"help", no_argument, NULL, 'h'},
+                                     {"help-env", no_argument, NULL, OPT_HELP_ENV},
+                                     {"version", no_argument, NULL, OPT_VERSION},
+                                     {NULL, 0, NULL, 0}};
   ddprun_args a;
   memset(&a, 0, sizeof a);
   a.run.steps = -1;
-  for (int i = 1; i < argc; i++) {
-    const char *f = argv[i];
-    const char *v = i + 1 < argc ? argv[i + 1] : NULL;
-    int takes = !strcmp(f, "--device") || !strcmp(f, "--steps") || !strcmp(f, "--metrics") ||
-                !strcmp(f, "--checkpoint-dir") || !strcmp(f, "--save-every") || !strcmp(f, "--seed") ||
-                !strcmp(f, "--nproc") || !strcmp(f, "--peak-tflops") || !strcmp(f, "--trace");
-    if (takes && !v) {
-      fprintf(stderr, "ddprun: %s needs a value\n", f);
-      return 1;
-    }
-    int64_t n;
-    if (!strcmp(f, "--device")) {
-      if (strcmp(v, "cuda") && strcmp(v, "ref")) {
-        fprintf(stderr, "ddprun: --device must be cuda or ref, got '%s'\n", v);
-        return 1;
-      }
-      a.device = v;
-    } else if (!strcmp(f, "--steps")) {
-      if (parse_i64(f, v, 0, &a.run.steps)) return 1;
-    } else if (!strcmp(f, "--metrics")) {
-      a.run.metrics_path = v;
-    } else if (!strcmp(f, "--trace")) {
-      a.run.trace_path = v;
-    } else if (!strcmp(f, "--checkpoint-dir")) {
-      a.run.ckpt_dir = v;
-    } else if (!strcmp(f, "--save-every")) {
-      if (parse_i64(f, v, 1, &a.run.save_every)) return 1;
-    } else if (!strcmp(f, "--seed")) {
-      if (parse_i64(f, v, 0, &n)) return 1;
+  int help = 0, help_env = 0, want_version = 0, c;
+  char bad[1024] = "", err[1024];
+  opterr = 0;
+  while ((c = getopt_long(argc, argv, ":qh", lo, NULL)) != -1) {
+    int rc = 0;
+    int64_t n = 0;
+    switch (c) {
+    case OPT_DEVICE:
+      if (strcmp(optarg, "cuda") && strcmp(optarg, "ref"))
+        rc = ddp_fail(err, sizeof err, "--device: '%.100s' is not one of cuda, ref", optarg);
+      a.device = optarg;
+      break;
+    case OPT_STEPS: rc = ddp_parse_i64(optarg, 0, 1000000000, "--steps", &a.run.steps, err, sizeof err); break;
+    case OPT_METRICS: a.run.metrics_path = optarg; break;
+    case OPT_TRACE: a.run.trace_path = optarg; break;
+    case OPT_CKPT: a.run.ckpt_dir = optarg; break;
+    case OPT_SAVE_EVERY:
+      rc = ddp_parse_i64(optarg, 1, 1000000000, "--save-every", &a.run.save_every, err, sizeof err);
+      break;
+    case OPT_SEED:
+      rc = ddp_parse_i64(optarg, 0, INT64_MAX, "--seed", &n, err, sizeof err);
       a.has_seed = 1;
       a.seed = (uint64_t)n;
-    } else if (!strcmp(f, "--nproc")) {
-      if (parse_i64(f, v, 1, &n)) return 1;
+      break;
+    case OPT_NPROC:
+      rc = ddp_parse_i64(optarg, 1, 4096, "--nproc", &n, err, sizeof err);
       a.nproc = (int)n;
-    } else if (!strcmp(f, "--peak-tflops")) {
-      char *end;
-      a.run.peak_tflops = strtod(v, &end);
-      if (*end || a.run.peak_tflops <= 0) {
-        fprintf(stderr, "ddprun: --peak-tflops must be a positive number, got '%s'\n", v);
-        return 1;
-      }
-    } else if (!strcmp(f, "--resume")) {
-      a.run.resume = true;
-      continue;
-    } else if (!strcmp(f, "--quiet") || !strcmp(f, "-q")) {
-      a.run.quiet = true;
-      continue;
-    } else if (f[0] == '-') {
-      fprintf(stderr, "ddprun: unknown option '%s' (see ddprun --help)\n", f);
-      return 1;
-    } else if (!a.plan_path) {
-      a.plan_path = f;
-      continue;
-    } else {
-      fprintf(stderr, "ddprun: more than one plan given ('%s')\n", f);
-      return 1;
+      break;
+    case OPT_PEAK: rc = ddp_parse_double(optarg, 0, 1, 1e6, "--peak-tflops", &a.run.peak_tflops, err, sizeof err); break;
+    case OPT_RESUME: a.run.resume = true; break;
+    case 'q': a.run.quiet = true; break;
+    case 'h': help = 1; break;
+    case OPT_HELP_ENV: help_env = 1; break;
+    case OPT_VERSION: want_version = 1; break;
+    default: ddp_getopt_error(c, argv, lo, "ddprun", err, sizeof err), rc = -1;
     }
-    i++;
+    if (rc && !bad[0]) snprintf(bad, sizeof bad, "%s", err);
   }
-  if (!a.plan_path) {
-    fprintf(stderr, "ddprun: no plan given\n");
-    return 1;
+  if (help) {
+    usage(stdout);
+    return 0;
   }
-  if (a.run.resume && !a.run.ckpt_dir) {
-    fprintf(stderr, "ddprun: --resume needs --checkpoint-dir DIR\n");
-    return 1;
+  if (help_env) {
+    ddp_param_print_table(stdout);
+    return fflush(stdout) || ferror(stdout) ? DDP_EXIT_FAILURE : 0;
   }
+  if (want_version) return ddprun_version(stdout) ? DDP_EXIT_FAILURE : 0;
+  if (bad[0]) return usage_error(bad);
+  if (optind >= argc) return usage_error("no plan given (see ddprun --help)");
+  if (optind + 1 < argc) {
+    snprintf(bad, sizeof bad, "more than one plan given ('%s')", argv[optind + 1]);
+    return usage_error(bad);
+  }
+  a.plan_path = argv[optind];
+  if (a.run.resume && !a.run.ckpt_dir) return usage_error("--resume needs --checkpoint-dir DIR");
   return ddprun_main(&a);
 }

@@ -6,9 +6,12 @@
 #include "err.h"
 #include <ctype.h>
 #include <errno.h>
+#include <fcntl.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
 
 typedef struct fe_run {
   fe_sandbox *sb;
@@ -105,9 +108,17 @@ static void fe_report(const fe_sandbox *sb, lua_State *L, int st, char *err, siz
 }
 
 static char *fe_read(const char *path, size_t *len, char *err, size_t errcap) {
-  FILE *f = fopen(path, "rb");
+  int fd = open(path, O_RDONLY | O_CLOEXEC | O_NONBLOCK); /* a FIFO is refused at once, not waited on */
+  struct stat st;
+  if (fd >= 0 && (fstat(fd, &st) != 0 || !S_ISREG(st.st_mode))) {
+    close(fd);
+    ddp_fail(err, errcap, "%s: cannot read the schedule: not a regular file", path);
+    return NULL;
+  }
+  FILE *f = fd >= 0 ? fdopen(fd, "rb") : NULL;
   if (!f) {
     ddp_fail(err, errcap, "%s: cannot read the schedule: %s", path, strerror(errno));
+    if (fd >= 0) close(fd);
     return NULL;
   }
   size_t cap = 4096, n = 0;

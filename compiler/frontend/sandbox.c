@@ -10,6 +10,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 
 static const char fe_key_loaded = 0; /* registry: module cache */
 static const char fe_key_loading = 0; /* sentinel value while a module runs */
@@ -225,9 +226,9 @@ static int fe_require(lua_State *L) {
   lua_pop(L, 1);
   char path[2100];
   snprintf(path, sizeof path, "%s/%s.lua", sb->dir, name);
-  FILE *f = fopen(path, "rb");
-  if (!f) return luaL_error(L, "require \"%s\": module not found: %s", name, path);
-  fclose(f);
+  struct stat st; /* a FIFO would block the loader's open: only regular files are modules */
+  if (stat(path, &st) != 0) return luaL_error(L, "require \"%s\": module not found: %s", name, path);
+  if (!S_ISREG(st.st_mode)) return luaL_error(L, "require \"%s\": %s is not a regular file", name, path);
   if (luaL_loadfilex(L, path, "t") != LUA_OK) return lua_error(L);
   lua_pushlightuserdata(L, (void *)&fe_key_loading);
   lua_setfield(L, 2, name);

@@ -3,12 +3,15 @@
  * with CUDA events over many iterations after a warm-up. Prints algbw and busbw (busbw = algbw x 2(n-1)/n)
  * as a table on rank 0 and, with --out, one JSON object per size. Correctness is checked first: every
  * rank contributes rank+1 and every element must equal n(n+1)/2. `ddprun --bench plot` (plot.c) draws the SVG. */
+#include "args.h"
 #include "cli.h"
 #include "err.h"
 #include "cuda_check.h"
 #include "launch.h"
+#include "outfile.h"
 #include "rendezvous.h"
 #include <cuda_runtime_api.h>
+#include <getopt.h>
 #include <nccl.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -77,10 +80,7 @@ static int bench_rank(const ddp_identity *id, const bench_opts *o, char *err, si
   DDP_CUDA_TRY(cudaStreamSynchronize(st));
   if (check_sum(buf, max_n, id->world, err, errcap)) return -1;
   FILE *out = NULL;
-  if (id->rank == 0 && o->out && !(out = fopen(o->out, "w"))) {
-    ddp_fail(err, errcap, "%s: cannot write", o->out);
-    return -1;
-  }
+  if (id->rank == 0 && o->out && !(out = ddp_out_open(o->out, err, errcap))) return -1;
   if (id->rank == 0)
     printf("all-reduce float32, %d GPUs (NCCL %d)\n%10s %12s %12s %12s\n", id->world, NCCL_VERSION_CODE, "MB", "ms",
            "algbw GB/s", "busbw GB/s");
@@ -104,11 +104,11 @@ static int bench_rank(const ddp_identity *id, const bench_opts *o, char *err, si
                 id->world, o->sizes_mb[s], t * 1e3, alg, bus);
     }
   }
-  if (out) fclose(out);
+  int wrc = ddp_out_close(out, o->out, err, errcap);
   ncclCommDestroy(comm);
   cudaFree(buf);
   cudaStreamDestroy(st);
-  return 0;
+  return wrc;
 }
 
 static int rank_entry(const ddp_identity *id, void *ctx) {
@@ -123,43 +123,54 @@ static int rank_entry(const ddp_identity *id, void *ctx) {
 int ddprun_bench_main(int argc, char **argv) {
   if (argc < 1) {
     fprintf(stderr, "ddprun --bench: which benchmark? (allreduce, plot)\n");
-    return 1;
+    return DDP_EXIT_USAGE;
   }
-  if (!strcmp(argv[0], "plot")) return ddprun_plot_main(argc - 1, argv + 1);
+  if (!strcmp(argv[0], "plot")) return ddprun_plot_main(argc, argv); /* argv[0] is "plot" */
   if (strcmp(argv[0], "allreduce")) {
     fprintf(stderr, "ddprun --bench: unknown benchmark '%s' (allreduce, plot)\n", argv[0]);
-    return 1;
+    return DDP_EXIT_USAGE;
   }
+  static const struct option lo[] = {{"nproc", required_argument, NULL, 'n'}, {"iters", required_argument, NULL, 'i'},
+                                     {"out", required_argument, NULL, 'o'},   {"sizes-mb", required_argument, NULL, 's'},
+                                     {"help", no_argument, NULL, 'h'},        {NULL, 0, NULL, 0}};
   bench_opts o = {.sizes_mb = {1, 2, 5, 10, 20, 50, 100, 200, 500, 1000}, .nsizes = 10};
-  int nproc = 0;
-  for (int i = 1; i < argc; i++) {
-    if (i + 1 >= argc) {
-      fprintf(stderr, "ddprun --bench allreduce: %s needs a value\n", argv[i]);
-      return 1;
-    }
-    if (!strcmp(argv[i], "--nproc")) {
-      nproc = atoi(argv[++i]);
-    } else if (!strcmp(argv[i], "--iters")) {
-      o.iters = atoi(argv[++i]);
-    } else if (!strcmp(argv[i], "--out")) {
-      o.out = argv[++i];
-    } else if (!strcmp(argv[i], "--sizes-mb")) {
+  int nproc = 0, help = 0, c;
+  char bad[1024] = "", msg[1024];
+  opterr = 0;
+  optind = 1; /* argv[0] is "allreduce" */
+  while ((c = getopt_long(argc, argv, ":h", lo, NULL)) != -1) {
+    int64_t v = 0;
+    int rc = 0;
+    if (c == 'h') help = 1;
+    else if (c == 'o') o.out = optarg;
+    else if (c == 'n') rc = ddp_parse_i64(optarg, 1, 4096, "--nproc", &v, msg, sizeof msg), nproc = (int)v;
+    else if (c == 'i') rc = ddp_parse_i64(optarg, 1, 1000000, "--iters", &v, msg, sizeof msg), o.iters = (int)v;
+    else if (c == 's') {
       o.nsizes = 0;
-      char *list = strdup(argv[++i]), *save = NULL;
-      for (char *t = strtok_r(list, ",", &save); t && o.nsizes < 32; t = strtok_r(NULL, ",", &save)) {
-        double v = atof(t);
-        if (v <= 0) {
-          fprintf(stderr, "ddprun --bench allreduce: --sizes-mb: '%s' is not a positive size\n", t);
-          free(list);
-          return 1;
-        }
-        o.sizes_mb[o.nsizes++] = v;
-      }
+      char *list = ddp_xstrdup(optarg), *save = NULL;
+      for (char *t = strtok_r(list, ",", &save); t && rc == 0; t = strtok_r(NULL, ",", &save))
+        if (o.nsizes == 32) rc = ddp_fail(msg, sizeof msg, "--sizes-mb: more than 32 sizes");
+        else rc = ddp_parse_double(t, 0, 1, 65536, "--sizes-mb", &o.sizes_mb[o.nsizes++], msg, sizeof msg);
+      if (rc == 0 && o.nsizes == 0) rc = ddp_fail(msg, sizeof msg, "--sizes-mb: no sizes in '%s'", optarg);
       free(list);
     } else {
-      fprintf(stderr, "ddprun --bench allreduce: unknown option '%s'\n", argv[i]);
-      return 1;
+      ddp_getopt_error(c, argv, lo, "ddprun --bench allreduce", msg, sizeof msg), rc = -1;
     }
+    if (rc && !bad[0]) snprintf(bad, sizeof bad, "%s", msg);
+  }
+  if (help) {
+    printf("usage: ddprun --bench allreduce [--nproc N] [--sizes-mb 1,10,100,1000] [--iters N] [--out F.jsonl]\n"
+           "NCCL all-reduce of float32 buffers, one process per GPU (--nproc N forks N local ranks, 1..4096).\n"
+           "  --sizes-mb LIST  sizes in MiB, in (0, 65536] (default 1,2,5,...,1000)\n"
+           "  --iters N        timed iterations per size, 1..1000000 (default 20, 10 from 500 MB)\n"
+           "  --out F.jsonl    one JSON object per size (rank 0)\n"
+           "Exit status: 0 done, 1 failed, 2 bad command line.\n");
+    return 0;
+  }
+  if (!bad[0] && optind < argc) snprintf(bad, sizeof bad, "unexpected argument '%s'", argv[optind]);
+  if (bad[0]) {
+    fprintf(stderr, "ddprun --bench allreduce: %s\n", bad);
+    return DDP_EXIT_USAGE;
   }
   setenv("NCCL_NVLS_ENABLE", "0", 0);
   char err[1024];

@@ -3,6 +3,11 @@
  * (implementation, GPU count) read from the JSON lines of `ddprun --bench allreduce --out` and of the
  * PyTorch anchor (lines "ANCHOR {...}" with "kind": "allreduce"), plus the theoretical curve of a ring
  * all-reduce over a link of B GB/s with start-up latency A: busbw(S) = S / (A + S / B). */
+#include "args.h"
+#include "err.h"
+#include "file.h"
+#include "outfile.h"
+#include <getopt.h>
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -35,43 +40,71 @@ static curve *curve_for(curve *cs, int *nc, const char *impl, int world) {
   return c;
 }
 
+static void plot_usage(void) {
+  printf("usage: ddprun --bench plot -o F.svg [--link-GBs B] [--latency-us A] FILE.jsonl ...\n"
+         "Draws the all-reduce bus bandwidth of `ddprun --bench allreduce --out` files (and PyTorch ANCHOR lines).\n"
+         "  -o, --out F.svg   the plot (never one of the inputs)\n"
+         "  --link-GBs B      link bandwidth of the theoretical curve, in (0, 1e6] (default 450)\n"
+         "  --latency-us A    start-up latency of the theoretical curve, in [0, 1e6] (default 10)\n"
+         "Exit status: 0 done, 1 failed, 2 bad command line.\n");
+}
+
 int ddprun_plot_main(int argc, char **argv) {
+  static const struct option lo[] = {{"out", required_argument, NULL, 'o'}, {"link-GBs", required_argument, NULL, 'l'},
+                                     {"latency-us", required_argument, NULL, 'a'}, {"help", no_argument, NULL, 'h'},
+                                     {NULL, 0, NULL, 0}};
   const char *out = NULL;
   double link = 450.0, lat_us = 10.0;
   curve cs[32];
-  int nc = 0;
-  for (int i = 0; i < argc; i++) {
-    if ((!strcmp(argv[i], "-o") || !strcmp(argv[i], "--out")) && i + 1 < argc) {
-      out = argv[++i];
-    } else if (!strcmp(argv[i], "--link-GBs") && i + 1 < argc) {
-      link = atof(argv[++i]);
-    } else if (!strcmp(argv[i], "--latency-us") && i + 1 < argc) {
-      lat_us = atof(argv[++i]);
-    } else {
-      FILE *f = fopen(argv[i], "r");
-      if (!f) {
-        fprintf(stderr, "ddprun --bench plot: %s: cannot open\n", argv[i]);
-        return 1;
-      }
-      char line[4096];
-      while (fgets(line, sizeof line, f)) {
-        if (!strstr(line, "\"allreduce\"")) continue;
-        double world, mb, bus;
-        if (field_num(line, "world", &world) || field_num(line, "mb", &mb) || field_num(line, "busbw_GBs", &bus))
-          continue;
-        const char *impl = strstr(line, "ANCHOR") ? "pytorch" : "ddpc";
-        curve *c = curve_for(cs, &nc, impl, (int)world);
-        if (c && c->n < 64) {
-          c->mb[c->n] = mb;
-          c->bus[c->n++] = bus;
-        }
-      }
-      fclose(f);
-    }
+  int nc = 0, help = 0, c;
+  char bad[1024] = "", msg[1024];
+  opterr = 0;
+  optind = 1; /* argv[0] is "plot" */
+  while ((c = getopt_long(argc, argv, ":o:h", lo, NULL)) != -1) {
+    int rc = 0;
+    if (c == 'h') help = 1;
+    else if (c == 'o') out = optarg;
+    else if (c == 'l') rc = ddp_parse_double(optarg, 0, 1, 1e6, "--link-GBs", &link, msg, sizeof msg);
+    else if (c == 'a') rc = ddp_parse_double(optarg, 0, 0, 1e6, "--latency-us", &lat_us, msg, sizeof msg);
+    else ddp_getopt_error(c, argv, lo, "ddprun --bench plot", msg, sizeof msg), rc = -1;
+    if (rc && !bad[0]) snprintf(bad, sizeof bad, "%s", msg);
   }
-  if (!out || nc == 0) {
-    fprintf(stderr, "ddprun --bench plot: need -o FILE.svg and at least one file with all-reduce results\n");
-    return 1;
+  if (help) {
+    plot_usage();
+    return 0;
+  }
+  if (!bad[0] && (!out || optind >= argc)) snprintf(bad, sizeof bad, "need -o FILE.svg and at least one results file");
+  for (int i = optind; !bad[0] && i < argc; i++)
+    if (ddp_check_output("-o", out, (const char *const *)&argv[i], (const char *[]){"results file"}, 1, 1, msg, sizeof msg))
+      snprintf(bad, sizeof bad, "%s", msg);
+  if (bad[0]) {
+    fprintf(stderr, "ddprun --bench plot: %s\n", bad);
+    return DDP_EXIT_USAGE;
+  }
+  for (int i = optind; i < argc; i++) {
+    size_t len = 0;
+    char *text = ddp_read_file(argv[i], (size_t)64 << 20, &len, msg, sizeof msg), *save = NULL;
+    if (!text) {
+      fprintf(stderr, "ddprun --bench plot: %s\n", msg);
+      return DDP_EXIT_FAILURE;
+    }
+    for (char *line = strtok_r(text, "\n", &save); line; line = strtok_r(NULL, "\n", &save)) {
+      if (!strstr(line, "\"allreduce\"")) continue;
+      double world, mb, bus;
+      if (field_num(line, "world", &world) || field_num(line, "mb", &mb) || field_num(line, "busbw_GBs", &bus))
+        continue;
+      const char *impl = strstr(line, "ANCHOR") ? "pytorch" : "ddpc";
+      curve *cv = curve_for(cs, &nc, impl, (int)world);
+      if (cv && cv->n < 64 && mb > 0 && isfinite(mb) && isfinite(bus)) {
+        cv->mb[cv->n] = mb;
+        cv->bus[cv->n++] = bus;
+      }
+    }
+    free(text);
+  }
+  if (nc == 0) {
+    fprintf(stderr, "ddprun --bench plot: no all-reduce results in the files given\n");
+    return DDP_EXIT_FAILURE;
   }
   double xmin = 1e9, xmax = 0, ymax = link;
   for (int i = 0; i < nc; i++)
@@ -81,10 +114,10 @@ int ddprun_plot_main(int argc, char **argv) {
       if (cs[i].bus[k] > ymax) ymax = cs[i].bus[k];
     }
   ymax *= 1.1;
-  FILE *f = fopen(out, "w");
+  FILE *f = ddp_out_open(out, msg, sizeof msg);
   if (!f) {
-    fprintf(stderr, "ddprun --bench plot: %s: cannot write\n", out);
-    return 1;
+    fprintf(stderr, "ddprun --bench plot: %s\n", msg);
+    return DDP_EXIT_FAILURE;
   }
   const double W = 760, H = 480, L = 70, R = 190, T = 30, B = 50;
   double lx0 = log10(xmin), lx1 = log10(xmax > xmin ? xmax : xmin * 10);
@@ -132,7 +165,10 @@ int ddprun_plot_main(int argc, char **argv) {
     legend++;
   }
   fprintf(f, "</svg>\n");
-  fclose(f);
+  if (ddp_out_close(f, out, msg, sizeof msg)) {
+    fprintf(stderr, "ddprun --bench plot: %s\n", msg);
+    return DDP_EXIT_FAILURE;
+  }
   printf("wrote %s (%d curves)\n", out, nc);
   return 0;
 }

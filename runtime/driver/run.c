@@ -7,6 +7,7 @@
 #include "run.h"
 #include "err.h"
 #include "checkpoint.h"
+#include "outfile.h"
 #include "trace.h"
 #include <math.h>
 #include <stdlib.h>
@@ -123,8 +124,7 @@ int ddp_run_rank(ddp_exec *x, const ddp_run_opts *o, char *err, size_t errcap) {
   bool lead = x->rank == 0;
   int64_t steps = o->steps >= 0 ? o->steps : m->steps;
   FILE *metrics = NULL;
-  if (lead && o->metrics_path && !(metrics = fopen(o->metrics_path, "w")))
-    return ddp_fail(err, errcap, "%s: cannot write metrics file", o->metrics_path);
+  if (lead && o->metrics_path && !(metrics = ddp_out_open(o->metrics_path, err, errcap))) return -1;
   double *timer_ms = calloc(rp->ntimers + 1, sizeof(double));
   int rc = timer_ms ? x->v->run(x, &rp->init, 0, err, errcap) : ddp_fail(err, errcap, "rank %d: out of memory", x->rank);
   int64_t start = 0;
@@ -135,6 +135,7 @@ int ddp_run_rank(ddp_exec *x, const ddp_run_opts *o, char *err, size_t errcap) {
   }
   if (rc == 0) rc = x->v->sync(x, err, errcap);
   if (rc == 0 && metrics) memory_line(metrics, x);
+  if (rc == 0 && metrics) rc = ddp_out_check(metrics, o->metrics_path, err, errcap);
   if (rc == 0 && o->trace_path && !x->v->instr_times)
     rc = ddp_fail(err, errcap, "the %s executor cannot record traces", x->v->name);
   double sum = 0, sum2 = 0;
@@ -163,6 +164,7 @@ int ddp_run_rank(ddp_exec *x, const ddp_run_opts *o, char *err, size_t errcap) {
     r.mfu = o->peak_tflops > 0 && sec > 0 ? m->flops_per_step / sec / (o->peak_tflops * 1e12) : 0;
     x->v->memory(x, &r.in_use, &r.peak);
     if (metrics) metrics_line(metrics, &r);
+    if (metrics && (rc = ddp_out_check(metrics, o->metrics_path, err, errcap)) != 0) break;
     if (lead && !o->quiet) progress_line(m, &r);
     if (o->ckpt_dir && o->save_every > 0 && (s + 1) % o->save_every == 0) {
       rc = ddp_checkpoint_save(x, o->ckpt_dir, s + 1, err, errcap);
@@ -178,6 +180,6 @@ int ddp_run_rank(ddp_exec *x, const ddp_run_opts *o, char *err, size_t errcap) {
            (double)tokens_per_step(p) / (mean * 1e-3), (double)r.loss);
   }
   free(timer_ms);
-  if (metrics) fclose(metrics);
+  if (ddp_out_close(metrics, o->metrics_path, rc ? NULL : err, errcap)) rc = -1;
   return rc;
 }

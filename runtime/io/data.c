@@ -76,7 +76,7 @@ static int open_token_file(ddp_data *d, const char *path, char *err, size_t errc
     ddp_fail(err, errcap, "%s: out of memory", path);
     return -1;
   }
-  int fd = open(path, O_RDONLY | O_CLOEXEC);
+  int fd = open(path, O_RDONLY | O_CLOEXEC | O_NONBLOCK); /* a FIFO is refused, not waited on */
   if (fd < 0) {
     ddp_fail(err, errcap, "%s: cannot open token file: %s", path, strerror(errno));
     return -1;
@@ -110,7 +110,7 @@ static int open_token_file(ddp_data *d, const char *path, char *err, size_t errc
   d->map = m;
   d->map_bytes = (size_t)size;
   d->ntokens = size / 2;
-  return 0;
+  return ddp_data_validate(d, err, errcap); /* every token < vocab, checked at load (before step 1) */
 }
 
 static int make_dense(ddp_data *d, char *err, size_t errcap) {

@@ -8,7 +8,7 @@
  *     with P = min(vocab, 61), so the next token is predictable and the loss must fall;
  *   - file: a flat little-endian uint16 token file (numpy.memmap(path, dtype=uint16)); row j is the window
  *     starting at token (j * context) mod (n_tokens - context - 1), so epochs wrap around; every token
- *     used is checked against the vocab.
+ *     in the file is checked against the vocab when it is opened (ddp_data_open), before any step.
  * Dense data (MLP): a dataset of `data_rows` rows of normal(0,1) inputs and targets from the data seed;
  *   row j of the stream is dataset row j mod data_rows.
  * The rule is deterministic: the same plan, seed, step and rank give the same batch on every executor. */
@@ -26,6 +26,6 @@ void ddp_data_close(ddp_data *d);
  * Returns -1 with a message on a bad token (id >= vocab: names the file and the token's offset). */
 int ddp_data_fill(ddp_data *d, int64_t step, int rank, int world, void *inputs, void *targets, char *err,
                   size_t errcap);
-/* Scans a whole token file once for ids >= vocab (0 for generated data). */
+/* Scans a whole token file once for ids >= vocab (0 for generated data); ddp_data_open calls it. */
 int ddp_data_validate(ddp_data *d, char *err, size_t errcap);
 #endif

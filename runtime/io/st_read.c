@@ -263,7 +263,7 @@ ddp_st_file *ddp_st_parse(const void *buf, size_t size, const char *label, char 
 }
 
 ddp_st_file *ddp_st_open(const char *path, char *err, size_t errcap) {
-  int fd = open(path, O_RDONLY | O_CLOEXEC);
+  int fd = open(path, O_RDONLY | O_CLOEXEC | O_NONBLOCK); /* a FIFO is refused, not waited on */
   if (fd < 0) {
     ddp_fail(err, errcap, "%s: cannot open: %s", path, strerror(errno));
     return NULL;

@@ -48,7 +48,7 @@ int ddp_launch_free_port(char *err, size_t errcap) {
   struct sockaddr_in a = {.sin_family = AF_INET, .sin_port = 0, .sin_addr.s_addr = htonl(INADDR_ANY)};
   socklen_t len = sizeof a;
   if (fd < 0 || bind(fd, (struct sockaddr *)&a, sizeof a) || getsockname(fd, (struct sockaddr *)&a, &len)) {
-    ddp_fail(err, errcap, "ddprun: cannot find a free TCP port: %s", strerror(errno));
+    ddp_fail(err, errcap, "cannot find a free TCP port: %s", strerror(errno));
     if (fd >= 0) close(fd);
     return -1;
   }
@@ -194,19 +194,19 @@ static void supervise(supervisor *s, int wake_rd) {
 int ddp_launch_local(int nproc, int (*rank_main)(const ddp_identity *, void *), void *ctx, char *err,
                      size_t errcap) {
   if (nproc < 1 || nproc > LAUNCH_MAX_NPROC)
-    return ddp_fail(err, errcap, "ddprun: --nproc %d: must be between 1 and %d", nproc, LAUNCH_MAX_NPROC);
-  if (!rank_main) return ddp_fail(err, errcap, "ddprun: no rank entry point");
+    return ddp_fail(err, errcap, "--nproc %d: must be between 1 and %d", nproc, LAUNCH_MAX_NPROC);
+  if (!rank_main) return ddp_fail(err, errcap, "no rank entry point");
   double grace;
   if (ddp_param_seconds(PARAM_LAUNCH_GRACE_S, &grace, err, errcap)) return -1;
   int port = ddp_launch_free_port(err, errcap);
   if (port < 0) return -1;
   if (ddp_rendezvous_new_secret(err, errcap)) return -1; /* the ranks inherit it */
   int pipefd[2];
-  if (pipe2(pipefd, O_CLOEXEC | O_NONBLOCK)) return ddp_fail(err, errcap, "ddprun: pipe: %s", strerror(errno));
+  if (pipe2(pipefd, O_CLOEXEC | O_NONBLOCK)) return ddp_fail(err, errcap, "pipe: %s", strerror(errno));
   supervisor s = {.pid = calloc((size_t)nproc, sizeof(pid_t)), .n = nproc, .err = err, .errcap = errcap,
                   .grace = grace};
   if (!s.pid) {
-    ddp_fail(err, errcap, "ddprun: out of memory for %d ranks", nproc);
+    ddp_fail(err, errcap, "out of memory for %d ranks", nproc);
     close(pipefd[0]), close(pipefd[1]);
     return -1;
   }
@@ -231,7 +231,7 @@ int ddp_launch_local(int nproc, int (*rank_main)(const ddp_identity *, void *), 
     pid_t pid = fork();
     if (pid == 0) launch_child(r, nproc, port, parent, old, rank_main, ctx, pipefd);
     if (pid < 0) {
-      ddp_fail(err, errcap, "ddprun: cannot start rank %d of %d: fork: %s", r, nproc, strerror(errno));
+      ddp_fail(err, errcap, "cannot start rank %d of %d: fork: %s", r, nproc, strerror(errno));
       rc = -1;
       s.stopping = true, s.killed = true;
       signal_live(&s, SIGKILL);

@@ -65,10 +65,10 @@ int ddp_rendezvous_new_secret(char *err, size_t errcap) {
   uint8_t r[32];
   char hex[2 * sizeof r + 1];
   if (getrandom(r, sizeof r, 0) != (ssize_t)sizeof r)
-    return ddp_fail(err, errcap, "ddprun: cannot draw the rendezvous secret: %s", strerror(errno));
+    return ddp_fail(err, errcap, "cannot draw the rendezvous secret: %s", strerror(errno));
   for (size_t i = 0; i < sizeof r; i++) snprintf(hex + 2 * i, 3, "%02x", r[i]);
   if (setenv(ddp_param_var(PARAM_RENDEZVOUS_SECRET), hex, 1))
-    return ddp_fail(err, errcap, "ddprun: cannot set %s: %s", ddp_param_var(PARAM_RENDEZVOUS_SECRET), strerror(errno));
+    return ddp_fail(err, errcap, "cannot set %s: %s", ddp_param_var(PARAM_RENDEZVOUS_SECRET), strerror(errno));
   return 0;
 }
 

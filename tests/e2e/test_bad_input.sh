@@ -69,7 +69,7 @@ expect_fail inspect_corrupted "corrupt" "" "$DDPC" inspect "$tmp/corrupt.bin"
 "$DDPC" "$DDP_SOURCE_DIR/schedules/toy_ddp.lua" -o "$tmp/toy2.bin" -q || fail=1
 expect_fail world_mismatch "compiled for 2 ranks, launched with --nproc 3" "" "$DDPRUN" "$tmp/toy2.bin" --device ref --nproc 3
 expect_fail bad_flag "unknown option '--bogus'" "" "$DDPRUN" "$tmp/toy.bin" --bogus
-expect_fail bad_steps "--steps must be" "" "$DDPRUN" "$tmp/toy.bin" --steps -3
+expect_fail bad_steps "^ddprun: --steps: '-3' is not an integer in 0..1000000000$" "" "$DDPRUN" "$tmp/toy.bin" --steps -3
 expect_fail resume_no_dir "--resume needs" "" "$DDPRUN" "$tmp/toy.bin" --resume
 # a plan that does not train has nothing to checkpoint: refused before it runs, no folder made
 for mode in forward forward_backward; do

@@ -324,7 +324,7 @@ static void test_local_failures(void) {
   fprintf(stderr, "  SIGTERM ignored, SIGKILL after the grace period: %.2f s\n", dt);
 
   CHECK(ddp_launch_local(0, rank_main, NULL, err, sizeof err) == -1);
-  CHECK_STR("err", "ddprun: --nproc 0: must be between 1 and 4096", err);
+  CHECK_STR("err", "--nproc 0: must be between 1 and 4096", err);
 }
 
 /* Runs ddp_launch_local(2, mode) in a forked launcher; returns its pid, and the read end of the ranks'

@@ -1,0 +1,79 @@
+/* base/args.c: see args.h. */
+#include "args.h"
+#include "err.h"
+#include "file.h"
+#include <errno.h>
+#include <getopt.h>
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+
+int ddp_parse_i64(const char *text, int64_t lo, int64_t hi, const char *name, int64_t *out, char *err,
+                  size_t errcap) {
+  const char *s = text ? text : "";
+  /* strtoll accepts leading spaces and a '+': a command-line number is digits with an optional '-'. */
+  int ok = (s[0] >= '0' && s[0] <= '9') || (s[0] == '-' && s[1] >= '0' && s[1] <= '9');
+  char *end = NULL;
+  errno = 0;
+  long long v = ok ? strtoll(s, &end, 10) : 0;
+  if (!ok || errno == ERANGE || *end || v < lo || v > hi)
+    return ddp_fail(err, errcap, "%s: '%.60s' is not an integer in %lld..%lld", name, s, (long long)lo,
+                    (long long)hi);
+  *out = (int64_t)v;
+  return 0;
+}
+
+int ddp_parse_double(const char *text, double lo, int lo_open, double hi, const char *name, double *out,
+                     char *err, size_t errcap) {
+  const char *s = text ? text : "";
+  int ok = (s[0] >= '0' && s[0] <= '9') || s[0] == '.' || (s[0] == '-' && s[1] && s[1] != ' ');
+  char *end = NULL;
+  errno = 0;
+  double v = ok ? strtod(s, &end) : NAN;
+  if (!ok || errno == ERANGE || *end || !isfinite(v) || (lo_open ? !(v > lo) : !(v >= lo)) || !(v <= hi))
+    return ddp_fail(err, errcap, "%s: '%.60s' is not a number in %s%.15g, %.15g]", name, s, lo_open ? "(" : "[", lo,
+                    hi);
+  *out = v;
+  return 0;
+}
+
+int ddp_check_output(const char *what, const char *out, const char *const *inputs, const char *const *names,
+                     int n, int allow_stream, char *err, size_t errcap) {
+  if (!out) return 0;
+  if (!*out) return ddp_fail(err, errcap, "%s: an empty path", what);
+  struct stat st;
+  int exists = stat(out, &st) == 0;
+  for (int i = 0; i < n; i++) {
+    if (!inputs[i]) continue;
+    if (exists ? ddp_same_file(out, inputs[i]) : strcmp(out, inputs[i]) == 0)
+      return ddp_fail(err, errcap, "%s: %s is the same file as the %s; refused", what, out, names[i]);
+  }
+  if (exists && !S_ISREG(st.st_mode) && !(allow_stream && (S_ISCHR(st.st_mode) || S_ISFIFO(st.st_mode))))
+    return ddp_fail(err, errcap, "%s: %s exists and is not a regular file", what, out);
+  return 0;
+}
+
+void ddp_getopt_error(int c, char *const *argv, const struct option *longopts, const char *prog, char *err,
+                      size_t errcap) {
+  const char *arg = optind > 0 ? argv[optind - 1] : "";
+  if (optopt && !(arg[0] == '-' && arg[1] == '-')) { /* a short option */
+    if (c == ':') ddp_fail(err, errcap, "-%c needs a value", optopt);
+    else ddp_fail(err, errcap, "unknown option '-%c' (see %s --help)", optopt, prog);
+    return;
+  }
+  size_t n = strcspn(arg, "=");
+  if (c == ':') {
+    ddp_fail(err, errcap, "%.*s needs a value", (int)n, arg);
+    return;
+  }
+  for (const struct option *o = longopts; arg[n] == '=' && o && o->name; o++)
+    if (o->has_arg == no_argument && strlen(o->name) == n - 2 && !strncmp(o->name, arg + 2, n - 2)) {
+      ddp_fail(err, errcap, "%.*s takes no value, got '%s'", (int)n, arg, arg + n + 1);
+      return;
+    }
+  int prefixed = 0; /* getopt_long takes an unambiguous prefix: several matches make it ambiguous */
+  for (const struct option *o = longopts; n > 2 && o && o->name; o++) prefixed += !strncmp(o->name, arg + 2, n - 2);
+  if (prefixed > 1) ddp_fail(err, errcap, "option '%.*s' is ambiguous (see %s --help)", (int)n, arg, prog);
+  else ddp_fail(err, errcap, "unknown option '%.*s' (see %s --help)", (int)n, arg, prog);
+}

@@ -1,0 +1,37 @@
+/* base/args.h: what both command lines (ddpc, ddprun) share: the version, the exit statuses, number
+ * parsing that never wraps, saturates or accepts NaN, and the check that an output names no input.
+ * Conventions (docs/CLI.md): exit 0 on success, DDP_EXIT_FAILURE (1) on a failure of the work,
+ * DDP_EXIT_USAGE (2) on a bad command line; every refusal is one line "<prog>: --opt: ...". */
+#ifndef DDP_ARGS_H
+#define DDP_ARGS_H
+#include <stddef.h>
+#include <stdint.h>
+
+#define DDP_VERSION "0.2.0"
+#define DDP_EXIT_FAILURE 1
+#define DDP_EXIT_USAGE 2
+
+/* Parses `text` as a whole decimal integer in lo..hi (no sign tricks, no spaces, no overflow). On failure
+ * -1 with "NAME: 'TEXT' is not an integer in LO..HI" in err. */
+int ddp_parse_i64(const char *text, int64_t lo, int64_t hi, const char *name, int64_t *out, char *err,
+                  size_t errcap);
+/* Parses `text` as a whole finite number in [lo, hi] (NaN, inf, overflow and trailing text refused);
+ * lo_open makes the lower bound exclusive. On failure -1 with "NAME: 'TEXT' is not a number in ...". */
+int ddp_parse_double(const char *text, double lo, int lo_open, double hi, const char *name, double *out,
+                     char *err, size_t errcap);
+
+/* An output path `out` (named `what`, e.g. "-o" or "--metrics") may be written: it names none of the
+ * `n` inputs (`inputs[i]` named `names[i]`; NULL entries skipped): neither the same existing file
+ * (device and inode) nor, when it does not exist yet, the same path text; and where it exists it is a
+ * regular file (or, with allow_stream, also a character device or FIFO, for streams such as /dev/stdout).
+ * 0, or -1 with one line. */
+int ddp_check_output(const char *what, const char *out, const char *const *inputs, const char *const *names,
+                     int n, int allow_stream, char *err, size_t errcap);
+
+/* The message for getopt_long's '?' (unknown option, or a value given to an option that takes none) or
+ * ':' (missing value), for an optstring starting with ':' and opterr = 0. `prog` prefixes the hint:
+ * "unknown option '--bogus' (see PROG --help)". */
+struct option;
+void ddp_getopt_error(int c, char *const *argv, const struct option *longopts, const char *prog, char *err,
+                      size_t errcap);
+#endif
