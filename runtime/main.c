@@ -1,13 +1,16 @@
 /* runtime/main.c: the ddprun command line.
  *   ddprun PLAN [--device cuda|ref] [--steps N] [--metrics FILE.jsonl] [--checkpoint-dir DIR]
- *          [--save-every K] [--resume] [--seed S] [--nproc N] [--peak-tflops X] [--quiet]
+ *          [--save-every K] [--save-initial] [--keep-checkpoints K] [--resume] [--seed S] [--nproc N]
+ *          [--peak-tflops X] [--quiet]
  *   ddprun --help-env prints the table of environment variables (base/param.h; docs/ENVIRONMENT.md).
  * Ranks come from the launcher's environment (srun, torchrun-style variables, mpirun) or --nproc N; the
  * reference executor runs every rank of the plan as a thread of this process. Without a GPU, ddprun says
- * so and runs the reference executor only for plans it estimates finish in reasonable time. */
+ * so and runs the reference executor only for plans it estimates finish in reasonable time. SIGTERM/SIGINT
+ * stop the run at the next step boundary (runtime/driver/stop.h) and ddprun exits with 128 + the signal. */
 #include "cli.h"
 #include "err.h"
 #include "param.h"
+#include "stop.h"
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -15,12 +18,14 @@
 static void usage(FILE *f) {
   fprintf(f,
           "usage: ddprun PLAN [--device cuda|ref] [--steps N] [--metrics FILE.jsonl] [--checkpoint-dir DIR]\n"
-          "              [--save-every K] [--resume] [--seed S] [--nproc N] [--peak-tflops X] [--trace F.json]\n"
-          "              [--quiet]\n"
+          "              [--save-every K] [--save-initial] [--keep-checkpoints K] [--resume] [--seed S]\n"
+          "              [--nproc N] [--peak-tflops X] [--trace F.json] [--quiet]\n"
           "       ddprun --bench allreduce [--nproc N] [--sizes-mb 1,10,100,1000] [--iters N] [--out F.json]\n"
           "       ddprun --help-env   (the DDP_* environment variables)\n"
           "Replays a plan compiled by ddpc. Under srun, torchrun-style variables or mpirun each process is one\n"
-          "rank; --nproc N forks N local ranks.\n");
+          "rank; --nproc N forks N local ranks. Checkpoints go to DIR/step-NNNNNN/ (--save-initial: also step 0;\n"
+          "--keep-checkpoints K: the K newest are kept, 0 keeps all, default 2); --resume loads the newest\n"
+          "complete one. SIGTERM/SIGINT stop at the next step boundary with a checkpoint, exit 128+signal.\n");
 }
 
 static int parse_i64(const char *flag, const char *v, int64_t min, int64_t *out) {
@@ -52,12 +57,14 @@ int main(int argc, char **argv) {
   ddprun_args a;
   memset(&a, 0, sizeof a);
   a.run.steps = -1;
+  a.run.keep = 2;
   for (int i = 1; i < argc; i++) {
     const char *f = argv[i];
     const char *v = i + 1 < argc ? argv[i + 1] : NULL;
     int takes = !strcmp(f, "--device") || !strcmp(f, "--steps") || !strcmp(f, "--metrics") ||
                 !strcmp(f, "--checkpoint-dir") || !strcmp(f, "--save-every") || !strcmp(f, "--seed") ||
-                !strcmp(f, "--nproc") || !strcmp(f, "--peak-tflops") || !strcmp(f, "--trace");
+                !strcmp(f, "--nproc") || !strcmp(f, "--peak-tflops") || !strcmp(f, "--trace") ||
+                !strcmp(f, "--keep-checkpoints");
     if (takes && !v) {
       fprintf(stderr, "ddprun: %s needs a value\n", f);
       return 1;
@@ -79,6 +86,12 @@ int main(int argc, char **argv) {
       a.run.ckpt_dir = v;
     } else if (!strcmp(f, "--save-every")) {
       if (parse_i64(f, v, 1, &a.run.save_every)) return 1;
+    } else if (!strcmp(f, "--keep-checkpoints")) {
+      if (parse_i64(f, v, 0, &n)) return 1;
+      a.run.keep = n > 1000000 ? 1000000 : (int)n;
+    } else if (!strcmp(f, "--save-initial")) {
+      a.run.save_initial = true;
+      continue;
     } else if (!strcmp(f, "--seed")) {
       if (parse_i64(f, v, 0, &n)) return 1;
       a.has_seed = 1;
@@ -119,5 +132,11 @@ int main(int argc, char **argv) {
     fprintf(stderr, "ddprun: --resume needs --checkpoint-dir DIR\n");
     return 1;
   }
-  return ddprun_main(&a);
+  if (a.run.save_initial && !a.run.ckpt_dir) {
+    fprintf(stderr, "ddprun: --save-initial needs --checkpoint-dir DIR\n");
+    return 1;
+  }
+  ddp_stop_install();
+  int rc = ddprun_main(&a);
+  return rc == 0 ? ddp_stop_exit_status() : rc;
 }
