@@ -1,0 +1,3 @@
+# tests/e2e/ckpt.cmake: crash-consistent checkpoints, graceful SIGTERM and the global loss (issues 11, 14).
+ddp_sh_test(test_ckpt_kill SCRIPT test_ckpt_kill.sh LABELS cpu)
+set_tests_properties(test_ckpt_kill PROPERTIES TIMEOUT 150)
