@@ -193,7 +193,7 @@ int ddp_run_rank(ddp_exec *x, const ddp_run_opts *o, char *err, size_t errcap) {
   if (rc == 0 && metrics) memory_line(metrics, x);
   if (rc == 0 && o->trace_path && !x->v->instr_times)
     rc = ddp_fail(err, errcap, "the %s executor cannot record traces", x->v->name);
-  if (rc == 0 && o->ckpt_dir && o->save_initial && start == 0 && (rc = save(x, o, 0, err, errcap)) == 0)
+  if (rc == 0 && o->ckpt_dir && o->save_initial && !o->resume && (rc = save(x, o, 0, err, errcap)) == 0)
     last_saved = 0;
   double sum = 0, sum2 = 0;
   int64_t timed = 0;
