@@ -26,7 +26,7 @@
 
 #define CK_MANIFEST "MANIFEST"
 #define CK_MAGIC "ddpc checkpoint 1"
-#define CK_MAX_FILES 4096
+#define CK_MAX_FILES 8192 /* the model file and one optimizer shard per rank */
 
 /* ---- small file-system helpers ---------------------------------------------------------------------------- */
 
@@ -142,19 +142,24 @@ static int cmp_str(const void *a, const void *b) { return strcmp(*(char *const *
 static int write_manifest(const char *dir, int64_t step, int world, char *err, size_t errcap) {
   DIR *d = opendir(dir);
   if (!d) return ddp_fail(err, errcap, "%s: cannot read the checkpoint folder: %s", dir, strerror(errno));
-  char *names[CK_MAX_FILES];
-  int n = 0;
-  for (struct dirent *e; (e = readdir(d)) && n < CK_MAX_FILES;) {
+  char **names = calloc(CK_MAX_FILES, sizeof *names);
+  int n = 0, rc = names ? 0 : ddp_fail(err, errcap, "%s: out of memory for the MANIFEST", dir);
+  for (struct dirent *e; rc == 0 && (e = readdir(d));) {
     size_t len = strlen(e->d_name);
     if (e->d_name[0] == '.' || len < 12 || strcmp(e->d_name + len - 12, ".safetensors")) continue;
-    if (!(names[n] = strdup(e->d_name))) break;
-    n++;
+    if (n == CK_MAX_FILES) rc = ddp_fail(err, errcap, "%s: more than %d files", dir, CK_MAX_FILES);
+    else if (!(names[n++] = strdup(e->d_name))) rc = ddp_fail(err, errcap, "%s: out of memory", dir);
   }
   closedir(d);
+  if (rc) {
+    for (int k = 0; k < n; k++) free(names[k]);
+    free(names);
+    return -1;
+  }
   qsort(names, (size_t)n, sizeof *names, cmp_str);
   size_t cap = 128 + (size_t)n * 300, len = 0;
   char *text = malloc(cap);
-  int rc = text ? 0 : ddp_fail(err, errcap, "%s: out of memory for the MANIFEST", dir);
+  if (!text) rc = ddp_fail(err, errcap, "%s: out of memory for the MANIFEST", dir);
   if (text) len += (size_t)snprintf(text, cap, "%s\nstep %lld\nworld %d\n", CK_MAGIC, (long long)step, world);
   for (int k = 0; k < n && rc == 0; k++) {
     char path[4400];
@@ -165,6 +170,7 @@ static int write_manifest(const char *dir, int64_t step, int world, char *err, s
     if (rc == 0) len += (size_t)snprintf(text + len, cap - len, "file %.255s %" PRIu64 " %08" PRIx32 "\n", names[k], size, crc);
   }
   for (int k = 0; k < n; k++) free(names[k]);
+  free(names);
   if (rc == 0) {
     char path[4300];
     snprintf(path, sizeof path, "%s/%s", dir, CK_MANIFEST);
@@ -269,7 +275,10 @@ int ddp_ckpt_save_step(ddp_exec *x, const char *root, int64_t step, int keep, ch
   }
   if (agree(x, rc, "creating the temporary folder", err, errcap)) return -1;
   rc = ddp_checkpoint_save(x, tmp, step, err, errcap);
-  if (agree(x, rc, "writing the checkpoint files", err, errcap)) return -1;
+  if (agree(x, rc, "writing the checkpoint files", err, errcap)) {
+    if (lead) remove_tree(tmp); /* else the next start removes it */
+    return -1;
+  }
   if (lead) {
     rc = write_manifest(tmp, step, x->world, err, errcap);
     struct stat st;
