@@ -7,6 +7,7 @@
 #include "launch.h"
 #include "param.h"
 #include "rendezvous.h"
+#include "stop.h"
 #include <cuda_runtime_api.h>
 #include <nccl.h>
 #include <stdio.h>
@@ -71,7 +72,7 @@ static int cuda_rank_main(const ddp_identity *id, void *arg) {
       if (run.peak_tflops <= 0) run.peak_tflops = peak_tflops(prop.name, (int)p->meta.precision);
     }
     run.device_desc = desc;
-    rc = ddp_run_rank(x, &run, err, sizeof err) ? 1 : 0;
+    rc = ddp_run_rank(x, &run, err, sizeof err) ? 1 : ddp_stop_exit_status(); /* 128 + signal when stopped */
     if (rc) fprintf(stderr, "ddprun: rank %d: %s\n", id->rank, err);
     x->v->destroy(x);
   } else {

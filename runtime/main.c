@@ -1,6 +1,7 @@
 /* runtime/main.c: the ddprun command line (docs/CLI.md).
  *   ddprun PLAN [--device cuda|ref] [--steps N] [--metrics FILE.jsonl] [--checkpoint-dir DIR]
- *          [--save-every K] [--resume] [--seed S] [--nproc N] [--peak-tflops X] [--trace F.json] [--quiet]
+ *          [--save-every K] [--save-initial] [--keep-checkpoints K] [--resume] [--seed S] [--nproc N]
+ *          [--peak-tflops X] [--trace F.json] [--quiet]
  *   ddprun --bench allreduce|plot ...   (runtime/bench/)
  *   ddprun --help-env prints the table of environment variables (base/param.h; docs/ENVIRONMENT.md).
  *   ddprun --version
@@ -9,11 +10,13 @@
  * Exit status: 0 done, 2 a bad command line (one line "ddprun: --opt: ..."), 1 any other failure.
  * Ranks come from the launcher's environment (srun, torchrun-style variables, mpirun) or --nproc N; the
  * reference executor runs every rank of the plan as a thread of this process. Without a GPU, ddprun says
- * so and runs the reference executor only for plans it estimates finish in reasonable time. */
+ * so and runs the reference executor only for plans it estimates finish in reasonable time. SIGTERM/SIGINT
+ * stop the run at the next step boundary (runtime/driver/stop.h) and ddprun exits with 128 + the signal. */
 #include "args.h"
 #include "cli.h"
 #include "err.h"
 #include "param.h"
+#include "stop.h"
 #include <getopt.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -22,8 +25,8 @@
 static void usage(FILE *f) {
   fprintf(f,
           "usage: ddprun PLAN [--device cuda|ref] [--steps N] [--metrics FILE.jsonl] [--checkpoint-dir DIR]\n"
-          "              [--save-every K] [--resume] [--seed S] [--nproc N] [--peak-tflops X] [--trace F.json]\n"
-          "              [--quiet]\n"
+          "              [--save-every K] [--save-initial] [--keep-checkpoints K] [--resume] [--seed S]\n"
+          "              [--nproc N] [--peak-tflops X] [--trace F.json] [--quiet]\n"
           "       ddprun --bench allreduce [--nproc N] [--sizes-mb 1,10,100,1000] [--iters N] [--out F.jsonl]\n"
           "       ddprun --bench plot -o F.svg F.jsonl ...\n"
           "       ddprun --help-env   (the DDP_* environment variables)\n"
@@ -34,18 +37,21 @@ static void usage(FILE *f) {
           "  --steps N             steps to run, 0..1000000000 (default: the plan's)\n"
           "  --metrics FILE        one JSON line per step (rank 0); never one of the inputs\n"
           "  --checkpoint-dir DIR  save the model and optimizer state there (at the end, or every K steps)\n"
-          "  --save-every K        checkpoint every K steps, 1..1000000000\n"
-          "  --resume              continue from the checkpoint in --checkpoint-dir\n"
+          "  --save-every K        checkpoint every K steps, 1..1000000000 (into DIR/step-NNNNNN/)\n"
+          "  --save-initial        also checkpoint step 0, before the first step\n"
+          "  --keep-checkpoints K  keep the K newest checkpoints, 0..1000000 (0: all; default 2)\n"
+          "  --resume              continue from the newest complete checkpoint in --checkpoint-dir\n"
           "  --seed S              parameter and data seed, 0..9223372036854775807 (default: the plan's)\n"
           "  --nproc N             fork N local ranks, 1..4096\n"
           "  --peak-tflops X       the device's peak for MFU, in (0, 1e6]\n"
           "  --trace FILE.json     Chrome trace of the last step (FILE.rankR.json per rank for several)\n"
           "  -q, --quiet           no progress lines\n"
           "  -h, --help            this help\n"
-          "Exit status: 0 done, 1 failed, 2 bad command line.\n");
+          "SIGTERM/SIGINT stop at the next step boundary (with a checkpoint when --checkpoint-dir is set).\n"
+          "Exit status: 0 done, 1 failed, 2 bad command line, 128+signal when stopped by a signal.\n");
 }
 
-enum { OPT_DEVICE = 256, OPT_STEPS, OPT_METRICS, OPT_CKPT, OPT_SAVE_EVERY, OPT_RESUME, OPT_SEED, OPT_NPROC,
+enum { OPT_DEVICE = 256, OPT_STEPS, OPT_METRICS, OPT_CKPT, OPT_SAVE_EVERY, OPT_RESUME, OPT_SAVE_INITIAL, OPT_KEEP, OPT_SEED, OPT_NPROC,
        OPT_PEAK, OPT_TRACE, OPT_HELP_ENV, OPT_VERSION };
 
 static int usage_error(const char *msg) {
@@ -62,6 +68,8 @@ int main(int argc, char **argv) {
                                      {"checkpoint-dir", required_argument, NULL, OPT_CKPT},
                                      {"save-every", required_argument, NULL, OPT_SAVE_EVERY},
                                      {"resume", no_argument, NULL, OPT_RESUME},
+                                     {"save-initial", no_argument, NULL, OPT_SAVE_INITIAL},
+                                     {"keep-checkpoints", required_argument, NULL, OPT_KEEP},
                                      {"seed", required_argument, NULL, OPT_SEED},
                                      {"nproc", required_argument, NULL, OPT_NPROC},
                                      {"peak-tflops", required_argument, NULL, OPT_PEAK},
@@ -74,6 +82,7 @@ int main(int argc, char **argv) {
   ddprun_args a;
   memset(&a, 0, sizeof a);
   a.run.steps = -1;
+  a.run.keep = 2;
   int help = 0, help_env = 0, want_version = 0, c;
   char bad[1024] = "", err[1024];
   opterr = 0;
@@ -104,6 +113,11 @@ int main(int argc, char **argv) {
       break;
     case OPT_PEAK: rc = ddp_parse_double(optarg, 0, 1, 1e6, "--peak-tflops", &a.run.peak_tflops, err, sizeof err); break;
     case OPT_RESUME: a.run.resume = true; break;
+    case OPT_SAVE_INITIAL: a.run.save_initial = true; break;
+    case OPT_KEEP:
+      rc = ddp_parse_i64(optarg, 0, 1000000, "--keep-checkpoints", &n, err, sizeof err);
+      a.run.keep = (int)n;
+      break;
     case 'q': a.run.quiet = true; break;
     case 'h': help = 1; break;
     case OPT_HELP_ENV: help_env = 1; break;
@@ -129,5 +143,8 @@ int main(int argc, char **argv) {
   }
   a.plan_path = argv[optind];
   if (a.run.resume && !a.run.ckpt_dir) return usage_error("--resume needs --checkpoint-dir DIR");
-  return ddprun_main(&a);
+  if (a.run.save_initial && !a.run.ckpt_dir) return usage_error("--save-initial needs --checkpoint-dir DIR");
+  ddp_stop_install();
+  int rc = ddprun_main(&a);
+  return rc == 0 ? ddp_stop_exit_status() : rc;
 }

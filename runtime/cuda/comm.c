@@ -306,3 +306,24 @@ int cx_wait_event(cx *x, cudaEvent_t ev, const char *why, char *err, size_t errc
     nap = nap < 1000 ? nap * 2 : 1000;
   }
 }
+
+/* The driver's host sums (exec.h allreduce_host): n doubles through a temporary device buffer, one
+ * ncclAllReduce on stream 0 and a wait with the communicator's deadline. Compiled but untested here (no
+ * GPU in the CPU test suite); the reference executor's version is the tested one. */
+int cx_allreduce_host(ddp_exec *e, double *v, int n, char *err, size_t errcap) {
+  cx *x = e->impl;
+  if (!x->comm || n <= 0) return x->comm_aborted ? ddp_fail(err, errcap, "NCCL communicator aborted") : 0;
+  size_t bytes = (size_t)n * sizeof(double);
+  void *d = NULL;
+  DDP_CUDA_TRY(cudaMalloc(&d, bytes));
+  cudaStream_t s = x->streams[0];
+  int rc = cudaMemcpyAsync(d, v, bytes, cudaMemcpyHostToDevice, s) == cudaSuccess
+               ? nccl_call(x, ncclAllReduce(d, d, (size_t)n, ncclFloat64, ncclSum, x->comm, s), "ncclAllReduce (host sum)",
+                           err, errcap)
+               : ddp_fail(err, errcap, "host sum: cudaMemcpyAsync to the device failed");
+  if (rc == 0) rc = cx_wait_streams(x, "host sum", err, errcap);
+  if (rc == 0 && cudaMemcpy(v, d, bytes, cudaMemcpyDeviceToHost) != cudaSuccess)
+    rc = ddp_fail(err, errcap, "host sum: cudaMemcpy to the host failed");
+  cudaFree(d);
+  return rc;
+}

@@ -189,6 +189,7 @@ void cx_comm_fini(cx *x);
  * error and gives up after timeout_s, aborting the communicator and naming the peer. */
 int cx_wait_streams(cx *x, const char *why, char *err, size_t errcap);
 int cx_wait_event(cx *x, cudaEvent_t ev, const char *why, char *err, size_t errcap);
+int cx_allreduce_host(ddp_exec *e, double *v, int n, char *err, size_t errcap); /* exec.h allreduce_host */
 
 /* memory.c */
 int cx_arenas_init(cx *x, char *err, size_t errcap);

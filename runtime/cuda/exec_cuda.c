@@ -111,6 +111,7 @@ static const ddp_exec_vtbl cx_vtbl = {
     .memory = cx_memory,
     .destroy = cx_destroy,
     .instr_times = cx_instr_times,
+    .allreduce_host = cx_allreduce_host,
 };
 
 /* DDP_NCCL_TIMEOUT_S, DDP_CUDA_GRAPH and DDP_STREAM_PRIORITY (base/param.h). */

@@ -41,6 +41,10 @@ typedef struct ddp_exec_vtbl {
    * instruction of the step program started and ended; this returns the last step's, in ms relative to
    * the step's first timing point (start[k] < 0: not recorded). */
   int (*instr_times)(ddp_exec *x, double *start, double *end, char *err, size_t errcap);
+  /* Sums n host doubles over the ranks (every rank calls it, in the same order; afterwards every rank
+   * holds the sum). Used by the driver for the global loss, the stop decision and checkpoint agreement.
+   * NULL is allowed for an executor that only ever runs one rank. */
+  int (*allreduce_host)(ddp_exec *x, double *v, int n, char *err, size_t errcap);
 } ddp_exec_vtbl;
 
 struct ddp_exec {
@@ -52,6 +56,9 @@ struct ddp_exec {
   bool trace;            /* record per-instruction times of the step program (see instr_times) */
   void *impl;
 };
+
+/* allreduce_host when the run has more than one rank, else nothing (0 or -1 with err). */
+int ddp_exec_allreduce(ddp_exec *x, double *v, int n, char *err, size_t errcap);
 
 /* Timing-point summary of one step (see ddp_step_times). */
 void ddp_step_times_from_timers(const ddp_plan *p, int rank, const double *ms, ddp_step_times *out);

@@ -1,5 +1,8 @@
 /* runtime/driver/run.c: see run.h. Each step: run -> sync -> read loss and scalars -> timers -> (trace) ->
- * report (a metrics line on rank 0, a progress line) -> maybe save. The metrics line is one JSON object per
+ * one host sum over the ranks (the global loss and the stop request) -> report (a metrics line on rank 0,
+ * a progress line) -> maybe save -> stop when a rank received SIGTERM/SIGINT. The loss of a rank is the
+ * mean over its own rows; `loss` is the global-batch mean, the ranks' shares (loss x rows / global rows)
+ * summed; `loss_rank0` is rank 0's own mean. The metrics line is one JSON object per
  * step whose fields are the rows of DDP_METRIC_FIELDS below, in that order, plus one {"event": "memory",
  * ...} line after init with the planner's bytes per class. A plan that does not train (mode "forward",
  * "forward_backward") reports lr and grad_norm 0 and the phases it lacks (backward_ms, optimizer_ms) as 0:
@@ -8,15 +11,17 @@
 #include "err.h"
 #include "checkpoint.h"
 #include "outfile.h"
+#include "stop.h"
 #include "trace.h"
 #include <math.h>
+#include <signal.h>
 #include <stdlib.h>
 #include <string.h>
 
 /* What one step reports. */
 typedef struct metrics_row {
   int64_t step; /* 1-based */
-  float loss, scalars[SCALAR_COUNT];
+  float loss, loss_rank0, scalars[SCALAR_COUNT]; /* loss: the global mean */
   ddp_step_times t;
   double tokens_per_s, mfu;
   uint64_t in_use, peak;
@@ -27,6 +32,7 @@ typedef struct metrics_row {
 #define DDP_METRIC_FIELDS(X)                                         \
   X(step, "%lld", (long long)r->step)                                \
   X(loss, "%.7g", (double)r->loss)                                   \
+  X(loss_rank0, "%.7g", (double)r->loss_rank0)                       \
   X(lr, "%.7g", (double)r->scalars[SCALAR_LR])                       \
   X(grad_norm, "%.7g", (double)r->scalars[SCALAR_GRAD_NORM])         \
   X(step_ms, "%.4f", r->t.step_ms)                                   \
@@ -44,6 +50,46 @@ typedef struct metrics_row {
   X(warmup, "%s", r->warm ? "true" : "false")
 
 static double gib(uint64_t b) { return (double)b / (double)(1ull << 30); }
+
+int ddp_exec_allreduce(ddp_exec *x, double *v, int n, char *err, size_t errcap) {
+  if (x->world <= 1) return 0;
+  if (!x->v->allreduce_host)
+    return ddp_fail(err, errcap, "the %s executor cannot sum values over %d ranks", x->v->name, x->world);
+  return x->v->allreduce_host(x, v, n, err, errcap);
+}
+
+/* Reads the first n elements of `tensor` as floats, whatever its size and dtype say (a plan's meta may point
+ * anywhere): a tensor of exactly n f32 is read in place, another through a heap copy of its bytes; a
+ * tensor with fewer than n elements, or none (< 0), reads as zeros past its end. */
+static int read_floats(ddp_exec *x, int64_t tensor, float *out, uint32_t n, char *err, size_t errcap) {
+  const ddp_plan *p = x->plan;
+  memset(out, 0, sizeof *out * n);
+  if (tensor < 0) return 0;
+  if ((uint64_t)tensor >= p->ntensors)
+    return ddp_fail(err, errcap, "rank %d: the plan's tensor index %lld is out of range (%u tensors)", x->rank,
+                    (long long)tensor, p->ntensors);
+  const ddp_tensor *t = &p->tensors[tensor];
+  uint64_t numel = ddp_tensor_numel(t);
+  if (t->dtype == DT_F32 && numel == n && t->bytes == (uint64_t)n * sizeof(float))
+    return x->v->read(x, (int32_t)tensor, out, err, errcap);
+  if (t->dtype >= DT_COUNT || t->bytes != numel * ddp_dtype_size(t->dtype) || t->bytes > ((uint64_t)1 << 34))
+    return ddp_fail(err, errcap, "rank %d: tensor '%s' (%llu bytes) cannot be read as the loss or scalars",
+                    x->rank, t->name ? t->name : "?", (unsigned long long)t->bytes);
+  void *buf = malloc(t->bytes ? t->bytes : 1);
+  if (!buf) return ddp_fail(err, errcap, "rank %d: out of memory reading tensor '%s'", x->rank, t->name);
+  int rc = x->v->read(x, (int32_t)tensor, buf, err, errcap);
+  for (uint64_t i = 0; rc == 0 && i < n && i < numel; i++) out[i] = (float)ddp_load(buf, t->dtype, (int64_t)i);
+  free(buf);
+  return rc;
+}
+
+/* This rank's loss weighted by its share of the global batch (equal shares when the plan says nothing). */
+static double loss_share(const ddp_plan *p, int world, float loss) {
+  const ddp_meta *m = &p->meta;
+  if (m->batch_per_rank > 0 && m->global_batch > 0 && m->batch_per_rank * world == m->global_batch)
+    return (double)loss * (double)m->batch_per_rank / (double)m->global_batch;
+  return (double)loss / (double)(world > 0 ? world : 1);
+}
 
 int ddp_refresh_param_copies(ddp_exec *x, char *err, size_t errcap) {
   const ddp_plan *p = x->plan;
@@ -102,6 +148,16 @@ static void progress_line(const ddp_meta *m, const metrics_row *r) {
          r->t.step_ms, r->tokens_per_s, r->warm ? "  (warmup)" : "");
 }
 
+/* A checkpoint of `step` completed steps, and its line. */
+static int save(ddp_exec *x, const ddp_run_opts *o, int64_t step, char *err, size_t errcap) {
+  if (ddp_ckpt_save_step(x, o->ckpt_dir, step, o->keep, err, errcap)) return -1;
+  if (x->rank == 0 && !o->quiet) {
+    printf("checkpoint written: %s/step-%06lld (step %lld)\n", o->ckpt_dir, (long long)step, (long long)step);
+    fflush(stdout);
+  }
+  return 0;
+}
+
 /* The Chrome trace of the step just run (x->trace was set for it). */
 static int write_trace(ddp_exec *x, const char *trace_path, int64_t step, char *err, size_t errcap) {
   const ddp_program *prog = &x->plan->ranks[x->rank].step;
@@ -127,32 +183,44 @@ int ddp_run_rank(ddp_exec *x, const ddp_run_opts *o, char *err, size_t errcap) {
   if (lead && o->metrics_path && !(metrics = ddp_out_open(o->metrics_path, err, errcap))) return -1;
   double *timer_ms = calloc(rp->ntimers + 1, sizeof(double));
   int rc = timer_ms ? x->v->run(x, &rp->init, 0, err, errcap) : ddp_fail(err, errcap, "rank %d: out of memory", x->rank);
-  int64_t start = 0;
+  int64_t start = 0, last_saved = -1;
+  if (rc == 0 && lead && o->ckpt_dir) rc = ddp_ckpt_clean_stray(o->ckpt_dir, o->quiet, err, errcap);
   if (rc == 0 && o->resume) {
-    rc = ddp_checkpoint_load(x, o->ckpt_dir, &start, err, errcap);
+    rc = ddp_ckpt_resume(x, o->ckpt_dir, o->quiet, &start, err, errcap);
     if (rc == 0) rc = ddp_refresh_param_copies(x, err, errcap);
-    if (rc == 0 && lead && !o->quiet) printf("resumed from %s after %lld steps\n", o->ckpt_dir, (long long)start);
   }
   if (rc == 0) rc = x->v->sync(x, err, errcap);
   if (rc == 0 && metrics) memory_line(metrics, x);
   if (rc == 0 && metrics) rc = ddp_out_check(metrics, o->metrics_path, err, errcap);
   if (rc == 0 && o->trace_path && !x->v->instr_times)
     rc = ddp_fail(err, errcap, "the %s executor cannot record traces", x->v->name);
+  if (rc == 0 && o->ckpt_dir && o->save_initial && !o->resume && (rc = save(x, o, 0, err, errcap)) == 0)
+    last_saved = 0;
   double sum = 0, sum2 = 0;
-  int64_t timed = 0, last_saved = -1;
+  int64_t timed = 0;
+  int stop_sig = 0;
+  bool stopped = false;
   metrics_row r = {0};
   for (int64_t s = start; rc == 0 && s < steps; s++) {
     x->trace = o->trace_path && s == steps - 1;
     r = (metrics_row){.step = s + 1, .warm = s < m->warmup};
+    float own = 0;
     rc = x->v->run(x, &rp->step, s, err, errcap);
     if (rc == 0) rc = x->v->sync(x, err, errcap);
-    if (rc == 0) rc = x->v->read(x, (int32_t)m->loss_tensor, &r.loss, err, errcap);
-    if (rc == 0) rc = x->v->read(x, (int32_t)m->scalars_tensor, r.scalars, err, errcap);
+    if (rc == 0) rc = read_floats(x, m->loss_tensor, &own, 1, err, errcap);
+    if (rc == 0) rc = read_floats(x, m->scalars_tensor, r.scalars, SCALAR_COUNT, err, errcap);
     if (rc == 0) rc = x->v->timers(x, timer_ms, err, errcap);
     if (rc == 0 && x->trace) rc = write_trace(x, o->trace_path, s + 1, err, errcap);
-    if (rc == 0 && !isfinite(r.loss))
-      rc = ddp_fail(err, errcap, "rank %d: the loss is %f at step %lld", x->rank, (double)r.loss, (long long)s + 1);
+    if (rc == 0 && !isfinite(own))
+      rc = ddp_fail(err, errcap, "rank %d: the loss is %f at step %lld", x->rank, (double)own, (long long)s + 1);
+    /* One host sum per step: the global loss and whether any rank was asked to stop (every rank then stops
+     * after this same step). */
+    double v[2] = {loss_share(p, x->world, own), ddp_stop_signal()};
+    if (rc == 0) rc = ddp_exec_allreduce(x, v, 2, err, errcap);
     if (rc) break;
+    r.loss = x->world > 1 ? (float)v[0] : own;
+    r.loss_rank0 = own; /* only rank 0 reports it */
+    if (v[1] > 0) stop_sig = ddp_stop_signal() ? ddp_stop_signal() : SIGTERM;
     ddp_step_times_from_timers(p, x->rank, timer_ms, &r.t);
     if (!r.warm) {
       sum += r.t.step_ms;
@@ -167,12 +235,22 @@ int ddp_run_rank(ddp_exec *x, const ddp_run_opts *o, char *err, size_t errcap) {
     if (metrics && (rc = ddp_out_check(metrics, o->metrics_path, err, errcap)) != 0) break;
     if (lead && !o->quiet) progress_line(m, &r);
     if (o->ckpt_dir && o->save_every > 0 && (s + 1) % o->save_every == 0) {
-      rc = ddp_checkpoint_save(x, o->ckpt_dir, s + 1, err, errcap);
+      rc = save(x, o, s + 1, err, errcap);
       last_saved = s + 1;
     }
+    if (stop_sig && s + 1 < steps) {
+      if (rc == 0 && o->ckpt_dir && last_saved != s + 1) rc = save(x, o, s + 1, err, errcap);
+      if (rc == 0 && lead)
+        fprintf(stderr, "ddprun: stopped after step %lld of %lld on %s%s\n", (long long)s + 1, (long long)steps,
+                strsignal(stop_sig), o->ckpt_dir ? " (checkpoint written)" : "");
+      if (metrics) fflush(metrics);
+      ddp_stop_honoured(stop_sig);
+      stopped = true;
+      break;
+    }
   }
-  if (rc == 0 && o->ckpt_dir && last_saved != steps && steps > start)
-    rc = ddp_checkpoint_save(x, o->ckpt_dir, steps, err, errcap);
+  if (rc == 0 && !stopped && o->ckpt_dir && last_saved != steps && steps > start)
+    rc = save(x, o, steps, err, errcap);
   if (rc == 0 && lead && !o->quiet && timed > 0) {
     double mean = sum / (double)timed, var = sum2 / (double)timed - mean * mean;
     printf("%s: %lld timed steps, %.3f ms/step (std %.3f), %.0f tokens/s, final loss %.6f\n",

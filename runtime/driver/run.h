@@ -11,6 +11,8 @@ typedef struct ddp_run_opts {
   const char *metrics_path;
   const char *ckpt_dir;
   int64_t save_every;      /* 0: only at the end (when ckpt_dir is set) */
+  int keep;                /* --keep-checkpoints: complete step folders kept (<= 0: all) */
+  bool save_initial;       /* also save step 0 (the initialised state) before the first step */
   bool resume;
   double peak_tflops;      /* for MFU; 0: not reported */
   bool quiet;
@@ -18,7 +20,9 @@ typedef struct ddp_run_opts {
   const char *trace_path;  /* Chrome trace of the last step (one file per rank), or NULL */
 } ddp_run_opts;
 
-/* Runs one rank to completion. Rank 0 prints progress and writes metrics. Returns 0 or -1 with err. */
+/* Runs one rank to completion, or until a SIGTERM/SIGINT (stop.h) that every rank agrees on at a step
+ * boundary: then a checkpoint is written (when ckpt_dir is set) and ddp_stop_exit_status() says 128 + the
+ * signal. Rank 0 prints progress and writes metrics. Returns 0 or -1 with err. */
 int ddp_run_rank(ddp_exec *x, const ddp_run_opts *o, char *err, size_t errcap);
 
 /* Rewrites every standalone GEMM copy of a parameter from its fp32 master (used after a resume). */

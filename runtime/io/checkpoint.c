@@ -1,4 +1,5 @@
-/* runtime/io/checkpoint.c: checkpoints (runtime/checkpoint.h) over the executor's read/write.
+/* runtime/io/checkpoint.c: the files of one checkpoint folder (checkpoint.h) over the executor's read/write
+ * (ckpt_store.c arranges the folders).
  * What the plan says goes where:
  *   model.safetensors       every TF_PARAM tensor with a state_name, under that name (rank 0 writes);
  *   optimizer.safetensors   every TF_OPT_M / TF_OPT_V tensor with a state_name, under its tensor name
@@ -113,7 +114,7 @@ static const char *describe(int dtype_ok, const char *dtype, int ndim, const int
 
 /* ---- save ------------------------------------------------------------------------------------------------ */
 
-static int mkdir_p(const char *dir, char *err, size_t errcap) {
+int ddp_ckpt_mkdir_p(const char *dir, char *err, size_t errcap) {
   char path[4096];
   if (snprintf(path, sizeof path, "%s", dir) >= (int)sizeof path) {
     ddp_fail(err, errcap, "%s: checkpoint directory path is too long", dir);
@@ -182,7 +183,7 @@ int ddp_checkpoint_save(ddp_exec *x, const char *dir, int64_t steps_done, char *
   if (plan_layout(x->plan, x->rank, &L, err, errcap)) return -1;
   int rc = -1;
   if (x->v->sync && x->v->sync(x, err, errcap)) goto out;
-  if (mkdir_p(dir, err, errcap)) goto out;
+  if (ddp_ckpt_mkdir_p(dir, err, errcap)) goto out;
   char step[32], rank[16], world[16];
   snprintf(step, sizeof step, "%lld", (long long)steps_done);
   snprintf(rank, sizeof rank, "%d", x->rank);

@@ -1,18 +1,38 @@
-/* runtime/io/checkpoint.h: checkpoints as safetensors, loadable by PyTorch (safetensors.torch.load_file):
- *   DIR/model.safetensors      fp32 parameters under the PyTorch state-dict names
+/* runtime/io/checkpoint.h: checkpoints as safetensors, loadable by PyTorch (safetensors.torch.load_file).
+ * A checkpoint folder (docs/CHECKPOINTS.md) holds one folder per saved step:
+ *   ROOT/step-000123/model.safetensors      fp32 parameters under the PyTorch state-dict names
  *                              (token_embeddings.weight, layers.N.attn.q_proj.weight, ...), with
  *                              metadata {"step": "<completed steps>", "format": "ddpc"};
- *   DIR/optimizer.safetensors  AdamW state: <param>.exp_avg and <param>.exp_avg_sq per parameter and the
- *                              optimizer scalars ("optimizer.scalars": t, lr, grad norm, clip scale);
- *                              under optimizer sharding, one file per rank instead:
- *                              DIR/optimizer.rank<R>.safetensors with the rank's flat shard.
- * Files are written as DIR/.name.tmp.<pid> and renamed, so a crash never leaves a partial checkpoint. */
+ *   ROOT/step-000123/optimizer.safetensors  AdamW state: <param>.exp_avg and <param>.exp_avg_sq per
+ *                              parameter and the optimizer scalars ("optimizer.scalars": t, lr, grad norm,
+ *                              clip scale); under optimizer sharding, one file per rank instead:
+ *                              optimizer.rank<R>.safetensors with the rank's flat shard;
+ *   ROOT/step-000123/MANIFEST  "ddpc checkpoint 1", the step, the world, then "file NAME BYTES CRC32" per file;
+ *   ROOT/latest                the newest complete step folder's name.
+ * A step folder is written as ROOT/.tmp-step-000123-<pid>/, fsynced and renamed, so a crash never leaves a
+ * partial checkpoint under a step name; ddp_ckpt_clean_stray removes what a crash left. */
 #ifndef DDP_CHECKPOINT_H
 #define DDP_CHECKPOINT_H
 #include "exec.h"
+#include <stdbool.h>
 
-/* Writes what `rank` owns (rank 0: the model and unsharded optimizer state; every rank: its shard). */
+/* ---- one folder's files (checkpoint.c) ---- */
+/* Writes what `rank` owns into dir (rank 0: the model and unsharded optimizer state; every rank: its
+ * shard). Each file is written atomically (base/file.h). */
 int ddp_checkpoint_save(ddp_exec *x, const char *dir, int64_t steps_done, char *err, size_t errcap);
-/* Restores into the executor; returns the completed step count in *steps_done. */
+/* Restores into the executor from dir; returns the completed step count in *steps_done. */
 int ddp_checkpoint_load(ddp_exec *x, const char *dir, int64_t *steps_done, char *err, size_t errcap);
+/* mkdir -p. */
+int ddp_ckpt_mkdir_p(const char *dir, char *err, size_t errcap);
+
+/* ---- the folder of step folders (ckpt_store.c); every rank calls save and resume ---- */
+/* Writes ROOT/step-<step>, updates latest, then keeps only the `keep` newest complete step folders at or
+ * before `step` (keep <= 0: all). */
+int ddp_ckpt_save_step(ddp_exec *x, const char *root, int64_t step, int keep, char *err, size_t errcap);
+/* Loads the newest complete step folder (MANIFEST present, every file's size and CRC32 matching; a bad one
+ * is named on stderr and the previous one tried); a ROOT holding model.safetensors directly (the flat
+ * layout of older ddprun) is loaded as it is. Rank 0 prints "resuming from DIR (step N)" unless quiet. */
+int ddp_ckpt_resume(ddp_exec *x, const char *root, bool quiet, int64_t *steps_done, char *err, size_t errcap);
+/* Rank 0 at start: removes ROOT/.tmp-* and ROOT/latest.tmp.* left by a crash, a line each unless quiet. */
+int ddp_ckpt_clean_stray(const char *root, bool quiet, char *err, size_t errcap);
 #endif

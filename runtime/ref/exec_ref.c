@@ -173,7 +173,21 @@ static void destroy(ddp_exec *x) {
   free(x);
 }
 
-static const ddp_exec_vtbl ref_vtbl = {"ref", run, sync_noop, read_t, write_t, timers, memory, destroy, instr_times};
+/* The driver's host sums: an all-reduce of doubles through the in-process communicator (rank order). */
+static int allreduce_host(ddp_exec *x, double *v, int n, char *err, size_t errcap) {
+  ref_impl *m = x->impl;
+  if (!m->comm || x->world <= 1) return 0;
+  ddp_instr in;
+  memset(&in, 0, sizeof in);
+  in.opcode = I_ALL_REDUCE;
+  in.dt[0] = DT_F64;
+  in.i[0] = n;
+  in.i[1] = REDOP_SUM;
+  return ddp_ref_collective(m->comm, x->rank, &in, v, v, err, errcap);
+}
+
+static const ddp_exec_vtbl ref_vtbl = {"ref",   run,     sync_noop, read_t,      write_t,       timers,
+                                       memory, destroy, instr_times, allreduce_host};
 
 ddp_exec *ddp_exec_ref_new(const ddp_plan *p, int rank, ddp_ref_comm *comm, ddp_data *data, uint64_t seed,
                            char *err, size_t errcap) {

@@ -38,10 +38,19 @@ LUA
   "$DDPRUN" "$tmp/$1.bin" "${run[@]}" --checkpoint-dir "$tmp/$1.ckpt" --quiet || { fail "$1 run"; return 1; }
 }
 
+# ckpt_latest DIR: the newest complete step folder of a checkpoint folder (DIR/step-NNNNNN, named by
+# DIR/latest; runtime/io/checkpoint.h).
+ckpt_latest() {
+  local name
+  name=$(cat "$1/latest" 2>/dev/null) || { echo "$1/no-latest"; return 1; }
+  echo "$1/$name"
+}
+
 # same NAME BASELINE RTOL ATOL [MESSAGE]: the two runs' model checkpoints agree (st_compare); MESSAGE is
 # printed as well on success.
 same() {
-  if "$ST_COMPARE" "$tmp/$1.ckpt/model.safetensors" "$tmp/$2.ckpt/model.safetensors" --rtol "$3" --atol "$4" \
+  if "$ST_COMPARE" "$(ckpt_latest "$tmp/$1.ckpt")/model.safetensors" "$(ckpt_latest "$tmp/$2.ckpt")/model.safetensors" \
+    --rtol "$3" --atol "$4" \
     >"$tmp/cmp" 2>&1; then
     echo "ok: $1 == $2 ($(tail -1 "$tmp/cmp"))"
     [ -n "${5:-}" ] && echo "$5"

@@ -1,0 +1,48 @@
+#!/usr/bin/env bash
+# tests/e2e/test_ckpt_layout.sh: the checkpoint folder's rules (docs/CHECKPOINTS.md) on ToyModel (SGD, 1 rank):
+# --keep-checkpoints 1 / 0, a newest step folder without MANIFEST or with a wrong-sized file is named and
+# skipped, a folder of the flat layout of older ddprun still resumes, --save-initial needs a folder, and
+# --resume of a folder without a complete checkpoint is one clear error.
+. "$(dirname "$0")/lib.sh"
+e2e_tmp ckpt_layout
+"$DDPC" "$DDP_SOURCE_DIR/schedules/toy.lua" -o "$tmp/toy.bin" -q || die "toy does not compile"
+run=("$DDPRUN" "$tmp/toy.bin" --device ref)
+steps_in() { (cd "$1" && ls -d step-* 2>/dev/null | tr '\n' ' '); }
+
+"${run[@]}" --steps 4 --save-every 1 --save-initial --keep-checkpoints 1 --checkpoint-dir "$tmp/k1" -q || die "keep 1"
+[ "$(steps_in "$tmp/k1")" = "step-000004 " ] || fail "--keep-checkpoints 1 left: $(steps_in "$tmp/k1")"
+"${run[@]}" --steps 4 --save-every 1 --save-initial --keep-checkpoints 0 --checkpoint-dir "$tmp/k0" -q || die "keep 0"
+[ "$(steps_in "$tmp/k0")" = "step-000000 step-000001 step-000002 step-000003 step-000004 " ] ||
+  fail "--keep-checkpoints 0 left: $(steps_in "$tmp/k0")"
+"${run[@]}" --steps 4 --save-every 1 --checkpoint-dir "$tmp/k2" >"$tmp/k2.out" || die "default keep"
+[ "$(steps_in "$tmp/k2")" = "step-000003 step-000004 " ] || fail "the default keeps 2: $(steps_in "$tmp/k2")"
+grep -q "^checkpoint written: $tmp/k2/step-000003 (step 3)$" "$tmp/k2.out" || fail "no 'checkpoint written' line"
+
+# a newest folder without MANIFEST (not ours: it was never renamed into place by ddprun) is skipped
+mkdir "$tmp/k0/step-000009" && cp "$tmp/k0/step-000004/model.safetensors" "$tmp/k0/step-000009/"
+"${run[@]}" --steps 5 --checkpoint-dir "$tmp/k0" --resume >"$tmp/nomf.out" 2>&1 || { cat "$tmp/nomf.out"; die "resume"; }
+grep -q "step-000009 is not a complete checkpoint (.*MANIFEST: cannot open" "$tmp/nomf.out" || fail "no MANIFEST: not named"
+grep -q "resuming from $tmp/k0/step-000004 (step 4)" "$tmp/nomf.out" || fail "did not fall back to step 4"
+rm -rf "$tmp/k0/step-000009"
+# a file of the wrong size
+printf 'x' >>"$tmp/k0/step-000005/optimizer.safetensors"
+"${run[@]}" --steps 5 --checkpoint-dir "$tmp/k0" --resume >"$tmp/size.out" 2>&1 || { cat "$tmp/size.out"; die "resume"; }
+grep -q "optimizer.safetensors: [0-9]* bytes, MANIFEST says" "$tmp/size.out" || fail "a wrong size is not named"
+grep -q "resuming from $tmp/k0/step-000004 (step 4)" "$tmp/size.out" || fail "did not fall back past the bad size"
+
+# the flat layout of older ddprun
+mkdir -p "$tmp/flat" && cp "$tmp/k1/step-000004/"*.safetensors "$tmp/flat/"
+"${run[@]}" --steps 5 --checkpoint-dir "$tmp/flat" --resume >"$tmp/flat.out" 2>&1 || { cat "$tmp/flat.out"; die "flat resume"; }
+grep -q "resuming from $tmp/flat (step 4)" "$tmp/flat.out" || fail "the flat layout does not resume"
+[ -f "$tmp/flat/step-000005/MANIFEST" ] || fail "the flat resume did not write step-000005"
+
+# refusals
+mkdir -p "$tmp/empty"
+if "${run[@]}" --checkpoint-dir "$tmp/empty" --resume 2>"$tmp/err"; then fail "resumed from an empty folder"; fi
+grep -q "$tmp/empty: no complete checkpoint to resume from" "$tmp/err" || fail "empty folder: $(cat "$tmp/err")"
+if "${run[@]}" --save-initial 2>"$tmp/err"; then fail "--save-initial without a folder ran"; fi
+grep -q "save-initial needs --checkpoint-dir" "$tmp/err" || fail "--save-initial: $(cat "$tmp/err")"
+if "${run[@]}" --checkpoint-dir "$tmp/x" --keep-checkpoints -1 2>"$tmp/err"; then fail "--keep-checkpoints -1 ran"; fi
+grep -q "^ddprun: --keep-checkpoints: .-1. is not an integer in 0..1000000$" "$tmp/err" || fail "--keep-checkpoints -1: $(cat "$tmp/err")"
+[ "$fail" = 0 ] && echo "checkpoint folder rules hold"
+exit $fail
