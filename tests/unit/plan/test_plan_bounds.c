@@ -11,6 +11,7 @@
 #include "data.h"
 #include "plan_fixture.h"
 #include "schedule.h"
+#include "verify.h"
 #include <fcntl.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -230,6 +231,39 @@ static void same_extents(const ddp_plan *p) {
   CHECK(exact > 0, "no access is tighter than its tensor");
 }
 
+/* The verifier sees the exact footprints: two BIAS_ADD kernels on different streams, no event between
+ * them, adding into the two halves of one tensor do not race (before, a kernel's extent ran to its
+ * tensor's end); halves that overlap by one element do. */
+static void verifier_exact(void) {
+  ddp_plan *p = ddp_plan_new();
+  p->meta.world = 1;
+  p->nstreams = 2;
+  ddp_tensor t = {.name = "y", .dtype = DT_F32, .arena = ARENA_ACT, .ndim = 1, .shape = {16}, .base = -1,
+                  .bytes = 64, .param = -1, .first_use = -1, .last_use = -1};
+  ddp_plan_add_tensor(p, &t);
+  t.name = "b", t.shape[0] = 4, t.bytes = 16, t.offset = 64;
+  ddp_plan_add_tensor(p, &t);
+  p->ranks = calloc(1, sizeof *p->ranks);
+  p->ranks[0].arena_bytes[ARENA_ACT] = 80;
+  for (int s = 0; s < 2; s++) {
+    ddp_instr in = ddp_instr_blank(I_KERNEL, s);
+    in.op = OP_BIAS_ADD;
+    in.p[BIAS_ADD_P_Y] = fixture_ref(p, 0, (uint64_t)s * 32);
+    in.p[BIAS_ADD_P_B] = fixture_ref(p, 1, 0);
+    in.dt[BIAS_ADD_P_Y] = in.dt[BIAS_ADD_P_B] = DT_F32;
+    in.i[BIAS_ADD_I_N] = 2;
+    in.i[BIAS_ADD_I_M] = 4;
+    ddp_program_push(&p->ranks[0].step, &in);
+  }
+  char err[1024] = "";
+  CHECK(ddp_verify(p, err, sizeof err) == 0, "disjoint halves reported as a race: %s", err);
+  ddp_instr *second = &p->ranks[0].step.v[1];
+  second->p[BIAS_ADD_P_Y] = fixture_ref(p, 0, 28);
+  if (CHECK(ddp_verify(p, err, sizeof err) != 0, "overlapping ranges on two streams were accepted"))
+    CHECK_CONTAINS("race message", err, "unordered access across streams");
+  ddp_plan_free(p);
+}
+
 static void compiled_cases(void) {
   ddp_plan *p = compile("tiny.lua");
   if (!p || !read_ok(p, "tiny")) {
@@ -322,6 +356,7 @@ int main(void) {
   if (!mkdtemp(tmpdir)) return 1;
   fixture_cases();
   compiled_cases();
+  verifier_exact();
   data_bytes();
   ref_memory();
   char cmd[700];
