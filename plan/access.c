@@ -9,9 +9,12 @@
 #include <stdio.h>
 #include <string.h>
 
+/* W(a, b, ...): the mask of up to five slots; the padding (-1) adds no bit (it used to pad with slot 0,
+ * marking every op's first slot as written). */
 #define W(...) (0u __VA_OPT__(| W_(__VA_ARGS__)))
-#define W_(...) W_N(__VA_ARGS__, 0, 0, 0, 0, 0)
-#define W_N(a, b, c, d, e, ...) ((1u << (a)) | (1u << (b)) | (1u << (c)) | (1u << (d)) | (1u << (e)))
+#define W_(...) W_N(__VA_ARGS__, -1, -1, -1, -1, -1)
+#define W_B(x) ((x) < 0 ? 0u : 1u << ((x) < 0 ? 0 : (x)))
+#define W_N(a, b, c, d, e, ...) (W_B(a) | W_B(b) | W_B(c) | W_B(d) | W_B(e))
 
 static const uint32_t write_masks[OP_COUNT] = {
     [OP_EMBED_FWD] = W(EMBED_FWD_P_OUT),
@@ -112,7 +115,7 @@ static int64_t add(fp *f, int64_t a, int64_t b) {
 static void slot_dt(fp *f, int s, int64_t elems, int optional, int dt) {
   ddp_slot_use *u = &f->use[s];
   u->used = 1;
-  u->write = (uint8_t)((ddp_op_write_mask(f->in->op) >> s) & 1u);
+  u->write = f->in->opcode == I_KERNEL ? (uint8_t)((ddp_op_write_mask(f->in->op) >> s) & 1u) : 0; /* else: below */
   u->optional = (uint8_t)optional;
   u->dtype = (uint8_t)dt;
   uint64_t es = ddp_dtype_size(dt), bytes;
@@ -454,7 +457,10 @@ int ddp_instr_footprint(const ddp_instr *in, int64_t world, ddp_slot_use use[DDP
     bytes_slot(&f, LOAD_BATCH_P_TARGETS, 0, 1);
     use[LOAD_BATCH_P_INPUTS].whole = use[LOAD_BATCH_P_TARGETS].whole = 1;
     break;
-  case I_INIT_TENSOR: slot(&f, INIT_TENSOR_P_TENSOR, get(&f, INIT_TENSOR_I_ELEMENTS, "elements", 0), REQ); break;
+  case I_INIT_TENSOR:
+    slot(&f, INIT_TENSOR_P_TENSOR, get(&f, INIT_TENSOR_I_ELEMENTS, "elements", 0), REQ);
+    use[INIT_TENSOR_P_TENSOR].write = 1;
+    break;
   default: break; /* events, ranges, timers: no buffers */
   }
   return f.bad ? -1 : 0;

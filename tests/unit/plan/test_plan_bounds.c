@@ -126,12 +126,38 @@ static void m_coll_dtype(ddp_plan *p, ddp_instr *in) { (void)p, in->dt[0] = DT_F
 static void m_load_batch(ddp_plan *p, ddp_instr *in) { (void)p, in->p[LOAD_BATCH_P_INPUTS] = fixture_ref(p, 7, 0); }
 static void m_offset(ddp_plan *p, ddp_instr *in) { (void)p, in->p[COPY_P_SRC].offset += 4; }
 
+/* Which slots each instruction of the fixture writes (the verifier's write flags). */
+static void fixture_writes(const ddp_plan *p) {
+  static const struct { int init, opcode, slot, write; } want[] = {
+      {1, I_INIT_TENSOR, INIT_TENSOR_P_TENSOR, 1}, {1, I_BROADCAST, COLL_P_SEND, 0}, {1, I_BROADCAST, COLL_P_RECV, 1},
+      {0, I_GEMM, GEMM_P_A, 0},          {0, I_GEMM, GEMM_P_B, 0},          {0, I_GEMM, GEMM_P_D, 1},
+      {0, I_MEMSET, MEMSET_P_DST, 1},    {0, I_COPY, COPY_P_SRC, 0},        {0, I_COPY, COPY_P_DST, 1},
+      {0, I_KERNEL, RELU_FWD_P_X, 0},    {0, I_KERNEL, RELU_FWD_P_Y, 1},    {0, I_SEND, COLL_P_BUF, 0},
+      {0, I_RECV, COLL_P_BUF, 1},        {0, I_LOAD_BATCH, LOAD_BATCH_P_INPUTS, 1},
+  };
+  for (size_t c = 0; c < sizeof want / sizeof want[0]; c++) {
+    int k = find(p, 0, want[c].init, want[c].opcode, OP_RELU_FWD);
+    if (!CHECK(k >= 0, "fixture has no %s", ddp_opcode_name(want[c].opcode))) continue;
+    const ddp_instr *in = want[c].init ? &p->ranks[0].init.v[k] : &p->ranks[0].step.v[k];
+    ddp_access acc[DDP_MAX_PTRS];
+    int n = ddp_instr_accesses(p, 0, in, acc), seen = 0;
+    for (int j = 0; j < n; j++)
+      if (acc[j].slot == want[c].slot) {
+        seen = 1;
+        CHECK(acc[j].write == want[c].write, "%s p[%d]: write = %d, expected %d", ddp_opcode_name(want[c].opcode),
+              want[c].slot, acc[j].write, want[c].write);
+      }
+    CHECK(seen, "%s p[%d]: no access", ddp_opcode_name(want[c].opcode), want[c].slot);
+  }
+}
+
 static void fixture_cases(void) {
   ddp_plan *p = fixture_plan();
   if (!read_ok(p, "fixture")) {
     ddp_plan_free(p);
     return;
   }
+  fixture_writes(p);
   instr_case(p, "memset bytes", 0, 0, I_MEMSET, 0, m_memset, "p[0] touches 193 bytes", "'grad_bucket' (192 bytes)");
   instr_case(p, "copy bytes", 0, 0, I_COPY, 0, m_copy, "p[0] touches 1099511627776 bytes", "tensor 'h'");
   instr_case(p, "copy negative", 0, 0, I_COPY, 0, m_copy_neg, "i[0] (bytes) = -64", NULL);
