@@ -1,8 +1,13 @@
 /* plan/plan_check.c: what a plan must satisfy before anyone uses it. ddp_plan_validate (run by the
  * reader) checks every index a consumer would follow: string, tensor, kernel and module ids, opcodes,
  * kernel ops, streams, dtypes, events, timers, range and init kinds, peers, view bases, and that every
- * resolved buffer reference lies inside its rank's arena. ddp_plan_check_launch compares a plan with
- * the world size and GPU architecture it is launched on. One line per error, nothing printed. */
+ * resolved buffer reference lies inside its rank's arena; then proves, for every instruction of every
+ * rank, that each byte it touches lies inside its operand's tensor (the footprints of access.c, shared
+ * with the verifier), that needed pointer slots name tensors of the slot's dtype, and that the meta
+ * tensors the runtime reads or fills (loss, scalars, batch) have the size and dtype their use needs
+ * (docs/PLAN_FORMAT.md, "What the reader proves"). Linear in the instructions. ddp_plan_check_launch
+ * compares a plan with the world size and GPU architecture it is launched on. One line per error,
+ * nothing printed. */
 #include "access.h"
 #include "plan_codec.h"
 #include <stdarg.h>
