@@ -206,6 +206,47 @@ static int check_footprint(const vctx *c, const where *w) {
   return 0;
 }
 
+/* The dtype the CUDA module of kernel `kernel` was specialised for in pointer slot k ("#define DDP_T<k>
+ * float" in its spec, as compiler/codegen/launch.c writes it): a DT_* value, DT_NONE when the spec
+ * names none, -1 when it names a type no dtype maps to. */
+static int spec_dtype(const char *spec, int k) {
+  char key[24];
+  int kl = snprintf(key, sizeof key, "#define DDP_T%d ", k);
+  for (const char *at = spec; at && (at = strstr(at, key)); at += kl) {
+    if (at != spec && at[-1] != '\n') continue;
+    const char *t = at + kl;
+    size_t n = strcspn(t, "\n");
+    static const struct { const char *name; int dt; } types[] = {
+        {"float", DT_F32}, {"__nv_bfloat16", DT_BF16}, {"int", DT_I32}, {"double", DT_F64}};
+    for (size_t j = 0; j < sizeof types / sizeof types[0]; j++)
+      if (strlen(types[j].name) == n && strncmp(t, types[j].name, n) == 0) return types[j].dt;
+    return -1;
+  }
+  return DT_NONE;
+}
+
+/* A KERNEL's CUDA module reads each typed slot with the dtype it was specialised for: that must be the
+ * slot's dt[k] (and so, by check_footprint, its tensor's), or the GPU would touch a different number of
+ * bytes than proven. Modules without a spec line for a slot (no kernels compiled) are not constrained. */
+static int check_spec(const vctx *c, const where *w) {
+  const ddp_plan *p = c->p;
+  const ddp_instr *in = w->in;
+  if (in->opcode != I_KERNEL || in->kernel < 0) return 0;
+  const ddp_module *m = &p->modules[p->kernels[in->kernel].module];
+  if (!m->spec) return 0;
+  ddp_slot_use use[DDP_MAX_PTRS];
+  char why[64];
+  if (ddp_instr_footprint(in, p->meta.world, use, why, sizeof why)) return 0; /* refused by check_footprint */
+  for (int k = 0; k < DDP_MAX_PTRS; k++) {
+    if (!use[k].used || in->p[k].tensor < 0) continue;
+    int sdt = spec_dtype(m->spec, k);
+    if (sdt != DT_NONE && sdt != in->dt[k])
+      return IFAIL(w, "p[%d] is %s, its kernel %d's module '%.64s' was built for %s", k, ddp_dtype_name(in->dt[k]),
+                   in->kernel, m->entry, sdt < 0 ? "an unknown type" : ddp_dtype_name(sdt));
+  }
+  return 0;
+}
+
 static int check_instr(const vctx *c, const where *w) {
   const ddp_plan *p = c->p;
   const ddp_instr *in = w->in;
@@ -255,7 +296,7 @@ static int check_instr(const vctx *c, const where *w) {
     break;
   default: break;
   }
-  return check_footprint(c, w);
+  return check_footprint(c, w) || check_spec(c, w) ? -1 : 0;
 }
 
 /* "invalid: meta loss_tensor 'x': <what>" */

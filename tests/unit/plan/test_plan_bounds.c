@@ -195,6 +195,17 @@ static void fixture_cases(void) {
   instr_case(p, "load_batch target", 0, 0, I_LOAD_BATCH, 0, m_load_batch, "p[0] is tensor 7",
              "meta tokens_tensor 5");
 
+  /* the kernel's CUDA module was specialised for other dtypes than the instruction's */
+  free(p->modules[0].spec);
+  p->modules[0].spec = strdup("#define DDP_T0 float\n#define DDP_T1 float\n#define DDP_BLOCK 256\n");
+  read_ok(p, "fixture with a typed spec");
+  free(p->modules[0].spec);
+  p->modules[0].spec = strdup("#define DDP_T0 float\n#define DDP_T1 __nv_bfloat16\n#define DDP_BLOCK 256\n");
+  expect_refused(p, "module dtype", "rank 0 step instruction 4 (kernel RELU_FWD)",
+                 "p[1] is f32, its kernel 0's module 'relu_fwd' was built for bf16", NULL);
+  free(p->modules[0].spec);
+  p->modules[0].spec = strdup("#define N 16\n#define BLOCK 256\n");
+
   /* meta tensors the runtime reads into fixed-size buffers, and the batch tensors' byte sizes */
   int64_t saved = p->meta.loss_tensor;
   p->meta.loss_tensor = 7; /* h: 16 f32 */
