@@ -76,6 +76,14 @@ static int check_tensor(const vctx *c, uint32_t i) {
   if (t->ndim > DDP_MAX_DIMS) return tfail(c, i, nm, "%u dimensions (at most %d)", t->ndim, DDP_MAX_DIMS);
   for (int d = 0; d < t->ndim; d++)
     if (t->shape[d] < 0) return tfail(c, i, nm, "negative dimension %lld", (long long)t->shape[d]);
+  /* shape x dtype = bytes: consumers size host buffers by one and fill them by the other */
+  uint64_t elems = 1, want;
+  for (int d = 0; d < t->ndim; d++)
+    if (__builtin_mul_overflow(elems, (uint64_t)t->shape[d], &elems))
+      return tfail(c, i, nm, "shape overflows at dimension %d", d);
+  if (__builtin_mul_overflow(elems, (uint64_t)ddp_dtype_size(t->dtype), &want) || want != t->bytes)
+    return tfail(c, i, nm, "%llu bytes, its shape holds %llu %s elements", (unsigned long long)t->bytes,
+                 (unsigned long long)elems, ddp_dtype_name(t->dtype));
   if (!in_range(t->param, -1, p->ntensors)) return tfail(c, i, nm, "parameter id %d, plan has %u tensors", t->param, p->ntensors);
   if (t->first_use < -1 || t->last_use < -1) return tfail(c, i, nm, "negative first/last use");
   if (t->offset > UINT64_MAX - t->bytes || t->offset + t->bytes > max_arena(p, t->arena))

@@ -225,7 +225,7 @@ static void fixture_cases(void) {
   expect_refused(p, "batch size", "meta tokens_tensor", "'x' has 32 bytes, its use needs 64", NULL);
   p->meta.batch_per_rank = 2;
   p->tensors[5].bytes = 16; /* shape 2x4 but only 16 bytes */
-  expect_refused(p, "batch bytes", "meta tokens_tensor", "'x' has 16 bytes, its use needs 32", NULL);
+  expect_refused(p, "batch bytes", "tensor 5 'x'", "16 bytes, its shape holds 8 f32 elements", NULL);
   p->tensors[5].bytes = 32;
   read_ok(p, "fixture restored");
   ddp_plan_free(p);
