@@ -63,12 +63,13 @@ int ddp_instr_accesses(const ddp_plan *p, int rank, const ddp_instr *in, ddp_acc
   int n = 0;
   for (int s = 0; s < DDP_MAX_PTRS; s++) {
     const ddp_bufref *r = &in->p[s];
-    if (!use[s].used || r->tensor < 0) continue;
+    if ((exact && !use[s].used) || r->tensor < 0) continue;
     const ddp_tensor *t = &p->tensors[r->tensor];
     uint64_t tensor_end = t->offset + t->bytes;
     uint64_t end = exact && !use[s].whole ? r->offset + use[s].bytes : tensor_end;
     if (end <= r->offset) continue; /* touches nothing */
-    out[n++] = (ddp_access){.slot = s, .write = use[s].write, .arena = r->arena, .begin = r->offset, .end = end};
+    int write = exact ? use[s].write : 1; /* an invalid footprint: every buffer, written, to its tensor's end */
+    out[n++] = (ddp_access){.slot = s, .write = write, .arena = r->arena, .begin = r->offset, .end = end};
   }
   return n;
 }

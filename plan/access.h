@@ -41,8 +41,8 @@ int ddp_instr_footprint(const ddp_instr *in, int64_t world, ddp_slot_use use[DDP
 
 /* Fills up to DDP_MAX_PTRS accesses of `in` (resolved offsets required); returns how many: one per used,
  * non-null slot touching at least one byte, [offset, offset + footprint). An instruction whose footprint
- * is invalid (never one the reader accepts) gets the conservative extent: its operands' offsets to the
- * ends of their tensors. */
+ * is invalid (never one the reader accepts) gets the conservative extent: every non-null operand written
+ * from its offset to the end of its tensor. */
 int ddp_instr_accesses(const ddp_plan *p, int rank, const ddp_instr *in, ddp_access *out);
 
 /* The tensor that owns the memory of t (follows views to the root). */
