@@ -1,10 +1,14 @@
-/* plan/access.c: read/write sets of instructions (see access.h). The per-op write masks mirror the
- * output slots of plan/op_slots.h. */
+/* plan/access.c: read/write sets of instructions (see access.h): the per-op write masks, which mirror the
+ * output slots of plan/op_slots.h, and the byte ranges the verifier and the passes see, built from the
+ * exact footprints of footprint.c. */
 #include "access.h"
 
+/* W(a, b, ...): the mask of up to five slots; the padding (-1) adds no bit (it used to pad with slot 0,
+ * marking every op's first slot as written). */
 #define W(...) (0u __VA_OPT__(| W_(__VA_ARGS__)))
-#define W_(...) W_N(__VA_ARGS__, 0, 0, 0, 0, 0)
-#define W_N(a, b, c, d, e, ...) ((1u << (a)) | (1u << (b)) | (1u << (c)) | (1u << (d)) | (1u << (e)))
+#define W_(...) W_N(__VA_ARGS__, -1, -1, -1, -1, -1)
+#define W_B(x) ((x) < 0 ? 0u : 1u << ((x) < 0 ? 0 : (x)))
+#define W_N(a, b, c, d, e, ...) (W_B(a) | W_B(b) | W_B(c) | W_B(d) | W_B(e))
 
 static const uint32_t write_masks[OP_COUNT] = {
     [OP_EMBED_FWD] = W(EMBED_FWD_P_OUT),
@@ -40,17 +44,6 @@ static const uint32_t write_masks[OP_COUNT] = {
 
 uint32_t ddp_op_write_mask(int op) { return op >= 0 && op < OP_COUNT ? write_masks[op] : 0; }
 
-uint64_t ddp_op_slot_elems(const ddp_instr *in, int slot) {
-  uint64_t n = (uint64_t)in->i[ADAMW_I_N]; /* n: slot 0 of every op below */
-  switch (in->op) {
-  case OP_ADAMW: return slot <= ADAMW_P_COPY ? n : 0; /* scalars: to the tensor's end */
-  case OP_SGD: return slot <= SGD_P_COPY ? n : 0;
-  case OP_SUMSQ: return slot == SUMSQ_P_X ? n : (uint64_t)in->i[SUMSQ_I_P];
-  case OP_CAST: case OP_ADD: case OP_SCALE: case OP_RELU_FWD: case OP_RELU_BWD: return n;
-  default: return 0;
-  }
-}
-
 int32_t ddp_tensor_root(const ddp_plan *p, int32_t t) {
   while (t >= 0 && p->tensors[t].base >= 0) t = p->tensors[t].base;
   return t;
@@ -62,62 +55,21 @@ int ddp_tensor_within(const ddp_plan *p, int32_t t, int32_t of) {
   return 0;
 }
 
-static int add(const ddp_plan *p, const ddp_instr *in, int slot, int write, uint64_t bytes, ddp_access *out,
-               int n) {
-  const ddp_bufref *r = &in->p[slot];
-  if (r->tensor < 0) return n;
-  const ddp_tensor *t = &p->tensors[r->tensor];
-  uint64_t tensor_end = t->offset + t->bytes;
-  uint64_t end = bytes ? r->offset + bytes : tensor_end;
-  out[n] = (ddp_access){.slot = slot, .write = write, .arena = r->arena, .begin = r->offset, .end = end};
-  return n + 1;
-}
-
 int ddp_instr_accesses(const ddp_plan *p, int rank, const ddp_instr *in, ddp_access *out) {
-  int n = 0;
-  int64_t world = p->meta.world;
   (void)rank;
-  uint64_t es = ddp_dtype_size(in->dt[COLL_P_SEND]);
-  uint64_t count = (uint64_t)in->i[COLL_I_COUNT]; /* = MEMSET_I_BYTES, COPY_I_BYTES */
-  switch (in->opcode) {
-  case I_KERNEL: {
-    uint32_t wm = ddp_op_write_mask(in->op);
-    for (int s = 0; s < DDP_MAX_PTRS; s++) {
-      uint64_t elems = ddp_op_slot_elems(in, s);
-      n = add(p, in, s, (wm >> s) & 1u, elems * ddp_dtype_size(in->dt[s]), out, n);
-    }
-    return n;
+  ddp_slot_use use[DDP_MAX_PTRS];
+  char why[160];
+  int exact = ddp_instr_footprint(in, p->meta.world, use, why, sizeof why) == 0;
+  int n = 0;
+  for (int s = 0; s < DDP_MAX_PTRS; s++) {
+    const ddp_bufref *r = &in->p[s];
+    if ((exact && !use[s].used) || r->tensor < 0) continue;
+    const ddp_tensor *t = &p->tensors[r->tensor];
+    uint64_t tensor_end = t->offset + t->bytes;
+    uint64_t end = exact && !use[s].whole ? r->offset + use[s].bytes : tensor_end;
+    if (end <= r->offset) continue; /* touches nothing */
+    int write = exact ? use[s].write : 1; /* an invalid footprint: every buffer, written, to its tensor's end */
+    out[n++] = (ddp_access){.slot = s, .write = write, .arena = r->arena, .begin = r->offset, .end = end};
   }
-  case I_GEMM:
-    n = add(p, in, GEMM_P_A, 0, 0, out, n);
-    n = add(p, in, GEMM_P_B, 0, 0, out, n);
-    if (in->f[GEMM_F_BETA] != 0.0f) n = add(p, in, GEMM_P_C, 0, 0, out, n);
-    return add(p, in, GEMM_P_D, 1, 0, out, n);
-  case I_MEMSET:
-    return add(p, in, MEMSET_P_DST, 1, count, out, n);
-  case I_COPY:
-    n = add(p, in, COPY_P_SRC, 0, count, out, n);
-    return add(p, in, COPY_P_DST, 1, count, out, n);
-  case I_ALL_REDUCE:
-  case I_BROADCAST:
-    n = add(p, in, COLL_P_SEND, 0, count * es, out, n);
-    return add(p, in, COLL_P_RECV, 1, count * es, out, n);
-  case I_REDUCE_SCATTER:
-    n = add(p, in, COLL_P_SEND, 0, count * es * (uint64_t)world, out, n);
-    return add(p, in, COLL_P_RECV, 1, count * es, out, n);
-  case I_ALL_GATHER:
-    n = add(p, in, COLL_P_SEND, 0, count * es, out, n);
-    return add(p, in, COLL_P_RECV, 1, count * es * (uint64_t)world, out, n);
-  case I_SEND:
-    return add(p, in, COLL_P_BUF, 0, count * es, out, n);
-  case I_RECV:
-    return add(p, in, COLL_P_BUF, 1, count * es, out, n);
-  case I_LOAD_BATCH:
-    n = add(p, in, LOAD_BATCH_P_INPUTS, 1, 0, out, n);
-    return add(p, in, LOAD_BATCH_P_TARGETS, 1, 0, out, n);
-  case I_INIT_TENSOR:
-    return add(p, in, INIT_TENSOR_P_TENSOR, 1, (uint64_t)in->i[INIT_TENSOR_I_ELEMENTS] * es, out, n);
-  default:
-    return 0;
-  }
+  return n;
 }

@@ -1,20 +1,20 @@
-/* plan/plan_io_check.c: what a plan must satisfy before anyone uses it. ddp_plan_validate (run by the
+/* plan/plan_check.c: what a plan must satisfy before anyone uses it. ddp_plan_validate (run by the
  * reader) checks every index a consumer would follow: string, tensor, kernel and module ids, opcodes,
  * kernel ops, streams, dtypes, events, timers, range and init kinds, peers, view bases, and that every
- * resolved buffer reference lies inside its rank's arena. ddp_plan_check_launch compares a plan with
- * the world size and GPU architecture it is launched on. One line per error, nothing printed. */
-#include "plan_codec.h"
+ * resolved buffer reference lies inside its rank's arena; then proves, for every instruction of every
+ * rank, that each byte it touches lies inside its operand's tensor (the footprints of footprint.c, shared
+ * with the verifier), that needed pointer slots name tensors of the slot's dtype, and that the meta
+ * tensors the runtime reads or fills (loss, scalars, batch) have the size and dtype their use needs
+ * (docs/PLAN_FORMAT.md, "What the reader proves"); the cross-rank checks are plan_check_ranks.c.
+ * Linear in the instructions. ddp_plan_check_launch
+ * compares a plan with the world size and GPU architecture it is launched on. One line per error,
+ * nothing printed. */
+#include "access.h"
+#include "plan_check.h"
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-
-typedef struct vctx {
-  const ddp_plan *p;
-  const char *path;
-  char *err;
-  size_t errcap;
-} vctx;
 
 static int in_range(int64_t v, int64_t lo, int64_t hi_excl) { return v >= lo && v < hi_excl; }
 
@@ -70,6 +70,14 @@ static int check_tensor(const vctx *c, uint32_t i) {
   if (t->ndim > DDP_MAX_DIMS) return tfail(c, i, nm, "%u dimensions (at most %d)", t->ndim, DDP_MAX_DIMS);
   for (int d = 0; d < t->ndim; d++)
     if (t->shape[d] < 0) return tfail(c, i, nm, "negative dimension %lld", (long long)t->shape[d]);
+  /* shape x dtype = bytes: consumers size host buffers by one and fill them by the other */
+  uint64_t elems = 1, want;
+  for (int d = 0; d < t->ndim; d++)
+    if (__builtin_mul_overflow(elems, (uint64_t)t->shape[d], &elems))
+      return tfail(c, i, nm, "shape overflows at dimension %d", d);
+  if (__builtin_mul_overflow(elems, (uint64_t)ddp_dtype_size(t->dtype), &want) || want != t->bytes)
+    return tfail(c, i, nm, "%llu bytes, its shape holds %llu %s elements", (unsigned long long)t->bytes,
+                 (unsigned long long)elems, ddp_dtype_name(t->dtype));
   if (!in_range(t->param, -1, p->ntensors)) return tfail(c, i, nm, "parameter id %d, plan has %u tensors", t->param, p->ntensors);
   if (t->first_use < -1 || t->last_use < -1) return tfail(c, i, nm, "negative first/last use");
   if (t->offset > UINT64_MAX - t->bytes || t->offset + t->bytes > max_arena(p, t->arena))
@@ -124,17 +132,6 @@ static int check_tables(const vctx *c) {
   return 0;
 }
 
-/* Where an instruction is, for messages: "rank 1 step instruction 7 (gemm)". */
-typedef struct where {
-  int64_t rank;
-  const char *prog;
-  uint32_t index;
-  const ddp_instr *in;
-} where;
-
-#define IFAIL(w, fmt, ...)                                                                                    \
-  ddp_io_fail(c->err, c->errcap, c->path, "invalid: rank %lld %s instruction %u (%s): " fmt, (long long)(w)->rank, \
-              (w)->prog, (w)->index, ddp_opcode_name((w)->in->opcode), __VA_ARGS__)
 
 static int check_bufref(const vctx *c, const where *w, int k) {
   const ddp_bufref *b = &w->in->p[k];
@@ -158,6 +155,87 @@ static int check_bufref(const vctx *c, const where *w, int k) {
   return 0;
 }
 
+/* Every byte the instruction touches through each pointer slot lies inside that slot's tensor (and so,
+ * by check_bufref, inside the rank's arena): the footprint of access.c, from the op's integer slots. */
+static int check_footprint(const vctx *c, const where *w) {
+  const ddp_plan *p = c->p;
+  const ddp_instr *in = w->in;
+  ddp_slot_use use[DDP_MAX_PTRS];
+  char why[256];
+  if (ddp_instr_footprint(in, p->meta.world, use, why, sizeof why)) return IFAIL(w, "%s", why);
+  for (int k = 0; k < DDP_MAX_PTRS; k++) {
+    const ddp_bufref *b = &in->p[k];
+    const ddp_slot_use *u = &use[k];
+    if (!u->used) continue;
+    if (b->tensor < 0) {
+      if (u->optional) continue;
+      return IFAIL(w, "p[%d] is null, the instruction needs a buffer there", k);
+    }
+    const ddp_tensor *t = &p->tensors[b->tensor];
+    if (b->offset != t->offset + b->view)
+      return IFAIL(w, "p[%d] at arena offset %llu, its tensor '%.80s' at %llu + view %llu", k,
+                   (unsigned long long)b->offset, t->name, (unsigned long long)t->offset, (unsigned long long)b->view);
+    if (u->dtype != DT_NONE && ddp_dtype_size(u->dtype) == 0)
+      return IFAIL(w, "p[%d] has no element type (dtype %s)", k, ddp_dtype_name(u->dtype));
+    if (u->dtype != DT_NONE && u->dtype != t->dtype)
+      return IFAIL(w, "p[%d] is used as %s, its tensor '%.80s' is %s", k, ddp_dtype_name(u->dtype), t->name,
+                   ddp_dtype_name(t->dtype));
+    uint64_t bytes = u->whole ? t->bytes - b->view : u->bytes;
+    if (bytes > t->bytes - b->view)
+      return IFAIL(w, "p[%d] touches %llu bytes at view %llu of tensor '%.80s' (%llu bytes)", k,
+                   (unsigned long long)bytes, (unsigned long long)b->view, t->name, (unsigned long long)t->bytes);
+  }
+  if (in->opcode == I_LOAD_BATCH) {
+    const int64_t want[2] = {p->meta.tokens_tensor, p->meta.targets_tensor};
+    for (int k = 0; k < 2; k++)
+      if (in->p[k].tensor != want[k] || in->p[k].view != 0)
+        return IFAIL(w, "p[%d] is tensor %d at view %llu, the batch goes to meta %s %lld", k, in->p[k].tensor,
+                     (unsigned long long)in->p[k].view, k ? "targets_tensor" : "tokens_tensor", (long long)want[k]);
+  }
+  return 0;
+}
+
+/* The dtype the CUDA module of kernel `kernel` was specialised for in pointer slot k ("#define DDP_T<k>
+ * float" in its spec, as compiler/codegen/launch.c writes it): a DT_* value, DT_NONE when the spec
+ * names none, -1 when it names a type no dtype maps to. */
+static int spec_dtype(const char *spec, int k) {
+  char key[24];
+  int kl = snprintf(key, sizeof key, "#define DDP_T%d ", k);
+  for (const char *at = spec; at && (at = strstr(at, key)); at += kl) {
+    if (at != spec && at[-1] != '\n') continue;
+    const char *t = at + kl;
+    size_t n = strcspn(t, "\n");
+    static const struct { const char *name; int dt; } types[] = {
+        {"float", DT_F32}, {"__nv_bfloat16", DT_BF16}, {"int", DT_I32}, {"double", DT_F64}};
+    for (size_t j = 0; j < sizeof types / sizeof types[0]; j++)
+      if (strlen(types[j].name) == n && strncmp(t, types[j].name, n) == 0) return types[j].dt;
+    return -1;
+  }
+  return DT_NONE;
+}
+
+/* A KERNEL's CUDA module reads each typed slot with the dtype it was specialised for: that must be the
+ * slot's dt[k] (and so, by check_footprint, its tensor's), or the GPU would touch a different number of
+ * bytes than proven. Modules without a spec line for a slot (no kernels compiled) are not constrained. */
+static int check_spec(const vctx *c, const where *w) {
+  const ddp_plan *p = c->p;
+  const ddp_instr *in = w->in;
+  if (in->opcode != I_KERNEL || in->kernel < 0) return 0;
+  const ddp_module *m = &p->modules[p->kernels[in->kernel].module];
+  if (!m->spec) return 0;
+  ddp_slot_use use[DDP_MAX_PTRS];
+  char why[64];
+  if (ddp_instr_footprint(in, p->meta.world, use, why, sizeof why)) return 0; /* refused by check_footprint */
+  for (int k = 0; k < DDP_MAX_PTRS; k++) {
+    if (!use[k].used || in->p[k].tensor < 0) continue;
+    int sdt = spec_dtype(m->spec, k);
+    if (sdt != DT_NONE && sdt != in->dt[k])
+      return IFAIL(w, "p[%d] is %s, its kernel %d's module '%.64s' was built for %s", k, ddp_dtype_name(in->dt[k]),
+                   in->kernel, m->entry, sdt < 0 ? "an unknown type" : ddp_dtype_name(sdt));
+  }
+  return 0;
+}
+
 static int check_instr(const vctx *c, const where *w) {
   const ddp_plan *p = c->p;
   const ddp_instr *in = w->in;
@@ -173,7 +251,7 @@ static int check_instr(const vctx *c, const where *w) {
     if (in->dt[k] >= DT_COUNT) return IFAIL(w, "dtype dt%d = %u (have %d)", k, in->dt[k], DT_COUNT);
   for (int k = 0; k < DDP_MAX_PTRS; k++)
     if (check_bufref(c, w, k)) return -1;
-  int64_t i0 = in->i[EVENT_I_EVENT]; /* = TIMER_I_SLOT, RANGE_PUSH_I_KIND, INIT_TENSOR_I_KIND, COLL_I_COUNT */
+  int64_t i0 = in->i[EVENT_I_EVENT]; /* = TIMER_I_SLOT, RANGE_PUSH_I_KIND, INIT_TENSOR_I_KIND */
   switch ((ddp_opcode)in->opcode) {
   case I_KERNEL:
     if (in->op >= OP_COUNT) return IFAIL(w, "kernel op %u (have %d)", in->op, OP_COUNT);
@@ -198,22 +276,83 @@ static int check_instr(const vctx *c, const where *w) {
   case I_REDUCE_SCATTER:
     if (in->i[COLL_I_REDOP] != REDOP_SUM && in->i[COLL_I_REDOP] != REDOP_AVG)
       return IFAIL(w, "reduction %lld", (long long)in->i[COLL_I_REDOP]);
-    /* fall through */
-  case I_ALL_GATHER:
-  case I_MEMSET:
-  case I_COPY:
-    if (i0 < 0) return IFAIL(w, "negative count %lld", (long long)i0);
     break;
   case I_BROADCAST:
   case I_SEND:
-  case I_RECV:
-    if (i0 < 0) return IFAIL(w, "negative count %lld", (long long)i0);
+  case I_RECV: /* counts and sizes: check_footprint */
     if (!in_range(in->i[COLL_I_PEER], 0, p->meta.world))
       return IFAIL(w, "peer/root rank %lld, world size %lld", (long long)in->i[COLL_I_PEER], (long long)p->meta.world);
     break;
   default: break;
   }
+  return check_footprint(c, w) || check_spec(c, w) ? -1 : 0;
+}
+
+/* "invalid: meta loss_tensor 'x': <what>" */
+__attribute__((format(printf, 3, 4))) static int mfail(const vctx *c, const char *field, const char *fmt, ...) {
+  char what[256];
+  va_list ap;
+  va_start(ap, fmt);
+  vsnprintf(what, sizeof what, fmt, ap);
+  va_end(ap);
+  return ddp_io_fail(c->err, c->errcap, c->path, "invalid: meta %s: %s", field, what);
+}
+
+/* Meta tensor `id` (-1: none when `optional`) of dtype dt (DT_NONE: any with a size) and exactly `bytes`
+ * bytes (0: elems elements of its dtype). */
+static int meta_tensor(const vctx *c, const char *field, int64_t id, int optional, int dt, uint64_t bytes,
+                       uint64_t elems) {
+  const ddp_plan *p = c->p;
+  if (id < 0) return optional ? 0 : mfail(c, field, "names no tensor");
+  const ddp_tensor *t = &p->tensors[id];
+  if (dt != DT_NONE && t->dtype != dt)
+    return mfail(c, field, "tensor %lld '%.80s' is %s, must be %s", (long long)id, t->name, ddp_dtype_name(t->dtype),
+                 ddp_dtype_name(dt));
+  uint64_t es = ddp_dtype_size(t->dtype);
+  if (es == 0) return mfail(c, field, "tensor %lld '%.80s' has no element type", (long long)id, t->name);
+  if (!bytes && __builtin_mul_overflow(elems, es, &bytes))
+    return mfail(c, field, "%llu elements overflow", (unsigned long long)elems);
+  if (t->bytes != bytes)
+    return mfail(c, field, "tensor %lld '%.80s' has %llu bytes, its use needs %llu", (long long)id, t->name,
+                 (unsigned long long)t->bytes, (unsigned long long)bytes);
   return 0;
+}
+
+/* The tensors the runtime reads or fills by meta field: the loss (one f32, read into a float), the
+ * optimizer scalars (SCALAR_COUNT f32), the batch tensors (the data source's element count). */
+static int check_meta_tensors(const vctx *c) {
+  const ddp_meta *m = &c->p->meta;
+  if (meta_tensor(c, "loss_tensor", m->loss_tensor, 1, DT_F32, sizeof(float), 0) ||
+      meta_tensor(c, "scalars_tensor", m->scalars_tensor, 1, DT_F32, SCALAR_COUNT * sizeof(float), 0))
+    return -1;
+  if (m->tokens_tensor < 0 && m->targets_tensor < 0) return 0;
+  uint64_t in = 0, out = 0;
+  int dt = DT_NONE;
+  if (m->batch_per_rank < 1) return mfail(c, "batch_per_rank", "%lld, must be >= 1", (long long)m->batch_per_rank);
+  switch (m->data_kind) {
+  case DATA_RANDOM_TOKENS:
+  case DATA_TOKEN_FILE:
+  case DATA_PATTERN_TOKENS:
+    if (m->context < 1) return mfail(c, "context", "%lld, must be >= 1", (long long)m->context);
+    if (__builtin_mul_overflow((uint64_t)m->batch_per_rank, (uint64_t)m->context, &in))
+      return mfail(c, "batch_per_rank", "%lld x context %lld overflows", (long long)m->batch_per_rank,
+                   (long long)m->context);
+    out = in;
+    dt = DT_I32;
+    break;
+  case DATA_RANDOM_DENSE:
+    if (m->mlp_in < 1 || m->mlp_out < 1)
+      return mfail(c, "mlp_in", "%lld and mlp_out %lld, must be >= 1", (long long)m->mlp_in, (long long)m->mlp_out);
+    if (__builtin_mul_overflow((uint64_t)m->batch_per_rank, (uint64_t)m->mlp_in, &in) ||
+        __builtin_mul_overflow((uint64_t)m->batch_per_rank, (uint64_t)m->mlp_out, &out))
+      return mfail(c, "batch_per_rank", "%lld x mlp_in/mlp_out overflows", (long long)m->batch_per_rank);
+    break;
+  default: return mfail(c, "data_kind", "%lld (have %d)", (long long)m->data_kind, DATA_COUNT);
+  }
+  return meta_tensor(c, "tokens_tensor", m->tokens_tensor, 0, dt, 0, in) ||
+                 meta_tensor(c, "targets_tensor", m->targets_tensor, 0, dt, 0, out)
+             ? -1
+             : 0;
 }
 
 static int check_program(const vctx *c, int64_t rank, const char *name, const ddp_program *prog) {
@@ -228,11 +367,14 @@ int ddp_plan_validate(const ddp_plan *p, const char *path, char *err, size_t err
   vctx c = {p, path, err, errcap};
   if (p->meta.world < 1 || !p->ranks)
     return ddp_io_fail(err, errcap, path, "invalid: world size %lld", (long long)p->meta.world);
-  if (check_meta(&c) || check_tables(&c)) return -1;
+  if (check_meta(&c) || check_tables(&c) || check_meta_tensors(&c)) return -1;
   for (int64_t r = 0; r < p->meta.world; r++)
     if (check_program(&c, r, "init", &p->ranks[r].init) || check_program(&c, r, "step", &p->ranks[r].step))
       return -1;
-  return 0;
+  return ddp_check_collectives_match(&c, 0) || ddp_check_collectives_match(&c, 1) || ddp_check_p2p(&c, 0) ||
+                 ddp_check_p2p(&c, 1)
+             ? -1
+             : 0;
 }
 
 /* "sm_90a" -> 9, 0, 'a'; 0 when it is not of that form. */

@@ -22,4 +22,7 @@ int ddprun_version(FILE *out);
 /* Seconds the reference executor would need for `steps` steps of the plan (its FLOPs over a measured
  * rate of the reference GEMM). */
 double ddprun_ref_estimate_s(const ddp_plan *p, int64_t steps);
+/* Do the arenas of every rank (all run in this process) fit in `avail` bytes (MemAvailable of
+ * /proc/meminfo when avail is 0; no check when it cannot be read)? 0, or -1 with one line giving both. */
+int ddprun_ref_check_memory(const ddp_plan *p, uint64_t avail, char *err, size_t errcap); /* dispatch_ref.c */
 #endif

@@ -1,5 +1,6 @@
 /* runtime/dispatch_ref.c: runs a plan on the reference executor, every rank a thread of this process
- * sharing one in-process communicator; a failing rank aborts the others' collectives. */
+ * sharing one in-process communicator; a failing rank aborts the others' collectives. A plan whose
+ * arenas (summed over the ranks) exceed the host's MemAvailable is refused before anything is allocated. */
 #include "cli.h"
 #include "exec_ref.h"
 #include "clock.h"
@@ -30,11 +31,42 @@ static void *rank_thread(void *arg) {
   return NULL;
 }
 
+/* MemAvailable of /proc/meminfo in bytes, 0 when unknown. */
+static uint64_t mem_available(void) {
+  FILE *f = fopen("/proc/meminfo", "r");
+  if (!f) return 0;
+  char line[256];
+  unsigned long long kb = 0;
+  while (fgets(line, sizeof line, f))
+    if (sscanf(line, "MemAvailable: %llu kB", &kb) == 1) break;
+  fclose(f);
+  return kb > UINT64_MAX / 1024 ? UINT64_MAX : (uint64_t)kb * 1024;
+}
+
+int ddprun_ref_check_memory(const ddp_plan *p, uint64_t avail, char *err, size_t errcap) {
+  if (!avail) avail = mem_available();
+  if (!avail) return 0;
+  uint64_t need = 0;
+  for (int64_t r = 0; r < p->meta.world; r++)
+    for (int k = 0; k < ARENA_COUNT; k++)
+      if (__builtin_add_overflow(need, p->ranks[r].arena_bytes[k], &need)) need = UINT64_MAX;
+  if (need <= avail) return 0;
+  return ddp_fail(err, errcap,
+                  "the reference executor needs %llu bytes (%.2f GiB) for the arenas of %lld rank%s, the host has "
+                  "%llu bytes (%.2f GiB) available (MemAvailable)",
+                  (unsigned long long)need, (double)need / (1u << 30), (long long)p->meta.world,
+                  p->meta.world == 1 ? "" : "s", (unsigned long long)avail, (double)avail / (1u << 30));
+}
+
 int ddprun_ref(const ddp_plan *p, ddprun_args *a) {
   char err[1024];
   if (a->nproc && a->nproc != p->meta.world) {
     fprintf(stderr, "ddprun: %s: compiled for %lld ranks, launched with --nproc %d\n", a->plan_path,
             (long long)p->meta.world, a->nproc);
+    return 1;
+  }
+  if (ddprun_ref_check_memory(p, 0, err, sizeof err)) {
+    fprintf(stderr, "ddprun: %s: %s\n", a->plan_path, err);
     return 1;
   }
   uint64_t dseed = a->has_seed ? a->seed : (uint64_t)p->meta.data_seed;

@@ -48,7 +48,7 @@ static int bad_token(const ddp_data *d, uint64_t at, char *err, size_t errcap) {
   return -1;
 }
 
-/* The plan's batch tensor `id` must exist and hold `want` elements. */
+/* The plan's batch tensor `id` must exist and hold `want` elements, in shape and in bytes. */
 static int check_tensor(const ddp_plan *p, const char *field, int64_t id, uint64_t want, const char *rule, int *dtype,
                         char *err, size_t errcap) {
   if (id < 0 || (uint64_t)id >= p->ntensors) {
@@ -64,6 +64,14 @@ static int check_tensor(const ddp_plan *p, const char *field, int64_t id, uint64
   }
   if (ddp_dtype_size(t->dtype) == 0) {
     ddp_fail(err, errcap, "data: plan's %s %s has no element type", field, t->name ? t->name : "?");
+    return -1;
+  }
+  /* the loader writes `want` elements of the dtype: the tensor's bytes must hold exactly that */
+  uint64_t bytes;
+  if (__builtin_mul_overflow(want, (uint64_t)ddp_dtype_size(t->dtype), &bytes) || t->bytes != bytes) {
+    ddp_fail(err, errcap, "data: plan's %s %s has %llu bytes, expected %s = %llu %s elements", field,
+             t->name ? t->name : "?", (unsigned long long)t->bytes, rule, (unsigned long long)want,
+             ddp_dtype_name(t->dtype));
     return -1;
   }
   *dtype = t->dtype;

@@ -3,3 +3,4 @@
 ddp_c_test(test_plan_io SOURCES test_plan_io.c ../../fixtures/plan_fixture.c LIBS ddpplan LABELS cpu)
 ddp_c_test(test_inspect SOURCES test_inspect.c ../../fixtures/plan_fixture.c LIBS ddpcompiler LABELS cpu)
 include(${CMAKE_CURRENT_LIST_DIR}/inspect_json.cmake)
+include(${CMAKE_CURRENT_LIST_DIR}/bounds.cmake)
