@@ -17,7 +17,8 @@ static void usage(FILE *f) {
           "usage: ddprun PLAN [--device cuda|ref] [--steps N] [--metrics FILE.jsonl] [--checkpoint-dir DIR]\n"
           "              [--save-every K] [--resume] [--seed S] [--nproc N] [--peak-tflops X] [--trace F.json]\n"
           "              [--quiet]\n"
-          "       ddprun --bench allreduce [--nproc N] [--sizes-mb 1,10,100,1000] [--iters N] [--out F.json]\n"
+          "       ddprun --bench allreduce [--device cuda|ref] [--nproc N] [--sizes-mb 1,10,100,1000] [--iters N]\n"
+          "              [--out F.json]   (ref: CPU ranks, one process each under mpirun/srun)\n"
           "       ddprun --help-env   (the DDP_* environment variables)\n"
           "Replays a plan compiled by ddpc. Under srun, torchrun-style variables or mpirun each process is one\n"
           "rank; --nproc N forks N local ranks.\n");

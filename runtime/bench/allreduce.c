@@ -1,9 +1,11 @@
-/* runtime/bench/allreduce.c: `ddprun --bench allreduce`: NCCL all-reduce of float32 buffers from 1 MB to
+/* runtime/bench/allreduce.c: `ddprun --bench allreduce [--device cuda|ref]`: NCCL all-reduce of float32 buffers from 1 MB to
  * 1 GB (MB = 2^20 bytes, as the seeds' benchmark), one process per GPU (--nproc N or a launcher), timed
  * with CUDA events over many iterations after a warm-up. Prints algbw and busbw (busbw = algbw x 2(n-1)/n)
  * as a table on rank 0 and, with --out, one JSON object per size. Correctness is checked first: every
- * rank contributes rank+1 and every element must equal n(n+1)/2. `ddprun --bench plot` (plot.c) draws the SVG. */
+ * rank contributes rank+1 and every element must equal n(n+1)/2. `ddprun --bench plot` (plot.c) draws the SVG.
+ * --device ref runs the same table on CPU ranks instead (allreduce_cpu.c). */
 #include "cli.h"
+#include "bench.h"
 #include "err.h"
 #include "cuda_check.h"
 #include "launch.h"
@@ -15,13 +17,6 @@
 #include <string.h>
 
 int ddprun_plot_main(int argc, char **argv); /* plot.c */
-
-typedef struct {
-  double sizes_mb[32];
-  int nsizes;
-  int iters;
-  const char *out;
-} bench_opts;
 
 #define NCCL_TRY(call)                                                                                  \
   do {                                                                                                  \
@@ -131,16 +126,28 @@ int ddprun_bench_main(int argc, char **argv) {
     return 1;
   }
   bench_opts o = {.sizes_mb = {1, 2, 5, 10, 20, 50, 100, 200, 500, 1000}, .nsizes = 10};
-  int nproc = 0;
+  int nproc = 0, cpu = 0;
   for (int i = 1; i < argc; i++) {
     if (i + 1 >= argc) {
       fprintf(stderr, "ddprun --bench allreduce: %s needs a value\n", argv[i]);
       return 1;
     }
-    if (!strcmp(argv[i], "--nproc")) {
-      nproc = atoi(argv[++i]);
-    } else if (!strcmp(argv[i], "--iters")) {
-      o.iters = atoi(argv[++i]);
+    if (!strcmp(argv[i], "--nproc") || !strcmp(argv[i], "--iters")) {
+      char *end;
+      const char *v = argv[++i];
+      long x = strtol(v, &end, 10);
+      if (!*v || *end || x < 1 || x > 4096) {
+        fprintf(stderr, "ddprun --bench allreduce: %s must be an integer in 1..4096, got '%s'\n", argv[i - 1], v);
+        return 1;
+      }
+      *(!strcmp(argv[i - 1], "--nproc") ? &nproc : &o.iters) = (int)x;
+    } else if (!strcmp(argv[i], "--device")) {
+      const char *d = argv[++i];
+      if (strcmp(d, "ref") && strcmp(d, "cuda")) {
+        fprintf(stderr, "ddprun --bench allreduce: --device must be cuda or ref, got '%s'\n", d);
+        return 1;
+      }
+      cpu = !strcmp(d, "ref");
     } else if (!strcmp(argv[i], "--out")) {
       o.out = argv[++i];
     } else if (!strcmp(argv[i], "--sizes-mb")) {
@@ -161,6 +168,7 @@ int ddprun_bench_main(int argc, char **argv) {
       return 1;
     }
   }
+  if (cpu) return ddprun_bench_allreduce_cpu(&o, nproc);
   setenv("NCCL_NVLS_ENABLE", "0", 0);
   char err[1024];
   if (nproc > 0) {
