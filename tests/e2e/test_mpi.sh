@@ -36,24 +36,25 @@ LUA
 "$DDPC" "$DDP_SOURCE_DIR/schedules/toy_ddp.lua" -o "$tmp/toy_ddp.bin" -q || die "toy_ddp does not compile"
 "$DDPC" "$tmp/tiny_zero1.lua" -o "$tmp/tiny_zero1.bin" -q || die "tiny_zero1 does not compile"
 declare -A steps_of=([toy_ddp]=5 [tiny_zero1]=4) # the schedules' steps
+failp() { fail "$*"; bad=1; }
 for plan in toy_ddp tiny_zero1; do
-  steps=${steps_of[$plan]}
+  steps=${steps_of[$plan]} bad=0
   "$DDPRUN" "$tmp/$plan.bin" --device ref --metrics "$tmp/$plan.threads.jsonl" --checkpoint-dir "$tmp/$plan.threads" \
     >"$tmp/$plan.threads.out" 2>&1 || { cat "$tmp/$plan.threads.out"; die "$plan: threads run failed"; }
   "${MPIRUN[@]}" -n 2 "$DDPRUN" "$tmp/$plan.bin" --device ref --metrics "$tmp/$plan.mpi.jsonl" \
     --checkpoint-dir "$tmp/$plan.mpi" >"$tmp/$plan.mpi.out" 2>&1 || { cat "$tmp/$plan.mpi.out"; die "$plan: mpirun -n 2 failed"; }
   n=$(grep -c '^step ' "$tmp/$plan.mpi.out")
-  [ "$n" = "$steps" ] || fail "$plan: mpirun -n 2 printed $n progress lines for $steps steps (each process ran every rank?)"
-  grep -q 'rank 0 of 2 processes, MPI' "$tmp/$plan.mpi.out" || fail "$plan: the summary does not say rank 0 of 2 processes"
+  [ "$n" = "$steps" ] || failp "$plan: mpirun -n 2 printed $n progress lines for $steps steps (each process ran every rank?)"
+  grep -q 'rank 0 of 2 processes, MPI' "$tmp/$plan.mpi.out" || failp "$plan: the summary does not say rank 0 of 2 processes"
   for f in "$tmp/$plan.threads"/*.safetensors; do
-    cmp "$f" "$tmp/$plan.mpi/$(basename "$f")" || fail "$plan: $(basename "$f") differs between threads and processes"
+    cmp "$f" "$tmp/$plan.mpi/$(basename "$f")" || failp "$plan: $(basename "$f") differs between threads and processes"
   done
-  [ "$(ls "$tmp/$plan.threads")" = "$(ls "$tmp/$plan.mpi")" ] || fail "$plan: different checkpoint files"
+  [ "$(ls "$tmp/$plan.threads")" = "$(ls "$tmp/$plan.mpi")" ] || failp "$plan: different checkpoint files"
   "$ST_COMPARE" "$tmp/$plan.threads/model.safetensors" "$tmp/$plan.mpi/model.safetensors" --rtol 0 --atol 0 \
-    >"$tmp/cmp" 2>&1 || fail "$plan: st_compare: $(tail -2 "$tmp/cmp")"
-  [ "$(losses "$tmp/$plan.threads.jsonl")" = "$(losses "$tmp/$plan.mpi.jsonl")" ] || fail "$plan: losses differ"
-  [ "$(losses "$tmp/$plan.mpi.jsonl" | wc -l)" = "$steps" ] || fail "$plan: metrics has not $steps steps"
-  echo "ok: $plan: mpirun -n 2 == threads ($(ls "$tmp/$plan.mpi" | wc -l) checkpoint files byte-identical, $steps losses)"
+    >"$tmp/cmp" 2>&1 || failp "$plan: st_compare: $(tail -2 "$tmp/cmp")"
+  [ "$(losses "$tmp/$plan.threads.jsonl")" = "$(losses "$tmp/$plan.mpi.jsonl")" ] || failp "$plan: losses differ"
+  [ "$(losses "$tmp/$plan.mpi.jsonl" | wc -l)" = "$steps" ] || failp "$plan: metrics has not $steps steps"
+  [ $bad = 0 ] && echo "ok: $plan: mpirun -n 2 == threads ($(ls "$tmp/$plan.mpi" | wc -l) checkpoint files byte-identical, $steps losses)"
 done
 
 # 3. world mismatches: one line naming both, non-zero, on every rank
