@@ -147,8 +147,9 @@ int ddprun_ref(const ddp_plan *p, ddprun_args *a) {
   }
   if (!strcmp(id.source, "none")) return run_threads(p, a);
   if (id.world != p->meta.world) {
-    fprintf(stderr, "ddprun: %s: compiled for %lld rank%s, launched with %d (%s=%d, rank %d)\n", a->plan_path,
-            (long long)p->meta.world, p->meta.world == 1 ? "" : "s", id.world, world_var(&id), id.world, id.rank);
+    fprintf(stderr, "ddprun: %s: compiled for %lld rank%s, launched with %d (%s=%d, rank %d)%s\n", a->plan_path,
+            (long long)p->meta.world, p->meta.world == 1 ? "" : "s", id.world, world_var(&id), id.world, id.rank,
+            id.world == 1 ? "; --nproc N runs the plan's N ranks as threads of this process" : "");
     return 1;
   }
   if (id.world == 1) return run_threads(p, a);

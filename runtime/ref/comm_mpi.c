@@ -9,6 +9,7 @@
 #include "param.h"
 #include <dlfcn.h>
 #include <limits.h>
+#include <sched.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -147,6 +148,7 @@ static int wait_req(ddp_mpi *m, handle *req, const char *what, size_t bytes, cha
     int flag = 0;
     MPI_TRY(m, m->f.Test(req, &flag, NULL), what);
     if (flag) return 0;
+    if ((spin & 63) == 63) sched_yield(); /* oversubscribed (more ranks than cores): let the others run */
     if ((spin & 1023) == 1023 && ddp_now_s() > deadline)
       return ddp_fail(err, errcap,
                       "rank %d: %s of %zu bytes waited more than %g s for the other ranks (DDP_MPI_TIMEOUT_S)",

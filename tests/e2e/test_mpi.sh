@@ -11,6 +11,9 @@
 #  - `ddprun --bench allreduce --device ref` under mpirun prints the table and checks the sum.
 # SKIP (77) only where Open MPI is not installed (.ci/setup installs openmpi-bin and libopenmpi-dev).
 . "$(dirname "$0")/lib.sh"
+# ASan CI: Open MPI's libraries have no frame pointers, so LeakSanitizer needs the slow unwinder to see
+# that what it reports at exit was allocated inside them (suppressed in .ci/lsan.supp).
+[ -n "${LSAN_OPTIONS:-}" ] && export LSAN_OPTIONS="$LSAN_OPTIONS:fast_unwind_on_malloc=0"
 command -v mpirun >/dev/null || { echo "SKIP: mpirun not installed (apt-get install openmpi-bin)"; exit 77; }
 e2e_tmp mpi
 cp "$DDP_SOURCE_DIR/schedules/models.lua" "$tmp/"

@@ -11,6 +11,9 @@
 # The daemons are stopped by their PIDs on exit. SKIP (77) only where Slurm or munge are not installed
 # (.ci/setup installs slurm-wlm and munge).
 . "$(dirname "$0")/lib.sh"
+# ASan CI: Open MPI's libraries have no frame pointers, so LeakSanitizer needs the slow unwinder to see
+# that what it reports at exit was allocated inside them (suppressed in .ci/lsan.supp).
+[ -n "${LSAN_OPTIONS:-}" ] && export LSAN_OPTIONS="$LSAN_OPTIONS:fast_unwind_on_malloc=0"
 for t in munged slurmctld slurmd srun sbatch sinfo mpirun python3; do
   command -v $t >/dev/null || { echo "SKIP: $t not installed (apt-get install slurm-wlm munge openmpi-bin)"; exit 77; }
 done
