@@ -111,4 +111,13 @@ fi
 cat "$tmp/bench.out"
 grep -q 'all-reduce float32, 2 CPU ranks' "$tmp/bench.out" || fail "bench: no header"
 [ "$(grep -c '"device": "cpu"' "$tmp/bench.jsonl")" = 2 ] || fail "bench: not 2 JSON rows"
+"$DDPRUN" --bench allreduce --device ref --nproc 2 --sizes-mb 1 --iters 2 >"$tmp/bench_thr.out" 2>&1 ||
+  { cat "$tmp/bench_thr.out"; fail "bench allreduce --device ref --nproc 2 failed"; }
+grep -q 'all-reduce float32, 2 CPU ranks (threads of one process' "$tmp/bench_thr.out" || fail "bench --nproc 2: no header"
+# the CPU curve beside the recorded 2-GPU one, on a log axis
+"$DDPRUN" --bench plot "$DDP_SOURCE_DIR/docs/results/allreduce_ddpc_2xH200.jsonl" "$tmp/bench.jsonl" -o "$tmp/ar.svg" \
+  >/dev/null || fail "bench plot failed"
+grep -q 'ddpc-ref-mpi, 2 CPU ranks' "$tmp/ar.svg" || fail "plot: no CPU curve in the legend"
+grep -q 'ddpc, 2 GPUs' "$tmp/ar.svg" || fail "plot: no GPU curve in the legend"
+grep -q 'busbw GB/s (log)' "$tmp/ar.svg" || fail "plot: the y axis is not logarithmic for curves decades apart"
 exit $fail
