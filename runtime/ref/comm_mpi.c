@@ -171,8 +171,9 @@ static void slice(int64_t n, int world, int rank, int64_t *lo, int64_t *hi) {
   *hi = *lo + per < n ? *lo + per : n;
 }
 
-/* Every rank's send bytes [q*count, (q+1)*count) (elements; `stride` elements between blocks) go to rank
- * q; this rank's block from each rank lands in scratch in rank order; then sums into m->mine. */
+/* Elements [lo_of[q], lo_of[q] + n_of[q]) of every rank's send buffer go to rank q; the blocks this rank
+ * receives land in scratch in rank order, and their element-wise reduction (rank order, in double, rounded
+ * once) goes into m->mine. */
 static int reduce_blocks(ddp_mpi *m, const ddp_instr *in, const void *send, const int64_t *lo_of, const int64_t *n_of,
                          char *err, size_t errcap) {
   int W = m->world, dt = in->dt[0];

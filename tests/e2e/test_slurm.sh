@@ -35,7 +35,7 @@ stop_daemons() {
 trap stop_daemons EXIT
 
 # munge: a fresh key, its own socket, pid, seed and log files
-mkdir -p "$tmp/munge" "$tmp/state" "$tmp/spool" "$tmp/log"
+mkdir -p "$tmp/munge" "$tmp/state" "$tmp/spool" "$tmp/log" "$tmp/tmpfs" "$tmp/pmix"
 chmod 700 "$tmp/munge"
 head -c 1024 /dev/urandom >"$tmp/munge/key"
 chmod 400 "$tmp/munge/key"
@@ -67,6 +67,7 @@ SlurmdPidFile=$tmp/slurmd.pid
 SlurmctldLogFile=$tmp/log/slurmctld.log
 SlurmdLogFile=$tmp/log/slurmd.log
 SlurmdParameters=config_overrides
+TmpFS=$tmp/tmpfs
 ProctrackType=proctrack/linuxproc
 TaskPlugin=task/none
 JobAcctGatherType=jobacct_gather/none
@@ -79,6 +80,9 @@ ReturnToService=2
 NodeName=localhost NodeAddr=127.0.0.1 CPUs=4 State=UNKNOWN
 PartitionName=debug Nodes=localhost Default=YES MaxTime=10 State=UP OverSubscribe=YES
 EOF
+# The PMIx plugin's per-step folders (spmix_appdir_UID_JOB.STEP) go under the test's folder: job ids restart
+# at 1 in every fresh cluster, and a folder left in /tmp by an earlier run would make the step fail.
+echo "PMIxCliTmpDirBase=$tmp/pmix" >"$tmp/mpi.conf"
 for _ in $(seq 50); do [ -S "$tmp/munge/sock" ] && break; sleep 0.1; done
 [ -S "$tmp/munge/sock" ] || { cat "$tmp/munge/log" "$tmp/log/munged.out"; die "munged did not start"; }
 slurmctld -D -i >"$tmp/log/slurmctld.out" 2>&1 &
