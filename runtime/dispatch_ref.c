@@ -140,6 +140,10 @@ int ddprun_ref(const ddp_plan *p, ddprun_args *a) {
               a->nproc, a->nproc, a->nproc);
     return run_threads(p, a);
   }
+  /* mpirun inside a Slurm job: the ranks inherit the batch script's SLURM_PROCID=0, but they are mpirun's
+   * (Open MPI sets OMPI_COMM_WORLD_* only in the processes it starts; srun's direct launch does not). */
+  const char *ompi = getenv("OMPI_COMM_WORLD_SIZE");
+  if (ompi && *ompi && getenv("SLURM_PROCID")) unsetenv("SLURM_PROCID");
   ddp_identity id;
   if (ddp_launch_identity(&id, err, sizeof err)) {
     fprintf(stderr, "ddprun: %s\n", err);

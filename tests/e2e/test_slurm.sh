@@ -4,8 +4,9 @@
 # test's folder, waits (bounded) for the node to be idle, then on the reference executor:
 #  - `srun -n 2` of a 2-rank DDP plan (toy_ddp) runs each rank once, over MPI (Open MPI through Slurm's
 #    PMIx plugin, MpiDefault=pmix), and its checkpoint and losses equal the threads run byte for byte;
-#  - `sbatch --wait -n 2` of a script that runs the same plan with srun: the same; the same script runs
-#    ddprun without srun first, which must refuse in one line (Slurm says 2 tasks, MPI sees 1);
+#  - `sbatch --wait -n 2` of a script that runs the same plan with srun, then with mpirun -n 2 (whose ranks
+#    inherit the script's SLURM_PROCID=0): the same; the script runs ddprun without srun first, which must
+#    refuse in one line (Slurm says 2 tasks, MPI sees 1);
 #  - `srun -n 3` of the 2-rank plan and `srun -n 2` of a 1-rank plan: one line per rank naming both worlds,
 #    non-zero.
 # The daemons are stopped by their PIDs on exit. SKIP (77) only where Slurm or munge are not installed
@@ -130,6 +131,8 @@ cat >"$tmp/job.sh" <<EOF
 "$DDPRUN" "$tmp/toy_ddp.bin" --device ref --quiet
 echo "without srun: exit \$?"
 srun "$DDPRUN" "$tmp/toy_ddp.bin" --device ref --metrics "$tmp/sbatch.jsonl" --checkpoint-dir "$tmp/sbatch"
+mpirun --allow-run-as-root -n 2 "$DDPRUN" "$tmp/toy_ddp.bin" --device ref --metrics "$tmp/sbatch_mpirun.jsonl" \
+  --checkpoint-dir "$tmp/sbatch_mpirun" >"$tmp/sbatch_mpirun.out" 2>&1
 EOF
 timeout 180 sbatch --wait -n 2 -t 3 -o "$tmp/sbatch.out" "$tmp/job.sh" >"$tmp/sbatch.submit" 2>&1 ||
   { cat "$tmp/sbatch.submit" "$tmp/sbatch.out"; die "sbatch --wait failed"; }
@@ -137,6 +140,7 @@ grep -q 'SLURM_NTASKS=2 (from slurm) but MPI sees rank 0 of 1' "$tmp/sbatch.out"
   { cat "$tmp/sbatch.out"; fail "sbatch: ddprun without srun was not refused in one line"; }
 grep -q 'without srun: exit 1' "$tmp/sbatch.out" || fail "sbatch: ddprun without srun did not exit 1"
 same_as_threads "sbatch -n 2 (srun inside)" "$tmp/sbatch" "$tmp/sbatch.jsonl" "$tmp/sbatch.out"
+same_as_threads "sbatch -n 2 (mpirun inside)" "$tmp/sbatch_mpirun" "$tmp/sbatch_mpirun.jsonl" "$tmp/sbatch_mpirun.out"
 
 # world mismatches
 check_mismatch() { # NTASKS PLAN PLAN_RANKS
