@@ -56,7 +56,7 @@ static int mpi_err(ddp_mpi *m, int code, const char *what, char *err, size_t err
   char s[MPI_ERR_STR + 1] = "";
   int len = 0;
   if (m->f.Error_string && m->f.Error_string(code, s, &len) == MPI_OK && len > 0 && len <= MPI_ERR_STR) s[len] = 0;
-  return ddp_fail(err, errcap, "rank %d: %s: MPI error %d (%s)", m->rank, what, code, *s ? s : "no description");
+  return ddp_fail(err, errcap, "%s: MPI error %d (%s)", what, code, *s ? s : "no description");
 }
 
 #define MPI_TRY(m, call, what)                                  \
@@ -131,7 +131,7 @@ ddp_mpi *ddp_mpi_open(char *err, size_t errcap) {
   m->lo_of = calloc(W, sizeof(int64_t));
   m->n_of = calloc(W, sizeof(int64_t));
   if (!m->counts || !m->displs || !m->rcounts || !m->rdispls || !m->srcs || !m->lo_of || !m->n_of) {
-    ddp_fail(err, errcap, "rank %d: out of memory for %d ranks", m->rank, m->world);
+    ddp_fail(err, errcap, "out of memory for %d ranks", m->world);
     ddp_mpi_close(m);
     return NULL;
   }
@@ -151,17 +151,17 @@ static int wait_req(ddp_mpi *m, handle *req, const char *what, size_t bytes, cha
     if ((spin & 63) == 63) sched_yield(); /* oversubscribed (more ranks than cores): let the others run */
     if ((spin & 1023) == 1023 && ddp_now_s() > deadline)
       return ddp_fail(err, errcap,
-                      "rank %d: %s of %zu bytes waited more than %g s for the other ranks (DDP_MPI_TIMEOUT_S)",
-                      m->rank, what, bytes, m->timeout_s);
+                      "%s of %zu bytes waited more than %g s for the other ranks (DDP_MPI_TIMEOUT_S)", what,
+                      bytes, m->timeout_s);
   }
 }
 
-static int reserve(unsigned char **buf, size_t *cap, size_t n, int rank, char *err, size_t errcap) {
+static int reserve(unsigned char **buf, size_t *cap, size_t n, char *err, size_t errcap) {
   if (*cap >= n && *buf) return 0;
   free(*buf);
   *buf = malloc(n ? n : 1);
   *cap = *buf ? n : 0;
-  return *buf ? 0 : ddp_fail(err, errcap, "rank %d: out of memory for %zu bytes of collective scratch", rank, n);
+  return *buf ? 0 : ddp_fail(err, errcap, "out of memory for %zu bytes of collective scratch", n);
 }
 
 /* Elements [lo, hi) owned by `rank` when n are split as comm_ref.c splits them. */
@@ -175,12 +175,12 @@ static void slice(int64_t n, int world, int rank, int64_t *lo, int64_t *hi) {
  * receives land in scratch in rank order, and their element-wise reduction (rank order, in double, rounded
  * once) goes into m->mine. */
 static int reduce_blocks(ddp_mpi *m, const ddp_instr *in, const void *send, const int64_t *lo_of, const int64_t *n_of,
-                         char *err, size_t errcap) {
+                         size_t bytes, char *err, size_t errcap) {
   int W = m->world, dt = in->dt[0];
   size_t es = ddp_dtype_size(dt);
   size_t mine_n = (size_t)n_of[m->rank];
-  if (reserve(&m->scratch, &m->scratch_cap, mine_n * es * (size_t)W, m->rank, err, errcap) ||
-      reserve(&m->mine, &m->mine_cap, mine_n * es, m->rank, err, errcap))
+  if (reserve(&m->scratch, &m->scratch_cap, mine_n * es * (size_t)W, err, errcap) ||
+      reserve(&m->mine, &m->mine_cap, mine_n * es, err, errcap))
     return -1;
   for (int q = 0; q < W; q++) {
     m->counts[q] = (int)((size_t)n_of[q] * es);
@@ -192,7 +192,7 @@ static int reduce_blocks(ddp_mpi *m, const ddp_instr *in, const void *send, cons
   handle req = NULL;
   MPI_TRY(m, m->f.Ialltoallv(send, m->counts, m->displs, m->byte, m->scratch, m->rcounts, m->rdispls, m->byte,
                              m->world_comm, &req), "MPI_Ialltoallv");
-  if (wait_req(m, &req, ddp_opcode_name(in->opcode), mine_n * es * (size_t)W, err, errcap)) return -1;
+  if (wait_req(m, &req, ddp_opcode_name(in->opcode), bytes, err, errcap)) return -1;
   for (size_t i = 0; i < mine_n; i++)
     ddp_store(m->mine, dt, (int64_t)i, ddp_ref_reduce_elem(m->srcs, W, dt, (int64_t)i, (int)in->i[1]));
   return 0;
@@ -206,8 +206,8 @@ int ddp_mpi_collective(ddp_mpi *m, const ddp_instr *in, void *send, void *recv, 
   /* MPI counts are int: the whole exchange (W blocks for reduce-scatter and all-gather) must fit. */
   int64_t total = in->opcode == I_REDUCE_SCATTER || in->opcode == I_ALL_GATHER ? count * W : count;
   if (count < 0 || (uint64_t)total * es > (uint64_t)INT_MAX)
-    return ddp_fail(err, errcap, "rank %d: %s of %lld elements exceeds the MPI backend's 2 GiB per collective",
-                    m->rank, what, (long long)count);
+    return ddp_fail(err, errcap, "%s of %lld elements exceeds the MPI backend's 2 GiB per collective", what,
+                    (long long)count);
   int64_t *lo_of = m->lo_of, *n_of = m->n_of;
   handle req = NULL;
   switch ((ddp_opcode)in->opcode) { /* no default: -Wswitch names a missing opcode */
@@ -217,7 +217,7 @@ int ddp_mpi_collective(ddp_mpi *m, const ddp_instr *in, void *send, void *recv, 
       slice(count, W, q, &lo, &hi);
       lo_of[q] = lo, n_of[q] = hi - lo;
     }
-    if (reduce_blocks(m, in, send, lo_of, n_of, err, errcap)) return -1;
+    if (reduce_blocks(m, in, send, lo_of, n_of, (size_t)count * es, err, errcap)) return -1;
     for (int q = 0; q < W; q++) { /* the reduced slices back to everyone, in place in recv */
       m->rcounts[q] = (int)((size_t)n_of[q] * es);
       m->rdispls[q] = (int)((size_t)lo_of[q] * es);
@@ -228,7 +228,7 @@ int ddp_mpi_collective(ddp_mpi *m, const ddp_instr *in, void *send, void *recv, 
   }
   case I_REDUCE_SCATTER: {
     for (int q = 0; q < W; q++) lo_of[q] = q * count, n_of[q] = count;
-    if (reduce_blocks(m, in, send, lo_of, n_of, err, errcap)) return -1;
+    if (reduce_blocks(m, in, send, lo_of, n_of, (size_t)count * W * es, err, errcap)) return -1;
     memcpy(recv, m->mine, (size_t)count * es);
     return 0;
   }
@@ -239,7 +239,7 @@ int ddp_mpi_collective(ddp_mpi *m, const ddp_instr *in, void *send, void *recv, 
     if ((char *)send == mine_at) {
       src = MPI_IN_PLACE_;
     } else if ((char *)send < (char *)recv + (size_t)W * bytes && (char *)send + bytes > (char *)recv) {
-      if (reserve(&m->mine, &m->mine_cap, bytes, m->rank, err, errcap)) return -1; /* overlaps: copy first */
+      if (reserve(&m->mine, &m->mine_cap, bytes, err, errcap)) return -1; /* overlaps: copy first */
       memcpy(m->mine, send, bytes);
       src = m->mine;
     }
@@ -249,7 +249,7 @@ int ddp_mpi_collective(ddp_mpi *m, const ddp_instr *in, void *send, void *recv, 
   }
   case I_BROADCAST: {
     int root = (int)in->i[2];
-    if (root < 0 || root >= W) return ddp_fail(err, errcap, "rank %d: broadcast from rank %d of %d", m->rank, root, W);
+    if (root < 0 || root >= W) return ddp_fail(err, errcap, "broadcast from rank %d of %d", root, W);
     if (m->rank == root && recv != send) memcpy(recv, send, (size_t)count * es);
     MPI_TRY(m, m->f.Ibcast(recv, (int)((size_t)count * es), m->byte, root, m->world_comm, &req), "MPI_Ibcast");
     return wait_req(m, &req, what, (size_t)count * es, err, errcap);

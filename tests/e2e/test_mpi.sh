@@ -26,6 +26,24 @@ MPIRUN=(timeout 120 mpirun --allow-run-as-root --oversubscribe --mca btl self,va
 "${MPIRUN[@]}" -n 3 "$TEST_COMM_MPI" >"$tmp/comm.out" 2>&1 || { cat "$tmp/comm.out"; die "test_comm_mpi failed"; }
 [ "$(grep -c ', 0 failed' "$tmp/comm.out")" = 3 ] || { cat "$tmp/comm.out"; die "test_comm_mpi: not 3 clean ranks"; }
 echo "ok: collectives over MPI equal the threads backend ($(grep -m1 passed "$tmp/comm.out"))"
+# a rank that arrives late: the other's wait is bounded by DDP_MPI_TIMEOUT_S, one line, the job ends
+start=$SECONDS
+DDP_MPI_TIMEOUT_S=1 "${MPIRUN[@]}" -n 2 "$TEST_COMM_MPI" --stall >"$tmp/stall.out" 2>&1
+rc=$?
+if [ $rc = 0 ] || [ $rc = 124 ]; then
+  cat "$tmp/stall.out"; fail "a late rank: exit $rc (0: not detected, 124: hung)"
+else
+  if ! grep -q 'rank 0: all_reduce of 16 bytes waited more than 1 s for the other ranks (DDP_MPI_TIMEOUT_S)' \
+    "$tmp/stall.out"; then
+    cat "$tmp/stall.out"; fail "a late rank: no timeout line"
+  elif ! grep -q 'stall rank 0: [0-9]* passed, 0 failed' "$tmp/stall.out"; then
+    fail "a late rank: rank 0's checks failed"
+  elif [ $((SECONDS - start)) -ge 60 ]; then
+    fail "a late rank: took $((SECONDS - start)) s"
+  else
+    echo "ok: late rank: $(grep -m1 'waited more than' "$tmp/stall.out") (exit $rc)"
+  fi
+fi
 
 # 2. whole plans: threads vs mpirun -n 2
 losses() { grep -o '"loss": [^,]*' "$1"; }

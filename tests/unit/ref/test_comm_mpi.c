@@ -6,7 +6,10 @@
  * reduce-scatter, all-gather (in place and not), broadcast from rank 1. Inputs mix magnitudes (1e-3 .. 1e7,
  * both signs): fp32 and bf16 sums of a few ranks in double rarely change with the order once rounded, but
  * f64 ones do, so a reduction in another order (e.g. MPI_Allreduce's) fails the f64 cases. Outside mpirun
- * (one process) it exits 77 = SKIP. */
+ * (one process) it exits 77 = SKIP.
+ * `test_comm_mpi --stall` (run with DDP_MPI_TIMEOUT_S=1): rank 1 sleeps 4 s before its all-reduce; rank 0's
+ * must fail after about 1 s with the line naming DDP_MPI_TIMEOUT_S, print it, and end the job with
+ * MPI_Abort (exit 3), as the dispatcher does. */
 #include "check.h"
 #include "comm_mpi.h"
 #include "comm_ref.h"
@@ -15,6 +18,7 @@
 #include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 static uint64_t mix(uint64_t x) {
   x ^= x >> 33;
@@ -95,7 +99,29 @@ static void run_case(ddp_ref_comm *mc, int me, int W, int opcode, int dt, int64_
     for (int r = 0; r < W; r++) free(bufs[k][r]);
 }
 
-int main(void) {
+/* The bounded wait: rank 1 arrives late, rank 0 gives up with a line and ends the job. */
+static int stall(ddp_mpi *m, ddp_ref_comm *mc) {
+  char err[512] = "";
+  float x[4] = {1, 2, 3, 4};
+  ddp_instr in;
+  memset(&in, 0, sizeof in);
+  in.opcode = I_ALL_REDUCE;
+  in.dt[0] = DT_F32;
+  in.i[0] = 4;
+  if (ddp_mpi_rank(m) == 1) sleep(4);
+  int rc = ddp_ref_collective(mc, ddp_mpi_rank(m), &in, x, x, err, sizeof err);
+  if (ddp_mpi_rank(m) == 0) {
+    CHECK(rc == -1);
+    CHECK_CONTAINS("timeout line", err, "waited more than 1 s for the other ranks (DDP_MPI_TIMEOUT_S)");
+    printf("rank 0: %s\n", err);
+    check_report("test_comm_mpi --stall rank 0");
+    fflush(NULL);
+    ddp_mpi_abort(m, check_failed ? 1 : 3);
+  }
+  return 0; /* rank 1: MPI_Abort from rank 0 ends it */
+}
+
+int main(int argc, char **argv) {
   char err[512];
   if (!getenv("OMPI_COMM_WORLD_SIZE") && !getenv("PMIX_RANK")) {
     printf("test_comm_mpi: not started by mpirun or srun: SKIP\n");
@@ -106,6 +132,7 @@ int main(void) {
   int me = ddp_mpi_rank(m), W = ddp_mpi_world(m);
   if (!CHECK(W >= 2 && W <= 16, "world %d", W)) return check_report("test_comm_mpi");
   ddp_ref_comm *mc = ddp_ref_comm_new_mpi(m);
+  if (argc > 1 && !strcmp(argv[1], "--stall")) return stall(m, mc);
   int salt = 0;
   const int64_t counts[] = {1, 7, 1000, 100003};
   const int dts[] = {DT_F32, DT_BF16, DT_F64}; /* f64: a sum in another order differs in the last bits */
