@@ -3,7 +3,8 @@
  *          [--save-every K] [--resume] [--seed S] [--nproc N] [--peak-tflops X] [--quiet]
  *   ddprun --help-env prints the table of environment variables (base/param.h; docs/ENVIRONMENT.md).
  * Ranks come from the launcher's environment (srun, torchrun-style variables, mpirun) or --nproc N; the
- * reference executor runs every rank of the plan as a thread of this process. Without a GPU, ddprun says
+ * reference executor runs one rank per process under mpirun/srun (collectives over MPI), else every rank
+ * of the plan as a thread of this process (dispatch_ref.c). Without a GPU, ddprun says
  * so and runs the reference executor only for plans it estimates finish in reasonable time. */
 #include "cli.h"
 #include "err.h"
