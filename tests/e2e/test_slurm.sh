@@ -25,8 +25,18 @@ cp "$DDP_SOURCE_DIR/schedules/models.lua" "$tmp/"
 for v in $(compgen -e | grep '^SLURM_\|^OMPI_\|^PMIX_'); do unset "$v"; done # not inside another job
 
 pids=()
+# slurmstepd processes of this cluster (a step whose launch failed can outlive slurmd): found by the
+# SLURM_CONF in their environment, which names this test's folder.
+stepds() {
+  local d
+  for d in /proc/[0-9]*; do
+    [ "$(cat "$d/comm" 2>/dev/null)" = slurmstepd ] || continue
+    tr '\0' '\n' <"$d/environ" 2>/dev/null | grep -qx "SLURM_CONF=$tmp/slurm.conf" && echo "${d#/proc/}"
+  done
+}
 stop_daemons() {
   local p
+  pids+=($(stepds))
   for p in "${pids[@]}"; do kill "$p" 2>/dev/null; done
   for p in "${pids[@]}"; do # bounded: SIGKILL after 10 s
     for _ in $(seq 100); do kill -0 "$p" 2>/dev/null || break; sleep 0.1; done
