@@ -48,7 +48,11 @@
     "ddprun: 1 gives the compute stream a higher priority than communication (experiment)")                 \
   X(GEMM_TUNE, "DDP_GEMM_TUNE", BOOL, 1, 0, 1, "ddprun: 0 takes cuBLASLt's first proposal instead of timing them") \
   X(NCCL_BLOCKING, "DDP_NCCL_BLOCKING", BOOL, 0, 0, 1,                                                      \
-    "ddprun: 1 makes the NCCL communicator blocking (diagnosis; no set-up deadline)")
+    "ddprun: 1 makes the NCCL communicator blocking (diagnosis; no set-up deadline)")                     \
+  X(MPI_LIBRARY, "DDP_MPI_LIBRARY", PATH, 0, 0, 0,                                                          \
+    "ddprun --device ref under mpirun/srun: the Open MPI library to load (default libmpi.so.40)")           \
+  X(MPI_TIMEOUT_S, "DDP_MPI_TIMEOUT_S", SECONDS, 300, 0, 1e9,                                               \
+    "ddprun --device ref under mpirun/srun: a collective that waits longer for the other ranks is an error")
 
 typedef enum {
 #define DDP_PARAM_ENUM(id, var, kind, def, lo, hi, doc) PARAM_##id,

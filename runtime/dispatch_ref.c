@@ -1,10 +1,20 @@
-/* runtime/dispatch_ref.c: runs a plan on the reference executor, every rank a thread of this process
- * sharing one in-process communicator; a failing rank aborts the others' collectives. A plan whose
- * arenas (summed over the ranks) exceed the host's MemAvailable is refused before anything is allocated. */
+/* runtime/dispatch_ref.c: runs a plan on the reference executor. Where its ranks run:
+ *   - launched by mpirun or srun with more than one task (runtime/launch/env.c finds the identity): this
+ *     process is ONE rank and the collectives go over MPI (comm_mpi.h); the plan's world must equal the
+ *     launch's, else every rank prints one line and exits 1; a failing rank prints its line and ends the
+ *     job (MPI_Abort);
+ *   - torchrun-style variables with more than one rank: refused (no MPI wiring between such processes);
+ *   - otherwise (no launcher, a 1-task launch, or --nproc N): every rank of the plan is a thread of this
+ *     process sharing one in-process communicator, and a failing rank aborts the others' collectives.
+ *     --nproc N says so once: the reference executor forks no processes.
+ *   - a plan whose arenas (summed over the ranks this process runs) exceed the host's MemAvailable is
+ *     refused before anything is allocated. */
 #include "cli.h"
 #include "exec_ref.h"
+#include "comm_mpi.h"
 #include "clock.h"
 #include "err.h"
+#include "launch.h"
 #include "ref_ops.h"
 #include <pthread.h>
 #include <stdio.h>
@@ -58,13 +68,9 @@ int ddprun_ref_check_memory(const ddp_plan *p, uint64_t avail, char *err, size_t
                   p->meta.world == 1 ? "" : "s", (unsigned long long)avail, (double)avail / (1u << 30));
 }
 
-int ddprun_ref(const ddp_plan *p, ddprun_args *a) {
+/* Every rank of the plan as a thread of this process. */
+static int run_threads(const ddp_plan *p, ddprun_args *a) {
   char err[1024];
-  if (a->nproc && a->nproc != p->meta.world) {
-    fprintf(stderr, "ddprun: %s: compiled for %lld ranks, launched with --nproc %d\n", a->plan_path,
-            (long long)p->meta.world, a->nproc);
-    return 1;
-  }
   if (ddprun_ref_check_memory(p, 0, err, sizeof err)) {
     fprintf(stderr, "ddprun: %s: %s\n", a->plan_path, err);
     return 1;
@@ -102,6 +108,107 @@ int ddprun_ref(const ddp_plan *p, ddprun_args *a) {
   ddp_ref_comm_free(comm);
   ddp_data_close(data);
   return rc;
+}
+
+/* The launcher's variable that holds the world size. */
+static const char *world_var(const ddp_identity *id) {
+  if (!strcmp(id->source, "slurm")) return "SLURM_NTASKS";
+  if (!strcmp(id->source, "openmpi")) return "OMPI_COMM_WORLD_SIZE";
+  return "WORLD_SIZE";
+}
+
+/* This process is rank id->rank of id->world > 1; the others are processes reached over MPI. */
+static int run_process_rank(const ddp_plan *p, ddprun_args *a, const ddp_identity *id) {
+  char err[1024];
+  ddp_mpi *m = ddp_mpi_open(err, sizeof err);
+  if (!m) {
+    fprintf(stderr, "ddprun: rank %d: %s\n", id->rank, err);
+    return 1;
+  }
+  if (ddp_mpi_world(m) != id->world || ddp_mpi_rank(m) != id->rank) {
+    /* e.g. ddprun started directly in an sbatch script (SLURM_PROCID=0 of SLURM_NTASKS) instead of by srun,
+     * or srun --mpi=none: MPI then sees a job of one. */
+    fprintf(stderr,
+            "ddprun: rank %d: %s=%d (from %s) but MPI sees rank %d of %d: start ddprun with mpirun -n %d or "
+            "srun --mpi=pmix -n %d\n",
+            id->rank, world_var(id), id->world, id->source, ddp_mpi_rank(m), ddp_mpi_world(m), id->world, id->world);
+    if (ddp_mpi_world(m) > 1) ddp_mpi_abort(m, 1);
+    ddp_mpi_close(m);
+    return 1;
+  }
+  uint64_t need = 0, avail = mem_available();
+  for (int k = 0; k < ARENA_COUNT; k++)
+    if (__builtin_add_overflow(need, p->ranks[id->rank].arena_bytes[k], &need)) need = UINT64_MAX;
+  if (avail && need > avail) {
+    fprintf(stderr, "ddprun: rank %d: the reference executor needs %llu bytes for this rank's arenas, the host has "
+            "%llu bytes available (MemAvailable)\n", id->rank, (unsigned long long)need, (unsigned long long)avail);
+    ddp_mpi_abort(m, 1);
+    ddp_mpi_close(m);
+    return 1;
+  }
+  uint64_t dseed = a->has_seed ? a->seed : (uint64_t)p->meta.data_seed;
+  uint64_t seed = a->has_seed ? a->seed : (uint64_t)p->meta.seed;
+  ddp_ref_comm *comm = ddp_ref_comm_new_mpi(m);
+  ddp_data *data = ddp_data_open(p, dseed, err, sizeof err);
+  ddp_exec *x = data ? ddp_exec_ref_new(p, id->rank, comm, data, seed, err, sizeof err) : NULL;
+  char desc[160];
+  snprintf(desc, sizeof desc, "cpu reference executor (rank %d of %d processes, MPI)", id->rank, id->world);
+  ddp_run_opts run = a->run;
+  if (!run.device_desc) run.device_desc = desc;
+  int rc = x ? ddp_run_rank(x, &run, err, sizeof err) : -1;
+  if (x) x->v->destroy(x);
+  if (data) ddp_data_close(data);
+  ddp_ref_comm_free(comm);
+  if (rc) {
+    fprintf(stderr, "ddprun: rank %d: %s\n", id->rank, err);
+    fflush(NULL);
+    ddp_mpi_abort(m, 1); /* the other ranks would wait in their next collective */
+  }
+  ddp_mpi_close(m);
+  return 0;
+}
+
+int ddprun_ref(const ddp_plan *p, ddprun_args *a) {
+  char err[1024];
+  if (a->nproc) {
+    if (a->nproc != p->meta.world) {
+      fprintf(stderr, "ddprun: %s: compiled for %lld ranks, launched with --nproc %d\n", a->plan_path,
+              (long long)p->meta.world, a->nproc);
+      return 1;
+    }
+    if (a->nproc > 1 && !a->run.quiet)
+      fprintf(stderr,
+              "ddprun: --device ref: running %d ranks as threads in one process (one process per rank: mpirun -n %d "
+              "or srun -n %d)\n",
+              a->nproc, a->nproc, a->nproc);
+    return run_threads(p, a);
+  }
+  /* mpirun inside a Slurm job: the ranks inherit the batch script's SLURM_PROCID=0, but they are mpirun's
+   * (Open MPI sets OMPI_COMM_WORLD_* only in the processes it starts; srun's direct launch does not). */
+  const char *ompi = getenv("OMPI_COMM_WORLD_SIZE");
+  if (ompi && *ompi && getenv("SLURM_PROCID")) unsetenv("SLURM_PROCID");
+  ddp_identity id;
+  if (ddp_launch_identity(&id, err, sizeof err)) {
+    fprintf(stderr, "ddprun: %s\n", err);
+    return 1;
+  }
+  if (!strcmp(id.source, "none")) return run_threads(p, a);
+  if (id.world != p->meta.world) {
+    fprintf(stderr, "ddprun: %s: compiled for %lld rank%s, launched with %d (%s=%d, rank %d)%s\n", a->plan_path,
+            (long long)p->meta.world, p->meta.world == 1 ? "" : "s", id.world, world_var(&id), id.world, id.rank,
+            id.world == 1 ? "; --nproc N runs the plan's N ranks as threads of this process" : "");
+    return 1;
+  }
+  if (id.world == 1) return run_threads(p, a);
+  if (strcmp(id.source, "slurm") && strcmp(id.source, "openmpi")) {
+    fprintf(stderr,
+            "ddprun: rank %d: --device ref with %s=%d from %s-style variables: the reference executor's ranks "
+            "meet over MPI, so launch with mpirun -n %d or srun -n %d, or run one process with --nproc %d "
+            "(ranks as threads)\n",
+            id.rank, world_var(&id), id.world, id.source, id.world, id.world, id.world);
+    return 1;
+  }
+  return run_process_rank(p, a, &id);
 }
 
 double ddprun_ref_estimate_s(const ddp_plan *p, int64_t steps) {

@@ -9,7 +9,8 @@
  * prints the usage to stdout and exits 0. Numbers are range-checked (no wrap, no saturation, no NaN).
  * Exit status: 0 done, 2 a bad command line (one line "ddprun: --opt: ..."), 1 any other failure.
  * Ranks come from the launcher's environment (srun, torchrun-style variables, mpirun) or --nproc N; the
- * reference executor runs every rank of the plan as a thread of this process. Without a GPU, ddprun says
+ * reference executor runs one rank per process under mpirun/srun (collectives over MPI), else every rank
+ * of the plan as a thread of this process (dispatch_ref.c). Without a GPU, ddprun says
  * so and runs the reference executor only for plans it estimates finish in reasonable time. SIGTERM/SIGINT
  * stop the run at the next step boundary (runtime/driver/stop.h) and ddprun exits with 128 + the signal. */
 #include "args.h"
@@ -27,7 +28,8 @@ static void usage(FILE *f) {
           "usage: ddprun PLAN [--device cuda|ref] [--steps N] [--metrics FILE.jsonl] [--checkpoint-dir DIR]\n"
           "              [--save-every K] [--save-initial] [--keep-checkpoints K] [--resume] [--seed S]\n"
           "              [--nproc N] [--peak-tflops X] [--trace F.json] [--quiet]\n"
-          "       ddprun --bench allreduce [--nproc N] [--sizes-mb 1,10,100,1000] [--iters N] [--out F.jsonl]\n"
+          "       ddprun --bench allreduce [--device cuda|ref] [--nproc N] [--sizes-mb 1,10,100,1000] [--iters N]\n"
+          "              [--out F.jsonl]   (ref: CPU ranks, one process each under mpirun/srun)\n"
           "       ddprun --bench plot -o F.svg F.jsonl ...\n"
           "       ddprun --help-env   (the DDP_* environment variables)\n"
           "       ddprun --version\n"

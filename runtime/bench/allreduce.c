@@ -1,10 +1,12 @@
-/* runtime/bench/allreduce.c: `ddprun --bench allreduce`: NCCL all-reduce of float32 buffers from 1 MB to
+/* runtime/bench/allreduce.c: `ddprun --bench allreduce [--device cuda|ref]`: NCCL all-reduce of float32 buffers from 1 MB to
  * 1 GB (MB = 2^20 bytes, as the seeds' benchmark), one process per GPU (--nproc N or a launcher), timed
  * with CUDA events over many iterations after a warm-up. Prints algbw and busbw (busbw = algbw x 2(n-1)/n)
  * as a table on rank 0 and, with --out, one JSON object per size. Correctness is checked first: every
- * rank contributes rank+1 and every element must equal n(n+1)/2. `ddprun --bench plot` (plot.c) draws the SVG. */
+ * rank contributes rank+1 and every element must equal n(n+1)/2. `ddprun --bench plot` (plot.c) draws the SVG.
+ * --device ref runs the same table on CPU ranks instead (allreduce_cpu.c). */
 #include "args.h"
 #include "cli.h"
+#include "bench.h"
 #include "err.h"
 #include "cuda_check.h"
 #include "launch.h"
@@ -18,13 +20,6 @@
 #include <string.h>
 
 int ddprun_plot_main(int argc, char **argv); /* plot.c */
-
-typedef struct {
-  double sizes_mb[32];
-  int nsizes;
-  int iters;
-  const char *out;
-} bench_opts;
 
 #define NCCL_TRY(call)                                                                                  \
   do {                                                                                                  \
@@ -132,9 +127,10 @@ int ddprun_bench_main(int argc, char **argv) {
   }
   static const struct option lo[] = {{"nproc", required_argument, NULL, 'n'}, {"iters", required_argument, NULL, 'i'},
                                      {"out", required_argument, NULL, 'o'},   {"sizes-mb", required_argument, NULL, 's'},
+                                     {"device", required_argument, NULL, 'd'},
                                      {"help", no_argument, NULL, 'h'},        {NULL, 0, NULL, 0}};
   bench_opts o = {.sizes_mb = {1, 2, 5, 10, 20, 50, 100, 200, 500, 1000}, .nsizes = 10};
-  int nproc = 0, help = 0, c;
+  int nproc = 0, help = 0, cpu = 0, c;
   char bad[1024] = "", msg[1024];
   opterr = 0;
   optind = 1; /* argv[0] is "allreduce" */
@@ -143,6 +139,11 @@ int ddprun_bench_main(int argc, char **argv) {
     int rc = 0;
     if (c == 'h') help = 1;
     else if (c == 'o') o.out = optarg;
+    else if (c == 'd') {
+      if (strcmp(optarg, "ref") && strcmp(optarg, "cuda"))
+        rc = ddp_fail(msg, sizeof msg, "--device: '%.100s' is not one of cuda, ref", optarg);
+      cpu = !strcmp(optarg, "ref");
+    }
     else if (c == 'n') rc = ddp_parse_i64(optarg, 1, 4096, "--nproc", &v, msg, sizeof msg), nproc = (int)v;
     else if (c == 'i') rc = ddp_parse_i64(optarg, 1, 1000000, "--iters", &v, msg, sizeof msg), o.iters = (int)v;
     else if (c == 's') {
@@ -159,8 +160,11 @@ int ddprun_bench_main(int argc, char **argv) {
     if (rc && !bad[0]) snprintf(bad, sizeof bad, "%s", msg);
   }
   if (help) {
-    printf("usage: ddprun --bench allreduce [--nproc N] [--sizes-mb 1,10,100,1000] [--iters N] [--out F.jsonl]\n"
-           "NCCL all-reduce of float32 buffers, one process per GPU (--nproc N forks N local ranks, 1..4096).\n"
+    printf("usage: ddprun --bench allreduce [--device cuda|ref] [--nproc N] [--sizes-mb 1,10,100,1000] [--iters N]\n"
+           "                                [--out F.jsonl]\n"
+           "NCCL all-reduce of float32 buffers, one process per GPU (--nproc N forks N local ranks, 1..4096);\n"
+           "--device ref: the reference executor's collectives on CPU ranks (processes under mpirun/srun,\n"
+           "threads with --nproc).\n"
            "  --sizes-mb LIST  sizes in MiB, in (0, 65536] (default 1,2,5,...,1000)\n"
            "  --iters N        timed iterations per size, 1..1000000 (default 20, 10 from 500 MB)\n"
            "  --out F.jsonl    one JSON object per size (rank 0)\n"
@@ -172,6 +176,7 @@ int ddprun_bench_main(int argc, char **argv) {
     fprintf(stderr, "ddprun --bench allreduce: %s\n", bad);
     return DDP_EXIT_USAGE;
   }
+  if (cpu) return ddprun_bench_allreduce_cpu(&o, nproc);
   setenv("NCCL_NVLS_ENABLE", "0", 0);
   char err[1024];
   if (nproc > 0) {

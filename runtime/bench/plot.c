@@ -1,8 +1,10 @@
 /* runtime/bench/plot.c: `ddprun --bench plot -o allreduce.svg [--link-GBs B] [--latency-us A] FILE...`:
  * draws the all-reduce throughput plot as SVG: x = message size (log), y = bus bandwidth, one curve per
- * (implementation, GPU count) read from the JSON lines of `ddprun --bench allreduce --out` and of the
- * PyTorch anchor (lines "ANCHOR {...}" with "kind": "allreduce"), plus the theoretical curve of a ring
- * all-reduce over a link of B GB/s with start-up latency A: busbw(S) = S / (A + S / B). */
+ * (implementation, device, rank count) read from the JSON lines of `ddprun --bench allreduce --out` (GPU,
+ * and CPU ranks with --device ref: "device": "cpu", "impl": "ddpc-ref-mpi") and of the PyTorch anchor
+ * (lines "ANCHOR {...}" with "kind": "allreduce"), plus the theoretical curve of a ring all-reduce over a
+ * link of B GB/s with start-up latency A: busbw(S) = S / (A + S / B). When the curves span more than two
+ * decades (CPU ranks beside GPUs), the y axis is logarithmic. */
 #include "args.h"
 #include "err.h"
 #include "file.h"
@@ -16,6 +18,7 @@
 typedef struct {
   char impl[32];
   int world;
+  int cpu; /* "device": "cpu" */
   int n;
   double mb[64], bus[64];
 } curve;
@@ -29,14 +32,29 @@ static int field_num(const char *line, const char *key, double *out) {
   return 0;
 }
 
-static curve *curve_for(curve *cs, int *nc, const char *impl, int world) {
+/* The string value of "key": "..." into out[cap]; -1 when absent. */
+static int field_str(const char *line, const char *key, char *out, size_t cap) {
+  char pat[64];
+  snprintf(pat, sizeof pat, "\"%s\": \"", key);
+  const char *at = strstr(line, pat);
+  if (!at) return -1;
+  at += strlen(pat);
+  size_t n = 0;
+  while (at[n] && at[n] != '"' && n + 1 < cap) n++;
+  memcpy(out, at, n);
+  out[n] = 0;
+  return 0;
+}
+
+static curve *curve_for(curve *cs, int *nc, const char *impl, int world, int cpu) {
   for (int i = 0; i < *nc; i++)
-    if (cs[i].world == world && !strcmp(cs[i].impl, impl)) return &cs[i];
+    if (cs[i].world == world && cs[i].cpu == cpu && !strcmp(cs[i].impl, impl)) return &cs[i];
   if (*nc >= 32) return NULL;
   curve *c = &cs[(*nc)++];
   memset(c, 0, sizeof *c);
   snprintf(c->impl, sizeof c->impl, "%s", impl);
   c->world = world;
+  c->cpu = cpu;
   return c;
 }
 
@@ -93,8 +111,11 @@ int ddprun_plot_main(int argc, char **argv) {
       double world, mb, bus;
       if (field_num(line, "world", &world) || field_num(line, "mb", &mb) || field_num(line, "busbw_GBs", &bus))
         continue;
-      const char *impl = strstr(line, "ANCHOR") ? "pytorch" : "ddpc";
-      curve *cv = curve_for(cs, &nc, impl, (int)world);
+      char impl[32] = "ddpc", device[16] = "";
+      if (strstr(line, "ANCHOR")) snprintf(impl, sizeof impl, "pytorch");
+      else field_str(line, "impl", impl, sizeof impl);
+      field_str(line, "device", device, sizeof device);
+      curve *cv = curve_for(cs, &nc, impl, (int)world, !strcmp(device, "cpu"));
       if (cv && cv->n < 64 && mb > 0 && isfinite(mb) && isfinite(bus)) {
         cv->mb[cv->n] = mb;
         cv->bus[cv->n++] = bus;
@@ -106,13 +127,21 @@ int ddprun_plot_main(int argc, char **argv) {
     fprintf(stderr, "ddprun --bench plot: no all-reduce results in the files given\n");
     return DDP_EXIT_FAILURE;
   }
-  double xmin = 1e9, xmax = 0, ymax = link;
+  double xmin = 1e9, xmax = 0, ymax = link, ymin = link;
   for (int i = 0; i < nc; i++)
     for (int k = 0; k < cs[i].n; k++) {
       if (cs[i].mb[k] < xmin) xmin = cs[i].mb[k];
       if (cs[i].mb[k] > xmax) xmax = cs[i].mb[k];
       if (cs[i].bus[k] > ymax) ymax = cs[i].bus[k];
+      if (cs[i].bus[k] < ymin) ymin = cs[i].bus[k];
     }
+  { /* the theoretical curve's lowest point, at the smallest size */
+    double s = xmin * 1048576.0, th = s / (lat_us * 1e-6 + s / (link * 1e9)) / 1e9;
+    if (th < ymin) ymin = th;
+  }
+  int logy = ymax / ymin > 100.0; /* CPU ranks (~1 GB/s) beside GPUs (~100s of GB/s) */
+  double ly0 = logy ? floor(log10(ymin)) : 0, ly1 = logy ? ceil(log10(ymax)) : 0;
+  if (logy && ly1 <= ly0) ly1 = ly0 + 1;
   ymax *= 1.1;
   FILE *f = ddp_out_open(out, msg, sizeof msg);
   if (!f) {
@@ -122,15 +151,17 @@ int ddprun_plot_main(int argc, char **argv) {
   const double W = 760, H = 480, L = 70, R = 190, T = 30, B = 50;
   double lx0 = log10(xmin), lx1 = log10(xmax > xmin ? xmax : xmin * 10);
 #define PX(mb) (L + (log10(mb) - lx0) / (lx1 - lx0) * (W - L - R))
-#define PY(v) (H - B - (v) / ymax * (H - T - B))
+#define PY(v) (logy ? H - B - (log10((v) > 0 ? (v) : pow(10, ly0)) - ly0) / (ly1 - ly0) * (H - T - B) \
+                   : H - B - (v) / ymax * (H - T - B))
   fprintf(f, "<svg xmlns=\"http://www.w3.org/2000/svg\" width=\"%.0f\" height=\"%.0f\" font-family=\"sans-serif\" "
              "font-size=\"12\">\n<rect width=\"100%%\" height=\"100%%\" fill=\"white\"/>\n", W, H);
   fprintf(f, "<text x=\"%.0f\" y=\"18\" font-size=\"14\">All-reduce bus bandwidth (float32)</text>\n", L);
-  for (int k = 0; k <= 5; k++) {
-    double v = ymax * k / 5;
+  int yticks = logy ? (int)(ly1 - ly0) : 5;
+  for (int k = 0; k <= yticks; k++) {
+    double v = logy ? pow(10, ly0 + k) : ymax * k / 5;
     fprintf(f, "<line x1=\"%.1f\" y1=\"%.1f\" x2=\"%.1f\" y2=\"%.1f\" stroke=\"#ddd\"/>"
-               "<text x=\"%.1f\" y=\"%.1f\" text-anchor=\"end\">%.0f</text>\n",
-            L, PY(v), W - R, PY(v), L - 6, PY(v) + 4, v);
+               "<text x=\"%.1f\" y=\"%.1f\" text-anchor=\"end\">%g</text>\n",
+            L, PY(v), W - R, PY(v), L - 6, PY(v) + 4, logy ? v : round(v));
   }
   for (double d = pow(10, floor(lx0)); d <= xmax * 1.0001; d *= 10)
     if (d >= xmin * 0.999)
@@ -138,8 +169,8 @@ int ddprun_plot_main(int argc, char **argv) {
                  "<text x=\"%.1f\" y=\"%.1f\" text-anchor=\"middle\">%g MB</text>\n",
               PX(d), T + 0.0, PX(d), H - B, PX(d), H - B + 16, d);
   fprintf(f, "<text x=\"%.0f\" y=\"%.0f\" text-anchor=\"middle\">message size</text>\n", (L + W - R) / 2, H - 12);
-  fprintf(f, "<text transform=\"translate(16,%.0f) rotate(-90)\" text-anchor=\"middle\">busbw GB/s</text>\n",
-          (T + H - B) / 2);
+  fprintf(f, "<text transform=\"translate(16,%.0f) rotate(-90)\" text-anchor=\"middle\">busbw GB/s%s</text>\n",
+          (T + H - B) / 2, logy ? " (log)" : "");
   static const char *colors[] = {"#1f77b4", "#d62728", "#2ca02c", "#9467bd", "#ff7f0e", "#8c564b"};
   int legend = 0;
   /* theoretical curve */
@@ -160,8 +191,8 @@ int ddprun_plot_main(int argc, char **argv) {
     fprintf(f, "\"/>\n");
     for (int k = 0; k < cs[i].n; k++)
       fprintf(f, "<circle cx=\"%.1f\" cy=\"%.1f\" r=\"3\" fill=\"%s\"/>\n", PX(cs[i].mb[k]), PY(cs[i].bus[k]), col);
-    fprintf(f, "<text x=\"%.0f\" y=\"%.0f\" fill=\"%s\">%s, %d GPUs</text>\n", W - R + 10, T + 14.0 + 18 * legend,
-            col, cs[i].impl, cs[i].world);
+    fprintf(f, "<text x=\"%.0f\" y=\"%.0f\" fill=\"%s\">%s, %d %s</text>\n", W - R + 10, T + 14.0 + 18 * legend,
+            col, cs[i].impl, cs[i].world, cs[i].cpu ? "CPU ranks" : "GPUs");
     legend++;
   }
   fprintf(f, "</svg>\n");

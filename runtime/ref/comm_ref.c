@@ -1,8 +1,10 @@
-/* runtime/ref/comm_ref.c: see comm_ref.h. Protocol per collective: every rank posts its buffers and
+/* runtime/ref/comm_ref.c: see comm_ref.h. The process backend is comm_mpi.c; this file dispatches to it.
+ * Threads protocol per collective: every rank posts its buffers and
  * meets at a barrier; each rank then reduces its own slice of the result (elements split evenly by rank)
  * from all ranks' send buffers into a private scratch; a second barrier; each rank writes its slice into
  * every destination; a third barrier. In-place collectives are therefore safe. */
 #include "comm_ref.h"
+#include "comm_mpi.h"
 #include "err.h"
 #include <pthread.h>
 #include <stdio.h>
@@ -11,6 +13,7 @@
 
 struct ddp_ref_comm {
   int world;
+  ddp_mpi *mpi; /* processes: the MPI backend (borrowed); NULL: threads */
   pthread_mutex_t lock;
   pthread_cond_t cond;
   int arrived;
@@ -34,9 +37,16 @@ ddp_ref_comm *ddp_ref_comm_new(int world) {
   return c;
 }
 
+ddp_ref_comm *ddp_ref_comm_new_mpi(ddp_mpi *m) {
+  ddp_ref_comm *c = ddp_ref_comm_new(1); /* the thread fields serve one rank: this process's */
+  c->world = ddp_mpi_world(m);
+  c->mpi = m;
+  return c;
+}
+
 void ddp_ref_comm_free(ddp_ref_comm *c) {
   if (!c) return;
-  for (int r = 0; r < c->world; r++) free(c->scratch[r]);
+  for (int r = 0; r < (c->mpi ? 1 : c->world); r++) free(c->scratch[r]);
   free(c->scratch);
   free(c->scratch_cap);
   free(c->send);
@@ -91,6 +101,10 @@ static void slice(int64_t n, int world, int rank, int64_t *lo, int64_t *hi) {
 
 int ddp_ref_collective(ddp_ref_comm *c, int rank, const ddp_instr *in, void *send, void *recv, char *err,
                        size_t errcap) {
+  if (c->mpi) {
+    if (c->failed_rank >= 0) return ddp_fail(err, errcap, "collective aborted: rank %d failed", c->failed_rank);
+    return ddp_mpi_collective(c->mpi, in, send, recv, err, errcap);
+  }
   int W = c->world, dt = in->dt[COLL_P_SEND];
   int64_t count = in->i[COLL_I_COUNT];
   size_t es = ddp_dtype_size(dt);
@@ -102,11 +116,8 @@ int ddp_ref_collective(ddp_ref_comm *c, int rank, const ddp_instr *in, void *sen
   case I_ALL_REDUCE: {
     slice(count, W, rank, &lo, &hi);
     double *acc = scratch(c, rank, (size_t)(hi - lo));
-    for (int64_t i = lo; i < hi; i++) {
-      double s = 0;
-      for (int q = 0; q < W; q++) s += ddp_load(c->send[q], dt, i);
-      acc[i - lo] = in->i[COLL_I_REDOP] == REDOP_AVG ? s / W : s;
-    }
+    for (int64_t i = lo; i < hi; i++)
+      acc[i - lo] = ddp_ref_reduce_elem((const void *const *)c->send, W, dt, i, (int)in->i[COLL_I_REDOP]);
     if (barrier(c, err, errcap)) return -1;
     for (int q = 0; q < W; q++)
       for (int64_t i = lo; i < hi; i++) ddp_store(c->recv[q], dt, i, acc[i - lo]);
@@ -114,11 +125,8 @@ int ddp_ref_collective(ddp_ref_comm *c, int rank, const ddp_instr *in, void *sen
   }
   case I_REDUCE_SCATTER: {
     double *acc = scratch(c, rank, (size_t)count);
-    for (int64_t i = 0; i < count; i++) {
-      double s = 0;
-      for (int q = 0; q < W; q++) s += ddp_load(c->send[q], dt, rank * count + i);
-      acc[i] = in->i[COLL_I_REDOP] == REDOP_AVG ? s / W : s;
-    }
+    for (int64_t i = 0; i < count; i++)
+      acc[i] = ddp_ref_reduce_elem((const void *const *)c->send, W, dt, rank * count + i, (int)in->i[COLL_I_REDOP]);
     if (barrier(c, err, errcap)) return -1;
     for (int64_t i = 0; i < count; i++) ddp_store(recv, dt, i, acc[i]);
     break;

@@ -180,9 +180,9 @@ static int allreduce_host(ddp_exec *x, double *v, int n, char *err, size_t errca
   ddp_instr in;
   memset(&in, 0, sizeof in);
   in.opcode = I_ALL_REDUCE;
-  in.dt[0] = DT_F64;
-  in.i[0] = n;
-  in.i[1] = REDOP_SUM;
+  in.dt[COLL_P_SEND] = DT_F64;
+  in.i[COLL_I_COUNT] = n;
+  in.i[COLL_I_REDOP] = REDOP_SUM;
   return ddp_ref_collective(m->comm, x->rank, &in, v, v, err, errcap);
 }
 

@@ -1,6 +1,6 @@
 /* runtime/ref/exec_ref.h: the reference executor (`--device ref`): the same plan on the CPU with the plain
- * C kernels of ref_ops.h, ranks as threads sharing a ddp_ref_comm. Deterministic: the same plan and seed
- * give the same bits. */
+ * C kernels of ref_ops.h, ranks as threads sharing a ddp_ref_comm (or one rank per process, the comm over
+ * MPI: comm_mpi.h). Deterministic: the same plan and seed give the same bits, threads or processes. */
 #ifndef DDP_EXEC_REF_H
 #define DDP_EXEC_REF_H
 #include "exec.h"

@@ -4,3 +4,4 @@
 foreach(area norm attention loss gemm optimizer)
   ddp_c_test(ref_ops_${area} SOURCES test_ref_${area}.c ../../fixtures/gradcheck.c LIBS ddpref LABELS cpu)
 endforeach()
+include(${CMAKE_CURRENT_LIST_DIR}/comm_mpi.cmake)

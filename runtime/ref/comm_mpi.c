@@ -1,0 +1,285 @@
+/* runtime/ref/comm_mpi.c: see comm_mpi.h. The few MPI functions used are resolved with dlsym into a
+ * table; the handles are Open MPI's predefined objects (mpi.h defines MPI_COMM_WORLD as
+ * &ompi_mpi_comm_world, MPI_BYTE as &ompi_mpi_byte, MPI_ERRORS_RETURN as &ompi_mpi_errors_return,
+ * MPI_IN_PLACE as (void *)1), so this file needs no mpi.h. */
+#include "comm_mpi.h"
+#include "comm_ref.h"
+#include "clock.h"
+#include "err.h"
+#include "param.h"
+#include <dlfcn.h>
+#include <limits.h>
+#include <sched.h>
+#include <stdlib.h>
+#include <string.h>
+
+#define MPI_OK 0
+#define MPI_THREAD_FUNNELED_ 1 /* enum order in mpi.h: SINGLE, FUNNELED, SERIALIZED, MULTIPLE */
+#define MPI_IN_PLACE_ ((void *)1)
+#define MPI_ERR_STR 256 /* MPI_MAX_ERROR_STRING */
+
+typedef void *handle; /* MPI_Comm, MPI_Datatype, MPI_Errhandler, MPI_Request: pointers in Open MPI */
+
+typedef struct mpi_fns {
+  int (*Init_thread)(int *, char ***, int, int *);
+  int (*Initialized)(int *);
+  int (*Finalize)(void);
+  int (*Abort)(handle, int);
+  int (*Comm_rank)(handle, int *);
+  int (*Comm_size)(handle, int *);
+  int (*Comm_set_errhandler)(handle, handle);
+  int (*Error_string)(int, char *, int *);
+  int (*Get_library_version)(char *, int *);
+  int (*Ialltoallv)(const void *, const int *, const int *, handle, void *, const int *, const int *, handle, handle,
+                    handle *);
+  int (*Iallgatherv)(const void *, int, handle, void *, const int *, const int *, handle, handle, handle *);
+  int (*Iallgather)(const void *, int, handle, void *, int, handle, handle, handle *);
+  int (*Ialltoall)(const void *, int, handle, void *, int, handle, handle, handle *);
+  int (*Ibcast)(void *, int, handle, int, handle, handle *);
+  int (*Test)(handle *, int *, void *);
+} mpi_fns;
+
+struct ddp_mpi {
+  void *lib;
+  mpi_fns f;
+  handle world_comm, byte, errors_return;
+  int rank, world;
+  double timeout_s;
+  int *counts, *displs, *rcounts, *rdispls; /* per rank, in bytes */
+  int64_t *lo_of, *n_of;                    /* per rank: its elements of the collective */
+  unsigned char *scratch, *mine;            /* received slices; this rank's reduced slice */
+  size_t scratch_cap, mine_cap;
+  const void **srcs;                       /* per rank: its slice inside scratch */
+};
+
+static int mpi_err(ddp_mpi *m, int code, const char *what, char *err, size_t errcap) {
+  char s[MPI_ERR_STR + 1] = "";
+  int len = 0;
+  if (m->f.Error_string && m->f.Error_string(code, s, &len) == MPI_OK && len > 0 && len <= MPI_ERR_STR) s[len] = 0;
+  return ddp_fail(err, errcap, "%s: MPI error %d (%s)", what, code, *s ? s : "no description");
+}
+
+#define MPI_TRY(m, call, what)                                  \
+  do {                                                          \
+    int rc_ = (call);                                           \
+    if (rc_ != MPI_OK) return mpi_err((m), rc_, (what), err, errcap); \
+  } while (0)
+
+ddp_mpi *ddp_mpi_open(char *err, size_t errcap) {
+  const char *path = ddp_param_path(PARAM_MPI_LIBRARY);
+  if (!path) path = "libmpi.so.40";
+  double timeout_s;
+  if (ddp_param_seconds(PARAM_MPI_TIMEOUT_S, &timeout_s, err, errcap)) return NULL;
+  /* RTLD_GLOBAL: Open MPI's own plugins (mca_*.so) resolve libmpi's symbols from the global scope. */
+  void *lib = dlopen(path, RTLD_NOW | RTLD_GLOBAL);
+  if (!lib) {
+    const char *why = dlerror();
+    ddp_fail(err, errcap,
+             "cannot load Open MPI's library %s (%s): the reference executor's ranks as processes need it "
+             "(Debian: apt-get install openmpi-bin; or set DDP_MPI_LIBRARY)",
+             path, why ? why : "unknown reason");
+    return NULL;
+  }
+  ddp_mpi *m = calloc(1, sizeof *m);
+  if (!m) {
+    dlclose(lib);
+    ddp_fail(err, errcap, "out of memory");
+    return NULL;
+  }
+  m->lib = lib;
+  m->timeout_s = timeout_s;
+  struct { const char *name; void **slot; } syms[] = {
+      {"MPI_Init_thread", (void **)&m->f.Init_thread}, {"MPI_Initialized", (void **)&m->f.Initialized},
+      {"MPI_Finalize", (void **)&m->f.Finalize}, {"MPI_Abort", (void **)&m->f.Abort},
+      {"MPI_Comm_rank", (void **)&m->f.Comm_rank}, {"MPI_Comm_size", (void **)&m->f.Comm_size},
+      {"MPI_Comm_set_errhandler", (void **)&m->f.Comm_set_errhandler},
+      {"MPI_Error_string", (void **)&m->f.Error_string},
+      {"MPI_Get_library_version", (void **)&m->f.Get_library_version},
+      {"MPI_Ialltoallv", (void **)&m->f.Ialltoallv}, {"MPI_Iallgatherv", (void **)&m->f.Iallgatherv},
+      {"MPI_Iallgather", (void **)&m->f.Iallgather}, {"MPI_Ialltoall", (void **)&m->f.Ialltoall},
+      {"MPI_Ibcast", (void **)&m->f.Ibcast}, {"MPI_Test", (void **)&m->f.Test},
+      {"ompi_mpi_comm_world", &m->world_comm}, {"ompi_mpi_byte", &m->byte},
+      {"ompi_mpi_errors_return", &m->errors_return},
+  };
+  for (size_t k = 0; k < sizeof syms / sizeof syms[0]; k++) {
+    *syms[k].slot = dlsym(lib, syms[k].name);
+    if (!*syms[k].slot) {
+      ddp_fail(err, errcap, "%s has no symbol %s: ddprun's process backend speaks Open MPI's ABI only", path,
+               syms[k].name);
+      dlclose(lib);
+      free(m);
+      return NULL;
+    }
+  }
+  int provided = 0, done = 0, rc = m->f.Initialized(&done);
+  if (rc == MPI_OK && !done) rc = m->f.Init_thread(NULL, NULL, MPI_THREAD_FUNNELED_, &provided);
+  if (rc == MPI_OK) rc = m->f.Comm_set_errhandler(m->world_comm, m->errors_return);
+  if (rc == MPI_OK) rc = m->f.Comm_rank(m->world_comm, &m->rank);
+  if (rc == MPI_OK) rc = m->f.Comm_size(m->world_comm, &m->world);
+  if (rc != MPI_OK) {
+    mpi_err(m, rc, "MPI_Init_thread", err, errcap);
+    dlclose(lib);
+    free(m);
+    return NULL;
+  }
+  size_t W = (size_t)m->world;
+  m->counts = calloc(W, sizeof(int));
+  m->displs = calloc(W, sizeof(int));
+  m->rcounts = calloc(W, sizeof(int));
+  m->rdispls = calloc(W, sizeof(int));
+  m->srcs = calloc(W, sizeof(void *));
+  m->lo_of = calloc(W, sizeof(int64_t));
+  m->n_of = calloc(W, sizeof(int64_t));
+  if (!m->counts || !m->displs || !m->rcounts || !m->rdispls || !m->srcs || !m->lo_of || !m->n_of) {
+    ddp_fail(err, errcap, "out of memory for %d ranks", m->world);
+    ddp_mpi_close(m);
+    return NULL;
+  }
+  return m;
+}
+
+int ddp_mpi_rank(const ddp_mpi *m) { return m->rank; }
+int ddp_mpi_world(const ddp_mpi *m) { return m->world; }
+
+/* Polls a started nonblocking collective until it completes or the deadline passes. */
+static int wait_req(ddp_mpi *m, handle *req, const char *what, size_t bytes, char *err, size_t errcap) {
+  double deadline = ddp_now_s() + m->timeout_s;
+  for (unsigned spin = 0;; spin++) {
+    int flag = 0;
+    MPI_TRY(m, m->f.Test(req, &flag, NULL), what);
+    if (flag) return 0;
+    if ((spin & 63) == 63) sched_yield(); /* oversubscribed (more ranks than cores): let the others run */
+    if ((spin & 1023) == 1023 && ddp_now_s() > deadline)
+      return ddp_fail(err, errcap,
+                      "%s of %zu bytes waited more than %g s for the other ranks (DDP_MPI_TIMEOUT_S)", what,
+                      bytes, m->timeout_s);
+  }
+}
+
+static int reserve(unsigned char **buf, size_t *cap, size_t n, char *err, size_t errcap) {
+  if (*cap >= n && *buf) return 0;
+  free(*buf);
+  *buf = malloc(n ? n : 1);
+  *cap = *buf ? n : 0;
+  return *buf ? 0 : ddp_fail(err, errcap, "out of memory for %zu bytes of collective scratch", n);
+}
+
+/* Elements [lo, hi) owned by `rank` when n are split as comm_ref.c splits them. */
+static void slice(int64_t n, int world, int rank, int64_t *lo, int64_t *hi) {
+  int64_t per = (n + world - 1) / world;
+  *lo = rank * per < n ? rank * per : n;
+  *hi = *lo + per < n ? *lo + per : n;
+}
+
+/* Elements [lo_of[q], lo_of[q] + n_of[q]) of every rank's send buffer go to rank q; the blocks this rank
+ * receives land in scratch in rank order, and their element-wise reduction (rank order, in double, rounded
+ * once) goes into m->mine. */
+static int reduce_blocks(ddp_mpi *m, const ddp_instr *in, const void *send, const int64_t *lo_of, const int64_t *n_of,
+                         size_t bytes, char *err, size_t errcap) {
+  int W = m->world, dt = in->dt[COLL_P_SEND];
+  size_t es = ddp_dtype_size(dt);
+  size_t mine_n = (size_t)n_of[m->rank];
+  if (reserve(&m->scratch, &m->scratch_cap, mine_n * es * (size_t)W, err, errcap) ||
+      reserve(&m->mine, &m->mine_cap, mine_n * es, err, errcap))
+    return -1;
+  for (int q = 0; q < W; q++) {
+    m->counts[q] = (int)((size_t)n_of[q] * es);
+    m->displs[q] = (int)((size_t)lo_of[q] * es);
+    m->rcounts[q] = (int)(mine_n * es);
+    m->rdispls[q] = (int)((size_t)q * mine_n * es);
+    m->srcs[q] = m->scratch + (size_t)q * mine_n * es;
+  }
+  handle req = NULL;
+  MPI_TRY(m, m->f.Ialltoallv(send, m->counts, m->displs, m->byte, m->scratch, m->rcounts, m->rdispls, m->byte,
+                             m->world_comm, &req), "MPI_Ialltoallv");
+  if (wait_req(m, &req, ddp_opcode_name(in->opcode), bytes, err, errcap)) return -1;
+  for (size_t i = 0; i < mine_n; i++)
+    ddp_store(m->mine, dt, (int64_t)i, ddp_ref_reduce_elem(m->srcs, W, dt, (int64_t)i, (int)in->i[COLL_I_REDOP]));
+  return 0;
+}
+
+int ddp_mpi_collective(ddp_mpi *m, const ddp_instr *in, void *send, void *recv, char *err, size_t errcap) {
+  int W = m->world, dt = in->dt[COLL_P_SEND];
+  int64_t count = in->i[COLL_I_COUNT];
+  size_t es = ddp_dtype_size(dt);
+  const char *what = ddp_opcode_name(in->opcode);
+  /* MPI counts are int: the whole exchange (W blocks for reduce-scatter and all-gather) must fit. */
+  int64_t total = in->opcode == I_REDUCE_SCATTER || in->opcode == I_ALL_GATHER ? count * W : count;
+  if (count < 0 || (uint64_t)total * es > (uint64_t)INT_MAX)
+    return ddp_fail(err, errcap, "%s of %lld elements exceeds the MPI backend's 2 GiB per collective", what,
+                    (long long)count);
+  int64_t *lo_of = m->lo_of, *n_of = m->n_of;
+  handle req = NULL;
+  switch ((ddp_opcode)in->opcode) { /* no default: -Wswitch names a missing opcode */
+  case I_ALL_REDUCE: {
+    for (int q = 0; q < W; q++) {
+      int64_t lo, hi;
+      slice(count, W, q, &lo, &hi);
+      lo_of[q] = lo, n_of[q] = hi - lo;
+    }
+    if (reduce_blocks(m, in, send, lo_of, n_of, (size_t)count * es, err, errcap)) return -1;
+    for (int q = 0; q < W; q++) { /* the reduced slices back to everyone, in place in recv */
+      m->rcounts[q] = (int)((size_t)n_of[q] * es);
+      m->rdispls[q] = (int)((size_t)lo_of[q] * es);
+    }
+    MPI_TRY(m, m->f.Iallgatherv(m->mine, m->rcounts[m->rank], m->byte, recv, m->rcounts, m->rdispls, m->byte,
+                                m->world_comm, &req), "MPI_Iallgatherv");
+    return wait_req(m, &req, what, (size_t)count * es, err, errcap);
+  }
+  case I_REDUCE_SCATTER: {
+    for (int q = 0; q < W; q++) lo_of[q] = q * count, n_of[q] = count;
+    if (reduce_blocks(m, in, send, lo_of, n_of, (size_t)count * W * es, err, errcap)) return -1;
+    memcpy(recv, m->mine, (size_t)count * es);
+    return 0;
+  }
+  case I_ALL_GATHER: {
+    size_t bytes = (size_t)count * es;
+    char *mine_at = (char *)recv + (size_t)m->rank * bytes;
+    const void *src = send;
+    if ((char *)send == mine_at) {
+      src = MPI_IN_PLACE_;
+    } else if ((char *)send < (char *)recv + (size_t)W * bytes && (char *)send + bytes > (char *)recv) {
+      if (reserve(&m->mine, &m->mine_cap, bytes, err, errcap)) return -1; /* overlaps: copy first */
+      memcpy(m->mine, send, bytes);
+      src = m->mine;
+    }
+    MPI_TRY(m, m->f.Iallgather(src, (int)bytes, m->byte, recv, (int)bytes, m->byte, m->world_comm, &req),
+            "MPI_Iallgather");
+    return wait_req(m, &req, what, bytes * (size_t)W, err, errcap);
+  }
+  case I_BROADCAST: {
+    int root = (int)in->i[COLL_I_ROOT];
+    if (root < 0 || root >= W) return ddp_fail(err, errcap, "broadcast from rank %d of %d", root, W);
+    if (m->rank == root && recv != send) memcpy(recv, send, (size_t)count * es);
+    MPI_TRY(m, m->f.Ibcast(recv, (int)((size_t)count * es), m->byte, root, m->world_comm, &req), "MPI_Ibcast");
+    return wait_req(m, &req, what, (size_t)count * es, err, errcap);
+  }
+  case I_SEND: case I_RECV: case I_KERNEL: case I_GEMM: case I_MEMSET: case I_COPY: case I_EVENT_RECORD:
+  case I_EVENT_WAIT: case I_RANGE_PUSH: case I_RANGE_POP: case I_TIMER: case I_LOAD_BATCH: case I_INIT_TENSOR:
+  case I_COUNT:
+    break;
+  }
+  return ddp_fail(err, errcap, "reference executor: %s is not supported between processes", what);
+}
+
+_Noreturn void ddp_mpi_abort(ddp_mpi *m, int code) {
+  m->f.Abort(m->world_comm, code);
+  exit(code); /* MPI_Abort does not return; this is for the compiler */
+}
+
+void ddp_mpi_close(ddp_mpi *m) {
+  if (!m) return;
+  int done = 0;
+  if (m->f.Initialized && m->f.Initialized(&done) == MPI_OK && done) m->f.Finalize();
+  /* The library stays loaded: Open MPI leaves threads and atexit handlers behind after MPI_Finalize. */
+  free(m->counts);
+  free(m->displs);
+  free(m->rcounts);
+  free(m->rdispls);
+  free(m->srcs);
+  free(m->lo_of);
+  free(m->n_of);
+  free(m->scratch);
+  free(m->mine);
+  free(m);
+}
