@@ -29,6 +29,6 @@ int ddp_nvrtc_compile(const char *template_name, const char *entry, const char *
  * parallel), filling modules, kernels and each instruction's kernel/grid/block/smem. */
 int ddp_codegen(ddp_plan *p, const char *arch, int jobs, char *err, size_t errcap);
 
-/* Where templates are read from: $DDP_TEMPLATE_DIR, else the source tree's templates/. */
+/* Where templates are read from: $DDP_TEMPLATE_DIR, else the installed copy, else the source tree's. */
 const char *ddp_template_dir(void);
 #endif

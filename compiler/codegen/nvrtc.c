@@ -3,6 +3,7 @@
  * version, the options). */
 #include "codegen.h"
 #include "cache_dir.h"
+#include "share_dir.h"
 #include <dirent.h>
 #include <errno.h>
 #include <nvrtc.h>
@@ -19,9 +20,11 @@
 #define DDP_CUDA_INCLUDE_DIR "/usr/local/cuda/include"
 #endif
 
+/* $DDP_TEMPLATE_DIR, else the installed copy (<bin>/../share/ddpc/templates, with op_slots.h in it and in
+ * ../plan), else the source tree's (base/share_dir.h). Per thread: kernels compile on several. */
 const char *ddp_template_dir(void) {
-  const char *env = getenv("DDP_TEMPLATE_DIR");
-  return env && *env ? env : DDP_TEMPLATE_DIR;
+  static _Thread_local char buf[4096];
+  return ddp_share_dir("templates", getenv("DDP_TEMPLATE_DIR"), DDP_TEMPLATE_DIR, buf, sizeof buf);
 }
 
 static char *read_file(const char *path, size_t *len) {
