@@ -6,6 +6,7 @@
 . "$(dirname "$0")/lib.sh"
 e2e_tmp schedule_lib
 lib=$DDP_SOURCE_DIR/schedules/lib
+[ -f "$lib/models.lua" ] && [ -f "$lib/xl_ddp.lua" ] || fail "schedules/lib/ lacks models.lua or xl_ddp.lua"
 
 for m in "$lib"/*.lua; do
   name=$(basename "$m" .lua)
