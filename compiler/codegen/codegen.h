@@ -14,7 +14,7 @@
  * below never read it themselves. */
 #define DDP_TUNE_COUNT (PARAM_TUNE_ADAMW_GRID - PARAM_TUNE_FWD_MT + 1)
 typedef struct ddp_codegen_opts {
-  const char *template_dir;     /* NULL: the templates/ ddpc was built with */
+  const char *template_dir;     /* NULL: the installed templates, else the ones ddpc was built with */
   char cache_dir[4096];         /* the CUBIN cache folder; "": none (base/cache_dir.h finds it when o is NULL) */
   int nvrtc_log;                /* print NVRTC's whole log when a compile fails */
   int64_t tune[DDP_TUNE_COUNT]; /* indexed PARAM_TUNE_x - PARAM_TUNE_FWD_MT; 0: the built-in choice */

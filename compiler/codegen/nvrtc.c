@@ -5,6 +5,7 @@
 #include "err.h"
 #include "cache_dir.h"
 #include "file.h"
+#include "share_dir.h"
 #include <dirent.h>
 #include <nvrtc.h>
 #include <stdio.h>
@@ -100,7 +101,8 @@ static void first_error_line(const char *log, char *out, size_t cap) {
 int ddp_nvrtc_compile(const char *template_name, const char *entry, const char *spec, const char *arch,
                       const ddp_codegen_opts *o, uint8_t **cubin, uint64_t *size, char hash[17], char *err,
                       size_t errcap) {
-  const char *dir = o && o->template_dir ? o->template_dir : DDP_TEMPLATE_DIR;
+  char dir_buf[4096]; /* $DDP_TEMPLATE_DIR (through the options), else the installed copy, else the source tree */
+  const char *dir = ddp_share_dir("templates", o ? o->template_dir : NULL, DDP_TEMPLATE_DIR, dir_buf, sizeof dir_buf);
   char path[4096], what[512];
   snprintf(path, sizeof path, "%s/%s.cu", dir, template_name);
   snprintf(what, sizeof what, "templates/%s.cu (%s)", template_name, entry);

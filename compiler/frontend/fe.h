@@ -36,6 +36,8 @@ fe_sandbox *fe_sandbox_of(lua_State *L);
 void fe_limits_reset(fe_sandbox *sb);
 /* Opens the safe libraries, require, print and the guards on forbidden globals (protected mode). */
 void fe_sandbox_open(lua_State *L);
+/* The schedule library's folder (its lib/ holds the helper modules require finds) into buf. */
+const char *fe_library_dir(char *buf, size_t cap);
 
 /* ---- prelude.c: the constructors (C functions, so `return schedule{...}` keeps its line). ---- */
 #define FE_KINDS(X)                                                                                    \

@@ -64,7 +64,8 @@ void fe_bad(fe_conv *c, const fe_tab *t, const char *key, const char *fmt, ...) 
 static void fe_tab_init(fe_conv *c, fe_tab *out, int idx, const char *path, const char *what,
                         const char *parent_where) {
   out->idx = lua_absindex(c->L, idx);
-  snprintf(out->path, sizeof out->path, "%s", path);
+  if (snprintf(out->path, sizeof out->path, "%s", path) >= (int)sizeof out->path) /* too deep: mark the cut */
+    memcpy(out->path + sizeof out->path - 4, "...", 4);
   int k = fe_kind_of(c->L, idx);
   if (k >= 0) snprintf(out->what, sizeof out->what, "%s{}", fe_kind_names[k]);
   else snprintf(out->what, sizeof out->what, "%s", what);

@@ -52,6 +52,15 @@ static int fe_main(lua_State *L) {
   lua_remove(L, -2);
   lua_call(L, 0, 1); /* 2: what the schedule returned */
   lua_settop(L, 2);
+  const char *dir_name = strrchr(r->sb->dir, '/') ? strrchr(r->sb->dir, '/') + 1 : r->sb->dir;
+  if (strcmp(dir_name, "lib") == 0 && fe_kind_of(L, 2) != FE_K_SCHEDULE) { /* schedules/lib/: modules */
+    const char *base = strrchr(r->sb->path, '/') ? strrchr(r->sb->path, '/') + 1 : r->sb->path;
+    char mod[sizeof r->sb->path];
+    snprintf(mod, sizeof mod, "%s", base);
+    if (strlen(mod) > 4 && strcmp(mod + strlen(mod) - 4, ".lua") == 0) mod[strlen(mod) - 4] = 0;
+    return luaL_error(L, "%s: a helper module (lib/ holds what schedules load with require \"%s\"), not a "
+                         "schedule: compile a schedule that requires it", r->sb->path, mod);
+  }
   if (lua_istable(L, 2)) fe_apply_sets(L, 2, r->sets, r->nsets);
   fe_conv c = {L, r->sb, r->s};
   fe_convert(&c, 2);
@@ -64,13 +73,15 @@ static void fe_unshorten(const fe_sandbox *sb, const char *msg, char *out, size_
     const char *colon = strchr(msg + 3, ':');
     if (colon) {
       size_t tail = (size_t)(colon - (msg + 3));
-      char mod[2200];
+      char mod[2200], mod_lib[2200], lib[1024], lib_mod[2200];
       const char *base = msg + 3;
       for (const char *p = msg + 3; p < colon; p++)
         if (*p == '/') base = p + 1;
       snprintf(mod, sizeof mod, "%s/%.*s", sb->dir, (int)(colon - base), base);
-      const char *cands[2] = {sb->path, mod};
-      for (int i = 0; i < 2; i++) {
+      snprintf(mod_lib, sizeof mod_lib, "%s/lib/%.*s", sb->dir, (int)(colon - base), base);
+      snprintf(lib_mod, sizeof lib_mod, "%s/lib/%.*s", fe_library_dir(lib, sizeof lib), (int)(colon - base), base);
+      const char *cands[4] = {sb->path, mod, mod_lib, lib_mod};
+      for (int i = 0; i < 4; i++) {
         size_t n = strlen(cands[i]);
         if (n >= tail && memcmp(cands[i] + n - tail, msg + 3, tail) == 0) {
           snprintf(out, cap, "%s%s", cands[i], colon);

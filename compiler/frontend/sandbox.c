@@ -1,11 +1,12 @@
 /* compiler/frontend/sandbox.c: the Lua state a schedule runs in. A counting allocator (memory cap), an
  * instruction-count hook (runaway scripts), only the base (without dofile/loadfile; load of text only),
  * string, table, math and utf8 libraries, print to stderr, `require "name"` limited to
- * <schedule folder>/<name>.lua, and clear errors when code reaches for os, io, debug or package. Lua runs
+ * <schedule folder>/<name>.lua, <schedule folder>/lib/ and the schedule library's lib/, and clear errors when code reaches for os, io, debug or package. Lua runs
  * __gc finalizers and xpcall message handlers with hooks off, and the string library's matcher is a C
  * loop: so setmetatable refuses __gc, xpcall calls its handler after unwinding, and find/match/gmatch/gsub
  * refuse a pattern whose worst case is over FE_PATTERN_BUDGET steps (watchdog.c bounds the rest). */
 #include "fe.h"
+#include "share_dir.h"
 #include <lualib.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -14,6 +15,10 @@
 
 static const char fe_key_loaded = 0; /* registry: module cache */
 static const char fe_key_loading = 0; /* sentinel value while a module runs */
+
+#ifndef DDP_SCHEDULE_DIR
+#define DDP_SCHEDULE_DIR "schedules"
+#endif
 
 static void *fe_alloc(void *ud, void *ptr, size_t osize, size_t nsize) {
   fe_sandbox *sb = ud;
@@ -210,7 +215,32 @@ static bool fe_module_name_ok(const char *s) {
   return true;
 }
 
-/* require "name": <schedule folder>/<name>.lua, run once as text in this sandbox and cached. */
+/* The schedule library's folder: the installed copy (<bin>/../share/ddpc/schedules), else the source
+ * tree's (base/share_dir.h). Its lib/ holds the helper modules (models, xl_ddp, ...). */
+const char *fe_library_dir(char *buf, size_t cap) {
+  return ddp_share_dir("schedules", NULL, DDP_SCHEDULE_DIR, buf, cap);
+}
+
+/* Where `require "name"` reads: <schedule folder>/<name>.lua, <schedule folder>/lib/<name>.lua, then
+ * <library>/lib/<name>.lua. 0 with the path when one is a readable file, -1 with the list tried. */
+static int fe_module_path(const fe_sandbox *sb, const char *name, char *path, size_t cap) {
+  char lib[1024], tried[3][1100];
+  fe_library_dir(lib, sizeof lib);
+  snprintf(tried[0], sizeof tried[0], "%s/%s.lua", sb->dir, name);
+  snprintf(tried[1], sizeof tried[1], "%s/lib/%s.lua", sb->dir, name);
+  snprintf(tried[2], sizeof tried[2], "%s/lib/%s.lua", lib, name);
+  for (int i = 0; i < 3; i++) {
+    struct stat st; /* stat, not open: opening a FIFO would block */
+    if (stat(tried[i], &st) == 0) {
+      snprintf(path, cap, "%s", tried[i]);
+      return 0;
+    }
+  }
+  snprintf(path, cap, "%s, %s or %s", tried[0], tried[1], tried[2]);
+  return -1;
+}
+
+/* require "name": the first of fe_module_path's files, run once as text in this sandbox and cached. */
 static int fe_require(lua_State *L) {
   fe_sandbox *sb = fe_sandbox_of(L);
   const char *name = luaL_checkstring(L, 1);
@@ -224,11 +254,10 @@ static int fe_require(lua_State *L) {
     return luaL_error(L, "require \"%s\": circular require (the module requires itself)", name);
   if (!lua_isnil(L, -1)) return 1;
   lua_pop(L, 1);
-  char path[2100];
-  snprintf(path, sizeof path, "%s/%s.lua", sb->dir, name);
+  char path[3400];
+  if (fe_module_path(sb, name, path, sizeof path)) return luaL_error(L, "require \"%s\": module not found: %s", name, path);
   struct stat st; /* a FIFO would block the loader's open: only regular files are modules */
-  if (stat(path, &st) != 0) return luaL_error(L, "require \"%s\": module not found: %s", name, path);
-  if (!S_ISREG(st.st_mode)) return luaL_error(L, "require \"%s\": %s is not a regular file", name, path);
+  if (stat(path, &st) != 0 || !S_ISREG(st.st_mode)) return luaL_error(L, "require \"%s\": %s is not a regular file", name, path);
   if (luaL_loadfilex(L, path, "t") != LUA_OK) return lua_error(L);
   lua_pushlightuserdata(L, (void *)&fe_key_loading);
   lua_setfield(L, 2, name);

@@ -46,7 +46,7 @@ fi
 echo "== grid, ours ($(date +%T))"
 for size in ${GRID_SIZES:-small medium large xl 2.7b}; do
   sed "s/models.transformer(\"xl\"/models.transformer(\"$size\"/" schedules/bench_xl.lua >$P/$size.lua
-  cp schedules/models.lua $P/ 2>/dev/null
+  cp schedules/lib/models.lua $P/ 2>/dev/null
   for cfg in 128:4 256:4 512:4 1024:4 128:16; do
     guard 470 || { echo "out of time: grid stops before $size $cfg"; break 2; }
     ctx=${cfg%:*}; gb=${cfg#*:}; tag=${size}_bf16_${ctx}_${gb}

@@ -5,7 +5,7 @@ plans_single() {
   c schedules/bench_xl.lua -o $PLANS/xl_bf16_512.bin
   c schedules/bench_xl.lua -o $PLANS/xl_fp32_512.bin --set precision=fp32
   for ctx in 128 256 1024; do c schedules/bench_xl.lua -o $PLANS/xl_bf16_$ctx.bin --set model.context=$ctx; done
-  cp schedules/models.lua $PLANS/
+  cp schedules/lib/models.lua $PLANS/
   for size in small medium large 2.7b; do
     sed "s/models.transformer(\"xl\"/models.transformer(\"$size\"/" schedules/bench_xl.lua >$PLANS/$size.lua
     c $PLANS/$size.lua -o $PLANS/${size}_bf16_512.bin

@@ -13,7 +13,7 @@ ngpu=$(nvidia-smi -L 2>/dev/null | wc -l)
 if [ "$ngpu" -lt "$N" ] || [ "$N" -lt 2 ]; then echo "SKIP: needs $N GPUs (at least 2), found $ngpu"; exit 77; fi
 export NCCL_NVLS_ENABLE=0 TORCH_SYMM_MEM_DISABLE_MULTICAST=1 NVSHMEM_DISABLE_NVLS=1
 e2e_tmp gpu_ddp
-cp "$DDP_SOURCE_DIR/schedules/models.lua" "$tmp/"
+cp "$DDP_SOURCE_DIR/schedules/lib/models.lua" "$tmp/"
 toy_data='{ global_batch = 20, rows = 20, seed = 7 }'
 write toy_1 "models.toy()" 1 "" "sgd { lr = 0.1 }" 5 "$toy_data"
 for mode in naive flat individual bucketed; do

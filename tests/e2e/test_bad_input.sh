@@ -42,7 +42,7 @@ local models = require "models"
 return schedule { model = models.tiny(), data = { global_batch = 2, tokens = "tokens.bin" },
                   optimizer = adamw { lr = 1e-3 }, steps = 2 }
 LUA
-cp "$DDP_SOURCE_DIR/schedules/models.lua" "$tmp/"
+cp "$DDP_SOURCE_DIR/schedules/lib/models.lua" "$tmp/"
 python3 - "$tmp/tokens.bin" <<'PY'
 import struct, sys
 toks = [i % 200 for i in range(400)]

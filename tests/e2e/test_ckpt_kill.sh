@@ -10,7 +10,7 @@
 . "$(dirname "$0")/lib.sh"
 e2e_tmp ckpt_kill
 STEPS=3000
-cp "$DDP_SOURCE_DIR/schedules/models.lua" "$tmp/" || exit 1
+cp "$DDP_SOURCE_DIR/schedules/lib/models.lua" "$tmp/" || exit 1
 cat >"$tmp/kill.lua" <<'LUA'
 local models = require "models"
 return schedule { model = models.toy(), data = { global_batch = 20, rows = 20, seed = 0 }, precision = "fp32",

@@ -28,7 +28,7 @@ help() {
   else fail "$name: exit $rc, stdout '$(head -1 "$tmp/out")', stderr '$(head -1 "$tmp/err")'"; fi
 }
 
-cp "$src/toy.lua" "$src/models.lua" "$tmp/"
+cp "$src/toy.lua" "$src/lib/models.lua" "$tmp/"
 "$DDPC" "$tmp/toy.lua" -o "$tmp/toy.bin" -q || die "toy.lua does not compile"
 cp "$tmp/toy.bin" "$tmp/toy.orig"
 

@@ -8,7 +8,7 @@
 #  - the tiny transformer in every mode on 2 and 3 ranks equals 1 rank on the same global batch (1e-6).
 . "$(dirname "$0")/lib.sh"
 e2e_tmp ddp
-cp "$DDP_SOURCE_DIR/schedules/models.lua" "$tmp/"
+cp "$DDP_SOURCE_DIR/schedules/lib/models.lua" "$tmp/"
 
 E2E_DEVICE=ref # write and same (lib.sh) on the reference executor
 toy_data='{ global_batch = 20, rows = 20, seed = 7 }'

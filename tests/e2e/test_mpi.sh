@@ -16,7 +16,7 @@
 [ -n "${LSAN_OPTIONS:-}" ] && export LSAN_OPTIONS="$LSAN_OPTIONS:fast_unwind_on_malloc=0"
 command -v mpirun >/dev/null || { echo "SKIP: mpirun not installed (apt-get install openmpi-bin)"; exit 77; }
 e2e_tmp mpi
-cp "$DDP_SOURCE_DIR/schedules/models.lua" "$tmp/"
+cp "$DDP_SOURCE_DIR/schedules/lib/models.lua" "$tmp/"
 # root is allowed (CI runs as root); 3 ranks on a 2-core machine oversubscribe; shared memory only.
 MPIRUN=(timeout 120 mpirun --allow-run-as-root --oversubscribe --mca btl self,vader
         --mca btl_vader_single_copy_mechanism none)

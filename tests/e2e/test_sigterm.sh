@@ -6,7 +6,7 @@
 # uninterrupted run of as many steps. SIGINT without a checkpoint folder: exit 130, complete metrics.
 . "$(dirname "$0")/lib.sh"
 e2e_tmp sigterm
-cp "$DDP_SOURCE_DIR/schedules/models.lua" "$tmp/" || exit 1
+cp "$DDP_SOURCE_DIR/schedules/lib/models.lua" "$tmp/" || exit 1
 cat >"$tmp/two.lua" <<'LUA'
 local models = require "models"
 return schedule { model = models.toy(), data = { global_batch = 20, rows = 20, seed = 0 }, precision = "fp32",

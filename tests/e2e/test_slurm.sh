@@ -21,7 +21,7 @@ done
 [ "$(id -u)" = 0 ] || { echo "SKIP: slurmd must run as root here"; exit 77; }
 e2e_tmp slurm
 chmod 700 "$tmp"
-cp "$DDP_SOURCE_DIR/schedules/models.lua" "$tmp/"
+cp "$DDP_SOURCE_DIR/schedules/lib/models.lua" "$tmp/"
 for v in $(compgen -e | grep '^SLURM_\|^OMPI_\|^PMIX_'); do unset "$v"; done # not inside another job
 
 pids=()

@@ -331,7 +331,7 @@ static void test_user_folder(void) {
   for (int i = 0; f && i < 1000; i++) fputc(i & 0xff, f), fputc(0, f);
   if (f) fclose(f);
   snprintf(path, sizeof path, "%s/models.lua", dir);
-  copy_file("schedules/models.lua", path);
+  copy_file("schedules/lib/models.lua", path);
   snprintf(path, sizeof path, "%s/shared.lua", dir);
   write_file(path, "-- a helper module\nreturn { batch = 4, opt = function() return adamw { lr = 1e-3 } end }\n");
 
@@ -378,7 +378,8 @@ static void test_user_folder(void) {
 
   snprintf(path, sizeof path, "%s/nomod.lua", dir);
   write_file(path, "local m = require \"nothere\"\n");
-  snprintf(want, sizeof want, "%s:1: require \"nothere\": module not found: %s/nothere.lua", path, dir);
+  snprintf(want, sizeof want, "%s:1: require \"nothere\": module not found: %s/nothere.lua, %s/lib/nothere.lua or "
+           "%s/schedules/lib/nothere.lua", path, dir, dir, getenv("DDP_SOURCE_DIR"));
   expect_err(path, want);
 
   snprintf(path, sizeof path, "%s/dofile.lua", dir);

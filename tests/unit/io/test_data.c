@@ -135,8 +135,11 @@ static void check_tiling(const char *what, cfg c) {
 static void check_shift(const char *what, cfg c, int64_t step, int rank) {
   char err[512];
   ddp_data *d = open_cfg(&c, 7, err, sizeof err);
-  int32_t *in, *tg;
-  CHECK(d && fill(d, &c, step, rank, c.world, &in, &tg, err, sizeof err) == 0, "%s", what);
+  int32_t *in = NULL, *tg = NULL;
+  if (!CHECK(d && fill(d, &c, step, rank, c.world, &in, &tg, err, sizeof err) == 0, "%s", what)) {
+    ddp_data_close(d);
+    return;
+  }
   for (int64_t r = 0; r < c.batch; r++)
     for (int64_t k = 0; k < c.context; k++) {
       int32_t x = in[r * c.context + k], y = tg[r * c.context + k];

@@ -1,4 +1,4 @@
--- schedules/models.lua: the model zoo of the seeds, as a module (local models = require "models").
+-- schedules/lib/models.lua: the model zoo of the seeds, as a module (local models = require "models").
 --   models.transformer(size, opts)  the cs336 language model at the sizes of the handouts' Table 1:
 --       small 768/3072/12/12, medium 1024/4096/24/16, large 1280/5120/36/20, xl 1600/6400/48/25,
 --       "2.7b" 2560/10240/32/32 (d_model/d_ff/layers/heads); vocab 10000, context 512, rope_theta

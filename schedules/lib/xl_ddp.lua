@@ -1,4 +1,4 @@
--- schedules/xl_ddp.lua: the standard DDP benchmark of the seeds ("1 node x 2 GPUs, XL model size"):
+-- schedules/lib/xl_ddp.lua: the standard DDP benchmark of the seeds ("1 node x 2 GPUs, XL model size"):
 -- XL transformer (d_model 1600, d_ff 6400, 48 layers, 25 heads), context 512, vocab 10000, 4 sequences
 -- per rank (global batch 8), random tokens, bf16, AdamW lr 3e-4 betas (0.9, 0.95) wd 0.1, 20 steps of
 -- which the first 5 are untimed warmup. It returns a function of the ddp{} options that vary between
