@@ -40,12 +40,25 @@ static int last_writer(const ddp_builder *b, const int32_t *last, int u) {
   return g >= 0 ? last[g] : -1;
 }
 
+/* The state-dict parameters of each unit, in parameter order: of unit u, param[at[u] .. at[u + 1]). */
+typedef struct {
+  int *at, *param;
+} unit_params;
+
+static unit_params unit_params_of(const ddp_builder *b) {
+  unit_params up = {ddp_xcalloc((size_t)b->nunits + 2, sizeof(int)),
+                    ddp_xmalloc(sizeof(int) * ((size_t)b->nparams + 1))};
+  for (int p = 0; p < b->nparams; p++) up.at[b->params[p].unit + 2]++;
+  for (int u = 0; u < b->nunits; u++) up.at[u + 2] += up.at[u + 1];
+  for (int p = 0; p < b->nparams; p++) up.param[up.at[b->params[p].unit + 1]++] = p; /* then at[u] is u's start */
+  return up;
+}
+
 /* unit -> ALL_REDUCE(parameter's gradient range)* over the unit's state-dict parameters */
-static void allreduce_unit_params(rank_ctx *c, int u) {
+static void allreduce_unit_params(rank_ctx *c, const unit_params *up, int u) {
   ddp_builder *b = c->b;
-  for (int p = 0; p < b->nparams; p++) {
-    const ddp_model_param *pp = &b->params[p];
-    if (pp->unit != u) continue;
+  for (int k = up->at[u]; k < up->at[u + 1]; k++) {
+    const ddp_model_param *pp = &b->params[up->param[k]];
     rp_collective(c, I_ALL_REDUCE, STREAM_COMM, c->lay->flat_grads, b->units[u].flat_offset + pp->unit_offset,
                   pp->numel, REDOP_AVG, 0, b_fmt(c->b, "all_reduce.%s", b_t(b, pp->tensor)->state_name));
   }
@@ -113,6 +126,7 @@ static int assemble_rank(ddp_builder *b, ddp_layout *lay, int rank) {
   int ngroups = sync == SYNC_INDIVIDUAL ? lay->norder : sync == SYNC_BUCKETED ? lay->nbuckets : 0;
   int *issue_at = ddp_xmalloc(sizeof(int) * (size_t)(ngroups + 1));
   int32_t *last = last_writers(b);
+  unit_params up = unit_params_of(b);
   for (int gidx = 0; gidx < ngroups; gidx++) {
     int at = -1;
     int from = sync == SYNC_INDIVIDUAL ? gidx : lay->buckets[gidx].first;
@@ -162,7 +176,7 @@ static int assemble_rank(ddp_builder *b, ddp_layout *lay, int rank) {
         ordered = true;
       }
       if (sync == SYNC_INDIVIDUAL)
-        allreduce_unit_params(&c, lay->order[gidx]);
+        allreduce_unit_params(&c, &up, lay->order[gidx]);
       else
         allreduce_bucket(&c, gidx);
       if (opt_overlap) bucket_done[gidx] = rp_record(&c, STREAM_COMM);
@@ -176,7 +190,7 @@ static int assemble_rank(ddp_builder *b, ddp_layout *lay, int rank) {
     } else if (sync == SYNC_FLAT) {
       rp_collective(&c, I_ALL_REDUCE, STREAM_COMM, lay->flat_grads, 0, lay->nflat, REDOP_AVG, 0, "all_reduce.flat");
     } else {
-      for (int j = 0; j < lay->norder; j++) allreduce_unit_params(&c, lay->order[j]);
+      for (int j = 0; j < lay->norder; j++) allreduce_unit_params(&c, &up, lay->order[j]);
     }
   }
 
@@ -190,6 +204,8 @@ static int assemble_rank(ddp_builder *b, ddp_layout *lay, int rank) {
   free(issue_at);
   free(due_at);
   free(due);
+  free(up.at);
+  free(up.param);
   free(bucket_done);
   return 0;
 }
