@@ -14,3 +14,4 @@ set_property(TEST test_ddp_equivalence test_resume gpu_ddp APPEND PROPERTY ENVIR
 # The sandbox's time limit (watchdog), __gc/xpcall refusals and pattern budget, through ddpc.
 ddp_sh_test(test_sandbox_limits SCRIPT test_sandbox_limits.sh LABELS cpu)
 set_tests_properties(test_sandbox_limits PROPERTIES TIMEOUT 120)
+include(${CMAKE_CURRENT_LIST_DIR}/scaling.cmake)

@@ -2,3 +2,4 @@
 foreach(t test_data test_safetensors test_checkpoint)
   ddp_c_test(${t} SOURCES ${t}.c LIBS ddpruntime LABELS cpu)
 endforeach()
+include(${CMAKE_CURRENT_LIST_DIR}/st_scaling.cmake)
