@@ -40,22 +40,8 @@ static int last_writer(const ddp_builder *b, const int32_t *last, int u) {
   return g >= 0 ? last[g] : -1;
 }
 
-/* The state-dict parameters of each unit, in parameter order: of unit u, param[at[u] .. at[u + 1]). */
-typedef struct {
-  int *at, *param;
-} unit_params;
-
-static unit_params unit_params_of(const ddp_builder *b) {
-  unit_params up = {ddp_xcalloc((size_t)b->nunits + 2, sizeof(int)),
-                    ddp_xmalloc(sizeof(int) * ((size_t)b->nparams + 1))};
-  for (int p = 0; p < b->nparams; p++) up.at[b->params[p].unit + 2]++;
-  for (int u = 0; u < b->nunits; u++) up.at[u + 2] += up.at[u + 1];
-  for (int p = 0; p < b->nparams; p++) up.param[up.at[b->params[p].unit + 1]++] = p; /* then at[u] is u's start */
-  return up;
-}
-
 /* unit -> ALL_REDUCE(parameter's gradient range)* over the unit's state-dict parameters */
-static void allreduce_unit_params(rank_ctx *c, const unit_params *up, int u) {
+static void allreduce_unit_params(rank_ctx *c, const ddp_unit_params *up, int u) {
   ddp_builder *b = c->b;
   for (int k = up->at[u]; k < up->at[u + 1]; k++) {
     const ddp_model_param *pp = &b->params[up->param[k]];
@@ -126,7 +112,7 @@ static int assemble_rank(ddp_builder *b, ddp_layout *lay, int rank) {
   int ngroups = sync == SYNC_INDIVIDUAL ? lay->norder : sync == SYNC_BUCKETED ? lay->nbuckets : 0;
   int *issue_at = ddp_xmalloc(sizeof(int) * (size_t)(ngroups + 1));
   int32_t *last = last_writers(b);
-  unit_params up = unit_params_of(b);
+  ddp_unit_params up = b_unit_params(b);
   for (int gidx = 0; gidx < ngroups; gidx++) {
     int at = -1;
     int from = sync == SYNC_INDIVIDUAL ? gidx : lay->buckets[gidx].first;
@@ -204,8 +190,7 @@ static int assemble_rank(ddp_builder *b, ddp_layout *lay, int rank) {
   free(issue_at);
   free(due_at);
   free(due);
-  free(up.at);
-  free(up.param);
+  b_unit_params_free(&up);
   free(bucket_done);
   return 0;
 }

@@ -1,9 +1,10 @@
 #!/usr/bin/env bash
 # tests/e2e/test_scaling.sh: compiling and inspecting grow linearly with the model's depth (issue 11: 1024
 # layers took 6.5 s, 2048 28 s, 4096 over 90 s). A narrow transformer (d_model 64, 2 heads, context 16,
-# vocab 256) is compiled at 1024 and at 4096 layers on one rank, and at 512 and 2048 layers on 2 ranks
-# with one all-reduce per unit overlapped with the backward (the sync pass and the verifier's cross-stream
-# check); each time the 4x deeper plan must cost less than 4x the CPU time of the shallow one + 1 s, and
+# vocab 256) is compiled at 1024 and at 4096 layers on one rank, and at 512 and 2048 layers on 2 ranks,
+# once with one all-reduce per unit overlapped with the backward (the sync pass, the verifier's
+# cross-stream check) and once with a bucket per unit (the layout's buckets, the optimizer overlapped per
+# bucket). Each time the 4x deeper plan must cost less than 4x the CPU time of the shallow one + 1 s, and
 # so must `ddpc inspect` of it. CPU seconds (user + sys of ddpc), not wall time: a busy machine or a slow
 # disk (the plans are fsync'd) does not decide. The times are printed.
 . "$(dirname "$0")/lib.sh"
@@ -21,6 +22,7 @@ LUA
 }
 deep single "single()"
 deep ddp 'ddp { ranks = 2, sync = "individual", overlap = "backward" }'
+deep buckets 'ddp { ranks = 2, sync = "bucketed", bucket_mb = 0.01, overlap = "backward", optimizer_overlap = true }'
 
 # measure LIMIT CMD...: runs CMD (stdout to $tmp/out) under a wall-clock limit of LIMIT seconds; $cpu = its
 # user + sys CPU seconds. Returns CMD's status (124: over the limit).
@@ -65,4 +67,5 @@ scale() {
 
 scale single 1024 4096
 scale ddp 512 2048
+scale buckets 512 2048
 exit $fail
