@@ -95,6 +95,10 @@ static uint32_t *str_slot(const ddp_plan *p, const char *s) {
 /* Indexes strings[nindexed .. nstrings) (keeping the first of equal strings, as a linear search would find),
  * with room for one more; 0 or -1 (out of memory). */
 static int index_strings(ddp_plan *p) {
+  if (p->nindexed > p->nstrings) { /* the table was cut short behind our back: start over */
+    memset(p->string_slots, 0, sizeof *p->string_slots * p->nslots);
+    p->nindexed = 0;
+  }
   if ((uint64_t)(p->nstrings + 1) * 2 > p->nslots) { /* load factor at most 1/2 */
     uint64_t n = p->nslots ? p->nslots : 64;
     while ((uint64_t)(p->nstrings + 1) * 2 > n) n *= 2;

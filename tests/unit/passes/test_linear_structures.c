@@ -8,7 +8,7 @@
  *     the pairwise loop, including the pair it names;
  *   - plan/plan.c's hashed string interning: ids equal to a linear search's, for strings added through
  *     ddp_plan_add_string and for strings already in the table (a plan as the reader leaves it, with a
- *     repeated string: the first one is found). */
+ *     repeated string: the first one is found), and after the table was cut short. */
 #include "conflicts.h"
 #include "occupancy.h"
 #include "plan.h"
@@ -167,6 +167,10 @@ static void test_strings(void) {
   CHECK_INT("and again", 3003, ddp_plan_add_string(p, "new"));
   CHECK_INT("empty string", 3004, ddp_plan_add_string(p, ""));
   CHECK_INT("NULL", -1, ddp_plan_add_string(p, NULL));
+  /* the table cut short by its owner: the index follows */
+  while (p->nstrings > 10) free(p->strings[--p->nstrings]);
+  CHECK_INT("a string cut off is new again", 10, ddp_plan_add_string(p, "s2999"));
+  CHECK_INT("one kept", 9, ddp_plan_add_string(p, "s9"));
   ddp_plan_free(p);
 }
 
