@@ -4,8 +4,8 @@
 # vocab 256) is compiled at 1024 and at 4096 layers on one rank, and at 512 and 2048 layers on 2 ranks,
 # once with one all-reduce per unit overlapped with the backward (the sync pass, the verifier's
 # cross-stream check) and once with a bucket per unit (the layout's buckets, the optimizer overlapped per
-# bucket). Each time the 4x deeper plan must cost less than 4x the CPU time of the shallow one + 1 s, and
-# so must `ddpc inspect` of it. CPU seconds (user + sys of ddpc), not wall time: a busy machine or a slow
+# bucket). Each time the 4x deeper plan must cost less than 5x the CPU time of the shallow one + 1 s, and
+# so must `ddpc inspect` of it (linear measures 4.0-4.6x here, sorts and caches included; quadratic is 16x). CPU seconds (user + sys of ddpc), not wall time: a busy machine or a slow
 # disk (the plans are fsync'd) does not decide. The times are printed.
 . "$(dirname "$0")/lib.sh"
 e2e_tmp scaling
@@ -45,8 +45,8 @@ scale() {
   c_small=$cpu
   measure 600 "$DDPC" inspect "$tmp/$name.bin" || { fail "inspect $name, $small layers"; return; }
   i_small=$cpu
-  # the deep compile may take 4x + 1 s of CPU; the wall-clock limit is generous beyond that (a busy machine)
-  limit=$(awk -v c="$c_small" 'BEGIN { printf "%d", 8 * (4 * c + 1) + 60 }')
+  # the deep compile may take 5x + 1 s of CPU; the wall-clock limit is generous beyond that (a busy machine)
+  limit=$(awk -v c="$c_small" 'BEGIN { printf "%d", 8 * (5 * c + 1) + 60 }')
   measure "$limit" "$DDPC" "$tmp/$name.lua" -o "$tmp/$name.bin" --set "model.layers=$large" --quiet
   case $? in
     0) ;;
@@ -58,10 +58,10 @@ scale() {
   local i_large=$cpu
   grep -Eq "^layers +$large\$" "$tmp/out" || fail "inspect $name: the plan does not have $large layers"
   echo "$name: compile $small layers $c_small s, $large layers $c_large s; inspect $i_small s, $i_large s (CPU)"
-  awk -v a="$c_large" -v b="$c_small" 'BEGIN { exit !(a < 4 * b + 1) }' ||
-    fail "$name: compiling $large layers took $c_large s of CPU, over 4 x $c_small s + 1 s ($small layers)"
-  awk -v a="$i_large" -v b="$i_small" 'BEGIN { exit !(a < 4 * b + 1) }' ||
-    fail "$name: inspect of $large layers took $i_large s of CPU, over 4 x $i_small s + 1 s ($small layers)"
+  awk -v a="$c_large" -v b="$c_small" 'BEGIN { exit !(a < 5 * b + 1) }' ||
+    fail "$name: compiling $large layers took $c_large s of CPU, over 5 x $c_small s + 1 s ($small layers)"
+  awk -v a="$i_large" -v b="$i_small" 'BEGIN { exit !(a < 5 * b + 1) }' ||
+    fail "$name: inspect of $large layers took $i_large s of CPU, over 5 x $i_small s + 1 s ($small layers)"
   rm -f "$tmp/$name.bin"
 }
 
