@@ -63,6 +63,7 @@ void ddp_plan_free(ddp_plan *p) {
   free(p->buckets);
   for (uint32_t i = 0; i < p->nstrings; i++) free(p->strings[i]);
   free(p->strings);
+  free(p->string_slots);
   if (p->ranks) {
     for (int64_t r = 0; r < p->meta.world; r++) {
       ddp_program_free(&p->ranks[r].init);
@@ -73,15 +74,60 @@ void ddp_plan_free(ddp_plan *p) {
   free(p);
 }
 
+static uint32_t str_hash(const char *s) { /* FNV-1a */
+  uint32_t h = 2166136261u;
+  for (; *s; s++) h = (h ^ (uint8_t)*s) * 16777619u;
+  return h;
+}
+
+/* The slot of `s` in the index: the slot holding the first string equal to it, or the empty slot where it
+ * would go. nslots is a power of two and the index is never full. */
+static uint32_t *str_slot(const ddp_plan *p, const char *s) {
+  uint32_t mask = p->nslots - 1, i = str_hash(s) & mask;
+  while (p->string_slots[i]) {
+    const char *t = p->strings[p->string_slots[i] - 1];
+    if (strcmp(t ? t : "", s) == 0) break;
+    i = (i + 1) & mask;
+  }
+  return &p->string_slots[i];
+}
+
+/* Indexes strings[nindexed .. nstrings) (keeping the first of equal strings, as a linear search would find),
+ * with room for one more; 0 or -1 (out of memory). */
+static int index_strings(ddp_plan *p) {
+  if (p->nindexed > p->nstrings) { /* the table was cut short behind our back: start over */
+    memset(p->string_slots, 0, sizeof *p->string_slots * p->nslots);
+    p->nindexed = 0;
+  }
+  if ((uint64_t)(p->nstrings + 1) * 2 > p->nslots) { /* load factor at most 1/2 */
+    uint64_t n = p->nslots ? p->nslots : 64;
+    while ((uint64_t)(p->nstrings + 1) * 2 > n) n *= 2;
+    if (n > UINT32_MAX) return -1;
+    uint32_t *slots = calloc((size_t)n, sizeof *slots);
+    if (!slots) return -1;
+    free(p->string_slots);
+    p->string_slots = slots;
+    p->nslots = (uint32_t)n;
+    p->nindexed = 0;
+  }
+  for (; p->nindexed < p->nstrings; p->nindexed++) {
+    uint32_t *slot = str_slot(p, p->strings[p->nindexed] ? p->strings[p->nindexed] : "");
+    if (!*slot) *slot = p->nindexed + 1;
+  }
+  return 0;
+}
+
 int32_t ddp_plan_add_string(ddp_plan *p, const char *s) {
   if (!s) return -1;
-  for (uint32_t i = 0; i < p->nstrings; i++)
-    if (strcmp(p->strings[i], s) == 0) return (int32_t)i;
-  if (p->nstrings >= INT32_MAX || grow((void **)&p->strings, p->nstrings, &p->cap_strings, sizeof *p->strings))
-    return -1;
+  if (p->nstrings >= INT32_MAX || index_strings(p)) return -1;
+  uint32_t *slot = str_slot(p, s);
+  if (*slot) return (int32_t)(*slot - 1);
+  if (grow((void **)&p->strings, p->nstrings, &p->cap_strings, sizeof *p->strings)) return -1;
   char *copy = strdup(s);
   if (!copy) return -1;
   p->strings[p->nstrings] = copy;
+  *slot = p->nstrings + 1;
+  p->nindexed = p->nstrings + 1;
   return (int32_t)p->nstrings++;
 }
 

@@ -138,6 +138,10 @@ typedef struct ddp_plan {
   uint32_t nbuckets, cap_buckets;
   char **strings;
   uint32_t nstrings, cap_strings;
+  /* ddp_plan_add_string's hash index (plan.c): open addressing over string ids + 1 (0 = empty slot),
+   * covering strings[0 .. nindexed); strings added any other way (the reader) are indexed lazily. */
+  uint32_t *string_slots;
+  uint32_t nslots, nindexed;
   uint32_t nstreams;
   ddp_rank_plan *ranks; /* meta.world entries */
 } ddp_plan;

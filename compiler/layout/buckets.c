@@ -31,14 +31,16 @@ static int by_policy(ddp_builder *b, const int *order, int n, int *bucket_of, ch
   uint64_t *bytes = ddp_xcalloc((size_t)b->nparams + 1, sizeof(uint64_t));
   int *unit_pos = ddp_xcalloc((size_t)b->nparams + 1, sizeof(int));
   int *pbucket = ddp_xcalloc((size_t)b->nparams + 1, sizeof(int));
+  ddp_unit_params up = b_unit_params(b);
   for (int k = 0; k < n; k++)
-    for (int p = 0; p < b->nparams; p++)
-      if (b->params[p].unit == order[k]) {
-        names[np] = b_t(b, b->params[p].tensor)->state_name;
-        bytes[np] = (uint64_t)b->params[p].numel * ddp_dtype_size(b->grad_dt);
-        unit_pos[np] = k;
-        np++;
-      }
+    for (int x = up.at[order[k]]; x < up.at[order[k] + 1]; x++) {
+      int p = up.param[x];
+      names[np] = b_t(b, b->params[p].tensor)->state_name;
+      bytes[np] = (uint64_t)b->params[p].numel * ddp_dtype_size(b->grad_dt);
+      unit_pos[np] = k;
+      np++;
+    }
+  b_unit_params_free(&up);
   int rc = s->bucket_policy(s->bucket_policy_ctx, names, bytes, np, pbucket, err, errcap);
   int nb = -1;
   if (rc == 0) {
@@ -61,16 +63,10 @@ static int by_policy(ddp_builder *b, const int *order, int n, int *bucket_of, ch
       if (bucket_of[k] < 0) bucket_of[k] = nb - 1; /* units without state-dict parameters: none today */
     /* Empty buckets are compacted away. */
     if (nb > 0) {
-      int *remap = ddp_xmalloc(sizeof(int) * (size_t)nb);
+      int *remap = ddp_xcalloc((size_t)nb, sizeof(int)); /* 1: some unit is in bucket x; then its new index */
       int used = 0;
-      for (int x = 0; x < nb; x++) {
-        remap[x] = -1;
-        for (int k = 0; k < n; k++)
-          if (bucket_of[k] == x) {
-            remap[x] = used++;
-            break;
-          }
-      }
+      for (int k = 0; k < n; k++) remap[bucket_of[k]] = 1;
+      for (int x = 0; x < nb; x++) remap[x] = remap[x] ? used++ : -1;
       for (int k = 0; k < n; k++) bucket_of[k] = remap[bucket_of[k]];
       free(remap);
       nb = used;
@@ -93,15 +89,19 @@ void ddp_layout_record_buckets(ddp_plan *p, const ddp_builder *b, const ddp_layo
   uint64_t gsz = ddp_dtype_size(b->grad_dt);
   p->buckets = ddp_xcalloc((size_t)lay->nbuckets, sizeof(ddp_bucket));
   p->nbuckets = p->cap_buckets = (uint32_t)lay->nbuckets;
+  ddp_unit_params up = b_unit_params(b);
   for (int k = 0; k < lay->nbuckets; k++) {
     ddp_bucket *bk = &p->buckets[k];
     const ddp_layout_bucket *lb = &lay->buckets[k];
-    bk->params = ddp_xmalloc(sizeof(int32_t) * (size_t)b->nparams);
+    size_t count = 0;
+    for (int j = lb->first; j <= lb->last; j++) count += (size_t)(up.at[lay->order[j] + 1] - up.at[lay->order[j]]);
+    bk->params = ddp_xmalloc(sizeof(int32_t) * (count + 1));
     for (int j = lb->first; j <= lb->last; j++)
-      for (int q = 0; q < b->nparams; q++)
-        if (b->params[q].unit == lay->order[j]) bk->params[bk->nparams++] = b->params[q].tensor;
+      for (int x = up.at[lay->order[j]]; x < up.at[lay->order[j] + 1]; x++)
+        bk->params[bk->nparams++] = b->params[up.param[x]].tensor;
     const ddp_unit *first = &b->units[lay->order[lb->first]], *last = &b->units[lay->order[lb->last]];
     bk->offset = p->tensors[first->grad].offset;
     bk->bytes = (uint64_t)(last->flat_offset + last->numel - first->flat_offset) * gsz;
   }
+  b_unit_params_free(&up);
 }

@@ -52,13 +52,17 @@ static int layout_buckets(ddp_builder *b, ddp_layout *lay, char *err, size_t err
   }
   int *sorted = ddp_xmalloc(sizeof(int) * (size_t)lay->norder);
   lay->buckets = ddp_xcalloc((size_t)lay->nbuckets, sizeof(ddp_layout_bucket));
-  int at = 0;
+  int *start = ddp_xcalloc((size_t)lay->nbuckets + 1, sizeof(int)); /* a stable counting sort by bucket */
+  for (int j = 0; j < lay->norder; j++)
+    if (bucket_of[j] >= 0 && bucket_of[j] < lay->nbuckets) start[bucket_of[j] + 1]++;
   for (int k = 0; k < lay->nbuckets; k++) {
-    lay->buckets[k].first = at;
-    for (int j = 0; j < lay->norder; j++)
-      if (bucket_of[j] == k) sorted[at++] = lay->order[j];
-    lay->buckets[k].last = at - 1;
+    start[k + 1] += start[k];
+    lay->buckets[k].first = start[k];
+    lay->buckets[k].last = start[k + 1] - 1;
   }
+  for (int j = 0; j < lay->norder; j++)
+    if (bucket_of[j] >= 0 && bucket_of[j] < lay->nbuckets) sorted[start[bucket_of[j]]++] = lay->order[j];
+  free(start);
   memcpy(lay->order, sorted, sizeof(int) * (size_t)lay->norder);
   free(sorted);
   free(bucket_of);

@@ -2,6 +2,7 @@
 #include "err.h"
 #include "memplan.h"
 #include "access.h"
+#include "occupancy.h"
 #include <stdlib.h>
 
 static uint64_t align_up(uint64_t v) { return (v + DDP_ALIGN - 1) / DDP_ALIGN * DDP_ALIGN; }
@@ -24,11 +25,6 @@ static void note_uses(ddp_plan *p, const ddp_program *prog, bool persistent_mark
   }
 }
 
-typedef struct {
-  uint64_t off, end;
-  int32_t first, last;
-} placed;
-
 static int by_size_desc(const void *a, const void *b, void *ctx) {
   const ddp_plan *p = ctx;
   uint64_t x = p->tensors[*(const int32_t *)a].bytes, y = p->tensors[*(const int32_t *)b].bytes;
@@ -36,43 +32,32 @@ static int by_size_desc(const void *a, const void *b, void *ctx) {
   return *(const int32_t *)a - *(const int32_t *)b;
 }
 
-static int by_off(const void *a, const void *b) {
-  const placed *x = a, *y = b;
-  return x->off < y->off ? -1 : x->off > y->off;
-}
-
+/* Largest first, each at the lowest offset free during its liveness among those placed before it (the
+ * first fit over the time-overlapping blocks, answered by occupancy.h). A tensor the step never uses, or of
+ * zero bytes, goes to offset 0 and blocks nothing (a zero-byte range meets no range). */
 static uint64_t place_activations(ddp_plan *p) {
-  int32_t *ids = ddp_xmalloc(sizeof(int32_t) * p->ntensors);
+  int32_t *ids = ddp_xmalloc(sizeof(int32_t) * (p->ntensors ? p->ntensors : 1));
   int n = 0;
   for (uint32_t t = 0; t < p->ntensors; t++) {
     const ddp_tensor *tt = &p->tensors[t];
     if (tt->base < 0 && tt->arena == ARENA_ACT && !(tt->flags & TF_PERSISTENT)) ids[n++] = (int32_t)t;
   }
   qsort_r(ids, (size_t)n, sizeof(int32_t), by_size_desc, p);
-  placed *done = ddp_xmalloc(sizeof(placed) * (size_t)(n + 1));
-  placed *conf = ddp_xmalloc(sizeof(placed) * (size_t)(n + 1));
-  int ndone = 0;
+  ddp_occ *occ = ddp_occ_new(p->ranks[0].step.n);
   uint64_t top = 0;
   for (int i = 0; i < n; i++) {
     ddp_tensor *t = &p->tensors[ids[i]];
     int32_t f = t->first_use, l = t->last_use;
-    int nc = 0;
-    if (f >= 0)
-      for (int j = 0; j < ndone; j++)
-        if (done[j].first >= 0 && done[j].first <= l && f <= done[j].last) conf[nc++] = done[j];
-    qsort(conf, (size_t)nc, sizeof(placed), by_off);
     uint64_t off = 0, need = align_up(t->bytes);
-    for (int j = 0; j < nc; j++) {
-      if (conf[j].off >= off + need) break;
-      if (conf[j].end > off) off = conf[j].end;
+    if (f >= 0 && need > 0) {
+      off = ddp_occ_lowest(occ, f, l, need);
+      ddp_occ_add(occ, f, l, off, off + need);
     }
     t->offset = off;
-    done[ndone++] = (placed){off, off + need, f, l};
     if (off + need > top) top = off + need;
   }
+  ddp_occ_free(occ);
   free(ids);
-  free(done);
-  free(conf);
   return top;
 }
 

@@ -224,6 +224,21 @@ void b_param(ddp_builder *b, int unit, const char *state_name, int64_t offset, i
       (ddp_model_param){.tensor = t, .unit = unit, .unit_offset = offset, .numel = n};
 }
 
+ddp_unit_params b_unit_params(const ddp_builder *b) {
+  ddp_unit_params up = {ddp_xcalloc((size_t)b->nunits + 2, sizeof(int)),
+                        ddp_xmalloc(sizeof(int) * ((size_t)b->nparams + 1))};
+  for (int p = 0; p < b->nparams; p++) up.at[b->params[p].unit + 2]++;
+  for (int u = 0; u < b->nunits; u++) up.at[u + 2] += up.at[u + 1];
+  for (int p = 0; p < b->nparams; p++) up.param[up.at[b->params[p].unit + 1]++] = p; /* then at[u] is u's start */
+  return up;
+}
+
+void b_unit_params_free(ddp_unit_params *up) {
+  free(up->at);
+  free(up->param);
+  up->at = up->param = NULL;
+}
+
 int32_t b_grad(ddp_builder *b, int32_t t) {
   grow_grad_maps(b);
   if (b->grad_of[t] >= 0) return b->grad_of[t];

@@ -112,6 +112,13 @@ bool b_needs_grad(const ddp_builder *b, int32_t t);
 int b_unit(ddp_builder *b, const char *name, int64_t numel, bool trainable, int init_kind, float a, float c,
            int64_t fan_in);
 void b_param(ddp_builder *b, int unit, const char *state_name, int64_t offset, int ndim, const int64_t *shape);
+/* The state-dict parameters of each unit, in parameter order: those of unit u are param[at[u] .. at[u + 1]).
+ * Built in one pass (b_unit_params_free releases it). */
+typedef struct ddp_unit_params {
+  int *at, *param;
+} ddp_unit_params;
+ddp_unit_params b_unit_params(const ddp_builder *b);
+void b_unit_params_free(ddp_unit_params *up);
 
 /* Gradients of activations: created on first use; the first writer overwrites, later ones accumulate. */
 int32_t b_grad(ddp_builder *b, int32_t t);

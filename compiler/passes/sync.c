@@ -14,29 +14,37 @@
 #include "passes.h"
 #include "access.h"
 #include <stdlib.h>
+#include <string.h>
 
 
 static int64_t unit_end(const ddp_builder *b, int u) { return b->units[u].flat_offset + b->units[u].numel; }
 
-/* Index in the builder's step program of the last instruction writing unit u's gradient. */
-static int last_writer(const ddp_builder *b, int u) {
-  int32_t g = b->units[u].grad;
-  int last = -1;
+/* For every tensor, the index in the builder's step program of the last instruction writing it or a view
+ * inside it (-1: none); unit u's gradient is final after last[units[u].grad]. One pass over the step, each
+ * written operand's view chain walked up to its root (as ddp_tensor_within would test it against each). */
+static int32_t *last_writers(const ddp_builder *b) {
+  int32_t *last = ddp_xmalloc(sizeof(int32_t) * ((size_t)b->plan->ntensors + 1));
+  for (uint32_t t = 0; t < b->plan->ntensors; t++) last[t] = -1;
   for (uint32_t k = 0; k < b->step.n; k++) {
     const ddp_instr *in = &b->step.v[k];
     uint32_t wm = in->opcode == I_KERNEL ? ddp_op_write_mask(in->op) : in->opcode == I_GEMM ? 1u << 3 : 0;
     for (int s = 0; s < DDP_MAX_PTRS; s++)
-      if (((wm >> s) & 1u) && in->p[s].tensor >= 0 && ddp_tensor_within(b->plan, in->p[s].tensor, g)) last = (int)k;
+      if (((wm >> s) & 1u) && in->p[s].tensor >= 0)
+        for (int32_t t = in->p[s].tensor; t >= 0; t = b->plan->tensors[t].base) last[t] = (int32_t)k;
   }
   return last;
 }
 
+static int last_writer(const ddp_builder *b, const int32_t *last, int u) {
+  int32_t g = b->units[u].grad;
+  return g >= 0 ? last[g] : -1;
+}
+
 /* unit -> ALL_REDUCE(parameter's gradient range)* over the unit's state-dict parameters */
-static void allreduce_unit_params(rank_ctx *c, int u) {
+static void allreduce_unit_params(rank_ctx *c, const ddp_unit_params *up, int u) {
   ddp_builder *b = c->b;
-  for (int p = 0; p < b->nparams; p++) {
-    const ddp_model_param *pp = &b->params[p];
-    if (pp->unit != u) continue;
+  for (int k = up->at[u]; k < up->at[u + 1]; k++) {
+    const ddp_model_param *pp = &b->params[up->param[k]];
     rp_collective(c, I_ALL_REDUCE, STREAM_COMM, c->lay->flat_grads, b->units[u].flat_offset + pp->unit_offset,
                   pp->numel, REDOP_AVG, 0, b_fmt(c->b, "all_reduce.%s", b_t(b, pp->tensor)->state_name));
   }
@@ -103,16 +111,31 @@ static int assemble_rank(ddp_builder *b, ddp_layout *lay, int rank) {
   /* When is each collective issued? after[k] lists groups (units for individual, buckets) for instr k. */
   int ngroups = sync == SYNC_INDIVIDUAL ? lay->norder : sync == SYNC_BUCKETED ? lay->nbuckets : 0;
   int *issue_at = ddp_xmalloc(sizeof(int) * (size_t)(ngroups + 1));
+  int32_t *last = last_writers(b);
+  ddp_unit_params up = b_unit_params(b);
   for (int gidx = 0; gidx < ngroups; gidx++) {
     int at = -1;
     int from = sync == SYNC_INDIVIDUAL ? gidx : lay->buckets[gidx].first;
     int to = sync == SYNC_INDIVIDUAL ? gidx : lay->buckets[gidx].last;
     for (int j = from; j <= to; j++) {
-      int w = last_writer(b, lay->order[j]);
+      int w = last_writer(b, last, lay->order[j]);
       if (w > at) at = w;
     }
     issue_at[gidx] = overlap ? at : (int)b->step.n; /* not overlapped: after the backward */
   }
+  free(last);
+  /* The groups due after instruction k, in group order: due[due_at[k] .. due_at[k + 1]) (a counting sort;
+   * a group whose gradient nothing writes (-1) is never due). */
+  uint32_t *due_at = ddp_xcalloc((size_t)b->step.n + 2, sizeof(uint32_t));
+  uint32_t *fill = ddp_xcalloc((size_t)b->step.n + 2, sizeof(uint32_t));
+  int *due = ddp_xmalloc(sizeof(int) * (size_t)(ngroups + 1));
+  for (int gidx = 0; gidx < ngroups; gidx++)
+    if (issue_at[gidx] >= 0) due_at[issue_at[gidx] + 1]++;
+  for (uint32_t k = 0; k <= b->step.n; k++) due_at[k + 1] += due_at[k];
+  memcpy(fill, due_at, sizeof(uint32_t) * ((size_t)b->step.n + 2));
+  for (int gidx = 0; gidx < ngroups; gidx++)
+    if (issue_at[gidx] >= 0) due[fill[issue_at[gidx]]++] = gidx;
+  free(fill);
 
   rp_range(&c, 1, RANGE_STEP, "step");
   rp_timer(&c, STREAM_COMPUTE, TIMER_STEP_BEGIN);
@@ -132,15 +155,14 @@ static int assemble_rank(ddp_builder *b, ddp_layout *lay, int rank) {
       rp_timer(&c, STREAM_COMPUTE, TIMER_BACKWARD_END);
     /* groups due after instruction k (for k == n: the non-overlapped ones) */
     bool ordered = false;
-    for (int gidx = 0; gidx < ngroups; gidx++) {
-      bool due = overlap ? issue_at[gidx] == (int)k : k == b->step.n;
-      if (!due) continue;
+    for (uint32_t d = due_at[k]; d < due_at[k + 1]; d++) {
+      int gidx = due[d];
       if (!ordered) {
         rp_order(&c, STREAM_COMPUTE, STREAM_COMM);
         ordered = true;
       }
       if (sync == SYNC_INDIVIDUAL)
-        allreduce_unit_params(&c, lay->order[gidx]);
+        allreduce_unit_params(&c, &up, lay->order[gidx]);
       else
         allreduce_bucket(&c, gidx);
       if (opt_overlap) bucket_done[gidx] = rp_record(&c, STREAM_COMM);
@@ -154,7 +176,7 @@ static int assemble_rank(ddp_builder *b, ddp_layout *lay, int rank) {
     } else if (sync == SYNC_FLAT) {
       rp_collective(&c, I_ALL_REDUCE, STREAM_COMM, lay->flat_grads, 0, lay->nflat, REDOP_AVG, 0, "all_reduce.flat");
     } else {
-      for (int j = 0; j < lay->norder; j++) allreduce_unit_params(&c, lay->order[j]);
+      for (int j = 0; j < lay->norder; j++) allreduce_unit_params(&c, &up, lay->order[j]);
     }
   }
 
@@ -166,6 +188,9 @@ static int assemble_rank(ddp_builder *b, ddp_layout *lay, int rank) {
   rp->nevents = c.nevents;
   rp->ntimers = c.ntimers;
   free(issue_at);
+  free(due_at);
+  free(due);
+  b_unit_params_free(&up);
   free(bucket_done);
   return 0;
 }

@@ -5,20 +5,13 @@
 #include "err.h"
 #include "verify.h"
 #include "access.h"
+#include "conflicts.h"
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
-#define MAX_STREAMS 8
-
-typedef struct {
-  uint32_t idx;        /* instruction index within its program */
-  int iter;            /* replay (0 or 1) */
-  uint16_t stream;
-  uint32_t pos;        /* position on its stream */
-  uint32_t clock[MAX_STREAMS];
-  ddp_access a;
-} rec;
+#define MAX_STREAMS DDP_VERIFY_MAX_STREAMS
+typedef ddp_vrec rec;
 
 typedef struct {
   rec *v;
@@ -94,30 +87,23 @@ static int check_program(const ddp_plan *p, int rank, const ddp_program *prog, i
       }
     }
   }
-  /* Cross-stream conflicts: every pair of records from different streams. */
+  /* Cross-stream conflicts: the first unordered pair of records from different streams (conflicts.h). */
   for (uint32_t s1 = 0; s1 < nstreams && rc == 0; s1++)
     for (uint32_t s2 = s1 + 1; s2 < nstreams && rc == 0; s2++) {
       recs *A = &per_stream[s1], *B = &per_stream[s2];
-      for (size_t i = 0; i < A->n && rc == 0; i++)
-        for (size_t j = 0; j < B->n; j++) {
-          const rec *x = &A->v[i], *y = &B->v[j];
-          if (!(x->a.write || y->a.write) || x->a.arena != y->a.arena) continue;
-          if (x->a.begin >= y->a.end || y->a.begin >= x->a.end) continue;
-          /* ordered either way? */
-          bool x_before_y = y->clock[x->stream] >= x->pos;
-          bool y_before_x = x->clock[y->stream] >= y->pos;
-          if (x_before_y || y_before_x) continue;
-          char d1[200], d2[200];
-          const ddp_instr *ix = &prog->v[x->idx], *iy = &prog->v[y->idx];
-          ddp_fail(err, errcap,
-                   "plan rank %d %s: unordered access across streams: instruction %u (%s, stream %u, %s %s) and "
-                   "instruction %u (%s, stream %u, %s %s) touch the same bytes of %s with no event between them",
-                   rank, what, x->idx, instr_desc(p, ix, d1, sizeof d1), x->stream, x->a.write ? "writes" : "reads",
-                   tensor_at(p, ix, x->a.slot), y->idx, instr_desc(p, iy, d2, sizeof d2), y->stream,
-                   y->a.write ? "writes" : "reads", tensor_at(p, iy, y->a.slot), ddp_arena_name((int)x->a.arena));
-          rc = -1;
-          break;
-        }
+      size_t i, j;
+      if (ddp_first_conflict(A->v, A->n, B->v, B->n, &i, &j)) {
+        const rec *x = &A->v[i], *y = &B->v[j];
+        char d1[200], d2[200];
+        const ddp_instr *ix = &prog->v[x->idx], *iy = &prog->v[y->idx];
+        ddp_fail(err, errcap,
+                 "plan rank %d %s: unordered access across streams: instruction %u (%s, stream %u, %s %s) and "
+                 "instruction %u (%s, stream %u, %s %s) touch the same bytes of %s with no event between them",
+                 rank, what, x->idx, instr_desc(p, ix, d1, sizeof d1), x->stream, x->a.write ? "writes" : "reads",
+                 tensor_at(p, ix, x->a.slot), y->idx, instr_desc(p, iy, d2, sizeof d2), y->stream,
+                 y->a.write ? "writes" : "reads", tensor_at(p, iy, y->a.slot), ddp_arena_name((int)x->a.arena));
+        rc = -1;
+      }
     }
   for (uint32_t s = 0; s < MAX_STREAMS; s++) free(per_stream[s].v);
   free(evclock);

@@ -1,2 +1,3 @@
 # tests/unit/passes/passes.cmake: the plan verifier on compiled plans and on broken ones.
 ddp_c_test(test_verifier SOURCES test_verifier.c LIBS ddpcompiler ddpruntime LABELS cpu)
+include(${CMAKE_CURRENT_LIST_DIR}/linear_structures.cmake)

@@ -1,0 +1,3 @@
+# tests/e2e/scaling.cmake: compile and inspect time against model depth (a guard against quadratic steps).
+ddp_sh_test(test_scaling SCRIPT test_scaling.sh LABELS cpu)
+set_tests_properties(test_scaling PROPERTIES TIMEOUT 1200)
