@@ -3,16 +3,21 @@
 # prepare_ab.sh here; carry dev/): the GPU tests of this tree (every kernel against the reference in
 # --quick, the CUDA executor, whole steps against the reference executor), then the XL step of each
 # revision in dev/ab/*/ timed alternately (two rounds of 20 steps each), then PyTorch eager and
-# torch.compile on the same GPU; a table last. Logs go to $OUT/ab.tar.gz.
+# torch.compile on the same GPU; a table last. Logs go to $OUT/ab.tar.gz. AB_PARTS="check bench" (the
+# default) picks the parts, so each fits one call's time limit: the timings and PyTorch stay in one call.
 set -u
 cd "$(dirname "$0")/../.."
 . tests/bench/device_env.sh
 nvidia-smi --query-gpu=name,memory.total,driver_version --format=csv,noheader | tee $L/gpu.txt
 step() { echo "== $1 ($(date +%T))"; }
+PARTS=${AB_PARTS:-check bench}
+if [[ " $PARTS " == *" check "* ]]; then
 step "correctness (this tree)"
 timeout 150 dev/bin/gpu_kernels --quick >$L/gpu_kernels.log 2>&1; echo "gpu_kernels --quick rc=$?: $(tail -1 $L/gpu_kernels.log)"
 timeout 90 dev/bin/test_cuda_exec_gpu >$L/cuda_exec.log 2>&1; echo "test_cuda_exec_gpu rc=$?: $(tail -1 $L/cuda_exec.log)"
 timeout 200 bash tests/e2e/gpu_step.sh >$L/gpu_step.log 2>&1; echo "gpu_step rc=$?"; grep -E "^(ok|FAIL)" $L/gpu_step.log
+fi
+if [[ " $PARTS " == *" bench "* ]]; then
 step "XL bf16 ctx 512 batch 4, revisions alternately"
 for round in 1 2; do
   for d in dev/ab/*/; do
@@ -24,6 +29,7 @@ done
 step "pytorch XL (same GPU, same call)"
 timeout 150 python3 $A --size xl --warmup 3 --iters 10 >$L/torch_eager.log 2>&1; echo "eager rc=$?"
 timeout 300 python3 $A --size xl --warmup 3 --iters 10 --compile >$L/torch_compile.log 2>&1; echo "compile rc=$?"
+fi
 tar czf $OUT/ab.tar.gz -C $L . 2>/dev/null
 step "summary"
 python3 - $L <<'PY'
