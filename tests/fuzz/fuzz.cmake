@@ -1,7 +1,8 @@
 # tests/fuzz/fuzz.cmake: the fuzz targets (docs/FUZZING.md). Every build gets, per target, a replay
 # executable fuzz_replay_<t> (the target's LLVMFuzzerTestOneInput with replay_main.c) and the ctest
 # fuzz_regress_<t> (label cpu) that replays tests/fuzz/regress/<t>/, so every bug the fuzzer found stays
-# fixed; fuzz_seeds (label cpu) builds the seed corpus from the shipped schedules and replays it through
+# fixed (regress/<t>/open/: found, not fixed yet, replayed by fuzz_open_<t>, label fuzz-open; see
+# regress/README.md); fuzz_seeds (label cpu) builds the seed corpus from the shipped schedules and replays it through
 # every target. With -DDDP_FUZZ=ON (preset "fuzz", clang) it also builds the libFuzzer executables
 # fuzz_<t> (target "fuzz"); tests/fuzz/run.sh runs them.
 set(DDP_FUZZ_DIR ${CMAKE_CURRENT_LIST_DIR})
@@ -25,6 +26,11 @@ foreach(t ${DDP_FUZZ_TARGETS})
   add_test(NAME fuzz_regress_${t} COMMAND fuzz_replay_${t} ${DDP_FUZZ_DIR}/regress/${t})
   set_tests_properties(fuzz_regress_${t} PROPERTIES LABELS cpu
     ENVIRONMENT "DDPC_CACHE_DIR=${CMAKE_BINARY_DIR}/kernel-cache;TMPDIR=${CMAKE_BINARY_DIR}")
+  if(EXISTS ${DDP_FUZZ_DIR}/regress/${t}/open)
+    add_test(NAME fuzz_open_${t} COMMAND fuzz_replay_${t} ${DDP_FUZZ_DIR}/regress/${t}/open)
+    set_tests_properties(fuzz_open_${t} PROPERTIES LABELS fuzz-open
+      ENVIRONMENT "DDPC_CACHE_DIR=${CMAKE_BINARY_DIR}/kernel-cache;TMPDIR=${CMAKE_BINARY_DIR}")
+  endif()
   list(APPEND DDP_FUZZ_REPLAYS $<TARGET_FILE:fuzz_replay_${t}>)
   set(defs DDP_FUZZ_SCHEDULE_DIR="${CMAKE_SOURCE_DIR}/schedules")
   target_compile_definitions(fuzz_replay_${t} PRIVATE ${defs})

@@ -7,15 +7,19 @@
 # WORK/artifacts/<target>/; replay one with build/tests/fuzz_replay_<target> FILE, or commit it under
 # tests/fuzz/regress/<target>/ so ctest keeps replaying it.
 #
-#   tests/fuzz/run.sh [--time S] [--runs N] [--timeout S] [--rss MB] [--work DIR] [--build DIR] [TARGET...]
+#   tests/fuzz/run.sh [--time S] [--runs N] [--timeout S] [--rss MB] [--work DIR] [--build DIR] [--keep-going]
+#                     [TARGET...]
 #
 # Defaults: 60 s per target, every target (plan schedule safetensors tokens), -timeout 10, 2048 MB,
 # WORK build-fuzz/fuzz-work (its corpus grows from run to run), --build build-fuzz. --runs stops a target
-# after N executions (or at --time, whichever comes first). The long run of docs/FUZZING.md:
-#   tests/fuzz/run.sh --runs 10000000 --time 86400
+# after N executions (or at --time, whichever comes first). --keep-going runs libFuzzer's fork mode
+# (-fork=1 -ignore_crashes=1 -ignore_timeouts=1 -ignore_ooms=1): a crash is saved and counted, and fuzzing
+# goes on, so one known bug does not end a long run (the exit status still says it failed). The long run
+# of docs/FUZZING.md:
+#   tests/fuzz/run.sh --runs 10000000 --time 86400 --keep-going
 set -uo pipefail
 src=$(cd "$(dirname "$0")/../.." && pwd)
-time_s=60 runs=-1 timeout_s=10 rss=2048 build=$src/build-fuzz work= targets=()
+time_s=60 runs=-1 timeout_s=10 rss=2048 build=$src/build-fuzz work= targets=() fork=()
 while [ $# -gt 0 ]; do
   case $1 in
     --time) time_s=$2; shift 2 ;;
@@ -24,6 +28,7 @@ while [ $# -gt 0 ]; do
     --rss) rss=$2; shift 2 ;;
     --work) work=$2; shift 2 ;;
     --build) build=$2; shift 2 ;;
+    --keep-going) fork=(-fork=1 -ignore_crashes=1 -ignore_timeouts=1 -ignore_ooms=1); shift ;;
     plan|schedule|safetensors|tokens) targets+=("$1"); shift ;;
     *) echo "usage: tests/fuzz/run.sh [--time S] [--runs N] [--timeout S] [--rss MB] [--work DIR] [--build DIR] [plan|schedule|safetensors|tokens ...]" >&2; exit 2 ;;
   esac
@@ -56,7 +61,7 @@ for t in "${targets[@]}"; do
   # A sanitizer report ends the run (UBSan halts: -fno-sanitize-recover); leaks are checked (detect_leaks).
   TMPDIR=$tmp ASAN_OPTIONS="detect_leaks=1:abort_on_error=0" UBSAN_OPTIONS="print_stacktrace=1:halt_on_error=1" \
     nice -n 10 "$build/tests/fuzz_$t" -max_total_time="$time_s" -runs="$runs" -timeout="$timeout_s" \
-    -rss_limit_mb="$rss" -print_final_stats=1 -artifact_prefix="$art/" "${extra[@]}" "$corpus" "$work/seeds/$t" \
+    -rss_limit_mb="$rss" -print_final_stats=1 -artifact_prefix="$art/" "${extra[@]}" "${fork[@]}" "$corpus" "$work/seeds/$t" \
     >"$log" 2>&1
   rc=$?
   secs=$(($(date +%s) - t0))
@@ -66,6 +71,11 @@ for t in "${targets[@]}"; do
   fi
   execs=$(grep -o 'stat::number_of_executed_units: *[0-9]*' "$log" | awk '{print $2}' | tail -n1)
   rate=$(grep -o 'stat::average_exec_per_sec: *[0-9]*' "$log" | awk '{print $2}' | tail -n1)
+  if [ ${#fork[@]} -gt 0 ]; then # fork mode: the parent's last "#N: cov: C ft: F corp: K exec/s R ..." line
+    last=$(grep -E '^#[0-9]+: cov:' "$log" | tail -n1)
+    execs=$(sed -E 's/^#([0-9]+):.*/\1/' <<<"$last")
+    rate=$(sed -nE 's/.*exec\/s:? ([0-9]+).*/\1/p' <<<"$last")
+  fi
   cov=$(grep -o ' cov: [0-9]*' "$log" | awk '{print $2}' | tail -n1)
   crashes=$(find "$art" -maxdepth 1 \( -name 'crash-*' -o -name 'leak-*' -o -name 'oom-*' \) -newermt "@$t0" | wc -l)
   hangs=$(find "$art" -maxdepth 1 \( -name 'timeout-*' -o -name 'slow-unit-*' -o -name 'watchdog-*' \) -newermt "@$t0" | wc -l)
