@@ -66,8 +66,12 @@ for t in "${targets[@]}"; do
   rc=$?
   secs=$(($(date +%s) - t0))
   # The schedule watchdog ends the process with status 1 and no artifact: keep the input it was running.
-  if [ $rc -ne 0 ] && [ -f "$tmp"/ddp-fuzz.*/schedule.lua ] 2>/dev/null; then
-    for f in "$tmp"/ddp-fuzz.*/schedule.lua; do cp "$f" "$art/watchdog-$(sha1sum "$f" | cut -c1-12).lua"; done
+  # (A process that ended normally removed its folder; one that crashed left its input too, but libFuzzer
+  # saved that one: so only when no artifact explains the exit.)
+  if [ -z "$(find "$art" -maxdepth 1 -type f -newermt "@$t0")" ]; then
+    for f in "$tmp"/ddp-fuzz.*/schedule.lua; do
+      [ -f "$f" ] && cp "$f" "$art/watchdog-$(sha1sum "$f" | cut -c1-12).lua"
+    done
   fi
   execs=$(grep -o 'stat::number_of_executed_units: *[0-9]*' "$log" | awk '{print $2}' | tail -n1)
   rate=$(grep -o 'stat::average_exec_per_sec: *[0-9]*' "$log" | awk '{print $2}' | tail -n1)
