@@ -58,3 +58,5 @@ set_tests_properties(fuzz_seeds PROPERTIES LABELS cpu
 
 # The custom mutator's fix-up and section relay (plan_fixup.c) on the synthetic fixture plan.
 ddp_c_test(test_plan_fixup SOURCES test_plan_fixup.c ../fixtures/plan_fixture.c LIBS ddpfuzzutil ddpplan LABELS cpu)
+# Unit regressions of the bugs the fuzzer found and this branch fixed (test_fuzz_finds.c lists them).
+ddp_c_test(test_fuzz_finds SOURCES test_fuzz_finds.c LIBS ddpruntime LABELS cpu)
