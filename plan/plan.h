@@ -163,6 +163,8 @@ int32_t ddp_plan_find_tensor(const ddp_plan *p, const char *name); /* -1 when ab
  * writer writes a temporary file and renames it). */
 int ddp_plan_write(const ddp_plan *p, const char *path, char *err, size_t errcap);
 ddp_plan *ddp_plan_read(const char *path, char *err, size_t errcap);
+/* The same checks on a plan image held in memory (fuzzing, tests); `label` stands for the path in messages. */
+ddp_plan *ddp_plan_read_buffer(const void *data, size_t size, const char *label, char *err, size_t errcap);
 
 /* Is this plan runnable here (plan_io_check.c)? Compares the compiled world size with `world` (<= 0:
  * skip) and the plan's arch with `device_arch` ("sm_90"; NULL: skip; a plan without kernels runs on any

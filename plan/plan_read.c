@@ -320,8 +320,26 @@ static int decode(ddp_plan *p, const slice sec[SEC_COUNT], rctx *c) {
   return 0;
 }
 
+ddp_plan *ddp_plan_read_buffer(const void *data, size_t size, const char *label, char *err, size_t errcap) {
+  rctx c = {label, err, errcap, 0};
+  slice sec[SEC_COUNT];
+  ddp_plan *p = NULL;
+  if (!data || check_container(data, size, sec, &c)) {
+    if (!data) ddp_io_fail(err, errcap, label, "no plan bytes given");
+    return NULL;
+  }
+  if (!(p = calloc(1, sizeof *p))) {
+    ddp_io_fail(err, errcap, label, "out of memory");
+    return NULL;
+  }
+  if (decode(p, sec, &c) || ddp_plan_validate(p, label, err, errcap)) {
+    ddp_plan_free(p);
+    return NULL;
+  }
+  return p;
+}
+
 ddp_plan *ddp_plan_read(const char *path, char *err, size_t errcap) {
-  rctx c = {path, err, errcap, 0};
   if (!path) {
     ddp_io_fail(err, errcap, path, "no plan path given");
     return NULL;
@@ -329,18 +347,7 @@ ddp_plan *ddp_plan_read(const char *path, char *err, size_t errcap) {
   uint8_t *data = NULL;
   size_t size = 0;
   if (read_whole(path, &data, &size, err, errcap)) return NULL;
-  slice sec[SEC_COUNT];
-  ddp_plan *p = NULL;
-  if (check_container(data, size, sec, &c)) goto fail;
-  if (!(p = calloc(1, sizeof *p))) {
-    ddp_io_fail(err, errcap, path, "out of memory");
-    goto fail;
-  }
-  if (decode(p, sec, &c) || ddp_plan_validate(p, path, err, errcap)) goto fail;
+  ddp_plan *p = ddp_plan_read_buffer(data, size, path, err, errcap);
   free(data);
   return p;
-fail:
-  ddp_plan_free(p);
-  free(data);
-  return NULL;
 }

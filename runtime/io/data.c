@@ -78,6 +78,29 @@ static int check_tensor(const ddp_plan *p, const char *field, int64_t id, uint64
   return 0;
 }
 
+/* The largest token id a batch tensor of dtype dt holds exactly (ids are stored by ddp_store). */
+static int64_t max_token_id(int dt) {
+  if (dt == DT_I32) return INT32_MAX;
+  if (dt == DT_U16) return UINT16_MAX;
+  if (dt == DT_F32) return (int64_t)1 << 24;
+  if (dt == DT_BF16) return 256;
+  if (dt == DT_F64) return (int64_t)1 << 53;
+  return -1;
+}
+
+/* Every id 0 .. vocab - 1 must fit the tokens and targets tensors (a larger one would overflow the store). */
+static int check_vocab_fits(const ddp_data *d, char *err, size_t errcap) {
+  for (int k = 0; k < 2; k++) {
+    int dt = k ? d->tg_dt : d->in_dt;
+    if (d->vocab - 1 > max_token_id(dt)) {
+      ddp_fail(err, errcap, "data: plan's vocab %lld does not fit its %s tensor of dtype %s (token ids up to %lld)",
+               (long long)d->vocab, k ? "targets" : "tokens", ddp_dtype_name(dt), (long long)max_token_id(dt));
+      return -1;
+    }
+  }
+  return 0;
+}
+
 static int open_token_file(ddp_data *d, const char *path, char *err, size_t errcap) {
   d->path = strdup(path);
   if (!d->path) {
@@ -166,7 +189,8 @@ ddp_data *ddp_data_open(const ddp_plan *p, uint64_t seed, char *err, size_t errc
     uint64_t want = (uint64_t)d->batch * (uint64_t)d->context;
     snprintf(rule, sizeof rule, "batch_per_rank %lld x context %lld", (long long)d->batch, (long long)d->context);
     if (check_tensor(p, "tokens_tensor", m->tokens_tensor, want, rule, &d->in_dt, err, errcap) ||
-        check_tensor(p, "targets_tensor", m->targets_tensor, want, rule, &d->tg_dt, err, errcap))
+        check_tensor(p, "targets_tensor", m->targets_tensor, want, rule, &d->tg_dt, err, errcap) ||
+        check_vocab_fits(d, err, errcap))
       goto out;
     if (d->kind == DATA_TOKEN_FILE) {
       if (!m->data_path || !m->data_path[0]) {

@@ -1,0 +1,52 @@
+#!/usr/bin/env bash
+# tests/fuzz/make_corpus.sh OUT: the seed corpus of the fuzz targets, generated from what ships, into
+# OUT/<target>/: plan (every shipped schedule that compiles, by ddpc, then stripped of CUBIN by strip_plan),
+# schedule (schedules/*.lua as they are), safetensors (the checkpoint ddprun writes for toy.lua on the
+# reference executor: model and optimizer), tokens (a few token files behind fuzz_tokens' 4 shape bytes).
+# Needs $DDPC, $DDPRUN, $STRIP_PLAN (defaults: build/ddpc, build/ddprun, build/tests/strip_plan). Existing
+# files are kept (delete OUT to start over).
+set -euo pipefail
+src=${DDP_SOURCE_DIR:-$(cd "$(dirname "$0")/../.." && pwd)}
+out=${1:?usage: make_corpus.sh OUT}
+DDPC=${DDPC:-$src/build/ddpc}
+DDPRUN=${DDPRUN:-$src/build/ddprun}
+STRIP_PLAN=${STRIP_PLAN:-$src/build/tests/strip_plan}
+mkdir -p "$out"/{plan,schedule,safetensors,tokens}
+tmp=$(mktemp -d "${TMPDIR:-/tmp}/ddp-corpus.XXXXXX")
+trap 'rm -rf "$tmp"' EXIT
+
+cp "$src"/schedules/*.lua "$out/schedule/"
+
+nplans=0
+for s in "$src"/schedules/*.lua; do
+  n=$(basename "$s" .lua)
+  [ -s "$out/plan/$n.bin" ] && { nplans=$((nplans + 1)); continue; }
+  # models.lua and xl_ddp.lua are modules/templates, not schedules: ddpc refuses them, which is fine here.
+  if "$DDPC" "$s" -o "$tmp/$n.bin" --quiet 2>/dev/null; then
+    "$STRIP_PLAN" "$tmp/$n.bin" "$out/plan/$n.bin"
+    # The XL schedules' programs run to megabytes: the same parallel layout on a 1-layer model is the seed.
+    if [ "$(stat -c %s "$out/plan/$n.bin")" -gt 262144 ]; then
+      "$DDPC" "$s" -o "$tmp/$n.bin" --quiet --set model.layers=1 --set model.d_model=64 --set model.d_ff=128 \
+        --set model.heads=2 --set model.context=16 --set model.vocab=128
+      "$STRIP_PLAN" "$tmp/$n.bin" "$out/plan/$n.bin"
+    fi
+    nplans=$((nplans + 1))
+  fi
+done
+[ "$nplans" -gt 0 ] || { echo "make_corpus.sh: no schedule compiled (is $DDPC built?)" >&2; exit 1; }
+
+if [ ! -s "$out/safetensors/model.safetensors" ]; then
+  "$DDPC" "$src/schedules/toy.lua" -o "$tmp/toy.bin" --quiet
+  "$DDPRUN" "$tmp/toy.bin" --device ref --steps 2 --checkpoint-dir "$tmp/ck" --quiet >/dev/null
+  ck="$tmp/ck/$(cat "$tmp/ck/latest")" # the newest checkpoint folder (runtime/io/checkpoint.h)
+  cp "$ck/model.safetensors" "$out/safetensors/model.safetensors"
+  cp "$ck/optimizer.safetensors" "$out/safetensors/optimizer.safetensors"
+fi
+
+# Token seeds: 4 shape bytes (vocab index | dtype << 3, context - 1, rows - 1, world - 1), then uint16 tokens.
+printf '\x04\x07\x01\x01' >"$out/tokens/small_vocab256"
+head -c 512 /dev/urandom >>"$out/tokens/small_vocab256"
+printf '\x0f\x1f\x03\x03' >"$out/tokens/wide_u16"
+for i in $(seq 0 99); do printf "\\x$(printf %02x $((i % 256)))\\x00"; done >>"$out/tokens/wide_u16"
+printf '\x03\x00\x00\x00\x01\x00\x02\x00' >"$out/tokens/exact_window"
+echo "make_corpus.sh: $nplans plans, $(ls "$out/schedule" | wc -l) schedules, $(ls "$out/safetensors" | wc -l) safetensors, $(ls "$out/tokens" | wc -l) token files in $out"
