@@ -311,6 +311,17 @@ static void test_parser(void) {
     CHECK(memcmp(&keep, &pr, sizeof pr) == 0, "case %zu changed the profile", k);
     free(s);
   }
+  /* docs/profiles/default_h100_h200.json is the built-in default, field for field */
+  const char *src = getenv("DDP_SOURCE_DIR");
+  if (CHECK(src != NULL, "DDP_SOURCE_DIR is not set")) {
+    char path[4096];
+    ddp_profile def, file;
+    ddp_profile_default(&def);
+    memset(&file, 0, sizeof file);
+    snprintf(path, sizeof path, "%s/docs/profiles/default_h100_h200.json", src);
+    if (CHECK(ddp_profile_read(path, &file, err, sizeof err) == 0, "%s", err))
+      CHECK(memcmp(&def, &file, sizeof def) == 0, "%s differs from ddp_profile_default", path);
+  }
   err[0] = 0;
   CHECK(ddp_profile_read("/nonexistent/prof.json", &pr, err, sizeof err) != 0);
   CHECK_CONTAINS("missing file", err, "/nonexistent/prof.json");
