@@ -12,7 +12,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-enum { TOP = 5, PATH_CAP = 1 << 20 };
+enum { TOP = 5 };
 
 static const char *stream_name(uint32_t s, char *buf, size_t cap) {
   if (s == STREAM_COMPUTE) return "compute";
@@ -41,9 +41,11 @@ static int by_time(const void *a, const void *b) {
 }
 
 static size_t path_top(const ddp_plan *p, const ddp_sim *s, int r, path_item *top, size_t *plen, double *ptime) {
-  int *rk = ddp_xmalloc(PATH_CAP * sizeof *rk);
-  int64_t *ix = ddp_xmalloc(PATH_CAP * sizeof *ix);
-  size_t n = ddp_sim_critical_path(p, s, r, rk, ix, PATH_CAP);
+  size_t cap = 1; /* a path visits each instruction of each rank at most once */
+  for (int q = 0; q < s->world; q++) cap += p->ranks[q].step.n;
+  int *rk = ddp_xmalloc(cap * sizeof *rk);
+  int64_t *ix = ddp_xmalloc(cap * sizeof *ix);
+  size_t n = ddp_sim_critical_path(p, s, r, rk, ix, cap);
   path_item *all = ddp_xcalloc(n + 1, sizeof *all);
   double sum = 0;
   for (size_t k = 0; k < n; k++) {

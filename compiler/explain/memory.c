@@ -7,6 +7,7 @@
  * reads or writes (a gather or staging buffer), moved out of their arena's class. Gradients reduced in
  * place in their buckets stay gradients. The classes sum to the rank's arena bytes. */
 #include "access.h"
+#include "err.h"
 #include "explain.h"
 #include <stdlib.h>
 
@@ -32,8 +33,7 @@ void ddp_memory_classes(const ddp_plan *p, int rank, uint64_t out[MEM_COUNT]) {
   for (int c = 0; c < MEM_COUNT; c++) out[c] = 0;
   const ddp_rank_plan *rp = &p->ranks[rank];
   for (int a = 0; a < ARENA_COUNT; a++) out[arena_class(a)] += rp->arena_bytes[a];
-  unsigned char *seen = calloc(p->ntensors + 1u, 1);
-  if (!seen) return; /* the classes stay the arenas */
+  unsigned char *seen = ddp_xcalloc(p->ntensors + 1u, 1);
   for (uint32_t k = 0; k < rp->step.n; k++) {
     const ddp_instr *in = &rp->step.v[k];
     if (in->opcode < I_ALL_REDUCE || in->opcode > I_RECV) continue;
