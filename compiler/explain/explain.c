@@ -72,6 +72,15 @@ static void text_rank(const ddp_plan *p, const ddp_sim *s, int r, FILE *o) {
   for (uint32_t k = 0; k < s->nstreams; k++)
     fprintf(o, "%-10s %12.3f %12.3f %12.3f\n", stream_name(k, b1, sizeof b1), sr->busy_s[k] * 1e3,
             sr->compute_s[k] * 1e3, (sr->busy_s[k] - sr->compute_s[k]) * 1e3);
+  double ph[3];
+  ddp_sim_phases(p, s, r, &ph[0], &ph[1], &ph[2]);
+  fprintf(o, "phases (timers, as ddprun's metrics):");
+  for (int k = 0; k < 3; k++) {
+    static const char *const names[3] = {"forward", "backward", "optimizer"};
+    if (ph[k] >= 0) fprintf(o, " %s %.3f ms%s", names[k], ph[k] * 1e3, k < 2 ? "," : "");
+    else fprintf(o, " %s n/a%s", names[k], k < 2 ? "," : "");
+  }
+  fprintf(o, "\n");
   fprintf(o, "communication           %10.3f ms\n", sr->comm_s * 1e3);
   fprintf(o, "exposed communication   %10.3f ms\n", sr->exposed_s * 1e3);
   if (sr->comm_s > 0) fprintf(o, "overlap ratio           %10.3f\n", overlap(sr));
@@ -103,6 +112,11 @@ static json_t *json_rank(const ddp_plan *p, const ddp_sim *s, int r) {
   json_t *j = json_object(), *streams = json_array(), *path = json_array(), *mem = json_object();
   json_object_set_new(j, "rank", json_integer(r));
   json_object_set_new(j, "step_ms", json_real(sr->step_s * 1e3));
+  double ph[3];
+  ddp_sim_phases(p, s, r, &ph[0], &ph[1], &ph[2]);
+  json_object_set_new(j, "forward_ms", ph[0] >= 0 ? json_real(ph[0] * 1e3) : json_null());
+  json_object_set_new(j, "backward_ms", ph[1] >= 0 ? json_real(ph[1] * 1e3) : json_null());
+  json_object_set_new(j, "optimizer_ms", ph[2] >= 0 ? json_real(ph[2] * 1e3) : json_null());
   json_object_set_new(j, "comm_ms", json_real(sr->comm_s * 1e3));
   json_object_set_new(j, "exposed_comm_ms", json_real(sr->exposed_s * 1e3));
   json_object_set_new(j, "overlap_ratio", sr->comm_s > 0 ? json_real(overlap(sr)) : json_null());

@@ -76,6 +76,12 @@ ddp_sim *ddp_explain_sim(const ddp_plan *p, const ddp_profile *pr, char *err, si
  * set each start. Writes up to cap (rank, index) pairs, last first; returns the path's length. */
 size_t ddp_sim_critical_path(const ddp_plan *p, const ddp_sim *s, int rank, int *ranks, int64_t *idx, size_t cap);
 
+/* The phases of rank r as ddprun's metrics define them from the plan's timers (runtime/driver/step_times.c):
+ * forward = FORWARD_END - STEP_BEGIN, backward = BACKWARD_END - FORWARD_END, optimizer = STEP_END -
+ * OPT_BEGIN, in seconds at the timers' simulated times; a phase without its timers is -1. */
+void ddp_sim_phases(const ddp_plan *p, const ddp_sim *s, int rank, double *forward, double *backward,
+                    double *optimizer);
+
 /* ---- memory classes ---- */
 #define DDP_MEM_CLASSES(X) X(PARAMS, "parameters") X(GRADS, "gradients") X(OPT, "optimizer state") \
   X(ACT, "activations") X(COMM, "communication buffers") X(WORK, "workspace") X(IO, "inputs and scalars")

@@ -220,3 +220,19 @@ size_t ddp_sim_critical_path(const ddp_plan *p, const ddp_sim *s, int rank, int 
   }
   return n;
 }
+
+void ddp_sim_phases(const ddp_plan *p, const ddp_sim *s, int rank, double *forward, double *backward,
+                    double *optimizer) {
+  const ddp_program *prog = &p->ranks[rank].step;
+  double t[TIMER_COUNT];
+  for (int k = 0; k < TIMER_COUNT; k++) t[k] = -1;
+  for (uint32_t k = 0; k < prog->n; k++) {
+    int64_t role = prog->v[k].i[TIMER_I_ROLE];
+    if (prog->v[k].opcode == I_TIMER && role >= 0 && role < TIMER_COUNT && t[role] < 0)
+      t[role] = s->ranks[rank].in[k].start;
+  }
+  double begin = t[TIMER_STEP_BEGIN] >= 0 ? t[TIMER_STEP_BEGIN] : 0;
+  *forward = t[TIMER_FORWARD_END] >= 0 ? t[TIMER_FORWARD_END] - begin : -1;
+  *backward = t[TIMER_FORWARD_END] >= 0 && t[TIMER_BACKWARD_END] >= 0 ? t[TIMER_BACKWARD_END] - t[TIMER_FORWARD_END] : -1;
+  *optimizer = t[TIMER_OPT_BEGIN] >= 0 && t[TIMER_STEP_END] >= 0 ? t[TIMER_STEP_END] - t[TIMER_OPT_BEGIN] : -1;
+}

@@ -18,6 +18,7 @@ for s in tiny toy_ddp bucketed_10mb zero1; do
     # the rank's section, up to the blank line that ends it
     sed -n "/^== rank $r ==\$/,/^\$/p" "$tmp/$s.txt" >"$tmp/$s.r$r"
     for want in "predicted step time" "^compute " "^comm " "exposed communication" "overlap ratio" \
+      "^phases \(timers, as ddprun's metrics\): forward [0-9.]+ ms, backward [0-9.]+ ms, optimizer [0-9.]+ ms$" \
       "critical path: [0-9]+ instructions" "memory at the peak:"; do
       grep -qE "$want" "$tmp/$s.r$r" || fail "$s rank $r: no '$want'"
     done
@@ -52,6 +53,7 @@ for er, ir in zip(e["ranks"], i["ranks"]):
     m = er["memory_bytes"]
     assert m["total"] == ir["total_bytes"] == sum(v for k, v in m.items() if k != "total"), (m, ir["total_bytes"])
     assert er["step_ms"] > 0 and er["comm_ms"] > 0 and len(er["critical_path_top"]) == 5
+    assert 0 < er["forward_ms"] < er["step_ms"] and 0 < er["backward_ms"] and 0 < er["optimizer_ms"], er
 print("ok: --json")
 PY
 

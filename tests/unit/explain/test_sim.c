@@ -175,6 +175,45 @@ static void test_slow_rank(const ddp_profile *pr) {
   ddp_plan_free(p);
 }
 
+/* Phases from the timers, as ddprun's metrics: STEP_BEGIN, GEMM 2 ms, FORWARD_END, GEMM 2 ms, BACKWARD_END,
+ * OPT_BEGIN, GEMM 0.25 ms, STEP_END: forward 2, backward 2, optimizer 0.25 ms; a plan without timers: -1. */
+static void timer(ddp_plan *p, int role) {
+  ddp_instr in = ddp_instr_blank(I_TIMER, STREAM_COMPUTE);
+  in.i[TIMER_I_SLOT] = role, in.i[TIMER_I_ROLE] = role;
+  ddp_program_push(&p->ranks[0].step, &in);
+}
+static void test_phases(const ddp_profile *pr) {
+  ddp_plan *p = new_plan(1);
+  timer(p, TIMER_STEP_BEGIN);
+  gemm(p, 0, STREAM_COMPUTE, 1000, 1000, 1000);
+  timer(p, TIMER_FORWARD_END);
+  gemm(p, 0, STREAM_COMPUTE, 1000, 1000, 1000);
+  timer(p, TIMER_BACKWARD_END);
+  timer(p, TIMER_OPT_BEGIN);
+  gemm(p, 0, STREAM_COMPUTE, 500, 500, 500);
+  timer(p, TIMER_STEP_END);
+  ddp_sim *s = sim(p, pr);
+  if (s) {
+    double f, b, o;
+    ddp_sim_phases(p, s, 0, &f, &b, &o);
+    CHECK_T("forward", 2 * MS, f);
+    CHECK_T("backward", 2 * MS, b);
+    CHECK_T("optimizer", 0.25 * MS, o);
+  }
+  ddp_sim_free(s);
+  ddp_plan_free(p);
+  p = new_plan(1);
+  gemm(p, 0, STREAM_COMPUTE, 1000, 1000, 1000);
+  s = sim(p, pr);
+  if (s) {
+    double f, b, o;
+    ddp_sim_phases(p, s, 0, &f, &b, &o);
+    CHECK(f == -1 && b == -1 && o == -1, "no timers: %g %g %g", f, b, o);
+  }
+  ddp_sim_free(s);
+  ddp_plan_free(p);
+}
+
 /* Ring factors on 4 ranks, 1 MB per rank: all-reduce 2*3/4 of 1 MB, reduce-scatter and all-gather 3/4 of
  * the 4 MB whole, broadcast 1 MB; events, ranges and timers are free. */
 static void test_costs(const ddp_profile *pr) {
@@ -332,6 +371,7 @@ int main(void) {
   test_two_streams(&pr);
   test_bucket_chain(&pr);
   test_slow_rank(&pr);
+  test_phases(&pr);
   test_costs(&pr);
   test_memory();
   test_parser();
