@@ -1,0 +1,104 @@
+/* compiler/explain/explain.h: `ddpc explain` (docs/EXPLAIN.md). A device profile (profile.c) gives the
+ * cost of each instruction (cost.c); the simulator (sim.c) replays every rank's step program on one clock
+ * per stream, with events ordering streams and collectives as cross-rank barriers; memory.c splits each
+ * rank's arenas into memory classes; explain.c prints the report. */
+#ifndef DDP_EXPLAIN_H
+#define DDP_EXPLAIN_H
+#include "plan.h"
+#include <stdio.h>
+
+/* The collective kinds a profile prices: all_reduce, reduce_scatter, all_gather, broadcast, send_recv. */
+enum { COST_ALL_REDUCE = 0, COST_REDUCE_SCATTER, COST_ALL_GATHER, COST_BROADCAST, COST_SEND_RECV, COST_COLL_COUNT };
+const char *ddp_cost_coll_name(int k);
+
+typedef struct ddp_coll_cost {
+  double alpha_us;   /* fixed latency of one call */
+  double busbw_gbps; /* bus bandwidth (nccl-tests' definition), GB/s = 1e9 B/s */
+} ddp_coll_cost;
+
+typedef struct ddp_profile {
+  char name[128];
+  double launch_us;         /* per kernel, GEMM, memset, copy, load, init */
+  double hbm_gbps;          /* bytes moved by memory-bound work, GB/s */
+  double gemm_tflops_16;    /* GEMMs with 16-bit inputs (bf16, f16), TFLOP/s = 1e12 FLOP/s */
+  double gemm_tflops_32;    /* GEMMs with 32-bit or wider inputs */
+  double gemm_small_dim;    /* a GEMM whose smallest of M, N, K is below this is "small" ... */
+  double gemm_small_scale;  /* ... and runs at this fraction of its throughput, (0, 1] */
+  double attention_tflops;  /* the attention kernels (ATTN_FWD, ATTN_BWD_DKV, ATTN_BWD_DQ) */
+  ddp_coll_cost coll[COST_COLL_COUNT];
+} ddp_profile;
+
+/* The built-in H100/H200 profile (documented with its sources in docs/EXPLAIN.md). */
+void ddp_profile_default(ddp_profile *pr);
+/* A profile from JSON text; label names it in errors. Every field is required and checked; unknown fields
+ * are refused. Returns 0, or -1 with one line such as "prof.json: hbm_gbps: must be a number > 0 (got 0)". */
+int ddp_profile_parse(const char *json, size_t len, const char *label, ddp_profile *pr, char *err, size_t errcap);
+int ddp_profile_read(const char *path, ddp_profile *pr, char *err, size_t errcap);
+
+/* The predicted seconds of one instruction of a plan with `world` ranks; 0 for events, ranges, timers.
+ * Sets *is_comm for the collectives. An instruction whose footprint is invalid costs its launch only. */
+double ddp_instr_cost(const ddp_plan *p, const ddp_instr *in, const ddp_profile *pr, int *is_comm);
+
+/* ---- the simulator ---- */
+enum { DEP_NONE = 0, DEP_STREAM, DEP_EVENT, DEP_COLLECTIVE };
+
+typedef struct ddp_sim_instr {
+  double start, end;
+  int dep;                 /* what set the start: DEP_* */
+  int dep_rank;            /* ... the instruction it waited for (rank, index), or -1 */
+  int64_t dep_index;
+} ddp_sim_instr;
+
+typedef struct ddp_sim_rank {
+  double step_s;           /* the latest end on any stream */
+  double comm_s;           /* sum of the collectives' own costs (no waiting) */
+  double exposed_s;        /* step_s minus the step with zero-cost collectives (filled by ddp_explain_sim) */
+  double *busy_s;          /* [nstreams]: sum of costs of the instructions of each stream */
+  double *compute_s;       /* [nstreams]: the non-collective part of busy_s */
+  ddp_sim_instr *in;       /* [step.n] */
+} ddp_sim_rank;
+
+typedef struct ddp_sim {
+  int world;
+  uint32_t nstreams;
+  ddp_sim_rank *ranks;
+} ddp_sim;
+
+/* Simulates every rank's step program; zero_comm: collectives cost nothing (still barriers). Returns NULL
+ * with one line in err (a deadlock: ranks whose collectives never match; an event waited before any
+ * record is free, as in CUDA). */
+ddp_sim *ddp_simulate(const ddp_plan *p, const ddp_profile *pr, int zero_comm, char *err, size_t errcap);
+void ddp_sim_free(ddp_sim *s);
+/* Both runs: fills exposed_s of every rank. Returns NULL with err as ddp_simulate. */
+ddp_sim *ddp_explain_sim(const ddp_plan *p, const ddp_profile *pr, char *err, size_t errcap);
+
+/* The critical path of `rank`: walks back from its last-finishing instruction through the dependency that
+ * set each start. Writes up to cap (rank, index) pairs, last first; returns the path's length. */
+size_t ddp_sim_critical_path(const ddp_plan *p, const ddp_sim *s, int rank, int *ranks, int64_t *idx, size_t cap);
+
+/* The phases of rank r as ddprun's metrics define them from the plan's timers (runtime/driver/step_times.c):
+ * forward = FORWARD_END - STEP_BEGIN, backward = BACKWARD_END - FORWARD_END, optimizer = STEP_END -
+ * OPT_BEGIN, in seconds at the timers' simulated times; a phase without its timers is -1. */
+void ddp_sim_phases(const ddp_plan *p, const ddp_sim *s, int rank, double *forward, double *backward,
+                    double *optimizer);
+
+/* ---- memory classes ---- */
+#define DDP_MEM_CLASSES(X) X(PARAMS, "parameters") X(GRADS, "gradients") X(OPT, "optimizer state") \
+  X(ACT, "activations") X(COMM, "communication buffers") X(WORK, "workspace") X(IO, "inputs and scalars")
+enum {
+#define DDP_MEM_ENUM(id, name) MEM_##id,
+  DDP_MEM_CLASSES(DDP_MEM_ENUM)
+#undef DDP_MEM_ENUM
+  MEM_COUNT
+};
+const char *ddp_mem_class_name(int c);
+/* Bytes per class of rank r at the peak; the classes sum to the rank's arena bytes. */
+void ddp_memory_classes(const ddp_plan *p, int rank, uint64_t out[MEM_COUNT]);
+
+/* ---- the report ---- */
+/* rank < 0: every rank. default_profile: say that the built-in profile was used. Returns 0 or -1 (err). */
+int ddp_explain(const ddp_plan *p, const ddp_profile *pr, int default_profile, int rank, int json, FILE *o,
+                char *err, size_t errcap);
+/* `ddpc explain` (argv[0] = "explain"): the command line; returns the exit status. */
+int ddp_explain_main(int argc, char **argv);
+#endif

@@ -1,0 +1,119 @@
+/* compiler/explain/profile.c: the device profile of `ddpc explain`: the built-in H100/H200 default and
+ * the JSON reader (jansson), which checks every field and names the one that is wrong. Format and the
+ * default's sources: docs/EXPLAIN.md. */
+#include "err.h"
+#include "explain.h"
+#include "file.h"
+#include <jansson.h>
+#include <math.h>
+#include <stdlib.h>
+#include <stdio.h>
+#include <string.h>
+
+static const char *const coll_names[COST_COLL_COUNT] = {"all_reduce", "reduce_scatter", "all_gather", "broadcast",
+                                                        "send_recv"};
+const char *ddp_cost_coll_name(int k) { return k >= 0 && k < COST_COLL_COUNT ? coll_names[k] : "?"; }
+
+void ddp_profile_default(ddp_profile *pr) {
+  memset(pr, 0, sizeof *pr);
+  snprintf(pr->name, sizeof pr->name, "built-in H100/H200 default (uncalibrated)");
+  pr->launch_us = 4;            /* kernel launch + tail on a busy stream */
+  pr->hbm_gbps = 4000;          /* measured device copy, H200 (docs/PERFORMANCE.md) */
+  pr->gemm_tflops_16 = 650;     /* cuBLASLt bf16, measured 655 TFLOP/s on the XL shapes */
+  pr->gemm_tflops_32 = 50;      /* f32 inputs (H100 SXM datasheet 67 TFLOP/s FP32, derated) */
+  pr->gemm_small_dim = 1024;
+  pr->gemm_small_scale = 0.5;   /* PyTorch's own small shapes: 244-568 of 738 TFLOP/s */
+  pr->attention_tflops = 210;   /* our mma.sync attention forward, T = 512 */
+  for (int k = 0; k < COST_COLL_COUNT; k++) pr->coll[k] = (ddp_coll_cost){20, 300};
+  pr->coll[COST_SEND_RECV] = (ddp_coll_cost){10, 300};
+}
+
+/* One number field of obj: required, finite, in [lo, hi] (lo exclusive when lo_open). */
+static int num(json_t *obj, const char *path, const char *key, double lo, int lo_open, double hi, double *out,
+               const char *label, char *err, size_t errcap) {
+  json_t *v = json_object_get(obj, key);
+  if (!v) return ddp_fail(err, errcap, "%s: %s%s: missing (a number)", label, path, key);
+  if (!json_is_number(v)) return ddp_fail(err, errcap, "%s: %s%s: must be a number", label, path, key);
+  double x = json_number_value(v);
+  if (!isfinite(x) || x < lo || (lo_open && x == lo) || x > hi) {
+    char upper[64] = "";
+    if (hi < 1e300) snprintf(upper, sizeof upper, " and <= %g", hi);
+    return ddp_fail(err, errcap, "%s: %s%s: must be a number %s %g%s (got %.6g)", label, path, key,
+                    lo_open ? ">" : ">=", lo, upper, x);
+  }
+  *out = x;
+  return 0;
+}
+
+/* Refuses the keys of obj not in allowed (NULL-terminated). */
+static int known(json_t *obj, const char *path, const char *const *allowed, const char *label, char *err,
+                 size_t errcap) {
+  const char *key;
+  json_t *v;
+  json_object_foreach(obj, key, v) {
+    int ok = 0;
+    for (const char *const *a = allowed; *a && !ok; a++) ok = !strcmp(*a, key);
+    if (!ok) return ddp_fail(err, errcap, "%s: %s%s: unknown field", label, path, key);
+  }
+  return 0;
+}
+
+static int parse_root(json_t *root, const char *label, ddp_profile *pr, char *err, size_t errcap) {
+  static const char *const top[] = {"name", "launch_us", "hbm_gbps", "gemm_tflops_16", "gemm_tflops_32",
+                                    "gemm_small_dim", "gemm_small_scale", "attention_tflops", "collectives", NULL};
+  static const char *const coll_keys[] = {"alpha_us", "busbw_gbps", NULL};
+  const double big = 1e301; /* no upper bound */
+  if (!json_is_object(root)) return ddp_fail(err, errcap, "%s: expected one JSON object", label);
+  if (known(root, "", top, label, err, errcap)) return -1;
+  json_t *name = json_object_get(root, "name");
+  if (!name || !json_is_string(name) || !json_string_length(name))
+    return ddp_fail(err, errcap, "%s: name: %s", label, name ? "must be a non-empty string" : "missing (a string)");
+  snprintf(pr->name, sizeof pr->name, "%s", json_string_value(name));
+  if (num(root, "", "launch_us", 0, 0, 1e6, &pr->launch_us, label, err, errcap) ||
+      num(root, "", "hbm_gbps", 0, 1, big, &pr->hbm_gbps, label, err, errcap) ||
+      num(root, "", "gemm_tflops_16", 0, 1, big, &pr->gemm_tflops_16, label, err, errcap) ||
+      num(root, "", "gemm_tflops_32", 0, 1, big, &pr->gemm_tflops_32, label, err, errcap) ||
+      num(root, "", "gemm_small_dim", 1, 0, 1e12, &pr->gemm_small_dim, label, err, errcap) ||
+      num(root, "", "gemm_small_scale", 0, 1, 1, &pr->gemm_small_scale, label, err, errcap) ||
+      num(root, "", "attention_tflops", 0, 1, big, &pr->attention_tflops, label, err, errcap))
+    return -1;
+  json_t *coll = json_object_get(root, "collectives");
+  if (!coll || !json_is_object(coll))
+    return ddp_fail(err, errcap, "%s: collectives: %s", label, coll ? "must be an object" : "missing (an object)");
+  static const char *const kinds[] = {"all_reduce", "reduce_scatter", "all_gather", "broadcast", "send_recv", NULL};
+  if (known(coll, "collectives.", kinds, label, err, errcap)) return -1;
+  for (int k = 0; k < COST_COLL_COUNT; k++) {
+    char path[64];
+    json_t *c = json_object_get(coll, coll_names[k]);
+    if (!c || !json_is_object(c))
+      return ddp_fail(err, errcap, "%s: collectives.%s: %s", label, coll_names[k],
+                      c ? "must be an object" : "missing (an object with alpha_us, busbw_gbps)");
+    snprintf(path, sizeof path, "collectives.%s.", coll_names[k]);
+    if (known(c, path, coll_keys, label, err, errcap) ||
+        num(c, path, "alpha_us", 0, 0, 1e6, &pr->coll[k].alpha_us, label, err, errcap) ||
+        num(c, path, "busbw_gbps", 0, 1, big, &pr->coll[k].busbw_gbps, label, err, errcap))
+      return -1;
+  }
+  return 0;
+}
+
+int ddp_profile_parse(const char *json, size_t len, const char *label, ddp_profile *pr, char *err, size_t errcap) {
+  json_error_t je;
+  json_t *root = json_loadb(json, len, JSON_REJECT_DUPLICATES, &je);
+  if (!root) return ddp_fail(err, errcap, "%s: line %d: %s", label, je.line, je.text);
+  ddp_profile tmp;
+  memset(&tmp, 0, sizeof tmp);
+  int rc = parse_root(root, label, &tmp, err, errcap);
+  json_decref(root);
+  if (rc == 0) *pr = tmp;
+  return rc;
+}
+
+int ddp_profile_read(const char *path, ddp_profile *pr, char *err, size_t errcap) {
+  size_t n = 0;
+  char *text = ddp_read_file(path, 1 << 20, &n, err, errcap);
+  if (!text) return -1;
+  int rc = ddp_profile_parse(text, n, path, pr, err, errcap);
+  free(text);
+  return rc;
+}

@@ -1,0 +1,238 @@
+/* compiler/explain/sim.c: the stream simulator of `ddpc explain` (docs/EXPLAIN.md, "The model"). Every rank
+ * starts its step at 0 with one clock per stream; instructions run in program order on their stream, each
+ * for its cost (cost.c); EVENT_RECORD stamps the event with its stream's clock, EVENT_WAIT moves its
+ * stream's clock up to the last record's stamp (a wait before any record is free, as in CUDA); a
+ * collective starts when every rank has reached it on its stream (the max of the ranks' ready times) and
+ * SEND/RECV when both peers have. All collectives span the whole world (communicator 0). Each
+ * instruction remembers the dependency that set its start, so the critical path can be walked back. */
+#include "err.h"
+#include "explain.h"
+#include <stdlib.h>
+#include <string.h>
+
+typedef struct ev_state {
+  double t;
+  int64_t src; /* the instruction before the record on its stream, or -1 */
+  int recorded;
+} ev_state;
+
+typedef struct rank_state {
+  uint32_t pc;
+  double *clock;   /* [nstreams] */
+  int64_t *last;   /* [nstreams]: the last instruction on each stream, -1 */
+  ev_state *ev;    /* [nev] */
+} rank_state;
+
+static int is_coll(int opc) {
+  return opc == I_ALL_REDUCE || opc == I_REDUCE_SCATTER || opc == I_ALL_GATHER || opc == I_BROADCAST ||
+         opc == I_SEND || opc == I_RECV;
+}
+
+void ddp_sim_free(ddp_sim *s) {
+  if (!s) return;
+  for (int r = 0; r < s->world && s->ranks; r++) {
+    free(s->ranks[r].busy_s);
+    free(s->ranks[r].compute_s);
+    free(s->ranks[r].in);
+  }
+  free(s->ranks);
+  free(s);
+}
+
+/* Runs rank r's instructions up to its next collective. */
+static void advance(const ddp_plan *p, const ddp_profile *pr, ddp_sim *s, rank_state *st, int r, uint32_t nev) {
+  const ddp_program *prog = &p->ranks[r].step;
+  ddp_sim_rank *sr = &s->ranks[r];
+  while (st->pc < prog->n && !is_coll(prog->v[st->pc].opcode)) {
+    uint32_t k = st->pc++;
+    const ddp_instr *in = &prog->v[k];
+    int sid = in->stream, comm = 0;
+    ddp_sim_instr *si = &sr->in[k];
+    si->dep = st->last[sid] >= 0 ? DEP_STREAM : DEP_NONE;
+    si->dep_rank = st->last[sid] >= 0 ? r : -1;
+    si->dep_index = st->last[sid];
+    int64_t e = in->i[EVENT_I_EVENT];
+    if (in->opcode == I_EVENT_RECORD && e >= 0 && (uint64_t)e < nev) {
+      st->ev[e] = (ev_state){st->clock[sid], st->last[sid], 1};
+    } else if (in->opcode == I_EVENT_WAIT && e >= 0 && (uint64_t)e < nev && st->ev[e].recorded &&
+               st->ev[e].t > st->clock[sid]) {
+      st->clock[sid] = st->ev[e].t;
+      si->dep = st->ev[e].src >= 0 ? DEP_EVENT : DEP_NONE;
+      si->dep_rank = st->ev[e].src >= 0 ? r : -1;
+      si->dep_index = st->ev[e].src;
+    }
+    double c = ddp_instr_cost(p, in, pr, &comm);
+    si->start = st->clock[sid];
+    si->end = si->start + c;
+    st->clock[sid] = si->end;
+    st->last[sid] = k;
+    sr->busy_s[sid] += c;
+    sr->compute_s[sid] += c;
+  }
+}
+
+/* Starts the collective at every rank in `who` (n of them) at the max of their ready times. */
+static void fire(const ddp_plan *p, const ddp_profile *pr, int zero_comm, ddp_sim *s, rank_state *st, const int *who,
+                 int n) {
+  double start = -1;
+  int late = who[0];
+  for (int j = 0; j < n; j++) {
+    int r = who[j];
+    const ddp_instr *in = &p->ranks[r].step.v[st[r].pc];
+    if (st[r].clock[in->stream] > start) start = st[r].clock[in->stream], late = r;
+  }
+  const ddp_instr *lin = &p->ranks[late].step.v[st[late].pc];
+  int64_t late_prev = st[late].last[lin->stream];
+  for (int j = 0; j < n; j++) {
+    int r = who[j];
+    uint32_t k = st[r].pc++;
+    const ddp_instr *in = &p->ranks[r].step.v[k];
+    int comm = 0;
+    double c = zero_comm ? 0 : ddp_instr_cost(p, in, pr, &comm);
+    ddp_sim_instr *si = &s->ranks[r].in[k];
+    if (late == r || st[r].clock[in->stream] == start) {
+      si->dep = st[r].last[in->stream] >= 0 ? DEP_STREAM : DEP_NONE;
+      si->dep_rank = si->dep ? r : -1;
+      si->dep_index = st[r].last[in->stream];
+    } else {
+      si->dep = late_prev >= 0 ? DEP_COLLECTIVE : DEP_NONE;
+      si->dep_rank = late_prev >= 0 ? late : -1;
+      si->dep_index = late_prev;
+    }
+    si->start = start;
+    si->end = start + c;
+    st[r].clock[in->stream] = si->end;
+    st[r].last[in->stream] = k;
+    s->ranks[r].busy_s[in->stream] += c;
+    s->ranks[r].comm_s += c;
+  }
+}
+
+ddp_sim *ddp_simulate(const ddp_plan *p, const ddp_profile *pr, int zero_comm, char *err, size_t errcap) {
+  int world = (int)p->meta.world;
+  if (world < 1 || !p->ranks) return ddp_fail(err, errcap, "the plan has no ranks"), NULL;
+  uint32_t ns = p->nstreams > DDP_DEFAULT_STREAMS ? p->nstreams : DDP_DEFAULT_STREAMS, nev = 1;
+  for (int r = 0; r < world; r++) {
+    const ddp_program *prog = &p->ranks[r].step;
+    if (p->ranks[r].nevents > nev) nev = p->ranks[r].nevents;
+    for (uint32_t k = 0; k < prog->n; k++) {
+      if (prog->v[k].stream >= ns) ns = prog->v[k].stream + 1u;
+      int opc = prog->v[k].opcode;
+      if ((opc == I_EVENT_RECORD || opc == I_EVENT_WAIT) && prog->v[k].i[EVENT_I_EVENT] >= (int64_t)nev &&
+          prog->v[k].i[EVENT_I_EVENT] < (int64_t)1 << 20)
+        nev = (uint32_t)prog->v[k].i[EVENT_I_EVENT] + 1;
+    }
+  }
+  ddp_sim *s = ddp_xcalloc(1, sizeof *s);
+  s->world = world;
+  s->nstreams = ns;
+  s->ranks = ddp_xcalloc((size_t)world, sizeof *s->ranks);
+  rank_state *st = ddp_xcalloc((size_t)world, sizeof *st);
+  int *who = ddp_xcalloc((size_t)world, sizeof *who);
+  for (int r = 0; r < world; r++) {
+    s->ranks[r].busy_s = ddp_xcalloc(ns, sizeof(double));
+    s->ranks[r].compute_s = ddp_xcalloc(ns, sizeof(double));
+    s->ranks[r].in = ddp_xcalloc(p->ranks[r].step.n + 1u, sizeof(ddp_sim_instr));
+    st[r].clock = ddp_xcalloc(ns, sizeof(double));
+    st[r].last = ddp_xmalloc(ns * sizeof(int64_t));
+    for (uint32_t k = 0; k < ns; k++) st[r].last[k] = -1;
+    st[r].ev = ddp_xcalloc(nev, sizeof(ev_state));
+  }
+  int rc = 0;
+  for (;;) {
+    for (int r = 0; r < world; r++) advance(p, pr, s, &st[r], r, nev);
+    int fired = 0, pending = -1;
+    for (int r = 0; r < world && !fired; r++) {
+      if (st[r].pc >= p->ranks[r].step.n) continue;
+      if (pending < 0) pending = r;
+      const ddp_instr *in = &p->ranks[r].step.v[st[r].pc];
+      if (in->opcode == I_SEND || in->opcode == I_RECV) {
+        int64_t q = in->i[COLL_I_PEER];
+        if (q < 0 || q >= world || q == r || st[q].pc >= p->ranks[q].step.n) continue;
+        const ddp_instr *qi = &p->ranks[q].step.v[st[q].pc];
+        int want = in->opcode == I_SEND ? I_RECV : I_SEND;
+        if (qi->opcode != want || qi->i[COLL_I_PEER] != r) continue;
+        who[0] = r, who[1] = (int)q;
+        fire(p, pr, zero_comm, s, st, who, 2);
+        fired = 1;
+        continue;
+      }
+      int all = 1;
+      for (int q = 0; q < world && all; q++)
+        all = st[q].pc < p->ranks[q].step.n && p->ranks[q].step.v[st[q].pc].opcode == in->opcode;
+      if (!all) continue;
+      for (int q = 0; q < world; q++) who[q] = q;
+      fire(p, pr, zero_comm, s, st, who, world);
+      fired = 1;
+    }
+    if (fired) continue;
+    if (pending >= 0) {
+      const ddp_instr *in = &p->ranks[pending].step.v[st[pending].pc];
+      rc = ddp_fail(err, errcap,
+                    "rank %d: step instruction %u (%s) never meets its partners: the ranks' collectives do not match",
+                    pending, st[pending].pc, ddp_opcode_name(in->opcode));
+    }
+    break;
+  }
+  for (int r = 0; r < world; r++) {
+    for (uint32_t k = 0; k < ns; k++) {
+      if (st[r].clock[k] > s->ranks[r].step_s) s->ranks[r].step_s = st[r].clock[k];
+    }
+    free(st[r].clock);
+    free(st[r].last);
+    free(st[r].ev);
+  }
+  free(st);
+  free(who);
+  if (rc) {
+    ddp_sim_free(s);
+    return NULL;
+  }
+  return s;
+}
+
+ddp_sim *ddp_explain_sim(const ddp_plan *p, const ddp_profile *pr, char *err, size_t errcap) {
+  ddp_sim *s = ddp_simulate(p, pr, 0, err, errcap);
+  if (!s) return NULL;
+  ddp_sim *z = ddp_simulate(p, pr, 1, err, errcap);
+  if (!z) {
+    ddp_sim_free(s);
+    return NULL;
+  }
+  for (int r = 0; r < s->world; r++) s->ranks[r].exposed_s = s->ranks[r].step_s - z->ranks[r].step_s;
+  ddp_sim_free(z);
+  return s;
+}
+
+size_t ddp_sim_critical_path(const ddp_plan *p, const ddp_sim *s, int rank, int *ranks, int64_t *idx, size_t cap) {
+  const ddp_program *prog = &p->ranks[rank].step;
+  int64_t k = -1;
+  for (uint32_t j = 0; j < prog->n; j++)
+    if (k < 0 || s->ranks[rank].in[j].end >= s->ranks[rank].in[k].end) k = j;
+  size_t n = 0;
+  int r = rank;
+  while (k >= 0 && n < cap) {
+    ranks[n] = r, idx[n] = k, n++;
+    const ddp_sim_instr *si = &s->ranks[r].in[k];
+    if (si->dep == DEP_NONE) break;
+    r = si->dep_rank;
+    k = si->dep_index;
+  }
+  return n;
+}
+
+void ddp_sim_phases(const ddp_plan *p, const ddp_sim *s, int rank, double *forward, double *backward,
+                    double *optimizer) {
+  const ddp_program *prog = &p->ranks[rank].step;
+  double t[TIMER_COUNT];
+  for (int k = 0; k < TIMER_COUNT; k++) t[k] = -1;
+  for (uint32_t k = 0; k < prog->n; k++) {
+    int64_t role = prog->v[k].i[TIMER_I_ROLE];
+    if (prog->v[k].opcode == I_TIMER && role >= 0 && role < TIMER_COUNT && t[role] < 0)
+      t[role] = s->ranks[rank].in[k].start;
+  }
+  double begin = t[TIMER_STEP_BEGIN] >= 0 ? t[TIMER_STEP_BEGIN] : 0;
+  *forward = t[TIMER_FORWARD_END] >= 0 ? t[TIMER_FORWARD_END] - begin : -1;
+  *backward = t[TIMER_FORWARD_END] >= 0 && t[TIMER_BACKWARD_END] >= 0 ? t[TIMER_BACKWARD_END] - t[TIMER_FORWARD_END] : -1;
+  *optimizer = t[TIMER_OPT_BEGIN] >= 0 && t[TIMER_STEP_END] >= 0 ? t[TIMER_STEP_END] - t[TIMER_OPT_BEGIN] : -1;
+}

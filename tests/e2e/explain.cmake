@@ -1,0 +1,2 @@
+# tests/e2e/explain.cmake: `ddpc explain` on compiled shipped plans (test_explain.sh).
+ddp_sh_test(test_explain SCRIPT test_explain.sh LABELS cpu)

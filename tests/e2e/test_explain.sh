@@ -1,0 +1,105 @@
+#!/usr/bin/env bash
+# tests/e2e/test_explain.sh: `ddpc explain` on compiled shipped plans (tiny, toy_ddp, bucketed_10mb, zero1):
+# every section for every rank, the default profile said to be the default, the memory classes summing to
+# the rank's arena bytes as `ddpc inspect --json` gives them, --json, --rank, a --profile file (good and
+# bad), and the command line's refusals (exit 2) and failures (exit 1, one line).
+. "$(dirname "$0")/lib.sh"
+e2e_tmp explain
+
+for s in tiny toy_ddp bucketed_10mb zero1; do
+  "$DDPC" "$DDP_SOURCE_DIR/schedules/$s.lua" -o "$tmp/$s.bin" -q || { fail "$s does not compile"; continue; }
+  "$DDPC" explain "$tmp/$s.bin" >"$tmp/$s.txt" 2>"$tmp/$s.err" || { fail "explain $s: $(cat "$tmp/$s.err")"; continue; }
+  "$DDPC" inspect --json "$tmp/$s.bin" >"$tmp/$s.json" || fail "inspect --json $s"
+  world=$(python3 -c 'import json,sys; print(len(json.load(open(sys.argv[1]))["ranks"]))' "$tmp/$s.json")
+  grep -q "^== explain ==$" "$tmp/$s.txt" || fail "$s: no header"
+  grep -q "^profile: built-in H100/H200 default (uncalibrated); no --profile given" "$tmp/$s.txt" ||
+    fail "$s: does not say it used the default profile"
+  for ((r = 0; r < world; r++)); do
+    # the rank's section, up to the blank line that ends it
+    sed -n "/^== rank $r ==\$/,/^\$/p" "$tmp/$s.txt" >"$tmp/$s.r$r"
+    for want in "predicted step time" "^compute " "^comm " "exposed communication" "overlap ratio" \
+      "^phases \(timers, as ddprun's metrics\): forward [0-9.]+ ms, backward [0-9.]+ ms, optimizer [0-9.]+ ms$" \
+      "critical path: [0-9]+ instructions" "memory at the peak:"; do
+      grep -qE "$want" "$tmp/$s.r$r" || fail "$s rank $r: no '$want'"
+    done
+    step=$(awk '/^predicted step time/ { print $4 }' "$tmp/$s.r$r")
+    awk -v t="$step" 'BEGIN { exit !(t > 0) }' || fail "$s rank $r: step time '$step' is not positive"
+    # classes (7 lines between "memory at the peak:" and "total") sum to the total and to inspect's bytes
+    sum=$(sed -n '/^memory at the peak:/,/^  total/p' "$tmp/$s.r$r" | grep -v -e "^memory" -e "^  total" |
+      awk '{ for (i = 1; i <= NF; i++) if ($(i + 1) == "B") { s += $i; n++ } } END { printf "%.0f %d", s, n }')
+    total=$(awk '$1 == "total" && $3 == "B" { print $2 }' "$tmp/$s.r$r")
+    arenas=$(python3 -c 'import json,sys; print(json.load(open(sys.argv[1]))["ranks"][int(sys.argv[2])]["total_bytes"])' \
+      "$tmp/$s.json" "$r")
+    [ "$sum" = "$arenas 7" ] || fail "$s rank $r: classes sum/count '$sum', arenas $arenas"
+    [ "$total" = "$arenas" ] || fail "$s rank $r: total $total, arenas $arenas"
+    echo "ok: $s rank $r: step $step ms, memory $total B in 7 classes"
+  done
+  if [ "$world" = 1 ]; then
+    grep -q "overlap ratio .*n/a (no communication)" "$tmp/$s.txt" || fail "$s: one rank, yet an overlap ratio"
+  else
+    grep -qE "^overlap ratio +[-0-9.]+$" "$tmp/$s.txt" || fail "$s: $world ranks, no overlap ratio"
+    grep -qE "^communication +[0-9.]*[1-9][0-9.]* ms" "$tmp/$s.txt" || fail "$s: $world ranks, no communication time"
+  fi
+done
+
+# --json: one document, the same ranks, the default profile flagged
+"$DDPC" explain --json "$tmp/zero1.bin" >"$tmp/zero1.explain.json" || fail "explain --json"
+python3 - "$tmp/zero1.explain.json" "$tmp/zero1.json" <<'PY' || fail "explain --json content"
+import json, sys
+e, i = json.load(open(sys.argv[1])), json.load(open(sys.argv[2]))
+assert e["default_profile"] is True, e["default_profile"]
+assert len(e["ranks"]) == len(i["ranks"]) == e["world"]
+for er, ir in zip(e["ranks"], i["ranks"]):
+    m = er["memory_bytes"]
+    assert m["total"] == ir["total_bytes"] == sum(v for k, v in m.items() if k != "total"), (m, ir["total_bytes"])
+    assert er["step_ms"] > 0 and er["comm_ms"] > 0 and len(er["critical_path_top"]) == 5
+    assert 0 < er["forward_ms"] < er["step_ms"] and 0 < er["backward_ms"] and 0 < er["optimizer_ms"], er
+print("ok: --json")
+PY
+
+# --rank: only that rank
+"$DDPC" explain --rank 1 "$tmp/toy_ddp.bin" >"$tmp/rank1.txt" || fail "explain --rank 1"
+grep -q "^== rank 1 ==" "$tmp/rank1.txt" && ! grep -q "^== rank 0 ==" "$tmp/rank1.txt" || fail "--rank 1 printed other ranks"
+
+# a profile file: used and named; slower numbers give a slower step
+cat >"$tmp/slow.json" <<'JSON'
+{"name": "half speed", "launch_us": 8, "hbm_gbps": 2000, "gemm_tflops_16": 325, "gemm_tflops_32": 25,
+ "gemm_small_dim": 1024, "gemm_small_scale": 0.5, "attention_tflops": 105,
+ "collectives": {"all_reduce": {"alpha_us": 40, "busbw_gbps": 150}, "reduce_scatter": {"alpha_us": 40, "busbw_gbps": 150},
+  "all_gather": {"alpha_us": 40, "busbw_gbps": 150}, "broadcast": {"alpha_us": 40, "busbw_gbps": 150},
+  "send_recv": {"alpha_us": 20, "busbw_gbps": 150}}}
+JSON
+"$DDPC" explain --profile "$tmp/slow.json" --rank 0 "$tmp/bucketed_10mb.bin" >"$tmp/slow.txt" || fail "explain --profile"
+grep -q "^profile: half speed$" "$tmp/slow.txt" || fail "--profile: the profile is not named"
+fast=$(awk '/^predicted step time/ { print $4; exit }' "$tmp/bucketed_10mb.txt")
+slow=$(awk '/^predicted step time/ { print $4; exit }' "$tmp/slow.txt")
+awk -v a="$fast" -v b="$slow" 'BEGIN { exit !(b > 1.9 * a && b < 2.1 * a) }' ||
+  fail "half-speed profile: step $slow ms, default $fast ms (expected about twice)"
+echo "ok: bucketed_10mb rank 0: $fast ms default, $slow ms at half speed"
+
+# refusals
+sed 's/"hbm_gbps": 2000/"hbm_gbps": -5/' "$tmp/slow.json" >"$tmp/bad.json"
+"$DDPC" explain --profile "$tmp/bad.json" "$tmp/tiny.bin" >"$tmp/out" 2>"$tmp/err"
+rc=$?
+[ "$rc" = 1 ] || fail "bad profile: exit $rc, expected 1"
+[ "$(wc -l <"$tmp/err")" = 1 ] && grep -q "bad.json: hbm_gbps: must be a number > 0 (got -5)" "$tmp/err" ||
+  fail "bad profile: $(cat "$tmp/err")"
+[ -s "$tmp/out" ] && fail "bad profile: something was printed to stdout"
+check_exit() { # want-status what args...
+  local want=$1 what=$2
+  shift 2
+  "$DDPC" explain "$@" >/dev/null 2>"$tmp/err"
+  local rc=$?
+  [ "$rc" = "$want" ] || fail "$what: exit $rc, expected $want"
+  [ "$want" = 0 ] || { [ "$(wc -l <"$tmp/err")" = 1 ] || fail "$what: not one line: $(cat "$tmp/err")"; }
+}
+check_exit 2 "no plan"
+check_exit 2 "two plans" "$tmp/tiny.bin" "$tmp/tiny.bin"
+check_exit 2 "--rank past the world" --rank 2 "$tmp/toy_ddp.bin"
+check_exit 2 "unknown option" --bogus "$tmp/tiny.bin"
+check_exit 1 "missing plan" "$tmp/nothing.bin"
+check_exit 1 "missing profile" --profile "$tmp/nothing.json" "$tmp/tiny.bin"
+check_exit 0 "--help" --help
+"$DDPC" explain --help | grep -q "^usage: ddpc explain PLAN" || fail "--help: no usage line"
+"$DDPC" --help | grep -q "ddpc explain PLAN" || fail "ddpc --help does not list explain"
+exit $fail
