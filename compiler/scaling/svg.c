@@ -12,7 +12,7 @@
 
 #define W 720.0
 #define H 460.0
-#define ML 80.0 /* margins */
+#define ML 92.0 /* margins */
 #define MR 150.0
 #define MT 40.0
 #define MB 56.0
@@ -46,7 +46,8 @@ static double tick_step(double d) {
 }
 
 static void label(FILE *f, double v, int log) {
-  if (log) fprintf(f, "%.3g", pow(10.0, v));
+  if (log && fabs(v - round(v)) < 1e-9) fprintf(f, "1e%d", (int)round(v)); /* a whole decade */
+  else if (log) fprintf(f, "%.3g", pow(10.0, v));
   else fprintf(f, "%.4g", v);
 }
 
@@ -61,6 +62,8 @@ static void frame(FILE *f, const axes *a, const char *title, const char *xname, 
   fprintf(f, "<rect x=\"%.1f\" y=\"%.1f\" width=\"%.1f\" height=\"%.1f\" fill=\"none\" stroke=\"black\"/>\n", ML, MT,
           W - ML - MR, H - MT - MB);
   double sx = tick_step(a->x1 - a->x0), sy = tick_step(a->y1 - a->y0);
+  if (a->xlog && a->x1 - a->x0 >= 1.5) sx = fmax(sx, 1.0); /* whole decades on a log axis spanning several */
+  if (a->ylog && a->y1 - a->y0 >= 1.5) sy = fmax(sy, 1.0);
   for (double t = ceil(a->x0 / sx) * sx; t <= a->x1 + 1e-12; t += sx) {
     double x = px(a, t);
     fprintf(f, "<line x1=\"%.1f\" y1=\"%.1f\" x2=\"%.1f\" y2=\"%.1f\" stroke=\"#ddd\"/>\n", x, MT, x, H - MB);
@@ -76,7 +79,7 @@ static void frame(FILE *f, const axes *a, const char *title, const char *xname, 
     fputs("</text>\n", f);
   }
   fprintf(f, "<text x=\"%.1f\" y=\"%.1f\" text-anchor=\"middle\">%s</text>\n", (ML + W - MR) / 2, H - 14, xname);
-  fprintf(f, "<text x=\"18\" y=\"%.1f\" text-anchor=\"middle\" transform=\"rotate(-90 18 %.1f)\">%s</text>\n",
+  fprintf(f, "<text x=\"16\" y=\"%.1f\" text-anchor=\"middle\" transform=\"rotate(-90 16 %.1f)\">%s</text>\n",
           (MT + H - MB) / 2, (MT + H - MB) / 2, yname);
 }
 
