@@ -84,7 +84,6 @@ static int cmd_fit(int argc, char **argv) {
   }
   if (!bad[0] && optind >= argc) snprintf(bad, sizeof bad, "no runs file given (see ddpc scaling --help)");
   if (!bad[0] && optind + 1 < argc) snprintf(bad, sizeof bad, "more than one runs file given ('%s')", argv[optind + 1]);
-  if (!bad[0] && svg && make_dir("--svg-dir", svg, err, sizeof err)) snprintf(bad, sizeof bad, "%s", err);
   if (bad[0]) return usage_error(prog, bad);
   ddp_scaling_run *runs = NULL;
   int nruns = 0;
@@ -96,7 +95,8 @@ static int cmd_fit(int argc, char **argv) {
     return DDP_EXIT_FAILURE;
   }
   ddp_scaling_print(stdout, &fit, at, n_at);
-  int rc = svg ? ddp_scaling_svg(svg, runs, &fit, at, n_at, err, sizeof err) : 0;
+  int rc = svg ? make_dir("--svg-dir", svg, err, sizeof err) : 0; /* made once the fit succeeded */
+  if (rc == 0 && svg) rc = ddp_scaling_svg(svg, runs, &fit, at, n_at, err, sizeof err);
   if (rc) fprintf(stderr, "%s: %s\n", prog, err);
   else if (svg) printf("plots: %s/isoflops.svg %s/n_opt.svg %s/d_opt.svg\n", svg, svg, svg);
   if (rc == 0 && (fflush(stdout) || ferror(stdout))) {
@@ -161,6 +161,9 @@ static int cmd_plan(int argc, char **argv) {
   o.sizes = (int)sizes;
   if (!bad[0] && optind < argc) snprintf(bad, sizeof bad, "unexpected argument '%s' (see ddpc scaling --help)", argv[optind]);
   if (!bad[0] && !o.nbudgets) snprintf(bad, sizeof bad, "no --budgets given (see ddpc scaling --help)");
+  for (int i = 0; i < o.nbudgets && !bad[0]; i++)
+    for (int j = 0; j < i && !bad[0]; j++)
+      if (budgets[i] == budgets[j]) snprintf(bad, sizeof bad, "--budgets: %g is given twice", budgets[i]);
   if (!bad[0] && !o.dir) snprintf(bad, sizeof bad, "no output folder given (-o DIR)");
   if (!bad[0] && strchr(o.tokens, '"')) snprintf(bad, sizeof bad, "--tokens: a file name with a '\"' is refused");
   if (!bad[0] && make_dir("-o", o.dir, err, sizeof err)) snprintf(bad, sizeof bad, "%s", err);

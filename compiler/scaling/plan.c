@@ -72,37 +72,41 @@ int ddp_scaling_plan(const ddp_plan_opts *o, FILE *out, char *err, size_t errcap
   fprintf(out, "%-10s %-24s %12s %5s %5s %6s %12s %10s\n", "budget", "schedule", "N", "d", "L", "heads", "D tokens",
           "steps");
   int rc = 0, first = 1;
-  for (int b = 0; b < o->nbudgets && rc == 0; b++) {
-    double c = o->budgets[b], centre = log10(sqrt(c / (6.0 * o->tokens_per_param)));
-    for (int k = 0; k < o->sizes && rc == 0; k++) {
-      double target = pow(10.0, centre + (k - (o->sizes - 1) / 2.0) * o->spacing);
-      ddp_shape s = ddp_shape_for(target, o->vocab);
-      double n = ddp_shape_params(&s), per_step = (double)(o->batch * o->context);
-      double steps_f = round(c / (6.0 * n) / per_step);
-      if (steps_f < 1) {
-        rc = ddp_fail(err, errcap, "budget %.4g: a model of %.4g parameters cannot train one step of %lld tokens "
-                                   "(6 N x tokens > C); use a larger budget or a smaller --batch or --context",
-                      c, n, (long long)per_step);
-        break;
+  /* Pass 0 checks every run, pass 1 writes: a refused budget leaves no schedule behind. */
+  for (int pass = 0; pass < 2 && rc == 0; pass++) {
+    for (int b = 0; b < o->nbudgets && rc == 0; b++) {
+      double c = o->budgets[b], centre = log10(sqrt(c / (6.0 * o->tokens_per_param)));
+      for (int k = 0; k < o->sizes && rc == 0; k++) {
+        double target = pow(10.0, centre + (k - (o->sizes - 1) / 2.0) * o->spacing);
+        ddp_shape s = ddp_shape_for(target, o->vocab);
+        double n = ddp_shape_params(&s), per_step = (double)(o->batch * o->context);
+        double steps_f = round(c / (6.0 * n) / per_step);
+        if (steps_f < 1) {
+          rc = ddp_fail(err, errcap, "budget %.4g: a model of %.4g parameters cannot train one step of %lld tokens "
+                                     "(6 N x tokens > C); use a larger budget or a smaller --batch or --context",
+                        c, n, (long long)per_step);
+          break;
+        }
+        if (steps_f > INT32_MAX) {
+          rc = ddp_fail(err, errcap, "budget %.4g: %.4g steps of %lld tokens exceed the schedule's limit (2^31-1); use "
+                                     "a larger --batch", c, steps_f, (long long)per_step);
+          break;
+        }
+        if (pass == 0) continue;
+        char name[64];
+        snprintf(name, sizeof name, "isoflops_%.4g_%02d", c, k);
+        char *w = name; /* "1e+18" -> "1e18" */
+        for (const char *r = name; *r; r++)
+          if (*r != '+') *w++ = *r;
+        *w = '\0';
+        snprintf(path, cap, "%s/%s.lua", o->dir, name);
+        rc = write_schedule(path, &s, o, c, n, (int64_t)steps_f, err, errcap);
+        fprintf(js, "%s  {\"schedule\": \"%s.lua\", \"parameters\": %.0f, \"compute_budget\": %.6g, \"metrics\": "
+                    "\"%s.metrics.jsonl\"}", first ? "" : ",\n", name, n, c, name);
+        first = 0;
+        fprintf(out, "%-10.3g %-24s %12.4g %5lld %5lld %6lld %12.4g %10.0f\n", c, name, n, (long long)s.d_model,
+                (long long)s.layers, (long long)s.heads, steps_f * per_step, steps_f);
       }
-      if (steps_f > INT32_MAX) {
-        rc = ddp_fail(err, errcap, "budget %.4g: %.4g steps of %lld tokens exceed the schedule's limit (2^31-1); use "
-                                   "a larger --batch", c, steps_f, (long long)per_step);
-        break;
-      }
-      char name[64];
-      snprintf(name, sizeof name, "isoflops_%.0e_%02d", c, k);
-      char *w = name; /* "1e+18" -> "1e18" */
-      for (const char *r = name; *r; r++)
-        if (*r != '+') *w++ = *r;
-      *w = '\0';
-      snprintf(path, cap, "%s/%s.lua", o->dir, name);
-      rc = write_schedule(path, &s, o, c, n, (int64_t)steps_f, err, errcap);
-      fprintf(js, "%s  {\"schedule\": \"%s.lua\", \"parameters\": %.0f, \"compute_budget\": %.6g, \"metrics\": "
-                  "\"%s.metrics.jsonl\"}", first ? "" : ",\n", name, n, c, name);
-      first = 0;
-      fprintf(out, "%-10.3g %-24s %12.4g %5lld %5lld %6lld %12.4g %10.0f\n", c, name, n, (long long)s.d_model,
-              (long long)s.layers, (long long)s.heads, steps_f * per_step, steps_f);
     }
   }
   fputs("\n]\n", js);

@@ -71,7 +71,11 @@ bad 2 "--budgets" fit "$tmp/runs.json" --budgets 1e23,abc
 bad 2 "unknown option" fit "$tmp/runs.json" --bogus
 bad 2 "no --budgets given" plan -o "$tmp/p"
 bad 2 "unknown subcommand" frobnicate
-bad 1 "cannot train one step" plan --budgets 1e6 -o "$tmp/p"
+bad 1 "cannot train one step" plan --budgets 1e20,1e6 -o "$tmp/p"
+[ -z "$(ls -A "$tmp/p")" ] || fail "a refused plan left files in $tmp/p: $(ls "$tmp/p")"
+bad 2 "--budgets: 1e+18 is given twice" plan --budgets 1e18,1e18 -o "$tmp/p"
+bad 1 "the power laws need at least 2 budgets" fit "$tmp/one.json" --svg-dir "$tmp/nosvg"
+[ ! -e "$tmp/nosvg" ] || fail "a refused fit made its --svg-dir"
 "$DDPC" scaling --help | grep -q '^usage: ddpc scaling fit' || fail "ddpc scaling --help"
 "$DDPC" --help | grep -q 'ddpc scaling fit|plan' || fail "ddpc --help does not list scaling"
 
