@@ -125,6 +125,18 @@ static void bad_input(void) {
   refused("[", "runs.json: line 1: not JSON");
 }
 
+/* The seeds' own lines: integer parameters, exponent budgets. */
+static void seeds_format(void) {
+  ddp_scaling_run *r = NULL;
+  int n = 0;
+  char err[512] = "";
+  const char *t = "[{\"parameters\": 499999999, \"compute_budget\": 6e+18, \"final_loss\": 7.19},\n"
+                  " {\"parameters\": 1000000000, \"compute_budget\": 6e+18, \"final_loss\": 7.0}]";
+  CHECK(ddp_scaling_parse(t, "isoflops_curves.json", NULL, &r, &n, err, sizeof err) == 0, "%s", err);
+  CHECK(n == 2 && r && r[0].params == 499999999.0 && r[0].compute == 6e18 && r[0].loss == 7.19);
+  free(r);
+}
+
 static void metrics(void) {
   char dir[] = "/tmp/ddp_scaling_XXXXXX", path[128], err[512] = "";
   if (!CHECK(mkdtemp(dir) != NULL)) return;
@@ -173,6 +185,7 @@ int main(void) {
   exponents(0.002, 0.03);
   fallbacks();
   bad_input();
+  seeds_format();
   metrics();
   shapes();
   return check_report("test_scaling_fit");
