@@ -14,6 +14,7 @@
 #include "explain.h"
 #include "inspect.h"
 #include "inspect_json.h"
+#include "scaling.h"
 #include "schedule.h"
 #include <getopt.h>
 #include <limits.h>
@@ -29,6 +30,7 @@ static void usage_compile(FILE *f) {
           "            [--time-limit S]\n"
           "       ddpc inspect PLAN [--rank R] [--json]\n"
           "       ddpc explain PLAN [--profile FILE] [--rank R] [--json]\n"
+          "       ddpc scaling fit|plan ... (IsoFLOPs scaling laws: ddpc scaling --help)\n"
           "       ddpc --version\n"
           "Compiles a Lua training schedule into a static execution plan for ddprun, or prints a plan.\n"
           "  -o, --output PLAN    the plan file to write (never one of the inputs)\n"
@@ -121,6 +123,7 @@ int main(int argc, char **argv) {
   ddp_set_progname("ddpc");
   if (argc >= 2 && !strcmp(argv[1], "inspect")) return cmd_inspect(argc - 1, argv + 1);
   if (argc >= 2 && !strcmp(argv[1], "explain")) return ddp_explain_main(argc - 1, argv + 1);
+  if (argc >= 2 && !strcmp(argv[1], "scaling")) return ddp_cmd_scaling(argc - 1, argv + 1);
   static const struct option lo[] = {{"output", required_argument, NULL, 'o'},
                                      {"arch", required_argument, NULL, 'a'},
                                      {"set", required_argument, NULL, 's'},
