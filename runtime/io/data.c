@@ -144,9 +144,19 @@ static int open_token_file(ddp_data *d, const char *path, char *err, size_t errc
   return ddp_data_validate(d, err, errcap); /* every token < vocab, checked at load (before step 1) */
 }
 
+/* The synthetic dense dataset of the toy MLP schedules lives in host memory; one larger than this is a
+ * corrupted or mistaken plan, refused before it is allocated. */
+#define DDP_DENSE_MAX_BYTES ((uint64_t)1 << 30)
+
 static int make_dense(ddp_data *d, char *err, size_t errcap) {
   uint64_t width = (uint64_t)d->mlp_in + (uint64_t)d->mlp_out, rows = (uint64_t)d->rows;
-  if (rows > SIZE_MAX / sizeof(float) / width || !(d->dense = malloc(rows * width * sizeof(float)))) {
+  if (rows > DDP_DENSE_MAX_BYTES / sizeof(float) / width)
+    return ddp_fail(err, errcap,
+                    "data: the dense dataset of %llu rows x %llu values is more than the %llu MiB a synthetic dataset "
+                    "may take (data_rows)",
+                    (unsigned long long)rows, (unsigned long long)width,
+                    (unsigned long long)(DDP_DENSE_MAX_BYTES >> 20));
+  if (!(d->dense = malloc(rows * width * sizeof(float)))) {
     ddp_fail(err, errcap, "data: dense dataset of %llu rows x %llu values: out of memory", (unsigned long long)rows,
              (unsigned long long)width);
     return -1;
