@@ -1,7 +1,10 @@
 /* runtime/launch/nodelist.c: Slurm host-list expansion ("gpu[01-03,07],login1"). A list is host
  * patterns separated by commas; a pattern is literal text and bracket groups of comma-separated numbers
  * or ranges (lo-hi, zero padding taken from lo). The list is validated completely (syntax, size, host
- * length) before any host is delivered, so a bad list never yields a partial answer. */
+ * length) before any host is delivered, so a bad list never yields a partial answer.
+ * Why hand-written: the one library that parses this syntax is Slurm's own libslurm (slurm_hostlist_*),
+ * which would make ddprun depend on a Slurm installation of the same version to start at all, also under
+ * torchrun or mpirun; the grammar is small, and tests/unit/launch/test_launch.c covers it. */
 #include "launch.h"
 #include "err.h"
 #include <ctype.h>
