@@ -9,7 +9,10 @@
 # is named and the previous one used.
 . "$(dirname "$0")/lib.sh"
 e2e_tmp ckpt_kill
-STEPS=3000
+# Long enough that no killed run reaches the end: a run saves every step (a few ms each with fsync), so
+# 100 runs of at most 300 ms stay far below it, while the uninterrupted run takes about 1.5 s.
+STEPS=30000
+last_dir=$(printf 'step-%06d' $STEPS)
 cp "$DDP_SOURCE_DIR/schedules/lib/models.lua" "$tmp/" || exit 1
 cat >"$tmp/kill.lua" <<'LUA'
 local models = require "models"
@@ -45,7 +48,7 @@ echo "($((SECONDS - t0)) s) 100 kills: $mid_write left a temporary checkpoint fo
   { cat "$tmp/final.out"; die "the final resume failed"; }
 echo "($((SECONDS - t0)) s) resumed to the end"
 for f in model.safetensors optimizer.safetensors MANIFEST; do
-  cmp "$tmp/straight/step-00$STEPS/$f" "$tmp/killed/step-00$STEPS/$f" || fail "$f differs from the uninterrupted run's"
+  cmp "$tmp/straight/$last_dir/$f" "$tmp/killed/$last_dir/$f" || fail "$f differs from the uninterrupted run's"
 done
 left=$(find "$tmp/killed" -name '.tmp-*' -o -name '*.tmp.*' | wc -l)
 [ "$left" = 0 ] || fail "$left temporaries remain after a clean start"
@@ -59,17 +62,17 @@ mkdir -p "$tmp/killed/.tmp-step-009999-1"
 "$DDPRUN" "$tmp/plan.bin" --device ref --steps $STEPS --checkpoint-dir "$tmp/killed" --resume >"$tmp/clean.out" 2>&1 ||
   { cat "$tmp/clean.out"; die "clean start"; }
 grep -q "removed $tmp/killed/.tmp-step-009999-1" "$tmp/clean.out" || fail "the stray folder's removal is not said"
-grep -q "resuming from $tmp/killed/step-00$STEPS (step $STEPS)" "$tmp/clean.out" || fail "no 'resuming from' line"
+grep -q "resuming from $tmp/killed/$last_dir (step $STEPS)" "$tmp/clean.out" || fail "no 'resuming from' line"
 [ -e "$tmp/killed/.tmp-step-009999-1" ] && fail "the stray folder is still there"
 
 # a corrupt newest checkpoint: named, and the previous one is used
 prev=$(cd "$tmp/killed" && ls -d step-* | sort | tail -2 | head -1)
-printf 'X' | dd of="$tmp/killed/step-00$STEPS/model.safetensors" bs=1 seek=200 conv=notrunc 2>/dev/null
+printf 'X' | dd of="$tmp/killed/$last_dir/model.safetensors" bs=1 seek=200 conv=notrunc 2>/dev/null
 "$DDPRUN" "$tmp/plan.bin" --device ref --steps $STEPS --checkpoint-dir "$tmp/killed" --resume >"$tmp/corrupt.out" 2>&1 ||
   { cat "$tmp/corrupt.out"; die "resume with a corrupt newest checkpoint"; }
-grep -q "step-00$STEPS is not a complete checkpoint (.*CRC32" "$tmp/corrupt.out" || fail "the corrupt checkpoint is not named"
+grep -q "$last_dir is not a complete checkpoint (.*CRC32" "$tmp/corrupt.out" || fail "the corrupt checkpoint is not named"
 grep -q "resuming from $tmp/killed/$prev (step $((10#${prev#step-})))" "$tmp/corrupt.out" || fail "did not fall back to $prev"
-cmp "$tmp/straight/step-00$STEPS/model.safetensors" "$tmp/killed/step-00$STEPS/model.safetensors" ||
+cmp "$tmp/straight/$last_dir/model.safetensors" "$tmp/killed/$last_dir/model.safetensors" ||
   fail "the step redone after the fallback differs"
 cat "$tmp/corrupt.out" | head -3
 [ "$fail" = 0 ] && echo "killed 100 times, resumed bitwise equal"
