@@ -101,17 +101,9 @@ static int cmd_inspect(int argc, char **argv) {
     return usage_error("ddpc inspect", bad);
   }
   const char *path = argv[optind];
-  ddp_plan *p = ddp_plan_read(path, err, sizeof err);
-  if (!p) {
-    fprintf(stderr, "ddpc inspect: %s\n", err);
-    return DDP_EXIT_FAILURE;
-  }
-  if (rank >= p->meta.world) {
-    fprintf(stderr, "ddpc inspect: --rank: %lld, but %s has %lld ranks (0..%lld)\n", (long long)rank, path,
-            (long long)p->meta.world, (long long)p->meta.world - 1);
-    ddp_plan_free(p);
-    return DDP_EXIT_USAGE;
-  }
+  int status = 0;
+  ddp_plan *p = ddp_inspect_open("ddpc inspect", path, rank, &status);
+  if (!p) return status;
   int rc = json ? ddp_inspect_json(p, (int)rank, stdout, err, sizeof err) : ddp_inspect(p, (int)rank, stdout);
   if (rc == 0 && (fflush(stdout) != 0 || ferror(stdout))) rc = -1;
   if (rc) fprintf(stderr, "ddpc inspect: %s: %s\n", path, json && err[0] ? err : "cannot write the listing to stdout");

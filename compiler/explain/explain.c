@@ -5,6 +5,7 @@
 #include "args.h"
 #include "err.h"
 #include "explain.h"
+#include "inspect.h"
 #include <getopt.h>
 #include <inttypes.h>
 #include <jansson.h>
@@ -236,17 +237,9 @@ int ddp_explain_main(int argc, char **argv) {
     return DDP_EXIT_FAILURE;
   }
   const char *path = argv[optind];
-  ddp_plan *p = ddp_plan_read(path, err, sizeof err);
-  if (!p) {
-    fprintf(stderr, "ddpc explain: %s\n", err);
-    return DDP_EXIT_FAILURE;
-  }
-  if (rank >= p->meta.world) {
-    fprintf(stderr, "ddpc explain: --rank: %lld, but %s has %lld ranks (0..%lld)\n", (long long)rank, path,
-            (long long)p->meta.world, (long long)p->meta.world - 1);
-    ddp_plan_free(p);
-    return DDP_EXIT_USAGE;
-  }
+  int status = 0;
+  ddp_plan *p = ddp_inspect_open("ddpc explain", path, rank, &status);
+  if (!p) return status;
   int rc = ddp_explain(p, &pr, profile == NULL, (int)rank, json, stdout, err, sizeof err);
   if (rc == 0 && (fflush(stdout) != 0 || ferror(stdout))) rc = -1, snprintf(err, sizeof err, "cannot write to stdout");
   if (rc) fprintf(stderr, "ddpc explain: %s: %s\n", path, err);

@@ -11,6 +11,7 @@
  *
  * The program listings are in inspect_program.c. */
 #include "inspect.h"
+#include "args.h"
 #include "inspect_program.h"
 #include <inttypes.h>
 #include <string.h>
@@ -220,4 +221,22 @@ int ddp_inspect(const ddp_plan *p, int rank, FILE *out) {
   print_kernels(out, p);
   ddp_insp_ops(out, p);
   return ferror(out) ? -1 : 0;
+}
+
+ddp_plan *ddp_inspect_open(const char *prog, const char *path, int64_t rank, int *status) {
+  char err[1024];
+  ddp_plan *p = ddp_plan_read(path, err, sizeof err);
+  if (!p) {
+    fprintf(stderr, "%s: %s\n", prog, err);
+    *status = DDP_EXIT_FAILURE;
+    return NULL;
+  }
+  if (rank >= p->meta.world) {
+    fprintf(stderr, "%s: --rank: %lld, but %s has %lld ranks (0..%lld)\n", prog, (long long)rank, path,
+            (long long)p->meta.world, (long long)p->meta.world - 1);
+    ddp_plan_free(p);
+    *status = DDP_EXIT_USAGE;
+    return NULL;
+  }
+  return p;
 }
