@@ -70,6 +70,12 @@ typedef struct ddp_schedule {
   bool overlap_backward;    /* issue gradient collectives during the backward (individual, bucketed) */
   bool optimizer_overlap;   /* bucketed: bucket k's update waits only on bucket k */
   int shard;                /* SHARD_* */
+  /* ZeRO-3 / FSDP (shard == SHARD_ZERO3; fsdp{} in the schedule). The groups ("units") are the buckets:
+   * one per transformer block plus the embedding and the head unless bucket_policy is set. */
+  int prefetch_forward;     /* all-gathers issued this many units ahead in the forward (>= 0) */
+  int prefetch_backward;    /* ... and in the backward */
+  bool reshard_after_forward; /* free a unit's gathered parameters after its forward, gather again in the backward */
+  int gather_dtype;         /* DT_F32 or DT_BF16: dtype of the parameter all-gather (bf16 only with bf16 precision) */
   bool broadcast_init;      /* parameters broadcast from rank 0 after init */
   bool identical_init;      /* every rank initialises with the same seed */
   /* A user bucket policy (a Lua function in the schedule) or NULL: fills bucket_of[i] with the bucket

@@ -417,6 +417,7 @@ int ddp_instr_footprint(const ddp_instr *in, int64_t world, ddp_slot_use use[DDP
     break;
   case I_INIT_TENSOR:
     slot(&f, INIT_TENSOR_P_TENSOR, get(&f, INIT_TENSOR_I_ELEMENTS, "elements", 0), REQ);
+    get(&f, INIT_TENSOR_I_FIRST, "first", 0);
     use[INIT_TENSOR_P_TENSOR].write = 1;
     break;
   default: break; /* events, ranges, timers: no buffers */

@@ -218,9 +218,12 @@ enum { TIMER_I_SLOT = 0, TIMER_I_ROLE };
 enum { LOAD_BATCH_P_INPUTS = 0, LOAD_BATCH_P_TARGETS };
 
 /* INIT_TENSOR: tensor (dt0) of elements, init kind (ddp_init), RNG stream id, fan_in, RNG salt (the rank
- * for per-rank inits, else 0); parameters a, b (std / bound / constant) */
+ * for per-rank inits, else 0), first (the index in the stream of the tensor's element 0: a rank's piece
+ * of a sharded unit draws the values the whole unit would hold there); parameters a, b (std / bound /
+ * constant) */
 enum { INIT_TENSOR_P_TENSOR = 0 };
-enum { INIT_TENSOR_I_KIND = 0, INIT_TENSOR_I_ELEMENTS, INIT_TENSOR_I_STREAM, INIT_TENSOR_I_FAN_IN, INIT_TENSOR_I_SALT };
+enum { INIT_TENSOR_I_KIND = 0, INIT_TENSOR_I_ELEMENTS, INIT_TENSOR_I_STREAM, INIT_TENSOR_I_FAN_IN, INIT_TENSOR_I_SALT,
+       INIT_TENSOR_I_FIRST };
 enum { INIT_TENSOR_F_A = 0, INIT_TENSOR_F_B };
 
 #endif

@@ -12,7 +12,7 @@
 #include <stdio.h>
 
 #define DDP_PLAN_MAGIC "DDPCPLAN"
-#define DDP_PLAN_VERSION 2u
+#define DDP_PLAN_VERSION 3u
 #define DDP_MAX_DIMS 4
 #define DDP_ALIGN 256u
 
@@ -39,7 +39,14 @@ enum {
   TF_TARGETS = 1u << 7,
   TF_LOSS = 1u << 8,       /* scalar f32 loss of the step */
   TF_SCALARS = 1u << 9,    /* optimizer scalars block (ops.h SCALAR_*) */
-  TF_PERSISTENT = 1u << 10 /* lives across steps (not reused by liveness) */
+  TF_PERSISTENT = 1u << 10, /* lives across steps (not reused by liveness) */
+  /* A state-dict parameter's name and shape only, owning no memory: the master of a sharded parameter,
+   * whose elements live in the ranks' pieces. No instruction and no view may name it. */
+  TF_SHAPE_ONLY = 1u << 11,
+  /* One rank's piece of a sharded state-dict tensor (with TF_PARAM, TF_OPT_M or TF_OPT_V): a 1-D view of
+   * that rank's shard holding elements [piece_first, piece_first + numel) of the flattened parameter
+   * `param`; only rank piece_rank's memory holds it. */
+  TF_PIECE = 1u << 12
 };
 
 typedef struct ddp_tensor {
@@ -56,6 +63,8 @@ typedef struct ddp_tensor {
   uint64_t bytes;
   int32_t param;     /* for grads/opt state/copies: the parameter tensor they belong to, else -1 */
   int32_t first_use, last_use; /* step-program instruction indices (rank 0), -1 if unused */
+  int32_t piece_rank;  /* TF_PIECE: the rank whose shard holds it (else 0) */
+  int64_t piece_first; /* TF_PIECE: its first element in the flattened parameter (else 0) */
 } ddp_tensor;
 
 typedef struct ddp_module {

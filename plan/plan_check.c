@@ -80,6 +80,25 @@ static int check_tensor(const vctx *c, uint32_t i) {
                  (unsigned long long)elems, ddp_dtype_name(t->dtype));
   if (!in_range(t->param, -1, p->ntensors)) return tfail(c, i, nm, "parameter id %d, plan has %u tensors", t->param, p->ntensors);
   if (t->first_use < -1 || t->last_use < -1) return tfail(c, i, nm, "negative first/last use");
+  if (t->flags & TF_SHAPE_ONLY) {
+    if (t->base != -1 || t->offset != 0 || (t->flags & TF_PIECE))
+      return tfail(c, i, nm, "shape-only tensor with a base, an offset or a piece");
+    return 0;
+  }
+  if (t->flags & TF_PIECE) {
+    if (!(t->flags & (TF_PARAM | TF_OPT_M | TF_OPT_V)) || !t->state_name || t->ndim != 1 || t->base < 0)
+      return tfail(c, i, nm, "a piece must be a named 1-D view holding a parameter or its optimizer state");
+    if (!in_range(t->param, 0, p->ntensors) || !(p->tensors[t->param].flags & TF_PARAM) ||
+        !p->tensors[t->param].state_name || strcmp(p->tensors[t->param].state_name, t->state_name) != 0)
+      return tfail(c, i, nm, "piece of tensor %d, which is not the parameter named '%.80s'", t->param, t->state_name);
+    uint64_t whole = p->tensors[t->param].bytes / ddp_dtype_size(p->tensors[t->param].dtype);
+    if (t->piece_rank < 0 || t->piece_rank >= p->meta.world || t->piece_first < 0 ||
+        (uint64_t)t->piece_first > whole || (uint64_t)t->shape[0] > whole - (uint64_t)t->piece_first)
+      return tfail(c, i, nm, "piece of rank %d at element %lld + %lld, the parameter has %llu elements and the plan %lld ranks",
+                   t->piece_rank, (long long)t->piece_first, (long long)t->shape[0], (unsigned long long)whole,
+                   (long long)p->meta.world);
+  } else if (t->piece_rank != 0 || t->piece_first != 0)
+    return tfail(c, i, nm, "piece rank or first element set on a tensor that is not a piece");
   if (t->offset > UINT64_MAX - t->bytes || t->offset + t->bytes > max_arena(p, t->arena))
     return tfail(c, i, nm, "%s offset %llu + %llu bytes exceeds the arena's %llu bytes", ddp_arena_name(t->arena),
                  (unsigned long long)t->offset, (unsigned long long)t->bytes,
@@ -88,6 +107,7 @@ static int check_tensor(const vctx *c, uint32_t i) {
   if (!in_range(t->base, 0, p->ntensors) || (uint32_t)t->base == i)
     return tfail(c, i, nm, "view of tensor %d, plan has %u tensors", t->base, p->ntensors);
   const ddp_tensor *b = &p->tensors[t->base];
+  if (b->flags & TF_SHAPE_ONLY) return tfail(c, i, nm, "view of the shape-only tensor '%.80s'", b->name);
   if (b->arena != t->arena) return tfail(c, i, nm, "view in arena %u of a tensor in arena %u", t->arena, b->arena);
   if (t->view > b->bytes || t->bytes > b->bytes - t->view)
     return tfail(c, i, nm, "view at %llu + %llu bytes exceeds its base's %llu bytes", (unsigned long long)t->view,
@@ -140,6 +160,7 @@ static int check_bufref(const vctx *c, const where *w, int k) {
   if (!in_range(b->tensor, 0, p->ntensors))
     return IFAIL(w, "buffer p%d names tensor %d, plan has %u tensors", k, b->tensor, p->ntensors);
   const ddp_tensor *t = &p->tensors[b->tensor];
+  if (t->flags & TF_SHAPE_ONLY) return IFAIL(w, "buffer p%d names the shape-only tensor '%.80s'", k, t->name);
   if (b->arena >= ARENA_COUNT) return IFAIL(w, "buffer p%d in arena %u (have %d)", k, b->arena, ARENA_COUNT);
   if (b->arena != t->arena)
     return IFAIL(w, "buffer p%d in arena %s, its tensor '%.80s' is in %s", k, ddp_arena_name((int)b->arena), t->name,

@@ -15,7 +15,10 @@
 #define DDP_SYNCS(X)                                                                                  \
   X(SYNC_NONE, "none") X(SYNC_NAIVE, "naive") X(SYNC_FLAT, "flat") X(SYNC_INDIVIDUAL, "individual") \
   X(SYNC_BUCKETED, "bucketed")
-#define DDP_SHARDS(X) X(SHARD_NONE, "none") X(SHARD_OPTIMIZER, "optimizer") X(SHARD_ZERO1, "zero1")
+/* Sharding: "optimizer" is the owner-broadcast sharded optimizer of the seeds; zero1..zero3 shard, per
+ * bucket (or FSDP unit), the optimizer state and fp32 masters, then the gradients, then the parameters. */
+#define DDP_SHARDS(X) X(SHARD_NONE, "none") X(SHARD_OPTIMIZER, "optimizer") X(SHARD_ZERO1, "zero1") \
+  X(SHARD_ZERO2, "zero2") X(SHARD_ZERO3, "zero3")
 #define DDP_ATTENTIONS(X) X(ATTN_FLASH, "flash") X(ATTN_NAIVE, "naive")
 #define DDP_OVERLAPS(X) X(OVERLAP_BACKWARD, "backward") X(OVERLAP_NONE, "none")
 

@@ -12,6 +12,9 @@ static void fe_single(ddp_schedule *s) {
   s->sync = SYNC_NONE;
   s->shard = SHARD_NONE;
   s->broadcast_init = true;
+  s->prefetch_forward = s->prefetch_backward = 1;
+  s->reshard_after_forward = true;
+  s->gather_dtype = s->precision == PREC_BF16 ? DT_BF16 : DT_F32;
 }
 
 static void fe_ddp(fe_conv *c, const fe_tab *p) {

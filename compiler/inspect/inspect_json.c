@@ -6,7 +6,8 @@
  *    "ranks":   [{"rank", "nevents", "ntimers", "arena_bytes": {arena: bytes}, "total_bytes",
  *                 "programs": {"init": [instr], "step": [instr]}  (only for the selected rank, or all)}],
  *    "tensors": [{"id", "name", "state_name", "shape", "dtype", "bytes", "arena", "offset", "flags",
- *                 "base", "view", "param", "first_use", "last_use"}],
+ *                 "base", "view", "param", "first_use", "last_use", and for pieces
+ *                 "piece_rank", "piece_first"}],
  *    "buckets": [{"index", "params": [tensor names], "bytes", "offset"}],
  *    "kernels": [{"index", "op", "module", "template", "entry", "hash", "cubin_bytes", "spec"}]}
  *   instr: {"index", "opcode", "stream", "name", "layer", and for kernels "op", "kernel", "grid", "block",
@@ -174,6 +175,10 @@ static json_t *tensors_json(jctx *c, const ddp_plan *p) {
     put(c, o, "param", t->param >= 0 ? jstr(c, ddp_plan_tensor_name(p, t->param)) : json_null());
     put(c, o, "first_use", json_integer(t->first_use));
     put(c, o, "last_use", json_integer(t->last_use));
+    if (t->flags & TF_PIECE) {
+      put(c, o, "piece_rank", json_integer(t->piece_rank));
+      put(c, o, "piece_first", json_integer((json_int_t)t->piece_first));
+    }
     push(c, a, o);
   }
   return a;

@@ -95,7 +95,8 @@ int ddp_memplan(ddp_plan *p, char *err, size_t errcap) {
   uint64_t bytes[ARENA_COUNT] = {0};
   for (uint32_t t = 0; t < p->ntensors; t++) {
     ddp_tensor *tt = &p->tensors[t];
-    if (tt->base >= 0 || (tt->arena == ARENA_ACT && !(tt->flags & TF_PERSISTENT))) continue;
+    if (tt->base >= 0 || (tt->flags & TF_SHAPE_ONLY) || (tt->arena == ARENA_ACT && !(tt->flags & TF_PERSISTENT)))
+      continue;
     tt->offset = bytes[tt->arena];
     bytes[tt->arena] = align_up(bytes[tt->arena] + tt->bytes);
   }

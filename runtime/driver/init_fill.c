@@ -1,7 +1,7 @@
 /* runtime/driver/init_fill.c: the host implementation of INIT_TENSOR shared by both executors (so a GPU run and
  * a reference run start from the same bits). Values are counter-based draws (runtime/driver/rng.h) of
- * (run seed mixed with the instruction's rank salt i4, stream i2, element index), so the result does not
- * depend on how many threads fill it.
+ * (run seed mixed with the instruction's rank salt i4, stream i2, element index + first i5), so the result
+ * does not depend on how many threads fill it, nor on how a unit is split into pieces.
  *   ZEROS, CONST f0, UNIFORM [f0, f1), NORMAL std f0,
  *   TRUNC_NORMAL std f0 cut at +-f1 (redrawn from a disjoint index range until inside, as
  *     torch.nn.init.trunc_normal_ does by its own method: the distribution is the same),
@@ -22,6 +22,7 @@ typedef struct {
 } fill_job;
 
 static double value_at(const ddp_instr *in, uint64_t seed, int64_t i) {
+  i += in->i[INIT_TENSOR_I_FIRST];
   uint64_t stream = (uint64_t)in->i[INIT_TENSOR_I_STREAM];
   switch (in->i[INIT_TENSOR_I_KIND]) {
   case INIT_CONST:
