@@ -119,7 +119,7 @@ static void layout_optimizer_state(ddp_builder *b, ddp_layout *lay) {
     }
   }
   if (s->clip_norm > 0 && s->mode == MODE_TRAIN) {
-    lay->sumsq_p = DDP_SUMSQ_PARTS;
+    lay->sumsq_p = DDP_SUMSQ_PARTS * (lay->zero ? lay->ngroups : 1); /* ZeRO: one table per group slice */
     int64_t shape[1] = {lay->sumsq_p};
     lay->sumsq_partials = b_tensor(b, "optimizer.sumsq_partials", b->fdt, ARENA_IO, TF_PERSISTENT, 1, shape);
   }
@@ -131,10 +131,17 @@ int ddp_layout_build(ddp_builder *b, ddp_layout *lay, char *err, size_t errcap) 
   memset(lay, 0, sizeof *lay);
   lay->world = b->s->ranks;
   lay->flat_params = lay->flat_copies = lay->flat_grads = lay->flat_m = lay->flat_v = lay->sumsq_partials = -1;
+  lay->shard_master = lay->shard_grads = lay->shard_copy = -1;
+  lay->zero = b->s->shard >= SHARD_ZERO1;
   if (layout_order(b, lay, err, errcap) != 0 || layout_buckets(b, lay, err, errcap) != 0) return -1;
-  layout_offsets(b, lay);
-  ddp_layout_ownership(b, lay);
+  if (lay->zero) {
+    if (ddp_layout_shard(b, lay, err, errcap) != 0) return -1;
+  } else {
+    layout_offsets(b, lay);
+    ddp_layout_ownership(b, lay);
+  }
   layout_optimizer_state(b, lay);
+  if (lay->zero) ddp_layout_shard_pieces(b, lay);
   return 0;
 }
 
@@ -143,5 +150,6 @@ void ddp_layout_free(ddp_layout *lay) {
   free(lay->own_lo);
   free(lay->own_hi);
   free(lay->buckets);
+  free(lay->groups);
   memset(lay, 0, sizeof *lay);
 }

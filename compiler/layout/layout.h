@@ -13,6 +13,21 @@ typedef struct ddp_layout_bucket {
   int first, last; /* inclusive indices into the layout's order */
 } ddp_layout_bucket;
 
+/* A group of the ZeRO levels (shard.c): units order[first..last], read through the compute copies
+ * (SG_COPY) or as fp32 masters (SG_MASTER), flat elements [lo, lo + len) with len a multiple of world x
+ * DDP_FLAT_ALIGN; rank r owns [lo + r len/world, lo + (r+1) len/world), at lo/world in its shard. */
+enum { SG_COPY = 0, SG_MASTER = 1 };
+typedef struct ddp_shard_group {
+  int first, last;
+  int form;
+  int dtype;          /* the compute-side dtype of its parameters */
+  int64_t lo, len;
+  int64_t form_lo;    /* offset among the groups of its form (zero1/2's full parameter tensors) */
+  int32_t params;     /* compute-side parameters: zero1/2 a persistent view, zero3 the forward's gather */
+  int32_t params_bwd; /* zero3 with reshard_after_forward: the backward's gather, else -1 */
+  int32_t grads;      /* zero2/3: the group's full gradients (an activation), else -1 */
+} ddp_shard_group;
+
 typedef struct ddp_layout {
   int world;
   int64_t nflat;          /* elements of the flat tensors (padded to world * DDP_FLAT_ALIGN) */
@@ -28,10 +43,20 @@ typedef struct ddp_layout {
   int32_t sumsq_partials; /* f32 [P] in IO, or -1 */
   int64_t sumsq_p;
   int32_t workspace;
+  /* ZeRO levels (shard.c): the groups and the rank's shard tensors (-1 when absent) */
+  bool zero;
+  ddp_shard_group *groups;
+  int ngroups;
+  int32_t shard_master, shard_grads, shard_copy;
 } ddp_layout;
 
 int ddp_layout_build(ddp_builder *b, ddp_layout *lay, char *err, size_t errcap);
 void ddp_layout_free(ddp_layout *lay);
+
+/* The ZeRO layout (shard.c): groups, offsets, shard tensors, units as views of the groups' tensors; then,
+ * once the moments exist, the state-dict parameters as shape-only tensors described by pieces. */
+int ddp_layout_shard(ddp_builder *b, ddp_layout *lay, char *err, size_t errcap);
+void ddp_layout_shard_pieces(ddp_builder *b, ddp_layout *lay);
 
 /* Optimizer ownership (ownership.c): fills own_lo/own_hi and state_elems. */
 void ddp_layout_ownership(const ddp_builder *b, ddp_layout *lay);

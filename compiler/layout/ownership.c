@@ -1,5 +1,5 @@
 /* compiler/layout/ownership.c: which rank updates which range of the flat tensors. Unsharded: every rank
- * owns everything; zero1: equal slices of the padded flat range; optimizer sharding: contiguous groups of
+ * owns everything (the ZeRO levels own slices of their groups: shard.c); optimizer sharding: contiguous groups of
  * whole units, balanced by elements. The per-rank optimizer-state size is the largest owned range. */
 #include "layout.h"
 
@@ -7,13 +7,7 @@ void ddp_layout_ownership(const ddp_builder *b, ddp_layout *lay) {
   const ddp_schedule *s = b->s;
   lay->own_lo = ddp_xcalloc((size_t)lay->world, sizeof(int64_t));
   lay->own_hi = ddp_xcalloc((size_t)lay->world, sizeof(int64_t));
-  if (s->shard == SHARD_ZERO1) {
-    int64_t per = lay->nflat / lay->world;
-    for (int r = 0; r < lay->world; r++) {
-      lay->own_lo[r] = r * per;
-      lay->own_hi[r] = (r + 1) * per;
-    }
-  } else if (s->shard == SHARD_OPTIMIZER) {
+  if (s->shard == SHARD_OPTIMIZER) {
     /* Contiguous groups of whole units, each closing once it reaches its share of the elements. */
     int64_t total = lay->used, acc = 0;
     int r = 0;

@@ -3,26 +3,93 @@
 #include "memplan.h"
 #include "access.h"
 #include "occupancy.h"
+#include "vec.h"
 #include <stdlib.h>
+#include <string.h>
 
 static uint64_t align_up(uint64_t v) { return (v + DDP_ALIGN - 1) / DDP_ALIGN * DDP_ALIGN; }
 
-static void note_uses(ddp_plan *p, const ddp_program *prog, bool persistent_marks) {
+/* Every tensor the init program touches lives across steps. */
+static void mark_init_uses(ddp_plan *p, const ddp_program *prog) {
+  for (uint32_t k = 0; k < prog->n; k++)
+    for (int s = 0; s < DDP_MAX_PTRS; s++)
+      if (prog->v[k].p[s].tensor >= 0) p->tensors[ddp_tensor_root(p, prog->v[k].p[s].tensor)].flags |= TF_PERSISTENT;
+}
+
+/* The step program's liveness, across streams. A use on the compute stream lives at its own index. A use
+ * on another stream may run before or after its neighbours in program order: it starts where that stream
+ * last learned of the others (after its last wait: anything later may still be running) and ends where
+ * every other stream has learned that it finished (the first wait there whose event covers it; the end
+ * of the step when none does). So two tensors whose intervals do not meet are ordered by events. */
+typedef struct wait_mark {
+  int32_t at;
+  int32_t *knows; /* the stream's clock after the wait */
+} wait_mark;
+
+static void note_step_uses(ddp_plan *p, const ddp_program *prog, uint32_t nevents) {
+  int S = p->nstreams > DDP_DEFAULT_STREAMS ? (int)p->nstreams : DDP_DEFAULT_STREAMS;
+  int32_t *clock = ddp_xmalloc(sizeof(int32_t) * (size_t)S * (size_t)S);
+  int32_t *ev = ddp_xmalloc(sizeof(int32_t) * (size_t)S * ((size_t)nevents + 1));
+  for (size_t i = 0; i < (size_t)S * (size_t)S; i++) clock[i] = -1;
+  for (size_t i = 0; i < (size_t)S * ((size_t)nevents + 1); i++) ev[i] = -1;
+  wait_mark **marks = ddp_xcalloc((size_t)S, sizeof(wait_mark *));
+  uint32_t *nmarks = ddp_xcalloc((size_t)S, sizeof(uint32_t));
+  size_t *cap = ddp_xcalloc((size_t)S, sizeof(size_t));
+  int32_t *start = ddp_xmalloc(sizeof(int32_t) * ((size_t)prog->n + 1));
+  for (uint32_t k = 0; k < prog->n; k++) { /* clocks, wait marks, and each instruction's start */
+    const ddp_instr *in = &prog->v[k];
+    int s = in->stream < S ? in->stream : 0;
+    int32_t *cs = &clock[(size_t)s * (size_t)S];
+    cs[s] = (int32_t)k;
+    uint32_t e = (uint32_t)in->i[EVENT_I_EVENT];
+    if (in->opcode == I_EVENT_RECORD && e < nevents) memcpy(&ev[(size_t)e * (size_t)S], cs, sizeof(int32_t) * (size_t)S);
+    if (in->opcode == I_EVENT_WAIT && e < nevents) {
+      for (int q = 0; q < S; q++)
+        if (ev[(size_t)e * (size_t)S + (size_t)q] > cs[q]) cs[q] = ev[(size_t)e * (size_t)S + (size_t)q];
+      wait_mark *m = DDP_VEC_PUSH(marks[s], nmarks[s], cap[s]);
+      m->at = (int32_t)k;
+      m->knows = ddp_xmalloc(sizeof(int32_t) * (size_t)S);
+      memcpy(m->knows, cs, sizeof(int32_t) * (size_t)S);
+    }
+    start[k] = (int32_t)k;
+    if (s != STREAM_COMPUTE)
+      for (int q = 0; q < S; q++)
+        if (q != s && cs[q] + 1 < start[k]) start[k] = cs[q] + 1;
+  }
   for (uint32_t k = 0; k < prog->n; k++) {
     const ddp_instr *in = &prog->v[k];
-    for (int s = 0; s < DDP_MAX_PTRS; s++) {
-      int32_t t = in->p[s].tensor;
-      if (t < 0) continue;
-      int32_t r = ddp_tensor_root(p, t);
-      ddp_tensor *rt = &p->tensors[r];
-      if (persistent_marks) {
-        rt->flags |= TF_PERSISTENT;
-        continue;
+    int s = in->stream < S ? in->stream : 0;
+    int32_t end = (int32_t)k;
+    if (s != STREAM_COMPUTE)
+      for (int q = 0; q < S; q++) {
+        if (q == s) continue;
+        uint32_t lo = 0, hi = nmarks[q]; /* the first wait on q whose clock covers k */
+        while (lo < hi) {
+          uint32_t mid = lo + (hi - lo) / 2;
+          if (marks[q][mid].knows[s] >= (int32_t)k) hi = mid;
+          else lo = mid + 1;
+        }
+        int32_t at = lo < nmarks[q] ? marks[q][lo].at : (int32_t)prog->n;
+        if (at > end) end = at;
       }
-      if (rt->first_use < 0 || (int32_t)k < rt->first_use) rt->first_use = (int32_t)k;
-      if ((int32_t)k > rt->last_use) rt->last_use = (int32_t)k;
+    for (int sl = 0; sl < DDP_MAX_PTRS; sl++) {
+      int32_t t = in->p[sl].tensor;
+      if (t < 0) continue;
+      ddp_tensor *rt = &p->tensors[ddp_tensor_root(p, t)];
+      if (rt->first_use < 0 || start[k] < rt->first_use) rt->first_use = start[k];
+      if (end > rt->last_use) rt->last_use = end;
     }
   }
+  for (int q = 0; q < S; q++) {
+    for (uint32_t i = 0; i < nmarks[q]; i++) free(marks[q][i].knows);
+    free(marks[q]);
+  }
+  free(marks);
+  free(nmarks);
+  free(cap);
+  free(start);
+  free(clock);
+  free(ev);
 }
 
 static int by_size_desc(const void *a, const void *b, void *ctx) {
@@ -90,8 +157,8 @@ int ddp_memplan(ddp_plan *p, char *err, size_t errcap) {
   (void)errcap;
   if (p->meta.world < 1 || !p->ranks) return -1;
   for (uint32_t t = 0; t < p->ntensors; t++) p->tensors[t].first_use = p->tensors[t].last_use = -1;
-  note_uses(p, &p->ranks[0].init, true);
-  note_uses(p, &p->ranks[0].step, false);
+  mark_init_uses(p, &p->ranks[0].init);
+  note_step_uses(p, &p->ranks[0].step, p->ranks[0].nevents);
   uint64_t bytes[ARENA_COUNT] = {0};
   for (uint32_t t = 0; t < p->ntensors; t++) {
     ddp_tensor *tt = &p->tensors[t];

@@ -21,6 +21,57 @@ static void cast(rank_ctx *c, int32_t from, int32_t to, int64_t n, const char *n
   rp_push(c, in, name);
 }
 
+/* INIT_TENSOR of unit u's elements [first, first + count) into tensor t at byte offset `at` */
+static void init_unit(rank_ctx *c, int u, int32_t t, uint64_t at, int64_t first, int64_t count, int salt) {
+  const ddp_unit *un = &c->b->units[u];
+  ddp_instr in = ddp_instr_blank(I_INIT_TENSOR, STREAM_COMPUTE);
+  b_arg(&in, INIT_TENSOR_P_TENSOR, t, at, c->b->fdt);
+  in.i[INIT_TENSOR_I_KIND] = un->init_kind;
+  in.i[INIT_TENSOR_I_ELEMENTS] = count;
+  in.i[INIT_TENSOR_I_STREAM] = u;
+  in.i[INIT_TENSOR_I_FAN_IN] = un->fan_in;
+  in.i[INIT_TENSOR_I_SALT] = salt;
+  in.i[INIT_TENSOR_I_FIRST] = first;
+  in.f[INIT_TENSOR_F_A] = un->init_a;
+  in.f[INIT_TENSOR_F_B] = un->init_b;
+  rp_push(c, in, un->name);
+}
+
+/* ZeRO levels: each rank draws the values of its own slices (the values rank 0 would draw for the whole
+ * unit, so no broadcast is needed), then writes the compute copies: zero3 the copy shard, zero1/2 the full
+ * parameters of every group (cast of its slice, all-gather). */
+static void init_shards(rank_ctx *c) {
+  ddp_builder *b = c->b;
+  ddp_layout *lay = c->lay;
+  uint64_t fsz = ddp_dtype_size(b->fdt);
+  for (int g = 0; g < lay->ngroups; g++) {
+    const ddp_shard_group *sg = &lay->groups[g];
+    int64_t per = sg->len / lay->world, slo = sg->lo + c->rank * per, shi = slo + per;
+    for (int j = sg->first; j <= sg->last; j++) {
+      const ddp_unit *un = &b->units[lay->order[j]];
+      int64_t lo = un->flat_offset > slo ? un->flat_offset : slo;
+      int64_t hi = un->flat_offset + un->numel < shi ? un->flat_offset + un->numel : shi;
+      if (hi > lo)
+        init_unit(c, lay->order[j], lay->shard_master, (uint64_t)(sg->lo / lay->world + lo - slo) * fsz,
+                  lo - un->flat_offset, hi - lo, 0);
+    }
+  }
+  if (lay->shard_copy >= 0) cast(c, lay->shard_master, lay->shard_copy, lay->nflat / lay->world, "params.copy.shard");
+  if (b->s->shard == SHARD_ZERO3) return;
+  for (int g = 0; g < lay->ngroups; g++) {
+    const ddp_shard_group *sg = &lay->groups[g];
+    int64_t per = sg->len / lay->world;
+    if (sg->dtype != b->fdt) {
+      ddp_instr in = b_kernel(OP_CAST);
+      b_arg(&in, CAST_P_IN, lay->shard_master, (uint64_t)(sg->lo / lay->world) * fsz, b->fdt);
+      b_arg(&in, CAST_P_OUT, sg->params, (uint64_t)(c->rank * per) * ddp_dtype_size(sg->dtype), sg->dtype);
+      in.i[CAST_I_N] = per;
+      rp_push(c, in, b_fmt(b, "group%d.params.slice", g));
+    }
+    pass_zero_gather_params(c, STREAM_COMPUTE, g, b_fmt(b, "zero.all_gather.bucket%d", g));
+  }
+}
+
 /* init -> MEMSET(flat params, grads, m, v, scalars, loss) INIT_TENSOR(unit)* [INIT_TENSOR(rope)]
  *         [BROADCAST(flat params) BROADCAST(frozen unit)*] [CAST(params.copy)] CAST(frozen unit copy)* */
 void pass_init_program(rank_ctx *c) {
@@ -29,25 +80,15 @@ void pass_init_program(rank_ctx *c) {
   const ddp_schedule *s = b->s;
   memset_tensor(c, lay->flat_params);
   memset_tensor(c, lay->flat_grads);
+  memset_tensor(c, lay->shard_grads);
   memset_tensor(c, lay->flat_m);
   memset_tensor(c, lay->flat_v);
   memset_tensor(c, b->scalars);
   memset_tensor(c, b->loss);
   bool no_comm = s->mode == MODE_FORWARD;
   int salt = (s->identical_init || c->rank == 0 || (no_comm && s->broadcast_init)) ? 0 : c->rank;
-  for (int u = 0; u < b->nunits; u++) {
-    const ddp_unit *un = &b->units[u];
-    ddp_instr in = ddp_instr_blank(I_INIT_TENSOR, STREAM_COMPUTE);
-    b_buf(b, &in, INIT_TENSOR_P_TENSOR, un->master);
-    in.i[INIT_TENSOR_I_KIND] = un->init_kind;
-    in.i[INIT_TENSOR_I_ELEMENTS] = un->numel;
-    in.i[INIT_TENSOR_I_STREAM] = u;
-    in.i[INIT_TENSOR_I_FAN_IN] = un->fan_in;
-    in.i[INIT_TENSOR_I_SALT] = salt;
-    in.f[INIT_TENSOR_F_A] = un->init_a;
-    in.f[INIT_TENSOR_F_B] = un->init_b;
-    rp_push(c, in, un->name);
-  }
+  for (int u = 0; u < b->nunits; u++)
+    if (!lay->zero || !b->units[u].trainable) init_unit(c, u, b->units[u].master, 0, 0, b->units[u].numel, salt);
   if (b->rope_freq >= 0) {
     ddp_instr in = ddp_instr_blank(I_INIT_TENSOR, STREAM_COMPUTE);
     b_buf(b, &in, INIT_TENSOR_P_TENSOR, b->rope_freq);
@@ -57,8 +98,10 @@ void pass_init_program(rank_ctx *c) {
     in.f[INIT_TENSOR_F_A] = (float)s->rope_theta;
     rp_push(c, in, "rope.inv_freq");
   }
+  if (lay->zero) init_shards(c);
   if (lay->world > 1 && s->broadcast_init && !no_comm) {
-    rp_collective(c, I_BROADCAST, STREAM_COMPUTE, lay->flat_params, 0, lay->nflat, REDOP_SUM, 0, "broadcast.params");
+    if (!lay->zero)
+      rp_collective(c, I_BROADCAST, STREAM_COMPUTE, lay->flat_params, 0, lay->nflat, REDOP_SUM, 0, "broadcast.params");
     for (int u = 0; u < b->nunits; u++)
       if (!b->units[u].trainable)
         rp_collective(c, I_BROADCAST, STREAM_COMPUTE, b->units[u].master, 0, b->units[u].numel, REDOP_SUM, 0,

@@ -1,5 +1,5 @@
 /* compiler/passes/optimizer.c: the optimizer phase of a rank's step: gradient norm for clipping
- * (SUMSQ, all-reduced across shards under ZeRO-1), the per-step scalars (step count, scheduled lr, clip
+ * (SUMSQ, all-reduced across shards; per group slice under the ZeRO levels: zero.c), the per-step scalars (step count, scheduled lr, clip
  * scale), the fused AdamW/SGD update over flat ranges, and for sharded optimizers the exchange that
  * brings every rank the updated parameters. */
 #include "passes.h"
@@ -9,7 +9,9 @@ void pass_opt_scalars(rank_ctx *c, bool sumsq_over_shard) {
   ddp_builder *b = c->b;
   ddp_layout *lay = c->lay;
   const ddp_schedule *s = b->s;
-  if (lay->sumsq_partials >= 0) {
+  if (lay->sumsq_partials >= 0 && lay->zero) {
+    pass_zero_sumsq(c);
+  } else if (lay->sumsq_partials >= 0) {
     int64_t lo = sumsq_over_shard ? lay->own_lo[c->rank] : 0;
     int64_t hi = sumsq_over_shard ? lay->own_hi[c->rank] : lay->nflat;
     ddp_instr in = b_kernel(OP_SUMSQ);
@@ -69,22 +71,16 @@ void pass_update(rank_ctx *c, int64_t lo, int64_t hi, int64_t state_base, bool w
   }
 }
 
-/* exchange -> order(compute, comm) (ALL_GATHER | [BROADCAST(owner's range)]*) order(comm, compute) [CAST(copy)]
- * After sharded updates: every rank gets every updated parameter, then the GEMM copies are rewritten. */
+/* exchange -> order(compute, comm) BROADCAST(owner's range)* order(comm, compute) [CAST(copy)]
+ * After the owner-broadcast sharded optimizer's updates: every rank gets every updated parameter, then the GEMM copies are rewritten. */
 void pass_exchange_params(rank_ctx *c) {
   ddp_builder *b = c->b;
   ddp_layout *lay = c->lay;
-  const ddp_schedule *s = b->s;
   rp_order(c, STREAM_COMPUTE, STREAM_COMM);
-  if (s->shard == SHARD_ZERO1) {
-    rp_collective(c, I_ALL_GATHER, STREAM_COMM, lay->flat_params, 0, lay->nflat / lay->world, REDOP_SUM, 0,
-                  "zero1.all_gather");
-  } else {
-    for (int q = 0; q < lay->world; q++) {
-      if (lay->own_hi[q] > lay->own_lo[q])
-        rp_collective(c, I_BROADCAST, STREAM_COMM, lay->flat_params, lay->own_lo[q], lay->own_hi[q] - lay->own_lo[q],
-                      REDOP_SUM, q, b_fmt(c->b, "shard.broadcast.rank%d", q));
-    }
+  for (int q = 0; q < lay->world; q++) {
+    if (lay->own_hi[q] > lay->own_lo[q])
+      rp_collective(c, I_BROADCAST, STREAM_COMM, lay->flat_params, lay->own_lo[q], lay->own_hi[q] - lay->own_lo[q],
+                    REDOP_SUM, q, b_fmt(c->b, "shard.broadcast.rank%d", q));
   }
   rp_order(c, STREAM_COMM, STREAM_COMPUTE);
   if (lay->flat_copies >= 0) {

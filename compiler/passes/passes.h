@@ -31,4 +31,9 @@ void pass_init_program(rank_ctx *c);                              /* init_progra
 void pass_opt_scalars(rank_ctx *c, bool sumsq_over_shard);        /* optimizer.c */
 void pass_update(rank_ctx *c, int64_t lo, int64_t hi, int64_t state_base, bool write_copy, const char *name);
 void pass_exchange_params(rank_ctx *c);
+/* The ZeRO levels (zero.c): the step program, and the all-gather of group g's parameters after an
+ * update or at init (zero1/2). */
+int pass_zero_step(rank_ctx *c);
+void pass_zero_gather_params(rank_ctx *c, int stream, int g, const char *name);
+void pass_zero_sumsq(rank_ctx *c); /* SUMSQ of every group's gradient slice, partials all-reduced */
 #endif

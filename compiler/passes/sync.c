@@ -5,7 +5,7 @@
  *   individual  each unit's parameters all-reduced as soon as the backward finishes that unit's gradient
  *   bucketed    each bucket (a contiguous gradient range) all-reduced when its last gradient is final;
  *               with optimizer_overlap, bucket k's update waits only for bucket k
- *   zero1       reduce-scatter after the backward, shard update, all-gather of parameters
+ *   zero1..3    the ZeRO levels: zero.c
  *   optimizer   (shard="optimizer") the sync above, then each rank updates the parameters it owns and
  *               the owners broadcast them
  * Collectives run on the communication stream, ordered against compute by events, bracketed by timers.
@@ -81,7 +81,7 @@ static void optimizer_phase(rank_ctx *c, bool opt_overlap, const uint32_t *bucke
     if (dist) rp_order(c, STREAM_COMM, STREAM_COMPUTE);
     rp_timer(c, STREAM_COMPUTE, TIMER_OPT_BEGIN);
     bool sharded = dist && s->shard != SHARD_NONE;
-    pass_opt_scalars(c, dist && s->shard == SHARD_ZERO1);
+    pass_opt_scalars(c, false);
     if (sharded) {
       pass_update(c, lay->own_lo[rank], lay->own_hi[rank], lay->own_lo[rank], false, "optimizer.shard");
       pass_exchange_params(c);
@@ -93,7 +93,8 @@ static void optimizer_phase(rank_ctx *c, bool opt_overlap, const uint32_t *bucke
 }
 
 /* rank -> init; step -> RANGE_PUSH TIMER LOAD_BATCH [fwd|bwd [TIMER(BACKWARD_END)] [order sync(group)* after
- *         its last writer]]* [order (REDUCE_SCATTER | ALL_REDUCE(flat) | unit*)] [optimizer] [order] TIMER RANGE_POP */
+ *         its last writer]]* [order (ALL_REDUCE(flat) | unit*)] [optimizer] [order] TIMER RANGE_POP
+ *         (the ZeRO levels: zero.c) */
 static int assemble_rank(ddp_builder *b, ddp_layout *lay, int rank) {
   const ddp_schedule *s = b->s;
   ddp_rank_plan *rp = &b->plan->ranks[rank];
@@ -101,11 +102,15 @@ static int assemble_rank(ddp_builder *b, ddp_layout *lay, int rank) {
   pass_init_program(&c);
 
   c.out = &rp->step;
+  if (lay->zero) {
+    int rc = pass_zero_step(&c);
+    rp->nevents = c.nevents;
+    rp->ntimers = c.ntimers;
+    return rc;
+  }
   bool dist = lay->world > 1, grads = b->backward, train = s->mode == MODE_TRAIN;
   int sync = dist && grads ? s->sync : SYNC_NONE;
-  if (sync != SYNC_NONE && s->shard == SHARD_ZERO1) sync = SYNC_FLAT; /* replaced by the reduce-scatter below */
-  bool overlap = dist && s->overlap_backward && (sync == SYNC_INDIVIDUAL || sync == SYNC_BUCKETED) &&
-                 s->shard != SHARD_ZERO1;
+  bool overlap = dist && s->overlap_backward && (sync == SYNC_INDIVIDUAL || sync == SYNC_BUCKETED);
   bool opt_overlap = train && overlap && sync == SYNC_BUCKETED && s->optimizer_overlap && s->shard == SHARD_NONE;
 
   /* When is each collective issued? after[k] lists groups (units for individual, buckets) for instr k. */
@@ -168,12 +173,9 @@ static int assemble_rank(ddp_builder *b, ddp_layout *lay, int rank) {
       if (opt_overlap) bucket_done[gidx] = rp_record(&c, STREAM_COMM);
     }
   }
-  if (sync == SYNC_NAIVE || sync == SYNC_FLAT) { /* (ZeRO-1 is SYNC_FLAT here) */
+  if (sync == SYNC_NAIVE || sync == SYNC_FLAT) {
     rp_order(&c, STREAM_COMPUTE, STREAM_COMM);
-    if (s->shard == SHARD_ZERO1) {
-      rp_collective(&c, I_REDUCE_SCATTER, STREAM_COMM, lay->flat_grads, 0, lay->nflat / lay->world, REDOP_AVG, 0,
-                    "zero1.reduce_scatter");
-    } else if (sync == SYNC_FLAT) {
+    if (sync == SYNC_FLAT) {
       rp_collective(&c, I_ALL_REDUCE, STREAM_COMM, lay->flat_grads, 0, lay->nflat, REDOP_AVG, 0, "all_reduce.flat");
     } else {
       for (int j = 0; j < lay->norder; j++) allreduce_unit_params(&c, &up, lay->order[j]);
