@@ -38,6 +38,23 @@ int ddp_parse_double(const char *text, double lo, int lo_open, double hi, const 
   return 0;
 }
 
+int ddp_parse_bytes(const char *text, const char *name, uint64_t *out, char *err, size_t errcap) {
+  static const struct { const char *unit; double scale; } units[] = {
+      {"", 1}, {"B", 1}, {"KB", 1e3}, {"MB", 1e6}, {"GB", 1e9}, {"TB", 1e12},
+      {"KiB", 1024.0}, {"MiB", 1048576.0}, {"GiB", 1073741824.0}, {"TiB", 1099511627776.0}};
+  const char *s = text ? text : "";
+  char *end = NULL;
+  errno = 0;
+  double v = ((s[0] >= '0' && s[0] <= '9') || s[0] == '.') ? strtod(s, &end) : NAN;
+  if (end && errno != ERANGE && isfinite(v))
+    for (size_t k = 0; k < sizeof units / sizeof units[0]; k++)
+      if (!strcmp(end, units[k].unit) && v * units[k].scale >= 1 && v * units[k].scale <= 1152921504606846976.0) {
+        *out = (uint64_t)(v * units[k].scale);
+        return 0;
+      }
+  return ddp_fail(err, errcap, "%s: '%.60s' is not a size such as 80GiB or 141GB", name, s);
+}
+
 int ddp_check_output(const char *what, const char *out, const char *const *inputs, const char *const *names,
                      int n, int allow_stream, char *err, size_t errcap) {
   if (!out) return 0;

@@ -20,6 +20,11 @@ int ddp_parse_i64(const char *text, int64_t lo, int64_t hi, const char *name, in
 int ddp_parse_double(const char *text, double lo, int lo_open, double hi, const char *name, double *out,
                      char *err, size_t errcap);
 
+/* Parses a size in bytes: a number with an optional unit B, KB, MB, GB, TB (powers of 1000) or KiB, MiB,
+ * GiB, TiB (powers of 1024), e.g. "141GB", "80GiB", "1.5e11"; at least 1 byte, at most 2^60. On failure
+ * -1 with "NAME: 'TEXT' is not a size such as 80GiB or 141GB". */
+int ddp_parse_bytes(const char *text, const char *name, uint64_t *out, char *err, size_t errcap);
+
 /* An output path `out` (named `what`, e.g. "-o" or "--metrics") may be written: it names none of the
  * `n` inputs (`inputs[i]` named `names[i]`; NULL entries skipped): neither the same existing file
  * (device and inode) nor, when it does not exist yet, the same path text; and where it exists it is a

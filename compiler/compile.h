@@ -13,6 +13,7 @@ typedef struct ddp_compile_opts {
   int skip_codegen; /* tests of the passes that need no kernels */
   int f64_reference; /* every float tensor in f64, no kernels: the reference executor's gradient checks */
   ddp_codegen_opts codegen; /* zeroed: the built-in choices */
+  uint64_t device_memory;   /* bytes a rank may use on its GPU (0: not checked) */
 } ddp_compile_opts;
 
 ddp_plan *ddp_compile(const ddp_schedule *s, const ddp_compile_opts *o, char *err, size_t errcap);

@@ -27,7 +27,7 @@
 static void usage_compile(FILE *f) {
   fprintf(f,
           "usage: ddpc SCHEDULE.lua -o PLAN [--arch sm_90a] [--set path=value ...] [-j N] [--quiet]\n"
-          "            [--time-limit S]\n"
+          "            [--time-limit S] [--device-memory SIZE]\n"
           "       ddpc inspect PLAN [--rank R] [--json]\n"
           "       ddpc explain PLAN [--profile FILE] [--rank R] [--json]\n"
           "       ddpc scaling fit|plan ... (IsoFLOPs scaling laws: ddpc scaling --help)\n"
@@ -38,6 +38,8 @@ static void usage_compile(FILE *f) {
           "  --set path=value     override a schedule field, e.g. --set parallel.bucket_mb=100 (repeatable)\n"
           "  -j, --jobs N         kernels compiled in parallel, 1..1024 (default: the CPUs online)\n"
           "  --time-limit S       CPU seconds the schedule's Lua may run, in (0, 1e6] (default 10)\n"
+          "  --device-memory SIZE refuse a plan whose rank needs more than SIZE bytes of GPU memory, e.g. 141GB,\n"
+          "                       80GiB (default: not checked)\n"
           "  -q, --quiet          no summary line\n"
           "  -h, --help           this help;  --version: the version, plan format and CUDA version\n"
           "Exit status: 0 done, 1 failed, 2 bad command line.\n");
@@ -121,10 +123,12 @@ int main(int argc, char **argv) {
                                      {"set", required_argument, NULL, 's'},
                                      {"jobs", required_argument, NULL, 'j'},
                                      {"time-limit", required_argument, NULL, 't'},
+                                     {"device-memory", required_argument, NULL, 'm'},
                                      {"quiet", no_argument, NULL, 'q'},
                                      {"help", no_argument, NULL, 'h'},
                                      {"version", no_argument, NULL, 'V'},
                                      {NULL, 0, NULL, 0}};
+  uint64_t device_memory = 0;
   const char *out = NULL, *arch = "sm_90a";
   const char **sets = ddp_xcalloc((size_t)argc, sizeof *sets); /* the --set overrides */
   int nsets = 0, quiet = 0, help = 0, want_version = 0, c;
@@ -140,6 +144,7 @@ int main(int argc, char **argv) {
     case 's': sets[nsets++] = optarg; break;
     case 'j': rc = ddp_parse_i64(optarg, 1, 1024, "-j", &jobs, err, sizeof err); break;
     case 't': rc = ddp_parse_double(optarg, 0, 1, 1e6, "--time-limit", &time_limit, err, sizeof err); break;
+    case 'm': rc = ddp_parse_bytes(optarg, "--device-memory", &device_memory, err, sizeof err); break;
     case 'q': quiet = 1; break;
     case 'h': help = 1; break;
     case 'V': want_version = 1; break;
@@ -179,7 +184,7 @@ int main(int argc, char **argv) {
     fprintf(stderr, "%s\n", err);
     return DDP_EXIT_FAILURE;
   }
-  ddp_compile_opts o = {.arch = arch, .jobs = (int)jobs};
+  ddp_compile_opts o = {.arch = arch, .jobs = (int)jobs, .device_memory = device_memory};
   if (ddp_codegen_opts_from_env(&o.codegen, err, sizeof err) != 0) {
     fprintf(stderr, "ddpc: %s\n", err);
     ddp_schedule_free(s);

@@ -20,6 +20,7 @@ enum { SG_COPY = 0, SG_MASTER = 1 };
 typedef struct ddp_shard_group {
   int first, last;
   int form;
+  int unit;           /* the bucket or FSDP unit it was split from (prefetch counts these) */
   int dtype;          /* the compute-side dtype of its parameters */
   int64_t lo, len;
   int64_t form_lo;    /* offset among the groups of its form (zero1/2's full parameter tensors) */

@@ -158,6 +158,7 @@ int ddp_layout_shard(ddp_builder *b, ddp_layout *lay, char *err, size_t errcap) 
       sg->first = start;
       sg->last = n - 1;
       sg->form = form;
+      sg->unit = g;
       sg->dtype = form == SG_MASTER ? b->fdt : b->act_dt;
       sg->params = sg->params_bwd = sg->grads = -1;
     }

@@ -123,16 +123,22 @@ static void plan_gathers(zctx *z) {
   qsort(z->items, (size_t)z->nitems, sizeof(gather_item), by_first);
 }
 
-/* The instruction before which item j is gathered: the first use of the item `depth` before it in its phase. */
+/* The instruction before which item j is gathered: the first use of the FSDP unit `depth` units before
+ * its own in its phase (a unit's fp32 and compute-dtype parts are separate items of one unit). */
 static int32_t issue_point(const zctx *z, int j) {
   bool bwd = z->items[j].first > (int32_t)z->fe;
   int depth = bwd ? z->b->s->prefetch_backward : z->b->s->prefetch_forward;
-  int at = j;
-  for (int d = 0; d < depth && at > 0; d++) {
-    bool prev_bwd = z->items[at - 1].first > (int32_t)z->fe;
-    if (prev_bwd != bwd) break;
-    at--;
+  int unit = z->lay->groups[z->items[j].g].unit, at = j;
+  for (int i = j - 1; i >= 0 && (z->items[i].first > (int32_t)z->fe) == bwd; i--) {
+    int u = z->lay->groups[z->items[i].g].unit;
+    if (u != unit) {
+      if (depth == 0) break;
+      depth--;
+      unit = u;
+    }
+    at = i;
   }
+  /* at is the earliest item of the unit `depth` back (or of the phase's first unit); its unit's first use */
   return z->items[at].first;
 }
 

@@ -1,7 +1,8 @@
 -- schedules/lib/models.lua: the model zoo of the seeds, as a module (local models = require "models").
 --   models.transformer(size, opts)  the cs336 language model at the sizes of the handouts' Table 1:
 --       small 768/3072/12/12, medium 1024/4096/24/16, large 1280/5120/36/20, xl 1600/6400/48/25,
---       "2.7b" 2560/10240/32/32 (d_model/d_ff/layers/heads); vocab 10000, context 512, rope_theta
+--       "2.7b" 2560/10240/32/32, "10b" 5120/13824/32/40 (d_model/d_ff/layers/heads; 10b does not fit one
+--       GPU with DDP: schedules/fsdp_10b.lua); vocab 10000, context 512, rope_theta
 --       10000 unless opts says otherwise (opts may set any transformer{} field: context, vocab, layers,
 --       attention = "flash" | "naive", ...).
 --   models.tiny(opts)               a tiny transformer for CPU checks (d_model 64, d_ff 128, 2 layers,
@@ -19,6 +20,7 @@ local sizes = {
   large    = { d_model = 1280, d_ff = 5120,  layers = 36, heads = 20 },
   xl       = { d_model = 1600, d_ff = 6400,  layers = 48, heads = 25 },
   ["2.7b"] = { d_model = 2560, d_ff = 10240, layers = 32, heads = 32 },
+  ["10b"]  = { d_model = 5120, d_ff = 13824, layers = 32, heads = 40 },
 }
 models.sizes = sizes
 
@@ -35,7 +37,7 @@ end
 function models.transformer(size, opts)
   local s = sizes[size]
   if not s then
-    error(string.format('models.transformer: size must be one of "small", "medium", "large", "xl" or '
+    error(string.format('models.transformer: size must be one of "small", "medium", "large", "xl", "10b" or '
       .. '"2.7b", got %s', type(size) == "string" and string.format("%q", size) or tostring(size)), 2)
   end
   local spec = merge({ name = size, d_model = s.d_model, d_ff = s.d_ff, layers = s.layers,

@@ -1,3 +1,5 @@
 # tests/unit/passes/passes.cmake: the plan verifier on compiled plans and on broken ones.
 ddp_c_test(test_verifier SOURCES test_verifier.c LIBS ddpcompiler ddpruntime LABELS cpu)
 include(${CMAKE_CURRENT_LIST_DIR}/linear_structures.cmake)
+# the ZeRO levels' plans: residency, prefetch, the verifier on broken copies
+ddp_c_test(test_zero_plans SOURCES test_zero_plans.c LIBS ddpcompiler ddpruntime LABELS cpu)
