@@ -27,6 +27,7 @@ typedef struct ddp_shard_group {
   int32_t params;     /* compute-side parameters: zero1/2 a persistent view, zero3 the forward's gather */
   int32_t params_bwd; /* zero3 with reshard_after_forward: the backward's gather, else -1 */
   int32_t grads;      /* zero2/3: the group's full gradients (an activation), else -1 */
+  int32_t gather32, gather32_bwd; /* zero3, gather_dtype fp32 under bf16: the fp32 gathers cast into params */
 } ddp_shard_group;
 
 typedef struct ddp_layout {

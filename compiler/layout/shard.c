@@ -18,6 +18,8 @@
  *   unit<g>.gathered(.bwd)   zero3: group g's gathered parameters (activations: between the all-gather
  *                            and the last use; .bwd is the backward's own gather when resharding)
  *   flat.params.copy.shard   zero3 under bf16: the compute-dtype copy of the rank's slices (gather source)
+ *   unit<g>.gathered.fp32    zero3 with gather_dtype "fp32" under bf16: the gathered fp32 masters, cast into
+ *                            unit<g>.gathered on the communication stream (no copy shard then)
  * The state-dict parameters become shape-only tensors, described for checkpoints by per-rank pieces of
  * the master shard and of the moments (plan.h TF_PIECE). */
 #include "layout.h"
@@ -160,7 +162,7 @@ int ddp_layout_shard(ddp_builder *b, ddp_layout *lay, char *err, size_t errcap) 
       sg->form = form;
       sg->unit = g;
       sg->dtype = form == SG_MASTER ? b->fdt : b->act_dt;
-      sg->params = sg->params_bwd = sg->grads = -1;
+      sg->params = sg->params_bwd = sg->grads = sg->gather32 = sg->gather32_bwd = -1;
     }
   memcpy(lay->order, sorted, sizeof(int) * (size_t)lay->norder);
   free(sorted);
@@ -221,7 +223,8 @@ int ddp_layout_shard(ddp_builder *b, ddp_layout *lay, char *err, size_t errcap) 
   if (b->backward && s->shard != SHARD_ZERO1)
     lay->shard_grads = flat(b, "flat.grads.shard", b->grad_dt, ARENA_GRAD, TF_GRAD | TF_PERSISTENT, S);
   bool zero3 = s->shard == SHARD_ZERO3;
-  if (zero3 && b->act_dt != b->fdt && form_len[SG_COPY] > 0)
+  bool gather32 = zero3 && b->act_dt != b->fdt && s->gather_dtype == b->fdt; /* fp32 masters gathered, cast here */
+  if (zero3 && b->act_dt != b->fdt && form_len[SG_COPY] > 0 && !gather32)
     lay->shard_copy = flat(b, "flat.params.copy.shard", b->act_dt, ARENA_PARAM, TF_PARAM_COPY | TF_PERSISTENT, S);
   int32_t full[2] = {-1, -1};
   if (!zero3) {
@@ -246,6 +249,11 @@ int ddp_layout_shard(ddp_builder *b, ddp_layout *lay, char *err, size_t errcap) 
     } else {
       sg->params = b_view(b, b_fmt(b, "group%d.params", g), full[sg->form], (uint64_t)sg->form_lo * es, sg->dtype, 1,
                           shape, TF_PARAM_COPY);
+    }
+    if (gather32 && sg->dtype != b->fdt) {
+      sg->gather32 = b_tensor(b, b_fmt(b, "unit%d.gathered.fp32", g), b->fdt, ARENA_ACT, 0, 1, shape);
+      if (sg->params_bwd >= 0)
+        sg->gather32_bwd = b_tensor(b, b_fmt(b, "unit%d.gathered.bwd.fp32", g), b->fdt, ARENA_ACT, 0, 1, shape);
     }
     if (b->backward && s->shard != SHARD_ZERO1)
       sg->grads = b_tensor(b, b_fmt(b, "bucket%d.grads", g), b->grad_dt, ARENA_ACT, TF_GRAD, 1, shape);

@@ -160,13 +160,24 @@ static void coll(zctx *z, int opcode, int32_t send, int64_t send_at, int32_t rec
   rp_timer(c, STREAM_COMM, TIMER_COMM_END);
 }
 
+/* gather -> ALL_GATHER(shard -> unit<g>.gathered) | ALL_GATHER(master shard -> fp32 buffer) CAST, then an
+ * event for the compute stream */
 static void gather(zctx *z, gather_item *it) {
   const ddp_shard_group *sg = &z->lay->groups[it->g];
   int64_t per = sg->len / z->W;
-  int32_t src = sg->dtype == z->b->fdt ? z->lay->shard_master : z->lay->shard_copy;
   bool bwd = it->tensor == sg->params_bwd && sg->params_bwd != sg->params;
-  coll(z, I_ALL_GATHER, src, sg->lo / z->W, it->tensor, 0, per,
-       b_fmt(z->b, "fsdp.all_gather.unit%d%s", it->g, bwd ? ".bwd" : ""));
+  int32_t f32 = bwd ? sg->gather32_bwd : sg->gather32;
+  int32_t src = sg->dtype == z->b->fdt || f32 >= 0 ? z->lay->shard_master : z->lay->shard_copy;
+  const char *name = b_fmt(z->b, "fsdp.all_gather.unit%d%s", it->g, bwd ? ".bwd" : "");
+  coll(z, I_ALL_GATHER, src, sg->lo / z->W, f32 >= 0 ? f32 : it->tensor, 0, per, name);
+  if (f32 >= 0) {
+    ddp_instr in = b_kernel(OP_CAST);
+    in.stream = STREAM_COMM;
+    b_buf(z->b, &in, CAST_P_IN, f32);
+    b_buf(z->b, &in, CAST_P_OUT, it->tensor);
+    in.i[CAST_I_N] = sg->len;
+    rp_push(z->c, in, b_fmt(z->b, "fsdp.cast.unit%d%s", it->g, bwd ? ".bwd" : ""));
+  }
   it->event = rp_record(z->c, STREAM_COMM);
 }
 
@@ -234,7 +245,8 @@ static void update(zctx *z, int g) {
   uint64_t copy_at = 0;
   int64_t grad_at;
   grad_slice(lay, z->c->rank, g, &grad, &grad_at);
-  if (sg->dtype != b->fdt) { /* the compute copy of the slice: in place (zero1/2) or the copy shard (zero3) */
+  if (sg->dtype != b->fdt && (s->shard != SHARD_ZERO3 || lay->shard_copy >= 0)) {
+    /* the compute copy of the slice: in place (zero1/2) or the copy shard (zero3 with compute-dtype gathers) */
     copy = s->shard == SHARD_ZERO3 ? lay->shard_copy : sg->params;
     copy_at = s->shard == SHARD_ZERO3 ? (uint64_t)at * csz : (uint64_t)(z->c->rank * per) * csz;
   }
