@@ -134,8 +134,7 @@ static void fe_fsdp(fe_conv *c, const fe_tab *p) {
   int g = -1;
   if (fe_enum(c, p, "gather_dtype", ddp_precision_names, &g)) {
     if (g == PREC_BF16 && s->precision != PREC_BF16)
-      fe_bad(c, p, "gather_dtype", "may be \"bf16\" only with precision = \"bf16\" (the parameters are gathered "
-             "in the compute dtype or in fp32)");
+      fe_bad(c, p, "gather_dtype", "may be \"bf16\" only with precision = \"bf16\"");
     s->gather_dtype = g == PREC_BF16 ? DT_BF16 : DT_F32;
   }
   fe_init_fields(c, p);
