@@ -46,19 +46,25 @@ void ddp_summary(ddp_plan *p, const ddp_schedule *s, const char *arch, const ddp
   m->act_dtype = b->act_dt;
   m->grad_dtype = b->grad_dt;
   m->batch_per_rank = s->global_batch / s->ranks;
-  char par[256], bucket[48] = "";
+  char par[320], bucket[48] = "", shard[128] = "";
   if (s->sync == SYNC_BUCKETED) {
-    if (s->bucket_policy) snprintf(bucket, sizeof bucket, " buckets=lua");
+    if (s->bucket_policy) snprintf(bucket, sizeof bucket, s->shard == SHARD_ZERO3 ? " units=lua" : " buckets=lua");
+    else if (s->shard == SHARD_ZERO3 && s->bucket_mb == 0) snprintf(bucket, sizeof bucket, " units=per-block");
     else snprintf(bucket, sizeof bucket, " bucket_mb=%g", s->bucket_mb);
   }
+  if (s->shard == SHARD_ZERO3)
+    snprintf(shard, sizeof shard, " shard=zero3 prefetch=%d/%d reshard_after_forward=%s gather=%s",
+             s->prefetch_forward, s->prefetch_backward, s->reshard_after_forward ? "true" : "false",
+             s->gather_dtype == DT_BF16 ? "bf16" : "fp32");
+  else if (s->shard != SHARD_NONE)
+    snprintf(shard, sizeof shard, " shard=%s", ddp_vocab_name(ddp_shard_names, SHARD_COUNT, s->shard));
   if (s->ranks == 1)
     snprintf(par, sizeof par, "single rank");
   else if (s->mode == MODE_FORWARD)
     snprintf(par, sizeof par, "ddp ranks=%d, no collectives (mode forward)", s->ranks);
   else
     snprintf(par, sizeof par, "ddp ranks=%d sync=%s%s%s%s%s", s->ranks, ddp_sync_name(s->sync), bucket,
-             s->overlap_backward ? " overlap=backward" : "", s->optimizer_overlap ? " optimizer_overlap" : "",
-             s->shard == SHARD_ZERO1 ? " shard=zero1" : s->shard == SHARD_OPTIMIZER ? " shard=optimizer" : "");
+             s->overlap_backward ? " overlap=backward" : "", s->optimizer_overlap ? " optimizer_overlap" : "", shard);
   m->parallel = dupstr(par);
   for (int i = 0; i < b->nparams; i++) {
     m->n_params += b->params[i].numel;

@@ -1,4 +1,5 @@
-/* compiler/frontend/bucket_policy.c: ddp{ buckets = function(params) ... end }. The compiler calls
+/* compiler/frontend/bucket_policy.c: ddp{ buckets = function(params) ... end } and fsdp{ units = ... }
+ * (the same interface; errors then say parallel.units and "unit"). The compiler calls
  * ddp_schedule.bucket_policy with the parameters in gradient-ready order; we call the Lua function with
  * {name=, bytes=, order=} entries (order 1-based) in that order and check that it returns a list of
  * buckets, each a non-empty list of parameter names (or of the entries themselves), every parameter in
@@ -24,7 +25,7 @@ __attribute__((format(printf, 3, 4))) static int fe_bucket_fail(lua_State *L, co
   va_start(ap, fmt);
   vsnprintf(text, sizeof text, fmt, ap);
   va_end(ap);
-  lua_pushfstring(L, "%s: parallel.buckets %s", sb->bucket_where, text);
+  lua_pushfstring(L, "%s: %s %s", sb->bucket_where, sb->bucket_field, text);
   return lua_error(L);
 }
 
@@ -74,36 +75,37 @@ static int fe_bucket_run(lua_State *L) {
   lua_call(L, 1, 1); /* 2: the buckets */
   char got[160];
   if (!lua_istable(L, 2) || fe_kind_of(L, 2) >= 0)
-    return fe_bucket_fail(L, sb, "must return a list of buckets (lists of parameter names), got %s",
+    return fe_bucket_fail(L, sb, "must return a list of %ss (lists of parameter names), got %s", sb->bucket_noun,
                           fe_got(L, 2, got, sizeof got));
   lua_Integer nb = (lua_Integer)lua_rawlen(L, 2);
   for (lua_Integer b = 1; b <= nb; b++) {
     lua_rawgeti(L, 2, b); /* 3 */
     if (!lua_istable(L, 3))
-      return fe_bucket_fail(L, sb, "returned bucket %lld that is not a list of names, got %s", (long long)b,
+      return fe_bucket_fail(L, sb, "returned %s %lld that is not a list of names, got %s", sb->bucket_noun, (long long)b,
                             fe_got(L, 3, got, sizeof got));
     lua_Integer ne = (lua_Integer)lua_rawlen(L, 3);
-    if (ne == 0) return fe_bucket_fail(L, sb, "returned bucket %lld empty", (long long)b);
+    if (ne == 0) return fe_bucket_fail(L, sb, "returned %s %lld empty", sb->bucket_noun, (long long)b);
     for (lua_Integer e = 1; e <= ne; e++) {
       lua_rawgeti(L, 3, e);
       fe_got(L, -1, got, sizeof got);
       int i = fe_entry_param(L, map);
       if (i == -2)
-        return fe_bucket_fail(L, sb, "returned %s in bucket %lld, entry %lld: expected a parameter name", got,
-                              (long long)b, (long long)e);
+        return fe_bucket_fail(L, sb, "returned %s in %s %lld, entry %lld: expected a parameter name", got,
+                              sb->bucket_noun, (long long)b, (long long)e);
       if (i < 0)
-        return fe_bucket_fail(L, sb, "returned the unknown parameter %s in bucket %lld", got, (long long)b);
+        return fe_bucket_fail(L, sb, "returned the unknown parameter %s in %s %lld", got, sb->bucket_noun,
+                              (long long)b);
       if (bc->bucket_of[i] >= 0)
-        return fe_bucket_fail(L, sb, "returned the parameter \"%s\" twice (buckets %lld and %lld)", bc->names[i],
-                              (long long)bc->bucket_of[i] + 1, (long long)b);
+        return fe_bucket_fail(L, sb, "returned the parameter \"%s\" twice (%ss %lld and %lld)", bc->names[i],
+                              sb->bucket_noun, (long long)bc->bucket_of[i] + 1, (long long)b);
       bc->bucket_of[i] = (int)(b - 1);
     }
     lua_settop(L, 2);
   }
   for (int i = 0; i < bc->n; i++)
     if (bc->bucket_of[i] < 0)
-      return fe_bucket_fail(L, sb, "left out the parameter \"%s\" (every parameter must be in exactly one bucket)",
-                            bc->names[i]);
+      return fe_bucket_fail(L, sb, "left out the parameter \"%s\" (every parameter must be in exactly one %s)",
+                            bc->names[i], sb->bucket_noun);
   return 0;
 }
 
@@ -116,20 +118,21 @@ int fe_bucket_policy(void *ctx, const char *const *names, const uint64_t *bytes,
   lua_settop(L, 0);
   lua_pushcfunction(L, fe_bucket_run);
   lua_pushlightuserdata(L, &bc);
-  fe_watch *w = fe_watch_begin(sb->bucket_where, "parallel.buckets");
+  fe_watch *w = fe_watch_begin(sb->bucket_where, sb->bucket_field);
   if (!w) return ddp_fail(err, errcap, "%s: cannot start the time-limit watchdog", sb->bucket_where);
   int st = lua_pcall(L, 1, 0, 0);
   fe_watch_end(w);
   if (st == LUA_OK) return 0;
   if (st == LUA_ERRMEM)
-    ddp_fail(err, errcap, "%s: parallel.buckets used more than %d MB of Lua memory", sb->bucket_where,
-             (int)(FE_MEM_CAP >> 20));
+    ddp_fail(err, errcap, "%s: %s used more than %d MB of Lua memory", sb->bucket_where,
+             sb->bucket_field, (int)(FE_MEM_CAP >> 20));
   else if (lua_type(L, -1) == LUA_TSTRING && fe_located(lua_tostring(L, -1)))
     ddp_fail(err, errcap, "%s", lua_tostring(L, -1));
   else if (lua_type(L, -1) == LUA_TSTRING)
-    ddp_fail(err, errcap, "%s: parallel.buckets: %s", sb->bucket_where, lua_tostring(L, -1));
+    ddp_fail(err, errcap, "%s: %s: %s", sb->bucket_where, sb->bucket_field, lua_tostring(L, -1));
   else
-    ddp_fail(err, errcap, "%s: parallel.buckets raised an error that is not a string", sb->bucket_where);
+    ddp_fail(err, errcap, "%s: %s raised an error that is not a string", sb->bucket_where,
+             sb->bucket_field);
   fe_one_line(err);
   lua_settop(L, 0);
   return -1;

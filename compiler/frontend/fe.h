@@ -28,6 +28,8 @@ typedef struct fe_sandbox {
   char dir[1024];           /* its folder: modules and relative token files resolve here */
   int bucket_ref;           /* registry reference of the bucket function, LUA_NOREF if none */
   char bucket_where[FE_WHERE_MAX];
+  char bucket_field[32];    /* the field the function came from in errors: "parallel.buckets" or "parallel.units" */
+  char bucket_noun[16];     /* what it returns a list of: "bucket" or "unit" */
 } fe_sandbox;
 
 fe_sandbox *fe_sandbox_new(const char *path); /* NULL when out of memory */
@@ -42,7 +44,8 @@ const char *fe_library_dir(char *buf, size_t cap);
 /* ---- prelude.c: the constructors (C functions, so `return schedule{...}` keeps its line). ---- */
 #define FE_KINDS(X)                                                                                    \
   X(SCHEDULE, schedule) X(TRANSFORMER, transformer) X(MLP, mlp) X(LINEAR, linear) X(RELU, relu)         \
-  X(LAYERNORM, layernorm) X(PARAM, param) X(ADAMW, adamw) X(SGD, sgd) X(DDP, ddp) X(SINGLE, single)
+  X(LAYERNORM, layernorm) X(PARAM, param) X(ADAMW, adamw) X(SGD, sgd) X(DDP, ddp) X(SINGLE, single)         \
+  X(FSDP, fsdp)
 #define FE_KIND_ENUM(id, name) FE_K_##id,
 enum { FE_KINDS(FE_KIND_ENUM) FE_K_COUNT };
 #undef FE_KIND_ENUM

@@ -65,6 +65,8 @@ fe_sandbox *fe_sandbox_new(const char *path) {
   if (!sb) return NULL;
   sb->mem_cap = FE_MEM_CAP;
   sb->bucket_ref = LUA_NOREF;
+  snprintf(sb->bucket_field, sizeof sb->bucket_field, "parallel.buckets");
+  snprintf(sb->bucket_noun, sizeof sb->bucket_noun, "bucket");
   snprintf(sb->path, sizeof sb->path, "%s", path);
   const char *slash = strrchr(path, '/');
   if (!slash) snprintf(sb->dir, sizeof sb->dir, ".");

@@ -2,3 +2,4 @@
 # policies) on every shipped schedule and on the bad schedules in tests/fixtures/schedules_bad/.
 ddp_c_test(test_frontend SOURCES test_frontend.c LIBS ddpcompiler LABELS cpu)
 target_include_directories(test_frontend PRIVATE ${CMAKE_SOURCE_DIR}/compiler/frontend)
+include(${CMAKE_CURRENT_LIST_DIR}/fsdp.cmake)
