@@ -132,7 +132,9 @@ int ddp_layout_build(ddp_builder *b, ddp_layout *lay, char *err, size_t errcap) 
   lay->world = b->s->ranks;
   lay->flat_params = lay->flat_copies = lay->flat_grads = lay->flat_m = lay->flat_v = lay->sumsq_partials = -1;
   lay->shard_master = lay->shard_grads = lay->shard_copy = -1;
-  lay->zero = b->s->shard >= SHARD_ZERO1;
+  /* zero1/zero2 shard only gradients and optimizer state: a forward plan has none, and stays unsharded (no
+   * collectives); zero3 shards the parameters the forward gathers. */
+  lay->zero = b->s->shard >= SHARD_ZERO1 && !(b->s->mode == MODE_FORWARD && b->s->shard < SHARD_ZERO3);
   if (layout_order(b, lay, err, errcap) != 0 || layout_buckets(b, lay, err, errcap) != 0) return -1;
   if (lay->zero) {
     if (ddp_layout_shard(b, lay, err, errcap) != 0) return -1;

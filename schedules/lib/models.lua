@@ -37,8 +37,8 @@ end
 function models.transformer(size, opts)
   local s = sizes[size]
   if not s then
-    error(string.format('models.transformer: size must be one of "small", "medium", "large", "xl", "10b" or '
-      .. '"2.7b", got %s', type(size) == "string" and string.format("%q", size) or tostring(size)), 2)
+    error(string.format('models.transformer: size must be one of "small", "medium", "large", "xl", "2.7b" or '
+      .. '"10b", got %s', type(size) == "string" and string.format("%q", size) or tostring(size)), 2)
   end
   local spec = merge({ name = size, d_model = s.d_model, d_ff = s.d_ff, layers = s.layers,
                        heads = s.heads, vocab = 10000, context = 512, rope_theta = 10000 }, opts, 2)

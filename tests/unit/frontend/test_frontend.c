@@ -365,7 +365,7 @@ static void test_user_folder(void) {
                    "  model = models.transformer(\"xxl\"),\n"
                    "  data = { global_batch = 8 }, optimizer = sgd { lr = 1 }, steps = 1 }\n");
   snprintf(want, sizeof want, "%s:3: models.transformer: size must be one of \"small\", \"medium\", \"large\", "
-           "\"xl\" or \"2.7b\", got \"xxl\"", path);
+           "\"xl\", \"2.7b\" or \"10b\", got \"xxl\"", path);
   expect_err(path, want);
 
   snprintf(path, sizeof path, "%s/short.lua", dir);
