@@ -48,7 +48,7 @@ void ddp_summary(ddp_plan *p, const ddp_schedule *s, const char *arch, const ddp
   m->batch_per_rank = s->global_batch / s->ranks;
   char par[320], bucket[48] = "", shard[128] = "";
   if (s->sync == SYNC_BUCKETED) {
-    if (s->bucket_policy) snprintf(bucket, sizeof bucket, s->shard == SHARD_ZERO3 ? " units=lua" : " buckets=lua");
+    if (s->bucket_policy) snprintf(bucket, sizeof bucket, " %s=lua", s->shard == SHARD_ZERO3 ? "units" : "buckets");
     else if (s->shard == SHARD_ZERO3 && s->bucket_mb == 0) snprintf(bucket, sizeof bucket, " units=per-block");
     else snprintf(bucket, sizeof bucket, " bucket_mb=%g", s->bucket_mb);
   }
