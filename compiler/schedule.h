@@ -83,6 +83,7 @@ typedef struct ddp_schedule {
   int (*bucket_policy)(void *ctx, const char *const *names, const uint64_t *bytes, int n, int *bucket_of,
                        char *err, size_t errcap);
   void *bucket_policy_ctx;
+  char bucket_field[32];    /* the policy's field in messages: "parallel.buckets" or "parallel.units" */
 
   /* run */
   int mode;                 /* MODE_TRAIN, MODE_FORWARD or MODE_FORWARD_BACKWARD (plan.h) */

@@ -30,6 +30,7 @@ static void fe_take_policy(fe_conv *c, const fe_tab *p, const char *key, const c
   snprintf(c->sb->bucket_noun, sizeof c->sb->bucket_noun, "%s", noun);
   s->bucket_policy = fe_bucket_policy;
   s->bucket_policy_ctx = c->sb;
+  snprintf(s->bucket_field, sizeof s->bucket_field, "parallel.%s", key);
   s->bucket_mb = 0;
 }
 

@@ -5,6 +5,7 @@
  * bucket. */
 #include "layout.h"
 #include <stdlib.h>
+#include <string.h>
 
 static int by_size(ddp_builder *b, const int *order, int n, int *bucket_of) {
   double cap = b->s->bucket_mb * 1024.0 * 1024.0;
@@ -49,11 +50,12 @@ static int by_policy(ddp_builder *b, const int *order, int n, int *bucket_of, ch
     for (int q = 0; q < np && nb >= 0; q++) {
       int k = unit_pos[q];
       if (pbucket[q] < 0) {
-        nb = ddp_fail(err, errcap, "%s: parallel.buckets: parameter %s is in no bucket", s->path, names[q]);
+        nb = ddp_fail(err, errcap, "%s: %s: parameter %s is in no %s", s->path, s->bucket_field, names[q],
+                      strstr(s->bucket_field, "units") ? "unit" : "bucket");
       } else if (bucket_of[k] >= 0 && bucket_of[k] != pbucket[q]) {
-        nb = ddp_fail(err, errcap,
-                      "%s: parallel.buckets: %s shares one fused weight (%s) with parameters of another bucket",
-                      s->path, names[q], b->units[order[k]].name);
+        nb = ddp_fail(err, errcap, "%s: %s: %s shares one fused weight (%s) with parameters of another %s", s->path,
+                      s->bucket_field, names[q], b->units[order[k]].name,
+                      strstr(s->bucket_field, "units") ? "unit" : "bucket");
       } else {
         bucket_of[k] = pbucket[q];
         if (pbucket[q] + 1 > nb) nb = pbucket[q] + 1;
