@@ -55,7 +55,7 @@ double ddp_svg_py(const ddp_svg_axes *a, double y) {
 static void tick_label(FILE *f, double v, int log) {
   if (log && fabs(v - round(v)) < 1e-9) fprintf(f, "1e%d", (int)round(v)); /* a whole decade */
   else if (log) fprintf(f, "%.3g", pow(10.0, v));
-  else fprintf(f, "%.4g", v);
+  else fprintf(f, "%.6g", v); /* no exponent below 1e6 */
 }
 
 void ddp_svg_frame(FILE *f, const ddp_svg_axes *a, const char *title, const char *xname, const char *yname) {
@@ -69,18 +69,20 @@ void ddp_svg_frame(FILE *f, const ddp_svg_axes *a, const char *title, const char
   double sx = ddp_svg_tick_step(a->x1 - a->x0), sy = ddp_svg_tick_step(a->y1 - a->y0);
   if (a->xlog && a->x1 - a->x0 >= 1.5) sx = fmax(sx, 1.0); /* whole decades on a log axis spanning several */
   if (a->ylog && a->y1 - a->y0 >= 1.5) sy = fmax(sy, 1.0);
-  for (double t = ceil(a->x0 / sx) * sx; t <= a->x1 + 1e-12; t += sx) {
+  if (a->xstep) sx = a->xstep;
+  if (a->ystep) sy = a->ystep;
+  for (double t = ceil(a->x0 / sx) * sx; sx > 0 && t <= a->x1 + 1e-12; t += sx) {
     double x = ddp_svg_px(a, t);
     fprintf(f, "<line x1=\"%.1f\" y1=\"%.1f\" x2=\"%.1f\" y2=\"%.1f\" stroke=\"#ddd\"/>\n", x, MT, x, H - MB);
     fprintf(f, "<text x=\"%.1f\" y=\"%.1f\" text-anchor=\"middle\">", x, H - MB + 16);
-    tick_label(f, t, a->xlog);
+    tick_label(f, fabs(t) < sx * 1e-9 ? 0.0 : t, a->xlog); /* 0, not 1e-17 */
     fputs("</text>\n", f);
   }
-  for (double t = ceil(a->y0 / sy) * sy; t <= a->y1 + 1e-12; t += sy) {
+  for (double t = ceil(a->y0 / sy) * sy; sy > 0 && t <= a->y1 + 1e-12; t += sy) {
     double y = ddp_svg_py(a, t);
     fprintf(f, "<line x1=\"%.1f\" y1=\"%.1f\" x2=\"%.1f\" y2=\"%.1f\" stroke=\"#ddd\"/>\n", ML, y, W - MR, y);
     fprintf(f, "<text x=\"%.1f\" y=\"%.1f\" text-anchor=\"end\">", ML - 6, y + 4);
-    tick_label(f, t, a->ylog);
+    tick_label(f, fabs(t) < sy * 1e-9 ? 0.0 : t, a->ylog);
     fputs("</text>\n", f);
   }
   fprintf(f, "<text x=\"%.1f\" y=\"%.1f\" text-anchor=\"middle\">", (ML + W - MR) / 2, H - 14);

@@ -12,6 +12,7 @@ typedef struct ddp_svg_axes {
   double w, h, left, right, top, bottom;
   double x0, x1, y0, y1;
   int xlog, ylog;
+  double xstep, ystep; /* tick steps: 0 chosen by ddp_svg_tick_step, < 0 no ticks (nor grid lines) */
 } ddp_svg_axes;
 
 /* The i-th colour of the palette (cycles after 10). */
