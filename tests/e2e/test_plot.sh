@@ -5,7 +5,7 @@
 # only; (2) the plots of tiny_ddp on 1 and 2 ranks and a tiny ZeRO-1 on 2 ranks (reference executor) are
 # well-formed SVG whose values equal an independent computation from the metrics (Python); (3) a
 # hand-written file gives exact values (warmup steps skipped); (4) bad input is one line, exit 1 or 2, and
-# no plot.
+# no plot; (5) ddprun --bench plot escapes the implementation names it reads.
 . "$(dirname "$0")/lib.sh"
 e2e_tmp plot
 S=$DDP_SOURCE_DIR/schedules
@@ -197,5 +197,13 @@ cmp -s "$tmp/ddp1.jsonl" "$tmp/keep.jsonl" || fail "plot -o INPUT changed the in
 "$DDPC" plot --help | grep -q '^usage: ddpc plot split' || fail "ddpc plot --help"
 "$DDPC" plot split --help | grep -q '^usage: ddpc plot split' || fail "ddpc plot split --help"
 "$DDPC" --help | grep -q 'ddpc plot split|throughput' || fail "ddpc --help does not list plot"
+# (5) ddprun --bench plot (the other SVG writer, on base/svg.h too): an implementation name from its input
+# is escaped, so the SVG stays well-formed
+printf '%s\n' '{"kind": "allreduce", "impl": "a<b&c", "world": 2, "mb": 1, "ms": 0.2, "algbw_GBs": 5, "busbw_GBs": 5}' \
+  '{"kind": "allreduce", "impl": "a<b&c", "world": 2, "mb": 10, "ms": 0.9, "algbw_GBs": 11, "busbw_GBs": 11}' >"$tmp/ar.jsonl"
+"$DDPRUN" --bench plot -o "$tmp/ar.svg" "$tmp/ar.jsonl" >/dev/null || fail "ddprun --bench plot"
+python3 -c "import sys, xml.dom.minidom as m; d = m.parse(sys.argv[1]); \
+assert 'a<b&c, 2 GPUs' in [t.firstChild.data for t in d.getElementsByTagName('text') if t.firstChild]" "$tmp/ar.svg" ||
+  fail "ddprun --bench plot: the implementation name 'a<b&c' makes malformed SVG or is missing"
 [ "$fail" = 0 ] && echo "ddpc plot: both plots match the metrics; bad input refused"
 exit $fail
