@@ -159,18 +159,22 @@ def main():
     for mode, reshard in runs:
         impl = args.optimizer
         for attempt in (0, 1):
+            failure = None
             try:
                 run(args, mode, reshard, world, rank, impl)
-                break
             except Exception as e:  # report, then go on with the next run
-                gc.collect()
-                torch.cuda.empty_cache()
-                if attempt == 0 and impl == "fused" and mode == "fsdp2" and "fused" in str(e).lower():
-                    emit(mode=mode, reshard_after_forward=reshard, note=f"fused AdamW failed ({e}); foreach instead")
-                    impl = "foreach"
-                    continue
-                emit(mode=mode, reshard_after_forward=reshard, world=world, error=f"{type(e).__name__}: {e}")
+                failure = f"{type(e).__name__}: {e}"
+            # outside the except block, so the traceback (and the failed run's model) can be freed
+            gc.collect()
+            torch.cuda.empty_cache()
+            if failure is None:
                 break
+            if attempt == 0 and impl == "fused" and mode == "fsdp2" and "fused" in failure.lower():
+                emit(mode=mode, reshard_after_forward=reshard, note=f"fused AdamW failed ({failure}); foreach instead")
+                impl = "foreach"
+                continue
+            emit(mode=mode, reshard_after_forward=reshard, world=world, error=failure)
+            break
         dist.barrier()
     dist.destroy_process_group()
 
