@@ -20,8 +20,8 @@ static void usage_plot(FILE *f) {
           "throughput: tokens/s against workers (the run's world size), one series per label, with the ideal\n"
           "     linear scaling from the series' 1-worker (smallest) run.\n"
           "  -o, --output FILE.svg  the plot (written atomically; never one of the inputs)\n"
-          "  --label NAME           the label of the next metrics file, in order (repeatable; default: the\n"
-          "                         schedule's file name without .lua)\n"
+          "  --label NAME           a label per metrics file, by position: the k-th --label names the k-th\n"
+          "                         file (repeatable; default: the schedule's file name without .lua)\n"
           "  -h, --help             this help\n"
           "Exit status: 0 done, 1 failed, 2 bad command line.\n");
 }
