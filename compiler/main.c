@@ -14,6 +14,7 @@
 #include "explain.h"
 #include "inspect.h"
 #include "inspect_json.h"
+#include "plot.h"
 #include "scaling.h"
 #include "schedule.h"
 #include <getopt.h>
@@ -31,6 +32,7 @@ static void usage_compile(FILE *f) {
           "       ddpc inspect PLAN [--rank R] [--json]\n"
           "       ddpc explain PLAN [--profile FILE] [--rank R] [--json]\n"
           "       ddpc scaling fit|plan ... (IsoFLOPs scaling laws: ddpc scaling --help)\n"
+          "       ddpc plot split|throughput -o FILE.svg METRICS.jsonl ... (ddpc plot --help)\n"
           "       ddpc --version\n"
           "Compiles a Lua training schedule into a static execution plan for ddprun, or prints a plan.\n"
           "  -o, --output PLAN    the plan file to write (never one of the inputs)\n"
@@ -118,6 +120,7 @@ int main(int argc, char **argv) {
   if (argc >= 2 && !strcmp(argv[1], "inspect")) return cmd_inspect(argc - 1, argv + 1);
   if (argc >= 2 && !strcmp(argv[1], "explain")) return ddp_explain_main(argc - 1, argv + 1);
   if (argc >= 2 && !strcmp(argv[1], "scaling")) return ddp_cmd_scaling(argc - 1, argv + 1);
+  if (argc >= 2 && !strcmp(argv[1], "plot")) return ddp_cmd_plot(argc - 1, argv + 1);
   static const struct option lo[] = {{"output", required_argument, NULL, 'o'},
                                      {"arch", required_argument, NULL, 'a'},
                                      {"set", required_argument, NULL, 's'},

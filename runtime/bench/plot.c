@@ -4,11 +4,13 @@
  * and CPU ranks with --device ref: "device": "cpu", "impl": "ddpc-ref-mpi") and of the PyTorch anchor
  * (lines "ANCHOR {...}" with "kind": "allreduce"), plus the theoretical curve of a ring all-reduce over a
  * link of B GB/s with start-up latency A: busbw(S) = S / (A + S / B). When the curves span more than two
- * decades (CPU ranks beside GPUs), the y axis is logarithmic. */
+ * decades (CPU ranks beside GPUs), the y axis is logarithmic. The document's head and the escaping of the
+ * implementation names (input text) are base/svg.h's. */
 #include "args.h"
 #include "err.h"
 #include "file.h"
 #include "outfile.h"
+#include "svg.h"
 #include <getopt.h>
 #include <math.h>
 #include <stdio.h>
@@ -153,8 +155,7 @@ int ddprun_plot_main(int argc, char **argv) {
 #define PX(mb) (L + (log10(mb) - lx0) / (lx1 - lx0) * (W - L - R))
 #define PY(v) (logy ? H - B - (log10((v) > 0 ? (v) : pow(10, ly0)) - ly0) / (ly1 - ly0) * (H - T - B) \
                    : H - B - (v) / ymax * (H - T - B))
-  fprintf(f, "<svg xmlns=\"http://www.w3.org/2000/svg\" width=\"%.0f\" height=\"%.0f\" font-family=\"sans-serif\" "
-             "font-size=\"12\">\n<rect width=\"100%%\" height=\"100%%\" fill=\"white\"/>\n", W, H);
+  ddp_svg_begin(f, W, H);
   fprintf(f, "<text x=\"%.0f\" y=\"18\" font-size=\"14\">All-reduce bus bandwidth (float32)</text>\n", L);
   int yticks = logy ? (int)(ly1 - ly0) : 5;
   for (int k = 0; k <= yticks; k++) {
@@ -191,11 +192,12 @@ int ddprun_plot_main(int argc, char **argv) {
     fprintf(f, "\"/>\n");
     for (int k = 0; k < cs[i].n; k++)
       fprintf(f, "<circle cx=\"%.1f\" cy=\"%.1f\" r=\"3\" fill=\"%s\"/>\n", PX(cs[i].mb[k]), PY(cs[i].bus[k]), col);
-    fprintf(f, "<text x=\"%.0f\" y=\"%.0f\" fill=\"%s\">%s, %d %s</text>\n", W - R + 10, T + 14.0 + 18 * legend,
-            col, cs[i].impl, cs[i].world, cs[i].cpu ? "CPU ranks" : "GPUs");
+    fprintf(f, "<text x=\"%.0f\" y=\"%.0f\" fill=\"%s\">", W - R + 10, T + 14.0 + 18 * legend, col);
+    ddp_svg_text(f, cs[i].impl); /* from the input: escaped */
+    fprintf(f, ", %d %s</text>\n", cs[i].world, cs[i].cpu ? "CPU ranks" : "GPUs");
     legend++;
   }
-  fprintf(f, "</svg>\n");
+  ddp_svg_end(f);
   if (ddp_out_close(f, out, msg, sizeof msg)) {
     fprintf(stderr, "ddprun --bench plot: %s\n", msg);
     return DDP_EXIT_FAILURE;

@@ -3,8 +3,11 @@
  * a progress line) -> maybe save -> stop when a rank received SIGTERM/SIGINT. The loss of a rank is the
  * mean over its own rows; `loss` is the global-batch mean, the ranks' shares (loss x rows / global rows)
  * summed; `loss_rank0` is rank 0's own mean. The metrics line is one JSON object per
- * step whose fields are the rows of DDP_METRIC_FIELDS below, in that order, plus one {"event": "memory",
- * ...} line after init with the planner's bytes per class. A plan that does not train (mode "forward",
+ * step whose fields are the rows of DDP_METRIC_FIELDS below, in that order, then one array per row of
+ * DDP_METRIC_RANK_FIELDS (element r: rank r's value, gathered by the same host sum, every rank adding its
+ * own values at its own offset of a zeroed vector), preceded by one {"event": "run", ...} line (schedule,
+ * parallel layout, world size, tokens per step, executor) and one {"event": "memory", ...} line after init
+ * with the planner's bytes per class. A plan that does not train (mode "forward",
  * "forward_backward") reports lr and grad_norm 0 and the phases it lacks (backward_ms, optimizer_ms) as 0:
  * they come from timing points the plan does not have. */
 #include "run.h"
@@ -26,6 +29,8 @@ typedef struct metrics_row {
   double tokens_per_s, mfu;
   uint64_t in_use, peak;
   bool warm;
+  int world;
+  const double *ranks; /* world x DDP_METRIC_RANKS values: rank r's DDP_METRIC_RANK_FIELDS at r * RANKS */
 } metrics_row;
 
 /* X(name, printf format, value from `r`): the metrics line's fields, in order. */
@@ -48,6 +53,19 @@ typedef struct metrics_row {
   X(mem_in_use_GiB, "%.4f", gib(r->in_use))                          \
   X(peak_mem_GiB, "%.4f", gib(r->peak))                              \
   X(warmup, "%s", r->warm ? "true" : "false")
+
+/* X(name, value from `r`, the rank's own row): the per-rank arrays after the fields above, printed "%.4f"
+ * (ms; GiB). ddpc plot split derives a worker's compute, exposed communication, optimizer and idle time
+ * from them (docs/CLI.md). */
+#define DDP_METRIC_RANK_FIELDS(X)                \
+  X(rank_step_ms, r->t.step_ms)                  \
+  X(rank_exposed_comm_ms, r->t.exposed_comm_ms)  \
+  X(rank_optimizer_ms, r->t.optimizer_ms)        \
+  X(rank_optimizer_comm_ms, r->t.optimizer_comm_ms) \
+  X(rank_peak_mem_GiB, gib(r->peak))
+#define DDP_METRIC_COUNT_ONE(name, value) +1
+enum { DDP_METRIC_RANKS = 0 DDP_METRIC_RANK_FIELDS(DDP_METRIC_COUNT_ONE) };
+#undef DDP_METRIC_COUNT_ONE
 
 static double gib(uint64_t b) { return (double)b / (double)(1ull << 30); }
 
@@ -116,6 +134,27 @@ static int64_t tokens_per_step(const ddp_plan *p) {
   return p->meta.global_batch * (p->meta.model_kind == MODEL_TRANSFORMER ? p->meta.context : 1);
 }
 
+/* The run's header line: what the plots label and group by. */
+static void run_line(FILE *f, ddp_exec *x) {
+  const ddp_meta *m = &x->plan->meta;
+  fputs("{\"event\": \"run\", \"schedule\": ", f);
+  ddp_json_str(f, m->schedule_path ? m->schedule_path : "");
+  fputs(", \"parallel\": ", f);
+  ddp_json_str(f, m->parallel ? m->parallel : "");
+  fprintf(f, ", \"world\": %d, \"tokens_per_step\": %lld, \"executor\": ", x->world,
+          (long long)tokens_per_step(x->plan));
+  ddp_json_str(f, x->v->name);
+  fputs("}\n", f);
+}
+
+/* This rank's DDP_METRIC_RANK_FIELDS into row[0 .. DDP_METRIC_RANKS). */
+static void rank_values(const metrics_row *r, double *row) {
+  int j = 0;
+#define DDP_METRIC_RANK_PUT(name, value) row[j++] = (value);
+  DDP_METRIC_RANK_FIELDS(DDP_METRIC_RANK_PUT)
+#undef DDP_METRIC_RANK_PUT
+}
+
 static void memory_line(FILE *f, ddp_exec *x) {
   const ddp_rank_plan *rp = &x->plan->ranks[x->rank];
   uint64_t in_use = 0, peak = 0, total = 0;
@@ -136,6 +175,15 @@ static void metrics_line(FILE *f, const metrics_row *r) {
   sep = ", ";
   DDP_METRIC_FIELDS(DDP_METRIC_PRINT)
 #undef DDP_METRIC_PRINT
+  int j = 0;
+#define DDP_METRIC_RANK_PRINT(name, value)                                                      \
+  fputs(", \"" #name "\": [", f);                                                             \
+  for (int rank = 0; rank < r->world; rank++)                                                \
+    fprintf(f, "%s%.4f", rank ? ", " : "", r->ranks[(size_t)rank * DDP_METRIC_RANKS + j]);  \
+  fputc(']', f);                                                                              \
+  j++;
+  DDP_METRIC_RANK_FIELDS(DDP_METRIC_RANK_PRINT)
+#undef DDP_METRIC_RANK_PRINT
   fputs("}\n", f);
   fflush(f);
 }
@@ -182,7 +230,11 @@ int ddp_run_rank(ddp_exec *x, const ddp_run_opts *o, char *err, size_t errcap) {
   FILE *metrics = NULL;
   if (lead && o->metrics_path && !(metrics = ddp_out_open(o->metrics_path, err, errcap))) return -1;
   double *timer_ms = calloc(rp->ntimers + 1, sizeof(double));
-  int rc = timer_ms ? x->v->run(x, &rp->init, 0, err, errcap) : ddp_fail(err, errcap, "rank %d: out of memory", x->rank);
+  /* The step's host sum: the loss share, the stop request, then every rank's DDP_METRIC_RANK_FIELDS. */
+  size_t nsum = 2 + (size_t)(x->world > 0 ? x->world : 1) * DDP_METRIC_RANKS;
+  double *v = calloc(nsum, sizeof(double));
+  int rc = timer_ms && v ? x->v->run(x, &rp->init, 0, err, errcap)
+                         : ddp_fail(err, errcap, "rank %d: out of memory", x->rank);
   int64_t start = 0, last_saved = -1;
   if (rc == 0 && lead && o->ckpt_dir) rc = ddp_ckpt_clean_stray(o->ckpt_dir, o->quiet, err, errcap);
   if (rc == 0 && o->resume) {
@@ -190,6 +242,7 @@ int ddp_run_rank(ddp_exec *x, const ddp_run_opts *o, char *err, size_t errcap) {
     if (rc == 0) rc = ddp_refresh_param_copies(x, err, errcap);
   }
   if (rc == 0) rc = x->v->sync(x, err, errcap);
+  if (rc == 0 && metrics) run_line(metrics, x);
   if (rc == 0 && metrics) memory_line(metrics, x);
   if (rc == 0 && metrics) rc = ddp_out_check(metrics, o->metrics_path, err, errcap);
   if (rc == 0 && o->trace_path && !x->v->instr_times)
@@ -213,15 +266,22 @@ int ddp_run_rank(ddp_exec *x, const ddp_run_opts *o, char *err, size_t errcap) {
     if (rc == 0 && x->trace) rc = write_trace(x, o->trace_path, s + 1, err, errcap);
     if (rc == 0 && !isfinite(own))
       rc = ddp_fail(err, errcap, "rank %d: the loss is %f at step %lld", x->rank, (double)own, (long long)s + 1);
-    /* One host sum per step: the global loss and whether any rank was asked to stop (every rank then stops
-     * after this same step). */
-    double v[2] = {loss_share(p, x->world, own), ddp_stop_signal()};
-    if (rc == 0) rc = ddp_exec_allreduce(x, v, 2, err, errcap);
+    /* One host sum per step: the global loss, whether any rank was asked to stop (every rank then stops
+     * after this same step), and every rank's times and peak memory for the metrics. */
     if (rc) break;
+    ddp_step_times_from_timers(p, x->rank, timer_ms, &r.t);
+    x->v->memory(x, &r.in_use, &r.peak);
+    memset(v, 0, nsum * sizeof *v);
+    v[0] = loss_share(p, x->world, own);
+    v[1] = ddp_stop_signal();
+    rank_values(&r, v + 2 + (size_t)x->rank * DDP_METRIC_RANKS);
+    rc = ddp_exec_allreduce(x, v, (int)nsum, err, errcap);
+    if (rc) break;
+    r.world = x->world > 0 ? x->world : 1;
+    r.ranks = v + 2;
     r.loss = x->world > 1 ? (float)v[0] : own;
     r.loss_rank0 = own; /* only rank 0 reports it */
     if (v[1] > 0) stop_sig = ddp_stop_signal() ? ddp_stop_signal() : SIGTERM;
-    ddp_step_times_from_timers(p, x->rank, timer_ms, &r.t);
     if (!r.warm) {
       sum += r.t.step_ms;
       sum2 += r.t.step_ms * r.t.step_ms;
@@ -230,7 +290,6 @@ int ddp_run_rank(ddp_exec *x, const ddp_run_opts *o, char *err, size_t errcap) {
     double sec = r.t.step_ms * 1e-3;
     r.tokens_per_s = sec > 0 ? (double)tokens_per_step(p) / sec : 0;
     r.mfu = o->peak_tflops > 0 && sec > 0 ? m->flops_per_step / sec / (o->peak_tflops * 1e12) : 0;
-    x->v->memory(x, &r.in_use, &r.peak);
     if (metrics) metrics_line(metrics, &r);
     if (metrics && (rc = ddp_out_check(metrics, o->metrics_path, err, errcap)) != 0) break;
     if (lead && !o->quiet) progress_line(m, &r);
@@ -258,6 +317,7 @@ int ddp_run_rank(ddp_exec *x, const ddp_run_opts *o, char *err, size_t errcap) {
            (double)tokens_per_step(p) / (mean * 1e-3), (double)r.loss);
   }
   free(timer_ms);
+  free(v);
   if (ddp_out_close(metrics, o->metrics_path, rc ? NULL : err, errcap)) rc = -1;
   return rc;
 }

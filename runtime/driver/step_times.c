@@ -43,6 +43,7 @@ void ddp_step_times_from_timers(const ddp_plan *p, int rank, const double *ms, d
   out->step_ms = end - begin;
   out->comm_ms = comm;
   out->exposed_comm_ms = (last_grad_end > bwd_end ? last_grad_end - bwd_end : 0) + post_opt;
+  out->optimizer_comm_ms = post_opt;
   out->overlap_ratio = comm > 0 ? overlapped / comm : 0;
   out->compute_ms = out->step_ms - out->exposed_comm_ms;
 }

@@ -15,7 +15,7 @@ void ddp_trace_path(const char *path, int rank, int world, char *out, size_t cap
   snprintf(out, cap, "%.*s.rank%d%s", (int)(dot - path), path, rank, dot);
 }
 
-static void json_str(FILE *f, const char *s) {
+void ddp_json_str(FILE *f, const char *s) {
   fputc('"', f);
   for (; *s; s++) {
     if (*s == '"' || *s == '\\') fputc('\\', f);
@@ -31,7 +31,7 @@ int ddp_trace_write(const ddp_plan *p, int rank, int64_t step, const double *sta
   FILE *f = a.f;
   const ddp_program *prog = &p->ranks[rank].step;
   fprintf(f, "{\"displayTimeUnit\": \"ms\", \"otherData\": {\"schedule\": ");
-  json_str(f, p->meta.schedule_path ? p->meta.schedule_path : "");
+  ddp_json_str(f, p->meta.schedule_path ? p->meta.schedule_path : "");
   fprintf(f, ", \"step\": %lld, \"rank\": %d}, \"traceEvents\": [\n", (long long)step, rank);
   fprintf(f, "{\"ph\": \"M\", \"pid\": %d, \"name\": \"process_name\", \"args\": {\"name\": \"rank %d\"}}", rank, rank);
   for (uint32_t s = 0; s < p->nstreams; s++)
@@ -56,7 +56,7 @@ int ddp_trace_write(const ddp_plan *p, int rank, int64_t step, const double *sta
     if (in->opcode != I_TIMER) fprintf(f, "\"dur\": %.3f, ", (end[k] - start[k]) * 1e3);
     else fprintf(f, "\"s\": \"t\", ");
     fprintf(f, "\"name\": ");
-    json_str(f, label);
+    ddp_json_str(f, label);
     fprintf(f, ", \"cat\": \"%s\", \"args\": {\"instruction\": %u, \"opcode\": \"%s\"",
             in->opcode == I_KERNEL || in->opcode == I_GEMM ? "compute" : "communication", k,
             ddp_opcode_name(in->opcode));

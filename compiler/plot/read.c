@@ -1,0 +1,190 @@
+/* compiler/plot/read.c: a ddprun metrics file (JSON lines, runtime/driver/run.c) into a ddp_plot_run (see
+ * plot.h for what each number is). The file must hold the {"event": "run"} line (schedule, parallel, world,
+ * tokens_per_step) before its step lines, and every step line its per-rank arrays (rank_step_ms, ...)
+ * with one number per rank; other event lines are skipped. Any other line is an error naming file:line. */
+#include "err.h"
+#include "file.h"
+#include "plot.h"
+#include <jansson.h>
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+
+#define METRICS_MAX_BYTES ((size_t)1 << 30)
+#define WORLD_MAX 4096
+
+enum { RK_STEP, RK_EXPOSED, RK_OPT, RK_OPT_COMM, RK_PEAK, RK_COUNT };
+static const char *const rank_fields[RK_COUNT] = {"rank_step_ms", "rank_exposed_comm_ms", "rank_optimizer_ms",
+                                                  "rank_optimizer_comm_ms", "rank_peak_mem_GiB"};
+
+/* Sums over a set of steps (the timed ones, or all). */
+typedef struct sums {
+  int n;
+  double step_ms, slowest;
+  double *c, *e, *o, *i; /* per rank */
+} sums;
+
+static void sums_alloc(sums *s, int world) {
+  s->c = ddp_xcalloc((size_t)world, sizeof(double));
+  s->e = ddp_xcalloc((size_t)world, sizeof(double));
+  s->o = ddp_xcalloc((size_t)world, sizeof(double));
+  s->i = ddp_xcalloc((size_t)world, sizeof(double));
+}
+
+static void sums_free(sums *s) {
+  free(s->c), free(s->e), free(s->o), free(s->i);
+}
+
+/* One step: v[k][r] = rank r's value of rank_fields[k]. */
+static void sums_add(sums *s, int world, double step_ms, double *const *v) {
+  double slowest = -INFINITY;
+  for (int r = 0; r < world; r++) slowest = fmax(slowest, v[RK_STEP][r]);
+  for (int r = 0; r < world; r++) {
+    double e = v[RK_EXPOSED][r], o = fmax(0, v[RK_OPT][r] - v[RK_OPT_COMM][r]);
+    s->e[r] += e;
+    s->o[r] += o;
+    s->c[r] += fmax(0, v[RK_STEP][r] - e - o);
+    s->i[r] += slowest - v[RK_STEP][r];
+  }
+  s->step_ms += step_ms;
+  s->slowest += slowest;
+  s->n++;
+}
+
+static char *dup_field(json_t *o, const char *key) {
+  json_t *v = json_object_get(o, key);
+  return ddp_xstrdup(json_is_string(v) ? json_string_value(v) : "");
+}
+
+/* The default label: the file name of `schedule` without ".lua", else that of `path` without ".jsonl". */
+static char *default_label(const char *schedule, const char *path) {
+  const char *s = schedule[0] ? schedule : path, *slash = strrchr(s, '/');
+  char *l = ddp_xstrdup(slash ? slash + 1 : s);
+  size_t n = strlen(l);
+  const char *ext = schedule[0] ? ".lua" : ".jsonl";
+  if (n > strlen(ext) && !strcmp(l + n - strlen(ext), ext)) l[n - strlen(ext)] = 0;
+  return l;
+}
+
+static int number(json_t *o, const char *key, double *out) {
+  json_t *v = json_object_get(o, key);
+  if (!json_is_number(v) || !isfinite(json_number_value(v))) return -1;
+  *out = json_number_value(v);
+  return 0;
+}
+
+/* The run line's fields into `run` (world, tokens_per_step, schedule, parallel). */
+static int run_fields(json_t *o, const char *path, int lineno, ddp_plot_run *run, char *err, size_t errcap) {
+  double world = 0, tokens = 0;
+  if (number(o, "world", &world) || world != floor(world) || world < 1 || world > WORLD_MAX)
+    return ddp_fail(err, errcap, "%s:%d: the run line's \"world\" is not an integer in 1..%d", path, lineno, WORLD_MAX);
+  if (number(o, "tokens_per_step", &tokens) || !(tokens > 0))
+    return ddp_fail(err, errcap, "%s:%d: the run line's \"tokens_per_step\" is not a positive number", path, lineno);
+  run->world = (int)world;
+  run->tokens_per_step = tokens;
+  run->schedule = dup_field(o, "schedule");
+  run->parallel = dup_field(o, "parallel");
+  return 0;
+}
+
+/* A step line into `acc` (timed) and `all`. */
+static int step_fields(json_t *o, const char *path, int lineno, const ddp_plot_run *run, double *const *v,
+                       sums *acc, sums *all, char *err, size_t errcap) {
+  double step_ms;
+  if (number(o, "step_ms", &step_ms))
+    return ddp_fail(err, errcap, "%s:%d: a step line without a finite number \"step_ms\"", path, lineno);
+  for (int k = 0; k < RK_COUNT; k++) {
+    json_t *a = json_object_get(o, rank_fields[k]);
+    if (!json_is_array(a) || json_array_size(a) != (size_t)run->world)
+      return ddp_fail(err, errcap, "%s:%d: \"%s\" is not an array of %d numbers (one per rank; metrics of an older "
+                      "ddprun?)", path, lineno, rank_fields[k], run->world);
+    for (int r = 0; r < run->world; r++) {
+      json_t *x = json_array_get(a, (size_t)r);
+      if (!json_is_number(x) || !isfinite(json_number_value(x)))
+        return ddp_fail(err, errcap, "%s:%d: \"%s\"[%d] is not a finite number", path, lineno, rank_fields[k], r);
+      v[k][r] = json_number_value(x);
+    }
+  }
+  json_t *w = json_object_get(o, "warmup");
+  if (!json_is_true(w)) sums_add(acc, run->world, step_ms, v);
+  sums_add(all, run->world, step_ms, v);
+  for (int r = 0; r < run->world; r++) run->peak_GiB[r] = fmax(run->peak_GiB[r], v[RK_PEAK][r]);
+  return 0;
+}
+
+int ddp_plot_read(const char *path, const char *label, ddp_plot_run *run, char *err, size_t errcap) {
+  memset(run, 0, sizeof *run);
+  size_t len = 0;
+  char *text = ddp_read_file(path, METRICS_MAX_BYTES, &len, err, errcap);
+  if (!text) return -1;
+  if (strlen(text) != len) {
+    free(text);
+    return ddp_fail(err, errcap, "%s: holds a NUL byte; not a metrics file", path);
+  }
+  sums acc = {0}, all = {0};
+  double *v[RK_COUNT] = {0};
+  int rc = 0, lineno = 0, have_run = 0;
+  for (char *line = text, *next; line && *line && rc == 0; line = next) {
+    next = strchr(line, '\n');
+    if (next) *next++ = '\0';
+    lineno++;
+    if (line[strspn(line, " \t\r")] == '\0') continue;
+    json_error_t je;
+    json_t *o = json_loads(line, 0, &je);
+    json_t *ev = o ? json_object_get(o, "event") : NULL;
+    if (!o || !json_is_object(o)) {
+      rc = ddp_fail(err, errcap, "%s:%d: not a JSON object (%s)", path, lineno, o ? "another JSON value" : je.text);
+    } else if (json_is_string(ev) && !strcmp(json_string_value(ev), "run")) {
+      if (have_run) rc = ddp_fail(err, errcap, "%s:%d: a second run line (one run per file)", path, lineno);
+      else if ((rc = run_fields(o, path, lineno, run, err, errcap)) == 0) {
+        have_run = 1;
+        sums_alloc(&acc, run->world);
+        sums_alloc(&all, run->world);
+        for (int k = 0; k < RK_COUNT; k++) v[k] = ddp_xcalloc((size_t)run->world, sizeof(double));
+        run->peak_GiB = ddp_xcalloc((size_t)run->world, sizeof(double));
+      }
+    } else if (json_object_get(o, "step")) {
+      if (!have_run)
+        rc = ddp_fail(err, errcap, "%s:%d: a step line before the {\"event\": \"run\"} line (metrics of an older "
+                      "ddprun?)", path, lineno);
+      else rc = step_fields(o, path, lineno, run, v, &acc, &all, err, errcap);
+    } else if (!ev) {
+      rc = ddp_fail(err, errcap, "%s:%d: neither a step line (\"step\") nor an event line (\"event\")", path, lineno);
+    }
+    json_decref(o);
+  }
+  free(text);
+  if (rc == 0 && !have_run) rc = ddp_fail(err, errcap, "%s: no {\"event\": \"run\"} line; not a ddprun metrics file", path);
+  if (rc == 0 && all.n == 0) rc = ddp_fail(err, errcap, "%s: no step lines", path);
+  if (rc == 0) {
+    const sums *s = acc.n > 0 ? &acc : &all;
+    int w = run->world;
+    run->nsteps = s->n;
+    run->step_ms = s->step_ms / s->n;
+    run->slowest_ms = s->slowest / s->n;
+    run->tokens_per_s = run->step_ms > 0 ? run->tokens_per_step / (run->step_ms * 1e-3) : 0;
+    run->compute = ddp_xcalloc((size_t)w, sizeof(double));
+    run->comm = ddp_xcalloc((size_t)w, sizeof(double));
+    run->opt = ddp_xcalloc((size_t)w, sizeof(double));
+    run->idle = ddp_xcalloc((size_t)w, sizeof(double));
+    for (int r = 0; r < w; r++) {
+      run->compute[r] = s->c[r] / s->n;
+      run->comm[r] = s->e[r] / s->n;
+      run->opt[r] = s->o[r] / s->n;
+      run->idle[r] = s->i[r] / s->n;
+    }
+    run->path = ddp_xstrdup(path);
+    run->label = label ? ddp_xstrdup(label) : default_label(run->schedule, path);
+  }
+  sums_free(&acc);
+  sums_free(&all);
+  for (int k = 0; k < RK_COUNT; k++) free(v[k]);
+  if (rc) ddp_plot_run_free(run);
+  return rc;
+}
+
+void ddp_plot_run_free(ddp_plot_run *run) {
+  free(run->path), free(run->label), free(run->schedule), free(run->parallel);
+  free(run->compute), free(run->comm), free(run->opt), free(run->idle), free(run->peak_GiB);
+  memset(run, 0, sizeof *run);
+}

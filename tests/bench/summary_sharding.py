@@ -1,0 +1,80 @@
+#!/usr/bin/env python3
+"""tests/bench/summary_sharding.py LOGS: the table of tests/bench/sharding_2gpu.sh from the files under LOGS:
+ours from shard_<name>.jsonl (ddprun --metrics: median step_ms of the steps not marked warmup, tokens/s =
+the run line's tokens_per_step over it, mean exposed_comm_ms and overlap_ratio, peak memory per rank = the
+largest rank_peak_mem_GiB[r] of those steps; a run without metrics shows the last line of shard_<name>.log),
+PyTorch from torch_fsdp.log (TORCH_FSDP lines of tests/bench/torch_fsdp.py: peak allocated/reserved per
+rank). The last column is ms/step over PyTorch FSDP2's with reshard_after_forward true (below 1: faster)."""
+import glob
+import json
+import os
+import statistics
+import sys
+
+
+def ours(path):
+    lines = [json.loads(l) for l in open(path) if l.strip()]
+    run = next((l for l in lines if l.get("event") == "run"), {})
+    steps = [l for l in lines if "step" in l]
+    if not steps:
+        raise ValueError("no step lines")
+    t = [s for s in steps if not s.get("warmup")] or steps
+    ms = statistics.median(s["step_ms"] for s in t)
+    tps = run["tokens_per_step"] / (ms * 1e-3) if run.get("tokens_per_step") else statistics.median(s["tokens_per_s"] for s in t)
+    world = run.get("world") or len(t[0].get("rank_peak_mem_GiB", [0]))
+    peak = [max(s["rank_peak_mem_GiB"][r] if "rank_peak_mem_GiB" in s else s["peak_mem_GiB"] for s in t)
+            for r in range(world if "rank_peak_mem_GiB" in t[0] else 1)]
+    return dict(ms=ms, tps=tps, exposed=statistics.mean(s["exposed_comm_ms"] for s in t),
+                overlap=statistics.mean(s["overlap_ratio"] for s in t), peak=peak, world=world, n=len(t))
+
+
+def torch_rows(path):
+    rows = []
+    for l in open(path) if os.path.exists(path) else []:
+        if l.startswith("TORCH_FSDP "):
+            rows.append(json.loads(l[len("TORCH_FSDP "):]))
+    return rows
+
+
+def torch_name(r):
+    if r["mode"] == "fsdp2":
+        p = f" prefetch {r['prefetch']}" if r.get("prefetch") else ""
+        return f"torch fsdp2 reshard={str(r['reshard_after_forward']).lower()}{p}"
+    return f"torch {r['mode']} (25 MB buckets)"
+
+
+def main(logs):
+    trows = torch_rows(f"{logs}/torch_fsdp.log")
+    ref = next((r["ms_per_step"] for r in trows if r.get("mode") == "fsdp2" and r.get("reshard_after_forward") is True
+                and "ms_per_step" in r), None)
+    ratio = lambda ms: f"{ms / ref:9.3f}" if ref else f"{'-':>9s}"
+    print(f"{'run':34s} {'ms/step':>9s} {'tokens/s':>10s} {'exposed':>8s} {'overlap':>8s}  {'peak GiB per rank':24s} {'/ torch':>9s}")
+    for p in sorted(glob.glob(f"{logs}/shard_*.jsonl")) + sorted(
+            set(glob.glob(f"{logs}/shard_*.log")) - {p[:-6] + ".log" for p in glob.glob(f"{logs}/shard_*.jsonl")}):
+        name = os.path.basename(p)[len("shard_"):].rsplit(".", 1)[0]
+        try:
+            if p.endswith(".log"):
+                raise ValueError("no metrics")
+            o = ours(p)
+        except (ValueError, KeyError, json.JSONDecodeError) as e:
+            log = p.rsplit(".", 1)[0] + ".log"
+            last = open(log).read().strip().splitlines()[-1:] if os.path.exists(log) else []
+            print(f"{name:34s} failed: {(last[0] if last else str(e))[:90]}")
+            continue
+        peak = "/".join(f"{g:.1f}" for g in o["peak"])
+        print(f"{name:34s} {o['ms']:9.2f} {o['tps']:10.0f} {o['exposed']:8.2f} {o['overlap']:8.3f}  {peak:24s} {ratio(o['ms'])}")
+    for r in trows:
+        if "error" in r:
+            print(f"{torch_name(r):34s} failed: {r['error'][:90]}")
+        elif "ms_per_step" in r:
+            peak = "/".join(f"{a:.1f}({b:.1f})" for a, b in zip(r["peak_alloc_GiB"], r["peak_reserved_GiB"]))
+            print(f"{torch_name(r):34s} {r['ms_per_step']:9.2f} {r['tokens_per_s']:10.0f} {'-':>8s} {'-':>8s}  {peak:24s} {ratio(r['ms_per_step'])}")
+    print("ours: median step of the timed steps, exposed/overlap means, peak = the runtime's per-rank peak (rank_peak_mem_GiB);")
+    print("torch: median of CUDA-event step times, peak = max_memory_allocated (max_memory_reserved) per rank;")
+    print("/ torch = ms/step over PyTorch FSDP2 reshard_after_forward=True" + ("" if ref else " (no such run: -)"))
+
+
+if __name__ == "__main__":
+    if len(sys.argv) != 2:
+        sys.exit("usage: summary_sharding.py LOGS")
+    main(sys.argv[1])
