@@ -1,0 +1,81 @@
+#!/usr/bin/env bash
+# tests/e2e/test_zero_equivalence.sh: the ZeRO levels on the reference executor (ranks as threads), the
+# tiny transformer on one global batch of 12 sequences:
+#  - zero1 (flat and bucketed), zero2 and zero3 (one unit per block, and by size) on 2, 3 and 4 ranks end
+#    with the same parameters as 1 rank (SGD, allclose 1e-6);
+#  - zero3 on 1 rank is bitwise the unsharded single-rank run;
+#  - FSDP's prefetch depth (0, 1, 2) and resharding (on, off) change nothing, bitwise;
+#  - zero2 equals zero1 bitwise with the same buckets (same reduction order); under AdamW with clipping,
+#    every level equals AdamW DDP on the same ranks (1e-7);
+#  - checkpoints: a zero3 run on 4 ranks resumed unsharded on 1 rank, and a 1-rank run resumed with zero2
+#    on 3 ranks, end where the straight runs end (AdamW: the moments move across layouts too; 1e-6).
+. "$(dirname "$0")/lib.sh"
+e2e_tmp zero
+cp "$DDP_SOURCE_DIR/schedules/lib/models.lua" "$tmp/"
+E2E_DEVICE=ref
+
+tiny='models.tiny({ d_model = 32, d_ff = 64, heads = 2, vocab = 64, context = 8 })'
+data='{ global_batch = 12, tokens = "random", seed = 5 }'
+sgd='sgd { lr = 0.1 }'
+adam='adamw { lr = 1e-2, weight_decay = 0.1, clip = 1.0 }'
+
+# fsdp NAME RANKS OPTIONS OPTIMIZER STEPS: like write, with parallel = fsdp { ranks = RANKS OPTIONS }
+fsdp() {
+  cat >"$tmp/$1.lua" <<LUA
+local models = require "models"
+return schedule { model = $tiny, data = $data, precision = "fp32", optimizer = $4,
+                  parallel = fsdp { ranks = $2 $3 }, steps = $5, seed = 3 }
+LUA
+  "$DDPC" "$tmp/$1.lua" -o "$tmp/$1.bin" -q || { fail "$1 does not compile"; return 1; }
+  "$DDPRUN" "$tmp/$1.bin" --device ref --checkpoint-dir "$tmp/$1.ckpt" --quiet || { fail "$1 run"; return 1; }
+}
+
+write base_1 "$tiny" 1 "" "$sgd" 4 "$data"
+for ranks in 2 3 4; do
+  for level in zero1_flat zero1 zero2 zero3_size; do
+    case $level in
+      zero1_flat) extra=', sync = "flat", shard = "zero1"' ;;
+      zero1) extra=', sync = "bucketed", bucket_mb = 0.01, shard = "zero1"' ;;
+      zero2) extra=', sync = "bucketed", bucket_mb = 0.01, shard = "zero2"' ;;
+      zero3_size) extra=', sync = "bucketed", bucket_mb = 0.01, shard = "zero3"' ;;
+    esac
+    write "${level}_$ranks" "$tiny" $ranks "$extra" "$sgd" 4 "$data" && same "${level}_$ranks" base_1 1e-6 1e-7
+  done
+  fsdp "fsdp_$ranks" $ranks "" "$sgd" 4 && same "fsdp_$ranks" base_1 1e-6 1e-7
+done
+fsdp zero3_on_1 1 "" "$sgd" 4 && same zero3_on_1 base_1 0 0
+same zero2_2 zero1_2 0 0
+for variant in "p0:, prefetch = 0" "p2:, prefetch = 2" "keep:, reshard_after_forward = false" \
+               "mixed:, prefetch_forward = 2, prefetch_backward = 0, reshard_after_forward = false"; do
+  fsdp "fsdp_${variant%%:*}_3" 3 "${variant#*:}" "$sgd" 4 && same "fsdp_${variant%%:*}_3" fsdp_3 0 0
+done
+
+# AdamW with gradient clipping: each level against AdamW DDP on the same ranks
+for ranks in 2 3; do
+  write "adam_ddp_$ranks" "$tiny" $ranks ', sync = "bucketed", bucket_mb = 0.01' "$adam" 4 "$data"
+  for level in zero1 zero2 zero3; do
+    write "adam_${level}_$ranks" "$tiny" $ranks ", sync = \"bucketed\", bucket_mb = 0.01, shard = \"$level\"" "$adam" 4 \
+      "$data" && same "adam_${level}_$ranks" "adam_ddp_$ranks" 1e-7 1e-9
+  done
+  fsdp "adam_fsdp_$ranks" $ranks "" "$adam" 4 && same "adam_fsdp_$ranks" "adam_ddp_$ranks" 1e-7 1e-9
+done
+
+# checkpoints across layouts: 2 steps on one layout, then --resume to step 4 on another
+resume() { # NAME FROM_BIN TO_BIN STRAIGHT
+  "$DDPRUN" "$tmp/$2.bin" --device ref --steps 2 --checkpoint-dir "$tmp/$1.ckpt" --quiet || { fail "$1: first half"; return; }
+  "$DDPRUN" "$tmp/$3.bin" --device ref --steps 4 --checkpoint-dir "$tmp/$1.ckpt" --resume --quiet ||
+    { fail "$1: resume"; return; }
+  same "$1" "$4" 1e-6 1e-8
+}
+write adam_1 "$tiny" 1 "" "$adam" 4 "$data"
+fsdp adam_fsdp_4 4 "" "$adam" 4
+resume fsdp4_to_1 adam_fsdp_4 adam_1 adam_1
+write adam_zero2_3b "$tiny" 3 ', sync = "bucketed", bucket_mb = 0.02, shard = "zero2"' "$adam" 4 "$data"
+resume one_to_zero2_3 adam_1 adam_zero2_3b adam_zero2_3b
+# the files themselves: a sharded run's checkpoint has the unsharded run's names and shapes
+for f in model optimizer; do
+  "$ST_COMPARE" "$(ckpt_latest "$tmp/adam_fsdp_4.ckpt")/$f.safetensors" "$(ckpt_latest "$tmp/adam_1.ckpt")/$f.safetensors" \
+    --rtol 1e-5 --atol 1e-7 >"$tmp/cmp" 2>&1 || fail "$f.safetensors of fsdp on 4 ranks vs 1 rank: $(tail -2 "$tmp/cmp")"
+done
+[ $fail = 0 ] && echo "zero levels: every layout equals 1 rank; prefetch and resharding bitwise; checkpoints move across layouts"
+exit $fail
