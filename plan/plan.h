@@ -97,6 +97,9 @@ typedef struct ddp_rank_plan {
   ddp_program init, step;
   uint32_t nevents;
   uint32_t ntimers;
+  /* init[init_refresh ..] derives the compute copies from the masters (casts, the ZeRO gathers): run again
+   * after a checkpoint replaced the masters. 0: none (the runtime casts unsharded copies itself). */
+  uint32_t init_refresh;
   uint64_t arena_bytes[ARENA_COUNT];
 } ddp_rank_plan;
 

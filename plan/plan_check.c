@@ -149,6 +149,10 @@ static int check_tables(const vctx *c) {
     if (p->ranks[r].nevents > DDP_PLAN_MAX_EVENTS || p->ranks[r].ntimers > DDP_PLAN_MAX_EVENTS)
       return ddp_io_fail(c->err, c->errcap, c->path, "invalid: rank %lld has %u events and %u timers (at most %u)",
                          (long long)r, p->ranks[r].nevents, p->ranks[r].ntimers, DDP_PLAN_MAX_EVENTS);
+  for (int64_t r = 0; r < p->meta.world; r++)
+    if (p->ranks[r].init_refresh > p->ranks[r].init.n)
+      return ddp_io_fail(c->err, c->errcap, c->path, "invalid: rank %lld refreshes from init instruction %u of %u",
+                         (long long)r, p->ranks[r].init_refresh, p->ranks[r].init.n);
   return 0;
 }
 

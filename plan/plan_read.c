@@ -279,12 +279,13 @@ static int get_ranks(ddp_rbuf *b, ddp_plan *p, rctx *c) {
   if (narenas != ARENA_COUNT)
     return ddp_io_fail(c->err, c->errcap, c->path, "corrupted: %u arena classes, this build has %d", narenas,
                        ARENA_COUNT);
-  if (!count_fits(b, world, 8 + 8 * ARENA_COUNT + 8)) return 0;
+  if (!count_fits(b, world, 12 + 8 * ARENA_COUNT + 8)) return 0;
   if (!(p->ranks = calloc(world, sizeof *p->ranks))) return c->oom = 1, 0;
   for (uint32_t r = 0; r < world && !b->bad && !c->oom; r++) {
     ddp_rank_plan *rp = &p->ranks[r];
     rp->nevents = ddp_rb_u32(b);
     rp->ntimers = ddp_rb_u32(b);
+    rp->init_refresh = ddp_rb_u32(b);
     for (int a = 0; a < ARENA_COUNT; a++) rp->arena_bytes[a] = ddp_rb_u64(b);
     get_program(b, &rp->init, c);
     get_program(b, &rp->step, c);

@@ -109,6 +109,7 @@ static void put_ranks(ddp_wbuf *b, const ddp_plan *p) {
     const ddp_rank_plan *rp = &p->ranks[r];
     ddp_wb_u32(b, rp->nevents);
     ddp_wb_u32(b, rp->ntimers);
+    ddp_wb_u32(b, rp->init_refresh);
     for (int a = 0; a < ARENA_COUNT; a++) ddp_wb_u64(b, rp->arena_bytes[a]);
     put_program(b, &rp->init);
     put_program(b, &rp->step);

@@ -38,8 +38,7 @@ static void init_unit(rank_ctx *c, int u, int32_t t, uint64_t at, int64_t first,
 }
 
 /* ZeRO levels: each rank draws the values of its own slices (the values rank 0 would draw for the whole
- * unit, so no broadcast is needed), then writes the compute copies: zero3 the copy shard, zero1/2 the full
- * parameters of every group (cast of its slice, all-gather). */
+ * unit, so no broadcast is needed). */
 static void init_shards(rank_ctx *c) {
   ddp_builder *b = c->b;
   ddp_layout *lay = c->lay;
@@ -56,6 +55,14 @@ static void init_shards(rank_ctx *c) {
                   lo - un->flat_offset, hi - lo, 0);
     }
   }
+}
+
+/* ZeRO levels: the compute copies of the masters: zero3 the copy shard, zero1/2 the full parameters of
+ * every group (cast of its slice, all-gather). */
+static void shard_copies(rank_ctx *c) {
+  ddp_builder *b = c->b;
+  ddp_layout *lay = c->lay;
+  uint64_t fsz = ddp_dtype_size(b->fdt);
   if (lay->shard_copy >= 0) cast(c, lay->shard_master, lay->shard_copy, lay->nflat / lay->world, "params.copy.shard");
   if (b->s->shard == SHARD_ZERO3) return;
   for (int g = 0; g < lay->ngroups; g++) {
@@ -72,8 +79,10 @@ static void init_shards(rank_ctx *c) {
   }
 }
 
-/* init -> MEMSET(flat params, grads, m, v, scalars, loss) INIT_TENSOR(unit)* [INIT_TENSOR(rope)]
- *         [BROADCAST(flat params) BROADCAST(frozen unit)*] [CAST(params.copy)] CAST(frozen unit copy)* */
+/* init -> MEMSET(flat params, grads, m, v, scalars, loss) INIT_TENSOR(unit or its slices)* [INIT_TENSOR(rope)]
+ *         [BROADCAST(flat params) BROADCAST(frozen unit)*] | refresh: [CAST(params.copy) | shard copies]
+ *         CAST(frozen unit copy)*
+ * Under the ZeRO levels the refresh part (from rank.init_refresh) is what --resume runs again. */
 void pass_init_program(rank_ctx *c) {
   ddp_builder *b = c->b;
   ddp_layout *lay = c->lay;
@@ -107,6 +116,8 @@ void pass_init_program(rank_ctx *c) {
         rp_collective(c, I_BROADCAST, STREAM_COMPUTE, b->units[u].master, 0, b->units[u].numel, REDOP_SUM, 0,
                       b->units[u].name);
   }
+  if (lay->zero) c->b->plan->ranks[c->rank].init_refresh = c->out->n;
+  if (lay->zero) shard_copies(c);
   if (lay->flat_copies >= 0) cast(c, lay->flat_params, lay->flat_copies, lay->nflat, "params.copy");
   for (int u = 0; u < b->nunits; u++) {
     const ddp_unit *un = &b->units[u];

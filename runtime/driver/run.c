@@ -239,7 +239,12 @@ int ddp_run_rank(ddp_exec *x, const ddp_run_opts *o, char *err, size_t errcap) {
   if (rc == 0 && lead && o->ckpt_dir) rc = ddp_ckpt_clean_stray(o->ckpt_dir, o->quiet, err, errcap);
   if (rc == 0 && o->resume) {
     rc = ddp_ckpt_resume(x, o->ckpt_dir, o->quiet, &start, err, errcap);
-    if (rc == 0) rc = ddp_refresh_param_copies(x, err, errcap);
+    if (rc == 0 && rp->init_refresh > 0) { /* the plan's own derivation of the copies (ZeRO: gathers) */
+      ddp_program tail = {rp->init.v + rp->init_refresh, rp->init.n - rp->init_refresh, 0};
+      rc = x->v->run(x, &tail, 0, err, errcap);
+    } else if (rc == 0) {
+      rc = ddp_refresh_param_copies(x, err, errcap);
+    }
   }
   if (rc == 0) rc = x->v->sync(x, err, errcap);
   if (rc == 0 && metrics) run_line(metrics, x);

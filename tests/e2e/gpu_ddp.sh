@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # tests/e2e/gpu_ddp.sh (gpu, 2 GPUs): the DDP family on real GPUs with NCCL:
 #  - ToyModel on 2 GPUs (ranks seeded differently, parameters broadcast) in every sync mode equals 1 GPU
-#    (allclose 1e-5); the tiny transformer likewise (SGD, 1e-6) and sharded AdamW / ZeRO-1 equal AdamW DDP;
+#    (allclose 1e-5); the tiny transformer likewise (SGD, 1e-6) and sharded AdamW / ZeRO-1 / ZeRO-2 /
+#    ZeRO-3 (buckets and one FSDP unit per block) equal AdamW DDP;
 #  - launches: --nproc 2, torchrun-style variables, Slurm variables all rendezvous;
 #  - failures: a rank killed mid-run makes the other exit non-zero naming the problem within 60 s; a
 #    rank that never arrives fails the rendezvous with a clear line; a 2-rank plan under 3 is refused.
@@ -41,6 +42,12 @@ write tiny_adam "$tiny" $N ', sync = "flat"' "$adam" 4 "$tdata"
 ztol="1e-6 1e-7"; [ "$N" -gt 2 ] && ztol="1e-4 1e-5"
 write tiny_zero1 "$tiny" $N ', sync = "flat", shard = "zero1"' "$adam" 4 "$tdata" && same tiny_zero1 tiny_adam $ztol
 write tiny_sharded "$tiny" $N ', sync = "flat", shard = "optimizer"' "$adam" 4 "$tdata" && same tiny_sharded tiny_adam 1e-6 1e-7
+# ZeRO-2 and ZeRO-3 (bucketed groups and one FSDP unit per block) against the same AdamW DDP
+for level in zero2 zero3; do
+  write "tiny_$level" "$tiny" $N ", sync = \"bucketed\", bucket_mb = 0.05, shard = \"$level\"" "$adam" 4 "$tdata" &&
+    same "tiny_$level" tiny_adam $ztol
+done
+write tiny_fsdp "$tiny" $N ', sync = "bucketed", shard = "zero3"' "$adam" 4 "$tdata" && same tiny_fsdp tiny_adam $ztol
 [ "$N" != 2 ] && { echo "(equivalence on $N GPUs only)"; exit $fail; }
 
 # launches

@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # tests/e2e/gpu_step.sh (gpu): whole training steps on the GPU against the reference executor from the same
 # init and data: the tiny transformer (fp32: losses within 1e-5 relative; bf16: 2e-2) and the toy MLPs
-# (fp32, 1e-5), 10 steps each; then each executor resumes from the other's final checkpoint (loadable
+# (fp32, 1e-5), 10 steps each; the ZeRO levels on 1 GPU (zero1, zero2, fsdp fp32 and bf16, fsdp with
+# fp32 gathers); then each executor resumes from the other's final checkpoint (loadable
 # by both). SKIP (77) without a GPU.
 . "$(dirname "$0")/lib.sh"
 if ! nvidia-smi -L >/dev/null 2>&1; then echo "SKIP: no GPU"; exit 77; fi
@@ -37,6 +38,12 @@ run_pair tiny_bf16 tiny 2e-2 --set precision=bf16
 run_pair toy toy 1e-5
 run_pair toy_tied toy_tied 1e-5
 run_pair toy_layernorm toy_layernorm 1e-5
+# The ZeRO levels on one GPU (NCCL with one rank: the gathers, reduce-scatters and shard updates all run)
+run_pair zero1_1gpu tiny_ddp 1e-5 --set parallel.ranks=1 --set parallel.shard=zero1
+run_pair zero2_1gpu tiny_zero2 1e-5 --set parallel.ranks=1
+run_pair fsdp_1gpu tiny_fsdp 1e-5 --set parallel.ranks=1
+run_pair fsdp_bf16_1gpu tiny_fsdp 2e-2 --set parallel.ranks=1 --set precision=bf16
+run_pair fsdp_bf16_gather32_1gpu tiny_fsdp 2e-2 --set parallel.ranks=1 --set precision=bf16 --set parallel.gather_dtype=fp32
 # Plans that do not train (mode = "forward" / "forward_backward"): no checkpoints, losses only.
 run_mode() { # NAME SCHEDULE RTOL MODE [--set ...]
   local name=$1 sched=$2 rtol=$3 mode=$4; shift 4
