@@ -303,6 +303,13 @@ int ddp_checkpoint_save(ddp_exec *x, const char *dir, int64_t steps_done, char *
   return rc;
 }
 
+int ddp_checkpoint_check_plan(const ddp_exec *x, char *err, size_t errcap) {
+  ck_plan c;
+  if (ck_plan_build(x->plan, x->rank, x->world, &c, err, errcap)) return -1;
+  ck_plan_free(&c);
+  return 0;
+}
+
 /* ---- load ------------------------------------------------------------------------------------------------ */
 
 static int parse_count(const char *s, int64_t *out) {

@@ -26,6 +26,10 @@ int ddp_checkpoint_save(ddp_exec *x, const char *dir, int64_t steps_done, char *
 /* Restores into the executor from dir: the rank's whole tensors and its own pieces, after checking every
  * name, dtype and full shape; returns the completed step count in *steps_done. */
 int ddp_checkpoint_load(ddp_exec *x, const char *dir, int64_t *steps_done, char *err, size_t errcap);
+/* Whether the plan describes its checkpoint state (ckpt_plan.h: every state-dict tensor held whole or by
+ * pieces covering each element once): 0, or -1 with one line. ddprun checks it at start when it writes or
+ * reads checkpoints, so a bad plan fails before its first step, not at its first checkpoint. */
+int ddp_checkpoint_check_plan(const ddp_exec *x, char *err, size_t errcap);
 /* mkdir -p. */
 int ddp_ckpt_mkdir_p(const char *dir, char *err, size_t errcap);
 
