@@ -7,7 +7,8 @@
 # MANIFEST); (2) the unsharded plan resumes from it and ends bitwise equal to an uninterrupted run;
 # (3) 20 runs of the piece plan killed (SIGKILL) at random moments, many while a checkpoint is written,
 # never leave an incomplete checkpoint as the newest: the unsharded plan resumes from what they leave and
-# ends bitwise equal; (4) a plan whose pieces leave a gap fails at start with one line, writing nothing.
+# ends bitwise equal; (4) a plan whose pieces leave a gap fails at start with one line, writing nothing;
+# (5) where Open MPI is installed, the ranks as processes (mpirun -n 2) write the same files.
 . "$(dirname "$0")/lib.sh"
 e2e_tmp ckpt_sharded
 [ -x "${PIECE_PLAN:-}" ] || die "PIECE_PLAN is not set to the piece_plan tool"
@@ -75,5 +76,16 @@ grep -q "checkpoint: the plan's pieces of 'fc1.weight' (100 elements) leave elem
   fail "the gap is not named: $(cat "$tmp/gap.err")"
 grep -q "^step" "$tmp/gap.out" && fail "the gap plan trained before failing"
 [ -z "$(ls -A "$tmp/gap" 2>/dev/null)" ] || fail "the gap plan wrote into its checkpoint folder: $(ls -A "$tmp/gap")"
+# (5) ranks as processes (Open MPI, where installed): each process writes its range of the same file
+if command -v mpirun >/dev/null; then
+  [ -n "${LSAN_OPTIONS:-}" ] && export LSAN_OPTIONS="$LSAN_OPTIONS:fast_unwind_on_malloc=0" # as test_mpi.sh
+  timeout 120 mpirun --allow-run-as-root --oversubscribe --mca btl self,vader --mca btl_vader_single_copy_mechanism none \
+    -n 2 "${pieces[@]}" --steps 6 --checkpoint-dir "$tmp/mpi6" >"$tmp/mpi.out" 2>&1 ||
+    { cat "$tmp/mpi.out"; die "the piece plan under mpirun -n 2"; }
+  same_step "$tmp/plain6" "$tmp/mpi6" step-000006
+else
+  echo "(mpirun not installed: the processes case is not run)"
+fi
+
 [ "$fail" = 0 ] && echo "sharded checkpoints: the unsharded bytes, resumable unsharded, crash-consistent"
 exit $fail
