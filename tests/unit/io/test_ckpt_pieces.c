@@ -4,8 +4,9 @@
  * rank holds whole; ranks run as threads over the fake executor (ckpt_fake.h).
  * Every state-dict element gets a value from its name and index (value()), so each layout is filled and
  * checked independently of the code under test:
- *   - the files a 2-rank and a 3-rank piece plan save (every rank writing its range of one file), and a
- *     1-rank plan of pieces (rank 0 alone), are byte-identical to the unsharded plan's;
+ *   - the files a 2-rank and a 3-rank piece plan save (every rank writing its range of one file), a 1-rank
+ *     plan of pieces (rank 0 alone) and a 2-rank plan whose w is whole but whose moments are pieces (the
+ *     optimizer sharding's shape) are byte-identical to the unsharded plan's;
  *   - a checkpoint loads into any other layout (2 -> 3 ranks, 2 -> unsharded, unsharded -> 2, 3 -> 1), every
  *     rank getting exactly its own elements and nothing else written;
  *   - ddp_ckpt_save_step / ddp_ckpt_resume (MANIFEST, rename) across layouts;
@@ -153,6 +154,7 @@ typedef struct split {
   int64_t b_len;      /* the bias's elements (5) */
   int dtype_w0;       /* dtype of w's first master piece (0: DT_F32) */
   bool no_norm;
+  bool w_whole;       /* w is a real tensor every rank holds; only its moments are pieces (optimizer sharding) */
 } split;
 
 /* Shape-only w and b; every piece a 1-D view of its rank's shard of its kind, packed in order per rank. */
@@ -166,13 +168,14 @@ static ddp_plan *piece_plan(const split *s) {
   for (int k = 0; k < 3; k++)
     base[k] = add(p, base_name[k], NULL, base_flags[k] | TF_PERSISTENT, DT_F32, k ? ARENA_OPT : ARENA_PARAM, OPT_BASE[k],
                   1, 64, 0);
-  int32_t wp = add(p, W, W, TF_PARAM | TF_TRAINABLE | TF_SHAPE_ONLY, DT_F32, ARENA_PARAM, 0, 2, 4, 3);
+  int32_t wp = s->w_whole ? add(p, W, W, TF_PARAM | TF_TRAINABLE, DT_F32, ARENA_PARAM, 1536, 2, 4, 3)
+                          : add(p, W, W, TF_PARAM | TF_TRAINABLE | TF_SHAPE_ONLY, DT_F32, ARENA_PARAM, 0, 2, 4, 3);
   int32_t bp = add(p, B, B, TF_PARAM | TF_TRAINABLE | TF_SHAPE_ONLY, DT_F32, ARENA_PARAM, 0, 1, s->b_len, 0);
-  p->tensors[wp].offset = p->tensors[bp].offset = 0;
   int64_t cursor[3][FAKE_MAX_RANKS] = {{0}};
   char nm[160];
   for (int k = 0; k < 3; k++)
     for (int q = 0; q < 2; q++) {
+      if (k == 0 && q == 0 && s->w_whole) continue;
       int kk = (q ? s->nb[k] : s->nw[k]) ? k : 0;
       const piece *v = q ? s->b[kk] : s->w[kk];
       int n = q ? s->nb[kk] : s->nw[kk];
@@ -208,6 +211,14 @@ static split split3(void) {
   s.nw[0] = 4;
   s.b[0][0] = (piece){0, 0, 2}, s.b[0][1] = (piece){2, 2, 3}, s.nb[0] = 2;
   s.w[2][0] = (piece){1, 0, 11}, s.w[2][1] = (piece){0, 11, 1}, s.nw[2] = 2;
+  return s;
+}
+
+/* 2 ranks, w whole on every rank and its moments split at element 5 (the optimizer sharding's shape). */
+static split split2_whole(void) {
+  split s = split2();
+  s.w_whole = true;
+  s.w[0][0] = (piece){0, 0, 5}, s.w[0][1] = (piece){1, 5, 7};
   return s;
 }
 
@@ -331,9 +342,9 @@ static void test_same_files(void) {
   free_ranks(f, 2);
   ddp_plan_free(u);
 
-  split ss[3] = {split2(), split3(), split1()};
-  const char *dirs[3] = {tmp_path("pieces2"), tmp_path("pieces3"), tmp_path("pieces1")};
-  for (int k = 0; k < 3; k++) {
+  split ss[4] = {split2(), split3(), split1(), split2_whole()};
+  const char *dirs[4] = {tmp_path("pieces2"), tmp_path("pieces3"), tmp_path("pieces1"), tmp_path("pieces2w")};
+  for (int k = 0; k < 4; k++) {
     ddp_plan *p = piece_plan(&ss[k]);
     int w = ss[k].world;
     make_ranks(p, w, f, true);
@@ -382,6 +393,9 @@ static void test_load_across(void) {
   load_into(tmp_path("plain"), piece_plan(&s2), 2, "unsharded -> 2 ranks");
   load_into(tmp_path("pieces3"), piece_plan(&s1), 1, "3 ranks -> 1 rank of pieces");
   load_into(tmp_path("pieces1"), piece_plan(&s3), 3, "1 rank of pieces -> 3 ranks");
+  split s2w = split2_whole();
+  load_into(tmp_path("pieces3"), piece_plan(&s2w), 2, "3 ranks -> 2 ranks, whole master, moments in pieces");
+  load_into(tmp_path("pieces2w"), piece_plan(&s3), 3, "whole master, moments in pieces -> 3 ranks");
 }
 
 /* The checkpoint folder (MANIFEST, rename, resume) with pieces. */
