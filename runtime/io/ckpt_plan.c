@@ -119,6 +119,7 @@ static int check_pieces(const ddp_plan *p, int world, ck_entry *e, char *err, si
     if (t->dtype != e->dtype)
       return ddp_fail(err, errcap, "checkpoint: the plan's piece '%s' of '%s' is %s, the tensor is %s", t->name,
                       e->key, ddp_dtype_name(t->dtype), ddp_dtype_name(e->dtype));
+    if (n == 0) continue; /* holds nothing, overlaps nothing */
     if (first > next)
       return ddp_fail(err, errcap, "checkpoint: the plan's pieces of '%s' (%llu elements) leave elements [%llu, %llu) "
                       "in no piece", e->key, (unsigned long long)e->numel, (unsigned long long)next,
@@ -130,7 +131,7 @@ static int check_pieces(const ddp_plan *p, int world, ck_entry *e, char *err, si
                       (long long)q->piece_first, (long long)next, t->name, t->piece_rank, (unsigned long long)first,
                       (unsigned long long)(first + n));
     }
-    if (n) next = first + n, prev = e->pieces[k];
+    next = first + n, prev = e->pieces[k];
   }
   if (next < e->numel)
     return ddp_fail(err, errcap, "checkpoint: the plan's pieces of '%s' (%llu elements) leave elements [%llu, %llu) "
