@@ -236,6 +236,7 @@ int ddp_run_rank(ddp_exec *x, const ddp_run_opts *o, char *err, size_t errcap) {
   int rc = timer_ms && v ? x->v->run(x, &rp->init, 0, err, errcap)
                          : ddp_fail(err, errcap, "rank %d: out of memory", x->rank);
   int64_t start = 0, last_saved = -1;
+  if (rc == 0 && o->ckpt_dir) rc = ddp_checkpoint_check_plan(x, err, errcap);
   if (rc == 0 && lead && o->ckpt_dir) rc = ddp_ckpt_clean_stray(o->ckpt_dir, o->quiet, err, errcap);
   if (rc == 0 && o->resume) {
     rc = ddp_ckpt_resume(x, o->ckpt_dir, o->quiet, &start, err, errcap);

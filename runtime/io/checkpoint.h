@@ -5,8 +5,10 @@
  *                              metadata {"step": "<completed steps>", "format": "ddpc"};
  *   ROOT/step-000123/optimizer.safetensors  AdamW state: <param>.exp_avg and <param>.exp_avg_sq per
  *                              parameter and the optimizer scalars ("optimizer.scalars": t, lr, grad norm,
- *                              clip scale); under optimizer sharding, one file per rank instead:
- *                              optimizer.rank<R>.safetensors with the rank's flat shard;
+ *                              clip scale); (plans whose moments are flat shards without pieces: one file
+ *                              per rank instead, optimizer.rank<R>.safetensors with the rank's shard);
+ *   the same names, full shapes and bytes whatever the sharding: a sharded plan's ranks each write the
+ *   elements of their pieces into the one file and each read theirs back (ckpt_plan.h, checkpoint.c);
  *   ROOT/step-000123/MANIFEST  "ddpc checkpoint 1", the step, the world, then "file NAME BYTES CRC32" per file;
  *   ROOT/latest                the newest complete step folder's name.
  * A step folder is written as ROOT/.tmp-step-000123-<pid>/, fsynced and renamed, so a crash never leaves a
@@ -17,11 +19,17 @@
 #include <stdbool.h>
 
 /* ---- one folder's files (checkpoint.c) ---- */
-/* Writes what `rank` owns into dir (rank 0: the model and unsharded optimizer state; every rank: its
- * shard). Each file is written atomically (base/file.h). */
+/* Writes the checkpoint files into dir; every rank calls it (rank 0 writes what every rank holds, each rank
+ * its own pieces; with pieces on ranks other than 0 the ranks meet at three host sums). Each file appears
+ * under its name whole or not at all; a failure on any rank fails it on every rank. */
 int ddp_checkpoint_save(ddp_exec *x, const char *dir, int64_t steps_done, char *err, size_t errcap);
-/* Restores into the executor from dir; returns the completed step count in *steps_done. */
+/* Restores into the executor from dir: the rank's whole tensors and its own pieces, after checking every
+ * name, dtype and full shape; returns the completed step count in *steps_done. */
 int ddp_checkpoint_load(ddp_exec *x, const char *dir, int64_t *steps_done, char *err, size_t errcap);
+/* Whether the plan describes its checkpoint state (ckpt_plan.h: every state-dict tensor held whole or by
+ * pieces covering each element once): 0, or -1 with one line. ddprun checks it at start when it writes or
+ * reads checkpoints, so a bad plan fails before its first step, not at its first checkpoint. */
+int ddp_checkpoint_check_plan(const ddp_exec *x, char *err, size_t errcap);
 /* mkdir -p. */
 int ddp_ckpt_mkdir_p(const char *dir, char *err, size_t errcap);
 

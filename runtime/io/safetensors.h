@@ -62,6 +62,14 @@ typedef int (*ddp_st_fill_fn)(void *ctx, uint32_t i, void *dst, char *err, size_
 int ddp_st_write(const char *path, const ddp_st_entry *v, uint32_t n, const char *const *meta, uint32_t nmeta,
                  ddp_st_fill_fn fill, void *ctx, char *err, size_t errcap);
 
+/* The file ddp_st_write would write for these entries, for writers that fill one file from several
+ * processes (checkpoint.c): *header (malloc'd; the caller frees it) gets its first *header_bytes bytes (the
+ * 8-byte length and the padded JSON header), offset[i] the file offset of entry i's data, *file_bytes the
+ * file's size. 0, or -1 with one line in err (as ddp_st_write refuses the entries). */
+int ddp_st_header(const char *path, const ddp_st_entry *v, uint32_t n, const char *const *meta, uint32_t nmeta,
+                  void **header, size_t *header_bytes, uint64_t *offset, uint64_t *file_bytes, char *err,
+                  size_t errcap);
+
 /* Names of plan dtypes in safetensors ("F32", "BF16", "F64", "I32", "U16"); NULL for none. */
 const char *ddp_st_dtype_name(int dt);
 /* numel(shape) x size into *out; -1 on a negative dimension or overflow. */

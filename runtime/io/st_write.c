@@ -1,7 +1,8 @@
 /* runtime/io/st_write.c: the safetensors writer of safetensors.h. It builds the JSON header by hand (so
  * that invalid UTF-8 in a name or metadata value becomes U+FFFD instead of an error), orders the tensors by
  * element size then name, pads the header with spaces to a multiple of 8 and streams the tensors through
- * base/file.h's atomic write: the destination is the old file or the whole new one. */
+ * base/file.h's atomic write: the destination is the old file or the whole new one. ddp_st_header gives the
+ * same header and every tensor's place in the file, for a file that several processes fill. */
 #include "safetensors.h"
 #include "dtype.h"
 #include "err.h"
@@ -137,6 +138,33 @@ static int build_header(const char *path, const ddp_st_entry *v, uint32_t n, con
   if (h->oom || h->n > DDP_ST_MAX_HEADER)
     return ddp_fail(err, errcap, "%s: cannot write: header %s", path, h->oom ? "out of memory" : "over 100 MiB");
   return 0;
+}
+
+int ddp_st_header(const char *path, const ddp_st_entry *v, uint32_t n, const char *const *meta, uint32_t nmeta,
+                  void **header, size_t *header_bytes, uint64_t *offset, uint64_t *file_bytes, char *err,
+                  size_t errcap) {
+  order_key *order = malloc(sizeof *order * (n + 1));
+  sbuf h = {0};
+  *header = NULL;
+  if (!order) return ddp_fail(err, errcap, "%s: cannot write: out of memory", path);
+  int rc = build_header(path, v, n, meta, nmeta, order, &h, err, errcap);
+  uint8_t *out = rc ? NULL : malloc(h.n + 8);
+  if (!rc && !out) rc = ddp_fail(err, errcap, "%s: cannot write: out of memory", path);
+  if (!rc) {
+    for (int k = 0; k < 8; k++) out[k] = (uint8_t)((uint64_t)h.n >> (8 * k));
+    memcpy(out + 8, h.v, h.n);
+    uint64_t at = 8 + h.n;
+    for (uint32_t k = 0; k < n; k++) {
+      offset[order[k].idx] = at;
+      at += order[k].bytes;
+    }
+    *header = out;
+    *header_bytes = h.n + 8;
+    *file_bytes = at;
+  }
+  free(h.v);
+  free(order);
+  return rc;
 }
 
 int ddp_st_write(const char *path, const ddp_st_entry *v, uint32_t n, const char *const *meta, uint32_t nmeta,

@@ -1,12 +1,14 @@
-/* tests/unit/io/test_checkpoint.c: runtime/checkpoint.c through a fake executor (host arenas; read/write copy a
- * tensor at its planned arena offset) on small hand-built plans: save and load round trips for unsharded
- * AdamW (model.safetensors + optimizer.safetensors, rank 0 only), sharded optimizer state (one file per
- * rank), SGD (scalars only); names, shapes and metadata in the files; mkdir -p; atomicity (no temporary
- * left; a failed save leaves no file and keeps an old one intact); and refusals: another model (shape,
- * missing and extra tensors), an incomplete checkpoint, another world size, a missing directory, with the
- * executor left untouched. Also a model file whose data is not aligned (another writer's layout).
+/* tests/unit/io/test_checkpoint.c: runtime/checkpoint.c through a fake executor (ckpt_fake.h: host arenas;
+ * read/write copy a tensor at its planned arena offset) on small hand-built plans without pieces (pieces:
+ * test_ckpt_pieces.c): save and load round trips for unsharded AdamW (model.safetensors +
+ * optimizer.safetensors, rank 0 only), optimizer state only as flat shards (one file per rank), SGD (scalars
+ * only); names, shapes and metadata in the files; mkdir -p; atomicity (no temporary left; a failed save
+ * leaves no file and keeps an old one intact); and refusals: another model (shape, missing and extra
+ * tensors), an incomplete checkpoint, another world size, a missing directory, with the executor left
+ * untouched. Also a model file whose data is not aligned (another writer's layout).
  * `--sample DIR` / `--verify DIR` (see sample_mode) serve tests/fixtures/tools/check_safetensors_torch.py. */
 #include "checkpoint.h"
+#include "ckpt_fake.h"
 #include "safetensors.h"
 #include <dirent.h>
 #include <stdio.h>
@@ -39,79 +41,6 @@ static int count_files(const char *dir, const char *part) {
   }
   if (d) closedir(d);
   return n;
-}
-
-/* ---- the fake executor ---------------------------------------------------------------------------------- */
-
-typedef struct fake {
-  ddp_exec x;
-  uint8_t *arena[ARENA_COUNT];
-  uint64_t bytes[ARENA_COUNT];
-  int32_t fail_read; /* tensor whose read fails, or -1 */
-  int writes;
-} fake;
-
-static int fake_read(ddp_exec *x, int32_t tensor, void *dst, char *err, size_t errcap) {
-  fake *f = (fake *)x;
-  const ddp_tensor *t = &x->plan->tensors[tensor];
-  if (tensor == f->fail_read) {
-    snprintf(err, errcap, "fake: cannot read %s", t->name);
-    return -1;
-  }
-  memcpy(dst, f->arena[t->arena] + t->offset, t->bytes);
-  return 0;
-}
-
-static int fake_write(ddp_exec *x, int32_t tensor, const void *src, char *err, size_t errcap) {
-  (void)err, (void)errcap;
-  fake *f = (fake *)x;
-  const ddp_tensor *t = &x->plan->tensors[tensor];
-  memcpy(f->arena[t->arena] + t->offset, src, t->bytes);
-  f->writes++;
-  return 0;
-}
-
-static int fake_sync(ddp_exec *x, char *err, size_t errcap) {
-  (void)x, (void)err, (void)errcap;
-  return 0;
-}
-
-static const ddp_exec_vtbl fake_vtbl = {.name = "fake", .sync = fake_sync, .read = fake_read, .write = fake_write};
-
-static fake *fake_new(const ddp_plan *p, int rank, int world, uint64_t fill_seed) {
-  fake *f = calloc(1, sizeof *f);
-  f->x = (ddp_exec){.v = &fake_vtbl, .plan = p, .rank = rank, .world = world, .seed = 1};
-  f->fail_read = -1;
-  for (uint32_t t = 0; t < p->ntensors; t++) {
-    const ddp_tensor *x = &p->tensors[t];
-    if (x->offset + x->bytes > f->bytes[x->arena]) f->bytes[x->arena] = x->offset + x->bytes;
-  }
-  for (int a = 0; a < ARENA_COUNT; a++) {
-    f->arena[a] = calloc(1, f->bytes[a] + 1);
-    if (fill_seed)
-      for (uint64_t k = 0; k < f->bytes[a]; k++)
-        f->arena[a][k] = (uint8_t)((k * 131 + (uint64_t)a * 7 + fill_seed * 29) >> 2);
-  }
-  return f;
-}
-
-static void fake_free(fake *f) {
-  for (int a = 0; a < ARENA_COUNT; a++) free(f->arena[a]);
-  free(f);
-}
-
-static const uint8_t *at(const fake *f, const ddp_plan *p, int32_t t) {
-  return f->arena[p->tensors[t].arena] + p->tensors[t].offset;
-}
-
-static bool same_tensor(const fake *a, const fake *b, const ddp_plan *p, int32_t t) {
-  return memcmp(at(a, p, t), at(b, p, t), p->tensors[t].bytes) == 0;
-}
-
-static bool same_arenas(const fake *a, const fake *b) {
-  for (int k = 0; k < ARENA_COUNT; k++)
-    if (a->bytes[k] != b->bytes[k] || memcmp(a->arena[k], b->arena[k], a->bytes[k])) return false;
-  return true;
 }
 
 /* ---- hand-built plans ------------------------------------------------------------------------------------- */
@@ -209,7 +138,7 @@ static void test_round_trip(void) {
     const ddp_st_tensor *w = ddp_st_find(f, "layers.0.ffn.w1.weight"), *bias = ddp_st_find(f, "layers.0.ffn.w1.bias");
     CHECK(w && bias, "model names");
     CHECK(w && w->ndim == 2 && w->shape[0] == 4 && w->shape[1] == 3 && w->dtype == DT_F32, "model shapes");
-    CHECK(w && memcmp(ddp_st_data(f, w), at(a, p, ddp_plan_find_tensor(p, "layers.0.ffn.w1.weight")), 48) == 0,
+    CHECK(w && memcmp(ddp_st_data(f, w), fake_at(a, p, ddp_plan_find_tensor(p, "layers.0.ffn.w1.weight")), 48) == 0,
           "model data");
     CHECK(ddp_st_meta(f, "format") && strcmp(ddp_st_meta(f, "format"), "ddpc") == 0, "meta format");
     CHECK(ddp_st_meta(f, "step") && strcmp(ddp_st_meta(f, "step"), "7") == 0, "meta step");
@@ -241,12 +170,12 @@ static void test_round_trip(void) {
                             "flat.params",
                             "flat.exp_avg",
                             "flat.exp_avg_sq"};
-  for (int k = 0; k < 8; k++) CHECK(same_tensor(a, b, p, ddp_plan_find_tensor(p, restored[k])), "%s", restored[k]);
+  for (int k = 0; k < 8; k++) CHECK(fake_same_tensor(a, b, p, ddp_plan_find_tensor(p, restored[k])), "%s", restored[k]);
   const ddp_tensor *g = &p->tensors[ddp_plan_find_tensor(p, "flat.grads")];
   bool zero = true;
   for (uint64_t k = 0; k < g->bytes; k++) zero = zero && b->arena[ARENA_GRAD][g->offset + k] == 0;
   CHECK(zero, "gradients not restored");
-  CHECK(!same_tensor(a, b, p, ddp_plan_find_tensor(p, "flat.params.copy")), "bf16 copies not restored");
+  CHECK(!fake_same_tensor(a, b, p, ddp_plan_find_tensor(p, "flat.params.copy")), "bf16 copies not restored");
 
   /* Rank 1 writes nothing when the optimizer is not sharded. */
   fake *r1 = fake_new(p, 1, 2, 3);
@@ -255,7 +184,7 @@ static void test_round_trip(void) {
   CHECK(count_files(dir1, "safetensors") == 0, "rank 1 wrote nothing");
   /* ... and loads the shared files. */
   CHECK(ddp_checkpoint_load(&r1->x, dir, &steps, err, sizeof err) == 0, "rank 1 load");
-  CHECK(same_tensor(a, r1, p, ddp_plan_find_tensor(p, "flat.exp_avg_sq")), "rank 1 restored");
+  CHECK(fake_same_tensor(a, r1, p, ddp_plan_find_tensor(p, "flat.exp_avg_sq")), "rank 1 restored");
   fake_free(r1);
 
   /* Saving again over the checkpoint replaces it (still no temporaries). */
@@ -291,17 +220,17 @@ static void test_sharded_and_sgd(void) {
   fake *n1 = fake_new(p, 1, 2, 0);
   int64_t steps = -1;
   CHECK(ddp_checkpoint_load(&n1->x, dir, &steps, err, sizeof err) == 0 && steps == 3, "rank 1 load");
-  CHECK(same_tensor(r1, n1, p, ddp_plan_find_tensor(p, "flat.exp_avg")) &&
-        same_tensor(r1, n1, p, ddp_plan_find_tensor(p, "flat.exp_avg_sq")) &&
-        same_tensor(r1, n1, p, p->meta.scalars_tensor), "rank 1 shard");
-  CHECK(same_tensor(r0, n1, p, ddp_plan_find_tensor(p, "flat.params")), "rank 1 model from rank 0");
+  CHECK(fake_same_tensor(r1, n1, p, ddp_plan_find_tensor(p, "flat.exp_avg")) &&
+        fake_same_tensor(r1, n1, p, ddp_plan_find_tensor(p, "flat.exp_avg_sq")) &&
+        fake_same_tensor(r1, n1, p, p->meta.scalars_tensor), "rank 1 shard");
+  CHECK(fake_same_tensor(r0, n1, p, ddp_plan_find_tensor(p, "flat.params")), "rank 1 model from rank 0");
   fake_free(n1);
 
   /* Another world size: rank 1 of 4 finds the rank-1 shard of a 2-rank run. */
   fake *w4 = fake_new(p, 1, 4, 0), *w4_before = fake_new(p, 1, 4, 0);
   CHECK(ddp_checkpoint_load(&w4->x, dir, &steps, err, sizeof err) == -1, "world mismatch");
   CHECK_CONTAINS("world mismatch", err, "optimizer.rank1.safetensors: written by a run of 2 ranks, this run has 4");
-  CHECK(same_arenas(w4, w4_before) && w4->writes == 0, "untouched");
+  CHECK(fake_same_arenas(w4, w4_before) && w4->writes == 0, "untouched");
   fake *r3 = fake_new(p, 3, 4, 0);
   CHECK(ddp_checkpoint_load(&r3->x, dir, &steps, err, sizeof err) == -1, "missing shard");
   CHECK_CONTAINS("missing shard", err, "optimizer.rank3.safetensors: cannot open: No such file or directory");
@@ -323,7 +252,7 @@ static void test_sharded_and_sgd(void) {
   CHECK(f && f->ntensors == 1 && ddp_st_find(f, "optimizer.scalars"), "sgd optimizer file");
   ddp_st_close(f);
   CHECK(ddp_checkpoint_load(&b->x, dir, &steps, err, sizeof err) == 0 && steps == 11, "sgd load");
-  CHECK(same_tensor(a, b, p, p->meta.scalars_tensor), "sgd scalars");
+  CHECK(fake_same_tensor(a, b, p, p->meta.scalars_tensor), "sgd scalars");
   fake_free(a);
   fake_free(b);
   ddp_plan_free(p);
@@ -376,7 +305,7 @@ static void expect_refusal(const char *what, const model_spec *spec, const char 
   CHECK_CONTAINS(what, err, n1);
   if (n2) CHECK_CONTAINS(what, err, n2);
   CHECK(strchr(err, '\n') == NULL, "%s", what);
-  CHECK(same_arenas(x, before) && x->writes == 0 && steps == -1, "executor untouched");
+  CHECK(fake_same_arenas(x, before) && x->writes == 0 && steps == -1, "executor untouched");
   fake_free(x);
   fake_free(before);
   ddp_plan_free(p);
@@ -432,15 +361,15 @@ static void test_refusals(void) {
   FILE *fp = fopen(to, "wb");
   for (int k = 0; k < 8; k++) fputc((int)((hl >> (8 * k)) & 0xff), fp);
   fwrite(hdr, 1, hl, fp);
-  fwrite(at(a, p, (int32_t)(w - p->tensors)), 1, 48, fp);
-  fwrite(at(a, p, (int32_t)(bias - p->tensors)), 1, 20, fp);
+  fwrite(fake_at(a, p, (int32_t)(w - p->tensors)), 1, 48, fp);
+  fwrite(fake_at(a, p, (int32_t)(bias - p->tensors)), 1, 20, fp);
   fclose(fp);
   fake *b = fake_new(p, 0, 2, 0);
   int64_t steps = -1;
   CHECK(ddp_checkpoint_load(&b->x, dir, &steps, err, sizeof err) == 0, "foreign model file");
   if (steps != 6) fprintf(stderr, "  %s\n", err);
   CHECK(steps == 6, "steps from the optimizer file");
-  CHECK(same_tensor(a, b, p, ddp_plan_find_tensor(p, "flat.params")), "unaligned data restored");
+  CHECK(fake_same_tensor(a, b, p, ddp_plan_find_tensor(p, "flat.params")), "unaligned data restored");
   fake_free(b);
   fake_free(a);
   ddp_plan_free(p);
@@ -479,7 +408,7 @@ static int sample_mode(const char *mode, const char *dir) {
       for (uint32_t t = 0; t < p->ntensors; t++) {
         const ddp_tensor *x = &p->tensors[t];
         if (((x->flags & (TF_PARAM | TF_OPT_M | TF_OPT_V)) && x->state_name) || (x->flags & TF_SCALARS))
-          CHECK(same_tensor(a, b, p, (int32_t)t), "%s: tensor %s differs", dir, x->name);
+          CHECK(fake_same_tensor(a, b, p, (int32_t)t), "%s: tensor %s differs", dir, x->name);
       }
       CHECK(steps == 7, "%s: step %lld, expected 7", dir, (long long)steps);
       if (!check_failed) printf("%s: loaded, every tensor bit for bit, step 7: OK\n", dir);
