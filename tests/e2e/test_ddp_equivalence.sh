@@ -32,11 +32,25 @@ write toy24_1 "models.toy()" 1 "" "sgd { lr = 0.1 }" 5 "$toy24"
 for ranks in 4 8; do
   write "toy24_bucketed_$ranks" "models.toy()" $ranks ', sync = "bucketed", bucket_mb = 0.0016, overlap = "backward"' \
     "sgd { lr = 0.1 }" 5 "$toy24" && same "toy24_bucketed_$ranks" toy24_1 1e-5 1e-6
+  [ $ranks = 8 ] && break # ZeRO-1 of ToyModel's 850 elements on 8 ranks: refused below
   write "toy24_zero1_$ranks" "models.toy()" $ranks ', sync = "flat", shard = "zero1"' \
     "adamw { lr = 0.1, weight_decay = 0.1, betas = { 0.9, 0.999 } }" 5 "$toy24"
   write "toy24_adam_$ranks" "models.toy()" $ranks ', sync = "flat"' \
     "adamw { lr = 0.1, weight_decay = 0.1, betas = { 0.9, 0.999 } }" 5 "$toy24" && same "toy24_zero1_$ranks" "toy24_adam_$ranks" 1e-7 0
 done
+# ZeRO shards are whole 64-element slices of each group: 850 elements cannot give 8 ranks a slice each
+cat >"$tmp/toy24_zero1_8.lua" <<LUA
+local models = require "models"
+return schedule { model = models.toy(), data = $toy24, precision = "fp32", optimizer = sgd { lr = 0.1 },
+                  parallel = ddp { ranks = 8, sync = "flat", shard = "zero1" }, steps = 5, seed = 3 }
+LUA
+if "$DDPC" "$tmp/toy24_zero1_8.lua" -o "$tmp/toy24_zero1_8.bin" -q 2>"$tmp/z8.err"; then
+  fail "ZeRO-1 of ToyModel on 8 ranks compiled (rank 7 would hold only padding)"
+elif grep -q "the shards cannot be balanced: rank 7 would hold no parameter elements" "$tmp/z8.err"; then
+  echo "ok: ZeRO-1 of ToyModel on 8 ranks refused: $(head -1 "$tmp/z8.err")"
+else
+  fail "ZeRO-1 on 8 ranks: $(cat "$tmp/z8.err")"
+fi
 
 # optimizer sharding and ZeRO-1 against plain AdamW DDP
 adam='adamw { lr = 0.1, weight_decay = 0.1, betas = { 0.9, 0.999 } }'
