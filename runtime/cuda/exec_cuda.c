@@ -174,7 +174,11 @@ static int streams_events_init(cx *x, char *err, size_t errcap) {
 static int load(cx *x, const void *nccl_id, char *err, size_t errcap) {
   const ddp_plan *p = x->base.plan;
   const ddp_rank_plan *rp = &p->ranks[x->base.rank];
-  if (read_env(x, err, errcap) || streams_events_init(x, err, errcap) || cx_arenas_init(x, err, errcap) ||
+  if (read_env(x, err, errcap) || streams_events_init(x, err, errcap)) return -1;
+  size_t fr = 0, tot = 0;
+  if (cudaMemGetInfo(&fr, &tot) == cudaSuccess) x->base.mem_base = (uint64_t)(tot - fr);
+  else (void)cudaGetLastError();
+  if (cx_arenas_init(x, err, errcap) ||
       cx_gemm_init(x, err, errcap) || cx_comm_init(x, nccl_id, err, errcap) || cx_graph_init(x, err, errcap))
     return -1;
   if (cx_prog_prepare(x, &x->init, &rp->init, "init", err, errcap) ||

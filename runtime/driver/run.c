@@ -159,8 +159,8 @@ static void memory_line(FILE *f, ddp_exec *x) {
   const ddp_rank_plan *rp = &x->plan->ranks[x->rank];
   uint64_t in_use = 0, peak = 0, total = 0;
   x->v->memory(x, &in_use, &peak);
-  fprintf(f, "{\"event\": \"memory\", \"rank\": %d, \"point\": \"after_init\", \"mem_in_use_GiB\": %.4f", x->rank,
-          gib(in_use));
+  fprintf(f, "{\"event\": \"memory\", \"rank\": %d, \"point\": \"after_init\", \"mem_in_use_GiB\": %.4f, "
+          "\"mem_base_GiB\": %.4f", x->rank, gib(in_use), gib(x->mem_base));
   for (int a = 0; a < ARENA_COUNT; a++) {
     fprintf(f, ", \"plan_%s_GiB\": %.4f", ddp_arena_name(a), gib(rp->arena_bytes[a]));
     total += rp->arena_bytes[a];
