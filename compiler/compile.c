@@ -31,7 +31,7 @@ static int check_device_memory(const ddp_plan *p, const ddp_schedule *s, uint64_
                             ddp_arena_name(a), (double)p->ranks[r].arena_bytes[a] / 1e9);
     return ddp_fail(err, errcap, "%s: does not fit: rank %lld needs %.2f GB (%s GB), the device has %.2f GB "
                     "(--device-memory)%s", s->path, (long long)r, (double)total / 1e9, parts, (double)cap / 1e9,
-                    s->shard == SHARD_ZERO3 ? "" : "; shard the parameters (fsdp{}) or use more ranks");
+                    s->shard == SHARD_ZERO3 ? "; use more ranks" : "; shard the parameters (fsdp{}) or use more ranks");
   }
   return 0;
 }

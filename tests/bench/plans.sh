@@ -1,5 +1,5 @@
 # tests/bench/plans.sh (sourced): compiles the benchmark plans of the device scripts into $PLANS with
-# $DDPC; the kernel cache ($DDPC_CACHE_DIR) makes this fast. Usage: plans_single | plans_ddp
+# $DDPC; the kernel cache ($DDPC_CACHE_DIR) makes this fast. Usage: plans_single | plans_ddp | plans_sharding
 c() { "$DDPC" "$@" -q; }
 plans_single() {
   c schedules/bench_xl.lua -o $PLANS/xl_bf16_512.bin
@@ -19,4 +19,14 @@ plans_ddp() {
   done
   c schedules/bucketed_10mb.lua -o $PLANS/ddp_bucketed_10mb_bf16grad.bin --set parallel.grad_dtype=bf16
   c schedules/bucketed_10mb.lua -o $PLANS/ddp_bucketed_10mb_optoverlap.bin --set parallel.optimizer_overlap=true
+}
+plans_sharding() { # the ZeRO levels on 2 ranks and on 1 (device_sharding_1gpu.sh, sharding_2gpu.sh)
+  for s in zero1 zero2 fsdp; do
+    c schedules/$s.lua -o $PLANS/shard_$s.bin
+    c schedules/$s.lua -o $PLANS/shard_${s}_1.bin --set parallel.ranks=1 --set data.global_batch=4
+  done
+  c schedules/fsdp.lua -o $PLANS/shard_fsdp_g32.bin --set parallel.gather_dtype=fp32
+  c schedules/tiny_fsdp.lua -o $PLANS/shard_tiny_fsdp_bf16.bin --set precision=bf16
+  c schedules/tiny_fsdp.lua -o $PLANS/shard_tiny_fsdp_g32.bin --set precision=bf16 --set parallel.gather_dtype=fp32
+  c schedules/tiny_zero2.lua -o $PLANS/shard_tiny_zero2.bin
 }

@@ -13,6 +13,7 @@ DDPC=build/ddpc PLANS=dev/plans
 . tests/bench/plans.sh
 plans_single
 plans_ddp
+plans_sharding
 . tests/bench/attn_variants.sh
 attn_variants_compile dev/plans
 . tests/bench/adamw_variants.sh
