@@ -50,9 +50,9 @@ static int probe_without_init(int *ndev, char *err, size_t errcap) {
  * (the plan, its token file, the checkpoint being resumed) or another output, and the atomic ones are not
  * devices or FIFOs (a rename would replace them). */
 static int check_outputs(const ddp_plan *p, const ddprun_args *a, char *err, size_t errcap) {
-  /* Per-rank files (traces, optimizer shards) of the first 64 ranks: the check is quadratic in paths and
-   * every process runs it; names past those differ only in their rank number. */
-  int world = p->meta.world < 64 ? (int)p->meta.world : 64, nckpt = a->run.ckpt_dir ? 2 + world : 0;
+  /* Per-rank files (traces) of the first 64 ranks: the check is quadratic in paths and every process runs
+   * it; names past those differ only in their rank number. */
+  int world = p->meta.world < 64 ? (int)p->meta.world : 64, nckpt = a->run.ckpt_dir ? 2 : 0;
   int cap = 3 + world + nckpt, n = 0, rc = 0;
   char **path = ddp_xcalloc((size_t)cap, sizeof *path);
   const char **what = ddp_xcalloc((size_t)cap, sizeof *what);
@@ -68,9 +68,7 @@ static int check_outputs(const ddp_plan *p, const ddprun_args *a, char *err, siz
   }
   for (int k = 0; k < nckpt; k++) {
     char t[4200];
-    if (k == 0) snprintf(t, sizeof t, "%s/model.safetensors", a->run.ckpt_dir);
-    else if (k == 1) snprintf(t, sizeof t, "%s/optimizer.safetensors", a->run.ckpt_dir);
-    else snprintf(t, sizeof t, "%s/optimizer.rank%d.safetensors", a->run.ckpt_dir, k - 2);
+    snprintf(t, sizeof t, "%s/%s.safetensors", a->run.ckpt_dir, k == 0 ? "model" : "optimizer");
     path[n] = ddp_xstrdup(t), what[n++] = "--checkpoint-dir";
   }
   const char **others = ddp_xcalloc((size_t)cap, sizeof *others), **names = ddp_xcalloc((size_t)cap, sizeof *names);

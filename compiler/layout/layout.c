@@ -92,7 +92,8 @@ static void layout_offsets(ddp_builder *b, ddp_layout *lay) {
   }
 }
 
-/* AdamW's m and v (with per-parameter views under the state-dict names, for checkpoints, when unsharded),
+/* AdamW's m and v (with per-parameter views under the state-dict names, for checkpoints, when unsharded;
+ * as each owner's pieces under the owner-broadcast sharding; the ZeRO levels add theirs in shard.c),
  * the clipping partials and cuBLASLt's workspace. */
 static void layout_optimizer_state(ddp_builder *b, ddp_layout *lay) {
   const ddp_schedule *s = b->s;
@@ -116,6 +117,27 @@ static void layout_optimizer_state(ddp_builder *b, ddp_layout *lay) {
       b->plan->tensors[v].state_name = ddp_xstrdup(sname);
       b->plan->tensors[v].param = pp->tensor;
       free(sname);
+    }
+  }
+  /* the owner-broadcast sharded optimizer: each rank's moments of the units it owns, as pieces */
+  for (int p = 0; s->shard == SHARD_OPTIMIZER && lay->flat_m >= 0 && p < b->nparams; p++) {
+    const ddp_model_param *pp = &b->params[p];
+    const ddp_unit *u = &b->units[pp->unit];
+    if (!u->trainable) continue;
+    int64_t at = u->flat_offset + pp->unit_offset;
+    int r = 0;
+    while (r + 1 < lay->world && !(at >= lay->own_lo[r] && at < lay->own_hi[r])) r++;
+    const char *sname = b_t(b, pp->tensor)->state_name;
+    int64_t shape[1] = {pp->numel};
+    const int32_t bases[2] = {lay->flat_m, lay->flat_v};
+    const uint32_t roles[2] = {TF_OPT_M, TF_OPT_V};
+    for (int k = 0; k < 2; k++) {
+      int32_t t = b_view(b, b_fmt(b, "%s.%s.rank%d", sname, k ? "exp_avg_sq" : "exp_avg", r), bases[k],
+                         (uint64_t)(at - lay->own_lo[r]) * ddp_dtype_size(b->fdt), b->fdt, 1, shape, roles[k] | TF_PIECE);
+      ddp_tensor *tt = &b->plan->tensors[t];
+      tt->state_name = ddp_xstrdup(sname);
+      tt->param = pp->tensor;
+      tt->piece_rank = r;
     }
   }
   if (s->clip_norm > 0 && s->mode == MODE_TRAIN) {

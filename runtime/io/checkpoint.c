@@ -3,10 +3,9 @@
  *   model.safetensors       every parameter under its state name with its full shape;
  *   optimizer.safetensors   "<param>.exp_avg", "<param>.exp_avg_sq" (full shapes) and "optimizer.scalars"
  *                           (with no moments, e.g. SGD, only the scalars);
- * the same names, shapes and bytes whatever the sharding. Plans from before pieces whose moments exist only
- * as flat shards write optimizer.rank<R>.safetensors per rank instead (ckpt_plan.h).
- * Metadata of every file: {"format": "ddpc", "step": "<steps_done>", "schedule": "<meta.schedule_path>"}
- * (per-rank files add "rank" and "world").
+ * the same names, shapes and bytes whatever the sharding (every sharded level describes its state by
+ * pieces). Metadata of every file: {"format": "ddpc", "step": "<steps_done>", "schedule":
+ * "<meta.schedule_path>"}.
  * Saving, when every element lives on rank 0 (unsharded plans, one rank): rank 0 streams each file tensor by
  * tensor through ddp_st_write (atomic). When pieces live on other ranks, every rank writes its own elements
  * into one file (the shared-file protocol, docs/CHECKPOINTS.md), with three host sums as barriers:
@@ -239,7 +238,7 @@ static int save_shared(ddp_exec *x, const char *dir, const ck_plan *c, int rc, c
   bool lead = x->rank == 0;
   if (rc == 0) {
     s[ns++].f = &c->model;
-    if (!c->per_rank && c->opt.n) s[ns++].f = &c->opt;
+    if (c->opt.n) s[ns++].f = &c->opt;
   }
   double tag = (double)getpid();
   for (int k = 0; k < ns && rc == 0; k++) {
@@ -261,7 +260,6 @@ static int save_shared(ddp_exec *x, const char *dir, const ck_plan *c, int rc, c
     for (int k = 0; k < ns; k++) tmp_name(&s[k], tag);
     for (int k = 0; k < ns && rc == 0; k++) rc = write_own(x, &s[k], &buf, &cap, err, errcap);
     free(buf);
-    if (rc == 0 && c->per_rank && c->opt.n) rc = save_file(x, dir, &c->opt, meta, 5, err, errcap);
     rc = barrier(x, rc, NULL, "writing the checkpoint files", err, errcap);
   }
   for (int k = 0; k < ns && rc == 0 && lead; k++) {
@@ -283,7 +281,7 @@ static int save_shared(ddp_exec *x, const char *dir, const ck_plan *c, int rc, c
 int ddp_checkpoint_save(ddp_exec *x, const char *dir, int64_t steps_done, char *err, size_t errcap) {
   bool shared = ck_plan_shared(x->plan);
   ck_plan c;
-  int rc = ck_plan_build(x->plan, x->rank, x->world, &c, err, errcap);
+  int rc = ck_plan_build(x->plan, x->world, &c, err, errcap);
   if (rc == 0 && x->v->sync && x->v->sync(x, err, errcap)) rc = -1;
   char step[32], rank[16], world[16];
   snprintf(step, sizeof step, "%lld", (long long)steps_done);
@@ -296,8 +294,7 @@ int ddp_checkpoint_save(ddp_exec *x, const char *dir, int64_t steps_done, char *
   } else if (rc == 0) {
     rc = ddp_ckpt_mkdir_p(dir, err, errcap);
     if (rc == 0 && x->rank == 0) rc = save_file(x, dir, &c.model, meta, 3, err, errcap);
-    if (rc == 0 && (c.per_rank || x->rank == 0) && c.opt.n)
-      rc = save_file(x, dir, &c.opt, meta, c.per_rank ? 5 : 3, err, errcap);
+    if (rc == 0 && x->rank == 0 && c.opt.n) rc = save_file(x, dir, &c.opt, meta, 3, err, errcap);
   }
   ck_plan_free(&c);
   return rc;
@@ -305,7 +302,7 @@ int ddp_checkpoint_save(ddp_exec *x, const char *dir, int64_t steps_done, char *
 
 int ddp_checkpoint_check_plan(const ddp_exec *x, char *err, size_t errcap) {
   ck_plan c;
-  if (ck_plan_build(x->plan, x->rank, x->world, &c, err, errcap)) return -1;
+  if (ck_plan_build(x->plan, x->world, &c, err, errcap)) return -1;
   ck_plan_free(&c);
   return 0;
 }
@@ -423,7 +420,7 @@ static int load_file(ddp_exec *x, const ck_file *cf, const ddp_st_file *f, char 
 int ddp_checkpoint_load(ddp_exec *x, const char *dir, int64_t *steps_done, char *err, size_t errcap) {
   const ddp_plan *p = x->plan;
   ck_plan c;
-  if (ck_plan_build(p, x->rank, x->world, &c, err, errcap)) return -1;
+  if (ck_plan_build(p, x->world, &c, err, errcap)) return -1;
   ddp_st_file *mf = NULL, *of = NULL;
   char path[4200];
   int rc = -1;
@@ -437,14 +434,6 @@ int ddp_checkpoint_load(ddp_exec *x, const char *dir, int64_t *steps_done, char 
     if (!(of = ddp_st_open(path, err, errcap)) || check_file(p, &c.opt, of, err, errcap) ||
         file_step(of, &ostep, err, errcap))
       goto out;
-    const char *w = ddp_st_meta(of, "world");
-    int64_t ow;
-    if (c.per_rank && w && (parse_count(w, &ow) || ow != x->world)) {
-      char v[40];
-      ddp_fail(err, errcap, "%s: written by a run of %s ranks, this run has %d", of->label,
-               ddp_st_printable(w, v, sizeof v), x->world);
-      goto out;
-    }
     if (mstep >= 0 && ostep >= 0 && mstep != ostep) {
       ddp_fail(err, errcap, "%s: incomplete checkpoint: %s is from step %lld, %s from step %lld", dir, c.model.name,
                (long long)mstep, c.opt.name, (long long)ostep);

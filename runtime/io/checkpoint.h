@@ -5,8 +5,7 @@
  *                              metadata {"step": "<completed steps>", "format": "ddpc"};
  *   ROOT/step-000123/optimizer.safetensors  AdamW state: <param>.exp_avg and <param>.exp_avg_sq per
  *                              parameter and the optimizer scalars ("optimizer.scalars": t, lr, grad norm,
- *                              clip scale); (plans whose moments are flat shards without pieces: one file
- *                              per rank instead, optimizer.rank<R>.safetensors with the rank's shard);
+ *                              clip scale);
  *   the same names, full shapes and bytes whatever the sharding: a sharded plan's ranks each write the
  *   elements of their pieces into the one file and each read theirs back (ckpt_plan.h, checkpoint.c);
  *   ROOT/step-000123/MANIFEST  "ddpc checkpoint 1", the step, the world, then "file NAME BYTES CRC32" per file;

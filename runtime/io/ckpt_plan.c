@@ -182,31 +182,7 @@ static int add_moments(const ddp_plan *p, ck_plan *c, const key_ix *k, int32_t *
   return 0;
 }
 
-/* Before pieces: moments only as flat shards (no state name anywhere): this rank's own file. */
-static int per_rank_opt(const ddp_plan *p, int rank, ck_plan *c, bool *legacy, char *err, size_t errcap) {
-  int32_t flat_m = -1, flat_v = -1, nflat_m = 0, nflat_v = 0;
-  bool named = false;
-  for (uint32_t t = 0; t < p->ntensors; t++) {
-    const ddp_tensor *x = &p->tensors[t];
-    if (!(x->flags & (TF_OPT_M | TF_OPT_V))) continue;
-    if (x->state_name) named = true;
-    else if (x->flags & TF_OPT_M) flat_m = (int32_t)t, nflat_m++;
-    else flat_v = (int32_t)t, nflat_v++;
-  }
-  *legacy = !named && nflat_m > 0;
-  if (!*legacy) return 0;
-  if (nflat_m > 1 || nflat_v > 1)
-    return ddp_fail(err, errcap, "checkpoint: the plan has %d flat exp_avg and %d flat exp_avg_sq tensors, expected "
-                    "one each", nflat_m, nflat_v);
-  snprintf(c->opt.name, sizeof c->opt.name, "optimizer.rank%d.safetensors", rank);
-  const ddp_tensor *m = &p->tensors[flat_m];
-  if (new_entry_of(&c->opt, "exp_avg", m, flat_m) < 0) return ddp_fail(err, errcap, "checkpoint: out of memory");
-  if (flat_v >= 0 && new_entry_of(&c->opt, "exp_avg_sq", &p->tensors[flat_v], flat_v) < 0)
-    return ddp_fail(err, errcap, "checkpoint: out of memory");
-  return 0;
-}
-
-int ck_plan_build(const ddp_plan *p, int rank, int world, ck_plan *c, char *err, size_t errcap) {
+int ck_plan_build(const ddp_plan *p, int world, ck_plan *c, char *err, size_t errcap) {
   memset(c, 0, sizeof *c);
   snprintf(c->model.name, sizeof c->model.name, "model.safetensors");
   snprintf(c->opt.name, sizeof c->opt.name, "optimizer.safetensors");
@@ -235,10 +211,13 @@ int ck_plan_build(const ddp_plan *p, int rank, int world, ck_plan *c, char *err,
       ddp_fail(err, errcap, "checkpoint: the plan has two parameters named '%s'", idx[k].key);
       goto out;
     }
-  bool legacy = false;
-  if (per_rank_opt(p, rank, c, &legacy, err, errcap)) goto out;
-  c->per_rank = legacy;
   if (add_moments(p, c, idx, m_of, v_of, err, errcap)) goto out;
+  for (uint32_t t = 0, named = c->opt.n; t < p->ntensors && !named; t++) /* moments no name describes */
+    if ((p->tensors[t].flags & (TF_OPT_M | TF_OPT_V)) && p->tensors[t].bytes > 0) {
+      ddp_fail(err, errcap, "checkpoint: the plan's optimizer state '%s' has no state-dict views or pieces, so no "
+               "checkpoint can hold it", p->tensors[t].name);
+      goto out;
+    }
   ck_file *f[2] = {&c->model, &c->opt};
   for (int j = 0; j < 2; j++)
     for (uint32_t i = 0; i < f[j]->n; i++)

@@ -34,16 +34,12 @@ typedef struct ck_file {
 
 typedef struct ck_plan {
   ck_file model, opt;
-  /* Plans from before pieces (optimizer sharding, zero1 without TF_PIECE moments): the moments exist only
-   * as flat shards, so opt is optimizer.rank<R>.safetensors with this rank's shard ("exp_avg",
-   * "exp_avg_sq", "optimizer.scalars"), written and read by rank R alone. */
-  bool per_rank;
 } ck_plan;
 
-/* The description for `rank` of `world`; -1 with one line in err for a plan whose pieces or optimizer
+/* The description of the plan for a run of `world` ranks (the same on every rank); -1 with one line in err for a plan whose pieces or optimizer
  * state do not describe its state dict (a gap, an overlap, a piece beyond its tensor or on a rank the run
  * lacks, mismatched dtypes or shapes). */
-int ck_plan_build(const ddp_plan *p, int rank, int world, ck_plan *c, char *err, size_t errcap);
+int ck_plan_build(const ddp_plan *p, int world, ck_plan *c, char *err, size_t errcap);
 void ck_plan_free(ck_plan *c);
 /* True when some piece lives on a rank other than 0, so that saving needs every rank (checkpoint.c);
  * read from the plan alone, so every rank answers the same. */
