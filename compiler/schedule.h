@@ -10,6 +10,7 @@
 #define DDP_NAME_MAX 128
 #define DDP_MAX_MLP_LAYERS 32
 #define DDP_MAX_EXTRA_PARAMS 8
+#define DDP_MAX_STAGES 64 /* pipeline chunks (stages x virtual stages) */
 
 enum { LAYER_LINEAR = 0, LAYER_RELU = 1, LAYER_LAYERNORM = 2 };
 
@@ -76,6 +77,17 @@ typedef struct ddp_schedule {
   int prefetch_backward;    /* ... and in the backward */
   bool reshard_after_forward; /* free a unit's gathered parameters after its forward, gather again in the backward */
   int gather_dtype;         /* DT_F32 or DT_BF16: dtype of the parameter all-gather (bf16 only with bf16 precision) */
+  /* Pipelines (pipeline{}; stages 0 when the schedule has none). ranks = stages x replicas; rank r is stage
+   * r % stages of replica r / stages. The model's layers (transformer blocks, or the MLP's layers) are cut
+   * into stages x virtual chunks; chunk c runs on stage c % stages; the embedding goes with the first chunk,
+   * the final norm, head and loss with the last. */
+  int stages;               /* pipeline stages (>= 2), 0: no pipeline */
+  int replicas;             /* data-parallel replicas of the pipeline (>= 1) */
+  int microbatches;         /* per replica per step (>= 1; divides the replica's batch) */
+  int pipe_schedule;        /* PIPE_* */
+  int virtual_stages;       /* chunks per stage (interleaved: >= 2; else 1) */
+  int nsplit;               /* 0: the compiler balances the layers; else stages x virtual_stages counts */
+  int64_t split[DDP_MAX_STAGES]; /* layers per chunk, in chunk order, summing to the model's layers */
   bool broadcast_init;      /* parameters broadcast from rank 0 after init */
   bool identical_init;      /* every rank initialises with the same seed */
   /* A user bucket policy (a Lua function in the schedule) or NULL: fills bucket_of[i] with the bucket

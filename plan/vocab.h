@@ -21,6 +21,10 @@
   X(SHARD_ZERO2, "zero2") X(SHARD_ZERO3, "zero3")
 #define DDP_ATTENTIONS(X) X(ATTN_FLASH, "flash") X(ATTN_NAIVE, "naive")
 #define DDP_OVERLAPS(X) X(OVERLAP_BACKWARD, "backward") X(OVERLAP_NONE, "none")
+/* Pipeline schedules (pipeline{}): model parallelism with one microbatch in flight, GPipe, 1F1B
+ * (PipeDream-flush), interleaved 1F1B (virtual stages), zero bubble (ZB-H1). */
+#define DDP_PIPE_SCHEDULES(X) X(PIPE_SEQUENTIAL, "sequential") X(PIPE_GPIPE, "gpipe") X(PIPE_1F1B, "1f1b") \
+  X(PIPE_INTERLEAVED, "interleaved") X(PIPE_ZERO_BUBBLE, "zero_bubble")
 
 #define DDP_VOCAB_ID(id, name) id,
 enum { DDP_MODEL_KINDS(DDP_VOCAB_ID) MODEL_COUNT };
@@ -32,12 +36,13 @@ enum { DDP_SYNCS(DDP_VOCAB_ID) SYNC_COUNT };
 enum { DDP_SHARDS(DDP_VOCAB_ID) SHARD_COUNT };
 enum { DDP_ATTENTIONS(DDP_VOCAB_ID) ATTN_COUNT };
 enum { DDP_OVERLAPS(DDP_VOCAB_ID) OVERLAP_COUNT };
+enum { DDP_PIPE_SCHEDULES(DDP_VOCAB_ID) PIPE_COUNT };
 #undef DDP_VOCAB_ID
 
 /* NULL-terminated name tables, indexed by the enum. */
 extern const char *const ddp_model_kind_names[], *const ddp_precision_names[], *const ddp_data_kind_names[],
     *const ddp_optimizer_names[], *const ddp_lr_schedule_names[], *const ddp_sync_names[], *const ddp_shard_names[],
-    *const ddp_attention_names[], *const ddp_overlap_names[];
+    *const ddp_attention_names[], *const ddp_overlap_names[], *const ddp_pipe_schedule_names[];
 /* names[i], or "?" when i is outside [0, count). */
 const char *ddp_vocab_name(const char *const *names, int count, long long i);
 #define ddp_sync_name(s) ddp_vocab_name(ddp_sync_names, SYNC_COUNT, (s))
