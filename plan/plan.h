@@ -127,7 +127,8 @@ const char *ddp_mode_name(int m); /* "forward"; "?" when out of range */
   X(F, lr) X(F, lr_min) X(F, beta1) X(F, beta2) X(F, eps) X(F, weight_decay) X(I, lr_schedule)   \
   X(I, lr_warmup) X(I, lr_cycle) X(F, clip_norm) X(S, parallel) X(I, n_params) X(I, n_trainable) \
   X(F, flops_per_step) X(I, tokens_tensor) X(I, targets_tensor) X(I, loss_tensor)                \
-  X(I, scalars_tensor) X(I, attention) X(F, comm_bytes_per_step) X(I, mode)
+  X(I, scalars_tensor) X(I, attention) X(F, comm_bytes_per_step) X(I, mode) X(I, pipe_stages)            \
+  X(I, pipe_replicas) X(I, pipe_microbatches) X(I, pipe_schedule) X(I, pipe_virtual)
 
 typedef struct ddp_meta {
 #define DDP_META_DECL_I(name) int64_t name;
