@@ -6,8 +6,9 @@
  * persistent tensors outside the parameter, gradient and optimizer arenas that a step collective
  * reads or writes (a gather or staging buffer), moved out of their arena's class. Gradients reduced in
  * place in their buckets stay gradients. Sharded plans keep two kinds of parameter and gradient memory in
- * the activation arena, live only for part of the step: ZeRO-3's gathered parameters (TF_PARAM_COPY) and
- * the full gradients of a group until its reduce-scatter (TF_GRAD); those live at the activation peak
+ * the activation arena, live only for part of the step: ZeRO-3's gathered parameters (TF_PARAM_COPY, or
+ * written by an ALL_GATHER) and the full gradients of a group until its reduce-scatter (TF_GRAD); those
+ * live at the activation peak
  * (ddp_act_peak_find) move from activations to parameters and gradients. The classes sum to the rank's
  * arena bytes. */
 #include "access.h"
@@ -40,6 +41,18 @@ int ddp_act_transient(const ddp_plan *p, uint32_t t) {
   return tt->base < 0 && tt->arena == ARENA_ACT && !(tt->flags & (TF_PERSISTENT | TF_SHAPE_ONLY));
 }
 
+unsigned char *ddp_gathered_params(const ddp_plan *p) {
+  unsigned char *g = ddp_xcalloc(p->ntensors + 1u, 1);
+  const ddp_program *prog = p->ranks && p->meta.world > 0 ? &p->ranks[0].step : NULL;
+  for (uint32_t k = 0; prog && k < prog->n; k++) {
+    int32_t t = prog->v[k].p[COLL_P_RECV].tensor;
+    if (prog->v[k].opcode == I_ALL_GATHER && t >= 0 && (uint32_t)t < p->ntensors) g[ddp_tensor_root(p, t)] = 1;
+  }
+  for (uint32_t t = 0; t < p->ntensors; t++)
+    g[t] = ddp_act_transient(p, t) && (g[t] || (p->tensors[t].flags & TF_PARAM_COPY));
+  return g;
+}
+
 void ddp_act_peak_find(const ddp_plan *p, ddp_act_peak *pk) {
   *pk = (ddp_act_peak){-1, 0, 0, 0};
   uint32_t n = p->ranks && p->meta.world > 0 ? p->ranks[0].step.n : 0;
@@ -63,12 +76,14 @@ void ddp_act_peak_find(const ddp_plan *p, ddp_act_peak *pk) {
   if (at < 0) return;
   pk->at = at;
   pk->live = (uint64_t)best;
+  unsigned char *gathered = ddp_gathered_params(p);
   for (uint32_t t = 0; t < p->ntensors; t++) {
     const ddp_tensor *tt = &p->tensors[t];
     if (!ddp_act_transient(p, t) || tt->first_use < 0 || tt->first_use > at || tt->last_use < at) continue;
-    if (tt->flags & TF_PARAM_COPY) pk->params += align_up(tt->bytes);
+    if (gathered[t]) pk->params += align_up(tt->bytes);
     else if (tt->flags & TF_GRAD) pk->grads += align_up(tt->bytes);
   }
+  free(gathered);
 }
 
 /* Moves up to `bytes` from class `from` to class `to`. */

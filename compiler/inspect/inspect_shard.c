@@ -1,16 +1,20 @@
 /* compiler/inspect/inspect_shard.c: the sharding analysis of `ddpc inspect` (inspect_shard.h), from the plan's
  * own data only, so it reads whatever the compiler emits:
  *   level     the parallel summary's "shard=<level>" (meta.parallel); without one, the tensors: gathered
- *             parameter buffers (transient TF_PARAM_COPY activations) or flat.params.copy.shard: zero3;
+ *             parameter buffers (ddp_gathered_params) or flat.params.copy.shard: zero3;
  *             flat.grads.shard or transient TF_GRAD activations: zero2; flat.params.shard, TF_PIECE or
  *             TF_SHAPE_ONLY tensors: zero1;
  *   units     the bucket table's groups: members, elements, bytes in the gradient and compute dtypes, one
  *             rank's slice, and the unit's gathered buffer (unit<k>.gathered);
  *   gathers   every ALL_GATHER of rank 0's step program in program order: the unit (the number after "unit"
  *             or "bucket" in its name, else in its recv buffer's), its stream, and the first compute-stream
- *             instruction after it that uses the buffer it writes (the point the plan must wait for it);
- *   resident  over rank 0's step, the most units whose gathered buffers are live at one instruction and the
- *             most bytes of them (liveness: first_use..last_use), and the arena range the planner gave them;
+ *             instruction after it that names a tensor overlapping the bytes it writes (world x count
+ *             elements of its recv buffer; the point the plan must wait for it), else the first before it
+ *             (in the next step: parameters gathered after the update);
+ *   resident  over rank 0's step, the most units whose gathered buffers are live at one instruction (in all,
+ *             before the FORWARD_END timer and from it on) and the most bytes of them (liveness: first_use..
+ *             last_use), and the arena range the planner gave them; with the summary's "prefetch=F/B" and
+ *             "reshard_after_forward=" (the FSDP options) when it has them;
  *   formula   the seeds' per-rank model-state formula for the level (DDP (2+2+12)Ψ, ZeRO-1 (2+2+12/N)Ψ,
  *             ZeRO-2 (2+(2+12)/N)Ψ, ZeRO-3 (2+2+12)Ψ/N) with this plan's byte widths: compute copy = the
  *             activation dtype's size (0 when the plan keeps no low-precision copy), gradient = the gradient
@@ -54,17 +58,13 @@ static int level_from_parallel(const char *par) {
   return -1;
 }
 
-static int is_gathered(const ddp_plan *p, uint32_t t) {
-  return ddp_act_transient(p, t) && (p->tensors[t].flags & TF_PARAM_COPY);
-}
-
-static int level_from_tensors(const ddp_plan *p) {
+static int level_from_tensors(const ddp_plan *p, const unsigned char *gathered) {
   int level = SHARD_NONE;
   for (uint32_t t = 0; t < p->ntensors; t++) {
     const ddp_tensor *tt = &p->tensors[t];
     const char *name = tt->name ? tt->name : "";
     int l = SHARD_NONE;
-    if (is_gathered(p, t) || strcmp(name, "flat.params.copy.shard") == 0) l = SHARD_ZERO3;
+    if (gathered[t] || strcmp(name, "flat.params.copy.shard") == 0) l = SHARD_ZERO3;
     else if (strcmp(name, "flat.grads.shard") == 0 || (ddp_act_transient(p, t) && (tt->flags & TF_GRAD)))
       l = SHARD_ZERO2;
     else if (strcmp(name, "flat.params.shard") == 0 || (tt->flags & (TF_PIECE | TF_SHAPE_ONLY))) l = SHARD_ZERO1;
@@ -138,7 +138,7 @@ static void units(const ddp_plan *p, ddp_shard_info *si) {
   }
   /* a unit's gathered buffer: "unit<k>.gathered" by name, else the first gathered buffer naming unit k */
   for (uint32_t t = 0; t < p->ntensors; t++) {
-    if (!is_gathered(p, t) || !p->tensors[t].name) continue;
+    if (!si->gathered[t] || !p->tensors[t].name) continue;
     const char *kind = "";
     int k = name_unit(p->tensors[t].name, &kind);
     if (k < 0 || (uint32_t)k >= si->nunits || strcmp(kind, "unit") != 0) continue;
@@ -148,26 +148,72 @@ static void units(const ddp_plan *p, ddp_shard_info *si) {
   }
 }
 
-static const char *phase_of(const ddp_program *prog, int64_t k) {
-  int64_t fwd = -1, bwd = -1;
+/* The first FORWARD_END and BACKWARD_END timers of a program (-1: none). */
+static void phase_marks(const ddp_program *prog, int64_t *fwd, int64_t *bwd) {
+  *fwd = *bwd = -1;
   for (uint32_t i = 0; i < prog->n; i++) {
     if (prog->v[i].opcode != I_TIMER) continue;
     int64_t role = prog->v[i].i[TIMER_I_ROLE];
-    if (role == TIMER_FORWARD_END && fwd < 0) fwd = i;
-    if (role == TIMER_BACKWARD_END && bwd < 0) bwd = i;
+    if (role == TIMER_FORWARD_END && *fwd < 0) *fwd = i;
+    if (role == TIMER_BACKWARD_END && *bwd < 0) *bwd = i;
   }
+}
+
+static const char *phase_of(const ddp_program *prog, int64_t k) {
+  int64_t fwd, bwd;
+  phase_marks(prog, &fwd, &bwd);
   if (k < 0 || (fwd < 0 && bwd < 0)) return "-";
   if (fwd >= 0 && k < fwd) return "forward";
   if (bwd >= 0 && k < bwd) return "backward";
   return "optimizer";
 }
 
-static int uses_root(const ddp_plan *p, const ddp_instr *in, int32_t root) {
+/* Byte offset of tensor t inside its root. */
+static uint64_t in_root(const ddp_plan *p, int32_t t) {
+  uint64_t off = 0;
+  for (int hops = 0; t >= 0 && p->tensors[t].base >= 0 && hops < 64; hops++) off += p->tensors[t].view, t = p->tensors[t].base;
+  return off;
+}
+
+/* Does `in` name a tensor of `root` whose bytes (from its operand's view to the tensor's end) meet
+ * [lo, hi) of the root? */
+static int uses_range(const ddp_plan *p, const ddp_instr *in, int32_t root, uint64_t lo, uint64_t hi) {
   for (int s = 0; s < DDP_MAX_PTRS; s++) {
     int32_t t = in->p[s].tensor;
-    if (t >= 0 && (uint32_t)t < p->ntensors && ddp_tensor_root(p, t) == root) return 1;
+    if (t < 0 || (uint32_t)t >= p->ntensors || ddp_tensor_root(p, t) != root) continue;
+    uint64_t b = in_root(p, t), a = b + in->p[s].view, e = b + p->tensors[t].bytes;
+    if (a < hi && lo < e) return 1;
   }
   return 0;
+}
+
+/* The first instruction at or after `from` (wrapping to the step's start once; *wrapped set then) that
+ * names bytes [lo, hi) of `root` on the compute stream. Passing through one kernel of another stream that
+ * reads them and writes another tensor (a cast of gathered fp32 masters), the search goes on with that
+ * tensor, and *via is that kernel. -1 when none. */
+static int64_t first_compute_use(const ddp_plan *p, const ddp_program *prog, uint32_t from, int32_t root, uint64_t lo,
+                                 uint64_t hi, int *wrapped, int64_t *via) {
+  *wrapped = 0;
+  *via = -1;
+  for (uint32_t step = 0; step < prog->n; step++) {
+    uint32_t j = (from + step) % prog->n;
+    if (from + step >= prog->n) *wrapped = 1;
+    const ddp_instr *in = &prog->v[j];
+    if (!uses_range(p, in, root, lo, hi)) continue;
+    if (in->stream == STREAM_COMPUTE) return j;
+    if (in->opcode != I_KERNEL || *via >= 0) continue;
+    uint32_t wm = ddp_op_write_mask(in->op);
+    for (int sl = 0; sl < DDP_MAX_PTRS; sl++) {
+      int32_t t = in->p[sl].tensor;
+      if (!(wm & (1u << sl)) || t < 0 || (uint32_t)t >= p->ntensors || ddp_tensor_root(p, t) == root) continue;
+      *via = j;
+      root = ddp_tensor_root(p, t);
+      lo = in_root(p, t) + in->p[sl].view;
+      hi = in_root(p, t) + p->tensors[t].bytes;
+      break;
+    }
+  }
+  return -1;
 }
 
 static void gathers(const ddp_plan *p, ddp_shard_info *si) {
@@ -189,66 +235,178 @@ static void gathers(const ddp_plan *p, ddp_shard_info *si) {
     g->unit = name_unit(name, &g->kind);
     if (g->unit < 0) g->unit = name_unit(rname, &g->kind);
     g->bwd = ends_bwd(name) || ends_bwd(rname);
-    g->consumer = -1;
-    for (uint32_t j = k + 1; g->recv >= 0 && j < prog->n && g->consumer < 0; j++)
-      if (prog->v[j].stream == STREAM_COMPUTE && uses_root(p, &prog->v[j], g->recv)) g->consumer = j;
-    for (uint32_t j = 0; g->recv >= 0 && j < k && g->consumer < 0; j++)
-      if (prog->v[j].stream == STREAM_COMPUTE && uses_root(p, &prog->v[j], g->recv)) g->consumer = j, g->next_step = 1;
+    g->consumer = g->via = -1;
+    if (g->recv >= 0) {
+      /* the bytes it writes: world x count elements from its recv operand (the whole tensor when the dtype
+       * has no size) */
+      uint64_t lo = in_root(p, rt) + in->p[COLL_P_RECV].view, esz = ddp_dtype_size(in->dt[COLL_P_SEND]);
+      uint64_t hi = esz && in->i[COLL_I_COUNT] > 0 ? lo + (uint64_t)in->i[COLL_I_COUNT] * (uint64_t)si->world * esz
+                                                  : in_root(p, rt) + p->tensors[rt].bytes;
+      g->consumer = first_compute_use(p, prog, k + 1, g->recv, lo, hi, &g->next_step, &g->via);
+      if (g->consumer < 0) g->next_step = 0;
+    }
     g->phase = phase_of(prog, g->consumer);
   }
 }
 
-/* Most units with a live gathered buffer at one instruction, and most live gathered bytes. Each buffer
- * counts for the unit its name gives (a unit's forward and backward buffers are one unit), or for itself. */
+/* Per instruction of the compute stream, the number of layer-range boundaries (RANGE_PUSH of kind layer
+ * and the RANGE_POP closing one) up to it: instructions inside one layer range share a value. */
+static int32_t *layer_segments(const ddp_program *prog, int *any) {
+  int32_t *seg = ddp_xcalloc(prog->n + 1u, sizeof *seg);
+  int64_t *stack = ddp_xcalloc(prog->n + 1u, sizeof *stack);
+  uint32_t depth = 0;
+  int32_t count = 0;
+  *any = 0;
+  for (uint32_t k = 0; k < prog->n; k++) {
+    const ddp_instr *in = &prog->v[k];
+    if (in->stream == STREAM_COMPUTE && in->opcode == I_RANGE_PUSH) {
+      stack[depth++] = in->i[RANGE_PUSH_I_KIND];
+      if (in->i[RANGE_PUSH_I_KIND] == RANGE_LAYER) count++, *any = 1;
+    } else if (in->stream == STREAM_COMPUTE && in->opcode == I_RANGE_POP && depth > 0) {
+      if (stack[--depth] == RANGE_LAYER) count++;
+    }
+    seg[k] = count;
+  }
+  free(stack);
+  return seg;
+}
+
+/* Which FSDP unit each group belongs to (unit_of[g], -1 unknown), and how si->units_how says it is known:
+ * with one dtype of gathered buffers every group is a unit; with two (a unit's compute-dtype and fp32
+ * parts are separate groups) and one unit per block (the summary's "units=per-block"), the groups whose
+ * forward gathers are first used inside the same layer range (or between the same ones: embedding, head)
+ * are one unit; otherwise units are unknown and residency counts groups. */
+static int *group_units(const ddp_plan *p, ddp_shard_info *si, int ngroups) {
+  int *unit_of = ddp_xmalloc(((size_t)ngroups + 1u) * sizeof *unit_of);
+  for (int g = 0; g <= ngroups; g++) unit_of[g] = g;
+  int dt = -1, split = 0;
+  for (uint32_t t = 0; t < p->ntensors; t++)
+    if (si->gathered[t]) {
+      if (dt >= 0 && dt != p->tensors[t].dtype) split = 1;
+      dt = p->tensors[t].dtype;
+    }
+  si->units_how = "groups";
+  if (!split) return unit_of;
+  const ddp_program *prog = &p->ranks[0].step;
+  int any = 0;
+  int32_t *seg = layer_segments(prog, &any);
+  int64_t fwd_end, bwd_end;
+  phase_marks(prog, &fwd_end, &bwd_end);
+  if (!any || fwd_end < 0 || !p->meta.parallel || !strstr(p->meta.parallel, "units=per-block")) {
+    si->units_how = "unknown";
+    free(seg);
+    return unit_of;
+  }
+  si->units_how = "layer ranges";
+  for (int g = 0; g <= ngroups; g++) unit_of[g] = -1;
+  for (uint32_t k = 0; k < si->ngathers; k++) {
+    const ddp_shard_gather *ga = &si->gathers[k];
+    if (ga->unit < 0 || ga->unit >= ngroups || ga->bwd || ga->consumer < 0 || ga->next_step || ga->consumer >= fwd_end)
+      continue;
+    unit_of[ga->unit] = seg[ga->consumer];
+  }
+  /* dense unit numbers in order of first appearance; a group never gathered for the forward is its own */
+  int *dense = ddp_xmalloc(((size_t)ngroups + 1u) * sizeof *dense);
+  int nunits = 0;
+  for (int g = 0; g < ngroups; g++) {
+    int d = -1;
+    for (int h = 0; h < g && d < 0 && unit_of[g] >= 0; h++)
+      if (unit_of[h] == unit_of[g]) d = dense[h];
+    dense[g] = d >= 0 ? d : nunits++;
+  }
+  memcpy(unit_of, dense, (size_t)ngroups * sizeof *unit_of);
+  free(dense);
+  free(seg);
+  return unit_of;
+}
+
+/* Most units (and groups) with a live gathered buffer at one instruction, and most live gathered bytes.
+ * Each buffer counts for the group its name gives (a group's forward and backward buffers are one group),
+ * or for itself; groups map to units by group_units. */
 static void resident(const ddp_plan *p, ddp_shard_info *si) {
   si->max_resident_at = si->peak_gathered_at = -1;
   uint32_t n = p->ranks[0].step.n, ng = 0;
   int32_t *ids = ddp_xcalloc(p->ntensors + 1u, sizeof *ids);
-  int maxu = -1;
+  int maxg = -1;
   for (uint32_t t = 0; t < p->ntensors; t++) {
-    if (!is_gathered(p, t)) continue;
+    if (!si->gathered[t]) continue;
     const ddp_tensor *tt = &p->tensors[t];
     si->ngathered++;
     if (tt->first_use < 0) continue;
     ids[ng++] = (int32_t)t;
-    int u = name_unit(tt->name, NULL);
-    if (u > maxu) maxu = u;
+    int g = name_unit(tt->name, NULL);
+    if (g > maxg) maxg = g;
     uint64_t lo = tt->offset, hi = tt->offset + tt->bytes;
     if (ng == 1 || lo < si->gathered_lo) si->gathered_lo = lo;
     if (ng == 1 || hi > si->gathered_hi) si->gathered_hi = hi;
   }
-  int *key = ddp_xcalloc(ng + 1u, sizeof *key);
+  int *unit_of = group_units(p, si, maxg + 1);
+  size_t nkeys = (size_t)maxg + 2u + ng;
+  int *gkey = ddp_xcalloc(ng + 1u, sizeof *gkey), *ukey = ddp_xcalloc(ng + 1u, sizeof *ukey);
   for (uint32_t i = 0; i < ng; i++) {
-    int u = name_unit(p->tensors[ids[i]].name, NULL);
-    key[i] = u >= 0 ? u : maxu + 1 + (int)i;
+    int g = name_unit(p->tensors[ids[i]].name, NULL);
+    gkey[i] = g >= 0 ? g : maxg + 1 + (int)i;
+    ukey[i] = g >= 0 ? unit_of[g] : maxg + 1 + (int)i;
+    if (ukey[i] < 0 || (size_t)ukey[i] >= nkeys) ukey[i] = maxg + 1 + (int)i;
   }
-  int64_t *stamp = ddp_xmalloc(((size_t)maxu + 2u + ng) * sizeof *stamp);
-  for (size_t i = 0; i < (size_t)maxu + 2u + ng; i++) stamp[i] = -1;
+  int64_t fwd_end, bwd_end;
+  phase_marks(&p->ranks[0].step, &fwd_end, &bwd_end);
+  si->max_resident_fwd = si->max_resident_bwd = fwd_end < 0 ? -1 : 0;
+  int64_t *gstamp = ddp_xmalloc(nkeys * sizeof *gstamp), *ustamp = ddp_xmalloc(nkeys * sizeof *ustamp);
+  for (size_t i = 0; i < nkeys; i++) gstamp[i] = ustamp[i] = -1;
   for (uint32_t k = 0; k < n && ng; k++) {
-    int count = 0;
+    int units = 0, groups = 0;
     uint64_t bytes = 0;
     for (uint32_t i = 0; i < ng; i++) {
       const ddp_tensor *tt = &p->tensors[ids[i]];
       if ((uint32_t)tt->first_use > k || tt->last_use < (int32_t)k) continue;
       bytes += tt->bytes;
-      if (stamp[key[i]] != (int64_t)k) stamp[key[i]] = k, count++;
+      if (gstamp[gkey[i]] != (int64_t)k) gstamp[gkey[i]] = k, groups++;
+      if (ustamp[ukey[i]] != (int64_t)k) ustamp[ukey[i]] = k, units++;
     }
-    if (count > si->max_resident) si->max_resident = count, si->max_resident_at = k;
+    if (groups > si->max_resident_groups) si->max_resident_groups = groups;
+    if (units > si->max_resident) si->max_resident = units, si->max_resident_at = k;
+    int *phase = fwd_end < 0 ? NULL : (int64_t)k < fwd_end ? &si->max_resident_fwd : &si->max_resident_bwd;
+    if (phase && units > *phase) *phase = units;
     if (bytes > si->peak_gathered_bytes) si->peak_gathered_bytes = bytes, si->peak_gathered_at = k;
   }
-  free(stamp);
-  free(key);
+  free(gstamp);
+  free(ustamp);
+  free(gkey);
+  free(ukey);
+  free(unit_of);
   free(ids);
+}
+
+/* The integer after `key` in the parallel summary, and after its '/' into *second; -1 when absent. */
+static int summary_int(const char *par, const char *key, int *second) {
+  const char *s = par ? strstr(par, key) : NULL;
+  if (second) *second = -1;
+  if (!s || !isdigit((unsigned char)s[strlen(key)])) return -1;
+  char *end;
+  long v = strtol(s + strlen(key), &end, 10);
+  if (second && *end == '/' && isdigit((unsigned char)end[1])) {
+    long w = strtol(end + 1, NULL, 10);
+    *second = w >= 0 && w < 1000000 ? (int)w : -1;
+  }
+  return v >= 0 && v < 1000000 ? (int)v : -1;
 }
 
 void ddp_shard_analyse(const ddp_plan *p, ddp_shard_info *si) {
   memset(si, 0, sizeof *si);
+  si->gathered = ddp_gathered_params(p);
   si->world = p->meta.world;
   si->max_resident_at = si->peak_gathered_at = -1;
+  si->max_resident_fwd = si->max_resident_bwd = -1;
+  si->units_how = "groups";
+  si->prefetch_fwd = summary_int(p->meta.parallel, "prefetch=", &si->prefetch_bwd);
+  if (si->prefetch_fwd >= 0 && si->prefetch_bwd < 0) si->prefetch_bwd = si->prefetch_fwd; /* "prefetch=N" */
+  const char *rs = p->meta.parallel ? strstr(p->meta.parallel, "reshard_after_forward=") : NULL;
+  si->reshard = !rs ? -1 : strncmp(rs + 22, "true", 4) == 0 ? 1 : strncmp(rs + 22, "false", 5) == 0 ? 0 : -1;
   int l = level_from_parallel(p->meta.parallel);
   si->level_from = "meta.parallel";
   if (l < 0 || l == SHARD_NONE) {
-    int t = level_from_tensors(p);
+    int t = level_from_tensors(p, si->gathered);
     if (t != SHARD_NONE) l = t, si->level_from = "tensors";
   }
   si->level = l < 0 ? SHARD_NONE : l;
@@ -263,6 +421,8 @@ void ddp_shard_analyse(const ddp_plan *p, ddp_shard_info *si) {
 }
 
 void ddp_shard_info_free(ddp_shard_info *si) {
+  free(si->gathered);
+  si->gathered = NULL;
   free(si->units);
   free(si->gathers);
   si->units = NULL;

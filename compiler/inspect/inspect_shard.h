@@ -28,7 +28,10 @@ typedef struct ddp_shard_gather {
   const char *kind;   /* "unit" or "bucket" (the word before the number), "" when unknown */
   int bwd;            /* its name or buffer ends in ".bwd" (a backward re-gather) */
   int32_t recv;       /* the root tensor it writes, -1 none */
-  int64_t consumer;   /* the first compute-stream instruction after it using that tensor, -1 none */
+  int64_t consumer;   /* the first compute-stream instruction after it naming a tensor that overlaps the bytes
+                         it writes (or, past `via`, the tensor that kernel writes from them), -1 none */
+  int64_t via;        /* a kernel of another stream the gathered bytes pass through first (the cast of
+                         gathered fp32 masters to the compute dtype), -1 none */
   int next_step;      /* ... found only before it, so in the next step */
   const char *phase;  /* the consumer's phase from the timers: "forward", "backward", "optimizer" or "-" */
 } ddp_shard_gather;
@@ -41,10 +44,20 @@ typedef struct ddp_shard_info {
   uint32_t nunits;
   ddp_shard_gather *gathers;
   uint32_t ngathers;
-  /* gathered parameter buffers: transient TF_PARAM_COPY activations */
+  /* gathered parameter buffers (ddp_gathered_params: transient activations that are TF_PARAM_COPY or
+   * written by an ALL_GATHER) */
+  unsigned char *gathered; /* per tensor */
   uint32_t ngathered;
-  int max_resident;              /* most units whose gathered buffers are live at one instruction */
+  int max_resident;              /* most units whose gathered buffers are live at one instruction (groups
+                                    when units_how is "unknown") */
+  int max_resident_groups;       /* most groups (unit<g> buffers, forward and backward one group) */
+  const char *units_how;         /* "groups" (each group is a unit: one dtype), "layer ranges" (per-block
+                                    units split by dtype, joined by the layer range of their first use),
+                                    "unknown" */
   int64_t max_resident_at;       /* the first such instruction, -1 none */
+  int max_resident_fwd, max_resident_bwd; /* ... before the FORWARD_END timer, and from it on (-1: no timer) */
+  int prefetch_fwd, prefetch_bwd; /* meta.parallel's "prefetch=F/B", -1 when absent */
+  int reshard;                   /* meta.parallel's "reshard_after_forward=true|false": 1, 0, -1 absent */
   uint64_t peak_gathered_bytes;  /* most bytes of live gathered buffers at one instruction */
   int64_t peak_gathered_at;
   uint64_t gathered_lo, gathered_hi; /* the activation-arena range the planner's offsets give them */

@@ -3,8 +3,11 @@
  *   "sharding": {"level", "level_from", "world", "units": [{"index", "params", "elements", "grad_bytes",
  *                "compute_bytes", "shard_bytes", "gathered", "gathered_bytes"}],
  *                "gathers": [{"order", "index", "stream", "unit", "kind", "bwd", "buffer", "phase",
- *                "first_compute_use", "first_compute_use_name", "next_step"}],
- *                "gathered_buffers", "max_resident_units", "max_resident_at", "peak_gathered_bytes",
+ *                "first_compute_use", "first_compute_use_name", "next_step", "via"}],
+ *                "gathered_buffers", "max_resident_units" (groups when "units_from" is "unknown"),
+ *                "max_resident_at", "max_resident_groups", "units_from", "max_resident_forward",
+ *                "max_resident_backward", "prefetch_forward", "prefetch_backward", "reshard_after_forward"
+ *                (the last five null when unknown), "peak_gathered_bytes",
  *                "peak_gathered_at", "gathered_arena_lo", "gathered_arena_hi"}
  *              (an unsharded plan: level "none" and empty units and gathers)
  *   "memory_per_rank": {"activation_peak_at", "formula": {"name", "seed", "text", "compute_copy_bytes",
@@ -62,6 +65,7 @@ json_t *ddp_insp_sharding_json(const ddp_plan *p, const ddp_shard_info *si, int 
     const ddp_instr *in = g->consumer >= 0 ? &p->ranks[0].step.v[g->consumer] : NULL;
     put(bad, j, "first_compute_use_name", in && in->name >= 0 ? str(ddp_plan_string(p, in->name)) : json_null());
     put(bad, j, "next_step", json_boolean(g->next_step));
+    put(bad, j, "via", g->via >= 0 ? json_integer(g->via) : json_null());
     push(bad, gathers, j);
   }
   put(bad, o, "units", units);
@@ -69,6 +73,13 @@ json_t *ddp_insp_sharding_json(const ddp_plan *p, const ddp_shard_info *si, int 
   put(bad, o, "gathered_buffers", json_integer(si->ngathered));
   put(bad, o, "max_resident_units", json_integer(si->max_resident));
   put(bad, o, "max_resident_at", json_integer(si->max_resident_at));
+  put(bad, o, "max_resident_groups", json_integer(si->max_resident_groups));
+  put(bad, o, "units_from", str(si->units_how));
+  put(bad, o, "max_resident_forward", si->max_resident_fwd >= 0 ? json_integer(si->max_resident_fwd) : json_null());
+  put(bad, o, "max_resident_backward", si->max_resident_bwd >= 0 ? json_integer(si->max_resident_bwd) : json_null());
+  put(bad, o, "prefetch_forward", si->prefetch_fwd >= 0 ? json_integer(si->prefetch_fwd) : json_null());
+  put(bad, o, "prefetch_backward", si->prefetch_bwd >= 0 ? json_integer(si->prefetch_bwd) : json_null());
+  put(bad, o, "reshard_after_forward", si->reshard >= 0 ? json_boolean(si->reshard) : json_null());
   put(bad, o, "peak_gathered_bytes", u64(si->peak_gathered_bytes));
   put(bad, o, "peak_gathered_at", json_integer(si->peak_gathered_at));
   put(bad, o, "gathered_arena_lo", u64(si->gathered_lo));

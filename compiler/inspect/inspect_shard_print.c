@@ -56,13 +56,18 @@ static void print_gathers(FILE *o, const ddp_plan *p, const ddp_shard_info *si) 
           "first compute use (the plan waits for the gather before it)");
   for (uint32_t k = 0; k < si->ngathers; k++) {
     const ddp_shard_gather *g = &si->gathers[k];
-    char sb[24], unit[32], use[200] = "-";
+    char sb[24], unit[32], use[400] = "-";
     if (g->unit >= 0) snprintf(unit, sizeof unit, "%s%d%s", g->kind, g->unit, g->bwd ? " bwd" : "");
     else snprintf(unit, sizeof unit, "?");
     if (g->consumer >= 0) {
       char it[160];
       instr_text(p, &p->ranks[0].step.v[g->consumer], it, sizeof it);
       snprintf(use, sizeof use, "#%" PRId64 " %s%s", g->consumer, it, g->next_step ? " (next step)" : "");
+      if (g->via >= 0) {
+        size_t u = strlen(use);
+        instr_text(p, &p->ranks[0].step.v[g->via], it, sizeof it);
+        snprintf(use + u, sizeof use - u, " (via #%" PRId64 " %s)", g->via, it);
+      }
     }
     fprintf(o, "%5u %6u %-8s %-10s %-28s %-10s  %s\n", k, g->index, stream_name(g->stream, sb, sizeof sb), unit,
             ddp_plan_tensor_name(p, g->recv), g->phase, use);
@@ -82,8 +87,30 @@ void ddp_insp_sharding(FILE *o, const ddp_plan *p, const ddp_shard_info *si) {
   print_gathers(o, p, si);
   if (!si->ngathered) fprintf(o, "resident gathered units: none (no gathered parameter buffers)\n");
   else {
-    fprintf(o, "gathered parameter buffers: %u; resident at most: %d units (first at #%" PRId64 ")\n", si->ngathered,
-            si->max_resident, si->max_resident_at);
+    int known = strcmp(si->units_how, "unknown") != 0;
+    fprintf(o, "gathered parameter buffers: %u; resident at most: %d %s (first at #%" PRId64 ")", si->ngathered,
+            si->max_resident, known ? (si->max_resident == 1 ? "unit" : "units") : (si->max_resident == 1 ? "group" : "groups"),
+            si->max_resident_at);
+    if (si->max_resident_fwd >= 0)
+      fprintf(o, "; forward %d, backward %d", si->max_resident_fwd, si->max_resident_bwd);
+    if (!strcmp(si->units_how, "layer ranges"))
+      fprintf(o, "; %d groups (a unit's compute-dtype and fp32 parts, joined by the layer range of their first use)",
+              si->max_resident_groups);
+    else if (!known)
+      fprintf(o, " (units of groups of two dtypes, not per-block: the plan does not say which groups form a unit)");
+    fprintf(o, "\n");
+    if (si->prefetch_fwd >= 0 && si->max_resident_fwd >= 0 && known) {
+      if (si->reshard == 0)
+        fprintf(o, "prefetch %d/%d with reshard_after_forward=false: units stay gathered from their forward to their "
+                   "backward, so prefetch+1 does not bound them\n",
+                si->prefetch_fwd, si->prefetch_bwd);
+      else {
+        int fo = si->max_resident_fwd <= si->prefetch_fwd + 1, bo = si->max_resident_bwd <= si->prefetch_bwd + 1;
+        fprintf(o, "bound prefetch+1 (prefetch %d/%d): forward %d <= %d %s, backward %d <= %d %s\n", si->prefetch_fwd,
+                si->prefetch_bwd, si->max_resident_fwd, si->prefetch_fwd + 1, fo ? "holds" : "EXCEEDED",
+                si->max_resident_bwd, si->prefetch_bwd + 1, bo ? "holds" : "EXCEEDED");
+      }
+    }
     fprintf(o, "peak live gathered bytes: %" PRIu64 " (%.3f GB) at #%" PRId64
                "; the planner's offsets give them activation-arena bytes %" PRIu64 "..%" PRIu64 " (%" PRIu64 " B)\n",
             si->peak_gathered_bytes, (double)si->peak_gathered_bytes / GB, si->peak_gathered_at, si->gathered_lo,

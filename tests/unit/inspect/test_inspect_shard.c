@@ -8,7 +8,9 @@
  * the units table, the prefetch order and the instruction each gather must precede, the resident-unit
  * count and gathered peak, the memory classes at the activation peak (gathered parameters as parameters,
  * group gradients as gradients), the ZeRO-3 formula with the plan's byte widths, the text sections and the
- * JSON document; then a ZeRO-2-shaped plan found from its tensors. */
+ * JSON document; then a ZeRO-2-shaped plan found from its tensors; then bf16 per-block units split by dtype
+ * into two groups, one gathered as fp32 and cast on the comm stream (units joined by layer ranges, the
+ * first use found through the cast, the prefetch+1 bound). */
 #include "check.h"
 #include "access.h"
 #include "explain.h"
@@ -351,8 +353,117 @@ static void test_zero2_from_tensors(void) {
   ddp_plan_free(p);
 }
 
+static void range(ddp_plan *p, int opcode, int kind, const char *name) {
+  ddp_instr in = ddp_instr_blank(opcode, STREAM_COMPUTE);
+  if (opcode == I_RANGE_PUSH) in.i[RANGE_PUSH_I_KIND] = kind, in.name = ddp_plan_add_string(p, name);
+  for (int r = 0; r < p->meta.world; r++) ddp_program_push(&p->ranks[r].step, &in);
+}
+
+static void cast(ddp_plan *p, const char *name, int32_t from, int32_t to, int64_t n) {
+  ddp_instr in = ddp_instr_blank(I_KERNEL, STREAM_COMM);
+  in.op = OP_CAST;
+  in.name = ddp_plan_add_string(p, name);
+  in.p[CAST_P_IN].tensor = from, in.p[CAST_P_OUT].tensor = to;
+  in.dt[CAST_P_IN] = DT_F32, in.dt[CAST_P_OUT] = DT_BF16;
+  in.i[CAST_I_N] = n;
+  for (int r = 0; r < p->meta.world; r++) ddp_program_push(&p->ranks[r].step, &in);
+}
+
+/* bf16 per-block FSDP units split by dtype into two groups each (matrices in bf16, gathered as fp32 masters
+ * and cast on the comm stream; norms in fp32), prefetch 0: 2 groups but 1 unit resident at once; each
+ * gather's first compute use found through its cast; the fp32 gather buffers are gathered parameters. */
+static void test_split_units(void) {
+  ddp_plan *p = ddp_plan_new();
+  p->meta.world = 2;
+  p->meta.parallel = strdup("ddp ranks=2 sync=bucketed units=per-block overlap=backward shard=zero3 prefetch=0/0 "
+                            "reshard_after_forward=true gather=fp32");
+  p->meta.act_dtype = DT_BF16;
+  p->meta.grad_dtype = DT_F32;
+  p->meta.n_trainable = 2 * (128 + 64);
+  p->nstreams = 2;
+  p->ranks = calloc(2, sizeof *p->ranks);
+  int32_t shard = add(p, "flat.params.shard", TF_PARAM | TF_TRAINABLE | TF_PERSISTENT, DT_F32, ARENA_PARAM, 192);
+  int32_t st[2], mm[2], nm[2], x[3];
+  char name[64];
+  for (int b = 0; b < 2; b++) {
+    snprintf(name, sizeof name, "unit%d.gathered.fp32", 2 * b);
+    st[b] = add(p, name, 0, DT_F32, ARENA_ACT, 128);
+    snprintf(name, sizeof name, "unit%d.gathered", 2 * b);
+    mm[b] = add(p, name, TF_PARAM_COPY, DT_BF16, ARENA_ACT, 128);
+    snprintf(name, sizeof name, "unit%d.gathered", 2 * b + 1);
+    nm[b] = add(p, name, TF_PARAM_COPY, DT_F32, ARENA_ACT, 64);
+  }
+  for (int k = 0; k < 3; k++) {
+    snprintf(name, sizeof name, "x%d", k);
+    x[k] = add(p, name, 0, DT_F32, ARENA_ACT, 64);
+  }
+  range(p, I_RANGE_PUSH, RANGE_FORWARD, "forward");                                   /* #0 */
+  for (int b = 0; b < 2; b++) {
+    char g0[48], g1[48], c0[48], l[16], n0[32], n1[32];
+    snprintf(g0, sizeof g0, "fsdp.all_gather.unit%d", 2 * b);
+    snprintf(c0, sizeof c0, "fsdp.cast.unit%d", 2 * b);
+    snprintf(g1, sizeof g1, "fsdp.all_gather.unit%d", 2 * b + 1);
+    snprintf(l, sizeof l, "layers.%d", b);
+    snprintf(n0, sizeof n0, "layers.%d.ln", b);
+    snprintf(n1, sizeof n1, "layers.%d.mm", b);
+    coll(p, I_ALL_GATHER, g0, shard, st[b], DT_F32, 64);                                /* #1, #8 */
+    cast(p, c0, st[b], mm[b], 128);                                                     /* #2, #9 */
+    coll(p, I_ALL_GATHER, g1, shard, nm[b], DT_F32, 32);                                /* #3, #10 */
+    range(p, I_RANGE_PUSH, RANGE_LAYER, l);                                             /* #4, #11 */
+    gemm(p, n0, x[b], nm[b], x[b + 1]);                                                 /* #5, #12 */
+    gemm(p, n1, x[b + 1], mm[b], x[b + 1]);                                             /* #6, #13 */
+    range(p, I_RANGE_POP, 0, NULL);                                                     /* #7, #14 */
+  }
+  simple(p, I_TIMER, STREAM_COMPUTE, TIMER_I_ROLE, TIMER_FORWARD_END);                  /* #15 */
+  range(p, I_RANGE_POP, 0, NULL);                                                       /* #16 */
+  place(p);
+  unsigned char *g = ddp_gathered_params(p);
+  CHECK(g[st[0]] && g[st[1]], "the fp32 gather buffers are gathered parameters");
+  CHECK(g[mm[0]] && g[nm[1]] && !g[x[0]] && !g[shard]);
+  free(g);
+  ddp_shard_info si;
+  ddp_shard_analyse(p, &si);
+  CHECK_INT("split level", SHARD_ZERO3, si.level);
+  static const struct { int index, unit, use, via; } want[] = {{1, 0, 6, 2}, {3, 1, 5, -1}, {8, 2, 13, 9}, {10, 3, 12, -1}};
+  CHECK_INT("split gathers", 4, si.ngathers);
+  for (uint32_t k = 0; k < si.ngathers && k < 4; k++) {
+    CHECK_INT("split gather index", want[k].index, si.gathers[k].index);
+    CHECK_INT("split gather group", want[k].unit, si.gathers[k].unit);
+    CHECK_INT("split first compute use", want[k].use, si.gathers[k].consumer);
+    CHECK_INT("split via the cast", want[k].via, si.gathers[k].via);
+    CHECK_STR("split phase", "forward", si.gathers[k].phase);
+  }
+  CHECK_STR("units from", "layer ranges", si.units_how);
+  CHECK_INT("one unit resident (prefetch 0)", 1, si.max_resident);
+  CHECK_INT("... in the forward", 1, si.max_resident_fwd);
+  CHECK_INT("but two groups", 2, si.max_resident_groups);
+  CHECK_INT("prefetch forward", 0, si.prefetch_fwd);
+  CHECK_INT("prefetch backward", 0, si.prefetch_bwd);
+  CHECK_INT("reshard", 1, si.reshard);
+  CHECK_INT("gathered buffers (4 + 2 fp32)", 6, si.ngathered);
+  ddp_shard_info_free(&si);
+  char *text = text_of(p, 0);
+  CHECK_CONTAINS("split text", text, "resident at most: 1 unit (first at #1); forward 1, backward 0; 2 groups");
+  CHECK_CONTAINS("split text", text, "bound prefetch+1 (prefetch 0/0): forward 1 <= 1 holds, backward 0 <= 1 holds");
+  CHECK_CONTAINS("split text", text, "#6 gemm layers.0.mm (via #2 kernel CAST fsdp.cast.unit0)");
+  free(text);
+  /* without "units=per-block" the plan does not say which groups form a unit: groups are counted */
+  free(p->meta.parallel);
+  p->meta.parallel = strdup("ddp ranks=2 sync=bucketed units=lua shard=zero3 prefetch=0/0 reshard_after_forward=true");
+  ddp_shard_analyse(p, &si);
+  CHECK_STR("units unknown", "unknown", si.units_how);
+  CHECK_INT("groups counted", 2, si.max_resident);
+  ddp_shard_info_free(&si);
+  text = text_of(p, 0);
+  CHECK_CONTAINS("unknown units text", text, "resident at most: 2 groups");
+  CHECK_LACKS("no bound without units", text, "bound prefetch+1");
+  free(text);
+  ddp_plan_free(p);
+}
+
 int main(void) {
   test_zero3();
   test_zero2_from_tensors();
+  test_split_units();
   return check_report("test_inspect_shard");
 }
