@@ -82,8 +82,7 @@ static void print_summary(FILE *o, const ddp_plan *p) {
 /* ---- tensors ---- */
 
 static const char *const flag_words[] = {"param", "trainable", "param_copy", "grad",    "opt_m",     "opt_v",
-                                         "tokens", "targets",  "loss",       "scalars", "persistent",
-                                         "shape_only", "piece"};
+                                         "tokens", "targets",  "loss",       "scalars", "persistent", "shape_only", "piece"};
 
 static void flags_text(char *buf, size_t cap, uint32_t flags) {
   size_t n = 0;

@@ -305,16 +305,16 @@ static int *group_units(const ddp_plan *p, ddp_shard_info *si, int ngroups) {
       continue;
     unit_of[ga->unit] = seg[ga->consumer];
   }
-  /* dense unit numbers in order of first appearance; a group never gathered for the forward is its own */
-  int *dense = ddp_xmalloc(((size_t)ngroups + 1u) * sizeof *dense);
+  /* dense unit numbers in order of first appearance (segments are 0 .. prog->n); a group never gathered for
+   * the forward is its own unit */
+  int *dense = ddp_xmalloc(((size_t)prog->n + 2u) * sizeof *dense);
+  for (size_t i = 0; i < (size_t)prog->n + 2u; i++) dense[i] = -1;
   int nunits = 0;
   for (int g = 0; g < ngroups; g++) {
-    int d = -1;
-    for (int h = 0; h < g && d < 0 && unit_of[g] >= 0; h++)
-      if (unit_of[h] == unit_of[g]) d = dense[h];
-    dense[g] = d >= 0 ? d : nunits++;
+    int sg = unit_of[g];
+    if (sg < 0 || (uint32_t)sg > prog->n) unit_of[g] = nunits++;
+    else unit_of[g] = dense[sg] >= 0 ? dense[sg] : (dense[sg] = nunits++);
   }
-  memcpy(unit_of, dense, (size_t)ngroups * sizeof *unit_of);
   free(dense);
   free(seg);
   return unit_of;

@@ -29,6 +29,15 @@ cases=(
   "tiny_zero1_2|zero1|^formula: ZeRO-1 \(2\+4\+12/2\)Ψ = 0\.001 GB \(1380096 B\)$"
   "tiny_zero1_4|zero1|^formula: ZeRO-1 \(2\+4\+12/4\)Ψ = 0\.001 GB \(1035072 B\)$"
 )
+# The shipped ZeRO-2 and FSDP schedules come with the compiler that shards them (issue 12): once they are
+# in the tree their plans must show their level, gathered units within prefetch+1 and the transient classes.
+# fp32: the compute copy is the fp32 buffer the GEMMs read (4 bytes).
+if [ -f "$DDP_SOURCE_DIR/schedules/tiny_fsdp.lua" ] && [ -f "$DDP_SOURCE_DIR/schedules/tiny_zero2.lua" ]; then
+  cases+=("tiny_zero2|zero2|^formula: ZeRO-2 \(4\+\(4\+12\)/2\)Ψ = 0\.001 GB \(1380096 B\)$"
+    "tiny_fsdp|zero3|^formula: ZeRO-3 \(4\+4\+12\)Ψ/2 = 0\.001 GB \(1150080 B\)$")
+else
+  echo "note: schedules/tiny_fsdp.lua and tiny_zero2.lua are not in this tree (the ZeRO-2/3 compiler has not landed)"
+fi
 for c in "${cases[@]}"; do
   IFS='|' read -r s level line <<<"$c"
   src="$DDP_SOURCE_DIR/schedules/$s.lua"
@@ -56,7 +65,8 @@ f = mem["formula"]
 n, psi = meta["world"], meta["n_trainable"]
 assert f["world"] == n and f["psi"] == psi, f
 assert f["grad_bytes"] == 4 and f["master_bytes"] == 4 and f["m_bytes"] == 4 and f["v_bytes"] == 4, f
-assert f["compute_copy_bytes"] == (2 if meta["act_dtype_name"] == "bf16" else 0), f
+copies = any(t["flags"] & 4 for t in d["tensors"])  # TF_PARAM_COPY: the plan keeps compute copies
+assert f["compute_copy_bytes"] == ((2 if meta["act_dtype_name"] == "bf16" else 4) if copies else 0), f
 c, g, k = f["compute_copy_bytes"], f["grad_bytes"], 12
 want = {"none": (c + g + k) * psi, "optimizer": (c + g + k / n) * psi, "zero1": (c + g + k / n) * psi,
         "zero2": (c + (g + k) / n) * psi, "zero3": (c + g + k) * psi / n}[level]
@@ -74,7 +84,10 @@ for r, ir, er in zip(mem["ranks"], d["ranks"], e["ranks"]):
     assert r["gradients"] == r["gradients_persistent"] + r["gradients_groups"], r
     assert r["model_states"] == r["parameters"] + r["gradients"] + r["optimizer_state"], r
     assert abs(r["ratio"] - r["model_states"] / f["bytes"]) < 1e-12, r
-    assert r["parameters_gathered"] == 0 and r["gradients_groups"] == 0, r  # no transient ones in these plans
+    if level in ("zero2", "zero3"):  # group gradients live at the peak; gathered parameters under ZeRO-3
+        assert r["gradients_groups"] > 0 and (r["parameters_gathered"] > 0) == (level == "zero3"), r
+    else:
+        assert r["parameters_gathered"] == 0 and r["gradients_groups"] == 0, r
     row = rows[r["rank"]]  # rank, 7 classes, total, model states, formula, ratio: GB with 3 decimals
     assert row[1] == "%.3f" % (r["parameters"] / 1e9) and row[8] == "%.3f" % (r["total"] / 1e9), (row, r)
     assert row[11] == "%.3f" % r["ratio"], (row, r["ratio"])
@@ -84,6 +97,13 @@ if level == "zero1":  # the parameter all-gather after the update, on the comm s
         assert gth["stream"] == 1 and gth["first_compute_use"] is not None, gth
 if level == "none":
     assert sh["units"] == [] and sh["gathers"] == [], sh
+if level == "zero3":  # tiny_fsdp: prefetch 1, resharded after the forward: at most 2 units in each direction
+    assert sh["prefetch_forward"] == 1 and sh["reshard_after_forward"] is True, sh
+    assert sh["max_resident_units"] == 2 and sh["max_resident_forward"] == 2, sh
+    assert len(sh["units"]) == len(d["buckets"]) and all(u["gathered"] for u in sh["units"]), sh["units"]
+    fwd = [g for g in sh["gathers"] if not g["bwd"]]
+    assert len(fwd) == len(sh["units"]) and all(g["phase"] == "forward" and not g["next_step"] for g in fwd), fwd
+    assert "bound prefetch+1 (prefetch 1/1): forward 2 <= 2 holds" in open(sys.argv[4].replace(".memory", ".sharding")).read()
 print("ok: %s: level %s, formula %s = %.0f B, ratio %.3f" % (sys.argv[1].split("/")[-1], level, f["text"], f["bytes"],
                                                              mem["ranks"][0]["ratio"]))
 PY
