@@ -5,7 +5,9 @@
 # the level, the formula line written out with the plan's byte widths (exact bytes for the known ones), the
 # classes summing to the rank's arena bytes and equal to `ddpc explain --json`'s, the parameter and
 # gradient parts, the ratio actual/formula, and for ZeRO-1 the parameter all-gather on the comm stream
-# with its first compute use.
+# with its first compute use. Where schedules/tiny_zero2.lua and tiny_fsdp.lua exist (they come with the
+# ZeRO-2/3 compiler), also those: group gradients and (ZeRO-3) gathered parameters at the peak, every unit
+# gathered for the forward, at most prefetch+1 = 2 units resident.
 . "$(dirname "$0")/lib.sh"
 e2e_tmp inspect_sharding
 
