@@ -95,6 +95,23 @@ const char *ddp_mem_class_name(int c);
 /* Bytes per class of rank r at the peak; the classes sum to the rank's arena bytes. */
 void ddp_memory_classes(const ddp_plan *p, int rank, uint64_t out[MEM_COUNT]);
 
+/* The activation arena at its liveness peak over rank 0's step program (the indices of first_use and
+ * last_use): `at` is the first instruction where the live activations (each rounded up to DDP_ALIGN, as
+ * the planner places them) are largest, or -1 when the step uses none; `live` their bytes then, and of
+ * those, `params` the gathered parameter buffers (ddp_gathered_params) and `grads` the transient
+ * gradient buffers (TF_GRAD: ZeRO-2/3's bucket<k>.grads). */
+typedef struct ddp_act_peak {
+  int64_t at;
+  uint64_t live, params, grads;
+} ddp_act_peak;
+void ddp_act_peak_find(const ddp_plan *p, ddp_act_peak *pk);
+/* Is tensor t a transient activation root (no view, activation arena, not persistent, not shape-only)? */
+int ddp_act_transient(const ddp_plan *p, uint32_t t);
+/* Per tensor (ntensors bytes, caller frees): 1 for the gathered parameter buffers: transient activations
+ * that are TF_PARAM_COPY (ZeRO-3's unit<k>.gathered) or that an ALL_GATHER of rank 0's step writes (the
+ * fp32 buffer a cast to the compute dtype reads). */
+unsigned char *ddp_gathered_params(const ddp_plan *p);
+
 /* ---- the report ---- */
 /* rank < 0: every rank. default_profile: say that the built-in profile was used. Returns 0 or -1 (err). */
 int ddp_explain(const ddp_plan *p, const ddp_profile *pr, int default_profile, int rank, int json, FILE *o,

@@ -5,14 +5,17 @@
  *   == tensors ==                  id, name, state name, shape, dtype, bytes, arena, offset, flags, view of
  *   == memory ==                   bytes per arena class per rank; total = predicted peak
  *   == buckets ==                  index, #params, bytes, offset, members; comm bytes per step
+ *   == sharding ==                 level, N, units, all-gathers in prefetch order, resident gathered units
+ *   == memory per rank ==          classes at the peak in GB next to the seeds' formula for the level
  *   == program rank R init ==      per selected rank: the init program, grouped per stream
  *   == program rank R step ==      per selected rank: the step program, grouped per stream
  *   == kernels ==                  index, op, template, entry, module hash, CUBIN bytes, spec; totals
  *
- * The program listings are in inspect_program.c. */
+ * The program listings are in inspect_program.c, sharding and memory per rank in inspect_shard*.c. */
 #include "inspect.h"
 #include "args.h"
 #include "inspect_program.h"
+#include "inspect_shard.h"
 #include <inttypes.h>
 #include <string.h>
 
@@ -213,6 +216,11 @@ int ddp_inspect(const ddp_plan *p, int rank, FILE *out) {
   print_tensors(out, p);
   print_memory(out, p);
   print_buckets(out, p);
+  ddp_shard_info si;
+  ddp_shard_analyse(p, &si);
+  ddp_insp_sharding(out, p, &si);
+  ddp_insp_memory_per_rank(out, p, &si);
+  ddp_shard_info_free(&si);
   for (int64_t r = 0; p->ranks && r < p->meta.world; r++) {
     if (rank >= 0 && r != rank) continue;
     ddp_insp_program(out, p, (int)r, "init", &p->ranks[r].init);

@@ -9,12 +9,14 @@
  *                 "base", "view", "param", "first_use", "last_use", and for pieces
  *                 "piece_rank", "piece_first"}],
  *    "buckets": [{"index", "params": [tensor names], "bytes", "offset"}],
- *    "kernels": [{"index", "op", "module", "template", "entry", "hash", "cubin_bytes", "spec"}]}
+ *    "kernels": [{"index", "op", "module", "template", "entry", "hash", "cubin_bytes", "spec"}],
+ *    "sharding": {...}, "memory_per_rank": {...}  (inspect_shard_json.c)}
  *   instr: {"index", "opcode", "stream", "name", "layer", and for kernels "op", "kernel", "grid", "block",
  *           "smem"; "operands": [{"slot", "tensor", "dtype", "view"}], "ints": [...], "floats": [...]}
  *           (ints and floats without their trailing zeros). */
 #include "inspect_json.h"
 #include "err.h"
+#include "inspect_shard_json.h"
 #include <jansson.h>
 #include <math.h>
 #include <stdlib.h>
@@ -238,6 +240,11 @@ int ddp_inspect_json(const ddp_plan *p, int rank, FILE *out, char *err, size_t e
   put(&c, doc, "tensors", tensors_json(&c, p));
   put(&c, doc, "buckets", buckets_json(&c, p));
   put(&c, doc, "kernels", kernels_json(&c, p));
+  ddp_shard_info si;
+  ddp_shard_analyse(p, &si);
+  put(&c, doc, "sharding", ddp_insp_sharding_json(p, &si, &c.bad));
+  put(&c, doc, "memory_per_rank", ddp_insp_memory_json(p, &si, &c.bad));
+  ddp_shard_info_free(&si);
   int rc = 0;
   if (c.bad) rc = ddp_fail(err, errcap, "out of memory while building the JSON listing");
   else if (json_dumpf(doc, out, JSON_INDENT(1) | JSON_PRESERVE_ORDER) != 0 || fputc('\n', out) == EOF || ferror(out))
