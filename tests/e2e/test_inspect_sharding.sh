@@ -5,9 +5,8 @@
 # the level, the formula line written out with the plan's byte widths (exact bytes for the known ones), the
 # classes summing to the rank's arena bytes and equal to `ddpc explain --json`'s, the parameter and
 # gradient parts, the ratio actual/formula, and for ZeRO-1 the parameter all-gather on the comm stream
-# with its first compute use. Where schedules/tiny_zero2.lua and tiny_fsdp.lua exist (they come with the
-# ZeRO-2/3 compiler), also those: group gradients and (ZeRO-3) gathered parameters at the peak, every unit
-# gathered for the forward, at most prefetch+1 = 2 units resident.
+# with its first compute use; tiny_zero2.lua and tiny_fsdp.lua: group gradients and (ZeRO-3) gathered
+# parameters at the peak, every unit gathered for the forward, at most prefetch+1 = 2 units resident.
 . "$(dirname "$0")/lib.sh"
 e2e_tmp inspect_sharding
 
@@ -31,15 +30,9 @@ cases=(
   "tiny_zero1_2|zero1|^formula: ZeRO-1 \(2\+4\+12/2\)Ψ = 0\.001 GB \(1380096 B\)$"
   "tiny_zero1_4|zero1|^formula: ZeRO-1 \(2\+4\+12/4\)Ψ = 0\.001 GB \(1035072 B\)$"
 )
-# The shipped ZeRO-2 and FSDP schedules come with the compiler that shards them (issue 12): once they are
-# in the tree their plans must show their level, gathered units within prefetch+1 and the transient classes.
 # fp32: the compute copy is the fp32 buffer the GEMMs read (4 bytes).
-if [ -f "$DDP_SOURCE_DIR/schedules/tiny_fsdp.lua" ] && [ -f "$DDP_SOURCE_DIR/schedules/tiny_zero2.lua" ]; then
-  cases+=("tiny_zero2|zero2|^formula: ZeRO-2 \(4\+\(4\+12\)/2\)Ψ = 0\.001 GB \(1380096 B\)$"
-    "tiny_fsdp|zero3|^formula: ZeRO-3 \(4\+4\+12\)Ψ/2 = 0\.001 GB \(1150080 B\)$")
-else
-  echo "note: schedules/tiny_fsdp.lua and tiny_zero2.lua are not in this tree (the ZeRO-2/3 compiler has not landed)"
-fi
+cases+=("tiny_zero2|zero2|^formula: ZeRO-2 \(4\+\(4\+12\)/2\)Ψ = 0\.001 GB \(1380096 B\)$"
+  "tiny_fsdp|zero3|^formula: ZeRO-3 \(4\+4\+12\)Ψ/2 = 0\.001 GB \(1150080 B\)$")
 for c in "${cases[@]}"; do
   IFS='|' read -r s level line <<<"$c"
   src="$DDP_SOURCE_DIR/schedules/$s.lua"
