@@ -45,7 +45,14 @@ void ddp_summary(ddp_plan *p, const ddp_schedule *s, const char *arch, const ddp
   m->world = s->ranks;
   m->act_dtype = b->act_dt;
   m->grad_dtype = b->grad_dt;
-  m->batch_per_rank = s->global_batch / s->ranks;
+  m->batch_per_rank = s->global_batch / (s->stages > 0 ? s->replicas : s->ranks); /* a pipeline rank loads its replica's */
+  if (s->stages > 0) {
+    m->pipe_stages = s->stages;
+    m->pipe_replicas = s->replicas;
+    m->pipe_microbatches = s->microbatches;
+    m->pipe_schedule = s->pipe_schedule;
+    m->pipe_virtual = s->virtual_stages;
+  }
   char par[320], bucket[48] = "", shard[128] = "";
   if (s->sync == SYNC_BUCKETED) {
     if (s->bucket_policy) snprintf(bucket, sizeof bucket, " %s=lua", s->shard == SHARD_ZERO3 ? "units" : "buckets");

@@ -411,6 +411,9 @@ int ddp_instr_footprint(const ddp_instr *in, int64_t world, ddp_slot_use use[DDP
   case I_SEND:
   case I_RECV: ext_coll(&f, world); break;
   case I_LOAD_BATCH: /* the data source fills whole tensors: plan_check proves them the batch's size */
+    if (get(&f, LOAD_BATCH_I_PARTS, "parts", 0) > 0 && get(&f, LOAD_BATCH_I_PART, "part", 0) >= in->i[LOAD_BATCH_I_PARTS])
+      fail(&f, "i[0] (part) = %lld, must be below parts = %lld", (long long)in->i[LOAD_BATCH_I_PART],
+           (long long)in->i[LOAD_BATCH_I_PARTS]);
     bytes_slot(&f, LOAD_BATCH_P_INPUTS, 0, 1);
     bytes_slot(&f, LOAD_BATCH_P_TARGETS, 0, 1);
     use[LOAD_BATCH_P_INPUTS].whole = use[LOAD_BATCH_P_TARGETS].whole = 1;

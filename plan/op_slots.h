@@ -214,8 +214,10 @@ enum { RANGE_PUSH_I_KIND = 0 };
  * the metrics: slot, role (ddp_timer) */
 enum { TIMER_I_SLOT = 0, TIMER_I_ROLE };
 
-/* LOAD_BATCH: the data source fills inputs and targets for (step, rank) */
+/* LOAD_BATCH: the data source fills inputs and targets for (step, part of parts): part `part` of the
+ * global batch cut in `parts` (parts 0: this rank of the world; pipelines: the replica of the replicas) */
 enum { LOAD_BATCH_P_INPUTS = 0, LOAD_BATCH_P_TARGETS };
+enum { LOAD_BATCH_I_PART = 0, LOAD_BATCH_I_PARTS };
 
 /* INIT_TENSOR: tensor (dt0) of elements, init kind (ddp_init), RNG stream id, fan_in, RNG salt (the rank
  * for per-rank inits, else 0), first (the index in the stream of the tensor's element 0: a rank's piece

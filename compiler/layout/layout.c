@@ -97,7 +97,7 @@ static void layout_offsets(ddp_builder *b, ddp_layout *lay) {
  * the clipping partials and cuBLASLt's workspace. */
 static void layout_optimizer_state(ddp_builder *b, ddp_layout *lay) {
   const ddp_schedule *s = b->s;
-  if (s->optimizer == OPTIM_ADAMW && s->mode == MODE_TRAIN) {
+  if (s->optimizer == OPTIM_ADAMW && s->mode == MODE_TRAIN && !lay->pipe) {
     lay->flat_m = flat_tensor(b, "flat.exp_avg", b->fdt, ARENA_OPT, TF_OPT_M, lay->state_elems);
     lay->flat_v = flat_tensor(b, "flat.exp_avg_sq", b->fdt, ARENA_OPT, TF_OPT_V, lay->state_elems);
     for (int p = 0; s->shard == SHARD_NONE && p < b->nparams; p++) {
@@ -158,7 +158,9 @@ int ddp_layout_build(ddp_builder *b, ddp_layout *lay, char *err, size_t errcap) 
    * collectives); zero3 shards the parameters the forward gathers. */
   lay->zero = b->s->shard >= SHARD_ZERO1 && !(b->s->mode == MODE_FORWARD && b->s->shard < SHARD_ZERO3);
   if (layout_order(b, lay, err, errcap) != 0 || layout_buckets(b, lay, err, errcap) != 0) return -1;
-  if (lay->zero) {
+  if (b->s->stages > 0) {
+    if (ddp_layout_pipeline(b, lay, err, errcap) != 0) return -1;
+  } else if (lay->zero) {
     if (ddp_layout_shard(b, lay, err, errcap) != 0) return -1;
   } else {
     layout_offsets(b, lay);
@@ -175,5 +177,9 @@ void ddp_layout_free(ddp_layout *lay) {
   free(lay->own_hi);
   free(lay->buckets);
   free(lay->groups);
+  free(lay->chunk_of_layer);
+  free(lay->instr_chunk);
+  free(lay->stage_of_unit);
+  free(lay->stage_flat);
   memset(lay, 0, sizeof *lay);
 }

@@ -30,6 +30,12 @@ typedef struct ddp_shard_group {
   int32_t gather32, gather32_bwd; /* zero3, gather_dtype fp32 under bf16: the fp32 gathers cast into params */
 } ddp_shard_group;
 
+/* A pipeline stage's own flat tensors (stages.c); -1 when absent. */
+typedef struct ddp_stage_flat {
+  int32_t params, copies, grads, m, v;
+  int64_t n;
+} ddp_stage_flat;
+
 typedef struct ddp_layout {
   int world;
   int64_t nflat;          /* elements of the flat tensors (padded to world * DDP_FLAT_ALIGN) */
@@ -50,6 +56,14 @@ typedef struct ddp_layout {
   ddp_shard_group *groups;
   int ngroups;
   int32_t shard_master, shard_grads, shard_copy;
+  /* pipelines (stages.c) */
+  bool pipe;
+  int nchunks;
+  int *chunk_of_layer;        /* [layers] */
+  int32_t *instr_chunk;       /* [builder step length]: the chunk of each instruction, -1: a phase marker */
+  int64_t split[64];          /* layers per chunk */
+  int *stage_of_unit;         /* [units] */
+  ddp_stage_flat *stage_flat; /* [stages] */
 } ddp_layout;
 
 int ddp_layout_build(ddp_builder *b, ddp_layout *lay, char *err, size_t errcap);
@@ -59,6 +73,10 @@ void ddp_layout_free(ddp_layout *lay);
  * once the moments exist, the state-dict parameters as shape-only tensors described by pieces. */
 int ddp_layout_shard(ddp_builder *b, ddp_layout *lay, char *err, size_t errcap);
 void ddp_layout_shard_pieces(ddp_builder *b, ddp_layout *lay);
+
+/* The pipeline layout (stages.c): the split into chunks, each instruction's chunk, each unit's stage, the
+ * stages' flat tensors and the parameters' pieces. */
+int ddp_layout_pipeline(ddp_builder *b, ddp_layout *lay, char *err, size_t errcap);
 
 /* Optimizer ownership (ownership.c): fills own_lo/own_hi and state_elems. */
 void ddp_layout_ownership(const ddp_builder *b, ddp_layout *lay);

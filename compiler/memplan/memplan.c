@@ -102,16 +102,17 @@ static int by_size_desc(const void *a, const void *b, void *ctx) {
 /* Largest first, each at the lowest offset free during its liveness among those placed before it (the
  * first fit over the time-overlapping blocks, answered by occupancy.h). A tensor the step never uses, or of
  * zero bytes, goes to offset 0 and blocks nothing (a zero-byte range meets no range). */
-static uint64_t place_activations(ddp_plan *p) {
+static uint64_t place_activations(ddp_plan *p, const uint8_t *only, uint32_t steps, uint64_t base) {
   int32_t *ids = ddp_xmalloc(sizeof(int32_t) * (p->ntensors ? p->ntensors : 1));
   int n = 0;
   for (uint32_t t = 0; t < p->ntensors; t++) {
     const ddp_tensor *tt = &p->tensors[t];
-    if (tt->base < 0 && tt->arena == ARENA_ACT && !(tt->flags & TF_PERSISTENT)) ids[n++] = (int32_t)t;
+    if (tt->base < 0 && tt->arena == ARENA_ACT && !(tt->flags & TF_PERSISTENT) && (!only || only[t]))
+      ids[n++] = (int32_t)t;
   }
   qsort_r(ids, (size_t)n, sizeof(int32_t), by_size_desc, p);
-  ddp_occ *occ = ddp_occ_new(p->ranks[0].step.n);
-  uint64_t top = 0;
+  ddp_occ *occ = ddp_occ_new(steps);
+  uint64_t top = base;
   for (int i = 0; i < n; i++) {
     ddp_tensor *t = &p->tensors[ids[i]];
     int32_t f = t->first_use, l = t->last_use;
@@ -120,8 +121,8 @@ static uint64_t place_activations(ddp_plan *p) {
       off = ddp_occ_lowest(occ, f, l, need);
       ddp_occ_add(occ, f, l, off, off + need);
     }
-    t->offset = off;
-    if (off + need > top) top = off + need;
+    t->offset = base + off;
+    if (base + off + need > top) top = base + off + need;
   }
   ddp_occ_free(occ);
   free(ids);
@@ -152,10 +153,79 @@ static void resolve_program(ddp_plan *p, ddp_program *prog) {
     }
 }
 
+/* Pipelines: every rank runs its own programs on its own tensors. Tensors two or more ranks use (the batch,
+ * the loss, the optimizer scalars, the activations sent between stages) get the same offset on every rank;
+ * after them each rank lays out its private persistent tensors and plans its private activations by its
+ * own step's liveness, from the same offsets as the other ranks' (different GPUs). Each rank's arenas are
+ * as large as its own tensors need. */
+static void plan_per_rank(ddp_plan *p) {
+  uint32_t W = (uint32_t)p->meta.world, nt = p->ntensors;
+  uint8_t *used = ddp_xcalloc((size_t)nt * W + 1, 1), *only = ddp_xcalloc((size_t)nt + 1, 1);
+  uint32_t *users = ddp_xcalloc((size_t)nt + 1, sizeof(uint32_t));
+  for (uint32_t r = 0; r < W; r++) {
+    mark_init_uses(p, &p->ranks[r].init);
+    const ddp_program *progs[2] = {&p->ranks[r].init, &p->ranks[r].step};
+    for (int q = 0; q < 2; q++)
+      for (uint32_t k = 0; k < progs[q]->n; k++)
+        for (int s = 0; s < DDP_MAX_PTRS; s++) {
+          int32_t t = progs[q]->v[k].p[s].tensor;
+          if (t < 0) continue;
+          int32_t root = ddp_tensor_root(p, t);
+          if (!used[(size_t)root * W + r]) users[root]++;
+          used[(size_t)root * W + r] = 1;
+        }
+  }
+  for (uint32_t r = 0; r < W; r++) note_step_uses(p, &p->ranks[r].step, p->ranks[r].nevents);
+  uint64_t shared[ARENA_COUNT] = {0};
+  for (uint32_t t = 0; t < nt; t++) {
+    ddp_tensor *tt = &p->tensors[t];
+    /* used by several ranks, or by no instruction (the GEMM workspace): the same offset on every rank */
+    if (tt->base >= 0 || (tt->flags & TF_SHAPE_ONLY) || users[t] == 1) continue;
+    tt->offset = shared[tt->arena];
+    shared[tt->arena] = align_up(shared[tt->arena] + tt->bytes);
+  }
+  for (uint32_t r = 0; r < W; r++) {
+    uint64_t bytes[ARENA_COUNT];
+    memcpy(bytes, shared, sizeof bytes);
+    for (uint32_t t = 0; t < nt; t++) {
+      ddp_tensor *tt = &p->tensors[t];
+      only[t] = users[t] == 1 && used[(size_t)t * W + r];
+      if (!only[t] || tt->base >= 0 || (tt->flags & TF_SHAPE_ONLY) ||
+          (tt->arena == ARENA_ACT && !(tt->flags & TF_PERSISTENT)))
+        continue;
+      tt->offset = bytes[tt->arena];
+      bytes[tt->arena] = align_up(bytes[tt->arena] + tt->bytes);
+    }
+    bytes[ARENA_ACT] = place_activations(p, only, p->ranks[r].step.n, bytes[ARENA_ACT]);
+    for (int a = 0; a < ARENA_COUNT; a++) p->ranks[r].arena_bytes[a] = bytes[a];
+  }
+  free(used);
+  free(only);
+  free(users);
+}
+
 int ddp_memplan(ddp_plan *p, char *err, size_t errcap) {
   (void)err;
   (void)errcap;
   if (p->meta.world < 1 || !p->ranks) return -1;
+  if (p->meta.pipe_stages > 0) {
+    for (uint32_t t = 0; t < p->ntensors; t++) p->tensors[t].first_use = p->tensors[t].last_use = -1;
+    plan_per_rank(p);
+    for (uint32_t t = 0; t < p->ntensors; t++) {
+      ddp_tensor *tt = &p->tensors[t];
+      if (tt->base >= 0) {
+        tt->offset = resolve_offset(p, (int32_t)t);
+        tt->arena = p->tensors[ddp_tensor_root(p, (int32_t)t)].arena;
+        tt->first_use = p->tensors[ddp_tensor_root(p, (int32_t)t)].first_use;
+        tt->last_use = p->tensors[ddp_tensor_root(p, (int32_t)t)].last_use;
+      }
+    }
+    for (int64_t r = 0; r < p->meta.world; r++) {
+      resolve_program(p, &p->ranks[r].init);
+      resolve_program(p, &p->ranks[r].step);
+    }
+    return 0;
+  }
   for (uint32_t t = 0; t < p->ntensors; t++) p->tensors[t].first_use = p->tensors[t].last_use = -1;
   mark_init_uses(p, &p->ranks[0].init);
   note_step_uses(p, &p->ranks[0].step, p->ranks[0].nevents);
@@ -168,7 +238,7 @@ int ddp_memplan(ddp_plan *p, char *err, size_t errcap) {
     bytes[tt->arena] = align_up(bytes[tt->arena] + tt->bytes);
   }
   /* Persistent activations (used by init) go after the shared ones. */
-  uint64_t shared = place_activations(p);
+  uint64_t shared = place_activations(p, NULL, p->ranks[0].step.n, 0);
   bytes[ARENA_ACT] = shared;
   for (uint32_t t = 0; t < p->ntensors; t++) {
     ddp_tensor *tt = &p->tensors[t];

@@ -263,7 +263,7 @@ int b_unit_grad_acc(ddp_builder *b, int unit) {
   ddp_unit *u = &b->units[unit];
   int acc = b_grad_acc(b, u->grad);
   if (!acc) u->ready = b->ready_counter++;
-  return acc;
+  return acc || b->unit_grads_accumulate;
 }
 
 ddp_node *b_record(ddp_builder *b, int kind, const char *name) {
@@ -299,7 +299,10 @@ const char *b_fmt(ddp_builder *b, const char *fmt, ...) {
 
 int ddp_model_build(ddp_builder *b, char *err, size_t errcap) {
   const ddp_schedule *s = b->s;
-  b->rows = (s->global_batch / s->ranks) * (s->model_kind == MODEL_TRANSFORMER ? s->context : 1);
+  /* rows of one program: the rank's share, or under a pipeline one microbatch of a replica's share */
+  int64_t parts = s->stages > 0 ? (int64_t)s->replicas * s->microbatches : s->ranks;
+  b->rows = (s->global_batch / parts) * (s->model_kind == MODEL_TRANSFORMER ? s->context : 1);
+  b->unit_grads_accumulate = s->stages > 0; /* microbatches add into the gradients (zeroed each step) */
   int64_t one[1] = {1}, eight[1] = {SCALAR_COUNT};
   b->loss = b_tensor(b, "loss", b->fdt, ARENA_IO, TF_LOSS | TF_PERSISTENT, 1, one);
   b->scalars = b_tensor(b, "optimizer.scalars", b->fdt, ARENA_IO, TF_SCALARS | TF_PERSISTENT, 1, eight);

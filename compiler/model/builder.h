@@ -55,6 +55,7 @@ typedef struct ddp_builder {
   int grad_dt;  /* parameter gradients */
   int64_t rows; /* tokens (or MLP rows) per rank per step */
   bool backward; /* the step has a backward (mode train or forward_backward): gradients, saved tensors */
+  bool unit_grads_accumulate; /* every write of a parameter gradient adds (pipelines: the step zeroes them) */
   int layer;    /* current layer for tagging, -1 outside */
   ddp_unit *units;
   int nunits;

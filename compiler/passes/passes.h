@@ -35,5 +35,7 @@ void pass_exchange_params(rank_ctx *c);
  * update or at init (zero1/2). */
 int pass_zero_step(rank_ctx *c);
 void pass_zero_gather_params(rank_ctx *c, int stream, int g, const char *name);
-void pass_zero_sumsq(rank_ctx *c); /* SUMSQ of every group's gradient slice, partials all-reduced */
+void pass_zero_sumsq(rank_ctx *c);
+/* Pipelines (pipeline.c): every rank's init and step programs; allocates the plan's ranks. */
+int pass_pipeline(ddp_builder *b, ddp_layout *lay, char *err, size_t errcap); /* SUMSQ of every group's gradient slice, partials all-reduced */
 #endif

@@ -199,8 +199,7 @@ static int assemble_rank(ddp_builder *b, ddp_layout *lay, int rank) {
 
 /* plan -> rank* (every rank's init and step) */
 int ddp_assemble_programs(ddp_builder *b, ddp_layout *lay, char *err, size_t errcap) {
-  (void)err;
-  (void)errcap;
+  if (lay->pipe) return pass_pipeline(b, lay, err, errcap);
   b->plan->meta.world = lay->world;
   b->plan->ranks = ddp_xcalloc((size_t)lay->world, sizeof(ddp_rank_plan));
   for (int r = 0; r < lay->world; r++)

@@ -174,7 +174,10 @@ int cx_exec_LOAD_BATCH(cx *x, const cx_op *op, int64_t step, char *err, size_t e
   if (b->used[k] && cx_wait_event(x, b->done[k], "waiting for the batch copy of two steps ago", err, errcap))
     return -1;
   uint8_t *in = b->host[k], *tg = b->fill_bytes[1] ? b->host[k] + b->fill_bytes[0] : NULL;
-  if (ddp_data_fill(x->base.data, step, x->base.rank, x->base.world, in, tg, why, sizeof why))
+  const ddp_instr *li = op->in;
+  int part = li->i[LOAD_BATCH_I_PARTS] > 0 ? (int)li->i[LOAD_BATCH_I_PART] : x->base.rank;
+  int parts = li->i[LOAD_BATCH_I_PARTS] > 0 ? (int)li->i[LOAD_BATCH_I_PARTS] : x->base.world;
+  if (ddp_data_fill(x->base.data, step, part, parts, in, tg, why, sizeof why))
     return ddp_fail(err, errcap, "data: %s", why);
   if (b->copy_bytes[0])
     DDP_CUDA_TRY(

@@ -101,9 +101,13 @@ static int read_floats(ddp_exec *x, int64_t tensor, float *out, uint32_t n, char
   return rc;
 }
 
-/* This rank's loss weighted by its share of the global batch (equal shares when the plan says nothing). */
-static double loss_share(const ddp_plan *p, int world, float loss) {
+/* This rank's loss weighted by its share of the global batch (equal shares when the plan says nothing;
+ * under a pipeline only the last stages compute a loss). */
+static double loss_share(const ddp_plan *p, int rank, int world, float loss) {
   const ddp_meta *m = &p->meta;
+  if (m->pipe_stages > 0) /* the last stage of each replica holds its replica's mean */
+    return rank % m->pipe_stages == m->pipe_stages - 1 ? (double)loss / (double)(m->pipe_replicas > 0 ? m->pipe_replicas : 1)
+                                                        : 0.0;
   if (m->batch_per_rank > 0 && m->global_batch > 0 && m->batch_per_rank * world == m->global_batch)
     return (double)loss * (double)m->batch_per_rank / (double)m->global_batch;
   return (double)loss / (double)(world > 0 ? world : 1);
@@ -278,7 +282,7 @@ int ddp_run_rank(ddp_exec *x, const ddp_run_opts *o, char *err, size_t errcap) {
     ddp_step_times_from_timers(p, x->rank, timer_ms, &r.t);
     x->v->memory(x, &r.in_use, &r.peak);
     memset(v, 0, nsum * sizeof *v);
-    v[0] = loss_share(p, x->world, own);
+    v[0] = loss_share(p, x->rank, x->world, own);
     v[1] = ddp_stop_signal();
     rank_values(&r, v + 2 + (size_t)x->rank * DDP_METRIC_RANKS);
     rc = ddp_exec_allreduce(x, v, (int)nsum, err, errcap);

@@ -84,7 +84,9 @@ static int run(ddp_exec *x, const ddp_program *prog, int64_t step, char *err, si
       if ((uint32_t)in->i[TIMER_I_SLOT] < m->ntimers) m->timer_ms[in->i[TIMER_I_SLOT]] = 1e3 * ddp_now_s();
       break;
     case I_LOAD_BATCH:
-      rc = ddp_data_fill(x->data, step, x->rank, x->world, a->p[LOAD_BATCH_P_INPUTS], a->p[LOAD_BATCH_P_TARGETS], err,
+      rc = ddp_data_fill(x->data, step, in->i[LOAD_BATCH_I_PARTS] > 0 ? (int)in->i[LOAD_BATCH_I_PART] : x->rank,
+                         in->i[LOAD_BATCH_I_PARTS] > 0 ? (int)in->i[LOAD_BATCH_I_PARTS] : x->world,
+                         a->p[LOAD_BATCH_P_INPUTS], a->p[LOAD_BATCH_P_TARGETS], err,
                          errcap);
       break;
     case I_INIT_TENSOR:

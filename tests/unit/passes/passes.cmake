@@ -3,3 +3,5 @@ ddp_c_test(test_verifier SOURCES test_verifier.c LIBS ddpcompiler ddpruntime LAB
 include(${CMAKE_CURRENT_LIST_DIR}/linear_structures.cmake)
 # the ZeRO levels' plans: residency, prefetch, the verifier on broken copies
 ddp_c_test(test_zero_plans SOURCES test_zero_plans.c LIBS ddpcompiler ddpruntime LABELS cpu)
+# pipelines: plans of every schedule verify and pass the reader; broken copies refused
+ddp_c_test(test_pipeline_plans SOURCES test_pipeline_plans.c LIBS ddpcompiler ddpruntime LABELS cpu)

@@ -1,0 +1,439 @@
+/* compiler/passes/pipeline.c: every rank's programs under a pipeline (layout: compiler/layout/stages.c).
+ * The builder's step is one microbatch of the whole model; each of its instructions belongs to a chunk.
+ * Microbatch i > 0 runs on its own copies of the activation tensors ("mb<i>.<name>"; the memory planner
+ * shares their memory by liveness, so 1F1B holds at most `stages` microbatches and GPipe all of them), and
+ * on its slice of the replica's batch (tokens and targets loaded once per step). A schedule is, per stage,
+ * a list of actions F (forward), B (backward; zero bubble: its input-gradient part) and W (zero bubble: the
+ * weight-gradient part) of (chunk, microbatch):
+ *   sequential   F B                                     (one microbatch)
+ *   gpipe        F0 .. F(m-1) B0 .. B(m-1)
+ *   1f1b         w = min(stages - s - 1, m) warm-up forwards, then F B pairs, then the remaining B
+ *   interleaved  Megatron's interleaved 1F1B over the stage's chunks
+ *   zero_bubble  1f1b with each W deferred by stages - s - 1 pairs (ZB-H1), the rest after the last B
+ * step -> RANGE_PUSH TIMER LOAD_BATCH MEMSET(stage gradients)
+ *         [SEND* RECV* RANGE_PUSH(action) instructions RANGE_POP]* SEND* TIMER(BACKWARD_END) [optimizer]
+ *         TIMER RANGE_POP
+ * A tensor written on one rank and read on another travels once per microbatch: a SEND right after the
+ * action that last writes it, a RECV right before the first action that reads it on the other rank; the
+ * sends ending one action and the receives starting the next are consecutive, so they go out as one group
+ * (CUDA executor: one NCCL group; reference executor: posted together). Parameter gradients add up over
+ * the microbatches (the step zeroes them first); the loss and its gradient are scaled by 1 / microbatches.
+ * The verifier simulates the programs and refuses one whose sends and receives can deadlock. */
+#include "passes.h"
+#include "access.h"
+#include <stdlib.h>
+#include <string.h>
+
+enum { ACT_F = 0, ACT_B = 1, ACT_W = 2 };
+typedef struct action {
+  int kind, chunk, mb;
+} action;
+
+typedef struct flow { /* tensor t (a root of the one-microbatch program) from (rank, key) to (rank, key) */
+  int32_t t;
+  int from_rank, from_key, to_rank, to_key;
+} flow;
+
+typedef struct pctx {
+  ddp_builder *b;
+  ddp_layout *lay;
+  const ddp_schedule *s;
+  int P, C, m;
+  uint32_t fe;
+  uint8_t *part;       /* [builder instr]: ACT_F, ACT_B or ACT_W */
+  int32_t **map;       /* [mb][tensor]: the microbatch's tensor */
+  flow *flows;
+  int nflows;
+  int32_t tokens, targets; /* the replica's whole batch */
+} pctx;
+
+static int rank_of_chunk(const pctx *x, int c) { return c % x->P; }
+/* a microbatch's actions in logical order: forwards by chunk, backwards by reversed chunk, then W */
+static int key_of(const pctx *x, int kind, int chunk) {
+  return kind == ACT_F ? chunk : kind == ACT_B ? x->C + (x->C - 1 - chunk) : 2 * x->C + (x->C - 1 - chunk);
+}
+
+static action *push_action(action *v, int *n, int kind, int chunk, int mb) {
+  v[(*n)++] = (action){kind, chunk, mb};
+  return v;
+}
+
+/* The actions of stage s, in order. */
+static action *stage_actions(const pctx *x, int s, bool backward, int *count) {
+  int P = x->P, m = x->m, V = x->s->virtual_stages, n = 0, sched = x->s->pipe_schedule;
+  action *v = ddp_xcalloc((size_t)(3 * m * V) + 4, sizeof(action));
+  if (!backward) {
+    for (int i = 0; i < m; i++)
+      for (int c = 0; c < V; c++) push_action(v, &n, ACT_F, c * P + s, i);
+    *count = n;
+    return v;
+  }
+  if (sched == PIPE_INTERLEAVED) {
+    int T = m * V, warm = (P - s - 1) * 2 + (V - 1) * P;
+    if (warm > T) warm = T;
+#define FCH(k) (((k) / P) % V * P + s)
+#define BCH(k) ((V - 1 - ((k) / P) % V) * P + s)
+#define MB(k) (((k) / (P * V)) * P + (k) % P)
+    for (int k = 0; k < warm; k++) push_action(v, &n, ACT_F, FCH(k), MB(k));
+    for (int i = 0; i < T - warm; i++) {
+      push_action(v, &n, ACT_F, FCH(warm + i), MB(warm + i));
+      push_action(v, &n, ACT_B, BCH(i), MB(i));
+    }
+    for (int k = T - warm; k < T; k++) push_action(v, &n, ACT_B, BCH(k), MB(k));
+#undef FCH
+#undef BCH
+#undef MB
+  } else if (sched == PIPE_GPIPE || sched == PIPE_SEQUENTIAL) {
+    for (int i = 0; i < m; i++) push_action(v, &n, ACT_F, s, i);
+    for (int i = 0; i < m; i++) push_action(v, &n, ACT_B, s, i);
+  } else { /* 1f1b, zero bubble */
+    int w = P - s - 1 < m ? P - s - 1 : m, d = P - s - 1, wdone = 0;
+    bool zb = sched == PIPE_ZERO_BUBBLE;
+    for (int i = 0; i < w; i++) push_action(v, &n, ACT_F, s, i);
+    for (int i = 0; i < m - w; i++) {
+      push_action(v, &n, ACT_F, s, w + i);
+      push_action(v, &n, ACT_B, s, i);
+      if (zb && i - d >= 0) push_action(v, &n, ACT_W, s, wdone++);
+    }
+    for (int i = m - w; i < m; i++) {
+      push_action(v, &n, ACT_B, s, i);
+      if (zb) push_action(v, &n, ACT_W, s, wdone++);
+    }
+    while (zb && wdone < m) push_action(v, &n, ACT_W, s, wdone++);
+  }
+  *count = n;
+  return v;
+}
+
+static bool is_stage_grad(const pctx *x, int32_t root) {
+  for (int s = 0; s < x->P; s++)
+    if (x->lay->stage_flat[s].grads == root) return true;
+  return false;
+}
+
+typedef struct use_rec { /* one use of an activation by the one-microbatch program */
+  int32_t t;
+  int key, rank;
+  uint32_t k;
+} use_rec;
+
+static int by_tensor_key(const void *a, const void *b) {
+  const use_rec *x = a, *y = b;
+  if (x->t != y->t) return x->t < y->t ? -1 : 1;
+  if (x->key != y->key) return x->key < y->key ? -1 : 1;
+  return x->k < y->k ? -1 : x->k > y->k;
+}
+
+/* Each instruction's part (F, B, W), and the tensors that cross ranks. A tensor's uses, in a microbatch's
+ * logical order (forward chunks up, backward chunks down, then weight parts), fall into runs on one rank;
+ * where a run ends on rank a and the next starts on rank b, the value moves from a to b (the residual
+ * stream's gradient is one tensor the whole backward adds into, so it goes stage to stage like this). */
+static int analyse(pctx *x, char *err, size_t errcap) {
+  ddp_builder *b = x->b;
+  const ddp_plan *p = b->plan;
+  uint32_t n = b->step.n;
+  x->fe = n;
+  for (uint32_t k = 0; k < n; k++)
+    if (b->step.v[k].opcode == I_TIMER && b->step.v[k].i[TIMER_I_ROLE] == TIMER_FORWARD_END) {
+      x->fe = k;
+      break;
+    }
+  x->part = ddp_xcalloc((size_t)n + 1, 1);
+  use_rec *uses = ddp_xmalloc(sizeof(use_rec) * ((size_t)n * DDP_MAX_PTRS + 1));
+  size_t nu = 0;
+  for (uint32_t k = 0; k < n; k++) {
+    const ddp_instr *in = &b->step.v[k];
+    int c = x->lay->instr_chunk[k];
+    if (c < 0) continue;
+    ddp_slot_use use[DDP_MAX_PTRS];
+    char why[160];
+    if (ddp_instr_footprint(in, 1, use, why, sizeof why)) {
+      free(uses);
+      return ddp_fail(err, errcap, "pipeline: builder instruction %u: %s", k, why);
+    }
+    int part = k < x->fe ? ACT_F : ACT_B;
+    if (part == ACT_B && x->s->pipe_schedule == PIPE_ZERO_BUBBLE)
+      for (int sl = 0; sl < DDP_MAX_PTRS; sl++)
+        if (use[sl].write && in->p[sl].tensor >= 0 && is_stage_grad(x, ddp_tensor_root(p, in->p[sl].tensor))) part = ACT_W;
+    x->part[k] = (uint8_t)part;
+    for (int sl = 0; sl < DDP_MAX_PTRS; sl++) {
+      if (!use[sl].used || in->p[sl].tensor < 0) continue;
+      int32_t t = ddp_tensor_root(p, in->p[sl].tensor);
+      const ddp_tensor *tt = &p->tensors[t];
+      if (tt->arena != ARENA_ACT || (tt->flags & TF_PERSISTENT)) continue; /* a stage's own, or on every rank */
+      uses[nu++] = (use_rec){t, key_of(x, part, c), rank_of_chunk(x, c), k};
+    }
+  }
+  qsort(uses, nu, sizeof *uses, by_tensor_key);
+  x->flows = ddp_xcalloc(nu + 1, sizeof(flow));
+  for (size_t i = 1; i < nu; i++)
+    if (uses[i].t == uses[i - 1].t && uses[i].rank != uses[i - 1].rank)
+      x->flows[x->nflows++] = (flow){uses[i].t, uses[i - 1].rank, uses[i - 1].key, uses[i].rank, uses[i].key};
+  free(uses);
+  return 0;
+}
+
+/* Microbatch i's tensors: activations cloned (views after their bases), tokens and targets as slices of
+ * the replica's batch; everything else shared. */
+static void clone_tensors(pctx *x) {
+  ddp_builder *b = x->b;
+  uint32_t nt = b->plan->ntensors; /* the builder's tensors; clones come after */
+  int64_t mbrows = b->rows;
+  int64_t tshape[1] = {mbrows * x->m}, tgshape[1];
+  const ddp_tensor *tg = b_t(b, b->targets);
+  int64_t tg_per = (int64_t)ddp_tensor_numel(tg);
+  tgshape[0] = tg_per * x->m;
+  int tok_dt = b_t(b, b->tokens)->dtype, tg_dt = tg->dtype;
+  int64_t tok_per = (int64_t)ddp_tensor_numel(b_t(b, b->tokens));
+  tshape[0] = tok_per * x->m;
+  x->tokens = b_tensor(b, "batch.tokens.replica", tok_dt, ARENA_IO, TF_TOKENS | TF_PERSISTENT, 1, tshape);
+  x->targets = b_tensor(b, "batch.targets.replica", tg_dt, ARENA_IO, TF_TARGETS | TF_PERSISTENT, 1, tgshape);
+  x->map = ddp_xcalloc((size_t)x->m, sizeof(int32_t *));
+  for (int i = 0; i < x->m; i++) {
+    int32_t *mp = x->map[i] = ddp_xmalloc(sizeof(int32_t) * ((size_t)nt + 1));
+    for (uint32_t t = 0; t < nt; t++) mp[t] = (int32_t)t;
+    /* this microbatch's rows of the replica's batch */
+    mp[b->tokens] = b_view(b, b_fmt(b, "batch.tokens.mb%d", i), x->tokens,
+                           (uint64_t)(i * tok_per) * ddp_dtype_size(tok_dt), tok_dt, b_t(b, b->tokens)->ndim,
+                           b_t(b, b->tokens)->shape, 0);
+    mp[b->targets] = b_view(b, b_fmt(b, "batch.targets.mb%d", i), x->targets,
+                            (uint64_t)(i * tg_per) * ddp_dtype_size(tg_dt), tg_dt, b_t(b, b->targets)->ndim,
+                            b_t(b, b->targets)->shape, 0);
+    for (uint32_t t = 0; t < nt; t++) { /* views come after their bases in the table */
+      const ddp_tensor tt = b->plan->tensors[t];
+      if ((int32_t)t == b->tokens || (int32_t)t == b->targets || (tt.flags & TF_SHAPE_ONLY)) continue;
+      int32_t root = ddp_tensor_root(b->plan, (int32_t)t);
+      bool data = root == b->tokens || root == b->targets;
+      const ddp_tensor rt = b->plan->tensors[root];
+      if (!data && (i == 0 || rt.arena != ARENA_ACT || (rt.flags & TF_PERSISTENT))) continue;
+      if (tt.base < 0) mp[t] = b_tensor(b, b_fmt(b, "mb%d.%s", i, tt.name), tt.dtype, tt.arena, tt.flags, tt.ndim, tt.shape);
+      else mp[t] = b_view(b, b_fmt(b, "mb%d.%s", i, tt.name), mp[tt.base], tt.view, tt.dtype, tt.ndim, tt.shape, tt.flags);
+    }
+  }
+}
+
+/* builder instruction k for microbatch mb: tensors mapped, the loss scaled to the replica's mean */
+static ddp_instr for_mb(const pctx *x, uint32_t k, int mb) {
+  ddp_instr in = x->b->step.v[k];
+  for (int sl = 0; sl < DDP_MAX_PTRS; sl++)
+    if (in.p[sl].tensor >= 0) in.p[sl].tensor = x->map[mb][in.p[sl].tensor];
+  if (in.opcode == I_KERNEL) {
+    if (in.op == OP_XENT) in.f[XENT_F_SCALE] /= (float)x->m;
+    if (in.op == OP_MSE) in.f[MSE_F_SCALE] /= (float)x->m;
+    if (in.op == OP_SUM && x->b->step.v[k].p[SUM_P_OUT].tensor == x->b->loss) {
+      in.f[SUM_F_SCALE] /= (float)x->m;
+      in.i[SUM_I_ACC] = mb > 0;
+    }
+  }
+  return in;
+}
+
+static void p2p(rank_ctx *c, const pctx *x, int opcode, const flow *f, int mb) {
+  int32_t t = x->map[mb][f->t];
+  const ddp_tensor *tt = b_t(c->b, t);
+  ddp_instr in = ddp_instr_blank(opcode, STREAM_COMPUTE);
+  b_arg(&in, COLL_P_BUF, t, 0, tt->dtype);
+  in.i[COLL_I_COUNT] = (int64_t)ddp_tensor_numel(tt);
+  in.i[COLL_I_PEER] = opcode == I_SEND ? f->to_rank : f->from_rank;
+  bool act = f->from_key < x->C;
+  rp_push(c, in, b_fmt(c->b, "pp.%s.%s.mb%d:%s", opcode == I_SEND ? "send" : "recv", act ? "act" : "grad", mb,
+                       c->b->plan->tensors[f->t].name));
+}
+
+static void update_stage(rank_ctx *c, const ddp_stage_flat *f) {
+  ddp_builder *b = c->b;
+  const ddp_schedule *s = b->s;
+  if (s->optimizer == OPTIM_ADAMW) {
+    ddp_instr in = b_kernel(OP_ADAMW);
+    b_buf(b, &in, ADAMW_P_PARAM, f->params);
+    b_buf(b, &in, ADAMW_P_GRAD, f->grads);
+    b_buf(b, &in, ADAMW_P_M, f->m);
+    b_buf(b, &in, ADAMW_P_V, f->v);
+    if (f->copies >= 0) b_buf(b, &in, ADAMW_P_COPY, f->copies);
+    b_buf(b, &in, ADAMW_P_SCALARS, b->scalars);
+    in.i[ADAMW_I_N] = f->n;
+    in.f[ADAMW_F_B1] = (float)s->beta1;
+    in.f[ADAMW_F_B2] = (float)s->beta2;
+    in.f[ADAMW_F_EPS] = (float)s->eps;
+    in.f[ADAMW_F_WD] = (float)s->weight_decay;
+    rp_push(c, in, "optimizer.stage");
+  } else {
+    ddp_instr in = b_kernel(OP_SGD);
+    b_buf(b, &in, SGD_P_PARAM, f->params);
+    b_buf(b, &in, SGD_P_GRAD, f->grads);
+    if (f->copies >= 0) b_buf(b, &in, SGD_P_COPY, f->copies);
+    b_buf(b, &in, SGD_P_SCALARS, b->scalars);
+    in.i[SGD_I_N] = f->n;
+    rp_push(c, in, "optimizer.stage");
+  }
+}
+
+static void optimizer(rank_ctx *c, const ddp_stage_flat *f) {
+  ddp_builder *b = c->b;
+  ddp_layout *lay = c->lay;
+  const ddp_schedule *s = b->s;
+  rp_range(c, 1, RANGE_OPTIMIZER, "optimizer");
+  rp_timer(c, STREAM_COMPUTE, TIMER_OPT_BEGIN);
+  if (lay->sumsq_partials >= 0) { /* the norm over every stage's gradients */
+    ddp_instr in = b_kernel(OP_SUMSQ);
+    b_buf(b, &in, SUMSQ_P_X, f->grads);
+    b_buf(b, &in, SUMSQ_P_PART, lay->sumsq_partials);
+    in.i[SUMSQ_I_N] = f->n;
+    in.i[SUMSQ_I_P] = lay->sumsq_p;
+    rp_push(c, in, "grad_norm.sumsq");
+    rp_collective(c, I_ALL_REDUCE, STREAM_COMPUTE, lay->sumsq_partials, 0, lay->sumsq_p, REDOP_SUM, 0,
+                  "grad_norm.all_reduce");
+  }
+  ddp_instr in = b_kernel(OP_OPT_SCALARS);
+  b_buf(b, &in, OPT_SCALARS_P_PART, lay->sumsq_partials);
+  b_buf(b, &in, OPT_SCALARS_P_SCALARS, b->scalars);
+  in.i[OPT_SCALARS_I_P] = lay->sumsq_partials >= 0 ? lay->sumsq_p : 0;
+  in.i[OPT_SCALARS_I_SCHEDULE] = s->lr_schedule;
+  in.i[OPT_SCALARS_I_WARMUP] = s->lr_warmup;
+  in.i[OPT_SCALARS_I_CYCLE] = s->lr_cycle;
+  in.i[OPT_SCALARS_I_CLIP] = s->clip_norm > 0;
+  in.f[OPT_SCALARS_F_LR_MAX] = (float)s->lr;
+  in.f[OPT_SCALARS_F_LR_MIN] = (float)s->lr_min;
+  in.f[OPT_SCALARS_F_MAX_NORM] = (float)s->clip_norm;
+  rp_push(c, in, "optimizer.scalars");
+  update_stage(c, f);
+  rp_range(c, 0, RANGE_OPTIMIZER, NULL);
+}
+
+static void memset_t(rank_ctx *c, int32_t t) {
+  if (t < 0) return;
+  ddp_instr in = ddp_instr_blank(I_MEMSET, STREAM_COMPUTE);
+  b_arg(&in, MEMSET_P_DST, t, 0, b_t(c->b, t)->dtype);
+  in.i[MEMSET_I_BYTES] = (int64_t)b_t(c->b, t)->bytes;
+  rp_push(c, in, b_t(c->b, t)->name);
+}
+
+/* init -> MEMSET(stage flats, scalars, loss) INIT_TENSOR(the stage's units) [INIT_TENSOR(rope)] |
+ *         refresh: [CAST(stage copies)] CAST(frozen copies)* */
+static void init_rank(rank_ctx *c, int stage) {
+  ddp_builder *b = c->b;
+  ddp_layout *lay = c->lay;
+  const ddp_stage_flat *f = &lay->stage_flat[stage];
+  memset_t(c, f->params), memset_t(c, f->grads), memset_t(c, f->m), memset_t(c, f->v);
+  memset_t(c, b->scalars), memset_t(c, b->loss);
+  for (int u = 0; u < b->nunits; u++) {
+    const ddp_unit *un = &b->units[u];
+    if (lay->stage_of_unit[u] != stage) continue;
+    ddp_instr in = ddp_instr_blank(I_INIT_TENSOR, STREAM_COMPUTE);
+    b_buf(b, &in, INIT_TENSOR_P_TENSOR, un->master);
+    in.i[INIT_TENSOR_I_KIND] = un->init_kind;
+    in.i[INIT_TENSOR_I_ELEMENTS] = un->numel;
+    in.i[INIT_TENSOR_I_STREAM] = u;
+    in.i[INIT_TENSOR_I_FAN_IN] = un->fan_in;
+    in.f[INIT_TENSOR_F_A] = un->init_a;
+    in.f[INIT_TENSOR_F_B] = un->init_b;
+    rp_push(c, in, un->name);
+  }
+  if (b->rope_freq >= 0) {
+    const ddp_schedule *s = b->s;
+    ddp_instr in = ddp_instr_blank(I_INIT_TENSOR, STREAM_COMPUTE);
+    b_buf(b, &in, INIT_TENSOR_P_TENSOR, b->rope_freq);
+    in.i[INIT_TENSOR_I_KIND] = INIT_ROPE_INV_FREQ;
+    in.i[INIT_TENSOR_I_ELEMENTS] = (int64_t)ddp_tensor_numel(b_t(b, b->rope_freq));
+    in.i[INIT_TENSOR_I_FAN_IN] = s->d_model / s->heads;
+    in.f[INIT_TENSOR_F_A] = (float)s->rope_theta;
+    rp_push(c, in, "rope.inv_freq");
+  }
+  b->plan->ranks[c->rank].init_refresh = c->out->n;
+  if (f->copies >= 0) {
+    ddp_instr in = b_kernel(OP_CAST);
+    b_buf(b, &in, CAST_P_IN, f->params);
+    b_buf(b, &in, CAST_P_OUT, f->copies);
+    in.i[CAST_I_N] = f->n;
+    rp_push(c, in, "params.copy");
+  }
+  for (int u = 0; u < b->nunits; u++) {
+    const ddp_unit *un = &b->units[u];
+    if (lay->stage_of_unit[u] != stage || un->trainable || un->copy == un->master) continue;
+    ddp_instr in = b_kernel(OP_CAST);
+    b_buf(b, &in, CAST_P_IN, un->master);
+    b_buf(b, &in, CAST_P_OUT, un->copy);
+    in.i[CAST_I_N] = un->numel;
+    rp_push(c, in, un->name);
+  }
+}
+
+static void step_rank(rank_ctx *c, const pctx *x, int stage) {
+  ddp_builder *b = c->b;
+  const ddp_schedule *s = b->s;
+  const ddp_stage_flat *f = &c->lay->stage_flat[stage];
+  bool grads = b->backward, train = s->mode == MODE_TRAIN;
+  int na = 0;
+  action *acts = stage_actions(x, stage, grads, &na);
+  rp_range(c, 1, RANGE_STEP, "step");
+  rp_timer(c, STREAM_COMPUTE, TIMER_STEP_BEGIN);
+  ddp_instr load = ddp_instr_blank(I_LOAD_BATCH, STREAM_COMPUTE);
+  b_buf(b, &load, LOAD_BATCH_P_INPUTS, x->tokens);
+  b_buf(b, &load, LOAD_BATCH_P_TARGETS, x->targets);
+  load.i[LOAD_BATCH_I_PART] = c->rank / x->P; /* the replica */
+  load.i[LOAD_BATCH_I_PARTS] = s->replicas;
+  rp_push(c, load, "load_batch");
+  if (grads) memset_t(c, f->grads);
+  int last_f = -1, last_b = -1;
+  for (int a = 0; a < na; a++) {
+    if (acts[a].kind == ACT_F) last_f = a;
+    else last_b = a;
+  }
+  for (int a = 0; a <= na; a++) {
+    if (a > 0) { /* the sends of the action before, then the receives of this one: one group */
+      const action *pa = &acts[a - 1];
+      int key = key_of(x, pa->kind, pa->chunk);
+      for (int k = 0; k < x->nflows; k++)
+        if (x->flows[k].from_rank == c->rank % x->P && x->flows[k].from_key == key) p2p(c, x, I_SEND, &x->flows[k], pa->mb);
+    }
+    if (a == na) break;
+    const action *ac = &acts[a];
+    int key = key_of(x, ac->kind, ac->chunk);
+    for (int k = 0; k < x->nflows; k++)
+      if (x->flows[k].to_rank == c->rank % x->P && x->flows[k].to_key == key) p2p(c, x, I_RECV, &x->flows[k], ac->mb);
+    rp_range(c, 1, ac->kind == ACT_F ? RANGE_FORWARD : RANGE_BACKWARD,
+             b_fmt(b, "pp.%s.mb%d.chunk%d", ac->kind == ACT_F ? "fwd" : ac->kind == ACT_B ? "bwd" : "bwdw", ac->mb,
+                   ac->chunk));
+    for (uint32_t k = 0; k < b->step.n; k++)
+      if (c->lay->instr_chunk[k] == ac->chunk && x->part[k] == ac->kind) rp_push(c, for_mb(x, k, ac->mb), NULL);
+    rp_range(c, 0, ac->kind == ACT_F ? RANGE_FORWARD : RANGE_BACKWARD, NULL);
+    if (a == last_f) rp_timer(c, STREAM_COMPUTE, TIMER_FORWARD_END);
+    if (grads && a == last_b) rp_timer(c, STREAM_COMPUTE, TIMER_BACKWARD_END);
+  }
+  if (train) optimizer(c, f);
+  rp_timer(c, STREAM_COMPUTE, TIMER_STEP_END);
+  rp_range(c, 0, RANGE_STEP, NULL);
+  free(acts);
+}
+
+int pass_pipeline(ddp_builder *b, ddp_layout *lay, char *err, size_t errcap) {
+  const ddp_schedule *s = b->s;
+  if (s->replicas > 1)
+    return ddp_fail(err, errcap, "%s: parallel.replicas = %d: pipelines with data-parallel replicas are not supported "
+                    "yet (use replicas = 1)", s->path, s->replicas);
+  pctx x = {.b = b, .lay = lay, .s = s, .P = s->stages, .C = lay->nchunks, .m = s->microbatches};
+  if (analyse(&x, err, errcap)) {
+    free(x.part);
+    free(x.flows);
+    return -1;
+  }
+  clone_tensors(&x);
+  b->tokens = x.tokens; /* the plan's meta names the replica's batch */
+  b->targets = x.targets;
+  b->plan->meta.world = s->ranks;
+  b->plan->ranks = ddp_xcalloc((size_t)s->ranks, sizeof(ddp_rank_plan));
+  for (int r = 0; r < s->ranks; r++) {
+    ddp_rank_plan *rp = &b->plan->ranks[r];
+    rank_ctx c = {.b = b, .lay = lay, .rank = r, .out = &rp->init};
+    init_rank(&c, r % x.P);
+    c.out = &rp->step;
+    step_rank(&c, &x, r % x.P);
+    rp->nevents = c.nevents;
+    rp->ntimers = c.ntimers;
+  }
+  for (int i = 0; i < x.m; i++) free(x.map[i]);
+  free(x.map);
+  free(x.part);
+  free(x.flows);
+  return 0;
+}
