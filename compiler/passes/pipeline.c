@@ -9,7 +9,9 @@
  *   gpipe        F0 .. F(m-1) B0 .. B(m-1)
  *   1f1b         w = min(stages - s - 1, m) warm-up forwards, then F B pairs, then the remaining B
  *   interleaved  Megatron's interleaved 1F1B over the stage's chunks
- *   zero_bubble  1f1b with each W deferred by stages - s - 1 pairs (ZB-H1), the rest after the last B
+ *   zero_bubble  1f1b with each W deferred by stages - s - 1 pairs (ZB-H1), the rest after the last B (the
+ *                schedule exists; the pass refuses it until the deferred weight gradients get a stash of the
+ *                residual-stream gradient they read, which the next layer's backward changes in place)
  * step -> RANGE_PUSH TIMER LOAD_BATCH MEMSET(stage gradients)
  *         [SEND* RECV* RANGE_PUSH(action) instructions RANGE_POP]* SEND* TIMER(BACKWARD_END) [optimizer]
  *         TIMER RANGE_POP
@@ -27,6 +29,8 @@
 enum { ACT_F = 0, ACT_B = 1, ACT_W = 2 };
 typedef struct action {
   int kind, chunk, mb;
+  bool joined; /* no transfer point after it: its sends and the next action's receives move to the points
+                  around the pair (interleaved 1F1B's steady F-B pairs, as Megatron batches them) */
 } action;
 
 typedef struct flow { /* tensor t (a root of the one-microbatch program) from (rank, key) to (rank, key) */
@@ -54,7 +58,7 @@ static int key_of(const pctx *x, int kind, int chunk) {
 }
 
 static action *push_action(action *v, int *n, int kind, int chunk, int mb) {
-  v[(*n)++] = (action){kind, chunk, mb};
+  v[(*n)++] = (action){kind, chunk, mb, false};
   return v;
 }
 
@@ -76,7 +80,7 @@ static action *stage_actions(const pctx *x, int s, bool backward, int *count) {
 #define MB(k) (((k) / (P * V)) * P + (k) % P)
     for (int k = 0; k < warm; k++) push_action(v, &n, ACT_F, FCH(k), MB(k));
     for (int i = 0; i < T - warm; i++) {
-      push_action(v, &n, ACT_F, FCH(warm + i), MB(warm + i));
+      push_action(v, &n, ACT_F, FCH(warm + i), MB(warm + i))[n - 1].joined = true;
       push_action(v, &n, ACT_B, BCH(i), MB(i));
     }
     for (int k = T - warm; k < T; k++) push_action(v, &n, ACT_B, BCH(k), MB(k));
@@ -379,18 +383,27 @@ static void step_rank(rank_ctx *c, const pctx *x, int stage) {
     if (acts[a].kind == ACT_F) last_f = a;
     else last_b = a;
   }
+  /* At each transfer point (before the first action, and after every action not joined to the next): the
+   * sends of the actions since the last point, then the receives of the actions up to the next point,
+   * consecutive, so they go out as one group. */
+  int from = 0;
   for (int a = 0; a <= na; a++) {
-    if (a > 0) { /* the sends of the action before, then the receives of this one: one group */
-      const action *pa = &acts[a - 1];
-      int key = key_of(x, pa->kind, pa->chunk);
+    if (a > 0 && a < na && acts[a - 1].joined) goto run;
+    for (int q = from; q < a; q++) {
+      int key = key_of(x, acts[q].kind, acts[q].chunk);
       for (int k = 0; k < x->nflows; k++)
-        if (x->flows[k].from_rank == c->rank % x->P && x->flows[k].from_key == key) p2p(c, x, I_SEND, &x->flows[k], pa->mb);
+        if (x->flows[k].from_rank == c->rank % x->P && x->flows[k].from_key == key) p2p(c, x, I_SEND, &x->flows[k], acts[q].mb);
     }
+    from = a;
+    for (int q = a; q < na; q++) {
+      int key = key_of(x, acts[q].kind, acts[q].chunk);
+      for (int k = 0; k < x->nflows; k++)
+        if (x->flows[k].to_rank == c->rank % x->P && x->flows[k].to_key == key) p2p(c, x, I_RECV, &x->flows[k], acts[q].mb);
+      if (!acts[q].joined) break;
+    }
+  run:
     if (a == na) break;
     const action *ac = &acts[a];
-    int key = key_of(x, ac->kind, ac->chunk);
-    for (int k = 0; k < x->nflows; k++)
-      if (x->flows[k].to_rank == c->rank % x->P && x->flows[k].to_key == key) p2p(c, x, I_RECV, &x->flows[k], ac->mb);
     rp_range(c, 1, ac->kind == ACT_F ? RANGE_FORWARD : RANGE_BACKWARD,
              b_fmt(b, "pp.%s.mb%d.chunk%d", ac->kind == ACT_F ? "fwd" : ac->kind == ACT_B ? "bwd" : "bwdw", ac->mb,
                    ac->chunk));
@@ -411,6 +424,11 @@ int pass_pipeline(ddp_builder *b, ddp_layout *lay, char *err, size_t errcap) {
   if (s->replicas > 1)
     return ddp_fail(err, errcap, "%s: parallel.replicas = %d: pipelines with data-parallel replicas are not supported "
                     "yet (use replicas = 1)", s->path, s->replicas);
+  if (s->pipe_schedule == PIPE_ZERO_BUBBLE && b->backward)
+    return ddp_fail(err, errcap, "%s: parallel.schedule = \"zero_bubble\" is not supported yet: the backward adds every "
+                    "layer's input gradient into one residual-stream tensor in place, so a weight gradient deferred past "
+                    "the next layer's backward would read a changed gradient; it needs a stash of those gradients",
+                    s->path);
   pctx x = {.b = b, .lay = lay, .s = s, .P = s->stages, .C = lay->nchunks, .m = s->microbatches};
   if (analyse(&x, err, errcap)) {
     free(x.part);

@@ -2,8 +2,8 @@
  * compiler/passes/pipeline.c) on the tiny transformer and the toy MLP, every schedule, 2-4 stages: the plan
  * verifies (the p2p simulation included), passes the reader's checks after a write/read round trip, each
  * rank's arenas hold only its stage, 1F1B's activation arena on the first stage is smaller than GPipe's, and
- * the split and the per-stage memory are as expected. Broken copies (a receive removed, two sends swapped,
- * a rank's sends after its receives in an exchange) are refused with a line naming ranks and instructions.
+ * the per-stage memory is printed. Broken copies (a send moved after the receives that need it: deadlock;
+ * two sends of equal size swapped) are refused with a line naming ranks and instructions.
  * DDP_PIPE_PLAN_DIR=dir also writes the plans there (for inspect and the e2e tests). */
 #include "check.h"
 #include "compile.h"
@@ -27,6 +27,7 @@ static ddp_plan *compile_pipe(const char *sched, int stages, int m, int pipe, in
   s->sync = SYNC_NONE;
   s->shard = SHARD_NONE;
   s->global_batch = 8;
+  if (virt > 1) s->layers = 4; /* 2 stages x 2 chunks */
   ddp_compile_opts o = {.arch = "sm_90a", .jobs = 1, .skip_codegen = 1};
   ddp_plan *p = ddp_compile(s, &o, err, errcap);
   ddp_schedule_free(s);
@@ -44,7 +45,7 @@ int main(void) {
   const char *dir = getenv("DDP_PIPE_PLAN_DIR");
   static const struct { const char *sched; int stages, m, pipe, virt; } cases[] = {
       {"tiny_ddp", 2, 1, PIPE_SEQUENTIAL, 1}, {"tiny_ddp", 2, 4, PIPE_GPIPE, 1}, {"tiny_ddp", 2, 4, PIPE_1F1B, 1},
-      {"tiny_ddp", 2, 4, PIPE_ZERO_BUBBLE, 1}, {"toy_ddp", 3, 4, PIPE_1F1B, 1}, {"toy_ddp", 3, 2, PIPE_GPIPE, 1}};
+      {"tiny_ddp", 2, 4, PIPE_INTERLEAVED, 2}, {"toy_ddp", 3, 4, PIPE_1F1B, 1}, {"toy_ddp", 3, 2, PIPE_GPIPE, 1}};
   for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
     ddp_plan *p = compile_pipe(cases[i].sched, cases[i].stages, cases[i].m, cases[i].pipe, cases[i].virt, err, sizeof err);
     const char *nm = ddp_pipe_schedule_names[cases[i].pipe];
@@ -61,6 +62,53 @@ int main(void) {
     printf("%s %s %d stages %d microbatches:", cases[i].sched, nm, cases[i].stages, cases[i].m);
     for (int r = 0; r < p->meta.world; r++) printf(" rank %d %llu B (%u instr)", r, (unsigned long long)total(p, r), p->ranks[r].step.n);
     printf("\n");
+    ddp_plan_free(p);
+  }
+  /* zero bubble: refused with its reason */
+  ddp_plan *zb = compile_pipe("tiny_ddp", 2, 4, PIPE_ZERO_BUBBLE, 1, err, sizeof err);
+  CHECK(!zb && strstr(err, "zero_bubble\" is not supported yet"), "zero bubble: %s", zb ? "compiled" : err);
+  if (zb) ddp_plan_free(zb);
+  /* broken copies of the 2-stage 1F1B plan */
+  ddp_plan *p = compile_pipe("tiny_ddp", 2, 4, PIPE_1F1B, 1, err, sizeof err);
+  if (CHECK(p, "1f1b: %s", err)) {
+    ddp_program *s0 = &p->ranks[0].step;
+    ddp_instr *saved = malloc(sizeof(ddp_instr) * s0->n);
+    memcpy(saved, s0->v, sizeof(ddp_instr) * s0->n);
+    uint32_t n0 = s0->n, first_send = n0, k2 = n0;
+    for (uint32_t k = 0; k < n0; k++)
+      if (s0->v[k].opcode == I_SEND) {
+        if (first_send == n0) first_send = k;
+        else if (k2 == n0 && strstr(ddp_plan_string(p, s0->v[k].name), "mb1")) k2 = k;
+      }
+    if (CHECK(first_send < n0 && k2 < n0, "1f1b: rank 0 sends activations of microbatches 0 and 1")) {
+      /* 1. rank 0's first receive (microbatch 0's gradient) moved before its first forward: the same
+       *    messages in the same order, but rank 0 now waits for a gradient rank 1 cannot compute before
+       *    rank 0's activations arrive */
+      uint32_t kr = n0, kf = n0;
+      for (uint32_t k = 0; k < n0; k++) {
+        if (kr == n0 && s0->v[k].opcode == I_RECV) kr = k;
+        if (kf == n0 && s0->v[k].opcode == I_RANGE_PUSH && s0->v[k].i[RANGE_PUSH_I_KIND] == RANGE_FORWARD) kf = k;
+      }
+      if (CHECK(kr < n0 && kf < kr, "rank 0 receives after its first forward")) {
+        ddp_instr moved = s0->v[kr];
+        memmove(&s0->v[kf + 1], &s0->v[kf], sizeof(ddp_instr) * (kr - kf));
+        s0->v[kf] = moved;
+        CHECK(ddp_verify(p, err, sizeof err) != 0 && strstr(err, "can deadlock") && strstr(err, "rank 0 at instruction"),
+              "a receive before the send it depends on: %s", err);
+      }
+      printf("refused: %s\n", err);
+      memcpy(s0->v, saved, sizeof(ddp_instr) * n0);
+      /* 2. two sends of equal size swapped: microbatch 1's activations would land as microbatch 0's */
+      ddp_instr t = s0->v[first_send];
+      s0->v[first_send] = s0->v[k2];
+      s0->v[k2] = t;
+      CHECK(ddp_verify(p, err, sizeof err) != 0 && strstr(err, "not the same message"),
+            "two sends swapped: %s", err);
+      printf("refused: %s\n", err);
+      memcpy(s0->v, saved, sizeof(ddp_instr) * n0);
+      CHECK(ddp_verify(p, err, sizeof err) == 0, "restored: %s", err);
+    }
+    free(saved);
     ddp_plan_free(p);
   }
   return check_report("test_pipeline_plans");
