@@ -119,6 +119,7 @@ typedef struct use_rec { /* one use of an activation by the one-microbatch progr
   int32_t t;
   int key, rank;
   uint32_t k;
+  bool write;
 } use_rec;
 
 static int by_tensor_key(const void *a, const void *b) {
@@ -130,8 +131,9 @@ static int by_tensor_key(const void *a, const void *b) {
 
 /* Each instruction's part (F, B, W), and the tensors that cross ranks. A tensor's uses, in a microbatch's
  * logical order (forward chunks up, backward chunks down, then weight parts), fall into runs on one rank;
- * where a run ends on rank a and the next starts on rank b, the value moves from a to b (the residual
- * stream's gradient is one tensor the whole backward adds into, so it goes stage to stage like this). */
+ * where a run ends on rank a and the next starts on rank b that does not hold the newest value, the value
+ * moves from a to b (the residual stream's gradient is one tensor the whole backward adds into, so it goes
+ * stage to stage like this; an activation a stage reads back in its backward, unchanged, stays). */
 static int analyse(pctx *x, char *err, size_t errcap) {
   ddp_builder *b = x->b;
   const ddp_plan *p = b->plan;
@@ -165,14 +167,27 @@ static int analyse(pctx *x, char *err, size_t errcap) {
       int32_t t = ddp_tensor_root(p, in->p[sl].tensor);
       const ddp_tensor *tt = &p->tensors[t];
       if (tt->arena != ARENA_ACT || (tt->flags & TF_PERSISTENT)) continue; /* a stage's own, or on every rank */
-      uses[nu++] = (use_rec){t, key_of(x, part, c), rank_of_chunk(x, c), k};
+      uses[nu++] = (use_rec){t, key_of(x, part, c), rank_of_chunk(x, c), k, use[sl].write != 0};
     }
   }
   qsort(uses, nu, sizeof *uses, by_tensor_key);
+  /* per tensor: which version of it each rank holds; a run on a rank holding an older one receives it from
+   * the rank of the run before (which holds the newest: it wrote it or received it) */
   x->flows = ddp_xcalloc(nu + 1, sizeof(flow));
-  for (size_t i = 1; i < nu; i++)
-    if (uses[i].t == uses[i - 1].t && uses[i].rank != uses[i - 1].rank)
+  int *known = ddp_xmalloc(sizeof(int) * (size_t)x->P);
+  int version = 0;
+  for (size_t i = 0; i < nu; i++) {
+    if (i == 0 || uses[i].t != uses[i - 1].t) {
+      for (int r = 0; r < x->P; r++) known[r] = -1;
+      version = 0;
+      known[uses[i].rank] = 0;
+    } else if (uses[i].rank != uses[i - 1].rank && known[uses[i].rank] != version) {
       x->flows[x->nflows++] = (flow){uses[i].t, uses[i - 1].rank, uses[i - 1].key, uses[i].rank, uses[i].key};
+      known[uses[i].rank] = version;
+    }
+    if (uses[i].write) known[uses[i].rank] = ++version;
+  }
+  free(known);
   free(uses);
   return 0;
 }
