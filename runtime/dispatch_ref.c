@@ -37,6 +37,7 @@ static void *rank_thread(void *arg) {
   ddp_exec *x = ddp_exec_ref_new(r->p, r->rank, r->comm, r->data, seed, r->err, sizeof r->err);
   r->rc = x ? ddp_run_rank(x, &r->a->run, r->err, sizeof r->err) : -1;
   if (r->rc) ddp_ref_comm_abort(r->comm, r->rank);
+  else ddp_ref_comm_leave(r->comm, r->rank); /* ranks still waiting on this one are a deadlock, not a hang */
   if (x) x->v->destroy(x);
   return NULL;
 }

@@ -3,7 +3,7 @@
  * &ompi_mpi_comm_world, MPI_BYTE as &ompi_mpi_byte, MPI_ERRORS_RETURN as &ompi_mpi_errors_return,
  * MPI_IN_PLACE as (void *)1), so this file needs no mpi.h. */
 #include "comm_mpi.h"
-#include "comm_ref.h"
+#include "comm_ref_impl.h"
 #include "clock.h"
 #include "err.h"
 #include "param.h"
@@ -37,6 +37,8 @@ typedef struct mpi_fns {
   int (*Ialltoall)(const void *, int, handle, void *, int, handle, handle, handle *);
   int (*Ibcast)(void *, int, handle, int, handle, handle *);
   int (*Test)(handle *, int *, void *);
+  int (*Isend)(const void *, int, handle, int, int, handle, handle *);
+  int (*Irecv)(void *, int, handle, int, int, handle, handle *);
 } mpi_fns;
 
 struct ddp_mpi {
@@ -98,6 +100,7 @@ ddp_mpi *ddp_mpi_open(char *err, size_t errcap) {
       {"MPI_Ialltoallv", (void **)&m->f.Ialltoallv}, {"MPI_Iallgatherv", (void **)&m->f.Iallgatherv},
       {"MPI_Iallgather", (void **)&m->f.Iallgather}, {"MPI_Ialltoall", (void **)&m->f.Ialltoall},
       {"MPI_Ibcast", (void **)&m->f.Ibcast}, {"MPI_Test", (void **)&m->f.Test},
+      {"MPI_Isend", (void **)&m->f.Isend}, {"MPI_Irecv", (void **)&m->f.Irecv},
       {"ompi_mpi_comm_world", &m->world_comm}, {"ompi_mpi_byte", &m->byte},
       {"ompi_mpi_errors_return", &m->errors_return},
   };
@@ -259,7 +262,106 @@ int ddp_mpi_collective(ddp_mpi *m, const ddp_instr *in, void *send, void *recv, 
   case I_COUNT:
     break;
   }
-  return ddp_fail(err, errcap, "reference executor: %s is not supported between processes", what);
+  return ddp_fail(err, errcap, "reference executor: %s is not a collective (SEND and RECV go through ddp_ref_p2p_group)",
+                  what);
+}
+
+/* Point-to-point (see comm_mpi.h). Tags of the three kinds of message. */
+enum { TAG_SEND_DESC = 7101, TAG_RECV_DESC = 7102, TAG_PAYLOAD = 7103 };
+
+/* Completes reqs[0..n) (NULL: done) under one deadline; what[k] names request k's operation. */
+static int wait_all(ddp_mpi *m, handle *reqs, int n, const ddp_ref_p2p_desc *const *what, const char *round,
+                    char *err, size_t errcap) {
+  double deadline = ddp_now_s() + m->timeout_s;
+  for (unsigned spin = 0;; spin++) {
+    int left = -1;
+    for (int k = 0; k < n; k++) {
+      if (!reqs[k]) continue;
+      int flag = 0, rc = m->f.Test(&reqs[k], &flag, NULL);
+      if (rc != MPI_OK) {
+        char d[256], call[320];
+        ddp_ref_p2p_describe(what[k], d, sizeof d);
+        snprintf(call, sizeof call, "MPI_Test (%s of %s)", round, d);
+        return mpi_err(m, rc, call, err, errcap);
+      }
+      if (flag) reqs[k] = NULL;
+      else if (left < 0) left = k;
+    }
+    if (left < 0) return 0;
+    if ((spin & 63) == 63) sched_yield();
+    if ((spin & 1023) == 1023 && ddp_now_s() > deadline) {
+      char d[256];
+      ddp_ref_p2p_describe(what[left], d, sizeof d);
+      return ddp_fail(err, errcap,
+                      "%s waited more than %g s for rank %d's matching %s (%s; DDP_MPI_TIMEOUT_S): a deadlock (both "
+                      "sides of an exchange sending first, in groups of their own?) or a rank that stopped",
+                      d, m->timeout_s, what[left]->peer, what[left]->send ? "receive" : "send", round);
+    }
+  }
+}
+
+int ddp_mpi_p2p_group(ddp_mpi *m, const ddp_ref_p2p *ops, int n, char *err, size_t errcap) {
+  size_t nn = (size_t)(n > 0 ? n : 1);
+  ddp_ref_p2p_desc *mine = calloc(nn, sizeof *mine), *theirs = calloc(nn, sizeof *theirs);
+  handle *reqs = calloc(2 * nn, sizeof *reqs);
+  const ddp_ref_p2p_desc **what = calloc(2 * nn, sizeof *what);
+  int rc = -1;
+  if (!mine || !theirs || !reqs || !what) {
+    ddp_fail(err, errcap, "out of memory for a point-to-point group of %d", n);
+    goto out;
+  }
+  char call[320], d[256];
+#define P2P_TRY(expr, fn, k)                                        do {                                                                int rc_ = (expr);                                                 if (rc_ != MPI_OK) {                                                ddp_ref_p2p_describe(&mine[k], d, sizeof d);                      snprintf(call, sizeof call, "%s (%s)", (fn), d);                  mpi_err(m, rc_, call, err, errcap);                               goto out;                                                       }                                                               } while (0)
+  /* round 1: descriptors, both ways for every operation */
+  for (int k = 0; k < n; k++) {
+    ddp_ref_p2p_desc_of(&ops[k], m->rank, &mine[k]);
+    int peer = mine[k].peer, send = mine[k].send;
+    what[2 * k] = what[2 * k + 1] = &mine[k];
+    P2P_TRY(m->f.Isend(&mine[k], (int)sizeof mine[k], m->byte, peer, send ? TAG_SEND_DESC : TAG_RECV_DESC,
+                       m->world_comm, &reqs[2 * k]), "MPI_Isend", k);
+    P2P_TRY(m->f.Irecv(&theirs[k], (int)sizeof theirs[k], m->byte, peer, send ? TAG_RECV_DESC : TAG_SEND_DESC,
+                       m->world_comm, &reqs[2 * k + 1]), "MPI_Irecv", k);
+  }
+  if (wait_all(m, reqs, 2 * n, what, "descriptor exchange", err, errcap)) goto out;
+  for (int k = 0; k < n; k++) {
+    const ddp_ref_p2p_desc *s = mine[k].send ? &mine[k] : &theirs[k], *r = mine[k].send ? &theirs[k] : &mine[k];
+    if (theirs[k].send == mine[k].send || theirs[k].peer != m->rank || theirs[k].rank != mine[k].peer) {
+      ddp_ref_p2p_describe(&mine[k], d, sizeof d);
+      ddp_fail(err, errcap, "%s: rank %d's answer is not its matching %s (a different build of ddprun?)", d,
+               mine[k].peer, mine[k].send ? "receive" : "send");
+      goto out;
+    }
+    if (s->count != r->count || s->dt != r->dt) {
+      ddp_ref_p2p_mismatch(s, r, err, errcap);
+      goto out;
+    }
+  }
+  /* round 2: payloads */
+  for (int k = 0; k < n; k++) {
+    reqs[k] = NULL;
+    what[k] = &mine[k];
+    uint64_t bytes = (uint64_t)mine[k].count * ddp_dtype_size(mine[k].dt);
+    if (bytes == 0) continue;
+    if (bytes > (uint64_t)INT_MAX) {
+      ddp_ref_p2p_describe(&mine[k], d, sizeof d);
+      ddp_fail(err, errcap, "%s: %llu bytes exceed the MPI backend's 2 GiB per message", d, (unsigned long long)bytes);
+      goto out;
+    }
+    if (mine[k].send)
+      P2P_TRY(m->f.Isend(ops[k].buf, (int)bytes, m->byte, mine[k].peer, TAG_PAYLOAD, m->world_comm, &reqs[k]),
+              "MPI_Isend", k);
+    else
+      P2P_TRY(m->f.Irecv(ops[k].buf, (int)bytes, m->byte, mine[k].peer, TAG_PAYLOAD, m->world_comm, &reqs[k]),
+              "MPI_Irecv", k);
+  }
+#undef P2P_TRY
+  rc = wait_all(m, reqs, n, what, "payload", err, errcap);
+out:
+  free(mine);
+  free(theirs);
+  free(reqs);
+  free(what);
+  return rc;
 }
 
 _Noreturn void ddp_mpi_abort(ddp_mpi *m, int code) {

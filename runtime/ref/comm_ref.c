@@ -1,28 +1,15 @@
 /* runtime/ref/comm_ref.c: see comm_ref.h. The process backend is comm_mpi.c; this file dispatches to it.
+ * Point-to-point groups are comm_p2p.c (the state both files share: comm_ref_impl.h).
  * Threads protocol per collective: every rank posts its buffers and
  * meets at a barrier; each rank then reduces its own slice of the result (elements split evenly by rank)
  * from all ranks' send buffers into a private scratch; a second barrier; each rank writes its slice into
  * every destination; a third barrier. In-place collectives are therefore safe. */
-#include "comm_ref.h"
-#include "comm_mpi.h"
+#include "comm_ref_impl.h"
 #include "err.h"
 #include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-
-struct ddp_ref_comm {
-  int world;
-  ddp_mpi *mpi; /* processes: the MPI backend (borrowed); NULL: threads */
-  pthread_mutex_t lock;
-  pthread_cond_t cond;
-  int arrived;
-  uint64_t generation;
-  int failed_rank; /* -1: none */
-  void **send, **recv;
-  double **scratch;
-  size_t *scratch_cap;
-};
 
 ddp_ref_comm *ddp_ref_comm_new(int world) {
   ddp_ref_comm *c = ddp_xcalloc(1, sizeof *c);
@@ -34,6 +21,11 @@ ddp_ref_comm *ddp_ref_comm_new(int world) {
   c->recv = ddp_xcalloc((size_t)world, sizeof(void *));
   c->scratch = ddp_xcalloc((size_t)world, sizeof(double *));
   c->scratch_cap = ddp_xcalloc((size_t)world, sizeof(size_t));
+  c->state = ddp_xcalloc((size_t)world, sizeof(int));
+  c->wait_gen = ddp_xcalloc((size_t)world, sizeof(uint64_t));
+  c->group = ddp_xcalloc((size_t)world, sizeof(p2p_group *));
+  c->qhead = ddp_xcalloc((size_t)world * (size_t)world, sizeof(p2p_msg *));
+  c->qtail = ddp_xcalloc((size_t)world * (size_t)world, sizeof(p2p_msg *));
   return c;
 }
 
@@ -51,6 +43,11 @@ void ddp_ref_comm_free(ddp_ref_comm *c) {
   free(c->scratch_cap);
   free(c->send);
   free(c->recv);
+  free(c->state);
+  free(c->wait_gen);
+  free(c->group);
+  free(c->qhead);
+  free(c->qtail);
   pthread_mutex_destroy(&c->lock);
   pthread_cond_destroy(&c->cond);
   free(c);
@@ -63,7 +60,15 @@ void ddp_ref_comm_abort(ddp_ref_comm *c, int rank) {
   pthread_mutex_unlock(&c->lock);
 }
 
-static int barrier(ddp_ref_comm *c, char *err, size_t errcap) {
+void ddp_ref_comm_leave(ddp_ref_comm *c, int rank) {
+  if (c->mpi) return;
+  pthread_mutex_lock(&c->lock);
+  c->state[rank] = RS_LEFT;
+  if (c->failed_rank < 0) ddp_ref_deadlock_check(c, rank); /* the others may have waited on this rank */
+  pthread_mutex_unlock(&c->lock);
+}
+
+static int barrier(ddp_ref_comm *c, int rank, char *err, size_t errcap) {
   pthread_mutex_lock(&c->lock);
   int rc = 0;
   if (c->failed_rank >= 0) {
@@ -75,11 +80,17 @@ static int barrier(ddp_ref_comm *c, char *err, size_t errcap) {
       c->generation++;
       pthread_cond_broadcast(&c->cond);
     } else {
-      while (gen == c->generation && c->failed_rank < 0) pthread_cond_wait(&c->cond, &c->lock);
+      c->state[rank] = RS_BARRIER;
+      c->wait_gen[rank] = gen;
+      while (gen == c->generation && c->failed_rank < 0) {
+        if (ddp_ref_deadlock_check(c, rank)) break;
+        pthread_cond_wait(&c->cond, &c->lock);
+      }
+      c->state[rank] = RS_RUNNING;
       if (gen == c->generation) rc = -1;
     }
   }
-  if (rc) ddp_fail(err, errcap, "collective aborted: rank %d failed", c->failed_rank);
+  if (rc) ddp_ref_comm_failure(c, err, errcap);
   pthread_mutex_unlock(&c->lock);
   return rc;
 }
@@ -110,7 +121,7 @@ int ddp_ref_collective(ddp_ref_comm *c, int rank, const ddp_instr *in, void *sen
   size_t es = ddp_dtype_size(dt);
   c->send[rank] = send;
   c->recv[rank] = recv;
-  if (barrier(c, err, errcap)) return -1;
+  if (barrier(c, rank, err, errcap)) return -1;
   int64_t lo, hi;
   switch ((ddp_opcode)in->opcode) { /* no default: -Wswitch names a missing opcode */
   case I_ALL_REDUCE: {
@@ -118,7 +129,7 @@ int ddp_ref_collective(ddp_ref_comm *c, int rank, const ddp_instr *in, void *sen
     double *acc = scratch(c, rank, (size_t)(hi - lo));
     for (int64_t i = lo; i < hi; i++)
       acc[i - lo] = ddp_ref_reduce_elem((const void *const *)c->send, W, dt, i, (int)in->i[COLL_I_REDOP]);
-    if (barrier(c, err, errcap)) return -1;
+    if (barrier(c, rank, err, errcap)) return -1;
     for (int q = 0; q < W; q++)
       for (int64_t i = lo; i < hi; i++) ddp_store(c->recv[q], dt, i, acc[i - lo]);
     break;
@@ -127,7 +138,7 @@ int ddp_ref_collective(ddp_ref_comm *c, int rank, const ddp_instr *in, void *sen
     double *acc = scratch(c, rank, (size_t)count);
     for (int64_t i = 0; i < count; i++)
       acc[i] = ddp_ref_reduce_elem((const void *const *)c->send, W, dt, rank * count + i, (int)in->i[COLL_I_REDOP]);
-    if (barrier(c, err, errcap)) return -1;
+    if (barrier(c, rank, err, errcap)) return -1;
     for (int64_t i = 0; i < count; i++) ddp_store(recv, dt, i, acc[i]);
     break;
   }
@@ -135,20 +146,21 @@ int ddp_ref_collective(ddp_ref_comm *c, int rank, const ddp_instr *in, void *sen
     for (int q = 0; q < W; q++)
       if ((char *)recv + (size_t)q * (size_t)count * es != c->send[q])
         memcpy((char *)recv + (size_t)q * (size_t)count * es, c->send[q], (size_t)count * es);
-    if (barrier(c, err, errcap)) return -1;
+    if (barrier(c, rank, err, errcap)) return -1;
     break;
   case I_BROADCAST: {
     int root = (int)in->i[COLL_I_ROOT];
     if (recv != c->send[root]) memcpy(recv, c->send[root], (size_t)count * es);
-    if (barrier(c, err, errcap)) return -1;
+    if (barrier(c, rank, err, errcap)) return -1;
     break;
   }
   case I_SEND: case I_RECV: case I_KERNEL: case I_GEMM: case I_MEMSET: case I_COPY: case I_EVENT_RECORD:
   case I_EVENT_WAIT: case I_RANGE_PUSH: case I_RANGE_POP: case I_TIMER: case I_LOAD_BATCH: case I_INIT_TENSOR:
   case I_COUNT:
-    ddp_fail(err, errcap, "reference executor: %s is not supported between threads", ddp_opcode_name(in->opcode));
+    ddp_fail(err, errcap, "reference executor: %s is not a collective (SEND and RECV go through ddp_ref_p2p_group)",
+             ddp_opcode_name(in->opcode));
     ddp_ref_comm_abort(c, rank);
     return -1;
   }
-  return barrier(c, err, errcap);
+  return barrier(c, rank, err, errcap);
 }

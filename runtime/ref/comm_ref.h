@@ -29,4 +29,28 @@ void ddp_ref_comm_abort(ddp_ref_comm *c, int rank);
 /* Executes one collective instruction for `rank` (send/recv already resolved to host pointers). */
 int ddp_ref_collective(ddp_ref_comm *c, int rank, const ddp_instr *in, void *send, void *recv, char *err,
                        size_t errcap);
+
+/* Point-to-point. One SEND or RECV of a group, resolved: `in` gives COLL_I_COUNT elements of
+ * dt[COLL_P_BUF] and the peer COLL_I_PEER; buf is this rank's host pointer; prog/index/name say where it
+ * is for messages ("step", instruction 12, "pp.send.act.mb0"). */
+typedef struct ddp_ref_p2p {
+  const ddp_instr *in;
+  void *buf;
+  const char *prog;
+  uint32_t index;
+  const char *name; /* "" when unnamed */
+} ddp_ref_p2p;
+
+/* Runs one group of SEND/RECV for `rank` (the CUDA executor's NCCL group: consecutive SEND/RECV of one
+ * stream): every operation is posted, then all complete together; the k-th SEND from s to d pairs with
+ * the k-th RECV on d from s (FIFO per ordered pair), copy semantics (buffers are free again on return).
+ * A pair whose count or dtype differ fails both ranks with one line naming both instructions; a failed
+ * peer (ddp_ref_comm_abort) fails the wait; ranks that can no longer move (a deadlock: e.g. both sides of
+ * an exchange send first in groups of one) all fail with one line naming what each waits for (threads;
+ * processes: DDP_MPI_TIMEOUT_S bounds the wait). */
+int ddp_ref_p2p_group(ddp_ref_comm *c, int rank, const ddp_ref_p2p *ops, int n, char *err, size_t errcap);
+
+/* Threads: `rank` has finished its work and enters no collective or group any more (so ranks left
+ * waiting on it are a deadlock, reported, instead of a hang). Processes: nothing. */
+void ddp_ref_comm_leave(ddp_ref_comm *c, int rank);
 #endif

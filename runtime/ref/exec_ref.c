@@ -1,6 +1,9 @@
 /* runtime/ref/exec_ref.c: the reference executor (see exec_ref.h). Arenas are host allocations sized by
  * the plan; kernel arguments are resolved once at construction; run() executes a program in order
- * (streams and events are no-ops on one CPU thread: program order is a valid order of every stream). */
+ * (streams and events are no-ops on one CPU thread: program order is a valid order of every stream).
+ * Point-to-point: a run of consecutive SEND/RECV instructions on one stream is one group (the CUDA
+ * executor's group_p2p: runtime/cuda/prepare.c), handed to the comm at once (ddp_ref_p2p_group). Any other
+ * instruction between them, or a change of stream, starts a new group. */
 #include "exec_ref.h"
 #include "clock.h"
 #include "err.h"
@@ -17,6 +20,8 @@ typedef struct {
   uint32_t ntimers;
   double *t_start, *t_end; /* per step instruction, when tracing */
   uint64_t bytes;
+  ddp_ref_p2p *p2p; /* the current point-to-point group */
+  uint32_t p2p_cap;
 } ref_impl;
 
 static void *ptr(const ref_impl *m, const ddp_bufref *r) {
@@ -33,6 +38,37 @@ static ddp_kargs *resolve(const ref_impl *m, const ddp_program *prog) {
     memcpy(a[k].f, in->f, sizeof a[k].f);
   }
   return a;
+}
+
+static int is_p2p(const ddp_instr *in) { return in->opcode == I_SEND || in->opcode == I_RECV; }
+
+/* Instructions [k, end) of prog: one group of SEND/RECV (consecutive, one stream). */
+static int p2p_group(ddp_exec *x, const ddp_program *prog, const ddp_kargs *args, uint32_t k, uint32_t end, char *err,
+                     size_t errcap) {
+  ref_impl *m = x->impl;
+  const ddp_rank_plan *rp = &x->plan->ranks[x->rank];
+  const ddp_instr *first = &prog->v[k];
+  /* where the instructions are, for messages: a tail of init (the refresh) is still "init" */
+  const char *pname = "program";
+  uint32_t base = 0;
+  if (first >= rp->init.v && first < rp->init.v + rp->init.n) pname = "init", base = (uint32_t)(prog->v - rp->init.v);
+  if (first >= rp->step.v && first < rp->step.v + rp->step.n) pname = "step", base = (uint32_t)(prog->v - rp->step.v);
+  if (x->world == 1 || !m->comm)
+    return ddp_fail(err, errcap, "reference executor: rank %d %s instruction %u: %s %s rank %lld in a world of %d rank%s "
+                    "(a plan cannot send to itself)", x->rank, pname, base + k, ddp_opcode_name(first->opcode),
+                    first->opcode == I_SEND ? "to" : "from", (long long)first->i[COLL_I_PEER], x->world,
+                    x->world == 1 ? "" : "s without a communicator");
+  uint32_t n = end - k;
+  if (n > m->p2p_cap) {
+    m->p2p = ddp_xrealloc(m->p2p, (size_t)n * sizeof *m->p2p);
+    m->p2p_cap = n;
+  }
+  for (uint32_t j = 0; j < n; j++) {
+    const ddp_instr *in = &prog->v[k + j];
+    m->p2p[j] = (ddp_ref_p2p){in, args[k + j].p[COLL_P_BUF], pname, base + k + j,
+                              in->name >= 0 ? ddp_plan_string(x->plan, in->name) : ""};
+  }
+  return ddp_ref_p2p_group(m->comm, x->rank, m->p2p, (int)n, err, errcap);
 }
 
 static int run(ddp_exec *x, const ddp_program *prog, int64_t step, char *err, size_t errcap) {
@@ -70,16 +106,24 @@ static int run(ddp_exec *x, const ddp_program *prog, int64_t step, char *err, si
     case I_REDUCE_SCATTER:
     case I_ALL_GATHER:
     case I_BROADCAST:
-    case I_SEND:
-    case I_RECV:
       if (x->world == 1) {
-        if (a->p[COLL_P_SEND] != a->p[COLL_P_RECV] && a->p[COLL_P_RECV] && in->opcode != I_SEND && in->opcode != I_RECV)
+        if (a->p[COLL_P_SEND] != a->p[COLL_P_RECV] && a->p[COLL_P_RECV])
           memmove(a->p[COLL_P_RECV], a->p[COLL_P_SEND],
                   (size_t)in->i[COLL_I_COUNT] * ddp_dtype_size(in->dt[COLL_P_SEND]));
       } else {
         rc = ddp_ref_collective(m->comm, x->rank, in, a->p[COLL_P_SEND], a->p[COLL_P_RECV], err, errcap);
       }
       break;
+    case I_SEND:
+    case I_RECV: { /* the group: this and the SEND/RECV that follow on its stream */
+      uint32_t end = k + 1;
+      while (end < prog->n && is_p2p(&prog->v[end]) && prog->v[end].stream == in->stream) end++;
+      rc = p2p_group(x, prog, args, k, end, err, errcap);
+      if (tracing)
+        for (uint32_t j = k + 1; j < end; j++) m->t_start[j] = m->t_start[k], m->t_end[j - 1] = 1e3 * ddp_now_s();
+      k = end - 1;
+      break;
+    }
     case I_TIMER:
       if ((uint32_t)in->i[TIMER_I_SLOT] < m->ntimers) m->timer_ms[in->i[TIMER_I_SLOT]] = 1e3 * ddp_now_s();
       break;
@@ -170,6 +214,7 @@ static void destroy(ddp_exec *x) {
     free(m->timer_ms);
     free(m->t_start);
     free(m->t_end);
+    free(m->p2p);
     free(m);
   }
   free(x);

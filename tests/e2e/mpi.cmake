@@ -8,3 +8,7 @@ set_property(TEST test_mpi test_slurm APPEND PROPERTY ENVIRONMENT
   "ST_COMPARE=$<TARGET_FILE:st_compare>;TEST_COMM_MPI=$<TARGET_FILE:test_comm_mpi>")
 set_tests_properties(test_mpi PROPERTIES TIMEOUT 600)
 set_tests_properties(test_slurm PROPERTIES TIMEOUT 600 RUN_SERIAL TRUE)
+# SEND/RECV between processes (issue 13): test_p2p_mpi is built in tests/unit/ref/p2p.cmake.
+ddp_sh_test(test_mpi_p2p SCRIPT test_mpi_p2p.sh LABELS cpu)
+set_property(TEST test_mpi_p2p APPEND PROPERTY ENVIRONMENT "TEST_P2P_MPI=$<TARGET_FILE:test_p2p_mpi>")
+set_tests_properties(test_mpi_p2p PROPERTIES TIMEOUT 300)

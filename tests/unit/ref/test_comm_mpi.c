@@ -146,14 +146,14 @@ int main(int argc, char **argv) {
     for (int ip = 0; ip < 2; ip++) run_case(mc, me, W, I_ALL_GATHER, dt, 9, 0, 0, ip, ++salt);
     run_case(mc, me, W, I_BROADCAST, dt, 77, 0, 1, 0, ++salt);
   }
-  /* an opcode the backend does not move between processes is one line, not a hang */
+  /* SEND through the collective entry point is one line, not a hang (point-to-point: test_p2p_mpi.c) */
   ddp_instr bad;
   memset(&bad, 0, sizeof bad);
   bad.opcode = I_SEND;
   bad.dt[COLL_P_SEND] = DT_F32;
   float x = 0;
   CHECK(ddp_ref_collective(mc, me, &bad, &x, &x, err, sizeof err) == -1);
-  CHECK_CONTAINS("refusal", err, "not supported between processes");
+  CHECK_CONTAINS("refusal", err, "send is not a collective (SEND and RECV go through ddp_ref_p2p_group)");
   ddp_ref_comm_free(mc);
   ddp_mpi_close(m);
   char name[64];
