@@ -7,6 +7,7 @@
 #include "fe.h"
 #include "plan.h"
 #include <stdio.h>
+#include <string.h>
 
 #define FE_SPLIT_NEED "a list of positive integers (the layers of each chunk)"
 #define FE_SPLIT_KEY "split(info)" /* what the split function returned, in messages: parallel.split(info) */
@@ -47,7 +48,13 @@ static void fe_split_call(fe_conv *c, const fe_tab *p, fe_tab *h) {
       char got[160];
       fe_fail(c, p, "split", "raised an error that is not a string (%s)", fe_got(L, -1, got, sizeof got));
     }
-    fe_fail(c, p, "split", "failed: %s", lua_tostring(L, -1));
+    const char *msg = lua_tostring(L, -1);
+    const char *colon = fe_located(msg) && strncmp(msg, "--set ", 6) != 0 ? strchr(strchr(msg, ':') + 1, ':') : NULL;
+    if (colon) { /* "file:line: text" -> "file:line: parallel.split failed: text" (load.c unshortens the file) */
+      lua_pushfstring(L, "%s parallel.split failed:%s", lua_pushlstring(L, msg, (size_t)(colon - msg + 1)), colon + 1);
+      lua_error(L);
+    }
+    fe_fail(c, p, "split", "failed: %s", msg);
   }
   lua_rawset(L, h->idx);
 }
