@@ -1,6 +1,6 @@
 /* compiler/summary.c: the schedule summary recorded in the plan (ddp_meta): the schedule fields that the
- * meta shares by name (copied through one X-macro), the parallel-layout line, parameter counts, FLOPs,
- * the model's well-known tensors and the bytes each rank sends per step. */
+ * meta shares by name (copied through one X-macro), the parallel-layout line (ddp, fsdp or pipeline),
+ * parameter counts, FLOPs, the model's well-known tensors and the bytes each rank sends per step. */
 #include "summary.h"
 #include "err.h"
 #include <stdio.h>
@@ -31,6 +31,16 @@ static double comm_bytes(const ddp_plan *p) {
   return total;
 }
 
+/* "pipeline stages=S replicas=R microbatches=M schedule=NAME[ virtual=V][ split=a,b,c]" */
+static void pipeline_line(char *par, size_t cap, const ddp_schedule *s) {
+  size_t n = (size_t)snprintf(par, cap, "pipeline stages=%d replicas=%d microbatches=%d schedule=%s", s->stages,
+                              s->replicas, s->microbatches,
+                              ddp_vocab_name(ddp_pipe_schedule_names, PIPE_COUNT, s->pipe_schedule));
+  if (s->virtual_stages > 1 && n < cap) n += (size_t)snprintf(par + n, cap - n, " virtual=%d", s->virtual_stages);
+  for (int i = 0; i < s->nsplit && n < cap; i++)
+    n += (size_t)snprintf(par + n, cap - n, "%s%lld", i ? "," : " split=", (long long)s->split[i]);
+}
+
 void ddp_summary(ddp_plan *p, const ddp_schedule *s, const char *arch, const ddp_builder *b) {
   ddp_meta *m = &p->meta;
 #define COPY_NUMBER(f) m->f = s->f;
@@ -53,7 +63,7 @@ void ddp_summary(ddp_plan *p, const ddp_schedule *s, const char *arch, const ddp
     m->pipe_schedule = s->pipe_schedule;
     m->pipe_virtual = s->virtual_stages;
   }
-  char par[320], bucket[48] = "", shard[128] = "";
+  char par[1024], bucket[48] = "", shard[128] = "";
   if (s->sync == SYNC_BUCKETED) {
     if (s->bucket_policy) snprintf(bucket, sizeof bucket, " %s=lua", s->shard == SHARD_ZERO3 ? "units" : "buckets");
     else if (s->shard == SHARD_ZERO3 && s->bucket_mb == 0) snprintf(bucket, sizeof bucket, " units=per-block");
@@ -65,7 +75,9 @@ void ddp_summary(ddp_plan *p, const ddp_schedule *s, const char *arch, const ddp
              s->gather_dtype == DT_BF16 ? "bf16" : "fp32");
   else if (s->shard != SHARD_NONE)
     snprintf(shard, sizeof shard, " shard=%s", ddp_vocab_name(ddp_shard_names, SHARD_COUNT, s->shard));
-  if (s->ranks == 1)
+  if (s->stages > 0)
+    pipeline_line(par, sizeof par, s);
+  else if (s->ranks == 1)
     snprintf(par, sizeof par, "single rank");
   else if (s->mode == MODE_FORWARD)
     snprintf(par, sizeof par, "ddp ranks=%d, no collectives (mode forward)", s->ranks);

@@ -45,7 +45,7 @@ const char *fe_library_dir(char *buf, size_t cap);
 #define FE_KINDS(X)                                                                                    \
   X(SCHEDULE, schedule) X(TRANSFORMER, transformer) X(MLP, mlp) X(LINEAR, linear) X(RELU, relu)         \
   X(LAYERNORM, layernorm) X(PARAM, param) X(ADAMW, adamw) X(SGD, sgd) X(DDP, ddp) X(SINGLE, single)         \
-  X(FSDP, fsdp)
+  X(FSDP, fsdp) X(PIPELINE, pipeline)
 #define FE_KIND_ENUM(id, name) FE_K_##id,
 enum { FE_KINDS(FE_KIND_ENUM) FE_K_COUNT };
 #undef FE_KIND_ENUM
@@ -103,6 +103,11 @@ void fe_convert(fe_conv *c, int root); /* the returned table (a stack index) int
 void fe_model(fe_conv *c, const fe_tab *root);
 void fe_model_limits(fe_conv *c, const fe_tab *root);
 void fe_parallel(fe_conv *c, const fe_tab *root);
+/* broadcast and identical_init of ddp{}, fsdp{}, pipeline{}; `copies`: ranks holding the same parameters. */
+void fe_init_fields(fe_conv *c, const fe_tab *p, int copies);
+/* pipeline.c: pipeline{...} (after the model); its batch rules (after data.global_batch). */
+void fe_pipeline(fe_conv *c, const fe_tab *p);
+void fe_pipeline_batch(fe_conv *c, const fe_tab *root, const fe_tab *data);
 void fe_grad_dtype(fe_conv *c, const fe_tab *root); /* after precision */
 void fe_data(fe_conv *c, const fe_tab *root);
 void fe_optimizer(fe_conv *c, const fe_tab *root);

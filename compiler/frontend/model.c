@@ -215,13 +215,14 @@ void fe_model(fe_conv *c, const fe_tab *root) {
   else fe_bad(c, root, "model", "must be made by transformer{...}, mlp{...} or models.*()");
 }
 
-/* After data and parallel: what one rank holds at once must stay under 2^31-1 elements per tensor. */
+/* After data and parallel: what one rank holds at once (a pipeline: one microbatch) must stay under 2^31-1
+ * elements per tensor. */
 void fe_model_limits(fe_conv *c, const fe_tab *root) {
   const ddp_schedule *s = c->s;
   fe_tab data, model;
   fe_sub(c, root, "data", &data, "a table");
   fe_sub(c, root, "model", &model, "a table");
-  int64_t b = s->global_batch / s->ranks;
+  int64_t b = s->stages ? s->global_batch / ((int64_t)s->replicas * s->microbatches) : s->global_batch / s->ranks;
   if (s->model_kind == MODEL_TRANSFORMER) {
     const struct { int64_t n; const char *what; } t[] = {
         {fe_mul(fe_mul(b, s->context), s->d_ff), "the FFN activations"},

@@ -1,13 +1,14 @@
 /* compiler/frontend/parallel.c: schedule.parallel, ddp{...}, fsdp{...} or single() (also when omitted), into
  * the ddp_schedule's parallel layout: ranks, sync mode, buckets (size or Lua function), overlap, sharding
  * (optimizer, zero1..zero3), the FSDP options (units, prefetch, resharding, gather dtype), initialisation,
- * gradient dtype (fsdp{}: reduce_dtype). Cross-checks with the optimizer live in convert.c. */
+ * gradient dtype (fsdp{}: reduce_dtype). pipeline{...} is read by pipeline.c. Cross-checks with the
+ * optimizer live in convert.c. */
 #include "fe.h"
 #include "dtype.h"
 #include "plan.h"
 #include <stdio.h>
 
-#define FE_PARALLEL_NEED "ddp{...}, fsdp{...} or single()"
+#define FE_PARALLEL_NEED "ddp{...}, fsdp{...}, pipeline{...} or single()"
 
 static void fe_single(ddp_schedule *s) {
   s->ranks = 1;
@@ -34,13 +35,13 @@ static void fe_take_policy(fe_conv *c, const fe_tab *p, const char *key, const c
   s->bucket_mb = 0;
 }
 
-static void fe_init_fields(fe_conv *c, const fe_tab *p) {
+void fe_init_fields(fe_conv *c, const fe_tab *p, int copies) {
   ddp_schedule *s = c->s;
   s->broadcast_init = true;
   s->identical_init = false;
   fe_bool(c, p, "broadcast", &s->broadcast_init);
   fe_bool(c, p, "identical_init", &s->identical_init);
-  if (s->ranks > 1 && !s->broadcast_init && !s->identical_init)
+  if (copies > 1 && !s->broadcast_init && !s->identical_init)
     fe_bad(c, p, "broadcast", "may be false only with identical_init = true (else the ranks start from different "
            "weights)");
 }
@@ -95,7 +96,7 @@ static void fe_ddp(fe_conv *c, const fe_tab *p) {
   if (s->shard != SHARD_NONE && s->optimizer_overlap)
     fe_bad(c, p, "optimizer_overlap", "cannot be combined with shard = \"%s\"%s", ddp_shard_names[shard],
            s->shard == SHARD_ZERO2 || s->shard == SHARD_ZERO3 ? " (the shard update is already per bucket)" : "");
-  fe_init_fields(c, p);
+  fe_init_fields(c, p, s->ranks);
 }
 
 /* fsdp{...}: ZeRO-3 (parameters, gradients and optimizer state sharded), bucketed, overlapped. */
@@ -138,7 +139,7 @@ static void fe_fsdp(fe_conv *c, const fe_tab *p) {
       fe_bad(c, p, "gather_dtype", "may be \"bf16\" only with precision = \"bf16\"");
     s->gather_dtype = g == PREC_BF16 ? DT_BF16 : DT_F32;
   }
-  fe_init_fields(c, p);
+  fe_init_fields(c, p, s->ranks);
 }
 
 void fe_parallel(fe_conv *c, const fe_tab *root) {
@@ -153,6 +154,8 @@ void fe_parallel(fe_conv *c, const fe_tab *root) {
     fe_ddp(c, &p);
   else if (k == FE_K_FSDP)
     fe_fsdp(c, &p);
+  else if (k == FE_K_PIPELINE)
+    fe_pipeline(c, &p);
   else
     fe_bad(c, root, "parallel", "must be made by %s", FE_PARALLEL_NEED);
 }

@@ -1,10 +1,10 @@
 /* compiler/frontend/prelude.c: the constructors a schedule calls (schedule, transformer, mlp, linear,
- * relu, layernorm, param, adamw, sgd, ddp, single). Each returns its argument table unchanged and records,
- * in weak side tables of the registry (so user tables stay plain), which constructor made it and the
- * file:line it was called from. They are C functions on purpose: Lua keeps the caller's frame when a C
- * function is tail-called, so `return schedule{...}` still knows its line. An optional second argument
- * `up` attributes the call to a frame further up (helpers such as models.transformer pass 1). fe_got
- * describes any value in the words of those constructors ("ddp{...}"). */
+ * relu, layernorm, param, adamw, sgd, ddp, single, fsdp, pipeline). Each returns its argument table
+ * unchanged and records, in weak side tables of the registry (so user tables stay plain), which
+ * constructor made it and the file:line it was called from. They are C functions on purpose: Lua keeps
+ * the caller's frame when a C function is tail-called, so `return schedule{...}` still knows its line. An
+ * optional second argument `up` attributes the call to a frame further up (helpers such as
+ * models.transformer pass 1). fe_got describes any value in the words of those constructors ("ddp{...}"). */
 #include "fe.h"
 #include <stdio.h>
 #include <string.h>

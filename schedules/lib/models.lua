@@ -10,6 +10,8 @@
 --   models.toy()                    ToyModel of the DDP tests (tests/common.py).
 --   models.toy_tied()               ToyModelWithTiedWeights (fc4 shares fc2's weight).
 --   models.toy_layernorm(in, out)   the mixed-precision question's ToyModel (fc1, relu, ln, fc2).
+--   models.mlp_deep()               a deeper ToyModel for pipelines: fc1 10->32, fc2..fc4 32->32, fc5 32->5
+--                                   (with biases), ReLU between: nine layers entries.
 -- Every function passes `1` as the constructors' second argument, so an error in what it builds is
 -- reported at the line that called it in your schedule.
 local models = {}
@@ -98,6 +100,18 @@ function models.toy_layernorm(in_features, out_features)
       linear({ name = "fc2", in_features = 10, out_features = out_features, bias = false }, 1),
     },
   }, 1)
+end
+
+-- A deeper ToyModel (the pipeline checks cut it into stages): fc1 Linear(10, 32), fc2, fc3, fc4
+-- Linear(32, 32), fc5 Linear(32, 5), all with biases, ReLU between (9 entries of `layers`).
+function models.mlp_deep()
+  local layers = {}
+  local sizes = { 10, 32, 32, 32, 32, 5 }
+  for i = 1, 5 do
+    layers[#layers + 1] = linear({ name = "fc" .. i, in_features = sizes[i], out_features = sizes[i + 1] }, 1)
+    if i < 5 then layers[#layers + 1] = relu({ name = "relu" }, 1) end
+  end
+  return mlp({ name = "mlp_deep", layers = layers }, 1)
 end
 
 return models

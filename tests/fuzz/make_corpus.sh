@@ -24,9 +24,10 @@ for s in "$src"/schedules/*.lua; do
   # models.lua and xl_ddp.lua are modules/templates, not schedules: ddpc refuses them, which is fine here.
   if "$DDPC" "$s" -o "$tmp/$n.bin" --quiet 2>/dev/null; then
     "$STRIP_PLAN" "$tmp/$n.bin" "$out/plan/$n.bin"
-    # The XL schedules' programs run to megabytes: the same parallel layout on a 1-layer model is the seed.
+    # The XL schedules' programs run to megabytes: the same parallel layout on a 2-layer model is the seed
+    # (2: each stage of the 2-stage pipelines needs a layer).
     if [ "$(stat -c %s "$out/plan/$n.bin")" -gt 262144 ]; then
-      "$DDPC" "$s" -o "$tmp/$n.bin" --quiet --set model.layers=1 --set model.d_model=64 --set model.d_ff=128 \
+      "$DDPC" "$s" -o "$tmp/$n.bin" --quiet --set model.layers=2 --set model.d_model=64 --set model.d_ff=128 \
         --set model.heads=2 --set model.context=16 --set model.vocab=128
       "$STRIP_PLAN" "$tmp/$n.bin" "$out/plan/$n.bin"
     fi

@@ -3,3 +3,4 @@
 ddp_c_test(test_frontend SOURCES test_frontend.c LIBS ddpcompiler LABELS cpu)
 target_include_directories(test_frontend PRIVATE ${CMAKE_SOURCE_DIR}/compiler/frontend)
 include(${CMAKE_CURRENT_LIST_DIR}/fsdp.cmake)
+include(${CMAKE_CURRENT_LIST_DIR}/pipeline.cmake)

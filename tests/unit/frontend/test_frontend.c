@@ -236,7 +236,8 @@ static void test_bad_schedules(void) {
   expect_err(BAD "memory.lua", BAD "memory.lua: the schedule used more than 512 MB of Lua memory");
   expect_err(BAD "not_table.lua", BAD "not_table.lua: the schedule must return schedule{...}, got 42");
   expect_err(BAD "wrong_ctor.lua",
-             BAD "wrong_ctor.lua:6: parallel must be made by ddp{...}, fsdp{...} or single(), got adamw{...}");
+             BAD "wrong_ctor.lua:6: parallel must be made by ddp{...}, fsdp{...}, pipeline{...} or single(), got "
+                 "adamw{...}");
   expect_err(BAD "precision.lua", BAD "precision.lua:2: precision must be \"fp32\" or \"bf16\", got \"fp16\"");
   expect_err(BAD "mode.lua", BAD "mode.lua:2: mode must be one of \"train\", \"forward\" or \"forward_backward\", "
                                  "got \"inference\"");
