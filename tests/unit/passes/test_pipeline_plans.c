@@ -4,7 +4,7 @@
  * rank's arenas hold only its stage, 1F1B's activation arena on the first stage is smaller than GPipe's, and
  * the per-stage memory is printed. Broken copies (a send moved after the receives that need it: deadlock;
  * two sends of equal size swapped) are refused with a line naming ranks and instructions.
- * DDP_PIPE_PLAN_DIR=dir also writes the plans there (for inspect and the e2e tests). */
+ * `test_pipeline_plans DIR` keeps the plans in DIR (for ddpc inspect). */
 #include "check.h"
 #include "compile.h"
 #include "schedule.h"
@@ -40,9 +40,9 @@ static uint64_t total(const ddp_plan *p, int r) {
   return t;
 }
 
-int main(void) {
+int main(int argc, char **argv) {
   char err[4096];
-  const char *dir = getenv("DDP_PIPE_PLAN_DIR");
+  const char *dir = argc > 1 ? argv[1] : NULL; /* keep the plans there (for inspect) */
   static const struct { const char *sched; int stages, m, pipe, virt; } cases[] = {
       {"tiny_ddp", 2, 1, PIPE_SEQUENTIAL, 1}, {"tiny_ddp", 2, 4, PIPE_GPIPE, 1}, {"tiny_ddp", 2, 4, PIPE_1F1B, 1},
       {"tiny_ddp", 2, 4, PIPE_INTERLEAVED, 2}, {"toy_ddp", 3, 4, PIPE_1F1B, 1}, {"toy_ddp", 3, 2, PIPE_GPIPE, 1}};
