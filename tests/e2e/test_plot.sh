@@ -189,7 +189,7 @@ bad 2 "^ddpc plot throughput: no metrics file given" throughput -o "$tmp/bad.svg
 bad 2 "^ddpc plot split: --label: 2 labels for 1 metrics file$" split -o "$tmp/bad.svg" --label a --label b "$tmp/ddp1.jsonl"
 bad 2 "^ddpc plot split: --label: empty$" split -o "$tmp/bad.svg" --label "" "$tmp/ddp1.jsonl"
 bad 2 "^ddpc plot split: unknown option '--bogus'" split -o "$tmp/bad.svg" --bogus "$tmp/ddp1.jsonl"
-bad 2 "^ddpc plot: unknown plot; expected split or throughput" pie -o "$tmp/bad.svg" "$tmp/ddp1.jsonl"
+bad 2 "^ddpc plot: unknown plot; expected split, throughput or timeline" pie -o "$tmp/bad.svg" "$tmp/ddp1.jsonl"
 bad 2 "^ddpc plot: no plot given" 
 cp "$tmp/ddp1.jsonl" "$tmp/keep.jsonl"
 bad 2 "^ddpc plot split: -o: .*ddp1\.jsonl is the same file as the metrics file" split -o "$tmp/ddp1.jsonl" "$tmp/ddp1.jsonl"
