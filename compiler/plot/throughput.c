@@ -12,16 +12,17 @@
 #include <string.h>
 
 /* A run's parallel kind: "single" for one worker, else the first word of its "parallel" text and, where
- * the text has one, its "schedule=..." token ("pipeline schedule=1f1b"), so the runs of one schedule file
+ * the text has one, the value of its "schedule=..." token ("pipeline 1f1b"), so the runs of one schedule file
  * compiled as different pipeline schedules (or as DDP) form different series. */
 static char *parallel_kind(const ddp_plot_run *u) {
   const char *p = u->parallel ? u->parallel : "";
   if (u->world == 1 || !strncmp(p, "single", 6)) return ddp_xstrdup("single");
   size_t n = strcspn(p, " ,");
   const char *sch = strstr(p, " schedule=");
-  size_t m = sch ? strcspn(sch + 1, " ,") : 0;
+  if (sch) sch += strlen(" schedule=");
+  size_t m = sch ? strcspn(sch, " ,") : 0;
   char *k = ddp_xmalloc(n + m + 2);
-  snprintf(k, n + m + 2, "%.*s%s%.*s", (int)n, p, sch ? " " : "", (int)m, sch ? sch + 1 : "");
+  snprintf(k, n + m + 2, "%.*s%s%.*s", (int)n, p, sch ? " " : "", (int)m, sch ? sch : "");
   if (!k[0]) snprintf(k, n + m + 2, "?");
   return k;
 }

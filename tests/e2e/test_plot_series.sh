@@ -2,7 +2,7 @@
 # tests/e2e/test_plot_series.sh: `ddpc plot throughput` forms its series from the label AND the run's
 # parallel kind (issue 13): hand-written metrics of one schedule file run as a 1F1B pipeline and as a
 # sequential (model-parallel) pipeline on 2 and 3 workers, plus its 1-worker run, give two lines
-# ("pp: pipeline schedule=1f1b", "pp: pipeline schedule=sequential") that share the 1-worker point; a DDP run
+# ("pp: pipeline 1f1b", "pp: pipeline sequential") that share the 1-worker point; a DDP run
 # of another file is a third series named by its label alone.
 . "$(dirname "$0")/lib.sh"
 e2e_tmp plot_series
@@ -32,7 +32,7 @@ import sys, xml.dom.minidom as minidom
 doc = minidom.parse(f"{sys.argv[1]}/thr.svg")
 titles = [t.firstChild.data for t in doc.getElementsByTagName("title")]
 texts = [t.firstChild.data for t in doc.getElementsByTagName("text") if t.firstChild]
-pp, seq = "pp: pipeline schedule=1f1b", "pp: pipeline schedule=sequential"
+pp, seq = "pp: pipeline 1f1b", "pp: pipeline sequential"
 for name in (pp, seq, "other"):
     assert name in texts, (name, texts)
 want = {(pp, 1): 10000.0, (pp, 2): 16000.0, (pp, 3): 20000.0, (seq, 1): 10000.0, (seq, 2): 12500.0, (seq, 3): 10000.0,
