@@ -13,7 +13,10 @@
  * rank_optimizer_comm_ms (the collectives inside the optimizer phase, already in E_r), compute C_r = S_r -
  * E_r - O_r (forward, backward and whatever else the step does outside exposed collectives and the
  * optimizer), idle I_r = T - S_r (waiting for the slowest worker); each the mean over the steps used, so
- * C + E + O + I is the mean step time of the slowest worker for every worker (unless C was clipped at 0). */
+ * C + E + O + I is the mean step time of the slowest worker for every worker (unless C was clipped at 0).
+ * A pipeline run whose step lines carry rank_forward_ms and rank_backward_ms (F_r, B_r) has its pipeline
+ * bubble P_r = C_r - F_r - B_r (>= 0; waits for the neighbour stages, sends and receives) taken out of C_r:
+ * then C + P + E + O + I is that step. */
 typedef struct ddp_plot_run {
   char *path, *label, *schedule, *parallel;
   int world, nsteps;         /* world size of the run; steps used */
@@ -22,6 +25,8 @@ typedef struct ddp_plot_run {
   double tokens_per_s;       /* tokens_per_step / step_ms, as ddprun's summary line */
   double slowest_ms;         /* mean of the slowest worker's step time */
   double *compute, *comm, *opt, *idle, *peak_GiB; /* per worker (peak: the largest over all steps) */
+  double *bubble;            /* per worker, P_r above (0 unless has_bubble) */
+  int has_bubble;            /* a pipeline run with per-rank forward and backward times */
 } ddp_plot_run;
 
 /* Reads `path` (label: NULL for the default, the schedule's file name without ".lua"). 0, or -1 with one
