@@ -1,7 +1,9 @@
 /* compiler/plot/read.c: a ddprun metrics file (JSON lines, runtime/driver/run.c) into a ddp_plot_run (see
  * plot.h for what each number is). The file must hold the {"event": "run"} line (schedule, parallel, world,
  * tokens_per_step) before its step lines, and every step line its per-rank arrays (rank_step_ms, ...)
- * with one number per rank; other event lines are skipped. Any other line is an error naming file:line. */
+ * with one number per rank; other event lines are skipped. Any other line is an error naming file:line.
+ * A pipeline run's (its "parallel" text begins with "pipeline") step lines may also carry rank_forward_ms
+ * and rank_backward_ms (one number per rank, when present), from which its bubble is split off compute. */
 #include "err.h"
 #include "file.h"
 #include "plot.h"
@@ -21,10 +23,11 @@ static const char *const rank_fields[RK_COUNT] = {"rank_step_ms", "rank_exposed_
 typedef struct sums {
   int n;
   double step_ms, slowest;
-  double *c, *e, *o, *i; /* per rank */
+  double *c, *e, *o, *i, *b; /* per rank */
 } sums;
 
 static void sums_alloc(sums *s, int world) {
+  s->b = ddp_xcalloc((size_t)world, sizeof(double));
   s->c = ddp_xcalloc((size_t)world, sizeof(double));
   s->e = ddp_xcalloc((size_t)world, sizeof(double));
   s->o = ddp_xcalloc((size_t)world, sizeof(double));
@@ -32,18 +35,21 @@ static void sums_alloc(sums *s, int world) {
 }
 
 static void sums_free(sums *s) {
-  free(s->c), free(s->e), free(s->o), free(s->i);
+  free(s->c), free(s->e), free(s->o), free(s->i), free(s->b);
 }
 
-/* One step: v[k][r] = rank r's value of rank_fields[k]. */
-static void sums_add(sums *s, int world, double step_ms, double *const *v) {
+/* One step: v[k][r] = rank r's value of rank_fields[k]; fb[r] rank r's forward + backward (a pipeline
+ * run's), or NULL. */
+static void sums_add(sums *s, int world, double step_ms, double *const *v, const double *fb) {
   double slowest = -INFINITY;
   for (int r = 0; r < world; r++) slowest = fmax(slowest, v[RK_STEP][r]);
   for (int r = 0; r < world; r++) {
     double e = v[RK_EXPOSED][r], o = fmax(0, v[RK_OPT][r] - v[RK_OPT_COMM][r]);
+    double c = fmax(0, v[RK_STEP][r] - e - o), b = fb ? fmax(0, c - fb[r]) : 0;
     s->e[r] += e;
     s->o[r] += o;
-    s->c[r] += fmax(0, v[RK_STEP][r] - e - o);
+    s->b[r] += b;
+    s->c[r] += c - b;
     s->i[r] += slowest - v[RK_STEP][r];
   }
   s->step_ms += step_ms;
@@ -87,12 +93,37 @@ static int run_fields(json_t *o, const char *path, int lineno, ddp_plot_run *run
   return 0;
 }
 
-/* A step line into `acc` (timed) and `all`. */
-static int step_fields(json_t *o, const char *path, int lineno, const ddp_plot_run *run, double *const *v,
+/* The optional per-rank array `key` into out[0 .. world): 1 read, 0 absent, -1 malformed. */
+static int rank_array(json_t *o, const char *key, int world, double *out, const char *path, int lineno, char *err,
+                      size_t errcap) {
+  json_t *a = json_object_get(o, key);
+  if (!a) return 0;
+  if (!json_is_array(a) || json_array_size(a) != (size_t)world)
+    return ddp_fail(err, errcap, "%s:%d: \"%s\" is not an array of %d numbers (one per rank)", path, lineno, key, world);
+  for (int r = 0; r < world; r++) {
+    json_t *x = json_array_get(a, (size_t)r);
+    if (!json_is_number(x) || !isfinite(json_number_value(x)))
+      return ddp_fail(err, errcap, "%s:%d: \"%s\"[%d] is not a finite number", path, lineno, key, r);
+    out[r] = json_number_value(x);
+  }
+  return 1;
+}
+
+/* A step line into `acc` (timed) and `all`; fb is scratch for world x 2 numbers. */
+static int step_fields(json_t *o, const char *path, int lineno, ddp_plot_run *run, double *const *v, double *fb,
                        sums *acc, sums *all, char *err, size_t errcap) {
   double step_ms;
   if (number(o, "step_ms", &step_ms))
     return ddp_fail(err, errcap, "%s:%d: a step line without a finite number \"step_ms\"", path, lineno);
+  int w = run->world, fr = 0, br = 0;
+  if (!strncmp(run->parallel, "pipeline", 8)) {
+    if ((fr = rank_array(o, "rank_forward_ms", w, fb, path, lineno, err, errcap)) < 0 ||
+        (br = rank_array(o, "rank_backward_ms", w, fb + w, path, lineno, err, errcap)) < 0)
+      return -1;
+    for (int r = 0; fr && br && r < w; r++) fb[r] += fb[w + r];
+  }
+  const double *busy = fr && br ? fb : NULL;
+  if (busy) run->has_bubble = 1;
   for (int k = 0; k < RK_COUNT; k++) {
     json_t *a = json_object_get(o, rank_fields[k]);
     if (!json_is_array(a) || json_array_size(a) != (size_t)run->world)
@@ -105,9 +136,8 @@ static int step_fields(json_t *o, const char *path, int lineno, const ddp_plot_r
       v[k][r] = json_number_value(x);
     }
   }
-  json_t *w = json_object_get(o, "warmup");
-  if (!json_is_true(w)) sums_add(acc, run->world, step_ms, v);
-  sums_add(all, run->world, step_ms, v);
+  if (!json_is_true(json_object_get(o, "warmup"))) sums_add(acc, run->world, step_ms, v, busy);
+  sums_add(all, run->world, step_ms, v, busy);
   for (int r = 0; r < run->world; r++) run->peak_GiB[r] = fmax(run->peak_GiB[r], v[RK_PEAK][r]);
   return 0;
 }
@@ -122,7 +152,7 @@ int ddp_plot_read(const char *path, const char *label, ddp_plot_run *run, char *
     return ddp_fail(err, errcap, "%s: holds a NUL byte; not a metrics file", path);
   }
   sums acc = {0}, all = {0};
-  double *v[RK_COUNT] = {0};
+  double *v[RK_COUNT] = {0}, *fb = NULL;
   int rc = 0, lineno = 0, have_run = 0;
   for (char *line = text, *next; line && *line && rc == 0; line = next) {
     next = strchr(line, '\n');
@@ -141,13 +171,14 @@ int ddp_plot_read(const char *path, const char *label, ddp_plot_run *run, char *
         sums_alloc(&acc, run->world);
         sums_alloc(&all, run->world);
         for (int k = 0; k < RK_COUNT; k++) v[k] = ddp_xcalloc((size_t)run->world, sizeof(double));
+        fb = ddp_xcalloc(2 * (size_t)run->world, sizeof(double));
         run->peak_GiB = ddp_xcalloc((size_t)run->world, sizeof(double));
       }
     } else if (json_object_get(o, "step")) {
       if (!have_run)
         rc = ddp_fail(err, errcap, "%s:%d: a step line before the {\"event\": \"run\"} line (metrics of an older "
                       "ddprun?)", path, lineno);
-      else rc = step_fields(o, path, lineno, run, v, &acc, &all, err, errcap);
+      else rc = step_fields(o, path, lineno, run, v, fb, &acc, &all, err, errcap);
     } else if (!ev) {
       rc = ddp_fail(err, errcap, "%s:%d: neither a step line (\"step\") nor an event line (\"event\")", path, lineno);
     }
@@ -167,7 +198,9 @@ int ddp_plot_read(const char *path, const char *label, ddp_plot_run *run, char *
     run->comm = ddp_xcalloc((size_t)w, sizeof(double));
     run->opt = ddp_xcalloc((size_t)w, sizeof(double));
     run->idle = ddp_xcalloc((size_t)w, sizeof(double));
+    run->bubble = ddp_xcalloc((size_t)w, sizeof(double));
     for (int r = 0; r < w; r++) {
+      run->bubble[r] = s->b[r] / s->n;
       run->compute[r] = s->c[r] / s->n;
       run->comm[r] = s->e[r] / s->n;
       run->opt[r] = s->o[r] / s->n;
@@ -179,12 +212,13 @@ int ddp_plot_read(const char *path, const char *label, ddp_plot_run *run, char *
   sums_free(&acc);
   sums_free(&all);
   for (int k = 0; k < RK_COUNT; k++) free(v[k]);
+  free(fb);
   if (rc) ddp_plot_run_free(run);
   return rc;
 }
 
 void ddp_plot_run_free(ddp_plot_run *run) {
   free(run->path), free(run->label), free(run->schedule), free(run->parallel);
-  free(run->compute), free(run->comm), free(run->opt), free(run->idle), free(run->peak_GiB);
+  free(run->compute), free(run->comm), free(run->opt), free(run->idle), free(run->peak_GiB), free(run->bubble);
   memset(run, 0, sizeof *run);
 }

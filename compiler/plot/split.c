@@ -1,6 +1,6 @@
 /* compiler/plot/split.c: `ddpc plot split`: per run file a heading (label, workers, parallel layout, steps
  * used), then per worker (rank) one horizontal stacked bar of its mean step time split into compute,
- * exposed communication, optimizer and idle (plot.h defines them), the total at the bar's end; every
+ * exposed communication, optimizer, the pipeline bubble (pipeline runs) and idle (plot.h defines them), the total at the bar's end; every
  * segment carries a <title> with its value in ms. */
 #include "err.h"
 #include "file.h"
@@ -11,11 +11,12 @@
 #define ROW 22.0   /* a bar's row */
 #define HEAD 24.0  /* a run's heading row */
 
-static const char *const part_name[4] = {"compute", "exposed communication", "optimizer", "idle"};
-static const char *const part_colour[4] = {"#1f77b4", "#d62728", "#2ca02c", "#c7c7c7"};
+/* The parts in drawing order; the pipeline bubble only for the runs that have one (plot.h). */
+static const char *const part_name[5] = {"compute", "exposed communication", "optimizer", "pipeline bubble", "idle"};
+static const char *const part_colour[5] = {"#1f77b4", "#d62728", "#2ca02c", "#ff7f0e", "#c7c7c7"};
 
 static double part(const ddp_plot_run *u, int r, int k) {
-  return k == 0 ? u->compute[r] : k == 1 ? u->comm[r] : k == 2 ? u->opt[r] : u->idle[r];
+  return k == 0 ? u->compute[r] : k == 1 ? u->comm[r] : k == 2 ? u->opt[r] : k == 3 ? u->bubble[r] : u->idle[r];
 }
 
 int ddp_plot_split_svg(const char *out, const ddp_plot_run *runs, int n, char *err, size_t errcap) {
@@ -24,7 +25,7 @@ int ddp_plot_split_svg(const char *out, const ddp_plot_run *runs, int n, char *e
     rows += HEAD + ROW * runs[i].world;
     for (int r = 0; r < runs[i].world; r++) {
       double t = 0;
-      for (int k = 0; k < 4; k++) t += part(&runs[i], r, k);
+      for (int k = 0; k < 5; k++) t += part(&runs[i], r, k);
       xmax = fmax(xmax, t);
     }
   }
@@ -35,7 +36,10 @@ int ddp_plot_split_svg(const char *out, const ddp_plot_run *runs, int n, char *e
   ddp_atomic_file af = {0};
   if (ddp_atomic_open(&af, out, err, errcap)) return -1;
   FILE *f = af.f;
-  ddp_svg_frame(f, &a, "Step time per worker: compute, exposed communication, optimizer, idle",
+  int bubbles = 0;
+  for (int i = 0; i < n; i++) bubbles |= runs[i].has_bubble;
+  ddp_svg_frame(f, &a, bubbles ? "Step time per worker: compute, exposed communication, optimizer, pipeline bubble, idle"
+                               : "Step time per worker: compute, exposed communication, optimizer, idle",
                 "milliseconds per step (mean over the timed steps)", "");
   double y = a.top + 8;
   for (int i = 0; i < n; i++) {
@@ -49,7 +53,8 @@ int ddp_plot_split_svg(const char *out, const ddp_plot_run *runs, int n, char *e
     for (int r = 0; r < u->world; r++, y += ROW) {
       double x = 0, yb = y + 3, hb = ROW - 6;
       fprintf(f, "<text x=\"%.1f\" y=\"%.1f\" text-anchor=\"end\">rank %d</text>\n", a.left - 6, y + ROW / 2 + 4, r);
-      for (int k = 0; k < 4; k++) {
+      for (int k = 0; k < 5; k++) {
+        if (k == 3 && !u->has_bubble) continue;
         double v = part(u, r, k), x0 = ddp_svg_px(&a, x), x1 = ddp_svg_px(&a, x + v);
         fprintf(f, "<rect x=\"%.2f\" y=\"%.1f\" width=\"%.2f\" height=\"%.1f\" fill=\"%s\"><title>", x0, yb, x1 - x0,
                 hb, part_colour[k]);
@@ -61,9 +66,10 @@ int ddp_plot_split_svg(const char *out, const ddp_plot_run *runs, int n, char *e
               y + ROW / 2 + 4, x);
     }
   }
-  for (int k = 0; k < 4; k++) { /* the legend, in a row under the title */
-    static const double at[4] = {0, 100, 290, 390};
-    double lx = a.left + at[k];
+  for (int k = 0; k < 5; k++) { /* the legend, in a row under the title */
+    static const double at[5] = {0, 100, 290, 390, 530};
+    if (k == 3 && !bubbles) continue;
+    double lx = a.left + (k == 4 && !bubbles ? at[3] : at[k]);
     fprintf(f, "<rect x=\"%.1f\" y=\"%.1f\" width=\"12\" height=\"12\" fill=\"%s\"/>\n", lx, a.top - 26,
             part_colour[k]);
     fprintf(f, "<text x=\"%.1f\" y=\"%.1f\">%s</text>\n", lx + 18, a.top - 16, part_name[k]);

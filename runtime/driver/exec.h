@@ -19,8 +19,9 @@ typedef struct ddp_exec ddp_exec;
  * a plan that does not train no OPT_BEGIN) is 0. */
 typedef struct ddp_step_times {
   double step_ms, compute_ms, comm_ms, exposed_comm_ms, overlap_ratio;
-  double forward_ms, backward_ms, optimizer_ms; /* FORWARD_END - STEP_BEGIN, BACKWARD_END - FORWARD_END,
-                                                   STEP_END - OPT_BEGIN */
+  double forward_ms, backward_ms, optimizer_ms; /* FORWARD_END - STEP_BEGIN, BACKWARD_END - FORWARD_END
+                                                   (a pipeline plan: the sums of its MB_FORWARD_* and
+                                                   MB_BACKWARD_* brackets), STEP_END - OPT_BEGIN */
   double optimizer_comm_ms; /* the collectives timed after OPT_BEGIN (ZeRO's all-gathers, the sharded
                                optimizer's broadcasts): part of optimizer_ms and of exposed_comm_ms */
 } ddp_step_times;

@@ -56,13 +56,17 @@ typedef struct metrics_row {
 
 /* X(name, value from `r`, the rank's own row): the per-rank arrays after the fields above, printed "%.4f"
  * (ms; GiB). ddpc plot split derives a worker's compute, exposed communication, optimizer and idle time
- * from them (docs/CLI.md). */
+ * from them (docs/CLI.md); forward, backward and comm (all its bracketed collectives and sends/receives)
+ * give a pipeline stage's busy time: its idle (bubble) is step - forward - backward - optimizer. */
 #define DDP_METRIC_RANK_FIELDS(X)                \
   X(rank_step_ms, r->t.step_ms)                  \
   X(rank_exposed_comm_ms, r->t.exposed_comm_ms)  \
   X(rank_optimizer_ms, r->t.optimizer_ms)        \
   X(rank_optimizer_comm_ms, r->t.optimizer_comm_ms) \
-  X(rank_peak_mem_GiB, gib(r->peak))
+  X(rank_peak_mem_GiB, gib(r->peak))             \
+  X(rank_forward_ms, r->t.forward_ms)            \
+  X(rank_backward_ms, r->t.backward_ms)          \
+  X(rank_comm_ms, r->t.comm_ms)
 #define DDP_METRIC_COUNT_ONE(name, value) +1
 enum { DDP_METRIC_RANKS = 0 DDP_METRIC_RANK_FIELDS(DDP_METRIC_COUNT_ONE) };
 #undef DDP_METRIC_COUNT_ONE

@@ -1,6 +1,8 @@
 /* runtime/driver/step_times.c: turns one step's timing points into the metrics of exec.h (ddp_step_times).
  * Gradient collectives are those bracketed before the optimizer's timing point; collectives after it
- * (ZeRO-1's all-gather, the sharded optimizer's broadcasts) are waited for by compute, so fully exposed. */
+ * (ZeRO-1's all-gather, the sharded optimizer's broadcasts) are waited for by compute, so fully exposed.
+ * A pipeline plan's forward and backward are the sums of its microbatch brackets (MB_FORWARD_BEGIN ..
+ * MB_FORWARD_END, MB_BACKWARD_BEGIN .. MB_BACKWARD_END, each END closing the last BEGIN of its kind). */
 #include "exec.h"
 
 void ddp_step_times_from_timers(const ddp_plan *p, int rank, const double *ms, ddp_step_times *out) {
@@ -17,6 +19,19 @@ void ddp_step_times_from_timers(const ddp_plan *p, int rank, const double *ms, d
   }
   out->forward_ms = fwd_end >= 0 ? fwd_end - begin : 0;
   out->backward_ms = fwd_end >= 0 && bwd_end >= 0 ? bwd_end - fwd_end : 0;
+  double mb_open[2] = {-1, -1}, mb_sum[2] = {0, 0};
+  int mb = 0;
+  for (uint32_t k = 0; k < prog->n; k++) {
+    const ddp_instr *in = &prog->v[k];
+    int64_t role = in->i[TIMER_I_ROLE];
+    if (in->opcode != I_TIMER || role < TIMER_MB_FORWARD_BEGIN || role > TIMER_MB_BACKWARD_END) continue;
+    int kind = role >= TIMER_MB_BACKWARD_BEGIN, is_end = role == TIMER_MB_FORWARD_END || role == TIMER_MB_BACKWARD_END;
+    double t = ms[in->i[TIMER_I_SLOT]];
+    mb = 1;
+    if (!is_end) mb_open[kind] = t;
+    else if (mb_open[kind] >= 0) mb_sum[kind] += t - mb_open[kind], mb_open[kind] = -1;
+  }
+  if (mb) out->forward_ms = mb_sum[0], out->backward_ms = mb_sum[1];
   out->optimizer_ms = opt_begin >= 0 ? end - opt_begin : 0;
   if (bwd_end < 0) bwd_end = begin;
   double comm = 0, overlapped = 0, last_grad_end = -1, post_opt = 0, open = -1;

@@ -1,5 +1,6 @@
 # tests/bench/plans.sh (sourced): compiles the benchmark plans of the device scripts into $PLANS with
-# $DDPC; the kernel cache ($DDPC_CACHE_DIR) makes this fast. Usage: plans_single | plans_ddp | plans_sharding
+# $DDPC; the kernel cache ($DDPC_CACHE_DIR) makes this fast. Usage: plans_single | plans_ddp | plans_sharding |
+# plans_pipeline
 c() { "$DDPC" "$@" -q; }
 plans_single() {
   c schedules/bench_xl.lua -o $PLANS/xl_bf16_512.bin
@@ -29,4 +30,18 @@ plans_sharding() { # the ZeRO levels on 2 ranks and on 1 (device_sharding_1gpu.s
   c schedules/tiny_fsdp.lua -o $PLANS/shard_tiny_fsdp_bf16.bin --set precision=bf16
   c schedules/tiny_fsdp.lua -o $PLANS/shard_tiny_fsdp_g32.bin --set precision=bf16 --set parallel.gather_dtype=fp32
   c schedules/tiny_zero2.lua -o $PLANS/shard_tiny_zero2.bin
+}
+plans_pipeline() { # the pipeline benchmark's plans (pipeline_2gpu.sh), where this tree has the schedules
+  local m s
+  for m in 4 8 16; do
+    [ -f schedules/pipeline_gpipe.lua ] && c schedules/pipeline_gpipe.lua -o $PLANS/pipe_gpipe_m$m.bin --set parallel.microbatches=$m
+    [ -f schedules/pipeline_1f1b.lua ] || continue
+    c schedules/pipeline_1f1b.lua -o $PLANS/pipe_1f1b_m$m.bin --set parallel.microbatches=$m
+    c schedules/pipeline_1f1b.lua -o $PLANS/pipe_interleaved_m$m.bin --set parallel.microbatches=$m \
+      --set parallel.schedule=interleaved --set parallel.virtual_stages=2
+    for s in zero_bubble sequential; do
+      c schedules/pipeline_1f1b.lua -o $PLANS/pipe_${s}_m$m.bin --set parallel.microbatches=$m --set parallel.schedule=$s
+    done
+  done
+  return 0
 }

@@ -14,6 +14,7 @@ DDPC=build/ddpc PLANS=dev/plans
 plans_single
 plans_ddp
 plans_sharding
+plans_pipeline
 . tests/bench/attn_variants.sh
 attn_variants_compile dev/plans
 . tests/bench/adamw_variants.sh

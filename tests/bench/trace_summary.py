@@ -20,7 +20,8 @@ def main():
         del args[i:i + 2]
     if len(args) != 1:
         sys.exit("usage: trace_summary.py TRACE.json [--top N]")
-    ev = [e for e in json.load(open(args[0]))["traceEvents"] if e.get("ph") == "X"]
+    # the range spans (cat "range": phases, layers, pipeline microbatches) enclose instructions: not counted
+    ev = [e for e in json.load(open(args[0]))["traceEvents"] if e.get("ph") == "X" and e.get("cat") != "range"]
     groups = defaultdict(lambda: [0.0, 0, 0.0, ""])  # ms, count, flops, class
     for e in ev:
         a = e.get("args", {})

@@ -35,9 +35,10 @@ for name, world, zero in (("ddp1", 1, False), ("ddp2", 2, False), ("zero1", 2, T
     assert len(steps) == 6, f"{name}: {len(steps)} steps"
     opt_comm = 0
     for s in steps:
-        for k in ("rank_step_ms", "rank_exposed_comm_ms", "rank_optimizer_ms", "rank_optimizer_comm_ms", "rank_peak_mem_GiB"):
+        for k in ("rank_step_ms", "rank_exposed_comm_ms", "rank_optimizer_ms", "rank_optimizer_comm_ms", "rank_peak_mem_GiB",
+                  "rank_forward_ms", "rank_backward_ms", "rank_comm_ms"):
             assert len(s[k]) == world, f"{name} step {s['step']}: {k} = {s[k]}"
-        for k in ("step_ms", "exposed_comm_ms", "optimizer_ms", "peak_mem_GiB"):
+        for k in ("step_ms", "exposed_comm_ms", "optimizer_ms", "peak_mem_GiB", "forward_ms", "backward_ms", "comm_ms"):
             assert s["rank_" + k][0] == s[k], f"{name} step {s['step']}: rank_{k}[0] {s['rank_' + k][0]} != {k} {s[k]}"
         assert all(p > 0 for p in s["rank_peak_mem_GiB"]), s
         opt_comm += sum(s["rank_optimizer_comm_ms"])
@@ -189,7 +190,7 @@ bad 2 "^ddpc plot throughput: no metrics file given" throughput -o "$tmp/bad.svg
 bad 2 "^ddpc plot split: --label: 2 labels for 1 metrics file$" split -o "$tmp/bad.svg" --label a --label b "$tmp/ddp1.jsonl"
 bad 2 "^ddpc plot split: --label: empty$" split -o "$tmp/bad.svg" --label "" "$tmp/ddp1.jsonl"
 bad 2 "^ddpc plot split: unknown option '--bogus'" split -o "$tmp/bad.svg" --bogus "$tmp/ddp1.jsonl"
-bad 2 "^ddpc plot: unknown plot; expected split or throughput" pie -o "$tmp/bad.svg" "$tmp/ddp1.jsonl"
+bad 2 "^ddpc plot: unknown plot; expected split, throughput or timeline" pie -o "$tmp/bad.svg" "$tmp/ddp1.jsonl"
 bad 2 "^ddpc plot: no plot given" 
 cp "$tmp/ddp1.jsonl" "$tmp/keep.jsonl"
 bad 2 "^ddpc plot split: -o: .*ddp1\.jsonl is the same file as the metrics file" split -o "$tmp/ddp1.jsonl" "$tmp/ddp1.jsonl"

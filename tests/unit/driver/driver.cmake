@@ -1,2 +1,3 @@
 # tests/unit/driver/driver.cmake: the shared driver (runtime/driver/run.c).
 ddp_c_test(test_run_read SOURCES test_run_read.c LIBS ddpruntime LABELS cpu)
+include(${CMAKE_CURRENT_LIST_DIR}/step_times_pipe.cmake)
