@@ -13,8 +13,8 @@
  *                schedule exists; the pass refuses it until the deferred weight gradients get a stash of the
  *                residual-stream gradient they read, which the next layer's backward changes in place)
  * step -> RANGE_PUSH TIMER LOAD_BATCH MEMSET(stage gradients)
- *         [SEND* RECV* RANGE_PUSH(action) instructions RANGE_POP]* SEND* TIMER(BACKWARD_END) [optimizer]
- *         TIMER RANGE_POP
+ *         [SEND* RECV* TIMER(MB_*_BEGIN) RANGE_PUSH(action) instructions RANGE_POP TIMER(MB_*_END)]* SEND*
+ *         TIMER(BACKWARD_END) [optimizer] TIMER RANGE_POP
  * A tensor written on one rank and read on another travels once per microbatch: a SEND right after the
  * action that last writes it, a RECV right before the first action that reads it on the other rank; the
  * sends ending one action and the receives starting the next are consecutive, so they go out as one group
@@ -419,12 +419,14 @@ static void step_rank(rank_ctx *c, const pctx *x, int stage) {
   run:
     if (a == na) break;
     const action *ac = &acts[a];
+    rp_timer(c, STREAM_COMPUTE, ac->kind == ACT_F ? TIMER_MB_FORWARD_BEGIN : TIMER_MB_BACKWARD_BEGIN);
     rp_range(c, 1, ac->kind == ACT_F ? RANGE_FORWARD : RANGE_BACKWARD,
              b_fmt(b, "pp.%s.mb%d.chunk%d", ac->kind == ACT_F ? "fwd" : ac->kind == ACT_B ? "bwd" : "bwdw", ac->mb,
                    ac->chunk));
     for (uint32_t k = 0; k < b->step.n; k++)
       if (c->lay->instr_chunk[k] == ac->chunk && x->part[k] == ac->kind) rp_push(c, for_mb(x, k, ac->mb), NULL);
     rp_range(c, 0, ac->kind == ACT_F ? RANGE_FORWARD : RANGE_BACKWARD, NULL);
+    rp_timer(c, STREAM_COMPUTE, ac->kind == ACT_F ? TIMER_MB_FORWARD_END : TIMER_MB_BACKWARD_END);
     if (a == last_f) rp_timer(c, STREAM_COMPUTE, TIMER_FORWARD_END);
     if (grads && a == last_b) rp_timer(c, STREAM_COMPUTE, TIMER_BACKWARD_END);
   }

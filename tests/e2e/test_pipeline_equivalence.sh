@@ -72,5 +72,20 @@ resume() { # NAME FROM TO STRAIGHT
 run adam_3 "$tiny" 'pipeline { stages = 3, microbatches = 2 }' "$adam" 4 "$data"
 resume pipe2_to_1 adam_pipe adam_1 adam_1
 resume one_to_pipe3 adam_1 adam_3 adam_3
+# the timeline of a real 1F1B step: every microbatch's forward and backward on both workers, the formula
+"$DDPRUN" "$tmp/1f1b_2_4.bin" --device ref --steps 2 --trace "$tmp/trace.json" --metrics "$tmp/m.jsonl" --quiet ||
+  fail "1f1b trace run"
+"$DDPC" plot timeline -o "$tmp/timeline.svg" "$tmp"/trace.rank0.json "$tmp"/trace.rank1.json >"$tmp/tl.out" 2>&1 ||
+  fail "timeline: $(cat "$tmp/tl.out")"
+grep -q '"bubble_formula": 0.2000, "formula": "(p-1)/(m+p-1)"' "$tmp/tl.out" || fail "timeline formula: $(cat "$tmp/tl.out")"
+python3 - "$tmp/timeline.svg" <<'PY' || fail "timeline SVG"
+import sys, xml.dom.minidom
+d = xml.dom.minidom.parse(sys.argv[1])
+texts = [t.firstChild.data for t in d.getElementsByTagName("text") if t.firstChild]
+counts = {m: texts.count(m) for m in ("0", "1", "2", "3")}
+assert all(c >= 4 for c in counts.values()), counts  # 2 workers x (forward, backward) per microbatch
+print(f"ok: timeline of 1F1B on 2 stages: microbatch labels {counts}")
+PY
+grep -q '"rank_forward_ms": \[' "$tmp/m.jsonl" || fail "metrics without per-rank forward times"
 [ $fail = 0 ] && echo "pipelines: every schedule and split equals one rank; checkpoints move across splits"
 exit $fail
