@@ -9,9 +9,8 @@
  *   gpipe        F0 .. F(m-1) B0 .. B(m-1)
  *   1f1b         w = min(stages - s - 1, m) warm-up forwards, then F B pairs, then the remaining B
  *   interleaved  Megatron's interleaved 1F1B over the stage's chunks
- *   zero_bubble  1f1b with each W deferred by stages - s - 1 pairs (ZB-H1), the rest after the last B (the
- *                schedule exists; the pass refuses it until the deferred weight gradients get a stash of the
- *                residual-stream gradient they read, which the next layer's backward changes in place)
+ *   zero_bubble  1f1b with each W deferred by stages - s - 1 pairs (ZB-H1), the rest after the last B; what
+ *                a W reads that later backward instructions change is stashed first (zb_stash)
  * step -> RANGE_PUSH TIMER LOAD_BATCH MEMSET(stage gradients)
  *         [SEND* RECV* TIMER(MB_*_BEGIN) RANGE_PUSH(action) instructions RANGE_POP TIMER(MB_*_END)]* SEND*
  *         TIMER(BACKWARD_END) [optimizer] TIMER RANGE_POP
@@ -113,6 +112,82 @@ static bool is_stage_grad(const pctx *x, int32_t root) {
   for (int s = 0; s < x->P; s++)
     if (x->lay->stage_flat[s].grads == root) return true;
   return false;
+}
+
+/* Zero bubble: a weight-gradient instruction runs after the rest of its chunk's backward (and, deferred,
+ * after later microbatches'), so whatever it reads that a later backward instruction changes (the residual
+ * stream's gradient, which every layer adds into in place) is copied, where it originally ran, into a
+ * stash tensor of its own that it reads instead: the copy belongs to the B part, the read to the W part.
+ * Rewrites the builder's step and the layout's chunk of each instruction. */
+static bool writes_stage_grad(const ddp_builder *b, const ddp_layout *lay, const ddp_instr *in,
+                              const ddp_slot_use *use) {
+  for (int sl = 0; sl < DDP_MAX_PTRS; sl++) {
+    if (!use[sl].write || in->p[sl].tensor < 0) continue;
+    int32_t r = ddp_tensor_root(b->plan, in->p[sl].tensor);
+    for (int st = 0; st < b->s->stages; st++)
+      if (lay->stage_flat[st].grads == r) return true;
+  }
+  return false;
+}
+
+static void zb_stash(ddp_builder *b, ddp_layout *lay) {
+  ddp_plan *p = b->plan;
+  uint32_t n = b->step.n, fe = n;
+  for (uint32_t k = 0; k < n; k++)
+    if (b->step.v[k].opcode == I_TIMER && b->step.v[k].i[TIMER_I_ROLE] == TIMER_FORWARD_END) {
+      fe = k;
+      break;
+    }
+  ddp_slot_use (*use)[DDP_MAX_PTRS] = ddp_xcalloc((size_t)n + 1, sizeof *use);
+  uint8_t *isw = ddp_xcalloc((size_t)n + 1, 1);
+  char why[160];
+  for (uint32_t k = 0; k < n; k++) {
+    if (ddp_instr_footprint(&b->step.v[k], 1, use[k], why, sizeof why)) memset(use[k], 0, sizeof use[k]);
+    isw[k] = k > fe && lay->instr_chunk[k] >= 0 && writes_stage_grad(b, lay, &b->step.v[k], use[k]);
+  }
+  /* the last backward (B) writer of each root, by instruction */
+  int32_t *last_b_write = ddp_xmalloc(sizeof(int32_t) * ((size_t)p->ntensors + 1));
+  for (uint32_t t = 0; t < p->ntensors; t++) last_b_write[t] = -1;
+  for (uint32_t k = fe + 1; k < n; k++)
+    if (!isw[k])
+      for (int sl = 0; sl < DDP_MAX_PTRS; sl++)
+        if (use[k][sl].write && b->step.v[k].p[sl].tensor >= 0)
+          last_b_write[ddp_tensor_root(p, b->step.v[k].p[sl].tensor)] = (int32_t)k;
+  ddp_program out = {0};
+  int32_t *chunk = ddp_xmalloc(sizeof(int32_t) * (2 * (size_t)n * DDP_MAX_PTRS + 1));
+  uint32_t nout = 0;
+  for (uint32_t k = 0; k < n; k++) {
+    ddp_instr in = b->step.v[k];
+    if (isw[k])
+      for (int sl = 0; sl < DDP_MAX_PTRS; sl++) {
+        int32_t t = in.p[sl].tensor;
+        if (t < 0 || !use[k][sl].used || use[k][sl].write) continue;
+        int32_t root = ddp_tensor_root(p, t);
+        if (last_b_write[root] <= (int32_t)k) continue; /* nothing later in the backward changes it */
+        const ddp_tensor rt = p->tensors[root];
+        int32_t stash = b_tensor(b, b_fmt(b, "%s.stash%u", rt.name, k), rt.dtype, rt.arena, 0, rt.ndim, rt.shape);
+        ddp_instr cp = ddp_instr_blank(I_COPY, STREAM_COMPUTE);
+        b_arg(&cp, COPY_P_SRC, root, 0, DT_NONE);
+        b_arg(&cp, COPY_P_DST, stash, 0, DT_NONE);
+        cp.i[COPY_I_BYTES] = (int64_t)rt.bytes;
+        cp.layer = in.layer;
+        if (!ddp_program_push(&out, &cp)) ddp_xmalloc(SIZE_MAX); /* out of memory: abort as ddp_x* do */
+        chunk[nout++] = lay->instr_chunk[k];
+        uint64_t off = in.p[sl].view;
+        for (int32_t v = t; p->tensors[v].base >= 0; v = p->tensors[v].base) off += p->tensors[v].view;
+        in.p[sl].tensor = stash;
+        in.p[sl].view = off;
+      }
+    if (!ddp_program_push(&out, &in)) ddp_xmalloc(SIZE_MAX);
+    chunk[nout++] = lay->instr_chunk[k];
+  }
+  ddp_program_free(&b->step);
+  b->step = out;
+  free(lay->instr_chunk);
+  lay->instr_chunk = chunk;
+  free(use);
+  free(isw);
+  free(last_b_write);
 }
 
 typedef struct use_rec { /* one use of an activation by the one-microbatch program */
@@ -441,11 +516,7 @@ int pass_pipeline(ddp_builder *b, ddp_layout *lay, char *err, size_t errcap) {
   if (s->replicas > 1)
     return ddp_fail(err, errcap, "%s: parallel.replicas = %d: pipelines with data-parallel replicas are not supported "
                     "yet (use replicas = 1)", s->path, s->replicas);
-  if (s->pipe_schedule == PIPE_ZERO_BUBBLE && b->backward)
-    return ddp_fail(err, errcap, "%s: parallel.schedule = \"zero_bubble\" is not supported yet: the backward adds every "
-                    "layer's input gradient into one residual-stream tensor in place, so a weight gradient deferred past "
-                    "the next layer's backward would read a changed gradient; it needs a stash of those gradients",
-                    s->path);
+  if (s->pipe_schedule == PIPE_ZERO_BUBBLE && b->backward) zb_stash(b, lay);
   pctx x = {.b = b, .lay = lay, .s = s, .P = s->stages, .C = lay->nchunks, .m = s->microbatches};
   if (analyse(&x, err, errcap)) {
     free(x.part);

@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # tests/e2e/test_pipeline_equivalence.sh: pipelines on the reference executor (ranks as threads, SEND/RECV
 # between them), against one rank on the same global batch:
-#  - the tiny transformer with 4 layers: sequential on 2 stages; GPipe and 1F1B on 2, 3 and 4 stages with 4
+#  - the tiny transformer with 4 layers: sequential on 2 stages; GPipe, 1F1B, zero bubble on 2, 3, 4 stages with 4
 #    and 8 microbatches; interleaved 1F1B on 2 stages x 2 virtual stages; a given split (1, 3) and the
 #    compiler's balanced one; SGD, allclose 1e-6 (microbatches add the same gradient in another order);
 #  - a seed-style MLP (5 layers: Linear, ReLU, Linear, ReLU, Linear) on 2 and 3 stages, 1F1B, SGD, 1e-6;
@@ -31,7 +31,7 @@ run base "$tiny" "single()" "$sgd" 4 "$data"
 run seq_2 "$tiny" 'pipeline { stages = 2, microbatches = 1, schedule = "sequential" }' "$sgd" 4 "$data" &&
   same seq_2 base 1e-6 1e-7
 for stages in 2 3 4; do
-  for sched in gpipe 1f1b; do
+  for sched in gpipe 1f1b zero_bubble; do
     for m in 4 8; do
       run "${sched}_${stages}_$m" "$tiny" "pipeline { stages = $stages, microbatches = $m, schedule = \"$sched\" }" "$sgd" 4 \
         "$data" && same "${sched}_${stages}_$m" base 1e-6 1e-7

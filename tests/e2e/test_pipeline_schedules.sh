@@ -80,7 +80,7 @@ compiler_refuses() { # SCHEDULE EXPECTED_LINE [--set ...]
 }
 compiler_refuses tiny_pipeline "parallel.replicas = 2: pipelines with data-parallel replicas are not supported yet" \
   --set parallel.replicas=2 --set parallel.microbatches=2
-compiler_refuses tiny_pipeline "parallel.schedule = \"zero_bubble\" is not supported yet" --set parallel.schedule=zero_bubble
+summary tiny_pipeline "pipeline stages=2 replicas=1 microbatches=4 schedule=zero_bubble" --set parallel.schedule=zero_bubble
 summary toy_pipeline "pipeline stages=3 replicas=1 microbatches=4 schedule=1f1b split=4,4,1"
 summary toy_pipeline "pipeline stages=2 replicas=1 microbatches=4 schedule=interleaved virtual=2 split=4,2,2,1" \
   --set parallel.stages=2 --set parallel.schedule=interleaved --set parallel.virtual_stages=2
