@@ -70,6 +70,7 @@ typedef struct ddp_schedule {
   double bucket_mb;
   bool overlap_backward;    /* issue gradient collectives during the backward (individual, bucketed) */
   bool optimizer_overlap;   /* bucketed: bucket k's update waits only on bucket k */
+  bool single_optimizer_overlap; /* one rank: updates on a side stream during the backward (default true) */
   int shard;                /* SHARD_* */
   /* ZeRO-3 / FSDP (shard == SHARD_ZERO3; fsdp{} in the schedule). The groups ("units") are the buckets:
    * one per transformer block plus the embedding and the head unless bucket_policy is set. */

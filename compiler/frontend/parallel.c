@@ -16,6 +16,7 @@ static void fe_single(ddp_schedule *s) {
   s->shard = SHARD_NONE;
   s->broadcast_init = true;
   s->prefetch_forward = s->prefetch_backward = 1;
+  s->single_optimizer_overlap = true;
   s->reshard_after_forward = true;
   s->gather_dtype = s->precision == PREC_BF16 ? DT_BF16 : DT_F32;
 }
@@ -148,8 +149,9 @@ void fe_parallel(fe_conv *c, const fe_tab *root) {
   if (!fe_sub(c, root, "parallel", &p, FE_PARALLEL_NEED)) return;
   int k = fe_kind_of(c->L, p.idx);
   if (k == FE_K_SINGLE) {
-    static const char *const none[] = {NULL};
-    fe_known(c, &p, none);
+    static const char *const fields[] = {"optimizer_overlap", NULL};
+    fe_known(c, &p, fields);
+    fe_bool(c, &p, "optimizer_overlap", &c->s->single_optimizer_overlap);
   } else if (k == FE_K_DDP)
     fe_ddp(c, &p);
   else if (k == FE_K_FSDP)

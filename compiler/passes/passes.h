@@ -36,6 +36,9 @@ void pass_exchange_params(rank_ctx *c);
 int pass_zero_step(rank_ctx *c);
 void pass_zero_gather_params(rank_ctx *c, int stream, int g, const char *name);
 void pass_zero_sumsq(rank_ctx *c);
+/* One rank with the optimizer on a side stream during the backward (opt_overlap.c). */
+bool pass_opt_overlap_applies(const ddp_builder *b, const ddp_layout *lay);
+int pass_opt_overlap_step(rank_ctx *c);
 /* Pipelines (pipeline.c): every rank's init and step programs; allocates the plan's ranks. */
 int pass_pipeline(ddp_builder *b, ddp_layout *lay, char *err, size_t errcap); /* SUMSQ of every group's gradient slice, partials all-reduced */
 #endif

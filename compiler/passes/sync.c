@@ -102,6 +102,12 @@ static int assemble_rank(ddp_builder *b, ddp_layout *lay, int rank) {
   pass_init_program(&c);
 
   c.out = &rp->step;
+  if (pass_opt_overlap_applies(b, lay)) {
+    int rc = pass_opt_overlap_step(&c);
+    rp->nevents = c.nevents;
+    rp->ntimers = c.ntimers;
+    return rc;
+  }
   if (lay->zero) {
     int rc = pass_zero_step(&c);
     rp->nevents = c.nevents;
