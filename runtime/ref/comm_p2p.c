@@ -211,7 +211,8 @@ static int threads_group(ddp_ref_comm *c, int rank, const ddp_ref_p2p *ops, int 
       }
       c->state[rank] = RS_RUNNING; /* copying: others must not take this for a deadlock */
       pthread_mutex_unlock(&c->lock);
-      memcpy(o->buf, m->op->buf, (size_t)count_of(o) * ddp_dtype_size(dt_of(o)));
+      size_t bytes = (size_t)count_of(o) * ddp_dtype_size(dt_of(o));
+      if (bytes) memcpy(o->buf, m->op->buf, bytes);
       pthread_mutex_lock(&c->lock);
       c->state[rank] = RS_P2P;
       m->done = 1;
