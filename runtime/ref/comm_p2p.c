@@ -6,8 +6,9 @@
  *   1. post: each SEND of the group becomes a message (its op, src, dst) appended to the FIFO of its
  *      ordered pair (src, dst): the k-th SEND from s to d is the k-th message of queue (s, d);
  *   2. complete: the rank loops until every RECV of its group has its message and every SEND of its group
- *      was copied. A RECV from p takes the head of queue (p, self) (RECVs from one peer in program order,
- *      so the k-th RECV on d from s meets the k-th SEND: the CUDA executor's NCCL order), checks count
+ *      was copied. A RECV from p takes the head of queue (p, self) once every earlier RECV of the group
+ *      from p has its message (RECVs from one peer in program order, so the k-th RECV on d from s meets
+ *      the k-th SEND: the CUDA executor's NCCL order; the queue can grow while a rank copies), checks count
  *      and dtype, marks it claimed, copies outside the lock, then marks it done and wakes everyone. A
  *      sender's group completes when all its messages are done: copy semantics, the buffer is the
  *      sender's again when ddp_ref_p2p_group returns. A message of 0 elements is a message too.
@@ -188,8 +189,11 @@ static int threads_group(ddp_ref_comm *c, int rank, const ddp_ref_p2p *ops, int 
         continue;
       }
       if (g.rdone[i]) continue;
+      int earlier = 0; /* an earlier RECV from the same peer still waits: the head is its message */
+      for (int j = 0; j < i && !earlier; j++)
+        earlier = !is_send(&ops[j]) && !g.rdone[j] && peer_of(&ops[j]) == peer_of(o);
       p2p_msg **head = &c->qhead[peer_of(o) * W + rank];
-      p2p_msg *m = *head;
+      p2p_msg *m = earlier ? NULL : *head;
       if (!m) {
         all = 0;
         continue;
