@@ -20,8 +20,8 @@
  * rank can still move: one not waiting (running, or copying a message), one in a barrier that has ended,
  * or one in a group with a RECV whose queue is not empty or with everything done. If none can and one
  * waits, no wake-up can ever come: every rank fails with one line saying what each waits for. This turns
- * the classic mistake (both sides of an exchange SEND first, each in a group of its own: the CUDA executor
- * hangs there until DDP_NCCL_TIMEOUT_S) into an immediate error. ddp_ref_comm_leave marks a rank that
+ * the classic mistake (both sides of an exchange SEND first, each in a group of its own: NCCL may block
+ * there, and the CUDA executor then fails only after DDP_NCCL_TIMEOUT_S) into an immediate error. ddp_ref_comm_leave marks a rank that
  * enters no more groups, so ranks waiting on it are reported too. */
 #include "comm_ref_impl.h"
 #include "err.h"
