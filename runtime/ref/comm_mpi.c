@@ -357,6 +357,8 @@ int ddp_mpi_p2p_group(ddp_mpi *m, const ddp_ref_p2p *ops, int n, char *err, size
 #undef P2P_TRY
   rc = wait_all(m, reqs, n, what, "payload", err, errcap);
 out:
+  for (int k = 0; rc && reqs && k < 2 * n; k++)
+    if (reqs[k]) return rc; /* still posted (a timeout): MPI may yet write into them; the job is ending */
   free(mine);
   free(theirs);
   free(reqs);

@@ -6,8 +6,9 @@
  *   1. post: each SEND of the group becomes a message (its op, src, dst) appended to the FIFO of its
  *      ordered pair (src, dst): the k-th SEND from s to d is the k-th message of queue (s, d);
  *   2. complete: the rank loops until every RECV of its group has its message and every SEND of its group
- *      was copied. A RECV from p takes the head of queue (p, self) (RECVs from one peer in program order,
- *      so the k-th RECV on d from s meets the k-th SEND: the CUDA executor's NCCL order), checks count
+ *      was copied. A RECV from p takes the head of queue (p, self) once every earlier RECV of the group
+ *      from p has its message (RECVs from one peer in program order, so the k-th RECV on d from s meets
+ *      the k-th SEND: the CUDA executor's NCCL order; the queue can grow while a rank copies), checks count
  *      and dtype, marks it claimed, copies outside the lock, then marks it done and wakes everyone. A
  *      sender's group completes when all its messages are done: copy semantics, the buffer is the
  *      sender's again when ddp_ref_p2p_group returns. A message of 0 elements is a message too.
@@ -19,8 +20,8 @@
  * rank can still move: one not waiting (running, or copying a message), one in a barrier that has ended,
  * or one in a group with a RECV whose queue is not empty or with everything done. If none can and one
  * waits, no wake-up can ever come: every rank fails with one line saying what each waits for. This turns
- * the classic mistake (both sides of an exchange SEND first, each in a group of its own: the CUDA executor
- * hangs there until DDP_NCCL_TIMEOUT_S) into an immediate error. ddp_ref_comm_leave marks a rank that
+ * the classic mistake (both sides of an exchange SEND first, each in a group of its own: NCCL may block
+ * there, and the CUDA executor then fails only after DDP_NCCL_TIMEOUT_S) into an immediate error. ddp_ref_comm_leave marks a rank that
  * enters no more groups, so ranks waiting on it are reported too. */
 #include "comm_ref_impl.h"
 #include "err.h"
@@ -188,8 +189,11 @@ static int threads_group(ddp_ref_comm *c, int rank, const ddp_ref_p2p *ops, int 
         continue;
       }
       if (g.rdone[i]) continue;
+      int earlier = 0; /* an earlier RECV from the same peer still waits: the head is its message */
+      for (int j = 0; j < i && !earlier; j++)
+        earlier = !is_send(&ops[j]) && !g.rdone[j] && peer_of(&ops[j]) == peer_of(o);
       p2p_msg **head = &c->qhead[peer_of(o) * W + rank];
-      p2p_msg *m = *head;
+      p2p_msg *m = earlier ? NULL : *head;
       if (!m) {
         all = 0;
         continue;
@@ -211,7 +215,8 @@ static int threads_group(ddp_ref_comm *c, int rank, const ddp_ref_p2p *ops, int 
       }
       c->state[rank] = RS_RUNNING; /* copying: others must not take this for a deadlock */
       pthread_mutex_unlock(&c->lock);
-      memcpy(o->buf, m->op->buf, (size_t)count_of(o) * ddp_dtype_size(dt_of(o)));
+      size_t bytes = (size_t)count_of(o) * ddp_dtype_size(dt_of(o));
+      if (bytes) memcpy(o->buf, m->op->buf, bytes);
       pthread_mutex_lock(&c->lock);
       c->state[rank] = RS_P2P;
       m->done = 1;

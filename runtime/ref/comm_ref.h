@@ -1,4 +1,5 @@
-/* runtime/ref/comm_ref.h: the collectives of the reference executor. Two backends behind one handle:
+/* runtime/ref/comm_ref.h: the collectives and point-to-point groups (ddp_ref_p2p_group: comm_p2p.c) of
+ * the reference executor. Two backends behind one handle:
  * threads (ranks are threads of one process and meet at barriers) and processes (one rank per process,
  * launched by mpirun or srun, bytes moved over MPI: comm_mpi.h). Results are deterministic and the same
  * in both: every element is reduced in rank order 0..W-1 in double (ddp_ref_reduce_elem) and rounded

@@ -54,10 +54,10 @@ static int p2p_group(ddp_exec *x, const ddp_program *prog, const ddp_kargs *args
   if (first >= rp->init.v && first < rp->init.v + rp->init.n) pname = "init", base = (uint32_t)(prog->v - rp->init.v);
   if (first >= rp->step.v && first < rp->step.v + rp->step.n) pname = "step", base = (uint32_t)(prog->v - rp->step.v);
   if (x->world == 1 || !m->comm)
-    return ddp_fail(err, errcap, "reference executor: rank %d %s instruction %u: %s %s rank %lld in a world of %d rank%s "
-                    "(a plan cannot send to itself)", x->rank, pname, base + k, ddp_opcode_name(first->opcode),
-                    first->opcode == I_SEND ? "to" : "from", (long long)first->i[COLL_I_PEER], x->world,
-                    x->world == 1 ? "" : "s without a communicator");
+    return ddp_fail(err, errcap, "reference executor: rank %d %s instruction %u: %s %s rank %lld in a world of %d %s",
+                    x->rank, pname, base + k, ddp_opcode_name(first->opcode), first->opcode == I_SEND ? "to" : "from",
+                    (long long)first->i[COLL_I_PEER], x->world,
+                    x->world == 1 ? "rank (a plan cannot send to itself)" : "ranks without a communicator");
   uint32_t n = end - k;
   if (n > m->p2p_cap) {
     m->p2p = ddp_xrealloc(m->p2p, (size_t)n * sizeof *m->p2p);

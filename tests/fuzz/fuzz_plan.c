@@ -63,6 +63,7 @@ static void *run_rank(void *arg) {
   j->rc = !x || x->v->run(x, &rp->init, 0, j->err, sizeof j->err) || x->v->run(x, &rp->step, 0, j->err, sizeof j->err) ||
           x->v->sync(x, j->err, sizeof j->err);
   if (j->rc) ddp_ref_comm_abort(j->comm, j->rank);
+  else ddp_ref_comm_leave(j->comm, j->rank); /* ranks left waiting on it fail (deadlock), not hang */
   if (x) x->v->destroy(x);
   return NULL;
 }

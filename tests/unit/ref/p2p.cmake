@@ -5,6 +5,6 @@ ddp_c_test(test_p2p SOURCES test_p2p.c ../../fixtures/p2p_plan.c ../../fixtures/
   LABELS cpu)
 set_tests_properties(test_p2p PROPERTIES TIMEOUT 180)
 add_executable(test_p2p_mpi ${CMAKE_CURRENT_LIST_DIR}/test_p2p_mpi.c ${DDP_TEST_FIXTURES}/p2p_plan.c
-  ${DDP_TEST_FIXTURES}/check.c)
+  ${DDP_TEST_FIXTURES}/plan_fixture.c ${DDP_TEST_FIXTURES}/check.c)
 target_include_directories(test_p2p_mpi PRIVATE ${DDP_TEST_FIXTURES})
 target_link_libraries(test_p2p_mpi PRIVATE ddpruntime)

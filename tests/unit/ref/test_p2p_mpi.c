@@ -6,11 +6,15 @@
  * pair with the threads backend's line, and the job goes on. Outside mpirun it exits 77 = SKIP.
  * `test_p2p_mpi --deadlock` (2 ranks, DDP_MPI_TIMEOUT_S=1): both ranks SEND first in groups of their own;
  * each must fail after about 1 s with the line naming DDP_MPI_TIMEOUT_S, print it, and end the job with
- * MPI_Abort (exit 3), as the dispatcher does. */
+ * MPI_Abort (exit 3), as the dispatcher does.
+ * `test_p2p_mpi --write-plans DIR` (no mpirun): writes DIR/exchange.bin, the synthetic fixture plan of
+ * tests/fixtures/plan_fixture.h (2 ranks, every opcode, one grouped exchange; data rows set so that ddprun
+ * runs it), and DIR/ungrouped.bin, the same with the exchange ungrouped (p2p_ungroup), for ddprun. */
 #include "check.h"
 #include "comm_mpi.h"
 #include "exec_ref.h"
 #include "p2p_plan.h"
+#include "plan_fixture.h"
 #include <stdlib.h>
 #include <string.h>
 
@@ -45,8 +49,23 @@ static int deadlock(ddp_mpi *m, ddp_ref_comm *mc) {
   ddp_mpi_abort(m, check_failed ? 1 : 3);
 }
 
+static int write_plans(const char *dir) {
+  char err[1024], path[4096];
+  for (int ungrouped = 0; ungrouped < 2; ungrouped++) {
+    ddp_plan *p = fixture_plan();
+    p->meta.data_rows = 64;
+    if (ungrouped) p2p_ungroup(p);
+    snprintf(path, sizeof path, "%s/%s.bin", dir, ungrouped ? "ungrouped" : "exchange");
+    int rc = ddp_plan_write(p, path, err, sizeof err);
+    ddp_plan_free(p);
+    if (rc) return fprintf(stderr, "test_p2p_mpi: %s\n", err), 1;
+  }
+  return 0;
+}
+
 int main(int argc, char **argv) {
   char err[1024];
+  if (argc > 2 && !strcmp(argv[1], "--write-plans")) return write_plans(argv[2]);
   if (!getenv("OMPI_COMM_WORLD_SIZE") && !getenv("PMIX_RANK")) {
     printf("test_p2p_mpi: not started by mpirun or srun: SKIP\n");
     return 77;
