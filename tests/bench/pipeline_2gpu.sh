@@ -51,6 +51,8 @@ for s in $SCHEDS; do
       1f1b) compile ${s}_m$m schedules/pipeline_1f1b.lua --set parallel.microbatches=$m ;;
       interleaved) compile ${s}_m$m schedules/pipeline_1f1b.lua --set parallel.microbatches=$m \
         --set parallel.schedule=interleaved --set parallel.virtual_stages=2 ;;
+      sequential) [ "$m" = "$(echo $MBS | cut -d' ' -f1)" ] && # one microbatch: model parallelism, compiled once
+        compile ${s}_m1 schedules/pipeline_1f1b.lua --set parallel.microbatches=1 --set parallel.schedule=sequential ;;
       *) compile ${s}_m$m schedules/pipeline_1f1b.lua --set parallel.microbatches=$m --set parallel.schedule=$s ;;
     esac
   done

@@ -39,9 +39,10 @@ plans_pipeline() { # the pipeline benchmark's plans (pipeline_2gpu.sh), where th
     c schedules/pipeline_1f1b.lua -o $PLANS/pipe_1f1b_m$m.bin --set parallel.microbatches=$m
     c schedules/pipeline_1f1b.lua -o $PLANS/pipe_interleaved_m$m.bin --set parallel.microbatches=$m \
       --set parallel.schedule=interleaved --set parallel.virtual_stages=2
-    for s in zero_bubble sequential; do
-      c schedules/pipeline_1f1b.lua -o $PLANS/pipe_${s}_m$m.bin --set parallel.microbatches=$m --set parallel.schedule=$s
-    done
+    c schedules/pipeline_1f1b.lua -o $PLANS/pipe_zero_bubble_m$m.bin --set parallel.microbatches=$m \
+      --set parallel.schedule=zero_bubble
   done
+  [ -f schedules/pipeline_1f1b.lua ] && c schedules/pipeline_1f1b.lua -o $PLANS/pipe_sequential.bin \
+    --set parallel.microbatches=1 --set parallel.schedule=sequential
   return 0
 }

@@ -122,9 +122,9 @@ static void test_sets(void) {
   expect_pipe("tiny_pipeline sequential, microbatches 1 given", s, (pipe_want){2, 1, 1, PIPE_SEQUENTIAL, 1, 0, {0}});
   ddp_schedule_free(s);
   const char *g[] = {"parallel.stages=4", "parallel.schedule=interleaved", "parallel.virtual_stages=3"};
-  s = load_sets("schedules/pipeline_1f1b.lua", g, 3); /* XL: 8 sequences in 8 microbatches, 12 chunks */
+  s = load_sets("schedules/pipeline_1f1b.lua", g, 3); /* XL: 16 sequences in 8 microbatches, 12 chunks */
   expect_pipe("pipeline_1f1b interleaved", s, (pipe_want){4, 1, 8, PIPE_INTERLEAVED, 3, 0, {0}});
-  if (s) CHECK(s->global_batch == 8, "--set comes after xl_pipeline chose the batch: %lld", (long long)s->global_batch);
+  if (s) CHECK(s->global_batch == 16, "--set comes after xl_pipeline chose the batch: %lld", (long long)s->global_batch);
   ddp_schedule_free(s);
   /* 2-D: 2 stages x 2 replicas, 4 ranks; the replicas of a stage sync like bucketed DDP. */
   const char *h[] = {"parallel.replicas=2", "parallel.microbatches=2", "parallel.ranks=4"};
