@@ -61,7 +61,7 @@ static void expect_pipe(const char *what, const ddp_schedule *s, pipe_want w) {
 static void test_shipped(void) {
   ddp_schedule *s = load("schedules/pipeline_1f1b.lua");
   if (s) {
-    CHECK(s->d_model == 1600 && s->layers == 48 && s->global_batch == 8 && s->precision == PREC_BF16 &&
+    CHECK(s->d_model == 1600 && s->layers == 48 && s->global_batch == 16 && s->precision == PREC_BF16 &&
               s->steps == 20 && s->warmup == 5 && s->optimizer == OPTIM_ADAMW, "pipeline_1f1b.lua: the XL setup");
     CHECK(s->broadcast_init && !s->identical_init, "pipeline_1f1b.lua: init");
   }
@@ -69,7 +69,7 @@ static void test_shipped(void) {
   ddp_schedule_free(s);
 
   s = load("schedules/pipeline_gpipe.lua");
-  if (s) CHECK(s->layers == 48 && s->global_batch == 8, "pipeline_gpipe.lua: the XL setup");
+  if (s) CHECK(s->layers == 48 && s->global_batch == 16, "pipeline_gpipe.lua: the XL setup");
   expect_pipe("pipeline_gpipe.lua", s, (pipe_want){2, 1, 8, PIPE_GPIPE, 1, 0, {0}});
   ddp_schedule_free(s);
 
