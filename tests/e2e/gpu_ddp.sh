@@ -2,7 +2,8 @@
 # tests/e2e/gpu_ddp.sh (gpu, 2 GPUs): the DDP family on real GPUs with NCCL:
 #  - ToyModel on 2 GPUs (ranks seeded differently, parameters broadcast) in every sync mode equals 1 GPU
 #    (allclose 1e-5); the tiny transformer likewise (SGD, 1e-6) and sharded AdamW / ZeRO-1 / ZeRO-2 /
-#    ZeRO-3 (buckets and one FSDP unit per block) equal AdamW DDP;
+#    ZeRO-3 (buckets and one FSDP unit per block) equal AdamW DDP; pipelines (GPipe, 1F1B, zero bubble,
+#    interleaved) on 2 GPUs equal one GPU (SGD, 1e-5);
 #  - launches: --nproc 2, torchrun-style variables, Slurm variables all rendezvous;
 #  - failures: a rank killed mid-run makes the other exit non-zero naming the problem within 60 s; a
 #    rank that never arrives fails the rendezvous with a clear line; a 2-rank plan under 3 is refused.
@@ -49,6 +50,24 @@ for level in zero2 zero3; do
 done
 write tiny_fsdp "$tiny" $N ', sync = "bucketed", shard = "zero3"' "$adam" 4 "$tdata" && same tiny_fsdp tiny_adam $ztol
 [ "$N" != 2 ] && { echo "(equivalence on $N GPUs only)"; exit $fail; }
+
+# pipelines on 2 GPUs (NCCL send/recv between the stages) against one GPU, SGD
+pipe() { # NAME PARALLEL
+  cat >"$tmp/$1.lua" <<LUA
+local models = require "models"
+return schedule { model = models.tiny({ d_model = 64, d_ff = 128, heads = 4, vocab = 256, context = 32, layers = 4 }),
+                  data = $tdata, precision = "fp32", optimizer = sgd { lr = 0.1 }, parallel = $2, steps = 4, seed = 3 }
+LUA
+  "$DDPC" "$tmp/$1.lua" -o "$tmp/$1.bin" -q || { fail "$1 does not compile"; return 1; }
+  local run=(--nproc 2); [ "$2" = "single()" ] && run=()
+  "$DDPRUN" "$tmp/$1.bin" "${run[@]}" --checkpoint-dir "$tmp/$1.ckpt" --quiet || { fail "$1 run"; return 1; }
+}
+pipe pipe_base "single()"
+for sched in gpipe 1f1b zero_bubble; do
+  pipe "pipe_$sched" "pipeline { stages = 2, microbatches = 4, schedule = \"$sched\" }" && same "pipe_$sched" pipe_base 1e-5 1e-6
+done
+pipe pipe_interleaved 'pipeline { stages = 2, virtual_stages = 2, microbatches = 4, schedule = "interleaved" }' &&
+  same pipe_interleaved pipe_base 1e-5 1e-6
 
 # launches
 plan="$tmp/tiny_flat.bin"
