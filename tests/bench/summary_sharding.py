@@ -24,7 +24,7 @@ def ours(path):
     world = run.get("world") or len(t[0].get("rank_peak_mem_GiB", [0]))
     peak = [max(s["rank_peak_mem_GiB"][r] if "rank_peak_mem_GiB" in s else s["peak_mem_GiB"] for s in t)
             for r in range(world if "rank_peak_mem_GiB" in t[0] else 1)]
-    return dict(ms=ms, tps=tps, exposed=statistics.mean(s["exposed_comm_ms"] for s in t),
+    return dict(losses=[s["loss"] for s in steps], ms=ms, tps=tps, exposed=statistics.mean(s["exposed_comm_ms"] for s in t),
                 overlap=statistics.mean(s["overlap_ratio"] for s in t), peak=peak, world=world, n=len(t))
 
 
@@ -69,6 +69,21 @@ def main(logs):
         elif "ms_per_step" in r:
             peak = "/".join(f"{a:.1f}({b:.1f})" for a, b in zip(r["peak_alloc_GiB"], r["peak_reserved_GiB"]))
             print(f"{torch_name(r):34s} {r['ms_per_step']:9.2f} {r['tokens_per_s']:10.0f} {'-':>8s} {'-':>8s}  {peak:24s} {ratio(r['ms_per_step'])}")
+    # the check: every level's per-step losses agree with DDP's to bf16 tolerance (2e-2 relative)
+    base = next((p for p in sorted(glob.glob(f"{logs}/shard_*.jsonl")) if "bucketed" in p and "1gpu" not in p
+                 and "_1." not in p), None)
+    if base:
+        try:
+            b = ours(base)["losses"]
+            for p in sorted(glob.glob(f"{logs}/shard_*.jsonl")):
+                o = ours(p)
+                if o["world"] != ours(base)["world"] or p == base:
+                    continue
+                worst = max(abs(x - y) / abs(y) for x, y in zip(o["losses"], b))
+                print(f"losses of {os.path.basename(p)} vs {os.path.basename(base)}: {len(b)} steps, max rel diff "
+                      f"{worst:.2e} ({'ok' if worst < 2e-2 else 'FAIL'}: bf16 tolerance 2e-2)")
+        except (ValueError, KeyError, json.JSONDecodeError, ZeroDivisionError) as e:
+            print("losses: not compared:", e)
     print("ours: median step of the timed steps, exposed/overlap means, peak = the runtime's per-rank peak (rank_peak_mem_GiB);")
     print("torch: median of CUDA-event step times, peak = max_memory_allocated (max_memory_reserved) per rank;")
     print("/ torch = ms/step over PyTorch FSDP2 reshard_after_forward=True" + ("" if ref else " (no such run: -)"))
