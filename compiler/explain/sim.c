@@ -3,7 +3,8 @@
  * for its cost (cost.c); EVENT_RECORD stamps the event with its stream's clock, EVENT_WAIT moves its
  * stream's clock up to the last record's stamp (a wait before any record is free, as in CUDA); a
  * collective starts when every rank has reached it on its stream (the max of the ranks' ready times) and
- * SEND/RECV when both peers have. All collectives span the whole world (communicator 0). Each
+ * a point-to-point group (consecutive SEND/RECV on one stream) is posted when reached, each pair running when
+ * both sides are posted (post_group). All collectives span the whole world (communicator 0). Each
  * instruction remembers the dependency that set its start, so the critical path can be walked back. */
 #include "err.h"
 #include "explain.h"
@@ -108,6 +109,89 @@ static void fire(const ddp_plan *p, const ddp_profile *pr, int zero_comm, ddp_si
   }
 }
 
+static int is_p2p(int opc) { return opc == I_SEND || opc == I_RECV; }
+
+/* The end of the run of consecutive SEND/RECV on one stream that starts at `pc`: one group. */
+static uint32_t group_end(const ddp_program *prog, uint32_t pc) {
+  uint32_t e = pc;
+  while (e < prog->n && is_p2p(prog->v[e].opcode) && prog->v[e].stream == prog->v[pc].stream) e++;
+  return e;
+}
+
+/* Point-to-point groups, as NCCL (and the reference executor) run them: when a rank reaches a group it posts
+ * every operation at its stream's time; the k-th send from a to b pairs with the k-th receive on b from a,
+ * and a pair runs from the later of their two post times for its cost; the rank leaves the group when all
+ * of its operations have run, at the end of the last. */
+typedef struct p2p_post {
+  int rank;
+  uint32_t k;
+  double ready;
+} p2p_post;
+
+typedef struct p2p_queue {
+  p2p_post *v;
+  size_t n, cap, head;
+} p2p_queue;
+
+typedef struct p2p_state {
+  p2p_queue *send, *recv; /* [from * world + to]: posted, not yet paired */
+  int *posted;            /* [rank] */
+  uint32_t *gend, *left;  /* [rank]: the group's end, its operations not yet run */
+  double *gmax;           /* [rank]: the latest end among its run operations */
+} p2p_state;
+
+static void run_pair(const ddp_plan *p, const ddp_profile *pr, int zero_comm, ddp_sim *s, p2p_state *ps,
+                     const p2p_post *a, const p2p_post *b) {
+  double start = a->ready > b->ready ? a->ready : b->ready;
+  const p2p_post *late = a->ready >= b->ready ? a : b;
+  const p2p_post *both[2] = {a, b};
+  for (int i = 0; i < 2; i++) {
+    const ddp_instr *in = &p->ranks[both[i]->rank].step.v[both[i]->k];
+    int comm = 0;
+    double c = zero_comm ? 0 : ddp_instr_cost(p, in, pr, &comm);
+    ddp_sim_instr *si = &s->ranks[both[i]->rank].in[both[i]->k];
+    si->dep = late->rank == both[i]->rank ? DEP_NONE : DEP_COLLECTIVE;
+    si->dep_rank = late->rank == both[i]->rank ? -1 : late->rank;
+    si->dep_index = late->rank == both[i]->rank ? -1 : (int64_t)late->k;
+    si->start = start;
+    si->end = start + c;
+    s->ranks[both[i]->rank].busy_s[in->stream] += c;
+    s->ranks[both[i]->rank].comm_s += c;
+    if (si->end > ps->gmax[both[i]->rank]) ps->gmax[both[i]->rank] = si->end;
+    ps->left[both[i]->rank]--;
+  }
+}
+
+static void post_group(const ddp_plan *p, const ddp_profile *pr, int zero_comm, ddp_sim *s, rank_state *st,
+                       p2p_state *ps, int r) {
+  int world = (int)p->meta.world;
+  const ddp_program *prog = &p->ranks[r].step;
+  uint32_t pc = st[r].pc, e = group_end(prog, pc);
+  ps->posted[r] = 1;
+  ps->gend[r] = e;
+  ps->left[r] = e - pc;
+  ps->gmax[r] = st[r].clock[prog->v[pc].stream];
+  for (uint32_t k = pc; k < e; k++) {
+    const ddp_instr *in = &prog->v[k];
+    int64_t q = in->i[COLL_I_PEER];
+    p2p_post me = {r, k, st[r].clock[in->stream]};
+    if (q < 0 || q >= world || q == r) continue; /* the reader refuses such plans */
+    bool send = in->opcode == I_SEND;
+    p2p_queue *mine = send ? &ps->send[(size_t)r * (size_t)world + (size_t)q] : &ps->recv[(size_t)q * (size_t)world + (size_t)r];
+    p2p_queue *theirs = send ? &ps->recv[(size_t)r * (size_t)world + (size_t)q] : &ps->send[(size_t)q * (size_t)world + (size_t)r];
+    if (theirs->head < theirs->n) {
+      run_pair(p, pr, zero_comm, s, ps, &theirs->v[theirs->head], &me);
+      theirs->head++;
+    } else {
+      if (mine->n == mine->cap) {
+        mine->cap = mine->cap ? 2 * mine->cap : 8;
+        mine->v = ddp_xrealloc(mine->v, mine->cap * sizeof *mine->v);
+      }
+      mine->v[mine->n++] = me;
+    }
+  }
+}
+
 ddp_sim *ddp_simulate(const ddp_plan *p, const ddp_profile *pr, int zero_comm, char *err, size_t errcap) {
   int world = (int)p->meta.world;
   if (world < 1 || !p->ranks) return ddp_fail(err, errcap, "the plan has no ranks"), NULL;
@@ -129,6 +213,10 @@ ddp_sim *ddp_simulate(const ddp_plan *p, const ddp_profile *pr, int zero_comm, c
   s->ranks = ddp_xcalloc((size_t)world, sizeof *s->ranks);
   rank_state *st = ddp_xcalloc((size_t)world, sizeof *st);
   int *who = ddp_xcalloc((size_t)world, sizeof *who);
+  p2p_state ps = {ddp_xcalloc((size_t)world * (size_t)world, sizeof(p2p_queue)),
+                  ddp_xcalloc((size_t)world * (size_t)world, sizeof(p2p_queue)), ddp_xcalloc((size_t)world, sizeof(int)),
+                  ddp_xcalloc((size_t)world, sizeof(uint32_t)), ddp_xcalloc((size_t)world, sizeof(uint32_t)),
+                  ddp_xcalloc((size_t)world, sizeof(double))};
   for (int r = 0; r < world; r++) {
     s->ranks[r].busy_s = ddp_xcalloc(ns, sizeof(double));
     s->ranks[r].compute_s = ddp_xcalloc(ns, sizeof(double));
@@ -141,22 +229,31 @@ ddp_sim *ddp_simulate(const ddp_plan *p, const ddp_profile *pr, int zero_comm, c
   int rc = 0;
   for (;;) {
     for (int r = 0; r < world; r++) advance(p, pr, s, &st[r], r, nev);
+    int moved = 0;
+    for (int r = 0; r < world; r++) {
+      const ddp_program *prog = &p->ranks[r].step;
+      if (!ps.posted[r] && st[r].pc < prog->n && is_p2p(prog->v[st[r].pc].opcode)) {
+        post_group(p, pr, zero_comm, s, st, &ps, r);
+        moved = 1;
+      }
+    }
+    for (int r = 0; r < world; r++)
+      if (ps.posted[r] && ps.left[r] == 0) { /* the group has run: the rank goes on after its last operation */
+        const ddp_program *prog = &p->ranks[r].step;
+        int sid = prog->v[st[r].pc].stream;
+        st[r].clock[sid] = ps.gmax[r];
+        st[r].last[sid] = ps.gend[r] - 1;
+        st[r].pc = ps.gend[r];
+        ps.posted[r] = 0;
+        moved = 1;
+      }
+    if (moved) continue;
     int fired = 0, pending = -1;
     for (int r = 0; r < world && !fired; r++) {
       if (st[r].pc >= p->ranks[r].step.n) continue;
       if (pending < 0) pending = r;
       const ddp_instr *in = &p->ranks[r].step.v[st[r].pc];
-      if (in->opcode == I_SEND || in->opcode == I_RECV) {
-        int64_t q = in->i[COLL_I_PEER];
-        if (q < 0 || q >= world || q == r || st[q].pc >= p->ranks[q].step.n) continue;
-        const ddp_instr *qi = &p->ranks[q].step.v[st[q].pc];
-        int want = in->opcode == I_SEND ? I_RECV : I_SEND;
-        if (qi->opcode != want || qi->i[COLL_I_PEER] != r) continue;
-        who[0] = r, who[1] = (int)q;
-        fire(p, pr, zero_comm, s, st, who, 2);
-        fired = 1;
-        continue;
-      }
+      if (is_p2p(in->opcode)) continue; /* posted, waiting for its partners */
       int all = 1;
       for (int q = 0; q < world && all; q++)
         all = st[q].pc < p->ranks[q].step.n && p->ranks[q].step.v[st[q].pc].opcode == in->opcode;
@@ -184,6 +281,8 @@ ddp_sim *ddp_simulate(const ddp_plan *p, const ddp_profile *pr, int zero_comm, c
   }
   free(st);
   free(who);
+  for (size_t i = 0; i < (size_t)world * (size_t)world; i++) free(ps.send[i].v), free(ps.recv[i].v);
+  free(ps.send), free(ps.recv), free(ps.posted), free(ps.gend), free(ps.left), free(ps.gmax);
   if (rc) {
     ddp_sim_free(s);
     return NULL;
