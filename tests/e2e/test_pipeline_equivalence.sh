@@ -25,6 +25,10 @@ return schedule { model = $2, data = $6, precision = "fp32", optimizer = $4, par
 LUA
   "$DDPC" "$tmp/$1.lua" -o "$tmp/$1.bin" -q || { fail "$1 does not compile"; return 1; }
   "$DDPRUN" "$tmp/$1.bin" --device ref --checkpoint-dir "$tmp/$1.ckpt" --quiet || { fail "$1 run"; return 1; }
+  # the cost model simulates every rank's sends and receives (NCCL's group semantics)
+  "$DDPC" explain "$tmp/$1.bin" --json >"$tmp/$1.explain" 2>&1 &&
+    python3 -c "import json,sys; d=json.load(open(sys.argv[1])); assert all(r['step_ms'] > 0 for r in d['ranks'])" \
+      "$tmp/$1.explain" 2>/dev/null || { fail "$1: ddpc explain: $(head -c 300 "$tmp/$1.explain")"; return 1; }
 }
 
 run base "$tiny" "single()" "$sgd" 4 "$data"
