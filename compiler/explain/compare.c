@@ -285,8 +285,9 @@ int ddp_explain_compare(const ddp_plan *p, const char *plan_path, const char *me
                         int default_profile, int rank, int json, FILE *o, char *err, size_t errcap) {
   measured mv;
   int rc = read_metrics(metrics_path, p, plan_path, &mv, err, errcap);
-  ddp_sim *s = rc == 0 ? ddp_explain_sim(p, pr, err, errcap) : NULL;
-  if (rc == 0 && !s) rc = -1;
+  char serr[512] = "";
+  ddp_sim *s = rc == 0 ? ddp_explain_sim(p, pr, serr, sizeof serr) : NULL;
+  if (rc == 0 && !s) rc = ddp_fail(err, errcap, "%s: the simulator cannot run on this plan: %s", plan_path, serr);
   if (rc == 0) {
     int r0 = rank < 0 ? 0 : rank, r1 = rank < 0 ? s->world : rank + 1;
     if (!json) text_report(p, s, &mv, plan_path, metrics_path, pr, default_profile, r0, r1, o);

@@ -70,6 +70,36 @@ for n in ("tiny", "toy"):
     print("ok: %s: the run line's prediction equals explain's rank 0 (step %g ms, comm %g ms)" % (n, pr["step_ms"], pr["comm_ms"]))
 PY
 
+# a plan the simulator cannot run on (today the 1F1B pipelines: their sends and receives never pair up in
+# the simulator) still compiles; then the plan has no prediction, inspect says why, the run line carries
+# none and --compare refuses with one line. Whichever holds, the run line has "predicted" exactly when the
+# plan has a prediction.
+"$DDPC" "$DDP_SOURCE_DIR/schedules/tiny_pipeline.lua" -o "$tmp/pipe.bin" -q || fail "tiny_pipeline does not compile"
+"$DDPRUN" "$tmp/pipe.bin" --device ref --steps 2 --metrics "$tmp/pipe.jsonl" --quiet || fail "tiny_pipeline run"
+"$DDPC" inspect --json "$tmp/pipe.bin" >"$tmp/pipe.json" && "$DDPC" inspect "$tmp/pipe.bin" >"$tmp/pipe.inspect" || fail "inspect pipe"
+python3 - "$tmp" <<'PY' || fail "a plan without a prediction"
+import json, sys
+t = sys.argv[1]
+m = json.load(open(f"{t}/pipe.json"))["meta"]
+run = json.loads(open(f"{t}/pipe.jsonl").readline())
+text = open(f"{t}/pipe.inspect").read()
+if m["predicted_step_ms"] > 0:
+    assert run["predicted"]["step_ms"] > 0 and not m["predicted_error"], (run, m)
+    print("ok: tiny_pipeline now has a prediction (%g ms), and the run line carries it" % m["predicted_step_ms"])
+else:
+    assert "predicted" not in run, run
+    assert m["predicted_error"] and "never meets its partners" in m["predicted_error"], m
+    assert all(m[f"predicted_{k}_ms"] == 0 for k in ("forward", "backward", "optimizer", "comm", "exposed_comm")), m
+    assert "predicted_step_ms      0 (no prediction: see predicted_error)" in text, text[:2000]
+    print("ok: tiny_pipeline: no prediction (%s); the run line carries none" % m["predicted_error"])
+PY
+if ! grep -q '"predicted"' "$tmp/pipe.jsonl"; then
+  "$DDPC" explain "$tmp/pipe.bin" --compare "$tmp/pipe.jsonl" >"$tmp/out" 2>"$tmp/err"
+  rc=$?
+  [ $rc = 1 ] && [ "$(wc -l <"$tmp/err")" = 1 ] && grep -q "pipe\.bin: the simulator cannot run on this plan: rank 0: " "$tmp/err" ||
+    fail "--compare on a plan the simulator cannot run: exit $rc: $(cat "$tmp/err")"
+fi
+
 # (3) --compare on the real metrics: structure, and the measured column = the medians of the non-warm-up steps
 phases=("step" "forward" "backward" "optimizer" "communication" "exposed communication")
 for n in tiny toy; do
