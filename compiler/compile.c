@@ -6,7 +6,8 @@
  *   memplan  plan tensors' offsets, ranks' arena bytes (memplan/), checked against --device-memory
  *   buckets  plan.buckets, in bytes of the gradient arena (layout/buckets.c)
  *   verify   nothing: proves the ordering and the collectives (verify/)
- *   codegen  plan.modules and .kernels, every KERNEL's launch geometry (codegen/) */
+ *   codegen  plan.modules and .kernels, every KERNEL's launch geometry (codegen/)
+ *   predict  plan.meta.predicted_*: rank 0's step as `ddpc explain` predicts it (explain/predict.c) */
 #include "compile.h"
 #include "codegen.h"
 #include "err.h"
@@ -55,6 +56,11 @@ ddp_plan *ddp_compile(const ddp_schedule *s, const ddp_compile_opts *o, char *er
   if (rc == 0) rc = ddp_verify(p, err, errcap);
   if (rc == 0 && !o->skip_codegen && !o->f64_reference)
     rc = ddp_codegen(p, o->arch, o->jobs, &o->codegen, err, errcap);
+  if (rc == 0) {
+    ddp_profile def;
+    if (!o->profile) ddp_profile_default(&def);
+    ddp_predict_meta(p, o->profile ? o->profile : &def);
+  }
   ddp_layout_free(&lay);
   b_free(&b);
   if (rc != 0) {

@@ -4,6 +4,7 @@
 #ifndef DDP_COMPILE_H
 #define DDP_COMPILE_H
 #include "codegen.h"
+#include "explain.h"
 #include "plan.h"
 #include "schedule.h"
 
@@ -14,6 +15,7 @@ typedef struct ddp_compile_opts {
   int f64_reference; /* every float tensor in f64, no kernels: the reference executor's gradient checks */
   ddp_codegen_opts codegen; /* zeroed: the built-in choices */
   uint64_t device_memory;   /* bytes a rank may use on its GPU (0: not checked) */
+  const ddp_profile *profile; /* the device profile of the stored prediction (NULL: the built-in default) */
 } ddp_compile_opts;
 
 ddp_plan *ddp_compile(const ddp_schedule *s, const ddp_compile_opts *o, char *err, size_t errcap);

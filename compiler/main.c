@@ -1,11 +1,12 @@
 /* compiler/main.c: the ddpc command line (docs/CLI.md).
  *   ddpc SCHEDULE.lua -o PLAN [--arch sm_90a] [--set path=value ...] [-j N] [--time-limit S] [--quiet]
+ *        [--device-memory SIZE] [--profile FILE]
  *   ddpc inspect PLAN [--rank R] [--json]
  *   ddpc --version
  * Options by getopt_long: anywhere on the line, as `--opt value` or `--opt=value`; -h/--help anywhere
  * prints that command's usage to stdout and exits 0. Exit status: 0 done, 2 a bad command line (one line
  * "ddpc: --opt: ..."), 1 any other failure (one line naming the file and field). A failed compile leaves no
- * plan file, and a plan is never written over one of its inputs (the schedule, the token file). */
+ * plan file, and a plan is never written over one of its inputs (the schedule, the profile, the token file). */
 #include "args.h"
 #include "clock.h"
 #include "codegen.h"
@@ -28,9 +29,9 @@
 static void usage_compile(FILE *f) {
   fprintf(f,
           "usage: ddpc SCHEDULE.lua -o PLAN [--arch sm_90a] [--set path=value ...] [-j N] [--quiet]\n"
-          "            [--time-limit S] [--device-memory SIZE]\n"
+          "            [--time-limit S] [--device-memory SIZE] [--profile FILE]\n"
           "       ddpc inspect PLAN [--rank R] [--json]\n"
-          "       ddpc explain PLAN [--profile FILE] [--rank R] [--json]\n"
+          "       ddpc explain PLAN [--profile FILE] [--rank R] [--json] [--compare METRICS.jsonl]\n"
           "       ddpc scaling fit|plan ... (IsoFLOPs scaling laws: ddpc scaling --help)\n"
           "       ddpc plot split|throughput -o FILE.svg METRICS.jsonl ... (ddpc plot --help)\n"
           "       ddpc --version\n"
@@ -42,6 +43,8 @@ static void usage_compile(FILE *f) {
           "  --time-limit S       CPU seconds the schedule's Lua may run, in (0, 1e6] (default 10)\n"
           "  --device-memory SIZE refuse a plan whose rank needs more than SIZE bytes of GPU memory, e.g. 141GB,\n"
           "                       80GiB (default: not checked)\n"
+          "  --profile FILE       device profile of the step prediction stored in the plan (ddpc explain's\n"
+          "                       JSON; default: the built-in H100/H200 profile, uncalibrated)\n"
           "  -q, --quiet          no summary line\n"
           "  -h, --help           this help;  --version: the version, plan format and CUDA version\n"
           "Exit status: 0 done, 1 failed, 2 bad command line.\n");
@@ -127,12 +130,13 @@ int main(int argc, char **argv) {
                                      {"jobs", required_argument, NULL, 'j'},
                                      {"time-limit", required_argument, NULL, 't'},
                                      {"device-memory", required_argument, NULL, 'm'},
+                                     {"profile", required_argument, NULL, 'p'},
                                      {"quiet", no_argument, NULL, 'q'},
                                      {"help", no_argument, NULL, 'h'},
                                      {"version", no_argument, NULL, 'V'},
                                      {NULL, 0, NULL, 0}};
   uint64_t device_memory = 0;
-  const char *out = NULL, *arch = "sm_90a";
+  const char *out = NULL, *arch = "sm_90a", *profile = NULL;
   const char **sets = ddp_xcalloc((size_t)argc, sizeof *sets); /* the --set overrides */
   int nsets = 0, quiet = 0, help = 0, want_version = 0, c;
   int64_t jobs = sysconf(_SC_NPROCESSORS_ONLN);
@@ -148,6 +152,7 @@ int main(int argc, char **argv) {
     case 'j': rc = ddp_parse_i64(optarg, 1, 1024, "-j", &jobs, err, sizeof err); break;
     case 't': rc = ddp_parse_double(optarg, 0, 1, 1e6, "--time-limit", &time_limit, err, sizeof err); break;
     case 'm': rc = ddp_parse_bytes(optarg, "--device-memory", &device_memory, err, sizeof err); break;
+    case 'p': profile = optarg; break;
     case 'q': quiet = 1; break;
     case 'h': help = 1; break;
     case 'V': want_version = 1; break;
@@ -164,8 +169,8 @@ int main(int argc, char **argv) {
   if (!bad[0] && optind + 1 < argc) snprintf(bad, sizeof bad, "more than one schedule given ('%s')", argv[optind + 1]);
   if (!bad[0] && (!schedule || !out))
     snprintf(bad, sizeof bad, "%s (see ddpc --help)", !schedule ? "no schedule given" : "no output given (-o PLAN)");
-  const char *inputs[2] = {schedule, NULL}, *names[2] = {"schedule", "token file"};
-  if (!bad[0] && ddp_check_output("-o", out, inputs, names, 1, 0, err, sizeof err))
+  const char *inputs[3] = {schedule, profile, NULL}, *names[3] = {"schedule", "profile", "token file"};
+  if (!bad[0] && ddp_check_output("-o", out, inputs, names, 2, 0, err, sizeof err))
     snprintf(bad, sizeof bad, "%s", err);
   size_t olen = out ? strlen(out) : 0;
   if (!bad[0] && olen > 4 && !strcmp(out + olen - 4, ".lua") && access(out, F_OK) == 0)
@@ -179,6 +184,13 @@ int main(int argc, char **argv) {
     free(sets);
     return DDP_EXIT_USAGE;
   }
+  ddp_profile prof;
+  ddp_profile_default(&prof);
+  if (profile && ddp_profile_read(profile, &prof, err, sizeof err)) {
+    fprintf(stderr, "ddpc: --profile: %s\n", err);
+    free(sets);
+    return DDP_EXIT_FAILURE;
+  }
   if (time_limit > 0) ddp_schedule_time_limit(time_limit);
   double t0 = ddp_now_s();
   ddp_schedule *s = ddp_schedule_load(schedule, sets, nsets, err, sizeof err);
@@ -187,7 +199,7 @@ int main(int argc, char **argv) {
     fprintf(stderr, "%s\n", err);
     return DDP_EXIT_FAILURE;
   }
-  ddp_compile_opts o = {.arch = arch, .jobs = (int)jobs, .device_memory = device_memory};
+  ddp_compile_opts o = {.arch = arch, .jobs = (int)jobs, .device_memory = device_memory, .profile = &prof};
   if (ddp_codegen_opts_from_env(&o.codegen, err, sizeof err) != 0) {
     fprintf(stderr, "ddpc: %s\n", err);
     ddp_schedule_free(s);
@@ -200,8 +212,8 @@ int main(int argc, char **argv) {
     return DDP_EXIT_FAILURE;
   }
   /* The token file is known once compiled: the plan must not replace it either. */
-  inputs[1] = p->meta.data_path && p->meta.data_path[0] ? p->meta.data_path : NULL;
-  if (ddp_check_output("-o", out, inputs, names, 2, 0, err, sizeof err)) {
+  inputs[2] = p->meta.data_path && p->meta.data_path[0] ? p->meta.data_path : NULL;
+  if (ddp_check_output("-o", out, inputs, names, 3, 0, err, sizeof err)) {
     fprintf(stderr, "ddpc: %s\n", err);
     ddp_plan_free(p);
     return DDP_EXIT_USAGE;
@@ -215,9 +227,12 @@ int main(int argc, char **argv) {
     uint64_t cubin = 0, instrs = 0;
     for (uint32_t m = 0; m < p->nmodules; m++) cubin += p->modules[m].cubin_size;
     for (int64_t r = 0; r < p->meta.world; r++) instrs += p->ranks[r].step.n;
-    fprintf(stderr, "ddpc: %s -> %s: %lld ranks, %llu step instructions, %u kernels (%llu KiB CUBIN), %.2f s\n",
+    char pred[96] = "";
+    if (p->meta.predicted_step_ms > 0)
+      snprintf(pred, sizeof pred, ", predicted %.2f ms/step (ddpc explain)", p->meta.predicted_step_ms);
+    fprintf(stderr, "ddpc: %s -> %s: %lld ranks, %llu step instructions, %u kernels (%llu KiB CUBIN)%s, %.2f s\n",
             schedule, out, (long long)p->meta.world, (unsigned long long)instrs, p->nmodules,
-            (unsigned long long)(cubin >> 10), ddp_now_s() - t0);
+            (unsigned long long)(cubin >> 10), pred, ddp_now_s() - t0);
   }
   ddp_plan_free(p);
   return 0;

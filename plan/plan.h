@@ -117,7 +117,10 @@ typedef enum {
 const char *ddp_mode_name(int m); /* "forward"; "?" when out of range */
 
 /* The schedule summary: every field is written, read and printed through this one table.
- * X(type, name) with type one of I (int64), F (double), S (string). */
+ * X(type, name) with type one of I (int64), F (double), S (string). predicted_*: rank 0's step as
+ * `ddpc explain` predicts it at compile time with the profile predicted_profile (compiler/explain/
+ * predict.c; a phase without its timers is 0); all 0 with the reason in predicted_error when the
+ * simulator could not run on the plan. */
 #define DDP_META_FIELDS(X)                                                                         \
   X(S, schedule_path) X(S, schedule_source) X(S, arch) X(I, world) X(S, model_name)             \
   X(I, model_kind) X(I, vocab) X(I, context) X(I, d_model) X(I, d_ff) X(I, layers) X(I, heads)   \
@@ -128,7 +131,10 @@ const char *ddp_mode_name(int m); /* "forward"; "?" when out of range */
   X(I, lr_warmup) X(I, lr_cycle) X(F, clip_norm) X(S, parallel) X(I, n_params) X(I, n_trainable) \
   X(F, flops_per_step) X(I, tokens_tensor) X(I, targets_tensor) X(I, loss_tensor)                \
   X(I, scalars_tensor) X(I, attention) X(F, comm_bytes_per_step) X(I, mode) X(I, pipe_stages)            \
-  X(I, pipe_replicas) X(I, pipe_microbatches) X(I, pipe_schedule) X(I, pipe_virtual)
+  X(I, pipe_replicas) X(I, pipe_microbatches) X(I, pipe_schedule) X(I, pipe_virtual)             \
+  X(F, predicted_step_ms) X(F, predicted_forward_ms) X(F, predicted_backward_ms)                   \
+  X(F, predicted_optimizer_ms) X(F, predicted_comm_ms) X(F, predicted_exposed_comm_ms)             \
+  X(S, predicted_profile) X(S, predicted_error)
 
 typedef struct ddp_meta {
 #define DDP_META_DECL_I(name) int64_t name;

@@ -1,5 +1,5 @@
 /* compiler/explain/explain.c: the report and command line of `ddpc explain PLAN [--profile FILE]
- * [--rank R] [--json]` (docs/EXPLAIN.md): per rank, the predicted step time, compute and communication
+ * [--rank R] [--json] [--compare METRICS.jsonl]` (docs/EXPLAIN.md; --compare's report: compare.c): per rank, the predicted step time, compute and communication
  * per stream, exposed communication and overlap ratio, the critical path's top instructions and the
  * memory per class at the peak. */
 #include "args.h"
@@ -186,13 +186,16 @@ int ddp_explain(const ddp_plan *p, const ddp_profile *pr, int default_profile, i
 }
 
 static void usage(FILE *f) {
-  fprintf(f, "usage: ddpc explain PLAN [--profile FILE] [--rank R] [--json]\n"
+  fprintf(f, "usage: ddpc explain PLAN [--profile FILE] [--rank R] [--json] [--compare METRICS.jsonl]\n"
              "Predicts a plan's step from its streams, events and collectives (docs/EXPLAIN.md): per rank the\n"
              "step time, compute and communication per stream, exposed communication, overlap ratio, the\n"
              "critical path's top instructions and the memory per class at the peak.\n"
              "  --profile FILE  device profile (JSON; default: the built-in H100/H200 profile, uncalibrated)\n"
              "  --rank R        only rank R (0 .. world - 1)\n"
              "  --json          one JSON document\n"
+             "  --compare METRICS.jsonl  instead: per rank and phase, the prediction against ddprun's measurement\n"
+             "                  in that metrics file (warm-up steps skipped, medians), ratio, error and the\n"
+             "                  verdicts (step within 10%%, exposed communication within 2 ms)\n"
              "  -h, --help      this help\n"
              "Exit status: 0 done, 1 failed, 2 bad command line.\n");
 }
@@ -201,10 +204,11 @@ int ddp_explain_main(int argc, char **argv) {
   static const struct option lo[] = {{"profile", required_argument, NULL, 'p'},
                                      {"rank", required_argument, NULL, 'r'},
                                      {"json", no_argument, NULL, 'J'},
+                                     {"compare", required_argument, NULL, 'c'},
                                      {"help", no_argument, NULL, 'h'},
                                      {NULL, 0, NULL, 0}};
   char bad[1024] = "", err[1024];
-  const char *profile = NULL;
+  const char *profile = NULL, *compare = NULL;
   int64_t rank = -1;
   int json = 0, help = 0, c;
   opterr = 0;
@@ -213,6 +217,7 @@ int ddp_explain_main(int argc, char **argv) {
     if (c == 'h') help = 1;
     else if (c == 'J') json = 1;
     else if (c == 'p') profile = optarg;
+    else if (c == 'c') compare = optarg;
     else if (c == 'r') {
       if (ddp_parse_i64(optarg, 0, INT_MAX - 1, "--rank", &rank, err, sizeof err) && !bad[0])
         snprintf(bad, sizeof bad, "%s", err);
@@ -240,9 +245,11 @@ int ddp_explain_main(int argc, char **argv) {
   int status = 0;
   ddp_plan *p = ddp_inspect_open("ddpc explain", path, rank, &status);
   if (!p) return status;
-  int rc = ddp_explain(p, &pr, profile == NULL, (int)rank, json, stdout, err, sizeof err);
+  int rc = compare ? ddp_explain_compare(p, path, compare, &pr, profile == NULL, (int)rank, json, stdout, err, sizeof err)
+                   : ddp_explain(p, &pr, profile == NULL, (int)rank, json, stdout, err, sizeof err);
   if (rc == 0 && (fflush(stdout) != 0 || ferror(stdout))) rc = -1, snprintf(err, sizeof err, "cannot write to stdout");
-  if (rc) fprintf(stderr, "ddpc explain: %s: %s\n", path, err);
+  if (rc && compare) fprintf(stderr, "ddpc explain --compare: %s\n", err);
+  else if (rc) fprintf(stderr, "ddpc explain: %s: %s\n", path, err);
   ddp_plan_free(p);
   return rc ? DDP_EXIT_FAILURE : 0;
 }

@@ -112,6 +112,21 @@ int ddp_act_transient(const ddp_plan *p, uint32_t t);
  * fp32 buffer a cast to the compute dtype reads). */
 unsigned char *ddp_gathered_params(const ddp_plan *p);
 
+/* ---- the compile-time prediction (predict.c) ---- */
+/* Fills the plan's predicted_* meta fields (plan/plan.h) from ddp_explain_sim with profile pr: rank 0's
+ * step, forward, backward, optimizer, communication and exposed communication in ms (a phase without its
+ * timers: 0), predicted_profile = pr->name. Never fails: a simulator that cannot run leaves the times 0
+ * and its one-line reason in predicted_error. */
+void ddp_predict_meta(ddp_plan *p, const ddp_profile *pr);
+
+/* ---- predicted against measured (compare.c) ---- */
+/* `ddpc explain PLAN --compare METRICS`: reads ddprun's metrics (the run line must name the plan's schedule,
+ * parallel layout and world; warm-up steps skipped, medians over the rest), prints per rank (rank < 0:
+ * every rank) each phase's prediction, measurement, ratio and error, and the verdicts. plan_path and
+ * metrics_path label the output and errors. Returns 0, or -1 with one line in err. */
+int ddp_explain_compare(const ddp_plan *p, const char *plan_path, const char *metrics_path, const ddp_profile *pr,
+                        int default_profile, int rank, int json, FILE *o, char *err, size_t errcap);
+
 /* ---- the report ---- */
 /* rank < 0: every rank. default_profile: say that the built-in profile was used. Returns 0 or -1 (err). */
 int ddp_explain(const ddp_plan *p, const ddp_profile *pr, int default_profile, int rank, int json, FILE *o,

@@ -65,7 +65,13 @@ static void print_summary(FILE *o, const ddp_plan *p) {
     if (d) fprintf(o, "%-22s %" PRId64 " (%s)\n", #name, p->meta.name, d); \
     else fprintf(o, "%-22s %" PRId64 "\n", #name, p->meta.name);         \
   } while (0);
-#define SUM_F(name) fprintf(o, "%-22s %.6g\n", #name, p->meta.name);
+#define SUM_F(name)                                                                              \
+  if (strcmp(#name, "predicted_step_ms") == 0 && !(p->meta.name > 0))                            \
+    fprintf(o, "%-22s %.6g (no prediction: %s)\n", #name, p->meta.name,                          \
+            p->meta.predicted_error && *p->meta.predicted_error ? "see predicted_error"          \
+                                                                : "the plan was compiled without one"); \
+  else                                                                                           \
+    fprintf(o, "%-22s %.6g\n", #name, p->meta.name);
 #define SUM_S(name)                                                                        \
   if (strcmp(#name, "schedule_source") == 0)                                               \
     fprintf(o, "%-22s (%d lines)\n", #name, count_lines(p->meta.name));                    \

@@ -6,7 +6,9 @@
  * step whose fields are the rows of DDP_METRIC_FIELDS below, in that order, then one array per row of
  * DDP_METRIC_RANK_FIELDS (element r: rank r's value, gathered by the same host sum, every rank adding its
  * own values at its own offset of a zeroed vector), preceded by one {"event": "run", ...} line (schedule,
- * parallel layout, world size, tokens per step, executor) and one {"event": "memory", ...} line after init
+ * parallel layout, world size, tokens per step, executor, and the plan's compile-time prediction as
+ * "predicted": {profile, step_ms, forward_ms, backward_ms, optimizer_ms, comm_ms, exposed_comm_ms} when
+ * it has one) and one {"event": "memory", ...} line after init
  * with the planner's bytes per class. A plan that does not train (mode "forward",
  * "forward_backward") reports lr and grad_norm 0 and the phases it lacks (backward_ms, optimizer_ms) as 0:
  * they come from timing points the plan does not have. */
@@ -152,6 +154,13 @@ static void run_line(FILE *f, ddp_exec *x) {
   fprintf(f, ", \"world\": %d, \"tokens_per_step\": %lld, \"executor\": ", x->world,
           (long long)tokens_per_step(x->plan));
   ddp_json_str(f, x->v->name);
+  if (m->predicted_step_ms > 0) { /* the compile-time prediction (ddpc explain), next to the measurements */
+    fputs(", \"predicted\": {\"profile\": ", f);
+    ddp_json_str(f, m->predicted_profile ? m->predicted_profile : "");
+    fprintf(f, ", \"step_ms\": %.9g, \"forward_ms\": %.9g, \"backward_ms\": %.9g, \"optimizer_ms\": %.9g, "
+            "\"comm_ms\": %.9g, \"exposed_comm_ms\": %.9g}", m->predicted_step_ms, m->predicted_forward_ms,
+            m->predicted_backward_ms, m->predicted_optimizer_ms, m->predicted_comm_ms, m->predicted_exposed_comm_ms);
+  }
   fputs("}\n", f);
 }
 

@@ -1,0 +1,302 @@
+/* compiler/explain/compare.c: `ddpc explain PLAN --compare METRICS.jsonl` (docs/EXPLAIN.md, "Predicted
+ * against measured"): the simulator's prediction of each rank's step next to ddprun's measurement of it.
+ * The metrics file (runtime/driver/run.c) must hold its {"event": "run"} line, naming the plan's schedule,
+ * parallel layout and world, before its step lines; warm-up steps ("warmup": true) are skipped (all steps
+ * are used when every one is, as `ddpc plot` does, and the report says so) and each phase's measurement
+ * is the median over the remaining steps: rank r's element of the per-rank array
+ * (rank_step_ms, ...) where a step line has it, else, for rank 0 only, the scalar field (step_ms, ...).
+ * Per phase: predicted ms, measured ms, measured / predicted and the prediction's error
+ * (predicted - measured) / measured in percent; then the issue's targets as one verdict line per rank. */
+#include "err.h"
+#include "explain.h"
+#include "file.h"
+#include <jansson.h>
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+
+#define METRICS_MAX_BYTES ((size_t)1 << 30)
+#define STEP_TARGET_PCT 10.0 /* the issue's targets: the step within 10% ... */
+#define EXPOSED_TARGET_MS 2.0 /* ... and the exposed communication within 2 ms */
+
+enum { PH_STEP, PH_FORWARD, PH_BACKWARD, PH_OPTIMIZER, PH_COMM, PH_EXPOSED, PH_COUNT };
+static const struct {
+  const char *name, *scalar, *array;
+} phase[PH_COUNT] = {
+    {"step", "step_ms", "rank_step_ms"},
+    {"forward", "forward_ms", "rank_forward_ms"},
+    {"backward", "backward_ms", "rank_backward_ms"},
+    {"optimizer", "optimizer_ms", "rank_optimizer_ms"},
+    {"communication", "comm_ms", "rank_comm_ms"},
+    {"exposed communication", "exposed_comm_ms", "rank_exposed_comm_ms"},
+};
+
+/* The step lines: v[(line * PH_COUNT + ph) * world + r], NAN where a line has no value; warm[line]. */
+typedef struct measured {
+  int world;
+  size_t nlines, nwarm, cap; /* step lines, of which warm-up */
+  int use_warm;              /* every line is a warm-up step: the medians use them all */
+  double *v;
+  unsigned char *warm;
+  json_t *recorded; /* the run line's "predicted" object, or NULL */
+} measured;
+
+static int finite_number(json_t *x, double *out) {
+  if (!json_is_number(x) || !isfinite(json_number_value(x))) return 0;
+  *out = json_number_value(x);
+  return 1;
+}
+
+/* The run line names this plan: schedule, world and (when present) parallel must equal the plan's meta. */
+static int check_run_line(json_t *o, const ddp_plan *p, const char *plan_path, const char *path, int lineno,
+                          char *err, size_t errcap) {
+  const ddp_meta *m = &p->meta;
+  json_t *sch = json_object_get(o, "schedule"), *par = json_object_get(o, "parallel"), *w = json_object_get(o, "world");
+  if (!json_is_string(sch) || !json_is_integer(w))
+    return ddp_fail(err, errcap, "%s:%d: the run line has no \"schedule\" string or \"world\" integer", path, lineno);
+  const char *ms = m->schedule_path ? m->schedule_path : "", *mp = m->parallel ? m->parallel : "";
+  int same = !strcmp(json_string_value(sch), ms) && json_integer_value(w) == m->world &&
+             (!json_is_string(par) || !strcmp(json_string_value(par), mp));
+  if (!same)
+    return ddp_fail(err, errcap, "%s: the metrics of another plan: its run line says schedule '%.200s', parallel "
+                    "'%.100s', world %lld; %s is schedule '%.200s', parallel '%.100s', world %lld", path,
+                    json_string_value(sch), json_is_string(par) ? json_string_value(par) : "?",
+                    (long long)json_integer_value(w), plan_path, ms, mp, (long long)m->world);
+  return 0;
+}
+
+/* One step line into the next row of mv. */
+static int step_line(json_t *o, measured *mv, const char *path, int lineno, char *err, size_t errcap) {
+  int w = mv->world;
+  if (mv->nlines == mv->cap) {
+    mv->cap = mv->cap ? 2 * mv->cap : 64;
+    mv->v = ddp_xrealloc(mv->v, mv->cap * PH_COUNT * (size_t)w * sizeof(double));
+    mv->warm = ddp_xrealloc(mv->warm, mv->cap);
+  }
+  double *row = mv->v + mv->nlines * PH_COUNT * (size_t)w;
+  for (int ph = 0; ph < PH_COUNT; ph++) {
+    double *out = row + (size_t)ph * (size_t)w;
+    for (int r = 0; r < w; r++) out[r] = NAN;
+    json_t *a = json_object_get(o, phase[ph].array), *s = json_object_get(o, phase[ph].scalar);
+    if (a) {
+      if (!json_is_array(a) || json_array_size(a) != (size_t)w)
+        return ddp_fail(err, errcap, "%s:%d: \"%s\" is not an array of %d numbers (one per rank)", path, lineno,
+                        phase[ph].array, w);
+      for (int r = 0; r < w; r++)
+        if (!finite_number(json_array_get(a, (size_t)r), &out[r]))
+          return ddp_fail(err, errcap, "%s:%d: \"%s\"[%d] is not a finite number", path, lineno, phase[ph].array, r);
+    } else if (s && !finite_number(s, &out[0])) {
+      return ddp_fail(err, errcap, "%s:%d: \"%s\" is not a finite number", path, lineno, phase[ph].scalar);
+    }
+  }
+  if (isnan(row[0]))
+    return ddp_fail(err, errcap, "%s:%d: a step line without \"step_ms\" or \"rank_step_ms\"", path, lineno);
+  mv->warm[mv->nlines] = json_is_true(json_object_get(o, "warmup"));
+  mv->nwarm += mv->warm[mv->nlines];
+  mv->nlines++;
+  return 0;
+}
+
+static int read_metrics(const char *path, const ddp_plan *p, const char *plan_path, measured *mv, char *err,
+                        size_t errcap) {
+  memset(mv, 0, sizeof *mv);
+  mv->world = (int)p->meta.world;
+  size_t len = 0;
+  char *text = ddp_read_file(path, METRICS_MAX_BYTES, &len, err, errcap);
+  if (!text) return -1;
+  if (strlen(text) != len) {
+    free(text);
+    return ddp_fail(err, errcap, "%s: holds a NUL byte; not a metrics file", path);
+  }
+  int rc = 0, lineno = 0, have_run = 0;
+  for (char *line = text, *next; line && *line && rc == 0; line = next) {
+    next = strchr(line, '\n');
+    if (next) *next++ = '\0';
+    lineno++;
+    if (line[strspn(line, " \t\r")] == '\0') continue;
+    json_error_t je;
+    json_t *o = json_loads(line, 0, &je);
+    json_t *ev = json_is_object(o) ? json_object_get(o, "event") : NULL;
+    if (!json_is_object(o)) {
+      rc = ddp_fail(err, errcap, "%s:%d: not a JSON object (%s)", path, lineno, o ? "another JSON value" : je.text);
+    } else if (json_is_string(ev) && !strcmp(json_string_value(ev), "run")) {
+      if (have_run) rc = ddp_fail(err, errcap, "%s:%d: a second run line (one run per file)", path, lineno);
+      else if ((rc = check_run_line(o, p, plan_path, path, lineno, err, errcap)) == 0) {
+        have_run = 1;
+        json_t *pred = json_object_get(o, "predicted");
+        if (json_is_object(pred)) mv->recorded = json_incref(pred);
+      }
+    } else if (json_object_get(o, "step")) {
+      if (!have_run)
+        rc = ddp_fail(err, errcap, "%s:%d: a step line before the {\"event\": \"run\"} line", path, lineno);
+      else rc = step_line(o, mv, path, lineno, err, errcap);
+    } else if (!ev) {
+      rc = ddp_fail(err, errcap, "%s:%d: neither a step line (\"step\") nor an event line (\"event\")", path, lineno);
+    }
+    json_decref(o);
+  }
+  free(text);
+  if (rc == 0 && !have_run) rc = ddp_fail(err, errcap, "%s: no {\"event\": \"run\"} line; not a ddprun metrics file", path);
+  if (rc == 0 && mv->nlines == 0) rc = ddp_fail(err, errcap, "%s: no step lines", path);
+  mv->use_warm = mv->nwarm == mv->nlines;
+  return rc;
+}
+
+static int by_value(const void *a, const void *b) {
+  double x = *(const double *)a, y = *(const double *)b;
+  return (x > y) - (x < y);
+}
+
+/* The median of rank r's phase ph over the timed steps; NAN when no step has it. */
+static double median(const measured *mv, int ph, int r) {
+  double *x = ddp_xmalloc((mv->nlines + 1) * sizeof *x);
+  size_t k = 0;
+  for (size_t s = 0; s < mv->nlines; s++) {
+    if (mv->warm[s] && !mv->use_warm) continue;
+    double v = mv->v[(s * PH_COUNT + (size_t)ph) * (size_t)mv->world + (size_t)r];
+    if (!isnan(v)) x[k++] = v;
+  }
+  double m = NAN;
+  if (k) {
+    qsort(x, k, sizeof *x, by_value);
+    m = k % 2 ? x[k / 2] : (x[k / 2 - 1] + x[k / 2]) / 2;
+  }
+  free(x);
+  return m;
+}
+
+/* One rank's rows: predicted and measured ms (NAN: n/a), ratio measured / predicted, error in percent. */
+typedef struct row {
+  double pred, meas, ratio, err_pct;
+} row;
+
+static void rank_rows(const ddp_plan *p, const ddp_sim *s, const measured *mv, int r, row out[PH_COUNT]) {
+  const ddp_sim_rank *sr = &s->ranks[r];
+  double ph[3];
+  ddp_sim_phases(p, s, r, &ph[0], &ph[1], &ph[2]);
+  double pred[PH_COUNT] = {sr->step_s, ph[0], ph[1], ph[2], sr->comm_s, sr->exposed_s};
+  for (int k = 0; k < PH_COUNT; k++) {
+    row *w = &out[k];
+    w->pred = pred[k] >= 0 ? pred[k] * 1e3 : NAN;
+    w->meas = median(mv, k, r);
+    w->ratio = !isnan(w->pred) && !isnan(w->meas) && w->pred > 0 ? w->meas / w->pred : NAN;
+    w->err_pct = !isnan(w->pred) && !isnan(w->meas) && w->meas > 0 ? (w->pred - w->meas) / w->meas * 100 : NAN;
+  }
+}
+
+/* The verdicts: 1 yes, 0 no, -1 n/a. */
+static int step_ok(const row *rw) {
+  return isnan(rw[PH_STEP].err_pct) ? -1 : fabs(rw[PH_STEP].err_pct) <= STEP_TARGET_PCT;
+}
+static int exposed_ok(const row *rw) {
+  const row *e = &rw[PH_EXPOSED];
+  return isnan(e->pred) || isnan(e->meas) ? -1 : fabs(e->pred - e->meas) <= EXPOSED_TARGET_MS;
+}
+static const char *yes_no(int v) { return v < 0 ? "n/a" : v ? "yes" : "no"; }
+
+static void cell(FILE *o, double v, int width, const char *fmt) {
+  if (isnan(v)) fprintf(o, " %*s", width, "n/a");
+  else fprintf(o, fmt, width, v);
+}
+
+static void text_report(const ddp_plan *p, const ddp_sim *s, const measured *mv, const char *plan_path,
+                        const char *metrics_path, const ddp_profile *pr, int default_profile, int r0, int r1, FILE *o) {
+  const ddp_meta *m = &p->meta;
+  fprintf(o, "== explain --compare ==\n");
+  fprintf(o, "plan: %s (schedule %s, world %lld)\n", plan_path, m->schedule_path ? m->schedule_path : "-",
+          (long long)m->world);
+  if (mv->use_warm)
+    fprintf(o, "metrics: %s: %zu step lines, all warm-up steps, so medians of all %zu (no steady state)\n",
+            metrics_path, mv->nlines, mv->nlines);
+  else
+    fprintf(o, "metrics: %s: %zu step lines, %zu warm-up skipped, medians of %zu\n", metrics_path, mv->nlines,
+            mv->nwarm, mv->nlines - mv->nwarm);
+  if (default_profile)
+    fprintf(o, "profile: %s; no --profile given, so the predictions are the default's, not this machine's\n", pr->name);
+  else fprintf(o, "profile: %s\n", pr->name);
+  if (mv->recorded) {
+    double rs = 0;
+    json_t *rp = json_object_get(mv->recorded, "profile");
+    if (finite_number(json_object_get(mv->recorded, "step_ms"), &rs))
+      fprintf(o, "the run recorded the plan's compile-time prediction: step %.3f ms (profile %s)\n", rs,
+              json_is_string(rp) ? json_string_value(rp) : "?");
+  }
+  fprintf(o, "error = (predicted - measured) / measured; negative: the prediction is low\n\n");
+  for (int r = r0; r < r1; r++) {
+    row rw[PH_COUNT];
+    rank_rows(p, s, mv, r, rw);
+    fprintf(o, "== rank %d ==\n", r);
+    fprintf(o, "%-22s %12s %12s %19s %9s\n", "phase", "predicted ms", "measured ms", "measured/predicted", "error %");
+    for (int k = 0; k < PH_COUNT; k++) {
+      fprintf(o, "%-22s", phase[k].name);
+      cell(o, rw[k].pred, 12, " %*.3f");
+      cell(o, rw[k].meas, 12, " %*.3f");
+      cell(o, rw[k].ratio, 19, " %*.3f");
+      cell(o, rw[k].err_pct, 9, " %+*.1f");
+      fputc('\n', o);
+    }
+    fprintf(o, "verdict: step within 10%%: %s; exposed communication within 2 ms: %s\n\n", yes_no(step_ok(rw)),
+            yes_no(exposed_ok(rw)));
+  }
+}
+
+static json_t *num_or_null(double v) { return isnan(v) ? json_null() : json_real(v); }
+static json_t *verdict_json(int v) { return v < 0 ? json_null() : json_boolean(v); }
+
+static int json_report(const ddp_plan *p, const ddp_sim *s, const measured *mv, const char *plan_path,
+                       const char *metrics_path, const ddp_profile *pr, int default_profile, int r0, int r1, FILE *o) {
+  json_t *root = json_object(), *ranks = json_array();
+  json_object_set_new(root, "plan", json_string(plan_path));
+  json_object_set_new(root, "metrics", json_string(metrics_path));
+  json_object_set_new(root, "profile", json_string(pr->name));
+  json_object_set_new(root, "default_profile", json_boolean(default_profile));
+  json_object_set_new(root, "world", json_integer(s->world));
+  json_object_set_new(root, "step_lines", json_integer((json_int_t)mv->nlines));
+  json_object_set_new(root, "warmup_skipped", json_integer((json_int_t)(mv->use_warm ? 0 : mv->nwarm)));
+  json_object_set_new(root, "medians_of", json_integer((json_int_t)(mv->use_warm ? mv->nlines : mv->nlines - mv->nwarm)));
+  json_object_set(root, "recorded_prediction", mv->recorded ? mv->recorded : json_null());
+  for (int r = r0; r < r1; r++) {
+    row rw[PH_COUNT];
+    rank_rows(p, s, mv, r, rw);
+    json_t *jr = json_object(), *phs = json_array();
+    json_object_set_new(jr, "rank", json_integer(r));
+    for (int k = 0; k < PH_COUNT; k++) {
+      json_t *e = json_object();
+      json_object_set_new(e, "phase", json_string(phase[k].name));
+      json_object_set_new(e, "predicted_ms", num_or_null(rw[k].pred));
+      json_object_set_new(e, "measured_ms", num_or_null(rw[k].meas));
+      json_object_set_new(e, "ratio", num_or_null(rw[k].ratio));
+      json_object_set_new(e, "error_pct", num_or_null(rw[k].err_pct));
+      json_array_append_new(phs, e);
+    }
+    json_object_set_new(jr, "phases", phs);
+    json_object_set_new(jr, "step_within_10pct", verdict_json(step_ok(rw)));
+    json_object_set_new(jr, "exposed_within_2ms", verdict_json(exposed_ok(rw)));
+    json_array_append_new(ranks, jr);
+  }
+  json_object_set_new(root, "ranks", ranks);
+  int rc = json_dumpf(root, o, JSON_INDENT(1) | JSON_REAL_PRECISION(17));
+  fputc('\n', o);
+  json_decref(root);
+  return rc;
+}
+
+int ddp_explain_compare(const ddp_plan *p, const char *plan_path, const char *metrics_path, const ddp_profile *pr,
+                        int default_profile, int rank, int json, FILE *o, char *err, size_t errcap) {
+  measured mv;
+  int rc = read_metrics(metrics_path, p, plan_path, &mv, err, errcap);
+  char serr[512] = "";
+  ddp_sim *s = rc == 0 ? ddp_explain_sim(p, pr, serr, sizeof serr) : NULL;
+  if (rc == 0 && !s) rc = ddp_fail(err, errcap, "%s: the simulator cannot run on this plan: %s", plan_path, serr);
+  if (rc == 0) {
+    int r0 = rank < 0 ? 0 : rank, r1 = rank < 0 ? s->world : rank + 1;
+    if (!json) text_report(p, s, &mv, plan_path, metrics_path, pr, default_profile, r0, r1, o);
+    else if (json_report(p, s, &mv, plan_path, metrics_path, pr, default_profile, r0, r1, o))
+      rc = ddp_fail(err, errcap, "cannot write the JSON report");
+  }
+  ddp_sim_free(s);
+  free(mv.v);
+  free(mv.warm);
+  json_decref(mv.recorded);
+  return rc;
+}
