@@ -39,9 +39,7 @@ typedef struct model {
 static double seeds_T(const model *m, double sb) {
   if (sb > m->s) sb = m->s; /* a bucket holds at most the whole model: n_b >= 1 */
   return (m->s + sb) / m->w + m->s * m->o / sb; }
-static double seeds_opt(const model *m) { double sb = sqrt(m->s * m->o * m->w);
-  return sb < m->s ? sb : m->s;
-}
+static double seeds_opt(const model *m) { return sqrt(m->s * m->o * m->w); }
 /* The overlap model: n_b = s/s_b buckets become ready evenly over the backward (g = t_b s_b / s apart), each
  * all-reduce costs c = o + s_b/w on one stream; the time after the backward is max(c, n_b c - (n_b - 1) g). */
 static double overlap_T(const model *m, double sb) {
@@ -59,17 +57,19 @@ static double overlap_opt(const model *m) {
   return sb < m->s ? sb : m->s;
 }
 
+/* The schedule at bucket size mb (mb <= 0: as written), compiled and simulated (e NULL: only checked). */
 static int eval_size(const char *path, double mb, const ddp_profile *pr, ddp_xeval *e, char *err, size_t errcap) {
   char set[64], lerr[1024];
   snprintf(set, sizeof set, "parallel.bucket_mb=%.17g", mb);
   const char *sets[1] = {set};
-  ddp_schedule *s = ddp_schedule_load(path, sets, 1, lerr, sizeof lerr);
+  ddp_schedule *s = ddp_schedule_load(path, sets, mb > 0, lerr, sizeof lerr);
   if (!s) return ddp_fail(err, errcap, "%s", lerr);
   int rc = 0;
   if (s->sync != SYNC_BUCKETED || s->bucket_policy || s->stages > 0 || s->ranks < 2)
     rc = ddp_fail(err, errcap, "%s: not a bucketed data-parallel schedule on 2+ ranks (needs ddp{ sync = "
                   "\"bucketed\", ranks >= 2 } without a buckets function)", path);
-  if (rc == 0) rc = ddp_xeval_schedule(s, pr, e, err, errcap);
+  if (rc == 0 && e) rc = ddp_xeval_schedule(s, pr, e, err, errcap);
+  if (rc == 0 && e && e->sim_err[0]) rc = ddp_fail(err, errcap, "%s: %s", path, e->sim_err);
   ddp_schedule_free(s);
   return rc;
 }
@@ -252,8 +252,9 @@ static void print_text(const char *sched, const ddp_profile *pr, int defprof, co
   printf("  s = %.0f B (gradient bytes), o = alpha = %g us (all_reduce), w = busbw * n/(2(n-1)) = %g GB/s * %d/%d = %.3f GB/s\n",
          m->s, pr->coll[COST_ALL_REDUCE].alpha_us, pr->coll[COST_ALL_REDUCE].busbw_gbps, m->world, 2 * (m->world - 1),
          m->w / 1e9);
-  printf("  s_b* = sqrt(%.0f * %g * %.6g) = %.0f B = %.3f MB; T(s_b*) = %.3f ms\n", m->s, m->o, m->w, seeds_opt(m),
-         seeds_opt(m) / MIB, seeds_T(m, seeds_opt(m)) * 1e3);
+  printf("  s_b* = sqrt(%.0f * %g * %.6g) = %.0f B = %.3f MB; T(s_b*) = %.3f ms%s\n", m->s, m->o, m->w, seeds_opt(m),
+         seeds_opt(m) / MIB, seeds_T(m, seeds_opt(m)) * 1e3,
+         seeds_opt(m) > m->s ? " (more than s: one bucket of s bytes)" : "");
   if (m->tb > 0) {
     printf("overlap model (buckets ready evenly over the backward, t_b = %.3f ms of backward compute, s/w = %.3f ms):\n",
            m->tb * 1e3, m->s / m->w * 1e3);
@@ -384,7 +385,7 @@ int ddp_explain_buckets_main(int argc, char **argv) {
   for (int i = 0; i < nm; i++)
     for (int j = 0; j < n; j++)
       if (pts[j].mb == ms[i].mb) pts[j].measured_ms = ms[i].median_ms;
-  int rc = 0;
+  int rc = eval_size(sched, 0, &pr, NULL, err, sizeof err);
   for (int i = 0; i < n && rc == 0; i++) rc = eval_size(sched, pts[i].mb, &pr, &pts[i].e, err, sizeof err);
   int best = 0;
   for (int i = 0; i < GRID && rc == 0; i++) {

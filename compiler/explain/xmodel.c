@@ -29,20 +29,22 @@ int ddp_xeval_schedule(const ddp_schedule *s, const ddp_profile *pr, ddp_xeval *
   ddp_plan *p = ddp_compile(s, &o, err, errcap);
   out->compile_s = ddp_now_s() - t0;
   if (!p) return -1;
-  ddp_sim *full = ddp_simulate(p, pr, 0, err, errcap);
-  ddp_sim *zero = full ? ddp_simulate(p, pr, 1, err, errcap) : NULL;
+  char serr[1024] = "";
+  ddp_sim *full = ddp_simulate(p, pr, 0, serr, sizeof serr);
+  ddp_sim *zero = full ? ddp_simulate(p, pr, 1, serr, sizeof serr) : NULL;
   if (!full || !zero) {
     ddp_sim_free(full);
-    ddp_plan_free(p);
-    return -1;
+    full = zero = NULL;
+    out->step_s = out->free_s = out->comm_s = out->backward_s = -1;
+    snprintf(out->sim_err, sizeof out->sim_err, "%s", serr);
   }
   out->world = (int)p->meta.world;
   out->nbuckets = p->nbuckets;
   for (uint32_t b = 0; b < p->nbuckets; b++) out->grad_bytes += p->buckets[b].bytes;
   double n = out->world > 0 ? out->world : 1;
-  for (int r = 0; r < full->world; r++) {
-    if (full->ranks[r].step_s > out->step_s) out->step_s = full->ranks[r].step_s;
-    if (zero->ranks[r].step_s > out->free_s) out->free_s = zero->ranks[r].step_s;
+  for (int r = 0; r < out->world; r++) {
+    if (full && full->ranks[r].step_s > out->step_s) out->step_s = full->ranks[r].step_s;
+    if (zero && zero->ranks[r].step_s > out->free_s) out->free_s = zero->ranks[r].step_s;
     double bytes[COST_COLL_COUNT] = {0};
     int calls[COST_COLL_COUNT] = {0};
     const ddp_program *prog = &p->ranks[r].step;
@@ -65,10 +67,12 @@ int ddp_xeval_schedule(const ddp_schedule *s, const ddp_profile *pr, ddp_xeval *
       out->mem_total = total, out->mem_rank = r;
     }
   }
-  out->comm_s = full->ranks[0].comm_s;
-  double fw, bw, op;
-  ddp_sim_phases(p, zero, 0, &fw, &bw, &op);
-  out->backward_s = bw;
+  if (full) {
+    out->comm_s = full->ranks[0].comm_s;
+    double fw, bw, op;
+    ddp_sim_phases(p, zero, 0, &fw, &bw, &op);
+    out->backward_s = bw;
+  }
   ddp_sim_free(full);
   ddp_sim_free(zero);
   ddp_plan_free(p);

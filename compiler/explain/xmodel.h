@@ -21,9 +21,12 @@ typedef struct ddp_xeval {
   double coll_bytes[COST_COLL_COUNT]; /* per rank per step (max over ranks): bytes each rank's buffer holds */
   int coll_calls[COST_COLL_COUNT];    /* ... and calls (max over ranks) */
   double compile_s;
+  char sim_err[512];       /* the simulator's refusal (step_s, free_s, comm_s, backward_s are then -1), or "" */
 } ddp_xeval;
 
-/* Compiles s without kernels and simulates it (both with and without communication costs). 0 or -1 (err). */
+/* Compiles s without kernels and simulates it (both with and without communication costs). 0 or -1 (err:
+ * the compiler's refusal). A plan the simulator refuses still gives its memory and communication; its
+ * times are -1 and sim_err says why. */
 int ddp_xeval_schedule(const ddp_schedule *s, const ddp_profile *pr, ddp_xeval *out, char *err, size_t errcap);
 
 int ddp_explain_buckets_main(int argc, char **argv);
