@@ -31,6 +31,7 @@ static void usage_compile(FILE *f) {
           "            [--time-limit S] [--device-memory SIZE]\n"
           "       ddpc inspect PLAN [--rank R] [--json]\n"
           "       ddpc explain PLAN [--profile FILE] [--rank R] [--json]\n"
+          "       ddpc explain buckets|mesh SCHEDULE.lua ... (the seeds' models: ddpc explain buckets --help)\n"
           "       ddpc scaling fit|plan ... (IsoFLOPs scaling laws: ddpc scaling --help)\n"
           "       ddpc plot split|throughput -o FILE.svg METRICS.jsonl ... (ddpc plot --help)\n"
           "       ddpc --version\n"

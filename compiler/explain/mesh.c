@@ -2,9 +2,10 @@
  * [--json]` (docs/EXPLAIN.md, "Layouts without GPUs"): the schedule's model under candidate layouts (DDP,
  * ZeRO-1, ZeRO-2, FSDP, pipelines) at 1, 2, 4, ... ranks, each compiled without kernels: per-device bytes by
  * memory class (the rank with the most), communication per rank per step by collective kind, the simulated
- * step; then the smallest layout that fits the device memory (fewest ranks; tie: least communication). Every
- * data-parallel rank (and every pipeline replica) keeps the schedule's per-rank batch. Tensor parallelism does
- * not exist in ddpc: the report says so. */
+ * step; then the smallest layout that fits the device memory (fewest ranks; tie: least communication). At n
+ * ranks every layout trains n times the schedule's per-rank batch per step (a pipeline of n stages as n
+ * microbatches of that batch), so the rows of one rank count do the same work. Tensor parallelism does not
+ * exist in ddpc: the report says so. */
 #include "args.h"
 #include "clock.h"
 #include "err.h"
@@ -30,13 +31,6 @@ static double comm_total(const cand *c) {
   double t = 0;
   for (int k = 0; k < COST_COLL_COUNT; k++) t += c->e.coll_bytes[k];
   return t;
-}
-
-/* The largest divisor of b that is at most cap. */
-static int divisor_upto(int64_t b, int cap) {
-  for (int m = cap; m > 1; m--)
-    if (b % m == 0) return m;
-  return 1;
 }
 
 /* s0 under `layout` at n ranks into *s (a shallow copy: s0 keeps ownership of its pointers); 0, or -1 when
@@ -67,9 +61,9 @@ static int make_layout(const ddp_schedule *s0, int64_t per_rank, int layout, int
       return -1;
     }
     s->sync = SYNC_NONE, s->overlap_backward = false, s->bucket_mb = 0;
-    s->stages = n, s->replicas = 1, s->global_batch = per_rank;
+    s->stages = n, s->replicas = 1;
     s->pipe_schedule = PIPE_1F1B;
-    s->microbatches = *micro = divisor_upto(per_rank, n);
+    s->microbatches = *micro = n; /* microbatches of per_rank sequences: the same tokens per step as n DP ranks */
     break;
   }
   return 0;
@@ -102,8 +96,8 @@ static void print_text(const char *sched, const ddp_profile *pr, int defprof, ui
   const char *un = unit == 1e9 ? "GB" : "MB";
   printf("== explain mesh: %s ==\n", sched);
   printf("profile: %s%s\n", pr->name, defprof ? " (no --profile given)" : "");
-  printf("device memory: %.2f %s; each data-parallel rank (each pipeline) keeps %g sequences per step; %s = %g B\n",
-         (double)devmem / unit, un, per_rank, un, unit);
+  printf("device memory: %.2f %s; n ranks train n x %g sequences per step (a pipeline: n microbatches of %g); %s = %g B\n",
+         (double)devmem / unit, un, per_rank, per_rank, un, unit);
   printf("TP: not available (ddpc has no tensor parallelism; no TP layouts are listed)\n\n");
   printf("%5s %-20s %9s %9s %9s %9s %9s %9s %4s %10s %10s %10s %10s %10s\n", "ranks", "layout", "params", "grads",
          "optim", "activ", "other", "total", "fits", "allreduce", "redscat", "allgath", "sendrecv", "step_ms");
