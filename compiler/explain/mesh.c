@@ -126,8 +126,8 @@ static void print_text(const char *sched, const ddp_profile *pr, int defprof, ui
                              stopped_at, ROUND_BUDGET_S);
   if (best >= 0) {
     const cand *c = &cs[best];
-    printf("smallest that fits %.2f %s: %d ranks, %s: %.2f %s per device, %.3f %s sent per rank per step", (double)devmem / unit,
-           un, c->ranks, layout_text(c, b, sizeof b), (double)c->e.mem_total / unit, un, comm_total(c) / unit, un);
+    printf("smallest that fits %.2f %s: %d rank%s, %s: %.2f %s per device, %.3f %s sent per rank per step",
+           (double)devmem / unit, un, c->ranks, c->ranks == 1 ? "" : "s", layout_text(c, b, sizeof b), (double)c->e.mem_total / unit, un, comm_total(c) / unit, un);
     if (c->e.step_s >= 0) printf(", predicted step %.3f ms\n", c->e.step_s * 1e3);
     else printf("\n");
   } else {

@@ -173,7 +173,7 @@ want = min(fits, key=lambda c: (c["ranks"], c["comm_bytes_total"]))
 got = j["smallest_fit"]
 if not got or (got["ranks"], got["label"]) != (want["ranks"], want["label"]): bad.append(f"chose {got and got['label']}, want {want['label']}")
 line = [l for l in txt if l.startswith("smallest that fits")]
-if not line or f": {want['ranks']} ranks, {want['label']}:" not in line[0]: bad.append(f"text choice {line}")
+if not line or f": {want['ranks']} rank{'s' if want['ranks'] > 1 else ''}, {want['label']}:" not in line[0]: bad.append(f"text choice {line}")
 # the text table has one row per candidate
 rows = [l for l in txt if re.match(r"^ +\d+ [a-z]", l)]
 if len(rows) != len(L): bad.append(f"{len(rows)} text rows, {len(L)} layouts")
