@@ -34,6 +34,7 @@ static void usage_compile(FILE *f) {
           "       ddpc explain PLAN [--profile FILE] [--rank R] [--json] [--compare METRICS.jsonl]\n"
           "       ddpc scaling fit|plan ... (IsoFLOPs scaling laws: ddpc scaling --help)\n"
           "       ddpc plot split|throughput -o FILE.svg METRICS.jsonl ... (ddpc plot --help)\n"
+          "       ddpc explain buckets|mesh SCHEDULE.lua ... (the seeds' models: ddpc explain buckets --help)\n"
           "       ddpc --version\n"
           "Compiles a Lua training schedule into a static execution plan for ddprun, or prints a plan.\n"
           "  -o, --output PLAN    the plan file to write (never one of the inputs)\n"

@@ -6,6 +6,7 @@
 #include "err.h"
 #include "explain.h"
 #include "inspect.h"
+#include "xmodel.h"
 #include <getopt.h>
 #include <inttypes.h>
 #include <jansson.h>
@@ -201,6 +202,8 @@ static void usage(FILE *f) {
 }
 
 int ddp_explain_main(int argc, char **argv) {
+  if (argc >= 2 && !strcmp(argv[1], "buckets")) return ddp_explain_buckets_main(argc - 1, argv + 1);
+  if (argc >= 2 && !strcmp(argv[1], "mesh")) return ddp_explain_mesh_main(argc - 1, argv + 1);
   static const struct option lo[] = {{"profile", required_argument, NULL, 'p'},
                                      {"rank", required_argument, NULL, 'r'},
                                      {"json", no_argument, NULL, 'J'},

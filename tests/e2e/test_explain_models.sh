@@ -1,0 +1,190 @@
+#!/usr/bin/env bash
+# tests/e2e/test_explain_models.sh: the seeds' models as commands (docs/EXPLAIN.md, "Bucket size" and "Layouts
+# without GPUs"). `ddpc explain buckets` on schedules/tiny_ddp.lua: the table's structure, the seeds' closed
+# form against a hand computation from the default profile's figures (20 us, 300 GB/s, the tiny model's
+# 115008 fp32 parameters), the simulated optimum as the minimum of the printed scan, a size's prediction equal
+# to `ddpc explain` on the fully compiled plan (plans without kernels simulate the same), hand-written
+# metrics files (medians, warm-up steps left out), the SVG parsing; `ddpc explain mesh` on the tiny model
+# with a device memory that forces sharding: the chosen layout is the smallest that fits by its own table;
+# bad input of both (one line, exit 1 or 2, no SVG written).
+. "$(dirname "$0")/lib.sh"
+e2e_tmp explain_models
+S="$DDP_SOURCE_DIR/schedules"
+
+# ---- buckets: text and JSON ----
+"$DDPC" explain buckets "$S/tiny_ddp.lua" --sizes 0.01,0.05,0.1,1 >"$tmp/b.txt" 2>"$tmp/b.err" ||
+  fail "explain buckets: $(cat "$tmp/b.err")"
+"$DDPC" explain buckets "$S/tiny_ddp.lua" --sizes 0.01,0.05,0.1,1 --json >"$tmp/b.json" 2>"$tmp/b.err" ||
+  fail "explain buckets --json: $(cat "$tmp/b.err")"
+python3 - "$tmp/b.txt" "$tmp/b.json" <<'EOF' || fail "explain buckets: structure (above)"
+import json, math, re, sys
+txt = open(sys.argv[1]).read().splitlines()
+j = json.load(open(sys.argv[2]))
+bad = []
+# the hand computation: tiny = d_model 64, d_ff 128, 2 layers, vocab 256: embedding 256*64, per layer 4*64*64
+# (attention) + 3*64*128 (SwiGLU) + 2*64 (norms), final norm 64, head 256*64; fp32 gradients
+params = 256 * 64 + 2 * (4 * 64 * 64 + 3 * 64 * 128 + 2 * 64) + 64 + 256 * 64
+s = params * 4
+o, w = 20e-6, 300e9 * 2 / (2 * (2 - 1))   # default profile: all_reduce alpha 20 us, busbw 300 GB/s; 2 ranks
+sb = math.sqrt(s * o * w)
+T = lambda x: (s + min(x, s)) / w + s * o / min(x, s)
+if j["grad_bytes"] != s: bad.append(f"grad_bytes {j['grad_bytes']} != {s}")
+sm = j["seeds_model"]
+if abs(sm["optimum_bytes"] - sb) > 1: bad.append(f"seeds optimum {sm['optimum_bytes']} != {sb}")
+if abs(sm["overhead_at_optimum_ms"] - T(sb) * 1e3) > 1e-9: bad.append("seeds T(s_b*)")
+line = [l for l in txt if l.startswith("  s_b* = sqrt(")]
+want = f"  s_b* = sqrt({s} * 2e-05 * 3e+11) = {sb:.0f} B = {sb / 1048576:.3f} MB"
+if not line or not line[0].startswith(want): bad.append(f"text closed form {line} does not start {want!r}")
+if not any(l.startswith("  T(s_b) = (s + s_b)/w + s*o/s_b,  s_b* = sqrt(s*o*w)") for l in txt): bad.append("no formula")
+if not any("CS336 Assignment 3 write-up" in l for l in txt): bad.append("seeds not named")
+# the table: 4 sizes, increasing, buckets non-increasing, overhead = step - free (>= 0), model columns
+rows = []
+hdr = next(i for i, l in enumerate(txt) if l.split()[:3] == ["bucket_MB", "buckets", "step_ms"])
+for l in txt[hdr + 1:]:
+    f = l.split()
+    if not f or not re.match(r"^[0-9.e+-]+$", f[0]): break
+    rows.append(f)
+if [float(r[0]) for r in rows] != [0.01, 0.05, 0.1, 1]: bad.append(f"sizes {[r[0] for r in rows]}")
+nb = [int(r[1]) for r in rows]
+if nb != sorted(nb, reverse=True) or nb[0] <= nb[-1]: bad.append(f"buckets {nb} not falling with the size")
+for r, p in zip(rows, j["sizes"]):
+    if abs(float(r[2]) - p["step_ms"]) > 5e-4 or int(r[1]) != p["buckets"]: bad.append(f"text/json differ at {r[0]}")
+    if not p["overhead_ms"] >= 0 or not p["comm_ms"] > 0: bad.append(f"overhead/comm at {r[0]}: {p}")
+    if abs(p["seeds_model_ms"] - T(p["bucket_mb"] * 1048576) * 1e3) > 1e-9: bad.append(f"seeds T at {r[0]}")
+    if r[7] != "-": bad.append("a measured value without --metrics")
+# the scan: 20 log-spaced sizes 0.5 .. 2000 MB; the optimum is the minimum of the printed scan
+scan = []
+i = next(i for i, l in enumerate(txt) if l.startswith("scan ("))
+for l in txt[i + 2:]:
+    f = l.split()
+    if len(f) != 4: break
+    scan.append((float(f[0]), float(f[2])))
+if len(scan) != 20 or abs(scan[0][0] - 0.5) > 1e-9 or abs(scan[-1][0] - 2000) > 1e-6: bad.append(f"scan {scan}")
+best = min(scan, key=lambda x: x[1])
+opt = [l for l in txt if l.startswith("simulated optimum")]
+m = re.search(r": ([0-9.e+]+) MB: step ([0-9.]+) ms", opt[0] if opt else "")
+if not m or float(m.group(2)) != best[1] or abs(float(m.group(1)) - best[0]) / best[0] > 1e-3:
+    bad.append(f"optimum line {opt} is not the scan's minimum {best}")
+if min(g["step_ms"] for g in j["grid"]) != j["simulated_optimum"]["step_ms"]: bad.append("json optimum")
+print("\n".join(bad) if bad else f"ok: buckets tiny: s = {s} B, s_b* = {sb:.0f} B, optimum {best}")
+sys.exit(1 if bad else 0)
+EOF
+
+# a size's prediction equals `ddpc explain` on the plan compiled with its kernels (here 0.1 MB, the schedule's own)
+"$DDPC" "$S/tiny_ddp.lua" -o "$tmp/tiny_ddp.bin" -q || fail "tiny_ddp does not compile"
+"$DDPC" explain --json "$tmp/tiny_ddp.bin" >"$tmp/full.json" || fail "explain tiny_ddp.bin"
+python3 - "$tmp/full.json" "$tmp/b.json" <<'EOF' || fail "explain buckets at 0.1 MB differs from ddpc explain"
+import json, sys
+full = max(r["step_ms"] for r in json.load(open(sys.argv[1]))["ranks"])
+p = [p for p in json.load(open(sys.argv[2]))["sizes"] if p["bucket_mb"] == 0.1][0]
+print(f"full plan {full} ms, without kernels {p['step_ms']} ms")
+sys.exit(0 if abs(full - p["step_ms"]) < 1e-9 else 1)
+EOF
+
+# ---- buckets: --metrics and the SVG ----
+metrics() { # FILE BUCKET_MB STEP_MS...: a run line, then steps (the first two warm-up)
+  local f=$1 mb=$2 k=0
+  shift 2
+  echo "{\"event\": \"run\", \"schedule\": \"tiny_ddp.lua\", \"parallel\": \"ddp ranks=2 sync=bucketed bucket_mb=$mb overlap=backward\", \"world\": 2}" >"$f"
+  for ms in "$@"; do
+    local wu=false
+    [ $k -lt 2 ] && wu=true
+    echo "{\"step\": $k, \"warmup\": $wu, \"step_ms\": $ms}" >>"$f"
+    k=$((k + 1))
+  done
+}
+metrics "$tmp/m05.jsonl" 0.05 900 800 3.5 1.5 2.5
+metrics "$tmp/m2.jsonl" 2 900 800 4 3 2 1
+"$DDPC" explain buckets "$S/tiny_ddp.lua" --sizes 0.01,0.05 --metrics "$tmp/m05.jsonl" --metrics "$tmp/m2.jsonl" \
+  -o "$tmp/o.svg" >"$tmp/m.txt" 2>"$tmp/m.err" || fail "explain buckets --metrics: $(cat "$tmp/m.err")"
+grep -qE "^ +0\.05 +[0-9]+ .* 2\.500$" "$tmp/m.txt" || fail "--metrics: no median 2.500 at 0.05 MB: $(cat "$tmp/m.txt")"
+grep -qE "^ +2 +[0-9]+ .* 2\.500$" "$tmp/m.txt" || fail "--metrics: no median 2.500 (of 4 3 2 1) at 2 MB (a measured size joins the table)"
+grep -qE "^ +0\.01 .* -$" "$tmp/m.txt" || fail "--metrics: 0.01 MB has a measured value"
+grep -q "^measured: .*m05.jsonl: bucket_mb=0.05, median step 2.500 ms over 3 steps$" "$tmp/m.txt" || fail "--metrics: no measured line"
+python3 - "$tmp/o.svg" <<'EOF' || fail "the SVG (above)"
+import sys, xml.dom.minidom
+d = xml.dom.minidom.parse(sys.argv[1])
+poly = d.getElementsByTagName("polyline")
+circles = d.getElementsByTagName("circle")
+squares = [r for r in d.getElementsByTagName("rect") if r.getAttribute("width") == "8"]
+ok = len(poly) == 1 and len(poly[0].getAttribute("points").split()) == 20 and len(circles) == 3 and len(squares) == 3
+print(f"svg: {len(poly)} curve(s), {len(circles)} predicted points, {len(squares)} measured squares (1 in the legend)")
+sys.exit(0 if ok else 1)
+EOF
+
+bad() { # STATUS PATTERN ARGS...
+  local want=$1 pat=$2
+  shift 2
+  rm -f "$tmp/bad.svg"
+  "$DDPC" explain "$@" >"$tmp/bad.out" 2>"$tmp/bad.err"
+  local rc=$?
+  [ "$rc" = "$want" ] || fail "ddpc explain $*: exit $rc, want $want: $(cat "$tmp/bad.err")"
+  [ "$(wc -l <"$tmp/bad.err")" = 1 ] && grep -qE "$pat" "$tmp/bad.err" ||
+    fail "ddpc explain $*: stderr is not one line matching '$pat': $(cat "$tmp/bad.err")"
+  [ ! -e "$tmp/bad.svg" ] || fail "ddpc explain $*: wrote a plot"
+}
+echo '{"event": "run", "parallel": "ddp ranks=2 sync=flat"}' >"$tmp/flat.jsonl"
+echo '{"event": "run", "parallel": "ddp bucket_mb=5"}' >"$tmp/nosteps.jsonl"
+bad 2 "no schedule given" buckets
+bad 2 "more than one schedule" buckets "$S/tiny_ddp.lua" "$S/tiny.lua"
+bad 2 "^ddpc explain buckets: --sizes: 'abc' is not a number" buckets "$S/tiny_ddp.lua" --sizes abc
+bad 2 "^ddpc explain buckets: --sizes: '0' is not a number" buckets "$S/tiny_ddp.lua" --sizes 1,0
+bad 2 "unknown option '--bogus'" buckets "$S/tiny_ddp.lua" --bogus
+bad 2 "^ddpc explain buckets: -o: " buckets "$S/tiny_ddp.lua" -o "$tmp/m05.jsonl" --metrics "$tmp/m05.jsonl"
+bad 1 "tiny.lua: not a bucketed data-parallel schedule" buckets "$S/tiny.lua" -o "$tmp/bad.svg"
+bad 1 "fsdp" buckets "$S/tiny_fsdp.lua" -o "$tmp/bad.svg"
+bad 1 "flat.jsonl:1: the run line's \"parallel\" has no bucket_mb" buckets "$S/tiny_ddp.lua" --metrics "$tmp/flat.jsonl" -o "$tmp/bad.svg"
+bad 1 "nosteps.jsonl: no step lines" buckets "$S/tiny_ddp.lua" --metrics "$tmp/nosteps.jsonl" -o "$tmp/bad.svg"
+bad 1 "^ddpc explain buckets: --metrics: .*missing.jsonl" buckets "$S/tiny_ddp.lua" --metrics "$tmp/missing.jsonl"
+echo '{"name": "x"}' >"$tmp/prof.json"
+bad 1 "^ddpc explain buckets: --profile: .*prof.json: " buckets "$S/tiny_ddp.lua" --profile "$tmp/prof.json"
+
+# ---- mesh: the tiny model with 36 MB per device (one rank needs 36.55 MB: sharding or a pipeline must fit) ----
+"$DDPC" explain mesh "$S/tiny_ddp.lua" --device-memory 36MB --max-ranks 8 >"$tmp/mesh.txt" 2>"$tmp/mesh.err" ||
+  fail "explain mesh: $(cat "$tmp/mesh.err")"
+"$DDPC" explain mesh "$S/tiny_ddp.lua" --device-memory 36MB --max-ranks 8 --json >"$tmp/mesh.json" 2>"$tmp/mesh.err" ||
+  fail "explain mesh --json: $(cat "$tmp/mesh.err")"
+grep -q "^TP: not available" "$tmp/mesh.txt" || fail "mesh: TP not said to be unavailable"
+python3 - "$tmp/mesh.txt" "$tmp/mesh.json" <<'EOF' || fail "explain mesh: structure (above)"
+import json, re, sys
+txt = open(sys.argv[1]).read().splitlines()
+j = json.load(open(sys.argv[2]))
+bad = []
+L = j["layouts"]
+if j["tp"] != "not available": bad.append("tp")
+ranks = sorted({c["ranks"] for c in L})
+if ranks != [1, 2, 4, 8]: bad.append(f"ranks {ranks}")
+if {c["layout"] for c in L if c["ranks"] == 2} != {"ddp", "zero1", "zero2", "fsdp", "pipeline"}: bad.append("layouts at 2")
+ok = [c for c in L if c["ok"]]
+for c in ok:
+    m = c["memory_bytes"]
+    if sum(v for k, v in m.items() if k != "total") != m["total"]: bad.append(f"classes do not sum: {c['label']}")
+    if c["fits"] != (m["total"] <= j["device_memory"]): bad.append(f"fits wrong: {c['label']} {c['ranks']}")
+single = [c for c in ok if c["ranks"] == 1][0]
+if single["fits"]: bad.append("one rank fits: the device memory does not force sharding")
+ddp2 = [c for c in ok if c["ranks"] == 2 and c["layout"] == "ddp"][0]
+if ddp2["comm_bytes_per_rank"]["all_reduce"] <= 0 or ddp2["comm_bytes_per_rank"]["reduce_scatter"] != 0: bad.append("ddp comm")
+fs2 = [c for c in ok if c["ranks"] == 2 and c["layout"] == "fsdp"][0]
+if fs2["comm_bytes_per_rank"]["all_gather"] <= 0 or fs2["comm_bytes_per_rank"]["reduce_scatter"] <= 0: bad.append("fsdp comm")
+if fs2["memory_bytes"]["total"] >= ddp2["memory_bytes"]["total"]: bad.append("fsdp does not save memory over ddp")
+# the choice: fewest ranks among those that fit, then least communication
+fits = [c for c in ok if c["fits"]]
+want = min(fits, key=lambda c: (c["ranks"], c["comm_bytes_total"]))
+got = j["smallest_fit"]
+if not got or (got["ranks"], got["label"]) != (want["ranks"], want["label"]): bad.append(f"chose {got and got['label']}, want {want['label']}")
+line = [l for l in txt if l.startswith("smallest that fits")]
+if not line or f": {want['ranks']} rank{'s' if want['ranks'] > 1 else ''}, {want['label']}:" not in line[0]: bad.append(f"text choice {line}")
+# the text table has one row per candidate
+rows = [l for l in txt if re.match(r"^ +\d+ [a-z]", l)]
+if len(rows) != len(L): bad.append(f"{len(rows)} text rows, {len(L)} layouts")
+print("\n".join(bad) if bad else f"ok: mesh tiny at 36 MB: {want['ranks']} ranks, {want['label']}, {want['memory_bytes']['total']} B")
+sys.exit(1 if bad else 0)
+EOF
+"$DDPC" explain mesh "$S/tiny_ddp.lua" --device-memory 1MB --max-ranks 2 >"$tmp/none.txt" || fail "mesh 1MB"
+grep -q "^smallest that fits 1.00 MB: none up to 2 ranks$" "$tmp/none.txt" || fail "mesh 1MB: $(tail -1 "$tmp/none.txt")"
+bad 2 "^ddpc explain mesh: --device-memory SIZE is required" mesh "$S/tiny_ddp.lua"
+bad 2 "^ddpc explain mesh: --device-memory: 'lots' is not a size" mesh "$S/tiny_ddp.lua" --device-memory lots
+bad 2 "^ddpc explain mesh: --max-ranks: '0' is not an integer" mesh "$S/tiny_ddp.lua" --device-memory 80GB --max-ranks 0
+bad 2 "no schedule given" mesh --device-memory 80GB
+bad 1 "missing.lua" mesh "$tmp/missing.lua" --device-memory 80GB
+exit $fail
