@@ -24,7 +24,7 @@ static int coll_kind(const ddp_instr *in, double n, double *bytes) {
 
 int ddp_xeval_schedule(const ddp_schedule *s, const ddp_profile *pr, ddp_xeval *out, char *err, size_t errcap) {
   memset(out, 0, sizeof *out);
-  ddp_compile_opts o = {.arch = "sm_90a", .jobs = 1, .skip_codegen = 1};
+  ddp_compile_opts o = {.arch = "sm_90a", .jobs = 1, .skip_codegen = 1, .profile = pr};
   double t0 = ddp_now_s();
   ddp_plan *p = ddp_compile(s, &o, err, errcap);
   out->compile_s = ddp_now_s() - t0;
