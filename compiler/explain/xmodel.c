@@ -36,7 +36,7 @@ int ddp_xeval_schedule(const ddp_schedule *s, const ddp_profile *pr, ddp_xeval *
     ddp_sim_free(full);
     full = zero = NULL;
     out->step_s = out->free_s = out->comm_s = out->backward_s = -1;
-    snprintf(out->sim_err, sizeof out->sim_err, "%s", serr);
+    snprintf(out->sim_err, sizeof out->sim_err, "%.500s", serr);
   }
   out->world = (int)p->meta.world;
   out->nbuckets = p->nbuckets;
