@@ -31,7 +31,7 @@ static const char *tmp_path(const char *name) {
   static char buf[8][512];
   static int next;
   char *b = buf[next++ % 8];
-  snprintf(b, sizeof buf[0], "%s/%s", tmpdir, name);
+  snprintf(b, sizeof buf[0], "%.255s/%.200s", tmpdir, name);
   return b;
 }
 
