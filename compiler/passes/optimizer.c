@@ -8,7 +8,6 @@
 void pass_opt_scalars(rank_ctx *c, bool sumsq_over_shard) {
   ddp_builder *b = c->b;
   ddp_layout *lay = c->lay;
-  const ddp_schedule *s = b->s;
   if (lay->sumsq_partials >= 0 && lay->zero) {
     pass_zero_sumsq(c);
   } else if (lay->sumsq_partials >= 0) {
@@ -24,6 +23,14 @@ void pass_opt_scalars(rank_ctx *c, bool sumsq_over_shard) {
       rp_collective(c, I_ALL_REDUCE, STREAM_COMPUTE, lay->sumsq_partials, 0, lay->sumsq_p, REDOP_SUM, 0,
                     "grad_norm.all_reduce");
   }
+  pass_scalars(c);
+}
+
+/* scalars -> OPT_SCALARS (step count, scheduled lr, clip scale from the partials when clipping) */
+void pass_scalars(rank_ctx *c) {
+  ddp_builder *b = c->b;
+  ddp_layout *lay = c->lay;
+  const ddp_schedule *s = b->s;
   ddp_instr in = b_kernel(OP_OPT_SCALARS);
   b_buf(b, &in, OPT_SCALARS_P_PART, lay->sumsq_partials);
   b_buf(b, &in, OPT_SCALARS_P_SCALARS, b->scalars);
@@ -38,37 +45,39 @@ void pass_opt_scalars(rank_ctx *c, bool sumsq_over_shard) {
   rp_push(c, in, "optimizer.scalars");
 }
 
-/* update -> ADAMW | SGD over flat elements [lo, hi) (nothing when empty); state indexed from state_base */
-void pass_update(rank_ctx *c, int64_t lo, int64_t hi, int64_t state_base, bool write_copy, const char *name) {
+/* update -> ADAMW | SGD of u->n elements, each operand a tensor and an element offset (no copy: copy < 0) */
+void pass_update_at(rank_ctx *c, const pass_upd *u, const char *name) {
   ddp_builder *b = c->b;
-  ddp_layout *lay = c->lay;
   const ddp_schedule *s = b->s;
-  if (hi <= lo) return;
-  uint64_t gsz = ddp_dtype_size(b->grad_dt), csz = ddp_dtype_size(b->act_dt);
-  int32_t copy = write_copy ? lay->flat_copies : -1;
-  if (s->optimizer == OPTIM_ADAMW) {
-    ddp_instr in = b_kernel(OP_ADAMW);
-    b_arg(&in, ADAMW_P_PARAM, lay->flat_params, (uint64_t)lo * ddp_dtype_size(b->fdt), b->fdt);
-    b_arg(&in, ADAMW_P_GRAD, lay->flat_grads, (uint64_t)lo * gsz, b->grad_dt);
-    b_arg(&in, ADAMW_P_M, lay->flat_m, (uint64_t)(lo - state_base) * ddp_dtype_size(b->fdt), b->fdt);
-    b_arg(&in, ADAMW_P_V, lay->flat_v, (uint64_t)(lo - state_base) * ddp_dtype_size(b->fdt), b->fdt);
-    if (copy >= 0) b_arg(&in, ADAMW_P_COPY, copy, (uint64_t)lo * csz, b->act_dt);
-    b_buf(b, &in, ADAMW_P_SCALARS, b->scalars);
-    in.i[ADAMW_I_N] = hi - lo;
+  if (u->n <= 0) return;
+  uint64_t fsz = ddp_dtype_size(b->fdt), gsz = ddp_dtype_size(b->grad_dt), csz = ddp_dtype_size(b->act_dt);
+  bool adamw = s->optimizer == OPTIM_ADAMW;
+  ddp_instr in = b_kernel(adamw ? OP_ADAMW : OP_SGD);
+  b_arg(&in, adamw ? ADAMW_P_PARAM : SGD_P_PARAM, u->param, (uint64_t)u->param_at * fsz, b->fdt);
+  b_arg(&in, adamw ? ADAMW_P_GRAD : SGD_P_GRAD, u->grad, (uint64_t)u->grad_at * gsz, b->grad_dt);
+  if (u->copy >= 0) b_arg(&in, adamw ? ADAMW_P_COPY : SGD_P_COPY, u->copy, (uint64_t)u->copy_at * csz, b->act_dt);
+  b_buf(b, &in, adamw ? ADAMW_P_SCALARS : SGD_P_SCALARS, b->scalars);
+  if (adamw) {
+    b_arg(&in, ADAMW_P_M, u->m, (uint64_t)u->state_at * fsz, b->fdt);
+    b_arg(&in, ADAMW_P_V, u->v, (uint64_t)u->state_at * fsz, b->fdt);
+    in.i[ADAMW_I_N] = u->n;
     in.f[ADAMW_F_B1] = (float)s->beta1;
     in.f[ADAMW_F_B2] = (float)s->beta2;
     in.f[ADAMW_F_EPS] = (float)s->eps;
     in.f[ADAMW_F_WD] = (float)s->weight_decay;
-    rp_push(c, in, name);
   } else {
-    ddp_instr in = b_kernel(OP_SGD);
-    b_arg(&in, SGD_P_PARAM, lay->flat_params, (uint64_t)lo * ddp_dtype_size(b->fdt), b->fdt);
-    b_arg(&in, SGD_P_GRAD, lay->flat_grads, (uint64_t)lo * gsz, b->grad_dt);
-    if (copy >= 0) b_arg(&in, SGD_P_COPY, copy, (uint64_t)lo * csz, b->act_dt);
-    b_buf(b, &in, SGD_P_SCALARS, b->scalars);
-    in.i[SGD_I_N] = hi - lo;
-    rp_push(c, in, name);
+    in.i[SGD_I_N] = u->n;
   }
+  rp_push(c, in, name);
+}
+
+/* update -> ADAMW | SGD over flat elements [lo, hi) (nothing when empty); state indexed from state_base */
+void pass_update(rank_ctx *c, int64_t lo, int64_t hi, int64_t state_base, bool write_copy, const char *name) {
+  ddp_layout *lay = c->lay;
+  pass_upd u = {.n = hi - lo, .param = lay->flat_params, .param_at = lo, .grad = lay->flat_grads, .grad_at = lo,
+                .m = lay->flat_m, .v = lay->flat_v, .state_at = lo - state_base,
+                .copy = write_copy ? lay->flat_copies : -1, .copy_at = lo};
+  pass_update_at(c, &u, name);
 }
 
 /* exchange -> order(compute, comm) BROADCAST(owner's range)* order(comm, compute) [CAST(copy)]

@@ -29,6 +29,14 @@ void rp_range(rank_ctx *c, int push, int kind, const char *name);
 int ddp_assemble_programs(ddp_builder *b, ddp_layout *lay, char *err, size_t errcap);
 void pass_init_program(rank_ctx *c);                              /* init_program.c */
 void pass_opt_scalars(rank_ctx *c, bool sumsq_over_shard);        /* optimizer.c */
+void pass_scalars(rank_ctx *c);                                   /* OPT_SCALARS alone */
+/* One AdamW/SGD update of n elements: each operand a tensor and an element offset; copy < 0: no compute copy */
+typedef struct pass_upd {
+  int64_t n;
+  int32_t param, grad, m, v, copy;
+  int64_t param_at, grad_at, state_at, copy_at;
+} pass_upd;
+void pass_update_at(rank_ctx *c, const pass_upd *u, const char *name);
 void pass_update(rank_ctx *c, int64_t lo, int64_t hi, int64_t state_base, bool write_copy, const char *name);
 void pass_exchange_params(rank_ctx *c);
 /* The ZeRO levels (zero.c): the step program, and the all-gather of group g's parameters after an

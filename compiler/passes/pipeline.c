@@ -334,38 +334,9 @@ static void p2p(rank_ctx *c, const pctx *x, int opcode, const flow *f, int mb) {
                        c->b->plan->tensors[f->t].name));
 }
 
-static void update_stage(rank_ctx *c, const ddp_stage_flat *f) {
-  ddp_builder *b = c->b;
-  const ddp_schedule *s = b->s;
-  if (s->optimizer == OPTIM_ADAMW) {
-    ddp_instr in = b_kernel(OP_ADAMW);
-    b_buf(b, &in, ADAMW_P_PARAM, f->params);
-    b_buf(b, &in, ADAMW_P_GRAD, f->grads);
-    b_buf(b, &in, ADAMW_P_M, f->m);
-    b_buf(b, &in, ADAMW_P_V, f->v);
-    if (f->copies >= 0) b_buf(b, &in, ADAMW_P_COPY, f->copies);
-    b_buf(b, &in, ADAMW_P_SCALARS, b->scalars);
-    in.i[ADAMW_I_N] = f->n;
-    in.f[ADAMW_F_B1] = (float)s->beta1;
-    in.f[ADAMW_F_B2] = (float)s->beta2;
-    in.f[ADAMW_F_EPS] = (float)s->eps;
-    in.f[ADAMW_F_WD] = (float)s->weight_decay;
-    rp_push(c, in, "optimizer.stage");
-  } else {
-    ddp_instr in = b_kernel(OP_SGD);
-    b_buf(b, &in, SGD_P_PARAM, f->params);
-    b_buf(b, &in, SGD_P_GRAD, f->grads);
-    if (f->copies >= 0) b_buf(b, &in, SGD_P_COPY, f->copies);
-    b_buf(b, &in, SGD_P_SCALARS, b->scalars);
-    in.i[SGD_I_N] = f->n;
-    rp_push(c, in, "optimizer.stage");
-  }
-}
-
 static void optimizer(rank_ctx *c, const ddp_stage_flat *f) {
   ddp_builder *b = c->b;
   ddp_layout *lay = c->lay;
-  const ddp_schedule *s = b->s;
   rp_range(c, 1, RANGE_OPTIMIZER, "optimizer");
   rp_timer(c, STREAM_COMPUTE, TIMER_OPT_BEGIN);
   if (lay->sumsq_partials >= 0) { /* the norm over every stage's gradients */
@@ -378,19 +349,9 @@ static void optimizer(rank_ctx *c, const ddp_stage_flat *f) {
     rp_collective(c, I_ALL_REDUCE, STREAM_COMPUTE, lay->sumsq_partials, 0, lay->sumsq_p, REDOP_SUM, 0,
                   "grad_norm.all_reduce");
   }
-  ddp_instr in = b_kernel(OP_OPT_SCALARS);
-  b_buf(b, &in, OPT_SCALARS_P_PART, lay->sumsq_partials);
-  b_buf(b, &in, OPT_SCALARS_P_SCALARS, b->scalars);
-  in.i[OPT_SCALARS_I_P] = lay->sumsq_partials >= 0 ? lay->sumsq_p : 0;
-  in.i[OPT_SCALARS_I_SCHEDULE] = s->lr_schedule;
-  in.i[OPT_SCALARS_I_WARMUP] = s->lr_warmup;
-  in.i[OPT_SCALARS_I_CYCLE] = s->lr_cycle;
-  in.i[OPT_SCALARS_I_CLIP] = s->clip_norm > 0;
-  in.f[OPT_SCALARS_F_LR_MAX] = (float)s->lr;
-  in.f[OPT_SCALARS_F_LR_MIN] = (float)s->lr_min;
-  in.f[OPT_SCALARS_F_MAX_NORM] = (float)s->clip_norm;
-  rp_push(c, in, "optimizer.scalars");
-  update_stage(c, f);
+  pass_scalars(c);
+  pass_upd u = {.n = f->n, .param = f->params, .grad = f->grads, .m = f->m, .v = f->v, .copy = f->copies};
+  pass_update_at(c, &u, "optimizer.stage");
   rp_range(c, 0, RANGE_OPTIMIZER, NULL);
 }
 

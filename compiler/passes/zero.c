@@ -240,40 +240,15 @@ static void update(zctx *z, int g) {
   const ddp_schedule *s = b->s;
   const ddp_shard_group *sg = &lay->groups[g];
   int64_t per = sg->len / z->W, at = sg->lo / z->W;
-  uint64_t fsz = ddp_dtype_size(b->fdt), gsz = ddp_dtype_size(b->grad_dt), csz = ddp_dtype_size(sg->dtype);
-  int32_t copy = -1, grad;
-  uint64_t copy_at = 0;
-  int64_t grad_at;
-  grad_slice(lay, z->c->rank, g, &grad, &grad_at);
+  pass_upd u = {.n = per, .param = lay->shard_master, .param_at = at, .m = lay->flat_m, .v = lay->flat_v,
+                .state_at = at, .copy = -1};
+  grad_slice(lay, z->c->rank, g, &u.grad, &u.grad_at);
   if (sg->dtype != b->fdt && (s->shard != SHARD_ZERO3 || lay->shard_copy >= 0)) {
     /* the compute copy of the slice: in place (zero1/2) or the copy shard (zero3 with compute-dtype gathers) */
-    copy = s->shard == SHARD_ZERO3 ? lay->shard_copy : sg->params;
-    copy_at = s->shard == SHARD_ZERO3 ? (uint64_t)at * csz : (uint64_t)(z->c->rank * per) * csz;
+    u.copy = s->shard == SHARD_ZERO3 ? lay->shard_copy : sg->params;
+    u.copy_at = s->shard == SHARD_ZERO3 ? at : z->c->rank * per;
   }
-  const char *name = b_fmt(b, "optimizer.bucket%d", g);
-  if (s->optimizer == OPTIM_ADAMW) {
-    ddp_instr in = b_kernel(OP_ADAMW);
-    b_arg(&in, ADAMW_P_PARAM, lay->shard_master, (uint64_t)at * fsz, b->fdt);
-    b_arg(&in, ADAMW_P_GRAD, grad, (uint64_t)grad_at * gsz, b->grad_dt);
-    b_arg(&in, ADAMW_P_M, lay->flat_m, (uint64_t)at * fsz, b->fdt);
-    b_arg(&in, ADAMW_P_V, lay->flat_v, (uint64_t)at * fsz, b->fdt);
-    if (copy >= 0) b_arg(&in, ADAMW_P_COPY, copy, copy_at, sg->dtype);
-    b_buf(b, &in, ADAMW_P_SCALARS, b->scalars);
-    in.i[ADAMW_I_N] = per;
-    in.f[ADAMW_F_B1] = (float)s->beta1;
-    in.f[ADAMW_F_B2] = (float)s->beta2;
-    in.f[ADAMW_F_EPS] = (float)s->eps;
-    in.f[ADAMW_F_WD] = (float)s->weight_decay;
-    rp_push(z->c, in, name);
-  } else {
-    ddp_instr in = b_kernel(OP_SGD);
-    b_arg(&in, SGD_P_PARAM, lay->shard_master, (uint64_t)at * fsz, b->fdt);
-    b_arg(&in, SGD_P_GRAD, grad, (uint64_t)grad_at * gsz, b->grad_dt);
-    if (copy >= 0) b_arg(&in, SGD_P_COPY, copy, copy_at, sg->dtype);
-    b_buf(b, &in, SGD_P_SCALARS, b->scalars);
-    in.i[SGD_I_N] = per;
-    rp_push(z->c, in, name);
-  }
+  pass_update_at(z->c, &u, b_fmt(b, "optimizer.bucket%d", g));
 }
 
 /* zero1/2: every rank gets group g's updated parameters: in place from the slices the update wrote, or
