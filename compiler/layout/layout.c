@@ -18,10 +18,11 @@ static int by_ready(const void *x, const void *y, void *ctx) {
 
 static int64_t align_up(int64_t v, int64_t a) { return (v + a - 1) / a * a; }
 
-static void rebase(ddp_builder *b, int32_t t, int32_t base, uint64_t byte_off) {
+void ddp_layout_rebase(ddp_builder *b, int32_t t, int32_t base, uint64_t byte_off) {
   ddp_tensor *tt = &b->plan->tensors[t];
   tt->base = base;
   tt->view = byte_off;
+  tt->arena = b->plan->tensors[base].arena;
 }
 
 static int32_t flat_tensor(ddp_builder *b, const char *name, int dt, int arena, uint32_t flags, int64_t n) {
@@ -86,9 +87,9 @@ static void layout_offsets(ddp_builder *b, ddp_layout *lay) {
   uint64_t gsz = ddp_dtype_size(b->grad_dt), csz = ddp_dtype_size(b->act_dt);
   for (int k = 0; k < lay->norder; k++) {
     ddp_unit *u = &b->units[lay->order[k]];
-    rebase(b, u->master, lay->flat_params, (uint64_t)u->flat_offset * ddp_dtype_size(b->fdt));
-    if (lay->flat_copies >= 0) rebase(b, u->copy, lay->flat_copies, (uint64_t)u->flat_offset * csz);
-    if (u->grad >= 0) rebase(b, u->grad, lay->flat_grads, (uint64_t)u->flat_offset * gsz);
+    ddp_layout_rebase(b, u->master, lay->flat_params, (uint64_t)u->flat_offset * ddp_dtype_size(b->fdt));
+    if (lay->flat_copies >= 0) ddp_layout_rebase(b, u->copy, lay->flat_copies, (uint64_t)u->flat_offset * csz);
+    if (u->grad >= 0) ddp_layout_rebase(b, u->grad, lay->flat_grads, (uint64_t)u->flat_offset * gsz);
   }
 }
 

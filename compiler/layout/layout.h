@@ -67,6 +67,8 @@ typedef struct ddp_layout {
 } ddp_layout;
 
 int ddp_layout_build(ddp_builder *b, ddp_layout *lay, char *err, size_t errcap);
+/* Tensor t becomes a view of `base` at byte_off, in base's arena. */
+void ddp_layout_rebase(ddp_builder *b, int32_t t, int32_t base, uint64_t byte_off);
 void ddp_layout_free(ddp_layout *lay);
 
 /* The ZeRO layout (shard.c): groups, offsets, shard tensors, units as views of the groups' tensors; then,

@@ -70,12 +70,6 @@ static void shape_only(ddp_builder *b, int32_t t) {
   tt->flags = (tt->flags & ~(uint32_t)TF_PERSISTENT) | TF_SHAPE_ONLY;
 }
 
-static void rebase(ddp_builder *b, int32_t t, int32_t base, uint64_t byte_off) {
-  b->plan->tensors[t].base = base;
-  b->plan->tensors[t].view = byte_off;
-  b->plan->tensors[t].arena = b->plan->tensors[base].arena;
-}
-
 static int32_t flat(ddp_builder *b, const char *name, int dt, int arena, uint32_t flags, int64_t n) {
   int64_t shape[1] = {n};
   return b_tensor(b, name, dt, arena, flags, 1, shape);
@@ -262,12 +256,12 @@ int ddp_layout_shard(ddp_builder *b, ddp_layout *lay, char *err, size_t errcap) 
       uint64_t at = (uint64_t)(u->flat_offset - sg->lo);
       int32_t used_t = sg->form == SG_MASTER ? u->master : u->copy;
       int32_t unused_t = sg->form == SG_MASTER ? u->copy : u->master;
-      rebase(b, used_t, sg->params, at * es);
+      ddp_layout_rebase(b, used_t, sg->params, at * es);
       b->plan->tensors[used_t].flags &= ~(uint32_t)TF_PERSISTENT;
       if (unused_t != used_t) shape_only(b, unused_t);
       if (u->grad >= 0) {
-        if (sg->grads >= 0) rebase(b, u->grad, sg->grads, at * gsz);
-        else rebase(b, u->grad, lay->flat_grads, (uint64_t)u->flat_offset * gsz);
+        if (sg->grads >= 0) ddp_layout_rebase(b, u->grad, sg->grads, at * gsz);
+        else ddp_layout_rebase(b, u->grad, lay->flat_grads, (uint64_t)u->flat_offset * gsz);
         b->plan->tensors[u->grad].flags &= ~(uint32_t)TF_PERSISTENT;
       }
     }

@@ -28,12 +28,7 @@ static double instr_cost(const ddp_instr *in) {
 
 /* The chunk of every builder instruction (-1: timers and phase ranges, which the pipeline pass re-emits). */
 static void instr_chunks(const ddp_builder *b, const int *chunk_of_layer, int C, int32_t *chunk) {
-  uint32_t n = b->step.n, fe = n;
-  for (uint32_t k = 0; k < n; k++)
-    if (b->step.v[k].opcode == I_TIMER && b->step.v[k].i[TIMER_I_ROLE] == TIMER_FORWARD_END) {
-      fe = k;
-      break;
-    }
+  uint32_t n = b->step.n, fe = b_forward_end(b);
   int64_t ffirst = -1, bfirst = -1;
   for (uint32_t k = 0; k < n; k++)
     if (b->step.v[k].layer >= 0) {
@@ -85,12 +80,6 @@ static void balance(int L, int C, const double *cost, double first_extra, double
 static int32_t stage_flat(ddp_builder *b, int s, const char *what, int dt, int arena, uint32_t flags, int64_t n) {
   int64_t shape[1] = {n};
   return b_tensor(b, b_fmt(b, "stage%d.flat.%s", s, what), dt, arena, flags | TF_PERSISTENT, 1, shape);
-}
-
-static void rebase(ddp_builder *b, int32_t t, int32_t base, uint64_t byte_off) {
-  b->plan->tensors[t].base = base;
-  b->plan->tensors[t].view = byte_off;
-  b->plan->tensors[t].arena = b->plan->tensors[base].arena;
 }
 
 int ddp_layout_pipeline(ddp_builder *b, ddp_layout *lay, char *err, size_t errcap) {
@@ -182,9 +171,9 @@ int ddp_layout_pipeline(ddp_builder *b, ddp_layout *lay, char *err, size_t errca
     for (int j = 0; j < lay->norder; j++) {
       ddp_unit *u = &b->units[lay->order[j]];
       if (lay->stage_of_unit[lay->order[j]] != st) continue;
-      rebase(b, u->master, f->params, (uint64_t)u->flat_offset * fsz);
-      if (f->copies >= 0) rebase(b, u->copy, f->copies, (uint64_t)u->flat_offset * csz);
-      if (u->grad >= 0) rebase(b, u->grad, f->grads, (uint64_t)u->flat_offset * gsz);
+      ddp_layout_rebase(b, u->master, f->params, (uint64_t)u->flat_offset * fsz);
+      if (f->copies >= 0) ddp_layout_rebase(b, u->copy, f->copies, (uint64_t)u->flat_offset * csz);
+      if (u->grad >= 0) ddp_layout_rebase(b, u->grad, f->grads, (uint64_t)u->flat_offset * gsz);
     }
   }
   /* the state-dict parameters: shape-only, one piece each (and their moments) on the stage's rank */

@@ -266,6 +266,12 @@ int b_unit_grad_acc(ddp_builder *b, int unit) {
   return acc || b->unit_grads_accumulate;
 }
 
+uint32_t b_forward_end(const ddp_builder *b) {
+  for (uint32_t k = 0; k < b->step.n; k++)
+    if (b->step.v[k].opcode == I_TIMER && b->step.v[k].i[TIMER_I_ROLE] == TIMER_FORWARD_END) return k;
+  return b->step.n;
+}
+
 ddp_node *b_record(ddp_builder *b, int kind, const char *name) {
   ddp_node *n = DDP_VEC_PUSH(b->tape, b->ntape, b->cap_tape);
   for (int i = 0; i < 12; i++) n->t[i] = -1;

@@ -132,6 +132,9 @@ int32_t b_name(ddp_builder *b, const char *fmt, ...);
 /* A formatted name ("%s.dg_part"), owned by the builder until b_free. */
 __attribute__((format(printf, 2, 3))) const char *b_fmt(ddp_builder *b, const char *fmt, ...);
 
+/* The index in the step program of the forward's end (its FORWARD_END timer), or step.n when none. */
+uint32_t b_forward_end(const ddp_builder *b);
+
 /* Backward (backward.c): walks the tape in reverse. */
 void b_backward(ddp_builder *b);
 

@@ -5,7 +5,7 @@
  * does unless the schedule turns the broadcast off, which gives the broadcast's result without it. */
 #include "passes.h"
 
-static void memset_tensor(rank_ctx *c, int32_t t) {
+void pass_memset(rank_ctx *c, int32_t t) {
   if (t < 0) return;
   ddp_instr in = ddp_instr_blank(I_MEMSET, STREAM_COMPUTE);
   b_arg(&in, MEMSET_P_DST, t, 0, b_t(c->b, t)->dtype);
@@ -13,7 +13,7 @@ static void memset_tensor(rank_ctx *c, int32_t t) {
   rp_push(c, in, b_t(c->b, t)->name);
 }
 
-static void cast(rank_ctx *c, int32_t from, int32_t to, int64_t n, const char *name) {
+void pass_cast(rank_ctx *c, int32_t from, int32_t to, int64_t n, const char *name) {
   ddp_instr in = b_kernel(OP_CAST);
   b_buf(c->b, &in, CAST_P_IN, from);
   b_buf(c->b, &in, CAST_P_OUT, to);
@@ -22,7 +22,7 @@ static void cast(rank_ctx *c, int32_t from, int32_t to, int64_t n, const char *n
 }
 
 /* INIT_TENSOR of unit u's elements [first, first + count) into tensor t at byte offset `at` */
-static void init_unit(rank_ctx *c, int u, int32_t t, uint64_t at, int64_t first, int64_t count, int salt) {
+void pass_init_unit(rank_ctx *c, int u, int32_t t, uint64_t at, int64_t first, int64_t count, int salt) {
   const ddp_unit *un = &c->b->units[u];
   ddp_instr in = ddp_instr_blank(I_INIT_TENSOR, STREAM_COMPUTE);
   b_arg(&in, INIT_TENSOR_P_TENSOR, t, at, c->b->fdt);
@@ -35,6 +35,20 @@ static void init_unit(rank_ctx *c, int u, int32_t t, uint64_t at, int64_t first,
   in.f[INIT_TENSOR_F_A] = un->init_a;
   in.f[INIT_TENSOR_F_B] = un->init_b;
   rp_push(c, in, un->name);
+}
+
+/* INIT_TENSOR of the RoPE frequency table, when the model has one */
+void pass_init_rope(rank_ctx *c) {
+  ddp_builder *b = c->b;
+  const ddp_schedule *s = b->s;
+  if (b->rope_freq < 0) return;
+  ddp_instr in = ddp_instr_blank(I_INIT_TENSOR, STREAM_COMPUTE);
+  b_buf(b, &in, INIT_TENSOR_P_TENSOR, b->rope_freq);
+  in.i[INIT_TENSOR_I_KIND] = INIT_ROPE_INV_FREQ;
+  in.i[INIT_TENSOR_I_ELEMENTS] = (int64_t)ddp_tensor_numel(b_t(b, b->rope_freq));
+  in.i[INIT_TENSOR_I_FAN_IN] = s->d_model / s->heads;
+  in.f[INIT_TENSOR_F_A] = (float)s->rope_theta;
+  rp_push(c, in, "rope.inv_freq");
 }
 
 /* ZeRO levels: each rank draws the values of its own slices (the values rank 0 would draw for the whole
@@ -51,7 +65,7 @@ static void init_shards(rank_ctx *c) {
       int64_t lo = un->flat_offset > slo ? un->flat_offset : slo;
       int64_t hi = un->flat_offset + un->numel < shi ? un->flat_offset + un->numel : shi;
       if (hi > lo)
-        init_unit(c, lay->order[j], lay->shard_master, (uint64_t)(sg->lo / lay->world + lo - slo) * fsz,
+        pass_init_unit(c, lay->order[j], lay->shard_master, (uint64_t)(sg->lo / lay->world + lo - slo) * fsz,
                   lo - un->flat_offset, hi - lo, 0);
     }
   }
@@ -63,7 +77,7 @@ static void shard_copies(rank_ctx *c) {
   ddp_builder *b = c->b;
   ddp_layout *lay = c->lay;
   uint64_t fsz = ddp_dtype_size(b->fdt);
-  if (lay->shard_copy >= 0) cast(c, lay->shard_master, lay->shard_copy, lay->nflat / lay->world, "params.copy.shard");
+  if (lay->shard_copy >= 0) pass_cast(c, lay->shard_master, lay->shard_copy, lay->nflat / lay->world, "params.copy.shard");
   if (b->s->shard == SHARD_ZERO3) return;
   for (int g = 0; g < lay->ngroups; g++) {
     const ddp_shard_group *sg = &lay->groups[g];
@@ -87,26 +101,18 @@ void pass_init_program(rank_ctx *c) {
   ddp_builder *b = c->b;
   ddp_layout *lay = c->lay;
   const ddp_schedule *s = b->s;
-  memset_tensor(c, lay->flat_params);
-  memset_tensor(c, lay->flat_grads);
-  memset_tensor(c, lay->shard_grads);
-  memset_tensor(c, lay->flat_m);
-  memset_tensor(c, lay->flat_v);
-  memset_tensor(c, b->scalars);
-  memset_tensor(c, b->loss);
+  pass_memset(c, lay->flat_params);
+  pass_memset(c, lay->flat_grads);
+  pass_memset(c, lay->shard_grads);
+  pass_memset(c, lay->flat_m);
+  pass_memset(c, lay->flat_v);
+  pass_memset(c, b->scalars);
+  pass_memset(c, b->loss);
   bool no_comm = s->mode == MODE_FORWARD;
   int salt = (s->identical_init || c->rank == 0 || (no_comm && s->broadcast_init)) ? 0 : c->rank;
   for (int u = 0; u < b->nunits; u++)
-    if (!lay->zero || !b->units[u].trainable) init_unit(c, u, b->units[u].master, 0, 0, b->units[u].numel, salt);
-  if (b->rope_freq >= 0) {
-    ddp_instr in = ddp_instr_blank(I_INIT_TENSOR, STREAM_COMPUTE);
-    b_buf(b, &in, INIT_TENSOR_P_TENSOR, b->rope_freq);
-    in.i[INIT_TENSOR_I_KIND] = INIT_ROPE_INV_FREQ;
-    in.i[INIT_TENSOR_I_ELEMENTS] = (int64_t)ddp_tensor_numel(b_t(b, b->rope_freq));
-    in.i[INIT_TENSOR_I_FAN_IN] = s->d_model / s->heads;
-    in.f[INIT_TENSOR_F_A] = (float)s->rope_theta;
-    rp_push(c, in, "rope.inv_freq");
-  }
+    if (!lay->zero || !b->units[u].trainable) pass_init_unit(c, u, b->units[u].master, 0, 0, b->units[u].numel, salt);
+  pass_init_rope(c);
   if (lay->zero) init_shards(c);
   if (lay->world > 1 && s->broadcast_init && !no_comm) {
     if (!lay->zero)
@@ -118,9 +124,9 @@ void pass_init_program(rank_ctx *c) {
   }
   if (lay->zero) c->b->plan->ranks[c->rank].init_refresh = c->out->n;
   if (lay->zero) shard_copies(c);
-  if (lay->flat_copies >= 0) cast(c, lay->flat_params, lay->flat_copies, lay->nflat, "params.copy");
+  if (lay->flat_copies >= 0) pass_cast(c, lay->flat_params, lay->flat_copies, lay->nflat, "params.copy");
   for (int u = 0; u < b->nunits; u++) {
     const ddp_unit *un = &b->units[u];
-    if (!un->trainable && un->copy != un->master) cast(c, un->master, un->copy, un->numel, un->name);
+    if (!un->trainable && un->copy != un->master) pass_cast(c, un->master, un->copy, un->numel, un->name);
   }
 }

@@ -28,6 +28,12 @@ void rp_range(rank_ctx *c, int push, int kind, const char *name);
  * backward with the sync strategy's collectives and events, optimizer). Allocates the plan's ranks. */
 int ddp_assemble_programs(ddp_builder *b, ddp_layout *lay, char *err, size_t errcap);
 void pass_init_program(rank_ctx *c);                              /* init_program.c */
+/* Pieces of init programs (init_program.c): MEMSET of a whole tensor (t < 0: nothing), a CAST of n elements,
+ * INIT_TENSOR of unit u's elements [first, first + count) into t at byte offset `at`, the RoPE table. */
+void pass_memset(rank_ctx *c, int32_t t);
+void pass_cast(rank_ctx *c, int32_t from, int32_t to, int64_t n, const char *name);
+void pass_init_unit(rank_ctx *c, int u, int32_t t, uint64_t at, int64_t first, int64_t count, int salt);
+void pass_init_rope(rank_ctx *c);
 void pass_opt_scalars(rank_ctx *c, bool sumsq_over_shard);        /* optimizer.c */
 void pass_scalars(rank_ctx *c);                                   /* OPT_SCALARS alone */
 /* One AdamW/SGD update of n elements: each operand a tensor and an element offset; copy < 0: no compute copy */

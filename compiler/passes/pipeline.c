@@ -108,17 +108,12 @@ static action *stage_actions(const pctx *x, int s, bool backward, int *count) {
   return v;
 }
 
-static bool is_stage_grad(const pctx *x, int32_t root) {
-  for (int s = 0; s < x->P; s++)
-    if (x->lay->stage_flat[s].grads == root) return true;
-  return false;
-}
-
 /* Zero bubble: a weight-gradient instruction runs after the rest of its chunk's backward (and, deferred,
  * after later microbatches'), so whatever it reads that a later backward instruction changes (the residual
  * stream's gradient, which every layer adds into in place) is copied, where it originally ran, into a
  * stash tensor of its own that it reads instead: the copy belongs to the B part, the read to the W part.
  * Rewrites the builder's step and the layout's chunk of each instruction. */
+/* Does `in` write a stage's parameter gradients (the weight-gradient part of a backward)? */
 static bool writes_stage_grad(const ddp_builder *b, const ddp_layout *lay, const ddp_instr *in,
                               const ddp_slot_use *use) {
   for (int sl = 0; sl < DDP_MAX_PTRS; sl++) {
@@ -132,12 +127,7 @@ static bool writes_stage_grad(const ddp_builder *b, const ddp_layout *lay, const
 
 static void zb_stash(ddp_builder *b, ddp_layout *lay) {
   ddp_plan *p = b->plan;
-  uint32_t n = b->step.n, fe = n;
-  for (uint32_t k = 0; k < n; k++)
-    if (b->step.v[k].opcode == I_TIMER && b->step.v[k].i[TIMER_I_ROLE] == TIMER_FORWARD_END) {
-      fe = k;
-      break;
-    }
+  uint32_t n = b->step.n, fe = b_forward_end(b);
   ddp_slot_use (*use)[DDP_MAX_PTRS] = ddp_xcalloc((size_t)n + 1, sizeof *use);
   uint8_t *isw = ddp_xcalloc((size_t)n + 1, 1);
   char why[160];
@@ -213,12 +203,7 @@ static int analyse(pctx *x, char *err, size_t errcap) {
   ddp_builder *b = x->b;
   const ddp_plan *p = b->plan;
   uint32_t n = b->step.n;
-  x->fe = n;
-  for (uint32_t k = 0; k < n; k++)
-    if (b->step.v[k].opcode == I_TIMER && b->step.v[k].i[TIMER_I_ROLE] == TIMER_FORWARD_END) {
-      x->fe = k;
-      break;
-    }
+  x->fe = b_forward_end(b);
   x->part = ddp_xcalloc((size_t)n + 1, 1);
   use_rec *uses = ddp_xmalloc(sizeof(use_rec) * ((size_t)n * DDP_MAX_PTRS + 1));
   size_t nu = 0;
@@ -233,9 +218,7 @@ static int analyse(pctx *x, char *err, size_t errcap) {
       return ddp_fail(err, errcap, "pipeline: builder instruction %u: %s", k, why);
     }
     int part = k < x->fe ? ACT_F : ACT_B;
-    if (part == ACT_B && x->s->pipe_schedule == PIPE_ZERO_BUBBLE)
-      for (int sl = 0; sl < DDP_MAX_PTRS; sl++)
-        if (use[sl].write && in->p[sl].tensor >= 0 && is_stage_grad(x, ddp_tensor_root(p, in->p[sl].tensor))) part = ACT_W;
+    if (part == ACT_B && x->s->pipe_schedule == PIPE_ZERO_BUBBLE && writes_stage_grad(b, x->lay, in, use)) part = ACT_W;
     x->part[k] = (uint8_t)part;
     for (int sl = 0; sl < DDP_MAX_PTRS; sl++) {
       if (!use[sl].used || in->p[sl].tensor < 0) continue;
@@ -355,61 +338,23 @@ static void optimizer(rank_ctx *c, const ddp_stage_flat *f) {
   rp_range(c, 0, RANGE_OPTIMIZER, NULL);
 }
 
-static void memset_t(rank_ctx *c, int32_t t) {
-  if (t < 0) return;
-  ddp_instr in = ddp_instr_blank(I_MEMSET, STREAM_COMPUTE);
-  b_arg(&in, MEMSET_P_DST, t, 0, b_t(c->b, t)->dtype);
-  in.i[MEMSET_I_BYTES] = (int64_t)b_t(c->b, t)->bytes;
-  rp_push(c, in, b_t(c->b, t)->name);
-}
-
 /* init -> MEMSET(stage flats, scalars, loss) INIT_TENSOR(the stage's units) [INIT_TENSOR(rope)] |
  *         refresh: [CAST(stage copies)] CAST(frozen copies)* */
 static void init_rank(rank_ctx *c, int stage) {
   ddp_builder *b = c->b;
   ddp_layout *lay = c->lay;
   const ddp_stage_flat *f = &lay->stage_flat[stage];
-  memset_t(c, f->params), memset_t(c, f->grads), memset_t(c, f->m), memset_t(c, f->v);
-  memset_t(c, b->scalars), memset_t(c, b->loss);
-  for (int u = 0; u < b->nunits; u++) {
-    const ddp_unit *un = &b->units[u];
-    if (lay->stage_of_unit[u] != stage) continue;
-    ddp_instr in = ddp_instr_blank(I_INIT_TENSOR, STREAM_COMPUTE);
-    b_buf(b, &in, INIT_TENSOR_P_TENSOR, un->master);
-    in.i[INIT_TENSOR_I_KIND] = un->init_kind;
-    in.i[INIT_TENSOR_I_ELEMENTS] = un->numel;
-    in.i[INIT_TENSOR_I_STREAM] = u;
-    in.i[INIT_TENSOR_I_FAN_IN] = un->fan_in;
-    in.f[INIT_TENSOR_F_A] = un->init_a;
-    in.f[INIT_TENSOR_F_B] = un->init_b;
-    rp_push(c, in, un->name);
-  }
-  if (b->rope_freq >= 0) {
-    const ddp_schedule *s = b->s;
-    ddp_instr in = ddp_instr_blank(I_INIT_TENSOR, STREAM_COMPUTE);
-    b_buf(b, &in, INIT_TENSOR_P_TENSOR, b->rope_freq);
-    in.i[INIT_TENSOR_I_KIND] = INIT_ROPE_INV_FREQ;
-    in.i[INIT_TENSOR_I_ELEMENTS] = (int64_t)ddp_tensor_numel(b_t(b, b->rope_freq));
-    in.i[INIT_TENSOR_I_FAN_IN] = s->d_model / s->heads;
-    in.f[INIT_TENSOR_F_A] = (float)s->rope_theta;
-    rp_push(c, in, "rope.inv_freq");
-  }
+  pass_memset(c, f->params), pass_memset(c, f->grads), pass_memset(c, f->m), pass_memset(c, f->v);
+  pass_memset(c, b->scalars), pass_memset(c, b->loss);
+  for (int u = 0; u < b->nunits; u++)
+    if (lay->stage_of_unit[u] == stage) pass_init_unit(c, u, b->units[u].master, 0, 0, b->units[u].numel, 0);
+  pass_init_rope(c);
   b->plan->ranks[c->rank].init_refresh = c->out->n;
-  if (f->copies >= 0) {
-    ddp_instr in = b_kernel(OP_CAST);
-    b_buf(b, &in, CAST_P_IN, f->params);
-    b_buf(b, &in, CAST_P_OUT, f->copies);
-    in.i[CAST_I_N] = f->n;
-    rp_push(c, in, "params.copy");
-  }
+  if (f->copies >= 0) pass_cast(c, f->params, f->copies, f->n, "params.copy");
   for (int u = 0; u < b->nunits; u++) {
     const ddp_unit *un = &b->units[u];
-    if (lay->stage_of_unit[u] != stage || un->trainable || un->copy == un->master) continue;
-    ddp_instr in = b_kernel(OP_CAST);
-    b_buf(b, &in, CAST_P_IN, un->master);
-    b_buf(b, &in, CAST_P_OUT, un->copy);
-    in.i[CAST_I_N] = un->numel;
-    rp_push(c, in, un->name);
+    if (lay->stage_of_unit[u] == stage && !un->trainable && un->copy != un->master)
+      pass_cast(c, un->master, un->copy, un->numel, un->name);
   }
 }
 
@@ -428,7 +373,7 @@ static void step_rank(rank_ctx *c, const pctx *x, int stage) {
   load.i[LOAD_BATCH_I_PART] = c->rank / x->P; /* the replica */
   load.i[LOAD_BATCH_I_PARTS] = s->replicas;
   rp_push(c, load, "load_batch");
-  if (grads) memset_t(c, f->grads);
+  if (grads) pass_memset(c, f->grads);
   int last_f = -1, last_b = -1;
   for (int a = 0; a < na; a++) {
     if (acts[a].kind == ACT_F) last_f = a;

@@ -66,10 +66,9 @@ static void scan(zctx *z) {
     for (int j = lay->groups[g].first; j <= lay->groups[g].last; j++)
       if (b->units[lay->order[j]].grad >= 0) z->grad_group[b->units[lay->order[j]].grad] = g;
   }
-  z->fe = z->n;
+  z->fe = b_forward_end(b);
   for (uint32_t k = 0; k < z->n; k++) {
     const ddp_instr *in = &b->step.v[k];
-    if (in->opcode == I_TIMER && in->i[TIMER_I_ROLE] == TIMER_FORWARD_END && z->fe == z->n) z->fe = k;
     uint32_t wm = in->opcode == I_KERNEL ? ddp_op_write_mask(in->op) : in->opcode == I_GEMM ? 1u << 3 : 0;
     for (int s = 0; s < DDP_MAX_PTRS; s++) {
       int32_t t = in->p[s].tensor;
