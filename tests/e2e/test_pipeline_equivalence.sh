@@ -9,7 +9,7 @@
 #  - checkpoints: the files of a pipeline run have the names and shapes of one rank's; 2 steps on 2 stages
 #    resumed on one rank, and 2 steps on one rank resumed on 3 stages, end where the straight runs end.
 . "$(dirname "$0")/lib.sh"
-e2e_tmp pipeline
+e2e_tmp pipeline_equivalence
 cp "$DDP_SOURCE_DIR/schedules/lib/models.lua" "$tmp/"
 
 tiny='models.tiny({ d_model = 32, d_ff = 64, heads = 2, vocab = 64, context = 8, layers = 4 })'
