@@ -1,12 +1,14 @@
-/* runtime/ref/exec_ref.c: the reference executor (see exec_ref.h). Arenas are host allocations sized by
- * the plan; kernel arguments are resolved once at construction; run() executes a program in order
- * (streams and events are no-ops on one CPU thread: program order is a valid order of every stream).
+/* runtime/ref/exec_ref.c: the reference executor (see exec_ref.h). Arenas are host mappings sized by the
+ * plan (host_arena.h: guarded, zero until touched); kernel arguments are resolved once at construction;
+ * run() executes a program in order (streams and events are no-ops on one CPU thread: program order is a
+ * valid order of every stream).
  * Point-to-point: a run of consecutive SEND/RECV instructions on one stream is one group (the CUDA
  * executor's group_p2p: runtime/cuda/prepare.c), handed to the comm at once (ddp_ref_p2p_group). Any other
  * instruction between them, or a change of stream, starts a new group. */
 #include "exec_ref.h"
 #include "clock.h"
 #include "err.h"
+#include "host_arena.h"
 #include "ref_ops.h"
 #include <stdio.h>
 #include <stdlib.h>
@@ -208,7 +210,7 @@ static void destroy(ddp_exec *x) {
   if (!x) return;
   ref_impl *m = x->impl;
   if (m) {
-    for (int a = 0; a < ARENA_COUNT; a++) free(m->arena[a]);
+    for (int a = 0; a < ARENA_COUNT; a++) ddp_host_arena_free(m->arena[a], x->plan->ranks[x->rank].arena_bytes[a]);
     free(m->init_args);
     free(m->step_args);
     free(m->timer_ms);
@@ -257,7 +259,7 @@ ddp_exec *ddp_exec_ref_new(const ddp_plan *p, int rank, ddp_ref_comm *comm, ddp_
   const ddp_rank_plan *rp = &p->ranks[rank];
   for (int a = 0; a < ARENA_COUNT; a++) {
     uint64_t n = rp->arena_bytes[a];
-    m->arena[a] = calloc(1, n ? n : 1);
+    m->arena[a] = ddp_host_arena_new(n);
     if (!m->arena[a]) {
       ddp_fail(err, errcap, "reference executor: rank %d: cannot allocate %.2f GiB for the %s arena", rank,
                (double)n / (1 << 30), ddp_arena_name(a));

@@ -18,7 +18,7 @@
 #define RUN_MAX_WORLD 4
 #define RUN_MAX_ARENA_BYTES ((uint64_t)64 << 20) /* all arenas of one rank */
 #define RUN_MAX_INSTRS 4096u                    /* init + step, per rank */
-#define RUN_MAX_GEMM_MACS 2e7                   /* multiply-adds of all GEMMs of one rank */
+#define RUN_MAX_GEMM_MACS 4e6                   /* multiply-adds of all GEMMs of one rank */
 
 /* Small enough to run here in a few milliseconds? Limits come from the plan itself, which the reader has
  * checked: arena sizes, instruction counts, GEMM shapes. */

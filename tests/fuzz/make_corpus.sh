@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # tests/fuzz/make_corpus.sh OUT: the seed corpus of the fuzz targets, generated from what ships, into
-# OUT/<target>/: plan (every shipped schedule that compiles, by ddpc, then stripped of CUBIN by strip_plan),
+# OUT/<target>/: plan (every shipped schedule that compiles, by ddpc on a tiny model, then stripped of CUBIN by
+# strip_plan),
 # schedule (schedules/*.lua as they are), safetensors (the checkpoint ddprun writes for toy.lua on the
 # reference executor: model and optimizer), tokens (a few token files behind fuzz_tokens' 4 shape bytes).
 # Needs $DDPC, $DDPRUN, $STRIP_PLAN (defaults: build/ddpc, build/ddprun, build/tests/strip_plan). Existing
@@ -22,15 +23,15 @@ for s in "$src"/schedules/*.lua; do
   n=$(basename "$s" .lua)
   [ -s "$out/plan/$n.bin" ] && { nplans=$((nplans + 1)); continue; }
   # models.lua and xl_ddp.lua are modules/templates, not schedules: ddpc refuses them, which is fine here.
-  if "$DDPC" "$s" -o "$tmp/$n.bin" --quiet 2>/dev/null; then
+  # Every transformer layout on a tiny model (the plan target runs accepted plans on the reference
+  # executor, and a seed's step should take milliseconds there): 2 layers (each stage of the 2-stage
+  # pipelines needs one; interleaved ones need 4), d_model 32, context 8, vocabulary 64. Schedules whose
+  # model has no such fields (the toy MLPs) compile as they ship.
+  tiny=(--set model.d_model=32 --set model.d_ff=64 --set model.heads=2 --set model.context=8 --set model.vocab=64)
+  if "$DDPC" "$s" -o "$tmp/$n.bin" --quiet --set model.layers=2 "${tiny[@]}" 2>/dev/null ||
+    "$DDPC" "$s" -o "$tmp/$n.bin" --quiet --set model.layers=4 "${tiny[@]}" 2>/dev/null ||
+    "$DDPC" "$s" -o "$tmp/$n.bin" --quiet 2>/dev/null; then
     "$STRIP_PLAN" "$tmp/$n.bin" "$out/plan/$n.bin"
-    # The XL schedules' programs run to megabytes: the same parallel layout on a 2-layer model is the seed
-    # (2: each stage of the 2-stage pipelines needs a layer).
-    if [ "$(stat -c %s "$out/plan/$n.bin")" -gt 262144 ]; then
-      "$DDPC" "$s" -o "$tmp/$n.bin" --quiet --set model.layers=2 --set model.d_model=64 --set model.d_ff=128 \
-        --set model.heads=2 --set model.context=16 --set model.vocab=128
-      "$STRIP_PLAN" "$tmp/$n.bin" "$out/plan/$n.bin"
-    fi
     nplans=$((nplans + 1))
   fi
 done
