@@ -108,29 +108,34 @@ static int64_t stride_of(fp *f, int k, const char *name, int64_t len) {
 /* Partial tables: P < 1 counts as 1 chunk (ref_parts, templates). */
 static int64_t parts(int64_t P) { return P < 1 ? 1 : P; }
 
-/* ---- kernel ops (ext_<entry>) ---- */
+/* ---- kernel ops (ext_<entry>) ----
+ * Every op of two or more dimensions takes each of them >= 1: with all of them non-zero each one is bounded
+ * by an operand's proven size. A zero would leave the others free while no byte is touched: an empty
+ * attention (B = 0) with T = 2^40 made the reference kernel size a T x Dh scratch row, an empty RoPE
+ * (Dh = 0) loop over B*T*H heads for hours. The compiler never emits an empty kernel; one-dimension ops
+ * (n = 0: nothing to do) stay allowed. */
 
 static void ext_embed_fwd(fp *f) {
-  int64_t N = get(f, EMBED_FWD_I_N, "N", 0), D = get(f, EMBED_FWD_I_D, "D", 0), V = get(f, EMBED_FWD_I_V, "V", 0);
+  int64_t N = get(f, EMBED_FWD_I_N, "N", 1), D = get(f, EMBED_FWD_I_D, "D", 1), V = get(f, EMBED_FWD_I_V, "V", 1);
   slot(f, EMBED_FWD_P_TOKENS, N, REQ);
   slot(f, EMBED_FWD_P_TABLE, mul(f, V, D), REQ);
   slot(f, EMBED_FWD_P_OUT, mul(f, N, D), REQ);
 }
 static void ext_embed_bwd(fp *f) {
-  int64_t N = get(f, EMBED_BWD_I_N, "N", 0), D = get(f, EMBED_BWD_I_D, "D", 0), V = get(f, EMBED_BWD_I_V, "V", 0);
+  int64_t N = get(f, EMBED_BWD_I_N, "N", 1), D = get(f, EMBED_BWD_I_D, "D", 1), V = get(f, EMBED_BWD_I_V, "V", 1);
   slot(f, EMBED_BWD_P_TOKENS, N, REQ);
   slot(f, EMBED_BWD_P_DOUT, mul(f, N, D), REQ);
   slot(f, EMBED_BWD_P_DTABLE, mul(f, V, D), REQ);
 }
 static void ext_rmsnorm_fwd(fp *f) {
-  int64_t N = get(f, RMSNORM_FWD_I_N, "N", 0), D = get(f, RMSNORM_FWD_I_D, "D", 0);
+  int64_t N = get(f, RMSNORM_FWD_I_N, "N", 1), D = get(f, RMSNORM_FWD_I_D, "D", 1);
   slot(f, RMSNORM_FWD_P_X, mul(f, N, D), REQ);
   slot(f, RMSNORM_FWD_P_G, D, REQ);
   slot(f, RMSNORM_FWD_P_Y, mul(f, N, D), REQ);
   slot(f, RMSNORM_FWD_P_RSTD, N, OPT);
 }
 static void ext_rmsnorm_bwd(fp *f) {
-  int64_t N = get(f, RMSNORM_BWD_I_N, "N", 0), D = get(f, RMSNORM_BWD_I_D, "D", 0),
+  int64_t N = get(f, RMSNORM_BWD_I_N, "N", 1), D = get(f, RMSNORM_BWD_I_D, "D", 1),
           P = parts(f->in->i[RMSNORM_BWD_I_P]);
   slot(f, RMSNORM_BWD_P_X, mul(f, N, D), REQ);
   slot(f, RMSNORM_BWD_P_G, D, REQ);
@@ -140,7 +145,7 @@ static void ext_rmsnorm_bwd(fp *f) {
   slot(f, RMSNORM_BWD_P_DG_PART, mul(f, P, D), OPT);
 }
 static void ext_reduce_rows(fp *f) {
-  int64_t P = get(f, REDUCE_ROWS_I_P, "P", 0), D = get(f, REDUCE_ROWS_I_D, "D", 0);
+  int64_t P = get(f, REDUCE_ROWS_I_P, "P", 1), D = get(f, REDUCE_ROWS_I_D, "D", 1);
   slot(f, REDUCE_ROWS_P_IN, mul(f, P, D), REQ);
   slot(f, REDUCE_ROWS_P_OUT, D, REQ);
 }
@@ -149,8 +154,8 @@ static void ext_sum(fp *f) {
   slot(f, SUM_P_OUT, 1, REQ);
 }
 static void ext_rope(fp *f) {
-  int64_t B = get(f, ROPE_I_B, "B", 0), T = get(f, ROPE_I_T, "T", 0), H = get(f, ROPE_I_H, "H", 0),
-          Dh = get(f, ROPE_I_DH, "Dh", 0);
+  int64_t B = get(f, ROPE_I_B, "B", 1), T = get(f, ROPE_I_T, "T", 1), H = get(f, ROPE_I_H, "H", 1),
+          Dh = get(f, ROPE_I_DH, "Dh", 1);
   int64_t len = mul(f, H, Dh), stride = stride_of(f, ROPE_I_STRIDE, "stride", len);
   slot(f, ROPE_P_X, strided(f, mul(f, B, T), len, stride), REQ);
   slot(f, ROPE_P_INV_FREQ, Dh / 2, REQ);
@@ -160,8 +165,8 @@ static void ext_rope(fp *f) {
 typedef struct attn { int64_t rows, len, bht, sq, sk, sv, so; } attn;
 static attn attn_of(fp *f) {
   attn a;
-  int64_t B = get(f, ATTN_I_B, "B", 0), T = get(f, ATTN_I_T, "T", 0), H = get(f, ATTN_I_H, "H", 0),
-          Dh = get(f, ATTN_I_DH, "Dh", 0);
+  int64_t B = get(f, ATTN_I_B, "B", 1), T = get(f, ATTN_I_T, "T", 1), H = get(f, ATTN_I_H, "H", 1),
+          Dh = get(f, ATTN_I_DH, "Dh", 1);
   a.rows = mul(f, B, T);
   a.len = mul(f, H, Dh);
   a.bht = mul(f, a.rows, H);
@@ -206,25 +211,25 @@ static void ext_attn_bwd_dq(fp *f) {
   slot(f, ATTN_P_DQ, a.sq, REQ);
 }
 static void ext_swiglu_fwd(fp *f) {
-  int64_t N = get(f, SWIGLU_FWD_I_N, "N", 0), F = get(f, SWIGLU_FWD_I_F, "F", 0);
+  int64_t N = get(f, SWIGLU_FWD_I_N, "N", 1), F = get(f, SWIGLU_FWD_I_F, "F", 1);
   slot(f, SWIGLU_FWD_P_AB, mul(f, N, mul(f, 2, F)), REQ);
   slot(f, SWIGLU_FWD_P_H, mul(f, N, F), REQ);
 }
 static void ext_swiglu_bwd(fp *f) {
-  int64_t N = get(f, SWIGLU_BWD_I_N, "N", 0), F = get(f, SWIGLU_BWD_I_F, "F", 0);
+  int64_t N = get(f, SWIGLU_BWD_I_N, "N", 1), F = get(f, SWIGLU_BWD_I_F, "F", 1);
   slot(f, SWIGLU_BWD_P_AB, mul(f, N, mul(f, 2, F)), REQ);
   slot(f, SWIGLU_BWD_P_DH, mul(f, N, F), REQ);
   slot(f, SWIGLU_BWD_P_DAB, mul(f, N, mul(f, 2, F)), REQ);
 }
 static void ext_xent(fp *f) {
-  int64_t N = get(f, XENT_I_N, "N", 0), V = get(f, XENT_I_V, "V", 0);
+  int64_t N = get(f, XENT_I_N, "N", 1), V = get(f, XENT_I_V, "V", 1);
   slot(f, XENT_P_LOGITS, mul(f, N, V), REQ);
   slot(f, XENT_P_TARGETS, N, REQ);
   slot(f, XENT_P_LOSS_ROWS, N, OPT);
   slot(f, XENT_P_DLOGITS, mul(f, N, V), OPT);
 }
 static void ext_mse(fp *f) {
-  int64_t N = get(f, MSE_I_N, "N", 0), M = get(f, MSE_I_M, "M", 0);
+  int64_t N = get(f, MSE_I_N, "N", 1), M = get(f, MSE_I_M, "M", 1);
   slot(f, MSE_P_PRED, mul(f, N, M), REQ);
   slot(f, MSE_P_TARGET, mul(f, N, M), REQ);
   slot(f, MSE_P_LOSS_ROWS, N, OPT);
@@ -267,7 +272,7 @@ static void ext_add(fp *f) {
 }
 static void ext_scale(fp *f) { slot(f, SCALE_P_X, get(f, SCALE_I_N, "n", 0), REQ); }
 static void ext_bias_add(fp *f) {
-  int64_t N = get(f, BIAS_ADD_I_N, "N", 0), M = get(f, BIAS_ADD_I_M, "M", 0);
+  int64_t N = get(f, BIAS_ADD_I_N, "N", 1), M = get(f, BIAS_ADD_I_M, "M", 1);
   slot(f, BIAS_ADD_P_Y, mul(f, N, M), REQ);
   slot(f, BIAS_ADD_P_B, M, REQ);
 }
@@ -283,7 +288,7 @@ static void ext_relu_bwd(fp *f) {
   slot(f, RELU_BWD_P_DX, n, REQ);
 }
 static void ext_layernorm_fwd(fp *f) {
-  int64_t N = get(f, LAYERNORM_FWD_I_N, "N", 0), D = get(f, LAYERNORM_FWD_I_D, "D", 0);
+  int64_t N = get(f, LAYERNORM_FWD_I_N, "N", 1), D = get(f, LAYERNORM_FWD_I_D, "D", 1);
   slot(f, LAYERNORM_FWD_P_X, mul(f, N, D), REQ);
   slot(f, LAYERNORM_FWD_P_W, D, OPT);
   slot(f, LAYERNORM_FWD_P_B, D, OPT);
@@ -292,7 +297,7 @@ static void ext_layernorm_fwd(fp *f) {
   slot(f, LAYERNORM_FWD_P_RSTD, N, OPT);
 }
 static void ext_layernorm_bwd(fp *f) {
-  int64_t N = get(f, LAYERNORM_BWD_I_N, "N", 0), D = get(f, LAYERNORM_BWD_I_D, "D", 0),
+  int64_t N = get(f, LAYERNORM_BWD_I_N, "N", 1), D = get(f, LAYERNORM_BWD_I_D, "D", 1),
           P = parts(f->in->i[LAYERNORM_BWD_I_P]);
   slot(f, LAYERNORM_BWD_P_X, mul(f, N, D), REQ);
   slot(f, LAYERNORM_BWD_P_W, D, OPT);
@@ -304,14 +309,14 @@ static void ext_layernorm_bwd(fp *f) {
   slot(f, LAYERNORM_BWD_P_DB_PART, mul(f, P, D), OPT);
 }
 static void ext_attn_naive_softmax(fp *f) {
-  int64_t B = get(f, ATTN_NAIVE_SOFTMAX_I_B, "B", 0), T = get(f, ATTN_NAIVE_SOFTMAX_I_T, "T", 0),
-          H = get(f, ATTN_NAIVE_SOFTMAX_I_H, "H", 0), bht = mul(f, mul(f, B, H), T);
+  int64_t B = get(f, ATTN_NAIVE_SOFTMAX_I_B, "B", 1), T = get(f, ATTN_NAIVE_SOFTMAX_I_T, "T", 1),
+          H = get(f, ATTN_NAIVE_SOFTMAX_I_H, "H", 1), bht = mul(f, mul(f, B, H), T);
   slot(f, ATTN_NAIVE_SOFTMAX_P_SCORES, mul(f, bht, T), REQ);
   slot(f, ATTN_NAIVE_SOFTMAX_P_LSE, bht, OPT);
 }
 static void ext_attn_naive_softmax_bwd(fp *f) {
-  int64_t B = get(f, ATTN_NAIVE_SOFTMAX_BWD_I_B, "B", 0), T = get(f, ATTN_NAIVE_SOFTMAX_BWD_I_T, "T", 0),
-          H = get(f, ATTN_NAIVE_SOFTMAX_BWD_I_H, "H", 0), n = mul(f, mul(f, mul(f, B, H), T), T);
+  int64_t B = get(f, ATTN_NAIVE_SOFTMAX_BWD_I_B, "B", 1), T = get(f, ATTN_NAIVE_SOFTMAX_BWD_I_T, "T", 1),
+          H = get(f, ATTN_NAIVE_SOFTMAX_BWD_I_H, "H", 1), n = mul(f, mul(f, mul(f, B, H), T), T);
   slot(f, ATTN_NAIVE_SOFTMAX_BWD_P_PROBS, n, REQ);
   slot(f, ATTN_NAIVE_SOFTMAX_BWD_P_DPROBS, n, REQ);
 }
@@ -330,8 +335,10 @@ static const extent_fn kernel_extents[OP_COUNT] = {
 static void gemm_operand(fp *f, int s, int64_t rows, int64_t cols, int ld_slot, const char *ld_name, int stride_slot,
                          const char *stride_name, int64_t batch) {
   int64_t ld = stride_of(f, ld_slot, ld_name, cols);
-  int64_t stride = batch > 1 ? get(f, stride_slot, stride_name, 0) : 0;
   int64_t one = strided(f, rows, cols, ld);
+  /* Inputs may repeat across the batch (stride 0); the output's entries must not overlap, which also
+   * bounds the batch by D's size (a batch of 2^62 entries over one matrix would run for ever). */
+  int64_t stride = batch > 1 ? get(f, stride_slot, stride_name, s == GEMM_P_D ? (one > 0 ? one : 1) : 0) : 0;
   slot(f, s, one ? add(f, mul(f, batch - 1, stride), one) : 0, REQ);
 }
 

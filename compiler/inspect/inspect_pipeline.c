@@ -23,8 +23,8 @@ int ddp_pipe_analyse(const ddp_plan *p, ddp_pipe_info *pi) {
   pi->virtual_stages = p->meta.pipe_virtual > 0 ? (int)p->meta.pipe_virtual : 1;
   pi->microbatches = (int)p->meta.pipe_microbatches;
   pi->schedule = (int)p->meta.pipe_schedule;
-  pi->nchunks = pi->stages * pi->virtual_stages;
-  if (pi->nchunks > 4096) pi->nchunks = 4096;
+  const int64_t nchunks = (int64_t)pi->stages * pi->virtual_stages; /* the reader bounds both */
+  pi->nchunks = nchunks < 1 ? 1 : nchunks > 4096 ? 4096 : (int)nchunks;
   pi->chunks = ddp_xcalloc((size_t)pi->nchunks, sizeof *pi->chunks);
   for (int c = 0; c < pi->nchunks; c++) pi->chunks[c] = (ddp_pipe_chunk){-1, -1, -1, 0, false, false};
   for (int64_t r = 0; r < p->meta.world; r++) {
