@@ -180,7 +180,7 @@ static void print_buckets(FILE *o, const ddp_plan *p) {
   }
   double comm = p->meta.comm_bytes_per_step;
   fprintf(o, "predicted communication per step: %.0f bytes (%s)\n\n", comm,
-          human(h, sizeof h, comm > 0 ? (uint64_t)comm : 0));
+          human(h, sizeof h, comm > 0 && comm < 1.8e19 ? (uint64_t)comm : 0));
 }
 
 /* ---- kernels ---- */

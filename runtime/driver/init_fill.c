@@ -41,7 +41,7 @@ static double value_at(const ddp_instr *in, uint64_t seed, int64_t i) {
     }
   }
   case INIT_ROPE_INV_FREQ: {
-    float e = (float)(2 * i) / (float)in->i[INIT_TENSOR_I_FAN_IN];
+    float e = (float)(2.0 * (double)i) / (float)in->i[INIT_TENSOR_I_FAN_IN];
     float pw = (float)pow((double)in->f[INIT_TENSOR_F_A], (double)e);
     return 1.0f / pw;
   }

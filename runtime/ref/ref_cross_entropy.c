@@ -14,7 +14,7 @@ void ref_xent(const ddp_kargs *a, const uint8_t *dt) {
   double *x = ref_alloc((size_t)V, sizeof *x);
   for (int64_t n = 0; n < N; n++) {
     ref_load_row(a->p[XENT_P_LOGITS], dt[XENT_P_LOGITS], n * V, 1, V, x);
-    const int64_t tgt = (int64_t)ddp_load(a->p[XENT_P_TARGETS], dt[XENT_P_TARGETS], n);
+    const int64_t tgt = ref_index(a->p[XENT_P_TARGETS], dt[XENT_P_TARGETS], n, V);
     const int valid = tgt >= 0 && tgt < V;
     double mx = -INFINITY;
     for (int64_t v = 0; v < V; v++) mx = x[v] > mx ? x[v] : mx;

@@ -12,7 +12,7 @@ void ref_embed_fwd(const ddp_kargs *a, const uint8_t *dt) {
   const int64_t N = a->i[EMBED_FWD_I_N], D = a->i[EMBED_FWD_I_D], V = a->i[EMBED_FWD_I_V];
   double *row = ref_alloc((size_t)D, sizeof *row);
   for (int64_t n = 0; n < N; n++) {
-    int64_t tok = (int64_t)ddp_load(a->p[EMBED_FWD_P_TOKENS], dt[EMBED_FWD_P_TOKENS], n);
+    int64_t tok = ref_index(a->p[EMBED_FWD_P_TOKENS], dt[EMBED_FWD_P_TOKENS], n, V);
     if (tok < 0 || tok >= V)
       for (int64_t j = 0; j < D; j++) row[j] = NAN;
     else
@@ -31,12 +31,12 @@ void ref_embed_bwd(const ddp_kargs *a, const uint8_t *dt) {
   double *sum = ref_alloc((size_t)D, sizeof *sum);
   double *row = ref_alloc((size_t)D, sizeof *row);
   for (int64_t n = 0; n < N; n++) {
-    int64_t tok = (int64_t)ddp_load(a->p[EMBED_BWD_P_TOKENS], dt[EMBED_BWD_P_TOKENS], n);
+    int64_t tok = ref_index(a->p[EMBED_BWD_P_TOKENS], dt[EMBED_BWD_P_TOKENS], n, V);
     if (tok >= 0 && tok < V) start[tok + 1]++;
   }
   for (int64_t v = 0; v < V; v++) start[v + 1] += start[v];
   for (int64_t n = 0; n < N; n++) {
-    int64_t tok = (int64_t)ddp_load(a->p[EMBED_BWD_P_TOKENS], dt[EMBED_BWD_P_TOKENS], n);
+    int64_t tok = ref_index(a->p[EMBED_BWD_P_TOKENS], dt[EMBED_BWD_P_TOKENS], n, V);
     if (tok >= 0 && tok < V) order[start[tok] + fill[tok]++] = n;
   }
   if (!acc) ref_fill_row(a->p[EMBED_BWD_P_DTABLE], dt[EMBED_BWD_P_DTABLE], 0, V * D, 0.0);

@@ -13,6 +13,11 @@ void *ref_alloc(size_t count, size_t size) {
   return p;
 }
 
+int64_t ref_index(const void *p, int dt, int64_t i, int64_t n) {
+  const double x = ddp_load(p, dt, i);
+  return x >= 0.0 && x < (double)n ? (int64_t)x : -1;
+}
+
 void ref_load_row(const void *p, int dt, int64_t off, int64_t stride, int64_t n, double *dst) {
   if (dt == DT_F32) {
     const float *s = (const float *)p + off;

@@ -11,6 +11,9 @@
 
 /* Zeroed scratch of count elements of size bytes; never NULL (aborts on failure). Free with free(). */
 void *ref_alloc(size_t count, size_t size);
+/* Element i of an index tensor (tokens, targets) of any dtype as an index below n; -1 when it is not one
+ * (negative, n or more, NaN, not an integer's range): no float-to-integer conversion out of range. */
+int64_t ref_index(const void *p, int dt, int64_t i, int64_t n);
 
 /* dst[j] = p[off + j*stride] for j < n, converted to double. */
 void ref_load_row(const void *p, int dt, int64_t off, int64_t stride, int64_t n, double *dst);

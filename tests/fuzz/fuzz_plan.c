@@ -19,11 +19,14 @@
 #define RUN_MAX_ARENA_BYTES ((uint64_t)64 << 20) /* all arenas of one rank */
 #define RUN_MAX_INSTRS 4096u                    /* init + step, per rank */
 #define RUN_MAX_GEMM_MACS 4e6                   /* multiply-adds of all GEMMs of one rank */
+#define RUN_MAX_DENSE_VALUES 1e6                /* a synthetic dense dataset (toy MLPs): rows x width */
 
 /* Small enough to run here in a few milliseconds? Limits come from the plan itself, which the reader has
  * checked: arena sizes, instruction counts, GEMM shapes. */
 static int runnable(const ddp_plan *p) {
   if (p->meta.world < 1 || p->meta.world > RUN_MAX_WORLD || p->meta.data_kind == DATA_TOKEN_FILE) return 0;
+  /* ddp_data_open draws the whole dense dataset up front (up to 1 GiB: seconds, not a bug) */
+  if ((double)p->meta.data_rows * ((double)p->meta.mlp_in + (double)p->meta.mlp_out) > RUN_MAX_DENSE_VALUES) return 0;
   for (int64_t r = 0; r < p->meta.world; r++) {
     const ddp_rank_plan *rp = &p->ranks[r];
     uint64_t bytes = 0;
