@@ -19,7 +19,19 @@
  * sends ending one action and the receives starting the next are consecutive, so they go out as one group
  * (CUDA executor: one NCCL group; reference executor: posted together). Parameter gradients add up over
  * the microbatches (the step zeroes them first); the loss and its gradient are scaled by 1 / microbatches.
- * The verifier simulates the programs and refuses one whose sends and receives can deadlock. */
+ * The verifier simulates the programs and refuses one whose sends and receives can deadlock.
+ *
+ * Data-parallel replicas (pipeline{stages = S, replicas = R}): the world is S x R ranks, rank = replica x S +
+ * stage, so each replica is a contiguous pipeline (ranks replica*S .. replica*S + S - 1) and its transfers
+ * stay inside it. Replica r loads part r of R of the global batch (LOAD_BATCH part/parts) and splits it
+ * into its microbatches as above. The plan's communicators (plan.h ddp_comm): comm 1 + s holds stage s of
+ * every replica (ranks s, S + s, .., (R-1)S + s), comm 1 + S + r the ranks of replica r. After a stage's
+ * last backward action (zero bubble: its last W, so every deferred weight gradient is final) and its last
+ * sends, its gradient flat is all-reduced (REDOP_AVG: each replica's gradient is the mean over its share,
+ * so the mean of the R means is the global batch's mean) on the stage's comm, on the communication stream
+ * ordered by events after the compute stream, bracketed by COMM timers; the optimizer waits for it. The
+ * gradient norm's partial sums are all-reduced over the replica's comm (every replica then holds the same
+ * norm). One replica (R = 1) has no communicators and no gradient all-reduce. */
 #include "passes.h"
 #include "access.h"
 #include <stdlib.h>
@@ -305,13 +317,15 @@ static ddp_instr for_mb(const pctx *x, uint32_t k, int mb) {
   return in;
 }
 
+/* SEND or RECV of flow f for microbatch mb; the flow's ranks are stages, the peer is the stage's rank in
+ * this rank's replica */
 static void p2p(rank_ctx *c, const pctx *x, int opcode, const flow *f, int mb) {
   int32_t t = x->map[mb][f->t];
   const ddp_tensor *tt = b_t(c->b, t);
   ddp_instr in = ddp_instr_blank(opcode, STREAM_COMPUTE);
   b_arg(&in, COLL_P_BUF, t, 0, tt->dtype);
   in.i[COLL_I_COUNT] = (int64_t)ddp_tensor_numel(tt);
-  in.i[COLL_I_PEER] = opcode == I_SEND ? f->to_rank : f->from_rank;
+  in.i[COLL_I_PEER] = c->rank - c->rank % x->P + (opcode == I_SEND ? f->to_rank : f->from_rank);
   bool act = f->from_key < x->C;
   rp_push(c, in, b_fmt(c->b, "pp.%s.%s.mb%d:%s", opcode == I_SEND ? "send" : "recv", act ? "act" : "grad", mb,
                        c->b->plan->tensors[f->t].name));
@@ -329,8 +343,11 @@ static void optimizer(rank_ctx *c, const ddp_stage_flat *f) {
     in.i[SUMSQ_I_N] = f->n;
     in.i[SUMSQ_I_P] = lay->sumsq_p;
     rp_push(c, in, "grad_norm.sumsq");
+    int R = b->s->replicas, P = b->s->stages;
+    c->comm = R > 1 ? 1 + P + c->rank / P : 0; /* the replica's ranks */
     rp_collective(c, I_ALL_REDUCE, STREAM_COMPUTE, lay->sumsq_partials, 0, lay->sumsq_p, REDOP_SUM, 0,
                   "grad_norm.all_reduce");
+    c->comm = 0;
   }
   pass_scalars(c);
   pass_upd u = {.n = f->n, .param = f->params, .grad = f->grads, .m = f->m, .v = f->v, .copy = f->copies};
@@ -411,6 +428,14 @@ static void step_rank(rank_ctx *c, const pctx *x, int stage) {
     if (a == last_f) rp_timer(c, STREAM_COMPUTE, TIMER_FORWARD_END);
     if (grads && a == last_b) rp_timer(c, STREAM_COMPUTE, TIMER_BACKWARD_END);
   }
+  if (grads && s->replicas > 1) { /* the stage's gradients, averaged over the replicas */
+    rp_order(c, STREAM_COMPUTE, STREAM_COMM);
+    c->comm = 1 + stage;
+    rp_collective(c, I_ALL_REDUCE, STREAM_COMM, f->grads, 0, f->n, REDOP_AVG, 0,
+                  b_fmt(b, "all_reduce.stage%d.grads", stage));
+    c->comm = 0;
+    rp_order(c, STREAM_COMM, STREAM_COMPUTE);
+  }
   if (train) optimizer(c, f);
   rp_timer(c, STREAM_COMPUTE, TIMER_STEP_END);
   rp_range(c, 0, RANGE_STEP, NULL);
@@ -419,9 +444,6 @@ static void step_rank(rank_ctx *c, const pctx *x, int stage) {
 
 int pass_pipeline(ddp_builder *b, ddp_layout *lay, char *err, size_t errcap) {
   const ddp_schedule *s = b->s;
-  if (s->replicas > 1)
-    return ddp_fail(err, errcap, "%s: parallel.replicas = %d: pipelines with data-parallel replicas are not supported "
-                    "yet (use replicas = 1)", s->path, s->replicas);
   if (s->pipe_schedule == PIPE_ZERO_BUBBLE && b->backward) zb_stash(b, lay);
   pctx x = {.b = b, .lay = lay, .s = s, .P = s->stages, .C = lay->nchunks, .m = s->microbatches};
   if (analyse(&x, err, errcap)) {
@@ -433,6 +455,18 @@ int pass_pipeline(ddp_builder *b, ddp_layout *lay, char *err, size_t errcap) {
   b->tokens = x.tokens; /* the plan's meta names the replica's batch */
   b->targets = x.targets;
   b->plan->meta.world = s->ranks;
+  if (s->replicas > 1) { /* comm 1 + stage, then comm 1 + stages + replica */
+    int32_t *m = ddp_xmalloc(sizeof(int32_t) * (size_t)(s->replicas > s->stages ? s->replicas : s->stages));
+    for (int st = 0; st < s->stages; st++) {
+      for (int r = 0; r < s->replicas; r++) m[r] = r * s->stages + st;
+      if (ddp_plan_add_comm(b->plan, m, (uint32_t)s->replicas) != 1 + st) ddp_xmalloc(SIZE_MAX);
+    }
+    for (int r = 0; r < s->replicas; r++) {
+      for (int st = 0; st < s->stages; st++) m[st] = r * s->stages + st;
+      if (ddp_plan_add_comm(b->plan, m, (uint32_t)s->stages) != 1 + s->stages + r) ddp_xmalloc(SIZE_MAX);
+    }
+    free(m);
+  }
   b->plan->ranks = ddp_xcalloc((size_t)s->ranks, sizeof(ddp_rank_plan));
   for (int r = 0; r < s->ranks; r++) {
     ddp_rank_plan *rp = &b->plan->ranks[r];

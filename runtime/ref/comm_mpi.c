@@ -266,6 +266,14 @@ int ddp_mpi_collective(ddp_mpi *m, const ddp_instr *in, void *send, void *recv, 
                   what);
 }
 
+int ddp_mpi_collective_on(ddp_mpi *m, const ddp_instr *in, int comm, int n, const int32_t *members, void *send,
+                          void *recv, char *err, size_t errcap) {
+  (void)members;
+  if (comm == 0) return ddp_mpi_collective(m, in, send, recv, err, errcap);
+  return ddp_fail(err, errcap, "MPI backend: %s on comm %d (a group of %d ranks): communicator groups are not "
+                  "supported by the MPI backend yet (run the ranks as threads)", ddp_opcode_name(in->opcode), comm, n);
+}
+
 /* Point-to-point (see comm_mpi.h). Tags of the three kinds of message. */
 enum { TAG_SEND_DESC = 7101, TAG_RECV_DESC = 7102, TAG_PAYLOAD = 7103 };
 

@@ -73,7 +73,7 @@ int ddp_ref_comm_failure(ddp_ref_comm *c, char *err, size_t errcap) {
 static int can_move(const ddp_ref_comm *c, int q) {
   switch (c->state[q]) {
   case RS_RUNNING: return 1;
-  case RS_BARRIER: return c->wait_gen[q] != c->generation;
+  case RS_BARRIER: return c->wait_gen[q] != c->wait_group[q]->generation;
   case RS_LEFT: return 0;
   default: break;
   }
@@ -101,7 +101,7 @@ static void waits_for(const ddp_ref_comm *c, int q, char *b, size_t cap) {
     return;
   }
   if (c->state[q] == RS_BARRIER) {
-    snprintf(b + len, cap - len, "%srank %d waits in a collective", len ? "; " : "", q);
+    snprintf(b + len, cap - len, "%srank %d waits in a collective on comm %d", len ? "; " : "", q, c->wait_comm[q]);
     return;
   }
   const p2p_group *g = c->group[q];
