@@ -10,8 +10,11 @@
 #  - the plan: its communicators (ddpc inspect), the files of a 2x2 checkpoint have one rank's names;
 #  - resume across layouts: 2x2 -> 1 rank, 2x2 -> 2 stages, 1 rank -> 2x2 end where the straight runs end,
 #    and 2x2 -> 2x2 ends bit for bit where the straight 2x2 run ends;
+#  - through the MPI backend (ranks as processes, `mpirun -n 4`; skipped where Open MPI is absent): the stage
+#    communicators become MPI communicators; checkpoints and losses bit for bit equal to the threads run;
 #  - the shipped schedules/pipeline_2x2.lua runs; bad replicas are refused in one line.
 . "$(dirname "$0")/lib.sh"
+[ -n "${LSAN_OPTIONS:-}" ] && export LSAN_OPTIONS="$LSAN_OPTIONS:fast_unwind_on_malloc=0" # see test_mpi.sh
 e2e_tmp pipeline_replicas
 cp "$DDP_SOURCE_DIR/schedules/lib/models.lua" "$tmp/"
 
@@ -103,6 +106,26 @@ resume r22_to_1 adam_22 adam_1 adam_1 1e-4 1e-6
 resume r22_to_2 adam_22 adam_2 adam_2 1e-4 1e-6
 resume r1_to_22 adam_1 adam_22 adam_22 1e-4 1e-6
 resume r22_to_22 adam_22 adam_22 adam_22 0 0
+
+# ranks as processes
+if command -v mpirun >/dev/null; then
+  MPIRUN=(timeout 120 mpirun --allow-run-as-root --oversubscribe --mca btl self,vader
+          --mca btl_vader_single_copy_mechanism none)
+  for name in zero_bubble_22_4 adam_22; do
+    "${MPIRUN[@]}" -n 4 "$DDPRUN" "$tmp/$name.bin" --device ref --checkpoint-dir "$tmp/$name.mpi.ckpt" >"$tmp/$name.mpi.out" 2>&1 ||
+      { fail "$name under mpirun -n 4: $(tail -3 "$tmp/$name.mpi.out")"; continue; }
+    grep -q "rank 0 of 4 processes, MPI" "$tmp/$name.mpi.out" || fail "$name: not run as 4 MPI processes"
+    for f in model optimizer; do
+      cmp -s "$(ckpt_latest "$tmp/$name.mpi.ckpt")/$f.safetensors" "$(ckpt_latest "$tmp/$name.ckpt")/$f.safetensors" ||
+        fail "$name: $f.safetensors of the MPI run differs from the threads run"
+    done
+    diff <(grep '^step' "$tmp/$name.out" | awk '{print $4}') <(grep '^step' "$tmp/$name.mpi.out" | awk '{print $4}') \
+      >/dev/null || fail "$name: MPI losses differ from the threads run"
+    echo "ok: $name under mpirun -n 4: checkpoints and losses bit for bit the threads run's"
+  done
+else
+  echo "skipped: the MPI backend (mpirun not installed)"
+fi
 
 # the shipped schedule
 "$DDPC" "$DDP_SOURCE_DIR/schedules/pipeline_2x2.lua" -o "$tmp/shipped.bin" -q && "$DDPRUN" "$tmp/shipped.bin" --device ref \
