@@ -355,17 +355,33 @@ static void optimizer(rank_ctx *c, const ddp_stage_flat *f) {
   rp_range(c, 0, RANGE_OPTIMIZER, NULL);
 }
 
-/* init -> MEMSET(stage flats, scalars, loss) INIT_TENSOR(the stage's units) [INIT_TENSOR(rope)] |
- *         refresh: [CAST(stage copies)] CAST(frozen copies)* */
+/* init -> MEMSET(stage flats, scalars, loss) INIT_TENSOR(the stage's units) [INIT_TENSOR(rope)]
+ *         [BROADCAST(stage params, frozen units) from the stage's first replica, on the stage's comm] |
+ *         refresh: [CAST(stage copies)] CAST(frozen copies)*
+ * As ddp{}: replica 0 draws the values one rank would; the other replicas draw the same (identical_init),
+ * or their own (salted by the replica) and receive replica 0's by the broadcast (the default). */
 static void init_rank(rank_ctx *c, int stage) {
   ddp_builder *b = c->b;
   ddp_layout *lay = c->lay;
+  const ddp_schedule *s = b->s;
   const ddp_stage_flat *f = &lay->stage_flat[stage];
+  int replica = c->rank / s->stages;
+  bool no_comm = s->mode == MODE_FORWARD, bcast = s->replicas > 1 && s->broadcast_init && !no_comm;
+  int salt = s->identical_init || replica == 0 || (no_comm && s->broadcast_init) ? 0 : replica;
   pass_memset(c, f->params), pass_memset(c, f->grads), pass_memset(c, f->m), pass_memset(c, f->v);
   pass_memset(c, b->scalars), pass_memset(c, b->loss);
   for (int u = 0; u < b->nunits; u++)
-    if (lay->stage_of_unit[u] == stage) pass_init_unit(c, u, b->units[u].master, 0, 0, b->units[u].numel, 0);
+    if (lay->stage_of_unit[u] == stage) pass_init_unit(c, u, b->units[u].master, 0, 0, b->units[u].numel, salt);
   pass_init_rope(c);
+  if (bcast) {
+    c->comm = 1 + stage;
+    rp_collective(c, I_BROADCAST, STREAM_COMPUTE, f->params, 0, f->n, REDOP_SUM, 0, b_fmt(b, "broadcast.stage%d.params", stage));
+    for (int u = 0; u < b->nunits; u++)
+      if (lay->stage_of_unit[u] == stage && !b->units[u].trainable)
+        rp_collective(c, I_BROADCAST, STREAM_COMPUTE, b->units[u].master, 0, b->units[u].numel, REDOP_SUM, 0,
+                      b->units[u].name);
+    c->comm = 0;
+  }
   b->plan->ranks[c->rank].init_refresh = c->out->n;
   if (f->copies >= 0) pass_cast(c, f->params, f->copies, f->n, "params.copy");
   for (int u = 0; u < b->nunits; u++) {

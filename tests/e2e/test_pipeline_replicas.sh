@@ -61,6 +61,11 @@ for sched in gpipe 1f1b zero_bubble; do
       "$data" && equal "${sched}_22_$m" base 1e-6
   done
 done
+# initialisation: replica 1 draws its own values and receives replica 0's (broadcast, the default), or draws
+# the same ones (identical_init, no broadcast)
+run ident_22 "$tiny" 'pipeline { stages = 2, replicas = 2, microbatches = 2, broadcast = false, identical_init = true }' \
+  "$sgd" 4 "$data" && equal ident_22 base 1e-6
+"$DDPC" inspect "$tmp/ident_22.bin" | grep -q "broadcast.stage" && fail "ident_22 broadcasts its parameters"
 run inter_22 "$tiny" 'pipeline { stages = 2, replicas = 2, virtual_stages = 2, microbatches = 2, schedule = "interleaved" }' \
   "$sgd" 4 "$data" && equal inter_22 base 1e-6
 
