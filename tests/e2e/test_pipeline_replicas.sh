@@ -69,6 +69,28 @@ run ident_22 "$tiny" 'pipeline { stages = 2, replicas = 2, microbatches = 2, bro
 run inter_22 "$tiny" 'pipeline { stages = 2, replicas = 2, virtual_stages = 2, microbatches = 2, schedule = "interleaved" }' \
   "$sgd" 4 "$data" && equal inter_22 base 1e-6
 
+# small buckets (bucket_mb): each stage's gradients all-reduced in several buckets, each as soon as the last
+# microbatch's backward has written it; interleaved: a later chunk's buckets go out while an earlier chunk's
+# backward still runs
+for sched in 1f1b zero_bubble interleaved; do
+  v=1; [ $sched = interleaved ] && v=2
+  run "bk_$sched" "$tiny" "pipeline { stages = 2, replicas = 2, virtual_stages = $v, microbatches = 2, schedule = \"$sched\", bucket_mb = 0.02 }" \
+    "$sgd" 4 "$data" && equal "bk_$sched" base 1e-6
+done
+"$DDPC" inspect "$tmp/bk_interleaved.bin" >"$tmp/bk.out" 2>&1
+python3 - "$tmp/bk.out" <<'PY' || fail "bucketed all-reduce: $(cat "$tmp/bk.err" 2>/dev/null)"
+import re, sys
+text = open(sys.argv[1]).read()
+rank0 = text.split("== program rank 0 step ==")[1].split("== program rank")[0]
+ar = [int(m.group(1)) for m in re.finditer(r"^\s*(\d+)\s+1\s+all_reduce .*all_reduce\.stage0\.bucket", rank0, re.M)]
+bwd = [int(m.group(1)) for m in re.finditer(r"^\s*(\d+)\s+0\s+range_push .*name=pp\.bwd\.", rank0, re.M)]
+ok = len(ar) >= 2 and bwd and min(ar) < max(bwd)
+if not ok:
+    open(sys.argv[1].rsplit("/", 1)[0] + "/bk.err", "w").write(f"all-reduces at {ar}, backward ranges at {bwd}")
+    sys.exit(1)
+print(f"ok: interleaved 2x2, stage 0: {len(ar)} bucket all-reduces, the first at {min(ar)} before the last backward at {max(bwd)}")
+PY
+
 # the seed-style MLP: 20 rows, 10 per replica
 mlp='mlp { name = "deep", layers = {
   linear({ name = "fc1", in_features = 10, out_features = 16 }), relu({ name = "r1" }),
@@ -154,6 +176,8 @@ bad replicas_0 'pipeline { stages = 2, replicas = 0 }' "$data" \
   "2: parallel.replicas must be a positive integer, got 0"
 bad replicas_batch 'pipeline { stages = 2, replicas = 3 }' "$data" \
   "2: data.global_batch must be divisible by parallel.replicas (3), got 8"
+bad bucket_one 'pipeline { stages = 2, bucket_mb = 1 }' "$data" \
+  "2: parallel.bucket_mb only applies with replicas > 1 (the replicas of a stage all-reduce its gradients)"
 bad replicas_mb 'pipeline { stages = 2, replicas = 2, microbatches = 3 }' "$data" \
   "2: parallel.microbatches = 3 does not divide the replica's batch of 4 sequences (data.global_batch 8 / replicas 2)"
 [ $fail = 0 ] && echo "pipelines x replicas: every schedule as 2 stages x 2 replicas equals one rank; checkpoints move across layouts"
