@@ -156,7 +156,15 @@ fi
 
 # the shipped schedule
 "$DDPC" "$DDP_SOURCE_DIR/schedules/pipeline_2x2.lua" -o "$tmp/shipped.bin" -q && "$DDPRUN" "$tmp/shipped.bin" --device ref \
-  --steps 2 --quiet >"$tmp/shipped.out" 2>&1 || fail "schedules/pipeline_2x2.lua: $(tail -2 "$tmp/shipped.out")"
+  --steps 2 --trace "$tmp/tr.json" --metrics "$tmp/m.jsonl" --quiet >"$tmp/shipped.out" 2>&1 ||
+  fail "schedules/pipeline_2x2.lua: $(tail -2 "$tmp/shipped.out")"
+# traces and metrics per rank: 4 workers, stages 0 1 0 1, the bubble formula of one replica's pipeline
+"$DDPC" plot timeline -o "$tmp/tl.svg" "$tmp"/tr.rank{0,1,2,3}.json >"$tmp/tl.out" 2>&1 || fail "timeline: $(cat "$tmp/tl.out")"
+[ "$(grep -o '"worker": [0-9], "stage": [0-9]' "$tmp/tl.out" | tr -d '\n')" = \
+  '"worker": 0, "stage": 0"worker": 1, "stage": 1"worker": 2, "stage": 0"worker": 3, "stage": 1' ] ||
+  fail "timeline workers: $(cat "$tmp/tl.out")"
+grep -q '"bubble_formula": 0.3333, "formula": "(p-1)/(m+p-1)"' "$tmp/tl.out" || fail "timeline formula: $(cat "$tmp/tl.out")"
+grep -q '"rank_comm_ms": \[[^]]*,[^]]*,[^]]*,' "$tmp/m.jsonl" || fail "metrics without 4 ranks' comm times"
 
 # bad replicas: one line, exit 1, no plan
 bad() { # NAME PARALLEL DATA WANT

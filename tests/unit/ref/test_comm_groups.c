@@ -10,13 +10,18 @@
  *   - the plan reader round-trips the comm table and refuses, with one line each: a member that skips the
  *     group's collective, a count that differs inside a group, a rank issuing a collective on a comm it is
  *     not a member of, a comm id past the table, a broadcast root past the group size, a comm naming a rank
- *     twice or a rank past the world, a SEND with a comm; ddp_verify refuses the same broken plans.
+ *     twice or a rank past the world, a SEND with a comm; ddp_verify refuses the same broken plans;
+ *   - `ddpc explain`'s cost model times a group all-reduce with the group's size (2(n-1)/n of the bytes:
+ *     n = 2, not the world's 4) and its simulator runs the two groups' all-reduces independently: a group
+ *     whose members are both late does not hold the other group back.
  * alarm() bounds the whole test: a hang fails it. */
 #include "check.h"
 #include "exec_ref.h"
+#include "explain.h"
 #include "p2p_plan.h"
 #include "test_files.h"
 #include "verify.h"
+#include <math.h>
 #include <pthread.h>
 #include <signal.h>
 #include <stdlib.h>
@@ -237,6 +242,42 @@ static void test_reader(void) {
   refused("a send with a comm", p, "rank 0 step instruction 0 (send): comm 1 (point-to-point names world ranks", NULL);
 }
 
+static void test_explain(void) {
+  ddp_profile pr;
+  ddp_profile_default(&pr);
+  ddp_plan *p = pairs_plan();
+  int is_comm = 0;
+  ddp_instr world = p->ranks[0].step.v[0];
+  world.i[COLL_I_COMM] = 0;
+  double alpha = pr.coll[COST_ALL_REDUCE].alpha_us * 1e-6;
+  double g = ddp_instr_cost(p, &p->ranks[0].step.v[0], &pr, &is_comm) - alpha, w = ddp_instr_cost(p, &world, &pr, &is_comm) - alpha;
+  CHECK(is_comm && g > 0 && fabs(w / g - 1.5) < 1e-9, "all-reduce on a group of 2 vs the world of 4: %g vs %g s", g, w);
+  /* ranks 1 and 3 (comm 2) first run a long copy: comm 1's all-reduce must not wait for them */
+  for (int r = 1; r < W; r += 2) {
+    ddp_instr cp = ddp_instr_blank(I_COPY, STREAM_COMM);
+    cp.p[COPY_P_SRC] = (ddp_bufref){12, ARENA_ACT, 0, p->tensors[12].offset};
+    cp.p[COPY_P_DST] = (ddp_bufref){14, ARENA_ACT, 0, p->tensors[14].offset};
+    cp.i[COPY_I_BYTES] = P2P_BYTES;
+    ddp_program *s = &p->ranks[r].step;
+    ddp_program_push(s, &cp);
+    for (int k = 0; k < 2000; k++) ddp_program_push(s, &cp);
+    ddp_instr ar = s->v[0]; /* the all-reduce after the copies */
+    s->v[0] = cp;
+    ddp_program_push(s, &ar);
+  }
+  char err[512];
+  ddp_sim *sim = ddp_simulate(p, &pr, 0, err, sizeof err);
+  if (CHECK(sim != NULL, "simulate: %s", err)) {
+    double a0 = sim->ranks[0].in[0].start, a1 = sim->ranks[1].in[p->ranks[1].step.n - 1].start;
+    CHECK(a0 == 0 && a1 > 0 && sim->ranks[0].step_s < sim->ranks[1].step_s,
+          "comm 1's all-reduce starts at %g s, comm 2's at %g s", a0, a1);
+    printf("ok: explain: a group all-reduce costs %.3g us of bandwidth on 2 ranks, %.3g us on 4; group {0, 2} "
+           "starts at 0, group {3, 1} at %.3g ms after its copies\n", g * 1e6, w * 1e6, a1 * 1e3);
+    ddp_sim_free(sim);
+  }
+  ddp_plan_free(p);
+}
+
 int main(void) {
   alarm(120);
   snprintf(tmpdir, sizeof tmpdir, "%s/ddp_groups_XXXXXX", getenv("TMPDIR") ? getenv("TMPDIR") : "/tmp");
@@ -244,6 +285,7 @@ int main(void) {
   test_executor();
   test_interleaved();
   test_reader();
+  test_explain();
   unlink(tmp_path("groups.bin"));
   rmdir(tmpdir);
   return check_report("test_comm_groups");
