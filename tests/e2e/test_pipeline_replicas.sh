@@ -114,6 +114,7 @@ for want in "comm 1: ranks 0 2 (stage 0)" "comm 2: ranks 1 3 (stage 1)" "comm 3:
   grep -qF "$want" "$tmp/inspect.out" || fail "inspect lacks '$want'"
 done
 grep -q "all_reduce.*comm=1" "$tmp/inspect.out" || fail "inspect: no all-reduce on comm 1"
+grep -q "^communicators  *4$" "$tmp/inspect.out" || fail "inspect: the summary does not count 4 communicators"
 
 # AdamW with clipping
 run adam_1 "$tiny" "single()" "$adam" 4 "$data"
