@@ -6,6 +6,7 @@
 #  - every schedule (sequential, gpipe, 1f1b, interleaved, zero_bubble) on the tiny transformer and on a
 #    seed-style MLP (Linear, ReLU, Linear, ReLU, Linear), SGD, fp32: the step losses and the final
 #    parameters allclose 1e-6;
+#  - other meshes: 3 stages x 2 replicas, 2 stages x 4 replicas;
 #  - AdamW with clipping (the gradient norm over the replica's stages) against AdamW on one rank;
 #  - the plan: its communicators (ddpc inspect), the files of a 2x2 checkpoint have one rank's names;
 #  - resume across layouts: 2x2 -> 1 rank, 2x2 -> 2 stages, 1 rank -> 2x2 end where the straight runs end,
@@ -61,6 +62,12 @@ for sched in gpipe 1f1b zero_bubble; do
       "$data" && equal "${sched}_22_$m" base 1e-6
   done
 done
+# other meshes: 3 stages x 2 replicas (6 ranks), 2 stages x 4 replicas (8 ranks, one sequence per microbatch)
+run mesh_32 "$tiny" 'pipeline { stages = 3, replicas = 2, microbatches = 2, schedule = "1f1b" }' "$sgd" 4 "$data" &&
+  equal mesh_32 base 1e-6
+run mesh_24 "$tiny" 'pipeline { stages = 2, replicas = 4, microbatches = 2, schedule = "zero_bubble", bucket_mb = 0.02 }' \
+  "$sgd" 4 "$data" && equal mesh_24 base 1e-6
+
 # initialisation: replica 1 draws its own values and receives replica 0's (broadcast, the default), or draws
 # the same ones (identical_init, no broadcast)
 run ident_22 "$tiny" 'pipeline { stages = 2, replicas = 2, microbatches = 2, broadcast = false, identical_init = true }' \
