@@ -8,7 +8,8 @@
  *     disjoint communicators pass independently and interleave with the transfers;
  *   - everything else runs.
  * When no rank can move and some have not finished, the plan can deadlock: refused with one line naming
- * every blocked rank's instruction and what it waits for. A send and the receive it pairs with must carry
+ * every blocked rank's instruction and what it waits for (also when a plan has communicator groups and no
+ * transfers: two groups' collectives issued in crossed orders can deadlock). A send and the receive it pairs with must carry
  * the same message: equal counts and dtypes, and, for the pipeline's transfers ("pp.send.X" / "pp.recv.X"),
  * the same X, so two transfers of equal size swapped on one side are refused too. */
 #include "verify.h"
@@ -57,7 +58,7 @@ typedef struct rstate {
 
 int ddp_verify_p2p(const ddp_plan *p, char *err, size_t errcap) {
   int W = (int)p->meta.world;
-  bool any = false;
+  bool any = p->ncomms > 0; /* group collectives of different comms can wait on each other too */
   for (int r = 0; r < W && !any; r++)
     for (uint32_t k = 0; k < p->ranks[r].step.n && !any; k++) any = is_p2p(p->ranks[r].step.v[k].opcode);
   if (!any) return 0;

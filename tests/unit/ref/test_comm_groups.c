@@ -7,6 +7,8 @@
  *     first and then all-reduces with rank 3) runs, and the verifier's deadlock proof accepts it;
  *   - the reverse (rank 2 receives from rank 0 before their all-reduce, rank 0 sends after it) deadlocks:
  *     the verifier refuses it statically and the executor fails every rank with one line instead of hanging;
+ *     so do two groups of the same ranks whose all-reduces ranks 0 and 2 issue in crossed orders (each
+ *     group's own order matches: only the progress proof sees it);
  *   - the plan reader round-trips the comm table and refuses, with one line each: a member that skips the
  *     group's collective, a count that differs inside a group, a rank issuing a collective on a comm it is
  *     not a member of, a comm id past the table, a broadcast root past the group size, a comm naming a rank
@@ -173,6 +175,28 @@ static void test_interleaved(void) {
   ddp_plan_free(p);
 }
 
+static void test_crossed(void) {
+  ddp_plan *p = groups_plan();
+  static const int32_t comm3[2] = {2, 0};
+  CHECK_INT("comm 3", 3, ddp_plan_add_comm(p, comm3, 2));
+  coll(p, 0, I_ALL_REDUCE, 1, 0, 0, N, 0);
+  coll(p, 0, I_ALL_REDUCE, 3, 2, 2, N, 0);
+  coll(p, 2, I_ALL_REDUCE, 3, 2, 2, N, 0);
+  coll(p, 2, I_ALL_REDUCE, 1, 0, 0, N, 0);
+  char err[1024];
+  CHECK(ddp_verify(p, err, sizeof err) != 0 && strstr(err, "can deadlock") && strstr(err, "rank 0 at instruction 0") &&
+            strstr(err, "rank 2 at instruction 0"),
+        "verify accepts crossed group collectives: %s", err);
+  printf("ok: verify: %s\n", err);
+  job jobs[W];
+  run_threads(p, jobs);
+  CHECK(jobs[0].rc != 0 && strstr(jobs[0].err, "collective deadlock, no rank can move: rank 0 waits in a collective on comm 1") &&
+            strstr(jobs[0].err, "rank 2 waits in a collective on comm 3"),
+        "crossed: rank 0: rc %d '%s'", jobs[0].rc, jobs[0].err);
+  printf("ok: executor: %s\n", jobs[0].err);
+  ddp_plan_free(p);
+}
+
 /* Written and read back: the reader's verdict (NULL: accepted) contains `want`; ddp_verify's too (vwant). */
 static void refused(const char *what, ddp_plan *p, const char *want, const char *vwant) {
   char err[1024] = "", verr[1024] = "";
@@ -284,6 +308,7 @@ int main(void) {
   if (!mkdtemp(tmpdir)) return 1;
   test_executor();
   test_interleaved();
+  test_crossed();
   test_reader();
   test_explain();
   unlink(tmp_path("groups.bin"));
