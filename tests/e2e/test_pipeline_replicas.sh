@@ -123,6 +123,14 @@ done
 grep -q "all_reduce.*comm=1" "$tmp/inspect.out" || fail "inspect: no all-reduce on comm 1"
 grep -q "^communicators  *4$" "$tmp/inspect.out" || fail "inspect: the summary does not count 4 communicators"
 
+# ddpc explain simulates every rank (group all-reduces timed with the group's size)
+for name in 1f1b_22_2 bk_interleaved mesh_24; do
+  "$DDPC" explain "$tmp/$name.bin" --json >"$tmp/$name.explain" 2>&1 &&
+    python3 -c "import json,sys; d=json.load(open(sys.argv[1])); assert len(d['ranks']) == int(sys.argv[2]) and all(r['step_ms'] > 0 for r in d['ranks'])" \
+      "$tmp/$name.explain" "$([ $name = mesh_24 ] && echo 8 || echo 4)" 2>/dev/null ||
+    fail "$name: ddpc explain: $(head -c 300 "$tmp/$name.explain")"
+done
+
 # AdamW with clipping
 run adam_1 "$tiny" "single()" "$adam" 4 "$data"
 run adam_22 "$tiny" 'pipeline { stages = 2, replicas = 2, microbatches = 2 }' "$adam" 4 "$data" && losses adam_22 adam_1 1e-5 &&
