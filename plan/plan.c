@@ -1,7 +1,7 @@
 /* plan/plan.c: construction and teardown of the in-memory plan (plan.h "Construction and teardown"):
  * growth of the tables, string interning, instruction blanks, and ddp_plan_free, which releases
  * everything a plan owns (meta strings, tensors' names, modules and their CUBIN, buckets, strings and
- * every rank's programs). Allocation failures are reported as -1 / NULL, never printed. */
+ * every rank's programs, communicators). Allocation failures are reported as -1 / NULL, never printed. */
 #include "plan.h"
 #include <stdlib.h>
 #include <string.h>
@@ -61,6 +61,8 @@ void ddp_plan_free(ddp_plan *p) {
   free(p->kernels);
   for (uint32_t i = 0; i < p->nbuckets; i++) free(p->buckets[i].params);
   free(p->buckets);
+  for (uint32_t i = 0; i < p->ncomms; i++) free(p->comms[i].ranks);
+  free(p->comms);
   for (uint32_t i = 0; i < p->nstrings; i++) free(p->strings[i]);
   free(p->strings);
   free(p->string_slots);
@@ -186,4 +188,32 @@ int32_t ddp_plan_find_tensor(const ddp_plan *p, const char *name) {
   for (uint32_t i = 0; i < p->ntensors; i++)
     if (p->tensors[i].name && strcmp(p->tensors[i].name, name) == 0) return (int32_t)i;
   return -1;
+}
+
+int32_t ddp_plan_add_comm(ddp_plan *p, const int32_t *ranks, uint32_t n) {
+  if (p->ncomms >= INT32_MAX - 1 || grow((void **)&p->comms, p->ncomms, &p->cap_comms, sizeof *p->comms)) return -1;
+  int32_t *v = malloc(sizeof(int32_t) * (n ? n : 1));
+  if (!v) return -1;
+  if (n) memcpy(v, ranks, sizeof(int32_t) * n);
+  p->comms[p->ncomms] = (ddp_comm){v, n};
+  return (int32_t)++p->ncomms;
+}
+
+int64_t ddp_plan_comm_size(const ddp_plan *p, int64_t comm) {
+  if (comm == 0) return p->meta.world;
+  if (comm < 0 || comm > (int64_t)p->ncomms) return -1;
+  return p->comms[comm - 1].n;
+}
+
+int64_t ddp_plan_comm_index(const ddp_plan *p, int64_t comm, int64_t rank) {
+  if (comm == 0) return rank >= 0 && rank < p->meta.world ? rank : -1;
+  if (comm < 0 || comm > (int64_t)p->ncomms) return -1;
+  const ddp_comm *m = &p->comms[comm - 1];
+  for (uint32_t i = 0; i < m->n; i++)
+    if (m->ranks[i] == rank) return i;
+  return -1;
+}
+
+int64_t ddp_plan_comm_member(const ddp_plan *p, int64_t comm, int64_t i) {
+  return comm == 0 ? i : p->comms[comm - 1].ranks[i];
 }

@@ -12,7 +12,7 @@
 #include <stdio.h>
 
 #define DDP_PLAN_MAGIC "DDPCPLAN"
-#define DDP_PLAN_VERSION 3u
+#define DDP_PLAN_VERSION 4u
 #define DDP_MAX_DIMS 4
 #define DDP_ALIGN 256u
 
@@ -88,6 +88,15 @@ typedef struct ddp_bucket {
   uint64_t bytes;
 } ddp_bucket;
 
+/* A communicator: an ordered group of world ranks that issue collectives among themselves (COLL_I_COMM).
+ * Comm 0 is the world (implicit, never stored); comm c >= 1 is plan->comms[c - 1]. A collective on comm c
+ * runs among its members, group rank i being world rank ranks[i] (ALL_GATHER / REDUCE_SCATTER chunks, the
+ * BROADCAST root and the reduction order follow the group ranks). SEND/RECV name world ranks always. */
+typedef struct ddp_comm {
+  int32_t *ranks;
+  uint32_t n;
+} ddp_comm;
+
 typedef struct ddp_program {
   ddp_instr *v;
   uint32_t n, cap;
@@ -162,6 +171,8 @@ typedef struct ddp_plan {
   uint32_t *string_slots;
   uint32_t nslots, nindexed;
   uint32_t nstreams;
+  ddp_comm *comms; /* communicators 1 .. ncomms (comm 0, the world, is implicit) */
+  uint32_t ncomms, cap_comms;
   ddp_rank_plan *ranks; /* meta.world entries */
 } ddp_plan;
 
@@ -177,6 +188,14 @@ void ddp_program_free(ddp_program *prog);
 uint64_t ddp_tensor_numel(const ddp_tensor *t);
 ddp_instr ddp_instr_blank(int opcode, int stream); /* all buffers null, kernel/name/layer -1 */
 int32_t ddp_plan_find_tensor(const ddp_plan *p, const char *name); /* -1 when absent */
+/* Communicators: adds one (ranks copied) and returns its id (>= 1). */
+int32_t ddp_plan_add_comm(ddp_plan *p, const int32_t *ranks, uint32_t n);
+/* The size of comm `comm` (0: the world), -1 when the plan has no such comm. */
+int64_t ddp_plan_comm_size(const ddp_plan *p, int64_t comm);
+/* World rank `rank`'s place in comm `comm` (its group rank), -1 when it is not a member or no such comm. */
+int64_t ddp_plan_comm_index(const ddp_plan *p, int64_t comm, int64_t rank);
+/* The world rank of group rank `i` of comm `comm` (i in range: the caller checks). */
+int64_t ddp_plan_comm_member(const ddp_plan *p, int64_t comm, int64_t i);
 
 /* plan.bin (plan_io.c). Errors: a one-line message in err, return -1; nothing is half-written (the
  * writer writes a temporary file and renames it). */

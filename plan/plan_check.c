@@ -18,6 +18,47 @@
 
 static int in_range(int64_t v, int64_t lo, int64_t hi_excl) { return v >= lo && v < hi_excl; }
 
+static int is_group_coll(int opc) {
+  return opc == I_ALL_REDUCE || opc == I_REDUCE_SCATTER || opc == I_ALL_GATHER || opc == I_BROADCAST;
+}
+
+/* The ranks an instruction's footprint is sized by: a group collective's communicator (checked in range by
+ * check_instr before any footprint), else the world. */
+static int64_t group_size(const ddp_plan *p, const ddp_instr *in) {
+  int64_t n = is_group_coll(in->opcode) ? ddp_plan_comm_size(p, in->i[COLL_I_COMM]) : -1;
+  return n > 0 ? n : p->meta.world;
+}
+
+/* Every communicator: 1 .. world members, each a world rank, none twice. */
+static int check_comms(const vctx *c) {
+  const ddp_plan *p = c->p;
+  if ((int64_t)p->ncomms > 2 * p->meta.world) /* bounds the cross-rank check's passes (plan_check_ranks.c) */
+    return ddp_io_fail(c->err, c->errcap, c->path, "invalid: %u communicators for world size %lld (at most %lld)",
+                       p->ncomms, (long long)p->meta.world, 2 * (long long)p->meta.world);
+  if (p->ncomms == 0) return 0;
+  uint32_t *seen = calloc((size_t)p->meta.world, sizeof *seen); /* comm id that last named the rank */
+  if (!seen) return ddp_io_fail(c->err, c->errcap, c->path, "out of memory checking the communicators");
+  int rc = 0;
+  for (uint32_t i = 0; i < p->ncomms && !rc; i++) {
+    const ddp_comm *m = &p->comms[i];
+    if (m->n < 1 || m->n > p->meta.world)
+      rc = ddp_io_fail(c->err, c->errcap, c->path, "invalid: comm %u has %u ranks, world size %lld", i + 1, m->n,
+                       (long long)p->meta.world);
+    for (uint32_t j = 0; j < m->n && !rc; j++) {
+      int32_t r = m->ranks[j];
+      if (!in_range(r, 0, p->meta.world))
+        rc = ddp_io_fail(c->err, c->errcap, c->path, "invalid: comm %u member %u is rank %d, world size %lld", i + 1,
+                         j, r, (long long)p->meta.world);
+      else if (seen[r] == i + 1)
+        rc = ddp_io_fail(c->err, c->errcap, c->path, "invalid: comm %u names rank %d twice", i + 1, r);
+      else
+        seen[r] = i + 1;
+    }
+  }
+  free(seen);
+  return rc;
+}
+
 static int check_meta(const vctx *c) {
   const ddp_plan *p = c->p;
   if (p->nstreams < 1 || p->nstreams > DDP_PLAN_MAX_STREAMS)
@@ -198,7 +239,7 @@ static int check_footprint(const vctx *c, const where *w) {
   const ddp_instr *in = w->in;
   ddp_slot_use use[DDP_MAX_PTRS];
   char why[256];
-  if (ddp_instr_footprint(in, p->meta.world, use, why, sizeof why)) return IFAIL(w, "%s", why);
+  if (ddp_instr_footprint(in, group_size(p, in), use, why, sizeof why)) return IFAIL(w, "%s", why);
   for (int k = 0; k < DDP_MAX_PTRS; k++) {
     const ddp_bufref *b = &in->p[k];
     const ddp_slot_use *u = &use[k];
@@ -261,7 +302,7 @@ static int check_spec(const vctx *c, const where *w) {
   if (!m->spec) return 0;
   ddp_slot_use use[DDP_MAX_PTRS];
   char why[64];
-  if (ddp_instr_footprint(in, p->meta.world, use, why, sizeof why)) return 0; /* refused by check_footprint */
+  if (ddp_instr_footprint(in, group_size(p, in), use, why, sizeof why)) return 0; /* refused by check_footprint */
   for (int k = 0; k < DDP_MAX_PTRS; k++) {
     if (!use[k].used || in->p[k].tensor < 0) continue;
     int sdt = spec_dtype(m->spec, k);
@@ -310,14 +351,25 @@ static int check_instr(const vctx *c, const where *w) {
     break;
   case I_ALL_REDUCE:
   case I_REDUCE_SCATTER:
-    if (in->i[COLL_I_REDOP] != REDOP_SUM && in->i[COLL_I_REDOP] != REDOP_AVG)
+  case I_ALL_GATHER:
+  case I_BROADCAST: { /* counts and sizes: check_footprint, with the communicator's size */
+    int64_t comm = in->i[COLL_I_COMM], n = ddp_plan_comm_size(p, comm);
+    if (n < 0) return IFAIL(w, "comm %lld, plan has %u communicators besides the world", (long long)comm, p->ncomms);
+    if (ddp_plan_comm_index(p, comm, w->rank) < 0) return IFAIL(w, "rank %lld is not a member of comm %lld",
+                                                                (long long)w->rank, (long long)comm);
+    if ((in->opcode == I_ALL_REDUCE || in->opcode == I_REDUCE_SCATTER) && in->i[COLL_I_REDOP] != REDOP_SUM &&
+        in->i[COLL_I_REDOP] != REDOP_AVG)
       return IFAIL(w, "reduction %lld", (long long)in->i[COLL_I_REDOP]);
+    if (in->opcode == I_BROADCAST && !in_range(in->i[COLL_I_ROOT], 0, n))
+      return IFAIL(w, "root %lld, comm %lld has %lld ranks", (long long)in->i[COLL_I_ROOT], (long long)comm, (long long)n);
     break;
-  case I_BROADCAST:
+  }
   case I_SEND:
-  case I_RECV: /* counts and sizes: check_footprint */
+  case I_RECV: /* counts and sizes: check_footprint; peers are world ranks */
     if (!in_range(in->i[COLL_I_PEER], 0, p->meta.world))
-      return IFAIL(w, "peer/root rank %lld, world size %lld", (long long)in->i[COLL_I_PEER], (long long)p->meta.world);
+      return IFAIL(w, "peer rank %lld, world size %lld", (long long)in->i[COLL_I_PEER], (long long)p->meta.world);
+    if (in->i[COLL_I_COMM] != 0) return IFAIL(w, "comm %lld (point-to-point names world ranks: comm 0)",
+                                              (long long)in->i[COLL_I_COMM]);
     break;
   default: break;
   }
@@ -403,7 +455,7 @@ int ddp_plan_validate(const ddp_plan *p, const char *path, char *err, size_t err
   vctx c = {p, path, err, errcap};
   if (p->meta.world < 1 || !p->ranks)
     return ddp_io_fail(err, errcap, path, "invalid: world size %lld", (long long)p->meta.world);
-  if (check_meta(&c) || check_tables(&c) || check_meta_tensors(&c)) return -1;
+  if (check_meta(&c) || check_tables(&c) || check_comms(&c) || check_meta_tensors(&c)) return -1;
   for (int64_t r = 0; r < p->meta.world; r++)
     if (check_program(&c, r, "init", &p->ranks[r].init) || check_program(&c, r, "step", &p->ranks[r].step))
       return -1;

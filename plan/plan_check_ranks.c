@@ -1,5 +1,5 @@
 /* plan/plan_check_ranks.c: the reader's checks across ranks (see plan_check.h): group collectives agree
- * between every rank and rank 0, and every SEND pairs with its RECV. A rank's executor reads and writes
+ * among the members of each communicator, and every SEND pairs with its RECV. A rank's executor reads and writes
  * its peers' buffers with its own count, so per-rank bounds are only a proof when the ranks agree. */
 #include "plan_check.h"
 #include <stdlib.h>
@@ -9,41 +9,56 @@ static int is_group_collective(int opc) {
   return opc == I_ALL_REDUCE || opc == I_REDUCE_SCATTER || opc == I_ALL_GATHER || opc == I_BROADCAST;
 }
 
-/* Every rank issues the same group collectives in the same order with the same count, dtype, reduction,
- * root and communicator: a rank's executor reads and writes the other ranks' buffers with its own count
- * (the reference executor directly, NCCL by its protocol), so a count in bounds on one rank must be the
- * count of all. One pass over each rank's program against rank 0's: linear in the instructions. */
-int ddp_check_collectives_match(const vctx *c, int step) {
+/* Within every communicator, every member issues the same collectives on it in the same order with the
+ * same count, dtype, reduction and root as its first member: a rank's executor reads and writes the other
+ * members' buffers with its own count (the reference executor directly, NCCL by its protocol), so a count
+ * in bounds on one rank must be the count of all. (That only members issue them: check_instr.) One pass
+ * over each member's program per communicator it belongs to (at most 2 x world communicators). */
+static int match_comm(const vctx *c, int step, int64_t comm) {
   const ddp_plan *p = c->p;
   const char *prog = step ? "step" : "init";
-  const ddp_program *p0 = step ? &p->ranks[0].step : &p->ranks[0].init;
-  for (int64_t r = 1; r < p->meta.world; r++) {
+  int64_t n = ddp_plan_comm_size(p, comm), r0 = ddp_plan_comm_member(p, comm, 0);
+  const ddp_program *p0 = step ? &p->ranks[r0].step : &p->ranks[r0].init;
+#define ON_COMM(v) (is_group_collective((v).opcode) && (v).i[COLL_I_COMM] == comm)
+  for (int64_t i = 1; i < n; i++) {
+    int64_t r = ddp_plan_comm_member(p, comm, i);
     const ddp_program *pr = step ? &p->ranks[r].step : &p->ranks[r].init;
-    uint32_t a = 0, b = 0, n = 0;
-    for (;; a++, b++, n++) {
-      while (a < p0->n && !is_group_collective(p0->v[a].opcode)) a++;
-      while (b < pr->n && !is_group_collective(pr->v[b].opcode)) b++;
+    uint32_t a = 0, b = 0, k = 0;
+    for (;; a++, b++, k++) {
+      while (a < p0->n && !ON_COMM(p0->v[a])) a++;
+      while (b < pr->n && !ON_COMM(pr->v[b])) b++;
       if (a >= p0->n && b >= pr->n) break;
       if (b >= pr->n)
         return ddp_io_fail(c->err, c->errcap, c->path,
-                           "invalid: rank %lld %s program has %u collectives, rank 0 has more (instruction %u, %s)",
-                           (long long)r, prog, n, a, ddp_opcode_name(p0->v[a].opcode));
+                           "invalid: rank %lld %s program has %u collectives on comm %lld, rank %lld has more "
+                           "(instruction %u, %s)", (long long)r, prog, k, (long long)comm, (long long)r0, a,
+                           ddp_opcode_name(p0->v[a].opcode));
       where w = {r, prog, b, &pr->v[b]};
       const ddp_instr *x = &p0->v[a], *y = &pr->v[b];
-      if (a >= p0->n) return IFAIL(&w, "collective #%u, rank 0 has only %u", n, n);
+      if (a >= p0->n) return IFAIL(&w, "collective #%u on comm %lld, rank %lld has only %u", k, (long long)comm,
+                                   (long long)r0, k);
       static const struct { int slot; const char *name; } ints[] = {
-          {COLL_I_COUNT, "count"}, {COLL_I_REDOP, "redop"}, {COLL_I_ROOT, "root"}, {COLL_I_COMM, "comm"}};
+          {COLL_I_COUNT, "count"}, {COLL_I_REDOP, "redop"}, {COLL_I_ROOT, "root"}};
       if (x->opcode != y->opcode)
-        return IFAIL(&w, "collective #%u, rank 0's (instruction %u) is %s", n, a, ddp_opcode_name(x->opcode));
+        return IFAIL(&w, "collective #%u on comm %lld, rank %lld's (instruction %u) is %s", k, (long long)comm,
+                     (long long)r0, a, ddp_opcode_name(x->opcode));
       if (x->dt[COLL_P_SEND] != y->dt[COLL_P_SEND])
-        return IFAIL(&w, "dt[0] = %s, rank 0's collective #%u (instruction %u) is %s", ddp_dtype_name(y->dt[0]), n, a,
-                     ddp_dtype_name(x->dt[0]));
-      for (size_t k = 0; k < sizeof ints / sizeof ints[0]; k++)
-        if (x->i[ints[k].slot] != y->i[ints[k].slot])
-          return IFAIL(&w, "i[%d] (%s) = %lld, rank 0's collective #%u (instruction %u) has %lld", ints[k].slot,
-                       ints[k].name, (long long)y->i[ints[k].slot], n, a, (long long)x->i[ints[k].slot]);
+        return IFAIL(&w, "dt[0] = %s, rank %lld's collective #%u on comm %lld (instruction %u) is %s",
+                     ddp_dtype_name(y->dt[0]), (long long)r0, k, (long long)comm, a, ddp_dtype_name(x->dt[0]));
+      for (size_t q = 0; q < sizeof ints / sizeof ints[0]; q++)
+        if (x->i[ints[q].slot] != y->i[ints[q].slot])
+          return IFAIL(&w, "i[%d] (%s) = %lld, rank %lld's collective #%u on comm %lld (instruction %u) has %lld",
+                       ints[q].slot, ints[q].name, (long long)y->i[ints[q].slot], (long long)r0, k, (long long)comm,
+                       a, (long long)x->i[ints[q].slot]);
     }
   }
+#undef ON_COMM
+  return 0;
+}
+
+int ddp_check_collectives_match(const vctx *c, int step) {
+  for (int64_t comm = 0; comm <= (int64_t)c->p->ncomms; comm++)
+    if (match_comm(c, step, comm)) return -1;
   return 0;
 }
 

@@ -18,7 +18,8 @@
   X(KERNELS, 5, "kernels")   \
   X(BUCKETS, 6, "buckets")   \
   X(RANKS, 7, "ranks")       \
-  X(STREAMS, 8, "streams")
+  X(STREAMS, 8, "streams")   \
+  X(COMMS, 9, "comms")
 
 enum {
 #define DDP_SEC_ENUM(id, num, name) SEC_##id,

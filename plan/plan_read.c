@@ -299,14 +299,30 @@ static int get_streams(ddp_rbuf *b, ddp_plan *p, rctx *c) {
   return 0;
 }
 
+static int get_comms(ddp_rbuf *b, ddp_plan *p, rctx *c) {
+  uint32_t count = ddp_rb_u32(b);
+  if (!count_fits(b, count, 4)) return 0;
+  if (count && !(p->comms = calloc(count, sizeof *p->comms))) return c->oom = 1, 0;
+  p->cap_comms = count;
+  for (uint32_t i = 0; i < count && !b->bad; i++) {
+    ddp_comm *m = &p->comms[p->ncomms++];
+    uint32_t n = ddp_rb_u32(b);
+    if (!count_fits(b, n, 4)) break;
+    if (n && !(m->ranks = malloc((size_t)n * sizeof *m->ranks))) return c->oom = 1, 0;
+    for (uint32_t j = 0; j < n; j++) m->ranks[j] = ddp_rb_i32(b);
+    m->n = n;
+  }
+  return 0;
+}
+
 /* One decoder per section, run in section order (meta first: the ranks section needs the world size). */
 typedef int (*get_fn)(ddp_rbuf *, ddp_plan *, rctx *);
 static const get_fn section_readers[SEC_COUNT] = {
     [SEC_META] = get_meta,       [SEC_STRINGS] = get_strings, [SEC_TENSORS] = get_tensors,
     [SEC_MODULES] = get_modules, [SEC_KERNELS] = get_kernels, [SEC_BUCKETS] = get_buckets,
-    [SEC_RANKS] = get_ranks,     [SEC_STREAMS] = get_streams,
+    [SEC_RANKS] = get_ranks,     [SEC_STREAMS] = get_streams, [SEC_COMMS] = get_comms,
 };
-_Static_assert(SEC_COUNT == 8, "a new plan section needs its reader here and its writer in plan_io.c");
+_Static_assert(SEC_COUNT == 9, "a new plan section needs its reader here and its writer in plan_io.c");
 
 static int decode(ddp_plan *p, const slice sec[SEC_COUNT], rctx *c) {
   for (int s = 0; s < SEC_COUNT; s++) {

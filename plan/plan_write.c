@@ -118,14 +118,23 @@ static void put_ranks(ddp_wbuf *b, const ddp_plan *p) {
 
 static void put_streams(ddp_wbuf *b, const ddp_plan *p) { ddp_wb_u32(b, p->nstreams); }
 
+/* u32 count, then per communicator (ids 1 ..): u32 n, n x i32 world ranks */
+static void put_comms(ddp_wbuf *b, const ddp_plan *p) {
+  ddp_wb_u32(b, p->ncomms);
+  for (uint32_t i = 0; i < p->ncomms; i++) {
+    ddp_wb_u32(b, p->comms[i].n);
+    for (uint32_t j = 0; j < p->comms[i].n; j++) ddp_wb_i32(b, p->comms[i].ranks[j]);
+  }
+}
+
 /* One encoder per section; a section added to DDP_PLAN_SECTIONS without one is caught by the assert. */
 typedef void (*put_fn)(ddp_wbuf *, const ddp_plan *);
 static const put_fn section_writers[SEC_COUNT] = {
     [SEC_META] = put_meta,       [SEC_STRINGS] = put_strings, [SEC_TENSORS] = put_tensors,
     [SEC_MODULES] = put_modules, [SEC_KERNELS] = put_kernels, [SEC_BUCKETS] = put_buckets,
-    [SEC_RANKS] = put_ranks,     [SEC_STREAMS] = put_streams,
+    [SEC_RANKS] = put_ranks,     [SEC_STREAMS] = put_streams, [SEC_COMMS] = put_comms,
 };
-_Static_assert(SEC_COUNT == 8, "a new plan section needs its writer here and its reader in plan_io_read.c");
+_Static_assert(SEC_COUNT == 9, "a new plan section needs its writer here and its reader in plan_io_read.c");
 
 static void patch_u32(uint8_t *at, uint32_t v) {
   for (int k = 0; k < 4; k++) at[k] = (uint8_t)(v >> (8 * k));

@@ -5,14 +5,23 @@
  *   other kernels, memset, copy, load_batch, init_tensor: bytes moved (plan/access.h footprints of every
  *                 operand, reads and writes) / HBM bandwidth
  *   each of the above adds the launch overhead
- *   collectives   alpha + ring factor * bytes / busbw: all-reduce 2(n-1)/n of the buffer, reduce-scatter
- *                 and all-gather (n-1)/n of the whole (world * count) buffer, broadcast and send/recv 1
+ *   collectives   alpha + ring factor * bytes / busbw, n the ranks of the collective's communicator (the
+ *                 world, or its group): all-reduce 2(n-1)/n of the buffer, reduce-scatter and all-gather
+ *                 (n-1)/n of the whole (n * count) buffer, broadcast and send/recv 1
  *   events, ranges, timers: free. */
 #include "access.h"
 #include "explain.h"
 
+/* The ranks a collective spans: its communicator's (comm 0: the world). */
+static int64_t coll_ranks(const ddp_plan *p, const ddp_instr *in) {
+  bool group = in->opcode == I_ALL_REDUCE || in->opcode == I_REDUCE_SCATTER || in->opcode == I_ALL_GATHER ||
+               in->opcode == I_BROADCAST;
+  int64_t n = group ? ddp_plan_comm_size(p, in->i[COLL_I_COMM]) : -1;
+  return n > 0 ? n : p->meta.world;
+}
+
 static double coll_cost(const ddp_plan *p, const ddp_instr *in, const ddp_profile *pr) {
-  double n = p->meta.world > 0 ? (double)p->meta.world : 1.0;
+  double n = coll_ranks(p, in) > 0 ? (double)coll_ranks(p, in) : 1.0;
   double bytes = (double)in->i[COLL_I_COUNT] * (double)ddp_dtype_size(in->dt[0]), factor = 1;
   int kind = COST_BROADCAST;
   switch (in->opcode) {
@@ -29,7 +38,7 @@ static double coll_cost(const ddp_plan *p, const ddp_instr *in, const ddp_profil
 static double bytes_moved(const ddp_plan *p, const ddp_instr *in) {
   ddp_slot_use use[DDP_MAX_PTRS];
   char why[160];
-  if (ddp_instr_footprint(in, p->meta.world, use, why, sizeof why)) return -1;
+  if (ddp_instr_footprint(in, coll_ranks(p, in), use, why, sizeof why)) return -1;
   double b = 0;
   for (int k = 0; k < DDP_MAX_PTRS; k++)
     if (use[k].used && in->p[k].tensor >= 0) b += (double)use[k].bytes;

@@ -4,7 +4,9 @@
  * stream's clock up to the last record's stamp (a wait before any record is free, as in CUDA); a
  * collective starts when every rank has reached it on its stream (the max of the ranks' ready times) and
  * a point-to-point group (consecutive SEND/RECV on one stream) is posted when reached, each pair running when
- * both sides are posted (post_group). All collectives span the whole world (communicator 0). Each
+ * both sides are posted (post_group). A collective spans its communicator: the world (comm 0) or the
+ * plan's group (pipeline replicas: a stage's replicas), starting when every member has reached it and
+ * timed with the group's size (cost.c), so the groups of different stages run independently. Each
  * instruction remembers the dependency that set its start, so the critical path can be walked back. */
 #include "err.h"
 #include "explain.h"
@@ -254,12 +256,17 @@ ddp_sim *ddp_simulate(const ddp_plan *p, const ddp_profile *pr, int zero_comm, c
       if (pending < 0) pending = r;
       const ddp_instr *in = &p->ranks[r].step.v[st[r].pc];
       if (is_p2p(in->opcode)) continue; /* posted, waiting for its partners */
+      int64_t cm = in->i[COLL_I_COMM], n = ddp_plan_comm_size(p, cm);
+      if (n < 1 || ddp_plan_comm_index(p, cm, r) < 0) continue; /* the reader refuses such plans */
       int all = 1;
-      for (int q = 0; q < world && all; q++)
-        all = st[q].pc < p->ranks[q].step.n && p->ranks[q].step.v[st[q].pc].opcode == in->opcode;
+      for (int64_t j = 0; j < n && all; j++) {
+        int q = (int)ddp_plan_comm_member(p, cm, j);
+        all = st[q].pc < p->ranks[q].step.n && p->ranks[q].step.v[st[q].pc].opcode == in->opcode &&
+              p->ranks[q].step.v[st[q].pc].i[COLL_I_COMM] == cm;
+        who[j] = q;
+      }
       if (!all) continue;
-      for (int q = 0; q < world; q++) who[q] = q;
-      fire(p, pr, zero_comm, s, st, who, world);
+      fire(p, pr, zero_comm, s, st, who, (int)n);
       fired = 1;
     }
     if (fired) continue;

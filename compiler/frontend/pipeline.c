@@ -110,7 +110,7 @@ static void fe_split(fe_conv *c, const fe_tab *p) {
 
 void fe_pipeline(fe_conv *c, const fe_tab *p) {
   static const char *const fields[] = {"stages", "replicas", "ranks", "microbatches", "schedule", "virtual_stages",
-                                       "split", "broadcast", "identical_init", NULL};
+                                       "split", "broadcast", "identical_init", "bucket_mb", NULL};
   ddp_schedule *s = c->s;
   int64_t layers = fe_model_layers(s);
   fe_known(c, p, fields);
@@ -166,6 +166,11 @@ void fe_pipeline(fe_conv *c, const fe_tab *p) {
   s->sync = s->replicas > 1 ? SYNC_BUCKETED : SYNC_NONE;
   s->overlap_backward = s->replicas > 1;
   s->bucket_mb = s->replicas > 1 ? 25 : 0;
+  bool has_mb = fe_num(c, p, "bucket_mb", &s->bucket_mb, "a positive number (MB)");
+  if (has_mb && s->replicas < 2)
+    fe_fail(c, p, "bucket_mb", "only applies with replicas > 1 (the replicas of a stage all-reduce its gradients)");
+  if (has_mb && !(s->bucket_mb > 0 && s->bucket_mb <= 1048576))
+    fe_bad(c, p, "bucket_mb", "must be a positive number of MB (at most 1048576)");
 
   fe_split(c, p);
   fe_init_fields(c, p, s->replicas);

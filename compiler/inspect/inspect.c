@@ -83,9 +83,9 @@ static void print_summary(FILE *o, const ddp_plan *p) {
 #undef SUM_I
 #undef SUM_F
 #undef SUM_S
-  fprintf(o, "%-22s %u\n%-22s %u\n%-22s %u\n%-22s %u\n%-22s %u\n%-22s %u\n\n", "tensors", p->ntensors, "modules",
-          p->nmodules, "kernels", p->nkernels, "buckets", p->nbuckets, "strings", p->nstrings, "streams",
-          p->nstreams);
+  fprintf(o, "%-22s %u\n%-22s %u\n%-22s %u\n%-22s %u\n%-22s %u\n%-22s %u\n%-22s %u\n\n", "tensors", p->ntensors,
+          "modules", p->nmodules, "kernels", p->nkernels, "buckets", p->nbuckets, "strings", p->nstrings, "streams",
+          p->nstreams, "communicators", p->ncomms);
 }
 
 /* ---- tensors ---- */

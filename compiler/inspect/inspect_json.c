@@ -2,7 +2,7 @@
  * with jansson, so every string is escaped and every number is valid JSON; a non-finite float is null):
  *   {"format": "ddpc-inspect", "version": 1, "plan_format": N,
  *    "meta":    {every DDP_META_FIELDS field: value, and "<field>_name" for the coded ones},
- *    "counts":  {"tensors", "modules", "kernels", "buckets", "strings", "streams"},
+ *    "counts":  {"tensors", "modules", "kernels", "buckets", "strings", "streams", "comms"},
  *    "ranks":   [{"rank", "nevents", "ntimers", "arena_bytes": {arena: bytes}, "total_bytes",
  *                 "programs": {"init": [instr], "step": [instr]}  (only for the selected rank, or all)}],
  *    "tensors": [{"id", "name", "state_name", "shape", "dtype", "bytes", "arena", "offset", "flags",
@@ -239,6 +239,7 @@ int ddp_inspect_json(const ddp_plan *p, int rank, FILE *out, char *err, size_t e
   put(&c, counts, "buckets", json_integer(p->nbuckets));
   put(&c, counts, "strings", json_integer(p->nstrings));
   put(&c, counts, "streams", json_integer(p->nstreams));
+  put(&c, counts, "comms", json_integer(p->ncomms)); /* groups besides the world (plan format 4) */
   put(&c, doc, "counts", counts);
   put(&c, doc, "ranks", ranks_json(&c, p, rank));
   put(&c, doc, "tensors", tensors_json(&c, p));

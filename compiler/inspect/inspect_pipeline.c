@@ -3,7 +3,9 @@
  * running each, the layers of its instructions, its GEMM FLOPs per microbatch, whether it holds the
  * embedding or the head), per rank the bytes of its arenas and its sends and receives per step, and the
  * bubble the schedule's formula predicts: (p-1)/(m+p-1) for sequential, GPipe and 1F1B,
- * (p-1)/(v m + p-1) for interleaved 1F1B. */
+ * (p-1)/(v m + p-1) for interleaved 1F1B (per replica: the replicas run the same pipeline side by side).
+ * With data-parallel replicas: the mesh (rank = replica x stages + stage) and the plan's communicators
+ * (comm 1 + s: stage s's replicas, comm 1 + stages + r: replica r's stages). */
 #include "inspect_pipeline.h"
 #include "err.h"
 #include <stdlib.h>
@@ -35,7 +37,7 @@ int ddp_pipe_analyse(const ddp_plan *p, ddp_pipe_info *pi) {
       if (in->opcode == I_RANGE_PUSH && (in->i[RANGE_PUSH_I_KIND] == RANGE_FORWARD || in->i[RANGE_PUSH_I_KIND] == RANGE_BACKWARD)) {
         cur = chunk_of_range(ddp_plan_string(p, in->name), &mb);
         if (cur >= pi->nchunks) cur = -1;
-        if (cur >= 0) pi->chunks[cur].rank = (int)r;
+        if (cur >= 0 && pi->chunks[cur].rank < 0) pi->chunks[cur].rank = (int)r; /* replica 0's rank */
         continue;
       }
       if (in->opcode == I_RANGE_POP) continue;
@@ -93,6 +95,21 @@ void ddp_insp_pipeline(FILE *o, const ddp_plan *p) {
           ddp_vocab_name(ddp_pipe_schedule_names, PIPE_COUNT, pi.schedule), pi.stages, pi.virtual_stages, pi.nchunks,
           pi.microbatches, (long long)(p->meta.pipe_replicas > 0 ? p->meta.pipe_replicas : 1));
   fprintf(o, "bubble (the schedule's formula %s): %.4f\n", pi.formula, pi.bubble);
+  int64_t S = pi.stages, R = p->meta.pipe_replicas > 0 ? p->meta.pipe_replicas : 1;
+  if (R > 1) {
+    fprintf(o, "mesh: %lld stages x %lld replicas = %lld ranks (rank = replica x stages + stage)\n", (long long)S,
+            (long long)R, (long long)p->meta.world);
+    for (int64_t r = 0; r < p->meta.world; r++)
+      fprintf(o, "  rank %lld: stage %lld, replica %lld\n", (long long)r, (long long)(r % S), (long long)(r / S));
+  }
+  if (p->ncomms) fprintf(o, "communicators (comm 0: every rank):\n");
+  for (uint32_t c = 0; c < p->ncomms; c++) {
+    fprintf(o, "  comm %u: ranks", c + 1);
+    for (uint32_t i = 0; i < p->comms[c].n; i++) fprintf(o, " %d", p->comms[c].ranks[i]);
+    if (c < S) fprintf(o, " (stage %u)", c);
+    else if (c < S + R) fprintf(o, " (replica %lld)", (long long)(c - S));
+    fprintf(o, "\n");
+  }
   fprintf(o, "%6s %5s %12s %16s  %s\n", "chunk", "rank", "layers", "GFLOP/microbatch", "also");
   for (int c = 0; c < pi.nchunks; c++) {
     const ddp_pipe_chunk *ch = &pi.chunks[c];
@@ -123,6 +140,16 @@ json_t *ddp_insp_pipeline_json(const ddp_plan *p, int *bad) {
   json_object_set_new(o, "stages", json_integer(pi.stages));
   json_object_set_new(o, "virtual_stages", json_integer(pi.virtual_stages));
   json_object_set_new(o, "microbatches", json_integer(pi.microbatches));
+  json_object_set_new(o, "replicas", json_integer(p->meta.pipe_replicas > 0 ? p->meta.pipe_replicas : 1));
+  json_t *comms = json_array();
+  if (!comms) *bad = 1;
+  for (uint32_t c = 0; c < p->ncomms; c++) {
+    json_t *m = json_array();
+    for (uint32_t i = 0; i < p->comms[c].n; i++)
+      if (!m || json_array_append_new(m, json_integer(p->comms[c].ranks[i]))) *bad = 1;
+    if (!m || json_array_append_new(comms, m)) *bad = 1;
+  }
+  json_object_set_new(o, "comms", comms);
   json_object_set_new(o, "bubble_formula", json_real(pi.bubble));
   for (int c = 0; c < pi.nchunks; c++) {
     const ddp_pipe_chunk *ch = &pi.chunks[c];
@@ -146,6 +173,8 @@ json_t *ddp_insp_pipeline_json(const ddp_plan *p, int *bad) {
     json_object_set_new(x, "sends", json_integer(s));
     json_object_set_new(x, "recvs", json_integer(rv));
     json_object_set_new(x, "sent_bytes", json_real(sb));
+    json_object_set_new(x, "stage", json_integer(r % pi.stages));
+    json_object_set_new(x, "replica", json_integer(r / pi.stages));
     if (!x || json_array_append_new(ranks, x)) *bad = 1;
   }
   json_object_set_new(o, "chunks", chunks);

@@ -87,7 +87,8 @@ int ddp_layout_assign_buckets(ddp_builder *b, const int *order, int n, int *buck
 }
 
 void ddp_layout_record_buckets(ddp_plan *p, const ddp_builder *b, const ddp_layout *lay) {
-  if (b->s->sync != SYNC_BUCKETED || lay->world < 2 || !b->backward) return;
+  /* pipelines: each stage buckets its own flat (compiler/passes/pipeline.c); their all-reduces say so */
+  if (b->s->sync != SYNC_BUCKETED || lay->world < 2 || !b->backward || lay->pipe) return;
   uint64_t gsz = ddp_dtype_size(b->grad_dt);
   p->buckets = ddp_xcalloc((size_t)lay->nbuckets, sizeof(ddp_bucket));
   p->nbuckets = p->cap_buckets = (uint32_t)lay->nbuckets;

@@ -11,6 +11,7 @@ typedef struct rank_ctx {
   int rank;
   ddp_program *out;
   uint32_t nevents, ntimers;
+  int comm; /* the communicator rp_collective issues on (0: the world) */
 } rank_ctx;
 
 ddp_instr *rp_push(rank_ctx *c, ddp_instr in, const char *name);

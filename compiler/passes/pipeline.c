@@ -19,7 +19,23 @@
  * sends ending one action and the receives starting the next are consecutive, so they go out as one group
  * (CUDA executor: one NCCL group; reference executor: posted together). Parameter gradients add up over
  * the microbatches (the step zeroes them first); the loss and its gradient are scaled by 1 / microbatches.
- * The verifier simulates the programs and refuses one whose sends and receives can deadlock. */
+ * The verifier simulates the programs and refuses one whose sends and receives can deadlock.
+ *
+ * Data-parallel replicas (pipeline{stages = S, replicas = R}): the world is S x R ranks, rank = replica x S +
+ * stage, so each replica is a contiguous pipeline (ranks replica*S .. replica*S + S - 1) and its transfers
+ * stay inside it. Replica r loads part r of R of the global batch (LOAD_BATCH part/parts) and splits it
+ * into its microbatches as above. The plan's communicators (plan.h ddp_comm): comm 1 + s holds stage s of
+ * every replica (ranks s, S + s, .., (R-1)S + s), comm 1 + S + r the ranks of replica r. After a stage's
+ * The stage's gradient flat is cut into buckets of bucket_mb MB (default 25) of whole units in flat order
+ * (a contiguous partition of the flat); a bucket is all-reduced (REDOP_AVG: each replica's gradient is the
+ * mean over its share, so the mean of the R means is the global batch's mean) on the stage's comm, on the
+ * communication stream ordered by an event after the compute stream, bracketed by COMM timers, as soon as
+ * the last microbatch's backward (zero bubble: its weight-gradient part, W, so every deferred weight
+ * gradient is final) has written the last gradient of its units: the all-reduce overlaps the rest of the
+ * backward (the earlier layers, the other chunks of an interleaved stage, the cool-down); the optimizer
+ * waits for all of them. The
+ * gradient norm's partial sums are all-reduced over the replica's comm (every replica then holds the same
+ * norm). One replica (R = 1) has no communicators and no gradient all-reduce. */
 #include "passes.h"
 #include "access.h"
 #include <stdlib.h>
@@ -48,7 +64,84 @@ typedef struct pctx {
   flow *flows;
   int nflows;
   int32_t tokens, targets; /* the replica's whole batch */
+  int32_t *grad_last;      /* [unit]: the builder instruction that last writes its gradient, -1 */
 } pctx;
+
+/* Replicas: the stage's gradient buckets (a contiguous partition of its flat) and how many of each
+ * bucket's units still wait for their last gradient write. */
+typedef struct gbuckets {
+  int n;
+  int64_t *lo, *hi;
+  int *pending, *of_unit; /* [bucket]; [unit]: its bucket, -1 off this stage */
+  bool *issued;
+} gbuckets;
+
+/* The last builder instruction writing each unit's gradient (or a view inside it). */
+static int32_t *grad_last_writers(const ddp_builder *b) {
+  const ddp_plan *p = b->plan;
+  int32_t *unit_of = ddp_xmalloc(sizeof(int32_t) * ((size_t)p->ntensors + 1));
+  for (uint32_t t = 0; t < p->ntensors; t++) unit_of[t] = -1;
+  for (int u = 0; u < b->nunits; u++)
+    if (b->units[u].grad >= 0) unit_of[b->units[u].grad] = u;
+  int32_t *last = ddp_xmalloc(sizeof(int32_t) * ((size_t)b->nunits + 1));
+  for (int u = 0; u < b->nunits; u++) last[u] = -1;
+  for (uint32_t k = 0; k < b->step.n; k++) {
+    ddp_slot_use use[DDP_MAX_PTRS];
+    char why[160];
+    if (ddp_instr_footprint(&b->step.v[k], 1, use, why, sizeof why)) continue;
+    for (int sl = 0; sl < DDP_MAX_PTRS; sl++)
+      if (use[sl].write)
+        for (int32_t t = b->step.v[k].p[sl].tensor; t >= 0; t = p->tensors[t].base)
+          if (unit_of[t] >= 0) last[unit_of[t]] = (int32_t)k;
+  }
+  free(unit_of);
+  return last;
+}
+
+static gbuckets stage_buckets(const pctx *x, int stage) {
+  const ddp_builder *b = x->b;
+  const ddp_layout *lay = x->lay;
+  gbuckets g = {0};
+  g.lo = ddp_xcalloc((size_t)lay->norder + 1, sizeof(int64_t));
+  g.hi = ddp_xcalloc((size_t)lay->norder + 1, sizeof(int64_t));
+  g.pending = ddp_xcalloc((size_t)lay->norder + 1, sizeof(int));
+  g.issued = ddp_xcalloc((size_t)lay->norder + 1, sizeof(bool));
+  g.of_unit = ddp_xmalloc(sizeof(int) * ((size_t)b->nunits + 1));
+  for (int u = 0; u < b->nunits; u++) g.of_unit[u] = -1;
+  double cap = x->s->bucket_mb * 1048576.0, bytes = 0, gsz = (double)ddp_dtype_size(b->grad_dt);
+  for (int j = 0; j < lay->norder; j++) {
+    int u = lay->order[j];
+    if (lay->stage_of_unit[u] != stage) continue;
+    if (g.n == 0 || bytes >= cap) { /* a new bucket from this unit on */
+      if (g.n > 0) g.hi[g.n - 1] = b->units[u].flat_offset;
+      g.lo[g.n] = g.n == 0 ? 0 : b->units[u].flat_offset;
+      g.n++;
+      bytes = 0;
+    }
+    bytes += (double)b->units[u].numel * gsz;
+    g.of_unit[u] = g.n - 1;
+    g.pending[g.n - 1] += x->grad_last[u] >= 0;
+  }
+  if (g.n == 0) g.lo[g.n++] = 0; /* a stage without trainable units: its (padding) flat is one bucket */
+  g.lo[0] = 0;
+  g.hi[g.n - 1] = lay->stage_flat[stage].n;
+  return g;
+}
+
+static void gbuckets_free(gbuckets *g) {
+  free(g->lo), free(g->hi), free(g->pending), free(g->of_unit), free(g->issued);
+}
+
+/* bucket k -> RECORD(compute) WAIT(comm) TIMER ALL_REDUCE(the stage's gradients [lo, hi), its comm) TIMER */
+static void allreduce_bucket(rank_ctx *c, gbuckets *g, int k, int stage) {
+  const ddp_stage_flat *f = &c->lay->stage_flat[stage];
+  rp_order(c, STREAM_COMPUTE, STREAM_COMM);
+  c->comm = 1 + stage;
+  rp_collective(c, I_ALL_REDUCE, STREAM_COMM, f->grads, g->lo[k], g->hi[k] - g->lo[k], REDOP_AVG, 0,
+                b_fmt(c->b, "all_reduce.stage%d.bucket%d", stage, k));
+  c->comm = 0;
+  g->issued[k] = true;
+}
 
 static int rank_of_chunk(const pctx *x, int c) { return c % x->P; }
 /* a microbatch's actions in logical order: forwards by chunk, backwards by reversed chunk, then W */
@@ -305,13 +398,15 @@ static ddp_instr for_mb(const pctx *x, uint32_t k, int mb) {
   return in;
 }
 
+/* SEND or RECV of flow f for microbatch mb; the flow's ranks are stages, the peer is the stage's rank in
+ * this rank's replica */
 static void p2p(rank_ctx *c, const pctx *x, int opcode, const flow *f, int mb) {
   int32_t t = x->map[mb][f->t];
   const ddp_tensor *tt = b_t(c->b, t);
   ddp_instr in = ddp_instr_blank(opcode, STREAM_COMPUTE);
   b_arg(&in, COLL_P_BUF, t, 0, tt->dtype);
   in.i[COLL_I_COUNT] = (int64_t)ddp_tensor_numel(tt);
-  in.i[COLL_I_PEER] = opcode == I_SEND ? f->to_rank : f->from_rank;
+  in.i[COLL_I_PEER] = c->rank - c->rank % x->P + (opcode == I_SEND ? f->to_rank : f->from_rank);
   bool act = f->from_key < x->C;
   rp_push(c, in, b_fmt(c->b, "pp.%s.%s.mb%d:%s", opcode == I_SEND ? "send" : "recv", act ? "act" : "grad", mb,
                        c->b->plan->tensors[f->t].name));
@@ -329,8 +424,11 @@ static void optimizer(rank_ctx *c, const ddp_stage_flat *f) {
     in.i[SUMSQ_I_N] = f->n;
     in.i[SUMSQ_I_P] = lay->sumsq_p;
     rp_push(c, in, "grad_norm.sumsq");
+    int R = b->s->replicas, P = b->s->stages;
+    c->comm = R > 1 ? 1 + P + c->rank / P : 0; /* the replica's ranks */
     rp_collective(c, I_ALL_REDUCE, STREAM_COMPUTE, lay->sumsq_partials, 0, lay->sumsq_p, REDOP_SUM, 0,
                   "grad_norm.all_reduce");
+    c->comm = 0;
   }
   pass_scalars(c);
   pass_upd u = {.n = f->n, .param = f->params, .grad = f->grads, .m = f->m, .v = f->v, .copy = f->copies};
@@ -338,17 +436,33 @@ static void optimizer(rank_ctx *c, const ddp_stage_flat *f) {
   rp_range(c, 0, RANGE_OPTIMIZER, NULL);
 }
 
-/* init -> MEMSET(stage flats, scalars, loss) INIT_TENSOR(the stage's units) [INIT_TENSOR(rope)] |
- *         refresh: [CAST(stage copies)] CAST(frozen copies)* */
+/* init -> MEMSET(stage flats, scalars, loss) INIT_TENSOR(the stage's units) [INIT_TENSOR(rope)]
+ *         [BROADCAST(stage params, frozen units) from the stage's first replica, on the stage's comm] |
+ *         refresh: [CAST(stage copies)] CAST(frozen copies)*
+ * As ddp{}: replica 0 draws the values one rank would; the other replicas draw the same (identical_init),
+ * or their own (salted by the replica) and receive replica 0's by the broadcast (the default). */
 static void init_rank(rank_ctx *c, int stage) {
   ddp_builder *b = c->b;
   ddp_layout *lay = c->lay;
+  const ddp_schedule *s = b->s;
   const ddp_stage_flat *f = &lay->stage_flat[stage];
+  int replica = c->rank / s->stages;
+  bool no_comm = s->mode == MODE_FORWARD, bcast = s->replicas > 1 && s->broadcast_init && !no_comm;
+  int salt = s->identical_init || replica == 0 || (no_comm && s->broadcast_init) ? 0 : replica;
   pass_memset(c, f->params), pass_memset(c, f->grads), pass_memset(c, f->m), pass_memset(c, f->v);
   pass_memset(c, b->scalars), pass_memset(c, b->loss);
   for (int u = 0; u < b->nunits; u++)
-    if (lay->stage_of_unit[u] == stage) pass_init_unit(c, u, b->units[u].master, 0, 0, b->units[u].numel, 0);
+    if (lay->stage_of_unit[u] == stage) pass_init_unit(c, u, b->units[u].master, 0, 0, b->units[u].numel, salt);
   pass_init_rope(c);
+  if (bcast) {
+    c->comm = 1 + stage;
+    rp_collective(c, I_BROADCAST, STREAM_COMPUTE, f->params, 0, f->n, REDOP_SUM, 0, b_fmt(b, "broadcast.stage%d.params", stage));
+    for (int u = 0; u < b->nunits; u++)
+      if (lay->stage_of_unit[u] == stage && !b->units[u].trainable)
+        rp_collective(c, I_BROADCAST, STREAM_COMPUTE, b->units[u].master, 0, b->units[u].numel, REDOP_SUM, 0,
+                      b->units[u].name);
+    c->comm = 0;
+  }
   b->plan->ranks[c->rank].init_refresh = c->out->n;
   if (f->copies >= 0) pass_cast(c, f->params, f->copies, f->n, "params.copy");
   for (int u = 0; u < b->nunits; u++) {
@@ -374,6 +488,9 @@ static void step_rank(rank_ctx *c, const pctx *x, int stage) {
   load.i[LOAD_BATCH_I_PARTS] = s->replicas;
   rp_push(c, load, "load_batch");
   if (grads) pass_memset(c, f->grads);
+  bool sync = grads && s->replicas > 1;
+  gbuckets gb = {0};
+  if (sync) gb = stage_buckets(x, stage);
   int last_f = -1, last_b = -1;
   for (int a = 0; a < na; a++) {
     if (acts[a].kind == ACT_F) last_f = a;
@@ -404,12 +521,24 @@ static void step_rank(rank_ctx *c, const pctx *x, int stage) {
     rp_range(c, 1, ac->kind == ACT_F ? RANGE_FORWARD : RANGE_BACKWARD,
              b_fmt(b, "pp.%s.mb%d.chunk%d", ac->kind == ACT_F ? "fwd" : ac->kind == ACT_B ? "bwd" : "bwdw", ac->mb,
                    ac->chunk));
-    for (uint32_t k = 0; k < b->step.n; k++)
-      if (c->lay->instr_chunk[k] == ac->chunk && x->part[k] == ac->kind) rp_push(c, for_mb(x, k, ac->mb), NULL);
+    for (uint32_t k = 0; k < b->step.n; k++) {
+      if (c->lay->instr_chunk[k] != ac->chunk || x->part[k] != ac->kind) continue;
+      rp_push(c, for_mb(x, k, ac->mb), NULL);
+      if (!sync || ac->mb != x->m - 1 || ac->kind == ACT_F) continue;
+      for (int u = 0; u < b->nunits; u++) /* the last microbatch's last write of unit u's gradient */
+        if (x->grad_last[u] == (int32_t)k && gb.of_unit[u] >= 0 && --gb.pending[gb.of_unit[u]] == 0)
+          allreduce_bucket(c, &gb, gb.of_unit[u], stage);
+    }
     rp_range(c, 0, ac->kind == ACT_F ? RANGE_FORWARD : RANGE_BACKWARD, NULL);
     rp_timer(c, STREAM_COMPUTE, ac->kind == ACT_F ? TIMER_MB_FORWARD_END : TIMER_MB_BACKWARD_END);
     if (a == last_f) rp_timer(c, STREAM_COMPUTE, TIMER_FORWARD_END);
     if (grads && a == last_b) rp_timer(c, STREAM_COMPUTE, TIMER_BACKWARD_END);
+  }
+  if (sync) { /* buckets no instruction completed (none here: every unit's gradient is written), then wait */
+    for (int k = 0; k < gb.n; k++)
+      if (!gb.issued[k]) allreduce_bucket(c, &gb, k, stage);
+    rp_order(c, STREAM_COMM, STREAM_COMPUTE);
+    gbuckets_free(&gb);
   }
   if (train) optimizer(c, f);
   rp_timer(c, STREAM_COMPUTE, TIMER_STEP_END);
@@ -419,9 +548,6 @@ static void step_rank(rank_ctx *c, const pctx *x, int stage) {
 
 int pass_pipeline(ddp_builder *b, ddp_layout *lay, char *err, size_t errcap) {
   const ddp_schedule *s = b->s;
-  if (s->replicas > 1)
-    return ddp_fail(err, errcap, "%s: parallel.replicas = %d: pipelines with data-parallel replicas are not supported "
-                    "yet (use replicas = 1)", s->path, s->replicas);
   if (s->pipe_schedule == PIPE_ZERO_BUBBLE && b->backward) zb_stash(b, lay);
   pctx x = {.b = b, .lay = lay, .s = s, .P = s->stages, .C = lay->nchunks, .m = s->microbatches};
   if (analyse(&x, err, errcap)) {
@@ -430,9 +556,22 @@ int pass_pipeline(ddp_builder *b, ddp_layout *lay, char *err, size_t errcap) {
     return -1;
   }
   clone_tensors(&x);
+  x.grad_last = grad_last_writers(b);
   b->tokens = x.tokens; /* the plan's meta names the replica's batch */
   b->targets = x.targets;
   b->plan->meta.world = s->ranks;
+  if (s->replicas > 1) { /* comm 1 + stage, then comm 1 + stages + replica */
+    int32_t *m = ddp_xmalloc(sizeof(int32_t) * (size_t)(s->replicas > s->stages ? s->replicas : s->stages));
+    for (int st = 0; st < s->stages; st++) {
+      for (int r = 0; r < s->replicas; r++) m[r] = r * s->stages + st;
+      if (ddp_plan_add_comm(b->plan, m, (uint32_t)s->replicas) != 1 + st) ddp_xmalloc(SIZE_MAX);
+    }
+    for (int r = 0; r < s->replicas; r++) {
+      for (int st = 0; st < s->stages; st++) m[st] = r * s->stages + st;
+      if (ddp_plan_add_comm(b->plan, m, (uint32_t)s->stages) != 1 + s->stages + r) ddp_xmalloc(SIZE_MAX);
+    }
+    free(m);
+  }
   b->plan->ranks = ddp_xcalloc((size_t)s->ranks, sizeof(ddp_rank_plan));
   for (int r = 0; r < s->ranks; r++) {
     ddp_rank_plan *rp = &b->plan->ranks[r];
@@ -447,5 +586,6 @@ int pass_pipeline(ddp_builder *b, ddp_layout *lay, char *err, size_t errcap) {
   free(x.map);
   free(x.part);
   free(x.flows);
+  free(x.grad_last);
   return 0;
 }

@@ -50,7 +50,7 @@ void rp_collective(rank_ctx *c, int opcode, int stream, int32_t flat, int64_t be
   in.i[COLL_I_COUNT] = count;
   in.i[COLL_I_REDOP] = redop;
   in.i[COLL_I_ROOT] = root;
-  in.i[COLL_I_COMM] = 0;
+  in.i[COLL_I_COMM] = c->comm;
   rp_timer(c, stream, TIMER_COMM_BEGIN);
   rp_push(c, in, name);
   rp_timer(c, stream, TIMER_COMM_END);

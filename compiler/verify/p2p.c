@@ -3,10 +3,13 @@
  *   - a run of consecutive SEND/RECV on one stream is a group: the rank posts all of them, then waits until
  *     each has its counterpart (the k-th send from a to b pairs with the k-th receive on b from a), as an
  *     NCCL group or the reference executor's group does;
- *   - a collective waits until every rank has reached it (their order is check_collectives' business);
+ *   - a collective on communicator c waits until every member of c has reached it: its collective number n
+ *     on c (members issue the same sequence on c: check_collectives' business), so group collectives of
+ *     disjoint communicators pass independently and interleave with the transfers;
  *   - everything else runs.
  * When no rank can move and some have not finished, the plan can deadlock: refused with one line naming
- * every blocked rank's instruction and what it waits for. A send and the receive it pairs with must carry
+ * every blocked rank's instruction and what it waits for (also when a plan has communicator groups and no
+ * transfers: two groups' collectives issued in crossed orders can deadlock). A send and the receive it pairs with must carry
  * the same message: equal counts and dtypes, and, for the pipeline's transfers ("pp.send.X" / "pp.recv.X"),
  * the same X, so two transfers of equal size swapped on one side are refused too. */
 #include "verify.h"
@@ -50,18 +53,22 @@ typedef struct rstate {
   uint32_t pc;       /* next instruction */
   uint32_t group_end; /* while waiting on a posted group: its end, else 0 */
   uint32_t group_begin;
-  uint32_t ncoll;    /* collectives passed */
+  uint32_t *ncoll;   /* [comm]: collectives passed on it */
 } rstate;
 
 int ddp_verify_p2p(const ddp_plan *p, char *err, size_t errcap) {
   int W = (int)p->meta.world;
-  bool any = false;
+  bool any = p->ncomms > 0; /* group collectives of different comms can wait on each other too */
   for (int r = 0; r < W && !any; r++)
     for (uint32_t k = 0; k < p->ranks[r].step.n && !any; k++) any = is_p2p(p->ranks[r].step.v[k].opcode);
   if (!any) return 0;
   queue *sends = ddp_xcalloc((size_t)W * (size_t)W, sizeof(queue)), *recvs = ddp_xcalloc((size_t)W * (size_t)W, sizeof(queue));
   rstate *st = ddp_xcalloc((size_t)W, sizeof(rstate));
-  for (int r = 0; r < W; r++) st[r].qidx = ddp_xcalloc((size_t)p->ranks[r].step.n + 1, sizeof(uint32_t));
+  uint32_t NC = p->ncomms + 1;
+  for (int r = 0; r < W; r++) {
+    st[r].qidx = ddp_xcalloc((size_t)p->ranks[r].step.n + 1, sizeof(uint32_t));
+    st[r].ncoll = ddp_xcalloc(NC, sizeof(uint32_t));
+  }
   int rc = 0;
   for (;;) {
     bool moved = false, done = true;
@@ -121,18 +128,23 @@ int ddp_verify_p2p(const ddp_plan *p, char *err, size_t errcap) {
           moved = true;
           continue;
         }
-        if (is_coll(in->opcode)) { /* every rank must have reached its collective number ncoll */
+        int64_t cm = is_coll(in->opcode) ? in->i[COLL_I_COMM] : -1;
+        if (cm > (int64_t)p->ncomms) cm = -1; /* refused by check_collectives */
+        if (cm >= 0) { /* every member of its comm must have reached its collective number ncoll[cm] */
           bool all = true;
-          for (int q = 0; q < W && all; q++) {
-            if (q == r) continue;
+          int64_t n = ddp_plan_comm_size(p, cm);
+          for (int64_t i = 0; i < n && all; i++) {
+            int q = (int)ddp_plan_comm_member(p, cm, i);
+            if (q == r || q < 0 || q >= W) continue;
             const rstate *y = &st[q];
             const ddp_program *pq = &p->ranks[q].step;
-            all = y->ncoll > x->ncoll ||
-                  (y->ncoll == x->ncoll && !y->group_end && y->pc < pq->n && is_coll(pq->v[y->pc].opcode));
+            all = y->ncoll[cm] > x->ncoll[cm] ||
+                  (y->ncoll[cm] == x->ncoll[cm] && !y->group_end && y->pc < pq->n && is_coll(pq->v[y->pc].opcode) &&
+                   pq->v[y->pc].i[COLL_I_COMM] == cm);
           }
           if (!all) break;
+          x->ncoll[cm]++;
         }
-        if (is_coll(in->opcode)) x->ncoll++;
         x->pc++;
         moved = true;
       }
@@ -153,14 +165,14 @@ int ddp_verify_p2p(const ddp_plan *p, char *err, size_t errcap) {
                               ddp_plan_string(p, in->name));
         if (n >= sizeof msg) break;
       }
-      rc = ddp_fail(err, errcap, "plan step: the point-to-point transfers can deadlock: %s", msg);
+      rc = ddp_fail(err, errcap, "plan step: the point-to-point transfers and collectives can deadlock: %s", msg);
       break;
     }
   }
   for (size_t i = 0; i < (size_t)W * (size_t)W; i++) free(sends[i].v), free(recvs[i].v);
   free(sends);
   free(recvs);
-  for (int r = 0; r < W; r++) free(st[r].qidx);
+  for (int r = 0; r < W; r++) free(st[r].qidx), free(st[r].ncoll);
   free(st);
   return rc;
 }

@@ -115,39 +115,72 @@ static bool is_collective(int opc) {
   return opc == I_ALL_REDUCE || opc == I_REDUCE_SCATTER || opc == I_ALL_GATHER || opc == I_BROADCAST;
 }
 
-static int check_collectives(const ddp_plan *p, int which, char *err, size_t errcap) {
+/* Within every communicator (comm 0, the world, and the plan's groups), every member issues the same
+ * collectives on it in the same order (opcode, count, dtype, reduction, root) as its first member; a rank
+ * that is not a member issues none on it. */
+static int check_comm_collectives(const ddp_plan *p, int which, int64_t comm, char *err, size_t errcap) {
   const char *what = which ? "step" : "init";
-  const ddp_program *p0 = which ? &p->ranks[0].step : &p->ranks[0].init;
-  for (int64_t r = 1; r < p->meta.world; r++) {
+  int64_t n = ddp_plan_comm_size(p, comm), r0 = ddp_plan_comm_member(p, comm, 0);
+  const ddp_program *p0 = which ? &p->ranks[r0].step : &p->ranks[r0].init;
+#define ON_COMM(v) (is_collective((v).opcode) && (v).i[COLL_I_COMM] == comm)
+  for (int64_t r = 0; r < p->meta.world; r++) {
     const ddp_program *pr = which ? &p->ranks[r].step : &p->ranks[r].init;
-    uint32_t a = 0, b = 0, n = 0;
+    if (ddp_plan_comm_index(p, comm, r) >= 0) continue;
+    for (uint32_t k = 0; k < pr->n; k++)
+      if (ON_COMM(pr->v[k]))
+        return ddp_fail(err, errcap, "plan %s: rank %lld instruction %u (%s '%s') is on comm %lld, which rank %lld "
+                        "is not a member of", what, (long long)r, k, ddp_opcode_name(pr->v[k].opcode),
+                        ddp_plan_string(p, pr->v[k].name), (long long)comm, (long long)r);
+  }
+  for (int64_t i = 1; i < n; i++) {
+    int64_t r = ddp_plan_comm_member(p, comm, i);
+    const ddp_program *pr = which ? &p->ranks[r].step : &p->ranks[r].init;
+    uint32_t a = 0, b = 0, k = 0;
     for (;;) {
-      while (a < p0->n && !is_collective(p0->v[a].opcode)) a++;
-      while (b < pr->n && !is_collective(pr->v[b].opcode)) b++;
+      while (a < p0->n && !ON_COMM(p0->v[a])) a++;
+      while (b < pr->n && !ON_COMM(pr->v[b])) b++;
       if (a >= p0->n || b >= pr->n) {
         if (a < p0->n || b < pr->n)
           return ddp_fail(err, errcap,
-                          "plan %s: rank 0 and rank %lld issue different numbers of collectives (%s after %u)", what,
-                          (long long)r, a < p0->n ? "rank 0 has more" : "rank has more", n);
+                          "plan %s: on comm %lld, rank %lld and rank %lld issue different numbers of collectives "
+                          "(rank %lld has more, after %u)", what, (long long)comm, (long long)r0, (long long)r,
+                          (long long)(a < p0->n ? r0 : r), k);
         break;
       }
       const ddp_instr *x = &p0->v[a], *y = &pr->v[b];
       if (x->opcode != y->opcode || x->i[COLL_I_COUNT] != y->i[COLL_I_COUNT] ||
           x->dt[COLL_P_SEND] != y->dt[COLL_P_SEND] || x->i[COLL_I_REDOP] != y->i[COLL_I_REDOP] ||
-          x->i[COLL_I_ROOT] != y->i[COLL_I_ROOT] || x->i[COLL_I_COMM] != y->i[COLL_I_COMM]) {
+          x->i[COLL_I_ROOT] != y->i[COLL_I_ROOT]) {
         return ddp_fail(err, errcap,
-                        "plan %s: collective #%u differs between rank 0 (instruction %u: %s of %lld %s, root %lld) and "
-                        "rank %lld (instruction %u: %s of %lld %s, root %lld)",
-                        what, n, a, ddp_opcode_name(x->opcode), (long long)x->i[COLL_I_COUNT],
-                        ddp_dtype_name(x->dt[COLL_P_SEND]), (long long)x->i[COLL_I_ROOT], (long long)r, b,
+                        "plan %s: collective #%u on comm %lld differs between rank %lld (instruction %u: %s of %lld "
+                        "%s, redop %lld, root %lld) and rank %lld (instruction %u: %s of %lld %s, redop %lld, root "
+                        "%lld)",
+                        what, k, (long long)comm, (long long)r0, a, ddp_opcode_name(x->opcode),
+                        (long long)x->i[COLL_I_COUNT], ddp_dtype_name(x->dt[COLL_P_SEND]),
+                        (long long)x->i[COLL_I_REDOP], (long long)x->i[COLL_I_ROOT], (long long)r, b,
                         ddp_opcode_name(y->opcode), (long long)y->i[COLL_I_COUNT], ddp_dtype_name(y->dt[COLL_P_SEND]),
-                        (long long)y->i[COLL_I_ROOT]);
+                        (long long)y->i[COLL_I_REDOP], (long long)y->i[COLL_I_ROOT]);
       }
       a++;
       b++;
-      n++;
+      k++;
     }
   }
+#undef ON_COMM
+  return 0;
+}
+
+static int check_collectives(const ddp_plan *p, int which, char *err, size_t errcap) {
+  for (int64_t r = 0; r < p->meta.world; r++) { /* every collective names a communicator of the plan */
+    const ddp_program *pr = which ? &p->ranks[r].step : &p->ranks[r].init;
+    for (uint32_t k = 0; k < pr->n; k++)
+      if (is_collective(pr->v[k].opcode) && ddp_plan_comm_size(p, pr->v[k].i[COLL_I_COMM]) < 0)
+        return ddp_fail(err, errcap, "plan %s: rank %lld instruction %u (%s) names comm %lld, the plan has %u "
+                        "besides the world", which ? "step" : "init", (long long)r, k, ddp_opcode_name(pr->v[k].opcode),
+                        (long long)pr->v[k].i[COLL_I_COMM], p->ncomms);
+  }
+  for (int64_t comm = 0; comm <= (int64_t)p->ncomms; comm++)
+    if (check_comm_collectives(p, which, comm, err, errcap)) return -1;
   return 0;
 }
 

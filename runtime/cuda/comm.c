@@ -4,7 +4,10 @@
  * SEND/RECV of one stream as one group. Waiting for the streams (sync, teardown, pinned-buffer reuse) polls
  * the streams and NCCL's asynchronous error; after DDP_NCCL_TIMEOUT_S seconds, or on an NCCL error, the
  * communicator is aborted and the error names the peer that stopped responding. A world of one rank has no
- * communicator: its collectives are local copies. */
+ * communicator: its collectives are local copies. The plan's communicator groups (COLL_I_COMM c >= 1,
+ * plan.h ddp_comm) are split from the world's at init, one ncclCommSplit per group in plan order on every
+ * rank (color 0 for its members, keyed by their group rank; NCCL_SPLIT_NOCOLOR for the others); a group
+ * collective runs on its group's communicator. SEND/RECV always use the world's (peers are world ranks). */
 #include "clock.h"
 #include "param.h"
 #include "cx.h"
@@ -25,6 +28,8 @@ static void comm_abort(cx *x) {
   if (!x->comm || x->comm_aborted) return;
   if (x->in_group) (void)ncclGroupEnd();
   x->in_group = 0;
+  for (uint32_t g = 0; g < x->ngroups; g++)
+    if (x->groups[g]) (void)ncclCommAbort(x->groups[g]), x->groups[g] = NULL;
   (void)ncclCommAbort(x->comm);
   x->comm = NULL;
   x->comm_aborted = 1;
@@ -65,12 +70,12 @@ static int watchdog(cx *x, double t0, const char *why, char *err, size_t errcap)
   return 0;
 }
 
-/* An NCCL call answered ncclInProgress (non-blocking communicator): poll until it settles. */
-static int settle(cx *x, const char *call, char *err, size_t errcap) {
+/* An NCCL call answered ncclInProgress (non-blocking communicator): poll communicator c until it settles. */
+static int settle_on(cx *x, ncclComm_t c, const char *call, char *err, size_t errcap) {
   double t0 = ddp_now_s();
   unsigned nap = 10;
   for (;;) {
-    ncclResult_t st = ncclInProgress, rc = ncclCommGetAsyncError(x->comm, &st);
+    ncclResult_t st = ncclInProgress, rc = ncclCommGetAsyncError(c, &st);
     if (rc != ncclSuccess) return comm_error(x, rc, "ncclCommGetAsyncError", err, errcap);
     if (st == ncclSuccess) return 0;
     if (st != ncclInProgress) return comm_error(x, st, call, err, errcap);
@@ -80,10 +85,44 @@ static int settle(cx *x, const char *call, char *err, size_t errcap) {
   }
 }
 
+static int settle(cx *x, const char *call, char *err, size_t errcap) { return settle_on(x, x->comm, call, err, errcap); }
+
 static int nccl_call(cx *x, ncclResult_t rc, const char *call, char *err, size_t errcap) {
   if (rc == ncclSuccess) return 0;
   if (rc == ncclInProgress) return settle(x, call, err, errcap);
   return comm_error(x, rc, call, err, errcap);
+}
+
+/* A group collective's call: an in-progress answer is polled on the group's communicator. */
+static int group_call(cx *x, ncclComm_t c, ncclResult_t rc, const char *call, char *err, size_t errcap) {
+  if (rc == ncclSuccess) return 0;
+  if (rc == ncclInProgress) return settle_on(x, c, call, err, errcap);
+  return comm_error(x, rc, call, err, errcap);
+}
+
+/* One communicator per plan group, split from the world's (every rank, every group, plan order). */
+static int split_groups(cx *x, const ncclConfig_t *cfg0, char *err, size_t errcap) {
+  const ddp_plan *p = x->base.plan;
+  if (!p->ncomms) return 0;
+  x->groups = calloc(p->ncomms, sizeof *x->groups);
+  if (!x->groups) return ddp_fail(err, errcap, "out of memory for %u NCCL communicators", p->ncomms);
+  x->ngroups = p->ncomms;
+  for (uint32_t g = 0; g < p->ncomms; g++) {
+    int64_t at = ddp_plan_comm_index(p, g + 1, x->base.rank);
+    ncclConfig_t cfg = *cfg0;
+    char call[160];
+    snprintf(call, sizeof call, "ncclCommSplit(comm %u of %u ranks, rank %d %s)", g + 1, p->comms[g].n, x->base.rank,
+             at >= 0 ? "a member" : "not a member");
+    ncclResult_t rc = ncclCommSplit(x->comm, at >= 0 ? 0 : NCCL_SPLIT_NOCOLOR, at >= 0 ? (int)at : 0, &x->groups[g],
+                                    &cfg);
+    if (rc == ncclInProgress) { /* non-blocking: the split settles on the parent */
+      if (settle(x, call, err, errcap)) return -1;
+      rc = ncclSuccess;
+    }
+    if (rc != ncclSuccess) return comm_error(x, rc, call, err, errcap);
+    if (x->groups[g] && settle_on(x, x->groups[g], call, err, errcap)) return -1;
+  }
+  return 0;
 }
 
 int cx_comm_init(cx *x, const void *nccl_id, char *err, size_t errcap) {
@@ -101,14 +140,35 @@ int cx_comm_init(cx *x, const void *nccl_id, char *err, size_t errcap) {
   if (rc != ncclSuccess && rc != ncclInProgress) {
     return comm_error(x, rc, call, err, errcap);
   }
-  return settle(x, call, err, errcap);
+  if (settle(x, call, err, errcap)) return -1;
+  return split_groups(x, &cfg, err, errcap);
 }
 
 void cx_comm_fini(cx *x) {
-  if (!x->comm || x->comm_aborted) return;
+  if (!x->comm || x->comm_aborted) {
+    free(x->groups); /* aborted ones: comm_abort */
+    x->groups = NULL;
+    x->ngroups = 0;
+    return;
+  }
   /* Graceful: finalize (flushes, may be in progress), then destroy; a peer that never finalizes gets the
    * communicator aborted after the deadline instead of a hang. */
   char why[256];
+  for (uint32_t g = 0; g < x->ngroups; g++) { /* the groups first, each finalized and destroyed */
+    if (!x->groups[g]) continue;
+    if (ncclCommFinalize(x->groups[g]) == ncclInProgress &&
+        settle_on(x, x->groups[g], "ncclCommFinalize (group)", why, sizeof why)) {
+      free(x->groups); /* aborted, every group with it */
+      x->groups = NULL;
+      x->ngroups = 0;
+      return;
+    }
+    (void)ncclCommDestroy(x->groups[g]);
+    x->groups[g] = NULL;
+  }
+  free(x->groups);
+  x->groups = NULL;
+  x->ngroups = 0;
   ncclResult_t rc = ncclCommFinalize(x->comm);
   if (nccl_call(x, rc, "ncclCommFinalize", why, sizeof why)) return; /* aborted */
   (void)ncclCommDestroy(x->comm);
@@ -130,23 +190,31 @@ int cx_comm_prepare(cx *x, cx_op *op, char *err, size_t errcap) {
   const int W = x->base.world, opc = in->opcode;
   const int64_t count = in->i[COLL_I_COUNT];
   if (count < 0) return ddp_fail(err, errcap, "negative count %lld", (long long)count);
-  if (in->i[COLL_I_COMM] != 0)
-    return ddp_fail(err, errcap, "communicator %lld: this executor has only the world communicator (0)",
-                   (long long)in->i[COLL_I_COMM]);
+  int64_t comm = opc == I_SEND || opc == I_RECV ? 0 : in->i[COLL_I_COMM];
+  int G = W; /* the ranks of the collective's communicator */
+  op->ncomm = x->comm;
+  if (comm != 0) {
+    if (comm < 0 || (uint64_t)comm > x->ngroups || !x->groups[comm - 1])
+      return ddp_fail(err, errcap, "communicator %lld: rank %d has no NCCL communicator for it (%u groups)",
+                      (long long)comm, x->base.rank, x->ngroups);
+    op->ncomm = x->groups[comm - 1];
+    G = (int)x->base.plan->comms[comm - 1].n;
+  }
   op->nccl_type = nccl_type(in->dt[COLL_P_SEND]);
   if (op->nccl_type < 0) return ddp_fail(err, errcap, "dtype %s has no NCCL type", ddp_dtype_name(in->dt[COLL_P_SEND]));
   const uint64_t es = ddp_dtype_size(in->dt[COLL_P_SEND]), n = (uint64_t)count * es;
   uint64_t send = n, recv = n;
-  if (opc == I_REDUCE_SCATTER) send = n * (uint64_t)W;
-  if (opc == I_ALL_GATHER) recv = n * (uint64_t)W;
+  if (opc == I_REDUCE_SCATTER) send = n * (uint64_t)G;
+  if (opc == I_ALL_GATHER) recv = n * (uint64_t)G;
   if (opc == I_ALL_REDUCE || opc == I_REDUCE_SCATTER) {
     if (in->i[COLL_I_REDOP] != REDOP_SUM && in->i[COLL_I_REDOP] != REDOP_AVG)
       return ddp_fail(err, errcap, "reduction %lld", (long long)in->i[COLL_I_REDOP]);
     op->nccl_op = in->i[COLL_I_REDOP] == REDOP_AVG ? ncclAvg : ncclSum;
   }
   if (opc == I_BROADCAST || opc == I_SEND || opc == I_RECV) {
-    if (in->i[COLL_I_PEER] < 0 || in->i[COLL_I_PEER] >= W)
-      return ddp_fail(err, errcap, "root/peer rank %lld, world of %d", (long long)in->i[COLL_I_PEER], W);
+    int lim = opc == I_BROADCAST ? G : W; /* a root is a group rank, a peer a world rank */
+    if (in->i[COLL_I_PEER] < 0 || in->i[COLL_I_PEER] >= lim)
+      return ddp_fail(err, errcap, "root/peer rank %lld, %d ranks", (long long)in->i[COLL_I_PEER], lim);
     op->peer = (int)in->i[COLL_I_PEER];
     if (opc != I_BROADCAST && op->peer == x->base.rank)
       return ddp_fail(err, errcap, "rank %d sends to or receives from itself", op->peer);
@@ -188,8 +256,8 @@ int cx_exec_ALL_REDUCE(cx *x, const cx_op *op, int64_t step, char *err, size_t e
   (void)step;
   if (op->skip) return 0;
   if (!x->comm) return x->comm_aborted ? ddp_fail(err, errcap, "NCCL communicator aborted") : local_copy(op, err, errcap);
-  return nccl_call(x, ncclAllReduce(op->ptr[COLL_P_SEND], op->ptr[COLL_P_RECV], op->count, (ncclDataType_t)op->nccl_type,
-                                    (ncclRedOp_t)op->nccl_op, x->comm, op->stream),
+  return group_call(x, op->ncomm, ncclAllReduce(op->ptr[COLL_P_SEND], op->ptr[COLL_P_RECV], op->count, (ncclDataType_t)op->nccl_type,
+                                    (ncclRedOp_t)op->nccl_op, op->ncomm, op->stream),
                    "ncclAllReduce", err, errcap);
 }
 
@@ -197,8 +265,8 @@ int cx_exec_REDUCE_SCATTER(cx *x, const cx_op *op, int64_t step, char *err, size
   (void)step;
   if (op->skip) return 0;
   if (!x->comm) return x->comm_aborted ? ddp_fail(err, errcap, "NCCL communicator aborted") : local_copy(op, err, errcap);
-  return nccl_call(x, ncclReduceScatter(op->ptr[COLL_P_SEND], op->ptr[COLL_P_RECV], op->count, (ncclDataType_t)op->nccl_type,
-                                        (ncclRedOp_t)op->nccl_op, x->comm, op->stream),
+  return group_call(x, op->ncomm, ncclReduceScatter(op->ptr[COLL_P_SEND], op->ptr[COLL_P_RECV], op->count, (ncclDataType_t)op->nccl_type,
+                                        (ncclRedOp_t)op->nccl_op, op->ncomm, op->stream),
                    "ncclReduceScatter", err, errcap);
 }
 
@@ -206,7 +274,7 @@ int cx_exec_ALL_GATHER(cx *x, const cx_op *op, int64_t step, char *err, size_t e
   (void)step;
   if (op->skip) return 0;
   if (!x->comm) return x->comm_aborted ? ddp_fail(err, errcap, "NCCL communicator aborted") : local_copy(op, err, errcap);
-  return nccl_call(x, ncclAllGather(op->ptr[COLL_P_SEND], op->ptr[COLL_P_RECV], op->count, (ncclDataType_t)op->nccl_type, x->comm,
+  return group_call(x, op->ncomm, ncclAllGather(op->ptr[COLL_P_SEND], op->ptr[COLL_P_RECV], op->count, (ncclDataType_t)op->nccl_type, op->ncomm,
                                     op->stream),
                    "ncclAllGather", err, errcap);
 }
@@ -215,8 +283,8 @@ int cx_exec_BROADCAST(cx *x, const cx_op *op, int64_t step, char *err, size_t er
   (void)step;
   if (op->skip) return 0;
   if (!x->comm) return x->comm_aborted ? ddp_fail(err, errcap, "NCCL communicator aborted") : local_copy(op, err, errcap);
-  return nccl_call(x, ncclBroadcast(op->ptr[COLL_P_SEND], op->ptr[COLL_P_RECV], op->count, (ncclDataType_t)op->nccl_type, op->peer,
-                                    x->comm, op->stream),
+  return group_call(x, op->ncomm, ncclBroadcast(op->ptr[COLL_P_SEND], op->ptr[COLL_P_RECV], op->count, (ncclDataType_t)op->nccl_type, op->peer,
+                                    op->ncomm, op->stream),
                    "ncclBroadcast", err, errcap);
 }
 

@@ -51,6 +51,7 @@ typedef struct cx_op {
   size_t bytes;        /* MEMSET / COPY / INIT_TENSOR bytes; local collective copy bytes */
   size_t count;        /* collectives: elements */
   int nccl_type, nccl_op, peer;
+  ncclComm_t ncomm;    /* group collectives: the communicator of COLL_I_COMM (the world's, or a group's) */
   int group_begin, group_end; /* SEND/RECV: first/last of a run issued as one NCCL group */
   int skip;            /* nothing to do (empty GEMM, INIT_NONE, zero bytes) */
   ddp_cuda_kernel *kernel;
@@ -100,6 +101,8 @@ typedef struct cx {
   void **ws_owned;          /* per stream: allocated here (freed at destroy) */
   int plan_ws_taken;
   ncclComm_t comm;
+  ncclComm_t *groups;       /* [plan comm c - 1]: split from comm (ncclCommSplit), NULL where not a member */
+  uint32_t ngroups;
   int comm_aborted;
   int in_group;             /* between ncclGroupStart and ncclGroupEnd */
   double timeout_s;

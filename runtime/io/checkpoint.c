@@ -398,7 +398,16 @@ static int put(ddp_exec *x, const ddp_st_file *f, int32_t t, const uint8_t *src,
   return x->v->write(x, t, src, err, errcap);
 }
 
-/* This rank's elements of every entry: its whole tensors and its own pieces. */
+/* Does `rank` hold piece t in its memory? Its piece rank does; under a pipeline with data-parallel replicas
+ * (rank = replica x stages + stage) every replica of the piece's stage holds the same elements at the same
+ * place (only replica 0, the piece rank, writes them; every replica loads them). */
+static bool holds_piece(const ddp_plan *p, const ddp_tensor *t, int rank) {
+  int64_t S = p->meta.pipe_stages;
+  if (t->piece_rank == rank) return true;
+  return S > 0 && p->meta.pipe_replicas > 1 && t->piece_rank < S && rank % S == t->piece_rank;
+}
+
+/* This rank's elements of every entry: its whole tensors and the pieces it holds. */
 static int load_file(ddp_exec *x, const ck_file *cf, const ddp_st_file *f, char *err, size_t errcap) {
   scratch s = {0};
   int rc = 0;
@@ -409,7 +418,7 @@ static int load_file(ddp_exec *x, const ck_file *cf, const ddp_st_file *f, char 
     if (e->whole >= 0) rc = put(x, f, e->whole, src, entry_bytes(e), &s, err, errcap);
     for (uint32_t j = 0; j < e->npieces && !rc; j++) {
       const ddp_tensor *t = &x->plan->tensors[e->pieces[j]];
-      if (t->piece_rank == x->rank)
+      if (holds_piece(x->plan, t, x->rank))
         rc = put(x, f, e->pieces[j], src + (uint64_t)t->piece_first * esz, t->bytes, &s, err, errcap);
     }
   }

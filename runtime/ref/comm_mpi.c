@@ -1,7 +1,11 @@
 /* runtime/ref/comm_mpi.c: see comm_mpi.h. The few MPI functions used are resolved with dlsym into a
  * table; the handles are Open MPI's predefined objects (mpi.h defines MPI_COMM_WORLD as
  * &ompi_mpi_comm_world, MPI_BYTE as &ompi_mpi_byte, MPI_ERRORS_RETURN as &ompi_mpi_errors_return,
- * MPI_IN_PLACE as (void *)1), so this file needs no mpi.h. */
+ * MPI_IN_PLACE as (void *)1), so this file needs no mpi.h. A communicator group of the plan (COLL_I_COMM > 0)
+ * becomes an MPI communicator on its first collective: MPI_Comm_group of the world, MPI_Group_incl of the
+ * members in the plan's order (so MPI's rank in it is the group rank), MPI_Comm_create_group (collective over
+ * the members only, tagged with the comm id: the other ranks need not take part); the collectives then run
+ * exactly as on the world, with the group's size and this process's group rank. */
 #include "comm_mpi.h"
 #include "comm_ref_impl.h"
 #include "clock.h"
@@ -39,7 +43,18 @@ typedef struct mpi_fns {
   int (*Test)(handle *, int *, void *);
   int (*Isend)(const void *, int, handle, int, int, handle, handle *);
   int (*Irecv)(void *, int, handle, int, int, handle, handle *);
+  int (*Comm_group)(handle, handle *);
+  int (*Group_incl)(handle, int, const int *, handle *);
+  int (*Group_free)(handle *);
+  int (*Comm_create_group)(handle, handle, int, handle *);
+  int (*Comm_free)(handle *);
 } mpi_fns;
+
+/* The ranks a collective runs among: the world, or a group of the plan. */
+typedef struct mgroup {
+  handle comm;
+  int rank, n; /* this process's group rank, the group's size */
+} mgroup;
 
 struct ddp_mpi {
   void *lib;
@@ -52,6 +67,8 @@ struct ddp_mpi {
   unsigned char *scratch, *mine;            /* received slices; this rank's reduced slice */
   size_t scratch_cap, mine_cap;
   const void **srcs;                       /* per rank: its slice inside scratch */
+  handle *comms;                            /* [comm id]: created communicators (NULL: not yet), ncomms */
+  int ncomms;
 };
 
 static int mpi_err(ddp_mpi *m, int code, const char *what, char *err, size_t errcap) {
@@ -101,6 +118,9 @@ ddp_mpi *ddp_mpi_open(char *err, size_t errcap) {
       {"MPI_Iallgather", (void **)&m->f.Iallgather}, {"MPI_Ialltoall", (void **)&m->f.Ialltoall},
       {"MPI_Ibcast", (void **)&m->f.Ibcast}, {"MPI_Test", (void **)&m->f.Test},
       {"MPI_Isend", (void **)&m->f.Isend}, {"MPI_Irecv", (void **)&m->f.Irecv},
+      {"MPI_Comm_group", (void **)&m->f.Comm_group}, {"MPI_Group_incl", (void **)&m->f.Group_incl},
+      {"MPI_Group_free", (void **)&m->f.Group_free}, {"MPI_Comm_create_group", (void **)&m->f.Comm_create_group},
+      {"MPI_Comm_free", (void **)&m->f.Comm_free},
       {"ompi_mpi_comm_world", &m->world_comm}, {"ompi_mpi_byte", &m->byte},
       {"ompi_mpi_errors_return", &m->errors_return},
   };
@@ -177,11 +197,11 @@ static void slice(int64_t n, int world, int rank, int64_t *lo, int64_t *hi) {
 /* Elements [lo_of[q], lo_of[q] + n_of[q]) of every rank's send buffer go to rank q; the blocks this rank
  * receives land in scratch in rank order, and their element-wise reduction (rank order, in double, rounded
  * once) goes into m->mine. */
-static int reduce_blocks(ddp_mpi *m, const ddp_instr *in, const void *send, const int64_t *lo_of, const int64_t *n_of,
-                         size_t bytes, char *err, size_t errcap) {
-  int W = m->world, dt = in->dt[COLL_P_SEND];
+static int reduce_blocks(ddp_mpi *m, const mgroup *g, const ddp_instr *in, const void *send, const int64_t *lo_of,
+                         const int64_t *n_of, size_t bytes, char *err, size_t errcap) {
+  int W = g->n, dt = in->dt[COLL_P_SEND];
   size_t es = ddp_dtype_size(dt);
-  size_t mine_n = (size_t)n_of[m->rank];
+  size_t mine_n = (size_t)n_of[g->rank];
   if (reserve(&m->scratch, &m->scratch_cap, mine_n * es * (size_t)W, err, errcap) ||
       reserve(&m->mine, &m->mine_cap, mine_n * es, err, errcap))
     return -1;
@@ -194,15 +214,16 @@ static int reduce_blocks(ddp_mpi *m, const ddp_instr *in, const void *send, cons
   }
   handle req = NULL;
   MPI_TRY(m, m->f.Ialltoallv(send, m->counts, m->displs, m->byte, m->scratch, m->rcounts, m->rdispls, m->byte,
-                             m->world_comm, &req), "MPI_Ialltoallv");
+                             g->comm, &req), "MPI_Ialltoallv");
   if (wait_req(m, &req, ddp_opcode_name(in->opcode), bytes, err, errcap)) return -1;
   for (size_t i = 0; i < mine_n; i++)
     ddp_store(m->mine, dt, (int64_t)i, ddp_ref_reduce_elem(m->srcs, W, dt, (int64_t)i, (int)in->i[COLL_I_REDOP]));
   return 0;
 }
 
-int ddp_mpi_collective(ddp_mpi *m, const ddp_instr *in, void *send, void *recv, char *err, size_t errcap) {
-  int W = m->world, dt = in->dt[COLL_P_SEND];
+static int collective(ddp_mpi *m, const mgroup *g, const ddp_instr *in, void *send, void *recv, char *err,
+                      size_t errcap) {
+  int W = g->n, dt = in->dt[COLL_P_SEND];
   int64_t count = in->i[COLL_I_COUNT];
   size_t es = ddp_dtype_size(dt);
   const char *what = ddp_opcode_name(in->opcode);
@@ -220,24 +241,24 @@ int ddp_mpi_collective(ddp_mpi *m, const ddp_instr *in, void *send, void *recv, 
       slice(count, W, q, &lo, &hi);
       lo_of[q] = lo, n_of[q] = hi - lo;
     }
-    if (reduce_blocks(m, in, send, lo_of, n_of, (size_t)count * es, err, errcap)) return -1;
+    if (reduce_blocks(m, g, in, send, lo_of, n_of, (size_t)count * es, err, errcap)) return -1;
     for (int q = 0; q < W; q++) { /* the reduced slices back to everyone, in place in recv */
       m->rcounts[q] = (int)((size_t)n_of[q] * es);
       m->rdispls[q] = (int)((size_t)lo_of[q] * es);
     }
-    MPI_TRY(m, m->f.Iallgatherv(m->mine, m->rcounts[m->rank], m->byte, recv, m->rcounts, m->rdispls, m->byte,
-                                m->world_comm, &req), "MPI_Iallgatherv");
+    MPI_TRY(m, m->f.Iallgatherv(m->mine, m->rcounts[g->rank], m->byte, recv, m->rcounts, m->rdispls, m->byte,
+                                g->comm, &req), "MPI_Iallgatherv");
     return wait_req(m, &req, what, (size_t)count * es, err, errcap);
   }
   case I_REDUCE_SCATTER: {
     for (int q = 0; q < W; q++) lo_of[q] = q * count, n_of[q] = count;
-    if (reduce_blocks(m, in, send, lo_of, n_of, (size_t)count * W * es, err, errcap)) return -1;
+    if (reduce_blocks(m, g, in, send, lo_of, n_of, (size_t)count * W * es, err, errcap)) return -1;
     memcpy(recv, m->mine, (size_t)count * es);
     return 0;
   }
   case I_ALL_GATHER: {
     size_t bytes = (size_t)count * es;
-    char *mine_at = (char *)recv + (size_t)m->rank * bytes;
+    char *mine_at = (char *)recv + (size_t)g->rank * bytes;
     const void *src = send;
     if ((char *)send == mine_at) {
       src = MPI_IN_PLACE_;
@@ -246,15 +267,15 @@ int ddp_mpi_collective(ddp_mpi *m, const ddp_instr *in, void *send, void *recv, 
       memcpy(m->mine, send, bytes);
       src = m->mine;
     }
-    MPI_TRY(m, m->f.Iallgather(src, (int)bytes, m->byte, recv, (int)bytes, m->byte, m->world_comm, &req),
+    MPI_TRY(m, m->f.Iallgather(src, (int)bytes, m->byte, recv, (int)bytes, m->byte, g->comm, &req),
             "MPI_Iallgather");
     return wait_req(m, &req, what, bytes * (size_t)W, err, errcap);
   }
   case I_BROADCAST: {
     int root = (int)in->i[COLL_I_ROOT];
     if (root < 0 || root >= W) return ddp_fail(err, errcap, "broadcast from rank %d of %d", root, W);
-    if (m->rank == root && recv != send) memcpy(recv, send, (size_t)count * es);
-    MPI_TRY(m, m->f.Ibcast(recv, (int)((size_t)count * es), m->byte, root, m->world_comm, &req), "MPI_Ibcast");
+    if (g->rank == root && recv != send) memcpy(recv, send, (size_t)count * es);
+    MPI_TRY(m, m->f.Ibcast(recv, (int)((size_t)count * es), m->byte, root, g->comm, &req), "MPI_Ibcast");
     return wait_req(m, &req, what, (size_t)count * es, err, errcap);
   }
   case I_SEND: case I_RECV: case I_KERNEL: case I_GEMM: case I_MEMSET: case I_COPY: case I_EVENT_RECORD:
@@ -264,6 +285,50 @@ int ddp_mpi_collective(ddp_mpi *m, const ddp_instr *in, void *send, void *recv, 
   }
   return ddp_fail(err, errcap, "reference executor: %s is not a collective (SEND and RECV go through ddp_ref_p2p_group)",
                   what);
+}
+
+int ddp_mpi_collective(ddp_mpi *m, const ddp_instr *in, void *send, void *recv, char *err, size_t errcap) {
+  mgroup g = {m->world_comm, m->rank, m->world};
+  return collective(m, &g, in, send, recv, err, errcap);
+}
+
+/* Communicator `comm` of the n members (created on first use, see the top of the file). */
+static int group_comm(ddp_mpi *m, int comm, int n, const int32_t *members, handle *out, char *err, size_t errcap) {
+  if (comm >= m->ncomms) {
+    handle *v = realloc(m->comms, sizeof(handle) * (size_t)(comm + 1));
+    if (!v) return ddp_fail(err, errcap, "out of memory for communicator %d", comm);
+    for (int k = m->ncomms; k <= comm; k++) v[k] = NULL;
+    m->comms = v;
+    m->ncomms = comm + 1;
+  }
+  if (!m->comms[comm]) {
+    int *ranks = malloc(sizeof(int) * (size_t)n);
+    if (!ranks) return ddp_fail(err, errcap, "out of memory for communicator %d", comm);
+    for (int i = 0; i < n; i++) ranks[i] = members[i];
+    handle world_group = NULL, group = NULL, c = NULL;
+    int rc = m->f.Comm_group(m->world_comm, &world_group);
+    if (rc == MPI_OK) rc = m->f.Group_incl(world_group, n, ranks, &group);
+    if (rc == MPI_OK) rc = m->f.Comm_create_group(m->world_comm, group, 7200 + comm % 1000, &c);
+    if (rc == MPI_OK && c) rc = m->f.Comm_set_errhandler(c, m->errors_return);
+    if (group) m->f.Group_free(&group);
+    if (world_group) m->f.Group_free(&world_group);
+    free(ranks);
+    if (rc != MPI_OK) return mpi_err(m, rc, "MPI_Comm_create_group", err, errcap);
+    m->comms[comm] = c;
+  }
+  *out = m->comms[comm];
+  return 0;
+}
+
+int ddp_mpi_collective_on(ddp_mpi *m, const ddp_instr *in, int comm, int n, const int32_t *members, void *send,
+                          void *recv, char *err, size_t errcap) {
+  if (comm == 0) return ddp_mpi_collective(m, in, send, recv, err, errcap);
+  mgroup g = {NULL, -1, n};
+  for (int i = 0; i < n; i++)
+    if (members[i] == m->rank) g.rank = i;
+  if (g.rank < 0) return ddp_fail(err, errcap, "rank %d is not a member of comm %d", m->rank, comm);
+  if (group_comm(m, comm, n, members, &g.comm, err, errcap)) return -1;
+  return collective(m, &g, in, send, recv, err, errcap);
 }
 
 /* Point-to-point (see comm_mpi.h). Tags of the three kinds of message. */
@@ -374,7 +439,12 @@ _Noreturn void ddp_mpi_abort(ddp_mpi *m, int code) {
 void ddp_mpi_close(ddp_mpi *m) {
   if (!m) return;
   int done = 0;
-  if (m->f.Initialized && m->f.Initialized(&done) == MPI_OK && done) m->f.Finalize();
+  if (m->f.Initialized && m->f.Initialized(&done) == MPI_OK && done) {
+    for (int k = 0; k < m->ncomms; k++)
+      if (m->comms[k]) m->f.Comm_free(&m->comms[k]);
+    m->f.Finalize();
+  }
+  free(m->comms);
   /* The library stays loaded: Open MPI leaves threads and atexit handlers behind after MPI_Finalize. */
   free(m->counts);
   free(m->displs);

@@ -34,6 +34,9 @@ int ddp_mpi_world(const ddp_mpi *m);
 /* One collective instruction for this process's rank (I_ALL_REDUCE, I_REDUCE_SCATTER, I_ALL_GATHER,
  * I_BROADCAST; others are refused), with the semantics of ddp_ref_collective. */
 int ddp_mpi_collective(ddp_mpi *m, const ddp_instr *in, void *send, void *recv, char *err, size_t errcap);
+/* The same among the n members of communicator `comm` (world ranks in group order; 0: the world). */
+int ddp_mpi_collective_on(ddp_mpi *m, const ddp_instr *in, int comm, int n, const int32_t *members, void *send,
+                          void *recv, char *err, size_t errcap);
 /* One group of SEND/RECV (comm_ref.h ddp_ref_p2p_group; already checked there) for this process's rank. */
 struct ddp_ref_p2p;
 int ddp_mpi_p2p_group(ddp_mpi *m, const struct ddp_ref_p2p *ops, int n, char *err, size_t errcap);

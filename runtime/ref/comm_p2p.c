@@ -16,7 +16,8 @@
  *      instructions (the receiver and the sender both report it; other ranks "collective aborted"); any
  *      failure (ddp_ref_comm_abort, a deadlock) wakes every waiter; a waiter that leaves takes its
  *      unclaimed messages off the queues and waits for claimed ones to be copied (no dangling pointer).
- * Deadlock detector: a rank about to sleep (in a barrier or a group) checks, under the lock, whether any
+ * Deadlock detector (its line says "collective deadlock" when no rank waits in a group: communicator
+ * groups met in crossed orders): a rank about to sleep (in a barrier or a group) checks, under the lock, whether any
  * rank can still move: one not waiting (running, or copying a message), one in a barrier that has ended,
  * or one in a group with a RECV whose queue is not empty or with everything done. If none can and one
  * waits, no wake-up can ever come: every rank fails with one line saying what each waits for. This turns
@@ -73,7 +74,7 @@ int ddp_ref_comm_failure(ddp_ref_comm *c, char *err, size_t errcap) {
 static int can_move(const ddp_ref_comm *c, int q) {
   switch (c->state[q]) {
   case RS_RUNNING: return 1;
-  case RS_BARRIER: return c->wait_gen[q] != c->generation;
+  case RS_BARRIER: return c->wait_gen[q] != c->wait_group[q]->generation;
   case RS_LEFT: return 0;
   default: break;
   }
@@ -101,7 +102,7 @@ static void waits_for(const ddp_ref_comm *c, int q, char *b, size_t cap) {
     return;
   }
   if (c->state[q] == RS_BARRIER) {
-    snprintf(b + len, cap - len, "%srank %d waits in a collective", len ? "; " : "", q);
+    snprintf(b + len, cap - len, "%srank %d waits in a collective on comm %d", len ? "; " : "", q, c->wait_comm[q]);
     return;
   }
   const p2p_group *g = c->group[q];
@@ -114,18 +115,25 @@ static void waits_for(const ddp_ref_comm *c, int q, char *b, size_t cap) {
 
 int ddp_ref_deadlock_check(ddp_ref_comm *c, int rank) {
   (void)rank;
-  int waiting = 0;
+  int waiting = 0, in_p2p = 0;
   for (int q = 0; q < c->world; q++) {
     if (can_move(c, q)) return 0;
     waiting += c->state[q] != RS_LEFT;
+    in_p2p += c->state[q] == RS_P2P;
   }
   if (!waiting) return 0;
-  char b[sizeof c->why - 160] = "";
+  char b[sizeof c->why - 200] = "";
   for (int q = 0; q < c->world; q++) waits_for(c, q, b, sizeof b);
-  snprintf(c->why, sizeof c->why,
-           "point-to-point deadlock, no rank can move: %s (consecutive SEND/RECV on one stream form one group; "
-           "put both directions of an exchange in one group)",
-           b);
+  if (in_p2p)
+    snprintf(c->why, sizeof c->why,
+             "point-to-point deadlock, no rank can move: %s (consecutive SEND/RECV on one stream form one group; "
+             "put both directions of an exchange in one group)",
+             b);
+  else /* only collectives: of communicator groups met in crossed orders, or a member that never comes */
+    snprintf(c->why, sizeof c->why,
+             "collective deadlock, no rank can move: %s (the members of each communicator must reach its "
+             "collectives in an order the other communicators' members can meet)",
+             b);
   c->why_all = 1;
   c->failed_rank = rank;
   pthread_cond_broadcast(&c->cond);

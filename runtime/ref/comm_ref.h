@@ -27,9 +27,15 @@ void ddp_ref_comm_free(ddp_ref_comm *c);
 /* Marks `rank` as failed: every rank waiting in (or later entering) a collective gets an error (threads;
  * processes: only this process's later collectives). */
 void ddp_ref_comm_abort(ddp_ref_comm *c, int rank);
-/* Executes one collective instruction for `rank` (send/recv already resolved to host pointers). */
+/* Executes one collective instruction for `rank` (send/recv already resolved to host pointers) among
+ * every rank (comm 0). */
 int ddp_ref_collective(ddp_ref_comm *c, int rank, const ddp_instr *in, void *send, void *recv, char *err,
                        size_t errcap);
+/* The same among the n members of communicator `comm` (world ranks in group order; comm 0: the world, n
+ * and members ignored): the members rendezvous on the comm's own barrier, reductions run in group-rank
+ * order, the root and the gather/scatter chunks are group ranks. `rank` (a world rank) must be a member. */
+int ddp_ref_collective_on(ddp_ref_comm *c, int rank, const ddp_instr *in, int comm, int n, const int32_t *members,
+                          void *send, void *recv, char *err, size_t errcap);
 
 /* Point-to-point. One SEND or RECV of a group, resolved: `in` gives COLL_I_COUNT elements of
  * dt[COLL_P_BUF] and the peer COLL_I_PEER; buf is this rank's host pointer; prog/index/name say where it

@@ -27,20 +27,32 @@ typedef struct p2p_group {
   unsigned char *rdone; /* per op; RECVs received */
 } p2p_group;
 
+/* A communicator's rendezvous (threads): its members (world ranks, in group order) meet at its barrier;
+ * send/recv hold the members' posted buffers by group rank. Comm 0 (the world) is groups[0]; comm c >= 1
+ * is created on its first collective. */
+typedef struct ref_group {
+  int n;
+  int32_t *members;
+  int arrived;
+  uint64_t generation;
+  void **send, **recv;
+} ref_group;
+
 struct ddp_ref_comm {
   int world;
   ddp_mpi *mpi; /* processes: the MPI backend (borrowed); NULL: threads */
   pthread_mutex_t lock;
   pthread_cond_t cond;
-  int arrived;
-  uint64_t generation;
+  ref_group **groups; /* [comm id], ngroups entries, NULL until used */
+  int ngroups;
   int failed_rank; /* -1: none */
-  void **send, **recv;
   double **scratch;
   size_t *scratch_cap;
   /* point-to-point and the deadlock detector (threads) */
   int *state;           /* per rank: RS_* */
   uint64_t *wait_gen;   /* per rank in RS_BARRIER: the generation it waits to end */
+  ref_group **wait_group; /* per rank in RS_BARRIER: the communicator whose barrier it is */
+  int *wait_comm;         /* per rank in RS_BARRIER: that communicator's id (messages) */
   p2p_group **group;    /* per rank in RS_P2P */
   p2p_msg **qhead, **qtail; /* [src * world + dst]: posted, unclaimed sends in program order */
   int why_all;          /* every rank reports `why` (a deadlock), not "rank N failed" */

@@ -113,7 +113,12 @@ static int run(ddp_exec *x, const ddp_program *prog, int64_t step, char *err, si
           memmove(a->p[COLL_P_RECV], a->p[COLL_P_SEND],
                   (size_t)in->i[COLL_I_COUNT] * ddp_dtype_size(in->dt[COLL_P_SEND]));
       } else {
-        rc = ddp_ref_collective(m->comm, x->rank, in, a->p[COLL_P_SEND], a->p[COLL_P_RECV], err, errcap);
+      {
+        int64_t comm = in->i[COLL_I_COMM]; /* in range: the reader */
+        const ddp_comm *g = comm > 0 ? &x->plan->comms[comm - 1] : NULL;
+        rc = ddp_ref_collective_on(m->comm, x->rank, in, (int)comm, g ? (int)g->n : x->world, g ? g->ranks : NULL,
+                                   a->p[COLL_P_SEND], a->p[COLL_P_RECV], err, errcap);
+      }
       }
       break;
     case I_SEND:

@@ -67,19 +67,9 @@ summary() { # SCHEDULE EXPECTED_PARALLEL_LINE [--set ...]
 summary tiny_pipeline "pipeline stages=2 replicas=1 microbatches=4 schedule=1f1b"
 summary tiny_pipeline "pipeline stages=2 replicas=1 microbatches=8 schedule=gpipe" \
   --set parallel.microbatches=8 --set parallel.schedule=gpipe
-# the compiler's refusals of what the language accepts but the compiler does not do yet
-compiler_refuses() { # SCHEDULE EXPECTED_LINE [--set ...]
-  local s=$1 want=$2; shift 2
-  if "$DDPC" "$DDP_SOURCE_DIR/schedules/$s.lua" -o "$tmp/$s.refused.bin" -q "$@" 2>"$tmp/$s.err"; then
-    fail "$s $*: compiled"
-  elif [ "$(wc -l <"$tmp/$s.err")" = 1 ] && grep -qF "$want" "$tmp/$s.err" && [ ! -e "$tmp/$s.refused.bin" ]; then
-    echo "ok: $s $*: $(cat "$tmp/$s.err")"
-  else
-    fail "$s $*: $(cat "$tmp/$s.err")"
-  fi
-}
-compiler_refuses tiny_pipeline "parallel.replicas = 2: pipelines with data-parallel replicas are not supported yet" \
-  --set parallel.replicas=2 --set parallel.microbatches=2
+# pipelines with data-parallel replicas compile (test_pipeline_replicas.sh runs them)
+summary tiny_pipeline "pipeline stages=2 replicas=2 microbatches=2 schedule=1f1b" --set parallel.replicas=2 \
+  --set parallel.microbatches=2
 summary tiny_pipeline "pipeline stages=2 replicas=1 microbatches=4 schedule=zero_bubble" --set parallel.schedule=zero_bubble
 summary toy_pipeline "pipeline stages=3 replicas=1 microbatches=4 schedule=1f1b split=4,4,1"
 summary toy_pipeline "pipeline stages=2 replicas=1 microbatches=4 schedule=interleaved virtual=2 split=4,2,2,1" \

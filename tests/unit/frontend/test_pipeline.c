@@ -192,7 +192,12 @@ static void test_sets(void) {
                   "chunk) or a function(info) returning one, got 4");
   const char *bad11[] = {"parallel.bucket_mb=10"};
   expect_err_sets("schedules/tiny_pipeline.lua", bad11, 1,
-                  "--set parallel.bucket_mb=10: parallel.bucket_mb is not a field of pipeline{}");
+                  "--set parallel.bucket_mb=10: parallel.bucket_mb only applies with replicas > 1 (the replicas of a "
+                  "stage all-reduce its gradients)");
+  const char *bad11b[] = {"parallel.replicas=2", "parallel.microbatches=2", "parallel.bucket_mb=0"};
+  expect_err_sets("schedules/tiny_pipeline.lua", bad11b, 3,
+                  "--set parallel.bucket_mb=0: parallel.bucket_mb must be a positive number of MB (at most 1048576), "
+                  "got 0");
   const char *bad12[] = {"parallel.replicas=2", "parallel.microbatches=2", "parallel.broadcast=false"};
   expect_err_sets("schedules/tiny_pipeline.lua", bad12, 3,
                   "--set parallel.broadcast=false: parallel.broadcast may be false only with identical_init = true "

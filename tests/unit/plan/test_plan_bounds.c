@@ -184,7 +184,7 @@ static void fixture_cases(void) {
   instr_case(p, "all_gather count", 0, 0, I_ALL_GATHER, 0, m_all_gather, "p[1] touches 200 bytes", NULL);
   instr_case(p, "send count", 0, 0, I_SEND, 0, m_send, "p[0] touches 68 bytes", "'w2.grad'");
   instr_case(p, "count differs between ranks", 1, 0, I_ALL_REDUCE, 0, m_count_rank,
-             "i[0] (count) = 24, rank 0's collective #0 (instruction 10) has 48", NULL);
+             "i[0] (count) = 24, rank 0's collective #0 on comm 0 (instruction 10) has 48", NULL);
   instr_case(p, "redop differs between ranks", 1, 0, I_ALL_REDUCE, 0, m_redop_rank, "i[1] (redop) = 1", NULL);
   instr_case(p, "root differs between ranks", 1, 1, I_BROADCAST, 0, m_root_rank, "i[2] (root) = 1", NULL);
   instr_case(p, "recv count differs from its send", 1, 0, I_RECV, 0, m_recv_count,

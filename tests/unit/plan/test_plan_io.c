@@ -297,7 +297,7 @@ static const mutation mutations[] = {
     {"view base", m_view_base, "tensor 4 'w2.grad'", "view of tensor 77"},
     {"tensor dtype", m_tensor_dtype, "tensor 0 'w1'", "dtype 200"},
     {"bucket member", m_bucket, "bucket 0 names tensor -3", NULL},
-    {"peer", m_peer, "peer/root rank 2", NULL},
+    {"peer", m_peer, "peer rank 2, world size 2", NULL},
     {"meta mode", m_mode, "invalid: meta mode is 3 (have 3)", NULL},
 };
 
