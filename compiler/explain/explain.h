@@ -5,10 +5,9 @@
 #ifndef DDP_EXPLAIN_H
 #define DDP_EXPLAIN_H
 #include "plan.h"
+#include "work.h" /* COST_* collective kinds */
 #include <stdio.h>
 
-/* The collective kinds a profile prices: all_reduce, reduce_scatter, all_gather, broadcast, send_recv. */
-enum { COST_ALL_REDUCE = 0, COST_REDUCE_SCATTER, COST_ALL_GATHER, COST_BROADCAST, COST_SEND_RECV, COST_COLL_COUNT };
 const char *ddp_cost_coll_name(int k);
 
 typedef struct ddp_coll_cost {

@@ -4,8 +4,13 @@
  * stream's clock up to the last record's stamp (a wait before any record is free, as in CUDA); a
  * collective starts when every rank has reached it on its stream (the max of the ranks' ready times) and
  * a point-to-point group (consecutive SEND/RECV on one stream) is posted when reached, each pair running when
- * both sides are posted (post_group). All collectives span the whole world (communicator 0). Each
- * instruction remembers the dependency that set its start, so the critical path can be walked back. */
+ * both sides are posted (post_group). All collectives span the whole world (communicator 0). The compute
+ * work of a rank (every costed instruction but the collectives) shares one device: each runs at its full
+ * rate in the first gap of the device's busy time at or after its stream's clock (device_place), so two
+ * streams' kernels never overlap each other (the profile's rates are each of the whole device), while a
+ * collective overlaps compute freely. Each instruction remembers the dependency that set its start (a
+ * kernel delayed by the other stream's kernels keeps its stream or event dependency), so the critical path
+ * can be walked back. */
 #include "err.h"
 #include "explain.h"
 #include <stdlib.h>
@@ -17,8 +22,14 @@ typedef struct ev_state {
   int recorded;
 } ev_state;
 
+typedef struct busy_iv {
+  double s, e;
+} busy_iv;
+
 typedef struct rank_state {
   uint32_t pc;
+  busy_iv *dev;    /* the device's busy intervals, sorted, disjoint, adjacent ones merged */
+  size_t ndev, capdev;
   double *clock;   /* [nstreams] */
   int64_t *last;   /* [nstreams]: the last instruction on each stream, -1 */
   ev_state *ev;    /* [nev] */
@@ -38,6 +49,42 @@ void ddp_sim_free(ddp_sim *s) {
   }
   free(s->ranks);
   free(s);
+}
+
+/* The start of compute work of c seconds ready at t: the first gap of the device's busy time at or after t
+ * that holds it; the interval is then marked busy. */
+static double device_place(rank_state *st, double t, double c) {
+  size_t lo = 0, hi = st->ndev;
+  while (lo < hi) { /* the first interval ending after t */
+    size_t mid = (lo + hi) / 2;
+    if (st->dev[mid].e <= t) lo = mid + 1;
+    else hi = mid;
+  }
+  size_t i = lo;
+  while (i < st->ndev && st->dev[i].s < t + c) {
+    if (st->dev[i].e > t) t = st->dev[i].e;
+    i++;
+  }
+  /* [t, t + c) fits between dev[i - 1] and dev[i] */
+  int join_prev = i > 0 && st->dev[i - 1].e >= t, join_next = i < st->ndev && st->dev[i].s <= t + c;
+  if (join_prev && join_next) {
+    st->dev[i - 1].e = st->dev[i].e;
+    memmove(&st->dev[i], &st->dev[i + 1], (st->ndev - i - 1) * sizeof *st->dev);
+    st->ndev--;
+  } else if (join_prev) {
+    st->dev[i - 1].e = t + c;
+  } else if (join_next) {
+    st->dev[i].s = t;
+  } else {
+    if (st->ndev == st->capdev) {
+      st->capdev = st->capdev ? 2 * st->capdev : 16;
+      st->dev = ddp_xrealloc(st->dev, st->capdev * sizeof *st->dev);
+    }
+    memmove(&st->dev[i + 1], &st->dev[i], (st->ndev - i) * sizeof *st->dev);
+    st->dev[i] = (busy_iv){t, t + c};
+    st->ndev++;
+  }
+  return t;
 }
 
 /* Runs rank r's instructions up to its next collective. */
@@ -63,7 +110,7 @@ static void advance(const ddp_plan *p, const ddp_profile *pr, ddp_sim *s, rank_s
       si->dep_index = st->ev[e].src;
     }
     double c = ddp_instr_cost(p, in, pr, &comm);
-    si->start = st->clock[sid];
+    si->start = c > 0 ? device_place(st, st->clock[sid], c) : st->clock[sid];
     si->end = si->start + c;
     st->clock[sid] = si->end;
     st->last[sid] = k;
@@ -278,6 +325,7 @@ ddp_sim *ddp_simulate(const ddp_plan *p, const ddp_profile *pr, int zero_comm, c
     free(st[r].clock);
     free(st[r].last);
     free(st[r].ev);
+    free(st[r].dev);
   }
   free(st);
   free(who);

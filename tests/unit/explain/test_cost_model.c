@@ -1,0 +1,149 @@
+/* tests/unit/explain/test_cost_model.c: the cost model fixes of issue 16 on hand-made plans, with a profile
+ * whose numbers make the arithmetic exact (no launch overhead, 1 TFLOP/s, 1 GB/s, collectives 0.1 ms +
+ * bytes / 1 GB/s): (1) an AdamW update's read-modify-write operands (parameter, both moments) count their
+ * bytes twice, the gradient and the copy once; an accumulating kernel's output twice, a plain one's once;
+ * (2) kernels of two streams share the device: a side-stream kernel ready while the compute stream runs
+ * waits for it (the single-GPU optimizer overlap is no longer free); (3) a kernel backfills a gap the
+ * device has before a later kernel (a stream waiting on a collective). */
+#include "check.h"
+#include "explain.h"
+#include "work.h"
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+
+#define MS 1e-3
+static int near(double want, double got) { return fabs(want - got) <= 1e-12 + 1e-12 * fabs(want); }
+#define CHECK_T(what, want, got) CHECK(near(want, got), "%s: want %.15g, got %.15g", what, (double)(want), (double)(got))
+
+static ddp_profile test_profile(void) {
+  ddp_profile pr;
+  memset(&pr, 0, sizeof pr);
+  snprintf(pr.name, sizeof pr.name, "test");
+  pr.hbm_gbps = 1;
+  pr.gemm_tflops_16 = pr.gemm_tflops_32 = pr.attention_tflops = 1;
+  pr.gemm_small_dim = 1;
+  pr.gemm_small_scale = 1;
+  for (int k = 0; k < COST_COLL_COUNT; k++) pr.coll[k] = (ddp_coll_cost){100, 1};
+  return pr;
+}
+
+static ddp_plan *new_plan(int world, uint32_t nstreams) {
+  ddp_plan *p = ddp_plan_new();
+  p->meta.world = world;
+  p->nstreams = nstreams;
+  p->ranks = calloc((size_t)world, sizeof *p->ranks);
+  for (int r = 0; r < world; r++) p->ranks[r].nevents = 4;
+  return p;
+}
+
+static void gemm(ddp_plan *p, int stream, int64_t m, int64_t n, int64_t k) {
+  ddp_instr in = ddp_instr_blank(I_GEMM, stream);
+  in.dt[0] = in.dt[1] = in.dt[2] = in.dt[3] = DT_F32;
+  in.i[GEMM_I_M] = m, in.i[GEMM_I_N] = n, in.i[GEMM_I_K] = k, in.i[GEMM_I_BATCH] = 1;
+  ddp_program_push(&p->ranks[0].step, &in);
+}
+static void event(ddp_plan *p, int opcode, int stream, int e) {
+  ddp_instr in = ddp_instr_blank(opcode, stream);
+  in.i[EVENT_I_EVENT] = e;
+  ddp_program_push(&p->ranks[0].step, &in);
+}
+
+/* An ADAMW of n f32 parameters with a bf16 gradient and a bf16 copy; every operand points at tensor 0
+ * (the cost model needs only the operands' presence and footprints). */
+static ddp_instr adamw(int64_t n) {
+  ddp_instr in = ddp_instr_blank(I_KERNEL, STREAM_COMPUTE);
+  in.op = OP_ADAMW;
+  in.dt[ADAMW_P_PARAM] = in.dt[ADAMW_P_M] = in.dt[ADAMW_P_V] = in.dt[ADAMW_P_SCALARS] = DT_F32;
+  in.dt[ADAMW_P_GRAD] = in.dt[ADAMW_P_COPY] = DT_BF16;
+  for (int k = ADAMW_P_PARAM; k <= ADAMW_P_SCALARS; k++) in.p[k].tensor = 0;
+  in.i[ADAMW_I_N] = n;
+  return in;
+}
+
+static void test_rmw_bytes(const ddp_profile *pr) {
+  ddp_plan *p = new_plan(1, 2);
+  const int64_t n = 1000;
+  ddp_instr in = adamw(n);
+  /* param 4n read + 4n written, grad 2n, m and v 8n each, copy 2n, scalars 8 floats = 28n + 32 (the old
+   * count, each operand once: 18n + 32) */
+  CHECK_T("adamw bytes", 28.0 * n + 32, ddp_instr_bytes_moved(p, &in));
+  int comm = 0;
+  CHECK_T("adamw time at 1 GB/s", (28.0 * n + 32) * 1e-9, ddp_instr_cost(p, &in, pr, &comm));
+  in.p[ADAMW_P_COPY].tensor = -1; /* no copy */
+  CHECK_T("adamw bytes without a copy", 26.0 * n + 32, ddp_instr_bytes_moved(p, &in));
+
+  ddp_instr r = ddp_instr_blank(I_KERNEL, STREAM_COMPUTE); /* REDUCE_ROWS in[P,D] -> out[D], (+)= when ACC */
+  r.op = OP_REDUCE_ROWS;
+  r.dt[REDUCE_ROWS_P_IN] = r.dt[REDUCE_ROWS_P_OUT] = DT_F32;
+  r.p[REDUCE_ROWS_P_IN].tensor = r.p[REDUCE_ROWS_P_OUT].tensor = 0;
+  r.i[REDUCE_ROWS_I_P] = 10, r.i[REDUCE_ROWS_I_D] = 100;
+  CHECK_T("reduce_rows bytes (overwrite)", 4.0 * 1000 + 4 * 100, ddp_instr_bytes_moved(p, &r));
+  r.i[REDUCE_ROWS_I_ACC] = 1;
+  CHECK_T("reduce_rows bytes (accumulate)", 4.0 * 1000 + 8 * 100, ddp_instr_bytes_moved(p, &r));
+  ddp_work w;
+  ddp_instr_work(p, &r, &w);
+  CHECK_INT("reduce_rows is memory-bound work", WORK_MEMORY, w.kind);
+  ddp_plan_free(p);
+}
+
+/* compute: A (2 ms), record e0, C (1 ms); side stream: wait e0, B (0.5 ms). B is ready at 2 ms but the
+ * device runs C until 3 ms: B runs 3 .. 3.5 ms (the old model ran it beside C, ending the step at 3 ms). */
+static void test_streams_share_device(const ddp_profile *pr) {
+  ddp_plan *p = new_plan(1, 2);
+  gemm(p, STREAM_COMPUTE, 1000, 1000, 1000);
+  event(p, I_EVENT_RECORD, STREAM_COMPUTE, 0);
+  gemm(p, STREAM_COMPUTE, 500, 1000, 1000);
+  event(p, I_EVENT_WAIT, 1, 0);
+  gemm(p, 1, 250, 1000, 1000);
+  char err[256] = "";
+  ddp_sim *s = ddp_explain_sim(p, pr, err, sizeof err);
+  if (CHECK(s != NULL, "%s", err)) {
+    const ddp_sim_rank *sr = &s->ranks[0];
+    CHECK_T("A", 2 * MS, sr->in[0].end);
+    CHECK_T("C start", 2 * MS, sr->in[2].start);
+    CHECK_T("C end", 3 * MS, sr->in[2].end);
+    CHECK_T("B start (after C)", 3 * MS, sr->in[4].start);
+    CHECK_T("B end", 3.5 * MS, sr->in[4].end);
+    CHECK_T("step", 3.5 * MS, sr->step_s);
+    CHECK_T("stream 1 busy", 0.5 * MS, sr->busy_s[1]);
+  }
+  ddp_sim_free(s);
+  ddp_plan_free(p);
+}
+
+/* One rank: stream 1 all-reduces (world 1: 0.1 ms of latency) and records e1; the compute stream waits for
+ * it and runs A (1 ms): 0.1 .. 1.1 ms. A kernel K on stream 2 (0.05 ms), later in the program but ready at
+ * 0, fills the device's idle 0 .. 0.1 ms: it runs 0 .. 0.05 ms and the step stays 1.1 ms. */
+static void test_backfill(const ddp_profile *pr) {
+  ddp_plan *p = new_plan(1, 3);
+  ddp_instr ar = ddp_instr_blank(I_ALL_REDUCE, 1);
+  ar.dt[0] = DT_F32;
+  ar.i[COLL_I_COUNT] = 1000;
+  ddp_program_push(&p->ranks[0].step, &ar);
+  event(p, I_EVENT_RECORD, 1, 1);
+  event(p, I_EVENT_WAIT, STREAM_COMPUTE, 1);
+  gemm(p, STREAM_COMPUTE, 500, 1000, 1000);
+  gemm(p, 2, 250, 250, 400);
+  char err[256] = "";
+  ddp_sim *s = ddp_explain_sim(p, pr, err, sizeof err);
+  if (CHECK(s != NULL, "%s", err)) {
+    const ddp_sim_rank *sr = &s->ranks[0];
+    CHECK_T("all-reduce", 0.1 * MS, sr->in[0].end);
+    CHECK_T("A start", 0.1 * MS, sr->in[3].start);
+    CHECK_T("A end", 1.1 * MS, sr->in[3].end);
+    CHECK_T("K start (backfilled)", 0, sr->in[4].start);
+    CHECK_T("K end", 0.05 * MS, sr->in[4].end);
+    CHECK_T("step", 1.1 * MS, sr->step_s);
+  }
+  ddp_sim_free(s);
+  ddp_plan_free(p);
+}
+
+int main(void) {
+  ddp_profile pr = test_profile();
+  test_rmw_bytes(&pr);
+  test_streams_share_device(&pr);
+  test_backfill(&pr);
+  return check_report("test_cost_model");
+}
