@@ -4,6 +4,7 @@
  * train (mode "forward" or "forward_backward"): its parameters never change and it has no optimizer
  * state, so a checkpoint would only restate the initialisation. */
 #include "args.h"
+#include "cache_dir.h"
 #include "calibrate.h"
 #include "cli.h"
 #include "err.h"
@@ -108,6 +109,13 @@ int ddprun_main(ddprun_args *a) {
   }
   if (a->run.calibrate && ddp_calib_check_plan(p, err, sizeof err)) {
     fprintf(stderr, "ddprun: %s: --calibrate: %s\n", a->plan_path, err);
+    ddp_plan_free(p);
+    return 1;
+  }
+  char cache[4096];
+  if (a->run.calibrate && !a->run.calibrate_out && !ddp_cache_dir("profiles", cache, sizeof cache)) {
+    fprintf(stderr, "ddprun: --calibrate: no cache directory for the profile (DDPC_CACHE_DIR, XDG_CACHE_HOME or "
+            "HOME must name a directory that can be created), or give --calibrate-out FILE\n");
     ddp_plan_free(p);
     return 1;
   }
