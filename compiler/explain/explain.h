@@ -24,6 +24,8 @@ typedef struct ddp_profile {
   double gemm_small_dim;    /* a GEMM whose smallest of M, N, K is below this is "small" ... */
   double gemm_small_scale;  /* ... and runs at this fraction of its throughput, (0, 1] */
   double attention_tflops;  /* the attention kernels (ATTN_FWD, ATTN_BWD_DKV, ATTN_BWD_DQ) */
+  double collective_share;  /* [0, 1): the fraction of a rank's compute throughput its running collectives
+                               take (NCCL's kernels use SMs and HBM): compute beside one runs at 1 - this */
   ddp_coll_cost coll[COST_COLL_COUNT];
 } ddp_profile;
 

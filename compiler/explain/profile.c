@@ -27,6 +27,7 @@ void ddp_profile_default(ddp_profile *pr) {
   pr->gemm_small_dim = 1024;
   pr->gemm_small_scale = 0.5;   /* PyTorch's own small shapes: 244-568 of 738 TFLOP/s */
   pr->attention_tflops = 210;   /* our mma.sync attention forward, T = 512 */
+  pr->collective_share = 0.22;  /* 2 x H200: the backward's GEMMs at 508 TFLOP/s beside NCCL, 655 alone */
   for (int k = 0; k < COST_COLL_COUNT; k++) pr->coll[k] = (ddp_coll_cost){20, 300};
   pr->coll[COST_SEND_RECV] = (ddp_coll_cost){10, 300};
 }
@@ -66,7 +67,7 @@ static int known(json_t *obj, const char *path, const char *const *allowed, cons
 static int parse_root(json_t *root, const char *label, ddp_profile *pr, char *err, size_t errcap) {
   static const char *const top[] = {"name", "launch_us", "hbm_gbps", "gemm_tflops_16", "gemm_tflops_32",
                                     "gemm_small_dim", "gemm_small_scale", "attention_tflops", "collectives",
-                                    "defaults", "device", "date", "version", "plan", "fit", "samples", NULL};
+                                    "collective_share", "defaults", "device", "date", "version", "plan", "fit", "samples", NULL};
   static const char *const coll_keys[] = {"alpha_us", "busbw_gbps", NULL};
   const double big = 1e301; /* no upper bound */
   if (!json_is_object(root)) return ddp_fail(err, errcap, "%s: expected one JSON object", label);
@@ -103,6 +104,14 @@ static int parse_root(json_t *root, const char *label, ddp_profile *pr, char *er
       num(optional_figures, root, "", "gemm_small_scale", 0, 1, 1, &pr->gemm_small_scale, label, err, errcap) ||
       num(optional_figures, root, "", "attention_tflops", 0, 1, big, &pr->attention_tflops, label, err, errcap))
     return -1;
+  /* optional in every profile (older files lack it): the built-in default's when left out */
+  if (!json_object_get(root, "collective_share")) {
+    ddp_profile def;
+    ddp_profile_default(&def);
+    pr->collective_share = def.collective_share;
+  } else if (num(0, root, "", "collective_share", 0, 0, 0.99, &pr->collective_share, label, err, errcap)) {
+    return -1;
+  }
   json_t *coll = json_object_get(root, "collectives");
   if (!coll && optional_figures) return 0;
   if (!coll || !json_is_object(coll))

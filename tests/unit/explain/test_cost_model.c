@@ -4,7 +4,10 @@
  * bytes twice, the gradient and the copy once; an accumulating kernel's output twice, a plain one's once;
  * (2) kernels of two streams share the device: a side-stream kernel ready while the compute stream runs
  * waits for it (the single-GPU optimizer overlap is no longer free); (3) a kernel backfills a gap the
- * device has before a later kernel (a stream waiting on a collective). */
+ * device has before a later kernel (a stream waiting on a collective); (4) compute beside a running
+ * collective runs at 1 - collective_share of its rate, also in the run with free collectives (so the loss
+ * is compute, not exposed communication); (5) collective_share in a profile file: optional (the built-in
+ * default's when left out), range-checked. */
 #include "check.h"
 #include "explain.h"
 #include "work.h"
@@ -140,10 +143,69 @@ static void test_backfill(const ddp_profile *pr) {
   ddp_plan_free(p);
 }
 
+/* Two ranks, share 0.5: stream 1 all-reduces 1 MB (0.1 ms + 1 ms: 0 .. 1.1 ms), the compute stream runs a
+ * GEMM of 2 ms from 0: 0.55 ms of its work fits in 0 .. 1.1 ms at half rate, the other 1.45 ms after: it
+ * ends at 2.55 ms, in both runs, so nothing is exposed. */
+static void test_interference(const ddp_profile *base) {
+  ddp_profile pr = *base;
+  pr.collective_share = 0.5;
+  ddp_plan *p = new_plan(2, 2);
+  for (int r = 0; r < 2; r++) {
+    ddp_instr ar = ddp_instr_blank(I_ALL_REDUCE, 1);
+    ar.dt[0] = DT_F32;
+    ar.i[COLL_I_COUNT] = 250000;
+    ddp_program_push(&p->ranks[r].step, &ar);
+    ddp_instr g = ddp_instr_blank(I_GEMM, STREAM_COMPUTE);
+    g.dt[0] = g.dt[1] = g.dt[2] = g.dt[3] = DT_F32;
+    g.i[GEMM_I_M] = 1000, g.i[GEMM_I_N] = 1000, g.i[GEMM_I_K] = 1000, g.i[GEMM_I_BATCH] = 1;
+    ddp_program_push(&p->ranks[r].step, &g);
+  }
+  char err[256] = "";
+  ddp_sim *s = ddp_explain_sim(p, &pr, err, sizeof err);
+  if (CHECK(s != NULL, "%s", err)) {
+    const ddp_sim_rank *sr = &s->ranks[1];
+    CHECK_T("all-reduce end", 1.1 * MS, sr->in[0].end);
+    CHECK_T("GEMM start", 0, sr->in[1].start);
+    CHECK_T("GEMM end (slowed)", 2.55 * MS, sr->in[1].end);
+    CHECK_T("step", 2.55 * MS, sr->step_s);
+    CHECK_T("exposed", 0, sr->exposed_s);
+    CHECK_T("compute busy (its cost)", 2 * MS, sr->busy_s[STREAM_COMPUTE]);
+  }
+  ddp_sim_free(s);
+  pr.collective_share = 0;
+  s = ddp_explain_sim(p, &pr, err, sizeof err);
+  if (CHECK(s != NULL, "%s", err)) CHECK_T("share 0: the GEMM alone", 2 * MS, s->ranks[0].in[1].end);
+  ddp_sim_free(s);
+  ddp_plan_free(p);
+}
+
+static void test_share_field(void) {
+  const char *base = "{\"name\": \"x\", \"launch_us\": 1, \"hbm_gbps\": 1, \"gemm_tflops_16\": 1, "
+                     "\"gemm_tflops_32\": 1, \"gemm_small_dim\": 1, \"gemm_small_scale\": 1, \"attention_tflops\": 1, %s"
+                     "\"collectives\": {\"all_reduce\": {\"alpha_us\": 1, \"busbw_gbps\": 1}, "
+                     "\"reduce_scatter\": {\"alpha_us\": 1, \"busbw_gbps\": 1}, \"all_gather\": {\"alpha_us\": 1, "
+                     "\"busbw_gbps\": 1}, \"broadcast\": {\"alpha_us\": 1, \"busbw_gbps\": 1}, \"send_recv\": "
+                     "{\"alpha_us\": 1, \"busbw_gbps\": 1}}}";
+  char json[2048], err[256] = "";
+  ddp_profile pr, def;
+  ddp_profile_default(&def);
+  snprintf(json, sizeof json, base, "");
+  CHECK(ddp_profile_parse(json, strlen(json), "p.json", &pr, err, sizeof err) == 0, "%s", err);
+  CHECK_T("left out: the default's", def.collective_share, pr.collective_share);
+  snprintf(json, sizeof json, base, "\"collective_share\": 0.3, ");
+  CHECK(ddp_profile_parse(json, strlen(json), "p.json", &pr, err, sizeof err) == 0, "%s", err);
+  CHECK_T("given", 0.3, pr.collective_share);
+  snprintf(json, sizeof json, base, "\"collective_share\": 1, ");
+  CHECK(ddp_profile_parse(json, strlen(json), "p.json", &pr, err, sizeof err) != 0);
+  CHECK_STR("out of range", "p.json: collective_share: must be a number >= 0 and <= 0.99 (got 1)", err);
+}
+
 int main(void) {
   ddp_profile pr = test_profile();
   test_rmw_bytes(&pr);
   test_streams_share_device(&pr);
   test_backfill(&pr);
+  test_interference(&pr);
+  test_share_field();
   return check_report("test_cost_model");
 }
