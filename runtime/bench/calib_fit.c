@@ -11,7 +11,12 @@
  *   attention           sum of FLOPs / sum of (t - launch) over the attention kernels;
  *   collectives         per kind, t = alpha + wire bytes / busbw by least squares over the kind's
  *                       instructions (alpha 0 and the slope through 0 when the intercept is negative);
- *                       at least two distinct sizes needed. */
+ *                       at least two distinct sizes needed;
+ *   collective_share    the compute (GEMMs, attention, memory-bound kernels) that ran beside a collective
+ *                       (overlap >= DDP_CALIB_ALONGSIDE): 1 - sum of its time alone at the rates above
+ *                       (fitted from the instructions that ran alone) / sum of its measured time, both
+ *                       less the launch overhead; clamped to [0, 0.99].
+ * An instruction "ran alone" when less than DDP_CALIB_ALONE of its interval overlapped a collective. */
 #include "calibrate.h"
 #include "err.h"
 #include <math.h>
@@ -20,7 +25,7 @@
 #include <string.h>
 
 static const char *const fig_names[CAL_NFIG] = {"launch_us", "hbm_gbps", "gemm_tflops_16", "gemm_tflops_32",
-                                                "gemm_small_scale", "attention_tflops"};
+                                                "gemm_small_scale", "attention_tflops", "collective_share"};
 const char *ddp_calib_fig_name(int f) { return f >= 0 && f < CAL_NFIG ? fig_names[f] : "?"; }
 
 int ddp_fit_line(const double *x, const double *y, size_t n, double *a, double *b) {
@@ -46,18 +51,21 @@ static int cmp_double(const void *a, const void *b) {
   return x < y ? -1 : x > y;
 }
 
-void ddp_calib_medians(const ddp_calib_rows *c, double *out) {
+/* The median of column k of rows (n values each) over the rows where `valid` (the durations) is >= 0. */
+static double median_col(const double *rows, const double *valid, size_t n, size_t nrows, size_t k, double *col) {
+  size_t m = 0;
+  for (size_t r = 0; r < nrows; r++)
+    if (valid[r * n + k] >= 0) col[m++] = rows[r * n + k];
+  if (!m) return -1;
+  qsort(col, m, sizeof *col, cmp_double);
+  return m % 2 ? col[m / 2] : 0.5 * (col[m / 2 - 1] + col[m / 2]);
+}
+
+void ddp_calib_medians(const ddp_calib_rows *c, double *out, double *ovl) {
   double *col = ddp_xcalloc(c->rows + 1, sizeof *col);
   for (size_t k = 0; k < c->n; k++) {
-    size_t m = 0;
-    for (size_t r = 0; r < c->rows; r++)
-      if (c->s[r * c->n + k] >= 0) col[m++] = c->s[r * c->n + k];
-    if (!m) {
-      out[k] = -1;
-      continue;
-    }
-    qsort(col, m, sizeof *col, cmp_double);
-    out[k] = m % 2 ? col[m / 2] : 0.5 * (col[m / 2 - 1] + col[m / 2]);
+    out[k] = median_col(c->s, c->s, c->n, c->rows, k, col);
+    if (ovl) ovl[k] = c->o ? median_col(c->o, c->s, c->n, c->rows, k, col) : 0;
   }
   free(col);
 }
@@ -93,21 +101,38 @@ static void unmeasured(ddp_calib_fig *f, const char *why) {
   snprintf(f->why, sizeof f->why, "%s", why);
 }
 
-int ddp_calib_fit_run(const ddp_plan *p, int rank, const double *median_s, ddp_calib_fit *f, char *err,
-                      size_t errcap) {
+/* Is instruction k (of work kind `kind`) one the rates are fitted from: timed, and alone when any
+ * instruction of that kind was (*any_alone[kind]). */
+static int rate_sample(const double *median_s, const double *ovl, size_t k, int any_alone) {
+  if (median_s[k] < 0) return 0;
+  return !any_alone || !ovl || ovl[k] < DDP_CALIB_ALONE;
+}
+
+static int memory_sample(const ddp_instr *in, const ddp_work *w) {
+  return w->kind == WORK_MEMORY && w->bytes > 0 && in->opcode != I_LOAD_BATCH && in->opcode != I_INIT_TENSOR;
+}
+
+int ddp_calib_fit_run(const ddp_plan *p, int rank, const double *median_s, const double *ovl, ddp_calib_fit *f,
+                      char *err, size_t errcap) {
   memset(f, 0, sizeof *f);
   const ddp_program *prog = &p->ranks[rank].step;
   size_t n = prog->n;
   double *x = ddp_xcalloc(n + 1, sizeof *x), *y = ddp_xcalloc(n + 1, sizeof *y);
   size_t m = 0;
+  /* which kinds of work have instructions that ran alone */
+  int alone[WORK_COLL + 1] = {0};
+  for (size_t k = 0; k < n; k++) {
+    ddp_work w;
+    ddp_instr_work(p, &prog->v[k], &w);
+    if (median_s[k] >= 0 && (!ovl || ovl[k] < DDP_CALIB_ALONE) && (w.kind != WORK_MEMORY || memory_sample(&prog->v[k], &w)))
+      alone[w.kind] = 1;
+  }
   /* memory-bound work */
   for (size_t k = 0; k < n; k++) {
     const ddp_instr *in = &prog->v[k];
     ddp_work w;
     ddp_instr_work(p, in, &w);
-    if (w.kind != WORK_MEMORY || median_s[k] < 0 || !(w.bytes > 0) || in->opcode == I_LOAD_BATCH ||
-        in->opcode == I_INIT_TENSOR)
-      continue;
+    if (!memory_sample(in, &w) || !rate_sample(median_s, ovl, k, alone[WORK_MEMORY])) continue;
     x[m] = w.bytes, y[m] = median_s[k], m++;
   }
   double launch = 0, rate = 0;
@@ -127,7 +152,7 @@ int ddp_calib_fit_run(const ddp_plan *p, int rank, const double *median_s, ddp_c
     const ddp_instr *in = &prog->v[k];
     ddp_work w;
     ddp_instr_work(p, in, &w);
-    if (median_s[k] < 0) continue;
+    if ((w.kind != WORK_GEMM && w.kind != WORK_ATTENTION) || !rate_sample(median_s, ovl, k, alone[w.kind])) continue;
     double t = median_s[k] - launch;
     if (t <= 0) t = 1e-9; /* faster than the launch overhead: counts as (almost) free compute */
     if (w.kind == WORK_GEMM && w.flops > 0) {
@@ -156,6 +181,37 @@ int ddp_calib_fit_run(const ddp_plan *p, int rank, const double *median_s, ddp_c
   }
   if (an) f->fig[CAL_ATTENTION] = (ddp_calib_fig){af / at / 1e12, 1, an, ""};
   else unmeasured(&f->fig[CAL_ATTENTION], "no attention kernel in the plan");
+  /* the share: compute beside collectives against its time alone at the fitted rates */
+  double alone_t = 0, beside_t = 0;
+  int nb = 0;
+  for (size_t k = 0; ovl && k < n; k++) {
+    const ddp_instr *in = &prog->v[k];
+    ddp_work w;
+    ddp_instr_work(p, in, &w);
+    if (median_s[k] < 0 || ovl[k] < DDP_CALIB_ALONGSIDE) continue;
+    double rate_t = -1; /* its time alone, less the launch */
+    if (w.kind == WORK_GEMM && w.flops > 0) {
+      const ddp_calib_fig *g = &f->fig[w.gemm16 ? CAL_GEMM16 : CAL_GEMM32];
+      int small = w.gemm_min_dim < DDP_CALIB_SMALL_DIM;
+      if (g->measured && (!small || f->fig[CAL_SMALL_SCALE].measured))
+        rate_t = w.flops / (g->v * 1e12 * (small ? f->fig[CAL_SMALL_SCALE].v : 1));
+    } else if (w.kind == WORK_ATTENTION && f->fig[CAL_ATTENTION].measured) {
+      rate_t = w.flops / (f->fig[CAL_ATTENTION].v * 1e12);
+    } else if (memory_sample(in, &w)) {
+      rate_t = w.bytes / (f->fig[CAL_HBM].v * 1e9);
+    }
+    if (rate_t < 0) continue;
+    double t = median_s[k] - launch;
+    alone_t += rate_t, beside_t += t > 1e-9 ? t : 1e-9, nb++;
+  }
+  if (nb && beside_t > 0) {
+    double sh = 1 - alone_t / beside_t;
+    f->fig[CAL_SHARE] = (ddp_calib_fig){sh < 0 ? 0 : sh > 0.99 ? 0.99 : sh, 1, nb, ""};
+    if (sh < 0 || sh > 0.99)
+      snprintf(f->fig[CAL_SHARE].why, sizeof f->fig[CAL_SHARE].why, "measured %.3f, clamped to [0, 0.99]", sh);
+  } else {
+    unmeasured(&f->fig[CAL_SHARE], ovl ? "no compute ran beside a collective" : "no overlaps recorded");
+  }
   /* collectives */
   for (int kind = 0; kind < COST_COLL_COUNT; kind++) {
     m = 0;

@@ -25,11 +25,36 @@ int ddp_calib_record(ddp_calib_rows *c, ddp_exec *x, char *err, size_t errcap) {
   if (c->rows == c->cap) {
     c->cap = c->cap ? 2 * c->cap : 32;
     c->s = ddp_xrealloc(c->s, c->cap * (c->n + 1) * sizeof *c->s);
+    c->o = ddp_xrealloc(c->o, c->cap * (c->n + 1) * sizeof *c->o);
   }
   double *ts = ddp_xcalloc(c->n + 1, sizeof *ts), *te = ddp_xcalloc(c->n + 1, sizeof *te);
   int rc = x->v->instr_times(x, ts, te, err, errcap);
-  double *row = c->s + c->rows * c->n;
+  double *row = c->s + c->rows * c->n, *orow = c->o + c->rows * c->n;
   for (size_t k = 0; rc == 0 && k < c->n; k++) row[k] = ts[k] >= 0 && te[k] >= ts[k] ? (te[k] - ts[k]) * 1e-3 : -1;
+  /* each instruction's overlap with the step's collectives (a quadratic scan: a step has a few thousand
+   * instructions and at most a few hundred collectives) */
+  size_t *coll = ddp_xcalloc(c->n + 1, sizeof *coll), nc = 0;
+  for (size_t k = 0; rc == 0 && k < c->n; k++) {
+    ddp_work w;
+    ddp_instr_work(x->plan, &prog->v[k], &w);
+    if (w.kind == WORK_COLL && row[k] > 0) coll[nc++] = k;
+  }
+  for (size_t k = 0; rc == 0 && k < c->n; k++) {
+    orow[k] = 0;
+    if (row[k] <= 0) continue;
+    double a = ts[k], b = te[k], cover = 0, cur = a; /* collectives on one stream run one after another */
+    for (size_t j = 0; j < nc; j++) {
+      size_t q = coll[j];
+      if (q == k) {
+        cover = 0;
+        break;
+      }
+      double lo = ts[q] > cur ? ts[q] : cur, hi = te[q] < b ? te[q] : b;
+      if (hi > lo) cover += hi - lo, cur = hi;
+    }
+    orow[k] = cover / (b - a) > 1 ? 1 : cover / (b - a);
+  }
+  free(coll);
   if (rc == 0) c->rows++;
   free(ts);
   free(te);
@@ -38,6 +63,7 @@ int ddp_calib_record(ddp_calib_rows *c, ddp_exec *x, char *err, size_t errcap) {
 
 void ddp_calib_rows_free(ddp_calib_rows *c) {
   free(c->s);
+  free(c->o);
   memset(c, 0, sizeof *c);
 }
 
@@ -78,8 +104,8 @@ static const char *work_name(const ddp_work *w) {
 static const char *const coll_names[COST_COLL_COUNT] = {"all_reduce", "reduce_scatter", "all_gather", "broadcast",
                                                         "send_recv"};
 
-static json_t *profile_json(const ddp_plan *p, const ddp_calib_rows *c, const double *med, const ddp_calib_fit *f,
-                            const char *device_name) {
+static json_t *profile_json(const ddp_plan *p, const ddp_calib_rows *c, const double *med, const double *ovl,
+                            const ddp_calib_fit *f, const char *device_name) {
   char date[64], name[400];
   time_t now = time(NULL);
   struct tm tmv;
@@ -139,6 +165,7 @@ static json_t *profile_json(const ddp_plan *p, const ddp_calib_rows *c, const do
       json_object_set_new(s, "wire_bytes", json_real(w.wire_bytes));
     }
     json_object_set_new(s, "median_ms", json_real(med[k] * 1e3));
+    if (ovl[k] > 0) json_object_set_new(s, "overlap", json_real(ovl[k]));
     json_array_append_new(samples, s);
   }
   json_object_set_new(root, "samples", samples);
@@ -166,12 +193,12 @@ int ddp_calib_finish(const ddp_plan *p, const ddp_calib_rows *c, const char *dev
     slug(dev, s, sizeof s);
     snprintf(path, sizeof path, "%s/%s-world%lld.json", dir, s, (long long)p->meta.world);
   }
-  double *med = ddp_xcalloc(c->n + 1, sizeof *med);
-  ddp_calib_medians(c, med);
+  double *med = ddp_xcalloc(c->n + 1, sizeof *med), *ovl = ddp_xcalloc(c->n + 1, sizeof *ovl);
+  ddp_calib_medians(c, med, ovl);
   ddp_calib_fit f;
-  int rc = ddp_calib_fit_run(p, 0, med, &f, err, errcap);
+  int rc = ddp_calib_fit_run(p, 0, med, ovl, &f, err, errcap);
   if (rc == 0) {
-    json_t *root = profile_json(p, c, med, &f, dev);
+    json_t *root = profile_json(p, c, med, ovl, &f, dev);
     char *text = json_dumps(root, JSON_INDENT(1) | JSON_REAL_PRECISION(9));
     json_decref(root);
     if (!text) rc = ddp_fail(err, errcap, "--calibrate: out of memory for the profile");
@@ -195,5 +222,6 @@ int ddp_calib_finish(const ddp_plan *p, const ddp_calib_rows *c, const char *dev
     fflush(stdout);
   }
   free(med);
+  free(ovl);
   return rc;
 }

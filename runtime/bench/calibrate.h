@@ -14,9 +14,10 @@
 #define DDP_CALIB_SMALL_DIM 1024
 
 /* Per-instruction durations of rank 0's step program, one row (step.n values, seconds; < 0: not
- * recorded) per timed step. */
+ * recorded) per timed step, and in o the same shape the fraction of each instruction's interval during
+ * which one of the rank's collectives ran (0 for the collectives themselves). */
 typedef struct ddp_calib_rows {
-  double *s;
+  double *s, *o;
   size_t n, rows, cap;
 } ddp_calib_rows;
 
@@ -35,11 +36,14 @@ typedef struct ddp_calib_fig {
   char why[200];
 } ddp_calib_fig;
 
-enum { CAL_LAUNCH = 0, CAL_HBM, CAL_GEMM16, CAL_GEMM32, CAL_SMALL_SCALE, CAL_ATTENTION, CAL_NFIG };
+enum { CAL_LAUNCH = 0, CAL_HBM, CAL_GEMM16, CAL_GEMM32, CAL_SMALL_SCALE, CAL_ATTENTION, CAL_SHARE, CAL_NFIG };
+/* An instruction counts as alone below this overlap with collectives, as beside them at or above ALONGSIDE. */
+#define DDP_CALIB_ALONE 0.1
+#define DDP_CALIB_ALONGSIDE 0.9
 
 typedef struct ddp_calib_fit {
   ddp_calib_fig fig[CAL_NFIG];            /* launch_us, hbm_gbps, gemm_tflops_16, gemm_tflops_32,
-                                             gemm_small_scale, attention_tflops */
+                                             gemm_small_scale, attention_tflops, collective_share */
   ddp_calib_fig alpha[COST_COLL_COUNT];   /* collectives: alpha_us ... */
   ddp_calib_fig busbw[COST_COLL_COUNT];   /* ... and busbw_gbps */
   double attn_t, attn_dh;                 /* the attention shape measured (the first attention kernel's) */
@@ -47,14 +51,18 @@ typedef struct ddp_calib_fit {
 
 const char *ddp_calib_fig_name(int f); /* "launch_us", ... */
 
-/* Fits the figures from the per-instruction medians (seconds, < 0: not recorded) of `rank`'s step program.
+/* Fits the figures from the per-instruction medians (seconds, < 0: not recorded) of `rank`'s step program
+ * and their overlaps with collectives (NULL: none): the rates from the instructions that ran alone
+ * (overlap < DDP_CALIB_ALONE; all of a kind when none did), collective_share = 1 - (their predicted time
+ * alone) / (measured time) over the compute that ran beside a collective (overlap >= DDP_CALIB_ALONGSIDE).
  * A figure the plan has no samples for is left unmeasured with its reason; returns -1 with one line in err
  * only when the plan measures nothing of the memory-bound work (no launch overhead, no bandwidth). */
-int ddp_calib_fit_run(const ddp_plan *p, int rank, const double *median_s, ddp_calib_fit *f, char *err,
-                      size_t errcap);
+int ddp_calib_fit_run(const ddp_plan *p, int rank, const double *median_s, const double *overlap, ddp_calib_fit *f,
+                      char *err, size_t errcap);
 
-/* Medians of the rows (per instruction, over the rows where it was recorded; -1 where never). */
-void ddp_calib_medians(const ddp_calib_rows *c, double *out);
+/* Medians of the rows' durations (per instruction, over the rows where it was recorded; -1 where never),
+ * and of their overlaps when ovl is not NULL. */
+void ddp_calib_medians(const ddp_calib_rows *c, double *out, double *ovl);
 
 /* Is p a calibration plan? 0, or -1 with one line in err (no path: callers prefix theirs). */
 int ddp_calib_check_plan(const ddp_plan *p, char *err, size_t errcap);

@@ -4,7 +4,8 @@
  * 15 us and busbw 120 GB/s): every figure comes back; a collective of one size only, and a kind the plan
  * lacks, stay unmeasured with their reason; the least-squares line, the medians (rows with unrecorded
  * entries), a fit with a negative intercept (refitted through 0), the calibration plan check, and a plan
- * with no memory-bound kernels (one line). */
+ * with no memory-bound kernels (one line); collective_share from compute timed beside collectives at 70% of
+ * the rates of the same work alone (0.3), the rates themselves fitted from the work alone only. */
 #include "calibrate.h"
 #include "check.h"
 #include <math.h>
@@ -81,7 +82,7 @@ static void test_fit(void) {
   t[p->ranks[0].step.n - 1] = -1;
   ddp_calib_fit f;
   char err[300] = "";
-  if (CHECK(ddp_calib_fit_run(p, 0, t, &f, err, sizeof err) == 0, "%s", err)) {
+  if (CHECK(ddp_calib_fit_run(p, 0, t, NULL, &f, err, sizeof err) == 0, "%s", err)) {
     CHECK_R("launch_us", 5, f.fig[CAL_LAUNCH].v);
     CHECK_R("hbm_gbps", 2000, f.fig[CAL_HBM].v);
     CHECK_INT("memory samples", 3, f.fig[CAL_HBM].samples);
@@ -113,7 +114,7 @@ static void test_negative_intercept(void) {
   t[0] = 0, t[1] = 12e6 / HBM;
   ddp_calib_fit f;
   char err[300] = "";
-  if (CHECK(ddp_calib_fit_run(p, 0, t, &f, err, sizeof err) == 0, "%s", err)) {
+  if (CHECK(ddp_calib_fit_run(p, 0, t, NULL, &f, err, sizeof err) == 0, "%s", err)) {
     CHECK_R("launch_us", 1e-15, f.fig[CAL_LAUNCH].v + 1e-15);
     double sxy = 12e3 * 0 + 12e6 * t[1], sxx = 12e3 * 12e3 + 12e6 * 12e6;
     CHECK_R("hbm_gbps through 0", sxx / sxy / 1e9, f.fig[CAL_HBM].v);
@@ -133,14 +134,14 @@ static void test_line_medians_plan(void) {
   CHECK_INT("none", 0, ddp_fit_line(x, y, 0, &a, &b));
 
   double rows[3 * 3] = {1, -1, 5, 3, -1, 7, 2, -1, 6}; /* 3 steps of 3 instructions; the 2nd never timed */
-  ddp_calib_rows c = {rows, 3, 3, 3};
+  ddp_calib_rows c = {rows, NULL, 3, 3, 3};
   double med[3];
-  ddp_calib_medians(&c, med);
+  ddp_calib_medians(&c, med, NULL);
   CHECK_R("median 0", 2, med[0]);
   CHECK(med[1] < 0);
   CHECK_R("median 2", 6, med[2]);
   c.rows = 2;
-  ddp_calib_medians(&c, med);
+  ddp_calib_medians(&c, med, NULL);
   CHECK_R("median of two", 2, med[0]);
 
   ddp_plan *p = plan2();
@@ -155,12 +156,50 @@ static void test_line_medians_plan(void) {
   double t[4];
   gemm(p, t, DT_BF16, 4096, 4096, 4096, 400);
   ddp_calib_fit f;
-  CHECK(ddp_calib_fit_run(p, 0, t, &f, err, sizeof err) != 0);
+  CHECK(ddp_calib_fit_run(p, 0, t, NULL, &f, err, sizeof err) != 0);
   CHECK_CONTAINS("no memory kernels", err, "the memory-bound kernels (0 timed): no samples");
   ddp_plan_free(p);
 }
 
+static void test_share(void) {
+  ddp_plan *p = plan2();
+  double t[32], ovl[32];
+  for (int k = 0; k < 32; k++) ovl[k] = 0;
+  add(p, t, 1000), add(p, t, 100000), add(p, t, 10000000);
+  gemm(p, t, DT_BF16, 4096, 4096, 2048, 400), gemm(p, t, DT_BF16, 2048, 8192, 2048, 400);
+  /* beside a collective: the same work at 70% of the rate (launch unchanged) */
+  gemm(p, t, DT_BF16, 4096, 4096, 2048, 400 * 0.7), gemm(p, t, DT_BF16, 8192, 4096, 4096, 400 * 0.7);
+  ovl[5] = ovl[6] = 1;
+  add(p, t, 20000000);
+  t[7] = LAUNCH + 12.0 * 20000000 / (HBM * 0.7), ovl[7] = 0.95;
+  add(p, t, 5000000); /* partly beside (0.5): used for nothing */
+  t[8] = 1, ovl[8] = 0.5;
+  ddp_calib_fit f;
+  char err[300] = "";
+  if (CHECK(ddp_calib_fit_run(p, 0, t, ovl, &f, err, sizeof err) == 0, "%s", err)) {
+    CHECK_R("launch_us (alone only)", 5, f.fig[CAL_LAUNCH].v);
+    CHECK_R("hbm_gbps (alone only)", 2000, f.fig[CAL_HBM].v);
+    CHECK_R("gemm_tflops_16 (alone only)", 400, f.fig[CAL_GEMM16].v);
+    CHECK_INT("GEMMs alone", 2, f.fig[CAL_GEMM16].samples);
+    CHECK(f.fig[CAL_SHARE].measured);
+    CHECK_R("collective_share", 0.3, f.fig[CAL_SHARE].v);
+    CHECK_INT("beside", 3, f.fig[CAL_SHARE].samples);
+  }
+  /* no overlaps given: not measured */
+  t[8] = -1;
+  if (CHECK(ddp_calib_fit_run(p, 0, t, NULL, &f, err, sizeof err) == 0, "%s", err))
+    CHECK_CONTAINS("no overlaps", f.fig[CAL_SHARE].why, "no overlaps recorded");
+  ddp_plan_free(p);
+
+  double rows[2 * 2] = {1, 2, 3, 4}, o[2 * 2] = {0.2, 1, 0.4, 1}, med[2], om[2];
+  ddp_calib_rows c = {rows, o, 2, 2, 2};
+  ddp_calib_medians(&c, med, om);
+  CHECK_R("overlap median", 0.3, om[0]);
+  CHECK_R("overlap median 2", 1, om[1]);
+}
+
 int main(void) {
+  test_share();
   test_fit();
   test_negative_intercept();
   test_line_medians_plan();
