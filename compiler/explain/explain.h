@@ -16,7 +16,7 @@ typedef struct ddp_coll_cost {
 } ddp_coll_cost;
 
 typedef struct ddp_profile {
-  char name[128];
+  char name[512];           /* a calibrated profile's ends "; built-in default for: FIELD, ..." */
   double launch_us;         /* per kernel, GEMM, memset, copy, load, init */
   double hbm_gbps;          /* bytes moved by memory-bound work, GB/s */
   double gemm_tflops_16;    /* GEMMs with 16-bit inputs (bf16, f16), TFLOP/s = 1e12 FLOP/s */

@@ -32,12 +32,23 @@ void ddp_profile_default(ddp_profile *pr) {
   pr->coll[COST_SEND_RECV] = (ddp_coll_cost){10, 300};
 }
 
-/* One number field of obj: required (unless optional_figures, a calibrated profile's "defaults": "built-in":
- * then *out keeps the default's), finite, in [lo, hi] (lo exclusive when lo_open). */
-static int num(int optional_figures, json_t *obj, const char *path, const char *key, double lo, int lo_open, double hi, double *out,
+/* Appends path+key to the list of figures a calibrated profile left to the built-in default (NULL: none). */
+#define DFLT_CAP 300
+static void defaulted(char *dflt, const char *path, const char *key) {
+  if (!dflt) return;
+  size_t n = strlen(dflt);
+  snprintf(dflt + n, DFLT_CAP - n, "%s%s%s", n ? ", " : "", path, key);
+}
+
+/* One number field of obj: required (unless dflt, a calibrated profile's "defaults": "built-in": then *out
+ * keeps the default's and the key is listed in dflt), finite, in [lo, hi] (lo exclusive when lo_open). */
+static int num(char *dflt, json_t *obj, const char *path, const char *key, double lo, int lo_open, double hi, double *out,
                const char *label, char *err, size_t errcap) {
   json_t *v = json_object_get(obj, key);
-  if (!v && optional_figures) return 0;
+  if (!v && dflt) {
+    defaulted(dflt, path, key);
+    return 0;
+  }
   if (!v) return ddp_fail(err, errcap, "%s: %s%s: missing (a number)", label, path, key);
   if (!json_is_number(v)) return ddp_fail(err, errcap, "%s: %s%s: must be a number", label, path, key);
   double x = json_number_value(v);
@@ -74,6 +85,7 @@ static int parse_root(json_t *root, const char *label, ddp_profile *pr, char *er
   if (known(root, "", top, label, err, errcap)) return -1;
   json_t *defaults = json_object_get(root, "defaults");
   int optional_figures = 0;
+  char dbuf[DFLT_CAP] = "";
   if (defaults) {
     if (!json_is_string(defaults) || strcmp(json_string_value(defaults), "built-in"))
       return ddp_fail(err, errcap, "%s: defaults: must be the string \"built-in\" (the figures left out are the "
@@ -95,42 +107,52 @@ static int parse_root(json_t *root, const char *label, ddp_profile *pr, char *er
   json_t *name = json_object_get(root, "name");
   if (!name || !json_is_string(name) || !json_string_length(name))
     return ddp_fail(err, errcap, "%s: name: %s", label, name ? "must be a non-empty string" : "missing (a string)");
-  snprintf(pr->name, sizeof pr->name, "%s", json_string_value(name));
-  if (num(optional_figures, root, "", "launch_us", 0, 0, 1e6, &pr->launch_us, label, err, errcap) ||
-      num(optional_figures, root, "", "hbm_gbps", 0, 1, big, &pr->hbm_gbps, label, err, errcap) ||
-      num(optional_figures, root, "", "gemm_tflops_16", 0, 1, big, &pr->gemm_tflops_16, label, err, errcap) ||
-      num(optional_figures, root, "", "gemm_tflops_32", 0, 1, big, &pr->gemm_tflops_32, label, err, errcap) ||
-      num(optional_figures, root, "", "gemm_small_dim", 1, 0, 1e12, &pr->gemm_small_dim, label, err, errcap) ||
-      num(optional_figures, root, "", "gemm_small_scale", 0, 1, 1, &pr->gemm_small_scale, label, err, errcap) ||
-      num(optional_figures, root, "", "attention_tflops", 0, 1, big, &pr->attention_tflops, label, err, errcap))
+  char own_name[400];
+  snprintf(own_name, sizeof own_name, "%s", json_string_value(name));
+  snprintf(pr->name, sizeof pr->name, "%s", own_name);
+  if (num(optional_figures ? dbuf : NULL, root, "", "launch_us", 0, 0, 1e6, &pr->launch_us, label, err, errcap) ||
+      num(optional_figures ? dbuf : NULL, root, "", "hbm_gbps", 0, 1, big, &pr->hbm_gbps, label, err, errcap) ||
+      num(optional_figures ? dbuf : NULL, root, "", "gemm_tflops_16", 0, 1, big, &pr->gemm_tflops_16, label, err, errcap) ||
+      num(optional_figures ? dbuf : NULL, root, "", "gemm_tflops_32", 0, 1, big, &pr->gemm_tflops_32, label, err, errcap) ||
+      num(optional_figures ? dbuf : NULL, root, "", "gemm_small_dim", 1, 0, 1e12, &pr->gemm_small_dim, label, err, errcap) ||
+      num(optional_figures ? dbuf : NULL, root, "", "gemm_small_scale", 0, 1, 1, &pr->gemm_small_scale, label, err, errcap) ||
+      num(optional_figures ? dbuf : NULL, root, "", "attention_tflops", 0, 1, big, &pr->attention_tflops, label, err, errcap))
     return -1;
   /* optional in every profile (older files lack it): the built-in default's when left out */
   if (!json_object_get(root, "collective_share")) {
     ddp_profile def;
     ddp_profile_default(&def);
     pr->collective_share = def.collective_share;
-  } else if (num(0, root, "", "collective_share", 0, 0, 0.99, &pr->collective_share, label, err, errcap)) {
+    defaulted(optional_figures ? dbuf : NULL, "", "collective_share");
+  } else if (num(NULL, root, "", "collective_share", 0, 0, 0.99, &pr->collective_share, label, err, errcap)) {
     return -1;
   }
   json_t *coll = json_object_get(root, "collectives");
-  if (!coll && optional_figures) return 0;
-  if (!coll || !json_is_object(coll))
-    return ddp_fail(err, errcap, "%s: collectives: %s", label, coll ? "must be an object" : "missing (an object)");
+  int missing = 0;
+  for (int k = 0; k < COST_COLL_COUNT && optional_figures; k++)
+    missing += !coll || !json_object_get(coll, coll_names[k]);
+  if (missing == COST_COLL_COUNT) defaulted(dbuf, "", "collectives");
+  if (coll && !json_is_object(coll)) return ddp_fail(err, errcap, "%s: collectives: must be an object", label);
+  if (!coll && !optional_figures) return ddp_fail(err, errcap, "%s: collectives: missing (an object)", label);
   static const char *const kinds[] = {"all_reduce", "reduce_scatter", "all_gather", "broadcast", "send_recv", NULL};
-  if (known(coll, "collectives.", kinds, label, err, errcap)) return -1;
-  for (int k = 0; k < COST_COLL_COUNT; k++) {
+  if (coll && known(coll, "collectives.", kinds, label, err, errcap)) return -1;
+  for (int k = 0; coll && k < COST_COLL_COUNT; k++) {
     char path[64];
     json_t *c = json_object_get(coll, coll_names[k]);
-    if (!c && optional_figures) continue;
+    if (!c && optional_figures) {
+      if (missing < COST_COLL_COUNT) defaulted(dbuf, "collectives.", coll_names[k]);
+      continue;
+    }
     if (!c || !json_is_object(c))
       return ddp_fail(err, errcap, "%s: collectives.%s: %s", label, coll_names[k],
                       c ? "must be an object" : "missing (an object with alpha_us, busbw_gbps)");
     snprintf(path, sizeof path, "collectives.%s.", coll_names[k]);
     if (known(c, path, coll_keys, label, err, errcap) ||
-        num(optional_figures, c, path, "alpha_us", 0, 0, 1e6, &pr->coll[k].alpha_us, label, err, errcap) ||
-        num(optional_figures, c, path, "busbw_gbps", 0, 1, big, &pr->coll[k].busbw_gbps, label, err, errcap))
+        num(optional_figures ? dbuf : NULL, c, path, "alpha_us", 0, 0, 1e6, &pr->coll[k].alpha_us, label, err, errcap) ||
+        num(optional_figures ? dbuf : NULL, c, path, "busbw_gbps", 0, 1, big, &pr->coll[k].busbw_gbps, label, err, errcap))
       return -1;
   }
+  if (dbuf[0]) snprintf(pr->name, sizeof pr->name, "%s; built-in default for: %s", own_name, dbuf);
   return 0;
 }
 
