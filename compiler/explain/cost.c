@@ -3,7 +3,8 @@
  * the wire, the same quantities `ddprun --calibrate` measures rates from):
  *   GEMM          2*M*N*K*batch / throughput (16-bit or 32-bit inputs; "small" shapes at a fraction)
  *   attention     max(matmul FLOPs / attention throughput, bytes / HBM) (FWD 2, BWD_DKV 4, BWD_DQ 3
- *                 matmul units of 2*B*H*T*T*Dh, halved when causal)
+ *                 matmul units of 2*B*H*T*T*Dh, halved when causal); the throughput is the profile's
+ *                 attention_by_shape entry of exactly this T and head dim, else attention_tflops
  *   other kernels, memset, copy, load_batch, init_tensor: bytes moved / HBM bandwidth
  *   each of the above adds the launch overhead
  *   collectives   alpha + wire bytes / busbw
@@ -29,7 +30,11 @@ double ddp_instr_cost(const ddp_plan *p, const ddp_instr *in, const ddp_profile 
   if (w.bytes < 0) return launch;
   double t = w.bytes / hbm;
   if (w.kind == WORK_ATTENTION) {
-    double f = w.flops / (pr->attention_tflops * 1e12);
+    double tf = pr->attention_tflops;
+    for (int k = 0; k < pr->nattn_shapes; k++)
+      if (pr->attn_shape[k].t == (double)in->i[ATTN_I_T] && pr->attn_shape[k].dh == (double)in->i[ATTN_I_DH])
+        tf = pr->attn_shape[k].tflops;
+    double f = w.flops / (tf * 1e12);
     if (f > t) t = f;
   }
   return launch + t;

@@ -78,7 +78,7 @@ static int known(json_t *obj, const char *path, const char *const *allowed, cons
 static int parse_root(json_t *root, const char *label, ddp_profile *pr, char *err, size_t errcap) {
   static const char *const top[] = {"name", "launch_us", "hbm_gbps", "gemm_tflops_16", "gemm_tflops_32",
                                     "gemm_small_dim", "gemm_small_scale", "attention_tflops", "collectives",
-                                    "collective_share", "defaults", "device", "date", "version", "plan", "fit", "samples", NULL};
+                                    "collective_share", "attention_by_shape", "defaults", "device", "date", "version", "plan", "fit", "samples", NULL};
   static const char *const coll_keys[] = {"alpha_us", "busbw_gbps", NULL};
   const double big = 1e301; /* no upper bound */
   if (!json_is_object(root)) return ddp_fail(err, errcap, "%s: expected one JSON object", label);
@@ -128,6 +128,24 @@ static int parse_root(json_t *root, const char *label, ddp_profile *pr, char *er
     return -1;
   }
   json_t *coll = json_object_get(root, "collectives");
+  json_t *shapes = json_object_get(root, "attention_by_shape");
+  pr->nattn_shapes = 0;
+  if (shapes && (!json_is_array(shapes) || json_array_size(shapes) > DDP_PROFILE_ATTN_SHAPES))
+    return ddp_fail(err, errcap, "%s: attention_by_shape: must be an array of at most %d objects", label,
+                    DDP_PROFILE_ATTN_SHAPES);
+  static const char *const shape_keys[] = {"t", "dh", "tflops", NULL};
+  for (size_t k = 0; shapes && k < json_array_size(shapes); k++) {
+    char path[64];
+    json_t *e = json_array_get(shapes, k);
+    snprintf(path, sizeof path, "attention_by_shape[%zu].", k);
+    if (!json_is_object(e)) return ddp_fail(err, errcap, "%s: attention_by_shape[%zu]: must be an object", label, k);
+    if (known(e, path, shape_keys, label, err, errcap) ||
+        num(NULL, e, path, "t", 1, 0, 1e9, &pr->attn_shape[k].t, label, err, errcap) ||
+        num(NULL, e, path, "dh", 1, 0, 1e9, &pr->attn_shape[k].dh, label, err, errcap) ||
+        num(NULL, e, path, "tflops", 0, 1, big, &pr->attn_shape[k].tflops, label, err, errcap))
+      return -1;
+    pr->nattn_shapes++;
+  }
   int missing = 0;
   for (int k = 0; k < COST_COLL_COUNT && optional_figures; k++)
     missing += !coll || !json_object_get(coll, coll_names[k]);

@@ -3,7 +3,9 @@
  * samples, as JSON (jansson) through an atomic write: <cache>/profiles/<device>-world<N>.json. The format is
  * `ddpc explain --profile`'s (compiler/explain/profile.c, docs/EXPLAIN.md) with "defaults": "built-in":
  * a figure this plan could not measure is left out and the reader takes the built-in default's, and the
- * "fit" object says why for each. */
+ * "fit" object says why for each. When the file already holds a calibrated profile of the same device and
+ * world, the figures it has and this run did not measure are kept (merge_earlier), so calibration plans
+ * of different collectives or attention shapes add up to one profile. */
 #include "calibrate.h"
 #include "args.h"
 #include "cache_dir.h"
@@ -130,10 +132,15 @@ static json_t *profile_json(const ddp_plan *p, const ddp_calib_rows *c, const do
   }
   json_object_set_new(root, "gemm_small_dim", json_real(DDP_CALIB_SMALL_DIM));
   if (f->fig[CAL_ATTENTION].measured) {
-    json_t *sh = json_object();
+    json_t *sh = json_object(), *arr = json_array(), *e = json_object();
     json_object_set_new(sh, "t", json_real(f->attn_t));
     json_object_set_new(sh, "dh", json_real(f->attn_dh));
     json_object_set_new(fit, "attention_shape", sh);
+    json_object_set_new(e, "t", json_real(f->attn_t));
+    json_object_set_new(e, "dh", json_real(f->attn_dh));
+    json_object_set_new(e, "tflops", json_real(f->fig[CAL_ATTENTION].v));
+    json_array_append_new(arr, e);
+    json_object_set_new(root, "attention_by_shape", arr);
   }
   for (int k = 0; k < COST_COLL_COUNT; k++) {
     char key[64];
@@ -172,6 +179,78 @@ static json_t *profile_json(const ddp_plan *p, const ddp_calib_rows *c, const do
   return root;
 }
 
+/* Keeps what the calibrated profile already at `path` (same device, same world) measured and root lacks:
+ * figures, collective kinds (each with its fit note, marked with the earlier date), attention shapes. Writes
+ * one line about it into note (empty when there was no earlier file). */
+static void merge_earlier(json_t *root, const char *path, const char *dev, long long world, char *note,
+                          size_t notecap) {
+  char why[300];
+  size_t len = 0;
+  note[0] = 0;
+  char *text = ddp_read_file(path, 64 << 20, &len, why, sizeof why);
+  if (!text) return; /* no earlier profile */
+  json_t *old = json_loadb(text, len, 0, NULL);
+  free(text);
+  json_t *od = old ? json_object_get(old, "device") : NULL, *ow = old ? json_object_get(json_object_get(old, "plan"), "world") : NULL;
+  json_t *odf = old ? json_object_get(old, "defaults") : NULL, *odate = old ? json_object_get(old, "date") : NULL;
+  if (!old || !json_is_object(old) || !odf || !json_is_string(odf) || strcmp(json_string_value(odf), "built-in") ||
+      !od || !json_is_string(od) || strcmp(json_string_value(od), dev) || !ow || !json_is_integer(ow) ||
+      json_integer_value(ow) != world) {
+    snprintf(note, notecap, "replaced the earlier file (not a calibrated profile of %.200s at world %lld)", dev, world);
+    json_decref(old);
+    return;
+  }
+  const char *date = odate && json_is_string(odate) ? json_string_value(odate) : "?";
+  json_t *fit = json_object_get(root, "fit"), *ofit = json_object_get(old, "fit");
+  char kept[400] = "";
+  for (int k = 0; k < CAL_NFIG; k++) {
+    const char *key = ddp_calib_fig_name(k);
+    json_t *v = json_object_get(old, key);
+    if (json_object_get(root, key) || !v) continue;
+    json_object_set(root, key, v);
+    json_t *n = json_object();
+    json_object_set_new(n, "kept_from", json_string(date));
+    if (ofit && json_object_get(ofit, key)) json_object_set(n, "earlier", json_object_get(ofit, key));
+    json_object_set_new(fit, key, n);
+    size_t m = strlen(kept);
+    snprintf(kept + m, sizeof kept - m, "%s%s", m ? ", " : "", key);
+  }
+  json_t *coll = json_object_get(root, "collectives"), *ocoll = json_object_get(old, "collectives");
+  for (int k = 0; ocoll && json_is_object(ocoll) && k < COST_COLL_COUNT; k++) {
+    json_t *v = json_object_get(ocoll, coll_names[k]);
+    if (json_object_get(coll, coll_names[k]) || !v) continue;
+    json_object_set(coll, coll_names[k], v);
+    char key[64];
+    snprintf(key, sizeof key, "collectives.%s", coll_names[k]);
+    json_t *n = json_object();
+    json_object_set_new(n, "kept_from", json_string(date));
+    if (ofit && json_object_get(ofit, key)) json_object_set(n, "earlier", json_object_get(ofit, key));
+    json_object_set_new(fit, key, n);
+    size_t m = strlen(kept);
+    snprintf(kept + m, sizeof kept - m, "%s%s", m ? ", " : "", key);
+  }
+  json_t *shapes = json_object_get(root, "attention_by_shape"), *oshapes = json_object_get(old, "attention_by_shape");
+  for (size_t k = 0; oshapes && json_is_array(oshapes) && k < json_array_size(oshapes); k++) {
+    json_t *e = json_array_get(oshapes, k);
+    double t = json_number_value(json_object_get(e, "t")), dh = json_number_value(json_object_get(e, "dh"));
+    int dup = 0;
+    for (size_t j = 0; shapes && j < json_array_size(shapes) && !dup; j++) {
+      json_t *g = json_array_get(shapes, j);
+      dup = json_number_value(json_object_get(g, "t")) == t && json_number_value(json_object_get(g, "dh")) == dh;
+    }
+    if (dup) continue;
+    if (!shapes) {
+      shapes = json_array();
+      json_object_set_new(root, "attention_by_shape", shapes);
+    }
+    json_array_append(shapes, e);
+    size_t m = strlen(kept);
+    snprintf(kept + m, sizeof kept - m, "%sattention T %g head dim %g", m ? ", " : "", t, dh);
+  }
+  snprintf(note, notecap, "kept from the earlier profile of %s at this path: %s", date, kept[0] ? kept : "nothing");
+  json_decref(old);
+}
+
 int ddp_calib_finish(const ddp_plan *p, const ddp_calib_rows *c, const char *device, const char *out_path,
                      int quiet, char *err, size_t errcap) {
   if (c->rows == 0)
@@ -194,11 +273,13 @@ int ddp_calib_finish(const ddp_plan *p, const ddp_calib_rows *c, const char *dev
     snprintf(path, sizeof path, "%s/%s-world%lld.json", dir, s, (long long)p->meta.world);
   }
   double *med = ddp_xcalloc(c->n + 1, sizeof *med), *ovl = ddp_xcalloc(c->n + 1, sizeof *ovl);
+  char merged[700] = "";
   ddp_calib_medians(c, med, ovl);
   ddp_calib_fit f;
   int rc = ddp_calib_fit_run(p, 0, med, ovl, &f, err, errcap);
   if (rc == 0) {
     json_t *root = profile_json(p, c, med, ovl, &f, dev);
+    merge_earlier(root, path, dev, (long long)p->meta.world, merged, sizeof merged);
     char *text = json_dumps(root, JSON_INDENT(1) | JSON_REAL_PRECISION(9));
     json_decref(root);
     if (!text) rc = ddp_fail(err, errcap, "--calibrate: out of memory for the profile");
@@ -218,6 +299,7 @@ int ddp_calib_finish(const ddp_plan *p, const ddp_calib_rows *c, const char *dev
           printf("  %-18s alpha %.4g us, busbw %.4g GB/s  (%d samples)\n", coll_names[k], f.alpha[k].v, f.busbw[k].v,
                  f.alpha[k].samples);
     }
+    if (merged[0]) printf("%s\n", merged);
     printf("profile written: %s\n", path);
     fflush(stdout);
   }

@@ -5,7 +5,8 @@
 # samples (medians of every instruction: launch + bytes / HBM by least squares, attention FLOPs over time);
 # `ddpc explain --profile` accepts it and names it; figures the plan cannot measure (its GEMMs are all
 # small) are left to the built-in default, with the reason in "fit"; (2) two ranks (calibrate_ddp.lua):
-# the all-reduce's alpha-beta line recomputed from the samples; --calibrate-out; (3) bad input, one line
+# the all-reduce's alpha-beta line recomputed from the samples; --calibrate-out; a second calibration into
+# the same file keeps the first one's attention shape, one of another world replaces it; (3) bad input, one line
 # and a non-zero exit, no profile: a plan that is not a calibration plan, no cache directory, no timed
 # step, --calibrate-out without --calibrate, a profile whose "defaults" or "device" is wrong.
 . "$(dirname "$0")/lib.sh"
@@ -79,6 +80,25 @@ else: # refused, with the reason, and left to the default
 PY
 "$DDPC" explain "$tmp/cal2.bin" --profile "$tmp/two.json" >/dev/null 2>"$tmp/explain2.err" || fail "explain refused the 2-rank profile: $(cat "$tmp/explain2.err")"
 
+# (2b) a second calibration into the same file (same device and world) keeps what the first measured and
+# it did not: here the attention at T 32 beside its own at T 16; a different world replaces the file
+"$DDPC" "$DDP_SOURCE_DIR/schedules/calibrate.lua" -o "$tmp/cal16.bin" "${tiny[@]}" --set model.context=16 || die "context 16"
+cp "$prof" "$tmp/merged.json"
+"$DDPRUN" "$tmp/cal16.bin" --device ref --calibrate --calibrate-out "$tmp/merged.json" --quiet >"$tmp/out3.txt" 2>&1 || fail "merge run: $(cat "$tmp/out3.txt")"
+grep -qE "^kept from the earlier profile of [0-9TZ:-]+ at this path: attention T 32 head dim 16$" "$tmp/out3.txt" || fail "merge: $(cat "$tmp/out3.txt")"
+python3 - "$tmp/merged.json" <<'PY' || fail "the merged attention shapes"
+import json, sys
+p = json.load(open(sys.argv[1]))
+shapes = sorted((e["t"], e["dh"]) for e in p["attention_by_shape"])
+assert shapes == [(16.0, 16.0), (32.0, 16.0)], shapes
+assert p["fit"]["attention_shape"] == {"t": 16.0, "dh": 16.0}, p["fit"]["attention_shape"]
+print("ok: merged attention shapes", shapes)
+PY
+"$DDPC" explain "$tmp/cal.bin" --profile "$tmp/merged.json" >/dev/null 2>"$tmp/explain3.err" || fail "explain refused the merged profile: $(cat "$tmp/explain3.err")"
+cp "$tmp/merged.json" "$tmp/replaced.json"
+"$DDPRUN" "$tmp/cal2.bin" --device ref --calibrate --calibrate-out "$tmp/replaced.json" --quiet >"$tmp/out4.txt" 2>&1 || fail "replace run"
+grep -qxF "replaced the earlier file (not a calibrated profile of cpu reference executor at world 2)" "$tmp/out4.txt" || fail "replace: $(cat "$tmp/out4.txt")"
+
 # (3) bad input: exit status, one line, nothing written
 bad() { # bad NAME WANT_STATUS WANT_SUBSTRING CMD...
   local name=$1 want=$2 sub=$3 rc=0
@@ -106,4 +126,6 @@ sed 's/"device": "cpu reference executor"/"device": 7/' "$prof" >"$tmp/bad_devic
 bad device 1 "bad_device.json: device: must be a string" "$DDPC" explain "$tmp/cal.bin" --profile "$tmp/bad_device.json"
 sed '0,/"hbm_gbps": [0-9]/s/"hbm_gbps": [0-9.e+-]*/"hbm_gbps": -3/' "$prof" >"$tmp/bad_hbm.json"
 bad hbm 1 "bad_hbm.json: hbm_gbps: must be a number > 0" "$DDPC" explain "$tmp/cal.bin" --profile "$tmp/bad_hbm.json"
+python3 -c "import json,sys; p=json.load(open(sys.argv[1])); p['attention_by_shape'][0]['dh']=0; json.dump(p, open(sys.argv[2],'w'))" "$tmp/merged.json" "$tmp/bad_shape.json"
+bad shape 1 "bad_shape.json: attention_by_shape[0].dh: must be a number >= 1" "$DDPC" explain "$tmp/cal.bin" --profile "$tmp/bad_shape.json"
 exit $fail

@@ -200,8 +200,30 @@ static void test_share_field(void) {
   CHECK_STR("out of range", "p.json: collective_share: must be a number >= 0 and <= 0.99 (got 1)", err);
 }
 
+/* An attention forward of B 2, H 4, T 64, Dh 16, causal: 2 * (2*2*4*64*64*16) / 2 = 1048576 FLOP: at 1 TFLOP/s
+ * (attention_tflops) 1.048576 us; with an attention_by_shape entry of exactly T 64, Dh 16 at 2 TFLOP/s half
+ * that; an entry of another shape is not used. Its operands are null, so its bytes are 0. */
+static void test_attention_shape(const ddp_profile *base) {
+  ddp_profile pr = *base;
+  ddp_plan *p = new_plan(1, 2);
+  ddp_instr in = ddp_instr_blank(I_KERNEL, STREAM_COMPUTE);
+  in.op = OP_ATTN_FWD;
+  in.i[ATTN_I_B] = 2, in.i[ATTN_I_H] = 4, in.i[ATTN_I_T] = 64, in.i[ATTN_I_DH] = 16, in.i[ATTN_I_CAUSAL] = 1;
+  in.i[ATTN_I_QSTRIDE] = in.i[ATTN_I_KSTRIDE] = in.i[ATTN_I_VSTRIDE] = in.i[ATTN_I_OSTRIDE] = 64;
+  int comm = 0;
+  CHECK_T("attention_tflops", 1048576e-12, ddp_instr_cost(p, &in, &pr, &comm));
+  pr.attn_shape[0].t = 128, pr.attn_shape[0].dh = 16, pr.attn_shape[0].tflops = 4;
+  pr.attn_shape[1].t = 64, pr.attn_shape[1].dh = 16, pr.attn_shape[1].tflops = 2;
+  pr.nattn_shapes = 2;
+  CHECK_T("the entry of its shape", 1048576e-12 / 2, ddp_instr_cost(p, &in, &pr, &comm));
+  pr.nattn_shapes = 1;
+  CHECK_T("no entry of its shape", 1048576e-12, ddp_instr_cost(p, &in, &pr, &comm));
+  ddp_plan_free(p);
+}
+
 int main(void) {
   ddp_profile pr = test_profile();
+  test_attention_shape(&pr);
   test_rmw_bytes(&pr);
   test_streams_share_device(&pr);
   test_backfill(&pr);
