@@ -198,6 +198,51 @@ static void test_share_field(void) {
   snprintf(json, sizeof json, base, "\"collective_share\": 1, ");
   CHECK(ddp_profile_parse(json, strlen(json), "p.json", &pr, err, sizeof err) != 0);
   CHECK_STR("out of range", "p.json: collective_share: must be a number >= 0 and <= 0.99 (got 1)", err);
+
+  /* a calibrated profile: figures may be left out (the default's, listed in the name); its record of the
+   * measurement is type-checked, each bad field one line */
+  const char *cal = "{\"name\": \"cal\", \"defaults\": \"built-in\", \"hbm_gbps\": 3000, \"device\": \"d\", "
+                    "\"date\": \"2026\", \"version\": \"v\", \"plan\": {}, \"fit\": {}, \"samples\": [], "
+                    "\"collectives\": {\"all_reduce\": {\"alpha_us\": 5, \"busbw_gbps\": 100}}%s}";
+  snprintf(json, sizeof json, cal, "");
+  if (CHECK(ddp_profile_parse(json, strlen(json), "c.json", &pr, err, sizeof err) == 0, "%s", err)) {
+    CHECK_T("measured", 3000, pr.hbm_gbps);
+    CHECK_T("defaulted", def.gemm_tflops_16, pr.gemm_tflops_16);
+    CHECK_T("measured collective", 100, pr.coll[COST_ALL_REDUCE].busbw_gbps);
+    CHECK_T("defaulted collective", def.coll[COST_ALL_GATHER].busbw_gbps, pr.coll[COST_ALL_GATHER].busbw_gbps);
+    CHECK_STR("name", "cal; built-in default for: launch_us, gemm_tflops_16, gemm_tflops_32, gemm_small_dim, "
+              "gemm_small_scale, attention_tflops, collective_share, collectives.reduce_scatter, "
+              "collectives.all_gather, collectives.broadcast, collectives.send_recv", pr.name);
+  }
+  static const char *const bad[][2] = {
+      {", \"device\": 1", "c.json: line 1: duplicate object key near '\"device\"'"},
+      {", \"attention_by_shape\": {}", "c.json: attention_by_shape: must be an array of at most 32 objects"},
+      {", \"attention_by_shape\": [{\"t\": 512, \"dh\": 64}]", "c.json: attention_by_shape[0].tflops: missing (a number)"},
+      {", \"attention_by_shape\": [{\"t\": 512, \"dh\": 64, \"tflops\": 9, \"x\": 1}]",
+       "c.json: attention_by_shape[0].x: unknown field"},
+  };
+  for (size_t k = 0; k < sizeof bad / sizeof bad[0]; k++) {
+    snprintf(json, sizeof json, cal, bad[k][0]);
+    CHECK(ddp_profile_parse(json, strlen(json), "c.json", &pr, err, sizeof err) != 0, "%s", bad[k][0]);
+    CHECK_STR(bad[k][0], bad[k][1], err);
+  }
+  static const char *const swaps[][3] = {
+      {"\"plan\": {}", "\"plan\": []", "c.json: plan: must be an object"},
+      {"\"fit\": {}", "\"fit\": 3", "c.json: fit: must be an object"},
+      {"\"samples\": []", "\"samples\": {}", "c.json: samples: must be an array"},
+      {"\"date\": \"2026\"", "\"date\": 2026", "c.json: date: must be a string"},
+      {"\"version\": \"v\"", "\"version\": null", "c.json: version: must be a string"},
+      {"\"defaults\": \"built-in\"", "\"defaults\": \"mine\"",
+       "c.json: defaults: must be the string \"built-in\" (the figures left out are the built-in default's)"},
+  };
+  for (size_t k = 0; k < sizeof swaps / sizeof swaps[0]; k++) {
+    snprintf(json, sizeof json, cal, "");
+    char *at = strstr(json, swaps[k][0]), out[2048];
+    if (!CHECK(at != NULL, "%s", swaps[k][0])) continue;
+    snprintf(out, sizeof out, "%.*s%s%s", (int)(at - json), json, swaps[k][1], at + strlen(swaps[k][0]));
+    CHECK(ddp_profile_parse(out, strlen(out), "c.json", &pr, err, sizeof err) != 0, "%s", swaps[k][1]);
+    CHECK_STR(swaps[k][1], swaps[k][2], err);
+  }
 }
 
 /* An attention forward of B 2, H 4, T 64, Dh 16, causal: 2 * (2*2*4*64*64*16) / 2 = 1048576 FLOP: at 1 TFLOP/s
