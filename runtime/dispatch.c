@@ -4,6 +4,8 @@
  * train (mode "forward" or "forward_backward"): its parameters never change and it has no optimizer
  * state, so a checkpoint would only restate the initialisation. */
 #include "args.h"
+#include "cache_dir.h"
+#include "calibrate.h"
 #include "cli.h"
 #include "err.h"
 #include "exec_cuda.h"
@@ -53,7 +55,7 @@ static int check_outputs(const ddp_plan *p, const ddprun_args *a, char *err, siz
   /* Per-rank files (traces) of the first 64 ranks: the check is quadratic in paths and every process runs
    * it; names past those differ only in their rank number. */
   int world = p->meta.world < 64 ? (int)p->meta.world : 64, nckpt = a->run.ckpt_dir ? 2 : 0;
-  int cap = 3 + world + nckpt, n = 0, rc = 0;
+  int cap = 4 + world + nckpt, n = 0, rc = 0;
   char **path = ddp_xcalloc((size_t)cap, sizeof *path);
   const char **what = ddp_xcalloc((size_t)cap, sizeof *what);
   int *is_input = ddp_xcalloc((size_t)cap, sizeof *is_input);
@@ -61,6 +63,7 @@ static int check_outputs(const ddp_plan *p, const ddprun_args *a, char *err, siz
   if (p->meta.data_path && p->meta.data_path[0])
     path[n] = ddp_xstrdup(p->meta.data_path), what[n] = "plan's token file", is_input[n++] = 1;
   if (a->run.metrics_path) path[n] = ddp_xstrdup(a->run.metrics_path), what[n++] = "--metrics";
+  if (a->run.calibrate_out) path[n] = ddp_xstrdup(a->run.calibrate_out), what[n++] = "--calibrate-out";
   for (int r = 0; a->run.trace_path && r < world; r++) {
     char t[4200];
     ddp_trace_path(a->run.trace_path, r, (int)p->meta.world, t, sizeof t);
@@ -101,6 +104,18 @@ int ddprun_main(ddprun_args *a) {
             "ddprun: %s: --checkpoint-dir needs a plan that trains, this one's mode is \"%s\" (its parameters never "
             "change and it has no optimizer state); compile it with mode = \"train\"\n",
             a->plan_path, ddp_mode_name((int)p->meta.mode));
+    ddp_plan_free(p);
+    return 1;
+  }
+  if (a->run.calibrate && ddp_calib_check_plan(p, err, sizeof err)) {
+    fprintf(stderr, "ddprun: %s: --calibrate: %s\n", a->plan_path, err);
+    ddp_plan_free(p);
+    return 1;
+  }
+  char cache[4096];
+  if (a->run.calibrate && !a->run.calibrate_out && !ddp_cache_dir("profiles", cache, sizeof cache)) {
+    fprintf(stderr, "ddprun: --calibrate: no cache directory for the profile (DDPC_CACHE_DIR, XDG_CACHE_HOME or "
+            "HOME must name a directory that can be created), or give --calibrate-out FILE\n");
     ddp_plan_free(p);
     return 1;
   }

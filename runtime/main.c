@@ -1,7 +1,7 @@
 /* runtime/main.c: the ddprun command line (docs/CLI.md).
  *   ddprun PLAN [--device cuda|ref] [--steps N] [--metrics FILE.jsonl] [--checkpoint-dir DIR]
  *          [--save-every K] [--save-initial] [--keep-checkpoints K] [--resume] [--seed S] [--nproc N]
- *          [--peak-tflops X] [--trace F.json] [--quiet]
+ *          [--peak-tflops X] [--trace F.json] [--calibrate [--calibrate-out F.json]] [--quiet]
  *   ddprun --bench allreduce|plot ...   (runtime/bench/)
  *   ddprun --help-env prints the table of environment variables (base/param.h; docs/ENVIRONMENT.md).
  *   ddprun --version
@@ -27,7 +27,8 @@ static void usage(FILE *f) {
   fprintf(f,
           "usage: ddprun PLAN [--device cuda|ref] [--steps N] [--metrics FILE.jsonl] [--checkpoint-dir DIR]\n"
           "              [--save-every K] [--save-initial] [--keep-checkpoints K] [--resume] [--seed S]\n"
-          "              [--nproc N] [--peak-tflops X] [--trace F.json] [--quiet]\n"
+          "              [--nproc N] [--peak-tflops X] [--trace F.json] [--calibrate [--calibrate-out F.json]]\n"
+          "              [--quiet]\n"
           "       ddprun --bench allreduce [--device cuda|ref] [--nproc N] [--sizes-mb 1,10,100,1000] [--iters N]\n"
           "              [--out F.jsonl]   (ref: CPU ranks, one process each under mpirun/srun)\n"
           "       ddprun --bench plot -o F.svg F.jsonl ...\n"
@@ -47,6 +48,9 @@ static void usage(FILE *f) {
           "  --nproc N             fork N local ranks, 1..4096\n"
           "  --peak-tflops X       the device's peak for MFU, in (0, 1e6]\n"
           "  --trace FILE.json     Chrome trace of the last step (FILE.rankR.json per rank for several)\n"
+          "  --calibrate           time every instruction of a calibration plan (schedules/calibrate.lua) and\n"
+          "                        write the fitted device profile for ddpc explain --profile (docs/EXPLAIN.md)\n"
+          "                        under the cache directory, or to --calibrate-out FILE.json\n"
           "  -q, --quiet           no progress lines\n"
           "  -h, --help            this help\n"
           "SIGTERM/SIGINT stop at the next step boundary (with a checkpoint when --checkpoint-dir is set).\n"
@@ -54,7 +58,7 @@ static void usage(FILE *f) {
 }
 
 enum { OPT_DEVICE = 256, OPT_STEPS, OPT_METRICS, OPT_CKPT, OPT_SAVE_EVERY, OPT_RESUME, OPT_SAVE_INITIAL, OPT_KEEP, OPT_SEED, OPT_NPROC,
-       OPT_PEAK, OPT_TRACE, OPT_HELP_ENV, OPT_VERSION };
+       OPT_PEAK, OPT_TRACE, OPT_HELP_ENV, OPT_VERSION, OPT_CALIBRATE, OPT_CALIBRATE_OUT };
 
 static int usage_error(const char *msg) {
   fprintf(stderr, "ddprun: %s\n", msg);
@@ -76,6 +80,8 @@ int main(int argc, char **argv) {
                                      {"nproc", required_argument, NULL, OPT_NPROC},
                                      {"peak-tflops", required_argument, NULL, OPT_PEAK},
                                      {"trace", required_argument, NULL, OPT_TRACE},
+                                     {"calibrate", no_argument, NULL, OPT_CALIBRATE},
+                                     {"calibrate-out", required_argument, NULL, OPT_CALIBRATE_OUT},
                                      {"quiet", no_argument, NULL, 'q'},
                                      {"help", no_argument, NULL, 'h'},
                                      {"help-env", no_argument, NULL, OPT_HELP_ENV},
@@ -100,6 +106,8 @@ int main(int argc, char **argv) {
     case OPT_STEPS: rc = ddp_parse_i64(optarg, 0, 1000000000, "--steps", &a.run.steps, err, sizeof err); break;
     case OPT_METRICS: a.run.metrics_path = optarg; break;
     case OPT_TRACE: a.run.trace_path = optarg; break;
+    case OPT_CALIBRATE: a.run.calibrate = true; break;
+    case OPT_CALIBRATE_OUT: a.run.calibrate_out = optarg; break;
     case OPT_CKPT: a.run.ckpt_dir = optarg; break;
     case OPT_SAVE_EVERY:
       rc = ddp_parse_i64(optarg, 1, 1000000000, "--save-every", &a.run.save_every, err, sizeof err);
@@ -146,6 +154,7 @@ int main(int argc, char **argv) {
   a.plan_path = argv[optind];
   if (a.run.resume && !a.run.ckpt_dir) return usage_error("--resume needs --checkpoint-dir DIR");
   if (a.run.save_initial && !a.run.ckpt_dir) return usage_error("--save-initial needs --checkpoint-dir DIR");
+  if (a.run.calibrate_out && !a.run.calibrate) return usage_error("--calibrate-out needs --calibrate");
   ddp_stop_install();
   int rc = ddprun_main(&a);
   return rc == 0 ? ddp_stop_exit_status() : rc;

@@ -5,10 +5,9 @@
 #ifndef DDP_EXPLAIN_H
 #define DDP_EXPLAIN_H
 #include "plan.h"
+#include "work.h" /* COST_* collective kinds */
 #include <stdio.h>
 
-/* The collective kinds a profile prices: all_reduce, reduce_scatter, all_gather, broadcast, send_recv. */
-enum { COST_ALL_REDUCE = 0, COST_REDUCE_SCATTER, COST_ALL_GATHER, COST_BROADCAST, COST_SEND_RECV, COST_COLL_COUNT };
 const char *ddp_cost_coll_name(int k);
 
 typedef struct ddp_coll_cost {
@@ -16,8 +15,10 @@ typedef struct ddp_coll_cost {
   double busbw_gbps; /* bus bandwidth (nccl-tests' definition), GB/s = 1e9 B/s */
 } ddp_coll_cost;
 
+#define DDP_PROFILE_ATTN_SHAPES 32
+
 typedef struct ddp_profile {
-  char name[128];
+  char name[512];           /* a calibrated profile's ends "; built-in default for: FIELD, ..." */
   double launch_us;         /* per kernel, GEMM, memset, copy, load, init */
   double hbm_gbps;          /* bytes moved by memory-bound work, GB/s */
   double gemm_tflops_16;    /* GEMMs with 16-bit inputs (bf16, f16), TFLOP/s = 1e12 FLOP/s */
@@ -25,6 +26,12 @@ typedef struct ddp_profile {
   double gemm_small_dim;    /* a GEMM whose smallest of M, N, K is below this is "small" ... */
   double gemm_small_scale;  /* ... and runs at this fraction of its throughput, (0, 1] */
   double attention_tflops;  /* the attention kernels (ATTN_FWD, ATTN_BWD_DKV, ATTN_BWD_DQ) */
+  struct {                  /* attention_by_shape: the throughput measured at exactly this T and head dim */
+    double t, dh, tflops;
+  } attn_shape[DDP_PROFILE_ATTN_SHAPES];
+  int nattn_shapes;
+  double collective_share;  /* [0, 1): the fraction of a rank's compute throughput its running collectives
+                               take (NCCL's kernels use SMs and HBM): compute beside one runs at 1 - this */
   ddp_coll_cost coll[COST_COLL_COUNT];
 } ddp_profile;
 

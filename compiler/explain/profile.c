@@ -1,6 +1,9 @@
 /* compiler/explain/profile.c: the device profile of `ddpc explain`: the built-in H100/H200 default and
  * the JSON reader (jansson), which checks every field and names the one that is wrong. Format and the
- * default's sources: docs/EXPLAIN.md. */
+ * default's sources: docs/EXPLAIN.md. A profile written by `ddprun --calibrate` says "defaults": "built-in":
+ * the figures it leaves out (those its plan could not measure) are the built-in default's, and its record
+ * of the measurement ("device", "date", "version", "plan", "fit", "samples") is type-checked and kept out of
+ * the model. */
 #include "err.h"
 #include "explain.h"
 #include "file.h"
@@ -24,14 +27,28 @@ void ddp_profile_default(ddp_profile *pr) {
   pr->gemm_small_dim = 1024;
   pr->gemm_small_scale = 0.5;   /* PyTorch's own small shapes: 244-568 of 738 TFLOP/s */
   pr->attention_tflops = 210;   /* our mma.sync attention forward, T = 512 */
+  pr->collective_share = 0.22;  /* 2 x H200: the backward's GEMMs at 508 TFLOP/s beside NCCL, 655 alone */
   for (int k = 0; k < COST_COLL_COUNT; k++) pr->coll[k] = (ddp_coll_cost){20, 300};
   pr->coll[COST_SEND_RECV] = (ddp_coll_cost){10, 300};
 }
 
-/* One number field of obj: required, finite, in [lo, hi] (lo exclusive when lo_open). */
-static int num(json_t *obj, const char *path, const char *key, double lo, int lo_open, double hi, double *out,
+/* Appends path+key to the list of figures a calibrated profile left to the built-in default (NULL: none). */
+#define DFLT_CAP 300
+static void defaulted(char *dflt, const char *path, const char *key) {
+  if (!dflt) return;
+  size_t n = strlen(dflt);
+  snprintf(dflt + n, DFLT_CAP - n, "%s%s%s", n ? ", " : "", path, key);
+}
+
+/* One number field of obj: required (unless dflt, a calibrated profile's "defaults": "built-in": then *out
+ * keeps the default's and the key is listed in dflt), finite, in [lo, hi] (lo exclusive when lo_open). */
+static int num(char *dflt, json_t *obj, const char *path, const char *key, double lo, int lo_open, double hi, double *out,
                const char *label, char *err, size_t errcap) {
   json_t *v = json_object_get(obj, key);
+  if (!v && dflt) {
+    defaulted(dflt, path, key);
+    return 0;
+  }
   if (!v) return ddp_fail(err, errcap, "%s: %s%s: missing (a number)", label, path, key);
   if (!json_is_number(v)) return ddp_fail(err, errcap, "%s: %s%s: must be a number", label, path, key);
   double x = json_number_value(v);
@@ -60,40 +77,100 @@ static int known(json_t *obj, const char *path, const char *const *allowed, cons
 
 static int parse_root(json_t *root, const char *label, ddp_profile *pr, char *err, size_t errcap) {
   static const char *const top[] = {"name", "launch_us", "hbm_gbps", "gemm_tflops_16", "gemm_tflops_32",
-                                    "gemm_small_dim", "gemm_small_scale", "attention_tflops", "collectives", NULL};
+                                    "gemm_small_dim", "gemm_small_scale", "attention_tflops", "collectives",
+                                    "collective_share", "attention_by_shape", "defaults", "device", "date", "version", "plan", "fit", "samples", NULL};
   static const char *const coll_keys[] = {"alpha_us", "busbw_gbps", NULL};
   const double big = 1e301; /* no upper bound */
   if (!json_is_object(root)) return ddp_fail(err, errcap, "%s: expected one JSON object", label);
   if (known(root, "", top, label, err, errcap)) return -1;
+  json_t *defaults = json_object_get(root, "defaults");
+  int optional_figures = 0;
+  char dbuf[DFLT_CAP] = "";
+  if (defaults) {
+    if (!json_is_string(defaults) || strcmp(json_string_value(defaults), "built-in"))
+      return ddp_fail(err, errcap, "%s: defaults: must be the string \"built-in\" (the figures left out are the "
+                      "built-in default's)", label);
+    ddp_profile_default(pr);
+    optional_figures = 1;
+  }
+  static const char *const strs[] = {"device", "date", "version", NULL};
+  for (const char *const *k = strs; *k; k++) {
+    json_t *v = json_object_get(root, *k);
+    if (v && !json_is_string(v)) return ddp_fail(err, errcap, "%s: %s: must be a string", label, *k);
+  }
+  if (json_object_get(root, "plan") && !json_is_object(json_object_get(root, "plan")))
+    return ddp_fail(err, errcap, "%s: plan: must be an object", label);
+  if (json_object_get(root, "fit") && !json_is_object(json_object_get(root, "fit")))
+    return ddp_fail(err, errcap, "%s: fit: must be an object", label);
+  if (json_object_get(root, "samples") && !json_is_array(json_object_get(root, "samples")))
+    return ddp_fail(err, errcap, "%s: samples: must be an array", label);
   json_t *name = json_object_get(root, "name");
   if (!name || !json_is_string(name) || !json_string_length(name))
     return ddp_fail(err, errcap, "%s: name: %s", label, name ? "must be a non-empty string" : "missing (a string)");
-  snprintf(pr->name, sizeof pr->name, "%s", json_string_value(name));
-  if (num(root, "", "launch_us", 0, 0, 1e6, &pr->launch_us, label, err, errcap) ||
-      num(root, "", "hbm_gbps", 0, 1, big, &pr->hbm_gbps, label, err, errcap) ||
-      num(root, "", "gemm_tflops_16", 0, 1, big, &pr->gemm_tflops_16, label, err, errcap) ||
-      num(root, "", "gemm_tflops_32", 0, 1, big, &pr->gemm_tflops_32, label, err, errcap) ||
-      num(root, "", "gemm_small_dim", 1, 0, 1e12, &pr->gemm_small_dim, label, err, errcap) ||
-      num(root, "", "gemm_small_scale", 0, 1, 1, &pr->gemm_small_scale, label, err, errcap) ||
-      num(root, "", "attention_tflops", 0, 1, big, &pr->attention_tflops, label, err, errcap))
+  char own_name[400];
+  snprintf(own_name, sizeof own_name, "%s", json_string_value(name));
+  snprintf(pr->name, sizeof pr->name, "%s", own_name);
+  if (num(optional_figures ? dbuf : NULL, root, "", "launch_us", 0, 0, 1e6, &pr->launch_us, label, err, errcap) ||
+      num(optional_figures ? dbuf : NULL, root, "", "hbm_gbps", 0, 1, big, &pr->hbm_gbps, label, err, errcap) ||
+      num(optional_figures ? dbuf : NULL, root, "", "gemm_tflops_16", 0, 1, big, &pr->gemm_tflops_16, label, err, errcap) ||
+      num(optional_figures ? dbuf : NULL, root, "", "gemm_tflops_32", 0, 1, big, &pr->gemm_tflops_32, label, err, errcap) ||
+      num(optional_figures ? dbuf : NULL, root, "", "gemm_small_dim", 1, 0, 1e12, &pr->gemm_small_dim, label, err, errcap) ||
+      num(optional_figures ? dbuf : NULL, root, "", "gemm_small_scale", 0, 1, 1, &pr->gemm_small_scale, label, err, errcap) ||
+      num(optional_figures ? dbuf : NULL, root, "", "attention_tflops", 0, 1, big, &pr->attention_tflops, label, err, errcap))
     return -1;
+  /* optional in every profile (older files lack it): the built-in default's when left out */
+  if (!json_object_get(root, "collective_share")) {
+    ddp_profile def;
+    ddp_profile_default(&def);
+    pr->collective_share = def.collective_share;
+    defaulted(optional_figures ? dbuf : NULL, "", "collective_share");
+  } else if (num(NULL, root, "", "collective_share", 0, 0, 0.99, &pr->collective_share, label, err, errcap)) {
+    return -1;
+  }
   json_t *coll = json_object_get(root, "collectives");
-  if (!coll || !json_is_object(coll))
-    return ddp_fail(err, errcap, "%s: collectives: %s", label, coll ? "must be an object" : "missing (an object)");
+  json_t *shapes = json_object_get(root, "attention_by_shape");
+  pr->nattn_shapes = 0;
+  if (shapes && (!json_is_array(shapes) || json_array_size(shapes) > DDP_PROFILE_ATTN_SHAPES))
+    return ddp_fail(err, errcap, "%s: attention_by_shape: must be an array of at most %d objects", label,
+                    DDP_PROFILE_ATTN_SHAPES);
+  static const char *const shape_keys[] = {"t", "dh", "tflops", NULL};
+  for (size_t k = 0; shapes && k < json_array_size(shapes); k++) {
+    char path[64];
+    json_t *e = json_array_get(shapes, k);
+    snprintf(path, sizeof path, "attention_by_shape[%zu].", k);
+    if (!json_is_object(e)) return ddp_fail(err, errcap, "%s: attention_by_shape[%zu]: must be an object", label, k);
+    if (known(e, path, shape_keys, label, err, errcap) ||
+        num(NULL, e, path, "t", 1, 0, 1e9, &pr->attn_shape[k].t, label, err, errcap) ||
+        num(NULL, e, path, "dh", 1, 0, 1e9, &pr->attn_shape[k].dh, label, err, errcap) ||
+        num(NULL, e, path, "tflops", 0, 1, big, &pr->attn_shape[k].tflops, label, err, errcap))
+      return -1;
+    pr->nattn_shapes++;
+  }
+  int missing = 0;
+  for (int k = 0; k < COST_COLL_COUNT && optional_figures; k++)
+    missing += !coll || !json_object_get(coll, coll_names[k]);
+  if (missing == COST_COLL_COUNT) defaulted(dbuf, "", "collectives");
+  if (coll && !json_is_object(coll)) return ddp_fail(err, errcap, "%s: collectives: must be an object", label);
+  if (!coll && !optional_figures) return ddp_fail(err, errcap, "%s: collectives: missing (an object)", label);
   static const char *const kinds[] = {"all_reduce", "reduce_scatter", "all_gather", "broadcast", "send_recv", NULL};
-  if (known(coll, "collectives.", kinds, label, err, errcap)) return -1;
-  for (int k = 0; k < COST_COLL_COUNT; k++) {
+  if (coll && known(coll, "collectives.", kinds, label, err, errcap)) return -1;
+  for (int k = 0; coll && k < COST_COLL_COUNT; k++) {
     char path[64];
     json_t *c = json_object_get(coll, coll_names[k]);
+    if (!c && optional_figures) {
+      if (missing < COST_COLL_COUNT) defaulted(dbuf, "collectives.", coll_names[k]);
+      continue;
+    }
     if (!c || !json_is_object(c))
       return ddp_fail(err, errcap, "%s: collectives.%s: %s", label, coll_names[k],
                       c ? "must be an object" : "missing (an object with alpha_us, busbw_gbps)");
     snprintf(path, sizeof path, "collectives.%s.", coll_names[k]);
     if (known(c, path, coll_keys, label, err, errcap) ||
-        num(c, path, "alpha_us", 0, 0, 1e6, &pr->coll[k].alpha_us, label, err, errcap) ||
-        num(c, path, "busbw_gbps", 0, 1, big, &pr->coll[k].busbw_gbps, label, err, errcap))
+        num(optional_figures ? dbuf : NULL, c, path, "alpha_us", 0, 0, 1e6, &pr->coll[k].alpha_us, label, err, errcap) ||
+        num(optional_figures ? dbuf : NULL, c, path, "busbw_gbps", 0, 1, big, &pr->coll[k].busbw_gbps, label, err, errcap))
       return -1;
   }
+  if (dbuf[0]) snprintf(pr->name, sizeof pr->name, "%s; built-in default for: %s", own_name, dbuf);
   return 0;
 }
 

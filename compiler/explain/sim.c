@@ -6,8 +6,15 @@
  * a point-to-point group (consecutive SEND/RECV on one stream) is posted when reached, each pair running when
  * both sides are posted (post_group). A collective spans its communicator: the world (comm 0) or the
  * plan's group (pipeline replicas: a stage's replicas), starting when every member has reached it and
- * timed with the group's size (cost.c), so the groups of different stages run independently. Each
- * instruction remembers the dependency that set its start, so the critical path can be walked back. */
+ * timed with the group's size (plan/work.c), so the groups of different stages run independently. The
+ * compute work of a rank (every costed instruction but the collectives) shares one device: each runs at
+ * its full rate in the first gap of the device's busy time at or after its stream's clock (device_place),
+ * so two streams' kernels never overlap each other (the profile's rates are each of the whole device),
+ * while a collective overlaps compute, but while one runs on a rank (its interval at full cost, also in
+ * the zero-communication run: the loss is compute's, not waiting) the rank's compute runs at 1 - the
+ * profile's collective_share of its rate (stretch; point-to-point transfers do not slow compute). Each
+ * instruction remembers the dependency that set its start (a kernel delayed by the other stream's kernels
+ * keeps its stream or event dependency), so the critical path can be walked back. */
 #include "err.h"
 #include "explain.h"
 #include <stdlib.h>
@@ -19,8 +26,16 @@ typedef struct ev_state {
   int recorded;
 } ev_state;
 
+typedef struct busy_iv {
+  double s, e;
+} busy_iv;
+
 typedef struct rank_state {
   uint32_t pc;
+  busy_iv *dev;    /* the device's busy intervals, sorted, disjoint, adjacent ones merged */
+  size_t ndev, capdev;
+  busy_iv *coll;   /* the union of the rank's collectives' intervals, sorted, disjoint */
+  size_t ncoll, capcoll;
   double *clock;   /* [nstreams] */
   int64_t *last;   /* [nstreams]: the last instruction on each stream, -1 */
   ev_state *ev;    /* [nev] */
@@ -40,6 +55,112 @@ void ddp_sim_free(ddp_sim *s) {
   }
   free(s->ranks);
   free(s);
+}
+
+/* The start of compute work of c seconds ready at t: the first gap of the device's busy time at or after t
+ * that holds it; the interval is then marked busy. */
+static double device_place(rank_state *st, double t, double c) {
+  size_t lo = 0, hi = st->ndev;
+  while (lo < hi) { /* the first interval ending after t */
+    size_t mid = (lo + hi) / 2;
+    if (st->dev[mid].e <= t) lo = mid + 1;
+    else hi = mid;
+  }
+  size_t i = lo;
+  while (i < st->ndev && st->dev[i].s < t + c) {
+    if (st->dev[i].e > t) t = st->dev[i].e;
+    i++;
+  }
+  /* [t, t + c) fits between dev[i - 1] and dev[i] */
+  int join_prev = i > 0 && st->dev[i - 1].e >= t, join_next = i < st->ndev && st->dev[i].s <= t + c;
+  if (join_prev && join_next) {
+    st->dev[i - 1].e = st->dev[i].e;
+    memmove(&st->dev[i], &st->dev[i + 1], (st->ndev - i - 1) * sizeof *st->dev);
+    st->ndev--;
+  } else if (join_prev) {
+    st->dev[i - 1].e = t + c;
+  } else if (join_next) {
+    st->dev[i].s = t;
+  } else {
+    if (st->ndev == st->capdev) {
+      st->capdev = st->capdev ? 2 * st->capdev : 16;
+      st->dev = ddp_xrealloc(st->dev, st->capdev * sizeof *st->dev);
+    }
+    memmove(&st->dev[i + 1], &st->dev[i], (st->ndev - i) * sizeof *st->dev);
+    st->dev[i] = (busy_iv){t, t + c};
+    st->ndev++;
+  }
+  return t;
+}
+
+/* The first interval of v[0..n) (sorted, disjoint) that ends after t. */
+static size_t first_ending_after(const busy_iv *v, size_t n, double t) {
+  size_t lo = 0, hi = n;
+  while (lo < hi) {
+    size_t mid = (lo + hi) / 2;
+    if (v[mid].e <= t) lo = mid + 1;
+    else hi = mid;
+  }
+  return lo;
+}
+
+/* Adds [s, e) to the union of the rank's collective intervals. */
+static void coll_add(rank_state *st, double s, double e) {
+  if (!(e > s)) return;
+  size_t i = first_ending_after(st->coll, st->ncoll, s), j = i;
+  while (j < st->ncoll && st->coll[j].s <= e) { /* overlapping or touching: merged */
+    if (st->coll[j].s < s) s = st->coll[j].s;
+    if (st->coll[j].e > e) e = st->coll[j].e;
+    j++;
+  }
+  size_t removed = j - i;
+  if (removed == 0) {
+    if (st->ncoll == st->capcoll) {
+      st->capcoll = st->capcoll ? 2 * st->capcoll : 16;
+      st->coll = ddp_xrealloc(st->coll, st->capcoll * sizeof *st->coll);
+    }
+    memmove(&st->coll[i + 1], &st->coll[i], (st->ncoll - i) * sizeof *st->coll);
+    st->ncoll++;
+  } else if (removed > 1) {
+    memmove(&st->coll[i + 1], &st->coll[j], (st->ncoll - j) * sizeof *st->coll);
+    st->ncoll -= removed - 1;
+  }
+  st->coll[i] = (busy_iv){s, e};
+}
+
+/* The wall time of c seconds of compute started at t when it runs at (1 - share) of its rate inside the
+ * collectives' intervals. */
+static double stretch(const rank_state *st, double t, double c, double share) {
+  if (share <= 0 || st->ncoll == 0) return c;
+  double cur = t, left = c;
+  for (size_t i = first_ending_after(st->coll, st->ncoll, t); i < st->ncoll; i++) {
+    if (st->coll[i].s >= cur + left) break;
+    if (st->coll[i].s > cur) left -= st->coll[i].s - cur, cur = st->coll[i].s;
+    double cap = (st->coll[i].e - cur) * (1 - share);
+    if (left <= cap) return cur + left / (1 - share) - t;
+    left -= cap;
+    cur = st->coll[i].e;
+  }
+  return cur + left - t;
+}
+
+/* The start of c seconds of compute ready at t: where device_place puts it (the device's first gap that
+ * holds it, marked busy), slowed by the collectives around it. *wall: its duration. */
+static double compute_place(rank_state *st, double t, double c, double share, double *wall) {
+  if (share <= 0 || st->ncoll == 0) {
+    *wall = c;
+    return device_place(st, t, c);
+  }
+  /* the gap for the unstretched work, then the stretched work placed from there (it may move to a later
+   * gap; its stretch is not recomputed there) */
+  size_t i = first_ending_after(st->dev, st->ndev, t);
+  double s = t;
+  while (i < st->ndev && st->dev[i].s < s + c) {
+    if (st->dev[i].e > s) s = st->dev[i].e;
+    i++;
+  }
+  *wall = stretch(st, s, c, share);
+  return device_place(st, s, *wall);
 }
 
 /* Runs rank r's instructions up to its next collective. */
@@ -64,9 +185,9 @@ static void advance(const ddp_plan *p, const ddp_profile *pr, ddp_sim *s, rank_s
       si->dep_rank = st->ev[e].src >= 0 ? r : -1;
       si->dep_index = st->ev[e].src;
     }
-    double c = ddp_instr_cost(p, in, pr, &comm);
-    si->start = st->clock[sid];
-    si->end = si->start + c;
+    double c = ddp_instr_cost(p, in, pr, &comm), wall = c;
+    si->start = c > 0 ? compute_place(st, st->clock[sid], c, pr->collective_share, &wall) : st->clock[sid];
+    si->end = si->start + wall;
     st->clock[sid] = si->end;
     st->last[sid] = k;
     sr->busy_s[sid] += c;
@@ -91,7 +212,8 @@ static void fire(const ddp_plan *p, const ddp_profile *pr, int zero_comm, ddp_si
     uint32_t k = st[r].pc++;
     const ddp_instr *in = &p->ranks[r].step.v[k];
     int comm = 0;
-    double c = zero_comm ? 0 : ddp_instr_cost(p, in, pr, &comm);
+    double full = ddp_instr_cost(p, in, pr, &comm), c = zero_comm ? 0 : full;
+    coll_add(&st[r], start, start + full);
     ddp_sim_instr *si = &s->ranks[r].in[k];
     if (late == r || st[r].clock[in->stream] == start) {
       si->dep = st[r].last[in->stream] >= 0 ? DEP_STREAM : DEP_NONE;
@@ -285,6 +407,8 @@ ddp_sim *ddp_simulate(const ddp_plan *p, const ddp_profile *pr, int zero_comm, c
     free(st[r].clock);
     free(st[r].last);
     free(st[r].ev);
+    free(st[r].dev);
+    free(st[r].coll);
   }
   free(st);
   free(who);

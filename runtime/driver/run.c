@@ -18,6 +18,7 @@
 #include "outfile.h"
 #include "stop.h"
 #include "trace.h"
+#include "calibrate.h"
 #include <math.h>
 #include <signal.h>
 #include <stdlib.h>
@@ -270,6 +271,9 @@ int ddp_run_rank(ddp_exec *x, const ddp_run_opts *o, char *err, size_t errcap) {
   if (rc == 0 && metrics) rc = ddp_out_check(metrics, o->metrics_path, err, errcap);
   if (rc == 0 && o->trace_path && !x->v->instr_times)
     rc = ddp_fail(err, errcap, "the %s executor cannot record traces", x->v->name);
+  if (rc == 0 && o->calibrate && !x->v->instr_times)
+    rc = ddp_fail(err, errcap, "--calibrate: the %s executor cannot time single instructions", x->v->name);
+  ddp_calib_rows calib = {0};
   if (rc == 0 && o->ckpt_dir && o->save_initial && !o->resume && (rc = save(x, o, 0, err, errcap)) == 0)
     last_saved = 0;
   double sum = 0, sum2 = 0;
@@ -278,7 +282,8 @@ int ddp_run_rank(ddp_exec *x, const ddp_run_opts *o, char *err, size_t errcap) {
   bool stopped = false;
   metrics_row r = {0};
   for (int64_t s = start; rc == 0 && s < steps; s++) {
-    x->trace = o->trace_path && s == steps - 1;
+    bool calib_step = o->calibrate && lead && s >= m->warmup;
+    x->trace = (o->trace_path && s == steps - 1) || calib_step;
     r = (metrics_row){.step = s + 1, .warm = s < m->warmup};
     float own = 0;
     rc = x->v->run(x, &rp->step, s, err, errcap);
@@ -286,7 +291,9 @@ int ddp_run_rank(ddp_exec *x, const ddp_run_opts *o, char *err, size_t errcap) {
     if (rc == 0) rc = read_floats(x, m->loss_tensor, &own, 1, err, errcap);
     if (rc == 0) rc = read_floats(x, m->scalars_tensor, r.scalars, SCALAR_COUNT, err, errcap);
     if (rc == 0) rc = x->v->timers(x, timer_ms, err, errcap);
-    if (rc == 0 && x->trace) rc = write_trace(x, o->trace_path, s + 1, err, errcap);
+    if (rc == 0 && calib_step) rc = ddp_calib_record(&calib, x, err, errcap);
+    if (rc == 0 && o->trace_path && s == steps - 1) rc = write_trace(x, o->trace_path, s + 1, err, errcap);
+    x->trace = false;
     if (rc == 0 && !isfinite(own))
       rc = ddp_fail(err, errcap, "rank %d: the loss is %f at step %lld", x->rank, (double)own, (long long)s + 1);
     /* One host sum per step: the global loss, whether any rank was asked to stop (every rank then stops
@@ -339,6 +346,10 @@ int ddp_run_rank(ddp_exec *x, const ddp_run_opts *o, char *err, size_t errcap) {
            o->device_desc ? o->device_desc : x->v->name, (long long)timed, mean, sqrt(var > 0 ? var : 0),
            (double)tokens_per_step(p) / (mean * 1e-3), (double)r.loss);
   }
+  if (rc == 0 && lead && o->calibrate && !stopped)
+    rc = ddp_calib_finish(p, &calib, o->device_desc ? o->device_desc : x->v->name, o->calibrate_out, o->quiet, err,
+                          errcap);
+  ddp_calib_rows_free(&calib);
   free(timer_ms);
   free(v);
   if (ddp_out_close(metrics, o->metrics_path, rc ? NULL : err, errcap)) rc = -1;

@@ -18,6 +18,9 @@ typedef struct ddp_run_opts {
   bool quiet;
   const char *device_desc; /* printed in the summary, e.g. "NVIDIA H200" or "cpu reference" */
   const char *trace_path;  /* Chrome trace of the last step (one file per rank), or NULL */
+  bool calibrate;          /* --calibrate: rank 0 times every instruction of the steps after the warm-up and
+                              writes the fitted device profile at the end (runtime/bench/calibrate.h) */
+  const char *calibrate_out; /* the profile's path (NULL: under the cache directory) */
 } ddp_run_opts;
 
 /* Runs one rank to completion, or until a SIGTERM/SIGINT (stop.h) that every rank agrees on at a step

@@ -1,3 +1,4 @@
 # tests/unit/driver/driver.cmake: the shared driver (runtime/driver/run.c).
 ddp_c_test(test_run_read SOURCES test_run_read.c LIBS ddpruntime LABELS cpu)
 include(${CMAKE_CURRENT_LIST_DIR}/step_times_pipe.cmake)
+include(${CMAKE_CURRENT_LIST_DIR}/calibrate.cmake)

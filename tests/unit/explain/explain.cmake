@@ -2,3 +2,4 @@
 # parser on hand-made plans (compiler/explain/).
 ddp_c_test(test_sim SOURCES test_sim.c LIBS ddpcompiler LABELS cpu)
 include(${CMAKE_CURRENT_LIST_DIR}/predict.cmake)
+include(${CMAKE_CURRENT_LIST_DIR}/cost_model.cmake)

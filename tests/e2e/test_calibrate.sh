@@ -1,0 +1,131 @@
+#!/usr/bin/env bash
+# tests/e2e/test_calibrate.sh: `ddprun PLAN --calibrate` end to end on the reference executor (issue 16).
+# (1) the calibration schedule at tiny shapes (fp32) on one rank: the profile is written under
+# $DDPC_CACHE_DIR/profiles/ and named on stdout; its figures equal the fits recomputed here from its own raw
+# samples (medians of every instruction: launch + bytes / HBM by least squares, attention FLOPs over time);
+# `ddpc explain --profile` accepts it and names it; figures the plan cannot measure (its GEMMs are all
+# small) are left to the built-in default, with the reason in "fit"; (2) two ranks (calibrate_ddp.lua):
+# the all-reduce's alpha-beta line recomputed from the samples; --calibrate-out; a second calibration into
+# the same file keeps the first one's attention shape, one of another world replaces it; (3) bad input, one line
+# and a non-zero exit, no profile: a plan that is not a calibration plan, no cache directory, no timed
+# step, --calibrate-out without --calibrate, a profile whose "defaults" or "device" is wrong.
+. "$(dirname "$0")/lib.sh"
+e2e_tmp calibrate
+tiny=(--set model.d_model=64 --set model.d_ff=128 --set model.heads=4 --set model.vocab=256 --set model.context=32
+      --set model.layers=2 --set precision=fp32 -q)
+"$DDPC" "$DDP_SOURCE_DIR/schedules/calibrate.lua" -o "$tmp/cal.bin" "${tiny[@]}" || die "calibrate.lua does not compile"
+"$DDPC" "$DDP_SOURCE_DIR/schedules/calibrate_ddp.lua" -o "$tmp/cal2.bin" "${tiny[@]}" || die "calibrate_ddp.lua does not compile"
+
+# (1) one rank
+DDPC_CACHE_DIR="$tmp/cache" "$DDPRUN" "$tmp/cal.bin" --device ref --calibrate >"$tmp/out1.txt" 2>"$tmp/err1.txt" ||
+  die "ddprun --calibrate: $(cat "$tmp/err1.txt")"
+prof="$tmp/cache/profiles/cpu_reference_executor-world1.json"
+grep -qxF "profile written: $prof" "$tmp/out1.txt" || fail "the profile's path is not printed: $(cat "$tmp/out1.txt")"
+grep -qE "^  hbm_gbps +[0-9.e+-]+  \(31 samples\)$" "$tmp/out1.txt" || fail "no hbm_gbps line: $(cat "$tmp/out1.txt")"
+[ -f "$prof" ] || die "no profile at $prof"
+python3 - "$prof" <<'PY' || fail "the profile's figures are not the fits of its samples"
+import json, statistics, sys
+p = json.load(open(sys.argv[1]))
+assert p["defaults"] == "built-in" and p["device"] == "cpu reference executor", p
+assert p["plan"]["world"] == 1 and p["plan"]["timed_steps"] == 10, p["plan"]
+mem = [s for s in p["samples"] if s["work"] == "memory" and s["bytes"] > 0 and s["what"] not in ("load_batch", "init_tensor")]
+x = [s["bytes"] for s in mem]; y = [s["median_ms"] * 1e-3 for s in mem]
+mx, my = statistics.fmean(x), statistics.fmean(y)
+b = sum((a - mx) * (c - my) for a, c in zip(x, y)) / sum((a - mx) ** 2 for a in x)
+a = my - b * mx
+if a < 0:
+    a, b = 0, sum(u * v for u, v in zip(x, y)) / sum(u * u for u in x)
+def close(want, got): return abs(want - got) <= 1e-6 * abs(want)
+assert close(a * 1e6, p["launch_us"]) or (a == 0 and p["launch_us"] == 0), (a, p["launch_us"])
+assert close(1 / b / 1e9, p["hbm_gbps"]), (1 / b / 1e9, p["hbm_gbps"])
+att = [s for s in p["samples"] if s["work"] == "attention"]
+t = sum(max(s["median_ms"] * 1e-3 - a, 1e-9) for s in att)
+assert close(sum(s["flops"] for s in att) / t / 1e12, p["attention_tflops"]), p["attention_tflops"]
+assert p["fit"]["attention_shape"] == {"t": 32.0, "dh": 16.0}, p["fit"]["attention_shape"]
+for k in ("gemm_tflops_16", "gemm_tflops_32", "gemm_small_scale"):
+    assert k not in p and p["fit"][k]["not_measured"], (k, p["fit"][k])
+assert p["collectives"] == {} and "one rank" in p["fit"]["collectives.all_reduce"]["not_measured"]
+print("ok: launch %.3f us, HBM %.4f GB/s, attention %.6f TFLOP/s from %d + %d samples"
+      % (p["launch_us"], p["hbm_gbps"], p["attention_tflops"], len(mem), len(att)))
+PY
+"$DDPC" explain "$tmp/cal.bin" --profile "$prof" >"$tmp/explain1.txt" 2>&1 || fail "ddpc explain --profile refused it: $(cat "$tmp/explain1.txt")"
+grep -qE "^profile: calibrated: cpu reference executor, world 1, [0-9TZ:-]+; built-in default for: gemm_tflops_16, gemm_tflops_32, gemm_small_scale, collective_share, collectives$" "$tmp/explain1.txt" ||
+  fail "explain does not name the profile and its defaulted figures: $(head -3 "$tmp/explain1.txt")"
+
+# (2) two ranks: the all-reduce's alpha-beta fit, written to --calibrate-out
+"$DDPRUN" "$tmp/cal2.bin" --device ref --calibrate --calibrate-out "$tmp/two.json" --quiet >"$tmp/out2.txt" 2>"$tmp/err2.txt" ||
+  die "ddprun --calibrate (2 ranks): $(cat "$tmp/err2.txt")"
+grep -qxF "profile written: $tmp/two.json" "$tmp/out2.txt" || fail "--calibrate-out: $(cat "$tmp/out2.txt")"
+python3 - "$tmp/two.json" <<'PY' || fail "the all-reduce fit"
+import json, statistics, sys
+p = json.load(open(sys.argv[1]))
+ar = [s for s in p["samples"] if s.get("collective") == "all_reduce"]
+assert len(ar) == 21 and len({s["wire_bytes"] for s in ar}) > 2, len(ar)
+x = [s["wire_bytes"] for s in ar]; y = [s["median_ms"] * 1e-3 for s in ar]
+mx, my = statistics.fmean(x), statistics.fmean(y)
+b = sum((a - mx) * (c - my) for a, c in zip(x, y)) / sum((a - mx) ** 2 for a in x)
+a = my - b * mx
+if a < 0:
+    a, b = 0, sum(u * v for u, v in zip(x, y)) / sum(u * u for u in x)
+assert p["plan"]["world"] == 2 and "no such collective" in p["fit"]["collectives.reduce_scatter"]["not_measured"]
+if b > 0: # on CPU threads a collective's time is mostly the wait for the other rank: the slope may be noise
+    c = p["collectives"]["all_reduce"]
+    assert abs(c["alpha_us"] - a * 1e6) <= 1e-6 * max(1e-9, a * 1e6) and abs(c["busbw_gbps"] - 1 / b / 1e9) <= 1e-6 / b / 1e9, (c, a, b)
+    assert p["fit"]["collectives.all_reduce"]["samples"] == 21
+    print("ok: all_reduce alpha %.1f us, busbw %.4f GB/s from %d samples" % (c["alpha_us"], c["busbw_gbps"], len(ar)))
+else: # refused, with the reason, and left to the default
+    assert "all_reduce" not in p["collectives"], p["collectives"]
+    assert "time does not grow with size" in p["fit"]["collectives.all_reduce"]["not_measured"], p["fit"]
+    print("ok: all_reduce not fitted (slope %.3g s/B from %d samples): %s" % (b, len(ar), p["fit"]["collectives.all_reduce"]["not_measured"]))
+PY
+"$DDPC" explain "$tmp/cal2.bin" --profile "$tmp/two.json" >/dev/null 2>"$tmp/explain2.err" || fail "explain refused the 2-rank profile: $(cat "$tmp/explain2.err")"
+
+# (2b) a second calibration into the same file (same device and world) keeps what the first measured and
+# it did not: here the attention at T 32 beside its own at T 16; a different world replaces the file
+"$DDPC" "$DDP_SOURCE_DIR/schedules/calibrate.lua" -o "$tmp/cal16.bin" "${tiny[@]}" --set model.context=16 || die "context 16"
+cp "$prof" "$tmp/merged.json"
+"$DDPRUN" "$tmp/cal16.bin" --device ref --calibrate --calibrate-out "$tmp/merged.json" --quiet >"$tmp/out3.txt" 2>&1 || fail "merge run: $(cat "$tmp/out3.txt")"
+grep -qE "^kept from the earlier profile of [0-9TZ:-]+ at this path: attention T 32 head dim 16$" "$tmp/out3.txt" || fail "merge: $(cat "$tmp/out3.txt")"
+python3 - "$tmp/merged.json" <<'PY' || fail "the merged attention shapes"
+import json, sys
+p = json.load(open(sys.argv[1]))
+shapes = sorted((e["t"], e["dh"]) for e in p["attention_by_shape"])
+assert shapes == [(16.0, 16.0), (32.0, 16.0)], shapes
+assert p["fit"]["attention_shape"] == {"t": 16.0, "dh": 16.0}, p["fit"]["attention_shape"]
+print("ok: merged attention shapes", shapes)
+PY
+"$DDPC" explain "$tmp/cal.bin" --profile "$tmp/merged.json" >/dev/null 2>"$tmp/explain3.err" || fail "explain refused the merged profile: $(cat "$tmp/explain3.err")"
+cp "$tmp/merged.json" "$tmp/replaced.json"
+"$DDPRUN" "$tmp/cal2.bin" --device ref --calibrate --calibrate-out "$tmp/replaced.json" --quiet >"$tmp/out4.txt" 2>&1 || fail "replace run"
+grep -qxF "replaced the earlier file (not a calibrated profile of cpu reference executor at world 2)" "$tmp/out4.txt" || fail "replace: $(cat "$tmp/out4.txt")"
+
+# (3) bad input: exit status, one line, nothing written
+bad() { # bad NAME WANT_STATUS WANT_SUBSTRING CMD...
+  local name=$1 want=$2 sub=$3 rc=0
+  shift 3
+  "$@" >"$tmp/$name.out" 2>"$tmp/$name.err" || rc=$?
+  [ "$rc" = "$want" ] || fail "$name: exit $rc, want $want ($(cat "$tmp/$name.err"))"
+  [ "$(wc -l <"$tmp/$name.err")" = 1 ] || fail "$name: not one line: $(cat "$tmp/$name.err")"
+  grep -qF -- "$sub" "$tmp/$name.err" || fail "$name: '$(cat "$tmp/$name.err")' lacks '$sub'"
+}
+"$DDPC" "$DDP_SOURCE_DIR/schedules/tiny.lua" -o "$tmp/tiny.bin" -q || die "tiny does not compile"
+bad notcal 1 "$tmp/tiny.bin: --calibrate: not a calibration plan (its model is 'tiny'" \
+  env DDPC_CACHE_DIR="$tmp/cache_notcal" "$DDPRUN" "$tmp/tiny.bin" --device ref --calibrate
+[ ! -e "$tmp/cache_notcal/profiles" ] || [ -z "$(ls "$tmp/cache_notcal/profiles")" ] || fail "notcal wrote a profile"
+: >"$tmp/a_file"
+bad nocache 1 "--calibrate: no cache directory for the profile" \
+  env DDPC_CACHE_DIR="$tmp/a_file/cache" "$DDPRUN" "$tmp/cal.bin" --device ref --calibrate
+bad nosteps 1 "--calibrate: no timed step (the plan's warm-up is 3 steps" \
+  "$DDPRUN" "$tmp/cal.bin" --device ref --calibrate --calibrate-out "$tmp/nosteps.json" --steps 3 --quiet
+[ ! -e "$tmp/nosteps.json" ] || fail "no timed step, yet a profile was written"
+bad outonly 2 "--calibrate-out needs --calibrate" "$DDPRUN" "$tmp/cal.bin" --device ref --calibrate-out "$tmp/x.json"
+bad outisplan 2 "--calibrate-out" "$DDPRUN" "$tmp/cal.bin" --device ref --calibrate --calibrate-out "$tmp/cal.bin"
+sed 's/"defaults": "built-in"/"defaults": "mine"/' "$prof" >"$tmp/bad_defaults.json"
+bad defaults 1 "bad_defaults.json: defaults: must be the string \"built-in\"" "$DDPC" explain "$tmp/cal.bin" --profile "$tmp/bad_defaults.json"
+sed 's/"device": "cpu reference executor"/"device": 7/' "$prof" >"$tmp/bad_device.json"
+bad device 1 "bad_device.json: device: must be a string" "$DDPC" explain "$tmp/cal.bin" --profile "$tmp/bad_device.json"
+sed '0,/"hbm_gbps": [0-9]/s/"hbm_gbps": [0-9.e+-]*/"hbm_gbps": -3/' "$prof" >"$tmp/bad_hbm.json"
+bad hbm 1 "bad_hbm.json: hbm_gbps: must be a number > 0" "$DDPC" explain "$tmp/cal.bin" --profile "$tmp/bad_hbm.json"
+python3 -c "import json,sys; p=json.load(open(sys.argv[1])); p['attention_by_shape'][0]['dh']=0; json.dump(p, open(sys.argv[2],'w'))" "$tmp/merged.json" "$tmp/bad_shape.json"
+bad shape 1 "bad_shape.json: attention_by_shape[0].dh: must be a number >= 1" "$DDPC" explain "$tmp/cal.bin" --profile "$tmp/bad_shape.json"
+exit $fail

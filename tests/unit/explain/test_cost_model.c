@@ -1,0 +1,278 @@
+/* tests/unit/explain/test_cost_model.c: the cost model fixes of issue 16 on hand-made plans, with a profile
+ * whose numbers make the arithmetic exact (no launch overhead, 1 TFLOP/s, 1 GB/s, collectives 0.1 ms +
+ * bytes / 1 GB/s): (1) an AdamW update's read-modify-write operands (parameter, both moments) count their
+ * bytes twice, the gradient and the copy once; an accumulating kernel's output twice, a plain one's once;
+ * (2) kernels of two streams share the device: a side-stream kernel ready while the compute stream runs
+ * waits for it (the single-GPU optimizer overlap is no longer free); (3) a kernel backfills a gap the
+ * device has before a later kernel (a stream waiting on a collective); (4) compute beside a running
+ * collective runs at 1 - collective_share of its rate, also in the run with free collectives (so the loss
+ * is compute, not exposed communication); (5) collective_share in a profile file: optional (the built-in
+ * default's when left out), range-checked. */
+#include "check.h"
+#include "explain.h"
+#include "work.h"
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+
+#define MS 1e-3
+static int near(double want, double got) { return fabs(want - got) <= 1e-12 + 1e-12 * fabs(want); }
+#define CHECK_T(what, want, got) CHECK(near(want, got), "%s: want %.15g, got %.15g", what, (double)(want), (double)(got))
+
+static ddp_profile test_profile(void) {
+  ddp_profile pr;
+  memset(&pr, 0, sizeof pr);
+  snprintf(pr.name, sizeof pr.name, "test");
+  pr.hbm_gbps = 1;
+  pr.gemm_tflops_16 = pr.gemm_tflops_32 = pr.attention_tflops = 1;
+  pr.gemm_small_dim = 1;
+  pr.gemm_small_scale = 1;
+  for (int k = 0; k < COST_COLL_COUNT; k++) pr.coll[k] = (ddp_coll_cost){100, 1};
+  return pr;
+}
+
+static ddp_plan *new_plan(int world, uint32_t nstreams) {
+  ddp_plan *p = ddp_plan_new();
+  p->meta.world = world;
+  p->nstreams = nstreams;
+  p->ranks = calloc((size_t)world, sizeof *p->ranks);
+  for (int r = 0; r < world; r++) p->ranks[r].nevents = 4;
+  return p;
+}
+
+static void gemm(ddp_plan *p, int stream, int64_t m, int64_t n, int64_t k) {
+  ddp_instr in = ddp_instr_blank(I_GEMM, stream);
+  in.dt[0] = in.dt[1] = in.dt[2] = in.dt[3] = DT_F32;
+  in.i[GEMM_I_M] = m, in.i[GEMM_I_N] = n, in.i[GEMM_I_K] = k, in.i[GEMM_I_BATCH] = 1;
+  ddp_program_push(&p->ranks[0].step, &in);
+}
+static void event(ddp_plan *p, int opcode, int stream, int e) {
+  ddp_instr in = ddp_instr_blank(opcode, stream);
+  in.i[EVENT_I_EVENT] = e;
+  ddp_program_push(&p->ranks[0].step, &in);
+}
+
+/* An ADAMW of n f32 parameters with a bf16 gradient and a bf16 copy; every operand points at tensor 0
+ * (the cost model needs only the operands' presence and footprints). */
+static ddp_instr adamw(int64_t n) {
+  ddp_instr in = ddp_instr_blank(I_KERNEL, STREAM_COMPUTE);
+  in.op = OP_ADAMW;
+  in.dt[ADAMW_P_PARAM] = in.dt[ADAMW_P_M] = in.dt[ADAMW_P_V] = in.dt[ADAMW_P_SCALARS] = DT_F32;
+  in.dt[ADAMW_P_GRAD] = in.dt[ADAMW_P_COPY] = DT_BF16;
+  for (int k = ADAMW_P_PARAM; k <= ADAMW_P_SCALARS; k++) in.p[k].tensor = 0;
+  in.i[ADAMW_I_N] = n;
+  return in;
+}
+
+static void test_rmw_bytes(const ddp_profile *pr) {
+  ddp_plan *p = new_plan(1, 2);
+  const int64_t n = 1000;
+  ddp_instr in = adamw(n);
+  /* param 4n read + 4n written, grad 2n, m and v 8n each, copy 2n, scalars 8 floats = 28n + 32 (the old
+   * count, each operand once: 18n + 32) */
+  CHECK_T("adamw bytes", 28.0 * n + 32, ddp_instr_bytes_moved(p, &in));
+  int comm = 0;
+  CHECK_T("adamw time at 1 GB/s", (28.0 * n + 32) * 1e-9, ddp_instr_cost(p, &in, pr, &comm));
+  in.p[ADAMW_P_COPY].tensor = -1; /* no copy */
+  CHECK_T("adamw bytes without a copy", 26.0 * n + 32, ddp_instr_bytes_moved(p, &in));
+
+  ddp_instr r = ddp_instr_blank(I_KERNEL, STREAM_COMPUTE); /* REDUCE_ROWS in[P,D] -> out[D], (+)= when ACC */
+  r.op = OP_REDUCE_ROWS;
+  r.dt[REDUCE_ROWS_P_IN] = r.dt[REDUCE_ROWS_P_OUT] = DT_F32;
+  r.p[REDUCE_ROWS_P_IN].tensor = r.p[REDUCE_ROWS_P_OUT].tensor = 0;
+  r.i[REDUCE_ROWS_I_P] = 10, r.i[REDUCE_ROWS_I_D] = 100;
+  CHECK_T("reduce_rows bytes (overwrite)", 4.0 * 1000 + 4 * 100, ddp_instr_bytes_moved(p, &r));
+  r.i[REDUCE_ROWS_I_ACC] = 1;
+  CHECK_T("reduce_rows bytes (accumulate)", 4.0 * 1000 + 8 * 100, ddp_instr_bytes_moved(p, &r));
+  ddp_work w;
+  ddp_instr_work(p, &r, &w);
+  CHECK_INT("reduce_rows is memory-bound work", WORK_MEMORY, w.kind);
+  ddp_plan_free(p);
+}
+
+/* compute: A (2 ms), record e0, C (1 ms); side stream: wait e0, B (0.5 ms). B is ready at 2 ms but the
+ * device runs C until 3 ms: B runs 3 .. 3.5 ms (the old model ran it beside C, ending the step at 3 ms). */
+static void test_streams_share_device(const ddp_profile *pr) {
+  ddp_plan *p = new_plan(1, 2);
+  gemm(p, STREAM_COMPUTE, 1000, 1000, 1000);
+  event(p, I_EVENT_RECORD, STREAM_COMPUTE, 0);
+  gemm(p, STREAM_COMPUTE, 500, 1000, 1000);
+  event(p, I_EVENT_WAIT, 1, 0);
+  gemm(p, 1, 250, 1000, 1000);
+  char err[256] = "";
+  ddp_sim *s = ddp_explain_sim(p, pr, err, sizeof err);
+  if (CHECK(s != NULL, "%s", err)) {
+    const ddp_sim_rank *sr = &s->ranks[0];
+    CHECK_T("A", 2 * MS, sr->in[0].end);
+    CHECK_T("C start", 2 * MS, sr->in[2].start);
+    CHECK_T("C end", 3 * MS, sr->in[2].end);
+    CHECK_T("B start (after C)", 3 * MS, sr->in[4].start);
+    CHECK_T("B end", 3.5 * MS, sr->in[4].end);
+    CHECK_T("step", 3.5 * MS, sr->step_s);
+    CHECK_T("stream 1 busy", 0.5 * MS, sr->busy_s[1]);
+  }
+  ddp_sim_free(s);
+  ddp_plan_free(p);
+}
+
+/* One rank: stream 1 all-reduces (world 1: 0.1 ms of latency) and records e1; the compute stream waits for
+ * it and runs A (1 ms): 0.1 .. 1.1 ms. A kernel K on stream 2 (0.05 ms), later in the program but ready at
+ * 0, fills the device's idle 0 .. 0.1 ms: it runs 0 .. 0.05 ms and the step stays 1.1 ms. */
+static void test_backfill(const ddp_profile *pr) {
+  ddp_plan *p = new_plan(1, 3);
+  ddp_instr ar = ddp_instr_blank(I_ALL_REDUCE, 1);
+  ar.dt[0] = DT_F32;
+  ar.i[COLL_I_COUNT] = 1000;
+  ddp_program_push(&p->ranks[0].step, &ar);
+  event(p, I_EVENT_RECORD, 1, 1);
+  event(p, I_EVENT_WAIT, STREAM_COMPUTE, 1);
+  gemm(p, STREAM_COMPUTE, 500, 1000, 1000);
+  gemm(p, 2, 250, 250, 400);
+  char err[256] = "";
+  ddp_sim *s = ddp_explain_sim(p, pr, err, sizeof err);
+  if (CHECK(s != NULL, "%s", err)) {
+    const ddp_sim_rank *sr = &s->ranks[0];
+    CHECK_T("all-reduce", 0.1 * MS, sr->in[0].end);
+    CHECK_T("A start", 0.1 * MS, sr->in[3].start);
+    CHECK_T("A end", 1.1 * MS, sr->in[3].end);
+    CHECK_T("K start (backfilled)", 0, sr->in[4].start);
+    CHECK_T("K end", 0.05 * MS, sr->in[4].end);
+    CHECK_T("step", 1.1 * MS, sr->step_s);
+  }
+  ddp_sim_free(s);
+  ddp_plan_free(p);
+}
+
+/* Two ranks, share 0.5: stream 1 all-reduces 1 MB (0.1 ms + 1 ms: 0 .. 1.1 ms), the compute stream runs a
+ * GEMM of 2 ms from 0: 0.55 ms of its work fits in 0 .. 1.1 ms at half rate, the other 1.45 ms after: it
+ * ends at 2.55 ms, in both runs, so nothing is exposed. */
+static void test_interference(const ddp_profile *base) {
+  ddp_profile pr = *base;
+  pr.collective_share = 0.5;
+  ddp_plan *p = new_plan(2, 2);
+  for (int r = 0; r < 2; r++) {
+    ddp_instr ar = ddp_instr_blank(I_ALL_REDUCE, 1);
+    ar.dt[0] = DT_F32;
+    ar.i[COLL_I_COUNT] = 250000;
+    ddp_program_push(&p->ranks[r].step, &ar);
+    ddp_instr g = ddp_instr_blank(I_GEMM, STREAM_COMPUTE);
+    g.dt[0] = g.dt[1] = g.dt[2] = g.dt[3] = DT_F32;
+    g.i[GEMM_I_M] = 1000, g.i[GEMM_I_N] = 1000, g.i[GEMM_I_K] = 1000, g.i[GEMM_I_BATCH] = 1;
+    ddp_program_push(&p->ranks[r].step, &g);
+  }
+  char err[256] = "";
+  ddp_sim *s = ddp_explain_sim(p, &pr, err, sizeof err);
+  if (CHECK(s != NULL, "%s", err)) {
+    const ddp_sim_rank *sr = &s->ranks[1];
+    CHECK_T("all-reduce end", 1.1 * MS, sr->in[0].end);
+    CHECK_T("GEMM start", 0, sr->in[1].start);
+    CHECK_T("GEMM end (slowed)", 2.55 * MS, sr->in[1].end);
+    CHECK_T("step", 2.55 * MS, sr->step_s);
+    CHECK_T("exposed", 0, sr->exposed_s);
+    CHECK_T("compute busy (its cost)", 2 * MS, sr->busy_s[STREAM_COMPUTE]);
+  }
+  ddp_sim_free(s);
+  pr.collective_share = 0;
+  s = ddp_explain_sim(p, &pr, err, sizeof err);
+  if (CHECK(s != NULL, "%s", err)) CHECK_T("share 0: the GEMM alone", 2 * MS, s->ranks[0].in[1].end);
+  ddp_sim_free(s);
+  ddp_plan_free(p);
+}
+
+static void test_share_field(void) {
+  const char *base = "{\"name\": \"x\", \"launch_us\": 1, \"hbm_gbps\": 1, \"gemm_tflops_16\": 1, "
+                     "\"gemm_tflops_32\": 1, \"gemm_small_dim\": 1, \"gemm_small_scale\": 1, \"attention_tflops\": 1, %s"
+                     "\"collectives\": {\"all_reduce\": {\"alpha_us\": 1, \"busbw_gbps\": 1}, "
+                     "\"reduce_scatter\": {\"alpha_us\": 1, \"busbw_gbps\": 1}, \"all_gather\": {\"alpha_us\": 1, "
+                     "\"busbw_gbps\": 1}, \"broadcast\": {\"alpha_us\": 1, \"busbw_gbps\": 1}, \"send_recv\": "
+                     "{\"alpha_us\": 1, \"busbw_gbps\": 1}}}";
+  char json[2048], err[256] = "";
+  ddp_profile pr, def;
+  ddp_profile_default(&def);
+  snprintf(json, sizeof json, base, "");
+  CHECK(ddp_profile_parse(json, strlen(json), "p.json", &pr, err, sizeof err) == 0, "%s", err);
+  CHECK_T("left out: the default's", def.collective_share, pr.collective_share);
+  snprintf(json, sizeof json, base, "\"collective_share\": 0.3, ");
+  CHECK(ddp_profile_parse(json, strlen(json), "p.json", &pr, err, sizeof err) == 0, "%s", err);
+  CHECK_T("given", 0.3, pr.collective_share);
+  snprintf(json, sizeof json, base, "\"collective_share\": 1, ");
+  CHECK(ddp_profile_parse(json, strlen(json), "p.json", &pr, err, sizeof err) != 0);
+  CHECK_STR("out of range", "p.json: collective_share: must be a number >= 0 and <= 0.99 (got 1)", err);
+
+  /* a calibrated profile: figures may be left out (the default's, listed in the name); its record of the
+   * measurement is type-checked, each bad field one line */
+  const char *cal = "{\"name\": \"cal\", \"defaults\": \"built-in\", \"hbm_gbps\": 3000, \"device\": \"d\", "
+                    "\"date\": \"2026\", \"version\": \"v\", \"plan\": {}, \"fit\": {}, \"samples\": [], "
+                    "\"collectives\": {\"all_reduce\": {\"alpha_us\": 5, \"busbw_gbps\": 100}}%s}";
+  snprintf(json, sizeof json, cal, "");
+  if (CHECK(ddp_profile_parse(json, strlen(json), "c.json", &pr, err, sizeof err) == 0, "%s", err)) {
+    CHECK_T("measured", 3000, pr.hbm_gbps);
+    CHECK_T("defaulted", def.gemm_tflops_16, pr.gemm_tflops_16);
+    CHECK_T("measured collective", 100, pr.coll[COST_ALL_REDUCE].busbw_gbps);
+    CHECK_T("defaulted collective", def.coll[COST_ALL_GATHER].busbw_gbps, pr.coll[COST_ALL_GATHER].busbw_gbps);
+    CHECK_STR("name", "cal; built-in default for: launch_us, gemm_tflops_16, gemm_tflops_32, gemm_small_dim, "
+              "gemm_small_scale, attention_tflops, collective_share, collectives.reduce_scatter, "
+              "collectives.all_gather, collectives.broadcast, collectives.send_recv", pr.name);
+  }
+  static const char *const bad[][2] = {
+      {", \"device\": 1", "c.json: line 1: duplicate object key near '\"device\"'"},
+      {", \"attention_by_shape\": {}", "c.json: attention_by_shape: must be an array of at most 32 objects"},
+      {", \"attention_by_shape\": [{\"t\": 512, \"dh\": 64}]", "c.json: attention_by_shape[0].tflops: missing (a number)"},
+      {", \"attention_by_shape\": [{\"t\": 512, \"dh\": 64, \"tflops\": 9, \"x\": 1}]",
+       "c.json: attention_by_shape[0].x: unknown field"},
+  };
+  for (size_t k = 0; k < sizeof bad / sizeof bad[0]; k++) {
+    snprintf(json, sizeof json, cal, bad[k][0]);
+    CHECK(ddp_profile_parse(json, strlen(json), "c.json", &pr, err, sizeof err) != 0, "%s", bad[k][0]);
+    CHECK_STR(bad[k][0], bad[k][1], err);
+  }
+  static const char *const swaps[][3] = {
+      {"\"plan\": {}", "\"plan\": []", "c.json: plan: must be an object"},
+      {"\"fit\": {}", "\"fit\": 3", "c.json: fit: must be an object"},
+      {"\"samples\": []", "\"samples\": {}", "c.json: samples: must be an array"},
+      {"\"date\": \"2026\"", "\"date\": 2026", "c.json: date: must be a string"},
+      {"\"version\": \"v\"", "\"version\": null", "c.json: version: must be a string"},
+      {"\"defaults\": \"built-in\"", "\"defaults\": \"mine\"",
+       "c.json: defaults: must be the string \"built-in\" (the figures left out are the built-in default's)"},
+  };
+  for (size_t k = 0; k < sizeof swaps / sizeof swaps[0]; k++) {
+    snprintf(json, sizeof json, cal, "");
+    char *at = strstr(json, swaps[k][0]), out[2048];
+    if (!CHECK(at != NULL, "%s", swaps[k][0])) continue;
+    snprintf(out, sizeof out, "%.*s%s%s", (int)(at - json), json, swaps[k][1], at + strlen(swaps[k][0]));
+    CHECK(ddp_profile_parse(out, strlen(out), "c.json", &pr, err, sizeof err) != 0, "%s", swaps[k][1]);
+    CHECK_STR(swaps[k][1], swaps[k][2], err);
+  }
+}
+
+/* An attention forward of B 2, H 4, T 64, Dh 16, causal: 2 * (2*2*4*64*64*16) / 2 = 1048576 FLOP: at 1 TFLOP/s
+ * (attention_tflops) 1.048576 us; with an attention_by_shape entry of exactly T 64, Dh 16 at 2 TFLOP/s half
+ * that; an entry of another shape is not used. Its operands are null, so its bytes are 0. */
+static void test_attention_shape(const ddp_profile *base) {
+  ddp_profile pr = *base;
+  ddp_plan *p = new_plan(1, 2);
+  ddp_instr in = ddp_instr_blank(I_KERNEL, STREAM_COMPUTE);
+  in.op = OP_ATTN_FWD;
+  in.i[ATTN_I_B] = 2, in.i[ATTN_I_H] = 4, in.i[ATTN_I_T] = 64, in.i[ATTN_I_DH] = 16, in.i[ATTN_I_CAUSAL] = 1;
+  in.i[ATTN_I_QSTRIDE] = in.i[ATTN_I_KSTRIDE] = in.i[ATTN_I_VSTRIDE] = in.i[ATTN_I_OSTRIDE] = 64;
+  int comm = 0;
+  CHECK_T("attention_tflops", 1048576e-12, ddp_instr_cost(p, &in, &pr, &comm));
+  pr.attn_shape[0].t = 128, pr.attn_shape[0].dh = 16, pr.attn_shape[0].tflops = 4;
+  pr.attn_shape[1].t = 64, pr.attn_shape[1].dh = 16, pr.attn_shape[1].tflops = 2;
+  pr.nattn_shapes = 2;
+  CHECK_T("the entry of its shape", 1048576e-12 / 2, ddp_instr_cost(p, &in, &pr, &comm));
+  pr.nattn_shapes = 1;
+  CHECK_T("no entry of its shape", 1048576e-12, ddp_instr_cost(p, &in, &pr, &comm));
+  ddp_plan_free(p);
+}
+
+int main(void) {
+  ddp_profile pr = test_profile();
+  test_attention_shape(&pr);
+  test_rmw_bytes(&pr);
+  test_streams_share_device(&pr);
+  test_backfill(&pr);
+  test_interference(&pr);
+  test_share_field();
+  return check_report("test_cost_model");
+}
