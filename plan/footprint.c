@@ -139,6 +139,13 @@ static void ext_rmsnorm_bwd(fp *f) {
   slot(f, RMSNORM_BWD_P_DX, mul(f, N, D), OPT);
   slot(f, RMSNORM_BWD_P_DG_PART, mul(f, P, D), OPT);
 }
+static void ext_rmsnorm_bwd_cast(fp *f) {
+  ext_rmsnorm_bwd(f);
+  const int64_t N = f->in->i[RMSNORM_BWD_I_N] < 0 ? 0 : f->in->i[RMSNORM_BWD_I_N],
+                D = f->in->i[RMSNORM_BWD_I_D] < 0 ? 0 : f->in->i[RMSNORM_BWD_I_D]; /* checked by ext_rmsnorm_bwd */
+  f->use[RMSNORM_BWD_P_DX].optional = REQ; /* the cast reads the new dx back */
+  slot(f, RMSNORM_BWD_CAST_P_DX_CAST, mul(f, N, D), REQ);
+}
 static void ext_reduce_rows(fp *f) {
   int64_t P = get(f, REDUCE_ROWS_I_P, "P", 0), D = get(f, REDUCE_ROWS_I_D, "D", 0);
   slot(f, REDUCE_ROWS_P_IN, mul(f, P, D), REQ);

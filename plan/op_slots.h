@@ -45,6 +45,11 @@ enum {
 };
 enum { RMSNORM_BWD_I_N = 0, RMSNORM_BWD_I_D, RMSNORM_BWD_I_ACC, RMSNORM_BWD_I_P };
 
+/* RMSNORM_BWD_CAST: RMSNORM_BWD (its slots, RMSNORM_BWD_*, dx required) fused with the cast of the new dx:
+ * dx_cast[N,D] = (its dtype) dx, read back as stored (dx (+)= ... first, then rounded to dx's dtype);
+ * equals RMSNORM_BWD followed by CAST(dx -> dx_cast), one pass instead of two */
+enum { RMSNORM_BWD_CAST_P_DX_CAST = 6 };
+
 /* REDUCE_ROWS: in[P,D], out[D]; out (+)= scale * sum over rows */
 enum { REDUCE_ROWS_P_IN = 0, REDUCE_ROWS_P_OUT };
 enum { REDUCE_ROWS_I_P = 0, REDUCE_ROWS_I_D, REDUCE_ROWS_I_ACC };

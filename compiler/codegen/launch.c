@@ -5,7 +5,7 @@
  * stay run-time integers, so one module serves every shape of a dtype/layout class and an XL plan needs
  * only a few dozen modules. Unsupported combinations are refused with one line naming op and reason.
  *
- * Partial tables (RMSNORM_BWD, LAYERNORM_BWD, SUMSQ): the kernels run one block per chunk, grid = P
+ * Partial tables (RMSNORM_BWD, RMSNORM_BWD_CAST, LAYERNORM_BWD, SUMSQ): the kernels run one block per chunk, grid = P
  * (the instruction's i3 / i1, chosen by the compiler). Recommended P: 4 x the SM count (528 on H100/H200
  * SXM with 132 SMs), at most N: enough blocks to fill every SM several times, a table small next to the
  * activations (P*D*4 bytes), folded by one REDUCE_ROWS. */
@@ -60,6 +60,7 @@ static unsigned op_slots(int op) {
   case OP_EMBED_FWD: case OP_EMBED_BWD: return UPTO(EMBED_FWD_P_OUT);
   case OP_RMSNORM_FWD: return UPTO(RMSNORM_FWD_P_RSTD);
   case OP_RMSNORM_BWD: return UPTO(RMSNORM_BWD_P_DG_PART);
+  case OP_RMSNORM_BWD_CAST: return UPTO(RMSNORM_BWD_CAST_P_DX_CAST);
   case OP_REDUCE_ROWS: case OP_SUM: return UPTO(SUM_P_OUT);
   case OP_ROPE: return UPTO(ROPE_P_INV_FREQ);
   case OP_ATTN_FWD: return UPTO(ATTN_P_LSE);
@@ -89,7 +90,7 @@ static unsigned op_slots(int op) {
 static unsigned op_f32_slots(int op) {
   switch (op) {
   case OP_RMSNORM_FWD: return SLOT(RMSNORM_FWD_P_RSTD);
-  case OP_RMSNORM_BWD: return SLOT(RMSNORM_BWD_P_RSTD) | SLOT(RMSNORM_BWD_P_DG_PART);
+  case OP_RMSNORM_BWD: case OP_RMSNORM_BWD_CAST: return SLOT(RMSNORM_BWD_P_RSTD) | SLOT(RMSNORM_BWD_P_DG_PART);
   case OP_REDUCE_ROWS: return SLOT(REDUCE_ROWS_P_IN);
   case OP_ROPE: return SLOT(ROPE_P_INV_FREQ);
   case OP_ATTN_FWD: return SLOT(ATTN_P_LSE);
@@ -284,6 +285,7 @@ int ddp_kernel_launch(const ddp_instr *in, const char *arch, const ddp_codegen_o
     geom(out, clamp64(cdiv(I[RMSNORM_FWD_I_N], rpb), 1, 1 << 30), 1, out->block[0], 0);
     break;
   case OP_RMSNORM_BWD:
+  case OP_RMSNORM_BWD_CAST:
   case OP_LAYERNORM_BWD:
     if (rows_layout(in, out, I[RMSNORM_BWD_I_D], in->dt[RMSNORM_BWD_P_X], &rpb, err, errcap)) return -1;
     geom(out, I[RMSNORM_BWD_I_P] < 1 ? 1 : I[RMSNORM_BWD_I_P], 1, out->block[0], 0);
