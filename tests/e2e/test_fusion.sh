@@ -1,0 +1,112 @@
+#!/usr/bin/env bash
+# tests/e2e/test_fusion.sh: the schedule's `fusion` field (compiler/frontend/fusion.c, compiler/model/fuse.c)
+# on the reference executor:
+#  - the tiny transformer (2 layers) in bf16: with fusion on (the default) every CAST of the residual
+#    gradient (2 per layer) is gone into an RMSNORM_BWD_CAST, with fusion = false (or { norm_cast = false })
+#    none is; 3 AdamW steps of each end in byte-identical checkpoints (cmp) and the same metrics' losses
+#    and gradient norms: the fused reference kernel computes exactly what RMSNORM_BWD + CAST compute;
+#  - fp32 has no cast to fuse: no RMSNORM_BWD_CAST;
+#  - 2 ranks of DDP in bf16: fused and unfused checkpoints byte-identical;
+#  - a 2-stage pipeline in bf16 (4 layers): only the fusions inside one layer (ln2 -> output_proj), none
+#    across a layer boundary, and byte-identical to the unfused pipeline;
+#  - bad values of `fusion` are refused in one line naming the field.
+. "$(dirname "$0")/lib.sh"
+e2e_tmp fusion
+cp "$DDP_SOURCE_DIR/schedules/lib/models.lua" "$tmp/"
+
+# plan NAME MODEL PRECISION PARALLEL FUSION: compile $tmp/NAME.lua (FUSION: a schedule field or empty)
+plan() {
+  cat >"$tmp/$1.lua" <<LUA
+local models = require "models"
+return schedule { model = $2, data = { global_batch = 8, tokens = "random", seed = 5 }, precision = "$3",
+                  optimizer = adamw { lr = 1e-2, weight_decay = 0.1, clip = 1.0 }, parallel = $4, steps = 3,
+                  seed = 3 $5 }
+LUA
+  "$DDPC" "$tmp/$1.lua" -o "$tmp/$1.bin" -q || { fail "$1 does not compile"; return 1; }
+  "$DDPC" inspect "$tmp/$1.bin" >"$tmp/$1.txt" || { fail "$1: ddpc inspect"; return 1; }
+}
+# run NAME [ddprun args]: the plan on the reference executor, checkpoint and metrics
+run() {
+  local n=$1
+  shift
+  "$DDPRUN" "$tmp/$n.bin" --device ref --checkpoint-dir "$tmp/$n.ckpt" --metrics "$tmp/$n.jsonl" --quiet "$@" ||
+    { fail "$n run"; return 1; }
+}
+# count NAME OP: kernel instructions of op OP in NAME's programs (ddpc inspect)
+count() { grep -c "  kernel          $2 " "$tmp/$1.txt"; }
+# identical A B: byte-identical checkpoints (each safetensors file's tensor table and data; the metadata
+# names the schedule file) and the same losses and gradient norms
+identical() {
+  python3 - "$(ckpt_latest "$tmp/$1.ckpt")" "$(ckpt_latest "$tmp/$2.ckpt")" "$tmp/$1.jsonl" "$tmp/$2.jsonl" \
+    >"$tmp/cmp" 2>&1 <<'PY' || { fail "$1 != $2: $(tail -2 "$tmp/cmp")"; return 1; }
+import json, struct, sys
+def st(path):
+    b = open(path, "rb").read()
+    n = struct.unpack("<Q", b[:8])[0]
+    head = json.loads(b[8:8 + n])
+    head.pop("__metadata__", None)
+    return head, b[8 + n:]
+for f in ("model.safetensors", "optimizer.safetensors"):
+    (ha, da), (hb, db) = st(sys.argv[1] + "/" + f), st(sys.argv[2] + "/" + f)
+    assert ha == hb, f + ": tensor tables differ"
+    assert len(da) > 0 and da == db, f + ": tensor bytes differ"
+def steps(p):
+    return [(d["step"], d["loss"], d["grad_norm"]) for d in map(json.loads, open(p)) if "loss" in d]
+a, b = steps(sys.argv[3]), steps(sys.argv[4])
+assert len(a) == 3 and a == b, (a, b)
+print("losses", [x[1] for x in a])
+PY
+  echo "ok: $1 == $2 (checkpoint bytes; $(tail -1 "$tmp/cmp"))"
+}
+
+tiny='models.tiny()'
+plan on "$tiny" bf16 "single()" "" && run on
+plan off "$tiny" bf16 "single()" ", fusion = false" && run off
+plan off_table "$tiny" bf16 "single()" ", fusion = { norm_cast = false }"
+if [ -f "$tmp/on.txt" ] && [ -f "$tmp/off.txt" ]; then
+  [ "$(count on RMSNORM_BWD_CAST)" = 4 ] || fail "fused: $(count on RMSNORM_BWD_CAST) RMSNORM_BWD_CAST, expected 4 (2 per layer)"
+  [ "$(count on RMSNORM_BWD)" = 1 ] || fail "fused: $(count on RMSNORM_BWD) RMSNORM_BWD left, expected 1 (layer 0's ln1: no cast after it)"
+  [ "$(count off RMSNORM_BWD_CAST)" = 0 ] || fail "fusion = false still fuses"
+  [ "$(count off_table RMSNORM_BWD_CAST)" = 0 ] || fail "fusion = { norm_cast = false } still fuses"
+  [ $(($(count off CAST) - $(count on CAST))) = 4 ] || fail "CASTs: $(count off CAST) unfused, $(count on CAST) fused"
+  grep -q "RMSNORM_BWD_CAST .*p6=layers.1.attn.output_proj.dy.bf16:bf16" "$tmp/on.txt" ||
+    fail "inspect does not show layer 1's ln2 writing output_proj's bf16 dy"
+  identical on off
+fi
+
+plan f32 "$tiny" fp32 "single()" "" && { [ "$(count f32 RMSNORM_BWD_CAST)" = 0 ] || fail "fp32 plan has a fused cast"; }
+
+plan ddp_on "$tiny" bf16 "ddp { ranks = 2 }" "" && run ddp_on
+plan ddp_off "$tiny" bf16 "ddp { ranks = 2 }" ", fusion = false" && run ddp_off
+[ -f "$tmp/ddp_on.txt" ] && { [ "$(count ddp_on RMSNORM_BWD_CAST)" -ge 4 ] || fail "ddp: not fused"; }
+identical ddp_on ddp_off
+
+deep='models.tiny({ layers = 4 })'
+pipe='pipeline { stages = 2, microbatches = 2, schedule = "1f1b" }'
+plan pipe_on "$deep" bf16 "$pipe" "" && run pipe_on
+plan pipe_off "$deep" bf16 "$pipe" ", fusion = false" && run pipe_off
+if [ -f "$tmp/pipe_on.txt" ]; then
+  # per microbatch, only ln2 -> output_proj (same layer); ln1 -> w2 and ln_final -> w2 cross a layer
+  n=$(grep "  kernel          RMSNORM_BWD_CAST " "$tmp/pipe_on.txt" | grep -vc "ln2.bwd")
+  [ "$n" = 0 ] || fail "pipeline: $n fused casts across a layer boundary"
+  [ "$(count pipe_on RMSNORM_BWD_CAST)" -gt 0 ] || fail "pipeline: nothing fused"
+fi
+identical pipe_on pipe_off
+
+# bad values: one line naming the field
+for bad in "fusion = 3" "fusion = { norm_cast = 1 }" "fusion = { nrom_cast = false }"; do
+  cat >"$tmp/bad.lua" <<LUA
+local models = require "models"
+return schedule { model = models.tiny(), data = { global_batch = 8, tokens = "random" }, precision = "bf16",
+                  optimizer = adamw { lr = 1e-3 }, steps = 1, $bad }
+LUA
+  if "$DDPC" "$tmp/bad.lua" -o "$tmp/bad.bin" -q 2>"$tmp/bad.err"; then
+    fail "$bad: accepted"
+  elif [ "$(wc -l <"$tmp/bad.err")" != 1 ] || ! grep -q "bad.lua:[0-9]*:.*\(fusion\|norm_cast\|nrom_cast\)" "$tmp/bad.err"; then
+    fail "$bad: $(cat "$tmp/bad.err")"
+  else
+    echo "ok: $bad: $(cat "$tmp/bad.err")"
+  fi
+  [ -e "$tmp/bad.bin" ] && fail "$bad: a plan was written"
+done
+exit $fail
