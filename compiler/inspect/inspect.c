@@ -83,9 +83,27 @@ static void print_summary(FILE *o, const ddp_plan *p) {
 #undef SUM_I
 #undef SUM_F
 #undef SUM_S
-  fprintf(o, "%-22s %u\n%-22s %u\n%-22s %u\n%-22s %u\n%-22s %u\n%-22s %u\n\n", "tensors", p->ntensors, "modules",
+  fprintf(o, "%-22s %u\n%-22s %u\n%-22s %u\n%-22s %u\n%-22s %u\n%-22s %u\n", "tensors", p->ntensors, "modules",
           p->nmodules, "kernels", p->nkernels, "buckets", p->nbuckets, "strings", p->nstrings, "streams",
           p->nstreams);
+}
+
+/* The fused kernel instructions (the schedule's `fusion` field) in rank 0's step, by op: one line in the
+ * summary, "fused_kernels 96 (RMSNORM_BWD_CAST 96)", or 0 when the plan has none. */
+static void print_fused(FILE *o, const ddp_plan *p) {
+  static const int fused[] = {OP_RMSNORM_BWD_CAST};
+  enum { NF = sizeof fused / sizeof fused[0] };
+  uint32_t n[NF] = {0}, total = 0;
+  if (p->meta.world > 0 && p->ranks)
+    for (uint32_t i = 0; i < p->ranks[0].step.n; i++) {
+      const ddp_instr *in = &p->ranks[0].step.v[i];
+      for (int f = 0; f < NF; f++)
+        if (in->opcode == I_KERNEL && in->op == fused[f]) n[f]++, total++;
+    }
+  fprintf(o, "%-22s %u", "fused_kernels", total);
+  for (int f = 0; f < NF; f++)
+    if (n[f]) fprintf(o, " (%s %u)", ddp_op_name(fused[f]), n[f]);
+  fprintf(o, "\n\n");
 }
 
 /* ---- tensors ---- */
@@ -222,6 +240,7 @@ static void print_kernels(FILE *o, const ddp_plan *p) {
 int ddp_inspect(const ddp_plan *p, int rank, FILE *out) {
   if (!p || !out || rank < -1 || (rank >= 0 && rank >= p->meta.world)) return -1;
   print_summary(out, p);
+  print_fused(out, p);
   print_tensors(out, p);
   print_memory(out, p);
   print_buckets(out, p);

@@ -3,7 +3,7 @@
 # on the reference executor:
 #  - the tiny transformer (2 layers) in bf16: with fusion on (the default) every CAST of the residual
 #    gradient (2 per layer) is gone into an RMSNORM_BWD_CAST, with fusion = false (or { norm_cast = false })
-#    none is; 3 AdamW steps of each end in byte-identical checkpoints (cmp) and the same metrics' losses
+#    none is (ddpc inspect: the instructions, and the summary's fused_kernels line); 3 AdamW steps of each end in byte-identical checkpoints (cmp) and the same metrics' losses
 #    and gradient norms: the fused reference kernel computes exactly what RMSNORM_BWD + CAST compute;
 #  - fp32 has no cast to fuse: no RMSNORM_BWD_CAST;
 #  - 2 ranks of DDP in bf16: fused and unfused checkpoints byte-identical;
@@ -71,6 +71,8 @@ if [ -f "$tmp/on.txt" ] && [ -f "$tmp/off.txt" ]; then
   [ $(($(count off CAST) - $(count on CAST))) = 4 ] || fail "CASTs: $(count off CAST) unfused, $(count on CAST) fused"
   grep -q "RMSNORM_BWD_CAST .*p6=layers.1.attn.output_proj.dy.bf16:bf16" "$tmp/on.txt" ||
     fail "inspect does not show layer 1's ln2 writing output_proj's bf16 dy"
+  grep -qx "fused_kernels *4 (RMSNORM_BWD_CAST 4)" "$tmp/on.txt" || fail "inspect's summary: $(grep fused_ "$tmp/on.txt")"
+  grep -qx "fused_kernels *0" "$tmp/off.txt" || fail "inspect's summary (unfused): $(grep fused_ "$tmp/off.txt")"
   identical on off
 fi
 
