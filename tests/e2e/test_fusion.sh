@@ -6,7 +6,7 @@
 #    none is (ddpc inspect: the instructions, and the summary's fused_kernels line); 3 AdamW steps of each end in byte-identical checkpoints (cmp) and the same metrics' losses
 #    and gradient norms: the fused reference kernel computes exactly what RMSNORM_BWD + CAST compute;
 #  - fp32 has no cast to fuse: no RMSNORM_BWD_CAST;
-#  - 2 ranks of DDP in bf16: fused and unfused checkpoints byte-identical;
+#  - 2 ranks of DDP, and of FSDP, in bf16: fused and unfused checkpoints byte-identical;
 #  - a 2-stage pipeline in bf16 (4 layers): only the fusions inside one layer (ln2 -> output_proj), none
 #    across a layer boundary, and byte-identical to the unfused pipeline;
 #  - bad values of `fusion` are refused in one line naming the field.
@@ -76,12 +76,22 @@ if [ -f "$tmp/on.txt" ] && [ -f "$tmp/off.txt" ]; then
   identical on off
 fi
 
+# --set fusion=false on a schedule without the field
+"$DDPC" "$tmp/on.lua" -o "$tmp/set_off.bin" -q --set fusion=false && "$DDPC" inspect "$tmp/set_off.bin" >"$tmp/set_off.txt" &&
+  [ "$(count set_off RMSNORM_BWD_CAST)" = 0 ] || fail "--set fusion=false: still fused"
+
 plan f32 "$tiny" fp32 "single()" "" && { [ "$(count f32 RMSNORM_BWD_CAST)" = 0 ] || fail "fp32 plan has a fused cast"; }
 
 plan ddp_on "$tiny" bf16 "ddp { ranks = 2 }" "" && run ddp_on
 plan ddp_off "$tiny" bf16 "ddp { ranks = 2 }" ", fusion = false" && run ddp_off
 [ -f "$tmp/ddp_on.txt" ] && { [ "$(count ddp_on RMSNORM_BWD_CAST)" -ge 4 ] || fail "ddp: not fused"; }
 identical ddp_on ddp_off
+
+plan fsdp_on "$tiny" bf16 "fsdp { ranks = 2, prefetch = 1, reshard_after_forward = true }" "" && run fsdp_on
+plan fsdp_off "$tiny" bf16 "fsdp { ranks = 2, prefetch = 1, reshard_after_forward = true }" ", fusion = false" &&
+  run fsdp_off
+[ -f "$tmp/fsdp_on.txt" ] && { [ "$(count fsdp_on RMSNORM_BWD_CAST)" -ge 4 ] || fail "fsdp: not fused"; }
+identical fsdp_on fsdp_off
 
 deep='models.tiny({ layers = 4 })'
 pipe='pipeline { stages = 2, microbatches = 2, schedule = "1f1b" }'
