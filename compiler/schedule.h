@@ -100,6 +100,7 @@ typedef struct ddp_schedule {
 
   /* fused kernels (fusion = ...; compiler/frontend/fusion.c): the front end turns them on by default */
   bool fuse_norm_cast;      /* RMSNORM_BWD_CAST instead of RMSNORM_BWD + CAST of the residual gradient */
+  bool fuse_rope;           /* ATTN_BWD_*_ROPE instead of ATTN_BWD_* + the backward ROPE (inverse) */
 
   /* run */
   int mode;                 /* MODE_TRAIN, MODE_FORWARD or MODE_FORWARD_BACKWARD (plan.h) */

@@ -212,6 +212,14 @@ static void ext_attn_bwd_dq(fp *f) {
   attn_bwd_inputs(f, &a);
   slot(f, ATTN_P_DQ, a.sq, REQ);
 }
+static void ext_attn_bwd_dkv_rope(fp *f) {
+  ext_attn_bwd_dkv(f);
+  slot(f, ATTN_P_INV_FREQ, f->in->i[ATTN_I_DH] < 0 ? 0 : f->in->i[ATTN_I_DH] / 2, REQ); /* Dh checked above */
+}
+static void ext_attn_bwd_dq_rope(fp *f) {
+  ext_attn_bwd_dq(f);
+  slot(f, ATTN_P_INV_FREQ, f->in->i[ATTN_I_DH] < 0 ? 0 : f->in->i[ATTN_I_DH] / 2, REQ);
+}
 static void ext_swiglu_fwd(fp *f) {
   int64_t N = get(f, SWIGLU_FWD_I_N, "N", 0), F = get(f, SWIGLU_FWD_I_F, "F", 0);
   slot(f, SWIGLU_FWD_P_AB, mul(f, N, mul(f, 2, F)), REQ);

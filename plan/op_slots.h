@@ -81,6 +81,12 @@ enum {
 };
 enum { ATTN_F_SCALE = 0 };
 
+/* ATTN_BWD_DKV_ROPE, ATTN_BWD_DQ_ROPE: ATTN_BWD_DKV / ATTN_BWD_DQ (their ATTN_ slots) fused with the inverse
+ * ROPE of their output: inv_freq f32[Dh/2]; dk (DKV_ROPE) or dq (DQ_ROPE), element (b,t,h,2m|2m+1), is
+ * rotated by -fl32(t * inv_freq[m]) as ROPE with inverse = 1 does; dv is not rotated. Equals the unfused op
+ * followed by ROPE(inverse) over the same heads. The GPU kernels (bf16 only) rotate before rounding. */
+enum { ATTN_P_INV_FREQ = 10 };
+
 /* ATTN_BWD_PREP: delta f32[B,H,T] = sum_j do*o; integers as ATTN_I_* (do uses OSTRIDE) */
 enum { ATTN_BWD_PREP_P_O = 0, ATTN_BWD_PREP_P_DO, ATTN_BWD_PREP_P_DELTA };
 

@@ -67,6 +67,8 @@ static unsigned op_slots(int op) {
   case OP_ATTN_BWD_PREP: return UPTO(ATTN_BWD_PREP_P_DELTA);
   case OP_ATTN_BWD_DKV: return UPTO(ATTN_P_DV) & ~SLOT(ATTN_P_O);
   case OP_ATTN_BWD_DQ: return (UPTO(ATTN_P_DELTA) & ~SLOT(ATTN_P_O)) | SLOT(ATTN_P_DQ);
+  case OP_ATTN_BWD_DKV_ROPE: return (UPTO(ATTN_P_DV) & ~SLOT(ATTN_P_O)) | SLOT(ATTN_P_INV_FREQ);
+  case OP_ATTN_BWD_DQ_ROPE: return (UPTO(ATTN_P_DELTA) & ~SLOT(ATTN_P_O)) | SLOT(ATTN_P_DQ) | SLOT(ATTN_P_INV_FREQ);
   case OP_SWIGLU_FWD: return UPTO(SWIGLU_FWD_P_H);
   case OP_SWIGLU_BWD: return UPTO(SWIGLU_BWD_P_DAB);
   case OP_XENT: case OP_MSE: return UPTO(XENT_P_DLOGITS);
@@ -96,6 +98,8 @@ static unsigned op_f32_slots(int op) {
   case OP_ATTN_FWD: return SLOT(ATTN_P_LSE);
   case OP_ATTN_BWD_PREP: return SLOT(ATTN_BWD_PREP_P_DELTA);
   case OP_ATTN_BWD_DKV: case OP_ATTN_BWD_DQ: return SLOT(ATTN_P_LSE) | SLOT(ATTN_P_DELTA);
+  case OP_ATTN_BWD_DKV_ROPE: case OP_ATTN_BWD_DQ_ROPE:
+    return SLOT(ATTN_P_LSE) | SLOT(ATTN_P_DELTA) | SLOT(ATTN_P_INV_FREQ);
   case OP_XENT: case OP_MSE: return SLOT(XENT_P_LOSS_ROWS);
   case OP_SUMSQ: return SLOT(SUMSQ_P_PART);
   case OP_OPT_SCALARS: return SLOT(OPT_SCALARS_P_PART) | SLOT(OPT_SCALARS_P_SCALARS);
@@ -194,7 +198,11 @@ static int attention(const ddp_instr *in, const char *arch, const ddp_codegen_op
   if (B < 1 || T < 1 || H < 1) return fail(err, errcap, in, "B=%lld T=%lld H=%lld must all be >= 1", (long long)B, (long long)T, (long long)H);
   if (Dh < 16 || Dh > 128 || Dh % 2)
     return fail(err, errcap, in, "head dim %lld not supported (even, 16..128)", (long long)Dh);
-  const int op = in->op;
+  /* the fused inverse-RoPE variants have the layout and tiles of their op; bf16 (tensor-core) path only */
+  const int op = in->op == OP_ATTN_BWD_DKV_ROPE ? OP_ATTN_BWD_DKV : in->op == OP_ATTN_BWD_DQ_ROPE ? OP_ATTN_BWD_DQ : in->op;
+  if (op != in->op && in->dt[ATTN_P_Q] != DT_BF16)
+    return fail(err, errcap, in, "the fused inverse RoPE has only the bf16 tensor-core path (got %s; the compiler "
+                "emits ATTN_BWD_DKV / ATTN_BWD_DQ + ROPE there)", ddp_dtype_name(in->dt[ATTN_P_Q]));
   const int64_t rows = B * T * H;
   if (op == OP_ATTN_BWD_PREP) {
     if (in->dt[ATTN_BWD_PREP_P_O] != in->dt[ATTN_BWD_PREP_P_DO])
@@ -309,6 +317,8 @@ int ddp_kernel_launch(const ddp_instr *in, const char *arch, const ddp_codegen_o
   case OP_ATTN_BWD_PREP:
   case OP_ATTN_BWD_DKV:
   case OP_ATTN_BWD_DQ:
+  case OP_ATTN_BWD_DKV_ROPE:
+  case OP_ATTN_BWD_DQ_ROPE:
     if (attention(in, arch, o, out, err, errcap)) return -1;
     break;
   case OP_SWIGLU_FWD:

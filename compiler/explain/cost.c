@@ -42,8 +42,8 @@ static double attention_flops(const ddp_instr *in) {
   if (in->i[ATTN_I_CAUSAL]) unit *= 0.5;
   switch (in->op) {
   case OP_ATTN_FWD: return 2 * unit;
-  case OP_ATTN_BWD_DKV: return 4 * unit;
-  case OP_ATTN_BWD_DQ: return 3 * unit;
+  case OP_ATTN_BWD_DKV: case OP_ATTN_BWD_DKV_ROPE: return 4 * unit;
+  case OP_ATTN_BWD_DQ: case OP_ATTN_BWD_DQ_ROPE: return 3 * unit;
   default: return 0;
   }
 }

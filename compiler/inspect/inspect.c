@@ -89,9 +89,10 @@ static void print_summary(FILE *o, const ddp_plan *p) {
 }
 
 /* The fused kernel instructions (the schedule's `fusion` field) in rank 0's step, by op: one line in the
- * summary, "fused_kernels 96 (RMSNORM_BWD_CAST 96)", or 0 when the plan has none. */
+ * summary, "fused_kernels 192 (RMSNORM_BWD_CAST 96, ATTN_BWD_DKV_ROPE 48, ATTN_BWD_DQ_ROPE 48)", or 0 when
+ * the plan has none. */
 static void print_fused(FILE *o, const ddp_plan *p) {
-  static const int fused[] = {OP_RMSNORM_BWD_CAST};
+  static const int fused[] = {OP_RMSNORM_BWD_CAST, OP_ATTN_BWD_DKV_ROPE, OP_ATTN_BWD_DQ_ROPE};
   enum { NF = sizeof fused / sizeof fused[0] };
   uint32_t n[NF] = {0}, total = 0;
   if (p->meta.world > 0 && p->ranks)
@@ -101,9 +102,9 @@ static void print_fused(FILE *o, const ddp_plan *p) {
         if (in->opcode == I_KERNEL && in->op == fused[f]) n[f]++, total++;
     }
   fprintf(o, "%-22s %u", "fused_kernels", total);
-  for (int f = 0; f < NF; f++)
-    if (n[f]) fprintf(o, " (%s %u)", ddp_op_name(fused[f]), n[f]);
-  fprintf(o, "\n\n");
+  for (int f = 0, k = 0; f < NF; f++)
+    if (n[f]) fprintf(o, "%s%s %u", k++ ? ", " : " (", ddp_op_name(fused[f]), n[f]);
+  fprintf(o, "%s\n\n", total ? ")" : "");
 }
 
 /* ---- tensors ---- */

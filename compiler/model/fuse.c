@@ -6,7 +6,14 @@
  * gradient right after the RMSNorm backward that finished it (ln2 for output_proj, ln1 of the block
  * above, or ln_final, for w2). b_cast_grad turns that RMSNORM_BWD into RMSNORM_BWD_CAST, which writes the
  * bf16 copy from its registers: the cast's read of the f32 gradient (4 bytes an element) and one launch
- * are saved, and the values are those of the CAST (the new dx as stored, then rounded). */
+ * are saved, and the values are those of the CAST (the new dx as stored, then rounded).
+ *
+ * rope: the backward of RoPE is the inverse rotation of dq and dk in place (ROPE inverse = 1 over the q and
+ * k columns of dqkv) right after the attention backward wrote them. b_fuse_rope_bwd lets the attention
+ * backward emit ATTN_BWD_DKV_ROPE / ATTN_BWD_DQ_ROPE instead, which rotate dk / dq in registers as they store
+ * them, and marks the RoPE node so that its backward emits nothing: one read and one write of dq and dk
+ * (2 x 2 x N x 2D bytes in bf16) and a launch saved per layer. bf16 only (the tensor-core kernels; f32 keeps
+ * the pair); the GPU rounds dq / dk once instead of twice. */
 #include "access.h"
 #include "models.h"
 #include <string.h>
@@ -53,4 +60,16 @@ int32_t b_cast_grad(ddp_builder *b, int32_t t, int dtype, const char *name) {
   in->op = OP_RMSNORM_BWD_CAST;
   b_buf(b, in, RMSNORM_BWD_CAST_P_DX_CAST, out);
   return out;
+}
+
+bool b_fuse_rope_bwd(ddp_builder *b, int32_t qkv, int64_t d, int64_t heads) {
+  if (!b->s->fuse_rope || b_t(b, qkv)->dtype != DT_BF16 || b->rope_freq < 0) return false;
+  for (int k = b->ntape - 1; k >= 0; k--) {
+    ddp_node *n = &b->tape[k];
+    if (n->kind != LK_ROPE || n->t[0] != qkv) continue;
+    if (n->i[0] != d || n->i[1] != heads || n->i[2]) return false; /* another geometry, or already fused */
+    n->i[2] = 1; /* layer_rope_bwd: the attention backward rotated the gradient back */
+    return true;
+  }
+  return false;
 }
