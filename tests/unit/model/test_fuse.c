@@ -3,7 +3,8 @@
  * kernels that leave the gradient alone after it, becomes RMSNORM_BWD_CAST (no CAST emitted); anything
  * else keeps the unfused pair: fusion off, a later writer or reader of the gradient, an instruction on
  * another stream in between, a norm that wrote another tensor, a pipeline's layer boundary, the same dtype
- * (no cast at all). */
+ * (no cast at all). b_fuse_rope_bwd: the RoPE node of the attention's qkv (bf16, fusion.rope, the same
+ * width and heads) is marked once; not for f32, fusion off, another tensor or geometry, no frequencies. */
 #include "builder.h"
 #include "check.h"
 #include <string.h>
@@ -122,7 +123,33 @@ static void gemm_between(fx *f) { /* not a kernel: the search stops */
   b_gemm(&f->b, "gemm", f->other, 0, 0, D, f->other, 0, 1, D, f->other, 0, D, ROWS, D, D, 0.0f);
 }
 
+/* b_fuse_rope_bwd on a tape with one RoPE node on a qkv of dtype dt. */
+static void rope_case(const char *what, int expect_fused, bool fuse, int dt, int64_t heads_asked, int other_tensor,
+                      int no_freq) {
+  fx f;
+  setup(&f, true, 0);
+  f.s.fuse_rope = fuse;
+  ddp_builder *b = &f.b;
+  int32_t qkv = b_act(b, "qkv", dt, ROWS, 3 * D), qkv2 = b_act(b, "qkv2", dt, ROWS, 3 * D);
+  int64_t one[1] = {D / 4 / 2};
+  b->rope_freq = no_freq ? -1 : b_act(b, "rope.inv_freq", DT_F32, one[0], 0);
+  ddp_node *n = b_record(b, LK_ROPE, "rope");
+  n->t[0] = qkv, n->i[0] = D, n->i[1] = 4;
+  b_record(b, LK_ATTENTION, "sdpa")->t[0] = qkv;
+  bool got = b_fuse_rope_bwd(b, other_tensor ? qkv2 : qkv, D, heads_asked);
+  CHECK_INT(what, expect_fused, got);
+  CHECK_INT(what, expect_fused, (int)b->tape[0].i[2]);
+  if (got) CHECK(!b_fuse_rope_bwd(b, qkv, D, heads_asked), "%s: fused twice", what);
+  teardown(&f);
+}
+
 int main(void) {
+  rope_case("rope, bf16", 1, true, DT_BF16, 4, 0, 0);
+  rope_case("rope, fusion off", 0, false, DT_BF16, 4, 0, 0);
+  rope_case("rope, f32", 0, true, DT_F32, 4, 0, 0);
+  rope_case("rope, other heads", 0, true, DT_BF16, 2, 0, 0);
+  rope_case("rope, another qkv", 0, true, DT_BF16, 4, 1, 0);
+  rope_case("rope, no frequencies", 0, true, DT_BF16, 4, 0, 1);
   expect("norm, reduce, range markers, cast", 1, true, 0, 0, markers_and_reduce);
   expect("norm directly before the cast", 1, true, 0, 0, NULL);
   expect("fusion off", 0, false, 0, 0, markers_and_reduce);
