@@ -7,7 +7,8 @@
 #    { rope = false } only the other one is (ddpc inspect: the instructions, and the summary's
 #    fused_kernels line); 3 AdamW steps fused and unfused end in byte-identical checkpoints and the same
 #    losses and gradient norms: the fused reference kernels compute exactly what the unfused pairs do;
-#  - fp32 keeps both pairs (no cast to fuse; the fused attention kernels are bf16 only);
+#  - fp32 keeps both pairs (no cast to fuse; the fused attention kernels are bf16 only), and the naive
+#    attention path keeps RoPE's backward;
 #  - 2 ranks of DDP, and of FSDP, in bf16: fused and unfused checkpoints byte-identical;
 #  - a 2-stage pipeline in bf16 (4 layers): only the fusions inside one layer (ln2 -> output_proj), none
 #    across a layer boundary, and byte-identical to the unfused pipeline;
@@ -92,6 +93,11 @@ fi
 # --set fusion=false on a schedule without the field
 "$DDPC" "$tmp/on.lua" -o "$tmp/set_off.bin" -q --set fusion=false && "$DDPC" inspect "$tmp/set_off.bin" >"$tmp/set_off.txt" &&
   grep -qx "fused_kernels *0" "$tmp/set_off.txt" || fail "--set fusion=false: still fused"
+
+# the naive attention path has no fused kernel: RoPE's backward stays (norm_cast does not depend on it)
+plan naive "models.tiny({ attention = \"naive\" })" bf16 "single()" "" &&
+  { [ "$(count naive ROPE)" = 4 ] && grep -qx "fused_kernels *4 (RMSNORM_BWD_CAST 4)" "$tmp/naive.txt" ||
+    fail "naive attention: $(count naive ROPE) ROPE, $(grep fused_ "$tmp/naive.txt")"; }
 
 plan f32 "$tiny" fp32 "single()" "" &&
   { grep -qx "fused_kernels *0" "$tmp/f32.txt" || fail "fp32 plan: $(grep fused_ "$tmp/f32.txt")"; }
