@@ -98,6 +98,10 @@ typedef struct ddp_schedule {
   void *bucket_policy_ctx;
   char bucket_field[32];    /* the policy's field in messages: "parallel.buckets" or "parallel.units" */
 
+  /* fused kernels (fusion = ...; compiler/frontend/fusion.c): the front end turns them on by default */
+  bool fuse_norm_cast;      /* RMSNORM_BWD_CAST instead of RMSNORM_BWD + CAST of the residual gradient */
+  bool fuse_rope;           /* ATTN_BWD_*_ROPE instead of ATTN_BWD_* + the backward ROPE (inverse) */
+
   /* run */
   int mode;                 /* MODE_TRAIN, MODE_FORWARD or MODE_FORWARD_BACKWARD (plan.h) */
   int64_t steps, warmup;

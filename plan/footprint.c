@@ -144,6 +144,13 @@ static void ext_rmsnorm_bwd(fp *f) {
   slot(f, RMSNORM_BWD_P_DX, mul(f, N, D), OPT);
   slot(f, RMSNORM_BWD_P_DG_PART, mul(f, P, D), OPT);
 }
+static void ext_rmsnorm_bwd_cast(fp *f) {
+  ext_rmsnorm_bwd(f);
+  const int64_t N = f->in->i[RMSNORM_BWD_I_N] < 0 ? 0 : f->in->i[RMSNORM_BWD_I_N],
+                D = f->in->i[RMSNORM_BWD_I_D] < 0 ? 0 : f->in->i[RMSNORM_BWD_I_D]; /* checked by ext_rmsnorm_bwd */
+  f->use[RMSNORM_BWD_P_DX].optional = REQ; /* the cast reads the new dx back */
+  slot(f, RMSNORM_BWD_CAST_P_DX_CAST, mul(f, N, D), REQ);
+}
 static void ext_reduce_rows(fp *f) {
   int64_t P = get(f, REDUCE_ROWS_I_P, "P", 1), D = get(f, REDUCE_ROWS_I_D, "D", 1);
   slot(f, REDUCE_ROWS_P_IN, mul(f, P, D), REQ);
@@ -209,6 +216,14 @@ static void ext_attn_bwd_dq(fp *f) {
   attn a = attn_of(f);
   attn_bwd_inputs(f, &a);
   slot(f, ATTN_P_DQ, a.sq, REQ);
+}
+static void ext_attn_bwd_dkv_rope(fp *f) {
+  ext_attn_bwd_dkv(f);
+  slot(f, ATTN_P_INV_FREQ, f->in->i[ATTN_I_DH] < 0 ? 0 : f->in->i[ATTN_I_DH] / 2, REQ); /* Dh checked above */
+}
+static void ext_attn_bwd_dq_rope(fp *f) {
+  ext_attn_bwd_dq(f);
+  slot(f, ATTN_P_INV_FREQ, f->in->i[ATTN_I_DH] < 0 ? 0 : f->in->i[ATTN_I_DH] / 2, REQ);
 }
 static void ext_swiglu_fwd(fp *f) {
   int64_t N = get(f, SWIGLU_FWD_I_N, "N", 1), F = get(f, SWIGLU_FWD_I_F, "F", 1);

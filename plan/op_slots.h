@@ -45,6 +45,11 @@ enum {
 };
 enum { RMSNORM_BWD_I_N = 0, RMSNORM_BWD_I_D, RMSNORM_BWD_I_ACC, RMSNORM_BWD_I_P };
 
+/* RMSNORM_BWD_CAST: RMSNORM_BWD (its slots, RMSNORM_BWD_*, dx required) fused with the cast of the new dx:
+ * dx_cast[N,D] = (its dtype) dx, read back as stored (dx (+)= ... first, then rounded to dx's dtype);
+ * equals RMSNORM_BWD followed by CAST(dx -> dx_cast), one pass instead of two */
+enum { RMSNORM_BWD_CAST_P_DX_CAST = 6 };
+
 /* REDUCE_ROWS: in[P,D], out[D]; out (+)= scale * sum over rows */
 enum { REDUCE_ROWS_P_IN = 0, REDUCE_ROWS_P_OUT };
 enum { REDUCE_ROWS_I_P = 0, REDUCE_ROWS_I_D, REDUCE_ROWS_I_ACC };
@@ -75,6 +80,12 @@ enum {
   ATTN_I_CAUSAL
 };
 enum { ATTN_F_SCALE = 0 };
+
+/* ATTN_BWD_DKV_ROPE, ATTN_BWD_DQ_ROPE: ATTN_BWD_DKV / ATTN_BWD_DQ (their ATTN_ slots) fused with the inverse
+ * ROPE of their output: inv_freq f32[Dh/2]; dk (DKV_ROPE) or dq (DQ_ROPE), element (b,t,h,2m|2m+1), is
+ * rotated by -fl32(t * inv_freq[m]) as ROPE with inverse = 1 does; dv is not rotated. Equals the unfused op
+ * followed by ROPE(inverse) over the same heads. The GPU kernels (bf16 only) rotate before rounding. */
+enum { ATTN_P_INV_FREQ = 10 };
 
 /* ATTN_BWD_PREP: delta f32[B,H,T] = sum_j do*o; integers as ATTN_I_* (do uses OSTRIDE) */
 enum { ATTN_BWD_PREP_P_O = 0, ATTN_BWD_PREP_P_DO, ATTN_BWD_PREP_P_DELTA };

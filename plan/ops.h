@@ -38,7 +38,10 @@
   X(LAYERNORM_FWD, "layernorm", layernorm_fwd, "y = (x-mean)*rstd*w + b") \
   X(LAYERNORM_BWD, "layernorm", layernorm_bwd, "dx (+)= layernorm backward; dw_part, db_part = sums over chunks") \
   X(ATTN_NAIVE_SOFTMAX, "attention_naive", attn_naive_softmax, "scores = softmax(scale*scores, causal) in place; lse") \
-  X(ATTN_NAIVE_SOFTMAX_BWD, "attention_naive", attn_naive_softmax_bwd, "dprobs = s*probs*(dprobs-rowsum(probs*dprobs))")
+  X(ATTN_NAIVE_SOFTMAX_BWD, "attention_naive", attn_naive_softmax_bwd, "dprobs = s*probs*(dprobs-rowsum(probs*dprobs))") \
+  X(RMSNORM_BWD_CAST, "rmsnorm", rmsnorm_bwd_cast, "RMSNORM_BWD, then dx_cast = (T6)dx (the new dx, fused cast)") \
+  X(ATTN_BWD_DKV_ROPE, "attention_mma", attn_bwd_dkv_rope, "ATTN_BWD_DKV, dk rotated back (inverse RoPE) as it is stored") \
+  X(ATTN_BWD_DQ_ROPE, "attention_mma", attn_bwd_dq_rope, "ATTN_BWD_DQ, dq rotated back (inverse RoPE) as it is stored")
 
 typedef enum {
 #define DDP_OP_ENUM(id, file, entry, synopsis) OP_##id,

@@ -18,7 +18,8 @@ static uint32_t rmw_mask(const ddp_instr *in) {
   case OP_ATTN_NAIVE_SOFTMAX: return BIT(ATTN_NAIVE_SOFTMAX_P_SCORES);
   case OP_ATTN_NAIVE_SOFTMAX_BWD: return BIT(ATTN_NAIVE_SOFTMAX_BWD_P_DPROBS);
   case OP_EMBED_BWD: return in->i[EMBED_BWD_I_ACC] ? BIT(EMBED_BWD_P_DTABLE) : 0;
-  case OP_RMSNORM_BWD: return in->i[RMSNORM_BWD_I_ACC] ? BIT(RMSNORM_BWD_P_DX) : 0;
+  case OP_RMSNORM_BWD:
+  case OP_RMSNORM_BWD_CAST: return in->i[RMSNORM_BWD_I_ACC] ? BIT(RMSNORM_BWD_P_DX) : 0;
   case OP_REDUCE_ROWS: return in->i[REDUCE_ROWS_I_ACC] ? BIT(REDUCE_ROWS_P_OUT) : 0;
   case OP_SUM: return in->i[SUM_I_ACC] ? BIT(SUM_P_OUT) : 0;
   case OP_RELU_BWD: return in->i[RELU_BWD_I_ACC] ? BIT(RELU_BWD_P_DX) : 0;
@@ -52,8 +53,10 @@ static double attention_flops(const ddp_instr *in) {
   if (in->i[ATTN_I_CAUSAL]) unit *= 0.5;
   switch (in->op) {
   case OP_ATTN_FWD: return 2 * unit;
-  case OP_ATTN_BWD_DKV: return 4 * unit;
-  case OP_ATTN_BWD_DQ: return 3 * unit;
+  case OP_ATTN_BWD_DKV:
+  case OP_ATTN_BWD_DKV_ROPE: return 4 * unit;
+  case OP_ATTN_BWD_DQ:
+  case OP_ATTN_BWD_DQ_ROPE: return 3 * unit;
   default: return 0;
   }
 }

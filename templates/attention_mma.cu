@@ -1,5 +1,6 @@
 // templates/attention_mma.cu: FlashAttention-2 on tensor cores (bf16 q/k/v/o/do, f32 accumulation) for
-// ATTN_FWD, ATTN_BWD_DKV and ATTN_BWD_DQ; ATTN_BWD_PREP and the shared layout are in attention.cuh.
+// ATTN_FWD, ATTN_BWD_DKV and ATTN_BWD_DQ, and the fused ATTN_BWD_DKV_ROPE / ATTN_BWD_DQ_ROPE (the same
+// kernels, storing dk / dq through store_rows_rope); ATTN_BWD_PREP and the shared layout are in attention.cuh.
 #include "attention.cuh"
 #if defined(DDP_ATTN_MMA) && !DDP_ATTN_MMA
 #error "attention_mma.cu is the DDP_ATTN_MMA 1 (bf16) path"
@@ -154,6 +155,29 @@ __device__ __forceinline__ void store_rows(T *base, long long st, long long r0, 
       const long long row = r0 + g + (e >= 2 ? 8 : 0);
       const int col = dt * 8 + tq * 2 + (e & 1);
       if (row < Tn && col < Dh) base[row * st + col] = ddp_to<T>(acc[dt][e] * s);
+    }
+}
+// store_rows fused with the inverse RoPE (ATTN_BWD_*_ROPE): the pair (col, col+1) = (2m, 2m+1) a thread
+// holds (e = 0, 1 and e = 2, 3) rotates by -fl32(row * inv[m]) before rounding, as ROPE (templates/rope.cu)
+// with inverse = 1: x0' = x0 c + x1 s, x1' = x1 c - x0 s. The row is the position t (base is the head of
+// one sequence); Dh is even, so col < Dh covers col + 1.
+template <class T>
+__device__ __forceinline__ void store_rows_rope(T *base, long long st, long long r0, long long Tn, int Dh,
+                                                const float (&acc)[DT][4], float s, int lane, const float *inv) {
+  const int g = lane >> 2, tq = lane & 3;
+#pragma unroll
+  for (int dt = 0; dt < DT; dt++)
+#pragma unroll
+    for (int h = 0; h < 2; h++) {
+      const long long row = r0 + g + 8 * h;
+      const int col = dt * 8 + tq * 2;
+      if (row < Tn && col < Dh) {
+        float sn, cs;
+        sincosf((float)row * inv[col >> 1], &sn, &cs);
+        const float x0 = acc[dt][2 * h] * s, x1 = acc[dt][2 * h + 1] * s;
+        base[row * st + col] = ddp_to<T>(x0 * cs + x1 * sn);
+        base[row * st + col + 1] = ddp_to<T>(x1 * cs - x0 * sn);
+      }
     }
 }
 }  // namespace attn
@@ -322,8 +346,15 @@ extern "C" __global__ void __launch_bounds__(32 * DDP_WARPS, DDP_MINB) ddp_attn_
 // Block: BM = 16*MT*NW keys (each warp 16*MT of them); loop over query tiles of BN rows (from the
 // diagonal when causal). Per tile: S^T = K Q^T, P^T = 2^(S^T*scale*log2e - lse*log2e), dV += P^T dO,
 // dP^T = V dO^T, dS^T = P^T (dP^T - delta), dK += dS^T Q. Q/dO tiles and their lse/delta double buffered.
-#ifdef DDP_ENTRY_attn_bwd_dkv
-extern "C" __global__ void __launch_bounds__(32 * DDP_WARPS, DDP_MINB) ddp_attn_bwd_dkv(const ddp_kargs a) {
+#if defined(DDP_ENTRY_attn_bwd_dkv) || defined(DDP_ENTRY_attn_bwd_dkv_rope)
+#ifdef DDP_ENTRY_attn_bwd_dkv_rope  // ATTN_BWD_DKV_ROPE: dk rotated back as it is stored (store_rows_rope)
+#define DDP_DKV_ENTRY ddp_attn_bwd_dkv_rope
+constexpr bool kRopeDk = true;
+#else
+#define DDP_DKV_ENTRY ddp_attn_bwd_dkv
+constexpr bool kRopeDk = false;
+#endif
+extern "C" __global__ void __launch_bounds__(32 * DDP_WARPS, DDP_MINB) DDP_DKV_ENTRY(const ddp_kargs a) {
   using namespace attn;
   constexpr int MT = DDP_MT;
   static_assert(BM == 16 * MT * NW, "dkv: MT m16 key tiles per warp");
@@ -467,7 +498,11 @@ extern "C" __global__ void __launch_bounds__(32 * DDP_WARPS, DDP_MINB) ddp_attn_
   }
 #pragma unroll
   for (int mt = 0; mt < MT; mt++) {
-    store_rows(dkh, d.sk, k0 + (warp * MT + mt) * 16, T, Dh, dk[mt], d.scale, lane);
+    if constexpr (kRopeDk)
+      store_rows_rope(dkh, d.sk, k0 + (warp * MT + mt) * 16, T, Dh, dk[mt], d.scale, lane,
+                      (const float *)a.p[ATTN_P_INV_FREQ]);
+    else
+      store_rows(dkh, d.sk, k0 + (warp * MT + mt) * 16, T, Dh, dk[mt], d.scale, lane);
     store_rows(dvh, d.sv, k0 + (warp * MT + mt) * 16, T, Dh, dv[mt], 1.f, lane);
   }
 }
@@ -476,8 +511,15 @@ extern "C" __global__ void __launch_bounds__(32 * DDP_WARPS, DDP_MINB) ddp_attn_
 // ---------------------------------------- dQ (mma) -----------------------------------------------
 // Block: BM = 16*MT*NW query rows (Q and dO fragments kept in registers); loop over key tiles of BN
 // (up to the diagonal when causal): S = Q K^T, dP = dO V^T, dS = P (dP - delta), dQ += dS K.
-#ifdef DDP_ENTRY_attn_bwd_dq
-extern "C" __global__ void __launch_bounds__(32 * DDP_WARPS, DDP_MINB) ddp_attn_bwd_dq(const ddp_kargs a) {
+#if defined(DDP_ENTRY_attn_bwd_dq) || defined(DDP_ENTRY_attn_bwd_dq_rope)
+#ifdef DDP_ENTRY_attn_bwd_dq_rope  // ATTN_BWD_DQ_ROPE: dq rotated back as it is stored (store_rows_rope)
+#define DDP_DQ_ENTRY ddp_attn_bwd_dq_rope
+constexpr bool kRopeDq = true;
+#else
+#define DDP_DQ_ENTRY ddp_attn_bwd_dq
+constexpr bool kRopeDq = false;
+#endif
+extern "C" __global__ void __launch_bounds__(32 * DDP_WARPS, DDP_MINB) DDP_DQ_ENTRY(const ddp_kargs a) {
   using namespace attn;
   constexpr int MT = DDP_MT;
   static_assert(BM == 16 * MT * NW, "dq: MT m16 tiles per warp");
@@ -591,6 +633,12 @@ extern "C" __global__ void __launch_bounds__(32 * DDP_WARPS, DDP_MINB) ddp_attn_
     __syncthreads();
   }
 #pragma unroll
-  for (int mt = 0; mt < MT; mt++) store_rows(dqh, d.sq, q0 + (warp * MT + mt) * 16, T, Dh, dq[mt], d.scale, lane);
+  for (int mt = 0; mt < MT; mt++) {
+    if constexpr (kRopeDq)
+      store_rows_rope(dqh, d.sq, q0 + (warp * MT + mt) * 16, T, Dh, dq[mt], d.scale, lane,
+                      (const float *)a.p[ATTN_P_INV_FREQ]);
+    else
+      store_rows(dqh, d.sq, q0 + (warp * MT + mt) * 16, T, Dh, dq[mt], d.scale, lane);
+  }
 }
 #endif

@@ -5,7 +5,10 @@
 //             dg_part[c] = sum over the rows of chunk c of dy*xhat (P chunks of ceil(N/P) rows)
 // One pass over global memory: each row lives in registers (rows.cuh layout); g is loaded once per
 // block. The backward runs one block per partial chunk (grid = P), accumulating dg in registers.
-// Types: T0 x, T1 g, T2 y / dy, T3 rstd (f32), T4 dx, T5 dg_part (f32). Spec: rows.cuh.
+// Fused (RMSNORM_BWD_CAST, entry rmsnorm_bwd_cast, the same kernel): after dx (+)= ..., the new dx as
+// stored is also written to dx_cast in its own dtype (T6): the CAST of the residual gradient that the next
+// GEMM needs in bf16, without reading dx again.
+// Types: T0 x, T1 g, T2 y / dy, T3 rstd (f32), T4 dx, T5 dg_part (f32), T6 dx_cast. Spec: rows.cuh.
 #include "rows.cuh"
 using namespace rows;
 
@@ -44,8 +47,15 @@ extern "C" __global__ void __launch_bounds__(DDP_BLOCK) ddp_rmsnorm_fwd(const dd
 }
 #endif
 
-#ifdef DDP_ENTRY_rmsnorm_bwd
-extern "C" __global__ void __launch_bounds__(DDP_BLOCK) ddp_rmsnorm_bwd(const ddp_kargs a) {
+#if defined(DDP_ENTRY_rmsnorm_bwd) || defined(DDP_ENTRY_rmsnorm_bwd_cast)
+#ifdef DDP_ENTRY_rmsnorm_bwd_cast
+#define DDP_RMSNORM_BWD_ENTRY ddp_rmsnorm_bwd_cast
+constexpr bool kCast = true;
+#else
+#define DDP_RMSNORM_BWD_ENTRY ddp_rmsnorm_bwd
+constexpr bool kCast = false;
+#endif
+extern "C" __global__ void __launch_bounds__(DDP_BLOCK) DDP_RMSNORM_BWD_ENTRY(const ddp_kargs a) {
   const T0 *x = (const T0 *)a.p[RMSNORM_BWD_P_X];
   const T1 *g = (const T1 *)a.p[RMSNORM_BWD_P_G];
   const T2 *dy = (const T2 *)a.p[RMSNORM_BWD_P_DY];
@@ -90,7 +100,25 @@ extern "C" __global__ void __launch_bounds__(DDP_BLOCK) ddp_rmsnorm_bwd(const dd
       for (int k = 0; k < K; k++)
 #pragma unroll
         for (int e = 0; e < V; e++) dyv[k][e] = r * (dyv[k][e] - xv[k][e] * s);
-      store(dx, row * D, D, dyv, vdx, acc);
+      if constexpr (kCast) { // RMSNORM_BWD_CAST: dx as stored (rounded to T4), then dx_cast = (T6)dx
+        T6 *dxc = (T6 *)a.p[RMSNORM_BWD_CAST_P_DX_CAST];
+        if (acc) {
+          float o[K][V];
+          load(dx, row * D, D, o, vdx);
+#pragma unroll
+          for (int k = 0; k < K; k++)
+#pragma unroll
+            for (int e = 0; e < V; e++) dyv[k][e] += o[k][e];
+        }
+#pragma unroll
+        for (int k = 0; k < K; k++)
+#pragma unroll
+          for (int e = 0; e < V; e++) dyv[k][e] = ddp_f(ddp_to<T4>(dyv[k][e]));
+        store(dx, row * D, D, dyv, vdx, false);
+        store(dxc, row * D, D, dyv, vec_ok(dxc, D), false);
+      } else {
+        store(dx, row * D, D, dyv, vdx, acc);
+      }
     }
     write_partial(dg ? dg + c * D : nullptr, D, dgv, sh);
   }

@@ -5,7 +5,7 @@
  * stay run-time integers, so one module serves every shape of a dtype/layout class and an XL plan needs
  * only a few dozen modules. Unsupported combinations are refused with one line naming op and reason.
  *
- * Partial tables (RMSNORM_BWD, LAYERNORM_BWD, SUMSQ): the kernels run one block per chunk, grid = P
+ * Partial tables (RMSNORM_BWD, RMSNORM_BWD_CAST, LAYERNORM_BWD, SUMSQ): the kernels run one block per chunk, grid = P
  * (the instruction's i3 / i1, chosen by the compiler). Recommended P: 4 x the SM count (528 on H100/H200
  * SXM with 132 SMs), at most N: enough blocks to fill every SM several times, a table small next to the
  * activations (P*D*4 bytes), folded by one REDUCE_ROWS. */
@@ -60,12 +60,15 @@ static unsigned op_slots(int op) {
   case OP_EMBED_FWD: case OP_EMBED_BWD: return UPTO(EMBED_FWD_P_OUT);
   case OP_RMSNORM_FWD: return UPTO(RMSNORM_FWD_P_RSTD);
   case OP_RMSNORM_BWD: return UPTO(RMSNORM_BWD_P_DG_PART);
+  case OP_RMSNORM_BWD_CAST: return UPTO(RMSNORM_BWD_CAST_P_DX_CAST);
   case OP_REDUCE_ROWS: case OP_SUM: return UPTO(SUM_P_OUT);
   case OP_ROPE: return UPTO(ROPE_P_INV_FREQ);
   case OP_ATTN_FWD: return UPTO(ATTN_P_LSE);
   case OP_ATTN_BWD_PREP: return UPTO(ATTN_BWD_PREP_P_DELTA);
   case OP_ATTN_BWD_DKV: return UPTO(ATTN_P_DV) & ~SLOT(ATTN_P_O);
   case OP_ATTN_BWD_DQ: return (UPTO(ATTN_P_DELTA) & ~SLOT(ATTN_P_O)) | SLOT(ATTN_P_DQ);
+  case OP_ATTN_BWD_DKV_ROPE: return (UPTO(ATTN_P_DV) & ~SLOT(ATTN_P_O)) | SLOT(ATTN_P_INV_FREQ);
+  case OP_ATTN_BWD_DQ_ROPE: return (UPTO(ATTN_P_DELTA) & ~SLOT(ATTN_P_O)) | SLOT(ATTN_P_DQ) | SLOT(ATTN_P_INV_FREQ);
   case OP_SWIGLU_FWD: return UPTO(SWIGLU_FWD_P_H);
   case OP_SWIGLU_BWD: return UPTO(SWIGLU_BWD_P_DAB);
   case OP_XENT: case OP_MSE: return UPTO(XENT_P_DLOGITS);
@@ -89,12 +92,14 @@ static unsigned op_slots(int op) {
 static unsigned op_f32_slots(int op) {
   switch (op) {
   case OP_RMSNORM_FWD: return SLOT(RMSNORM_FWD_P_RSTD);
-  case OP_RMSNORM_BWD: return SLOT(RMSNORM_BWD_P_RSTD) | SLOT(RMSNORM_BWD_P_DG_PART);
+  case OP_RMSNORM_BWD: case OP_RMSNORM_BWD_CAST: return SLOT(RMSNORM_BWD_P_RSTD) | SLOT(RMSNORM_BWD_P_DG_PART);
   case OP_REDUCE_ROWS: return SLOT(REDUCE_ROWS_P_IN);
   case OP_ROPE: return SLOT(ROPE_P_INV_FREQ);
   case OP_ATTN_FWD: return SLOT(ATTN_P_LSE);
   case OP_ATTN_BWD_PREP: return SLOT(ATTN_BWD_PREP_P_DELTA);
   case OP_ATTN_BWD_DKV: case OP_ATTN_BWD_DQ: return SLOT(ATTN_P_LSE) | SLOT(ATTN_P_DELTA);
+  case OP_ATTN_BWD_DKV_ROPE: case OP_ATTN_BWD_DQ_ROPE:
+    return SLOT(ATTN_P_LSE) | SLOT(ATTN_P_DELTA) | SLOT(ATTN_P_INV_FREQ);
   case OP_XENT: case OP_MSE: return SLOT(XENT_P_LOSS_ROWS);
   case OP_SUMSQ: return SLOT(SUMSQ_P_PART);
   case OP_OPT_SCALARS: return SLOT(OPT_SCALARS_P_PART) | SLOT(OPT_SCALARS_P_SCALARS);
@@ -193,7 +198,11 @@ static int attention(const ddp_instr *in, const char *arch, const ddp_codegen_op
   if (B < 1 || T < 1 || H < 1) return fail(err, errcap, in, "B=%lld T=%lld H=%lld must all be >= 1", (long long)B, (long long)T, (long long)H);
   if (Dh < 16 || Dh > 128 || Dh % 2)
     return fail(err, errcap, in, "head dim %lld not supported (even, 16..128)", (long long)Dh);
-  const int op = in->op;
+  /* the fused inverse-RoPE variants have the layout and tiles of their op; bf16 (tensor-core) path only */
+  const int op = in->op == OP_ATTN_BWD_DKV_ROPE ? OP_ATTN_BWD_DKV : in->op == OP_ATTN_BWD_DQ_ROPE ? OP_ATTN_BWD_DQ : in->op;
+  if (op != in->op && in->dt[ATTN_P_Q] != DT_BF16)
+    return fail(err, errcap, in, "the fused inverse RoPE has only the bf16 tensor-core path (got %s; the compiler "
+                "emits ATTN_BWD_DKV / ATTN_BWD_DQ + ROPE there)", ddp_dtype_name(in->dt[ATTN_P_Q]));
   const int64_t rows = B * T * H;
   if (op == OP_ATTN_BWD_PREP) {
     if (in->dt[ATTN_BWD_PREP_P_O] != in->dt[ATTN_BWD_PREP_P_DO])
@@ -284,6 +293,7 @@ int ddp_kernel_launch(const ddp_instr *in, const char *arch, const ddp_codegen_o
     geom(out, clamp64(cdiv(I[RMSNORM_FWD_I_N], rpb), 1, 1 << 30), 1, out->block[0], 0);
     break;
   case OP_RMSNORM_BWD:
+  case OP_RMSNORM_BWD_CAST:
   case OP_LAYERNORM_BWD:
     if (rows_layout(in, out, I[RMSNORM_BWD_I_D], in->dt[RMSNORM_BWD_P_X], &rpb, err, errcap)) return -1;
     geom(out, I[RMSNORM_BWD_I_P] < 1 ? 1 : I[RMSNORM_BWD_I_P], 1, out->block[0], 0);
@@ -307,6 +317,8 @@ int ddp_kernel_launch(const ddp_instr *in, const char *arch, const ddp_codegen_o
   case OP_ATTN_BWD_PREP:
   case OP_ATTN_BWD_DKV:
   case OP_ATTN_BWD_DQ:
+  case OP_ATTN_BWD_DKV_ROPE:
+  case OP_ATTN_BWD_DQ_ROPE:
     if (attention(in, arch, o, out, err, errcap)) return -1;
     break;
   case OP_SWIGLU_FWD:

@@ -111,6 +111,7 @@ void fe_pipeline_batch(fe_conv *c, const fe_tab *root, const fe_tab *data);
 void fe_grad_dtype(fe_conv *c, const fe_tab *root); /* after precision */
 void fe_data(fe_conv *c, const fe_tab *root);
 void fe_optimizer(fe_conv *c, const fe_tab *root);
+void fe_fusion(fe_conv *c, const fe_tab *root); /* fusion.c */
 
 /* ---- overrides.c ---- */
 void fe_apply_sets(lua_State *L, int root, const char *const *sets, int nsets);

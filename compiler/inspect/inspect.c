@@ -88,6 +88,25 @@ static void print_summary(FILE *o, const ddp_plan *p) {
           p->nstreams, "communicators", p->ncomms);
 }
 
+/* The fused kernel instructions (the schedule's `fusion` field) in rank 0's step, by op: one line in the
+ * summary, "fused_kernels 192 (RMSNORM_BWD_CAST 96, ATTN_BWD_DKV_ROPE 48, ATTN_BWD_DQ_ROPE 48)", or 0 when
+ * the plan has none. */
+static void print_fused(FILE *o, const ddp_plan *p) {
+  static const int fused[] = {OP_RMSNORM_BWD_CAST, OP_ATTN_BWD_DKV_ROPE, OP_ATTN_BWD_DQ_ROPE};
+  enum { NF = sizeof fused / sizeof fused[0] };
+  uint32_t n[NF] = {0}, total = 0;
+  if (p->meta.world > 0 && p->ranks)
+    for (uint32_t i = 0; i < p->ranks[0].step.n; i++) {
+      const ddp_instr *in = &p->ranks[0].step.v[i];
+      for (int f = 0; f < NF; f++)
+        if (in->opcode == I_KERNEL && in->op == fused[f]) n[f]++, total++;
+    }
+  fprintf(o, "%-22s %u", "fused_kernels", total);
+  for (int f = 0, k = 0; f < NF; f++)
+    if (n[f]) fprintf(o, "%s%s %u", k++ ? ", " : " (", ddp_op_name(fused[f]), n[f]);
+  fprintf(o, "%s\n\n", total ? ")" : "");
+}
+
 /* ---- tensors ---- */
 
 static const char *const flag_words[] = {"param", "trainable", "param_copy", "grad",    "opt_m",     "opt_v",
@@ -222,6 +241,7 @@ static void print_kernels(FILE *o, const ddp_plan *p) {
 int ddp_inspect(const ddp_plan *p, int rank, FILE *out) {
   if (!p || !out || rank < -1 || (rank >= 0 && rank >= p->meta.world)) return -1;
   print_summary(out, p);
+  print_fused(out, p);
   print_tensors(out, p);
   print_memory(out, p);
   print_buckets(out, p);

@@ -106,6 +106,13 @@ ddp_instr *b_gemm(ddp_builder *b, const char *name, int32_t A, uint64_t a_view, 
                   int64_t M, int64_t N, int64_t K, float beta);
 /* Makes `t` available in `dtype`: returns t itself or a CAST of it into a new activation. */
 int32_t b_as_dtype(ddp_builder *b, int32_t t, int dtype, const char *name);
+/* b_as_dtype for a gradient that an RMSNorm backward just finished: with the schedule's fusion.norm_cast
+ * that instruction becomes RMSNORM_BWD_CAST and writes the copy itself (fuse.c); else b_as_dtype. */
+int32_t b_cast_grad(ddp_builder *b, int32_t t, int dtype, const char *name);
+/* Whether the attention backward on qkv (model width d, heads) applies the inverse RoPE of dq and dk itself
+ * (ATTN_BWD_*_ROPE, the schedule's fusion.rope, bf16): then the RoPE node of qkv is marked (i[2] = 1) and
+ * its backward emits nothing (fuse.c). */
+bool b_fuse_rope_bwd(ddp_builder *b, int32_t qkv, int64_t d, int64_t heads);
 /* Does an activation need a gradient (everything but data inputs)? */
 bool b_needs_grad(const ddp_builder *b, int32_t t);
 

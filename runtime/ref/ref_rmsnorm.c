@@ -1,7 +1,8 @@
-/* runtime/ref/ref_rmsnorm.c: RMSNORM_FWD / RMSNORM_BWD (plan/ops.h).
+/* runtime/ref/ref_rmsnorm.c: RMSNORM_FWD / RMSNORM_BWD / RMSNORM_BWD_CAST (plan/ops.h).
  *   forward:  rstd = 1/sqrt(mean(x^2) + eps), y = x * rstd * g
  *   backward: xhat = x*rstd, dx (+)= rstd * (g*dy - xhat * mean(g*dy*xhat)),
  *             dg_part[c] = sum over the rows of chunk c of dy*xhat (P chunks of ceil(N/P) rows)
+ *   fused:    RMSNORM_BWD_CAST = RMSNORM_BWD, then dx_cast = dx as stored (ref_cast's arithmetic: load, store)
  * The forward stores rstd in its buffer's dtype (f32: "statistics in f32") and computes y with the stored
  * value, so forward and backward use the same rstd. */
 #include "ref_ops.h"
@@ -66,4 +67,12 @@ void ref_rmsnorm_bwd(const ddp_kargs *a, const uint8_t *dt) {
   free(dy);
   free(g);
   free(dg);
+}
+
+void ref_rmsnorm_bwd_cast(const ddp_kargs *a, const uint8_t *dt) {
+  ref_rmsnorm_bwd(a, dt);
+  const int64_t n = a->i[RMSNORM_BWD_I_N] * a->i[RMSNORM_BWD_I_D];
+  for (int64_t i = 0; i < n; i++)
+    ddp_store(a->p[RMSNORM_BWD_CAST_P_DX_CAST], dt[RMSNORM_BWD_CAST_P_DX_CAST], i,
+              ddp_load(a->p[RMSNORM_BWD_P_DX], dt[RMSNORM_BWD_P_DX], i));
 }

@@ -1,6 +1,7 @@
 /* compiler/model/layers/attention.c: RoPE (in place on the q and k columns of the fused qkv activation,
  * adjacent pairs, angle = pos * theta^(-2i/d_head)) and causal multi-head attention (FlashAttention:
- * ATTN_FWD saves the log-sum-exp; the backward is PREP (delta) + DKV + DQ, recomputing P). */
+ * ATTN_FWD saves the log-sum-exp; the backward is PREP (delta) + DKV + DQ, recomputing P; with the
+ * schedule's fusion.rope in bf16, DKV and DQ also apply RoPE's backward: compiler/model/fuse.c). */
 #include "layers.h"
 #include <math.h>
 
@@ -25,10 +26,11 @@ void layer_rope(ddp_builder *b, const char *name, int32_t qkv, int64_t d, int64_
   n->t[0] = qkv;
   n->i[0] = d;
   n->i[1] = heads;
+  n->i[2] = 0; /* 1: the attention backward applies this backward (b_fuse_rope_bwd) */
 }
 
 void layer_rope_bwd(ddp_builder *b, const ddp_node *n) {
-  if (!b_has_grad(b, n->t[0])) return;
+  if (!b_has_grad(b, n->t[0]) || n->i[2]) return;
   rope_instr(b, b_grad(b, n->t[0]), n->i[0], n->i[1], 1, b_fmt(b, "%s.bwd", ddp_plan_string(b->plan, n->name)));
 }
 
@@ -90,20 +92,22 @@ void layer_attention_bwd(ddp_builder *b, const ddp_node *n) {
   attn_ints(b, &prep, d, heads);
   b_emit(b, prep, b_fmt(b, "%s.bwd_prep", name));
 
-  ddp_instr kv = b_kernel(OP_ATTN_BWD_DKV);
+  const bool rope = b_fuse_rope_bwd(b, qkv, d, heads); /* dk, dq rotated back as they are stored */
+  ddp_instr kv = b_kernel(rope ? OP_ATTN_BWD_DKV_ROPE : OP_ATTN_BWD_DKV);
   b_arg(&kv, ATTN_P_Q, qkv, 0, dt);
   b_arg(&kv, ATTN_P_K, qkv, (uint64_t)d * es, dt);
   b_arg(&kv, ATTN_P_V, qkv, 2 * (uint64_t)d * es, dt);
   b_buf(b, &kv, ATTN_P_LSE, lse);
   b_buf(b, &kv, ATTN_P_DO, dout);
   b_buf(b, &kv, ATTN_P_DELTA, delta);
+  if (rope) b_buf(b, &kv, ATTN_P_INV_FREQ, b->rope_freq);
   ddp_instr dq = kv;
   b_arg(&kv, ATTN_P_DK, dqkv, (uint64_t)d * es, dt);
   b_arg(&kv, ATTN_P_DV, dqkv, 2 * (uint64_t)d * es, dt);
   attn_ints(b, &kv, d, heads);
   b_emit(b, kv, b_fmt(b, "%s.bwd_dkv", name));
 
-  dq.op = OP_ATTN_BWD_DQ;
+  dq.op = rope ? OP_ATTN_BWD_DQ_ROPE : OP_ATTN_BWD_DQ;
   b_arg(&dq, ATTN_P_DQ, dqkv, 0, dt);
   attn_ints(b, &dq, d, heads);
   b_emit(b, dq, b_fmt(b, "%s.bwd_dq", name));

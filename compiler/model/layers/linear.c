@@ -45,7 +45,7 @@ void layer_linear_bwd(ddp_builder *b, const ddp_node *n) {
       b_emit(b, add, b_fmt(b, "%s.residual.bwd", name));
     }
   }
-  int32_t dy = b_as_dtype(b, dy_orig, b_t(b, u->copy)->dtype,
+  int32_t dy = b_cast_grad(b, dy_orig, b_t(b, u->copy)->dtype,
                           b_fmt(b, "%s.dy.%s", name, ddp_dtype_name(b_t(b, u->copy)->dtype)));
   if (u->trainable) {
     int acc = b_unit_grad_acc(b, n->u[0]);

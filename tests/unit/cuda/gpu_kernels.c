@@ -204,7 +204,8 @@ static int run_case(kc_case *c, int idx, uint64_t seed) {
       double rel = 0;
       /* Attention gradients at T = 1 are exactly 0 (dS = P (dP - delta) with P = 1, o = v): the outputs are
        * pure cancellation noise, so errors there are measured against an rms floor of 1e-2. */
-      const double floor_rms = (op == OP_ATTN_BWD_DKV || op == OP_ATTN_BWD_DQ) ? 1e-2 : 0.0;
+      const double floor_rms = (op == OP_ATTN_BWD_DKV || op == OP_ATTN_BWD_DQ || op == OP_ATTN_BWD_DKV_ROPE ||
+                                op == OP_ATTN_BWD_DQ_ROPE) ? 1e-2 : 0.0;
       if (!compare(c->label, k, back[k], ref[k], b, tol, floor_rms, &rel)) pass = 0;
       if (rel > worst) worst = rel;
     }

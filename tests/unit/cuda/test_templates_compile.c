@@ -2,7 +2,8 @@
  * plan/ops.h, both activation dtypes (f32, bf16) and the shapes of tests/fixtures/kernel_cases.c (head dims 16..128
  * and odd ones for attention), ddp_kernel_launch specialises the instruction and ddp_nvrtc_compile builds
  * it for sm_90a: a non-empty CUBIN naming ddp_<entry> must come back. Unsupported combinations (odd or
- * out-of-range head dims, f64 slots, mixed attention dtypes) must be refused with a one-line message.
+ * out-of-range head dims, f64 slots, mixed attention dtypes, an f32 ATTN_BWD_*_ROPE) must be refused with a
+ * one-line message.
  * DDP_DUMP_SPECS=dir writes each distinct specialised source to dir (for nvcc -Xptxas -v). */
 #include "check.h"
 #include "codegen.h"
@@ -92,7 +93,10 @@ int main(void) {
     for (int a = 0; a < 2; a++)
       for (int s = 0; s < ns; s++) {
         kc_case c;
-        if (!CHECK(!kc_make(op, a ? DT_BF16 : DT_F32, shapes[s], &c), "%s: no test case", ddp_op_name(op))) continue;
+        if (kc_make(op, a ? DT_BF16 : DT_F32, shapes[s], &c)) { /* the fused inverse RoPE: bf16 only, refused below */
+          CHECK(!a && (op == OP_ATTN_BWD_DKV_ROPE || op == OP_ATTN_BWD_DQ_ROPE), "%s: no test case", ddp_op_name(op));
+          continue;
+        }
         compile_case(&c, arch);
       }
   }
@@ -104,6 +108,12 @@ int main(void) {
   expect_refusal(&c, "head dim 130", "head dim");
   kc_make(OP_ATTN_BWD_DQ, DT_F32, (kc_shape){.a = 1, .b = 64, .c = 8}, &c);
   expect_refusal(&c, "head dim 8", "head dim");
+  for (int op = OP_ATTN_BWD_DKV_ROPE; op <= OP_ATTN_BWD_DQ_ROPE; op++) {
+    kc_make(op, DT_BF16, (kc_shape){.a = 1, .b = 64, .c = 64}, &c);
+    for (int k = 0; k <= ATTN_P_DQ; k++)
+      if (c.in.dt[k] == DT_BF16) c.in.dt[k] = DT_F32;
+    expect_refusal(&c, "an f32 fused inverse RoPE", "bf16 tensor-core path");
+  }
   kc_make(OP_ATTN_FWD, DT_BF16, (kc_shape){.a = 1, .b = 64, .c = 64}, &c);
   c.in.dt[1] = DT_F32;
   expect_refusal(&c, "mixed q/k dtypes", "share one dtype");
