@@ -351,9 +351,10 @@ static void gemm_operand(fp *f, int s, int64_t rows, int64_t cols, int ld_slot, 
                          const char *stride_name, int64_t batch) {
   int64_t ld = stride_of(f, ld_slot, ld_name, cols);
   int64_t one = strided(f, rows, cols, ld);
-  /* Inputs may repeat across the batch (stride 0); the output's entries must not overlap, which also
-   * bounds the batch by D's size (a batch of 2^62 entries over one matrix would run for ever). */
-  int64_t stride = batch > 1 ? get(f, stride_slot, stride_name, s == GEMM_P_D ? (one > 0 ? one : 1) : 0) : 0;
+  /* Inputs may repeat across the batch (stride 0); the output's entries start at distinct elements
+   * (stride >= 1; they may interleave, as the naive attention's heads do), which bounds the batch by D's
+   * size: a batch of 2^62 entries over one matrix would run for ever. */
+  int64_t stride = batch > 1 ? get(f, stride_slot, stride_name, s == GEMM_P_D && one > 0 ? 1 : 0) : 0;
   slot(f, s, one ? add(f, mul(f, batch - 1, stride), one) : 0, REQ);
 }
 
