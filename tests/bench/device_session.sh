@@ -1,0 +1,39 @@
+#!/usr/bin/env bash
+# tests/bench/device_session.sh: one 2-GPU call that checks and measures what a session changed, most
+# important first, under one time budget (BUDGET seconds, default 560; a part that would not fit is
+# reported as skipped): (1) the fused kernels against the reference (device_fusion.sh kernels), the CUDA
+# executor tests and the whole bf16 step against the reference executor (gpu_step.sh; fused by default);
+# (2) the 2-GPU equivalence suite (gpu_ddp.sh: DDP modes, ZeRO-1/2/3, FSDP, pipelines, launches, failures);
+# (3) the pipeline benchmark on 2 GPUs (pipeline_2gpu.sh with SCHEDS/MBS below, PyTorch pipelining in the
+# same call); (4) the calibration and explain --compare (device_calibrate.sh); (5) the XL step with fusion
+# on / off (device_fusion.sh bench). After tests/bench/prepare_device.sh here; carry dev/. Logs under $OUT.
+set -u
+cd "$(dirname "$0")/../.."
+. tests/bench/device_env.sh
+T0=$(date +%s)
+left() { echo $((${BUDGET:-560} - ($(date +%s) - T0))); }
+part() { # part NEED NAME COMMAND...: runs COMMAND when NEED seconds are left, its output to $OUT/NAME.log
+  local need=$1 name=$2; shift 2
+  if [ "$(left)" -lt "$need" ]; then echo "== $name: skipped ($(left) s left, needs $need)" | tee -a $OUT/summary.txt; return; fi
+  echo "== $name ($(date +%T), $(left) s left)"
+  local s=$(date +%s)
+  "$@" >$OUT/$name.log 2>&1
+  local rc=$?
+  echo "== $name: rc=$rc in $(($(date +%s) - s)) s" | tee -a $OUT/summary.txt
+}
+nvidia-smi --query-gpu=name,memory.total,driver_version --format=csv,noheader | tee $OUT/gpu.txt
+part 60 fusion_kernels env FUSION_PARTS=kernels bash tests/bench/device_fusion.sh
+grep -E "rc=|^FAIL" $OUT/fusion_kernels.log | head -20
+part 30 cuda_exec timeout 60 dev/bin/test_cuda_exec_gpu
+tail -1 $OUT/cuda_exec.log
+part 90 gpu_step timeout 150 bash tests/e2e/gpu_step.sh
+grep -E "^(ok|FAIL)" $OUT/gpu_step.log | sort | uniq -c | sort -rn | head -30
+part 120 gpu_ddp timeout 240 bash tests/e2e/gpu_ddp.sh
+grep -E "^(ok|FAIL|SKIP)" $OUT/gpu_ddp.log | head -60
+part 150 pipeline env SCHEDS="${SCHEDS:-gpipe 1f1b zero_bubble}" MBS="${MBS:-8}" STEPS=12 timeout 200 bash tests/bench/pipeline_2gpu.sh
+tail -25 $OUT/pipeline.log
+part 120 calibrate timeout 200 bash tests/bench/device_calibrate.sh
+tail -20 $OUT/calibrate.log
+part 80 fusion_bench env FUSION_PARTS=bench timeout 120 bash tests/bench/device_fusion.sh
+tail -12 $OUT/fusion_bench.log
+echo "== summary"; cat $OUT/summary.txt
