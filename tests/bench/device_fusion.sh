@@ -29,7 +29,7 @@ timeout 200 bash tests/e2e/gpu_step.sh >$L/gpu_step.log 2>&1; echo "gpu_step rc=
 fi
 if [[ " $PARTS " == *" bench "* ]]; then
 step "XL bf16 ctx 512 batch 4: fusion on / off / norm_cast only, alternately"
-$DDPC schedules/bench_xl.lua -o $P/xl_on.bin -q || echo "compile (fusion on) failed"
+$DDPC schedules/bench_xl.lua -o $P/xl_on.bin -q --set fusion=true || echo "compile (fusion on) failed"
 $DDPC schedules/bench_xl.lua -o $P/xl_off.bin -q --set fusion=false || echo "compile (fusion off) failed"
 sed 's/steps = 20, warmup = 5, seed = 1,/steps = 20, warmup = 5, seed = 1, fusion = { rope = false },/' schedules/bench_xl.lua \
   >$P/xl_norm.lua && cp schedules/lib/models.lua $P/ 2>/dev/null

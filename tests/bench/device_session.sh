@@ -6,7 +6,8 @@
 # (2) the 2-GPU equivalence suite (gpu_ddp.sh: DDP modes, ZeRO-1/2/3, FSDP, pipelines, launches, failures);
 # (3) the pipeline benchmark on 2 GPUs (pipeline_2gpu.sh with SCHEDS/MBS below, PyTorch pipelining in the
 # same call); (4) the calibration and explain --compare (device_calibrate.sh); (5) the XL step with fusion
-# on / off (device_fusion.sh bench). After tests/bench/prepare_device.sh here; carry dev/. Logs under $OUT.
+# on / off (device_fusion.sh bench). After tests/bench/prepare_device.sh here; carry dev/. Logs: everything
+# under $OUT, tarred into $OUT/session.tar.gz at the end (a call returns only a few files).
 set -u
 cd "$(dirname "$0")/../.."
 . tests/bench/device_env.sh
@@ -32,8 +33,11 @@ part 120 gpu_ddp timeout 240 bash tests/e2e/gpu_ddp.sh
 grep -E "^(ok|FAIL|SKIP)" $OUT/gpu_ddp.log | head -60
 part 150 pipeline env SCHEDS="${SCHEDS:-gpipe 1f1b zero_bubble}" MBS="${MBS:-8}" STEPS=12 timeout 200 bash tests/bench/pipeline_2gpu.sh
 tail -25 $OUT/pipeline.log
-part 120 calibrate timeout 200 bash tests/bench/device_calibrate.sh
-tail -20 $OUT/calibrate.log
+part 120 calibration timeout 200 bash tests/bench/device_calibrate.sh
+tail -20 $OUT/calibration.log
 part 80 fusion_bench env FUSION_PARTS=bench timeout 120 bash tests/bench/device_fusion.sh
 tail -12 $OUT/fusion_bench.log
 echo "== summary"; cat $OUT/summary.txt
+# Only a few files come back from a call: everything goes into one archive, the summary beside it.
+tar czf /tmp/session.tar.gz -C $OUT . && find $OUT -mindepth 1 -delete && mv /tmp/session.tar.gz $OUT/ &&
+  echo "logs: session.tar.gz"

@@ -63,10 +63,14 @@ PY
 }
 
 tiny='models.tiny()'
-plan on "$tiny" bf16 "single()" "" && run on
+plan on "$tiny" bf16 "single()" ", fusion = true" && run on
+plan default "$tiny" bf16 "single()" ""
 plan off "$tiny" bf16 "single()" ", fusion = false" && run off
-plan off_table "$tiny" bf16 "single()" ", fusion = { norm_cast = false }"
+plan off_table "$tiny" bf16 "single()" ", fusion = { norm_cast = false, rope = true }"
 plan no_rope "$tiny" bf16 "single()" ", fusion = { rope = false }"
+# the default: norm_cast on, rope off (the fused RoPE backward was slower on the XL step)
+[ -f "$tmp/default.txt" ] && { [ "$(count default RMSNORM_BWD_CAST)" = 4 ] && [ "$(count default ATTN_BWD_DQ_ROPE)" = 0 ] ||
+  fail "default: $(count default RMSNORM_BWD_CAST) RMSNORM_BWD_CAST (expected 4), $(count default ATTN_BWD_DQ_ROPE) ATTN_BWD_DQ_ROPE (expected 0)"; }
 if [ -f "$tmp/on.txt" ] && [ -f "$tmp/off.txt" ]; then
   [ "$(count on RMSNORM_BWD_CAST)" = 4 ] || fail "fused: $(count on RMSNORM_BWD_CAST) RMSNORM_BWD_CAST, expected 4 (2 per layer)"
   [ "$(count on RMSNORM_BWD)" = 1 ] || fail "fused: $(count on RMSNORM_BWD) RMSNORM_BWD left, expected 1 (layer 0's ln1: no cast after it)"
@@ -107,7 +111,7 @@ plan ddp_off "$tiny" bf16 "ddp { ranks = 2 }" ", fusion = false" && run ddp_off
 [ -f "$tmp/ddp_on.txt" ] && { [ "$(count ddp_on RMSNORM_BWD_CAST)" -ge 4 ] || fail "ddp: not fused"; }
 identical ddp_on ddp_off
 
-plan fsdp_on "$tiny" bf16 "fsdp { ranks = 2, prefetch = 1, reshard_after_forward = true }" "" && run fsdp_on
+plan fsdp_on "$tiny" bf16 "fsdp { ranks = 2, prefetch = 1, reshard_after_forward = true }" ", fusion = true" && run fsdp_on
 plan fsdp_off "$tiny" bf16 "fsdp { ranks = 2, prefetch = 1, reshard_after_forward = true }" ", fusion = false" &&
   run fsdp_off
 [ -f "$tmp/fsdp_on.txt" ] && { [ "$(count fsdp_on RMSNORM_BWD_CAST)" -ge 4 ] || fail "fsdp: not fused"; }
@@ -115,7 +119,7 @@ identical fsdp_on fsdp_off
 
 deep='models.tiny({ layers = 4 })'
 pipe='pipeline { stages = 2, microbatches = 2, schedule = "1f1b" }'
-plan pipe_on "$deep" bf16 "$pipe" "" && run pipe_on
+plan pipe_on "$deep" bf16 "$pipe" ", fusion = true" && run pipe_on
 plan pipe_off "$deep" bf16 "$pipe" ", fusion = false" && run pipe_off
 if [ -f "$tmp/pipe_on.txt" ]; then
   # per microbatch, only ln2 -> output_proj (same layer); ln1 -> w2 and ln_final -> w2 cross a layer (the
