@@ -182,6 +182,17 @@ static json_t *profile_json(const ddp_plan *p, const ddp_calib_rows *c, const do
 /* Keeps what the calibrated profile already at `path` (same device, same world) measured and root lacks:
  * figures, collective kinds (each with its fit note, marked with the earlier date), attention shapes. Writes
  * one line about it into note (empty when there was no earlier file). */
+/* A figure kept from the earlier profile: its fit entry says from when (and carries the earlier fit), and
+ * its name joins the list the report prints. */
+static void note_kept(json_t *fit, json_t *ofit, const char *key, const char *date, char *kept, size_t keptcap) {
+  json_t *n = json_object();
+  json_object_set_new(n, "kept_from", json_string(date));
+  if (ofit && json_object_get(ofit, key)) json_object_set(n, "earlier", json_object_get(ofit, key));
+  json_object_set_new(fit, key, n);
+  size_t m = strlen(kept);
+  snprintf(kept + m, keptcap - m, "%s%s", m ? ", " : "", key);
+}
+
 static void merge_earlier(json_t *root, const char *path, const char *dev, long long world, char *note,
                           size_t notecap) {
   char why[300];
@@ -208,12 +219,7 @@ static void merge_earlier(json_t *root, const char *path, const char *dev, long 
     json_t *v = json_object_get(old, key);
     if (json_object_get(root, key) || !v) continue;
     json_object_set(root, key, v);
-    json_t *n = json_object();
-    json_object_set_new(n, "kept_from", json_string(date));
-    if (ofit && json_object_get(ofit, key)) json_object_set(n, "earlier", json_object_get(ofit, key));
-    json_object_set_new(fit, key, n);
-    size_t m = strlen(kept);
-    snprintf(kept + m, sizeof kept - m, "%s%s", m ? ", " : "", key);
+    note_kept(fit, ofit, key, date, kept, sizeof kept);
   }
   json_t *coll = json_object_get(root, "collectives"), *ocoll = json_object_get(old, "collectives");
   for (int k = 0; ocoll && json_is_object(ocoll) && k < COST_COLL_COUNT; k++) {
@@ -222,12 +228,7 @@ static void merge_earlier(json_t *root, const char *path, const char *dev, long 
     json_object_set(coll, coll_names[k], v);
     char key[64];
     snprintf(key, sizeof key, "collectives.%s", coll_names[k]);
-    json_t *n = json_object();
-    json_object_set_new(n, "kept_from", json_string(date));
-    if (ofit && json_object_get(ofit, key)) json_object_set(n, "earlier", json_object_get(ofit, key));
-    json_object_set_new(fit, key, n);
-    size_t m = strlen(kept);
-    snprintf(kept + m, sizeof kept - m, "%s%s", m ? ", " : "", key);
+    note_kept(fit, ofit, key, date, kept, sizeof kept);
   }
   json_t *shapes = json_object_get(root, "attention_by_shape"), *oshapes = json_object_get(old, "attention_by_shape");
   for (size_t k = 0; oshapes && json_is_array(oshapes) && k < json_array_size(oshapes); k++) {
