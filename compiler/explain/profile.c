@@ -170,7 +170,7 @@ static int parse_root(json_t *root, const char *label, ddp_profile *pr, char *er
         num(optional_figures ? dbuf : NULL, c, path, "busbw_gbps", 0, 1, big, &pr->coll[k].busbw_gbps, label, err, errcap))
       return -1;
   }
-  if (dbuf[0]) snprintf(pr->name, sizeof pr->name, "%s; built-in default for: %s", own_name, dbuf);
+  if (dbuf[0]) snprintf(pr->name, sizeof pr->name, "%.200s; built-in default for: %.280s", own_name, dbuf);
   return 0;
 }
 
