@@ -9,6 +9,7 @@
  * (predicted - measured) / measured in percent; then the issue's targets as one verdict line per rank. */
 #include "err.h"
 #include "explain.h"
+#include "metrics_lines.h"
 #include "file.h"
 #include <jansson.h>
 #include <math.h>
@@ -97,47 +98,32 @@ static int step_line(json_t *o, measured *mv, const char *path, int lineno, char
   return 0;
 }
 
+typedef struct {
+  const ddp_plan *p;
+  const char *plan_path, *path;
+  measured *mv;
+} metrics_ctx;
+
+static int on_run(json_t *o, int lineno, void *arg, char *err, size_t errcap) {
+  metrics_ctx *c = arg;
+  if (check_run_line(o, c->p, c->plan_path, c->path, lineno, err, errcap)) return -1;
+  json_t *pred = json_object_get(o, "predicted");
+  if (json_is_object(pred)) c->mv->recorded = json_incref(pred);
+  return 0;
+}
+
+static int on_step(json_t *o, int lineno, void *arg, char *err, size_t errcap) {
+  metrics_ctx *c = arg;
+  return step_line(o, c->mv, c->path, lineno, err, errcap);
+}
+
 static int read_metrics(const char *path, const ddp_plan *p, const char *plan_path, measured *mv, char *err,
                         size_t errcap) {
   memset(mv, 0, sizeof *mv);
   mv->world = (int)p->meta.world;
-  size_t len = 0;
-  char *text = ddp_read_file(path, METRICS_MAX_BYTES, &len, err, errcap);
-  if (!text) return -1;
-  if (strlen(text) != len) {
-    free(text);
-    return ddp_fail(err, errcap, "%s: holds a NUL byte; not a metrics file", path);
-  }
-  int rc = 0, lineno = 0, have_run = 0;
-  for (char *line = text, *next; line && *line && rc == 0; line = next) {
-    next = strchr(line, '\n');
-    if (next) *next++ = '\0';
-    lineno++;
-    if (line[strspn(line, " \t\r")] == '\0') continue;
-    json_error_t je;
-    json_t *o = json_loads(line, 0, &je);
-    json_t *ev = json_is_object(o) ? json_object_get(o, "event") : NULL;
-    if (!json_is_object(o)) {
-      rc = ddp_fail(err, errcap, "%s:%d: not a JSON object (%s)", path, lineno, o ? "another JSON value" : je.text);
-    } else if (json_is_string(ev) && !strcmp(json_string_value(ev), "run")) {
-      if (have_run) rc = ddp_fail(err, errcap, "%s:%d: a second run line (one run per file)", path, lineno);
-      else if ((rc = check_run_line(o, p, plan_path, path, lineno, err, errcap)) == 0) {
-        have_run = 1;
-        json_t *pred = json_object_get(o, "predicted");
-        if (json_is_object(pred)) mv->recorded = json_incref(pred);
-      }
-    } else if (json_object_get(o, "step")) {
-      if (!have_run)
-        rc = ddp_fail(err, errcap, "%s:%d: a step line before the {\"event\": \"run\"} line", path, lineno);
-      else rc = step_line(o, mv, path, lineno, err, errcap);
-    } else if (!ev) {
-      rc = ddp_fail(err, errcap, "%s:%d: neither a step line (\"step\") nor an event line (\"event\")", path, lineno);
-    }
-    json_decref(o);
-  }
-  free(text);
-  if (rc == 0 && !have_run) rc = ddp_fail(err, errcap, "%s: no {\"event\": \"run\"} line; not a ddprun metrics file", path);
-  if (rc == 0 && mv->nlines == 0) rc = ddp_fail(err, errcap, "%s: no step lines", path);
+  metrics_ctx c = {p, plan_path, path, mv};
+  const ddp_metrics_visit v = {on_run, on_step, &c};
+  int rc = ddp_metrics_lines(path, METRICS_MAX_BYTES, &v, err, errcap);
   mv->use_warm = mv->nwarm == mv->nlines;
   return rc;
 }

@@ -6,6 +6,7 @@
  * and rank_backward_ms (one number per rank, when present), from which its bubble is split off compute. */
 #include "err.h"
 #include "file.h"
+#include "metrics_lines.h"
 #include "plot.h"
 #include <jansson.h>
 #include <math.h>
@@ -142,53 +143,37 @@ static int step_fields(json_t *o, const char *path, int lineno, ddp_plot_run *ru
   return 0;
 }
 
+typedef struct {
+  const char *path;
+  ddp_plot_run *run;
+  sums acc, all;
+  double *v[RK_COUNT], *fb;
+} plot_ctx;
+
+static int on_run(json_t *o, int lineno, void *arg, char *err, size_t errcap) {
+  plot_ctx *c = arg;
+  ddp_plot_run *run = c->run;
+  if (run_fields(o, c->path, lineno, run, err, errcap)) return -1;
+  sums_alloc(&c->acc, run->world);
+  sums_alloc(&c->all, run->world);
+  for (int k = 0; k < RK_COUNT; k++) c->v[k] = ddp_xcalloc((size_t)run->world, sizeof(double));
+  c->fb = ddp_xcalloc(2 * (size_t)run->world, sizeof(double));
+  run->peak_GiB = ddp_xcalloc((size_t)run->world, sizeof(double));
+  return 0;
+}
+
+static int on_step(json_t *o, int lineno, void *arg, char *err, size_t errcap) {
+  plot_ctx *c = arg;
+  return step_fields(o, c->path, lineno, c->run, c->v, c->fb, &c->acc, &c->all, err, errcap);
+}
+
 int ddp_plot_read(const char *path, const char *label, ddp_plot_run *run, char *err, size_t errcap) {
   memset(run, 0, sizeof *run);
-  size_t len = 0;
-  char *text = ddp_read_file(path, METRICS_MAX_BYTES, &len, err, errcap);
-  if (!text) return -1;
-  if (strlen(text) != len) {
-    free(text);
-    return ddp_fail(err, errcap, "%s: holds a NUL byte; not a metrics file", path);
-  }
-  sums acc = {0}, all = {0};
-  double *v[RK_COUNT] = {0}, *fb = NULL;
-  int rc = 0, lineno = 0, have_run = 0;
-  for (char *line = text, *next; line && *line && rc == 0; line = next) {
-    next = strchr(line, '\n');
-    if (next) *next++ = '\0';
-    lineno++;
-    if (line[strspn(line, " \t\r")] == '\0') continue;
-    json_error_t je;
-    json_t *o = json_loads(line, 0, &je);
-    json_t *ev = o ? json_object_get(o, "event") : NULL;
-    if (!o || !json_is_object(o)) {
-      rc = ddp_fail(err, errcap, "%s:%d: not a JSON object (%s)", path, lineno, o ? "another JSON value" : je.text);
-    } else if (json_is_string(ev) && !strcmp(json_string_value(ev), "run")) {
-      if (have_run) rc = ddp_fail(err, errcap, "%s:%d: a second run line (one run per file)", path, lineno);
-      else if ((rc = run_fields(o, path, lineno, run, err, errcap)) == 0) {
-        have_run = 1;
-        sums_alloc(&acc, run->world);
-        sums_alloc(&all, run->world);
-        for (int k = 0; k < RK_COUNT; k++) v[k] = ddp_xcalloc((size_t)run->world, sizeof(double));
-        fb = ddp_xcalloc(2 * (size_t)run->world, sizeof(double));
-        run->peak_GiB = ddp_xcalloc((size_t)run->world, sizeof(double));
-      }
-    } else if (json_object_get(o, "step")) {
-      if (!have_run)
-        rc = ddp_fail(err, errcap, "%s:%d: a step line before the {\"event\": \"run\"} line (metrics of an older "
-                      "ddprun?)", path, lineno);
-      else rc = step_fields(o, path, lineno, run, v, fb, &acc, &all, err, errcap);
-    } else if (!ev) {
-      rc = ddp_fail(err, errcap, "%s:%d: neither a step line (\"step\") nor an event line (\"event\")", path, lineno);
-    }
-    json_decref(o);
-  }
-  free(text);
-  if (rc == 0 && !have_run) rc = ddp_fail(err, errcap, "%s: no {\"event\": \"run\"} line; not a ddprun metrics file", path);
-  if (rc == 0 && all.n == 0) rc = ddp_fail(err, errcap, "%s: no step lines", path);
+  plot_ctx c = {.path = path, .run = run};
+  const ddp_metrics_visit vis = {on_run, on_step, &c};
+  int rc = ddp_metrics_lines(path, METRICS_MAX_BYTES, &vis, err, errcap);
   if (rc == 0) {
-    const sums *s = acc.n > 0 ? &acc : &all;
+    const sums *s = c.acc.n > 0 ? &c.acc : &c.all;
     int w = run->world;
     run->nsteps = s->n;
     run->step_ms = s->step_ms / s->n;
@@ -209,10 +194,10 @@ int ddp_plot_read(const char *path, const char *label, ddp_plot_run *run, char *
     run->path = ddp_xstrdup(path);
     run->label = label ? ddp_xstrdup(label) : default_label(run->schedule, path);
   }
-  sums_free(&acc);
-  sums_free(&all);
-  for (int k = 0; k < RK_COUNT; k++) free(v[k]);
-  free(fb);
+  sums_free(&c.acc);
+  sums_free(&c.all);
+  for (int k = 0; k < RK_COUNT; k++) free(c.v[k]);
+  free(c.fb);
   if (rc) ddp_plot_run_free(run);
   return rc;
 }

@@ -5,6 +5,7 @@
  * FLOPs, so those two stay fields of the entry. Every refusal is one line naming the entry and field. */
 #include "err.h"
 #include "file.h"
+#include "metrics_lines.h"
 #include "scaling.h"
 #include <jansson.h>
 #include <libgen.h>
@@ -27,31 +28,29 @@ static int number_field(json_t *o, const char *name, const char *field, int i, d
   return 0;
 }
 
+typedef struct {
+  const char *path;
+  double *loss;
+} loss_ctx;
+
+/* A step line's loss: the last one read is the run's final loss. */
+static int on_step(json_t *o, int lineno, void *arg, char *err, size_t errcap) {
+  loss_ctx *c = arg;
+  json_t *l = json_object_get(o, "loss");
+  if (!json_is_number(l) || !isfinite(json_number_value(l)))
+    return ddp_fail(err, errcap, "%s:%d: a step line without a finite number \"loss\"", c->path, lineno);
+  *c->loss = json_number_value(l);
+  return 0;
+}
+
 int ddp_scaling_metrics_loss(const char *path, double *loss, char *err, size_t errcap) {
-  size_t len = 0;
-  char *text = ddp_read_file(path, RUNS_MAX_BYTES, &len, err, errcap);
-  if (!text) return -1;
-  int found = 0, rc = 0, lineno = 0;
-  for (char *line = text, *next; line && *line && rc == 0; line = next) {
-    next = strchr(line, '\n');
-    if (next) *next++ = '\0';
-    lineno++;
-    if (line[strspn(line, " \t\r")] == '\0') continue;
-    json_error_t je;
-    json_t *o = json_loads(line, 0, &je);
-    if (!o || !json_is_object(o)) {
-      rc = ddp_fail(err, errcap, "%s:%d: not a JSON object (%s)", path, lineno, o ? "another JSON value" : je.text);
-    } else if (json_object_get(o, "step")) {
-      json_t *l = json_object_get(o, "loss");
-      if (!json_is_number(l) || !isfinite(json_number_value(l)))
-        rc = ddp_fail(err, errcap, "%s:%d: a step line without a finite number \"loss\"", path, lineno);
-      else *loss = json_number_value(l), found = 1;
-    }
-    json_decref(o);
-  }
-  free(text);
-  if (rc == 0 && !found) rc = ddp_fail(err, errcap, "%s: no step line (a line with \"step\" and \"loss\")", path);
-  return rc;
+  double last = NAN;
+  loss_ctx c = {path, &last};
+  const ddp_metrics_visit v = {NULL, on_step, &c};
+  if (ddp_metrics_lines(path, RUNS_MAX_BYTES, &v, err, errcap)) return -1;
+  if (isnan(last)) return ddp_fail(err, errcap, "%s: no step line (a line with \"step\" and \"loss\")", path);
+  *loss = last;
+  return 0;
 }
 
 int ddp_scaling_parse(const char *text, const char *name, const char *dir, ddp_scaling_run **runs, int *nruns,
