@@ -62,7 +62,7 @@ int ddp_instr_accesses(const ddp_plan *p, int rank, const ddp_instr *in, ddp_acc
   (void)rank;
   ddp_slot_use use[DDP_MAX_PTRS];
   char why[160];
-  int exact = ddp_instr_footprint(in, p->meta.world, use, why, sizeof why) == 0;
+  int exact = ddp_instr_footprint(in, ddp_instr_ranks(p, in), use, why, sizeof why) == 0;
   int n = 0;
   for (int s = 0; s < DDP_MAX_PTRS; s++) {
     const ddp_bufref *r = &in->p[s];

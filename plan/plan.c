@@ -205,6 +205,15 @@ int64_t ddp_plan_comm_size(const ddp_plan *p, int64_t comm) {
   return p->comms[comm - 1].n;
 }
 
+int ddp_is_group_collective(int opc) {
+  return opc == I_ALL_REDUCE || opc == I_REDUCE_SCATTER || opc == I_ALL_GATHER || opc == I_BROADCAST;
+}
+
+int64_t ddp_instr_ranks(const ddp_plan *p, const ddp_instr *in) {
+  int64_t n = ddp_is_group_collective(in->opcode) ? ddp_plan_comm_size(p, in->i[COLL_I_COMM]) : -1;
+  return n > 0 ? n : p->meta.world;
+}
+
 int64_t ddp_plan_comm_index(const ddp_plan *p, int64_t comm, int64_t rank) {
   if (comm == 0) return rank >= 0 && rank < p->meta.world ? rank : -1;
   if (comm < 0 || comm > (int64_t)p->ncomms) return -1;

@@ -18,17 +18,6 @@
 
 static int in_range(int64_t v, int64_t lo, int64_t hi_excl) { return v >= lo && v < hi_excl; }
 
-static int is_group_coll(int opc) {
-  return opc == I_ALL_REDUCE || opc == I_REDUCE_SCATTER || opc == I_ALL_GATHER || opc == I_BROADCAST;
-}
-
-/* The ranks an instruction's footprint is sized by: a group collective's communicator (checked in range by
- * check_instr before any footprint), else the world. */
-static int64_t group_size(const ddp_plan *p, const ddp_instr *in) {
-  int64_t n = is_group_coll(in->opcode) ? ddp_plan_comm_size(p, in->i[COLL_I_COMM]) : -1;
-  return n > 0 ? n : p->meta.world;
-}
-
 /* Every communicator: 1 .. world members, each a world rank, none twice. */
 static int check_comms(const vctx *c) {
   const ddp_plan *p = c->p;
@@ -239,7 +228,7 @@ static int check_footprint(const vctx *c, const where *w) {
   const ddp_instr *in = w->in;
   ddp_slot_use use[DDP_MAX_PTRS];
   char why[256];
-  if (ddp_instr_footprint(in, group_size(p, in), use, why, sizeof why)) return IFAIL(w, "%s", why);
+  if (ddp_instr_footprint(in, ddp_instr_ranks(p, in), use, why, sizeof why)) return IFAIL(w, "%s", why);
   for (int k = 0; k < DDP_MAX_PTRS; k++) {
     const ddp_bufref *b = &in->p[k];
     const ddp_slot_use *u = &use[k];
@@ -302,7 +291,7 @@ static int check_spec(const vctx *c, const where *w) {
   if (!m->spec) return 0;
   ddp_slot_use use[DDP_MAX_PTRS];
   char why[64];
-  if (ddp_instr_footprint(in, group_size(p, in), use, why, sizeof why)) return 0; /* refused by check_footprint */
+  if (ddp_instr_footprint(in, ddp_instr_ranks(p, in), use, why, sizeof why)) return 0; /* refused by check_footprint */
   for (int k = 0; k < DDP_MAX_PTRS; k++) {
     if (!use[k].used || in->p[k].tensor < 0) continue;
     int sdt = spec_dtype(m->spec, k);

@@ -5,10 +5,6 @@
 #include <stdlib.h>
 #include <string.h>
 
-static int is_group_collective(int opc) {
-  return opc == I_ALL_REDUCE || opc == I_REDUCE_SCATTER || opc == I_ALL_GATHER || opc == I_BROADCAST;
-}
-
 /* Within every communicator, every member issues the same collectives on it in the same order with the
  * same count, dtype, reduction and root as its first member: a rank's executor reads and writes the other
  * members' buffers with its own count (the reference executor directly, NCCL by its protocol), so a count
@@ -19,7 +15,7 @@ static int match_comm(const vctx *c, int step, int64_t comm) {
   const char *prog = step ? "step" : "init";
   int64_t n = ddp_plan_comm_size(p, comm), r0 = ddp_plan_comm_member(p, comm, 0);
   const ddp_program *p0 = step ? &p->ranks[r0].step : &p->ranks[r0].init;
-#define ON_COMM(v) (is_group_collective((v).opcode) && (v).i[COLL_I_COMM] == comm)
+#define ON_COMM(v) (ddp_is_group_collective((v).opcode) && (v).i[COLL_I_COMM] == comm)
   for (int64_t i = 1; i < n; i++) {
     int64_t r = ddp_plan_comm_member(p, comm, i);
     const ddp_program *pr = step ? &p->ranks[r].step : &p->ranks[r].init;

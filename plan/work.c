@@ -28,18 +28,10 @@ static uint32_t rmw_mask(const ddp_instr *in) {
   }
 }
 
-/* The ranks a collective spans: its communicator's (comm 0: the world; send/recv: the world). */
-static int64_t coll_ranks(const ddp_plan *p, const ddp_instr *in) {
-  int group = in->opcode == I_ALL_REDUCE || in->opcode == I_REDUCE_SCATTER || in->opcode == I_ALL_GATHER ||
-              in->opcode == I_BROADCAST;
-  int64_t n = group ? ddp_plan_comm_size(p, in->i[COLL_I_COMM]) : -1;
-  return n > 0 ? n : p->meta.world;
-}
-
 double ddp_instr_bytes_moved(const ddp_plan *p, const ddp_instr *in) {
   ddp_slot_use use[DDP_MAX_PTRS];
   char why[160];
-  if (ddp_instr_footprint(in, coll_ranks(p, in), use, why, sizeof why)) return -1;
+  if (ddp_instr_footprint(in, ddp_instr_ranks(p, in), use, why, sizeof why)) return -1;
   uint32_t rmw = rmw_mask(in);
   double b = 0;
   for (int k = 0; k < DDP_MAX_PTRS; k++)
@@ -63,7 +55,7 @@ static double attention_flops(const ddp_instr *in) {
 
 void ddp_instr_work(const ddp_plan *p, const ddp_instr *in, ddp_work *w) {
   *w = (ddp_work){0};
-  double n = coll_ranks(p, in) > 0 ? (double)coll_ranks(p, in) : 1.0;
+  double n = (double)ddp_instr_ranks(p, in);
   switch (in->opcode) {
   case I_EVENT_RECORD:
   case I_EVENT_WAIT:

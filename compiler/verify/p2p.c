@@ -37,10 +37,6 @@ static void qpush(queue *q, int rank, uint32_t k) {
 }
 
 static bool is_p2p(int opc) { return opc == I_SEND || opc == I_RECV; }
-static bool is_coll(int opc) {
-  return opc == I_ALL_REDUCE || opc == I_REDUCE_SCATTER || opc == I_ALL_GATHER || opc == I_BROADCAST;
-}
-
 /* the message a pipeline transfer names, after "pp.send." / "pp.recv.", or NULL */
 static const char *message(const ddp_plan *p, const ddp_instr *in) {
   const char *nm = ddp_plan_string(p, in->name);
@@ -128,7 +124,7 @@ int ddp_verify_p2p(const ddp_plan *p, char *err, size_t errcap) {
           moved = true;
           continue;
         }
-        int64_t cm = is_coll(in->opcode) ? in->i[COLL_I_COMM] : -1;
+        int64_t cm = ddp_is_group_collective(in->opcode) ? in->i[COLL_I_COMM] : -1;
         if (cm > (int64_t)p->ncomms) cm = -1; /* refused by check_collectives */
         if (cm >= 0) { /* every member of its comm must have reached its collective number ncoll[cm] */
           bool all = true;
@@ -139,7 +135,7 @@ int ddp_verify_p2p(const ddp_plan *p, char *err, size_t errcap) {
             const rstate *y = &st[q];
             const ddp_program *pq = &p->ranks[q].step;
             all = y->ncoll[cm] > x->ncoll[cm] ||
-                  (y->ncoll[cm] == x->ncoll[cm] && !y->group_end && y->pc < pq->n && is_coll(pq->v[y->pc].opcode) &&
+                  (y->ncoll[cm] == x->ncoll[cm] && !y->group_end && y->pc < pq->n && ddp_is_group_collective(pq->v[y->pc].opcode) &&
                    pq->v[y->pc].i[COLL_I_COMM] == cm);
           }
           if (!all) break;
