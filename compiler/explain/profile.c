@@ -2,8 +2,8 @@
  * the JSON reader (jansson), which checks every field and names the one that is wrong. Format and the
  * default's sources: docs/EXPLAIN.md. A profile written by `ddprun --calibrate` says "defaults": "built-in":
  * the figures it leaves out (those its plan could not measure) are the built-in default's, and its record
- * of the measurement ("device", "date", "version", "plan", "fit", "samples") is type-checked and kept out of
- * the model. */
+ * of the measurement ("device", "date", "version", "plan", "fit", "samples", "compute_from") is type-checked
+ * and kept out of the model. */
 #include "err.h"
 #include "explain.h"
 #include "file.h"
@@ -78,7 +78,8 @@ static int known(json_t *obj, const char *path, const char *const *allowed, cons
 static int parse_root(json_t *root, const char *label, ddp_profile *pr, char *err, size_t errcap) {
   static const char *const top[] = {"name", "launch_us", "hbm_gbps", "gemm_tflops_16", "gemm_tflops_32",
                                     "gemm_small_dim", "gemm_small_scale", "attention_tflops", "collectives",
-                                    "collective_share", "attention_by_shape", "defaults", "device", "date", "version", "plan", "fit", "samples", NULL};
+                                    "collective_share", "attention_by_shape", "defaults", "device", "date", "version", "plan", "fit", "samples",
+                                    "compute_from", NULL};
   static const char *const coll_keys[] = {"alpha_us", "busbw_gbps", NULL};
   const double big = 1e301; /* no upper bound */
   if (!json_is_object(root)) return ddp_fail(err, errcap, "%s: expected one JSON object", label);
@@ -93,7 +94,7 @@ static int parse_root(json_t *root, const char *label, ddp_profile *pr, char *er
     ddp_profile_default(pr);
     optional_figures = 1;
   }
-  static const char *const strs[] = {"device", "date", "version", NULL};
+  static const char *const strs[] = {"device", "date", "version", "compute_from", NULL};
   for (const char *const *k = strs; *k; k++) {
     json_t *v = json_object_get(root, *k);
     if (v && !json_is_string(v)) return ddp_fail(err, errcap, "%s: %s: must be a string", label, *k);

@@ -115,7 +115,7 @@ void fe_pipeline(fe_conv *c, const fe_tab *p) {
   int64_t layers = fe_model_layers(s);
   fe_known(c, p, fields);
   fe_required(c, p, "stages");
-  s->stages = (int)fe_int_in(c, p, "stages", 2, 2, DDP_MAX_STAGES);
+  s->stages = (int)fe_int_in(c, p, "stages", 2, 1, DDP_MAX_STAGES);
   if (s->stages > layers)
     fe_fail(c, p, "stages", "= %d is more than the model's %lld layers%s", s->stages, (long long)layers,
             fe_layers_note(s));

@@ -9,8 +9,9 @@
  *   gpipe        F0 .. F(m-1) B0 .. B(m-1)
  *   1f1b         w = min(stages - s - 1, m) warm-up forwards, then F B pairs, then the remaining B
  *   interleaved  Megatron's interleaved 1F1B over the stage's chunks
- *   zero_bubble  1f1b with each W deferred by stages - s - 1 pairs (ZB-H1), the rest after the last B; what
- *                a W reads that later backward instructions change is stashed first (zb_stash)
+ *   zero_bubble  1f1b's F and B, each W where the stage would wait, at most stages - s - 1 pending (ZB-H1,
+ *                zb_actions); what a W reads that later backward instructions change is stashed first
+ *                (zb_stash)
  * step -> RANGE_PUSH TIMER LOAD_BATCH MEMSET(stage gradients)
  *         [SEND* RECV* TIMER(MB_*_BEGIN) RANGE_PUSH(action) instructions RANGE_POP TIMER(MB_*_END)]* SEND*
  *         TIMER(BACKWARD_END) [optimizer] TIMER RANGE_POP
@@ -154,6 +155,67 @@ static action *push_action(action *v, int *n, int kind, int chunk, int mb) {
   return v;
 }
 
+/* Zero bubble (ZB-H1): stage s runs 1F1B's forwards and input-gradient backwards (B) in 1F1B's order, and
+ * the weight-gradient parts (W, in microbatch order, each after its B) where the stage would otherwise
+ * wait. Where that is comes from simulating every stage with unit times for F, B and W and free
+ * transfers: a stage whose next F or B has its input (the previous stage's F, the next stage's B) ready
+ * runs it; one that would wait runs a pending W instead, unless its last action was an F (whose sends then
+ * could not go out in one group with the next B's receives, which the verifier refuses as a possible
+ * deadlock under NCCL's blocking sends); and at most stages - s - 1 W may be pending
+ * (ZB-H1's memory bound: 1F1B's activations plus that many weight-gradient inputs), a B beyond that being
+ * followed by its W at once. So the last stage runs each W right after its B and sends its input gradient
+ * first; the first stage fills the wait for each gradient with the W of an earlier microbatch, and in the
+ * cool-down its tail after the last gradient arrives is that microbatch's B and W only (a static W
+ * placement, deferred by a fixed count, left the earlier W there too: measured on 2 x H200, 2026-11-23,
+ * no faster than 1F1B). The simulation picks, each time, the stage that is free first (ties: the lower
+ * stage); an input not yet simulated then finishes later than that stage is free. */
+static action *zb_actions(int P, int m, int s, int *count) {
+  const double never = 1e300;
+  size_t pm = (size_t)P * (size_t)m;
+  double *fdone = ddp_xmalloc(sizeof(double) * (pm + 1)), *bdone = ddp_xmalloc(sizeof(double) * (pm + 1));
+  for (size_t k = 0; k < pm; k++) fdone[k] = bdone[k] = never;
+  int *next = ddp_xcalloc((size_t)P, sizeof(int)), *nb = ddp_xcalloc((size_t)P, sizeof(int));
+  int *nw = ddp_xcalloc((size_t)P, sizeof(int));
+  double *at = ddp_xcalloc((size_t)P, sizeof(double));
+  bool *blocked = ddp_xcalloc((size_t)P, sizeof(bool));
+  int *last = ddp_xcalloc((size_t)P, sizeof(int)); /* the kind of the stage's last action (ACT_F = 0 at start) */
+  action *v = ddp_xcalloc((size_t)(3 * m) + 4, sizeof(action));
+  int n = 0;
+  for (;;) {
+    int q = -1;
+    for (int r = 0; r < P; r++)
+      if (!blocked[r] && (next[r] < 2 * m || nw[r] < m) && (q < 0 || at[r] < at[q])) q = r;
+    if (q < 0) break; /* every stage done (1F1B's order cannot leave all of them waiting) */
+    int w = P - q - 1 < m ? P - q - 1 : m, k = next[q], kind = -1, mb = -1;
+    if (k < 2 * m) { /* 1F1B's k-th action of stage q: w forwards, then F/B pairs, then backwards */
+      if (k < w) kind = ACT_F, mb = k;
+      else if (k < 2 * m - w) kind = (k - w) % 2 ? ACT_B : ACT_F, mb = kind == ACT_F ? w + (k - w) / 2 : (k - w) / 2;
+      else kind = ACT_B, mb = m - (2 * m - k);
+    }
+    double ready = kind < 0 ? never
+                   : kind == ACT_F ? (q == 0 ? 0 : fdone[(size_t)(q - 1) * m + mb])
+                   : (q == P - 1 ? fdone[(size_t)q * m + mb] : bdone[(size_t)(q + 1) * m + mb]);
+    int pending = nb[q] - nw[q];
+    if (pending > 0 && (pending > P - q - 1 || kind < 0 || (ready > at[q] && last[q] != ACT_F))) {
+      if (q == s) push_action(v, &n, ACT_W, s, nw[q]);
+      nw[q]++, at[q] += 1, last[q] = ACT_W;
+    } else if (kind >= 0 && ready < never) {
+      last[q] = kind;
+      at[q] = (ready > at[q] ? ready : at[q]) + 1;
+      (kind == ACT_F ? fdone : bdone)[(size_t)q * m + mb] = at[q];
+      if (kind == ACT_B) nb[q]++;
+      if (q == s) push_action(v, &n, kind, s, mb);
+      next[q]++;
+      memset(blocked, 0, sizeof(bool) * (size_t)P);
+    } else {
+      blocked[q] = true;
+    }
+  }
+  free(fdone), free(bdone), free(next), free(nb), free(nw), free(at), free(blocked), free(last);
+  *count = n;
+  return v;
+}
+
 /* The actions of stage s, in order. */
 static action *stage_actions(const pctx *x, int s, bool backward, int *count) {
   int P = x->P, m = x->m, V = x->s->virtual_stages, n = 0, sched = x->s->pipe_schedule;
@@ -182,20 +244,17 @@ static action *stage_actions(const pctx *x, int s, bool backward, int *count) {
   } else if (sched == PIPE_GPIPE || sched == PIPE_SEQUENTIAL) {
     for (int i = 0; i < m; i++) push_action(v, &n, ACT_F, s, i);
     for (int i = 0; i < m; i++) push_action(v, &n, ACT_B, s, i);
-  } else { /* 1f1b, zero bubble */
-    int w = P - s - 1 < m ? P - s - 1 : m, d = P - s - 1, wdone = 0;
-    bool zb = sched == PIPE_ZERO_BUBBLE;
+  } else if (sched == PIPE_ZERO_BUBBLE) {
+    free(v);
+    return zb_actions(P, m, s, count);
+  } else { /* 1f1b */
+    int w = P - s - 1 < m ? P - s - 1 : m;
     for (int i = 0; i < w; i++) push_action(v, &n, ACT_F, s, i);
     for (int i = 0; i < m - w; i++) {
       push_action(v, &n, ACT_F, s, w + i);
       push_action(v, &n, ACT_B, s, i);
-      if (zb && i - d >= 0) push_action(v, &n, ACT_W, s, wdone++);
     }
-    for (int i = m - w; i < m; i++) {
-      push_action(v, &n, ACT_B, s, i);
-      if (zb) push_action(v, &n, ACT_W, s, wdone++);
-    }
-    while (zb && wdone < m) push_action(v, &n, ACT_W, s, wdone++);
+    for (int i = m - w; i < m; i++) push_action(v, &n, ACT_B, s, i);
   }
   *count = n;
   return v;

@@ -10,8 +10,9 @@
  *                       gemm_small_scale = small / large throughput of one input width (16-bit first);
  *   attention           sum of FLOPs / sum of (t - launch) over the attention kernels;
  *   collectives         per kind, t = alpha + wire bytes / busbw by least squares over the kind's
- *                       instructions (alpha 0 and the slope through 0 when the intercept is negative);
- *                       at least two distinct sizes needed;
+ *                       points of the collective sweep (calib_sweep.c: timed alone) when there are
+ *                       any, else over the plan's instructions of the kind (alpha 0 and the slope
+ *                       through 0 when the intercept is negative); at least two distinct sizes needed;
  *   collective_share    the compute (GEMMs, attention, memory-bound kernels) that ran beside a collective
  *                       (overlap >= DDP_CALIB_ALONGSIDE): 1 - sum of its time alone at the rates above
  *                       (fitted from the instructions that ran alone) / sum of its measured time, both
@@ -112,12 +113,12 @@ static int memory_sample(const ddp_instr *in, const ddp_work *w) {
   return w->kind == WORK_MEMORY && w->bytes > 0 && in->opcode != I_LOAD_BATCH && in->opcode != I_INIT_TENSOR;
 }
 
-int ddp_calib_fit_run(const ddp_plan *p, int rank, const double *median_s, const double *ovl, ddp_calib_fit *f,
-                      char *err, size_t errcap) {
+int ddp_calib_fit_run(const ddp_plan *p, int rank, const double *median_s, const double *ovl,
+                      const ddp_calib_point *sweep, size_t nsweep, ddp_calib_fit *f, char *err, size_t errcap) {
   memset(f, 0, sizeof *f);
   const ddp_program *prog = &p->ranks[rank].step;
   size_t n = prog->n;
-  double *x = ddp_xcalloc(n + 1, sizeof *x), *y = ddp_xcalloc(n + 1, sizeof *y);
+  double *x = ddp_xcalloc((n > nsweep ? n : nsweep) + 1, sizeof *x), *y = ddp_xcalloc((n > nsweep ? n : nsweep) + 1, sizeof *y);
   size_t m = 0;
   /* which kinds of work have instructions that ran alone */
   int alone[WORK_COLL + 1] = {0};
@@ -215,7 +216,12 @@ int ddp_calib_fit_run(const ddp_plan *p, int rank, const double *median_s, const
   /* collectives */
   for (int kind = 0; kind < COST_COLL_COUNT; kind++) {
     m = 0;
-    for (size_t k = 0; k < n; k++) {
+    for (size_t j = 0; j < nsweep; j++)
+      if (sweep[j].kind == kind && sweep[j].s > 0) {
+        x[m] = sweep[j].wire_bytes, y[m] = sweep[j].s, m++;
+      }
+    int swept = m > 0;
+    for (size_t k = 0; !swept && k < n; k++) {
       ddp_work w;
       ddp_instr_work(p, &prog->v[k], &w);
       if (w.kind != WORK_COLL || w.coll_kind != kind || median_s[k] < 0) continue;
@@ -231,6 +237,7 @@ int ddp_calib_fit_run(const ddp_plan *p, int rank, const double *median_s, const
     } else {
       f->alpha[kind] = (ddp_calib_fig){a * 1e6, 1, (int)m, ""};
       f->busbw[kind] = (ddp_calib_fig){r / 1e9, 1, (int)m, ""};
+      if (swept) snprintf(f->alpha[kind].why, sizeof f->alpha[kind].why, "timed alone (the collective sweep)");
     }
   }
   free(x), free(y);

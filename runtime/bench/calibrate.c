@@ -66,6 +66,7 @@ int ddp_calib_record(ddp_calib_rows *c, ddp_exec *x, char *err, size_t errcap) {
 void ddp_calib_rows_free(ddp_calib_rows *c) {
   free(c->s);
   free(c->o);
+  free(c->sweep);
   memset(c, 0, sizeof *c);
 }
 
@@ -175,6 +176,15 @@ static json_t *profile_json(const ddp_plan *p, const ddp_calib_rows *c, const do
     if (ovl[k] > 0) json_object_set_new(s, "overlap", json_real(ovl[k]));
     json_array_append_new(samples, s);
   }
+  for (size_t k = 0; k < c->nsweep; k++) { /* the collective sweep's points (timed alone) */
+    json_t *s = json_object();
+    json_object_set_new(s, "what", json_string("sweep"));
+    json_object_set_new(s, "work", json_string("collective"));
+    json_object_set_new(s, "collective", json_string(coll_names[c->sweep[k].kind]));
+    json_object_set_new(s, "wire_bytes", json_real(c->sweep[k].wire_bytes));
+    json_object_set_new(s, "median_ms", json_real(c->sweep[k].s * 1e3));
+    json_array_append_new(samples, s);
+  }
   json_object_set_new(root, "samples", samples);
   return root;
 }
@@ -193,6 +203,29 @@ static void note_kept(json_t *fit, json_t *ofit, const char *key, const char *da
   snprintf(kept + m, keptcap - m, "%s%s", m ? ", " : "", key);
 }
 
+/* The compute figures of a one-rank profile `old` (dated `date`) replace root's (a multi-rank run's, whose
+ * compute shared the device with NCCL's kernels and the skew of the other ranks): launch, HBM, GEMM and
+ * attention, the attention table included; root says where they came from ("compute_from"). */
+static void take_compute(json_t *root, json_t *old, const char *date, const char *from) {
+  json_t *fit = json_object_get(root, "fit"), *ofit = json_object_get(old, "fit");
+  for (int k = 0; k < CAL_NFIG; k++) {
+    if (k == CAL_SHARE) continue; /* measured only beside collectives: this run's */
+    const char *key = ddp_calib_fig_name(k);
+    json_t *v = json_object_get(old, key);
+    if (v) json_object_set(root, key, v);
+    else json_object_del(root, key);
+    json_t *n = json_object();
+    json_object_set_new(n, "from", json_string(from));
+    if (ofit && json_object_get(ofit, key)) json_object_set(n, "earlier", json_object_get(ofit, key));
+    json_object_set_new(fit, key, n);
+  }
+  json_t *shapes = json_object_get(old, "attention_by_shape");
+  if (shapes) json_object_set(root, "attention_by_shape", shapes);
+  else json_object_del(root, "attention_by_shape");
+  json_object_set_new(root, "compute_from", json_string(from));
+  (void)date;
+}
+
 static void merge_earlier(json_t *root, const char *path, const char *dev, long long world, char *note,
                           size_t notecap) {
   char why[300];
@@ -206,12 +239,29 @@ static void merge_earlier(json_t *root, const char *path, const char *dev, long 
   json_t *odf = old ? json_object_get(old, "defaults") : NULL, *odate = old ? json_object_get(old, "date") : NULL;
   if (!old || !json_is_object(old) || !odf || !json_is_string(odf) || strcmp(json_string_value(odf), "built-in") ||
       !od || !json_is_string(od) || strcmp(json_string_value(od), dev) || !ow || !json_is_integer(ow) ||
-      json_integer_value(ow) != world) {
-    snprintf(note, notecap, "replaced the earlier file (not a calibrated profile of %.200s at world %lld)", dev, world);
+      (json_integer_value(ow) != world && !(world > 1 && json_integer_value(ow) == 1))) {
+    snprintf(note, notecap, "replaced the earlier file (not a calibrated profile of %.200s at world %lld%s)", dev, world,
+             world > 1 ? " or 1" : "");
     json_decref(old);
     return;
   }
   const char *date = odate && json_is_string(odate) ? json_string_value(odate) : "?";
+  /* A multi-rank run over a one-rank profile of the device: that profile's compute figures, this run's
+   * collectives and collective_share. Over a multi-rank profile that took its compute from one rank: the
+   * same, and its collective kinds this run did not measure as below. */
+  json_t *ofrom = json_object_get(old, "compute_from");
+  if (world > 1 && (json_integer_value(ow) == 1 || json_is_string(ofrom))) {
+    char from[200];
+    snprintf(from, sizeof from, "%s", json_is_string(ofrom) ? json_string_value(ofrom) : "");
+    if (!from[0]) snprintf(from, sizeof from, "the one-rank calibration of %.100s", date);
+    take_compute(root, old, date, from);
+    if (json_integer_value(ow) == 1) {
+      snprintf(note, notecap, "compute figures from %s at this path; collectives from this run (world %lld)", from,
+               world);
+      json_decref(old);
+      return;
+    }
+  }
   json_t *fit = json_object_get(root, "fit"), *ofit = json_object_get(old, "fit");
   char kept[400] = "";
   for (int k = 0; k < CAL_NFIG; k++) {
@@ -277,7 +327,7 @@ int ddp_calib_finish(const ddp_plan *p, const ddp_calib_rows *c, const char *dev
   char merged[700] = "";
   ddp_calib_medians(c, med, ovl);
   ddp_calib_fit f;
-  int rc = ddp_calib_fit_run(p, 0, med, ovl, &f, err, errcap);
+  int rc = ddp_calib_fit_run(p, 0, med, ovl, c->sweep, c->nsweep, &f, err, errcap);
   if (rc == 0) {
     json_t *root = profile_json(p, c, med, ovl, &f, dev);
     merge_earlier(root, path, dev, (long long)p->meta.world, merged, sizeof merged);

@@ -16,14 +16,26 @@
 /* Per-instruction durations of rank 0's step program, one row (step.n values, seconds; < 0: not
  * recorded) per timed step, and in o the same shape the fraction of each instruction's interval during
  * which one of the rank's collectives ran (0 for the collectives themselves). */
+/* A collective timed alone by the sweep (calib_sweep.c): its kind (COST_*), wire bytes as the cost model
+ * counts them, and the mean seconds per run. */
+typedef struct ddp_calib_point {
+  int kind;
+  double wire_bytes, s;
+} ddp_calib_point;
+
 typedef struct ddp_calib_rows {
   double *s, *o;
   size_t n, rows, cap;
+  ddp_calib_point *sweep; /* rank 0's collective sweep (more than one rank) */
+  size_t nsweep, capsweep;
 } ddp_calib_rows;
 
 /* Appends the step just run (x->trace was set for it). */
 int ddp_calib_record(ddp_calib_rows *c, ddp_exec *x, char *err, size_t errcap);
 void ddp_calib_rows_free(ddp_calib_rows *c);
+/* After the timed steps of a multi-rank plan, on every rank (the same calls in the same order): the
+ * collective sweep; rank 0 (record) keeps the points in c. Nothing on one rank. */
+int ddp_calib_sweep(ddp_calib_rows *c, ddp_exec *x, int record, char *err, size_t errcap);
 
 /* y = a + b x by least squares over n points; returns the number of distinct x (a and b are set only when
  * it is >= 2). */
@@ -55,10 +67,12 @@ const char *ddp_calib_fig_name(int f); /* "launch_us", ... */
  * and their overlaps with collectives (NULL: none): the rates from the instructions that ran alone
  * (overlap < DDP_CALIB_ALONE; all of a kind when none did), collective_share = 1 - (their predicted time
  * alone) / (measured time) over the compute that ran beside a collective (overlap >= DDP_CALIB_ALONGSIDE).
+ * A collective kind with points in the sweep (NULL, 0: none) is fitted from them alone, else from the
+ * plan's instructions of that kind.
  * A figure the plan has no samples for is left unmeasured with its reason; returns -1 with one line in err
  * only when the plan measures nothing of the memory-bound work (no launch overhead, no bandwidth). */
-int ddp_calib_fit_run(const ddp_plan *p, int rank, const double *median_s, const double *overlap, ddp_calib_fit *f,
-                      char *err, size_t errcap);
+int ddp_calib_fit_run(const ddp_plan *p, int rank, const double *median_s, const double *overlap,
+                      const ddp_calib_point *sweep, size_t nsweep, ddp_calib_fit *f, char *err, size_t errcap);
 
 /* Medians of the rows' durations (per instruction, over the rows where it was recorded; -1 where never),
  * and of their overlaps when ovl is not NULL. */

@@ -7,7 +7,8 @@
  * communicator: its collectives are local copies. The plan's communicator groups (COLL_I_COMM c >= 1,
  * plan.h ddp_comm) are split from the world's at init, one ncclCommSplit per group in plan order on every
  * rank (color 0 for its members, keyed by their group rank; NCCL_SPLIT_NOCOLOR for the others); a group
- * collective runs on its group's communicator. SEND/RECV always use the world's (peers are world ranks). */
+ * collective runs on its group's communicator. SEND/RECV always use the world's (peers are world ranks);
+ * their peers are connected at load (cx_comm_connect_p2p), never lazily inside a step. */
 #include "clock.h"
 #include "param.h"
 #include "cx.h"
@@ -318,6 +319,151 @@ int cx_exec_SEND(cx *x, const cx_op *op, int64_t step, char *err, size_t errcap)
 int cx_exec_RECV(cx *x, const cx_op *op, int64_t step, char *err, size_t errcap) {
   (void)step;
   return p2p(x, op, 0, err, errcap);
+}
+
+/* One point-to-point message size this rank sends to (send = 1) or receives from a peer. */
+typedef struct p2p_size {
+  int peer, send;
+  uint64_t bytes;
+} p2p_size;
+
+static int by_peer_dir_bytes(const void *a, const void *b) {
+  const p2p_size *x = a, *y = b;
+  if (x->peer != y->peer) return x->peer < y->peer ? -1 : 1;
+  if (x->send != y->send) return x->send < y->send ? -1 : 1;
+  return x->bytes < y->bytes ? -1 : x->bytes > y->bytes;
+}
+
+/* NCCL connects a peer's point-to-point channels lazily, in the ncclGroupEnd of the first SEND/RECV that
+ * needs them, by a handshake with the peer's host. A pipeline step can hold a rank's host from reaching its
+ * side of that handshake: with GPipe on the XL model, stage 1's host enqueues every microbatch's forward
+ * behind a receive that waits for stage 0's group {send activation, receive gradient}, whose ncclGroupEnd
+ * waits in the handshake for stage 1's first send; once the GPU's launch queue is full, stage 1's host
+ * blocks in a kernel launch and never gets there (2026-11-23, 2 x H200: a hang in step 0). So every pair
+ * of ranks that exchanges messages connects here, before any step: one group per rank with a send of each
+ * distinct size it sends to each peer and a receive of each distinct size it receives (ascending, so both
+ * sides post them in the same order: the verifier proved every send pairs with a receive of its size),
+ * which connects every channel the step's messages will use. Nothing to do for plans without SEND/RECV. */
+int cx_comm_connect_p2p(cx *x, const cx_prog *const *progs, int nprogs, char *err, size_t errcap) {
+  if (!x->comm) return 0;
+  size_t n = 0, cap = 0;
+  p2p_size *v = NULL;
+  for (int k = 0; k < nprogs; k++)
+    for (uint32_t i = 0; i < progs[k]->n; i++) {
+      const cx_op *op = &progs[k]->ops[i];
+      int opc = op->in->opcode;
+      if ((opc != I_SEND && opc != I_RECV) || op->skip) continue;
+      if (n == cap) {
+        cap = cap ? 2 * cap : 16;
+        p2p_size *w = realloc(v, cap * sizeof *v);
+        if (!w) return free(v), ddp_fail(err, errcap, "out of host memory");
+        v = w;
+      }
+      v[n++] = (p2p_size){op->peer, opc == I_SEND, (uint64_t)op->count * ddp_dtype_size(op->in->dt[COLL_P_SEND])};
+    }
+  if (!n) return 0;
+  qsort(v, n, sizeof *v, by_peer_dir_bytes);
+  size_t m = 0; /* distinct (peer, direction, size) */
+  uint64_t send_max = 0, recv_sum = 0;
+  for (size_t i = 0; i < n; i++) {
+    if (m && !by_peer_dir_bytes(&v[m - 1], &v[i])) continue;
+    v[m++] = v[i];
+    if (v[i].send) send_max = v[i].bytes > send_max ? v[i].bytes : send_max;
+    else recv_sum += v[i].bytes;
+  }
+  uint8_t *sbuf = NULL, *rbuf = NULL;
+  cudaStream_t s = x->streams[0];
+  int rc = 0;
+  cudaError_t ce = cudaMalloc((void **)&sbuf, send_max ? send_max : 1);
+  if (ce == cudaSuccess) ce = cudaMalloc((void **)&rbuf, recv_sum ? recv_sum : 1);
+  if (ce == cudaSuccess) ce = cudaMemsetAsync(sbuf, 0, send_max ? send_max : 1, s);
+  if (ce != cudaSuccess)
+    rc = ddp_fail(err, errcap, "%s:%d: connecting point-to-point peers: %s: %s", __FILE__, __LINE__,
+                  cudaGetErrorName(ce), cudaGetErrorString(ce));
+  if (rc == 0) rc = nccl_call(x, ncclGroupStart(), "ncclGroupStart (connecting point-to-point peers)", err, errcap);
+  if (rc == 0) x->in_group = 1; /* comm_abort ends it */
+  uint64_t at = 0;
+  for (size_t i = 0; rc == 0 && i < m; i++) {
+    char call[96];
+    snprintf(call, sizeof call, "%s(peer %d, %llu bytes, connecting)", v[i].send ? "ncclSend" : "ncclRecv", v[i].peer,
+             (unsigned long long)v[i].bytes);
+    ncclResult_t r = v[i].send ? ncclSend(sbuf, v[i].bytes, ncclInt8, v[i].peer, x->comm, s)
+                               : ncclRecv(rbuf + at, v[i].bytes, ncclInt8, v[i].peer, x->comm, s);
+    if (!v[i].send) at += v[i].bytes;
+    if (r != ncclSuccess && r != ncclInProgress) rc = comm_error(x, r, call, err, errcap);
+  }
+  if (rc == 0) {
+    x->in_group = 0;
+    rc = nccl_call(x, ncclGroupEnd(), "ncclGroupEnd (connecting point-to-point peers)", err, errcap);
+  }
+  if (rc == 0) rc = cx_wait_streams(x, "connecting point-to-point peers", err, errcap);
+  if (sbuf) (void)cudaFree(sbuf);
+  if (rbuf) (void)cudaFree(rbuf);
+  free(v);
+  return rc;
+}
+
+/* One run of the timed collective (cx_time_collective). */
+static int timed_op(cx *x, const ddp_instr *in, void *sbuf, void *rbuf, size_t count, cudaStream_t s, char *err,
+                    size_t errcap) {
+  const int r = x->base.rank, W = x->base.world;
+  switch (in->opcode) {
+  case I_ALL_REDUCE:
+    return nccl_call(x, ncclAllReduce(sbuf, rbuf, count, ncclFloat32, ncclSum, x->comm, s), "ncclAllReduce (timed)", err,
+                     errcap);
+  case I_REDUCE_SCATTER:
+    return nccl_call(x, ncclReduceScatter(sbuf, rbuf, count, ncclFloat32, ncclSum, x->comm, s),
+                     "ncclReduceScatter (timed)", err, errcap);
+  case I_ALL_GATHER:
+    return nccl_call(x, ncclAllGather(sbuf, rbuf, count, ncclFloat32, x->comm, s), "ncclAllGather (timed)", err, errcap);
+  default: /* I_SEND: even ranks to the next */
+    if (r % 2 == 0 && r + 1 < W)
+      return nccl_call(x, ncclSend(sbuf, count, ncclFloat32, r + 1, x->comm, s), "ncclSend (timed)", err, errcap);
+    if (r % 2 == 1)
+      return nccl_call(x, ncclRecv(rbuf, count, ncclFloat32, r - 1, x->comm, s), "ncclRecv (timed)", err, errcap);
+    return 0;
+  }
+}
+
+int cx_time_collective(ddp_exec *e, const ddp_instr *in, int iters, double *ms, char *err, size_t errcap) {
+  cx *x = e->impl;
+  const int W = x->base.world, opc = in->opcode;
+  if (!x->comm) return ddp_fail(err, errcap, "timing a collective: no NCCL communicator (a world of %d)", W);
+  if (opc != I_ALL_REDUCE && opc != I_REDUCE_SCATTER && opc != I_ALL_GATHER && opc != I_SEND)
+    return ddp_fail(err, errcap, "timing a collective: %s is not one", ddp_opcode_name(opc));
+  int64_t count = in->i[COLL_I_COUNT];
+  if (count < 1 || iters < 1) return ddp_fail(err, errcap, "timing a collective: count %lld, %d runs", (long long)count, iters);
+  size_t sbytes = (size_t)count * 4 * (opc == I_REDUCE_SCATTER ? (size_t)W : 1);
+  size_t rbytes = (size_t)count * 4 * (opc == I_ALL_GATHER ? (size_t)W : 1);
+  void *sbuf = NULL, *rbuf = NULL;
+  cudaEvent_t ev[2] = {NULL, NULL};
+  cudaStream_t s = x->streams[0];
+  int rc = 0;
+  cudaError_t ce = cudaMalloc(&sbuf, sbytes);
+  if (ce == cudaSuccess) ce = cudaMalloc(&rbuf, rbytes);
+  if (ce == cudaSuccess) ce = cudaMemsetAsync(sbuf, 0, sbytes, s);
+  if (ce == cudaSuccess) ce = cudaEventCreate(&ev[0]);
+  if (ce == cudaSuccess) ce = cudaEventCreate(&ev[1]);
+  if (ce != cudaSuccess)
+    rc = ddp_fail(err, errcap, "%s:%d: timing a collective of %zu bytes: %s: %s", __FILE__, __LINE__, sbytes,
+                  cudaGetErrorName(ce), cudaGetErrorString(ce));
+  for (int k = 0; rc == 0 && k < 2; k++) rc = timed_op(x, in, sbuf, rbuf, (size_t)count, s, err, errcap);
+  if (rc == 0) rc = cx_wait_streams(x, "timing a collective (warm-up)", err, errcap);
+  if (rc == 0 && (ce = cudaEventRecord(ev[0], s)) != cudaSuccess)
+    rc = ddp_fail(err, errcap, "%s:%d: cudaEventRecord: %s", __FILE__, __LINE__, cudaGetErrorString(ce));
+  for (int k = 0; rc == 0 && k < iters; k++) rc = timed_op(x, in, sbuf, rbuf, (size_t)count, s, err, errcap);
+  if (rc == 0 && (ce = cudaEventRecord(ev[1], s)) != cudaSuccess)
+    rc = ddp_fail(err, errcap, "%s:%d: cudaEventRecord: %s", __FILE__, __LINE__, cudaGetErrorString(ce));
+  if (rc == 0) rc = cx_wait_streams(x, "timing a collective", err, errcap);
+  float t = 0;
+  if (rc == 0 && (ce = cudaEventElapsedTime(&t, ev[0], ev[1])) != cudaSuccess)
+    rc = ddp_fail(err, errcap, "%s:%d: cudaEventElapsedTime: %s", __FILE__, __LINE__, cudaGetErrorString(ce));
+  if (rc == 0) *ms = (double)t / iters;
+  for (int k = 0; k < 2; k++)
+    if (ev[k]) (void)cudaEventDestroy(ev[k]);
+  if (sbuf) (void)cudaFree(sbuf);
+  if (rbuf) (void)cudaFree(rbuf);
+  return rc;
 }
 
 int cx_wait_streams(cx *x, const char *why, char *err, size_t errcap) {

@@ -188,6 +188,10 @@ void cx_gemm_tune_free(cx *x);
 int cx_comm_init(cx *x, const void *nccl_id, char *err, size_t errcap);
 int cx_comm_prepare(cx *x, cx_op *op, char *err, size_t errcap);
 void cx_comm_fini(cx *x);
+/* The exec vtbl's time_collective (exec.h) on the world's communicator. */
+int cx_time_collective(ddp_exec *e, const ddp_instr *in, int iters, double *ms, char *err, size_t errcap);
+/* Connects every point-to-point peer of the programs' SEND/RECV at load (comm.c explains why). */
+int cx_comm_connect_p2p(cx *x, const cx_prog *const *progs, int nprogs, char *err, size_t errcap);
 /* Waits for every stream (or one event) to finish; with NCCL work possible, polls NCCL's asynchronous
  * error and gives up after timeout_s, aborting the communicator and naming the peer. */
 int cx_wait_streams(cx *x, const char *why, char *err, size_t errcap);

@@ -112,6 +112,7 @@ static const ddp_exec_vtbl cx_vtbl = {
     .destroy = cx_destroy,
     .instr_times = cx_instr_times,
     .allreduce_host = cx_allreduce_host,
+    .time_collective = cx_time_collective,
 };
 
 /* DDP_NCCL_TIMEOUT_S, DDP_CUDA_GRAPH and DDP_STREAM_PRIORITY (base/param.h). */
@@ -184,6 +185,8 @@ static int load(cx *x, const void *nccl_id, char *err, size_t errcap) {
   if (cx_prog_prepare(x, &x->init, &rp->init, "init", err, errcap) ||
       cx_prog_prepare(x, &x->step, &rp->step, "step", err, errcap))
     return -1;
+  const cx_prog *const progs[2] = {&x->init, &x->step};
+  if (cx_comm_connect_p2p(x, progs, 2, err, errcap)) return -1;
   if (x->gemm_timed && cx_arenas_zero(x, err, errcap)) return -1;
   cx_gemm_tune_free(x);
   if (x->graph_env) cx_graph_plan(x, &x->step);

@@ -48,6 +48,12 @@ typedef struct ddp_exec_vtbl {
    * holds the sum). Used by the driver for the global loss, the stop decision and checkpoint agreement.
    * NULL is allowed for an executor that only ever runs one rank. */
   int (*allreduce_host)(ddp_exec *x, double *v, int n, char *err, size_t errcap);
+  /* Optional (NULL: unsupported), every rank calls it with the same `in`: times `in` (ALL_REDUCE,
+   * REDUCE_SCATTER or ALL_GATHER of COLL_I_COUNT fp32 elements, REDOP_SUM, over the world; or SEND: each
+   * even rank sends COLL_I_COUNT elements to the next rank, which receives them, an odd world's last rank
+   * idle) on scratch buffers, alone on the device: 2 unmeasured runs, then `iters` back to back; *ms is
+   * this rank's mean per run (`ddprun --calibrate`'s collective sweep, runtime/bench/calib_sweep.c). */
+  int (*time_collective)(ddp_exec *x, const ddp_instr *in, int iters, double *ms, char *err, size_t errcap);
 } ddp_exec_vtbl;
 
 struct ddp_exec {

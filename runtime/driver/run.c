@@ -346,6 +346,7 @@ int ddp_run_rank(ddp_exec *x, const ddp_run_opts *o, char *err, size_t errcap) {
            o->device_desc ? o->device_desc : x->v->name, (long long)timed, mean, sqrt(var > 0 ? var : 0),
            (double)tokens_per_step(p) / (mean * 1e-3), (double)r.loss);
   }
+  if (rc == 0 && o->calibrate && !stopped) rc = ddp_calib_sweep(&calib, x, lead, err, errcap);
   if (rc == 0 && lead && o->calibrate && !stopped)
     rc = ddp_calib_finish(p, &calib, o->device_desc ? o->device_desc : x->v->name, o->calibrate_out, o->quiet, err,
                           errcap);

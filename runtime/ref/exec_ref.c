@@ -240,8 +240,38 @@ static int allreduce_host(ddp_exec *x, double *v, int n, char *err, size_t errca
   return ddp_ref_collective(m->comm, x->rank, &in, v, v, err, errcap);
 }
 
-static const ddp_exec_vtbl ref_vtbl = {"ref",   run,     sync_noop, read_t,      write_t,       timers,
-                                       memory, destroy, instr_times, allreduce_host};
+/* The exec vtbl's time_collective (exec.h) through the in-process communicator, timed by the host clock. */
+static int time_collective(ddp_exec *x, const ddp_instr *in, int iters, double *ms, char *err, size_t errcap) {
+  ref_impl *m = x->impl;
+  const int W = x->world, r = x->rank, opc = in->opcode;
+  if (!m->comm || W <= 1) return ddp_fail(err, errcap, "timing a collective: a world of one rank");
+  if (opc != I_ALL_REDUCE && opc != I_REDUCE_SCATTER && opc != I_ALL_GATHER && opc != I_SEND)
+    return ddp_fail(err, errcap, "timing a collective: %s is not one", ddp_opcode_name(opc));
+  int64_t count = in->i[COLL_I_COUNT];
+  if (count < 1 || iters < 1 || count > ((int64_t)1 << 28))
+    return ddp_fail(err, errcap, "timing a collective: count %lld, %d runs", (long long)count, iters);
+  size_t sn = (size_t)count * (opc == I_REDUCE_SCATTER ? (size_t)W : 1), rn = (size_t)count * (opc == I_ALL_GATHER ? (size_t)W : 1);
+  float *sbuf = ddp_xcalloc(sn, sizeof *sbuf), *rbuf = ddp_xcalloc(rn, sizeof *rbuf);
+  ddp_instr one = *in;
+  one.dt[COLL_P_SEND] = one.dt[COLL_P_RECV] = DT_F32;
+  one.i[COLL_I_REDOP] = REDOP_SUM;
+  int peer = r % 2 == 0 ? (r + 1 < W ? r + 1 : -1) : r - 1;
+  if (opc == I_SEND) one.opcode = r % 2 == 0 ? I_SEND : I_RECV, one.i[COLL_I_PEER] = peer;
+  ddp_ref_p2p op = {&one, r % 2 == 0 ? (void *)sbuf : (void *)rbuf, "calibrate", 0, "timed transfer"};
+  int rc = 0;
+  double t0 = 0;
+  for (int k = -2; rc == 0 && k < iters; k++) {
+    if (k == 0) t0 = ddp_now_s();
+    if (opc != I_SEND) rc = ddp_ref_collective(m->comm, r, &one, sbuf, rbuf, err, errcap);
+    else if (peer >= 0) rc = ddp_ref_p2p_group(m->comm, r, &op, 1, err, errcap);
+  }
+  if (rc == 0) *ms = (ddp_now_s() - t0) * 1e3 / iters;
+  free(sbuf), free(rbuf);
+  return rc;
+}
+
+static const ddp_exec_vtbl ref_vtbl = {"ref",   run,     sync_noop,   read_t,         write_t,        timers,
+                                       memory, destroy, instr_times, allreduce_host, time_collective};
 
 ddp_exec *ddp_exec_ref_new(const ddp_plan *p, int rank, ddp_ref_comm *comm, ddp_data *data, uint64_t seed,
                            char *err, size_t errcap) {

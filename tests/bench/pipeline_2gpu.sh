@@ -10,7 +10,10 @@
 # ($OUT/timeline_<name>.svg) and reports the bubble; then the split and throughput plots; logs in
 # $OUT/pipeline.tar.gz (the traces of 1F1B with 8 microbatches in pipeline_trace_1f1b_m8.tar.gz); the table last (tests/bench/summary_pipeline.py). A schedule or an override this
 # tree lacks is reported and skipped. Environment: SCHEDS (default "sequential gpipe 1f1b interleaved
-# zero_bubble"), MBS (default "4 8 16"), STEPS (default 14), TORCH (default 1; 0 skips PyTorch).
+# zero_bubble"), MBS (default "4 8 16"), STEPS (default 14), TORCH (default 1; 0 skips PyTorch), BIG (schedules
+# also run with 16 microbatches of 4 sequences, global batch 64, named <schedule>_m16_b64; default none),
+# SINGLE16 (1: the one-GPU point also at global batch 16, single_b16). Per traced run the order each worker
+# ran (tests/bench/pipe_ranges.py) goes to pipe_<name>.ranges.txt.
 set -u
 cd "$(dirname "$0")/../.."
 . tests/bench/device_env.sh
@@ -40,10 +43,16 @@ run() {
   [ "$2" = 1 ] && return
   $DDPC plot timeline -o $OUT/timeline_$1.svg $L/pipe_$1.trace.rank0.json $L/pipe_$1.trace.rank1.json \
     >$L/pipe_$1.timeline.jsonl 2>>$L/pipe_$1.log || echo "$1: no timeline: $(tail -1 $L/pipe_$1.log)"
+  python3 $B/pipe_ranges.py $L/pipe_$1.trace.rank0.json $L/pipe_$1.trace.rank1.json >$L/pipe_$1.ranges.txt 2>&1
 }
 
 echo "== compile ($(date +%T))"
 compile single_bucketed_10mb schedules/bucketed_10mb.lua --set parallel.ranks=1
+[ "${SINGLE16:-0}" = 1 ] && compile single_b16 schedules/bucketed_10mb.lua --set parallel.ranks=1 --set data.global_batch=16
+for s in ${BIG:-}; do
+  compile ${s}_m16_b64 schedules/pipeline_1f1b.lua --set parallel.microbatches=16 --set parallel.schedule=$s \
+    --set data.global_batch=64
+done
 for s in $SCHEDS; do
   for m in $MBS; do
     case $s in
@@ -70,10 +79,12 @@ t=$(ls $L/pipe_single_bucketed_10mb.jsonl $L/pipe_*_m8.jsonl 2>/dev/null)
 labels=(); for f in $t; do labels+=(--label xl); done
 [ -n "$t" ] && $DDPC plot throughput -o $OUT/pipeline_throughput.svg "${labels[@]}" $t
 echo "== pytorch ($(date +%T))"
-# the batch of our plans (tokens per step / context 512), so PyTorch runs the same step
+# the batch of our plans (the first run at global batch 16) (tokens per step / context 512), so PyTorch runs the same step
 batch=$(python3 - $L <<'PY'
-import glob, json, sys
+import glob, json, re, sys
 for f in sorted(glob.glob(f"{sys.argv[1]}/pipe_*_m*.jsonl")):
+    if re.search(r"_b\d+\.jsonl$", f):
+        continue
     run = next((json.loads(l) for l in open(f) if '"event": "run"' in l), None)
     if run and run.get("tokens_per_step"):
         print(int(run["tokens_per_step"]) // 512)

@@ -44,5 +44,12 @@ plans_pipeline() { # the pipeline benchmark's plans (pipeline_2gpu.sh), where th
   done
   [ -f schedules/pipeline_1f1b.lua ] && c schedules/pipeline_1f1b.lua -o $PLANS/pipe_sequential.bin \
     --set parallel.microbatches=1 --set parallel.schedule=sequential
+  for s in 1f1b zero_bubble gpipe; do # BIG in pipeline_2gpu.sh: 16 microbatches of 4
+    c schedules/pipeline_1f1b.lua -o $PLANS/pipe_${s}_m16_b64.bin --set parallel.microbatches=16 \
+      --set parallel.schedule=$s --set data.global_batch=64
+  done
+  c schedules/bucketed_10mb.lua -o $PLANS/single_b16.bin --set parallel.ranks=1 --set data.global_batch=16
+  for s in gpipe 1f1b; do c schedules/tiny_pipeline.lua -o $PLANS/tiny_$s.bin --set parallel.schedule=$s; done
+  for s in calibrate calibrate_ddp calibrate_zero; do c schedules/$s.lua -o $PLANS/$s.bin; done
   return 0
 }

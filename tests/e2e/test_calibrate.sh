@@ -5,8 +5,11 @@
 # samples (medians of every instruction: launch + bytes / HBM by least squares, attention FLOPs over time);
 # `ddpc explain --profile` accepts it and names it; figures the plan cannot measure (its GEMMs are all
 # small) are left to the built-in default, with the reason in "fit"; (2) two ranks (calibrate_ddp.lua):
-# the all-reduce's alpha-beta line recomputed from the samples; --calibrate-out; a second calibration into
-# the same file keeps the first one's attention shape, one of another world replaces it; (3) bad input, one line
+# every collective kind's alpha-beta line recomputed from the collective sweep's samples (timed alone), the
+# plan's own all-reduces recorded beside them; --calibrate-out; a second calibration into the same file
+# keeps the first one's attention shape; a two-rank calibration into a one-rank profile takes its compute
+# figures and keeps them through a further two-rank run, and a one-rank run replaces a two-rank file;
+# (3) bad input, one line
 # and a non-zero exit, no profile: a plan that is not a calibration plan, no cache directory, no timed
 # step, --calibrate-out without --calibrate, a profile whose "defaults" or "device" is wrong.
 . "$(dirname "$0")/lib.sh"
@@ -56,27 +59,30 @@ grep -qE "^profile: calibrated: cpu reference executor, world 1, [0-9TZ:-]+; bui
 "$DDPRUN" "$tmp/cal2.bin" --device ref --calibrate --calibrate-out "$tmp/two.json" --quiet >"$tmp/out2.txt" 2>"$tmp/err2.txt" ||
   die "ddprun --calibrate (2 ranks): $(cat "$tmp/err2.txt")"
 grep -qxF "profile written: $tmp/two.json" "$tmp/out2.txt" || fail "--calibrate-out: $(cat "$tmp/out2.txt")"
-python3 - "$tmp/two.json" <<'PY' || fail "the all-reduce fit"
+python3 - "$tmp/two.json" <<'PY' || fail "the collective fits"
 import json, statistics, sys
 p = json.load(open(sys.argv[1]))
-ar = [s for s in p["samples"] if s.get("collective") == "all_reduce"]
-assert len(ar) == 21 and len({s["wire_bytes"] for s in ar}) > 2, len(ar)
-x = [s["wire_bytes"] for s in ar]; y = [s["median_ms"] * 1e-3 for s in ar]
-mx, my = statistics.fmean(x), statistics.fmean(y)
-b = sum((a - mx) * (c - my) for a, c in zip(x, y)) / sum((a - mx) ** 2 for a in x)
-a = my - b * mx
-if a < 0:
-    a, b = 0, sum(u * v for u, v in zip(x, y)) / sum(u * u for u in x)
-assert p["plan"]["world"] == 2 and "no such collective" in p["fit"]["collectives.reduce_scatter"]["not_measured"]
-if b > 0: # on CPU threads a collective's time is mostly the wait for the other rank: the slope may be noise
-    c = p["collectives"]["all_reduce"]
-    assert abs(c["alpha_us"] - a * 1e6) <= 1e-6 * max(1e-9, a * 1e6) and abs(c["busbw_gbps"] - 1 / b / 1e9) <= 1e-6 / b / 1e9, (c, a, b)
-    assert p["fit"]["collectives.all_reduce"]["samples"] == 21
-    print("ok: all_reduce alpha %.1f us, busbw %.4f GB/s from %d samples" % (c["alpha_us"], c["busbw_gbps"], len(ar)))
-else: # refused, with the reason, and left to the default
-    assert "all_reduce" not in p["collectives"], p["collectives"]
-    assert "time does not grow with size" in p["fit"]["collectives.all_reduce"]["not_measured"], p["fit"]
-    print("ok: all_reduce not fitted (slope %.3g s/B from %d samples): %s" % (b, len(ar), p["fit"]["collectives.all_reduce"]["not_measured"]))
+assert p["plan"]["world"] == 2
+ar = [s for s in p["samples"] if s.get("collective") == "all_reduce" and s["what"] != "sweep"]
+assert len(ar) == 21 and len({s["wire_bytes"] for s in ar}) > 2, len(ar)  # the plan's, recorded
+for kind in ("all_reduce", "reduce_scatter", "all_gather", "send_recv"):
+    sw = [s for s in p["samples"] if s["what"] == "sweep" and s["collective"] == kind]
+    assert len(sw) == 3 and len({s["wire_bytes"] for s in sw}) == 3, (kind, sw)
+    x = [s["wire_bytes"] for s in sw]; y = [s["median_ms"] * 1e-3 for s in sw]
+    mx, my = statistics.fmean(x), statistics.fmean(y)
+    b = sum((u - mx) * (v - my) for u, v in zip(x, y)) / sum((u - mx) ** 2 for u in x)
+    a = my - b * mx
+    if a < 0:
+        a, b = 0, sum(u * v for u, v in zip(x, y)) / sum(u * u for u in x)
+    f = p["fit"]["collectives." + kind]
+    if b > 0:
+        c = p["collectives"][kind]
+        assert abs(c["alpha_us"] - a * 1e6) <= 1e-6 * max(1e-9, a * 1e6) and abs(c["busbw_gbps"] - 1 / b / 1e9) <= 1e-6 / b / 1e9, (kind, c, a, b)
+        assert f["samples"] == 3 and "timed alone" in f["note"], (kind, f)
+        print("ok: %s alpha %.1f us, busbw %.4f GB/s from the sweep's 3 sizes" % (kind, c["alpha_us"], c["busbw_gbps"]))
+    else: # CPU threads: the time may not grow with size; refused with the reason, left to the default
+        assert kind not in p["collectives"] and "time does not grow with size" in f["not_measured"], (kind, f)
+        print("ok: %s not fitted (slope %.3g s/B): %s" % (kind, b, f["not_measured"]))
 PY
 "$DDPC" explain "$tmp/cal2.bin" --profile "$tmp/two.json" >/dev/null 2>"$tmp/explain2.err" || fail "explain refused the 2-rank profile: $(cat "$tmp/explain2.err")"
 
@@ -95,9 +101,25 @@ assert p["fit"]["attention_shape"] == {"t": 16.0, "dh": 16.0}, p["fit"]["attenti
 print("ok: merged attention shapes", shapes)
 PY
 "$DDPC" explain "$tmp/cal.bin" --profile "$tmp/merged.json" >/dev/null 2>"$tmp/explain3.err" || fail "explain refused the merged profile: $(cat "$tmp/explain3.err")"
-cp "$tmp/merged.json" "$tmp/replaced.json"
-"$DDPRUN" "$tmp/cal2.bin" --device ref --calibrate --calibrate-out "$tmp/replaced.json" --quiet >"$tmp/out4.txt" 2>&1 || fail "replace run"
-grep -qxF "replaced the earlier file (not a calibrated profile of cpu reference executor at world 2)" "$tmp/out4.txt" || fail "replace: $(cat "$tmp/out4.txt")"
+cp "$tmp/merged.json" "$tmp/combined.json"
+"$DDPRUN" "$tmp/cal2.bin" --device ref --calibrate --calibrate-out "$tmp/combined.json" --quiet >"$tmp/out4.txt" 2>&1 || fail "combine run"
+grep -qE "^compute figures from the one-rank calibration of [0-9TZ:-]+ at this path; collectives from this run \(world 2\)$" "$tmp/out4.txt" ||
+  fail "combine: $(cat "$tmp/out4.txt")"
+"$DDPRUN" "$tmp/cal2.bin" --device ref --calibrate --calibrate-out "$tmp/combined.json" --quiet >"$tmp/out5.txt" 2>&1 || fail "second 2-rank run"
+python3 - "$tmp/merged.json" "$tmp/combined.json" <<'PY' || fail "the one-rank compute figures in the 2-rank profile"
+import json, sys
+one, two = json.load(open(sys.argv[1])), json.load(open(sys.argv[2]))
+assert two["plan"]["world"] == 2 and two["compute_from"].startswith("the one-rank calibration of "), two.get("compute_from")
+for k in ("launch_us", "hbm_gbps", "attention_tflops", "attention_by_shape"):
+    assert two.get(k) == one.get(k), (k, one.get(k), two.get(k))
+    assert k == "attention_by_shape" or two["fit"][k]["from"] == two["compute_from"], two["fit"][k]
+assert "all_reduce" in two["collectives"] or "not_measured" in two["fit"]["collectives.all_reduce"]
+print("ok: the 2-rank profile keeps the one-rank compute figures through two runs:", two["compute_from"])
+PY
+"$DDPC" explain "$tmp/cal2.bin" --profile "$tmp/combined.json" >/dev/null 2>"$tmp/explain4.err" || fail "explain refused the combined profile: $(cat "$tmp/explain4.err")"
+cp "$tmp/combined.json" "$tmp/replaced.json"
+"$DDPRUN" "$tmp/cal.bin" --device ref --calibrate --calibrate-out "$tmp/replaced.json" --quiet >"$tmp/out6.txt" 2>&1 || fail "replace run"
+grep -qxF "replaced the earlier file (not a calibrated profile of cpu reference executor at world 1)" "$tmp/out6.txt" || fail "replace: $(cat "$tmp/out6.txt")"
 
 # (3) bad input: exit status, one line, nothing written
 bad() { # bad NAME WANT_STATUS WANT_SUBSTRING CMD...

@@ -3,7 +3,8 @@
 # between them), against one rank on the same global batch:
 #  - the tiny transformer with 4 layers: sequential on 2 stages; GPipe, 1F1B, zero bubble on 2, 3, 4 stages with 4
 #    and 8 microbatches; interleaved 1F1B on 2 stages x 2 virtual stages; a given split (1, 3) and the
-#    compiler's balanced one; SGD, allclose 1e-6 (microbatches add the same gradient in another order);
+#    compiler's balanced one; one stage (gradient accumulation: 4 microbatches on one rank, 2 on each of 2
+#    replicas); SGD, allclose 1e-6 (microbatches add the same gradient in another order);
 #  - a seed-style MLP (5 layers: Linear, ReLU, Linear, ReLU, Linear) on 2 and 3 stages, 1F1B, SGD, 1e-6;
 #  - AdamW with clipping, 1F1B on 2 stages, against AdamW on one rank;
 #  - checkpoints: the files of a pipeline run have the names and shapes of one rank's; 2 steps on 2 stages
@@ -46,6 +47,10 @@ run inter_2 "$tiny" 'pipeline { stages = 2, virtual_stages = 2, microbatches = 4
   "$data" && same inter_2 base 1e-6 1e-7
 run split_13 "$tiny" 'pipeline { stages = 2, microbatches = 4, split = { 1, 3 } }' "$sgd" 4 "$data" &&
   same split_13 base 1e-6 1e-7
+# one stage: gradient accumulation on one rank (and per replica with replicas = 2)
+run accum_1 "$tiny" 'pipeline { stages = 1, microbatches = 4 }' "$sgd" 4 "$data" && same accum_1 base 1e-6 1e-7
+run accum_1x2 "$tiny" 'pipeline { stages = 1, replicas = 2, microbatches = 2 }' "$sgd" 4 "$data" &&
+  same accum_1x2 base 1e-6 1e-7
 
 # a seed-style MLP of five layers
 mlp='mlp { name = "deep", layers = {

@@ -36,7 +36,7 @@ refused pipe_split_notlist "7: parallel.split(info) must be a list of positive i
 refused pipe_split_fn_sum "7: parallel.split(info) leaves layers 5 to 7 out (it holds 5 of the model's 8 layers)"
 refused pipe_split_type "6: parallel.split must be a list of positive integers (the layers of each chunk) or a function(info) returning one, got \"even\""
 refused pipe_unknown "6: parallel.microbatch is not a field of pipeline{} (did you mean microbatches?)"
-refused pipe_stages_type "6: parallel.stages must be an integer in 2..64, got \"4\""
+refused pipe_stages_type "6: parallel.stages must be a positive integer, got \"4\""
 refused pipe_no_stages "6: parallel.stages is required"
 refused pipe_schedule_name "6: parallel.schedule must be one of \"sequential\", \"gpipe\", \"1f1b\", \"interleaved\" or \"zero_bubble\", got \"pipedream\""
 refused pipe_ranks "6: parallel.ranks must equal stages x replicas (2 x 2 = 4): a pipeline's ranks follow from them, got 2"

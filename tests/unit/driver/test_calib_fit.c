@@ -82,7 +82,7 @@ static void test_fit(void) {
   t[p->ranks[0].step.n - 1] = -1;
   ddp_calib_fit f;
   char err[300] = "";
-  if (CHECK(ddp_calib_fit_run(p, 0, t, NULL, &f, err, sizeof err) == 0, "%s", err)) {
+  if (CHECK(ddp_calib_fit_run(p, 0, t, NULL, NULL, 0, &f, err, sizeof err) == 0, "%s", err)) {
     CHECK_R("launch_us", 5, f.fig[CAL_LAUNCH].v);
     CHECK_R("hbm_gbps", 2000, f.fig[CAL_HBM].v);
     CHECK_INT("memory samples", 3, f.fig[CAL_HBM].samples);
@@ -107,6 +107,32 @@ static void test_fit(void) {
 
 /* Small kernels faster than the line through the large ones: the intercept is negative, so launch_us is 0
  * and the bandwidth is the slope through the origin. */
+/* The collective sweep (points timed alone) wins over the plan's instructions of a kind, and is fitted
+ * exactly; a kind only the plan has keeps the plan's fit. */
+static void test_sweep(void) {
+  ddp_plan *p = plan2();
+  double t[16];
+  for (int k = 0; k < 16; k++) t[k] = -1;
+  add(p, t, 1000), add(p, t, 100000);
+  /* the plan's all-reduces ran slow (beside the backward): alpha 200 us, 50 GB/s */
+  coll(p, t, I_ALL_REDUCE, 1000, 200e-6, 50e9), coll(p, t, I_ALL_REDUCE, 1000000, 200e-6, 50e9);
+  coll(p, t, I_REDUCE_SCATTER, 1000, 30e-6, 80e9), coll(p, t, I_REDUCE_SCATTER, 1000000, 30e-6, 80e9);
+  ddp_calib_point sw[4];
+  double wire[4] = {65536, 1048576, 8388608, 67108864};
+  for (int k = 0; k < 4; k++) sw[k] = (ddp_calib_point){COST_ALL_REDUCE, wire[k], 12e-6 + wire[k] / 300e9};
+  ddp_calib_fit f;
+  char err[300] = "";
+  if (CHECK(ddp_calib_fit_run(p, 0, t, NULL, sw, 4, &f, err, sizeof err) == 0, "%s", err)) {
+    CHECK_R("all_reduce alpha_us from the sweep", 12, f.alpha[COST_ALL_REDUCE].v);
+    CHECK_R("all_reduce busbw_gbps from the sweep", 300, f.busbw[COST_ALL_REDUCE].v);
+    CHECK_INT("all_reduce sweep points", 4, f.alpha[COST_ALL_REDUCE].samples);
+    CHECK_CONTAINS("sweep note", f.alpha[COST_ALL_REDUCE].why, "timed alone");
+    CHECK_R("reduce_scatter alpha_us from the plan", 30, f.alpha[COST_REDUCE_SCATTER].v);
+    CHECK_R("reduce_scatter busbw_gbps from the plan", 80, f.busbw[COST_REDUCE_SCATTER].v);
+  }
+  ddp_plan_free(p);
+}
+
 static void test_negative_intercept(void) {
   ddp_plan *p = plan2();
   double t[8];
@@ -114,7 +140,7 @@ static void test_negative_intercept(void) {
   t[0] = 0, t[1] = 12e6 / HBM;
   ddp_calib_fit f;
   char err[300] = "";
-  if (CHECK(ddp_calib_fit_run(p, 0, t, NULL, &f, err, sizeof err) == 0, "%s", err)) {
+  if (CHECK(ddp_calib_fit_run(p, 0, t, NULL, NULL, 0, &f, err, sizeof err) == 0, "%s", err)) {
     CHECK_R("launch_us", 1e-15, f.fig[CAL_LAUNCH].v + 1e-15);
     double sxy = 12e3 * 0 + 12e6 * t[1], sxx = 12e3 * 12e3 + 12e6 * 12e6;
     CHECK_R("hbm_gbps through 0", sxx / sxy / 1e9, f.fig[CAL_HBM].v);
@@ -134,7 +160,7 @@ static void test_line_medians_plan(void) {
   CHECK_INT("none", 0, ddp_fit_line(x, y, 0, &a, &b));
 
   double rows[3 * 3] = {1, -1, 5, 3, -1, 7, 2, -1, 6}; /* 3 steps of 3 instructions; the 2nd never timed */
-  ddp_calib_rows c = {rows, NULL, 3, 3, 3};
+  ddp_calib_rows c = {.s = rows, .n = 3, .rows = 3, .cap = 3};
   double med[3];
   ddp_calib_medians(&c, med, NULL);
   CHECK_R("median 0", 2, med[0]);
@@ -156,7 +182,7 @@ static void test_line_medians_plan(void) {
   double t[4];
   gemm(p, t, DT_BF16, 4096, 4096, 4096, 400);
   ddp_calib_fit f;
-  CHECK(ddp_calib_fit_run(p, 0, t, NULL, &f, err, sizeof err) != 0);
+  CHECK(ddp_calib_fit_run(p, 0, t, NULL, NULL, 0, &f, err, sizeof err) != 0);
   CHECK_CONTAINS("no memory kernels", err, "the memory-bound kernels (0 timed): no samples");
   ddp_plan_free(p);
 }
@@ -176,7 +202,7 @@ static void test_share(void) {
   t[8] = 1, ovl[8] = 0.5;
   ddp_calib_fit f;
   char err[300] = "";
-  if (CHECK(ddp_calib_fit_run(p, 0, t, ovl, &f, err, sizeof err) == 0, "%s", err)) {
+  if (CHECK(ddp_calib_fit_run(p, 0, t, ovl, NULL, 0, &f, err, sizeof err) == 0, "%s", err)) {
     CHECK_R("launch_us (alone only)", 5, f.fig[CAL_LAUNCH].v);
     CHECK_R("hbm_gbps (alone only)", 2000, f.fig[CAL_HBM].v);
     CHECK_R("gemm_tflops_16 (alone only)", 400, f.fig[CAL_GEMM16].v);
@@ -187,12 +213,12 @@ static void test_share(void) {
   }
   /* no overlaps given: not measured */
   t[8] = -1;
-  if (CHECK(ddp_calib_fit_run(p, 0, t, NULL, &f, err, sizeof err) == 0, "%s", err))
+  if (CHECK(ddp_calib_fit_run(p, 0, t, NULL, NULL, 0, &f, err, sizeof err) == 0, "%s", err))
     CHECK_CONTAINS("no overlaps", f.fig[CAL_SHARE].why, "no overlaps recorded");
   ddp_plan_free(p);
 
   double rows[2 * 2] = {1, 2, 3, 4}, o[2 * 2] = {0.2, 1, 0.4, 1}, med[2], om[2];
-  ddp_calib_rows c = {rows, o, 2, 2, 2};
+  ddp_calib_rows c = {.s = rows, .o = o, .n = 2, .rows = 2, .cap = 2};
   ddp_calib_medians(&c, med, om);
   CHECK_R("overlap median", 0.3, om[0]);
   CHECK_R("overlap median 2", 1, om[1]);
@@ -201,6 +227,7 @@ static void test_share(void) {
 int main(void) {
   test_share();
   test_fit();
+  test_sweep();
   test_negative_intercept();
   test_line_medians_plan();
   return check_report("test_calib_fit");
