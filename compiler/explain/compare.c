@@ -160,7 +160,12 @@ static void rank_rows(const ddp_plan *p, const ddp_sim *s, const measured *mv, i
   const ddp_sim_rank *sr = &s->ranks[r];
   double ph[3];
   ddp_sim_phases(p, s, r, &ph[0], &ph[1], &ph[2]);
-  double pred[PH_COUNT] = {sr->step_s, ph[0], ph[1], ph[2], sr->comm_s, sr->exposed_s};
+  /* communication and exposed communication as ddprun measures them (its function on the simulated
+   * timers: the gradient collectives' brackets, exposed = what ends after the backward plus what runs
+   * after the optimizer begins), not the simulator's step-less-free-communication figure */
+  ddp_step_times st;
+  ddp_sim_step_times(p, s, r, &st);
+  double pred[PH_COUNT] = {sr->step_s, ph[0], ph[1], ph[2], st.comm_ms * 1e-3, st.exposed_comm_ms * 1e-3};
   for (int k = 0; k < PH_COUNT; k++) {
     row *w = &out[k];
     w->pred = pred[k] >= 0 ? pred[k] * 1e3 : NAN;

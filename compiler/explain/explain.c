@@ -121,6 +121,10 @@ static json_t *json_rank(const ddp_plan *p, const ddp_sim *s, int r) {
   json_object_set_new(j, "optimizer_ms", ph[2] >= 0 ? json_real(ph[2] * 1e3) : json_null());
   json_object_set_new(j, "comm_ms", json_real(sr->comm_s * 1e3));
   json_object_set_new(j, "exposed_comm_ms", json_real(sr->exposed_s * 1e3));
+  ddp_step_times mt; /* what ddprun's metrics would report from these timers (explain --compare's rows) */
+  ddp_sim_step_times(p, s, r, &mt);
+  json_object_set_new(j, "metrics_comm_ms", json_real(mt.comm_ms));
+  json_object_set_new(j, "metrics_exposed_comm_ms", json_real(mt.exposed_comm_ms));
   json_object_set_new(j, "overlap_ratio", sr->comm_s > 0 ? json_real(overlap(sr)) : json_null());
   for (uint32_t k = 0; k < s->nstreams; k++) {
     json_t *st = json_object();

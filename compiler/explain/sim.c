@@ -461,8 +461,23 @@ void ddp_sim_phases(const ddp_plan *p, const ddp_sim *s, int rank, double *forwa
     if (prog->v[k].opcode == I_TIMER && role >= 0 && role < TIMER_COUNT && t[role] < 0)
       t[role] = s->ranks[rank].in[k].start;
   }
-  double begin = t[TIMER_STEP_BEGIN] >= 0 ? t[TIMER_STEP_BEGIN] : 0;
-  *forward = t[TIMER_FORWARD_END] >= 0 ? t[TIMER_FORWARD_END] - begin : -1;
-  *backward = t[TIMER_FORWARD_END] >= 0 && t[TIMER_BACKWARD_END] >= 0 ? t[TIMER_BACKWARD_END] - t[TIMER_FORWARD_END] : -1;
-  *optimizer = t[TIMER_OPT_BEGIN] >= 0 && t[TIMER_STEP_END] >= 0 ? t[TIMER_STEP_END] - t[TIMER_OPT_BEGIN] : -1;
+  ddp_step_times st;
+  ddp_sim_step_times(p, s, rank, &st);
+  *forward = t[TIMER_FORWARD_END] >= 0 ? st.forward_ms * 1e-3 : -1;
+  *backward = t[TIMER_FORWARD_END] >= 0 && t[TIMER_BACKWARD_END] >= 0 ? st.backward_ms * 1e-3 : -1;
+  *optimizer = t[TIMER_OPT_BEGIN] >= 0 && t[TIMER_STEP_END] >= 0 ? st.optimizer_ms * 1e-3 : -1;
+}
+
+void ddp_sim_step_times(const ddp_plan *p, const ddp_sim *s, int rank, ddp_step_times *out) {
+  const ddp_program *prog = &p->ranks[rank].step;
+  int64_t slots = 0; /* the plan's reader proved every slot below its ntimers; hand-built plans have none */
+  for (uint32_t k = 0; k < prog->n; k++)
+    if (prog->v[k].opcode == I_TIMER && prog->v[k].i[TIMER_I_SLOT] >= slots) slots = prog->v[k].i[TIMER_I_SLOT] + 1;
+  double *ms = ddp_xcalloc((size_t)slots + 1, sizeof *ms);
+  for (uint32_t k = 0; k < prog->n; k++) {
+    const ddp_instr *in = &prog->v[k];
+    if (in->opcode == I_TIMER && in->i[TIMER_I_SLOT] >= 0) ms[in->i[TIMER_I_SLOT]] = s->ranks[rank].in[k].start * 1e3;
+  }
+  ddp_step_times_from_timers(p, rank, ms, out);
+  free(ms);
 }

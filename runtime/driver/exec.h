@@ -5,26 +5,12 @@
 #define DDP_EXEC_H
 #include "data.h"
 #include "plan.h"
+#include "step_times.h"
 #include <stdbool.h>
 #include <stdint.h>
 
 typedef struct ddp_exec ddp_exec;
 
-/* What one step's timing points say (milliseconds), derived from the plan's TIMER roles:
- * step = STEP_END - STEP_BEGIN; comm = sum of (COMM_END - COMM_BEGIN) over the step's collectives;
- * exposed = last gradient-collective COMM_END before OPT_BEGIN minus BACKWARD_END (>= 0);
- * overlap = the part of the collectives' intervals inside [STEP_BEGIN, BACKWARD_END] over comm
- * (Holistic Trace Analysis's definition with the compute stream taken as busy until the backward ends);
- * compute = step - exposed. A phase whose timing point the plan lacks (a forward plan has no BACKWARD_END,
- * a plan that does not train no OPT_BEGIN) is 0. */
-typedef struct ddp_step_times {
-  double step_ms, compute_ms, comm_ms, exposed_comm_ms, overlap_ratio;
-  double forward_ms, backward_ms, optimizer_ms; /* FORWARD_END - STEP_BEGIN, BACKWARD_END - FORWARD_END
-                                                   (a pipeline plan: the sums of its MB_FORWARD_* and
-                                                   MB_BACKWARD_* brackets), STEP_END - OPT_BEGIN */
-  double optimizer_comm_ms; /* the collectives timed after OPT_BEGIN (ZeRO's all-gathers, the sharded
-                               optimizer's broadcasts): part of optimizer_ms and of exposed_comm_ms */
-} ddp_step_times;
 
 typedef struct ddp_exec_vtbl {
   const char *name;
@@ -72,8 +58,6 @@ struct ddp_exec {
 /* allreduce_host when the run has more than one rank, else nothing (0 or -1 with err). */
 int ddp_exec_allreduce(ddp_exec *x, double *v, int n, char *err, size_t errcap);
 
-/* Timing-point summary of one step (see ddp_step_times). */
-void ddp_step_times_from_timers(const ddp_plan *p, int rank, const double *ms, ddp_step_times *out);
 
 /* Host implementation of INIT_TENSOR, shared by both executors so their initial values are identical:
  * fills `numel` elements of dtype in->dt[INIT_TENSOR_P_TENSOR] at dst. seed: the run seed. Multi-threaded

@@ -126,7 +126,7 @@ t = sys.argv[1]
 names = {"step": "rank_step_ms", "forward": "rank_forward_ms", "backward": "rank_backward_ms",
          "optimizer": "rank_optimizer_ms", "communication": "rank_comm_ms", "exposed communication": "rank_exposed_comm_ms"}
 pred_keys = {"step": "step_ms", "forward": "forward_ms", "backward": "backward_ms", "optimizer": "optimizer_ms",
-             "communication": "comm_ms", "exposed communication": "exposed_comm_ms"}
+             "communication": "metrics_comm_ms", "exposed communication": "metrics_exposed_comm_ms"}
 for n in ("tiny", "toy"):
     steps = [json.loads(l) for l in open(f"{t}/{n}.jsonl") if '"step"' in l]
     timed = [s for s in steps if not s["warmup"]]
@@ -162,7 +162,8 @@ arr = {"step_ms": "rank_step_ms", "forward_ms": "rank_forward_ms", "backward_ms"
 def line(step, scale, warm):
     d = {"step": step, "loss": 1.0, "warmup": warm}
     for k, a in arr.items():
-        d[a] = [(e[r][k] + add[r]) * scale if k == "exposed_comm_ms" else e[r][k] * fac[r][k] * scale for r in range(2)]
+        src = {"comm_ms": "metrics_comm_ms", "exposed_comm_ms": "metrics_exposed_comm_ms"}.get(k, k)
+        d[a] = [(e[r][src] + add[r]) * scale if k == "exposed_comm_ms" else e[r][src] * fac[r][k] * scale for r in range(2)]
         d[k] = d[a][0]
     return json.dumps(d)
 with open(f"{t}/hand.jsonl", "w") as f:  # timed scales 0.5, 0.98, 1.02, 3: the median of the four is 1
@@ -195,7 +196,7 @@ ph = {p["phase"]: p for p in c["ranks"][0]["phases"]}
 # the file was written from explain --json's 9 significant digits, the prediction is the full double
 assert abs(ph["step"]["ratio"] - 1.25) < 1e-7 and abs(ph["step"]["error_pct"] - (-20.0)) < 1e-5, ph["step"]
 x = ph["exposed communication"]
-assert abs(x["measured_ms"] - x["predicted_ms"] - 2.5) < 1e-7 and abs(x["predicted_ms"] - e["exposed_comm_ms"]) < 1e-8, x
+assert abs(x["measured_ms"] - x["predicted_ms"] - 2.5) < 1e-7 and abs(x["predicted_ms"] - e["metrics_exposed_comm_ms"]) < 1e-8, x
 assert c["ranks"][0]["step_within_10pct"] is False and c["ranks"][0]["exposed_within_2ms"] is False, c["ranks"][0]
 assert c["warmup_skipped"] == 1 and c["medians_of"] == 4 and c["recorded_prediction"]["profile"], c
 print("ok: hand-made metrics: ratios, errors and verdicts (rank 1 step ratio %.12f)" % ph["step"]["ratio"])

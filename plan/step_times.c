@@ -1,9 +1,10 @@
-/* runtime/driver/step_times.c: turns one step's timing points into the metrics of exec.h (ddp_step_times).
+/* plan/step_times.c: turns one step's timing points into ddp_step_times (step_times.h), for ddprun's
+ * metrics and ddpc explain's prediction alike.
  * Gradient collectives are those bracketed before the optimizer's timing point; collectives after it
  * (ZeRO-1's all-gather, the sharded optimizer's broadcasts) are waited for by compute, so fully exposed.
  * A pipeline plan's forward and backward are the sums of its microbatch brackets (MB_FORWARD_BEGIN ..
  * MB_FORWARD_END, MB_BACKWARD_BEGIN .. MB_BACKWARD_END, each END closing the last BEGIN of its kind). */
-#include "exec.h"
+#include "step_times.h"
 
 void ddp_step_times_from_timers(const ddp_plan *p, int rank, const double *ms, ddp_step_times *out) {
   const ddp_program *prog = &p->ranks[rank].step;
