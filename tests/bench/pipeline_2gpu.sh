@@ -12,7 +12,9 @@
 # tree lacks is reported and skipped. Environment: SCHEDS (default "sequential gpipe 1f1b interleaved
 # zero_bubble"), MBS (default "4 8 16"), STEPS (default 14), TORCH (default 1; 0 skips PyTorch), BIG (schedules
 # also run with 16 microbatches of 4 sequences, global batch 64, named <schedule>_m16_b64; default none),
-# SINGLE16 (1: the one-GPU point also at global batch 16, single_b16). Per traced run the order each worker
+# SINGLE16 (1: the one-GPU point also at global batch 16, single_b16), ACCUM (1: one GPU at BIG's global
+# batch with gradient accumulation over the same 16 microbatches of 4, pipeline stages = 1:
+# single_accum_m16_b64, the same-batch baseline of the BIG runs). Per traced run the order each worker
 # ran (tests/bench/pipe_ranges.py) goes to pipe_<name>.ranges.txt.
 set -u
 cd "$(dirname "$0")/../.."
@@ -48,6 +50,8 @@ run() {
 
 echo "== compile ($(date +%T))"
 compile single_bucketed_10mb schedules/bucketed_10mb.lua --set parallel.ranks=1
+[ "${ACCUM:-0}" = 1 ] && compile single_accum_m16_b64 schedules/pipeline_1f1b.lua --set parallel.stages=1 \
+  --set parallel.microbatches=16 --set data.global_batch=64
 [ "${SINGLE16:-0}" = 1 ] && compile single_b16 schedules/bucketed_10mb.lua --set parallel.ranks=1 --set data.global_batch=16
 for s in ${BIG:-}; do
   compile ${s}_m16_b64 schedules/pipeline_1f1b.lua --set parallel.microbatches=16 --set parallel.schedule=$s \

@@ -49,6 +49,8 @@ plans_pipeline() { # the pipeline benchmark's plans (pipeline_2gpu.sh), where th
       --set parallel.schedule=$s --set data.global_batch=64
   done
   c schedules/bucketed_10mb.lua -o $PLANS/single_b16.bin --set parallel.ranks=1 --set data.global_batch=16
+  c schedules/pipeline_1f1b.lua -o $PLANS/single_accum.bin --set parallel.stages=1 --set parallel.microbatches=16 \
+    --set data.global_batch=64
   for s in gpipe 1f1b; do c schedules/tiny_pipeline.lua -o $PLANS/tiny_$s.bin --set parallel.schedule=$s; done
   for s in calibrate calibrate_ddp calibrate_zero; do c schedules/$s.lua -o $PLANS/$s.bin; done
   return 0
