@@ -9,7 +9,7 @@
  *   gpipe        F0 .. F(m-1) B0 .. B(m-1)
  *   1f1b         w = min(stages - s - 1, m) warm-up forwards, then F B pairs, then the remaining B
  *   interleaved  Megatron's interleaved 1F1B over the stage's chunks
- *   zero_bubble  1f1b's F and B, each W where the stage would wait, at most stages - s - 1 pending (ZB-H1,
+ *   zero_bubble  1f1b's F and B, each W where the stage would wait, at most stages - 1 pending (ZB-H1,
  *                zb_actions); what a W reads that later backward instructions change is stashed first
  *                (zb_stash)
  * step -> RANGE_PUSH TIMER LOAD_BATCH MEMSET(stage gradients)
@@ -161,14 +161,17 @@ static action *push_action(action *v, int *n, int kind, int chunk, int mb) {
  * transfers: a stage whose next F or B has its input (the previous stage's F, the next stage's B) ready
  * runs it; one that would wait runs a pending W instead, unless its last action was an F (whose sends then
  * could not go out in one group with the next B's receives, which the verifier refuses as a possible
- * deadlock under NCCL's blocking sends); and at most stages - s - 1 W may be pending
- * (ZB-H1's memory bound: 1F1B's activations plus that many weight-gradient inputs), a B beyond that being
- * followed by its W at once. So the last stage runs each W right after its B and sends its input gradient
- * first; the first stage fills the wait for each gradient with the W of an earlier microbatch, and in the
- * cool-down its tail after the last gradient arrives is that microbatch's B and W only (a static W
- * placement, deferred by a fixed count, left the earlier W there too: measured on 2 x H200, 2026-11-23,
- * no faster than 1F1B). The simulation picks, each time, the stage that is free first (ties: the lower
- * stage); an input not yet simulated then finishes later than that stage is free. */
+ * deadlock under NCCL's blocking sends); and at most stages - 1 W may be pending on any stage (ZB-H1's
+ * memory bound: every stage within the first stage's 1F1B peak of `stages` microbatches in flight; a
+ * weight-gradient part holds less than a whole microbatch's activations), a B beyond that being followed by
+ * its W at once. So every stage sends its input gradients first; the first stage fills the wait for each
+ * gradient with the W of an earlier microbatch, and the last stage, which never waits in the steady
+ * state, keeps stages - 1 W for the cool-down, where they run while the earlier stages finish their last
+ * backwards (with the last stage running each W right after its B, the first stage's tail was its last B
+ * and W with the last stage idle; a static placement, deferred by a fixed count, also left an earlier W
+ * there: measured on 2 x H200, 2026-11-23, no faster than 1F1B). The simulation picks, each time, the
+ * stage that is free first (ties: the lower stage); an input not yet simulated then finishes later than
+ * that stage is free. */
 static action *zb_actions(int P, int m, int s, int *count) {
   const double never = 1e300;
   size_t pm = (size_t)P * (size_t)m;
@@ -196,7 +199,7 @@ static action *zb_actions(int P, int m, int s, int *count) {
                    : kind == ACT_F ? (q == 0 ? 0 : fdone[(size_t)(q - 1) * m + mb])
                    : (q == P - 1 ? fdone[(size_t)q * m + mb] : bdone[(size_t)(q + 1) * m + mb]);
     int pending = nb[q] - nw[q];
-    if (pending > 0 && (pending > P - q - 1 || kind < 0 || (ready > at[q] && last[q] != ACT_F))) {
+    if (pending > 0 && (pending > P - 1 || kind < 0 || (ready > at[q] && last[q] != ACT_F))) {
       if (q == s) push_action(v, &n, ACT_W, s, nw[q]);
       nw[q]++, at[q] += 1, last[q] = ACT_W;
     } else if (kind >= 0 && ready < never) {
