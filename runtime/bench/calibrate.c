@@ -63,23 +63,10 @@ int ddp_calib_record(ddp_calib_rows *c, ddp_exec *x, char *err, size_t errcap) {
   return rc;
 }
 
-int ddp_calib_traced(int64_t k) { return k % 2 == 0; }
-
-void ddp_calib_step(ddp_calib_rows *c, int traced, double step_ms) {
-  int t = traced != 0;
-  if (c->nstep[t] == c->capstep[t]) {
-    c->capstep[t] = c->capstep[t] ? 2 * c->capstep[t] : 16;
-    c->step_ms[t] = ddp_xrealloc(c->step_ms[t], c->capstep[t] * sizeof *c->step_ms[t]);
-  }
-  c->step_ms[t][c->nstep[t]++] = step_ms;
-}
-
 void ddp_calib_rows_free(ddp_calib_rows *c) {
   free(c->s);
   free(c->o);
   free(c->sweep);
-  free(c->step_ms[0]);
-  free(c->step_ms[1]);
   memset(c, 0, sizeof *c);
 }
 
@@ -139,15 +126,6 @@ static json_t *profile_json(const ddp_plan *p, const ddp_calib_rows *c, const do
   json_object_set_new(plan, "parallel", json_string(p->meta.parallel ? p->meta.parallel : ""));
   json_object_set_new(plan, "world", json_integer(p->meta.world));
   json_object_set_new(plan, "timed_steps", json_integer((json_int_t)c->rows));
-  json_object_set_new(plan, "untraced_steps", json_integer((json_int_t)c->nstep[0]));
-  size_t ni = 0;
-  for (size_t k = 0; k < c->n; k++) ni += med[k] >= 0;
-  json_object_set_new(plan, "instructions_timed", json_integer((json_int_t)ni));
-  for (int t = 0; t < 2; t++) { /* the step times untraced_launch takes its medians of */
-    json_t *a = json_array();
-    for (size_t k = 0; k < c->nstep[t]; k++) json_array_append_new(a, json_real(c->step_ms[t][k]));
-    json_object_set_new(plan, t ? "traced_step_ms" : "untraced_step_ms", a);
-  }
   json_object_set_new(root, "plan", plan);
   for (int k = 0; k < CAL_NFIG; k++) {
     if (f->fig[k].measured) json_object_set_new(root, ddp_calib_fig_name(k), json_real(f->fig[k].v));
@@ -324,42 +302,6 @@ static void merge_earlier(json_t *root, const char *path, const char *dev, long 
   json_decref(old);
 }
 
-static int cmp_ms(const void *a, const void *b) {
-  double x = *(const double *)a, y = *(const double *)b;
-  return x < y ? -1 : x > y;
-}
-
-/* The median of n step times (n >= 1; sorts a copy). */
-static double median_ms(const double *v, size_t n) {
-  double *w = ddp_xmalloc((n + 1) * sizeof *w);
-  memcpy(w, v, n * sizeof *w);
-  qsort(w, n, sizeof *w, cmp_ms);
-  double m = n % 2 ? w[n / 2] : (w[n / 2 - 1] + w[n / 2]) / 2;
-  free(w);
-  return m;
-}
-
-/* launch_us as an untraced replay pays it. The fit's intercept comes from steps with an event pair around
- * every instruction, whose recording the host does between launches: where kernels are short the GPU waits
- * for it, and each instruction's measured time carries it. The untraced timed steps between them give the
- * difference: launch_us = the fit's less (median traced step - median untraced step) / timed instructions
- * (not below 0). On 2 x H200 (2026-11-23) the fit's 9.8 us priced the 16-microbatch pipelines' small
- * kernels 35-61% over their measured step. */
-static void untraced_launch(const ddp_calib_rows *c, const double *med, ddp_calib_fit *f) {
-  ddp_calib_fig *l = &f->fig[CAL_LAUNCH];
-  if (!l->measured || !c->nstep[0] || !c->nstep[1]) return;
-  size_t ni = 0;
-  for (size_t k = 0; k < c->n; k++) ni += med[k] >= 0;
-  if (!ni) return;
-  double tr = median_ms(c->step_ms[1], c->nstep[1]), un = median_ms(c->step_ms[0], c->nstep[0]);
-  double over_us = (tr - un) * 1e3 / (double)ni, fit = l->v;
-  if (over_us < 0) over_us = 0;
-  l->v = fit > over_us ? fit - over_us : 0;
-  snprintf(l->why, sizeof l->why,
-           "the fit's %.4g us less the timing events' %.4g us per instruction (median step %.6g ms traced, %.6g ms "
-           "untraced, %zu timed instructions)", fit, over_us, tr, un, ni);
-}
-
 int ddp_calib_finish(const ddp_plan *p, const ddp_calib_rows *c, const char *device, const char *out_path,
                      int quiet, char *err, size_t errcap) {
   if (c->rows == 0)
@@ -386,7 +328,6 @@ int ddp_calib_finish(const ddp_plan *p, const ddp_calib_rows *c, const char *dev
   ddp_calib_medians(c, med, ovl);
   ddp_calib_fit f;
   int rc = ddp_calib_fit_run(p, 0, med, ovl, c->sweep, c->nsweep, &f, err, errcap);
-  if (rc == 0) untraced_launch(c, med, &f);
   if (rc == 0) {
     json_t *root = profile_json(p, c, med, ovl, &f, dev);
     merge_earlier(root, path, dev, (long long)p->meta.world, merged, sizeof merged);

@@ -28,18 +28,11 @@ typedef struct ddp_calib_rows {
   size_t n, rows, cap;
   ddp_calib_point *sweep; /* rank 0's collective sweep (more than one rank) */
   size_t nsweep, capsweep;
-  double *step_ms[2];     /* the timed steps' step_ms: [0] untraced, [1] traced (per-instruction events) */
-  size_t nstep[2], capstep[2];
 } ddp_calib_rows;
 
 /* Appends the step just run (x->trace was set for it). */
 int ddp_calib_record(ddp_calib_rows *c, ddp_exec *x, char *err, size_t errcap);
 void ddp_calib_rows_free(ddp_calib_rows *c);
-/* Whether timed step `k` (0 = the first after the warm-up) records per-instruction times: every other one,
- * so the untraced ones between give the replay's speed without the timing events (ddp_calib_finish). */
-int ddp_calib_traced(int64_t k);
-/* Keeps a timed step's step_ms, traced or not. */
-void ddp_calib_step(ddp_calib_rows *c, int traced, double step_ms);
 /* After the timed steps of a multi-rank plan, on every rank (the same calls in the same order): the
  * collective sweep; rank 0 (record) keeps the points in c. Nothing on one rank. */
 int ddp_calib_sweep(ddp_calib_rows *c, ddp_exec *x, int record, char *err, size_t errcap);
