@@ -61,9 +61,11 @@ typedef struct ddp_timeline_worker {
 
 /* The bubble fraction the schedule predicts with p stages, m microbatches per replica and v chunks per
  * stage, equal forward and backward times per chunk and free communication: gpipe, 1f1b (p-1)/(m+p-1);
- * interleaved (p-1)/(v m+p-1); zero_bubble (ZB-H1, backward split into B and W with F = B = W) (p-1)/(3m+p-1);
- * sequential (one microbatch in flight) (p-1)/p. -1 (formula NULL) for another name or p, m < 1. */
-double ddp_pipe_bubble_formula(const char *schedule, int p, int m, int v, const char **formula);
+ * interleaved (p-1)/(v m+p-1); zero_bubble (ZB-H1, backward split into B and W): with fbw = the mean F, B, W
+ * times (all > 0, F + B > W) (p-1)(F+B-W)/(m(F+B+W)+(p-1)(F+B-W)), else (fbw NULL or incomplete) the same with
+ * F = B = W, (p-1)/(3m+p-1); sequential (one microbatch in flight) (p-1)/p. -1 (formula NULL) for another
+ * name or p, m < 1. */
+double ddp_pipe_bubble_formula(const char *schedule, int p, int m, int v, const double *fbw, const char **formula);
 
 /* `ddpc plot timeline`: reads the n traces (one per rank, any order), writes the SVG atomically to `out`
  * and then, on `report`, one JSON line per worker (ddp_timeline_worker) and a summary line (the mean

@@ -38,10 +38,17 @@ typedef struct worker {
   ddp_timeline_worker t;
 } worker;
 
-double ddp_pipe_bubble_formula(const char *schedule, int p, int m, int v, const char **formula) {
+double ddp_pipe_bubble_formula(const char *schedule, int p, int m, int v, const double *fbw, const char **formula) {
   const char *f = NULL;
   double b = -1;
-  if (p >= 1 && m >= 1 && schedule) {
+  if (p >= 1 && m >= 1 && schedule && fbw && !strcmp(schedule, "zero_bubble") && fbw[0] > 0 && fbw[1] > 0 &&
+      fbw[2] > 0 && fbw[0] + fbw[1] > fbw[2]) {
+    /* ZB-H1's bubble, (p-1)(F+B-W) per stage (Qi et al., "Zero Bubble Pipeline Parallelism"), over the stage's
+     * work m(F+B+W) plus it, with the trace's mean F, B and W */
+    double u = (p - 1) * (fbw[0] + fbw[1] - fbw[2]);
+    f = "(p-1)(F+B-W)/(m(F+B+W)+(p-1)(F+B-W)) (ZB-H1, the trace's mean F, B, W)";
+    b = u / (m * (fbw[0] + fbw[1] + fbw[2]) + u);
+  } else if (p >= 1 && m >= 1 && schedule) {
     if (!strcmp(schedule, "gpipe") || !strcmp(schedule, "1f1b"))
       f = "(p-1)/(m+p-1)", b = (double)(p - 1) / (m + p - 1);
     else if (!strcmp(schedule, "interleaved") && v >= 1)
@@ -347,8 +354,16 @@ int ddp_plot_timeline(const char *out, const char *const *paths, int n, FILE *re
               t->backward_ms, t->sendrecv_ms, t->optimizer_ms, t->idle_ms, t->bubble);
     }
     const char *formula = NULL;
+    double fbw[3] = {0, 0, 0}, cnt[3] = {0, 0, 0}; /* mean forward, backward, weight-gradient box (ms) */
+    for (int i = 0; i < n; i++)
+      for (int j = 0; j < ws[i].n; j++) {
+        const span *s = &ws[i].v[j];
+        int k = s->kind == K_FWD ? 0 : s->kind == K_BWD ? 1 : s->kind == K_BWDW ? 2 : -1;
+        if (k >= 0 && s->mb >= 0) fbw[k] += s->t1 - s->t0, cnt[k]++;
+      }
+    for (int k = 0; k < 3; k++) fbw[k] = cnt[k] > 0 ? fbw[k] / cnt[k] : 0;
     double predicted = m->stages > 0 ? ddp_pipe_bubble_formula(m->schedule, m->stages, m->microbatches,
-                                                               m->virtual_stages, &formula) : -1;
+                                                               m->virtual_stages, fbw, &formula) : -1;
     fprintf(report, "{\"event\": \"timeline\", \"workers\": %d, \"bubble_measured\": %.4f", n, bubble);
     if (m->stages > 0)
       fprintf(report, ", \"schedule\": \"%s\", \"stages\": %d, \"microbatches\": %d, \"virtual_stages\": %d",

@@ -98,9 +98,11 @@ s = g[2]
 assert s["schedule"] == "gpipe" and s["stages"] == 2 and s["microbatches"] == 2 and s["virtual_stages"] == 1, s
 assert abs(s["bubble_measured"] - 1 / 3) < 1e-4 and abs(s["bubble_formula"] - 1 / 3) < 1e-4, s
 assert s["formula"] == "(p-1)/(m+p-1)", s
-for sched, f in (("zero_bubble", 1 / 13), ("interleaved", 1 / 9), ("1f1b", 1 / 9), ("sequential", 1 / 2)):
+# zero bubble with the trace's mean F 1, B 2, W 0.5 ms: (p-1)(F+B-W) / (m(F+B+W) + (p-1)(F+B-W)), m 4
+for sched, f in (("zero_bubble", 2.5 / 16.5), ("interleaved", 1 / 9), ("1f1b", 1 / 9), ("sequential", 1 / 2)):
     s = lines(sched)[2]
     assert abs(s["bubble_formula"] - f) < 1e-4, (sched, s)
+assert lines("zero_bubble")[2]["formula"].startswith("(p-1)(F+B-W)/(m(F+B+W)+(p-1)(F+B-W))"), lines("zero_bubble")[2]
 zb = lines("zero_bubble")[0]
 assert abs(zb["backward_ms"] - 4.5) < 1e-9 and abs(zb["idle_ms"] - 2.5) < 1e-9, zb
 doc = minidom.parse(f"{d}/gpipe.svg")
