@@ -77,6 +77,13 @@ static void slot_dt(fp *f, int s, int64_t elems, int optional, int dt) {
   u->optional = (uint8_t)optional;
   u->dtype = (uint8_t)dt;
   uint64_t es = ddp_dtype_size(dt), bytes;
+  /* Elements of no size (dt[s] none or unknown) would bound nothing: an INIT_TENSOR of 1.4e14 elements typed
+   * none passed as 0 bytes and the reference executor drew every value (the plan fuzzer, 2026-11-23;
+   * tests/fuzz/regress/plan/init_elements_untyped.bin). */
+  if (elems > 0 && es == 0 && f->in->p[s].tensor >= 0) { /* (a null optional slot touches nothing) */
+    fail(f, "p[%d]: %lld elements of dtype %s, which has no element size", s, (long long)elems, ddp_dtype_name(dt));
+    es = 1;
+  }
   if (__builtin_mul_overflow((uint64_t)elems, es, &bytes)) {
     fail(f, "p[%d]: %lld elements of %llu bytes overflow", s, (long long)elems, (unsigned long long)es);
     bytes = 0;

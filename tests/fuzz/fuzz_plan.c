@@ -20,6 +20,7 @@
 #define RUN_MAX_INSTRS 4096u                    /* init + step, per rank */
 #define RUN_MAX_GEMM_MACS 4e6                   /* multiply-adds of all GEMMs of one rank */
 #define RUN_MAX_DENSE_VALUES 1e6                /* a synthetic dense dataset (toy MLPs): rows x width */
+#define RUN_MAX_INIT_VALUES 4e6 /* elements all INIT_TENSORs of one rank draw (a normal draw: ~50 ns each) */
 
 /* Small enough to run here in a few milliseconds? Limits come from the plan itself, which the reader has
  * checked: arena sizes, instruction counts, GEMM shapes. */
@@ -35,17 +36,20 @@ static int runnable(const ddp_plan *p) {
       bytes += rp->arena_bytes[a];
     }
     if (bytes > RUN_MAX_ARENA_BYTES || rp->init.n + rp->step.n > RUN_MAX_INSTRS) return 0;
-    double macs = 0;
+    double macs = 0, inits = 0;
     const ddp_program *progs[2] = {&rp->init, &rp->step};
     for (int g = 0; g < 2; g++)
       for (uint32_t k = 0; k < progs[g]->n; k++) {
         const ddp_instr *in = &progs[g]->v[k];
+        /* thousands of INIT_TENSORs over one 64 MiB arena draw 10^10 values: hours, not a hang (a plan may
+         * initialise what it likes; tests/fuzz/regress/plan/README) */
+        if (in->opcode == I_INIT_TENSOR) inits += in->i[INIT_TENSOR_I_ELEMENTS] > 0 ? (double)in->i[INIT_TENSOR_I_ELEMENTS] : 0;
         if (in->opcode != I_GEMM) continue;
         double m = (double)in->i[0], n = (double)in->i[1], kk = (double)in->i[2], b = (double)in->i[9];
         if (m < 0 || n < 0 || kk < 0 || b < 0) return 0;
         macs += m * n * kk * (b > 1 ? b : 1);
       }
-    if (macs > RUN_MAX_GEMM_MACS) return 0;
+    if (macs > RUN_MAX_GEMM_MACS || inits > RUN_MAX_INIT_VALUES) return 0;
   }
   return 1;
 }
