@@ -88,10 +88,12 @@ int ddprun_cuda(const ddp_plan *p, ddprun_args *a) {
   setenv("NCCL_NVLS_ENABLE", "0", 0); /* NVLink multicast stays off (it can take shared GPUs down) */
   /* Lazy loading (CUDA's default since 12.2) may synchronise the context at a kernel's first launch (CUDA
    * Programming Guide, "Lazy Loading", potential hazards). With a NCCL receive spinning on the device for a
-   * peer whose progress waits on this rank's host, that is a cross-rank deadlock: the likely cause of
-   * GPipe's hang in step 0 on 2 GPUs (2026-11-23: stage 1 launches its first backward kernels behind the
-   * receive of the next microbatch, while stage 0 waits in the point-to-point group that connects the
-   * 1 -> 0 direction). The ranks of a multi-rank plan load every module up front, unless the user chose. */
+   * peer whose progress waits on this rank's host, that is a cross-rank deadlock. GPipe's step-0 hang on 2
+   * GPUs (2026-11-23) had one on the tiny model (gone with eager loading) and another on XL: NCCL's lazy
+   * point-to-point connection behind a full launch queue, now connected at load (cuda/comm.c), after which
+   * lazy loading ran GPipe too. Eager loading stays for multi-rank plans (1.3 s of start-up on the tiny
+   * pipeline) since any receive spinning ahead of a first launch is exposed to the same hazard; the user's
+   * CUDA_MODULE_LOADING wins. */
   if (p->meta.world > 1) setenv("CUDA_MODULE_LOADING", "EAGER", 0);
   if (a->nproc > 0) {
     int rc = ddp_launch_local(a->nproc, cuda_rank_main, &c, err, sizeof err);
