@@ -11,6 +11,9 @@
 #define DDP_MAX_MLP_LAYERS 32
 #define DDP_MAX_EXTRA_PARAMS 8
 #define DDP_MAX_STAGES 64 /* pipeline chunks (stages x virtual stages) */
+/* Microbatches of a pipeline (per replica): each runs on its own copies of the activation tensors and adds
+ * its own instructions, so a million of them (tiny model) took 18-23 GB and minutes to compile. */
+#define DDP_MAX_MICROBATCHES 4096
 
 enum { LAYER_LINEAR = 0, LAYER_RELU = 1, LAYER_LAYERNORM = 2 };
 

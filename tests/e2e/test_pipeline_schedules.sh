@@ -44,6 +44,7 @@ refused pipe_interleaved_v1 "6: parallel.virtual_stages must be at least 2 with 
 refused pipe_interleaved_mb "6: parallel.microbatches must be a multiple of parallel.stages (4) with schedule = \"interleaved\" (Megatron's rule), got 2"
 refused pipe_virtual_1f1b "6: parallel.virtual_stages must be 1 with schedule = \"1f1b\" (only \"interleaved\" runs several chunks per stage), got 2"
 refused pipe_sequential_mb "6: parallel.microbatches must be 1 with schedule = \"sequential\" (the whole batch goes through the stages at once, each stage waiting for the previous), got 4"
+refused pipe_microbatches_huge "6: parallel.microbatches must be at most 4096, got 1048576"
 
 # A bad --set on a shipped pipeline schedule: one line naming the --set, exit 1, no plan.
 rc=0
