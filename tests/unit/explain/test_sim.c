@@ -55,6 +55,14 @@ static void coll(ddp_plan *p, int r, int opcode, int stream, int64_t count) {
   ddp_program_push(&p->ranks[r].step, &in);
 }
 
+/* A SEND or RECV of `count` f32 elements to or from `peer`. */
+static void p2p(ddp_plan *p, int r, int opcode, int peer, int64_t count) {
+  ddp_instr in = ddp_instr_blank(opcode, STREAM_COMPUTE);
+  in.dt[0] = DT_F32;
+  in.i[COLL_I_COUNT] = count, in.i[COLL_I_PEER] = peer;
+  ddp_program_push(&p->ranks[r].step, &in);
+}
+
 static ddp_sim *sim(const ddp_plan *p, const ddp_profile *pr) {
   char err[256] = "";
   ddp_sim *s = ddp_explain_sim(p, pr, err, sizeof err);
@@ -366,8 +374,36 @@ static void test_parser(void) {
   CHECK_CONTAINS("missing file", err, "/nonexistent/prof.json");
 }
 
+/* (5) a send posted long before its receive: rank 0 sends then runs a 2 ms GEMM; rank 1 runs a 4 ms GEMM
+ * then receives. A send of 1 MB (up to NCCL's buffering, 16 MiB) runs at once (0.1 ms + 1 MB at 1 GB/s:
+ * 0 .. 1.1 ms), rank 0's GEMM follows (1.1 .. 3.1 ms) and the receive runs from 4 ms (to 5.1); a send of 32
+ * MiB waits for its receive (rendezvous: both 4 .. 4.1 + 33.554432 ms), and rank 0's GEMM after it. */
+static void test_p2p(const ddp_profile *pr) {
+  for (int big = 0; big < 2; big++) {
+    int64_t count = big ? (int64_t)8 << 20 : 250000; /* 32 MiB or 1 MB of f32 */
+    double c = 0.1e-3 + 4.0 * (double)count / 1e9;
+    ddp_plan *p = new_plan(2);
+    p2p(p, 0, I_SEND, 1, count);
+    gemm(p, 0, STREAM_COMPUTE, 1000, 1000, 1000); /* 2 ms */
+    gemm(p, 1, STREAM_COMPUTE, 1000, 1000, 2000); /* 4 ms */
+    p2p(p, 1, I_RECV, 0, count);
+    ddp_sim *s = sim(p, pr);
+    if (s) {
+      const ddp_sim_instr *snd = &s->ranks[0].in[0], *g0 = &s->ranks[0].in[1], *rcv = &s->ranks[1].in[1];
+      CHECK_T(big ? "rendezvous send start" : "eager send start", big ? 4e-3 : 0, snd->start);
+      CHECK_T("send end", (big ? 4e-3 : 0) + c, snd->end);
+      CHECK_T("rank 0's GEMM after the send", (big ? 4e-3 : 0) + c, g0->start);
+      CHECK_T("receive start", 4e-3, rcv->start);
+      CHECK_T("receive end", 4e-3 + c, rcv->end);
+    }
+    ddp_sim_free(s);
+    ddp_plan_free(p);
+  }
+}
+
 int main(void) {
   ddp_profile pr = test_profile();
+  test_p2p(&pr);
   test_two_streams(&pr);
   test_bucket_chain(&pr);
   test_slow_rank(&pr);
