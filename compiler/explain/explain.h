@@ -84,12 +84,12 @@ ddp_sim *ddp_explain_sim(const ddp_plan *p, const ddp_profile *pr, char *err, si
  * set each start. Writes up to cap (rank, index) pairs, last first; returns the path's length. */
 size_t ddp_sim_critical_path(const ddp_plan *p, const ddp_sim *s, int rank, int *ranks, int64_t *idx, size_t cap);
 
+/* Every metric of rank r's step (ms) computed by ddprun's own function from the simulated timers. */
+void ddp_sim_step_times(const ddp_plan *p, const ddp_sim *s, int rank, ddp_step_times *out);
 /* The phases of rank r as ddprun's metrics define them from the plan's timers (plan/step_times.c):
  * forward = FORWARD_END - STEP_BEGIN, backward = BACKWARD_END - FORWARD_END (a pipeline: the sums of its
  * microbatch brackets), optimizer = STEP_END - OPT_BEGIN, in seconds at the timers' simulated times; a
  * phase without its timers is -1. */
-/* Every metric of rank r's step (ms) computed by ddprun's own function from the simulated timers. */
-void ddp_sim_step_times(const ddp_plan *p, const ddp_sim *s, int rank, ddp_step_times *out);
 void ddp_sim_phases(const ddp_plan *p, const ddp_sim *s, int rank, double *forward, double *backward,
                     double *optimizer);
 

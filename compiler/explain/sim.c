@@ -273,27 +273,32 @@ typedef struct p2p_state {
   double *gmax;           /* [rank]: the latest end among its run operations */
 } p2p_state;
 
+/* Runs one side of a transfer from `start` for its cost; `late` is the post that set the start (the
+ * other rank's: the dependency the critical path follows). */
+static void run_side(const ddp_plan *p, const ddp_profile *pr, int zero_comm, ddp_sim *s, p2p_state *ps,
+                     const p2p_post *me, const p2p_post *late, double start) {
+  const ddp_instr *in = &p->ranks[me->rank].step.v[me->k];
+  int comm = 0;
+  double c = zero_comm ? 0 : ddp_instr_cost(p, in, pr, &comm);
+  ddp_sim_instr *si = &s->ranks[me->rank].in[me->k];
+  int other = late->rank != me->rank;
+  si->dep = other ? DEP_COLLECTIVE : DEP_NONE;
+  si->dep_rank = other ? late->rank : -1;
+  si->dep_index = other ? (int64_t)late->k : -1;
+  si->start = start;
+  si->end = start + c;
+  s->ranks[me->rank].busy_s[in->stream] += c;
+  s->ranks[me->rank].comm_s += c;
+  if (si->end > ps->gmax[me->rank]) ps->gmax[me->rank] = si->end;
+  ps->left[me->rank]--;
+}
+
 static void run_pair(const ddp_plan *p, const ddp_profile *pr, int zero_comm, ddp_sim *s, p2p_state *ps,
                      const p2p_post *a, const p2p_post *b) {
   double start = a->ready > b->ready ? a->ready : b->ready;
   const p2p_post *late = a->ready >= b->ready ? a : b;
-  const p2p_post *both[2] = {a, b};
-  for (int i = 0; i < 2; i++) {
-    if (both[i]->done) continue;
-    const ddp_instr *in = &p->ranks[both[i]->rank].step.v[both[i]->k];
-    int comm = 0;
-    double c = zero_comm ? 0 : ddp_instr_cost(p, in, pr, &comm);
-    ddp_sim_instr *si = &s->ranks[both[i]->rank].in[both[i]->k];
-    si->dep = late->rank == both[i]->rank ? DEP_NONE : DEP_COLLECTIVE;
-    si->dep_rank = late->rank == both[i]->rank ? -1 : late->rank;
-    si->dep_index = late->rank == both[i]->rank ? -1 : (int64_t)late->k;
-    si->start = start;
-    si->end = start + c;
-    s->ranks[both[i]->rank].busy_s[in->stream] += c;
-    s->ranks[both[i]->rank].comm_s += c;
-    if (si->end > ps->gmax[both[i]->rank]) ps->gmax[both[i]->rank] = si->end;
-    ps->left[both[i]->rank]--;
-  }
+  if (!a->done) run_side(p, pr, zero_comm, s, ps, a, late, start);
+  if (!b->done) run_side(p, pr, zero_comm, s, ps, b, late, start);
 }
 
 static void post_group(const ddp_plan *p, const ddp_profile *pr, int zero_comm, ddp_sim *s, rank_state *st,
@@ -314,15 +319,7 @@ static void post_group(const ddp_plan *p, const ddp_profile *pr, int zero_comm, 
     ddp_work w;
     ddp_instr_work(p, in, &w);
     if (send && w.kind == WORK_COLL && w.wire_bytes <= EAGER_SEND_BYTES) { /* runs now, on its own */
-      int comm = 0;
-      double c = zero_comm ? 0 : ddp_instr_cost(p, in, pr, &comm);
-      ddp_sim_instr *si = &s->ranks[r].in[k];
-      si->dep = DEP_NONE, si->dep_rank = -1, si->dep_index = -1;
-      si->start = me.ready, si->end = me.ready + c;
-      s->ranks[r].busy_s[in->stream] += c;
-      s->ranks[r].comm_s += c;
-      if (si->end > ps->gmax[r]) ps->gmax[r] = si->end;
-      ps->left[r]--;
+      run_side(p, pr, zero_comm, s, ps, &me, &me, me.ready);
       me.done = 1;
     }
     p2p_queue *mine = send ? &ps->send[(size_t)r * (size_t)world + (size_t)q] : &ps->recv[(size_t)q * (size_t)world + (size_t)r];

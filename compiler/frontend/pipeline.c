@@ -152,7 +152,8 @@ void fe_pipeline(fe_conv *c, const fe_tab *p) {
     fe_fail(c, p, "virtual_stages", "= %d gives %d chunks (stages x virtual_stages), more than the model's %lld "
             "layers%s", s->virtual_stages, chunks, (long long)layers, fe_layers_note(s));
 
-  s->microbatches = (int)fe_int_in(c, p, "microbatches", sched == PIPE_SEQUENTIAL ? 1 : s->stages, 1, DDP_MAX_MICROBATCHES);
+  s->microbatches =
+      (int)fe_int_in(c, p, "microbatches", sched == PIPE_SEQUENTIAL ? 1 : s->stages, 1, DDP_MAX_MICROBATCHES);
   if (sched == PIPE_SEQUENTIAL && s->microbatches != 1)
     fe_bad(c, p, "microbatches", "must be 1 with schedule = \"sequential\" (the whole batch goes through the "
            "stages at once, each stage waiting for the previous)");

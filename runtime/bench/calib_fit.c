@@ -118,7 +118,8 @@ int ddp_calib_fit_run(const ddp_plan *p, int rank, const double *median_s, const
   memset(f, 0, sizeof *f);
   const ddp_program *prog = &p->ranks[rank].step;
   size_t n = prog->n;
-  double *x = ddp_xcalloc((n > nsweep ? n : nsweep) + 1, sizeof *x), *y = ddp_xcalloc((n > nsweep ? n : nsweep) + 1, sizeof *y);
+  size_t cap = (n > nsweep ? n : nsweep) + 1; /* the points of one fit: the plan's instructions or the sweep's */
+  double *x = ddp_xcalloc(cap, sizeof *x), *y = ddp_xcalloc(cap, sizeof *y);
   size_t m = 0;
   /* which kinds of work have instructions that ran alone */
   int alone[WORK_COLL + 1] = {0};

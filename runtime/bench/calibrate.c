@@ -203,10 +203,11 @@ static void note_kept(json_t *fit, json_t *ofit, const char *key, const char *da
   snprintf(kept + m, keptcap - m, "%s%s", m ? ", " : "", key);
 }
 
-/* The compute figures of a one-rank profile `old` (dated `date`) replace root's (a multi-rank run's, whose
- * compute shared the device with NCCL's kernels and the skew of the other ranks): launch, HBM, GEMM and
- * attention, the attention table included; root says where they came from ("compute_from"). */
-static void take_compute(json_t *root, json_t *old, const char *date, const char *from) {
+/* The compute figures of a one-rank profile `old` (or of a multi-rank one that took them from one) replace
+ * root's (a multi-rank run's, whose compute shared the device with NCCL's kernels and the skew of the other
+ * ranks): launch, HBM, GEMM and attention, the attention table included; root says where they came from
+ * ("compute_from"), and each figure's fit note is the one-rank run's (carried as it is, not nested). */
+static void take_compute(json_t *root, json_t *old, const char *from) {
   json_t *fit = json_object_get(root, "fit"), *ofit = json_object_get(old, "fit");
   for (int k = 0; k < CAL_NFIG; k++) {
     if (k == CAL_SHARE) continue; /* measured only beside collectives: this run's */
@@ -214,16 +215,20 @@ static void take_compute(json_t *root, json_t *old, const char *date, const char
     json_t *v = json_object_get(old, key);
     if (v) json_object_set(root, key, v);
     else json_object_del(root, key);
+    json_t *onote = ofit ? json_object_get(ofit, key) : NULL;
+    if (json_object_get(onote, "from")) { /* already carried from the one-rank run */
+      json_object_set(fit, key, onote);
+      continue;
+    }
     json_t *n = json_object();
     json_object_set_new(n, "from", json_string(from));
-    if (ofit && json_object_get(ofit, key)) json_object_set(n, "earlier", json_object_get(ofit, key));
+    if (onote) json_object_set(n, "earlier", onote);
     json_object_set_new(fit, key, n);
   }
   json_t *shapes = json_object_get(old, "attention_by_shape");
   if (shapes) json_object_set(root, "attention_by_shape", shapes);
   else json_object_del(root, "attention_by_shape");
   json_object_set_new(root, "compute_from", json_string(from));
-  (void)date;
 }
 
 static void merge_earlier(json_t *root, const char *path, const char *dev, long long world, char *note,
@@ -254,7 +259,7 @@ static void merge_earlier(json_t *root, const char *path, const char *dev, long 
     char from[200];
     snprintf(from, sizeof from, "%s", json_is_string(ofrom) ? json_string_value(ofrom) : "");
     if (!from[0]) snprintf(from, sizeof from, "the one-rank calibration of %.100s", date);
-    take_compute(root, old, date, from);
+    take_compute(root, old, from);
     if (json_integer_value(ow) == 1) {
       snprintf(note, notecap, "compute figures from %s at this path; collectives from this run (world %lld)", from,
                world);

@@ -13,9 +13,6 @@
 /* The GEMM class boundary the built-in profile uses (gemm_small_dim): the calibration classifies by it. */
 #define DDP_CALIB_SMALL_DIM 1024
 
-/* Per-instruction durations of rank 0's step program, one row (step.n values, seconds; < 0: not
- * recorded) per timed step, and in o the same shape the fraction of each instruction's interval during
- * which one of the rank's collectives ran (0 for the collectives themselves). */
 /* A collective timed alone by the sweep (calib_sweep.c): its kind (COST_*), wire bytes as the cost model
  * counts them, and the mean seconds per run. */
 typedef struct ddp_calib_point {
@@ -23,6 +20,9 @@ typedef struct ddp_calib_point {
   double wire_bytes, s;
 } ddp_calib_point;
 
+/* Per-instruction durations of rank 0's step program, one row (step.n values, seconds; < 0: not
+ * recorded) per timed step, and in o the same shape the fraction of each instruction's interval during
+ * which one of the rank's collectives ran (0 for the collectives themselves). */
 typedef struct ddp_calib_rows {
   double *s, *o;
   size_t n, rows, cap;

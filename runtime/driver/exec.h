@@ -11,7 +11,6 @@
 
 typedef struct ddp_exec ddp_exec;
 
-
 typedef struct ddp_exec_vtbl {
   const char *name;
   /* Replays `prog` (an init or step program of this rank); `step` is the step index LOAD_BATCH uses. */

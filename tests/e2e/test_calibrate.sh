@@ -113,6 +113,7 @@ assert two["plan"]["world"] == 2 and two["compute_from"].startswith("the one-ran
 for k in ("launch_us", "hbm_gbps", "attention_tflops", "attention_by_shape"):
     assert two.get(k) == one.get(k), (k, one.get(k), two.get(k))
     assert k == "attention_by_shape" or two["fit"][k]["from"] == two["compute_from"], two["fit"][k]
+    assert k == "attention_by_shape" or "from" not in two["fit"][k].get("earlier", {}), two["fit"][k]  # not nested
 assert "all_reduce" in two["collectives"] or "not_measured" in two["fit"]["collectives.all_reduce"]
 print("ok: the 2-rank profile keeps the one-rank compute figures through two runs:", two["compute_from"])
 PY

@@ -42,7 +42,7 @@ static int runnable(const ddp_plan *p) {
       for (uint32_t k = 0; k < progs[g]->n; k++) {
         const ddp_instr *in = &progs[g]->v[k];
         /* thousands of INIT_TENSORs over one 64 MiB arena draw 10^10 values: hours, not a hang (a plan may
-         * initialise what it likes; tests/fuzz/regress/plan/README) */
+         * initialise what it likes; tests/fuzz/regress/README.md) */
         if (in->opcode == I_INIT_TENSOR) inits += in->i[INIT_TENSOR_I_ELEMENTS] > 0 ? (double)in->i[INIT_TENSOR_I_ELEMENTS] : 0;
         if (in->opcode != I_GEMM) continue;
         double m = (double)in->i[0], n = (double)in->i[1], kk = (double)in->i[2], b = (double)in->i[9];
