@@ -16,13 +16,6 @@
 
 enum { TOP = 5 };
 
-static const char *stream_name(uint32_t s, char *buf, size_t cap) {
-  if (s == STREAM_COMPUTE) return "compute";
-  if (s == STREAM_COMM) return "comm";
-  snprintf(buf, cap, "stream%u", s);
-  return buf;
-}
-
 static const char *instr_label(const ddp_plan *p, const ddp_instr *in, char *buf, size_t cap) {
   const char *name = ddp_plan_string(p, in->name);
   snprintf(buf, cap, "%s%s%s%s%s", ddp_opcode_name(in->opcode), in->opcode == I_KERNEL ? " " : "",
@@ -67,12 +60,12 @@ static double overlap(const ddp_sim_rank *sr) { return sr->comm_s > 0 ? 1 - sr->
 
 static void text_rank(const ddp_plan *p, const ddp_sim *s, int r, FILE *o) {
   const ddp_sim_rank *sr = &s->ranks[r];
-  char b1[32], b2[160];
+  char b2[160];
   fprintf(o, "== rank %d ==\n", r);
   fprintf(o, "predicted step time     %10.3f ms\n", sr->step_s * 1e3);
   fprintf(o, "%-10s %12s %12s %12s\n", "stream", "busy ms", "compute ms", "comm ms");
   for (uint32_t k = 0; k < s->nstreams; k++)
-    fprintf(o, "%-10s %12.3f %12.3f %12.3f\n", stream_name(k, b1, sizeof b1), sr->busy_s[k] * 1e3,
+    fprintf(o, "%-10s %12.3f %12.3f %12.3f\n", ddp_stream_name(k), sr->busy_s[k] * 1e3,
             sr->compute_s[k] * 1e3, (sr->busy_s[k] - sr->compute_s[k]) * 1e3);
   double ph[3];
   ddp_sim_phases(p, s, r, &ph[0], &ph[1], &ph[2]);
@@ -95,7 +88,7 @@ static void text_rank(const ddp_plan *p, const ddp_sim *s, int r, FILE *o) {
   for (size_t k = 0; k < m; k++) {
     const ddp_instr *in = &p->ranks[top[k].rank].step.v[top[k].idx];
     fprintf(o, "  %10.3f ms  rank %d #%-6" PRId64 " %-8s %s\n", top[k].t * 1e3, top[k].rank, top[k].idx,
-            stream_name(in->stream, b1, sizeof b1), instr_label(p, in, b2, sizeof b2));
+            ddp_stream_name(in->stream), instr_label(p, in, b2, sizeof b2));
   }
   uint64_t mem[MEM_COUNT], total = 0;
   ddp_memory_classes(p, r, mem);
@@ -110,7 +103,7 @@ static void text_rank(const ddp_plan *p, const ddp_sim *s, int r, FILE *o) {
 
 static json_t *json_rank(const ddp_plan *p, const ddp_sim *s, int r) {
   const ddp_sim_rank *sr = &s->ranks[r];
-  char b1[32], b2[160];
+  char b2[160];
   json_t *j = json_object(), *streams = json_array(), *path = json_array(), *mem = json_object();
   json_object_set_new(j, "rank", json_integer(r));
   json_object_set_new(j, "step_ms", json_real(sr->step_s * 1e3));
@@ -128,7 +121,7 @@ static json_t *json_rank(const ddp_plan *p, const ddp_sim *s, int r) {
   json_object_set_new(j, "overlap_ratio", sr->comm_s > 0 ? json_real(overlap(sr)) : json_null());
   for (uint32_t k = 0; k < s->nstreams; k++) {
     json_t *st = json_object();
-    json_object_set_new(st, "stream", json_string(stream_name(k, b1, sizeof b1)));
+    json_object_set_new(st, "stream", json_string(ddp_stream_name(k)));
     json_object_set_new(st, "busy_ms", json_real(sr->busy_s[k] * 1e3));
     json_object_set_new(st, "compute_ms", json_real(sr->compute_s[k] * 1e3));
     json_object_set_new(st, "comm_ms", json_real((sr->busy_s[k] - sr->compute_s[k]) * 1e3));

@@ -5,10 +5,6 @@
 #include <inttypes.h>
 #include <stdlib.h>
 
-static const char *stream_name(uint32_t s) {
-  return s == STREAM_COMPUTE ? "compute" : s == STREAM_COMM ? "comm" : "aux";
-}
-
 /* " label=name", "name+view" or "-", with ":dtype" when the slot has its own dtype (collectives print
  * their one dtype separately, so their buffers pass with_dt = 0). */
 static void buf_dt(FILE *o, const ddp_plan *p, const ddp_instr *in, const char *label, int k, int with_dt) {
@@ -156,7 +152,7 @@ void ddp_insp_program(FILE *o, const ddp_plan *p, int rank, const char *which, c
     uint32_t count = 0;
     for (uint32_t i = 0; i < prog->n; i++) count += prog->v[i].stream == s;
     if (!count) continue;
-    fprintf(o, "-- stream %u (%s): %u instructions --\n", s, stream_name(s), count);
+    fprintf(o, "-- stream %u (%s): %u instructions --\n", s, ddp_stream_name(s), count);
     fprintf(o, "%6s %6s  %-14s  %s\n", "index", "stream", "opcode", "operands");
     for (uint32_t i = 0; i < prog->n; i++) {
       const ddp_instr *in = &prog->v[i];

@@ -11,13 +11,6 @@
 
 #define GB 1e9
 
-static const char *stream_name(uint32_t s, char *buf, size_t cap) {
-  if (s == STREAM_COMPUTE) return "compute";
-  if (s == STREAM_COMM) return "comm";
-  snprintf(buf, cap, "stream%u", s);
-  return buf;
-}
-
 static void instr_text(const ddp_plan *p, const ddp_instr *in, char *buf, size_t cap) {
   const char *name = ddp_plan_string(p, in->name);
   snprintf(buf, cap, "%s%s%s%s%s", ddp_opcode_name(in->opcode), in->opcode == I_KERNEL ? " " : "",
@@ -56,7 +49,7 @@ static void print_gathers(FILE *o, const ddp_plan *p, const ddp_shard_info *si) 
           "first compute use (the plan waits for the gather before it)");
   for (uint32_t k = 0; k < si->ngathers; k++) {
     const ddp_shard_gather *g = &si->gathers[k];
-    char sb[24], unit[32], use[400] = "-";
+    char unit[32], use[400] = "-";
     if (g->unit >= 0) snprintf(unit, sizeof unit, "%s%d%s", g->kind, g->unit, g->bwd ? " bwd" : "");
     else snprintf(unit, sizeof unit, "?");
     if (g->consumer >= 0) {
@@ -69,7 +62,7 @@ static void print_gathers(FILE *o, const ddp_plan *p, const ddp_shard_info *si) 
         snprintf(use + u, sizeof use - u, " (via #%" PRId64 " %s)", g->via, it);
       }
     }
-    fprintf(o, "%5u %6u %-8s %-10s %-28s %-10s  %s\n", k, g->index, stream_name(g->stream, sb, sizeof sb), unit,
+    fprintf(o, "%5u %6u %-8s %-10s %-28s %-10s  %s\n", k, g->index, ddp_stream_name(g->stream), unit,
             ddp_plan_tensor_name(p, g->recv), g->phase, use);
   }
 }
