@@ -17,6 +17,7 @@ typedef struct ddp_coll_cost {
 } ddp_coll_cost;
 
 #define DDP_PROFILE_ATTN_SHAPES 32
+#define DDP_PROFILE_GEMM_SHAPES 1024
 
 typedef struct ddp_profile {
   char name[512];           /* a calibrated profile's ends "; built-in default for: FIELD, ..." */
@@ -31,6 +32,11 @@ typedef struct ddp_profile {
     double t, dh, tflops;
   } attn_shape[DDP_PROFILE_ATTN_SHAPES];
   int nattn_shapes;
+  struct {                  /* gemm_by_shape: microseconds of a bf16 GEMM of this shape and layout alone */
+    double m, n, k, us;
+    int ta, tb;
+  } gemm_shape[DDP_PROFILE_GEMM_SHAPES];
+  int ngemm_shapes;
   double collective_share;  /* [0, 1): the fraction of a rank's compute throughput its running collectives
                                take (NCCL's kernels use SMs and HBM): compute beside one runs at 1 - this */
   ddp_coll_cost coll[COST_COLL_COUNT];

@@ -78,7 +78,7 @@ static int known(json_t *obj, const char *path, const char *const *allowed, cons
 static int parse_root(json_t *root, const char *label, ddp_profile *pr, char *err, size_t errcap) {
   static const char *const top[] = {"name", "launch_us", "hbm_gbps", "gemm_tflops_16", "gemm_tflops_32",
                                     "gemm_small_dim", "gemm_small_scale", "attention_tflops", "collectives",
-                                    "collective_share", "attention_by_shape", "defaults", "device", "date", "version", "plan", "fit", "samples",
+                                    "collective_share", "attention_by_shape", "gemm_by_shape", "defaults", "device", "date", "version", "plan", "fit", "samples",
                                     "compute_from", NULL};
   static const char *const coll_keys[] = {"alpha_us", "busbw_gbps", NULL};
   const double big = 1e301; /* no upper bound */
@@ -146,6 +146,31 @@ static int parse_root(json_t *root, const char *label, ddp_profile *pr, char *er
         num(NULL, e, path, "tflops", 0, 1, big, &pr->attn_shape[k].tflops, label, err, errcap))
       return -1;
     pr->nattn_shapes++;
+  }
+  json_t *gemms = json_object_get(root, "gemm_by_shape");
+  pr->ngemm_shapes = 0;
+  if (gemms && (!json_is_array(gemms) || json_array_size(gemms) > DDP_PROFILE_GEMM_SHAPES))
+    return ddp_fail(err, errcap, "%s: gemm_by_shape: must be an array of at most %d objects", label,
+                    DDP_PROFILE_GEMM_SHAPES);
+  static const char *const gemm_keys[] = {"m", "n", "k", "ta", "tb", "us", NULL};
+  for (size_t k = 0; gemms && k < json_array_size(gemms); k++) {
+    char path[64];
+    json_t *e = json_array_get(gemms, k);
+    double ta = 0, tb = 0;
+    snprintf(path, sizeof path, "gemm_by_shape[%zu].", k);
+    if (!json_is_object(e)) return ddp_fail(err, errcap, "%s: gemm_by_shape[%zu]: must be an object", label, k);
+    if (known(e, path, gemm_keys, label, err, errcap) ||
+        num(NULL, e, path, "m", 1, 0, 1e9, &pr->gemm_shape[k].m, label, err, errcap) ||
+        num(NULL, e, path, "n", 1, 0, 1e9, &pr->gemm_shape[k].n, label, err, errcap) ||
+        num(NULL, e, path, "k", 1, 0, 1e9, &pr->gemm_shape[k].k, label, err, errcap) ||
+        num(NULL, e, path, "ta", 0, 0, 1, &ta, label, err, errcap) ||
+        num(NULL, e, path, "tb", 0, 0, 1, &tb, label, err, errcap) ||
+        num(NULL, e, path, "us", 0, 1, 1e9, &pr->gemm_shape[k].us, label, err, errcap))
+      return -1;
+    if ((ta != 0 && ta != 1) || (tb != 0 && tb != 1))
+      return ddp_fail(err, errcap, "%s: gemm_by_shape[%zu]: ta and tb must be 0 or 1", label, k);
+    pr->gemm_shape[k].ta = ta != 0, pr->gemm_shape[k].tb = tb != 0;
+    pr->ngemm_shapes++;
   }
   int missing = 0;
   for (int k = 0; k < COST_COLL_COUNT && optional_figures; k++)

@@ -100,6 +100,8 @@ typedef struct cx {
   size_t *ws_bytes;
   void **ws_owned;          /* per stream: allocated here (freed at destroy) */
   int plan_ws_taken;
+  void *tg[3];              /* time_gemm's scratch A, B, D (gemm.c), freed at destroy */
+  size_t tg_bytes[3];
   ncclComm_t comm;
   ncclComm_t *groups;       /* [plan comm c - 1]: split from comm (ncclCommSplit), NULL where not a member */
   uint32_t ngroups;
@@ -190,6 +192,8 @@ int cx_comm_prepare(cx *x, cx_op *op, char *err, size_t errcap);
 void cx_comm_fini(cx *x);
 /* The exec vtbl's time_collective (exec.h) on the world's communicator. */
 int cx_time_collective(ddp_exec *e, const ddp_instr *in, int iters, double *ms, char *err, size_t errcap);
+/* The exec vtbl's time_gemm (exec.h): the GEMM through the replay's own descriptors and algorithm choice. */
+int cx_time_gemm(ddp_exec *e, const ddp_instr *in, int iters, double *ms, char *err, size_t errcap);
 /* Connects every point-to-point peer of the programs' SEND/RECV at load (comm.c explains why). */
 int cx_comm_connect_p2p(cx *x, const cx_prog *const *progs, int nprogs, char *err, size_t errcap);
 /* Waits for every stream (or one event) to finish; with NCCL work possible, polls NCCL's asynchronous

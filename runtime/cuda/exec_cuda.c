@@ -113,6 +113,7 @@ static const ddp_exec_vtbl cx_vtbl = {
     .instr_times = cx_instr_times,
     .allreduce_host = cx_allreduce_host,
     .time_collective = cx_time_collective,
+    .time_gemm = cx_time_gemm,
 };
 
 /* DDP_NCCL_TIMEOUT_S, DDP_CUDA_GRAPH and DDP_STREAM_PRIORITY (base/param.h). */

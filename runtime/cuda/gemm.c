@@ -1,5 +1,7 @@
 /* runtime/cuda/gemm.c: I_GEMM through cuBLASLt. Descriptors, layouts and the algorithm are made
- * once per instruction at load; the replay is one cublasLtMatmul on the instruction's stream.
+ * once per instruction at load; the replay is one cublasLtMatmul on the instruction's stream. cx_time_gemm
+ * times a GEMM of any shape the same way (same descriptors, heuristic and tuned algorithm) on scratch
+ * buffers, for the calibration's GEMM sweep.
  *
  * Row-major to column-major: the plan computes, row-major, D[M,N] = alpha op(A)[M,K] op(B)[K,N] + beta C.
  * A row-major matrix X (r x c, leading dimension ld) has the bytes of the column-major matrix X^T (c x r,
@@ -22,6 +24,8 @@ int cx_gemm_init(cx *x, char *err, size_t errcap) {
 }
 
 void cx_gemm_fini(cx *x) {
+  for (int k = 0; k < 3; k++)
+    if (x->tg[k]) (void)cudaFree(x->tg[k]);
   for (uint32_t s = 0; x->ws_owned && s < x->nstreams; s++)
     if (x->ws_owned[s]) (void)cudaFree(x->ws_owned[s]);
   if (x->lt) (void)cublasLtDestroy(x->lt);
@@ -98,9 +102,9 @@ typedef struct gemm_shape {
 } gemm_shape;
 
 /* "GEMM 'name' (M 1024 N 4096 K 1024, A bf16 T, B bf16 N, C f32, D f32, batch 1)" */
-static void describe(const cx_op *op, const gemm_shape *s, char *buf, size_t cap) {
+static void describe(const char *label, const gemm_shape *s, char *buf, size_t cap) {
   snprintf(buf, cap, "GEMM '%s' (M %lld N %lld K %lld, A %s%s lda %lld, B %s%s ldb %lld, C %s ldc %lld, D %s ldd %lld, batch %lld)",
-           op->label, (long long)s->M, (long long)s->N, (long long)s->K, ddp_dtype_name(s->dta), s->ta ? "^T" : "",
+           label, (long long)s->M, (long long)s->N, (long long)s->K, ddp_dtype_name(s->dta), s->ta ? "^T" : "",
            (long long)s->lda, ddp_dtype_name(s->dtb), s->tb ? "^T" : "", (long long)s->ldb, ddp_dtype_name(s->dtc),
            (long long)s->ldc, ddp_dtype_name(s->dtd), (long long)s->ldd, (long long)s->batch);
 }
@@ -151,8 +155,7 @@ static int operands(cx *x, cx_op *op, cx_gemm *g, const gemm_shape *s, const cha
   return 0;
 }
 
-int cx_gemm_prepare(cx *x, cx_op *op, char *err, size_t errcap) {
-  const ddp_instr *in = op->in;
+static gemm_shape shape_of(const ddp_instr *in) {
   gemm_shape s = {in->i[GEMM_I_M],        in->i[GEMM_I_N],        in->i[GEMM_I_K],
                   in->i[GEMM_I_TRANS_A] != 0, in->i[GEMM_I_TRANS_B] != 0,
                   in->i[GEMM_I_LDA],      in->i[GEMM_I_LDB],      in->i[GEMM_I_LDC],      in->i[GEMM_I_LDD],
@@ -160,44 +163,31 @@ int cx_gemm_prepare(cx *x, cx_op *op, char *err, size_t errcap) {
                   in->i[GEMM_I_STRIDE_A], in->i[GEMM_I_STRIDE_B], in->i[GEMM_I_STRIDE_C], in->i[GEMM_I_STRIDE_D],
                   in->dt[GEMM_P_A],       in->dt[GEMM_P_B],       in->dt[GEMM_P_C],       in->dt[GEMM_P_D]};
   if (in->f[GEMM_F_BETA] == 0.0f) s.dtc = s.dtd, s.ldc = s.ldd, s.sc = s.sd; /* C unread: D stands in */
-  char what[512];
-  describe(op, &s, what, sizeof what);
-  if (s.M <= 0 || s.N <= 0) {
-    op->skip = 1;
-    return 0;
-  }
-  if (check_shape(&s, what, err, errcap)) return -1;
-  cx_gemm *g = calloc(1, sizeof *g);
-  if (!g) return ddp_fail(err, errcap, "%s: out of host memory", what);
-  op->gemm = g;
-  g->alpha = in->f[GEMM_F_ALPHA];
-  g->beta = in->f[GEMM_F_BETA];
-  if (operands(x, op, g, &s, what, err, errcap) || workspace(x, in->stream, err, errcap)) return -1;
-  g->ws = x->ws[in->stream];
-  g->ws_bytes = x->ws_bytes[in->stream];
-  int tin = lt_type(s.dta), tout = lt_type(s.dtd);
-  if (layout(&g->la, tin, s.tb ? s.K : s.N, s.tb ? s.N : s.K, s.ldb, s.batch, s.sb, what, err, errcap) ||
-      layout(&g->lb, tin, s.ta ? s.M : s.K, s.ta ? s.K : s.M, s.lda, s.batch, s.sa, what, err, errcap) ||
-      layout(&g->ld, tout, s.N, s.M, s.ldd, s.batch, s.sd, what, err, errcap))
+  return s;
+}
+
+/* The layouts, descriptor and algorithm of g, whose operands and workspace are set, for shape s; al: the
+ * alignments in bytes of cuBLASLt's A, B, C, D (the plan's B, A, C, D). */
+static int build(cx *x, cx_gemm *g, const gemm_shape *s, const uint32_t al[4], cudaStream_t stream, const char *what,
+                 char *err, size_t errcap) {
+  int tin = lt_type(s->dta), tout = lt_type(s->dtd);
+  if (layout(&g->la, tin, s->tb ? s->K : s->N, s->tb ? s->N : s->K, s->ldb, s->batch, s->sb, what, err, errcap) ||
+      layout(&g->lb, tin, s->ta ? s->M : s->K, s->ta ? s->K : s->M, s->lda, s->batch, s->sa, what, err, errcap) ||
+      layout(&g->ld, tout, s->N, s->M, s->ldd, s->batch, s->sd, what, err, errcap))
     return -1;
-  if (g->beta != 0.0f && (s.ldc != s.ldd || (s.batch > 1 && s.sc != s.sd))) {
-    if (layout(&g->lc, tout, s.N, s.M, s.ldc, s.batch, s.sc, what, err, errcap)) return -1;
+  if (g->beta != 0.0f && (s->ldc != s->ldd || (s->batch > 1 && s->sc != s->sd))) {
+    if (layout(&g->lc, tout, s->N, s->M, s->ldc, s->batch, s->sc, what, err, errcap)) return -1;
   } else {
     g->lc = g->ld;
   }
   CX_LT_TRY(cublasLtMatmulDescCreate(&g->desc, CUBLAS_COMPUTE_32F, CUDA_R_32F), what);
-  cublasOperation_t opa = s.tb ? CUBLAS_OP_T : CUBLAS_OP_N, opb = s.ta ? CUBLAS_OP_T : CUBLAS_OP_N;
+  cublasOperation_t opa = s->tb ? CUBLAS_OP_T : CUBLAS_OP_N, opb = s->ta ? CUBLAS_OP_T : CUBLAS_OP_N;
   CX_LT_TRY(cublasLtMatmulDescSetAttribute(g->desc, CUBLASLT_MATMUL_DESC_TRANSA, &opa, sizeof opa), what);
   CX_LT_TRY(cublasLtMatmulDescSetAttribute(g->desc, CUBLASLT_MATMUL_DESC_TRANSB, &opb, sizeof opb), what);
 
   cublasLtMatmulPreference_t pref = NULL;
   CX_LT_TRY(cublasLtMatmulPreferenceCreate(&pref), what);
   uint64_t wsb = g->ws_bytes;
-  uint32_t al[4] = {alignment(in->p[GEMM_P_B].offset, s.batch, s.sb, ddp_dtype_size(s.dtb)),
-                    alignment(in->p[GEMM_P_A].offset, s.batch, s.sa, ddp_dtype_size(s.dta)),
-                    alignment(g->beta != 0.0f ? in->p[GEMM_P_C].offset : in->p[GEMM_P_D].offset, s.batch, s.sc,
-                              ddp_dtype_size(s.dtc)),
-                    alignment(in->p[GEMM_P_D].offset, s.batch, s.sd, ddp_dtype_size(s.dtd))};
   const cublasLtMatmulPreferenceAttributes_t keys[4] = {
       CUBLASLT_MATMUL_PREF_MIN_ALIGNMENT_A_BYTES, CUBLASLT_MATMUL_PREF_MIN_ALIGNMENT_B_BYTES,
       CUBLASLT_MATMUL_PREF_MIN_ALIGNMENT_C_BYTES, CUBLASLT_MATMUL_PREF_MIN_ALIGNMENT_D_BYTES};
@@ -219,15 +209,114 @@ int cx_gemm_prepare(cx *x, cx_op *op, char *err, size_t errcap) {
   snprintf(key, sizeof key,
            "M=%lld N=%lld K=%lld ta=%lld tb=%lld ld=%lld,%lld,%lld,%lld batch=%lld strides=%lld,%lld,%lld,%lld "
            "dt=%d,%d,%d,%d beta0=%d align=%u,%u,%u,%u",
-           (long long)s.M, (long long)s.N, (long long)s.K, (long long)s.ta, (long long)s.tb, (long long)s.lda,
-           (long long)s.ldb, (long long)s.ldc, (long long)s.ldd, (long long)s.batch, (long long)s.sa,
-           (long long)s.sb, (long long)s.sc, (long long)s.sd, s.dta, s.dtb, s.dtc, s.dtd, g->beta == 0.0f, al[0],
-           al[1], al[2], al[3]);
-  int rc = cx_gemm_pick(x, g, key, res, nres, op->stream, err, errcap);
+           (long long)s->M, (long long)s->N, (long long)s->K, (long long)s->ta, (long long)s->tb, (long long)s->lda,
+           (long long)s->ldb, (long long)s->ldc, (long long)s->ldd, (long long)s->batch, (long long)s->sa,
+           (long long)s->sb, (long long)s->sc, (long long)s->sd, s->dta, s->dtb, s->dtc, s->dtd, g->beta == 0.0f,
+           al[0], al[1], al[2], al[3]);
+  int rc = cx_gemm_pick(x, g, key, res, nres, stream, err, errcap);
   if (rc < 0) return -1; /* err names the CUDA call; the caller adds the instruction */
   if (rc == 0) return 0;
   return ddp_fail(err, errcap, "%s: cuBLASLt found no algorithm (%d candidates; alignments A %u B %u C %u D %u bytes, workspace %zu bytes)",
                  what, nres, al[1], al[0], al[2], al[3], g->ws_bytes);
+}
+
+int cx_gemm_prepare(cx *x, cx_op *op, char *err, size_t errcap) {
+  const ddp_instr *in = op->in;
+  gemm_shape s = shape_of(in);
+  char what[512];
+  describe(op->label, &s, what, sizeof what);
+  if (s.M <= 0 || s.N <= 0) {
+    op->skip = 1;
+    return 0;
+  }
+  if (check_shape(&s, what, err, errcap)) return -1;
+  cx_gemm *g = calloc(1, sizeof *g);
+  if (!g) return ddp_fail(err, errcap, "%s: out of host memory", what);
+  op->gemm = g;
+  g->alpha = in->f[GEMM_F_ALPHA];
+  g->beta = in->f[GEMM_F_BETA];
+  if (operands(x, op, g, &s, what, err, errcap) || workspace(x, in->stream, err, errcap)) return -1;
+  g->ws = x->ws[in->stream];
+  g->ws_bytes = x->ws_bytes[in->stream];
+  uint32_t al[4] = {alignment(in->p[GEMM_P_B].offset, s.batch, s.sb, ddp_dtype_size(s.dtb)),
+                    alignment(in->p[GEMM_P_A].offset, s.batch, s.sa, ddp_dtype_size(s.dta)),
+                    alignment(g->beta != 0.0f ? in->p[GEMM_P_C].offset : in->p[GEMM_P_D].offset, s.batch, s.sc,
+                              ddp_dtype_size(s.dtc)),
+                    alignment(in->p[GEMM_P_D].offset, s.batch, s.sd, ddp_dtype_size(s.dtd))};
+  return build(x, g, &s, al, op->stream, what, err, errcap);
+}
+
+/* One scratch buffer of at least `bytes` for the timed GEMMs, kept until the executor goes (x->tg). */
+static int scratch(cx *x, int k, size_t bytes, char *err, size_t errcap) {
+  if (x->tg_bytes[k] >= bytes) return 0;
+  if (x->tg[k]) (void)cudaFree(x->tg[k]);
+  x->tg[k] = NULL;
+  x->tg_bytes[k] = 0;
+  cudaError_t rc = cudaMalloc(&x->tg[k], bytes);
+  if (rc == cudaSuccess) rc = cudaMemset(x->tg[k], 0x3c, bytes); /* bf16 0x3c3c = 0.0115, f32 about 0.0115 */
+  if (rc != cudaSuccess) {
+    if (x->tg[k]) (void)cudaFree(x->tg[k]);
+    x->tg[k] = NULL;
+    return ddp_fail(err, errcap, "%s:%d: timing a GEMM: cudaMalloc/cudaMemset(%zu bytes): %s: %s", __FILE__, __LINE__,
+                   bytes, cudaGetErrorName(rc), cudaGetErrorString(rc));
+  }
+  x->tg_bytes[k] = bytes;
+  return 0;
+}
+
+int cx_time_gemm(ddp_exec *e, const ddp_instr *in, int iters, double *ms, char *err, size_t errcap) {
+  cx *x = e->impl;
+  if (in->opcode != I_GEMM) return ddp_fail(err, errcap, "timing a GEMM: %s is not one", ddp_opcode_name(in->opcode));
+  gemm_shape s = shape_of(in);
+  char what[512];
+  describe("calibration", &s, what, sizeof what);
+  const int64_t lim = (int64_t)1 << 16;
+  if (s.M < 1 || s.N < 1 || s.M > lim || s.N > lim || s.K > lim || s.batch != 1 || iters < 1)
+    return ddp_fail(err, errcap, "timing a %s: dimensions 1..%lld and one batch only, %d runs", what, (long long)lim, iters);
+  if (check_shape(&s, what, err, errcap)) return -1;
+  size_t ea = ddp_dtype_size(s.dta), ed = ddp_dtype_size(s.dtd);
+  if (scratch(x, 0, span(s.ta ? s.K : s.M, s.ta ? s.M : s.K, s.lda, 1, 0) * ea, err, errcap) ||
+      scratch(x, 1, span(s.tb ? s.N : s.K, s.tb ? s.K : s.N, s.ldb, 1, 0) * ea, err, errcap) ||
+      scratch(x, 2, span(s.M, s.N, s.ldd > s.ldc ? s.ldd : s.ldc, 1, 0) * ed, err, errcap) ||
+      workspace(x, STREAM_COMPUTE, err, errcap))
+    return -1;
+  cx_gemm *g = calloc(1, sizeof *g);
+  if (!g) return ddp_fail(err, errcap, "%s: out of host memory", what);
+  g->alpha = in->f[GEMM_F_ALPHA];
+  g->beta = in->f[GEMM_F_BETA];
+  g->a = x->tg[1], g->b = x->tg[0], g->c = g->d = x->tg[2];
+  g->ws = x->ws[STREAM_COMPUTE];
+  g->ws_bytes = x->ws_bytes[STREAM_COMPUTE];
+  const uint32_t al[4] = {256, 256, 256, 256};
+  cudaStream_t st = x->streams[STREAM_COMPUTE];
+  cudaEvent_t ev[2] = {NULL, NULL};
+  int rc = build(x, g, &s, al, st, what, err, errcap);
+  cudaError_t ce = cudaSuccess;
+  if (rc == 0 && (ce = cudaEventCreate(&ev[0])) == cudaSuccess) ce = cudaEventCreate(&ev[1]);
+  if (rc == 0 && ce != cudaSuccess)
+    rc = ddp_fail(err, errcap, "%s:%d: cudaEventCreate: %s", __FILE__, __LINE__, cudaGetErrorString(ce));
+  for (int k = -2; rc == 0 && k < iters; k++) {
+    if (k == 0 && (ce = cudaEventRecord(ev[0], st)) != cudaSuccess)
+      rc = ddp_fail(err, errcap, "%s:%d: cudaEventRecord: %s", __FILE__, __LINE__, cudaGetErrorString(ce));
+    if (rc) break;
+    cublasStatus_t ls = cublasLtMatmul(x->lt, g->desc, &g->alpha, g->a, g->la, g->b, g->lb, &g->beta, g->c, g->lc,
+                                       g->d, g->ld, &g->algo, g->ws, g->ws_bytes, st);
+    if (ls != CUBLAS_STATUS_SUCCESS)
+      rc = ddp_fail(err, errcap, "%s:%d: %s: cublasLtMatmul: %s: %s", __FILE__, __LINE__, what,
+                   cublasLtGetStatusName(ls), cublasLtGetStatusString(ls));
+  }
+  if (rc == 0 && (ce = cudaEventRecord(ev[1], st)) != cudaSuccess)
+    rc = ddp_fail(err, errcap, "%s:%d: cudaEventRecord: %s", __FILE__, __LINE__, cudaGetErrorString(ce));
+  if (rc == 0 && (ce = cudaEventSynchronize(ev[1])) != cudaSuccess)
+    rc = ddp_fail(err, errcap, "%s:%d: cudaEventSynchronize: %s", __FILE__, __LINE__, cudaGetErrorString(ce));
+  float t = 0;
+  if (rc == 0 && (ce = cudaEventElapsedTime(&t, ev[0], ev[1])) != cudaSuccess)
+    rc = ddp_fail(err, errcap, "%s:%d: cudaEventElapsedTime: %s", __FILE__, __LINE__, cudaGetErrorString(ce));
+  if (rc == 0) *ms = (double)t / iters;
+  for (int k = 0; k < 2; k++)
+    if (ev[k]) (void)cudaEventDestroy(ev[k]);
+  cx_gemm_free(g);
+  return rc;
 }
 
 int cx_exec_GEMM(cx *x, const cx_op *op, int64_t step, char *err, size_t errcap) {

@@ -39,6 +39,11 @@ typedef struct ddp_exec_vtbl {
    * idle) on scratch buffers, alone on the device: 2 unmeasured runs, then `iters` back to back; *ms is
    * this rank's mean per run (`ddprun --calibrate`'s collective sweep, runtime/bench/calib_sweep.c). */
   int (*time_collective)(ddp_exec *x, const ddp_instr *in, int iters, double *ms, char *err, size_t errcap);
+  /* Optional (NULL: unsupported), one rank: times `in`, a GEMM instruction whose operands name no tensor
+   * (its shape, layout, leading dimensions and dtypes only), on scratch buffers the executor fills with a
+   * constant, alone on the device: 2 unmeasured runs, then `iters` back to back; *ms is the mean per run
+   * (`ddprun --calibrate`'s GEMM sweep, runtime/bench/calib_gemm.c). */
+  int (*time_gemm)(ddp_exec *x, const ddp_instr *in, int iters, double *ms, char *err, size_t errcap);
 } ddp_exec_vtbl;
 
 struct ddp_exec {

@@ -270,8 +270,41 @@ static int time_collective(ddp_exec *x, const ddp_instr *in, int iters, double *
   return rc;
 }
 
+/* The exec vtbl's time_gemm (exec.h): the reference GEMM on zero-filled host buffers, timed by the host clock. */
+static int time_gemm(ddp_exec *x, const ddp_instr *in, int iters, double *ms, char *err, size_t errcap) {
+  (void)x;
+  const int64_t M = in->i[GEMM_I_M], N = in->i[GEMM_I_N], K = in->i[GEMM_I_K], lim = 1024;
+  if (in->opcode != I_GEMM || M < 1 || N < 1 || K < 1 || M > lim || N > lim || K > lim || iters < 1 ||
+      (in->i[GEMM_I_BATCH] > 1))
+    return ddp_fail(err, errcap, "timing a GEMM: %s M %lld N %lld K %lld (the reference executor: one batch, 1..%lld)",
+                    ddp_opcode_name(in->opcode), (long long)M, (long long)N, (long long)K, (long long)lim);
+  int64_t lda = in->i[GEMM_I_LDA], ldb = in->i[GEMM_I_LDB], ldd = in->i[GEMM_I_LDD];
+  int64_t ra = in->i[GEMM_I_TRANS_A] ? K : M, rb = in->i[GEMM_I_TRANS_B] ? N : K;
+  if (lda < 1 || ldb < 1 || ldd < N || lda > lim || ldb > lim || ldd > lim)
+    return ddp_fail(err, errcap, "timing a GEMM: leading dimensions %lld, %lld, %lld", (long long)lda, (long long)ldb,
+                    (long long)ldd);
+  ddp_kargs a;
+  memset(&a, 0, sizeof a);
+  size_t es = 8; /* room for any dtype */
+  a.p[GEMM_P_A] = ddp_xcalloc((size_t)(ra * lda), es);
+  a.p[GEMM_P_B] = ddp_xcalloc((size_t)(rb * ldb), es);
+  a.p[GEMM_P_D] = ddp_xcalloc((size_t)(M * ldd), es);
+  a.p[GEMM_P_C] = a.p[GEMM_P_D];
+  memcpy(a.i, in->i, sizeof a.i);
+  memcpy(a.f, in->f, sizeof a.f);
+  a.i[GEMM_I_LDC] = ldd;
+  double t0 = 0;
+  for (int k = -2; k < iters; k++) {
+    if (k == 0) t0 = ddp_now_s();
+    ref_gemm(&a, in->dt);
+  }
+  *ms = (ddp_now_s() - t0) * 1e3 / iters;
+  free(a.p[GEMM_P_A]), free(a.p[GEMM_P_B]), free(a.p[GEMM_P_D]);
+  return 0;
+}
+
 static const ddp_exec_vtbl ref_vtbl = {"ref",   run,     sync_noop,   read_t,         write_t,        timers,
-                                       memory, destroy, instr_times, allreduce_host, time_collective};
+                                       memory, destroy, instr_times, allreduce_host, time_collective, time_gemm};
 
 ddp_exec *ddp_exec_ref_new(const ddp_plan *p, int rank, ddp_ref_comm *comm, ddp_data *data, uint64_t seed,
                            char *err, size_t errcap) {

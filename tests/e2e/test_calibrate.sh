@@ -2,7 +2,9 @@
 # tests/e2e/test_calibrate.sh: `ddprun PLAN --calibrate` end to end on the reference executor (issue 16).
 # (1) the calibration schedule at tiny shapes (fp32) on one rank: the profile is written under
 # $DDPC_CACHE_DIR/profiles/ and named on stdout; its figures equal the fits recomputed here from its own raw
-# samples (medians of every instruction: launch + bytes / HBM by least squares, attention FLOPs over time);
+# samples (medians of every instruction: launch + bytes / HBM by least squares, less the timing events' cost
+# per instruction, attention FLOPs over time); the GEMM sweep's table (M, N, K of 8, 16, 32 in the three
+# layouts, every time positive);
 # `ddpc explain --profile` accepts it and names it; figures the plan cannot measure (its GEMMs are all
 # small) are left to the built-in default, with the reason in "fit"; (2) two ranks (calibrate_ddp.lua):
 # every collective kind's alpha-beta line recomputed from the collective sweep's samples (timed alone), the
@@ -25,12 +27,13 @@ DDPC_CACHE_DIR="$tmp/cache" "$DDPRUN" "$tmp/cal.bin" --device ref --calibrate >"
 prof="$tmp/cache/profiles/cpu_reference_executor-world1.json"
 grep -qxF "profile written: $prof" "$tmp/out1.txt" || fail "the profile's path is not printed: $(cat "$tmp/out1.txt")"
 grep -qE "^  hbm_gbps +[0-9.e+-]+  \(31 samples\)$" "$tmp/out1.txt" || fail "no hbm_gbps line: $(cat "$tmp/out1.txt")"
+grep -qE "^  launch_us +[0-9.e+-]+  \(31 samples\)$" "$tmp/out1.txt" || fail "no launch_us line: $(cat "$tmp/out1.txt")"
 [ -f "$prof" ] || die "no profile at $prof"
 python3 - "$prof" <<'PY' || fail "the profile's figures are not the fits of its samples"
 import json, statistics, sys
 p = json.load(open(sys.argv[1]))
 assert p["defaults"] == "built-in" and p["device"] == "cpu reference executor", p
-assert p["plan"]["world"] == 1 and p["plan"]["timed_steps"] == 10, p["plan"]
+assert p["plan"]["world"] == 1 and p["plan"]["timed_steps"] == 5 and p["plan"]["untraced_steps"] == 5, p["plan"]
 mem = [s for s in p["samples"] if s["work"] == "memory" and s["bytes"] > 0 and s["what"] not in ("load_batch", "init_tensor")]
 x = [s["bytes"] for s in mem]; y = [s["median_ms"] * 1e-3 for s in mem]
 mx, my = statistics.fmean(x), statistics.fmean(y)
@@ -39,7 +42,10 @@ a = my - b * mx
 if a < 0:
     a, b = 0, sum(u * v for u, v in zip(x, y)) / sum(u * u for u in x)
 def close(want, got): return abs(want - got) <= 1e-6 * abs(want)
-assert close(a * 1e6, p["launch_us"]) or (a == 0 and p["launch_us"] == 0), (a, p["launch_us"])
+# launch_us: the fit's intercept less the timing events' cost per instruction (traced - untraced median step)
+over = max(0.0, (statistics.median(p["plan"]["traced_step_ms"]) - statistics.median(p["plan"]["untraced_step_ms"])) * 1e3 / p["plan"]["instructions_timed"])
+want_launch = max(0.0, a * 1e6 - over)
+assert close(want_launch, p["launch_us"]) or (want_launch == 0 and p["launch_us"] == 0), (a * 1e6, over, p["launch_us"])
 assert close(1 / b / 1e9, p["hbm_gbps"]), (1 / b / 1e9, p["hbm_gbps"])
 att = [s for s in p["samples"] if s["work"] == "attention"]
 t = sum(max(s["median_ms"] * 1e-3 - a, 1e-9) for s in att)
@@ -48,6 +54,11 @@ assert p["fit"]["attention_shape"] == {"t": 32.0, "dh": 16.0}, p["fit"]["attenti
 for k in ("gemm_tflops_16", "gemm_tflops_32", "gemm_small_scale"):
     assert k not in p and p["fit"][k]["not_measured"], (k, p["fit"][k])
 assert p["collectives"] == {} and "one rank" in p["fit"]["collectives.all_reduce"]["not_measured"]
+g = p["gemm_by_shape"]
+assert len(g) == 81 and p["fit"]["gemm_by_shape"]["samples"] == 81, (len(g), p["fit"]["gemm_by_shape"])
+assert {(e["ta"], e["tb"]) for e in g} == {(0, 1), (0, 0), (1, 0)}, g[:3]
+assert {e["m"] for e in g} == {e["n"] for e in g} == {e["k"] for e in g} == {8, 16, 32}, g[:3]
+assert all(e["us"] > 0 for e in g), [e for e in g if e["us"] <= 0]
 print("ok: launch %.3f us, HBM %.4f GB/s, attention %.6f TFLOP/s from %d + %d samples"
       % (p["launch_us"], p["hbm_gbps"], p["attention_tflops"], len(mem), len(att)))
 PY
@@ -110,10 +121,11 @@ python3 - "$tmp/merged.json" "$tmp/combined.json" <<'PY' || fail "the one-rank c
 import json, sys
 one, two = json.load(open(sys.argv[1])), json.load(open(sys.argv[2]))
 assert two["plan"]["world"] == 2 and two["compute_from"].startswith("the one-rank calibration of "), two.get("compute_from")
-for k in ("launch_us", "hbm_gbps", "attention_tflops", "attention_by_shape"):
+for k in ("launch_us", "hbm_gbps", "attention_tflops", "attention_by_shape", "gemm_by_shape"):
     assert two.get(k) == one.get(k), (k, one.get(k), two.get(k))
     assert k == "attention_by_shape" or two["fit"][k]["from"] == two["compute_from"], two["fit"][k]
     assert k == "attention_by_shape" or "from" not in two["fit"][k].get("earlier", {}), two["fit"][k]  # not nested
+assert len(two["gemm_by_shape"]) == 81
 assert "all_reduce" in two["collectives"] or "not_measured" in two["fit"]["collectives.all_reduce"]
 print("ok: the 2-rank profile keeps the one-rank compute figures through two runs:", two["compute_from"])
 PY

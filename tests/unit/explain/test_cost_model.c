@@ -7,7 +7,9 @@
  * device has before a later kernel (a stream waiting on a collective); (4) compute beside a running
  * collective runs at 1 - collective_share of its rate, also in the run with free collectives (so the loss
  * is compute, not exposed communication); (5) collective_share in a profile file: optional (the built-in
- * default's when left out), range-checked. */
+ * default's when left out), range-checked; (6) a bf16 GEMM priced from the profile's gemm_by_shape table:
+ * interpolated in log space between the grid's shapes (exact for a power law), scaled beyond the grid,
+ * the flat throughput for another layout, a missing corner or f32 inputs; the table's bad entries refused. */
 #include "check.h"
 #include "explain.h"
 #include "work.h"
@@ -266,8 +268,86 @@ static void test_attention_shape(const ddp_profile *base) {
   ddp_plan_free(p);
 }
 
+/* A 2 x 2 x 2 grid (M, N, K each 256 or 1024) of layout (0, 1) at us = M N K / 1e6, a power law, so the
+ * interpolation in log space is exact inside; no launch overhead, 1 TFLOP/s flat. */
+static void test_gemm_table(const ddp_profile *base) {
+  ddp_profile pr = *base;
+  ddp_plan *p = new_plan(1, 2);
+  int e = 0;
+  for (int a = 0; a < 2; a++)
+    for (int b = 0; b < 2; b++)
+      for (int c = 0; c < 2; c++) {
+        double m = a ? 1024 : 256, n = b ? 1024 : 256, k = c ? 1024 : 256;
+        pr.gemm_shape[e].m = m, pr.gemm_shape[e].n = n, pr.gemm_shape[e].k = k;
+        pr.gemm_shape[e].ta = 0, pr.gemm_shape[e].tb = 1, pr.gemm_shape[e].us = m * n * k / 1e6;
+        e++;
+      }
+  pr.ngemm_shapes = e;
+  ddp_instr in = ddp_instr_blank(I_GEMM, STREAM_COMPUTE);
+  in.dt[0] = in.dt[1] = in.dt[2] = in.dt[3] = DT_BF16;
+  in.i[GEMM_I_TRANS_A] = 0, in.i[GEMM_I_TRANS_B] = 1, in.i[GEMM_I_BATCH] = 1;
+  int comm = 0;
+  const int64_t shapes[][4] = {
+      {512, 512, 512, 0}, {256, 1024, 512, 0}, {1024, 1024, 1024, 0}, /* inside: M N K / 1e6 us */
+      {4096, 256, 256, 1},                                              /* beyond: scaled with M */
+      {128, 64, 256, 2},                                                /* below: the smallest's */
+  };
+  for (size_t k = 0; k < sizeof shapes / sizeof shapes[0]; k++) {
+    in.i[GEMM_I_M] = shapes[k][0], in.i[GEMM_I_N] = shapes[k][1], in.i[GEMM_I_K] = shapes[k][2];
+    double want = shapes[k][3] == 2 ? 256.0 * 256 * 256 / 1e6 : (double)shapes[k][0] * shapes[k][1] * shapes[k][2] / 1e6;
+    char what[64];
+    snprintf(what, sizeof what, "table %lld x %lld x %lld", (long long)shapes[k][0], (long long)shapes[k][1],
+             (long long)shapes[k][2]);
+    CHECK(fabs(ddp_instr_cost(p, &in, &pr, &comm) - want * 1e-6) <= 1e-9 * want * 1e-6, "%s: want %.9g us, got %.9g",
+          what, want, ddp_instr_cost(p, &in, &pr, &comm) * 1e6);
+  }
+  in.i[GEMM_I_M] = in.i[GEMM_I_N] = in.i[GEMM_I_K] = 512;
+  in.i[GEMM_I_BATCH] = 3;
+  CHECK_T("batch 3: three times one", 3 * 134.217728e-6, ddp_instr_cost(p, &in, &pr, &comm));
+  in.i[GEMM_I_BATCH] = 1;
+  const double flat = 2.0 * 512 * 512 * 512 / 1e12;
+  in.i[GEMM_I_TRANS_B] = 0;
+  CHECK_T("another layout: the flat throughput", flat, ddp_instr_cost(p, &in, &pr, &comm));
+  in.i[GEMM_I_TRANS_B] = 1;
+  in.dt[0] = in.dt[1] = DT_F32;
+  CHECK_T("f32 inputs: the flat throughput", flat, ddp_instr_cost(p, &in, &pr, &comm));
+  in.dt[0] = in.dt[1] = DT_BF16;
+  pr.ngemm_shapes = 7; /* (1024, 1024, 1024) gone: the cell around 512^3 lacks a corner */
+  CHECK_T("a missing corner: the flat throughput", flat, ddp_instr_cost(p, &in, &pr, &comm));
+  ddp_plan_free(p);
+
+  char err[400];
+  const char *cal = "{\"name\": \"cal\", \"defaults\": \"built-in\", \"gemm_by_shape\": %s}";
+  static const char *const bad[][2] = {
+      {"{}", "g.json: gemm_by_shape: must be an array of at most 1024 objects"},
+      {"[{\"m\": 256, \"n\": 256, \"k\": 256, \"ta\": 0, \"tb\": 1}]", "g.json: gemm_by_shape[0].us: missing (a number)"},
+      {"[{\"m\": 256, \"n\": 256, \"k\": 256, \"ta\": 2, \"tb\": 1, \"us\": 3}]",
+       "g.json: gemm_by_shape[0].ta: must be a number >= 0 and <= 1 (got 2)"},
+      {"[{\"m\": 256, \"n\": 256, \"k\": 256, \"ta\": 0.5, \"tb\": 1, \"us\": 3}]",
+       "g.json: gemm_by_shape[0]: ta and tb must be 0 or 1"},
+      {"[{\"m\": 0, \"n\": 256, \"k\": 256, \"ta\": 0, \"tb\": 1, \"us\": 3}]",
+       "g.json: gemm_by_shape[0].m: must be a number >= 1 and <= 1e+09 (got 0)"},
+      {"[{\"m\": 256, \"n\": 256, \"k\": 256, \"ta\": 0, \"tb\": 1, \"us\": 3, \"x\": 1}]",
+       "g.json: gemm_by_shape[0].x: unknown field"},
+  };
+  for (size_t k = 0; k < sizeof bad / sizeof bad[0]; k++) {
+    char json[1024];
+    snprintf(json, sizeof json, cal, bad[k][0]);
+    CHECK(ddp_profile_parse(json, strlen(json), "g.json", &pr, err, sizeof err) != 0, "%s", bad[k][0]);
+    CHECK_STR(bad[k][0], bad[k][1], err);
+  }
+  char json[1024];
+  snprintf(json, sizeof json, cal, "[{\"m\": 256, \"n\": 512, \"k\": 1024, \"ta\": 1, \"tb\": 0, \"us\": 3.5}]");
+  if (CHECK(ddp_profile_parse(json, strlen(json), "g.json", &pr, err, sizeof err) == 0, "%s", err)) {
+    CHECK(pr.ngemm_shapes == 1 && pr.gemm_shape[0].ta == 1 && pr.gemm_shape[0].tb == 0 && pr.gemm_shape[0].us == 3.5,
+          "parsed entry: %d entries, ta %d tb %d us %g", pr.ngemm_shapes, pr.gemm_shape[0].ta, pr.gemm_shape[0].tb,
+          pr.gemm_shape[0].us);
+  }
+}
+
 int main(void) {
   ddp_profile pr = test_profile();
+  test_gemm_table(&pr);
   test_attention_shape(&pr);
   test_rmw_bytes(&pr);
   test_streams_share_device(&pr);
