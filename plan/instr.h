@@ -74,12 +74,11 @@ typedef enum {
   TIMER_COUNT
 } ddp_timer;
 const char *ddp_timer_name(int t);
-/* "compute", "comm", "p2p" for the streams above; "aux" beyond them. */
+/* "compute", "comm" for the streams above; "aux" beyond them. */
 const char *ddp_stream_name(uint32_t s);
 
-/* Streams every plan has; a plan may name more. A pipeline's plan has a third, STREAM_P2P, for its
- * point-to-point transfers, so a receive that the next action does not read never holds up its compute. */
-enum { STREAM_COMPUTE = 0, STREAM_COMM = 1, DDP_DEFAULT_STREAMS = 2, STREAM_P2P = 2, DDP_PIPELINE_STREAMS = 3 };
+/* Streams every plan has; a plan may name more. */
+enum { STREAM_COMPUTE = 0, STREAM_COMM = 1, DDP_DEFAULT_STREAMS = 2 };
 
 /* Sizes both sides agree on: the GEMM workspace tensor the compiler plans and the CUDA executor hands to
  * cuBLASLt (32 MiB, as recommended on Hopper), and the number of partial sums of the gradient-norm

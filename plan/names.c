@@ -64,7 +64,7 @@ const char *ddp_arena_name(int a) { return name_at(arena_names, ARENA_COUNT, a);
 const char *ddp_timer_name(int t) { return name_at(timer_names, TIMER_COUNT, t); }
 
 const char *ddp_stream_name(uint32_t s) {
-  return s == STREAM_COMPUTE ? "compute" : s == STREAM_COMM ? "comm" : s == STREAM_P2P ? "p2p" : "aux";
+  return s == STREAM_COMPUTE ? "compute" : s == STREAM_COMM ? "comm" : "aux";
 }
 const char *ddp_mode_name(int m) { return name_at(mode_names, MODE_COUNT, m); }
 

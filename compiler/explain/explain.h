@@ -6,6 +6,7 @@
 #define DDP_EXPLAIN_H
 #include "plan.h"
 #include "step_times.h"
+#include "gemm_table.h"
 #include "work.h" /* COST_* collective kinds */
 #include <stdio.h>
 
@@ -32,11 +33,9 @@ typedef struct ddp_profile {
     double t, dh, tflops;
   } attn_shape[DDP_PROFILE_ATTN_SHAPES];
   int nattn_shapes;
-  struct {                  /* gemm_by_shape: microseconds of a bf16 GEMM of this shape and layout alone */
-    double m, n, k, us;
-    int ta, tb;
-  } gemm_shape[DDP_PROFILE_GEMM_SHAPES];
+  ddp_gemm_point gemm_shape[DDP_PROFILE_GEMM_SHAPES]; /* gemm_by_shape: bf16 GEMMs timed alone */
   int ngemm_shapes;
+  double gemm_table_scale;  /* a GEMM of the table costs its time times this (in a step, not alone) */
   double collective_share;  /* [0, 1): the fraction of a rank's compute throughput its running collectives
                                take (NCCL's kernels use SMs and HBM): compute beside one runs at 1 - this */
   ddp_coll_cost coll[COST_COLL_COUNT];

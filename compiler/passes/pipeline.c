@@ -13,14 +13,12 @@
  *                zb_actions); what a W reads that later backward instructions change is stashed first
  *                (zb_stash)
  * step -> RANGE_PUSH TIMER LOAD_BATCH MEMSET(stage gradients)
- *         [[ORDER(compute -> p2p) SEND* RECV*] [ORDER(p2p -> compute)] TIMER(MB_*_BEGIN) RANGE_PUSH(action)
- *          instructions RANGE_POP TIMER(MB_*_END)]* [ORDER(compute -> p2p) SEND*] ORDER(p2p -> compute)
+ *         [SEND* RECV* TIMER(MB_*_BEGIN) RANGE_PUSH(action) instructions RANGE_POP TIMER(MB_*_END)]* SEND*
  *         TIMER(BACKWARD_END) [optimizer] TIMER RANGE_POP
  * A tensor written on one rank and read on another travels once per microbatch: a SEND right after the
  * action that last writes it, a RECV right before the first action that reads it on the other rank; the
- * sends ending one action and the receives starting the next are consecutive on the p2p stream
- * (STREAM_P2P), so they go out as one group (CUDA executor: one NCCL group; reference executor: posted
- * together), and the compute stream waits for them only before an action that reads what they received. Parameter gradients add up over
+ * sends ending one action and the receives starting the next are consecutive, so they go out as one group
+ * (CUDA executor: one NCCL group; reference executor: posted together). Parameter gradients add up over
  * the microbatches (the step zeroes them first); the loss and its gradient are scaled by 1 / microbatches.
  * The verifier simulates the programs and refuses one whose sends and receives can deadlock.
  *
@@ -467,7 +465,7 @@ static ddp_instr for_mb(const pctx *x, uint32_t k, int mb) {
 static void p2p(rank_ctx *c, const pctx *x, int opcode, const flow *f, int mb) {
   int32_t t = x->map[mb][f->t];
   const ddp_tensor *tt = b_t(c->b, t);
-  ddp_instr in = ddp_instr_blank(opcode, STREAM_P2P);
+  ddp_instr in = ddp_instr_blank(opcode, STREAM_COMPUTE);
   b_arg(&in, COLL_P_BUF, t, 0, tt->dtype);
   in.i[COLL_I_COUNT] = (int64_t)ddp_tensor_numel(tt);
   in.i[COLL_I_PEER] = c->rank - c->rank % x->P + (opcode == I_SEND ? f->to_rank : f->from_rank);
@@ -536,14 +534,6 @@ static void init_rank(rank_ctx *c, int stage) {
   }
 }
 
-/* Does action `ac` of stage `stage` read a tensor another stage sends? */
-static bool receives(const pctx *x, int stage, const action *ac) {
-  int key = key_of(x, ac->kind, ac->chunk);
-  for (int k = 0; k < x->nflows; k++)
-    if (x->flows[k].to_rank == stage && x->flows[k].to_key == key) return true;
-  return false;
-}
-
 static void step_rank(rank_ctx *c, const pctx *x, int stage) {
   ddp_builder *b = c->b;
   const ddp_schedule *s = b->s;
@@ -570,40 +560,25 @@ static void step_rank(rank_ctx *c, const pctx *x, int stage) {
   }
   /* At each transfer point (before the first action, and after every action not joined to the next): the
    * sends of the actions since the last point, then the receives of the actions up to the next point,
-   * consecutive on the p2p stream after everything computed so far (an event), so they go out as one
-   * group. The compute stream waits for the p2p stream only before an action that reads a received tensor:
-   * a group never holds up an action that receives nothing (the warm-up's last forward of interleaved
-   * 1F1B, whose group brings the first gradient, runs while that gradient is on its way). A group is one
-   * NCCL group, one kernel: splitting a joined pair's receives into a group per action would let its
-   * forward start before the backward's gradient has arrived, but the deadlock proof refuses that order. */
+   * consecutive, so they go out as one group. */
   int from = 0;
-  bool posted = false; /* a group the compute stream has not waited for */
   for (int a = 0; a <= na; a++) {
     if (a > 0 && a < na && acts[a - 1].joined) goto run;
-    bool ordered = false;
     for (int q = from; q < a; q++) {
       int key = key_of(x, acts[q].kind, acts[q].chunk);
       for (int k = 0; k < x->nflows; k++)
-        if (x->flows[k].from_rank == c->rank % x->P && x->flows[k].from_key == key) {
-          if (!ordered) rp_order(c, STREAM_COMPUTE, STREAM_P2P), ordered = true;
-          p2p(c, x, I_SEND, &x->flows[k], acts[q].mb);
-        }
+        if (x->flows[k].from_rank == c->rank % x->P && x->flows[k].from_key == key) p2p(c, x, I_SEND, &x->flows[k], acts[q].mb);
     }
     from = a;
     for (int q = a; q < na; q++) {
-      if (receives(x, c->rank % x->P, &acts[q])) {
-        int key = key_of(x, acts[q].kind, acts[q].chunk);
-        if (!ordered) rp_order(c, STREAM_COMPUTE, STREAM_P2P), ordered = true;
-        for (int k = 0; k < x->nflows; k++)
-          if (x->flows[k].to_rank == c->rank % x->P && x->flows[k].to_key == key) p2p(c, x, I_RECV, &x->flows[k], acts[q].mb);
-      }
+      int key = key_of(x, acts[q].kind, acts[q].chunk);
+      for (int k = 0; k < x->nflows; k++)
+        if (x->flows[k].to_rank == c->rank % x->P && x->flows[k].to_key == key) p2p(c, x, I_RECV, &x->flows[k], acts[q].mb);
       if (!acts[q].joined) break;
     }
-    posted |= ordered;
   run:
     if (a == na) break;
     const action *ac = &acts[a];
-    if (posted && receives(x, c->rank % x->P, ac)) rp_order(c, STREAM_P2P, STREAM_COMPUTE), posted = false;
     rp_timer(c, STREAM_COMPUTE, ac->kind == ACT_F ? TIMER_MB_FORWARD_BEGIN : TIMER_MB_BACKWARD_BEGIN);
     rp_range(c, 1, ac->kind == ACT_F ? RANGE_FORWARD : RANGE_BACKWARD,
              b_fmt(b, "pp.%s.mb%d.chunk%d", ac->kind == ACT_F ? "fwd" : ac->kind == ACT_B ? "bwd" : "bwdw", ac->mb,
@@ -621,7 +596,6 @@ static void step_rank(rank_ctx *c, const pctx *x, int stage) {
     if (a == last_f) rp_timer(c, STREAM_COMPUTE, TIMER_FORWARD_END);
     if (grads && a == last_b) rp_timer(c, STREAM_COMPUTE, TIMER_BACKWARD_END);
   }
-  if (posted) rp_order(c, STREAM_P2P, STREAM_COMPUTE); /* the last sends, before the optimizer and the next step */
   if (sync) { /* buckets no instruction completed (none here: every unit's gradient is written), then wait */
     for (int k = 0; k < gb.n; k++)
       if (!gb.issued[k]) allreduce_bucket(c, &gb, k, stage);
@@ -648,7 +622,6 @@ int pass_pipeline(ddp_builder *b, ddp_layout *lay, char *err, size_t errcap) {
   b->tokens = x.tokens; /* the plan's meta names the replica's batch */
   b->targets = x.targets;
   b->plan->meta.world = s->ranks;
-  if (s->stages > 1) b->plan->nstreams = DDP_PIPELINE_STREAMS;
   if (s->replicas > 1) { /* comm 1 + stage, then comm 1 + stages + replica */
     int32_t *m = ddp_xmalloc(sizeof(int32_t) * (size_t)(s->replicas > s->stages ? s->replicas : s->stages));
     for (int st = 0; st < s->stages; st++) {

@@ -49,7 +49,7 @@ int ddp_calib_gemm_sweep(ddp_calib_rows *c, ddp_exec *x, char *err, size_t errca
             c->capgemm = c->capgemm ? 2 * c->capgemm : 64;
             c->gemm = ddp_xrealloc(c->gemm, c->capgemm * sizeof *c->gemm);
           }
-          c->gemm[c->ngemm++] = (ddp_calib_gemm){M, N, K, ta, tb, ms * 1e3};
+          c->gemm[c->ngemm++] = (ddp_gemm_point){(double)M, (double)N, (double)K, ms * 1e3, ta, tb};
         }
   return 0;
 }

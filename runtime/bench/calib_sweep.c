@@ -1,7 +1,7 @@
 /* runtime/bench/calib_sweep.c: the collective sweep of `ddprun --calibrate` on more than one rank
  * (calibrate.h): after the timed steps every rank times all-reduce, reduce-scatter, all-gather and a
  * send/receive between rank pairs alone on the device (the executor's time_collective: nothing else runs,
- * the ranks start together, many runs back to back), over message sizes from 64 KiB to 256 MiB (the
+ * the ranks start together, many runs back to back), over message sizes from 64 KiB to 1 GiB (the
  * reference executor: 4 KiB to 1 MiB, a few runs: its figures are the CPU's and only the path is tested).
  * Rank 0 keeps each (kind, wire bytes, seconds) for the alpha-beta fits (calib_fit.c). The plan's own
  * collectives run beside the backward, their kernels sharing the SMs and the HBM with it and each rank's
@@ -18,9 +18,9 @@ int ddp_calib_sweep(ddp_calib_rows *c, ddp_exec *x, int record, char *err, size_
   if (!x->v->time_collective)
     return ddp_fail(err, errcap, "--calibrate: the %s executor cannot time a collective alone", x->v->name);
   static const int kinds[4] = {I_ALL_REDUCE, I_REDUCE_SCATTER, I_ALL_GATHER, I_SEND};
-  static const double gpu_bytes[5] = {65536, 1048576, 8388608, 67108864, 268435456};
+  static const double gpu_bytes[6] = {65536, 1048576, 8388608, 67108864, 268435456, 1073741824};
   static const double cpu_bytes[3] = {4096, 65536, 1048576};
-  int cpu = !strcmp(x->v->name, "ref"), nsizes = cpu ? 3 : 5, iters = cpu ? 3 : 20;
+  int cpu = !strcmp(x->v->name, "ref"), nsizes = cpu ? 3 : 6, iters = cpu ? 3 : 20;
   const double *bytes = cpu ? cpu_bytes : gpu_bytes;
   for (int k = 0; k < 4; k++)
     for (int z = 0; z < nsizes; z++) {

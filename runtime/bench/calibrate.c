@@ -63,23 +63,10 @@ int ddp_calib_record(ddp_calib_rows *c, ddp_exec *x, char *err, size_t errcap) {
   return rc;
 }
 
-int ddp_calib_traced(int64_t k) { return k % 2 == 0; }
-
-void ddp_calib_step(ddp_calib_rows *c, int traced, double step_ms) {
-  int t = traced != 0;
-  if (c->nstep[t] == c->capstep[t]) {
-    c->capstep[t] = c->capstep[t] ? 2 * c->capstep[t] : 16;
-    c->step_ms[t] = ddp_xrealloc(c->step_ms[t], c->capstep[t] * sizeof *c->step_ms[t]);
-  }
-  c->step_ms[t][c->nstep[t]++] = step_ms;
-}
-
 void ddp_calib_rows_free(ddp_calib_rows *c) {
   free(c->s);
   free(c->o);
   free(c->sweep);
-  free(c->step_ms[0]);
-  free(c->step_ms[1]);
   free(c->gemm);
   memset(c, 0, sizeof *c);
 }
@@ -121,6 +108,37 @@ static const char *work_name(const ddp_work *w) {
 static const char *const coll_names[COST_COLL_COUNT] = {"all_reduce", "reduce_scatter", "all_gather", "broadcast",
                                                         "send_recv"};
 
+/* gemm_table_scale: what the plan's 16-bit GEMMs that ran alone took in its timed steps over what the GEMM
+ * sweep's table gives for their shapes, summed (the step's GEMMs read operands from HBM that a GEMM timed
+ * back to back finds in L2, write wider and accumulating outputs, and run at the clocks of a loaded device:
+ * 2 x H200, 2026-11-24, 1.13-1.34 times the table's time, 1.17 in sum). Sets it in root; returns its fit
+ * note. */
+static json_t *table_scale(const ddp_plan *p, const ddp_calib_rows *c, const double *med, const double *ovl,
+                           json_t *root) {
+  const ddp_program *prog = &p->ranks[0].step;
+  double step_us = 0, table_us = 0;
+  int used = 0;
+  for (size_t k = 0; k < prog->n; k++) {
+    const ddp_instr *in = &prog->v[k];
+    ddp_work w;
+    ddp_instr_work(p, in, &w);
+    if (w.kind != WORK_GEMM || !w.gemm16 || med[k] < 0 || ovl[k] >= DDP_CALIB_ALONE) continue;
+    double t = ddp_gemm_table_us(c->gemm, (int)c->ngemm, (double)in->i[GEMM_I_M], (double)in->i[GEMM_I_N],
+                                 (double)in->i[GEMM_I_K], in->i[GEMM_I_TRANS_A] != 0, in->i[GEMM_I_TRANS_B] != 0);
+    if (t <= 0) continue;
+    double b = in->i[GEMM_I_BATCH] > 1 ? (double)in->i[GEMM_I_BATCH] : 1;
+    step_us += med[k] * 1e6, table_us += t * b, used++;
+  }
+  json_t *n = json_object();
+  if (!used || table_us <= 0) {
+    json_object_set_new(n, "not_measured", json_string("no 16-bit GEMM of the plan ran alone in its timed steps"));
+    return n;
+  }
+  json_object_set_new(root, "gemm_table_scale", json_real(step_us / table_us));
+  json_object_set_new(n, "samples", json_integer(used));
+  return n;
+}
+
 static json_t *profile_json(const ddp_plan *p, const ddp_calib_rows *c, const double *med, const double *ovl,
                             const ddp_calib_fit *f, const char *device_name) {
   char date[64], name[400];
@@ -140,15 +158,6 @@ static json_t *profile_json(const ddp_plan *p, const ddp_calib_rows *c, const do
   json_object_set_new(plan, "parallel", json_string(p->meta.parallel ? p->meta.parallel : ""));
   json_object_set_new(plan, "world", json_integer(p->meta.world));
   json_object_set_new(plan, "timed_steps", json_integer((json_int_t)c->rows));
-  json_object_set_new(plan, "untraced_steps", json_integer((json_int_t)c->nstep[0]));
-  size_t ni = 0;
-  for (size_t k = 0; k < c->n; k++) ni += med[k] >= 0;
-  json_object_set_new(plan, "instructions_timed", json_integer((json_int_t)ni));
-  for (int t = 0; t < 2; t++) { /* the step times untraced_launch takes its medians of */
-    json_t *a = json_array();
-    for (size_t k = 0; k < c->nstep[t]; k++) json_array_append_new(a, json_real(c->step_ms[t][k]));
-    json_object_set_new(plan, t ? "traced_step_ms" : "untraced_step_ms", a);
-  }
   json_object_set_new(root, "plan", plan);
   for (int k = 0; k < CAL_NFIG; k++) {
     if (f->fig[k].measured) json_object_set_new(root, ddp_calib_fig_name(k), json_real(f->fig[k].v));
@@ -180,11 +189,11 @@ static json_t *profile_json(const ddp_plan *p, const ddp_calib_rows *c, const do
   if (c->ngemm) { /* the GEMM sweep's points: what the cost model interpolates (compiler/explain/cost.c) */
     json_t *arr = json_array();
     for (size_t k = 0; k < c->ngemm; k++) {
-      const ddp_calib_gemm *g = &c->gemm[k];
+      const ddp_gemm_point *g = &c->gemm[k];
       json_t *e = json_object();
-      json_object_set_new(e, "m", json_integer(g->m));
-      json_object_set_new(e, "n", json_integer(g->n));
-      json_object_set_new(e, "k", json_integer(g->k));
+      json_object_set_new(e, "m", json_integer((json_int_t)g->m));
+      json_object_set_new(e, "n", json_integer((json_int_t)g->n));
+      json_object_set_new(e, "k", json_integer((json_int_t)g->k));
       json_object_set_new(e, "ta", json_integer(g->ta));
       json_object_set_new(e, "tb", json_integer(g->tb));
       json_object_set_new(e, "us", json_real(g->us));
@@ -195,6 +204,7 @@ static json_t *profile_json(const ddp_plan *p, const ddp_calib_rows *c, const do
     json_object_set_new(n, "samples", json_integer((json_int_t)c->ngemm));
     json_object_set_new(n, "note", json_string("bf16 GEMMs timed alone, back to back (the GEMM sweep)"));
     json_object_set_new(fit, "gemm_by_shape", n);
+    json_object_set_new(fit, "gemm_table_scale", table_scale(p, c, med, ovl, root));
   }
   json_object_set_new(root, "fit", fit);
   const ddp_program *prog = &p->ranks[0].step;
@@ -208,7 +218,13 @@ static json_t *profile_json(const ddp_plan *p, const ddp_calib_rows *c, const do
                                                                              : ddp_opcode_name(prog->v[k].opcode)));
     json_object_set_new(s, "work", json_string(work_name(&w)));
     if (w.kind == WORK_GEMM || w.kind == WORK_ATTENTION) json_object_set_new(s, "flops", json_real(w.flops));
-    if (w.kind == WORK_GEMM) json_object_set_new(s, "min_dim", json_real(w.gemm_min_dim));
+    if (w.kind == WORK_GEMM) {
+      json_object_set_new(s, "min_dim", json_real(w.gemm_min_dim));
+      static const char *const dims[5] = {"m", "n", "k", "ta", "tb"};
+      const int slot[5] = {GEMM_I_M, GEMM_I_N, GEMM_I_K, GEMM_I_TRANS_A, GEMM_I_TRANS_B};
+      for (int d = 0; d < 5; d++) json_object_set_new(s, dims[d], json_integer((json_int_t)prog->v[k].i[slot[d]]));
+      json_object_set_new(s, "batch", json_integer((json_int_t)(prog->v[k].i[GEMM_I_BATCH] > 1 ? prog->v[k].i[GEMM_I_BATCH] : 1)));
+    }
     if (w.kind == WORK_MEMORY || w.kind == WORK_ATTENTION) json_object_set_new(s, "bytes", json_real(w.bytes));
     if (w.kind == WORK_COLL) {
       json_object_set_new(s, "collective", json_string(coll_names[w.coll_kind]));
@@ -273,15 +289,15 @@ static void take_compute(json_t *root, json_t *old, const char *from) {
     else json_object_del(root, key);
     carry_note(fit, ofit, key, from);
   }
-  static const char *const tables[] = {"attention_by_shape", "gemm_by_shape"};
-  for (int k = 0; k < 2; k++) {
+  static const char *const tables[] = {"attention_by_shape", "gemm_by_shape", "gemm_table_scale"};
+  for (int k = 0; k < 3; k++) {
     json_t *t = json_object_get(old, tables[k]);
     if (!t) {
       json_object_del(root, tables[k]);
       continue;
     }
     json_object_set(root, tables[k], t);
-    if (k == 1) carry_note(fit, ofit, tables[k], from);
+    if (k > 0) carry_note(fit, ofit, tables[k], from);
   }
   json_object_set_new(root, "compute_from", json_string(from));
 }
@@ -344,6 +360,8 @@ static void merge_earlier(json_t *root, const char *path, const char *dev, long 
   if (ogemm && !json_object_get(root, "gemm_by_shape")) {
     json_object_set(root, "gemm_by_shape", ogemm);
     note_kept(fit, ofit, "gemm_by_shape", date, kept, sizeof kept);
+    json_t *oscale = json_object_get(old, "gemm_table_scale");
+    if (oscale) json_object_set(root, "gemm_table_scale", oscale), note_kept(fit, ofit, "gemm_table_scale", date, kept, sizeof kept);
   }
   json_t *shapes = json_object_get(root, "attention_by_shape"), *oshapes = json_object_get(old, "attention_by_shape");
   for (size_t k = 0; oshapes && json_is_array(oshapes) && k < json_array_size(oshapes); k++) {
@@ -365,42 +383,6 @@ static void merge_earlier(json_t *root, const char *path, const char *dev, long 
   }
   snprintf(note, notecap, "kept from the earlier profile of %s at this path: %s", date, kept[0] ? kept : "nothing");
   json_decref(old);
-}
-
-static int cmp_ms(const void *a, const void *b) {
-  double x = *(const double *)a, y = *(const double *)b;
-  return x < y ? -1 : x > y;
-}
-
-/* The median of n step times (n >= 1; sorts a copy). */
-static double median_ms(const double *v, size_t n) {
-  double *w = ddp_xmalloc((n + 1) * sizeof *w);
-  memcpy(w, v, n * sizeof *w);
-  qsort(w, n, sizeof *w, cmp_ms);
-  double m = n % 2 ? w[n / 2] : (w[n / 2 - 1] + w[n / 2]) / 2;
-  free(w);
-  return m;
-}
-
-/* launch_us as an untraced replay pays it. The fit's intercept comes from steps with an event pair around
- * every instruction, whose recording the host does between launches: where kernels are short the GPU waits
- * for it, and each instruction's measured time carries it. The untraced timed steps between them give the
- * difference: launch_us = the fit's less (median traced step - median untraced step) / timed instructions
- * (not below 0). On 2 x H200 (2026-11-23) the fit's 9.8 us priced the 16-microbatch pipelines' small
- * kernels 35-61% over their measured step. */
-static void untraced_launch(const ddp_calib_rows *c, const double *med, ddp_calib_fit *f) {
-  ddp_calib_fig *l = &f->fig[CAL_LAUNCH];
-  if (!l->measured || !c->nstep[0] || !c->nstep[1]) return;
-  size_t ni = 0;
-  for (size_t k = 0; k < c->n; k++) ni += med[k] >= 0;
-  if (!ni) return;
-  double tr = median_ms(c->step_ms[1], c->nstep[1]), un = median_ms(c->step_ms[0], c->nstep[0]);
-  double over_us = (tr - un) * 1e3 / (double)ni, fit = l->v;
-  if (over_us < 0) over_us = 0;
-  l->v = fit > over_us ? fit - over_us : 0;
-  snprintf(l->why, sizeof l->why,
-           "the fit's %.4g us less the timing events' %.4g us per instruction (median step %.6g ms traced, %.6g ms "
-           "untraced, %zu timed instructions)", fit, over_us, tr, un, ni);
 }
 
 int ddp_calib_finish(const ddp_plan *p, const ddp_calib_rows *c, const char *device, const char *out_path,
@@ -429,7 +411,6 @@ int ddp_calib_finish(const ddp_plan *p, const ddp_calib_rows *c, const char *dev
   ddp_calib_medians(c, med, ovl);
   ddp_calib_fit f;
   int rc = ddp_calib_fit_run(p, 0, med, ovl, c->sweep, c->nsweep, &f, err, errcap);
-  if (rc == 0) untraced_launch(c, med, &f);
   if (rc == 0) {
     json_t *root = profile_json(p, c, med, ovl, &f, dev);
     merge_earlier(root, path, dev, (long long)p->meta.world, merged, sizeof merged);

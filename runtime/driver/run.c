@@ -282,8 +282,7 @@ int ddp_run_rank(ddp_exec *x, const ddp_run_opts *o, char *err, size_t errcap) {
   bool stopped = false;
   metrics_row r = {0};
   for (int64_t s = start; rc == 0 && s < steps; s++) {
-    bool calib_timed = o->calibrate && lead && s >= m->warmup,
-         calib_step = calib_timed && ddp_calib_traced(s - m->warmup);
+    bool calib_step = o->calibrate && lead && s >= m->warmup;
     x->trace = (o->trace_path && s == steps - 1) || calib_step;
     r = (metrics_row){.step = s + 1, .warm = s < m->warmup};
     float own = 0;
@@ -301,7 +300,6 @@ int ddp_run_rank(ddp_exec *x, const ddp_run_opts *o, char *err, size_t errcap) {
      * after this same step), and every rank's times and peak memory for the metrics. */
     if (rc) break;
     ddp_step_times_from_timers(p, x->rank, timer_ms, &r.t);
-    if (calib_timed) ddp_calib_step(&calib, calib_step, r.t.step_ms);
     x->v->memory(x, &r.in_use, &r.peak);
     memset(v, 0, nsum * sizeof *v);
     v[0] = loss_share(p, x->rank, x->world, own);

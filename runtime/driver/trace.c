@@ -60,7 +60,7 @@ int ddp_trace_write(const ddp_plan *p, int rank, int64_t step, const double *sta
   fprintf(f, "{\"ph\": \"M\", \"pid\": %d, \"name\": \"process_name\", \"args\": {\"name\": \"rank %d\"}}", rank, rank);
   for (uint32_t s = 0; s < p->nstreams; s++)
     fprintf(f, ",\n{\"ph\": \"M\", \"pid\": %d, \"tid\": %u, \"name\": \"thread_name\", \"args\": {\"name\": \"%s\"}}",
-            rank, s, s == STREAM_COMPUTE ? "compute stream" : s == STREAM_COMM ? "communication stream" : s == STREAM_P2P ? "p2p stream" : "stream");
+            rank, s, s == STREAM_COMPUTE ? "compute stream" : s == STREAM_COMM ? "communication stream" : "stream");
   uint32_t *open = prog->n ? malloc(prog->n * sizeof *open) : NULL, depth = 0;
   if (prog->n && !open) {
     ddp_atomic_abort(&a);

@@ -8,7 +8,8 @@
  * collective runs at 1 - collective_share of its rate, also in the run with free collectives (so the loss
  * is compute, not exposed communication); (5) collective_share in a profile file: optional (the built-in
  * default's when left out), range-checked; (6) a bf16 GEMM priced from the profile's gemm_by_shape table:
- * interpolated in log space between the grid's shapes (exact for a power law), scaled beyond the grid,
+ * interpolated in log space between the grid's shapes (exact for a power law), scaled beyond the grid and by
+ * gemm_table_scale,
  * the flat throughput for another layout, a missing corner or f32 inputs; the table's bad entries refused. */
 #include "check.h"
 #include "explain.h"
@@ -29,6 +30,7 @@ static ddp_profile test_profile(void) {
   pr.gemm_tflops_16 = pr.gemm_tflops_32 = pr.attention_tflops = 1;
   pr.gemm_small_dim = 1;
   pr.gemm_small_scale = 1;
+  pr.gemm_table_scale = 1;
   for (int k = 0; k < COST_COLL_COUNT; k++) pr.coll[k] = (ddp_coll_cost){100, 1};
   return pr;
 }
@@ -305,6 +307,9 @@ static void test_gemm_table(const ddp_profile *base) {
   in.i[GEMM_I_BATCH] = 3;
   CHECK_T("batch 3: three times one", 3 * 134.217728e-6, ddp_instr_cost(p, &in, &pr, &comm));
   in.i[GEMM_I_BATCH] = 1;
+  pr.gemm_table_scale = 1.25;
+  CHECK_T("gemm_table_scale 1.25", 1.25 * 134.217728e-6, ddp_instr_cost(p, &in, &pr, &comm));
+  pr.gemm_table_scale = 1;
   const double flat = 2.0 * 512 * 512 * 512 / 1e12;
   in.i[GEMM_I_TRANS_B] = 0;
   CHECK_T("another layout: the flat throughput", flat, ddp_instr_cost(p, &in, &pr, &comm));
