@@ -16,6 +16,7 @@ int ddprun_main(ddprun_args *a);                  /* runtime/dispatch.c */
 int ddprun_ref(const ddp_plan *p, ddprun_args *a); /* runtime/dispatch_ref.c */
 int ddprun_cuda(const ddp_plan *p, ddprun_args *a); /* runtime/dispatch_cuda.c */
 int ddprun_bench_main(int argc, char **argv);     /* runtime/bench/allreduce.c */
+int ddprun_bench_interference_main(int argc, char **argv); /* runtime/bench/interference.c */
 /* "ddprun V (plan format N, CUDA R.R runtime, NCCL X.Y.Z)" on `out`; 0, or -1 on a write error
  * (runtime/version.c; no GPU needed). */
 int ddprun_version(FILE *out);

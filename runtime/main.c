@@ -31,6 +31,7 @@ static void usage(FILE *f) {
           "              [--quiet]\n"
           "       ddprun --bench allreduce [--device cuda|ref] [--nproc N] [--sizes-mb 1,10,100,1000] [--iters N]\n"
           "              [--out F.jsonl]   (ref: CPU ranks, one process each under mpirun/srun)\n"
+          "       ddprun --bench interference [--nproc N] [--mb 100] [--tokens 4096] [--paths ...] [--out F.jsonl]\n"
           "       ddprun --bench plot -o F.svg F.jsonl ...\n"
           "       ddprun --help-env   (the DDP_* environment variables)\n"
           "       ddprun --version\n"

@@ -117,12 +117,13 @@ static int rank_entry(const ddp_identity *id, void *ctx) {
 
 int ddprun_bench_main(int argc, char **argv) {
   if (argc < 1) {
-    fprintf(stderr, "ddprun --bench: which benchmark? (allreduce, plot)\n");
+    fprintf(stderr, "ddprun --bench: which benchmark? (allreduce, interference, plot)\n");
     return DDP_EXIT_USAGE;
   }
   if (!strcmp(argv[0], "plot")) return ddprun_plot_main(argc, argv); /* argv[0] is "plot" */
+  if (!strcmp(argv[0], "interference")) return ddprun_bench_interference_main(argc, argv); /* interference.c */
   if (strcmp(argv[0], "allreduce")) {
-    fprintf(stderr, "ddprun --bench: unknown benchmark '%s' (allreduce, plot)\n", argv[0]);
+    fprintf(stderr, "ddprun --bench: unknown benchmark '%s' (allreduce, interference, plot)\n", argv[0]);
     return DDP_EXIT_USAGE;
   }
   static const struct option lo[] = {{"nproc", required_argument, NULL, 'n'}, {"iters", required_argument, NULL, 'i'},

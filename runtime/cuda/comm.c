@@ -462,10 +462,7 @@ int cx_time_collective(ddp_exec *e, const ddp_instr *in, int iters, double *ms, 
   if (rc == 0 && (ce = cudaEventRecord(ev[1], s)) != cudaSuccess)
     rc = ddp_fail(err, errcap, "%s:%d: cudaEventRecord: %s", __FILE__, __LINE__, cudaGetErrorString(ce));
   if (rc == 0) rc = cx_wait_streams(x, "timing a collective", err, errcap);
-  float t = 0;
-  if (rc == 0 && (ce = cudaEventElapsedTime(&t, ev[0], ev[1])) != cudaSuccess)
-    rc = ddp_fail(err, errcap, "%s:%d: cudaEventElapsedTime: %s", __FILE__, __LINE__, cudaGetErrorString(ce));
-  if (rc == 0) *ms = (double)t / iters;
+  if (rc == 0) rc = cx_mean_ms(ev, iters, ms, err, errcap);
   for (int k = 0; k < 2; k++)
     if (ev[k]) (void)cudaEventDestroy(ev[k]);
   if (sbuf) (void)cudaFree(sbuf);

@@ -128,6 +128,9 @@ typedef struct cx {
   int gemm_timed;            /* a GEMM was timed at load: its buffers hold scratch and are zeroed again */
 } cx;
 
+/* cx_util.c: *ms = the time between ev[0] and ev[1] (both recorded and complete) over iters runs; destroys
+ * both events either way. */
+int cx_mean_ms(cudaEvent_t ev[2], int iters, double *ms, char *err, size_t errcap);
 /* cx_util.c: prefixes err with "<prog> instruction I (<opcode> '<label>'): ". */
 int cx_fail_at(const cx *x, const cx_prog *pg, const cx_op *op, char *err, size_t errcap);
 

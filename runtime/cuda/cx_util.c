@@ -38,3 +38,14 @@ int cx_buffer(const cx *x, const ddp_instr *in, int slot, uint64_t bytes, void *
   *out = (uint8_t *)x->arena[r->arena] + r->offset;
   return 0;
 }
+
+int cx_mean_ms(cudaEvent_t ev[2], int iters, double *ms, char *err, size_t errcap) {
+  float t = 0;
+  cudaError_t ce = cudaEventElapsedTime(&t, ev[0], ev[1]);
+  for (int k = 0; k < 2; k++)
+    if (ev[k]) (void)cudaEventDestroy(ev[k]), ev[k] = NULL;
+  if (ce != cudaSuccess)
+    return ddp_fail(err, errcap, "%s:%d: cudaEventElapsedTime: %s", __FILE__, __LINE__, cudaGetErrorString(ce));
+  *ms = (double)t / iters;
+  return 0;
+}

@@ -309,10 +309,7 @@ int cx_time_gemm(ddp_exec *e, const ddp_instr *in, int iters, double *ms, char *
     rc = ddp_fail(err, errcap, "%s:%d: cudaEventRecord: %s", __FILE__, __LINE__, cudaGetErrorString(ce));
   if (rc == 0 && (ce = cudaEventSynchronize(ev[1])) != cudaSuccess)
     rc = ddp_fail(err, errcap, "%s:%d: cudaEventSynchronize: %s", __FILE__, __LINE__, cudaGetErrorString(ce));
-  float t = 0;
-  if (rc == 0 && (ce = cudaEventElapsedTime(&t, ev[0], ev[1])) != cudaSuccess)
-    rc = ddp_fail(err, errcap, "%s:%d: cudaEventElapsedTime: %s", __FILE__, __LINE__, cudaGetErrorString(ce));
-  if (rc == 0) *ms = (double)t / iters;
+  if (rc == 0) rc = cx_mean_ms(ev, iters, ms, err, errcap);
   for (int k = 0; k < 2; k++)
     if (ev[k]) (void)cudaEventDestroy(ev[k]);
   cx_gemm_free(g);
