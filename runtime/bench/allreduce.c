@@ -47,7 +47,8 @@ static void fill_host(float *host, size_t n, float v) {
   for (size_t i = 0; i < n; i++) host[i] = v;
 }
 
-static int bench_rank(const ddp_identity *id, const bench_opts *o, char *err, size_t errcap) {
+static int bench_rank(const ddp_identity *id, void *ctx, char *err, size_t errcap) {
+  const bench_opts *o = ctx;
   ncclUniqueId uid;
   memset(&uid, 0, sizeof uid);
   if (id->rank == 0) NCCL_TRY(ncclGetUniqueId(&uid));
@@ -104,15 +105,6 @@ static int bench_rank(const ddp_identity *id, const bench_opts *o, char *err, si
   cudaFree(buf);
   cudaStreamDestroy(st);
   return wrc;
-}
-
-static int rank_entry(const ddp_identity *id, void *ctx) {
-  char err[1024];
-  if (bench_rank(id, ctx, err, sizeof err)) {
-    fprintf(stderr, "ddprun --bench allreduce: rank %d: %s\n", id->rank, err);
-    return 1;
-  }
-  return 0;
 }
 
 int ddprun_bench_main(int argc, char **argv) {
@@ -178,17 +170,5 @@ int ddprun_bench_main(int argc, char **argv) {
     return DDP_EXIT_USAGE;
   }
   if (cpu) return ddprun_bench_allreduce_cpu(&o, nproc);
-  setenv("NCCL_NVLS_ENABLE", "0", 0);
-  char err[1024];
-  if (nproc > 0) {
-    int rc = ddp_launch_local(nproc, rank_entry, &o, err, sizeof err);
-    if (rc == -1) fprintf(stderr, "ddprun: %s\n", err);
-    return rc == 0 ? 0 : 1;
-  }
-  ddp_identity id;
-  if (ddp_launch_identity(&id, err, sizeof err)) {
-    fprintf(stderr, "ddprun: %s\n", err);
-    return 1;
-  }
-  return rank_entry(&id, &o);
+  return ddp_bench_launch("allreduce", nproc, bench_rank, &o);
 }

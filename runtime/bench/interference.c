@@ -12,6 +12,7 @@
  * Rank 0 prints per path: GEMM TFLOP/s alone and during, the compute slowdown, the all-reduce's busbw alone
  * and during; --out appends one JSON object per path. */
 #include "args.h"
+#include "bench.h"
 #include "cli.h"
 #include "cuda_check.h"
 #include "err.h"
@@ -200,7 +201,8 @@ static int open_path(int p, const ncclUniqueId *uid, int world, int rank, rig *r
   return 0;
 }
 
-static int run_rank(const ddp_identity *id, const iopts *o, char *err, size_t errcap) {
+static int run_rank(const ddp_identity *id, void *ctx, char *err, size_t errcap) {
+  const iopts *o = ctx;
   DDP_CUDA_TRY(cudaSetDevice(id->local_rank));
   rig r;
   memset(&r, 0, sizeof r);
@@ -271,15 +273,6 @@ static int run_rank(const ddp_identity *id, const iopts *o, char *err, size_t er
   return wrc;
 }
 
-static int rank_entry(const ddp_identity *id, void *ctx) {
-  char err[1024];
-  if (run_rank(id, ctx, err, sizeof err)) {
-    fprintf(stderr, "ddprun --bench interference: rank %d: %s\n", id->rank, err);
-    return 1;
-  }
-  return 0;
-}
-
 int ddprun_bench_interference_main(int argc, char **argv) {
   static const struct option lo[] = {{"nproc", required_argument, NULL, 'n'},  {"mb", required_argument, NULL, 'm'},
                                      {"tokens", required_argument, NULL, 't'}, {"rounds", required_argument, NULL, 'r'},
@@ -331,17 +324,5 @@ int ddprun_bench_interference_main(int argc, char **argv) {
     fprintf(stderr, "ddprun --bench interference: %s\n", bad);
     return DDP_EXIT_USAGE;
   }
-  setenv("NCCL_NVLS_ENABLE", "0", 0);
-  char err[1024];
-  if (nproc > 0) {
-    int rc = ddp_launch_local(nproc, rank_entry, &o, err, sizeof err);
-    if (rc == -1) fprintf(stderr, "ddprun: %s\n", err);
-    return rc == 0 ? 0 : 1;
-  }
-  ddp_identity id;
-  if (ddp_launch_identity(&id, err, sizeof err)) {
-    fprintf(stderr, "ddprun: %s\n", err);
-    return 1;
-  }
-  return rank_entry(&id, &o);
+  return ddp_bench_launch("interference", nproc, run_rank, &o);
 }
