@@ -4,9 +4,11 @@
  * `ddpc explain --profile`'s (compiler/explain/profile.c, docs/EXPLAIN.md) with "defaults": "built-in":
  * a figure this plan could not measure is left out and the reader takes the built-in default's, and the
  * "fit" object says why for each. When the file already holds a calibrated profile of the same device and
- * world, the figures it has and this run did not measure are kept (merge_earlier), so calibration plans
- * of different collectives or attention shapes add up to one profile. */
+ * world, the figures it has and this run did not measure are kept (calib_merge.c), so calibration plans
+ * of different collectives or attention shapes add up to one profile. The GEMM sweep's table goes in with
+ * gemm_table_scale, what the plan's own GEMMs took over the table's times for their shapes. */
 #include "calibrate.h"
+#include "calib_merge.h"
 #include "args.h"
 #include "cache_dir.h"
 #include "err.h"
@@ -105,8 +107,8 @@ static const char *work_name(const ddp_work *w) {
   }
 }
 
-static const char *const coll_names[COST_COLL_COUNT] = {"all_reduce", "reduce_scatter", "all_gather", "broadcast",
-                                                        "send_recv"};
+const char *const ddp_calib_coll_names[COST_COLL_COUNT] = {"all_reduce", "reduce_scatter", "all_gather",
+                                                           "broadcast", "send_recv"};
 
 /* gemm_table_scale: what the plan's 16-bit GEMMs that ran alone took in its timed steps over what the GEMM
  * sweep's table gives for their shapes, summed (the step's GEMMs read operands from HBM that a GEMM timed
@@ -177,13 +179,13 @@ static json_t *profile_json(const ddp_plan *p, const ddp_calib_rows *c, const do
   }
   for (int k = 0; k < COST_COLL_COUNT; k++) {
     char key[64];
-    snprintf(key, sizeof key, "collectives.%s", coll_names[k]);
+    snprintf(key, sizeof key, "collectives.%s", ddp_calib_coll_names[k]);
     json_object_set_new(fit, key, fig_note(&f->alpha[k]));
     if (!f->alpha[k].measured) continue;
     json_t *o = json_object();
     json_object_set_new(o, "alpha_us", json_real(f->alpha[k].v));
     json_object_set_new(o, "busbw_gbps", json_real(f->busbw[k].v));
-    json_object_set_new(coll, coll_names[k], o);
+    json_object_set_new(coll, ddp_calib_coll_names[k], o);
   }
   json_object_set_new(root, "collectives", coll);
   if (c->ngemm) { /* the GEMM sweep's points: what the cost model interpolates (compiler/explain/cost.c) */
@@ -227,7 +229,7 @@ static json_t *profile_json(const ddp_plan *p, const ddp_calib_rows *c, const do
     }
     if (w.kind == WORK_MEMORY || w.kind == WORK_ATTENTION) json_object_set_new(s, "bytes", json_real(w.bytes));
     if (w.kind == WORK_COLL) {
-      json_object_set_new(s, "collective", json_string(coll_names[w.coll_kind]));
+      json_object_set_new(s, "collective", json_string(ddp_calib_coll_names[w.coll_kind]));
       json_object_set_new(s, "wire_bytes", json_real(w.wire_bytes));
     }
     json_object_set_new(s, "median_ms", json_real(med[k] * 1e3));
@@ -238,151 +240,13 @@ static json_t *profile_json(const ddp_plan *p, const ddp_calib_rows *c, const do
     json_t *s = json_object();
     json_object_set_new(s, "what", json_string("sweep"));
     json_object_set_new(s, "work", json_string("collective"));
-    json_object_set_new(s, "collective", json_string(coll_names[c->sweep[k].kind]));
+    json_object_set_new(s, "collective", json_string(ddp_calib_coll_names[c->sweep[k].kind]));
     json_object_set_new(s, "wire_bytes", json_real(c->sweep[k].wire_bytes));
     json_object_set_new(s, "median_ms", json_real(c->sweep[k].s * 1e3));
     json_array_append_new(samples, s);
   }
   json_object_set_new(root, "samples", samples);
   return root;
-}
-
-/* Keeps what the calibrated profile already at `path` (same device, same world) measured and root lacks:
- * figures, collective kinds (each with its fit note, marked with the earlier date), attention shapes. Writes
- * one line about it into note (empty when there was no earlier file). */
-/* A figure kept from the earlier profile: its fit entry says from when (and carries the earlier fit), and
- * its name joins the list the report prints. */
-static void note_kept(json_t *fit, json_t *ofit, const char *key, const char *date, char *kept, size_t keptcap) {
-  json_t *n = json_object();
-  json_object_set_new(n, "kept_from", json_string(date));
-  if (ofit && json_object_get(ofit, key)) json_object_set(n, "earlier", json_object_get(ofit, key));
-  json_object_set_new(fit, key, n);
-  size_t m = strlen(kept);
-  snprintf(kept + m, keptcap - m, "%s%s", m ? ", " : "", key);
-}
-
-/* fit[key] says the figure came `from` the one-rank run, with that run's own note (carried as it is when
- * it already says where it came from, not nested). */
-static void carry_note(json_t *fit, json_t *ofit, const char *key, const char *from) {
-  json_t *onote = ofit ? json_object_get(ofit, key) : NULL;
-  if (json_object_get(onote, "from")) {
-    json_object_set(fit, key, onote);
-    return;
-  }
-  json_t *n = json_object();
-  json_object_set_new(n, "from", json_string(from));
-  if (onote) json_object_set(n, "earlier", onote);
-  json_object_set_new(fit, key, n);
-}
-
-/* The compute figures of a one-rank profile `old` (or of a multi-rank one that took them from one) replace
- * root's (a multi-rank run's, whose compute shared the device with NCCL's kernels and the skew of the other
- * ranks): launch, HBM, GEMM and attention, the attention and GEMM tables included; root says where they
- * came from ("compute_from"), and each figure's fit note is the one-rank run's. */
-static void take_compute(json_t *root, json_t *old, const char *from) {
-  json_t *fit = json_object_get(root, "fit"), *ofit = json_object_get(old, "fit");
-  for (int k = 0; k < CAL_NFIG; k++) {
-    if (k == CAL_SHARE) continue; /* measured only beside collectives: this run's */
-    const char *key = ddp_calib_fig_name(k);
-    json_t *v = json_object_get(old, key);
-    if (v) json_object_set(root, key, v);
-    else json_object_del(root, key);
-    carry_note(fit, ofit, key, from);
-  }
-  static const char *const tables[] = {"attention_by_shape", "gemm_by_shape", "gemm_table_scale"};
-  for (int k = 0; k < 3; k++) {
-    json_t *t = json_object_get(old, tables[k]);
-    if (!t) {
-      json_object_del(root, tables[k]);
-      continue;
-    }
-    json_object_set(root, tables[k], t);
-    if (k > 0) carry_note(fit, ofit, tables[k], from);
-  }
-  json_object_set_new(root, "compute_from", json_string(from));
-}
-
-static void merge_earlier(json_t *root, const char *path, const char *dev, long long world, char *note,
-                          size_t notecap) {
-  char why[300];
-  size_t len = 0;
-  note[0] = 0;
-  char *text = ddp_read_file(path, 64 << 20, &len, why, sizeof why);
-  if (!text) return; /* no earlier profile */
-  json_t *old = json_loadb(text, len, 0, NULL);
-  free(text);
-  json_t *od = old ? json_object_get(old, "device") : NULL, *ow = old ? json_object_get(json_object_get(old, "plan"), "world") : NULL;
-  json_t *odf = old ? json_object_get(old, "defaults") : NULL, *odate = old ? json_object_get(old, "date") : NULL;
-  if (!old || !json_is_object(old) || !odf || !json_is_string(odf) || strcmp(json_string_value(odf), "built-in") ||
-      !od || !json_is_string(od) || strcmp(json_string_value(od), dev) || !ow || !json_is_integer(ow) ||
-      (json_integer_value(ow) != world && !(world > 1 && json_integer_value(ow) == 1))) {
-    snprintf(note, notecap, "replaced the earlier file (not a calibrated profile of %.200s at world %lld%s)", dev, world,
-             world > 1 ? " or 1" : "");
-    json_decref(old);
-    return;
-  }
-  const char *date = odate && json_is_string(odate) ? json_string_value(odate) : "?";
-  /* A multi-rank run over a one-rank profile of the device: that profile's compute figures, this run's
-   * collectives and collective_share. Over a multi-rank profile that took its compute from one rank: the
-   * same, and its collective kinds this run did not measure as below. */
-  json_t *ofrom = json_object_get(old, "compute_from");
-  if (world > 1 && (json_integer_value(ow) == 1 || json_is_string(ofrom))) {
-    char from[200];
-    snprintf(from, sizeof from, "%s", json_is_string(ofrom) ? json_string_value(ofrom) : "");
-    if (!from[0]) snprintf(from, sizeof from, "the one-rank calibration of %.100s", date);
-    take_compute(root, old, from);
-    if (json_integer_value(ow) == 1) {
-      snprintf(note, notecap, "compute figures from %s at this path; collectives from this run (world %lld)", from,
-               world);
-      json_decref(old);
-      return;
-    }
-  }
-  json_t *fit = json_object_get(root, "fit"), *ofit = json_object_get(old, "fit");
-  char kept[400] = "";
-  for (int k = 0; k < CAL_NFIG; k++) {
-    const char *key = ddp_calib_fig_name(k);
-    json_t *v = json_object_get(old, key);
-    if (json_object_get(root, key) || !v) continue;
-    json_object_set(root, key, v);
-    note_kept(fit, ofit, key, date, kept, sizeof kept);
-  }
-  json_t *coll = json_object_get(root, "collectives"), *ocoll = json_object_get(old, "collectives");
-  for (int k = 0; ocoll && json_is_object(ocoll) && k < COST_COLL_COUNT; k++) {
-    json_t *v = json_object_get(ocoll, coll_names[k]);
-    if (json_object_get(coll, coll_names[k]) || !v) continue;
-    json_object_set(coll, coll_names[k], v);
-    char key[64];
-    snprintf(key, sizeof key, "collectives.%s", coll_names[k]);
-    note_kept(fit, ofit, key, date, kept, sizeof kept);
-  }
-  json_t *ogemm = json_object_get(old, "gemm_by_shape");
-  if (ogemm && !json_object_get(root, "gemm_by_shape")) {
-    json_object_set(root, "gemm_by_shape", ogemm);
-    note_kept(fit, ofit, "gemm_by_shape", date, kept, sizeof kept);
-    json_t *oscale = json_object_get(old, "gemm_table_scale");
-    if (oscale) json_object_set(root, "gemm_table_scale", oscale), note_kept(fit, ofit, "gemm_table_scale", date, kept, sizeof kept);
-  }
-  json_t *shapes = json_object_get(root, "attention_by_shape"), *oshapes = json_object_get(old, "attention_by_shape");
-  for (size_t k = 0; oshapes && json_is_array(oshapes) && k < json_array_size(oshapes); k++) {
-    json_t *e = json_array_get(oshapes, k);
-    double t = json_number_value(json_object_get(e, "t")), dh = json_number_value(json_object_get(e, "dh"));
-    int dup = 0;
-    for (size_t j = 0; shapes && j < json_array_size(shapes) && !dup; j++) {
-      json_t *g = json_array_get(shapes, j);
-      dup = json_number_value(json_object_get(g, "t")) == t && json_number_value(json_object_get(g, "dh")) == dh;
-    }
-    if (dup) continue;
-    if (!shapes) {
-      shapes = json_array();
-      json_object_set_new(root, "attention_by_shape", shapes);
-    }
-    json_array_append(shapes, e);
-    size_t m = strlen(kept);
-    snprintf(kept + m, sizeof kept - m, "%sattention T %g head dim %g", m ? ", " : "", t, dh);
-  }
-  snprintf(note, notecap, "kept from the earlier profile of %s at this path: %s", date, kept[0] ? kept : "nothing");
-  json_decref(old);
 }
 
 int ddp_calib_finish(const ddp_plan *p, const ddp_calib_rows *c, const char *device, const char *out_path,
@@ -413,7 +277,7 @@ int ddp_calib_finish(const ddp_plan *p, const ddp_calib_rows *c, const char *dev
   int rc = ddp_calib_fit_run(p, 0, med, ovl, c->sweep, c->nsweep, &f, err, errcap);
   if (rc == 0) {
     json_t *root = profile_json(p, c, med, ovl, &f, dev);
-    merge_earlier(root, path, dev, (long long)p->meta.world, merged, sizeof merged);
+    ddp_calib_merge_earlier(root, path, dev, (long long)p->meta.world, merged, sizeof merged);
     char *text = json_dumps(root, JSON_INDENT(1) | JSON_REAL_PRECISION(9));
     json_decref(root);
     if (!text) rc = ddp_fail(err, errcap, "--calibrate: out of memory for the profile");
@@ -431,7 +295,7 @@ int ddp_calib_finish(const ddp_plan *p, const ddp_calib_rows *c, const char *dev
       if (c->ngemm) printf("  %-18s %12zu  (bf16 GEMMs timed alone)\n", "gemm_by_shape", c->ngemm);
       for (int k = 0; k < COST_COLL_COUNT; k++)
         if (f.alpha[k].measured)
-          printf("  %-18s alpha %.4g us, busbw %.4g GB/s  (%d samples)\n", coll_names[k], f.alpha[k].v, f.busbw[k].v,
+          printf("  %-18s alpha %.4g us, busbw %.4g GB/s  (%d samples)\n", ddp_calib_coll_names[k], f.alpha[k].v, f.busbw[k].v,
                  f.alpha[k].samples);
     }
     if (merged[0]) printf("%s\n", merged);

@@ -71,6 +71,8 @@ typedef struct ddp_calib_fit {
 } ddp_calib_fit;
 
 const char *ddp_calib_fig_name(int f); /* "launch_us", ... */
+/* The profile's names of the collective kinds (COST_*): "all_reduce", ... "send_recv". */
+extern const char *const ddp_calib_coll_names[COST_COLL_COUNT];
 
 /* Fits the figures from the per-instruction medians (seconds, < 0: not recorded) of `rank`'s step program
  * and their overlaps with collectives (NULL: none): the rates from the instructions that ran alone
