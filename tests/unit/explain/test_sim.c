@@ -368,6 +368,11 @@ static void test_parser(void) {
     snprintf(path, sizeof path, "%s/docs/profiles/default_h100_h200.json", src);
     if (CHECK(ddp_profile_read(path, &file, err, sizeof err) == 0, "%s", err))
       CHECK(memcmp(&def, &file, sizeof def) == 0, "%s differs from ddp_profile_default", path);
+    /* the calibrated 2 x H200 profile of docs/EXPLAIN.md ("GEMMs by shape") still reads, table and scale */
+    snprintf(path, sizeof path, "%s/docs/profiles/h200_x2_2026-11-24.json", src);
+    if (CHECK(ddp_profile_read(path, &file, err, sizeof err) == 0, "%s", err))
+      CHECK(file.ngemm_shapes == 648 && file.gemm_table_scale > 1 && file.gemm_table_scale < 1.3,
+            "%s: %d GEMM shapes, scale %g", path, file.ngemm_shapes, file.gemm_table_scale);
   }
   err[0] = 0;
   CHECK(ddp_profile_read("/nonexistent/prof.json", &pr, err, sizeof err) != 0);
