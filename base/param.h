@@ -46,6 +46,8 @@
   X(CUDA_GRAPH, "DDP_CUDA_GRAPH", BOOL, 0, 0, 1, "ddprun: 1 captures the step once into a CUDA graph")      \
   X(STREAM_PRIORITY, "DDP_STREAM_PRIORITY", BOOL, 0, 0, 1,                                                  \
     "ddprun: 1 gives the compute stream a higher priority than communication (experiment)")                 \
+  X(P2P_COPY, "DDP_P2P_COPY", BOOL, 0, 0, 1,                                                               \
+    "ddprun: 1 moves the step's SEND/RECV between GPUs of one host by copy-engine copies over CUDA IPC (0: NCCL)") \
   X(GEMM_TUNE, "DDP_GEMM_TUNE", BOOL, 1, 0, 1, "ddprun: 0 takes cuBLASLt's first proposal instead of timing them") \
   X(NCCL_BLOCKING, "DDP_NCCL_BLOCKING", BOOL, 0, 0, 1,                                                      \
     "ddprun: 1 makes the NCCL communicator blocking (diagnosis; no set-up deadline)")                     \

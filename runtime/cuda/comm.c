@@ -296,7 +296,7 @@ int cx_exec_BROADCAST(cx *x, const cx_op *op, int64_t step, char *err, size_t er
                    "ncclBroadcast", err, errcap);
 }
 
-static int p2p(cx *x, const cx_op *op, int send, char *err, size_t errcap) {
+int cx_comm_p2p(cx *x, const cx_op *op, int send, char *err, size_t errcap) {
   if (op->skip && !op->group_begin && !op->group_end) return 0;
   if (!x->comm) return ddp_fail(err, errcap, "NCCL communicator aborted");
   if (op->group_begin) {
@@ -318,14 +318,21 @@ static int p2p(cx *x, const cx_op *op, int send, char *err, size_t errcap) {
   return 0;
 }
 
-int cx_exec_SEND(cx *x, const cx_op *op, int64_t step, char *err, size_t errcap) {
-  (void)step;
-  return p2p(x, op, 1, err, errcap);
-}
-
-int cx_exec_RECV(cx *x, const cx_op *op, int64_t step, char *err, size_t errcap) {
-  (void)step;
-  return p2p(x, op, 0, err, errcap);
+int cx_allgather_host(cx *x, const void *mine, void *all, size_t bytes, char *err, size_t errcap) {
+  const size_t W = (size_t)x->base.world;
+  if (!x->comm) return ddp_fail(err, errcap, "all-gather: no NCCL communicator");
+  uint8_t *d = NULL;
+  DDP_CUDA_TRY(cudaMalloc((void **)&d, bytes * (W + 1)));
+  cudaStream_t s = x->streams[0];
+  int rc = cudaMemcpyAsync(d + bytes * W, mine, bytes, cudaMemcpyHostToDevice, s) == cudaSuccess
+               ? nccl_call(x, ncclAllGather(d + bytes * W, d, bytes, ncclInt8, x->comm, s), "ncclAllGather (host cards)",
+                           err, errcap)
+               : ddp_fail(err, errcap, "all-gather: cudaMemcpyAsync to the device failed");
+  if (rc == 0) rc = cx_wait_streams(x, "all-gather", err, errcap);
+  if (rc == 0 && cudaMemcpy(all, d, bytes * W, cudaMemcpyDeviceToHost) != cudaSuccess)
+    rc = ddp_fail(err, errcap, "all-gather: cudaMemcpy to the host failed");
+  (void)cudaFree(d);
+  return rc;
 }
 
 /* One point-to-point message size this rank sends to (send = 1) or receives from a peer. */

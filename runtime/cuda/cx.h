@@ -3,8 +3,8 @@
  * is "prepared" once (cx_op per instruction: stream, device pointers, kernel arguments, GEMM descriptors,
  * collective parameters) and then replayed by run.c through a table of cx_exec_<OPCODE> functions built
  * from DDP_OPCODES. Calls go one way, no file calling a function of a file that calls it: exec_cuda.c
- * (the vtable) -> prepare.c, graph.c -> run.c -> the executions (gemm.c -> gemm_tune.c, memory.c ->
- * comm.c) -> cx_util.c, the leaf. */
+ * (the vtable) -> prepare.c, graph.c, p2p.c (its load) -> run.c -> the executions (gemm.c -> gemm_tune.c,
+ * p2p.c -> comm.c, memory.c -> comm.c) -> cx_util.c, the leaf. */
 #ifndef DDP_CX_H
 #define DDP_CX_H
 #include "access.h"
@@ -57,6 +57,10 @@ typedef struct cx_op {
   ddp_cuda_kernel *kernel;
   ddp_kargs args;
   cx_gemm *gemm;
+  int pc;              /* SEND/RECV of the step on p2p.c's copy path */
+  uint32_t pc_local;   /* its flag in this rank's mailbox (RECV: AVAIL, SEND: DONE) */
+  uint64_t *pc_remote; /* the peer's flag it sets (SEND: the receiver's AVAIL, RECV: the sender's DONE) */
+  const void *pc_src;  /* RECV: the sender's tensor, mapped */
   cudaEvent_t event;   /* EVENT_RECORD/WAIT, TIMER */
   cx_batch *batch;
 } cx_op;
@@ -117,6 +121,8 @@ typedef struct cx {
   int capturing;            /* inside a CUDA graph capture */
   int graph_env;
   int stream_priority;      /* DDP_STREAM_PRIORITY=1 (see streams_events_init) */
+  int p2p_copy_env;         /* DDP_P2P_COPY (p2p.c) */
+  struct cx_p2p *p2p;       /* the copy path's flags and peer mappings (p2p.c), NULL on NCCL's */
   cudaEvent_t gfork, *gjoin; /* capture fork/join (per stream) */
   cudaEvent_t lfork, *ljoin; /* ordering around graph launches */
   uint64_t mem_peak;
@@ -171,6 +177,7 @@ int cx_exec_ALL_REDUCE(cx *x, const cx_op *op, int64_t step, char *err, size_t e
 int cx_exec_REDUCE_SCATTER(cx *x, const cx_op *op, int64_t step, char *err, size_t errcap);
 int cx_exec_ALL_GATHER(cx *x, const cx_op *op, int64_t step, char *err, size_t errcap);
 int cx_exec_BROADCAST(cx *x, const cx_op *op, int64_t step, char *err, size_t errcap);
+/* p2p.c */
 int cx_exec_SEND(cx *x, const cx_op *op, int64_t step, char *err, size_t errcap);
 int cx_exec_RECV(cx *x, const cx_op *op, int64_t step, char *err, size_t errcap);
 /* memory.c */
@@ -197,6 +204,15 @@ void cx_comm_fini(cx *x);
 int cx_time_collective(ddp_exec *e, const ddp_instr *in, int iters, double *ms, char *err, size_t errcap);
 /* The exec vtbl's time_gemm (exec.h): the GEMM through the replay's own descriptors and algorithm choice. */
 int cx_time_gemm(ddp_exec *e, const ddp_instr *in, int iters, double *ms, char *err, size_t errcap);
+/* One SEND (send = 1) or RECV of a group through NCCL (ncclGroupStart at the group's first, ncclGroupEnd at
+ * its last). */
+int cx_comm_p2p(cx *x, const cx_op *op, int send, char *err, size_t errcap);
+/* Every rank's `bytes` from `mine` into all[rank * bytes] (ncclAllGather through a device buffer, waited). */
+int cx_allgather_host(cx *x, const void *mine, void *all, size_t bytes, char *err, size_t errcap);
+/* p2p.c: after both programs are prepared, every rank together: the copy path where all can take it, else
+ * NCCL; x->base.p2p says which and why. cx_p2p_fini unmaps and frees. */
+int cx_p2p_init(cx *x, char *err, size_t errcap);
+void cx_p2p_fini(cx *x);
 /* Connects every point-to-point peer of the programs' SEND/RECV at load (comm.c explains why). */
 int cx_comm_connect_p2p(cx *x, const cx_prog *const *progs, int nprogs, char *err, size_t errcap);
 /* Waits for every stream (or one event) to finish; with NCCL work possible, polls NCCL's asynchronous

@@ -116,13 +116,14 @@ static const ddp_exec_vtbl cx_vtbl = {
     .time_gemm = cx_time_gemm,
 };
 
-/* DDP_NCCL_TIMEOUT_S, DDP_CUDA_GRAPH and DDP_STREAM_PRIORITY (base/param.h). */
+/* DDP_NCCL_TIMEOUT_S, DDP_CUDA_GRAPH, DDP_STREAM_PRIORITY and DDP_P2P_COPY (base/param.h). */
 static int read_env(cx *x, char *err, size_t errcap) {
-  int64_t graph, priority;
+  int64_t graph, priority, copy;
   if (ddp_param_seconds(PARAM_NCCL_TIMEOUT_S, &x->timeout_s, err, errcap) ||
       ddp_param_int(PARAM_CUDA_GRAPH, &graph, err, errcap) ||
-      ddp_param_int(PARAM_STREAM_PRIORITY, &priority, err, errcap))
+      ddp_param_int(PARAM_STREAM_PRIORITY, &priority, err, errcap) || ddp_param_int(PARAM_P2P_COPY, &copy, err, errcap))
     return -1;
+  x->p2p_copy_env = copy == 1;
   x->graph_env = graph == 1;
   x->stream_priority = priority == 1;
   return 0;
@@ -186,8 +187,9 @@ static int load(cx *x, const void *nccl_id, char *err, size_t errcap) {
   if (cx_prog_prepare(x, &x->init, &rp->init, "init", err, errcap) ||
       cx_prog_prepare(x, &x->step, &rp->step, "step", err, errcap))
     return -1;
-  const cx_prog *const progs[2] = {&x->init, &x->step};
-  if (cx_comm_connect_p2p(x, progs, 2, err, errcap)) return -1;
+  if (cx_p2p_init(x, err, errcap)) return -1;
+  const cx_prog *const progs[2] = {&x->init, &x->step}; /* NCCL connects only what goes through it */
+  if (cx_comm_connect_p2p(x, progs, x->p2p ? 1 : 2, err, errcap)) return -1;
   if (x->gemm_timed && cx_arenas_zero(x, err, errcap)) return -1;
   cx_gemm_tune_free(x);
   if (x->graph_env) cx_graph_plan(x, &x->step);
@@ -263,6 +265,7 @@ static void cx_destroy(ddp_exec *e) {
   cx_prog_free(x, &x->init);
   cx_prog_free(x, &x->step);
   cx_trace_free(x);
+  cx_p2p_fini(x);
   cx_comm_fini(x);
   cx_graph_fini(x);
   cx_gemm_tune_free(x);

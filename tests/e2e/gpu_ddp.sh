@@ -3,7 +3,8 @@
 #  - ToyModel on 2 GPUs (ranks seeded differently, parameters broadcast) in every sync mode equals 1 GPU
 #    (allclose 1e-5); the tiny transformer likewise (SGD, 1e-6) and sharded AdamW / ZeRO-1 / ZeRO-2 /
 #    ZeRO-3 (buckets and one FSDP unit per block) equal AdamW DDP; pipelines (GPipe, 1F1B, zero bubble,
-#    interleaved) on 2 GPUs equal one GPU (SGD, 1e-5);
+#    interleaved) on 2 GPUs equal one GPU (SGD, 1e-5), their messages by NCCL (the default) and by copy
+#    engine (DDP_P2P_COPY=1, also inside a CUDA graph) bitwise equal;
 #  - launches: --nproc 2, torchrun-style variables, Slurm variables all rendezvous;
 #  - failures: a rank killed mid-run makes the other exit non-zero naming the problem within 60 s; a
 #    rank that never arrives fails the rendezvous with a clear line; a 2-rank plan under 3 is refused.
@@ -51,23 +52,38 @@ done
 write tiny_fsdp "$tiny" $N ', sync = "bucketed", shard = "zero3"' "$adam" 4 "$tdata" && same tiny_fsdp tiny_adam $ztol
 [ "$N" != 2 ] && { echo "(equivalence on $N GPUs only)"; exit $fail; }
 
-# pipelines on 2 GPUs (NCCL send/recv between the stages) against one GPU, SGD
-pipe() { # NAME PARALLEL
-  cat >"$tmp/$1.lua" <<LUA
+# pipelines on 2 GPUs against one GPU, SGD; each schedule twice: its messages by NCCL send/recv (the
+# default) and by copy-engine copies (DDP_P2P_COPY=1; the metrics' run line must say so, a silent fallback
+# to NCCL is a failure), which must give bitwise the same parameters (both move the same bytes)
+pipe() { # NAME PARALLEL [VAR=VALUE ...]
+  local name=$1 par=$2; shift 2
+  cat >"$tmp/$name.lua" <<LUA
 local models = require "models"
 return schedule { model = models.tiny({ d_model = 64, d_ff = 128, heads = 4, vocab = 256, context = 32, layers = 4 }),
-                  data = $tdata, precision = "fp32", optimizer = sgd { lr = 0.1 }, parallel = $2, steps = 4, seed = 3 }
+                  data = $tdata, precision = "fp32", optimizer = sgd { lr = 0.1 }, parallel = $par, steps = 4, seed = 3 }
 LUA
-  "$DDPC" "$tmp/$1.lua" -o "$tmp/$1.bin" -q || { fail "$1 does not compile"; return 1; }
-  local run=(--nproc 2); [ "$2" = "single()" ] && run=()
-  "$DDPRUN" "$tmp/$1.bin" "${run[@]}" --checkpoint-dir "$tmp/$1.ckpt" --quiet || { fail "$1 run"; return 1; }
+  "$DDPC" "$tmp/$name.lua" -o "$tmp/$name.bin" -q || { fail "$name does not compile"; return 1; }
+  local run=(--nproc 2); [ "$par" = "single()" ] && run=()
+  env "$@" "$DDPRUN" "$tmp/$name.bin" "${run[@]}" --checkpoint-dir "$tmp/$name.ckpt" --metrics "$tmp/$name.jsonl" \
+    --quiet || { fail "$name run"; return 1; }
+}
+# p2p_is NAME PREFIX: the run line's "p2p" (how the messages moved) starts with PREFIX
+p2p_is() {
+  local took
+  took=$(python3 -c 'import json,sys; print(json.loads(open(sys.argv[1]).readline()).get("p2p", "(none)"))' "$tmp/$1.jsonl")
+  case "$took" in "$2"*) echo "ok: $1 moved its messages by $took" ;; *) fail "$1: messages moved by '$took', not $2" ; return 1 ;; esac
 }
 pipe pipe_base "single()"
-for sched in gpipe 1f1b zero_bubble; do
-  pipe "pipe_$sched" "pipeline { stages = 2, microbatches = 4, schedule = \"$sched\" }" && same "pipe_$sched" pipe_base 1e-5 1e-6
+for sched in gpipe 1f1b zero_bubble interleaved; do
+  par="pipeline { stages = 2, microbatches = 4, schedule = \"$sched\" }"
+  [ $sched = interleaved ] && par='pipeline { stages = 2, virtual_stages = 2, microbatches = 4, schedule = "interleaved" }'
+  pipe "pipe_$sched" "$par" && p2p_is "pipe_$sched" nccl && same "pipe_$sched" pipe_base 1e-5 1e-6
+  pipe "pipe_${sched}_copy" "$par" DDP_P2P_COPY=1 && p2p_is "pipe_${sched}_copy" "copy engine" &&
+    same "pipe_${sched}_copy" "pipe_$sched" 0 0
 done
-pipe pipe_interleaved 'pipeline { stages = 2, virtual_stages = 2, microbatches = 4, schedule = "interleaved" }' &&
-  same pipe_interleaved pipe_base 1e-5 1e-6
+# the copy path's flags and copies captured into a CUDA graph (DDP_CUDA_GRAPH=1) replay as the eager step
+pipe pipe_1f1b_graph 'pipeline { stages = 2, microbatches = 4, schedule = "1f1b" }' DDP_CUDA_GRAPH=1 DDP_P2P_COPY=1 &&
+  p2p_is pipe_1f1b_graph "copy engine" && same pipe_1f1b_graph pipe_1f1b 0 0
 
 # launches
 plan="$tmp/tiny_flat.bin"
