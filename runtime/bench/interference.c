@@ -9,10 +9,13 @@
  *               the policy needs registered buffers to change anything)
  *   zero        CTAPolicy = NCCL_CTA_POLICY_ZERO (the copy-engine path; NCCL 2.28 offers it for all-gather
  *               on symmetric windows, not all-reduce: the table says what NCCL answered)
+ *   copy        not NCCL's: ce_allreduce.c's two-GPU all-reduce, its data on the copy engines and only the
+ *               sum on the SMs (a default communicator only exchanges its IPC handles and the run count)
  * Rank 0 prints per path: GEMM TFLOP/s alone and during, the compute slowdown, the all-reduce's busbw alone
  * and during; --out appends one JSON object per path. */
 #include "args.h"
 #include "bench.h"
+#include "ce_allreduce.h"
 #include "cli.h"
 #include "cuda_check.h"
 #include "err.h"
@@ -41,8 +44,8 @@
       return ddp_fail(err, errcap, "%s:%d: %s: %s", __FILE__, __LINE__, #call, cublasLtGetStatusString(s_)); \
   } while (0)
 
-enum { NPATHS = 4, NGEMMS = 4 };
-static const char *const path_names[NPATHS] = {"default", "maxctas8", "efficiency", "zero"};
+enum { NPATHS = 5, NGEMMS = 4, PATH_COPY = 4 };
+static const char *const path_names[NPATHS] = {"default", "maxctas8", "efficiency", "zero", "copy"};
 
 typedef struct iopts {
   double mb;      /* all-reduce MiB */
@@ -136,9 +139,18 @@ typedef struct pathres {
   char note[300];
 } pathres;
 
+/* One all-reduce of the buffer on the communication stream: NCCL's, or the copy-engine one when ce is set. */
+static int all_reduce(rig *r, ncclComm_t comm, ddp_ce_ar *ce, char *err, size_t errcap) {
+  if (ce) return ddp_ce_ar_run(ce, err, errcap);
+  NCCL_OK(ncclAllReduce(r->buf, r->buf, r->n, ncclFloat32, ncclSum, comm, r->sm));
+  return 0;
+}
+
 /* The three timings on one communicator (comm set up for the path; the caller destroys it). */
-static int measure(rig *r, ncclComm_t comm, const iopts *o, int world, pathres *pr, char *err, size_t errcap) {
-  for (int w = 0; w < 3; w++) NCCL_OK(ncclAllReduce(r->buf, r->buf, r->n, ncclFloat32, ncclSum, comm, r->sm));
+static int measure(rig *r, ncclComm_t comm, ddp_ce_ar *ce, const iopts *o, int world, pathres *pr, char *err,
+                   size_t errcap) {
+  for (int w = 0; w < 3; w++)
+    if (all_reduce(r, comm, ce, err, errcap)) return -1;
   if (mix(r, 2, err, errcap)) return -1;
   DDP_CUDA_TRY(cudaDeviceSynchronize());
   /* GEMMs alone */
@@ -149,7 +161,8 @@ static int measure(rig *r, ncclComm_t comm, const iopts *o, int world, pathres *
   /* all-reduces alone */
   const int iters = 10;
   DDP_CUDA_TRY(cudaEventRecord(r->e[2], r->sm));
-  for (int k = 0; k < iters; k++) NCCL_OK(ncclAllReduce(r->buf, r->buf, r->n, ncclFloat32, ncclSum, comm, r->sm));
+  for (int k = 0; k < iters; k++)
+    if (all_reduce(r, comm, ce, err, errcap)) return -1;
   DDP_CUDA_TRY(cudaEventRecord(r->e[3], r->sm));
   if (elapsed(r->e[2], r->e[3], &pr->ar_s, err, errcap)) return -1;
   pr->ar_s /= iters;
@@ -165,7 +178,8 @@ static int measure(rig *r, ncclComm_t comm, const iopts *o, int world, pathres *
   pr->ars = (int)want < 1 ? 1 : (int)want > 10000 ? 10000 : (int)want;
   DDP_CUDA_TRY(cudaDeviceSynchronize());
   DDP_CUDA_TRY(cudaEventRecord(r->e[2], r->sm));
-  for (int k = 0; k < pr->ars; k++) NCCL_OK(ncclAllReduce(r->buf, r->buf, r->n, ncclFloat32, ncclSum, comm, r->sm));
+  for (int k = 0; k < pr->ars; k++)
+    if (all_reduce(r, comm, ce, err, errcap)) return -1;
   DDP_CUDA_TRY(cudaEventRecord(r->e[3], r->sm));
   DDP_CUDA_TRY(cudaEventRecord(r->e[0], r->sc));
   if (mix(r, o->rounds, err, errcap)) return -1;
@@ -239,11 +253,19 @@ static int run_rank(const ddp_identity *id, void *ctx, char *err, size_t errcap)
     void *reg;
     if (open_path(p, &uid[p], id->world, id->rank, &r, &comm, &reg, &pr, err, errcap)) return -1;
     int ok = comm != NULL;
-    if (ok && measure(&r, comm, o, id->world, &pr, err, errcap)) {
+    ddp_ce_ar *ce = NULL;
+    if (ok && p == PATH_COPY &&
+        ddp_ce_ar_open(&ce, comm, id->rank, id->world, id->local_rank, r.buf, r.n, r.sm, err, errcap)) {
       snprintf(pr.note, sizeof pr.note, "%.290s", err);
       ok = 0;
       (void)cudaGetLastError();
     }
+    if (ok && measure(&r, comm, ce, o, id->world, &pr, err, errcap)) {
+      snprintf(pr.note, sizeof pr.note, "%.290s", err);
+      ok = 0;
+      (void)cudaGetLastError();
+    }
+    ddp_ce_ar_close(ce);
     if (reg) (void)ncclCommDeregister(comm, reg);
     if (comm) (void)ncclCommDestroy(comm);
     double bus = 2.0 * (id->world - 1) / id->world * (double)r.n * 4.0 / 1e9;
@@ -298,7 +320,7 @@ int ddprun_bench_interference_main(int argc, char **argv) {
       for (char *t = strtok_r(list, ",", &save); t && rc == 0; t = strtok_r(NULL, ",", &save)) {
         int k = 0;
         while (k < NPATHS && strcmp(path_names[k], t)) k++;
-        if (k == NPATHS) rc = ddp_fail(msg, sizeof msg, "--paths: '%.100s' is not one of default, maxctas8, efficiency, zero", t);
+        if (k == NPATHS) rc = ddp_fail(msg, sizeof msg, "--paths: '%.100s' is not one of default, maxctas8, efficiency, zero, copy", t);
         else o.paths |= 1 << k;
       }
       free(list);
@@ -309,12 +331,13 @@ int ddprun_bench_interference_main(int argc, char **argv) {
   }
   if (help) {
     printf("usage: ddprun --bench interference [--nproc N] [--mb 100] [--tokens 4096] [--rounds 20]\n"
-           "                                   [--paths default,maxctas8,efficiency,zero] [--out F.jsonl]\n"
-           "The XL layer's GEMM mix alone and beside an all-reduce, per NCCL path: the compute slowdown.\n"
+           "                                   [--paths default,maxctas8,efficiency,zero,copy] [--out F.jsonl]\n"
+           "The XL layer's GEMM mix alone and beside an all-reduce, per path: the compute slowdown.\n"
+           "(copy: a 2-GPU all-reduce on the copy engines through CUDA IPC, only the sum on the SMs)\n"
            "  --mb MIB        the all-reduce's fp32 buffer, in (0, 16384] (default 100)\n"
            "  --tokens M      the GEMMs' M, 1..65536 (default 4096)\n"
            "  --rounds N      rounds of the four GEMMs per timing, 1..100000 (default 20)\n"
-           "  --paths LIST    which communicator set-ups (default all four)\n"
+           "  --paths LIST    which set-ups (default all five)\n"
            "  --out F.jsonl   one JSON object per path (rank 0)\n"
            "Exit status: 0 done, 1 failed, 2 bad command line.\n");
     return 0;

@@ -196,7 +196,7 @@ expect bench_nproc_wrap 2 "^ddprun --bench allreduce: --nproc: '4294967297' is n
 expect bench_sizes_nan 2 "^ddprun --bench allreduce: --sizes-mb: 'nan'" "$DDPRUN" --bench allreduce --sizes-mb 1,nan
 expect bench_unknown 2 "^ddprun --bench: unknown benchmark 'sort'" "$DDPRUN" --bench sort
 help "ddprun --bench interference --help" "$DDPRUN" --bench interference --mb 5 --help
-expect interference_path 2 "^ddprun --bench interference: --paths: 'nvls' is not one of default, maxctas8, efficiency, zero$" \
+expect interference_path 2 "^ddprun --bench interference: --paths: 'nvls' is not one of default, maxctas8, efficiency, zero, copy$" \
   "$DDPRUN" --bench interference --paths default,nvls
 expect interference_mb 2 "^ddprun --bench interference: --mb: 'nan' is not a number in \(0, 16384\]$" \
   "$DDPRUN" --bench interference --mb nan
