@@ -8,7 +8,9 @@
 # (tests/bench/torch_pipeline.py under torchrun: ScheduleGPipe and Schedule1F1B with the same microbatches
 # and the same batch) in the same call. Per run ddpc plot timeline draws the traced step
 # ($OUT/timeline_<name>.svg) and reports the bubble; then the split and throughput plots; logs in
-# $OUT/pipeline.tar.gz (the traces of 1F1B with 8 microbatches in pipeline_trace_1f1b_m8.tar.gz); the table last (tests/bench/summary_pipeline.py). A schedule or an override this
+# $OUT/pipeline.tar.gz (the traces of 1F1B with 8 microbatches in pipeline_trace_1f1b_m8.tar.gz); the table last
+# (tests/bench/summary_pipeline.py). Messages move by NCCL send/recv (DDP_P2P_COPY=0); COPY_RUNS (names,
+# e.g. "interleaved_m8 1f1b_m16") runs those plans again with copy-engine copies as <name>_copy. A schedule or an override this
 # tree lacks is reported and skipped. Environment: SCHEDS (default "sequential gpipe 1f1b interleaved
 # zero_bubble"), MBS (default "4 8 16"), STEPS (default 14), TORCH (default 1; 0 skips PyTorch), BIG (schedules
 # also run with 16 microbatches of 4 sequences, global batch 64, named <schedule>_m16_b64; default none),
@@ -38,9 +40,10 @@ compile() {
 # run NAME NPROC: ddprun of $P/NAME.bin into pipe_NAME.jsonl and, on 2 ranks, the traces and the timeline
 run() {
   guard 400 || { echo "out of time before $1" | tee -a $L/pipe_$1.log; return; }
-  local launch=(--nproc 2) trace=(--trace $L/pipe_$1.trace.json)
+  local launch=(--nproc 2) trace=(--trace $L/pipe_$1.trace.json) envs=(DDP_P2P_COPY=0)
   [ "$2" = 1 ] && launch=() trace=()
-  timeout 90 $DDPRUN $P/$1.bin "${launch[@]}" --steps $STEPS --metrics $L/pipe_$1.jsonl "${trace[@]}" --quiet \
+  case $1 in *_copy) envs=(DDP_P2P_COPY=1) ;; esac
+  env "${envs[@]}" timeout 90 $DDPRUN $P/$1.bin "${launch[@]}" --steps $STEPS --metrics $L/pipe_$1.jsonl "${trace[@]}" --quiet \
     >>$L/pipe_$1.log 2>&1 || { echo "$1 failed: $(tail -1 $L/pipe_$1.log)"; rm -f $L/pipe_$1.jsonl; return; }
   [ "$2" = 1 ] && return
   $DDPC plot timeline -o $OUT/timeline_$1.svg $L/pipe_$1.trace.rank0.json $L/pipe_$1.trace.rank1.json \
@@ -69,6 +72,10 @@ for s in $SCHEDS; do
       *) compile ${s}_m$m schedules/pipeline_1f1b.lua --set parallel.microbatches=$m --set parallel.schedule=$s ;;
     esac
   done
+done
+for n in ${COPY_RUNS:-}; do # the same plans with their messages on the copy engines (DDP_P2P_COPY=1)
+  [ -f $P/$n.bin ] && cp $P/$n.bin $P/${n}_copy.bin && cp $L/pipe_$n.log $L/pipe_${n}_copy.log &&
+    { cp $L/pipe_$n.explain.json $L/pipe_${n}_copy.explain.json 2>/dev/null || true; }
 done
 echo "== ours ($(date +%T))"
 for f in $P/*.bin; do

@@ -9,7 +9,8 @@ ranks[r].memory_bytes.total); the bubble measured in the traced step and the sch
 pipe_<name>.timeline.jsonl (ddpc plot timeline's summary line), and the bubble from the metrics'
 per-rank times, mean over the ranks of (step - forward - backward - optimizer) / (step - optimizer) at
 each step (only where the plan has the microbatch timing points, else "-"). PyTorch from
-torch_pipeline.log (TORCH_PIPE lines). The last column is our tokens/s over PyTorch's with the same
+torch_pipeline.log (TORCH_PIPE lines). The p2p column: how the run's messages moved (the run line's "p2p":
+ce = copy engine, nccl). The last column is our tokens/s over PyTorch's with the same
 schedule and microbatches (interleaved, zero bubble and sequential against PyTorch's 1F1B; above 1:
 faster)."""
 import glob
@@ -52,7 +53,9 @@ def ours(d, name):
         ex = json.load(open(f"{d}/pipe_{name}.explain.json"))
     pred = [r["memory_bytes"]["total"] / 2**30 for r in ex.get("ranks", [])]
     tl = [l for l in load(f"{d}/pipe_{name}.timeline.jsonl") if l.get("event") == "timeline"]
-    return dict(ms=ms, tps=run["tokens_per_step"] / (ms * 1e-3), peak=peak, pred=pred, bub_metrics=bub,
+    p2p = run.get("p2p", "")
+    p2p = "ce" if p2p.startswith("copy") else "nccl" if p2p.startswith("nccl") else "-"
+    return dict(ms=ms, tps=run["tokens_per_step"] / (ms * 1e-3), peak=peak, pred=pred, bub_metrics=bub, p2p=p2p,
                 bub_trace=tl[0]["bubble_measured"] if tl else None, bub_formula=tl[0].get("bubble_formula") if tl else None)
 
 
@@ -83,7 +86,7 @@ def main():
         s = n.rsplit("_m", 1)
         k = next((i for i, o in enumerate(order) if n.startswith(o)), len(order))
         return (k, int(s[1]) if len(s) == 2 and s[1].isdigit() else 0, n)
-    print(f"{'run':22s} {'ms/step':>9s} {'tokens/s':>9s} {'bubble':>7s} {'formula':>7s} {'metrics':>7s} "
+    print(f"{'run':26s} {'p2p':>4s} {'ms/step':>9s} {'tokens/s':>9s} {'bubble':>7s} {'formula':>7s} {'metrics':>7s} "
           f"{'peak GiB s0/s1':>15s} {'planned':>11s} {'vs torch':>9s}")
     for n in sorted(names, key=key):
         try:
@@ -91,13 +94,13 @@ def main():
         except Exception as e:  # noqa: BLE001
             log = f"{d}/pipe_{n}.log"
             last = open(log).read().strip().splitlines()[-1:] if os.path.exists(log) else []
-            print(f"{n:22s} not measured: {last[0] if last else e}"[:150])
+            print(f"{n:26s} not measured: {last[0] if last else e}"[:150])
             continue
         m = re.search(r"_m(\d+)$", n)
         sched = n[: m.start()] if m else n
         tr = torch.get((sched if sched in ("gpipe", "1f1b") else "1f1b", int(m.group(1)) if m else 0))
         ratio = o["tps"] / tr["tokens_per_s"] if tr and tr.get("tokens_per_s") else None
-        print(f"{n:22s} {o['ms']:9.2f} {o['tps']:9.0f} {f(o['bub_trace'], '{:7.3f}')} {f(o['bub_formula'], '{:7.3f}')} "
+        print(f"{n:26s} {o['p2p']:>4s} {o['ms']:9.2f} {o['tps']:9.0f} {f(o['bub_trace'], '{:7.3f}')} {f(o['bub_formula'], '{:7.3f}')} "
               f"{f(o['bub_metrics'], '{:7.3f}')} {gib(o['peak']):>15s} {gib(o['pred']):>11s} {f(ratio, '{:9.2f}')}")
     if torch:
         print(f"\nPyTorch torch.distributed.pipelining ({next(iter(torch.values())).get('torch', '?')}):")
