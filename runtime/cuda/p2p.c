@@ -270,7 +270,7 @@ int cx_p2p_init(cx *x, char *err, size_t errcap) {
   }
   if (!all) { /* NCCL for every message */
     for (uint32_t i = 0; i < x->step.n; i++) x->step.ops[i].pc = 0;
-    snprintf(x->base.p2p, sizeof x->base.p2p, "nccl (no copy engine: %s)", why);
+    snprintf(x->base.p2p, sizeof x->base.p2p, "nccl (no copy engine: %.160s)", why);
     cx_p2p_fini(x);
     return 0;
   }
