@@ -105,6 +105,11 @@ typedef struct ddp_schedule {
   bool fuse_norm_cast;      /* RMSNORM_BWD_CAST instead of RMSNORM_BWD + CAST of the residual gradient */
   bool fuse_rope;           /* ATTN_BWD_*_ROPE instead of ATTN_BWD_* + the backward ROPE (inverse) */
 
+  /* NCCL's communicators (nccl = {...}; compiler/frontend/nccl.c) */
+  int nccl_cta_policy;      /* NCCL_CTA_* (vocab.h) */
+  int nccl_max_ctas;        /* 1..64, 0: NCCL's own */
+  bool nccl_register;       /* register the arenas with every communicator (ncclCommRegister) */
+
   /* run */
   int mode;                 /* MODE_TRAIN, MODE_FORWARD or MODE_FORWARD_BACKWARD (plan.h) */
   int64_t steps, warmup;

@@ -56,6 +56,9 @@ void ddp_summary(ddp_plan *p, const ddp_schedule *s, const char *arch, const ddp
   m->act_dtype = b->act_dt;
   m->grad_dtype = b->grad_dt;
   m->batch_per_rank = s->global_batch / (s->stages > 0 ? s->replicas : s->ranks); /* a pipeline rank loads its replica's */
+  m->nccl_cta_policy = s->nccl_cta_policy;
+  m->nccl_max_ctas = s->nccl_max_ctas;
+  m->nccl_register = s->nccl_register;
   if (s->stages > 0) {
     m->pipe_stages = s->stages;
     m->pipe_replicas = s->replicas;

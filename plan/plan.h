@@ -12,7 +12,7 @@
 #include <stdio.h>
 
 #define DDP_PLAN_MAGIC "DDPCPLAN"
-#define DDP_PLAN_VERSION 4u
+#define DDP_PLAN_VERSION 5u
 #define DDP_MAX_DIMS 4
 #define DDP_ALIGN 256u
 
@@ -129,7 +129,8 @@ const char *ddp_mode_name(int m); /* "forward"; "?" when out of range */
  * X(type, name) with type one of I (int64), F (double), S (string). predicted_*: rank 0's step as
  * `ddpc explain` predicts it at compile time with the profile predicted_profile (compiler/explain/
  * predict.c; a phase without its timers is 0); all 0 with the reason in predicted_error when the
- * simulator could not run on the plan. */
+ * simulator could not run on the plan. nccl_*: the schedule's nccl = {...} (the communicators' CTA policy,
+ * vocab.h; their maximum CTAs, 0 for NCCL's own; 1: the arenas registered with ncclCommRegister). */
 #define DDP_META_FIELDS(X)                                                                         \
   X(S, schedule_path) X(S, schedule_source) X(S, arch) X(I, world) X(S, model_name)             \
   X(I, model_kind) X(I, vocab) X(I, context) X(I, d_model) X(I, d_ff) X(I, layers) X(I, heads)   \
@@ -143,7 +144,7 @@ const char *ddp_mode_name(int m); /* "forward"; "?" when out of range */
   X(I, pipe_replicas) X(I, pipe_microbatches) X(I, pipe_schedule) X(I, pipe_virtual)             \
   X(F, predicted_step_ms) X(F, predicted_forward_ms) X(F, predicted_backward_ms)                   \
   X(F, predicted_optimizer_ms) X(F, predicted_comm_ms) X(F, predicted_exposed_comm_ms)             \
-  X(S, predicted_profile) X(S, predicted_error)
+  X(S, predicted_profile) X(S, predicted_error) X(I, nccl_cta_policy) X(I, nccl_max_ctas) X(I, nccl_register)
 
 typedef struct ddp_meta {
 #define DDP_META_DECL_I(name) int64_t name;

@@ -69,13 +69,17 @@ static int check_meta(const vctx *c) {
     if (!in_range(ids[k].v, -1, p->ntensors))
       return ddp_io_fail(c->err, c->errcap, c->path, "invalid: meta %s names tensor %lld, plan has %u tensors",
                          ids[k].name, (long long)ids[k].v, p->ntensors);
-  /* The pipeline fields (0: not a pipeline) are read by inspect, explain and the metrics. */
+  /* The pipeline fields (0: not a pipeline) are read by inspect, explain and the metrics; the NCCL
+   * configuration by the CUDA executor. */
   const int64_t mb_max = p->meta.global_batch > 1 ? p->meta.global_batch : 1;
   const struct { const char *name; int64_t v, hi; } pipe[] = {{"pipe_stages", p->meta.pipe_stages, p->meta.world},
                                                              {"pipe_replicas", p->meta.pipe_replicas, p->meta.world},
                                                              {"pipe_virtual", p->meta.pipe_virtual, 4096},
                                                              {"pipe_microbatches", p->meta.pipe_microbatches, mb_max},
-                                                             {"pipe_schedule", p->meta.pipe_schedule, PIPE_COUNT - 1}};
+                                                             {"pipe_schedule", p->meta.pipe_schedule, PIPE_COUNT - 1},
+                                                             {"nccl_cta_policy", p->meta.nccl_cta_policy, NCCL_CTA_COUNT - 1},
+                                                             {"nccl_max_ctas", p->meta.nccl_max_ctas, 64},
+                                                             {"nccl_register", p->meta.nccl_register, 1}};
   for (size_t k = 0; k < sizeof pipe / sizeof pipe[0]; k++)
     if (pipe[k].v < 0 || pipe[k].v > pipe[k].hi)
       return ddp_io_fail(c->err, c->errcap, c->path, "invalid: meta %s is %lld (must be 0..%lld)", pipe[k].name,

@@ -26,6 +26,10 @@
 #define DDP_PIPE_SCHEDULES(X) X(PIPE_SEQUENTIAL, "sequential") X(PIPE_GPIPE, "gpipe") X(PIPE_1F1B, "1f1b") \
   X(PIPE_INTERLEAVED, "interleaved") X(PIPE_ZERO_BUBBLE, "zero_bubble")
 
+/* NCCL's CTA policy for the plan's communicators (nccl = { cta_policy = ... }; ncclConfig_t.CTAPolicy). */
+#define DDP_NCCL_CTA_POLICIES(X) X(NCCL_CTA_DEFAULT, "default") X(NCCL_CTA_EFFICIENCY, "efficiency") \
+  X(NCCL_CTA_ZERO, "zero")
+
 #define DDP_VOCAB_ID(id, name) id,
 enum { DDP_MODEL_KINDS(DDP_VOCAB_ID) MODEL_COUNT };
 enum { DDP_PRECISIONS(DDP_VOCAB_ID) PREC_COUNT };
@@ -37,12 +41,14 @@ enum { DDP_SHARDS(DDP_VOCAB_ID) SHARD_COUNT };
 enum { DDP_ATTENTIONS(DDP_VOCAB_ID) ATTN_COUNT };
 enum { DDP_OVERLAPS(DDP_VOCAB_ID) OVERLAP_COUNT };
 enum { DDP_PIPE_SCHEDULES(DDP_VOCAB_ID) PIPE_COUNT };
+enum { DDP_NCCL_CTA_POLICIES(DDP_VOCAB_ID) NCCL_CTA_COUNT };
 #undef DDP_VOCAB_ID
 
 /* NULL-terminated name tables, indexed by the enum. */
 extern const char *const ddp_model_kind_names[], *const ddp_precision_names[], *const ddp_data_kind_names[],
     *const ddp_optimizer_names[], *const ddp_lr_schedule_names[], *const ddp_sync_names[], *const ddp_shard_names[],
-    *const ddp_attention_names[], *const ddp_overlap_names[], *const ddp_pipe_schedule_names[];
+    *const ddp_attention_names[], *const ddp_overlap_names[], *const ddp_pipe_schedule_names[],
+    *const ddp_nccl_cta_policy_names[];
 /* names[i], or "?" when i is outside [0, count). */
 const char *ddp_vocab_name(const char *const *names, int count, long long i);
 #define ddp_sync_name(s) ddp_vocab_name(ddp_sync_names, SYNC_COUNT, (s))

@@ -112,6 +112,7 @@ void fe_grad_dtype(fe_conv *c, const fe_tab *root); /* after precision */
 void fe_data(fe_conv *c, const fe_tab *root);
 void fe_optimizer(fe_conv *c, const fe_tab *root);
 void fe_fusion(fe_conv *c, const fe_tab *root); /* fusion.c */
+void fe_nccl(fe_conv *c, const fe_tab *root);   /* nccl.c */
 
 /* ---- overrides.c ---- */
 void fe_apply_sets(lua_State *L, int root, const char *const *sets, int nsets);

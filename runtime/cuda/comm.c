@@ -133,6 +133,58 @@ static int split_groups(cx *x, const ncclConfig_t *cfg0, char *err, size_t errca
   return 0;
 }
 
+/* nccl = { register = true }: every non-empty arena registered with the world's communicator and each of
+ * this rank's groups (ncclCommRegister), so collectives on them can skip NCCL's staging copies. A refusal
+ * is not an error: the run goes on unregistered and x->base.comm says what NCCL answered. */
+static int register_arenas(cx *x, char *err, size_t errcap) {
+  const ddp_meta *m = &x->base.plan->meta;
+  int v = 0;
+  (void)ncclGetVersion(&v);
+  char ctas[32] = "NCCL's";
+  if (m->nccl_max_ctas > 0) snprintf(ctas, sizeof ctas, "%lld", (long long)m->nccl_max_ctas);
+  snprintf(x->base.comm, sizeof x->base.comm, "NCCL %d.%d.%d, CTA policy %s, maxCTAs %s", v / 10000, v / 100 % 100,
+           v % 100, ddp_vocab_name(ddp_nccl_cta_policy_names, NCCL_CTA_COUNT, m->nccl_cta_policy), ctas);
+  if (!m->nccl_register) return 0;
+  const uint32_t ncomm = 1 + x->ngroups;
+  x->reg = calloc((size_t)ncomm * ARENA_COUNT, sizeof *x->reg);
+  if (!x->reg) return ddp_fail(err, errcap, "out of host memory");
+  uint64_t bytes = 0;
+  int done = 0;
+  char why[160] = "";
+  for (uint32_t c = 0; c < ncomm; c++) {
+    ncclComm_t comm = c == 0 ? x->comm : x->groups[c - 1];
+    if (!comm) continue;
+    for (int a = 0; a < ARENA_COUNT; a++) {
+      if (!x->arena[a]) continue;
+      ncclResult_t rc = ncclCommRegister(comm, x->arena[a], (size_t)x->arena_bytes[a], &x->reg[c * ARENA_COUNT + (uint32_t)a]);
+      if (rc == ncclInProgress && settle_on(x, comm, "ncclCommRegister", err, errcap)) return -1;
+      if (rc != ncclSuccess && rc != ncclInProgress) {
+        x->reg[c * ARENA_COUNT + (uint32_t)a] = NULL;
+        if (!why[0]) snprintf(why, sizeof why, "; ncclCommRegister(%s arena, communicator %u): %s", ddp_arena_name(a), c,
+                              ncclGetErrorString(rc));
+        continue;
+      }
+      if (c == 0) bytes += x->arena_bytes[a];
+      done++;
+    }
+  }
+  size_t len = strlen(x->base.comm);
+  snprintf(x->base.comm + len, sizeof x->base.comm - len, ", %d arena registrations (%.2f GiB on the world's)%s", done,
+           (double)bytes / (double)(1ull << 30), why);
+  return 0;
+}
+
+static void deregister_arenas(cx *x) {
+  if (!x->reg) return;
+  for (uint32_t c = 0; c < 1 + x->ngroups; c++) {
+    ncclComm_t comm = c == 0 ? x->comm : x->groups ? x->groups[c - 1] : NULL;
+    for (int a = 0; a < ARENA_COUNT; a++)
+      if (comm && x->reg[c * ARENA_COUNT + (uint32_t)a]) (void)ncclCommDeregister(comm, x->reg[c * ARENA_COUNT + (uint32_t)a]);
+  }
+  free(x->reg);
+  x->reg = NULL;
+}
+
 int cx_comm_init(cx *x, const void *nccl_id, char *err, size_t errcap) {
   if (x->base.world <= 1) return 0;
   ncclUniqueId id;
@@ -141,6 +193,10 @@ int cx_comm_init(cx *x, const void *nccl_id, char *err, size_t errcap) {
   int64_t blocking; /* diagnostic: a blocking communicator (no setup deadline) */
   if (ddp_param_int(PARAM_NCCL_BLOCKING, &blocking, err, errcap)) return -1;
   cfg.blocking = (int)blocking;
+  const ddp_meta *m = &x->base.plan->meta; /* the schedule's nccl = {...} */
+  static const int policy[NCCL_CTA_COUNT] = {NCCL_CTA_POLICY_DEFAULT, NCCL_CTA_POLICY_EFFICIENCY, NCCL_CTA_POLICY_ZERO};
+  if (m->nccl_cta_policy > 0 && m->nccl_cta_policy < NCCL_CTA_COUNT) cfg.CTAPolicy = policy[m->nccl_cta_policy];
+  if (m->nccl_max_ctas > 0) cfg.maxCTAs = (int)m->nccl_max_ctas;
   char call[160];
   snprintf(call, sizeof call, "ncclCommInitRankConfig(rank %d of %d, GPU %d)", x->base.rank, x->base.world,
            x->device);
@@ -149,10 +205,14 @@ int cx_comm_init(cx *x, const void *nccl_id, char *err, size_t errcap) {
     return comm_error(x, rc, call, err, errcap);
   }
   if (settle(x, call, err, errcap)) return -1;
-  return split_groups(x, &cfg, err, errcap);
+  if (split_groups(x, &cfg, err, errcap)) return -1;
+  return register_arenas(x, err, errcap);
 }
 
 void cx_comm_fini(cx *x) {
+  if (x->comm && !x->comm_aborted) deregister_arenas(x);
+  free(x->reg);
+  x->reg = NULL;
   if (!x->comm || x->comm_aborted) {
     free(x->groups); /* aborted ones: comm_abort */
     x->groups = NULL;

@@ -123,6 +123,7 @@ typedef struct cx {
   int stream_priority;      /* DDP_STREAM_PRIORITY=1 (see streams_events_init) */
   int p2p_copy_env;         /* DDP_P2P_COPY (p2p.c) */
   struct cx_p2p *p2p;       /* the copy path's flags and peer mappings (p2p.c), NULL on NCCL's */
+  void **reg;               /* nccl = { register = true }: [comm (0 world, 1 + group) * ARENA_COUNT + arena] */
   cudaEvent_t gfork, *gjoin; /* capture fork/join (per stream) */
   cudaEvent_t lfork, *ljoin; /* ordering around graph launches */
   uint64_t mem_peak;

@@ -54,6 +54,7 @@ struct ddp_exec {
   uint64_t seed;         /* the run's seed (INIT_TENSOR); data has its own */
   bool trace;            /* record per-instruction times of the step program (see instr_times) */
   char p2p[192];         /* how the step's SEND/RECV move (executor's words), "" when the plan has none */
+  char comm[320];        /* the communicators' configuration as NCCL took it, "" without one */
   uint64_t mem_base;     /* device bytes in use before the arenas were allocated (the CUDA context and
                             libraries; 0 on the reference executor): peak - mem_base is what the run
                             itself allocated, comparable with the planner's bytes */

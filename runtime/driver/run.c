@@ -155,6 +155,10 @@ static void run_line(FILE *f, ddp_exec *x) {
   fprintf(f, ", \"world\": %d, \"tokens_per_step\": %lld, \"executor\": ", x->world,
           (long long)tokens_per_step(x->plan));
   ddp_json_str(f, x->v->name);
+  if (x->comm[0]) { /* the communicators as configured (CUDA: NCCL's version, CTA policy, registrations) */
+    fputs(", \"nccl\": ", f);
+    ddp_json_str(f, x->comm);
+  }
   if (x->p2p[0]) { /* the point-to-point path the executor took (CUDA: copy engine or NCCL, and why) */
     fputs(", \"p2p\": ", f);
     ddp_json_str(f, x->p2p);
@@ -270,6 +274,7 @@ int ddp_run_rank(ddp_exec *x, const ddp_run_opts *o, char *err, size_t errcap) {
     }
   }
   if (rc == 0) rc = x->v->sync(x, err, errcap);
+  if (rc == 0 && lead && !o->quiet && x->comm[0]) printf("communicators: %s\n", x->comm);
   if (rc == 0 && lead && !o->quiet && x->p2p[0]) printf("point-to-point: %s\n", x->p2p);
   if (rc == 0 && metrics) run_line(metrics, x);
   if (rc == 0 && metrics) memory_line(metrics, x);

@@ -2,7 +2,8 @@
 # tests/e2e/gpu_ddp.sh (gpu, 2 GPUs): the DDP family on real GPUs with NCCL:
 #  - ToyModel on 2 GPUs (ranks seeded differently, parameters broadcast) in every sync mode equals 1 GPU
 #    (allclose 1e-5); the tiny transformer likewise (SGD, 1e-6) and sharded AdamW / ZeRO-1 / ZeRO-2 /
-#    ZeRO-3 (buckets and one FSDP unit per block) equal AdamW DDP; pipelines (GPipe, 1F1B, zero bubble,
+#    ZeRO-3 (buckets and one FSDP unit per block) equal AdamW DDP; bucketed DDP with the communicators
+#    configured by the schedule (nccl = { cta_policy, max_ctas, register }) equals one GPU and reports them; pipelines (GPipe, 1F1B, zero bubble,
 #    interleaved) on 2 GPUs equal one GPU (SGD, 1e-5), their messages by NCCL (the default) and by copy
 #    engine (DDP_P2P_COPY=1, also inside a CUDA graph) bitwise equal;
 #  - launches: --nproc 2, torchrun-style variables, Slurm variables all rendezvous;
@@ -35,6 +36,15 @@ for mode in flat individual bucketed; do
   [ "$mode" = bucketed ] && extra="$extra, bucket_mb = 0.05, overlap = \"backward\""
   write "tiny_$mode" "$tiny" $N "$extra" "sgd { lr = 0.1 }" 4 "$tdata" && same "tiny_$mode" tiny_1 1e-5 1e-6
 done
+# the communicators as the schedule configures them (nccl = {...}): the same result as one GPU, and the
+# metrics' run line says what NCCL took (CTA policy, maxCTAs, the arenas registered)
+if write tiny_nccl "$tiny" $N ', sync = "bucketed", bucket_mb = 0.05, overlap = "backward"' "sgd { lr = 0.1 }" 4 \
+  "$tdata, nccl = { cta_policy = \"efficiency\", max_ctas = 8, register = true }" && same tiny_nccl tiny_1 1e-5 1e-6; then
+  "$DDPRUN" "$tmp/tiny_nccl.bin" --nproc $N --steps 1 --metrics "$tmp/tiny_nccl.jsonl" --quiet || fail "tiny_nccl: metrics run"
+  took=$(python3 -c 'import json,sys; print(json.loads(open(sys.argv[1]).readline()).get("nccl", "(none)"))' "$tmp/tiny_nccl.jsonl")
+  case "$took" in *"CTA policy efficiency, maxCTAs 8, "*" arena registrations"*) echo "ok: tiny_nccl: $took" ;;
+    *) fail "tiny_nccl: the run line's nccl is '$took'" ;; esac
+fi
 adam='adamw { lr = 1e-2, weight_decay = 0.1 }'
 write tiny_adam "$tiny" $N ', sync = "flat"' "$adam" 4 "$tdata"
 # ZeRO-1 reduce-scatters where the others all-reduce. On 2 ranks both add the same two numbers, so the

@@ -1,7 +1,8 @@
 #!/usr/bin/env python3
 # tests/fuzz/upgrade_regress_plan.py FILE...: rewrites committed regress plans (tests/fuzz/regress/plan/) of
-# format 2 or 3 as format 4 in place, keeping every byte of their defect; run once when format 4 came (the files
-# had been refused at the version check since format 3, so fuzz_regress_plan no longer reached their bugs).
+# format 2, 3 or 4 as format 5 in place, keeping every byte of their defect; run when a format comes (a file
+# of an older format is refused at the version check, so fuzz_regress_plan would no longer reach its bug).
+# v4 -> v5: only the version (format 5 added the meta keys nccl_*, which a plan may leave out: 0).
 # v2 plan.bin -> v4: rank records gain u32 init_refresh (0), tensor records gain i32 piece_rank + i64 piece_first (0: format 3), a comms section
 # (id 9) with no communicators (format 4); file size and CRC32 recomputed. Every other byte is kept.
 import struct, sys, zlib
@@ -30,15 +31,16 @@ def ranks_v3(p):  # rank records gain u32 init_refresh (0) after ntimers
 for path in sys.argv[1:]:
     d = open(path, 'rb').read()
     ver, nsec, size = struct.unpack_from('<IIQ', d, 8)
-    assert d[:8] == b'DDPCPLAN' and ver in (2, 3) and size == len(d), (path, ver)
+    assert d[:8] == b'DDPCPLAN' and ver in (2, 3, 4) and size == len(d), (path, ver)
     ents = [struct.unpack_from('<IIQQ', d, 24 + 24 * k) for k in range(nsec)]
     secs = [(i, r, d[off:off + ln]) for (i, r, off, ln) in ents]
     if ver == 2:  # format 3's tensor and rank fields; a format 3 file has them already
         secs = [(i, r, tensors_v3(p) if i == 3 else ranks_v3(p) if i == 7 else p) for (i, r, p) in secs]
-    secs += [(9, 0, struct.pack('<I', 0))]
+    if ver < 4:
+        secs += [(9, 0, struct.pack('<I', 0))]
     at = 24 + 24 * len(secs); table = b''; payload = b''
     for i, r, p in secs:
         table += struct.pack('<IIQQ', i, r, at, len(p)); payload += p; at += len(p)
-    body = d[:8] + struct.pack('<IIQ', 4, len(secs), at + 4) + table + payload
+    body = d[:8] + struct.pack('<IIQ', 5, len(secs), at + 4) + table + payload
     open(path, 'wb').write(body + struct.pack('<I', zlib.crc32(body) & 0xffffffff))
     print(path, len(d), '->', at + 4)

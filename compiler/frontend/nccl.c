@@ -1,0 +1,32 @@
+/* compiler/frontend/nccl.c: the schedule's `nccl` field, how the CUDA executor configures NCCL's
+ * communicators (the world's and every group's) through the API rather than the environment:
+ *   nccl = { cta_policy = "efficiency", max_ctas = 8, register = true }
+ *   cta_policy  "default" | "efficiency" | "zero": ncclConfig_t.CTAPolicy (NCCL 2.28; the efficiency policy
+ *               changes something only for registered buffers, the zero policy only where NCCL has a
+ *               copy-engine path: all-gather and its kind on symmetric memory, not all-reduce)
+ *   max_ctas    1..64: ncclConfig_t.maxCTAs (fewer SMs for NCCL's kernels); left out: NCCL's own
+ *   register    true: every arena registered with every communicator (ncclCommRegister), so collectives
+ *               on them can run without NCCL's staging copies
+ * Every field is optional; the plan carries them (meta nccl_*), `ddpc inspect` prints them, and ddprun's
+ * metrics say what NCCL accepted. */
+#include "fe.h"
+#include "vocab.h"
+
+void fe_nccl(fe_conv *c, const fe_tab *root) {
+  static const char *const fields[] = {"cta_policy", "max_ctas", "register", NULL};
+  ddp_schedule *s = c->s;
+  s->nccl_cta_policy = NCCL_CTA_DEFAULT;
+  s->nccl_max_ctas = 0;
+  s->nccl_register = false;
+  int ty = fe_type(c, root, "nccl");
+  if (ty == LUA_TNIL) return;
+  fe_tab t;
+  if (ty != LUA_TTABLE || !fe_sub(c, root, "nccl", &t, "a table such as { cta_policy = \"efficiency\" }"))
+    fe_bad(c, root, "nccl", "must be a table such as { cta_policy = \"efficiency\", max_ctas = 8, register = true }");
+  fe_known(c, &t, fields);
+  int policy = NCCL_CTA_DEFAULT;
+  fe_enum(c, &t, "cta_policy", ddp_nccl_cta_policy_names, &policy);
+  s->nccl_cta_policy = policy;
+  s->nccl_max_ctas = (int)fe_int_in(c, &t, "max_ctas", 0, 1, 64);
+  fe_bool(c, &t, "register", &s->nccl_register);
+}

@@ -1,0 +1,56 @@
+#!/usr/bin/env bash
+# tests/e2e/test_nccl_config.sh (cpu): the schedule's `nccl` field (compiler/frontend/nccl.c):
+#  - { cta_policy = "efficiency", max_ctas = 8, register = true } reaches the plan: `ddpc inspect` prints
+#    nccl_cta_policy 1 (efficiency), nccl_max_ctas 8, nccl_register 1; without the field the defaults
+#    (default, 0 = NCCL's, 0); the plan runs on the reference executor (which has no NCCL) as before;
+#  - bad values are refused in one line naming the field, with a non-zero exit and no plan written.
+# The GPU side (the communicator built with them, the arenas registered, the run line's "nccl") is in
+# tests/e2e/gpu_ddp.sh.
+. "$(dirname "$0")/lib.sh"
+e2e_tmp nccl_config
+cp "$DDP_SOURCE_DIR/schedules/lib/models.lua" "$tmp/"
+# sched NAME NCCL_VALUE: $tmp/NAME.lua, the tiny DDP schedule with nccl = NCCL_VALUE (none when empty)
+sched() {
+  local field=""
+  [ -n "$2" ] && field="nccl = $2,"
+  cat >"$tmp/$1.lua" <<LUA
+local models = require "models"
+return schedule { model = models.tiny(), data = { global_batch = 8, tokens = "pattern", seed = 1 },
+                  precision = "fp32", optimizer = adamw { lr = 3e-3 },
+                  parallel = ddp { ranks = 2, sync = "bucketed", bucket_mb = 0.1, overlap = "backward" },
+                  $field steps = 2, seed = 1 }
+LUA
+}
+meta() { "$DDPC" inspect "$tmp/$1.bin" | awk -v k="$2" '$1 == k { $1 = ""; sub(/^ +/, ""); print; exit }'; }
+
+sched on '{ cta_policy = "efficiency", max_ctas = 8, register = true }'
+sched off ''
+for n in on off; do "$DDPC" "$tmp/$n.lua" -o "$tmp/$n.bin" -q || fail "$n does not compile"; done
+for kv in "on nccl_cta_policy 1 (efficiency)" "on nccl_max_ctas 8" "on nccl_register 1" \
+          "off nccl_cta_policy 0 (default)" "off nccl_max_ctas 0" "off nccl_register 0"; do
+  set -- $kv
+  n=$1 k=$2; shift 2
+  got=$(meta "$n" "$k")
+  [ "$got" = "$*" ] && echo "ok: $n: $k $got" || fail "$n: $k is '$got', expected '$*'"
+done
+"$DDPRUN" "$tmp/on.bin" --device ref --nproc 2 --quiet && echo "ok: runs on the reference executor" ||
+  fail "the plan with nccl = {...} does not run on the reference executor"
+
+# bad NAME VALUE PATTERN
+bad() {
+  sched "$1" "$2"
+  if "$DDPC" "$tmp/$1.lua" -o "$tmp/$1.bin" -q 2>"$tmp/err"; then fail "$1: compiled"; return; fi
+  local lines; lines=$(wc -l <"$tmp/err")
+  [ "$lines" = 1 ] || { fail "$1: $lines lines: $(cat "$tmp/err")"; return; }
+  grep -qE -- "$3" "$tmp/err" || { fail "$1: '$(cat "$tmp/err")' lacks /$3/"; return; }
+  [ -e "$tmp/$1.bin" ] && { fail "$1: left a plan"; return; }
+  echo "ok: $1: $(cat "$tmp/err")"
+}
+bad policy '{ cta_policy = "fast" }' 'nccl.cta_policy must be one of "default", "efficiency" or "zero", got "fast"'
+bad ctas_zero '{ max_ctas = 0 }' 'nccl.max_ctas must be a positive integer, got 0'
+bad ctas_big '{ max_ctas = 65 }' 'nccl.max_ctas must be at most 64, got 65'
+bad ctas_frac '{ max_ctas = 2.5 }' 'nccl.max_ctas'
+bad not_table '5' 'nccl must be a table such as'
+bad unknown '{ registr = true }' 'nccl.registr is not a field of nccl \(did you mean register\?\)'
+bad register '{ register = "yes" }' 'nccl.register must be true or false, got "yes"'
+exit $fail
