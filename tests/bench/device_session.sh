@@ -9,7 +9,9 @@
 # on / off (device_fusion.sh bench); (6) GPipe's start-up hang with CUDA's module loading eager (the
 # default of a multi-rank ddprun) and lazy (gpipe_loading.sh); (7) the 2-GPU calibration and its targets
 # (device_calibrate2.sh); (8) pipeline bubbles under NCCL point-to-point settings (pipeline_nccl_env.sh); (9) the GEMM slowdown beside
-# an all-reduce per communication path (ddprun --bench interference, IMB sizes in MiB, IPATHS paths, each twice). PARTS (default "fusion_kernels cuda_exec gpu_step gpu_ddp pipeline calibration
+# an all-reduce per communication path (ddprun --bench interference, IMB sizes in MiB, IPATHS paths, each twice);
+# (10) the XL DDP step with the communicators configured by the schedule, and bf16 gradients' losses
+# (ddp_nccl_config.sh). PARTS (default "fusion_kernels cuda_exec gpu_step gpu_ddp pipeline calibration
 # fusion_bench") picks and orders them; the pipeline part passes SCHEDS, MBS, BIG and SINGLE16 on. After
 # tests/bench/prepare_device.sh here; carry dev/. Logs: everything under $OUT, tarred into
 # $OUT/session.tar.gz at the end (a call returns only a few files).
@@ -47,6 +49,7 @@ for p in $PARTS; do
         timeout 100 dev/bin/ddprun --bench interference --nproc 2 --mb $mb --paths ${IPATHS:-default,maxctas8,copy} \
           --out '$OUT'/interference.jsonl || echo "interference $mb MiB: rc=$?"; done; done'
       grep -vE "^(interference:|path )" $OUT/interference.log | head -30 ;;
+    ddp_nccl) part 150 ddp_nccl timeout 300 bash tests/bench/ddp_nccl_config.sh; tail -32 $OUT/ddp_nccl.log ;;
     nccl_env) part 100 nccl_env timeout 240 bash tests/bench/pipeline_nccl_env.sh; tail -20 $OUT/nccl_env.log ;;
     calibration) part 120 calibration timeout 200 bash tests/bench/device_calibrate.sh; tail -20 $OUT/calibration.log ;;
     fusion_bench) part 80 fusion_bench env FUSION_PARTS=bench timeout 120 bash tests/bench/device_fusion.sh
