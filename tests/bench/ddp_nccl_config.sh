@@ -2,10 +2,10 @@
 # tests/bench/ddp_nccl_config.sh: the XL bucketed DDP step (10 MB buckets, 2 GPUs, 20 steps, 5 warm-up) with
 # the communicators configured by the schedule's nccl = {...} (docs/SCHEDULES.md): NCCL's defaults, CTA
 # policy efficiency with the arenas registered, maxCTAs 8, CTA policy zero; fp32 and bf16 gradients; and
-# one GPU. Per run the median step time of the timed steps, the ratio to one GPU, what NCCL took (the run
+# one GPU with the same 4 sequences per GPU (global batch 4). Per run the median step time of the timed steps, the ratio to one GPU, what NCCL took (the run
 # line's "nccl"), and per gradient dtype the loss of every step, so bf16 gradients' effect on 20 XL steps
 # shows against fp32's. After tests/bench/prepare_device.sh here; carry dev/. ROUNDS (default 1) repeats
-# the 2-GPU runs. The table last (inline python); logs in $OUT/ddp_nccl.tar.gz.
+# the 2-GPU runs, RUNS picks them (default all six); ms/step is the median over the rounds. The table last (inline python); logs in $OUT/ddp_nccl.tar.gz.
 set -u
 cd "$(dirname "$0")/../.."
 . tests/bench/device_env.sh
@@ -25,10 +25,10 @@ mk fp32_ctas8 fp32 '{ max_ctas = 8 }'
 mk fp32_zero fp32 '{ cta_policy = "zero" }'
 mk bf16 bf16
 mk bf16_eff_reg bf16 '{ cta_policy = "efficiency", register = true }'
-$DDPC schedules/bucketed_10mb.lua -o $P/nc_single.bin -q --set parallel.ranks=1
+$DDPC schedules/bucketed_10mb.lua -o $P/nc_single.bin -q --set parallel.ranks=1 --set data.global_batch=4
 CUDA_VISIBLE_DEVICES=0 timeout 120 $DDPRUN $P/nc_single.bin --metrics $L/nc_single.r1.jsonl --quiet || echo "single failed"
 for r in $(seq 1 ${ROUNDS:-1}); do
-  for n in fp32 fp32_eff_reg fp32_ctas8 fp32_zero bf16 bf16_eff_reg; do
+  for n in ${RUNS:-fp32 fp32_eff_reg fp32_ctas8 fp32_zero bf16 bf16_eff_reg}; do
     timeout 120 $DDPRUN $P/nc_$n.bin --nproc 2 --metrics $L/nc_$n.r$r.jsonl --quiet >$L/nc_$n.r$r.log 2>&1 ||
       echo "$n round $r failed: $(tail -1 $L/nc_$n.r$r.log)"
   done
