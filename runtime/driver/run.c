@@ -19,6 +19,7 @@
 #include "stop.h"
 #include "trace.h"
 #include "calibrate.h"
+#include "clock.h"
 #include <math.h>
 #include <signal.h>
 #include <stdlib.h>
@@ -31,6 +32,8 @@ typedef struct metrics_row {
   ddp_step_times t;
   double tokens_per_s, mfu;
   uint64_t in_use, peak;
+  double issue_ms, host_ms; /* rank 0's host: time in the executor's run (issuing the step), and the whole
+                              iteration of this loop up to the metrics line (run, sync, reads, host sum) */
   bool warm;
   int world;
   const double *ranks; /* world x DDP_METRIC_RANKS values: rank r's DDP_METRIC_RANK_FIELDS at r * RANKS */
@@ -53,6 +56,8 @@ typedef struct metrics_row {
   X(forward_ms, "%.4f", r->t.forward_ms)                             \
   X(backward_ms, "%.4f", r->t.backward_ms)                           \
   X(optimizer_ms, "%.4f", r->t.optimizer_ms)                         \
+  X(issue_ms, "%.4f", r->issue_ms)                                   \
+  X(host_ms, "%.4f", r->host_ms)                                     \
   X(mem_in_use_GiB, "%.4f", gib(r->in_use))                          \
   X(peak_mem_GiB, "%.4f", gib(r->peak))                              \
   X(warmup, "%s", r->warm ? "true" : "false")
@@ -296,7 +301,9 @@ int ddp_run_rank(ddp_exec *x, const ddp_run_opts *o, char *err, size_t errcap) {
     x->trace = (o->trace_path && s == steps - 1) || calib_step;
     r = (metrics_row){.step = s + 1, .warm = s < m->warmup};
     float own = 0;
+    const double t_run = ddp_now_s();
     rc = x->v->run(x, &rp->step, s, err, errcap);
+    r.issue_ms = (ddp_now_s() - t_run) * 1e3;
     if (rc == 0) rc = x->v->sync(x, err, errcap);
     if (rc == 0) rc = read_floats(x, m->loss_tensor, &own, 1, err, errcap);
     if (rc == 0) rc = read_floats(x, m->scalars_tensor, r.scalars, SCALAR_COUNT, err, errcap);
@@ -330,6 +337,7 @@ int ddp_run_rank(ddp_exec *x, const ddp_run_opts *o, char *err, size_t errcap) {
     double sec = r.t.step_ms * 1e-3;
     r.tokens_per_s = sec > 0 ? (double)tokens_per_step(p) / sec : 0;
     r.mfu = o->peak_tflops > 0 && sec > 0 ? m->flops_per_step / sec / (o->peak_tflops * 1e12) : 0;
+    r.host_ms = (ddp_now_s() - t_run) * 1e3;
     if (metrics) metrics_line(metrics, &r);
     if (metrics && (rc = ddp_out_check(metrics, o->metrics_path, err, errcap)) != 0) break;
     if (lead && !o->quiet) progress_line(m, &r);
