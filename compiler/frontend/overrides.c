@@ -1,7 +1,9 @@
 /* compiler/frontend/overrides.c: `--set path=value` applied to the table a schedule returned, before
  * validation. The value is a number if it reads as one, true/false as booleans, nil removes the field,
- * anything else is a string. Every table on the path but the last field must exist. Each set field is
- * remembered (prelude.c) so that an error about it says "--set path=value" instead of a file:line. */
+ * anything else is a string. Every table on the path but the last field must exist, except the top-level
+ * tables whose fields are all optional (`nccl`, `fusion`), which --set creates when the schedule has none
+ * (--set nccl.register=true). Each set field is remembered (prelude.c) so that an error about it says
+ * "--set path=value" instead of a file:line. */
 #include "fe.h"
 #include <stdlib.h>
 #include <string.h>
@@ -18,6 +20,14 @@ static void fe_push_value(lua_State *L, const char *v) {
   else if (strcmp(v, "false") == 0) lua_pushboolean(L, 0);
   else if (strcmp(v, "nil") == 0) lua_pushnil(L);
   else if (lua_stringtonumber(L, v) == 0) lua_pushstring(L, v);
+}
+
+/* A top-level field that is a table of optional fields, which --set may create. */
+static bool creatable(const char *seg, size_t len) {
+  static const char *const names[] = {"nccl", "fusion"};
+  for (size_t k = 0; k < sizeof names / sizeof names[0]; k++)
+    if (strlen(names[k]) == len && memcmp(names[k], seg, len) == 0) return true;
+  return false;
 }
 
 void fe_apply_sets(lua_State *L, int root, const char *const *sets, int nsets) {
@@ -51,6 +61,13 @@ void fe_apply_sets(lua_State *L, int root, const char *const *sets, int nsets) {
         break;
       }
       lua_rawget(L, -2);
+      if (lua_isnil(L, -1) && seg == text && creatable(seg, (size_t)(end - seg))) { /* root.<seg> = {} */
+        lua_pop(L, 1);
+        lua_newtable(L);
+        fe_push_key(L, seg, (size_t)(end - seg));
+        lua_pushvalue(L, -2);
+        lua_rawset(L, -4);
+      }
       if (!lua_istable(L, -1)) {
         lua_pushlstring(L, text, (size_t)(eq - text));
         lua_pushlstring(L, text, (size_t)(end - text));

@@ -3,6 +3,8 @@
 #  - { cta_policy = "efficiency", max_ctas = 8, register = true } reaches the plan: `ddpc inspect` prints
 #    nccl_cta_policy 1 (efficiency), nccl_max_ctas 8, nccl_register 1; without the field the defaults
 #    (default, 0 = NCCL's, 0); the plan runs on the reference executor (which has no NCCL) as before;
+#  - --set creates the table when the schedule has none (--set nccl.register=true), and names itself in
+#    a refusal;
 #  - bad values are refused in one line naming the field, with a non-zero exit and no plan written.
 # The GPU side (the communicator built with them, the arenas registered, the run line's "nccl") is in
 # tests/e2e/gpu_ddp.sh.
@@ -35,6 +37,13 @@ for kv in "on nccl_cta_policy 1 (efficiency)" "on nccl_max_ctas 8" "on nccl_regi
 done
 "$DDPRUN" "$tmp/on.bin" --device ref --nproc 2 --quiet && echo "ok: runs on the reference executor" ||
   fail "the plan with nccl = {...} does not run on the reference executor"
+"$DDPC" "$tmp/off.lua" -o "$tmp/set.bin" -q --set nccl.cta_policy=zero --set nccl.register=true || fail "--set nccl.* refused"
+[ "$(meta set nccl_cta_policy)" = "2 (zero)" ] && [ "$(meta set nccl_register)" = 1 ] &&
+  echo "ok: --set nccl.cta_policy=zero --set nccl.register=true" || fail "--set nccl.*: $("$DDPC" inspect "$tmp/set.bin" | grep nccl)"
+if "$DDPC" "$tmp/off.lua" -o "$tmp/set2.bin" -q --set nccl.max_ctas=99 2>"$tmp/err"; then fail "--set nccl.max_ctas=99 compiled"
+elif [ "$(wc -l <"$tmp/err")" = 1 ] && grep -q '^--set nccl.max_ctas=99: nccl.max_ctas must be at most 64, got 99$' "$tmp/err"; then
+  echo "ok: $(cat "$tmp/err")"
+else fail "--set nccl.max_ctas=99: $(cat "$tmp/err")"; fi
 
 # bad NAME VALUE PATTERN
 bad() {
