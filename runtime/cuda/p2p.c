@@ -18,13 +18,14 @@
  *   after it saw AVAIL, which the sender wrote after the kernels producing the data finished (stream order),
  *   so no remote-write ordering is assumed.
  * Message k from rank a to rank b is a's k-th SEND to b and b's k-th RECV from a (the verifier proved they
- * pair, with equal sizes); flag slots are numbered by the owner's step instructions: AVAIL by its RECVs,
- * DONE by its SENDs. The init program's messages, if any, always go through NCCL.
+ * pair, with equal sizes); flag slots are numbered by the owner's step instructions, AVAIL by its RECVs,
+ * DONE by its SENDs (plan/p2p_slots.c, which the CPU tests check). The init program's messages, if any, always go through NCCL.
  * NCCL is the default: on 2 x H200 (2026-11-24) the XL pipelines ran as fast either way (interleaved 1F1B
  * with 8 microbatches 152.31 ms/step by copy engine, 151.54 by NCCL) and the cost model's point-to-point
  * figures are calibrated on NCCL's; the copy path frees the SMs NCCL's kernels would take. */
 #include "cx.h"
 #include "memops.h"
+#include "p2p_slots.h"
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -65,25 +66,6 @@ static int plan_has_p2p(const ddp_plan *p) {
     for (uint32_t k = 0; k < p->ranks[r].step.n; k++)
       if (p->ranks[r].step.v[k].opcode == I_SEND || p->ranks[r].step.v[k].opcode == I_RECV) return 1;
   return 0;
-}
-
-/* The ordinal, among rank r's step instructions of `opcode`, of the k-th one with peer `peer`; -1 if none. */
-static int64_t nth_with_peer(const ddp_program *prog, int opcode, int peer, uint32_t k, uint32_t *at) {
-  uint32_t seen = 0;
-  int64_t ord = 0;
-  for (uint32_t i = 0; i < prog->n; i++) {
-    const ddp_instr *in = &prog->v[i];
-    if (in->opcode != opcode) continue;
-    if (in->i[COLL_I_PEER] == peer && in->i[COLL_I_COUNT] > 0) {
-      if (seen == k) {
-        *at = i;
-        return ord;
-      }
-      seen++;
-    }
-    ord++;
-  }
-  return -1;
 }
 
 /* This rank's ability to use the copy path (1), or 0 with the reason in why. */
@@ -128,53 +110,33 @@ static void *peer_ptr(struct cx_p2p *c, int peer, int arena, char *err, size_t e
   return *slot;
 }
 
-/* Every step SEND/RECV op: its flags, and for a RECV the sender's source. */
+/* Every step SEND/RECV op: its flags (plan/p2p_slots.c pairs them), and for a RECV the sender's source. */
 static int wire_ops(cx *x, struct cx_p2p *c, char *err, size_t errcap) {
   const ddp_plan *p = x->base.plan;
-  const int me = x->base.rank;
   cx_prog *pg = &x->step;
-  uint32_t nrecv = 0, nsend = 0;
-  uint32_t *count_to = calloc((size_t)c->world, sizeof *count_to), *count_from = calloc((size_t)c->world, sizeof *count_from);
-  if (!count_to || !count_from) return free(count_to), free(count_from), ddp_fail(err, errcap, "out of host memory");
-  int rc = 0;
-  for (uint32_t i = 0; rc == 0 && i < pg->n; i++) {
-    cx_op *op = &pg->ops[i];
-    if (!is_p2p(op)) continue;
-    int send = op->in->opcode == I_SEND;
-    uint32_t ord = send ? nsend++ : nrecv++;
+  ddp_p2p_slot *v = NULL;
+  uint32_t n = 0, nslots = 0;
+  if (ddp_p2p_slots(p, x->base.rank, &v, &n, &nslots, err, errcap)) return -1;
+  int rc = nslots == 1 + c->nrecv + c->nsend ? 0 : ddp_fail(err, errcap, "flag count %u, expected %u", nslots, 1 + c->nrecv + c->nsend);
+  for (uint32_t k = 0; rc == 0 && k < n; k++) {
+    const ddp_p2p_slot *s = &v[k];
+    cx_op *op = &pg->ops[s->instr];
     op->pc = 1; /* every SEND/RECV of the step takes the copy path, a skipped one (no bytes) doing nothing */
-    if (op->skip) continue;
-    const ddp_program *peerprog = &p->ranks[op->peer].step;
-    uint32_t at = 0, k = send ? count_to[op->peer]++ : count_from[op->peer]++;
-    int64_t theirs = nth_with_peer(peerprog, send ? I_RECV : I_SEND, me, k, &at);
-    if (theirs < 0) {
-      rc = ddp_fail(err, errcap, "step instruction %u: message %u %s rank %d has no partner there", i, k,
-                    send ? "to" : "from", op->peer);
+    op->pc_local = s->local;
+    if (op->skip || !s->bytes) continue;
+    op->pc_remote = c->peer_mailbox[s->peer] + s->remote;
+    if (s->send) continue;
+    const ddp_bufref *r = &p->ranks[s->peer].step.v[s->peer_instr].p[COLL_P_BUF];
+    uint64_t cap = r->arena < ARENA_COUNT ? p->ranks[s->peer].arena_bytes[r->arena] : 0;
+    if (r->arena >= ARENA_COUNT || r->offset > cap || s->bytes > cap - r->offset) {
+      rc = ddp_fail(err, errcap, "step instruction %u: rank %d's message source lies outside its arena", s->instr, s->peer);
       break;
     }
-    uint64_t *pm = c->peer_mailbox[op->peer];
-    uint32_t peer_nrecv = 0;
-    for (uint32_t j = 0; j < peerprog->n; j++) peer_nrecv += peerprog->v[j].opcode == I_RECV;
-    if (send) { /* my DONE slot; the receiver's AVAIL slot */
-      op->pc_local = 1 + c->nrecv + ord;
-      op->pc_remote = pm + 1 + theirs;
-    } else { /* my AVAIL slot; the sender's DONE slot; its data */
-      op->pc_local = 1 + ord;
-      op->pc_remote = pm + 1 + peer_nrecv + theirs;
-      const ddp_bufref *r = &peerprog->v[at].p[COLL_P_BUF];
-      uint64_t bytes = (uint64_t)op->count * ddp_dtype_size(op->in->dt[COLL_P_BUF]);
-      uint64_t cap = p->ranks[op->peer].arena_bytes[r->arena < ARENA_COUNT ? r->arena : 0];
-      if (r->arena >= ARENA_COUNT || r->offset > cap || bytes > cap - r->offset) {
-        rc = ddp_fail(err, errcap, "step instruction %u: rank %d's message source lies outside its arena", i, op->peer);
-        break;
-      }
-      uint8_t *base = peer_ptr(c, op->peer, (int)r->arena, err, errcap);
-      if (!base) rc = -1;
-      else op->pc_src = base + r->offset;
-    }
+    uint8_t *base = peer_ptr(c, s->peer, (int)r->arena, err, errcap);
+    if (!base) rc = -1;
+    else op->pc_src = base + r->offset;
   }
-  free(count_to);
-  free(count_from);
+  free(v);
   return rc;
 }
 
