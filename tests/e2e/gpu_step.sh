@@ -35,6 +35,8 @@ PY
 }
 run_pair tiny_fp32 tiny 1e-5
 run_pair tiny_bf16 tiny 2e-2 --set precision=bf16
+# one head of 64: the Hopper attention forward (templates/attention_wgmma.cu) inside a whole step
+run_pair tiny_bf16_d64 tiny 2e-2 --set precision=bf16 --set model.heads=1
 run_pair toy toy 1e-5
 run_pair toy_tied toy_tied 1e-5
 run_pair toy_layernorm toy_layernorm 1e-5

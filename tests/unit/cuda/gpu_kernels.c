@@ -116,6 +116,7 @@ static void attention_stats(const kc_case *c, void **host) {
 
 static const char *g_arch;
 static int g_verbose;
+static ddp_codegen_opts g_opts; /* DDP_TUNE_* from the environment pick tile variants (DDP_TUNE_FWD_WGMMA=2: mma.sync) */
 
 /* Runs one case; returns 1 pass, 0 fail. */
 static int run_case(kc_case *c, int idx, uint64_t seed) {
@@ -123,15 +124,15 @@ static int run_case(kc_case *c, int idx, uint64_t seed) {
   ddp_launch L;
   const int op = c->in.op;
   const double tol_act = c->buf[0].dt == DT_BF16 || c->in.dt[1] == DT_BF16 ? 2e-2 : 1e-4;
-  if (ddp_kernel_launch(&c->in, g_arch, NULL, &L, err, sizeof err)) {
+  if (ddp_kernel_launch(&c->in, g_arch, &g_opts, &L, err, sizeof err)) {
     printf("FAIL %s: launch refused: %s\n", c->label, err);
     return 0;
   }
-  if (g_verbose) printf("  spec:\n%s  grid %u,%u block %u smem %u\n", L.spec, L.grid[0], L.grid[1], L.block[0], L.smem);
+  if (g_verbose) printf("  template %s, spec:\n%s  grid %u,%u block %u smem %u\n", L.tpl, L.spec, L.grid[0], L.grid[1], L.block[0], L.smem);
   uint8_t *cubin = NULL;
   uint64_t size = 0;
   char hash[17];
-  if (ddp_nvrtc_compile(L.tpl, ddp_op_entry(op), L.spec, g_arch, NULL, &cubin, &size, hash, err, sizeof err)) {
+  if (ddp_nvrtc_compile(L.tpl, ddp_op_entry(op), L.spec, g_arch, &g_opts, &cubin, &size, hash, err, sizeof err)) {
     printf("FAIL %s: %s\n", c->label, err);
     return 0;
   }
@@ -247,6 +248,7 @@ int main(int argc, char **argv) {
   char err[512];
   if (!CHECK(!DDP_CUDA_CHECK(cudaGetDeviceProperties(&prop, 0), err, sizeof err), "%s", err))
     return check_report("gpu_kernels");
+  if (!CHECK(!ddp_codegen_opts_from_env(&g_opts, err, sizeof err), "%s", err)) return check_report("gpu_kernels");
   static char arch[32];
   snprintf(arch, sizeof arch, "sm_%d%d%s", prop.major, prop.minor, prop.major == 9 ? "a" : "");
   g_arch = arch;

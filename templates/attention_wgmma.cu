@@ -1,0 +1,557 @@
+// templates/attention_wgmma.cu: ATTN_FWD, ATTN_BWD_DKV and ATTN_BWD_DQ on Hopper (sm_90a) tensor cores:
+// wgmma.mma_async, each warpgroup (128 threads) owning 64 rows of the block's tile (queries; keys in dK/dV).
+// Selected by compiler/codegen/launch.c for bf16 activations, head dims 64 and 128 (DDP_HEAD_DIM) and a
+// sm_90a target; the Ampere kernels (attention_mma.cu) stay for other GPUs and head dims and for the fused
+// inverse-RoPE backward, and DDP_TUNE_{FWD,DKV,DQ}_WGMMA=2 picks them on Hopper too. Same semantics,
+// arguments and determinism (no atomics) as attention_mma.cu; ATTN_BWD_PREP stays in attention.cuh.
+//
+// Forward, per block: BM = 64 * (DDP_WARPS / 4) query rows, streamed K/V tiles of BN keys (64 or 128), double
+// buffered (tile j+1 loads while tile j computes); the backward kernels below say their own layout. Shared
+// tiles are in wgmma's 128-byte-swizzle layout: a 64-column (128-byte) block of the head dim at a time, row
+// r's 16-byte chunk c stored at chunk c ^ (r % 8), 8-row groups 1024 bytes apart, so one descriptor per
+// 16-wide k step reads them with no bank conflict. Both products take their B operand straight from shared
+// memory: S = Q K^T with Q (A) and K (B) K-major; O += P V with P (A) from the registers that hold the scores
+// (the accumulator layout of wgmma is its A-fragment layout, as with mma.sync) and V as an MN-major
+// (transposed) B. Scores stay in raw units; the online softmax runs in the log2 domain, as attention_mma.cu.
+// Loads are 16-byte cp.async with zero fill past T and Dh (plain loads where a row is not 16-byte aligned);
+// shared writes are made visible to the tensor cores' async proxy (fence.proxy.async) before the barrier that
+// publishes them.
+//
+// Not yet here (docs/PERFORMANCE.md has the measurements): TMA loads, producer/consumer warp specialisation
+// and overlapping the next tile's scores with this tile's softmax. A three-stage version that issued the next
+// scores before the softmax (FlashAttention-3's intra-warpgroup overlap) measured slower on an H200 (d 64, T
+// 16384: 3.31 ms against 2.52 for this one then): it needs 30 more registers a thread, which halves the
+// blocks per SM, and ptxas serialises the wgmma pipeline when the scores' accumulators are read while the P V
+// group is still open.
+//
+// Spec (launch.c): DDP_HEAD_DIM 64 | 128, DDP_WARPS 4 | 8, DDP_BM = 16 * DDP_WARPS, DDP_BN 64 | 128, DDP_MINB
+// (blocks per SM asked of the register allocator), DDP_SMEM (forward (BM + 4 BN) HD 2 + 1024: 1 KiB of slack
+// to align the tiles to 1024 bytes; the backward kernels' sums are next to them).
+#include "attention.cuh"
+
+namespace wg {
+using namespace attn;
+constexpr int NWG = NW / 4;  // warpgroups, 64 query rows each
+constexpr int CB = HD / 64;  // 128-byte column blocks of the head dim
+static_assert(HD == 64 || HD == 128, "attention_wgmma: head dim 64 or 128");
+static_assert(NW % 4 == 0 && BM == 64 * NWG, "attention_wgmma: DDP_BM = 64 rows per warpgroup");
+static_assert(BN == 64 || BN == 128, "attention_wgmma: DDP_BN 64 or 128");
+constexpr int ABYTES = BM * HD * 2, BBYTES = BN * HD * 2;  // a resident (BM-row) and a streamed (BN-row) tile
+
+__device__ __forceinline__ unsigned smem_u32(const void *p) { return (unsigned)__cvta_generic_to_shared(p); }
+__device__ __forceinline__ void cp_async16(void *dst, const void *src, int bytes) {
+  asm volatile("cp.async.cg.shared.global [%0], [%1], 16, %2;\n" ::"r"(smem_u32(dst)), "l"(src), "r"(bytes));
+}
+__device__ __forceinline__ void cp_commit() { asm volatile("cp.async.commit_group;\n" ::); }
+template <int N> __device__ __forceinline__ void cp_wait() { asm volatile("cp.async.wait_group %0;\n" ::"n"(N)); }
+__device__ __forceinline__ void fence_async_smem() { asm volatile("fence.proxy.async.shared::cta;\n" ::: "memory"); }
+__device__ __forceinline__ void wg_fence() { asm volatile("wgmma.fence.sync.aligned;\n" ::: "memory"); }
+__device__ __forceinline__ void wg_commit() { asm volatile("wgmma.commit_group.sync.aligned;\n" ::: "memory"); }
+template <int N> __device__ __forceinline__ void wg_wait() { asm volatile("wgmma.wait_group.sync.aligned %0;\n" ::"n"(N) : "memory"); }
+// Keeps the compiler from moving reads or writes of accumulator registers across wgmma fences and waits.
+template <int N> __device__ __forceinline__ void reg_fence(float (&r)[N]) {
+#pragma unroll
+  for (int i = 0; i < N; i++) asm volatile("" : "+f"(r[i])::"memory");
+}
+__device__ __forceinline__ float ex2(float x) {  // 2^x, MUFU.EX2; ex2(-inf) = 0
+  float y;
+  asm("ex2.approx.ftz.f32 %0, %1;\n" : "=f"(y) : "f"(x));
+  return y;
+}
+__device__ __forceinline__ unsigned pack2(float lo, float hi) {
+  __nv_bfloat162 v = __floats2bfloat162_rn(lo, hi);
+  return *reinterpret_cast<unsigned *>(&v);
+}
+// Shared-memory matrix descriptor: start address, leading and stride byte offsets (16-byte units), 128-byte
+// swizzle (mode 1 in bits 62-63). The tiles' 1024-byte alignment keeps the base offset (bits 49-51) 0. Built
+// from two words: the low one (address, leading offset) once per tile, then moved along the tile by adding
+// offset / 16 (the address field never carries: shared memory is under 2^18 bytes), the high one constant.
+__device__ __forceinline__ unsigned desc_lo(unsigned addr, unsigned lbo) {
+  return ((addr & 0x3ffffu) >> 4) | (((lbo >> 4) & 0x3fffu) << 16);
+}
+template <unsigned SBO> __device__ __forceinline__ unsigned long long desc(unsigned lo) {
+  return (unsigned long long)lo | ((unsigned long long)(((SBO >> 4) & 0x3fffu) | (1u << 30)) << 32);
+}
+// Byte offset of row r's 16-byte chunk c (c < HD/8) in a ROWS-row swizzled tile.
+template <int ROWS> __device__ __forceinline__ unsigned swz(int r, int c) {
+  return (unsigned)((c >> 3) * ROWS * 128 + r * 128 + (((c & 7) ^ (r & 7)) << 4));
+}
+// Rows [r0, r0 + ROWS) x columns [0, HD) of a head (element (row, col) at base[row * st + col]) into the
+// swizzled tile dst; zeros past T and Dh. async: 16-byte cp.async (Dh % 8 == 0, st % 8 == 0, base aligned).
+// Each thread copies the same chunk column c of rows r, r + NTH/CPR, ...: the shared offsets and the row
+// offsets within the tile are per-thread constants, only the tile's first row moves.
+template <int ROWS>
+__device__ __forceinline__ void load_tile(unsigned char *dst, const bf16 *base, long long st, long long r0, long long T,
+                                          int Dh, bool async) {
+  constexpr int CPR = HD / 8, RSTEP = NTH / CPR;
+  static_assert(NTH % CPR == 0, "load_tile: whole rows per pass");
+  const int c = threadIdx.x % CPR, rt = threadIdx.x / CPR;
+  const bf16 *src = base + (r0 + rt) * st + c * 8;
+  const long long left = T - r0 - rt;  // rows of this thread's column still inside the sequence: row r < left
+  const bool col_ok = c * 8 < Dh;
+#pragma unroll
+  for (int k = 0; k < ROWS / RSTEP; k++) {
+    const int r = rt + k * RSTEP;
+    unsigned char *d = dst + swz<ROWS>(r, c);
+    const bool ok = col_ok && k * RSTEP < left;
+    if (async) {
+      cp_async16(d, ok ? src + (long long)k * RSTEP * st : base, ok ? 16 : 0);
+    } else {
+      bf16 *e = (bf16 *)d;
+#pragma unroll
+      for (int q = 0; q < 8; q++)
+        e[q] = (k * RSTEP < left && c * 8 + q < Dh) ? src[(long long)k * RSTEP * st + q] : __float2bfloat16_rn(0.f);
+    }
+  }
+}
+__device__ __forceinline__ bool async_ok(const void *p, long long st, long long Dh) {
+  return Dh % 8 == 0 && st % 8 == 0 && ((unsigned long long)p % 16) == 0;
+}
+
+// ------------------------------ wgmma instructions (m64nNk16, bf16 -> f32) ------------------------------
+// d (64 x 64, f32) = (acc ? d : 0) + A (64 x 16, smem desc da, K-major) * B^T (64 x 16, smem desc db, K-major)
+__device__ __forceinline__ void wgmma_ss(float (&d)[32], unsigned long long da, unsigned long long db, int acc) {
+  asm volatile(
+      "{\n.reg .pred p;\nsetp.ne.b32 p, %34, 0;\n"
+      "wgmma.mma_async.sync.aligned.m64n64k16.f32.bf16.bf16 {"
+      "%0,%1,%2,%3,%4,%5,%6,%7,%8,%9,%10,%11,%12,%13,%14,%15,"
+      "%16,%17,%18,%19,%20,%21,%22,%23,%24,%25,%26,%27,%28,%29,%30,%31"
+      "}, %32, %33, p, 1, 1, 0, 0;\n}\n"
+      : "+f"(d[0]), "+f"(d[1]), "+f"(d[2]), "+f"(d[3]), "+f"(d[4]), "+f"(d[5]), "+f"(d[6]), "+f"(d[7]),
+        "+f"(d[8]), "+f"(d[9]), "+f"(d[10]), "+f"(d[11]), "+f"(d[12]), "+f"(d[13]), "+f"(d[14]), "+f"(d[15]),
+        "+f"(d[16]), "+f"(d[17]), "+f"(d[18]), "+f"(d[19]), "+f"(d[20]), "+f"(d[21]), "+f"(d[22]), "+f"(d[23]),
+        "+f"(d[24]), "+f"(d[25]), "+f"(d[26]), "+f"(d[27]), "+f"(d[28]), "+f"(d[29]), "+f"(d[30]), "+f"(d[31])
+      : "l"(da), "l"(db), "r"(acc));
+}
+// d (64 x 128, f32) = (acc ? d : 0) + A (64 x 16, smem desc da, K-major) * B^T (128 x 16, smem desc db, K-major)
+__device__ __forceinline__ void wgmma_ss(float (&d)[64], unsigned long long da, unsigned long long db, int acc) {
+  asm volatile(
+      "{\n.reg .pred p;\nsetp.ne.b32 p, %66, 0;\n"
+      "wgmma.mma_async.sync.aligned.m64n128k16.f32.bf16.bf16 {"
+      "%0,%1,%2,%3,%4,%5,%6,%7,%8,%9,%10,%11,%12,%13,%14,%15,"
+      "%16,%17,%18,%19,%20,%21,%22,%23,%24,%25,%26,%27,%28,%29,%30,%31,"
+      "%32,%33,%34,%35,%36,%37,%38,%39,%40,%41,%42,%43,%44,%45,%46,%47,"
+      "%48,%49,%50,%51,%52,%53,%54,%55,%56,%57,%58,%59,%60,%61,%62,%63"
+      "}, %64, %65, p, 1, 1, 0, 0;\n}\n"
+      : "+f"(d[0]), "+f"(d[1]), "+f"(d[2]), "+f"(d[3]), "+f"(d[4]), "+f"(d[5]), "+f"(d[6]), "+f"(d[7]),
+        "+f"(d[8]), "+f"(d[9]), "+f"(d[10]), "+f"(d[11]), "+f"(d[12]), "+f"(d[13]), "+f"(d[14]), "+f"(d[15]),
+        "+f"(d[16]), "+f"(d[17]), "+f"(d[18]), "+f"(d[19]), "+f"(d[20]), "+f"(d[21]), "+f"(d[22]), "+f"(d[23]),
+        "+f"(d[24]), "+f"(d[25]), "+f"(d[26]), "+f"(d[27]), "+f"(d[28]), "+f"(d[29]), "+f"(d[30]), "+f"(d[31]),
+        "+f"(d[32]), "+f"(d[33]), "+f"(d[34]), "+f"(d[35]), "+f"(d[36]), "+f"(d[37]), "+f"(d[38]), "+f"(d[39]),
+        "+f"(d[40]), "+f"(d[41]), "+f"(d[42]), "+f"(d[43]), "+f"(d[44]), "+f"(d[45]), "+f"(d[46]), "+f"(d[47]),
+        "+f"(d[48]), "+f"(d[49]), "+f"(d[50]), "+f"(d[51]), "+f"(d[52]), "+f"(d[53]), "+f"(d[54]), "+f"(d[55]),
+        "+f"(d[56]), "+f"(d[57]), "+f"(d[58]), "+f"(d[59]), "+f"(d[60]), "+f"(d[61]), "+f"(d[62]), "+f"(d[63])
+      : "l"(da), "l"(db), "r"(acc));
+}
+// d (64 x 64, f32) += A (64 x 16, bf16 registers a) * B (16 x 64, smem desc db, MN-major: transposed)
+__device__ __forceinline__ void wgmma_rs_n64_t(float (&d)[32], const unsigned (&a)[4], unsigned long long db) {
+  asm volatile(
+      "{\n.reg .pred p;\nsetp.ne.b32 p, %37, 0;\n"
+      "wgmma.mma_async.sync.aligned.m64n64k16.f32.bf16.bf16 {"
+      "%0,%1,%2,%3,%4,%5,%6,%7,%8,%9,%10,%11,%12,%13,%14,%15,"
+      "%16,%17,%18,%19,%20,%21,%22,%23,%24,%25,%26,%27,%28,%29,%30,%31"
+      "}, {%32,%33,%34,%35}, %36, p, 1, 1, 1;\n}\n"
+      : "+f"(d[0]), "+f"(d[1]), "+f"(d[2]), "+f"(d[3]), "+f"(d[4]), "+f"(d[5]), "+f"(d[6]), "+f"(d[7]),
+        "+f"(d[8]), "+f"(d[9]), "+f"(d[10]), "+f"(d[11]), "+f"(d[12]), "+f"(d[13]), "+f"(d[14]), "+f"(d[15]),
+        "+f"(d[16]), "+f"(d[17]), "+f"(d[18]), "+f"(d[19]), "+f"(d[20]), "+f"(d[21]), "+f"(d[22]), "+f"(d[23]),
+        "+f"(d[24]), "+f"(d[25]), "+f"(d[26]), "+f"(d[27]), "+f"(d[28]), "+f"(d[29]), "+f"(d[30]), "+f"(d[31])
+      : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "l"(db), "n"(1));
+}
+
+
+// S (64 x BN) = A B^T over the head dim: HD/16 k steps, each one wgmma. A: the warpgroup's 64 rows of a
+// resident BM-row tile (aaddr includes the warpgroup's offset); B: a streamed BN-row tile. Q K^T in the
+// forward and dQ (S, and dP = dO V^T), K Q^T and V dO^T in dK/dV.
+__device__ __forceinline__ void scores(float (&s)[BN / 2], unsigned qaddr, unsigned kaddr) {
+  const unsigned qlo = desc_lo(qaddr, 16), klo = desc_lo(kaddr, 16);
+#pragma unroll
+  for (int kk = 0; kk < HD / 16; kk++) {
+    const unsigned off = ((unsigned)(kk & 3) * 32u) >> 4;
+    const unsigned long long da = desc<1024>(qlo + ((unsigned)(kk >> 2) * BM * 128u >> 4) + off);
+    const unsigned long long db = desc<1024>(klo + ((unsigned)(kk >> 2) * BN * 128u >> 4) + off);
+    wgmma_ss(s, da, db, kk > 0);  // m64n64k16 or m64n128k16 by the size of s
+  }
+}
+// P (64 x BN) as bf16 A fragments, one set of 4 registers per 16-key k step, from the scores' registers.
+__device__ __forceinline__ void pack_p(unsigned (&pa)[BN / 16][4], const float (&s)[BN / 2]) {
+#pragma unroll
+  for (int kk = 0; kk < BN / 16; kk++) {
+    pa[kk][0] = pack2(s[8 * kk], s[8 * kk + 1]);
+    pa[kk][1] = pack2(s[8 * kk + 2], s[8 * kk + 3]);
+    pa[kk][2] = pack2(s[8 * kk + 4], s[8 * kk + 5]);
+    pa[kk][3] = pack2(s[8 * kk + 6], s[8 * kk + 7]);
+  }
+}
+// O[cb] (64 x 64 each) += P (64 x BN, packed registers) V (BN x HD, a streamed tile read MN-major): BN/16
+// k steps, one wgmma per column block. P V in the forward, dS K in dQ, P^T dO and dS^T Q in dK/dV. The
+// fragments are packed before the fence, so no register is written between the instructions.
+__device__ __forceinline__ void pv(float (&o)[CB][32], const unsigned (&pa)[BN / 16][4], unsigned vaddr) {
+  const unsigned vlo = desc_lo(vaddr, BN * 128u);
+#pragma unroll
+  for (int kk = 0; kk < BN / 16; kk++)
+#pragma unroll
+    for (int cb = 0; cb < CB; cb++)
+      wgmma_rs_n64_t(o[cb], pa[kk], desc<1024>(vlo + (((unsigned)cb * BN * 128u + (unsigned)kk * 16u * 128u) >> 4)));
+}
+// A 64-bit difference clamped into [lo, hi] as an int, for the per-tile mask limits.
+__device__ __forceinline__ int clamp_int(long long v, int lo, int hi) { return v < lo ? lo : v > hi ? hi : (int)v; }
+// Column (within its 8-wide group's tile) of accumulator element i, less the thread's 2 tq: 8 (i / 4) + (i % 2).
+__device__ __forceinline__ constexpr int acc_col(int i) { return (i >> 2) * 8 + (i & 1); }
+// Stores rows (row0, row0 + 8) of a warpgroup's 64 x HD accumulator (acc[cb][4 nt + e]: row + 8 (e >> 1),
+// column 64 cb + 8 nt + 2 tq + (e & 1)) times s, rows < T and columns < Dh.
+template <class TO>
+__device__ __forceinline__ void store_acc(TO *base, long long st, long long row0, long long T, int Dh,
+                                          const float (&acc)[CB][32], float s, int tq) {
+#pragma unroll
+  for (int cb = 0; cb < CB; cb++)
+#pragma unroll
+    for (int i = 0; i < 32; i += 2) {
+      const long long row = row0 + ((i & 2) ? 8 : 0);
+      const int col = cb * 64 + (i >> 2) * 8 + tq * 2;
+      if (row < T) {
+        if (col < Dh) base[row * st + col] = ddp_to<TO>(acc[cb][i] * s);
+        if (col + 1 < Dh) base[row * st + col + 1] = ddp_to<TO>(acc[cb][i + 1] * s);
+      }
+    }
+}
+}  // namespace wg
+
+// ---------------------------------------- forward ------------------------------------------------
+#ifdef DDP_ENTRY_attn_fwd
+extern "C" __global__ void __launch_bounds__(32 * DDP_WARPS, DDP_MINB) ddp_attn_fwd(const ddp_kargs a) {
+  using namespace wg;
+  constexpr int QBYTES = ABYTES, KVBYTES = BBYTES;
+  static_assert(QBYTES + 4 * KVBYTES + 1024 == DDP_SMEM, "DDP_SMEM does not match the wgmma forward layout");
+  extern __shared__ __align__(1024) unsigned char smem_raw[];
+  unsigned char *Qs = smem_raw + ((1024u - (smem_u32(smem_raw) & 1023u)) & 1023u);
+  unsigned char *Ks = Qs + QBYTES, *Vs = Ks + 2 * KVBYTES;
+  const dims d = dims_of(a);
+  const long long T = d.T, bh = blockIdx.x;
+  const int Dh = (int)d.Dh;
+  const int nqb = (int)((T + BM - 1) / BM);
+  const int qb = d.causal ? nqb - 1 - (int)blockIdx.y : (int)blockIdx.y;
+  const long long q0 = (long long)qb * BM;
+  const bf16 *qh = (const bf16 *)a.p[ATTN_P_Q] + head_base(d, d.sq, bh);
+  const bf16 *kh = (const bf16 *)a.p[ATTN_P_K] + head_base(d, d.sk, bh);
+  const bf16 *vh = (const bf16 *)a.p[ATTN_P_V] + head_base(d, d.sv, bh);
+  T3 *oh = (T3 *)a.p[ATTN_P_O] + head_base(d, d.so, bh);
+  float *lse = (float *)a.p[ATTN_P_LSE];
+  const int wgi = threadIdx.x >> 7, warp = (threadIdx.x >> 5) & 3, lane = threadIdx.x & 31, g = lane >> 2, tq = lane & 3;
+  const bool aq = async_ok(qh, d.sq, Dh), ak = async_ok(kh, d.sk, Dh), av = async_ok(vh, d.sv, Dh);
+  const long long kend = d.causal ? (q0 + BM < T ? q0 + BM : T) : T;
+  const int nkt = (int)((kend + BN - 1) / BN);
+
+  load_tile<BM>(Qs, qh, d.sq, q0, T, Dh, aq);
+  load_tile<BN>(Ks, kh, d.sk, 0, T, Dh, ak);
+  load_tile<BN>(Vs, vh, d.sv, 0, T, Dh, av);
+  cp_commit();
+
+  float o[CB][32];
+#pragma unroll
+  for (int cb = 0; cb < CB; cb++)
+#pragma unroll
+    for (int i = 0; i < 32; i++) o[cb][i] = 0.f;
+  float m[2] = {-INFINITY, -INFINITY}, l[2] = {0.f, 0.f};
+  const float sl2 = d.scale * DDP_LOG2E;
+  const long long row0 = q0 + wgi * 64 + warp * 16 + g;  // the thread's rows: row0 and row0 + 8
+  const unsigned qaddr = smem_u32(Qs) + (unsigned)wgi * 64u * 128u;
+
+  for (int j = 0; j < nkt; j++) {
+    const int buf = j & 1;
+    if (j + 1 < nkt) {  // tile j+1 loads while tile j computes
+      load_tile<BN>(Ks + (buf ^ 1) * KVBYTES, kh, d.sk, (long long)(j + 1) * BN, T, Dh, ak);
+      load_tile<BN>(Vs + (buf ^ 1) * KVBYTES, vh, d.sv, (long long)(j + 1) * BN, T, Dh, av);
+      cp_commit();
+      cp_wait<1>();
+    } else {
+      cp_wait<0>();
+    }
+    fence_async_smem();
+    __syncthreads();
+    float s[BN / 2];
+    wg_fence();
+    scores(s, qaddr, smem_u32(Ks + buf * KVBYTES));
+    wg_commit();
+    wg_wait<0>();
+    reg_fence(s);
+
+    const long long k0 = (long long)j * BN;
+    const bool need = k0 + BN > T || (d.causal && k0 + BN - 1 > q0 + wgi * 64);
+    float mx[2] = {-INFINITY, -INFINITY};
+    // masked: column k0 + 2 tq + acc_col(i) at or past T, or (causal) past the row
+    const int lim_t = clamp_int(T - k0 - 2 * tq, -1, BN), lim_c = d.causal ? clamp_int(row0 - k0 - 2 * tq, -16, BN) : BN;
+#pragma unroll
+    for (int i = 0; i < BN / 2; i++) {
+      float x = s[i];
+      if (need && (acc_col(i) >= lim_t || acc_col(i) > lim_c + ((i & 2) ? 8 : 0))) x = -INFINITY;
+      s[i] = x;
+      mx[(i >> 1) & 1] = fmaxf(mx[(i >> 1) & 1], x);
+    }
+    float mb[2], alpha[2], ls[2] = {0.f, 0.f};
+#pragma unroll
+    for (int r = 0; r < 2; r++) {
+      mx[r] = fmaxf(mx[r], __shfl_xor_sync(DDP_FULL, mx[r], 1));
+      mx[r] = fmaxf(mx[r], __shfl_xor_sync(DDP_FULL, mx[r], 2));
+      const float mn = fmaxf(m[r], mx[r]);
+      mb[r] = mn == -INFINITY ? 0.f : mn * sl2;
+      alpha[r] = ex2(m[r] * sl2 - mb[r]);
+      m[r] = mn;
+    }
+#pragma unroll
+    for (int i = 0; i < BN / 2; i++) {
+      const float p = ex2(fmaf(s[i], sl2, -mb[(i >> 1) & 1]));
+      s[i] = p;
+      ls[(i >> 1) & 1] += p;
+    }
+#pragma unroll
+    for (int r = 0; r < 2; r++) l[r] = l[r] * alpha[r] + ls[r];
+#pragma unroll
+    for (int cb = 0; cb < CB; cb++)
+#pragma unroll
+      for (int i = 0; i < 32; i++) o[cb][i] *= alpha[(i >> 1) & 1];
+    unsigned pa[BN / 16][4];
+    pack_p(pa, s);
+#pragma unroll
+    for (int cb = 0; cb < CB; cb++) reg_fence(o[cb]);
+    wg_fence();
+    pv(o, pa, smem_u32(Vs + buf * KVBYTES));
+    wg_commit();
+    wg_wait<0>();
+#pragma unroll
+    for (int cb = 0; cb < CB; cb++) reg_fence(o[cb]);
+    __syncthreads();  // every warpgroup is done with this buffer before the next prefetch overwrites it
+  }
+
+  float inv[2];
+#pragma unroll
+  for (int r = 0; r < 2; r++) {
+    float lr = l[r];
+    lr += __shfl_xor_sync(DDP_FULL, lr, 1);
+    lr += __shfl_xor_sync(DDP_FULL, lr, 2);
+    inv[r] = lr > 0.f ? 1.f / lr : 0.f;
+    const long long row = row0 + 8 * r;
+    if (tq == 0 && row < T && lse) lse[bh * T + row] = m[r] * d.scale + logf(lr);
+  }
+#pragma unroll
+  for (int cb = 0; cb < CB; cb++)
+#pragma unroll
+    for (int i = 0; i < 32; i += 2) {
+      const long long row = row0 + ((i & 2) ? 8 : 0);
+      const int col = cb * 64 + (i >> 2) * 8 + tq * 2;
+      const float v0 = o[cb][i] * inv[(i >> 1) & 1], v1 = o[cb][i + 1] * inv[(i >> 1) & 1];
+      if (row < T) {
+        if (col < Dh) oh[row * d.so + col] = ddp_to<T3>(v0);
+        if (col + 1 < Dh) oh[row * d.so + col + 1] = ddp_to<T3>(v1);
+      }
+    }
+}
+#endif
+
+// ---------------------------------------- dK, dV -------------------------------------------------
+// Block: BM = 64 keys per warpgroup, K and V resident; loop over query tiles of BN rows (from the diagonal
+// when causal), Q and dO double buffered with their lse (log2 units) and delta. Per tile, per warpgroup:
+// S^T = K Q^T and dP^T = V dO^T (two wgmma groups of one commit), P^T = 2^(S^T scale log2e - lse log2e)
+// (0 above the diagonal), dS^T = P^T (dP^T - delta); then dV += P^T dO and dK += dS^T Q with P^T and dS^T
+// as register A operands and dO, Q read MN-major. dK is stored times scale. Smem: K, V (BM rows), Q, dO (2 x
+// BN rows each), lse and delta (2 x BN floats each): DDP_SMEM = (2 BM + 4 BN) HD 2 + 16 BN + 1024.
+#ifdef DDP_ENTRY_attn_bwd_dkv
+extern "C" __global__ void __launch_bounds__(32 * DDP_WARPS, DDP_MINB) ddp_attn_bwd_dkv(const ddp_kargs a) {
+  using namespace wg;
+  static_assert(2 * ABYTES + 4 * BBYTES + 16 * BN + 1024 == DDP_SMEM, "DDP_SMEM does not match the wgmma dK/dV layout");
+  extern __shared__ __align__(1024) unsigned char smem_raw[];
+  unsigned char *Ks = smem_raw + ((1024u - (smem_u32(smem_raw) & 1023u)) & 1023u);
+  unsigned char *Vs = Ks + ABYTES, *Qs = Vs + ABYTES, *Os = Qs + 2 * BBYTES;
+  float *L2s = (float *)(Os + 2 * BBYTES), *Dls = L2s + 2 * BN;
+  const dims d = dims_of(a);
+  const long long T = d.T, bh = blockIdx.x;
+  const int Dh = (int)d.Dh;
+  const long long k0 = (long long)blockIdx.y * BM;  // heavy (small k0) first when causal
+  const bf16 *qh = (const bf16 *)a.p[ATTN_P_Q] + head_base(d, d.sq, bh);
+  const bf16 *kh = (const bf16 *)a.p[ATTN_P_K] + head_base(d, d.sk, bh);
+  const bf16 *vh = (const bf16 *)a.p[ATTN_P_V] + head_base(d, d.sv, bh);
+  const float *lse = (const float *)a.p[ATTN_P_LSE] + bh * T;
+  const bf16 *doh = (const bf16 *)a.p[ATTN_P_DO] + head_base(d, d.so, bh);
+  const float *delta = (const float *)a.p[ATTN_P_DELTA] + bh * T;
+  T7 *dkh = (T7 *)a.p[ATTN_P_DK] + head_base(d, d.sk, bh);
+  T8 *dvh = (T8 *)a.p[ATTN_P_DV] + head_base(d, d.sv, bh);
+  const int wgi = threadIdx.x >> 7, warp = (threadIdx.x >> 5) & 3, lane = threadIdx.x & 31, g = lane >> 2, tq = lane & 3;
+  const bool aq = async_ok(qh, d.sq, Dh), ak = async_ok(kh, d.sk, Dh), av = async_ok(vh, d.sv, Dh),
+             ao = async_ok(doh, d.so, Dh);
+  const int qt0 = d.causal ? (int)(k0 / BN) : 0, nqt = (int)((T + BN - 1) / BN);
+  auto load_stats = [&](int buf, long long q0) {
+    for (int i = threadIdx.x; i < BN; i += NTH) {
+      const long long q = q0 + i;
+      L2s[buf * BN + i] = q < T ? lse[q] * DDP_LOG2E : INFINITY;
+      Dls[buf * BN + i] = q < T ? delta[q] : 0.f;
+    }
+  };
+  load_tile<BM>(Ks, kh, d.sk, k0, T, Dh, ak);
+  load_tile<BM>(Vs, vh, d.sv, k0, T, Dh, av);
+  load_tile<BN>(Qs, qh, d.sq, (long long)qt0 * BN, T, Dh, aq);
+  load_tile<BN>(Os, doh, d.so, (long long)qt0 * BN, T, Dh, ao);
+  cp_commit();
+  load_stats(0, (long long)qt0 * BN);
+
+  float dk[CB][32], dv[CB][32];
+#pragma unroll
+  for (int cb = 0; cb < CB; cb++)
+#pragma unroll
+    for (int i = 0; i < 32; i++) dk[cb][i] = dv[cb][i] = 0.f;
+  const float sl2 = d.scale * DDP_LOG2E;
+  const long long krow0 = k0 + wgi * 64 + warp * 16 + g;  // the thread's keys: krow0 and krow0 + 8
+  const unsigned kaddr = smem_u32(Ks) + (unsigned)wgi * 64u * 128u, vaddr = smem_u32(Vs) + (unsigned)wgi * 64u * 128u;
+
+  for (int qt = qt0; qt < nqt; qt++) {
+    const int buf = (qt - qt0) & 1;
+    if (qt + 1 < nqt) {
+      const long long nq0 = (long long)(qt + 1) * BN;
+      load_tile<BN>(Qs + (buf ^ 1) * BBYTES, qh, d.sq, nq0, T, Dh, aq);
+      load_tile<BN>(Os + (buf ^ 1) * BBYTES, doh, d.so, nq0, T, Dh, ao);
+      cp_commit();
+      load_stats(buf ^ 1, nq0);
+      cp_wait<1>();
+    } else {
+      cp_wait<0>();
+    }
+    fence_async_smem();
+    __syncthreads();
+    const unsigned qb_ = smem_u32(Qs + buf * BBYTES), ob = smem_u32(Os + buf * BBYTES);
+    const float *l2 = L2s + buf * BN, *dl = Dls + buf * BN;
+    const long long q0 = (long long)qt * BN;
+    const bool need = d.causal && k0 + BM - 1 > q0;
+    float s[BN / 2], dp[BN / 2];
+    wg_fence();
+    scores(s, kaddr, qb_);
+    scores(dp, vaddr, ob);
+    wg_commit();
+    wg_wait<0>();
+    reg_fence(s);
+    reg_fence(dp);
+    // masked (causal): query q0 + 2 tq + acc_col(i) before the key krow0 (+ 8)
+    const int lim = clamp_int(krow0 - q0 - 2 * tq, -16, BN + 16);
+#pragma unroll
+    for (int i = 0; i < BN / 2; i++) {
+      const int qc = acc_col(i) + tq * 2;
+      float p = ex2(fmaf(s[i], sl2, -l2[qc]));
+      if (need && acc_col(i) < lim + ((i & 2) ? 8 : 0)) p = 0.f;
+      s[i] = p;
+      dp[i] = p * (dp[i] - dl[qc]);
+    }
+    unsigned pa[BN / 16][4], sa[BN / 16][4];
+    pack_p(pa, s);
+    pack_p(sa, dp);
+#pragma unroll
+    for (int cb = 0; cb < CB; cb++) reg_fence(dv[cb]), reg_fence(dk[cb]);
+    wg_fence();
+    pv(dv, pa, ob);
+    pv(dk, sa, qb_);
+    wg_commit();
+    wg_wait<0>();
+#pragma unroll
+    for (int cb = 0; cb < CB; cb++) reg_fence(dv[cb]), reg_fence(dk[cb]);
+    __syncthreads();  // every warpgroup is done with this buffer before the next prefetch overwrites it
+  }
+  store_acc(dkh, d.sk, krow0, T, Dh, dk, d.scale, tq);
+  store_acc(dvh, d.sv, krow0, T, Dh, dv, 1.f, tq);
+}
+#endif
+
+// ---------------------------------------- dQ -----------------------------------------------------
+// Block: BM = 64 query rows per warpgroup, Q and dO resident, each thread's two rows' lse (log2 units) and
+// delta in registers; loop over key tiles of BN (up to the diagonal when causal), K and V double buffered:
+// S = Q K^T and dP = dO V^T (one commit), dS = P (dP - delta) with P = 2^(S scale log2e - lse log2e) (0 past
+// T and above the diagonal), dQ += dS K with dS as the register A operand and K read MN-major; dQ is stored
+// times scale. Smem: Q, dO (BM rows), K, V (2 x BN rows each): DDP_SMEM = (2 BM + 4 BN) HD 2 + 1024.
+#ifdef DDP_ENTRY_attn_bwd_dq
+extern "C" __global__ void __launch_bounds__(32 * DDP_WARPS, DDP_MINB) ddp_attn_bwd_dq(const ddp_kargs a) {
+  using namespace wg;
+  static_assert(2 * ABYTES + 4 * BBYTES + 1024 == DDP_SMEM, "DDP_SMEM does not match the wgmma dQ layout");
+  extern __shared__ __align__(1024) unsigned char smem_raw[];
+  unsigned char *Qs = smem_raw + ((1024u - (smem_u32(smem_raw) & 1023u)) & 1023u);
+  unsigned char *Os = Qs + ABYTES, *Ks = Os + ABYTES, *Vs = Ks + 2 * BBYTES;
+  const dims d = dims_of(a);
+  const long long T = d.T, bh = blockIdx.x;
+  const int Dh = (int)d.Dh;
+  const int nqb = (int)((T + BM - 1) / BM);
+  const int qb = d.causal ? nqb - 1 - (int)blockIdx.y : (int)blockIdx.y;
+  const long long q0 = (long long)qb * BM;
+  const bf16 *qh = (const bf16 *)a.p[ATTN_P_Q] + head_base(d, d.sq, bh);
+  const bf16 *kh = (const bf16 *)a.p[ATTN_P_K] + head_base(d, d.sk, bh);
+  const bf16 *vh = (const bf16 *)a.p[ATTN_P_V] + head_base(d, d.sv, bh);
+  const float *lse = (const float *)a.p[ATTN_P_LSE] + bh * T;
+  const bf16 *doh = (const bf16 *)a.p[ATTN_P_DO] + head_base(d, d.so, bh);
+  const float *delta = (const float *)a.p[ATTN_P_DELTA] + bh * T;
+  T9 *dqh = (T9 *)a.p[ATTN_P_DQ] + head_base(d, d.sq, bh);
+  const int wgi = threadIdx.x >> 7, warp = (threadIdx.x >> 5) & 3, lane = threadIdx.x & 31, g = lane >> 2, tq = lane & 3;
+  const bool aq = async_ok(qh, d.sq, Dh), ak = async_ok(kh, d.sk, Dh), av = async_ok(vh, d.sv, Dh),
+             ao = async_ok(doh, d.so, Dh);
+  const long long kend = d.causal ? (q0 + BM < T ? q0 + BM : T) : T;
+  const int nkt = (int)((kend + BN - 1) / BN);
+
+  load_tile<BM>(Qs, qh, d.sq, q0, T, Dh, aq);
+  load_tile<BM>(Os, doh, d.so, q0, T, Dh, ao);
+  load_tile<BN>(Ks, kh, d.sk, 0, T, Dh, ak);
+  load_tile<BN>(Vs, vh, d.sv, 0, T, Dh, av);
+  cp_commit();
+  const long long row0 = q0 + wgi * 64 + warp * 16 + g;  // the thread's rows: row0 and row0 + 8
+  float l2[2], dl[2];
+#pragma unroll
+  for (int r = 0; r < 2; r++) {
+    const long long row = row0 + 8 * r;
+    l2[r] = row < T ? lse[row] * DDP_LOG2E : INFINITY;
+    dl[r] = row < T ? delta[row] : 0.f;
+  }
+  float dq[CB][32];
+#pragma unroll
+  for (int cb = 0; cb < CB; cb++)
+#pragma unroll
+    for (int i = 0; i < 32; i++) dq[cb][i] = 0.f;
+  const float sl2 = d.scale * DDP_LOG2E;
+  const unsigned qaddr = smem_u32(Qs) + (unsigned)wgi * 64u * 128u, oaddr = smem_u32(Os) + (unsigned)wgi * 64u * 128u;
+
+  for (int j = 0; j < nkt; j++) {
+    const int buf = j & 1;
+    if (j + 1 < nkt) {
+      load_tile<BN>(Ks + (buf ^ 1) * BBYTES, kh, d.sk, (long long)(j + 1) * BN, T, Dh, ak);
+      load_tile<BN>(Vs + (buf ^ 1) * BBYTES, vh, d.sv, (long long)(j + 1) * BN, T, Dh, av);
+      cp_commit();
+      cp_wait<1>();
+    } else {
+      cp_wait<0>();
+    }
+    fence_async_smem();
+    __syncthreads();
+    const unsigned kb = smem_u32(Ks + buf * BBYTES), vb = smem_u32(Vs + buf * BBYTES);
+    const long long k0 = (long long)j * BN;
+    const bool need = k0 + BN > T || (d.causal && k0 + BN - 1 > q0 + wgi * 64);
+    float s[BN / 2], dp[BN / 2];
+    wg_fence();
+    scores(s, qaddr, kb);
+    scores(dp, oaddr, vb);
+    wg_commit();
+    wg_wait<0>();
+    reg_fence(s);
+    reg_fence(dp);
+    const int lim_t = clamp_int(T - k0 - 2 * tq, -1, BN), lim_c = d.causal ? clamp_int(row0 - k0 - 2 * tq, -16, BN) : BN;
+#pragma unroll
+    for (int i = 0; i < BN / 2; i++) {
+      const int r = (i >> 1) & 1;
+      float p = ex2(fmaf(s[i], sl2, -l2[r]));
+      if (need && (acc_col(i) >= lim_t || acc_col(i) > lim_c + 8 * r)) p = 0.f;
+      s[i] = p * (dp[i] - dl[r]);  // dS
+    }
+    unsigned sa[BN / 16][4];
+    pack_p(sa, s);
+#pragma unroll
+    for (int cb = 0; cb < CB; cb++) reg_fence(dq[cb]);
+    wg_fence();
+    pv(dq, sa, kb);
+    wg_commit();
+    wg_wait<0>();
+#pragma unroll
+    for (int cb = 0; cb < CB; cb++) reg_fence(dq[cb]);
+    __syncthreads();  // every warpgroup is done with this buffer before the next prefetch overwrites it
+  }
+  store_acc(dqh, d.sq, row0, T, Dh, dq, d.scale, tq);
+}
+#endif
