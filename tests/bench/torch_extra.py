@@ -55,10 +55,12 @@ def gemms():
         emit(kind="gemm", name=name, M=m, N=n, K=k, ms=ms, TFLOPs=2 * m * n * k / ms / 1e9)
 
 
-def attention():
+def attention(quick=False):
+    dims = (64, 128) if quick else (16, 32, 64, 128)
+    seqs = (1024, 4096, 16384) if quick else (256, 1024, 4096, 8192, 16384, 32768, 65536)
     for dt_name, dt in (("bf16", torch.bfloat16), ("fp32", torch.float32)):
-        for d in (16, 32, 64, 128):
-            for t in (256, 1024, 4096, 8192, 16384, 32768, 65536):
+        for d in dims:
+            for t in seqs:
                 rec = dict(kind="attention", impl="torch_sdpa", dtype=dt_name, d=d, T=t, heads=16, causal=True)
                 try:
                     q, k, v = (torch.randn(1, 16, t, d, device="cuda", dtype=dt, requires_grad=True)
@@ -91,12 +93,13 @@ def main():
     ap = argparse.ArgumentParser()
     ap.add_argument("--gemm", action="store_true")
     ap.add_argument("--attention", action="store_true")
+    ap.add_argument("--quick", action="store_true", help="attention: d 64 and 128, T 1024, 4096, 16384 only")
     a = ap.parse_args()
     emit(kind="device", name=torch.cuda.get_device_name(), torch=torch.__version__)
     if a.gemm:
         gemms()
     if a.attention:
-        attention()
+        attention(a.quick)
 
 
 if __name__ == "__main__":
