@@ -5,8 +5,8 @@
 // inverse-RoPE backward, and DDP_TUNE_{FWD,DKV,DQ}_WGMMA=2 picks them on Hopper too. Same semantics,
 // arguments and determinism (no atomics) as attention_mma.cu; ATTN_BWD_PREP stays in attention.cuh.
 //
-// Forward, per block: BM = 64 * (DDP_WARPS / 4) query rows, streamed K/V tiles of BN keys (64 or 128), double
-// buffered (tile j+1 loads while tile j computes); the backward kernels below say their own layout. Shared
+// Forward, per block: BM = 64 * (DDP_WARPS / 4) query rows, streamed K/V tiles of BN keys (64 or 128), in NBUF
+// stages (tile j+1 loads while tile j computes); the backward kernels below say their own layout. Shared
 // tiles are in wgmma's 128-byte-swizzle layout: a 64-column (128-byte) block of the head dim at a time, row
 // r's 16-byte chunk c stored at chunk c ^ (r % 8), 8-row groups 1024 bytes apart, so one descriptor per
 // 16-wide k step reads them with no bank conflict. Both products take their B operand straight from shared
@@ -25,7 +25,7 @@
 // group is still open.
 //
 // Spec (launch.c): DDP_HEAD_DIM 64 | 128, DDP_WARPS 4 | 8, DDP_BM = 16 * DDP_WARPS, DDP_BN 64 | 128, DDP_MINB
-// (blocks per SM asked of the register allocator), DDP_SMEM (forward (BM + 4 BN) HD 2 + 1024: 1 KiB of slack
+// (blocks per SM asked of the register allocator), DDP_NBUF, DDP_SMEM (forward (BM + 2 NBUF BN) HD 2 + 1024: 1 KiB of slack
 // to align the tiles to 1024 bytes; the backward kernels' sums are next to them).
 #include "attention.cuh"
 
@@ -37,6 +37,23 @@ static_assert(HD == 64 || HD == 128, "attention_wgmma: head dim 64 or 128");
 static_assert(NW % 4 == 0 && BM == 64 * NWG, "attention_wgmma: DDP_BM = 64 rows per warpgroup");
 static_assert(BN == 64 || BN == 128, "attention_wgmma: DDP_BN 64 or 128");
 constexpr int ABYTES = BM * HD * 2, BBYTES = BN * HD * 2;  // a resident (BM-row) and a streamed (BN-row) tile
+// Streamed tiles rotate through NBUF stages. With three, tile j+1 loads into the stage tile j-2 used, which
+// every warpgroup left before the barrier of iteration j-1, so an iteration needs one barrier (after its
+// tile landed) and a warpgroup may run up to one iteration ahead of the other (its softmax then overlaps the
+// other's tensor-core work); with two, a second barrier ends each iteration. Measured on an H200 (d 64,
+// T 16384): three stages for the forward and dK/dV (2.09 / 3.58 ms against 2.08 / 3.70); two for dQ, whose
+// third stage costs 18 registers and so its second block per SM (1.89 ms at two blocks against 2.32 at one).
+// DDP_NBUF in the spec (launch.c).
+#ifndef DDP_NBUF
+#define DDP_NBUF 3
+#endif
+constexpr int NBUF = DDP_NBUF;
+static_assert(NBUF == 2 || NBUF == 3, "attention_wgmma: DDP_NBUF 2 or 3");
+// The end of an iteration: with two stages every warpgroup must be done with this one before the next
+// iteration's prefetch overwrites it.
+__device__ __forceinline__ void stage_done() {
+  if constexpr (NBUF == 2) __syncthreads();
+}
 
 __device__ __forceinline__ unsigned smem_u32(const void *p) { return (unsigned)__cvta_generic_to_shared(p); }
 __device__ __forceinline__ void cp_async16(void *dst, const void *src, int bytes) {
@@ -221,10 +238,10 @@ __device__ __forceinline__ void store_acc(TO *base, long long st, long long row0
 extern "C" __global__ void __launch_bounds__(32 * DDP_WARPS, DDP_MINB) ddp_attn_fwd(const ddp_kargs a) {
   using namespace wg;
   constexpr int QBYTES = ABYTES, KVBYTES = BBYTES;
-  static_assert(QBYTES + 4 * KVBYTES + 1024 == DDP_SMEM, "DDP_SMEM does not match the wgmma forward layout");
+  static_assert(QBYTES + 2 * NBUF * KVBYTES + 1024 == DDP_SMEM, "DDP_SMEM does not match the wgmma forward layout");
   extern __shared__ __align__(1024) unsigned char smem_raw[];
   unsigned char *Qs = smem_raw + ((1024u - (smem_u32(smem_raw) & 1023u)) & 1023u);
-  unsigned char *Ks = Qs + QBYTES, *Vs = Ks + 2 * KVBYTES;
+  unsigned char *Ks = Qs + QBYTES, *Vs = Ks + NBUF * KVBYTES;
   const dims d = dims_of(a);
   const long long T = d.T, bh = blockIdx.x;
   const int Dh = (int)d.Dh;
@@ -257,10 +274,10 @@ extern "C" __global__ void __launch_bounds__(32 * DDP_WARPS, DDP_MINB) ddp_attn_
   const unsigned qaddr = smem_u32(Qs) + (unsigned)wgi * 64u * 128u;
 
   for (int j = 0; j < nkt; j++) {
-    const int buf = j & 1;
+    const int buf = j % NBUF, nxt = (j + 1) % NBUF;
     if (j + 1 < nkt) {  // tile j+1 loads while tile j computes
-      load_tile<BN>(Ks + (buf ^ 1) * KVBYTES, kh, d.sk, (long long)(j + 1) * BN, T, Dh, ak);
-      load_tile<BN>(Vs + (buf ^ 1) * KVBYTES, vh, d.sv, (long long)(j + 1) * BN, T, Dh, av);
+      load_tile<BN>(Ks + nxt * KVBYTES, kh, d.sk, (long long)(j + 1) * BN, T, Dh, ak);
+      load_tile<BN>(Vs + nxt * KVBYTES, vh, d.sv, (long long)(j + 1) * BN, T, Dh, av);
       cp_commit();
       cp_wait<1>();
     } else {
@@ -305,10 +322,11 @@ extern "C" __global__ void __launch_bounds__(32 * DDP_WARPS, DDP_MINB) ddp_attn_
     }
 #pragma unroll
     for (int r = 0; r < 2; r++) l[r] = l[r] * alpha[r] + ls[r];
+    if (__any_sync(DDP_FULL, alpha[0] != 1.f || alpha[1] != 1.f))  // most tiles move no row's max
 #pragma unroll
-    for (int cb = 0; cb < CB; cb++)
+      for (int cb = 0; cb < CB; cb++)
 #pragma unroll
-      for (int i = 0; i < 32; i++) o[cb][i] *= alpha[(i >> 1) & 1];
+        for (int i = 0; i < 32; i++) o[cb][i] *= alpha[(i >> 1) & 1];
     unsigned pa[BN / 16][4];
     pack_p(pa, s);
 #pragma unroll
@@ -319,7 +337,7 @@ extern "C" __global__ void __launch_bounds__(32 * DDP_WARPS, DDP_MINB) ddp_attn_
     wg_wait<0>();
 #pragma unroll
     for (int cb = 0; cb < CB; cb++) reg_fence(o[cb]);
-    __syncthreads();  // every warpgroup is done with this buffer before the next prefetch overwrites it
+    stage_done();
   }
 
   float inv[2];
@@ -349,19 +367,19 @@ extern "C" __global__ void __launch_bounds__(32 * DDP_WARPS, DDP_MINB) ddp_attn_
 
 // ---------------------------------------- dK, dV -------------------------------------------------
 // Block: BM = 64 keys per warpgroup, K and V resident; loop over query tiles of BN rows (from the diagonal
-// when causal), Q and dO double buffered with their lse (log2 units) and delta. Per tile, per warpgroup:
+// when causal), Q and dO in NBUF stages with their lse (log2 units) and delta. Per tile, per warpgroup:
 // S^T = K Q^T and dP^T = V dO^T (two wgmma groups of one commit), P^T = 2^(S^T scale log2e - lse log2e)
 // (0 above the diagonal), dS^T = P^T (dP^T - delta); then dV += P^T dO and dK += dS^T Q with P^T and dS^T
 // as register A operands and dO, Q read MN-major. dK is stored times scale. Smem: K, V (BM rows), Q, dO (2 x
-// BN rows each), lse and delta (2 x BN floats each): DDP_SMEM = (2 BM + 4 BN) HD 2 + 16 BN + 1024.
+// BN rows each), lse and delta (NBUF x BN floats each): DDP_SMEM = (2 BM + 2 NBUF BN) HD 2 + 8 NBUF BN + 1024.
 #ifdef DDP_ENTRY_attn_bwd_dkv
 extern "C" __global__ void __launch_bounds__(32 * DDP_WARPS, DDP_MINB) ddp_attn_bwd_dkv(const ddp_kargs a) {
   using namespace wg;
-  static_assert(2 * ABYTES + 4 * BBYTES + 16 * BN + 1024 == DDP_SMEM, "DDP_SMEM does not match the wgmma dK/dV layout");
+  static_assert(2 * ABYTES + 2 * NBUF * BBYTES + 8 * NBUF * BN + 1024 == DDP_SMEM, "DDP_SMEM does not match the wgmma dK/dV layout");
   extern __shared__ __align__(1024) unsigned char smem_raw[];
   unsigned char *Ks = smem_raw + ((1024u - (smem_u32(smem_raw) & 1023u)) & 1023u);
-  unsigned char *Vs = Ks + ABYTES, *Qs = Vs + ABYTES, *Os = Qs + 2 * BBYTES;
-  float *L2s = (float *)(Os + 2 * BBYTES), *Dls = L2s + 2 * BN;
+  unsigned char *Vs = Ks + ABYTES, *Qs = Vs + ABYTES, *Os = Qs + NBUF * BBYTES;
+  float *L2s = (float *)(Os + NBUF * BBYTES), *Dls = L2s + NBUF * BN;
   const dims d = dims_of(a);
   const long long T = d.T, bh = blockIdx.x;
   const int Dh = (int)d.Dh;
@@ -402,13 +420,13 @@ extern "C" __global__ void __launch_bounds__(32 * DDP_WARPS, DDP_MINB) ddp_attn_
   const unsigned kaddr = smem_u32(Ks) + (unsigned)wgi * 64u * 128u, vaddr = smem_u32(Vs) + (unsigned)wgi * 64u * 128u;
 
   for (int qt = qt0; qt < nqt; qt++) {
-    const int buf = (qt - qt0) & 1;
+    const int buf = (qt - qt0) % NBUF, nxt = (qt - qt0 + 1) % NBUF;
     if (qt + 1 < nqt) {
       const long long nq0 = (long long)(qt + 1) * BN;
-      load_tile<BN>(Qs + (buf ^ 1) * BBYTES, qh, d.sq, nq0, T, Dh, aq);
-      load_tile<BN>(Os + (buf ^ 1) * BBYTES, doh, d.so, nq0, T, Dh, ao);
+      load_tile<BN>(Qs + nxt * BBYTES, qh, d.sq, nq0, T, Dh, aq);
+      load_tile<BN>(Os + nxt * BBYTES, doh, d.so, nq0, T, Dh, ao);
       cp_commit();
-      load_stats(buf ^ 1, nq0);
+      load_stats(nxt, nq0);
       cp_wait<1>();
     } else {
       cp_wait<0>();
@@ -449,7 +467,7 @@ extern "C" __global__ void __launch_bounds__(32 * DDP_WARPS, DDP_MINB) ddp_attn_
     wg_wait<0>();
 #pragma unroll
     for (int cb = 0; cb < CB; cb++) reg_fence(dv[cb]), reg_fence(dk[cb]);
-    __syncthreads();  // every warpgroup is done with this buffer before the next prefetch overwrites it
+    stage_done();
   }
   store_acc(dkh, d.sk, krow0, T, Dh, dk, d.scale, tq);
   store_acc(dvh, d.sv, krow0, T, Dh, dv, 1.f, tq);
@@ -458,17 +476,17 @@ extern "C" __global__ void __launch_bounds__(32 * DDP_WARPS, DDP_MINB) ddp_attn_
 
 // ---------------------------------------- dQ -----------------------------------------------------
 // Block: BM = 64 query rows per warpgroup, Q and dO resident, each thread's two rows' lse (log2 units) and
-// delta in registers; loop over key tiles of BN (up to the diagonal when causal), K and V double buffered:
+// delta in registers; loop over key tiles of BN (up to the diagonal when causal), K and V in NBUF stages:
 // S = Q K^T and dP = dO V^T (one commit), dS = P (dP - delta) with P = 2^(S scale log2e - lse log2e) (0 past
 // T and above the diagonal), dQ += dS K with dS as the register A operand and K read MN-major; dQ is stored
-// times scale. Smem: Q, dO (BM rows), K, V (2 x BN rows each): DDP_SMEM = (2 BM + 4 BN) HD 2 + 1024.
+// times scale. Smem: Q, dO (BM rows), K, V (NBUF x BN rows each): DDP_SMEM = (2 BM + 2 NBUF BN) HD 2 + 1024.
 #ifdef DDP_ENTRY_attn_bwd_dq
 extern "C" __global__ void __launch_bounds__(32 * DDP_WARPS, DDP_MINB) ddp_attn_bwd_dq(const ddp_kargs a) {
   using namespace wg;
-  static_assert(2 * ABYTES + 4 * BBYTES + 1024 == DDP_SMEM, "DDP_SMEM does not match the wgmma dQ layout");
+  static_assert(2 * ABYTES + 2 * NBUF * BBYTES + 1024 == DDP_SMEM, "DDP_SMEM does not match the wgmma dQ layout");
   extern __shared__ __align__(1024) unsigned char smem_raw[];
   unsigned char *Qs = smem_raw + ((1024u - (smem_u32(smem_raw) & 1023u)) & 1023u);
-  unsigned char *Os = Qs + ABYTES, *Ks = Os + ABYTES, *Vs = Ks + 2 * BBYTES;
+  unsigned char *Os = Qs + ABYTES, *Ks = Os + ABYTES, *Vs = Ks + NBUF * BBYTES;
   const dims d = dims_of(a);
   const long long T = d.T, bh = blockIdx.x;
   const int Dh = (int)d.Dh;
@@ -510,10 +528,10 @@ extern "C" __global__ void __launch_bounds__(32 * DDP_WARPS, DDP_MINB) ddp_attn_
   const unsigned qaddr = smem_u32(Qs) + (unsigned)wgi * 64u * 128u, oaddr = smem_u32(Os) + (unsigned)wgi * 64u * 128u;
 
   for (int j = 0; j < nkt; j++) {
-    const int buf = j & 1;
+    const int buf = j % NBUF, nxt = (j + 1) % NBUF;
     if (j + 1 < nkt) {
-      load_tile<BN>(Ks + (buf ^ 1) * BBYTES, kh, d.sk, (long long)(j + 1) * BN, T, Dh, ak);
-      load_tile<BN>(Vs + (buf ^ 1) * BBYTES, vh, d.sv, (long long)(j + 1) * BN, T, Dh, av);
+      load_tile<BN>(Ks + nxt * BBYTES, kh, d.sk, (long long)(j + 1) * BN, T, Dh, ak);
+      load_tile<BN>(Vs + nxt * BBYTES, vh, d.sv, (long long)(j + 1) * BN, T, Dh, av);
       cp_commit();
       cp_wait<1>();
     } else {
@@ -550,7 +568,7 @@ extern "C" __global__ void __launch_bounds__(32 * DDP_WARPS, DDP_MINB) ddp_attn_
     wg_wait<0>();
 #pragma unroll
     for (int cb = 0; cb < CB; cb++) reg_fence(dq[cb]);
-    __syncthreads();  // every warpgroup is done with this buffer before the next prefetch overwrites it
+    stage_done();
   }
   store_acc(dqh, d.sq, row0, T, Dh, dq, d.scale, tq);
 }

@@ -228,11 +228,12 @@ static int attention(const ddp_instr *in, const char *arch, const ddp_codegen_op
   }
   int64_t warps = 4, bm, bn, smem, mt = 1, minb = 1;
   /* Hopper: templates/attention_wgmma.cu for the forward and the unfused backward at head dims 64 and 128 on
-   * sm_90a: two warpgroups of 64 rows (queries; keys for dK/dV), double-buffered streamed tiles in the
-   * 128-byte-swizzle layout plus 1 KiB to align them; 64-row streamed tiles except the forward at head dim
-   * 128 (128). Measured on an H200 (causal, 16 heads, T 16384, docs/PERFORMANCE.md) against the mma.sync
-   * kernels: head dim 64 forward 2.08 ms against 2.64, dK/dV 3.70 against 4.68, dQ 1.89 against 3.10; head
-   * dim 128 forward + backward 13.36 against 24.55; the XL step (T 512) 67.5 against 68.9 ms.
+   * sm_90a: two warpgroups of 64 rows (queries; keys for dK/dV), streamed tiles in three stages (two for dQ)
+   * in the 128-byte-swizzle layout plus 1 KiB to align them; 64-row streamed tiles except the forward at
+   * head dim 128 (128). Measured on an H200 (causal, 16 heads, T 16384, docs/PERFORMANCE.md) against the
+   * mma.sync kernels: head dim 64 forward 2.09 ms against 2.63, dK/dV 3.58 against 4.68, dQ 1.89 at two
+   * blocks per SM (128 registers; 2.45 at one) against 3.10; head dim 128 forward + backward 12.6-12.9
+   * against 24.6-24.7; the XL step (T 512) 67.9 / 68.7 against 69.0 / 70.1 ms (two calls).
    * DDP_TUNE_{FWD,DKV,DQ}_WGMMA=2 keeps the mma.sync kernel for one of them. */
   const int wg_fwd = op == OP_ATTN_FWD, wg_bwd = in->op == OP_ATTN_BWD_DKV || in->op == OP_ATTN_BWD_DQ;
   const int wg_param = wg_fwd ? PARAM_TUNE_FWD_WGMMA : op == OP_ATTN_BWD_DKV ? PARAM_TUNE_DKV_WGMMA : PARAM_TUNE_DQ_WGMMA;
@@ -241,16 +242,17 @@ static int attention(const ddp_instr *in, const char *arch, const ddp_codegen_op
     launch->tpl = "attention_wgmma";
     const int t = op == OP_ATTN_FWD ? PARAM_TUNE_FWD_MT : op == OP_ATTN_BWD_DKV ? PARAM_TUNE_DKV_MT : PARAM_TUNE_DQ_MT;
     warps = tuned(o, t + 3, 8), bn = tuned(o, t + 1, wg_fwd && HD == 128 ? 128 : 64);
-    minb = tuned(o, t + 2, 1);
+    minb = tuned(o, t + 2, op == OP_ATTN_BWD_DQ && HD == 64 && warps == 8 ? 2 : 1); /* dQ d64: 2 blocks/SM */
     if (bn != 64 && bn != 128) bn = 64;
     if (!wg_fwd) bn = 64; /* the backward holds two score tiles and two accumulators: 64-row tiles only */
     bm = 16 * warps;
-    smem = (wg_fwd ? bm + 4 * bn : 2 * bm + 4 * bn) * HD * 2 + (op == OP_ATTN_BWD_DKV ? 16 * bn : 0) + 1024;
+    const int64_t nbuf = op == OP_ATTN_BWD_DQ ? 2 : 3; /* stages of the streamed tiles (the template says why) */
+    smem = (wg_fwd ? bm : 2 * bm) * HD * 2 + 2 * nbuf * bn * HD * 2 + (op == OP_ATTN_BWD_DKV ? 8 * nbuf * bn : 0) + 1024;
     if (cdiv(T, bm) > MAX_GRID_YZ) return fail(err, errcap, in, "T = %lld is too long (max %lld)", (long long)T, (long long)(bm * MAX_GRID_YZ));
     if (B * H > MAX_GRID_X) return fail(err, errcap, in, "B*H = %lld is too large", (long long)(B * H));
     spec_add(launch, "#define DDP_HEAD_DIM %lld\n#define DDP_ATTN_MMA 1\n#define DDP_WARPS %lld\n#define DDP_BM %lld\n"
-                     "#define DDP_BN %lld\n#define DDP_SMEM %lld\n",
-             (long long)HD, (long long)warps, (long long)bm, (long long)bn, (long long)smem);
+                     "#define DDP_BN %lld\n#define DDP_SMEM %lld\n#define DDP_NBUF %lld\n",
+             (long long)HD, (long long)warps, (long long)bm, (long long)bn, (long long)smem, (long long)nbuf);
     if (minb > 1) spec_add(launch, "#define DDP_MINB %lld\n", (long long)minb);
     geom(launch, B * H, cdiv(T, bm), 32 * warps, smem);
     return 0;

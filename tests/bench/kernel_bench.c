@@ -7,7 +7,7 @@
  *       ATTN_NAIVE_SOFTMAX(_BWD)), for d in {16, 32, 64, 128}, T in 256 .. 65536, bf16 and f32, forward,
  *       backward, both; OOM where the memory runs out. Then the leaderboard configuration on its own line.
  * Timing: CUDA events around each repetition after a warm-up, median. Every CUDA call is checked.
- * Usage: ddpbench_kernels [--quick] [--out FILE.json] [--only rmsnorm|attention|leaderboard|none] [--naive-max T] [--tune]
+ * Usage: ddpbench_kernels [--quick] [--out FILE.json] [--only rmsnorm|attention|seeds|leaderboard|none] [--naive-max T] [--tune]
  * (--only leaderboard: the leaderboard configuration once, for a profiler)
  * (--tune first times the leaderboard configuration under attention tile variants.) */
 #include "bench_naive.h"
@@ -387,15 +387,16 @@ typedef struct attn_res {
   double parts[3]; /* flash-only runs: ATTN_BWD_PREP, ATTN_BWD_DKV, ATTN_BWD_DQ */
 } attn_res;
 
+static int64_t g_attn_B = 1, g_attn_H = 16; /* the shape's batch and heads: 1 x 16, the seeds' grid 8 x 1 */
 static attn_res bench_attn_one(int bf16, int64_t d, int64_t T, int causal, int naive_max, int flash_only) {
-  const int64_t H = 16, B = 1, hd = H * d;
+  const int64_t H = g_attn_H, B = g_attn_B, hd = H * d;
   const size_t es = bf16 ? 2 : 4, act = bf16 ? DT_BF16 : DT_F32;
-  const size_t tb = (size_t)(T * hd) * es;
+  const size_t tb = (size_t)(B * T * hd) * es;
   attn_res r;
   memset(&r, 0, sizeof r);
   void *q = dalloc(tb), *k = dalloc(tb), *v = dalloc(tb), *o = dalloc(tb), *dO = dalloc(tb), *dq = dalloc(tb),
        *dk = dalloc(tb), *dv = dalloc(tb);
-  float *lse = dalloc((size_t)(H * T) * 4), *delta = dalloc((size_t)(H * T) * 4);
+  float *lse = dalloc((size_t)(B * H * T) * 4), *delta = dalloc((size_t)(B * H * T) * 4);
   void *all[] = {q, k, v, o, dO, dq, dk, dv, lse, delta};
   int oom = 0;
   for (int i = 0; i < 10; i++) oom |= all[i] == NULL;
@@ -404,10 +405,10 @@ static attn_res bench_attn_one(int bf16, int64_t d, int64_t T, int causal, int n
     for (int i = 0; i < 6; i++) r.ms[i] = -1;
     return r;
   }
-  fill_normal(q, T * hd, bf16, 1.f, 11);
-  fill_normal(k, T * hd, bf16, 1.f, 12);
-  fill_normal(v, T * hd, bf16, 1.f, 13);
-  fill_normal(dO, T * hd, bf16, 1.f, 14);
+  fill_normal(q, B * T * hd, bf16, 1.f, 11);
+  fill_normal(k, B * T * hd, bf16, 1.f, 12);
+  fill_normal(v, B * T * hd, bf16, 1.f, 13);
+  fill_normal(dO, B * T * hd, bf16, 1.f, 14);
   attn_ctx c;
   memset(&c, 0, sizeof c);
   ddp_instr in = kinstr(OP_ATTN_FWD);
@@ -448,7 +449,7 @@ static attn_res bench_attn_one(int bf16, int64_t d, int64_t T, int causal, int n
     r.parts[1] = time_ms(w_fl_dkv, &c);
     r.parts[2] = time_ms(w_fl_dq, &c);
   }
-  if (!flash_only && T <= naive_max) {
+  if (!flash_only && T <= naive_max && B == 1) {
     const size_t sb = (size_t)(H * T) * (size_t)T * 4;
     float *S = dalloc(sb), *dP = S ? dalloc(sb) : NULL;
     if (!S || !dP) {
@@ -535,6 +536,29 @@ static void bench_attention(int quick, int naive_max) {
        lb.ms[2], lb.ms[0], lb.ms[1]);
 }
 
+/* --only seeds: the course's attention grid (batch 8, one head, no mask; head dims 16-128, sequences
+ * 256-16384, bf16 and f32): forward, backward and forward+backward ms, TFLOP/s of forward+backward
+ * (fwd 4*B*T*T*d, bwd 2.5x). PyTorch's side: torch_extra.py --seeds. */
+static void bench_seeds(void) {
+  const int64_t dims[] = {16, 32, 64, 128}, Ts[] = {256, 1024, 4096, 8192, 16384};
+  g_attn_B = 8, g_attn_H = 1;
+  printf("\n(c) the seeds' attention grid, batch 8 x 1 head, no mask: ms per pass\n%5s %4s %6s | %9s %9s %9s %8s\n",
+         "dtype", "d", "T", "fwd", "bwd", "fwd+bwd", "TFLOP/s");
+  for (int bf = 1; bf >= 0; bf--)
+    for (int di = 0; di < 4; di++)
+      for (int ti = 0; ti < 5; ti++) {
+        const int64_t d = dims[di], T = Ts[ti];
+        const attn_res r = bench_attn_one(bf, d, T, 0, 0, 0);
+        const double fl = 4.0 * 8 * (double)T * T * d;
+        printf("%5s %4lld %6lld | %9.3f %9.3f %9.3f %8.1f\n", bf ? "bf16" : "f32", (long long)d, (long long)T, r.ms[0],
+               r.ms[1], r.ms[2], r.ms[2] > 0 ? fl * 3.5 / (r.ms[2] * 1e-3) / 1e12 : 0.0);
+        jrec("{\"bench\":\"seeds_attention\",\"dtype\":\"%s\",\"batch\":8,\"heads\":1,\"causal\":0,\"d\":%lld,"
+             "\"T\":%lld,\"fwd_ms\":%.4f,\"bwd_ms\":%.4f,\"fwdbwd_ms\":%.4f}",
+             bf ? "bf16" : "f32", (long long)d, (long long)T, r.ms[0], r.ms[1], r.ms[2]);
+      }
+  g_attn_B = 1, g_attn_H = 16;
+}
+
 /* --tune: the leaderboard configuration under tile variants (DDP_TUNE_* of compiler/kernel_launch.c). */
 static void tune_attention(int64_t d) {
   static const char *const vars[] = {
@@ -586,7 +610,7 @@ int main(int argc, char **argv) {
     else if (!strcmp(argv[i], "--naive-max") && i + 1 < argc) naive_max = atoi(argv[++i]);
     else if (!strcmp(argv[i], "--tune")) tune = 1;
     else {
-      fprintf(stderr, "usage: ddpbench_kernels [--quick] [--out FILE.json] [--only rmsnorm|attention|leaderboard|none] [--naive-max T] [--tune]\n");
+      fprintf(stderr, "usage: ddpbench_kernels [--quick] [--out FILE.json] [--only rmsnorm|attention|seeds|leaderboard|none] [--naive-max T] [--tune]\n");
       return 2;
     }
   }
@@ -610,6 +634,7 @@ int main(int argc, char **argv) {
   if (tune) tune_attention(64), tune_attention(128);
   if (!only || !strcmp(only, "rmsnorm")) bench_rmsnorm(quick);
   if (!only || !strcmp(only, "attention")) bench_attention(quick, naive_max);
+  if (only && !strcmp(only, "seeds")) bench_seeds();
   if (only && !strcmp(only, "leaderboard")) {
     const attn_res r = bench_attn_one(1, 64, 16384, 1, 0, 1);
     printf("leaderboard: fwd %.3f ms, prep %.3f, dkv %.3f, dq %.3f, fwd+bwd %.3f\n", r.ms[0], r.parts[0], r.parts[1],

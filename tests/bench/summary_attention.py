@@ -58,9 +58,44 @@ def main(out):
     s = torch.get(("bf16", 64, 16384))
     if s:
         print(f"leaderboard PyTorch SDPA: fwd+bwd {s['fwd_bwd_ms']:.3f} ms, fwd {s['fwd_ms']:.3f}")
+    seeds = {}
+    for impl in ("wgmma", "mma"):
+        for r in records(f"{out}/seeds_{impl}.json", "seeds"):
+            if r.get("bench") == "seeds_attention":
+                seeds[(impl, r["dtype"], r["d"], r["T"])] = r
+    p = f"{out}/torch_seeds.log"
+    if os.path.exists(p):
+        for l in open(p):
+            if l.startswith("TORCH "):
+                r = json.loads(l[6:])
+                if r.get("kind") == "seeds_attention":
+                    seeds[("torch", r["dtype"].replace("fp32", "f32"), r["d"], r["T"])] = r
+    if seeds:
+        print(f"seeds' grid, batch 8 x 1 head, no mask (ms): {'dtype':5s} {'d':>4s} {'T':>6s} | {'fwd':>8s} {'fwd mma':>8s} |"
+              f" {'f+b':>8s} {'f+b mma':>8s} {'TFLOP/s':>7s} | {'SDPA fwd':>8s} {'SDPA f+b':>8s} | {'f+b/SDPA':>8s}")
+        nan = float("nan")
+        for dt in ("bf16", "f32"):
+            for d in (16, 32, 64, 128):
+                for t in (256, 1024, 4096, 8192, 16384):
+                    w, m, tr = seeds.get(("wgmma", dt, d, t)), seeds.get(("mma", dt, d, t)), seeds.get(("torch", dt, d, t))
+                    if not w:
+                        continue
+                    tf = 4.0 * 8 * t * t * d * 3.5 / (w["fwdbwd_ms"] * 1e-3) / 1e12 if w["fwdbwd_ms"] > 0 else 0
+                    sf = tr.get("fwd_ms", nan) if tr else nan
+                    sb = tr.get("fwd_bwd_ms", nan) if tr else nan
+                    print(f"{'':45s}{dt:5s} {d:4d} {t:6d} | {w['fwd_ms']:8.3f} {m['fwd_ms'] if m else nan:8.3f} |"
+                          f" {w['fwdbwd_ms']:8.3f} {m['fwdbwd_ms'] if m else nan:8.3f} {tf:7.1f} | {sf:8.3f} {sb:8.3f} |"
+                          f" {w['fwdbwd_ms'] / sb if sb == sb else nan:8.2f}")
+    tc = None
+    p = f"{out}/torch_compile.log"
+    if os.path.exists(p):
+        for l in open(p):
+            if l.startswith("ANCHOR") and '"variant": "local"' in l:
+                tc = json.loads(l[7:])["iter_ms"]
+    print(f"torch.compile XL ms/step (same call): {tc}")
     print(f"{'XL bf16 step':30s} {'ms/step':>8s} {'fwd':>7s} {'bwd':>7s} {'loss@20':>9s}")
     for rnd in (1, 2):
-        for v in ("wgmma", "mma", "dqwg"):
+        for v in ("wgmma", "mma"):
             f = f"{out}/xl_{v}_{rnd}.jsonl"
             if not os.path.exists(f):
                 continue
@@ -69,8 +104,9 @@ def main(out):
             if not t:
                 continue
             g = lambda k: statistics.median(r[k] for r in t)
-            name = {"wgmma": "defaults", "mma": "mma.sync", "dqwg": "wgmma everywhere"}[v] + ", round " + str(rnd)
-            print(f"{name:30s} {g('step_ms'):8.2f} {g('forward_ms'):7.2f} {g('backward_ms'):7.2f} {rows[-1]['loss']:9.5f}")
+            name = {"wgmma": "defaults", "mma": "mma.sync"}[v] + ", round " + str(rnd)
+            ratio = f" {g('step_ms') / tc:6.3f} of torch.compile" if tc else ""
+            print(f"{name:30s} {g('step_ms'):8.2f} {g('forward_ms'):7.2f} {g('backward_ms'):7.2f} {rows[-1]['loss']:9.5f}{ratio}")
 
 
 if __name__ == "__main__":

@@ -89,17 +89,47 @@ def attention(quick=False):
                 torch.cuda.empty_cache()
 
 
+def seeds():
+    """The course's grid: batch 8, one head, no mask, head dims 16-128, sequences 256-16384, bf16 and fp32."""
+    for dt_name, dt in (("bf16", torch.bfloat16), ("fp32", torch.float32)):
+        for d in (16, 32, 64, 128):
+            for t in (256, 1024, 4096, 8192, 16384):
+                rec = dict(kind="seeds_attention", impl="torch_sdpa", dtype=dt_name, d=d, T=t, batch=8, heads=1)
+                try:
+                    q, k, v = (torch.randn(8, 1, t, d, device="cuda", dtype=dt, requires_grad=True) for _ in range(3))
+                    go = torch.randn(8, 1, t, d, device="cuda", dtype=dt)
+
+                    def fwd():
+                        with torch.no_grad():
+                            F.scaled_dot_product_attention(q, k, v)
+
+                    def both():
+                        F.scaled_dot_product_attention(q, k, v).backward(go)
+                    rec["fwd_ms"] = timed(fwd, 2, 10)
+                    rec["fwd_bwd_ms"] = timed(both, 2, 10)
+                except torch.OutOfMemoryError:
+                    rec["oom"] = True
+                except RuntimeError as e:
+                    rec["error"] = str(e).splitlines()[0][:160]
+                emit(**rec)
+                q = k = v = go = None
+                torch.cuda.empty_cache()
+
+
 def main():
     ap = argparse.ArgumentParser()
     ap.add_argument("--gemm", action="store_true")
     ap.add_argument("--attention", action="store_true")
     ap.add_argument("--quick", action="store_true", help="attention: d 64 and 128, T 1024, 4096, 16384 only")
+    ap.add_argument("--seeds", action="store_true", help="the course's grid: batch 8, one head, no mask")
     a = ap.parse_args()
     emit(kind="device", name=torch.cuda.get_device_name(), torch=torch.__version__)
     if a.gemm:
         gemms()
     if a.attention:
         attention(a.quick)
+    if a.seeds:
+        seeds()
 
 
 if __name__ == "__main__":
