@@ -3,7 +3,8 @@
  * and odd ones for attention), ddp_kernel_launch specialises the instruction and ddp_nvrtc_compile builds
  * it for sm_90a: a non-empty CUBIN naming ddp_<entry> must come back. Unsupported combinations (odd or
  * out-of-range head dims, f64 slots, mixed attention dtypes, an f32 ATTN_BWD_*_ROPE) must be refused with a
- * one-line message.
+ * one-line message. The attention kernel choice by target, dtype and head dim, and every wgmma tile variant
+ * (attention_choice below).
  * DDP_DUMP_SPECS=dir writes each distinct specialised source to dir (for nvcc -Xptxas -v). */
 #include "check.h"
 #include "codegen.h"
@@ -48,10 +49,10 @@ static void dump(const char *dir, const char *tpl, const char *entry, const char
   fclose(f);
 }
 
-static void compile_case(const kc_case *c, const char *arch) {
+static void compile_with(const kc_case *c, const char *arch, const ddp_codegen_opts *o) {
   ddp_launch L;
   char err[1024];
-  if (!CHECK(!ddp_kernel_launch(&c->in, arch, NULL, &L, err, sizeof err), "%s: launch refused: %s", c->label, err)) return;
+  if (!CHECK(!ddp_kernel_launch(&c->in, arch, o, &L, err, sizeof err), "%s: launch refused: %s", c->label, err)) return;
   const char *tpl = L.tpl, *entry = ddp_op_entry(c->in.op);
   CHECK(L.block[0] != 0 && L.block[0] <= 1024 && L.grid[0] != 0, "%s: bad geometry grid %u block %u", c->label,
         L.grid[0], L.block[0]);
@@ -59,7 +60,7 @@ static void compile_case(const kc_case *c, const char *arch) {
   uint8_t *cubin = NULL;
   uint64_t size = 0;
   char hash[17];
-  if (!CHECK(!ddp_nvrtc_compile(tpl, entry, L.spec, arch, NULL, &cubin, &size, hash, err, sizeof err), "%s: %s\n  spec:\n%s",
+  if (!CHECK(!ddp_nvrtc_compile(tpl, entry, L.spec, arch, o, &cubin, &size, hash, err, sizeof err), "%s: %s\n  spec:\n%s",
              c->label, err, L.spec))
     return;
   char name[128];
@@ -70,6 +71,62 @@ static void compile_case(const kc_case *c, const char *arch) {
   const char *d = getenv("DDP_DUMP_SPECS");
   if (d && *d) dump(d, tpl, entry, L.spec, ndone);
   free(cubin);
+}
+
+static void compile_case(const kc_case *c, const char *arch) { compile_with(c, arch, NULL); }
+
+/* The attention kernel choice (compiler/codegen/launch.c): templates/attention_wgmma.cu on sm_90a for bf16
+ * head dims 64 and 128 (ATTN_FWD, ATTN_BWD_DKV, ATTN_BWD_DQ; not the fused inverse RoPE), attention_mma.cu
+ * for bf16 elsewhere and under DDP_TUNE_{FWD,DKV,DQ}_WGMMA=2, attention_f32.cu for f32. Then every wgmma
+ * tile variant the DDP_TUNE_* knobs can pick (warps 4 or 8, the forward's 64- or 128-key tiles) fits in
+ * shared memory (227 KiB a block) and compiles. */
+static void attention_choice(void) {
+  const int ops[] = {OP_ATTN_FWD, OP_ATTN_BWD_DKV, OP_ATTN_BWD_DQ, OP_ATTN_BWD_DKV_ROPE, OP_ATTN_BWD_DQ_ROPE};
+  const int64_t dims[] = {32, 64, 96, 128};
+  const char *const archs[] = {"sm_90a", "sm_90", "sm_80"};
+  for (size_t oi = 0; oi < sizeof ops / sizeof ops[0]; oi++)
+    for (int di = 0; di < 4; di++)
+      for (int ai = 0; ai < 3; ai++)
+        for (int bf = 0; bf < 2; bf++) {
+          kc_case c;
+          const int op = ops[oi];
+          if (kc_make(op, bf ? DT_BF16 : DT_F32, (kc_shape){.a = 2, .b = 300, .c = dims[di], .flag = 1}, &c)) continue;
+          ddp_launch L;
+          char err[1024];
+          if (!CHECK(!ddp_kernel_launch(&c.in, archs[ai], NULL, &L, err, sizeof err), "%s on %s: %s", c.label, archs[ai], err))
+            continue;
+          const int wg = bf && !strcmp(archs[ai], "sm_90a") && (dims[di] == 64 || dims[di] == 128) &&
+                         (op == OP_ATTN_FWD || op == OP_ATTN_BWD_DKV || op == OP_ATTN_BWD_DQ);
+          const char *want = wg ? "attention_wgmma" : bf ? "attention_mma" : "attention_f32";
+          CHECK(!strcmp(L.tpl, want), "%s on %s: template %s, expected %s", c.label, archs[ai], L.tpl, want);
+        }
+  const int param[] = {PARAM_TUNE_FWD_WGMMA, PARAM_TUNE_DKV_WGMMA, PARAM_TUNE_DQ_WGMMA};
+  const int first[] = {PARAM_TUNE_FWD_MT, PARAM_TUNE_DKV_MT, PARAM_TUNE_DQ_MT}; /* MT, BN, MINB, WARPS follow */
+  int variants = 0;
+  for (int k = 0; k < 3; k++)
+    for (int di = 1; di < 4; di += 2) {
+      kc_case c;
+      kc_make(ops[k], DT_BF16, (kc_shape){.a = 2, .b = 300, .c = dims[di], .flag = 1}, &c);
+      ddp_codegen_opts o = {0};
+      o.tune[param[k] - PARAM_TUNE_FWD_MT] = 2;
+      ddp_launch L;
+      char err[1024];
+      if (CHECK(!ddp_kernel_launch(&c.in, "sm_90a", &o, &L, err, sizeof err), "%s: %s", c.label, err))
+        CHECK(!strcmp(L.tpl, "attention_mma"), "%s with %s=2: template %s", c.label, ddp_param_var((ddp_param)param[k]), L.tpl);
+      for (int warps = 4; warps <= 8; warps += 4)
+        for (int bn = 64; bn <= (k == 0 ? 128 : 64); bn += 64) {
+          o = (ddp_codegen_opts){0};
+          o.tune[first[k] + 3 - PARAM_TUNE_FWD_MT] = warps;
+          o.tune[first[k] + 1 - PARAM_TUNE_FWD_MT] = bn;
+          if (!CHECK(!ddp_kernel_launch(&c.in, "sm_90a", &o, &L, err, sizeof err), "%s warps %d bn %d: %s", c.label, warps, bn, err))
+            continue;
+          CHECK(!strcmp(L.tpl, "attention_wgmma") && L.smem <= 227 * 1024 && L.block[0] == 32u * (unsigned)warps,
+                "%s warps %d bn %d: template %s, smem %u, block %u", c.label, warps, bn, L.tpl, L.smem, L.block[0]);
+          compile_with(&c, "sm_90a", &o);
+          variants++;
+        }
+    }
+  printf("ok   the attention kernel choice; %d wgmma tile variants specialised\n", variants);
 }
 
 static void expect_refusal(kc_case *c, const char *what, const char *needle) {
@@ -100,6 +157,7 @@ int main(void) {
         compile_case(&c, arch);
       }
   }
+  attention_choice();
   /* refusals */
   kc_case c;
   kc_make(OP_ATTN_FWD, DT_BF16, (kc_shape){.a = 1, .b = 64, .c = 15}, &c);
