@@ -226,7 +226,9 @@ static int attention(const ddp_instr *in, const char *arch, const ddp_codegen_op
     if (sscanf(arch, "sm_%d", &num) != 1 || num < 80)
       return fail(err, errcap, in, "the bf16 tensor-core path needs sm_80 or newer (target %s)", arch);
   }
-  int64_t warps = 4, bm, bn, smem, mt = 1, minb = 1;
+  int64_t warps = 4, bm, bn, smem, mt = 1, minb = 1, nbuf = 0;
+  /* DDP_TUNE_<op>_{MT,BN,MINB,WARPS}: four consecutive knobs from t */
+  const int t = op == OP_ATTN_FWD ? PARAM_TUNE_FWD_MT : op == OP_ATTN_BWD_DKV ? PARAM_TUNE_DKV_MT : PARAM_TUNE_DQ_MT;
   /* Hopper: templates/attention_wgmma.cu for the forward and the unfused backward at head dims 64 and 128 on
    * sm_90a: two warpgroups of 64 rows (queries; keys for dK/dV), streamed tiles in three stages (two for dQ)
    * in the 128-byte-swizzle layout plus 1 KiB to align them; 64-row streamed tiles except the forward at
@@ -235,29 +237,17 @@ static int attention(const ddp_instr *in, const char *arch, const ddp_codegen_op
    * blocks per SM (128 registers; 2.45 at one) against 3.10; head dim 128 forward + backward 12.6-12.9
    * against 24.6-24.7; the XL step (T 512) 67.9 / 68.7 against 69.0 / 70.1 ms (two calls).
    * DDP_TUNE_{FWD,DKV,DQ}_WGMMA=2 keeps the mma.sync kernel for one of them. */
-  const int wg_fwd = op == OP_ATTN_FWD, wg_bwd = in->op == OP_ATTN_BWD_DKV || in->op == OP_ATTN_BWD_DQ;
-  const int wg_param = wg_fwd ? PARAM_TUNE_FWD_WGMMA : op == OP_ATTN_BWD_DKV ? PARAM_TUNE_DKV_WGMMA : PARAM_TUNE_DQ_WGMMA;
-  if (mma && (wg_fwd || wg_bwd) && (HD == 64 || HD == 128) && strcmp(arch, "sm_90a") == 0 &&
-      tuned(o, wg_param, 1) == 1) {
+  const int unfused = op == in->op; /* not the fused inverse-RoPE backward */
+  const int wg_param = op == OP_ATTN_FWD ? PARAM_TUNE_FWD_WGMMA : op == OP_ATTN_BWD_DKV ? PARAM_TUNE_DKV_WGMMA : PARAM_TUNE_DQ_WGMMA;
+  if (mma && unfused && (HD == 64 || HD == 128) && strcmp(arch, "sm_90a") == 0 && tuned(o, wg_param, 1) == 1) {
     launch->tpl = "attention_wgmma";
-    const int t = op == OP_ATTN_FWD ? PARAM_TUNE_FWD_MT : op == OP_ATTN_BWD_DKV ? PARAM_TUNE_DKV_MT : PARAM_TUNE_DQ_MT;
-    warps = tuned(o, t + 3, 8), bn = tuned(o, t + 1, wg_fwd && HD == 128 ? 128 : 64);
+    warps = tuned(o, t + 3, 8), bm = 16 * warps;
+    /* the backward holds two score tiles and two accumulators: 64-row streamed tiles only */
+    bn = op == OP_ATTN_FWD && tuned(o, t + 1, HD == 128 ? 128 : 64) == 128 ? 128 : 64;
     minb = tuned(o, t + 2, op == OP_ATTN_BWD_DQ && HD == 64 && warps == 8 ? 2 : 1); /* dQ d64: 2 blocks/SM */
-    if (bn != 64 && bn != 128) bn = 64;
-    if (!wg_fwd) bn = 64; /* the backward holds two score tiles and two accumulators: 64-row tiles only */
-    bm = 16 * warps;
-    const int64_t nbuf = op == OP_ATTN_BWD_DQ ? 2 : 3; /* stages of the streamed tiles (the template says why) */
-    smem = (wg_fwd ? bm : 2 * bm) * HD * 2 + 2 * nbuf * bn * HD * 2 + (op == OP_ATTN_BWD_DKV ? 8 * nbuf * bn : 0) + 1024;
-    if (cdiv(T, bm) > MAX_GRID_YZ) return fail(err, errcap, in, "T = %lld is too long (max %lld)", (long long)T, (long long)(bm * MAX_GRID_YZ));
-    if (B * H > MAX_GRID_X) return fail(err, errcap, in, "B*H = %lld is too large", (long long)(B * H));
-    spec_add(launch, "#define DDP_HEAD_DIM %lld\n#define DDP_ATTN_MMA 1\n#define DDP_WARPS %lld\n#define DDP_BM %lld\n"
-                     "#define DDP_BN %lld\n#define DDP_SMEM %lld\n#define DDP_NBUF %lld\n",
-             (long long)HD, (long long)warps, (long long)bm, (long long)bn, (long long)smem, (long long)nbuf);
-    if (minb > 1) spec_add(launch, "#define DDP_MINB %lld\n", (long long)minb);
-    geom(launch, B * H, cdiv(T, bm), 32 * warps, smem);
-    return 0;
-  }
-  if (mma) {
+    nbuf = op == OP_ATTN_BWD_DQ ? 2 : 3; /* stages of the streamed tiles (the template says why) */
+    smem = (op == OP_ATTN_FWD ? bm : 2 * bm) * HD * 2 + 2 * nbuf * bn * HD * 2 + (op == OP_ATTN_BWD_DKV ? 8 * nbuf * bn : 0) + 1024;
+  } else if (mma) {
     const int64_t ld = HD + 8;
     /* m16 tiles per warp (fragment reuse) and streamed-tile rows, within 255 registers (no spills) */
     /* measured on H200 (16 heads, T 16384, d 64, causal): forward 8 warps x 16 rows with <= 128 registers
@@ -269,7 +259,6 @@ static int attention(const ddp_instr *in, const char *arch, const ddp_codegen_op
     } else {
       mt = HD <= 64 ? 2 : 1, bn = 32;
     }
-    const int t = op == OP_ATTN_FWD ? PARAM_TUNE_FWD_MT : op == OP_ATTN_BWD_DKV ? PARAM_TUNE_DKV_MT : PARAM_TUNE_DQ_MT;
     mt = tuned(o, t, mt), bn = tuned(o, t + 1, bn), minb = tuned(o, t + 2, minb), warps = tuned(o, t + 3, warps);
     bm = 16 * mt * warps;
     if (op == OP_ATTN_FWD) smem = (bm + 4 * bn) * ld * 2;
@@ -288,6 +277,7 @@ static int attention(const ddp_instr *in, const char *arch, const ddp_codegen_op
               "#define DDP_BN %lld\n#define DDP_SMEM %lld\n",
            (long long)HD, mma, (long long)warps, (long long)bm, (long long)bn, (long long)smem);
   spec_add(launch, "#define DDP_MT %lld\n", (long long)mt);
+  if (nbuf) spec_add(launch, "#define DDP_NBUF %lld\n", (long long)nbuf);
   if (minb > 1) spec_add(launch, "#define DDP_MINB %lld\n", (long long)minb);
   geom(launch, B * H, cdiv(T, bm), 32 * warps, smem);
   return 0;
