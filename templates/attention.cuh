@@ -76,6 +76,27 @@ __device__ __forceinline__ dims dims_of(const ddp_kargs &a) {
   d.scale = a.f[ATTN_F_SCALE];
   return d;
 }
+// What both bf16 tensor-core paths (attention_mma.cu, attention_wgmma.cu) use: shared addresses, 16-byte
+// cp.async with zero fill (src-size 0), 2^x on MUFU.EX2 (rel. error ~2^-22; ex2(-inf) = 0), two floats
+// rounded into a bf16x2 register, and whether a head's rows allow 16-byte copies.
+__device__ __forceinline__ unsigned smem_u32(const void *p) { return (unsigned)__cvta_generic_to_shared(p); }
+__device__ __forceinline__ void cp_async16(void *dst, const void *src, int bytes) {
+  asm volatile("cp.async.cg.shared.global [%0], [%1], 16, %2;\n" ::"r"(smem_u32(dst)), "l"(src), "r"(bytes));
+}
+__device__ __forceinline__ void cp_commit() { asm volatile("cp.async.commit_group;\n" ::); }
+template <int N> __device__ __forceinline__ void cp_wait() { asm volatile("cp.async.wait_group %0;\n" ::"n"(N)); }
+__device__ __forceinline__ float ex2(float x) {
+  float y;
+  asm("ex2.approx.ftz.f32 %0, %1;\n" : "=f"(y) : "f"(x));
+  return y;
+}
+__device__ __forceinline__ unsigned pack2(float lo, float hi) {
+  __nv_bfloat162 v = __floats2bfloat162_rn(lo, hi);
+  return *reinterpret_cast<unsigned *>(&v);
+}
+__device__ __forceinline__ bool async_ok(const void *p, long long st, long long Dh) {
+  return Dh % 8 == 0 && st % 8 == 0 && ((unsigned long long)p % 16) == 0;
+}
 // Offset of element (b, 0, h, 0) of a tensor with row stride st.
 __device__ __forceinline__ long long head_base(const dims &d, long long st, long long bh) {
   const long long b = bh / d.H, h = bh % d.H;

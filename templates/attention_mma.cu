@@ -12,13 +12,6 @@ constexpr int LD = HD + 8;  // smem row pitch (elements): 16-byte shift per row,
 constexpr int KS = HD / 16; // k-steps over the head dim
 constexpr int DT = HD / 8;  // 8-column tiles over the head dim
 
-__device__ __forceinline__ unsigned smem_u32(const void *p) { return (unsigned)__cvta_generic_to_shared(p); }
-__device__ __forceinline__ void cp_async16(void *dst, const void *src, int bytes) {
-  asm volatile("cp.async.cg.shared.global [%0], [%1], 16, %2;\n" ::"r"(smem_u32(dst)), "l"(src), "r"(bytes));
-}
-__device__ __forceinline__ void cp_commit() { asm volatile("cp.async.commit_group;\n" ::); }
-template <int N> __device__ __forceinline__ void cp_wait() { asm volatile("cp.async.wait_group %0;\n" ::"n"(N)); }
-
 __device__ __forceinline__ void ldsm4(unsigned (&r)[4], const bf16 *p) {
   asm volatile("ldmatrix.sync.aligned.m8n8.x4.shared.b16 {%0,%1,%2,%3}, [%4];\n"
                : "=r"(r[0]), "=r"(r[1]), "=r"(r[2]), "=r"(r[3])
@@ -36,15 +29,6 @@ __device__ __forceinline__ void mma(float (&d)[4], const unsigned (&a)[4], unsig
       "{%0,%1,%2,%3};\n"
       : "+f"(d[0]), "+f"(d[1]), "+f"(d[2]), "+f"(d[3])
       : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "r"(b0), "r"(b1));
-}
-__device__ __forceinline__ float ex2(float x) {  // 2^x, MUFU.EX2 (rel. error ~2^-22); ex2(-inf) = 0
-  float y;
-  asm("ex2.approx.ftz.f32 %0, %1;\n" : "=f"(y) : "f"(x));
-  return y;
-}
-__device__ __forceinline__ unsigned pack2(float lo, float hi) {
-  __nv_bfloat162 v = __floats2bfloat162_rn(lo, hi);
-  return *reinterpret_cast<unsigned *>(&v);
 }
 
 // Fragment addresses (lane-dependent), tile t row-major with pitch LD:
@@ -139,9 +123,6 @@ __device__ __forceinline__ void load_tile(bf16 *dst, const bf16 *base, long long
       for (int e = 0; e < 8; e++) d[e] = (row < T && c + e < Dh) ? base[row * st + c + e] : __float2bfloat16_rn(0.f);
     }
   }
-}
-__device__ __forceinline__ bool async_ok(const void *p, long long st, long long Dh) {
-  return Dh % 8 == 0 && st % 8 == 0 && ((unsigned long long)p % 16) == 0;
 }
 // Writes a 16 x HD C tile (rows r0 + g, r0 + g + 8) to a head, rows < T and columns < Dh, times s.
 template <class T>

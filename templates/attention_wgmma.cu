@@ -55,12 +55,6 @@ __device__ __forceinline__ void stage_done() {
   if constexpr (NBUF == 2) __syncthreads();
 }
 
-__device__ __forceinline__ unsigned smem_u32(const void *p) { return (unsigned)__cvta_generic_to_shared(p); }
-__device__ __forceinline__ void cp_async16(void *dst, const void *src, int bytes) {
-  asm volatile("cp.async.cg.shared.global [%0], [%1], 16, %2;\n" ::"r"(smem_u32(dst)), "l"(src), "r"(bytes));
-}
-__device__ __forceinline__ void cp_commit() { asm volatile("cp.async.commit_group;\n" ::); }
-template <int N> __device__ __forceinline__ void cp_wait() { asm volatile("cp.async.wait_group %0;\n" ::"n"(N)); }
 __device__ __forceinline__ void fence_async_smem() { asm volatile("fence.proxy.async.shared::cta;\n" ::: "memory"); }
 __device__ __forceinline__ void wg_fence() { asm volatile("wgmma.fence.sync.aligned;\n" ::: "memory"); }
 __device__ __forceinline__ void wg_commit() { asm volatile("wgmma.commit_group.sync.aligned;\n" ::: "memory"); }
@@ -69,15 +63,6 @@ template <int N> __device__ __forceinline__ void wg_wait() { asm volatile("wgmma
 template <int N> __device__ __forceinline__ void reg_fence(float (&r)[N]) {
 #pragma unroll
   for (int i = 0; i < N; i++) asm volatile("" : "+f"(r[i])::"memory");
-}
-__device__ __forceinline__ float ex2(float x) {  // 2^x, MUFU.EX2; ex2(-inf) = 0
-  float y;
-  asm("ex2.approx.ftz.f32 %0, %1;\n" : "=f"(y) : "f"(x));
-  return y;
-}
-__device__ __forceinline__ unsigned pack2(float lo, float hi) {
-  __nv_bfloat162 v = __floats2bfloat162_rn(lo, hi);
-  return *reinterpret_cast<unsigned *>(&v);
 }
 // Shared-memory matrix descriptor: start address, leading and stride byte offsets (16-byte units), 128-byte
 // swizzle (mode 1 in bits 62-63). The tiles' 1024-byte alignment keeps the base offset (bits 49-51) 0. Built
@@ -120,9 +105,6 @@ __device__ __forceinline__ void load_tile(unsigned char *dst, const bf16 *base, 
         e[q] = (k * RSTEP < left && c * 8 + q < Dh) ? src[(long long)k * RSTEP * st + q] : __float2bfloat16_rn(0.f);
     }
   }
-}
-__device__ __forceinline__ bool async_ok(const void *p, long long st, long long Dh) {
-  return Dh % 8 == 0 && st % 8 == 0 && ((unsigned long long)p % 16) == 0;
 }
 
 // ------------------------------ wgmma instructions (m64nNk16, bf16 -> f32) ------------------------------
