@@ -581,7 +581,7 @@ static void tune_attention(int64_t d) {
   printf("\ntile variants, bf16 causal, 16 heads, T 16384, d %lld (ms): fwd | prep dkv dq | fwd+bwd\n", (long long)d);
   for (size_t v = 0; v < sizeof vars / sizeof vars[0]; v++) {
     char env[64];
-    for (int k = 0; k < 15; k++) snprintf(env, sizeof env, "DDP_TUNE_%s", names[k]), unsetenv(env);
+    for (size_t k = 0; k < sizeof names / sizeof names[0]; k++) snprintf(env, sizeof env, "DDP_TUNE_%s", names[k]), unsetenv(env);
     char buf[256];
     snprintf(buf, sizeof buf, "%s", vars[v]);
     for (char *tok = strtok(buf, " "); tok; tok = strtok(NULL, " ")) {
@@ -597,7 +597,7 @@ static void tune_attention(int64_t d) {
          (long long)d, vars[v], r.ms[0], r.parts[1], r.parts[2], r.ms[2]);
   }
   char env[64];
-  for (int k = 0; k < 15; k++) snprintf(env, sizeof env, "DDP_TUNE_%s", names[k]), unsetenv(env);
+  for (size_t k = 0; k < sizeof names / sizeof names[0]; k++) snprintf(env, sizeof env, "DDP_TUNE_%s", names[k]), unsetenv(env);
 }
 
 int main(int argc, char **argv) {

@@ -55,6 +55,34 @@ def gemms():
         emit(kind="gemm", name=name, M=m, N=n, K=k, ms=ms, TFLOPs=2 * m * n * k / ms / 1e9)
 
 
+def sdpa_record(rec, shape, dt, causal, reps):
+    """Times SDPA forward and forward+backward on random (batch, heads, T, d) tensors into rec, with the
+    forward's TFLOP/s, then emits it (an OOM or a missing kernel is recorded instead)."""
+    b, h, t, d = shape
+    q = k = v = go = None
+    try:
+        q, k, v = (torch.randn(*shape, device="cuda", dtype=dt, requires_grad=True) for _ in range(3))
+        go = torch.randn(*shape, device="cuda", dtype=dt)
+
+        def fwd():
+            with torch.no_grad():
+                F.scaled_dot_product_attention(q, k, v, is_causal=causal)
+
+        def both():
+            F.scaled_dot_product_attention(q, k, v, is_causal=causal).backward(go)
+        rec["fwd_ms"] = timed(fwd, 2, reps)
+        rec["fwd_bwd_ms"] = timed(both, 2, reps)
+        rec["bwd_ms"] = rec["fwd_bwd_ms"] - rec["fwd_ms"]
+        rec["fwd_TFLOPs"] = 4 * b * h * t * t * d / (2 if causal else 1) / rec["fwd_ms"] / 1e9
+    except torch.OutOfMemoryError:
+        rec["oom"] = True
+    except RuntimeError as e:  # no kernel for this dtype/size
+        rec["error"] = str(e).splitlines()[0][:160]
+    emit(**rec)
+    q = k = v = go = None
+    torch.cuda.empty_cache()
+
+
 def attention(quick=False):
     dims = (64, 128) if quick else (16, 32, 64, 128)
     seqs = (1024, 4096, 16384) if quick else (256, 1024, 4096, 8192, 16384, 32768, 65536)
@@ -62,31 +90,7 @@ def attention(quick=False):
         for d in dims:
             for t in seqs:
                 rec = dict(kind="attention", impl="torch_sdpa", dtype=dt_name, d=d, T=t, heads=16, causal=True)
-                try:
-                    q, k, v = (torch.randn(1, 16, t, d, device="cuda", dtype=dt, requires_grad=True)
-                               for _ in range(3))
-                    go = torch.randn(1, 16, t, d, device="cuda", dtype=dt)
-
-                    def fwd():
-                        with torch.no_grad():
-                            F.scaled_dot_product_attention(q, k, v, is_causal=True)
-
-                    def both():
-                        o = F.scaled_dot_product_attention(q, k, v, is_causal=True)
-                        o.backward(go)
-                    reps = 3 if t >= 32768 else 10
-                    rec["fwd_ms"] = timed(fwd, 2, reps)
-                    rec["fwd_bwd_ms"] = timed(both, 2, reps)
-                    rec["bwd_ms"] = rec["fwd_bwd_ms"] - rec["fwd_ms"]
-                    flops = 4 * 16 * t * t * d / 2
-                    rec["fwd_TFLOPs"] = flops / rec["fwd_ms"] / 1e9
-                except torch.OutOfMemoryError:
-                    rec["oom"] = True
-                except RuntimeError as e:  # no kernel for this dtype/size
-                    rec["error"] = str(e).splitlines()[0][:160]
-                emit(**rec)
-                q = k = v = go = None
-                torch.cuda.empty_cache()
+                sdpa_record(rec, (1, 16, t, d), dt, True, 3 if t >= 32768 else 10)
 
 
 def seeds():
@@ -95,25 +99,7 @@ def seeds():
         for d in (16, 32, 64, 128):
             for t in (256, 1024, 4096, 8192, 16384):
                 rec = dict(kind="seeds_attention", impl="torch_sdpa", dtype=dt_name, d=d, T=t, batch=8, heads=1)
-                try:
-                    q, k, v = (torch.randn(8, 1, t, d, device="cuda", dtype=dt, requires_grad=True) for _ in range(3))
-                    go = torch.randn(8, 1, t, d, device="cuda", dtype=dt)
-
-                    def fwd():
-                        with torch.no_grad():
-                            F.scaled_dot_product_attention(q, k, v)
-
-                    def both():
-                        F.scaled_dot_product_attention(q, k, v).backward(go)
-                    rec["fwd_ms"] = timed(fwd, 2, 10)
-                    rec["fwd_bwd_ms"] = timed(both, 2, 10)
-                except torch.OutOfMemoryError:
-                    rec["oom"] = True
-                except RuntimeError as e:
-                    rec["error"] = str(e).splitlines()[0][:160]
-                emit(**rec)
-                q = k = v = go = None
-                torch.cuda.empty_cache()
+                sdpa_record(rec, (8, 1, t, d), dt, False, 10)
 
 
 def main():
