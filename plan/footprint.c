@@ -122,14 +122,26 @@ static int64_t parts(int64_t P) { return P < 1 ? 1 : P; }
  * (Dh = 0) loop over B*T*H heads for hours. The compiler never emits an empty kernel; one-dimension ops
  * (n = 0: nothing to do) stay allowed. */
 
+/* The vocabulary-parallel embedding (partial = 1): the table holds rows [vfirst, vfirst + V); partial must
+ * be 0 or 1 and vfirst >= 0 (vfirst + V fits in int64). partial = 0 ignores vfirst. */
+static void vocab_part(fp *f, int k_partial, int k_vfirst, int64_t V) {
+  const int64_t partial = f->in->i[k_partial];
+  if (partial != 0 && partial != 1) {
+    fail(f, "i[%d] (partial) = %lld, must be 0 or 1", k_partial, (long long)partial);
+    return;
+  }
+  if (partial) add(f, get(f, k_vfirst, "vfirst", 0), V);
+}
 static void ext_embed_fwd(fp *f) {
   int64_t N = get(f, EMBED_FWD_I_N, "N", 1), D = get(f, EMBED_FWD_I_D, "D", 1), V = get(f, EMBED_FWD_I_V, "V", 1);
+  vocab_part(f, EMBED_FWD_I_PARTIAL, EMBED_FWD_I_VFIRST, V);
   slot(f, EMBED_FWD_P_TOKENS, N, REQ);
   slot(f, EMBED_FWD_P_TABLE, mul(f, V, D), REQ);
   slot(f, EMBED_FWD_P_OUT, mul(f, N, D), REQ);
 }
 static void ext_embed_bwd(fp *f) {
   int64_t N = get(f, EMBED_BWD_I_N, "N", 1), D = get(f, EMBED_BWD_I_D, "D", 1), V = get(f, EMBED_BWD_I_V, "V", 1);
+  vocab_part(f, EMBED_BWD_I_PARTIAL, EMBED_BWD_I_VFIRST, V);
   slot(f, EMBED_BWD_P_TOKENS, N, REQ);
   slot(f, EMBED_BWD_P_DOUT, mul(f, N, D), REQ);
   slot(f, EMBED_BWD_P_DTABLE, mul(f, V, D), REQ);
@@ -249,6 +261,26 @@ static void ext_xent(fp *f) {
   slot(f, XENT_P_TARGETS, N, REQ);
   slot(f, XENT_P_LOSS_ROWS, N, OPT);
   slot(f, XENT_P_DLOGITS, mul(f, N, V), OPT);
+}
+static void ext_xent_vp_stats(fp *f) {
+  int64_t N = get(f, XENT_VP_STATS_I_N, "N", 1), V = get(f, XENT_VP_STATS_I_V, "V", 1);
+  add(f, get(f, XENT_VP_STATS_I_VFIRST, "vfirst", 0), V);
+  slot(f, XENT_VP_STATS_P_LOGITS, mul(f, N, V), REQ);
+  slot(f, XENT_VP_STATS_P_TARGETS, N, REQ);
+  slot(f, XENT_VP_STATS_P_STATS, mul(f, N, 2), REQ);
+}
+static void ext_xent_vp(fp *f) {
+  int64_t N = get(f, XENT_VP_I_N, "N", 1), V = get(f, XENT_VP_I_V, "V", 1),
+          vfirst = get(f, XENT_VP_I_VFIRST, "vfirst", 0), P = get(f, XENT_VP_I_PARTS, "parts", 1),
+          vtotal = get(f, XENT_VP_I_VTOTAL, "vtotal", 1);
+  if (!f->bad && add(f, vfirst, V) > vtotal)
+    fail(f, "i[%d] (vfirst) + i[%d] (V) = %lld exceeds i[%d] (vtotal) = %lld", XENT_VP_I_VFIRST, XENT_VP_I_V,
+         (long long)(vfirst + V), XENT_VP_I_VTOTAL, (long long)vtotal);
+  slot(f, XENT_VP_P_LOGITS, mul(f, N, V), REQ);
+  slot(f, XENT_VP_P_TARGETS, N, REQ);
+  slot(f, XENT_VP_P_STATS, mul(f, mul(f, P, N), 2), REQ);
+  slot(f, XENT_VP_P_LOSS_ROWS, N, OPT);
+  slot(f, XENT_VP_P_DLOGITS, mul(f, N, V), OPT);
 }
 static void ext_mse(fp *f) {
   int64_t N = get(f, MSE_I_N, "N", 1), M = get(f, MSE_I_M, "M", 1);

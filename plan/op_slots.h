@@ -23,14 +23,17 @@
 
 /* ---- kernel ops ---- */
 
-/* EMBED_FWD: tokens i32[N], table[V,D], out[N,D] */
+/* EMBED_FWD: tokens i32[N], table[V,D], out[N,D]. partial = 0: the table is the whole vocabulary (vfirst 0);
+ * partial = 1 (a vocabulary-parallel embedding under tensor parallelism): the table holds rows
+ * [vfirst, vfirst + V) of it and a token outside them gives a zero row (another rank holds it) */
 enum { EMBED_FWD_P_TOKENS = 0, EMBED_FWD_P_TABLE, EMBED_FWD_P_OUT };
-enum { EMBED_FWD_I_N = 0, EMBED_FWD_I_D, EMBED_FWD_I_V };
+enum { EMBED_FWD_I_N = 0, EMBED_FWD_I_D, EMBED_FWD_I_V, EMBED_FWD_I_VFIRST, EMBED_FWD_I_PARTIAL };
 
 /* EMBED_BWD: tokens i32[N], dout[N,D], dtable[V,D]; deterministic: tokens are accumulated in order;
- * rows never hit are 0 when acc = 0 */
+ * rows never hit are 0 when acc = 0. partial = 1: dtable holds rows [vfirst, vfirst + V) and tokens
+ * outside them are skipped (as EMBED_FWD) */
 enum { EMBED_BWD_P_TOKENS = 0, EMBED_BWD_P_DOUT, EMBED_BWD_P_DTABLE };
-enum { EMBED_BWD_I_N = 0, EMBED_BWD_I_D, EMBED_BWD_I_V, EMBED_BWD_I_ACC };
+enum { EMBED_BWD_I_N = 0, EMBED_BWD_I_D, EMBED_BWD_I_V, EMBED_BWD_I_ACC, EMBED_BWD_I_VFIRST, EMBED_BWD_I_PARTIAL };
 
 /* RMSNORM_FWD: x[N,D], g[D], y[N,D], rstd f32[N] (opt); y = x * rstd * g, rstd = 1/sqrt(mean(x^2)+eps),
  * statistics in f32 */
@@ -103,6 +106,20 @@ enum { SWIGLU_BWD_I_N = 0, SWIGLU_BWD_I_F };
 enum { XENT_P_LOGITS = 0, XENT_P_TARGETS, XENT_P_LOSS_ROWS, XENT_P_DLOGITS };
 enum { XENT_I_N = 0, XENT_I_V };
 enum { XENT_F_SCALE = 0 };
+
+/* The vocabulary-parallel cross-entropy (tensor parallelism: each rank holds logits[N,V] of vocabulary
+ * columns [vfirst, vfirst + V) of vtotal), in two kernels around an all-gather of the statistics:
+ * XENT_VP_STATS: logits[N,V], targets i32[N], stats f32[N,2]: stats[n] = (logsumexp of the rank's logits of
+ *   row n, logit[target - vfirst] when the target is among them else 0) */
+enum { XENT_VP_STATS_P_LOGITS = 0, XENT_VP_STATS_P_TARGETS, XENT_VP_STATS_P_STATS };
+enum { XENT_VP_STATS_I_N = 0, XENT_VP_STATS_I_V, XENT_VP_STATS_I_VFIRST };
+/* XENT_VP: logits[N,V], targets i32[N], stats f32[parts,N,2] (every rank's XENT_VP_STATS, in rank order),
+ * loss_rows f32[N] (opt), dlogits[N,V] (opt, may alias logits). lse = logsumexp over the parts of stats[.][n][0]
+ * (fixed order), loss_rows[n] = lse - sum over the parts of stats[.][n][1] (NaN for a target outside
+ * [0, vtotal)), dlogits = (exp(logit - lse) - onehot(target - vfirst)) * scale */
+enum { XENT_VP_P_LOGITS = 0, XENT_VP_P_TARGETS, XENT_VP_P_STATS, XENT_VP_P_LOSS_ROWS, XENT_VP_P_DLOGITS };
+enum { XENT_VP_I_N = 0, XENT_VP_I_V, XENT_VP_I_VFIRST, XENT_VP_I_PARTS, XENT_VP_I_VTOTAL };
+enum { XENT_VP_F_SCALE = 0 };
 
 /* MSE: pred[N,M], target[N,M], loss_rows f32[N] (opt) = sum_c (pred-target)^2,
  * dpred[N,M] (opt) = scale*(pred-target); the gradient's factor 2 is in the scale (2/numel) */
@@ -236,7 +253,9 @@ enum { LOAD_BATCH_I_PART = 0, LOAD_BATCH_I_PARTS };
  * constant) */
 enum { INIT_TENSOR_P_TENSOR = 0 };
 enum { INIT_TENSOR_I_KIND = 0, INIT_TENSOR_I_ELEMENTS, INIT_TENSOR_I_STREAM, INIT_TENSOR_I_FAN_IN, INIT_TENSOR_I_SALT,
-       INIT_TENSOR_I_FIRST };
+       INIT_TENSOR_I_FIRST, INIT_TENSOR_I_RUN, INIT_TENSOR_I_STRIDE };
+/* RUN, STRIDE (RUN 0: contiguous): the tensor's element i draws stream index FIRST + (i / RUN) * STRIDE + i % RUN
+ * (a tensor-parallel rank's columns of a row-split weight: runs of RUN elements STRIDE apart in the whole unit) */
 enum { INIT_TENSOR_F_A = 0, INIT_TENSOR_F_B };
 
 #endif

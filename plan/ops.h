@@ -41,7 +41,9 @@
   X(ATTN_NAIVE_SOFTMAX_BWD, "attention_naive", attn_naive_softmax_bwd, "dprobs = s*probs*(dprobs-rowsum(probs*dprobs))") \
   X(RMSNORM_BWD_CAST, "rmsnorm", rmsnorm_bwd_cast, "RMSNORM_BWD, then dx_cast = (T6)dx (the new dx, fused cast)") \
   X(ATTN_BWD_DKV_ROPE, "attention_mma", attn_bwd_dkv_rope, "ATTN_BWD_DKV, dk rotated back (inverse RoPE) as it is stored") \
-  X(ATTN_BWD_DQ_ROPE, "attention_mma", attn_bwd_dq_rope, "ATTN_BWD_DQ, dq rotated back (inverse RoPE) as it is stored")
+  X(ATTN_BWD_DQ_ROPE, "attention_mma", attn_bwd_dq_rope, "ATTN_BWD_DQ, dq rotated back (inverse RoPE) as it is stored") \
+  X(XENT_VP_STATS, "cross_entropy", xent_vp_stats, "stats[n] = (lse of the rank's logits, logit[target] if the rank holds it else 0)") \
+  X(XENT_VP, "cross_entropy", xent_vp, "loss_rows, dlogits of the vocabulary-parallel cross-entropy from every rank's stats")
 
 typedef enum {
 #define DDP_OP_ENUM(id, file, entry, synopsis) OP_##id,

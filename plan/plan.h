@@ -12,7 +12,7 @@
 #include <stdio.h>
 
 #define DDP_PLAN_MAGIC "DDPCPLAN"
-#define DDP_PLAN_VERSION 5u
+#define DDP_PLAN_VERSION 6u
 #define DDP_MAX_DIMS 4
 #define DDP_ALIGN 256u
 
@@ -45,7 +45,9 @@ enum {
   TF_SHAPE_ONLY = 1u << 11,
   /* One rank's piece of a sharded state-dict tensor (with TF_PARAM, TF_OPT_M or TF_OPT_V): a 1-D view of
    * that rank's shard holding elements [piece_first, piece_first + numel) of the flattened parameter
-   * `param`; only rank piece_rank's memory holds it. */
+   * `param` (piece_runs > 1: numel / piece_runs elements from each of piece_first + k * piece_stride,
+   * k < piece_runs, stored one after the other: a tensor-parallel rank's columns of a row-split weight);
+   * only rank piece_rank's memory holds it. */
   TF_PIECE = 1u << 12
 };
 
@@ -65,6 +67,8 @@ typedef struct ddp_tensor {
   int32_t first_use, last_use; /* step-program instruction indices (rank 0), -1 if unused */
   int32_t piece_rank;  /* TF_PIECE: the rank whose shard holds it (else 0) */
   int64_t piece_first; /* TF_PIECE: its first element in the flattened parameter (else 0) */
+  int64_t piece_runs;  /* TF_PIECE: runs of contiguous elements (0 or 1: one contiguous range) */
+  int64_t piece_stride; /* TF_PIECE with piece_runs > 1: elements between the starts of two runs, else 0 */
 } ddp_tensor;
 
 typedef struct ddp_module {
@@ -144,7 +148,8 @@ const char *ddp_mode_name(int m); /* "forward"; "?" when out of range */
   X(I, pipe_replicas) X(I, pipe_microbatches) X(I, pipe_schedule) X(I, pipe_virtual)             \
   X(F, predicted_step_ms) X(F, predicted_forward_ms) X(F, predicted_backward_ms)                   \
   X(F, predicted_optimizer_ms) X(F, predicted_comm_ms) X(F, predicted_exposed_comm_ms)             \
-  X(S, predicted_profile) X(S, predicted_error) X(I, nccl_cta_policy) X(I, nccl_max_ctas) X(I, nccl_register)
+  X(S, predicted_profile) X(S, predicted_error) X(I, nccl_cta_policy) X(I, nccl_max_ctas) X(I, nccl_register) \
+  X(I, tensor_parallel) X(I, data_parallel)
 
 typedef struct ddp_meta {
 #define DDP_META_DECL_I(name) int64_t name;
@@ -187,6 +192,9 @@ int32_t ddp_plan_add_tensor(ddp_plan *p, const ddp_tensor *t); /* copies the str
 ddp_instr *ddp_program_push(ddp_program *prog, const ddp_instr *in);
 void ddp_program_free(ddp_program *prog);
 uint64_t ddp_tensor_numel(const ddp_tensor *t);
+/* A TF_PIECE tensor's runs: piece_runs, 0 counting as 1 (one contiguous range). Its numel / runs elements each
+ * come from piece_first + k * piece_stride, k < runs (a reader-checked plan has numel % runs == 0). */
+static inline int64_t ddp_piece_runs(const ddp_tensor *t) { return t->piece_runs > 1 ? t->piece_runs : 1; }
 ddp_instr ddp_instr_blank(int opcode, int stream); /* all buffers null, kernel/name/layer -1 */
 int32_t ddp_plan_find_tensor(const ddp_plan *p, const char *name); /* -1 when absent */
 /* Communicators: adds one (ranks copied) and returns its id (>= 1). */

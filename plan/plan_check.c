@@ -79,11 +79,21 @@ static int check_meta(const vctx *c) {
                                                              {"pipe_schedule", p->meta.pipe_schedule, PIPE_COUNT - 1},
                                                              {"nccl_cta_policy", p->meta.nccl_cta_policy, NCCL_CTA_COUNT - 1},
                                                              {"nccl_max_ctas", p->meta.nccl_max_ctas, 64},
-                                                             {"nccl_register", p->meta.nccl_register, 1}};
+                                                             {"nccl_register", p->meta.nccl_register, 1},
+                                                             {"tensor_parallel", p->meta.tensor_parallel, p->meta.world},
+                                                             {"data_parallel", p->meta.data_parallel, p->meta.world}};
   for (size_t k = 0; k < sizeof pipe / sizeof pipe[0]; k++)
     if (pipe[k].v < 0 || pipe[k].v > pipe[k].hi)
       return ddp_io_fail(c->err, c->errcap, c->path, "invalid: meta %s is %lld (must be 0..%lld)", pipe[k].name,
                          (long long)pipe[k].v, (long long)pipe[k].hi);
+  /* the mesh: world rank = (data x stages + stage) x tensor + tensor index (checkpoint.c's replicas rely on it) */
+  int64_t tp = p->meta.tensor_parallel > 1 ? p->meta.tensor_parallel : 1, st = p->meta.pipe_stages > 1 ? p->meta.pipe_stages : 1;
+  if (tp > 1 && (p->meta.world % (tp * st) != 0 ||
+                 (p->meta.data_parallel > 0 && p->meta.data_parallel * st * tp != p->meta.world)))
+    return ddp_io_fail(c->err, c->errcap, c->path,
+                       "invalid: meta tensor_parallel %lld x pipe_stages %lld x data_parallel %lld does not make the "
+                       "world size %lld", (long long)p->meta.tensor_parallel, (long long)p->meta.pipe_stages,
+                       (long long)p->meta.data_parallel, (long long)p->meta.world);
   return 0;
 }
 
@@ -137,13 +147,32 @@ static int check_tensor(const vctx *c, uint32_t i) {
         !p->tensors[t->param].state_name || strcmp(p->tensors[t->param].state_name, t->state_name) != 0)
       return tfail(c, i, nm, "piece of tensor %d, which is not the parameter named '%.80s'", t->param, t->state_name);
     uint64_t whole = p->tensors[t->param].bytes / ddp_dtype_size(p->tensors[t->param].dtype);
-    if (t->piece_rank < 0 || t->piece_rank >= p->meta.world || t->piece_first < 0 ||
-        (uint64_t)t->piece_first > whole || (uint64_t)t->shape[0] > whole - (uint64_t)t->piece_first)
+    if (t->piece_runs < 0 || t->piece_stride < 0)
+      return tfail(c, i, nm, "piece of %lld runs %lld elements apart (must not be negative)", (long long)t->piece_runs,
+                   (long long)t->piece_stride);
+    uint64_t runs = (uint64_t)ddp_piece_runs(t), n = (uint64_t)t->shape[0], len = n / runs, end;
+    if (n % runs)
+      return tfail(c, i, nm, "piece of %llu elements in %llu runs (not a whole number per run)", (unsigned long long)n,
+                   (unsigned long long)runs);
+    if (runs > 1 && (uint64_t)t->piece_stride < len)
+      return tfail(c, i, nm, "piece of %llu runs of %llu elements %lld apart (runs overlap: the stride must be >= the run)",
+                   (unsigned long long)runs, (unsigned long long)len, (long long)t->piece_stride);
+    /* one past its last element: first + (runs - 1) * stride + run length, without overflow */
+    bool over = t->piece_first < 0 || (runs > 1 && __builtin_mul_overflow(runs - 1, (uint64_t)t->piece_stride, &end));
+    if (runs == 1) end = 0;
+    over = over || __builtin_add_overflow(end, (uint64_t)t->piece_first, &end) || __builtin_add_overflow(end, len, &end);
+    if (t->piece_rank < 0 || t->piece_rank >= p->meta.world || over || end > whole) {
+      if (runs > 1)
+        return tfail(c, i, nm, "piece of rank %d at element %lld, %llu runs of %llu elements %lld apart, the parameter "
+                     "has %llu elements and the plan %lld ranks", t->piece_rank, (long long)t->piece_first,
+                     (unsigned long long)runs, (unsigned long long)len, (long long)t->piece_stride,
+                     (unsigned long long)whole, (long long)p->meta.world);
       return tfail(c, i, nm, "piece of rank %d at element %lld + %lld, the parameter has %llu elements and the plan %lld ranks",
                    t->piece_rank, (long long)t->piece_first, (long long)t->shape[0], (unsigned long long)whole,
                    (long long)p->meta.world);
-  } else if (t->piece_rank != 0 || t->piece_first != 0)
-    return tfail(c, i, nm, "piece rank or first element set on a tensor that is not a piece");
+    }
+  } else if (t->piece_rank != 0 || t->piece_first != 0 || t->piece_runs != 0 || t->piece_stride != 0)
+    return tfail(c, i, nm, "piece rank, first element, runs or stride set on a tensor that is not a piece");
   if (t->offset > UINT64_MAX - t->bytes || t->offset + t->bytes > max_arena(p, t->arena))
     return tfail(c, i, nm, "%s offset %llu + %llu bytes exceeds the arena's %llu bytes", ddp_arena_name(t->arena),
                  (unsigned long long)t->offset, (unsigned long long)t->bytes,
@@ -306,6 +335,30 @@ static int check_spec(const vctx *c, const where *w) {
   return 0;
 }
 
+/* INIT_TENSOR's stream indices: element i draws first + i (run 0), or first + (i / run) * stride + i % run
+ * (runs of `run` elements `stride` apart, stride >= run; the last run may be shorter; run 0 ignores stride);
+ * the largest, drawn by the last element, fits int64 (init_fill.c adds them up without overflow). Negative
+ * counts are the footprint's (check_footprint). */
+static int check_init_index(const vctx *c, const where *w) {
+  const ddp_instr *in = w->in;
+  int64_t n = in->i[INIT_TENSOR_I_ELEMENTS], first = in->i[INIT_TENSOR_I_FIRST], run = in->i[INIT_TENSOR_I_RUN],
+          stride = in->i[INIT_TENSOR_I_STRIDE], last;
+  if (run < 0) return IFAIL(w, "i[%d] (run) = %lld, must be >= 0", INIT_TENSOR_I_RUN, (long long)run);
+  if (run > 0 && stride < run)
+    return IFAIL(w, "i[%d] (stride) = %lld, must be >= the run %lld", INIT_TENSOR_I_STRIDE, (long long)stride,
+                 (long long)run);
+  if (n <= 0 || first < 0) return 0;
+  bool over = run > 0 ? __builtin_mul_overflow((n - 1) / run, stride, &last) ||
+                            __builtin_add_overflow(last, (n - 1) % run, &last) ||
+                            __builtin_add_overflow(last, first, &last)
+                      : __builtin_add_overflow(first, n - 1, &last);
+  if (over)
+    return IFAIL(w, "i[%d] (first) = %lld: the stream index of element %lld overflows (%lld elements, run %lld, "
+                 "stride %lld)", INIT_TENSOR_I_FIRST, (long long)first, (long long)(n - 1), (long long)n,
+                 (long long)run, (long long)stride);
+  return 0;
+}
+
 static int check_instr(const vctx *c, const where *w) {
   const ddp_plan *p = c->p;
   const ddp_instr *in = w->in;
@@ -341,6 +394,7 @@ static int check_instr(const vctx *c, const where *w) {
     break;
   case I_INIT_TENSOR:
     if (!in_range(i0, 0, INIT_COUNT)) return IFAIL(w, "init kind %lld (have %d)", (long long)i0, INIT_COUNT);
+    if (check_init_index(c, w)) return -1;
     break;
   case I_ALL_REDUCE:
   case I_REDUCE_SCATTER:

@@ -171,7 +171,7 @@ static int get_strings(ddp_rbuf *b, ddp_plan *p, rctx *c) {
 
 static int get_tensors(ddp_rbuf *b, ddp_plan *p, rctx *c) {
   uint32_t count = ddp_rb_u32(b);
-  if (!count_fits(b, count, 4 + 4 + 4 + 3 + 8 * DDP_MAX_DIMS + 4 + 24 + 12 + 12)) return 0;
+  if (!count_fits(b, count, 4 + 4 + 4 + 3 + 8 * DDP_MAX_DIMS + 4 + 24 + 12 + 12 + 16)) return 0;
   if (count && !(p->tensors = calloc(count, sizeof *p->tensors))) return c->oom = 1, 0;
   p->cap_tensors = count;
   for (uint32_t i = 0; i < count && !b->bad && !c->oom; i++) {
@@ -192,6 +192,8 @@ static int get_tensors(ddp_rbuf *b, ddp_plan *p, rctx *c) {
     t->last_use = ddp_rb_i32(b);
     t->piece_rank = ddp_rb_i32(b);
     t->piece_first = ddp_rb_i64(b);
+    t->piece_runs = ddp_rb_i64(b);
+    t->piece_stride = ddp_rb_i64(b);
   }
   return 0;
 }

@@ -57,6 +57,8 @@ static void put_tensors(ddp_wbuf *b, const ddp_plan *p) {
     ddp_wb_i32(b, t->last_use);
     ddp_wb_i32(b, t->piece_rank);
     ddp_wb_i64(b, t->piece_first);
+    ddp_wb_i64(b, t->piece_runs);
+    ddp_wb_i64(b, t->piece_stride);
   }
 }
 

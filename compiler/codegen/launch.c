@@ -72,6 +72,8 @@ static unsigned op_slots(int op) {
   case OP_SWIGLU_FWD: return UPTO(SWIGLU_FWD_P_H);
   case OP_SWIGLU_BWD: return UPTO(SWIGLU_BWD_P_DAB);
   case OP_XENT: case OP_MSE: return UPTO(XENT_P_DLOGITS);
+  case OP_XENT_VP_STATS: return UPTO(XENT_VP_STATS_P_STATS);
+  case OP_XENT_VP: return UPTO(XENT_VP_P_DLOGITS);
   case OP_SUMSQ: case OP_OPT_SCALARS: return UPTO(SUMSQ_P_PART);
   case OP_ADAMW: return UPTO(ADAMW_P_SCALARS);
   case OP_SGD: return UPTO(SGD_P_SCALARS);
@@ -101,6 +103,8 @@ static unsigned op_f32_slots(int op) {
   case OP_ATTN_BWD_DKV_ROPE: case OP_ATTN_BWD_DQ_ROPE:
     return SLOT(ATTN_P_LSE) | SLOT(ATTN_P_DELTA) | SLOT(ATTN_P_INV_FREQ);
   case OP_XENT: case OP_MSE: return SLOT(XENT_P_LOSS_ROWS);
+  case OP_XENT_VP_STATS: return SLOT(XENT_VP_STATS_P_STATS);
+  case OP_XENT_VP: return SLOT(XENT_VP_P_STATS) | SLOT(XENT_VP_P_LOSS_ROWS);
   case OP_SUMSQ: return SLOT(SUMSQ_P_PART);
   case OP_OPT_SCALARS: return SLOT(OPT_SCALARS_P_PART) | SLOT(OPT_SCALARS_P_SCALARS);
   case OP_ADAMW: return SLOT(ADAMW_P_PARAM) | SLOT(ADAMW_P_M) | SLOT(ADAMW_P_V) | SLOT(ADAMW_P_SCALARS);
@@ -117,6 +121,8 @@ static unsigned op_i32_slots(int op) {
   switch (op) {
   case OP_EMBED_FWD: case OP_EMBED_BWD: return SLOT(EMBED_FWD_P_TOKENS);
   case OP_XENT: return SLOT(XENT_P_TARGETS);
+  case OP_XENT_VP_STATS: return SLOT(XENT_VP_STATS_P_TARGETS);
+  case OP_XENT_VP: return SLOT(XENT_VP_P_TARGETS);
   default: return 0;
   }
 }
@@ -183,6 +189,15 @@ static int rows_layout(const ddp_instr *in, ddp_launch *launch, int64_t D, int d
   *rpb = block / group;
   launch->block[0] = (uint32_t)block;
   return 0;
+}
+
+/* The cross-entropy kernels (XENT, XENT_VP_STATS, XENT_VP; templates/cross_entropy.cu): one block per row
+ * (grid-stride past 2^20 rows), 16-byte packs of the logits' dtype, up to 4 packs a thread, 32..1024 threads. */
+static void row_softmax(ddp_launch *launch, int dt_logits, int64_t N, int64_t V) {
+  const int vec = dt_logits == DT_BF16 ? 8 : 4;
+  const int64_t block = clamp64(cdiv(cdiv(V, vec * 4), 32) * 32, 32, 1024);
+  spec_add(launch, "#define DDP_BLOCK %lld\n#define DDP_VEC %d\n", (long long)block, vec);
+  geom(launch, clamp64(N, 1, 1 << 20), 1, block, 0);
 }
 
 /* Tuning aid for benchmarks: DDP_TUNE_<FWD|DKV|DQ>_<MT|BN|MINB|WARPS> (the bf16 attention tiles) and
@@ -354,13 +369,11 @@ int ddp_kernel_launch(const ddp_instr *in, const char *arch, const ddp_codegen_o
     geom(out, cdiv(cdiv(I[BIAS_ADD_I_M], vec), 256), clamp64(I[BIAS_ADD_I_N], 1, MAX_GRID_YZ), 256, 0);
     break;
   }
-  case OP_XENT: {
-    const int vec = in->dt[XENT_P_LOGITS] == DT_BF16 ? 8 : 4;
-    const int64_t block = clamp64(cdiv(cdiv(I[XENT_I_V], vec * 4), 32) * 32, 32, 1024);
-    spec_add(out, "#define DDP_BLOCK %lld\n#define DDP_VEC %d\n", (long long)block, vec);
-    geom(out, clamp64(I[XENT_I_N], 1, 1 << 20), 1, block, 0);
+  case OP_XENT: row_softmax(out, in->dt[XENT_P_LOGITS], I[XENT_I_N], I[XENT_I_V]); break;
+  case OP_XENT_VP_STATS:
+    row_softmax(out, in->dt[XENT_VP_STATS_P_LOGITS], I[XENT_VP_STATS_I_N], I[XENT_VP_STATS_I_V]);
     break;
-  }
+  case OP_XENT_VP: row_softmax(out, in->dt[XENT_VP_P_LOGITS], I[XENT_VP_I_N], I[XENT_VP_I_V]); break;
   case OP_MSE:
     spec_add(out, "#define DDP_BLOCK 256\n");
     geom(out, clamp64(cdiv(I[MSE_I_N], 8), 1, 1 << 20), 1, 256, 0);

@@ -149,10 +149,15 @@ static void print_tensors(FILE *o, const ddp_plan *p) {
           "bytes", "arena", "offset", wf, "flags", "view-of");
   for (uint32_t i = 0; i < p->ntensors; i++) {
     const ddp_tensor *t = &p->tensors[i];
-    char shape[96], flags[160], view[160] = "-";
+    char shape[96], flags[160], view[256] = "-";
     shape_text(shape, sizeof shape, t);
     flags_text(flags, sizeof flags, t->flags);
     if (t->base >= 0) snprintf(view, sizeof view, "%s+%" PRIu64, ddp_plan_tensor_name(p, t->base), t->view);
+    if ((t->flags & TF_PIECE) && ddp_piece_runs(t) > 1) { /* a strided piece: where its runs lie */
+      size_t vn = strlen(view);
+      snprintf(view + vn, sizeof view - vn, " (rank %d: %" PRId64 " runs from element %" PRId64 ", %" PRId64 " apart)",
+               t->piece_rank, t->piece_runs, t->piece_first, t->piece_stride);
+    }
     fprintf(o, "%5u  %-*s  %-*s  %-18s %-5s %12" PRIu64 "  %-11s %12" PRIu64 "  %-*s  %s\n", i, wn,
             ddp_plan_tensor_name(p, i), ws, t->state_name ? t->state_name : "-", shape, ddp_dtype_name(t->dtype), t->bytes,
             ddp_arena_name(t->arena), t->offset, wf, flags, view);

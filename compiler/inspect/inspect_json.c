@@ -7,7 +7,7 @@
  *                 "programs": {"init": [instr], "step": [instr]}  (only for the selected rank, or all)}],
  *    "tensors": [{"id", "name", "state_name", "shape", "dtype", "bytes", "arena", "offset", "flags",
  *                 "base", "view", "param", "first_use", "last_use", and for pieces
- *                 "piece_rank", "piece_first"}],
+ *                 "piece_rank", "piece_first" (and "piece_runs", "piece_stride" for a strided piece)}],
  *    "buckets": [{"index", "params": [tensor names], "bytes", "offset"}],
  *    "kernels": [{"index", "op", "module", "template", "entry", "hash", "cubin_bytes", "spec"}],
  *    "sharding": {...}, "memory_per_rank": {...}  (inspect_shard_json.c),
@@ -184,6 +184,10 @@ static json_t *tensors_json(jctx *c, const ddp_plan *p) {
     if (t->flags & TF_PIECE) {
       put(c, o, "piece_rank", json_integer(t->piece_rank));
       put(c, o, "piece_first", json_integer((json_int_t)t->piece_first));
+      if (ddp_piece_runs(t) > 1) {
+        put(c, o, "piece_runs", json_integer((json_int_t)t->piece_runs));
+        put(c, o, "piece_stride", json_integer((json_int_t)t->piece_stride));
+      }
     }
     push(c, a, o);
   }

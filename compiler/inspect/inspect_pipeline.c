@@ -48,7 +48,7 @@ int ddp_pipe_analyse(const ddp_plan *p, ddp_pipe_info *pi) {
         if (in->layer > ch->last_layer) ch->last_layer = in->layer;
       } else if (in->opcode == I_KERNEL && in->op == OP_EMBED_FWD) {
         ch->embedding = true;
-      } else if (in->opcode == I_KERNEL && (in->op == OP_XENT || in->op == OP_MSE)) {
+      } else if (in->opcode == I_KERNEL && (in->op == OP_XENT || in->op == OP_XENT_VP || in->op == OP_MSE)) {
         ch->head = true;
       }
       if (in->opcode == I_GEMM)

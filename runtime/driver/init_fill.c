@@ -1,7 +1,9 @@
 /* runtime/driver/init_fill.c: the host implementation of INIT_TENSOR shared by both executors (so a GPU run and
  * a reference run start from the same bits). Values are counter-based draws (runtime/driver/rng.h) of
- * (run seed mixed with the instruction's rank salt i4, stream i2, element index + first i5), so the result
- * does not depend on how many threads fill it, nor on how a unit is split into pieces.
+ * (run seed mixed with the instruction's rank salt i4, stream i2, and the element's index in the stream: first
+ * i5 + i, or with run i6 > 0 first + (i / run) * stride i7 + i % run, a tensor-parallel rank's runs of a
+ * row-split unit), so the result does not depend on how many threads fill it, nor on how a unit is split into
+ * pieces, contiguous or strided.
  *   ZEROS, CONST f0, UNIFORM [f0, f1), NORMAL std f0,
  *   TRUNC_NORMAL std f0 cut at +-f1 (redrawn from a disjoint index range until inside, as
  *     torch.nn.init.trunc_normal_ does by its own method: the distribution is the same),
@@ -21,8 +23,15 @@ typedef struct {
   int64_t lo, hi;
 } fill_job;
 
+/* Element i's index in the stream (computed in u64: the reader proves it fits int64, an unchecked plan wraps). */
+static int64_t stream_index(const ddp_instr *in, int64_t i) {
+  int64_t run = in->i[INIT_TENSOR_I_RUN];
+  uint64_t k = run > 0 ? (uint64_t)(i / run) * (uint64_t)in->i[INIT_TENSOR_I_STRIDE] + (uint64_t)(i % run) : (uint64_t)i;
+  return (int64_t)(k + (uint64_t)in->i[INIT_TENSOR_I_FIRST]);
+}
+
 static double value_at(const ddp_instr *in, uint64_t seed, int64_t i) {
-  i += in->i[INIT_TENSOR_I_FIRST];
+  i = stream_index(in, i);
   uint64_t stream = (uint64_t)in->i[INIT_TENSOR_I_STREAM];
   switch (in->i[INIT_TENSOR_I_KIND]) {
   case INIT_CONST:

@@ -15,7 +15,8 @@
  * A failure on any rank fails the save on every rank at the next barrier, and rank 0 removes the temporary
  * files. Loading checks every file first (each entry present with its dtype and full shape, no tensor the
  * plan lacks, the files' steps agree) and only then writes into the executor: every rank its whole
- * tensors and its own pieces, read from the mapped file. */
+ * tensors and its own pieces, read from the mapped file. A strided piece (piece_runs > 1, a tensor-parallel
+ * rank's column block) is written and read run by run at its places in the file's tensor. */
 #include "checkpoint.h"
 #include "ckpt_plan.h"
 #include "err.h"
@@ -105,7 +106,18 @@ static int fill_local(void *ctx, uint32_t i, void *dst, char *err, size_t errcap
     if (t->piece_rank != c->x->rank)
       return ddp_fail(err, errcap, "checkpoint: rank %d cannot write piece '%s' of rank %d", c->x->rank, t->name,
                       t->piece_rank);
-    if (c->x->v->read(c->x, e->pieces[k], (uint8_t *)dst + (uint64_t)t->piece_first * esz, err, errcap)) return -1;
+    if (ddp_piece_runs(t) == 1) {
+      if (c->x->v->read(c->x, e->pieces[k], (uint8_t *)dst + (uint64_t)t->piece_first * esz, err, errcap)) return -1;
+      continue;
+    }
+    uint8_t *buf = t->bytes <= SIZE_MAX ? malloc((size_t)t->bytes + 1) : NULL; /* strided: read, then each run */
+    if (!buf) return ddp_fail(err, errcap, "rank %d: out of memory for tensor '%s'", c->x->rank, t->name);
+    int rc = c->x->v->read(c->x, e->pieces[k], buf, err, errcap);
+    uint64_t runs = (uint64_t)ddp_piece_runs(t), rb = t->bytes / runs;
+    for (uint64_t j = 0; j < runs && rc == 0; j++)
+      memcpy((uint8_t *)dst + ((uint64_t)t->piece_first + j * (uint64_t)t->piece_stride) * esz, buf + j * rb, (size_t)rb);
+    free(buf);
+    if (rc) return -1;
   }
   return 0;
 }
@@ -178,10 +190,12 @@ static int create_shared(shared_file *s, char *err, size_t errcap) {
   return rc ? ddp_fail(err, errcap, "%s: cannot write %s: %s", s->final, s->tmp, strerror(e)) : 0;
 }
 
-/* Copies tensor t of this rank into the file at `at` through *buf. */
-static int put_tensor(ddp_exec *x, int fd, const shared_file *s, int32_t t, uint64_t at, void **buf, size_t *cap,
-                      char *err, size_t errcap) {
-  uint64_t n = x->plan->tensors[t].bytes;
+/* Copies tensor t of this rank into the file at `at` through *buf; a strided piece (piece_runs > 1) run by run,
+ * run j at `at` + j * `stride` bytes. */
+static int put_tensor(ddp_exec *x, int fd, const shared_file *s, int32_t t, uint64_t at, uint64_t stride, void **buf,
+                      size_t *cap, char *err, size_t errcap) {
+  const ddp_tensor *pt = &x->plan->tensors[t];
+  uint64_t n = pt->bytes, runs = (pt->flags & TF_PIECE) ? (uint64_t)ddp_piece_runs(pt) : 1, rb = n / runs;
   if (n == 0) return 0;
   if (n > *cap) {
     void *nb = n <= SIZE_MAX ? realloc(*buf, (size_t)n) : NULL;
@@ -189,8 +203,9 @@ static int put_tensor(ddp_exec *x, int fd, const shared_file *s, int32_t t, uint
     *buf = nb, *cap = (size_t)n;
   }
   if (x->v->read(x, t, *buf, err, errcap)) return -1;
-  if (pwrite_all(fd, *buf, n, at))
-    return ddp_fail(err, errcap, "%s: rank %d cannot write %s: %s", s->final, x->rank, s->tmp, strerror(errno));
+  for (uint64_t j = 0; j < runs; j++)
+    if (pwrite_all(fd, (uint8_t *)*buf + j * rb, rb, at + j * stride))
+      return ddp_fail(err, errcap, "%s: rank %d cannot write %s: %s", s->final, x->rank, s->tmp, strerror(errno));
   return 0;
 }
 
@@ -212,13 +227,14 @@ static int write_own(ddp_exec *x, const shared_file *s, void **buf, size_t *cap,
     const ck_entry *e = &f->v[i];
     size_t esz = ddp_dtype_size(e->dtype);
     if (e->whole >= 0) {
-      if (x->rank == 0) rc = put_tensor(x, fd, s, e->whole, s->offset[i], buf, cap, err, errcap);
+      if (x->rank == 0) rc = put_tensor(x, fd, s, e->whole, s->offset[i], 0, buf, cap, err, errcap);
       continue;
     }
     for (uint32_t k = 0; k < e->npieces && rc == 0; k++) {
       const ddp_tensor *t = &x->plan->tensors[e->pieces[k]];
       if (t->piece_rank == x->rank)
-        rc = put_tensor(x, fd, s, e->pieces[k], s->offset[i] + (uint64_t)t->piece_first * esz, buf, cap, err, errcap);
+        rc = put_tensor(x, fd, s, e->pieces[k], s->offset[i] + (uint64_t)t->piece_first * esz,
+                        (uint64_t)t->piece_stride * esz, buf, cap, err, errcap);
     }
   }
   if (rc == 0 && fsync(fd) != 0)
@@ -381,45 +397,63 @@ typedef struct scratch {
   size_t cap;
 } scratch;
 
-/* Writes `bytes` bytes at src (inside a mapped file, maybe unaligned) into tensor t. */
-static int put(ddp_exec *x, const ddp_st_file *f, int32_t t, const uint8_t *src, uint64_t bytes, scratch *s, char *err,
-               size_t errcap) {
+/* Writes tensor t from src (inside a mapped file, maybe unaligned): `runs` runs of `bytes` / `runs` bytes each,
+ * run j from src + j * `stride` bytes (runs 1: one contiguous range). */
+static int put(ddp_exec *x, const ddp_st_file *f, int32_t t, const uint8_t *src, uint64_t bytes, uint64_t runs,
+               uint64_t stride, scratch *s, char *err, size_t errcap) {
   size_t align = ddp_dtype_size(x->plan->tensors[t].dtype);
-  if (align > 1 && (uintptr_t)src % align) { /* another writer's layout: hand the executor aligned data */
+  if ((runs > 1 && bytes > 0) || (align > 1 && (uintptr_t)src % align)) { /* strided, or another writer's layout */
     if (bytes > s->cap) {
       free(s->v);
       s->cap = 0;
       if (bytes > SIZE_MAX || !(s->v = malloc((size_t)bytes))) return ddp_fail(err, errcap, "%s: out of memory", f->label);
       s->cap = (size_t)bytes;
     }
-    memcpy(s->v, src, (size_t)bytes);
+    uint64_t rb = bytes / runs;
+    for (uint64_t j = 0; j < runs; j++) memcpy((uint8_t *)s->v + j * rb, src + j * stride, (size_t)rb);
     src = s->v;
   }
   return x->v->write(x, t, src, err, errcap);
 }
 
-/* Does `rank` hold piece t in its memory? Its piece rank does; under a pipeline with data-parallel replicas
- * (rank = replica x stages + stage) every replica of the piece's stage holds the same elements at the same
- * place (only replica 0, the piece rank, writes them; every replica loads them). */
-static bool holds_piece(const ddp_plan *p, const ddp_tensor *t, int rank) {
-  int64_t S = p->meta.pipe_stages;
+/* Do the data replicas of the mesh hold the same pieces? World rank = (d x S + s) x T + t (S = max(pipe_stages,
+ * 1) stages, T = max(tensor_parallel, 1)), M = S x T: with world > M and a pipeline or tensor-parallel mesh
+ * (M > 1) whose pieces all name ranks of replica 0 (< M), every replica d holds the same elements as replica 0
+ * at the same place. Not so under a ZeRO sharding over the data ranks (M = 1, or pieces on ranks >= M): each
+ * rank there holds its own pieces only. *m: M. */
+static bool replicas_share(const ddp_plan *p, int world, int64_t *m) {
+  int64_t S = p->meta.pipe_stages > 1 ? p->meta.pipe_stages : 1, T = p->meta.tensor_parallel > 1 ? p->meta.tensor_parallel : 1;
+  *m = S * T;
+  if (*m <= 1 || world <= *m) return false;
+  for (uint32_t i = 0; i < p->ntensors; i++)
+    if ((p->tensors[i].flags & TF_PIECE) && p->tensors[i].piece_rank >= *m) return false;
+  return true;
+}
+
+/* Does `rank` hold piece t in its memory? Its piece rank does; where the data replicas share the pieces
+ * (replicas_share: pipelines with replicas, tensor parallelism over data replicas) so does every rank with
+ * rank % M = piece_rank (only replica 0, the piece rank, writes them; every replica loads them). */
+static bool holds_piece(const ddp_tensor *t, int rank, bool share, int64_t m) {
   if (t->piece_rank == rank) return true;
-  return S > 0 && p->meta.pipe_replicas > 1 && t->piece_rank < S && rank % S == t->piece_rank;
+  return share && t->piece_rank < m && rank % m == t->piece_rank;
 }
 
 /* This rank's elements of every entry: its whole tensors and the pieces it holds. */
 static int load_file(ddp_exec *x, const ck_file *cf, const ddp_st_file *f, char *err, size_t errcap) {
   scratch s = {0};
   int rc = 0;
+  int64_t m;
+  bool share = replicas_share(x->plan, x->world, &m);
   for (uint32_t k = 0; k < cf->n && !rc; k++) {
     const ck_entry *e = &cf->v[k];
     const uint8_t *src = ddp_st_data(f, ddp_st_find(f, e->key));
     size_t esz = ddp_dtype_size(e->dtype);
-    if (e->whole >= 0) rc = put(x, f, e->whole, src, entry_bytes(e), &s, err, errcap);
+    if (e->whole >= 0) rc = put(x, f, e->whole, src, entry_bytes(e), 1, 0, &s, err, errcap);
     for (uint32_t j = 0; j < e->npieces && !rc; j++) {
       const ddp_tensor *t = &x->plan->tensors[e->pieces[j]];
-      if (holds_piece(x->plan, t, x->rank))
-        rc = put(x, f, e->pieces[j], src + (uint64_t)t->piece_first * esz, t->bytes, &s, err, errcap);
+      if (holds_piece(t, x->rank, share, m))
+        rc = put(x, f, e->pieces[j], src + (uint64_t)t->piece_first * esz, t->bytes, (uint64_t)ddp_piece_runs(t),
+                 (uint64_t)t->piece_stride * esz, &s, err, errcap);
     }
   }
   free(s.v);

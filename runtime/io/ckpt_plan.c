@@ -1,8 +1,8 @@
 /* runtime/io/ckpt_plan.c: the checkpoint's description from a plan (ckpt_plan.h). Three passes over the
  * tensors: the parameters (TF_PARAM with a state name, not pieces: real views or TF_SHAPE_ONLY), then
  * their master pieces and their optimizer state (found by state name), then the checks of every entry's
- * pieces (sorted by first element: each in range, on a rank of the run, of the entry's dtype, and together
- * covering every element exactly once). */
+ * pieces (each in range, on a rank of the run, of the entry's dtype, and their runs, sorted by first element,
+ * together covering every element exactly once). */
 #include "ckpt_plan.h"
 #include "err.h"
 #include "vec.h"
@@ -96,7 +96,47 @@ static int sort_pieces(const ddp_plan *p, ck_entry *e) {
   return 0;
 }
 
-/* One entry's pieces: sorted, each inside the entry, on a rank of the run, of its dtype; no overlap, no gap. */
+/* One run of a piece: elements [first, first + len) of the entry, held by tensor t. */
+typedef struct run_ix {
+  uint64_t first, len;
+  int32_t t;
+} run_ix;
+static int cmp_run(const void *a, const void *b) {
+  const run_ix *x = a, *y = b;
+  if (x->first != y->first) return x->first < y->first ? -1 : 1;
+  return x->t < y->t ? -1 : x->t > y->t;
+}
+
+/* Piece t's geometry inside entry e: its runs, run length and stride; one line in err when it is not a whole
+ * number of runs, its runs overlap one another, or an element lies outside e (overflow-safe). */
+static int piece_geometry(const ddp_tensor *t, const ck_entry *e, uint64_t *runs, uint64_t *len, uint64_t *stride,
+                          char *err, size_t errcap) {
+  uint64_t n = ddp_tensor_numel(t), r = (uint64_t)ddp_piece_runs(t), end = 0;
+  *runs = r, *len = n / r, *stride = r > 1 ? (uint64_t)t->piece_stride : 0;
+  if (t->piece_runs < 0 || (r > 1 && t->piece_stride < 0) || n % r || (r > 1 && *stride < *len))
+    return ddp_fail(err, errcap, "checkpoint: the plan's piece '%s' (rank %d) of '%s' has %llu elements in %lld runs "
+                    "%lld apart, not whole runs that do not overlap", t->name, t->piece_rank, e->key,
+                    (unsigned long long)n, (long long)t->piece_runs, (long long)t->piece_stride);
+  bool over = t->piece_first < 0 || __builtin_mul_overflow(r - 1, *stride, &end) ||
+              __builtin_add_overflow(end, (uint64_t)t->piece_first, &end) || __builtin_add_overflow(end, *len, &end);
+  if (!over && end <= e->numel) return 0;
+  if (r == 1)
+    return ddp_fail(err, errcap, "checkpoint: the plan's piece '%s' (rank %d) holds elements [%lld, %lld) of '%s', "
+                    "which has %llu", t->name, t->piece_rank, (long long)t->piece_first,
+                    (long long)(t->piece_first + (int64_t)n), e->key, (unsigned long long)e->numel);
+  if (over)
+    return ddp_fail(err, errcap, "checkpoint: the plan's piece '%s' (rank %d) holds %llu runs of %llu elements %llu "
+                    "apart from element %lld of '%s', past any index", t->name, t->piece_rank, (unsigned long long)r,
+                    (unsigned long long)*len, (unsigned long long)*stride, (long long)t->piece_first, e->key);
+  return ddp_fail(err, errcap, "checkpoint: the plan's piece '%s' (rank %d) holds elements [%lld, %llu) of '%s' in %llu "
+                  "runs of %llu, %llu apart, which has %llu", t->name, t->piece_rank, (long long)t->piece_first,
+                  (unsigned long long)end, e->key, (unsigned long long)r, (unsigned long long)*len,
+                  (unsigned long long)*stride, (unsigned long long)e->numel);
+}
+
+/* One entry's pieces: sorted, each inside the entry, on a rank of the run, of its dtype; no overlap, no gap. A
+ * strided piece (piece_runs > 1) counts as its runs: every run of every piece, sorted by first element, must
+ * follow the previous one without gap or overlap (exact: linear in the runs after the sort). */
 static int check_pieces(const ddp_plan *p, int world, ck_entry *e, char *err, size_t errcap) {
   if (e->npieces == 0) {
     if (e->whole >= 0) return 0;
@@ -104,40 +144,53 @@ static int check_pieces(const ddp_plan *p, int world, ck_entry *e, char *err, si
                     "parameter without pieces", e->key, (unsigned long long)e->numel);
   }
   if (sort_pieces(p, e)) return ddp_fail(err, errcap, "checkpoint: out of memory");
-  uint64_t next = 0;
-  int32_t prev = -1;
+  uint64_t total = 0;
   for (uint32_t k = 0; k < e->npieces; k++) {
     const ddp_tensor *t = &p->tensors[e->pieces[k]];
-    uint64_t first = (uint64_t)t->piece_first, n = ddp_tensor_numel(t);
-    if (t->piece_first < 0 || first > e->numel || n > e->numel - first)
-      return ddp_fail(err, errcap, "checkpoint: the plan's piece '%s' (rank %d) holds elements [%lld, %lld) of '%s', "
-                      "which has %llu", t->name, t->piece_rank, (long long)t->piece_first,
-                      (long long)(t->piece_first + (int64_t)n), e->key, (unsigned long long)e->numel);
+    uint64_t runs, len, stride;
+    if (piece_geometry(t, e, &runs, &len, &stride, err, errcap)) return -1;
     if (t->piece_rank < 0 || t->piece_rank >= world)
       return ddp_fail(err, errcap, "checkpoint: the plan's piece '%s' of '%s' is on rank %d, the run has %d rank(s)",
                       t->name, e->key, t->piece_rank, world);
     if (t->dtype != e->dtype)
       return ddp_fail(err, errcap, "checkpoint: the plan's piece '%s' of '%s' is %s, the tensor is %s", t->name,
                       e->key, ddp_dtype_name(t->dtype), ddp_dtype_name(e->dtype));
-    if (n == 0) continue; /* holds nothing, overlaps nothing */
-    if (first > next)
-      return ddp_fail(err, errcap, "checkpoint: the plan's pieces of '%s' (%llu elements) leave elements [%llu, %llu) "
-                      "in no piece", e->key, (unsigned long long)e->numel, (unsigned long long)next,
-                      (unsigned long long)first);
-    if (first < next) {
-      const ddp_tensor *q = &p->tensors[prev];
-      return ddp_fail(err, errcap, "checkpoint: the plan's pieces of '%s' overlap: '%s' (rank %d) holds elements "
-                      "[%lld, %lld), '%s' (rank %d) [%llu, %llu)", e->key, q->name, q->piece_rank,
-                      (long long)q->piece_first, (long long)next, t->name, t->piece_rank, (unsigned long long)first,
-                      (unsigned long long)(first + n));
-    }
-    next = first + n, prev = e->pieces[k];
+    if (len && __builtin_add_overflow(total, runs, &total)) total = UINT64_MAX;
   }
-  if (next < e->numel)
-    return ddp_fail(err, errcap, "checkpoint: the plan's pieces of '%s' (%llu elements) leave elements [%llu, %llu) "
+  run_ix *v = total < SIZE_MAX / sizeof *v ? malloc(sizeof *v * (size_t)(total + 1)) : NULL;
+  if (!v) return ddp_fail(err, errcap, "checkpoint: out of memory checking the %llu runs of the pieces of '%s'",
+                          (unsigned long long)total, e->key);
+  size_t nv = 0;
+  for (uint32_t k = 0; k < e->npieces; k++) {
+    const ddp_tensor *t = &p->tensors[e->pieces[k]];
+    uint64_t runs = (uint64_t)ddp_piece_runs(t), len = ddp_tensor_numel(t) / runs;
+    if (len == 0) continue; /* holds nothing, overlaps nothing */
+    for (uint64_t j = 0; j < runs; j++)
+      v[nv++] = (run_ix){(uint64_t)t->piece_first + j * (runs > 1 ? (uint64_t)t->piece_stride : 0), len, e->pieces[k]};
+  }
+  qsort(v, nv, sizeof *v, cmp_run);
+  uint64_t next = 0;
+  int rc = 0;
+  for (size_t k = 0; k < nv && !rc; k++) {
+    if (v[k].first > next)
+      rc = ddp_fail(err, errcap, "checkpoint: the plan's pieces of '%s' (%llu elements) leave elements [%llu, %llu) "
                     "in no piece", e->key, (unsigned long long)e->numel, (unsigned long long)next,
-                    (unsigned long long)e->numel);
-  return 0;
+                    (unsigned long long)v[k].first);
+    else if (v[k].first < next) {
+      const ddp_tensor *q = &p->tensors[v[k - 1].t], *t = &p->tensors[v[k].t];
+      rc = ddp_fail(err, errcap, "checkpoint: the plan's pieces of '%s' overlap: '%s' (rank %d) holds elements "
+                    "[%llu, %llu), '%s' (rank %d) [%llu, %llu)", e->key, q->name, q->piece_rank,
+                    (unsigned long long)v[k - 1].first, (unsigned long long)next, t->name, t->piece_rank,
+                    (unsigned long long)v[k].first, (unsigned long long)(v[k].first + v[k].len));
+    }
+    next = v[k].first + v[k].len;
+  }
+  free(v);
+  if (!rc && next < e->numel)
+    rc = ddp_fail(err, errcap, "checkpoint: the plan's pieces of '%s' (%llu elements) leave elements [%llu, %llu) "
+                  "in no piece", e->key, (unsigned long long)e->numel, (unsigned long long)next,
+                  (unsigned long long)e->numel);
+  return rc;
 }
 
 static bool same_shape(const ddp_tensor *t, const ck_entry *e) {

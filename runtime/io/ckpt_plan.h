@@ -5,8 +5,10 @@
  *   a whole tensor that every rank holds (unsharded: the parameter's fp32 master view, the moments' named
  *   views, the scalars block): rank 0 writes it, every rank reads it; and/or
  *   TF_PIECE tensors (plan/plan.h): piece k holds elements [piece_first, piece_first + numel) of the
- *   flattened tensor and only rank piece_rank holds it: that rank writes and reads them.
- * The pieces of an entry must cover each of its elements exactly once (checked here, since a plan the
+ *   flattened tensor, or with piece_runs > 1 numel / piece_runs elements from each of piece_first + j *
+ *   piece_stride (a tensor-parallel rank's column block), and only rank piece_rank holds it (with data
+ *   replicas of a pipeline or tensor-parallel mesh also its replicas, checkpoint.c): that rank writes it.
+ * The pieces' runs of an entry must cover each of its elements exactly once (checked here, since a plan the
  * reader accepts can still describe them badly). */
 #ifndef DDP_CKPT_PLAN_H
 #define DDP_CKPT_PLAN_H

@@ -4,7 +4,8 @@
 # (ToyModel, AdamW) so that its parameters are TF_SHAPE_ONLY with TF_PIECE masters and moments over both
 # ranks (split at odd elements, some held by rank 1 alone, one left whole), so every rank writes its range
 # of the one file. Checked: (1) its checkpoint is byte for byte the unsharded plan's (model, optimizer,
-# MANIFEST); (2) the unsharded plan resumes from it and ends bitwise equal to an uninterrupted run;
+# MANIFEST); (2) the unsharded plan resumes from it and ends bitwise equal to an uninterrupted run; (2b) the same for
+# strided pieces (piece_plan --runs: runs of rows);
 # (3) 20 runs of the piece plan killed (SIGKILL) at random moments, many while a checkpoint is written,
 # never leave an incomplete checkpoint as the newest: the unsharded plan resumes from what they leave and
 # ends bitwise equal; (4) a plan whose pieces leave a gap fails at start with one line, writing nothing;
@@ -24,6 +25,7 @@ LUA
 "$DDPC" "$tmp/toy2.lua" -o "$tmp/plain.bin" -q || die "toy2.lua does not compile"
 "$PIECE_PLAN" "$tmp/plain.bin" "$tmp/pieces.bin" || die "piece_plan"
 "$PIECE_PLAN" "$tmp/plain.bin" "$tmp/gap.bin" --gap >/dev/null || die "piece_plan --gap"
+"$PIECE_PLAN" "$tmp/plain.bin" "$tmp/runs.bin" --runs >/dev/null || die "piece_plan --runs"
 plain=("$DDPRUN" "$tmp/plain.bin" --device ref --quiet)
 pieces=("$DDPRUN" "$tmp/pieces.bin" --device ref --quiet)
 same_step() { # same_step DIR_A DIR_B STEP_DIR: the three files are equal
@@ -42,6 +44,13 @@ find "$tmp/pieces6" -name '*tmp*' | grep -q . && fail "temporary file left behin
 "${plain[@]}" --steps 12 --checkpoint-dir "$tmp/plain12" || die "unsharded run to 12"
 "${plain[@]}" --steps 12 --checkpoint-dir "$tmp/pieces6" --resume || die "unsharded resume from the piece checkpoint"
 same_step "$tmp/plain12" "$tmp/pieces6" step-000012
+
+# (2b) strided pieces (plan format 6: the matrices' row blocks as runs of rows): the same files, and the
+# unsharded plan resumes from them as from (2)'s
+"$DDPRUN" "$tmp/runs.bin" --device ref --quiet --steps 6 --checkpoint-dir "$tmp/runs6" || die "strided piece run"
+same_step "$tmp/plain6" "$tmp/runs6" step-000006
+"${plain[@]}" --steps 12 --checkpoint-dir "$tmp/runs6" --resume || die "unsharded resume from the strided checkpoint"
+same_step "$tmp/plain12" "$tmp/runs6" step-000012
 
 # (3) killed while writing
 t0=$SECONDS

@@ -4,8 +4,9 @@
  * it for sm_90a: a non-empty CUBIN naming ddp_<entry> must come back. Unsupported combinations (odd or
  * out-of-range head dims, f64 slots, mixed attention dtypes, an f32 ATTN_BWD_*_ROPE) must be refused with a
  * one-line message. The attention kernel choice by target, dtype and head dim, and every wgmma tile variant
- * (attention_choice below).
+ * (attention_choice below). Every case also against its op's footprint (footprint_case).
  * DDP_DUMP_SPECS=dir writes each distinct specialised source to dir (for nvcc -Xptxas -v). */
+#include "access.h"
 #include "check.h"
 #include "codegen.h"
 #include "kernel_cases.h"
@@ -74,6 +75,38 @@ static void compile_with(const kc_case *c, const char *arch, const ddp_codegen_o
 }
 
 static void compile_case(const kc_case *c, const char *arch) { compile_with(c, arch, NULL); }
+
+/* The case against the op's footprint (plan/footprint.c, what the plan reader proves inside each tensor):
+ * its integer slots are accepted, every slot the op needs has a buffer holding the bytes the op touches
+ * (exactly those bytes, but for the strided operands of ROPE and attention, whose cases carry rows wider
+ * than they read), and the slots the op writes are outputs. */
+static int strided_case(int op) {
+  switch (op) {
+  case OP_ROPE: case OP_ATTN_FWD: case OP_ATTN_BWD_PREP: case OP_ATTN_BWD_DKV: case OP_ATTN_BWD_DQ:
+  case OP_ATTN_BWD_DKV_ROPE: case OP_ATTN_BWD_DQ_ROPE: return 1;
+  default: return 0;
+  }
+}
+
+static void footprint_case(const kc_case *c) {
+  ddp_slot_use use[DDP_MAX_PTRS];
+  char why[160];
+  if (!CHECK(!ddp_instr_footprint(&c->in, 1, use, why, sizeof why), "%s: footprint refused: %s", c->label, why)) return;
+  for (int k = 0; k < DDP_MAX_PTRS; k++) {
+    const kc_buf *b = &c->buf[k];
+    if (b->role == KC_UNUSED) {
+      CHECK(!use[k].used || use[k].optional, "%s: p%d is required by the footprint but the case has none", c->label, k);
+      continue;
+    }
+    if (!CHECK(use[k].used, "%s: p%d has a buffer the footprint does not use", c->label, k)) continue;
+    const uint64_t bytes = (uint64_t)b->n * ddp_dtype_size(b->dt);
+    CHECK(strided_case(c->in.op) ? use[k].bytes <= bytes : use[k].bytes == bytes,
+          "%s: p%d footprint %llu bytes, the case's buffer %llu", c->label, k, (unsigned long long)use[k].bytes,
+          (unsigned long long)bytes);
+    CHECK(!use[k].write || b->role == KC_OUT || b->role == KC_INOUT, "%s: p%d is written but the case's input",
+          c->label, k);
+  }
+}
 
 /* The attention kernel choice (compiler/codegen/launch.c): templates/attention_wgmma.cu on sm_90a for bf16
  * head dims 64 and 128 (ATTN_FWD, ATTN_BWD_DKV, ATTN_BWD_DQ; not the fused inverse RoPE), attention_mma.cu
@@ -154,6 +187,7 @@ int main(void) {
           CHECK(!a && (op == OP_ATTN_BWD_DKV_ROPE || op == OP_ATTN_BWD_DQ_ROPE), "%s: no test case", ddp_op_name(op));
           continue;
         }
+        footprint_case(&c);
         compile_case(&c, arch);
       }
   }

@@ -21,6 +21,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 #include <unistd.h>
 
 #include "check.h"
@@ -248,11 +249,26 @@ static const char *key_of(const ddp_tensor *t, char *buf, size_t cap) {
   return buf;
 }
 
-/* Does rank r hold tensor t (a whole state tensor, or its own piece)? */
-static bool held(const ddp_tensor *t, int r) {
+/* Does rank r of a world-rank run hold tensor t (a whole state tensor, or its own piece)? A piece also lives
+ * on the data replicas of its rank where the mesh replicates it (docs/CHECKPOINTS.md): rank = (d x S + s) x T +
+ * t, M = S x T > 1, world > M and every piece of the plan on a rank < M; then rank r holds piece_rank r % M. */
+static bool held(const ddp_plan *p, const ddp_tensor *t, int r, int world) {
   char b[160];
   if (!*key_of(t, b, sizeof b)) return false;
-  return !(t->flags & TF_PIECE) || t->piece_rank == r;
+  if (!(t->flags & TF_PIECE) || t->piece_rank == r) return true;
+  int64_t m = (p->meta.pipe_stages > 1 ? p->meta.pipe_stages : 1) * (p->meta.tensor_parallel > 1 ? p->meta.tensor_parallel : 1);
+  bool share = m > 1 && world > m;
+  for (uint32_t i = 0; i < p->ntensors && share; i++)
+    share = !(p->tensors[i].flags & TF_PIECE) || p->tensors[i].piece_rank < m;
+  return share && r % m == t->piece_rank;
+}
+
+/* Element e of tensor t: its index in the flattened state-dict tensor (a strided piece: run e / len, at
+ * piece_first + run x piece_stride). */
+static uint64_t flat_index(const ddp_tensor *t, uint64_t e) {
+  if (!(t->flags & TF_PIECE) || t->piece_runs <= 1) return (uint64_t)t->piece_first + e;
+  uint64_t len = ddp_tensor_numel(t) / (uint64_t)t->piece_runs;
+  return (uint64_t)t->piece_first + e / len * (uint64_t)t->piece_stride + e % len;
 }
 
 /* Fills what rank f holds with value(). */
@@ -261,10 +277,10 @@ static void fill(fake *f) {
   char b[160];
   for (uint32_t i = 0; i < p->ntensors; i++) {
     const ddp_tensor *t = &p->tensors[i];
-    if (!held(t, f->x.rank)) continue;
+    if (!held(p, t, f->x.rank, f->x.world)) continue;
     const char *key = key_of(t, b, sizeof b);
     for (uint64_t e = 0; e < ddp_tensor_numel(t); e++) {
-      float v = value(key, (uint64_t)t->piece_first + e);
+      float v = value(key, flat_index(t, e));
       memcpy(f->arena[t->arena] + t->offset + e * 4, &v, 4);
     }
   }
@@ -280,16 +296,16 @@ static int verify(const fake *f, const char *what) {
   for (int a = 0; a < ARENA_COUNT; a++) mark[a] = calloc(1, f->bytes[a] + 1);
   for (uint32_t i = 0; i < p->ntensors; i++) {
     const ddp_tensor *t = &p->tensors[i];
-    if (!held(t, f->x.rank)) continue;
+    if (!held(p, t, f->x.rank, f->x.world)) continue;
     held_n++;
     const char *key = key_of(t, b, sizeof b);
     for (uint64_t e = 0; e < ddp_tensor_numel(t); e++) {
-      float want = value(key, (uint64_t)t->piece_first + e), got;
+      float want = value(key, flat_index(t, e)), got;
       memcpy(&got, f->arena[t->arena] + t->offset + e * 4, 4);
       memset(mark[t->arena] + t->offset + e * 4, 1, 4);
       if (got != want && bad++ < 5)
         fprintf(stderr, "  %s: rank %d: %s[%llu] (tensor %s) is %g, expected %g\n", what, f->x.rank, key,
-                (unsigned long long)((uint64_t)t->piece_first + e), t->name, (double)got, (double)want);
+                (unsigned long long)flat_index(t, e), t->name, (double)got, (double)want);
     }
   }
   for (int a = 0; a < ARENA_COUNT; a++) {
@@ -448,11 +464,9 @@ static void test_failing_rank(void) {
 
 /* A bad plan: the save fails on every rank with `msg` (one line), writing nothing; the load of a good
  * checkpoint fails with it too, leaving the executor untouched. */
-static void expect_bad(const char *what, const split *s, const char *msg) {
+static void expect_bad_plan(const char *what, ddp_plan *p, int w, const char *good_dir, const char *msg) {
   fake *f[FAKE_MAX_RANKS];
   fake_result res[FAKE_MAX_RANKS];
-  ddp_plan *p = piece_plan(s);
-  int w = s->world;
   make_ranks(p, w, f, true);
   char dir[300];
   snprintf(dir, sizeof dir, "bad-%d", (int)(strlen(what) * 31 + (size_t)what[0]));
@@ -466,13 +480,17 @@ static void expect_bad(const char *what, const split *s, const char *msg) {
   free_ranks(f, w);
   make_ranks(p, w, f, false);
   fake *before = fake_new(p, 0, w, 0);
-  fake_run(f, w, FAKE_LOAD, tmp_path("plain"), 0, res);
+  fake_run(f, w, FAKE_LOAD, tmp_path(good_dir), 0, res);
   CHECK(res[0].rc == -1, "%s: load fails", what);
   CHECK_CONTAINS(what, res[0].err, msg);
   CHECK(fake_same_arenas(f[0], before) && f[0]->writes == 0, "%s: executor untouched", what);
   fake_free(before);
   free_ranks(f, w);
   ddp_plan_free(p);
+}
+
+static void expect_bad(const char *what, const split *s, const char *msg) {
+  expect_bad_plan(what, piece_plan(s), s->world, "plain", msg);
 }
 
 static void test_bad_plans(void) {
@@ -544,6 +562,236 @@ static void test_other_model(void) {
   ddp_plan_free(p);
 }
 
+/* ---- tensor parallelism: strided pieces ---------------------------------------------------------------- */
+
+/* COL [cr, cc] is split in column blocks over the T tensor ranks (rank t holds columns [t cc/T, (t+1) cc/T) of
+ * every row: cr runs of cc/T elements, cc apart, from element t cc/T); ROW [rr, rc] in row blocks, written as
+ * runs of one row each (stride = run length). */
+static const char *COL = "layers.0.mlp.down_proj.weight", *ROW = "layers.0.mlp.up_proj.weight";
+
+typedef struct tp {
+  int T, D;       /* tensor ranks x data replicas: world T x D, rank = d x T + t */
+  bool zero;      /* the data ranks split each tensor rank's block again (by rows): every rank holds its own */
+  bool one_rank;  /* world 1: rank 0 holds every tensor rank's pieces */
+  int64_t cr, cc, rr, rc;
+} tp;
+
+typedef struct tp_piece {
+  int param, kind, rank;
+  int64_t first, runs, len, stride;
+} tp_piece;
+#define TP_MAXP 64
+
+static int tp_world(const tp *c) { return c->one_rank ? 1 : c->T * c->D; }
+
+/* The pieces of both parameters and their moments (kind 0 master, 1 exp_avg, 2 exp_avg_sq: the same split). */
+static int tp_pieces(const tp *c, tp_piece *v) {
+  int n = 0, D = c->zero ? c->D : 1;
+  for (int k = 0; k < 3; k++)
+    for (int t = 0; t < c->T; t++)
+      for (int d = 0; d < D; d++) {
+        int rank = c->one_rank ? 0 : d * c->T + t;
+        int64_t crows = c->cr / D, rrows = c->rr / c->T / D, rrow0 = t * (c->rr / c->T) + d * rrows;
+        v[n++] = (tp_piece){0, k, rank, d * crows * c->cc + t * (c->cc / c->T), crows, c->cc / c->T, c->cc};
+        v[n++] = (tp_piece){1, k, rank, rrow0 * c->rc, rrows, c->rc, c->rc};
+      }
+  return n;
+}
+
+/* Views of flat buffers that every rank holds whole (the unsharded layout), then the common tensors. */
+static ddp_plan *tp_plain(const tp *c, int world) {
+  ddp_plan *p = ddp_plan_new();
+  p->meta.schedule_path = strdup("schedules/tiny.lua");
+  p->meta.world = world;
+  int64_t nc = c->cr * c->cc, nr = c->rr * c->rc, nb = nc + nr;
+  int32_t fp = add(p, "flat.params", NULL, TF_PARAM | TF_TRAINABLE, DT_F32, ARENA_PARAM, 4096, 1, nb, 0);
+  int32_t fm = add(p, "flat.exp_avg", NULL, TF_OPT_M, DT_F32, ARENA_OPT, 4096, 1, nb, 0);
+  int32_t fv = add(p, "flat.exp_avg_sq", NULL, TF_OPT_V, DT_F32, ARENA_OPT, 4096 + (uint64_t)nb * 4, 1, nb, 0);
+  const char *names[2] = {COL, ROW};
+  int64_t d0[2] = {c->cr, c->rr}, d1[2] = {c->cc, c->rc}, at[2] = {0, nc};
+  const int32_t flat[3] = {fp, fm, fv};
+  char nm[128];
+  for (int q = 0; q < 2; q++) {
+    int32_t w = -1;
+    for (int k = 0; k < 3; k++) {
+      snprintf(nm, sizeof nm, "%s%s", names[q], SUFFIX[k]);
+      const ddp_tensor *b = &p->tensors[flat[k]];
+      int32_t t = add(p, nm, names[q], k == 0 ? TF_PARAM | TF_TRAINABLE : k == 1 ? TF_OPT_M : TF_OPT_V, DT_F32, b->arena,
+                      b->offset + (uint64_t)at[q] * 4, 2, d0[q], d1[q]);
+      p->tensors[t].base = flat[k], p->tensors[t].view = (uint64_t)at[q] * 4;
+      if (k == 0) w = t;
+      else p->tensors[t].param = w;
+    }
+  }
+  add_common(p, true);
+  return p;
+}
+
+/* Shape-only parameters whose masters and moments are the pieces v[0..n), each a 1-D view of its rank's shard
+ * of its kind, packed in order per rank. */
+static ddp_plan *tp_plan(const tp *c, const tp_piece *v, int n) {
+  ddp_plan *p = ddp_plan_new();
+  p->meta.schedule_path = strdup("schedules/tiny.lua");
+  p->meta.world = tp_world(c);
+  p->meta.tensor_parallel = c->one_rank ? 0 : c->T;
+  p->meta.data_parallel = c->one_rank ? 1 : c->D;
+  int64_t nb = c->cr * c->cc + c->rr * c->rc;
+  static const char *base_name[3] = {"flat.params.shard", "flat.exp_avg", "flat.exp_avg_sq"};
+  static const uint32_t base_flags[3] = {TF_PARAM | TF_TRAINABLE, TF_OPT_M, TF_OPT_V};
+  int32_t base[3];
+  for (int k = 0; k < 3; k++)
+    base[k] = add(p, base_name[k], NULL, base_flags[k] | TF_PERSISTENT, DT_F32, k ? ARENA_OPT : ARENA_PARAM,
+                  4096 + (k == 2 ? (uint64_t)nb * 4 : 0), 1, nb, 0);
+  int32_t par[2] = {add(p, COL, COL, TF_PARAM | TF_TRAINABLE | TF_SHAPE_ONLY, DT_F32, ARENA_PARAM, 0, 2, c->cr, c->cc),
+                    add(p, ROW, ROW, TF_PARAM | TF_TRAINABLE | TF_SHAPE_ONLY, DT_F32, ARENA_PARAM, 0, 2, c->rr, c->rc)};
+  int64_t cursor[3][FAKE_MAX_RANKS] = {{0}};
+  int count[2][3] = {{0}};
+  char nm[160];
+  for (int j = 0; j < n; j++) {
+    const tp_piece *x = &v[j];
+    const char *pn = x->param ? ROW : COL;
+    int64_t numel = x->runs * x->len, at = cursor[x->kind][x->rank];
+    cursor[x->kind][x->rank] += numel;
+    snprintf(nm, sizeof nm, "%s%s.piece%d", pn, SUFFIX[x->kind], count[x->param][x->kind]++);
+    uint32_t fl = (x->kind == 0 ? TF_PARAM | TF_TRAINABLE : x->kind == 1 ? TF_OPT_M : TF_OPT_V) | TF_PIECE;
+    const ddp_tensor *b = &p->tensors[base[x->kind]];
+    int32_t t = add(p, nm, pn, fl, DT_F32, b->arena, b->offset + (uint64_t)at * 4, 1, numel, 0);
+    ddp_tensor *y = &p->tensors[t];
+    y->base = base[x->kind], y->view = (uint64_t)at * 4, y->param = par[x->param];
+    y->piece_rank = x->rank, y->piece_first = x->first, y->piece_runs = x->runs, y->piece_stride = x->stride;
+  }
+  add_common(p, true);
+  return p;
+}
+
+static ddp_plan *tp_plan_of(const tp *c) {
+  tp_piece v[TP_MAXP];
+  return tp_plan(c, v, tp_pieces(c, v));
+}
+
+static tp tp_cfg(int T, int D) { return (tp){.T = T, .D = D, .cr = 6, .cc = 8, .rr = 4, .rc = 6}; }
+
+/* The unsharded save and the tensor-parallel saves (2 and 4 tensor ranks, 2 tensor ranks x 2 data replicas,
+ * 2 x 2 with the data ranks splitting each block again, one rank holding every block) are the same bytes;
+ * each loads into the others, every rank (replicas included) getting exactly its elements. */
+static void test_strided(void) {
+  fake_result res[FAKE_MAX_RANKS];
+  fake *f[FAKE_MAX_RANKS];
+  tp base = tp_cfg(2, 1);
+  ddp_plan *u = tp_plain(&base, 1);
+  make_ranks(u, 1, f, true);
+  fake_run(f, 1, FAKE_SAVE, tmp_path("tp_plain"), 9, res);
+  CHECK(all_ok(res, 1, "tp plain save"), "unsharded save of the tensor-parallel model");
+  free_ranks(f, 1);
+  ddp_plan_free(u);
+
+  tp cfg[5] = {tp_cfg(2, 1), tp_cfg(4, 1), tp_cfg(2, 2), tp_cfg(2, 2), tp_cfg(2, 1)};
+  cfg[3].zero = true, cfg[4].one_rank = true;
+  const char *dirs[5] = {"tp2", "tp4", "tp2x2", "tp2x2zero", "tp2on1"};
+  for (int k = 0; k < 5; k++) {
+    ddp_plan *p = tp_plan_of(&cfg[k]);
+    int w = tp_world(&cfg[k]);
+    make_ranks(p, w, f, true);
+    fake_run(f, w, FAKE_SAVE, tmp_path(dirs[k]), 9, res);
+    CHECK(all_ok(res, w, dirs[k]), "%s: save", dirs[k]);
+    CHECK(same_files(tmp_path("tp_plain"), tmp_path(dirs[k])), "%s: the files are the unsharded plan's, byte for byte",
+          dirs[k]);
+    free_ranks(f, w);
+    ddp_plan_free(p);
+  }
+  char path[600], err[512];
+  snprintf(path, sizeof path, "%s/model.safetensors", tmp_path("tp2"));
+  ddp_st_file *sf = ddp_st_open(path, err, sizeof err);
+  const ddp_st_tensor *t = sf ? ddp_st_find(sf, COL) : NULL;
+  float v = 0;
+  if (t) memcpy(&v, (const uint8_t *)ddp_st_data(sf, t) + (2 * 8 + 5) * 4, 4); /* row 2, column 5: rank 1's */
+  CHECK(t && t->ndim == 2 && t->shape[0] == 6 && t->shape[1] == 8 && v == value(COL, 21), "COL[2][5] in place");
+  ddp_st_close(sf);
+
+  load_into(tmp_path("tp2"), tp_plan_of(&cfg[1]), 4, "2 tensor ranks -> 4");
+  load_into(tmp_path("tp4"), tp_plan_of(&cfg[2]), 4, "4 tensor ranks -> 2 x 2 data replicas");
+  load_into(tmp_path("tp_plain"), tp_plan_of(&cfg[2]), 4, "unsharded -> 2 x 2 data replicas");
+  load_into(tmp_path("tp2x2"), tp_plan_of(&cfg[3]), 4, "2 x 2 replicas -> 2 x 2 split again by the data ranks");
+  load_into(tmp_path("tp2x2zero"), tp_plain(&base, 2), 2, "2 x 2 split again -> unsharded, 2 ranks");
+  load_into(tmp_path("tp2"), tp_plan_of(&cfg[4]), 1, "2 tensor ranks -> 1 rank holding both blocks");
+  load_into(tmp_path("tp2on1"), tp_plan_of(&cfg[0]), 2, "1 rank holding both blocks -> 2 tensor ranks");
+
+  /* many runs: a [100000, 8] weight over 4 tensor ranks (400000 runs) is checked in well under a second */
+  tp big = tp_cfg(4, 1);
+  big.cr = 100000;
+  tp_piece pv[TP_MAXP];
+  int n = tp_pieces(&big, pv);
+  ddp_plan *p = tp_plan(&big, pv, n);
+  ddp_exec x = {.plan = p, .rank = 0, .world = 4};
+  double t0 = (double)clock() / CLOCKS_PER_SEC;
+  CHECK(ddp_checkpoint_check_plan(&x, err, sizeof err) == 0, "400000 runs: %s", err);
+  double dt = (double)clock() / CLOCKS_PER_SEC - t0;
+  CHECK(dt < 2.0, "400000 runs checked in %.2f s", dt);
+  printf("400000 runs of 4 strided pieces checked in %.3f s\n", dt);
+  ddp_plan_free(p);
+  pv[0].first += 8; /* rank 0's column block starts a row late: its last run is past the end */
+  p = tp_plan(&big, pv, n);
+  x.plan = p;
+  CHECK(ddp_checkpoint_check_plan(&x, err, sizeof err) == -1, "a strided piece past the end is refused");
+  CHECK_CONTAINS("big, past the end", err, "holds elements [8, 800002) of 'layers.0.mlp.down_proj.weight' in 100000 "
+                                           "runs of 2, 8 apart, which has 800000");
+  ddp_plan_free(p);
+}
+
+/* One bad strided plan (piece j of tp_cfg(2, 1) changed by `edit`): refused on save and load with msg. */
+static void expect_bad_tp(const char *what, void (*edit)(tp_piece *v), const char *msg) {
+  tp c = tp_cfg(2, 1);
+  tp_piece v[TP_MAXP];
+  int n = tp_pieces(&c, v);
+  edit(v);
+  expect_bad_plan(what, tp_plan(&c, v, n), tp_world(&c), "tp_plain", msg);
+}
+/* v[0]: COL master of rank 0 (first 0, 6 runs of 4, 8 apart); v[2]: COL master of rank 1 (first 4);
+ * v[3]: ROW master of rank 1 (first 12, 2 runs of 6, 6 apart); v[3 + 4 k]: ROW of rank 1, kind k. */
+static void e_overlap(tp_piece *v) { v[2].first = 3; }
+static void e_gap(tp_piece *v) { v[2].len = 3; }
+static void e_beyond(tp_piece *v) { v[2].first = 5; }
+static void e_self(tp_piece *v) { v[2].stride = 3; }
+static void e_huge(tp_piece *v) { v[2].stride = INT64_MAX / 2; }
+static void e_moment(tp_piece *v) { v[11].first = 6; }
+static void e_rank(tp_piece *v) { v[2].rank = 2; }
+
+static void test_strided_bad(void) {
+  expect_bad_tp("strided overlap", e_overlap,
+                "checkpoint: the plan's pieces of 'layers.0.mlp.down_proj.weight' overlap: "
+                "'layers.0.mlp.down_proj.weight.piece0' (rank 0) holds elements [0, 4), "
+                "'layers.0.mlp.down_proj.weight.piece1' (rank 1) [3, 7)");
+  expect_bad_tp("strided gap", e_gap,
+                "checkpoint: the plan's pieces of 'layers.0.mlp.down_proj.weight' (48 elements) leave elements [7, 8) "
+                "in no piece");
+  expect_bad_tp("strided beyond the end", e_beyond,
+                "checkpoint: the plan's piece 'layers.0.mlp.down_proj.weight.piece1' (rank 1) holds elements [5, 49) of "
+                "'layers.0.mlp.down_proj.weight' in 6 runs of 4, 8 apart, which has 48");
+  expect_bad_tp("strided runs overlapping each other", e_self,
+                "checkpoint: the plan's piece 'layers.0.mlp.down_proj.weight.piece1' (rank 1) of "
+                "'layers.0.mlp.down_proj.weight' has 24 elements in 6 runs 3 apart, not whole runs that do not overlap");
+  expect_bad_tp("strided stride overflow", e_huge,
+                "checkpoint: the plan's piece 'layers.0.mlp.down_proj.weight.piece1' (rank 1) holds 6 runs of 4 elements "
+                "4611686018427387903 apart from element 4 of 'layers.0.mlp.down_proj.weight', past any index");
+  expect_bad_tp("strided moments overlap", e_moment,
+                "checkpoint: the plan's pieces of 'layers.0.mlp.up_proj.weight.exp_avg_sq' overlap: "
+                "'layers.0.mlp.up_proj.weight.exp_avg_sq.piece0' (rank 0) holds elements [6, 12), "
+                "'layers.0.mlp.up_proj.weight.exp_avg_sq.piece1' (rank 1) [6, 12)");
+  expect_bad_tp("strided rank beyond the run", e_rank,
+                "checkpoint: the plan's piece 'layers.0.mlp.down_proj.weight.piece1' of 'layers.0.mlp.down_proj.weight' "
+                "is on rank 2, the run has 2 rank(s)");
+  /* not a whole number of runs: 24 elements in 5 runs (the plan's numel, built by hand) */
+  tp c = tp_cfg(2, 1);
+  tp_piece v[TP_MAXP];
+  int n = tp_pieces(&c, v);
+  ddp_plan *p = tp_plan(&c, v, n);
+  int32_t t = ddp_plan_find_tensor(p, "layers.0.mlp.down_proj.weight.piece0");
+  p->tensors[t].piece_runs = 5;
+  expect_bad_plan("strided partial runs", p, 2, "tp_plain",
+                  "checkpoint: the plan's piece 'layers.0.mlp.down_proj.weight.piece0' (rank 0) of "
+                  "'layers.0.mlp.down_proj.weight' has 24 elements in 5 runs 8 apart, not whole runs that do not overlap");
+}
+
 int main(void) {
   snprintf(tmpdir, sizeof tmpdir, "/tmp/ddp_test_ckpt_pieces.XXXXXX");
   if (!mkdtemp(tmpdir)) {
@@ -556,6 +804,8 @@ int main(void) {
   test_failing_rank();
   test_bad_plans();
   test_other_model();
+  test_strided();
+  test_strided_bad();
   char cmd[300];
   snprintf(cmd, sizeof cmd, "rm -rf '%s'", tmpdir);
   if (system(cmd)) fprintf(stderr, "could not remove %s\n", tmpdir);

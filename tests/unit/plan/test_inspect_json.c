@@ -1,5 +1,6 @@
 /* tests/unit/plan/test_inspect_json.c: `ddpc inspect --json` of the synthetic plan (every opcode): the output
- * parses as one JSON document whose counts, tensors, buckets, kernels and programs match the plan, rank
+ * parses as one JSON document whose counts, tensors, buckets, kernels and programs match the plan, a strided
+ * piece shows its runs and stride, rank
  * selection keeps one rank's programs, a name that is not UTF-8 still gives valid JSON, a non-finite float
  * is null, a bad rank is refused and a write error is reported. */
 #include "inspect_json.h"
@@ -51,6 +52,26 @@ int main(void) {
   }
   const char *t0 = json_string_value(json_object_get(json_array_get(json_object_get(d, "tensors"), 0), "name"));
   CHECK_STR("first tensor", p->tensors[0].name, t0);
+  json_decref(d);
+
+  /* a strided piece (piece_runs > 1) shows its runs and stride; a contiguous one does not */
+  for (int k = 0; k < 2; k++) {
+    ddp_tensor t = {0};
+    t.name = (char *)(k ? "w1.cols1" : "w1.rows0");
+    t.state_name = (char *)"layers.0.weight";
+    t.flags = TF_PARAM | TF_PIECE, t.dtype = DT_F32, t.arena = ARENA_PARAM, t.ndim = 1, t.shape[0] = 16, t.bytes = 64;
+    t.base = 0, t.view = 64 * (uint64_t)k, t.offset = t.view, t.param = 0, t.first_use = t.last_use = -1;
+    t.piece_rank = k, t.piece_first = k ? 4 : 0, t.piece_runs = k ? 4 : 0, t.piece_stride = k ? 8 : 0;
+    ddp_plan_add_tensor(p, &t);
+  }
+  d = dump(p, -1, &rc, err, sizeof err);
+  json_t *tens = json_object_get(d, "tensors"), *rows = json_array_get(tens, p->ntensors - 2),
+         *cols = json_array_get(tens, p->ntensors - 1);
+  CHECK(d && rc == 0, "strided pieces");
+  CHECK(json_object_get(rows, "piece_first") && !json_object_get(rows, "piece_runs"), "a contiguous piece: no runs");
+  CHECK_INT("piece_runs", 4, json_integer_value(json_object_get(cols, "piece_runs")));
+  CHECK_INT("piece_stride", 8, json_integer_value(json_object_get(cols, "piece_stride")));
+  CHECK_INT("piece_first", 4, json_integer_value(json_object_get(cols, "piece_first")));
   json_decref(d);
 
   /* one rank's programs */

@@ -124,6 +124,10 @@ static void compare_plans(const ddp_plan *a, const ddp_plan *b) {
     CHECK_INT("tensor param", x->param, y->param);
     CHECK_INT("tensor first use", x->first_use, y->first_use);
     CHECK_INT("tensor last use", x->last_use, y->last_use);
+    CHECK_INT("tensor piece rank", x->piece_rank, y->piece_rank);
+    CHECK_INT("tensor piece first", x->piece_first, y->piece_first);
+    CHECK_INT("tensor piece runs", x->piece_runs, y->piece_runs);
+    CHECK_INT("tensor piece stride", x->piece_stride, y->piece_stride);
   }
   CHECK_INT("nmodules", a->nmodules, b->nmodules);
   for (uint32_t i = 0; i < a->nmodules && i < b->nmodules; i++) {
@@ -336,6 +340,109 @@ static void test_launch_check(void) {
   ddp_plan_free(p);
 }
 
+/* ---- strided pieces (format 6), INIT_TENSOR's run and stride, the mesh meta fields ---- */
+
+/* The fixture with w1 ("layers.0.weight" [4, 8]) described by two column-block pieces, views of it: rank 0 holds
+ * columns 0..3 of every row (4 runs of 4, 8 apart, from element 0), rank 1 columns 4..7 (from element 4); w1's
+ * INIT_TENSOR on rank 1 draws rank 1's block (run 4, stride 8, first 4) into the first 16 elements. */
+static ddp_plan *strided_plan(void) {
+  ddp_plan *p = fixture_plan();
+  p->meta.tensor_parallel = 2, p->meta.data_parallel = 1;
+  for (int r = 0; r < 2; r++) {
+    ddp_tensor t = {0};
+    char name[32];
+    snprintf(name, sizeof name, "w1.tp%d", r);
+    t.name = name;
+    t.state_name = (char *)"layers.0.weight";
+    t.flags = TF_PARAM | TF_PIECE;
+    t.dtype = DT_F32;
+    t.arena = ARENA_PARAM;
+    t.ndim = 1;
+    t.shape[0] = 16;
+    t.bytes = 64;
+    t.base = 0, t.view = 64 * (uint64_t)r, t.offset = p->tensors[0].offset + t.view, t.param = 0;
+    t.first_use = t.last_use = -1;
+    t.piece_rank = r, t.piece_first = 4 * r, t.piece_runs = 4, t.piece_stride = 8;
+    ddp_plan_add_tensor(p, &t);
+  }
+  ddp_instr *in = &p->ranks[1].init.v[0];
+  in->i[INIT_TENSOR_I_ELEMENTS] = 16, in->i[INIT_TENSOR_I_FIRST] = 4, in->i[INIT_TENSOR_I_RUN] = 4,
+  in->i[INIT_TENSOR_I_STRIDE] = 8;
+  return p;
+}
+
+typedef void (*strided_fn)(ddp_plan *p, ddp_tensor *piece1, ddp_instr *init1);
+static void s_runs_negative(ddp_plan *p, ddp_tensor *t, ddp_instr *in) { (void)p, (void)in, t->piece_runs = -1; }
+static void s_stride_negative(ddp_plan *p, ddp_tensor *t, ddp_instr *in) { (void)p, (void)in, t->piece_stride = -8; }
+static void s_runs_partial(ddp_plan *p, ddp_tensor *t, ddp_instr *in) { (void)p, (void)in, t->piece_runs = 3; }
+static void s_runs_overlap(ddp_plan *p, ddp_tensor *t, ddp_instr *in) { (void)p, (void)in, t->piece_stride = 3; }
+static void s_past_end(ddp_plan *p, ddp_tensor *t, ddp_instr *in) { (void)p, (void)in, t->piece_first = 5; }
+static void s_overflow(ddp_plan *p, ddp_tensor *t, ddp_instr *in) { (void)p, (void)in, t->piece_stride = INT64_MAX; }
+static void s_not_piece(ddp_plan *p, ddp_tensor *t, ddp_instr *in) { (void)t, (void)in, p->tensors[7].piece_runs = 2; }
+static void s_init_run(ddp_plan *p, ddp_tensor *t, ddp_instr *in) { (void)p, (void)t, in->i[INIT_TENSOR_I_RUN] = -1; }
+static void s_init_stride(ddp_plan *p, ddp_tensor *t, ddp_instr *in) { (void)p, (void)t, in->i[INIT_TENSOR_I_STRIDE] = 2; }
+static void s_init_overflow(ddp_plan *p, ddp_tensor *t, ddp_instr *in) {
+  (void)p, (void)t, in->i[INIT_TENSOR_I_FIRST] = INT64_MAX - 20; /* element 15: first + 3 x 8 + 3 */
+}
+static void s_init_contiguous_overflow(ddp_plan *p, ddp_tensor *t, ddp_instr *in) {
+  (void)p, (void)t, in->i[INIT_TENSOR_I_RUN] = 0, in->i[INIT_TENSOR_I_FIRST] = INT64_MAX - 14;
+}
+static void s_tensor_parallel(ddp_plan *p, ddp_tensor *t, ddp_instr *in) { (void)t, (void)in, p->meta.tensor_parallel = 3; }
+static void s_mesh(ddp_plan *p, ddp_tensor *t, ddp_instr *in) { (void)t, (void)in, p->meta.data_parallel = 2; }
+
+static void test_strided_pieces(void) {
+  ddp_plan *p = strided_plan();
+  char err[512] = "";
+  const char *path = tmp_path("strided.bin");
+  CHECK_INT("write strided", 0, ddp_plan_write(p, path, err, sizeof err));
+  ddp_plan *q = ddp_plan_read(path, err, sizeof err);
+  if (CHECK(q, "the strided plan was refused: %s", err)) {
+    compare_plans(p, q);
+    CHECK_INT("piece runs read back", 4, q->tensors[q->ntensors - 1].piece_runs);
+    CHECK_INT("piece stride read back", 8, q->tensors[q->ntensors - 1].piece_stride);
+    CHECK_INT("meta tensor_parallel read back", 2, q->meta.tensor_parallel);
+    CHECK_INT("init stride read back", 8, q->ranks[1].init.v[0].i[INIT_TENSOR_I_STRIDE]);
+  }
+  ddp_plan_free(q);
+  ddp_plan_free(p);
+  static const struct {
+    const char *what;
+    strided_fn apply;
+    const char *msg;
+  } cases[] = {
+      {"negative runs", s_runs_negative, "invalid: tensor 11 'w1.tp1': piece of -1 runs 8 elements apart (must not be negative)"},
+      {"negative stride", s_stride_negative, "invalid: tensor 11 'w1.tp1': piece of 4 runs -8 elements apart (must not be negative)"},
+      {"partial runs", s_runs_partial, "invalid: tensor 11 'w1.tp1': piece of 16 elements in 3 runs (not a whole number per run)"},
+      {"runs overlap", s_runs_overlap,
+       "invalid: tensor 11 'w1.tp1': piece of 4 runs of 4 elements 3 apart (runs overlap: the stride must be >= the run)"},
+      {"past the end", s_past_end,
+       "invalid: tensor 11 'w1.tp1': piece of rank 1 at element 5, 4 runs of 4 elements 8 apart, the parameter has 32 "
+       "elements and the plan 2 ranks"},
+      {"stride overflow", s_overflow, "invalid: tensor 11 'w1.tp1': piece of rank 1 at element 4, 4 runs of 4 elements "
+                                      "9223372036854775807 apart, the parameter has 32 elements"},
+      {"runs on a non-piece", s_not_piece,
+       "invalid: tensor 7 'h': piece rank, first element, runs or stride set on a tensor that is not a piece"},
+      {"init run", s_init_run, "invalid: rank 1 init instruction 0 (init_tensor): i[6] (run) = -1, must be >= 0"},
+      {"init stride", s_init_stride, "invalid: rank 1 init instruction 0 (init_tensor): i[7] (stride) = 2, must be >= the run 4"},
+      {"init index overflow", s_init_overflow,
+       "invalid: rank 1 init instruction 0 (init_tensor): i[5] (first) = 9223372036854775787: the stream index of element 15 "
+       "overflows (16 elements, run 4, stride 8)"},
+      {"init contiguous index overflow", s_init_contiguous_overflow,
+       "invalid: rank 1 init instruction 0 (init_tensor): i[5] (first) = 9223372036854775793: the stream index of element "
+       "15 overflows (16 elements, run 0, stride 8)"},
+      {"meta tensor_parallel", s_tensor_parallel, "invalid: meta tensor_parallel is 3 (must be 0..2)"},
+      {"meta mesh", s_mesh, "invalid: meta tensor_parallel 2 x pipe_stages 0 x data_parallel 2 does not make the world size 2"},
+  };
+  for (size_t k = 0; k < sizeof cases / sizeof cases[0]; k++) {
+    p = strided_plan();
+    cases[k].apply(p, &p->tensors[p->ntensors - 1], &p->ranks[1].init.v[0]);
+    const char *bad = tmp_path("strided_bad.bin");
+    CHECK_INT(cases[k].what, 0, ddp_plan_write(p, bad, err, sizeof err));
+    expect_refused(cases[k].what, bad, cases[k].msg, NULL);
+    ddp_plan_free(p);
+  }
+}
+
 static int count_tmp_files(const char *dir) {
   DIR *d = opendir(dir);
   int n = 0;
@@ -389,6 +496,7 @@ int main(void) {
   test_index_refusals();
   test_launch_check();
   test_failed_writes();
+  test_strided_pieces();
   char cmd[600];
   snprintf(cmd, sizeof cmd, "rm -rf '%s'", tmpdir);
   if (system(cmd) != 0) fprintf(stderr, "could not remove %s\n", tmpdir);
