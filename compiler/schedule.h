@@ -92,6 +92,13 @@ typedef struct ddp_schedule {
   int virtual_stages;       /* chunks per stage (interleaved: >= 2; else 1) */
   int nsplit;               /* 0: the compiler balances the layers; else stages x virtual_stages counts */
   int64_t split[DDP_MAX_STAGES]; /* layers per chunk, in chunk order, summing to the model's layers */
+  /* The device mesh (mesh = {...}; compiler/frontend/mesh.c): ranks = data x tensor x pipeline. World rank
+   * r = (d x pipeline + s) x tensor + t for data replica d, pipeline stage s, tensor rank t: the tensor
+   * axis is the fastest, so a tensor group is adjacent ranks (one node's NVLink domain). mesh_tensor > 1
+   * splits each transformer block Megatron-style (heads and d_ff) and the vocabulary over the tensor ranks. */
+  int mesh_data;            /* data-parallel replicas (>= 1): the gradient sync runs among them */
+  int mesh_tensor;          /* tensor-parallel ranks (>= 1; 1: none) */
+  int mesh_pipeline;        /* pipeline stages (1 without pipeline{}) */
   bool broadcast_init;      /* parameters broadcast from rank 0 after init */
   bool identical_init;      /* every rank initialises with the same seed */
   /* A user bucket policy (a Lua function in the schedule) or NULL: fills bucket_of[i] with the bucket

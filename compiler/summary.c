@@ -4,6 +4,7 @@
 #include "summary.h"
 #include "err.h"
 #include <stdio.h>
+#include <string.h>
 
 /* Schedule fields stored in the meta under the same name. */
 #define SHARED_NUMBERS(X)                                                                                     \
@@ -20,7 +21,8 @@ static double comm_bytes(const ddp_plan *p) {
   const ddp_program *prog = &p->ranks[0].step;
   for (uint32_t k = 0; k < prog->n; k++) {
     const ddp_instr *in = &prog->v[k];
-    double es = (double)ddp_dtype_size(in->dt[COLL_P_SEND]), n = (double)in->i[COLL_I_COUNT], w = (double)p->meta.world;
+    double es = (double)ddp_dtype_size(in->dt[COLL_P_SEND]), n = (double)in->i[COLL_I_COUNT];
+    double w = (double)ddp_plan_comm_size(p, in->i[COLL_I_COMM]); /* its group's ranks */
     switch (in->opcode) {
     case I_ALL_REDUCE: total += n * es; break;
     case I_REDUCE_SCATTER: case I_ALL_GATHER: total += n * es * w; break;
@@ -55,7 +57,10 @@ void ddp_summary(ddp_plan *p, const ddp_schedule *s, const char *arch, const ddp
   m->world = s->ranks;
   m->act_dtype = b->act_dt;
   m->grad_dtype = b->grad_dt;
-  m->batch_per_rank = s->global_batch / (s->stages > 0 ? s->replicas : s->ranks); /* a pipeline rank loads its replica's */
+  /* a pipeline rank loads its replica's share, a tensor rank its data replica's */
+  m->batch_per_rank = s->global_batch / (s->stages > 0 ? s->replicas : s->mesh_tensor > 1 ? s->mesh_data : s->ranks);
+  m->tensor_parallel = s->mesh_tensor > 1 ? s->mesh_tensor : 1;
+  m->data_parallel = s->mesh_tensor > 1 ? s->mesh_data : s->stages > 0 ? s->replicas : s->ranks;
   m->nccl_cta_policy = s->nccl_cta_policy;
   m->nccl_max_ctas = s->nccl_max_ctas;
   m->nccl_register = s->nccl_register;
@@ -87,10 +92,16 @@ void ddp_summary(ddp_plan *p, const ddp_schedule *s, const char *arch, const ddp
   else
     snprintf(par, sizeof par, "ddp ranks=%d sync=%s%s%s%s%s", s->ranks, ddp_sync_name(s->sync), bucket,
              s->overlap_backward ? " overlap=backward" : "", s->optimizer_overlap ? " optimizer_overlap" : "", shard);
+  if (s->mesh_tensor > 1) {
+    size_t n = strlen(par);
+    snprintf(par + n, sizeof par - n, " mesh data=%d tensor=%d", s->mesh_data, s->mesh_tensor);
+  }
   m->parallel = dupstr(par);
-  for (int i = 0; i < b->nparams; i++) {
-    m->n_params += b->params[i].numel;
-    if (b->units[b->params[i].unit].trainable) m->n_trainable += b->params[i].numel;
+  for (int i = 0; i < b->nparams; i++) { /* the whole model's, also when the tensor ranks split it */
+    const ddp_model_param *pp = &b->params[i];
+    int64_t n = pp->tp_split == TP_WHOLE ? pp->numel : pp->full_shape[0] * pp->full_shape[1];
+    m->n_params += n;
+    if (b->units[pp->unit].trainable) m->n_trainable += n;
   }
   m->flops_per_step = b->flops;
   m->tokens_tensor = b->tokens;

@@ -59,14 +59,16 @@ typedef enum {
   INIT_COUNT
 } ddp_init;
 
-/* What a timing point marks. COMM_BEGIN/COMM_END bracket each collective on the communication stream.
+/* What a timing point marks. COMM_BEGIN/COMM_END bracket each collective on the communication stream;
+ * TP_COMM_BEGIN/TP_COMM_END each tensor-parallel collective, on the compute stream (exposed by nature).
  * MB_FORWARD_BEGIN/END and MB_BACKWARD_BEGIN/END bracket each pipeline microbatch chunk's forward and
  * backward (zero bubble: its input- and weight-gradient parts, each) on the compute stream; where a plan
  * has them, the step's forward and backward times are their sums (plan/step_times.c). */
 #define DDP_TIMERS(X) X(STEP_BEGIN, "step_begin") X(FORWARD_END, "forward_end") X(BACKWARD_END, "backward_end") X(COMM_BEGIN, "comm_begin") \
   X(COMM_END, "comm_end") X(OPT_BEGIN, "optimizer_begin") X(STEP_END, "step_end")                           \
   X(MB_FORWARD_BEGIN, "mb_forward_begin") X(MB_FORWARD_END, "mb_forward_end")                               \
-  X(MB_BACKWARD_BEGIN, "mb_backward_begin") X(MB_BACKWARD_END, "mb_backward_end")
+  X(MB_BACKWARD_BEGIN, "mb_backward_begin") X(MB_BACKWARD_END, "mb_backward_end")                           \
+  X(TP_COMM_BEGIN, "tp_comm_begin") X(TP_COMM_END, "tp_comm_end")
 typedef enum {
 #define DDP_TIMER_ENUM(id, name) TIMER_##id,
   DDP_TIMERS(DDP_TIMER_ENUM)

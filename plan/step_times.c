@@ -2,6 +2,7 @@
  * metrics and ddpc explain's prediction alike.
  * Gradient collectives are those bracketed before the optimizer's timing point; collectives after it
  * (ZeRO-1's all-gather, the sharded optimizer's broadcasts) are waited for by compute, so fully exposed.
+ * Tensor-parallel collectives (TP_COMM_*) run on the compute stream: all exposed, summed into tp_comm_ms.
  * A pipeline plan's forward and backward are the sums of its microbatch brackets (MB_FORWARD_BEGIN ..
  * MB_FORWARD_END, MB_BACKWARD_BEGIN .. MB_BACKWARD_END, each END closing the last BEGIN of its kind). */
 #include "step_times.h"
@@ -35,13 +36,15 @@ void ddp_step_times_from_timers(const ddp_plan *p, int rank, const double *ms, d
   if (mb) out->forward_ms = mb_sum[0], out->backward_ms = mb_sum[1];
   out->optimizer_ms = opt_begin >= 0 ? end - opt_begin : 0;
   if (bwd_end < 0) bwd_end = begin;
-  double comm = 0, overlapped = 0, last_grad_end = -1, post_opt = 0, open = -1;
+  double comm = 0, overlapped = 0, last_grad_end = -1, post_opt = 0, open = -1, tp = 0, tp_open = -1;
   int after_opt = 0;
   for (uint32_t k = 0; k < prog->n; k++) {
     const ddp_instr *in = &prog->v[k];
     if (in->opcode != I_TIMER) continue;
     double t = ms[in->i[TIMER_I_SLOT]];
     if (in->i[TIMER_I_ROLE] == TIMER_OPT_BEGIN) after_opt = 1;
+    if (in->i[TIMER_I_ROLE] == TIMER_TP_COMM_BEGIN) tp_open = t;
+    if (in->i[TIMER_I_ROLE] == TIMER_TP_COMM_END && tp_open >= 0) tp += t - tp_open, tp_open = -1;
     if (in->i[TIMER_I_ROLE] == TIMER_COMM_BEGIN) open = t;
     if (in->i[TIMER_I_ROLE] == TIMER_COMM_END && open >= 0) {
       double d = t - open;
@@ -58,7 +61,8 @@ void ddp_step_times_from_timers(const ddp_plan *p, int rank, const double *ms, d
   }
   out->step_ms = end - begin;
   out->comm_ms = comm;
-  out->exposed_comm_ms = (last_grad_end > bwd_end ? last_grad_end - bwd_end : 0) + post_opt;
+  out->exposed_comm_ms = (last_grad_end > bwd_end ? last_grad_end - bwd_end : 0) + post_opt + tp;
+  out->tp_comm_ms = tp;
   out->optimizer_comm_ms = post_opt;
   out->overlap_ratio = comm > 0 ? overlapped / comm : 0;
   out->compute_ms = out->step_ms - out->exposed_comm_ms;

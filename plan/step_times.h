@@ -19,6 +19,8 @@ typedef struct ddp_step_times {
                                                    MB_BACKWARD_* brackets), STEP_END - OPT_BEGIN */
   double optimizer_comm_ms; /* the collectives timed after OPT_BEGIN (ZeRO's all-gathers, the sharded
                                optimizer's broadcasts): part of optimizer_ms and of exposed_comm_ms */
+  double tp_comm_ms; /* the tensor-parallel collectives (TP_COMM_BEGIN .. TP_COMM_END, on the compute stream:
+                        the next layer waits for each): part of exposed_comm_ms, not of comm_ms */
 } ddp_step_times;
 
 /* The summary of rank's step from ms[slot], the time of each TIMER slot (any common origin). */

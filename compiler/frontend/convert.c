@@ -1,6 +1,6 @@
 /* compiler/frontend/convert.c: the table a schedule returns (schedule{...} or a plain table), after any
  * --set overrides, into the ddp_schedule: top-level fields here (steps, warmup, seed, precision, mode),
- * then model, parallel, data, limits, optimizer, fusion and nccl in the order their cross-checks need. Runs once,
+ * then model, parallel, mesh, data, limits, optimizer, fusion and nccl in the order their cross-checks need. Runs once,
  * inside the sandbox's protected call. */
 #include "fe.h"
 #include "plan.h"
@@ -8,7 +8,7 @@
 
 void fe_convert(fe_conv *c, int root_idx) {
   static const char *const fields[] = {"model", "data", "precision", "grad_dtype", "optimizer", "parallel",
-                                       "steps", "warmup", "seed", "mode", "fusion", "nccl", NULL};
+                                       "steps", "warmup", "seed", "mode", "fusion", "nccl", "mesh", NULL};
 #define FE_MODE_NAME(id, name) name,
   static const char *const modes[] = {DDP_MODES(FE_MODE_NAME) NULL};
 #undef FE_MODE_NAME
@@ -44,6 +44,7 @@ void fe_convert(fe_conv *c, int root_idx) {
   s->mode = mode;
 
   fe_parallel(c, &root);
+  fe_mesh(c, &root);
   fe_grad_dtype(c, &root);
   fe_data(c, &root);
   fe_model_limits(c, &root);

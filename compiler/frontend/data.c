@@ -42,7 +42,10 @@ void fe_data(fe_conv *c, const fe_tab *root) {
   fe_required(c, &d, "global_batch");
   s->global_batch = fe_int_in(c, &d, "global_batch", 0, 1, 1 << 24);
   if (s->stages) fe_pipeline_batch(c, root, &d); /* the replicas and microbatches split it, not the ranks */
-  else if (s->global_batch % s->ranks)
+  else if (s->mesh_tensor > 1 && s->global_batch % s->mesh_data)
+    fe_bad(c, &d, "global_batch", "must be divisible by mesh.data (%d): the tensor ranks of a replica share its "
+           "sequences", s->mesh_data);
+  else if (s->global_batch % s->ranks && s->mesh_tensor == 1)
     fe_bad(c, &d, "global_batch", "must be divisible by parallel.ranks (%d)", s->ranks);
   int64_t seed = (int64_t)s->seed;
   fe_int(c, &d, "seed", &seed, "a non-negative integer");

@@ -24,7 +24,7 @@ static void fe_push_value(lua_State *L, const char *v) {
 
 /* A top-level field that is a table of optional fields, which --set may create. */
 static bool creatable(const char *seg, size_t len) {
-  static const char *const names[] = {"nccl", "fusion"};
+  static const char *const names[] = {"nccl", "fusion", "mesh"};
   for (size_t k = 0; k < sizeof names / sizeof names[0]; k++)
     if (strlen(names[k]) == len && memcmp(names[k], seg, len) == 0) return true;
   return false;

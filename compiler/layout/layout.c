@@ -142,7 +142,8 @@ static void layout_optimizer_state(ddp_builder *b, ddp_layout *lay) {
     }
   }
   if (s->clip_norm > 0 && s->mode == MODE_TRAIN) {
-    lay->sumsq_p = DDP_SUMSQ_PARTS * (lay->zero ? lay->ngroups : 1); /* ZeRO: one table per group slice */
+    /* ZeRO: one table per group slice; tensor parallelism: one per run of split or whole units */
+    lay->sumsq_p = DDP_SUMSQ_PARTS * (lay->zero ? lay->ngroups : b->tp > 1 ? ddp_layout_tp_runs(b, lay, NULL, NULL, NULL) : 1);
     int64_t shape[1] = {lay->sumsq_p};
     lay->sumsq_partials = b_tensor(b, "optimizer.sumsq_partials", b->fdt, ARENA_IO, TF_PERSISTENT, 1, shape);
   }
@@ -152,7 +153,7 @@ static void layout_optimizer_state(ddp_builder *b, ddp_layout *lay) {
 
 int ddp_layout_build(ddp_builder *b, ddp_layout *lay, char *err, size_t errcap) {
   memset(lay, 0, sizeof *lay);
-  lay->world = b->s->ranks;
+  lay->world = b->tp > 1 ? b->s->mesh_data : b->s->ranks; /* tensor parallelism: the data axis */
   lay->flat_params = lay->flat_copies = lay->flat_grads = lay->flat_m = lay->flat_v = lay->sumsq_partials = -1;
   lay->shard_master = lay->shard_grads = lay->shard_copy = -1;
   /* zero1/zero2 shard only gradients and optimizer state: a forward plan has none, and stays unsharded (no
@@ -169,6 +170,7 @@ int ddp_layout_build(ddp_builder *b, ddp_layout *lay, char *err, size_t errcap) 
   }
   layout_optimizer_state(b, lay);
   if (lay->zero) ddp_layout_shard_pieces(b, lay);
+  if (b->tp > 1) ddp_layout_tensor_pieces(b, lay);
   return 0;
 }
 

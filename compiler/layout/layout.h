@@ -80,6 +80,11 @@ void ddp_layout_shard_pieces(ddp_builder *b, ddp_layout *lay);
  * stages' flat tensors and the parameters' pieces. */
 int ddp_layout_pipeline(ddp_builder *b, ddp_layout *lay, char *err, size_t errcap);
 
+/* Tensor parallelism (tensor.c): the split state-dict tensors as shape-only tensors described by each
+ * tensor rank's pieces (after the optimizer state exists); the runs of the flat order of split or whole
+ * units (returns their count; lo/hi/split filled when given). */
+void ddp_layout_tensor_pieces(ddp_builder *b, ddp_layout *lay);
+int ddp_layout_tp_runs(const ddp_builder *b, const ddp_layout *lay, int64_t *lo, int64_t *hi, bool *split);
 /* Optimizer ownership (ownership.c): fills own_lo/own_hi and state_elems. */
 void ddp_layout_ownership(const ddp_builder *b, ddp_layout *lay);
 

@@ -9,6 +9,7 @@ static const bwd_fn backward_of[LK_COUNT] = {
     [LK_ROPE] = layer_rope_bwd,       [LK_ATTENTION] = layer_attention_bwd, [LK_SWIGLU] = layer_swiglu_bwd,
     [LK_ATTENTION_NAIVE] = layer_attention_naive_bwd,
     [LK_RELU] = layer_relu_bwd,       [LK_LAYERNORM] = layer_layernorm_bwd, [LK_BIAS] = layer_bias_bwd,
+    [LK_TP_COPY] = layer_tp_copy_bwd, [LK_TP_REDUCE] = NULL, /* a replicated output's gradient needs no sum */
     /* the losses produce their gradient in the forward */
     [LK_XENT] = NULL,             [LK_MSE] = NULL,
 };

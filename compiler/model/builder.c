@@ -33,6 +33,7 @@ void b_free(ddp_builder *b) {
   ddp_program_free(&b->step);
   free(b->units);
   free(b->params);
+  free(b->tp_patches);
   free(b->tape);
   free(b->grad_of);
   free(b->grad_done);
@@ -221,8 +222,29 @@ void b_param(ddp_builder *b, int unit, const char *state_name, int64_t offset, i
   ddp_tensor *tt = &b->plan->tensors[t];
   tt->state_name = ddp_xstrdup(state_name);
   *DDP_VEC_PUSH(b->params, b->nparams, b->cap_params) =
-      (ddp_model_param){.tensor = t, .unit = unit, .unit_offset = offset, .numel = n};
+      (ddp_model_param){.tensor = t, .unit = unit, .unit_offset = offset, .numel = n, .tp_split = TP_WHOLE,
+                        .full_shape = {ndim > 0 ? shape[0] : 1, ndim > 1 ? shape[1] : 1}, .full_unit_offset = offset};
 }
+
+void b_param_tp(ddp_builder *b, int unit, const char *state_name, int64_t offset, int64_t rows, int64_t cols,
+                int split, int64_t full_offset) {
+  int T = b->tp > 1 ? b->tp : 1;
+  if (T == 1) split = TP_WHOLE;
+  int64_t shape[2] = {split == TP_ROWS ? rows / T : rows, split == TP_COLS ? cols / T : cols};
+  b_param(b, unit, state_name, offset, 2, shape);
+  ddp_model_param *pp = &b->params[b->nparams - 1];
+  pp->tp_split = split;
+  pp->full_shape[0] = rows, pp->full_shape[1] = cols;
+  pp->full_unit_offset = full_offset;
+  if (split != TP_WHOLE) b->units[unit].tp_split = true;
+}
+
+void b_tp_patch(ddp_builder *b, uint32_t instr, int kind, int slot, int64_t value) {
+  *DDP_VEC_PUSH(b->tp_patches, b->ntp_patches, b->cap_tp_patches) =
+      (ddp_tp_patch){.instr = instr, .kind = kind, .slot = slot, .value = value};
+}
+
+uint32_t b_last(const ddp_builder *b) { return b->step.n - 1; }
 
 ddp_unit_params b_unit_params(const ddp_builder *b) {
   ddp_unit_params up = {ddp_xcalloc((size_t)b->nunits + 2, sizeof(int)),
@@ -306,7 +328,8 @@ const char *b_fmt(ddp_builder *b, const char *fmt, ...) {
 int ddp_model_build(ddp_builder *b, char *err, size_t errcap) {
   const ddp_schedule *s = b->s;
   /* rows of one program: the rank's share, or under a pipeline one microbatch of a replica's share */
-  int64_t parts = s->stages > 0 ? (int64_t)s->replicas * s->microbatches : s->ranks;
+  int64_t parts = s->stages > 0 ? (int64_t)s->replicas * s->microbatches : s->mesh_tensor > 1 ? s->mesh_data : s->ranks;
+  b->tp = s->mesh_tensor > 1 ? s->mesh_tensor : 1;
   b->rows = (s->global_batch / parts) * (s->model_kind == MODEL_TRANSFORMER ? s->context : 1);
   b->unit_grads_accumulate = s->stages > 0; /* microbatches add into the gradients (zeroed each step) */
   int64_t one[1] = {1}, eight[1] = {SCALAR_COUNT};

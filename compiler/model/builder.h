@@ -15,7 +15,32 @@ typedef struct ddp_model_param {
   int32_t unit;
   int64_t unit_offset; /* elements from the unit's start */
   int64_t numel;
+  /* Tensor parallelism: how the state-dict tensor [rows, cols] (full_shape) is split over the tensor ranks
+   * (TP_WHOLE: every rank holds all of it) and where it starts in the whole model's unit (elements), so that
+   * each rank initialises and checkpoints exactly its part of what one rank would hold. */
+  int tp_split;
+  int64_t full_shape[2];
+  int64_t full_unit_offset;
 } ddp_model_param;
+
+/* The split of a state-dict tensor over the tensor ranks: whole, by rows (column-parallel layers, the
+ * vocabulary-parallel embedding and head: rank t holds rows [t R/T, (t+1) R/T)), by columns (row-parallel
+ * layers: rank t holds columns [t C/T, (t+1) C/T) of every row). */
+enum { TP_WHOLE = 0, TP_ROWS = 1, TP_COLS = 2 };
+
+/* A difference between the tensor ranks' step programs, applied when each rank's program is assembled
+ * (compiler/passes/sync.c): the builder emits tensor rank 0's program. */
+enum {
+  TPP_COMM,       /* a collective on the tensor axis: i[COLL_I_COMM] = the rank's tensor communicator */
+  TPP_VIEW,       /* p[slot].view += t x value (bytes) */
+  TPP_INT,        /* i[slot] += t x value */
+  TPP_RANK0_BETA  /* a row-parallel GEMM's residual: only tensor rank 0 adds it (f[GEMM_F_BETA] = 0 elsewhere) */
+};
+typedef struct ddp_tp_patch {
+  uint32_t instr; /* index in the builder's step */
+  int kind, slot;
+  int64_t value;
+} ddp_tp_patch;
 
 typedef struct ddp_unit {
   char name[160];
@@ -29,6 +54,7 @@ typedef struct ddp_unit {
   int init_kind;
   float init_a, init_b;
   int64_t fan_in;
+  bool tp_split;       /* holds a state-dict tensor split over the tensor ranks (b_param_tp) */
 } ddp_unit;
 
 /* One recorded forward op: enough for its backward. */
@@ -43,7 +69,7 @@ typedef struct ddp_node {
 } ddp_node;
 
 enum { LK_EMBED, LK_LINEAR, LK_RMSNORM, LK_ROPE, LK_ATTENTION, LK_SWIGLU, LK_XENT, LK_MSE, LK_RELU,
-       LK_LAYERNORM, LK_BIAS, LK_ATTENTION_NAIVE, LK_COUNT };
+       LK_LAYERNORM, LK_BIAS, LK_ATTENTION_NAIVE, LK_TP_REDUCE, LK_TP_COPY, LK_COUNT };
 
 typedef struct ddp_builder {
   ddp_plan *plan;
@@ -54,6 +80,10 @@ typedef struct ddp_builder {
   int res_dt;   /* the residual stream (f32: as under PyTorch autocast) */
   int grad_dt;  /* parameter gradients */
   int64_t rows; /* tokens (or MLP rows) per rank per step */
+  int tp;       /* tensor-parallel ranks (the schedule's mesh.tensor; 1: none) */
+  ddp_tp_patch *tp_patches;
+  int ntp_patches;
+  size_t cap_tp_patches;
   bool backward; /* the step has a backward (mode train or forward_backward): gradients, saved tensors */
   bool unit_grads_accumulate; /* every write of a parameter gradient adds (pipelines: the step zeroes them) */
   int layer;    /* current layer for tagging, -1 outside */
@@ -120,6 +150,14 @@ bool b_needs_grad(const ddp_builder *b, int32_t t);
 int b_unit(ddp_builder *b, const char *name, int64_t numel, bool trainable, int init_kind, float a, float c,
            int64_t fan_in);
 void b_param(ddp_builder *b, int unit, const char *state_name, int64_t offset, int ndim, const int64_t *shape);
+/* A 2-D state-dict tensor of full shape [rows, cols] split over the tensor ranks by `split` (TP_*): the unit
+ * holds this rank's part at `offset`; the whole tensor starts at full_offset in the whole model's unit. */
+void b_param_tp(ddp_builder *b, int unit, const char *state_name, int64_t offset, int64_t rows, int64_t cols,
+                int split, int64_t full_offset);
+/* Records a per-tensor-rank patch of the step's instruction `instr` (TPP_*). */
+void b_tp_patch(ddp_builder *b, uint32_t instr, int kind, int slot, int64_t value);
+/* The index of the step's last instruction. */
+uint32_t b_last(const ddp_builder *b);
 /* The state-dict parameters of each unit, in parameter order: those of unit u are param[at[u] .. at[u + 1]).
  * Built in one pass (b_unit_params_free releases it). */
 typedef struct ddp_unit_params {

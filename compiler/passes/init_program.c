@@ -23,6 +23,11 @@ void pass_cast(rank_ctx *c, int32_t from, int32_t to, int64_t n, const char *nam
 
 /* INIT_TENSOR of unit u's elements [first, first + count) into tensor t at byte offset `at` */
 void pass_init_unit(rank_ctx *c, int u, int32_t t, uint64_t at, int64_t first, int64_t count, int salt) {
+  pass_init_unit_runs(c, u, t, at, first, count, salt, 0, 0);
+}
+
+void pass_init_unit_runs(rank_ctx *c, int u, int32_t t, uint64_t at, int64_t first, int64_t count, int salt, int64_t run,
+                         int64_t stride) {
   const ddp_unit *un = &c->b->units[u];
   ddp_instr in = ddp_instr_blank(I_INIT_TENSOR, STREAM_COMPUTE);
   b_arg(&in, INIT_TENSOR_P_TENSOR, t, at, c->b->fdt);
@@ -32,6 +37,8 @@ void pass_init_unit(rank_ctx *c, int u, int32_t t, uint64_t at, int64_t first, i
   in.i[INIT_TENSOR_I_FAN_IN] = un->fan_in;
   in.i[INIT_TENSOR_I_SALT] = salt;
   in.i[INIT_TENSOR_I_FIRST] = first;
+  in.i[INIT_TENSOR_I_RUN] = run;
+  in.i[INIT_TENSOR_I_STRIDE] = stride;
   in.f[INIT_TENSOR_F_A] = un->init_a;
   in.f[INIT_TENSOR_F_B] = un->init_b;
   rp_push(c, in, un->name);
@@ -93,6 +100,23 @@ static void shard_copies(rank_ctx *c) {
   }
 }
 
+/* Tensor parallelism: unit u's parameters as this tensor rank holds them, each drawing the values the whole
+ * model's unit holds there (rows: one range; columns: a run per row), so that any tensor size starts from
+ * one rank's weights. */
+static void init_unit_tp(rank_ctx *c, int u, int salt) {
+  ddp_builder *b = c->b;
+  int T = b->tp;
+  uint64_t fsz = ddp_dtype_size(b->fdt);
+  for (int p = 0; p < b->nparams; p++) {
+    const ddp_model_param *pp = &b->params[p];
+    if (pp->unit != u) continue;
+    int64_t R = pp->full_shape[0], C = pp->full_shape[1], first = pp->full_unit_offset, run = 0, stride = 0;
+    if (pp->tp_split == TP_ROWS) first += c->tp * (R / T) * C;
+    if (pp->tp_split == TP_COLS) first += c->tp * (C / T), run = C / T, stride = C;
+    pass_init_unit_runs(c, u, b->units[u].master, (uint64_t)pp->unit_offset * fsz, first, pp->numel, salt, run, stride);
+  }
+}
+
 /* init -> MEMSET(flat params, grads, m, v, scalars, loss) INIT_TENSOR(unit or its slices)* [INIT_TENSOR(rope)]
  *         [BROADCAST(flat params) BROADCAST(frozen unit)*] | refresh: [CAST(params.copy) | shard copies]
  *         CAST(frozen unit copy)*
@@ -111,7 +135,8 @@ void pass_init_program(rank_ctx *c) {
   bool no_comm = s->mode == MODE_FORWARD;
   int salt = (s->identical_init || c->rank == 0 || (no_comm && s->broadcast_init)) ? 0 : c->rank;
   for (int u = 0; u < b->nunits; u++)
-    if (!lay->zero || !b->units[u].trainable) pass_init_unit(c, u, b->units[u].master, 0, 0, b->units[u].numel, salt);
+    if (b->units[u].tp_split && b->tp > 1) init_unit_tp(c, u, salt);
+    else if (!lay->zero || !b->units[u].trainable) pass_init_unit(c, u, b->units[u].master, 0, 0, b->units[u].numel, salt);
   pass_init_rope(c);
   if (lay->zero) init_shards(c);
   if (lay->world > 1 && s->broadcast_init && !no_comm) {

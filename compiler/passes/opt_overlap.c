@@ -75,6 +75,7 @@ int pass_opt_overlap_step(rank_ctx *c) {
   ddp_instr load = ddp_instr_blank(I_LOAD_BATCH, STREAM_COMPUTE);
   b_buf(b, &load, LOAD_BATCH_P_INPUTS, b->tokens);
   b_buf(b, &load, LOAD_BATCH_P_TARGETS, b->targets);
+  pass_tp_load_batch(c, &load);
   rp_push(c, load, "load_batch");
   rp_order(c, STREAM_COMPUTE, STREAM_COMM); /* the side stream starts with this step */
   pass_opt_scalars(c, false);
@@ -82,6 +83,7 @@ int pass_opt_overlap_step(rank_ctx *c) {
   for (uint32_t k = 0; k < b->step.n; k++) {
     ddp_instr in = b->step.v[k];
     if (in.opcode == I_TIMER) in.i[TIMER_I_SLOT] = c->ntimers++;
+    pass_tp_apply(c, k, &in);
     rp_push(c, in, NULL);
     for (int g = 0; g < ngroups; g++) {
       if (ready[g] != (int32_t)k) continue;

@@ -10,6 +10,8 @@ void pass_opt_scalars(rank_ctx *c, bool sumsq_over_shard) {
   ddp_layout *lay = c->lay;
   if (lay->sumsq_partials >= 0 && lay->zero) {
     pass_zero_sumsq(c);
+  } else if (lay->sumsq_partials >= 0 && b->tp > 1) {
+    pass_tp_sumsq(c);
   } else if (lay->sumsq_partials >= 0) {
     int64_t lo = sumsq_over_shard ? lay->own_lo[c->rank] : 0;
     int64_t hi = sumsq_over_shard ? lay->own_hi[c->rank] : lay->nflat;

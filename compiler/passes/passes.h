@@ -12,6 +12,8 @@ typedef struct rank_ctx {
   ddp_program *out;
   uint32_t nevents, ntimers;
   int comm; /* the communicator rp_collective issues on (0: the world) */
+  int tp;      /* tensor parallelism: this rank's tensor rank (rank is then its data replica) */
+  int tp_comm; /* ... and its tensor group's communicator */
 } rank_ctx;
 
 ddp_instr *rp_push(rank_ctx *c, ddp_instr in, const char *name);
@@ -34,6 +36,9 @@ void pass_init_program(rank_ctx *c);                              /* init_progra
 void pass_memset(rank_ctx *c, int32_t t);
 void pass_cast(rank_ctx *c, int32_t from, int32_t to, int64_t n, const char *name);
 void pass_init_unit(rank_ctx *c, int u, int32_t t, uint64_t at, int64_t first, int64_t count, int salt);
+/* ... drawing runs of `run` elements `stride` apart in the unit's stream (run 0: contiguous) */
+void pass_init_unit_runs(rank_ctx *c, int u, int32_t t, uint64_t at, int64_t first, int64_t count, int salt, int64_t run,
+                         int64_t stride);
 void pass_init_rope(rank_ctx *c);
 void pass_opt_scalars(rank_ctx *c, bool sumsq_over_shard);        /* optimizer.c */
 void pass_scalars(rank_ctx *c);                                   /* OPT_SCALARS alone */
@@ -54,6 +59,14 @@ void pass_zero_sumsq(rank_ctx *c);
 /* One rank with the optimizer on a side stream during the backward (opt_overlap.c). */
 bool pass_opt_overlap_applies(const ddp_builder *b, const ddp_layout *lay);
 int pass_opt_overlap_step(rank_ctx *c);
+/* Tensor parallelism (tensor.c; nothing without it): the communicators (before any rank); a world rank's
+ * data replica (c->rank), tensor rank, tensor and data communicators; the builder's patches of step
+ * instruction k for this rank; LOAD_BATCH's share; the gradient norm's partial sums (pass_opt_scalars). */
+void pass_tp_prepare(ddp_builder *b);
+void pass_tp_rank(rank_ctx *c, int world_rank);
+void pass_tp_apply(const rank_ctx *c, uint32_t k, ddp_instr *in);
+void pass_tp_load_batch(const rank_ctx *c, ddp_instr *load);
+void pass_tp_sumsq(rank_ctx *c);
 /* Pipelines (pipeline.c): every rank's init and step programs; allocates the plan's ranks. */
 int pass_pipeline(ddp_builder *b, ddp_layout *lay, char *err, size_t errcap); /* SUMSQ of every group's gradient slice, partials all-reduced */
 #endif

@@ -95,10 +95,11 @@ static void optimizer_phase(rank_ctx *c, bool opt_overlap, const uint32_t *bucke
 /* rank -> init; step -> RANGE_PUSH TIMER LOAD_BATCH [fwd|bwd [TIMER(BACKWARD_END)] [order sync(group)* after
  *         its last writer]]* [order (ALL_REDUCE(flat) | unit*)] [optimizer] [order] TIMER RANGE_POP
  *         (the ZeRO levels: zero.c) */
-static int assemble_rank(ddp_builder *b, ddp_layout *lay, int rank) {
+static int assemble_rank(ddp_builder *b, ddp_layout *lay, int world_rank) {
   const ddp_schedule *s = b->s;
-  ddp_rank_plan *rp = &b->plan->ranks[rank];
-  rank_ctx c = {.b = b, .lay = lay, .rank = rank, .out = &rp->init};
+  ddp_rank_plan *rp = &b->plan->ranks[world_rank];
+  rank_ctx c = {.b = b, .lay = lay, .rank = world_rank, .out = &rp->init};
+  pass_tp_rank(&c, world_rank); /* tensor parallelism: rank is the data replica, comm its data group */
   pass_init_program(&c);
 
   c.out = &rp->step;
@@ -153,6 +154,7 @@ static int assemble_rank(ddp_builder *b, ddp_layout *lay, int rank) {
   ddp_instr load = ddp_instr_blank(I_LOAD_BATCH, STREAM_COMPUTE);
   b_buf(b, &load, LOAD_BATCH_P_INPUTS, b->tokens);
   b_buf(b, &load, LOAD_BATCH_P_TARGETS, b->targets);
+  pass_tp_load_batch(&c, &load);
   rp_push(&c, load, "load_batch");
 
   uint32_t *bucket_done = ddp_xcalloc((size_t)ngroups + 1, sizeof(uint32_t));
@@ -160,6 +162,7 @@ static int assemble_rank(ddp_builder *b, ddp_layout *lay, int rank) {
     if (k < b->step.n) {
       ddp_instr in = b->step.v[k];
       if (in.opcode == I_TIMER) in.i[TIMER_I_SLOT] = c.ntimers++;
+      pass_tp_apply(&c, k, &in);
       rp_push(&c, in, NULL);
     }
     if (grads && (k + 1 == b->step.n || (b->step.n == 0 && k == 0)))
@@ -206,9 +209,11 @@ static int assemble_rank(ddp_builder *b, ddp_layout *lay, int rank) {
 /* plan -> rank* (every rank's init and step) */
 int ddp_assemble_programs(ddp_builder *b, ddp_layout *lay, char *err, size_t errcap) {
   if (lay->pipe) return pass_pipeline(b, lay, err, errcap);
-  b->plan->meta.world = lay->world;
-  b->plan->ranks = ddp_xcalloc((size_t)lay->world, sizeof(ddp_rank_plan));
-  for (int r = 0; r < lay->world; r++)
+  int world = lay->world * b->tp; /* tensor parallelism: the layout's world is the data axis */
+  b->plan->meta.world = world;
+  pass_tp_prepare(b);
+  b->plan->ranks = ddp_xcalloc((size_t)world, sizeof(ddp_rank_plan));
+  for (int r = 0; r < world; r++)
     if (assemble_rank(b, lay, r) != 0) return -1;
   return 0;
 }

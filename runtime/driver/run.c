@@ -53,6 +53,7 @@ typedef struct metrics_row {
   X(comm_ms, "%.4f", r->t.comm_ms)                                   \
   X(exposed_comm_ms, "%.4f", r->t.exposed_comm_ms)                   \
   X(overlap_ratio, "%.4f", r->t.overlap_ratio)                       \
+  X(tp_comm_ms, "%.4f", r->t.tp_comm_ms)                             \
   X(forward_ms, "%.4f", r->t.forward_ms)                             \
   X(backward_ms, "%.4f", r->t.backward_ms)                           \
   X(optimizer_ms, "%.4f", r->t.optimizer_ms)                         \

@@ -5,7 +5,8 @@
 #    ZeRO-3 (buckets and one FSDP unit per block) equal AdamW DDP; bucketed DDP with the communicators
 #    configured by the schedule (nccl = { cta_policy, max_ctas, register }) equals one GPU and reports them; pipelines (GPipe, 1F1B, zero bubble,
 #    interleaved) on 2 GPUs equal one GPU (SGD, 1e-5), their messages by NCCL (the default) and by copy
-#    engine (DDP_P2P_COPY=1, also inside a CUDA graph) bitwise equal;
+#    engine (DDP_P2P_COPY=1, also inside a CUDA graph) bitwise equal; tensor parallelism (mesh.tensor, and
+#    data x tensor on 4+ GPUs) equals one GPU (SGD, 1e-5; bitwise under a CUDA graph), bf16 losses within 1e-2;
 #  - launches: --nproc 2, torchrun-style variables, Slurm variables all rendezvous;
 #  - failures: a rank killed mid-run makes the other exit non-zero naming the problem within 60 s; a
 #    rank that never arrives fails the rendezvous with a clear line; a 2-rank plan under 3 is refused.
@@ -60,6 +61,40 @@ for level in zero2 zero3; do
     same "tiny_$level" tiny_adam $ztol
 done
 write tiny_fsdp "$tiny" $N ', sync = "bucketed", shard = "zero3"' "$adam" 4 "$tdata" && same tiny_fsdp tiny_adam $ztol
+# tensor parallelism (mesh.tensor: heads, d_ff and vocabulary split over the GPUs, all-reduces and the
+# vocabulary-parallel cross-entropy on the tensor communicators) equals one GPU (SGD, fp32), also with the
+# step captured into a CUDA graph; data x tensor where there are 4 GPUs or more; bf16 within 1e-2 of the
+# loss of one GPU
+tp=$N; [ "$N" -gt 4 ] && tp=4
+write tiny_tp "$tiny" $N "" "sgd { lr = 0.1 }" 4 "$tdata, mesh = { data = $((N / tp)), tensor = $tp }" &&
+  same tiny_tp tiny_1 1e-5 1e-6 && {
+  DDP_CUDA_GRAPH=1 "$DDPRUN" "$tmp/tiny_tp.bin" --nproc $N --checkpoint-dir "$tmp/tiny_tp_graph.ckpt" --quiet &&
+    same tiny_tp_graph tiny_tp 0 0 || fail "tiny_tp under DDP_CUDA_GRAPH=1"; }
+if [ "$N" -ge 4 ]; then
+  write tiny_d2t2 "$tiny" $N ', bucket_mb = 0.05' "sgd { lr = 0.1 }" 4 "$tdata, mesh = { data = $((N / 2)), tensor = 2 }" &&
+    same tiny_d2t2 tiny_1 1e-5 1e-6
+fi
+tp_bf16() { # NAME RANKS MESH: the tiny model in bf16 with AdamW and clipping, losses in $tmp/NAME.out
+  cat >"$tmp/$1.lua" <<LUA
+local models = require "models"
+return schedule { model = $tiny, data = $tdata, precision = "bf16", optimizer = adamw { lr = 1e-2, clip = 1.0 },
+                  parallel = $([ "$2" = 1 ] && echo "single()" || echo "ddp { ranks = $2 }"), $3 steps = 4, seed = 3 }
+LUA
+  local run=(--nproc "$2"); [ "$2" = 1 ] && run=()
+  "$DDPC" "$tmp/$1.lua" -o "$tmp/$1.bin" -q && "$DDPRUN" "$tmp/$1.bin" "${run[@]}" >"$tmp/$1.out" 2>&1 ||
+    { fail "$1: $(tail -2 "$tmp/$1.out")"; return 1; }
+}
+if tp_bf16 tp_bf16_1 1 "" && tp_bf16 tp_bf16_n $N "mesh = { data = $((N / tp)), tensor = $tp },"; then
+  python3 - "$tmp/tp_bf16_n.out" "$tmp/tp_bf16_1.out" <<'PY' && echo "ok: bf16 tensor-parallel losses within 1e-2 of one GPU's" ||
+import re, sys
+def steps(f):
+    return [float(m.group(1)) for m in re.finditer(r"^step\s+\d+\s+loss\s+(\S+)", open(f).read(), re.M)]
+a, b = steps(sys.argv[1]), steps(sys.argv[2])
+print(a, b)
+sys.exit(0 if a and len(a) == len(b) and all(x == x and abs(x - y) <= 1e-2 * max(1, abs(y)) for x, y in zip(a, b)) else 1)
+PY
+    fail "bf16 tensor-parallel losses differ from one GPU's by more than 1e-2"
+fi
 [ "$N" != 2 ] && { echo "(equivalence on $N GPUs only)"; exit $fail; }
 
 # pipelines on 2 GPUs against one GPU, SGD; each schedule twice: its messages by NCCL send/recv (the

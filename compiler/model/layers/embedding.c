@@ -1,5 +1,7 @@
 /* compiler/model/layers/embedding.c: token embedding lookup (table (vocab, d_model), read from the fp32
- * master) and its deterministic backward (tokens accumulated in order into the table's gradient). */
+ * master) and its deterministic backward (tokens accumulated in order into the table's gradient). Under
+ * tensor parallelism the table is this rank's rows of the vocabulary (vfirst = t x rows, patched per rank):
+ * a token another rank holds gives a zero row, and the ranks' outputs are all-reduced. */
 #include "layers.h"
 
 int32_t layer_embedding(ddp_builder *b, const char *name, int unit, int32_t tokens, int64_t d) {
@@ -13,7 +15,9 @@ int32_t layer_embedding(ddp_builder *b, const char *name, int unit, int32_t toke
   in.i[EMBED_FWD_I_N] = rows;
   in.i[EMBED_FWD_I_D] = d;
   in.i[EMBED_FWD_I_V] = vocab;
+  in.i[EMBED_FWD_I_PARTIAL] = b->tp > 1;
   b_emit(b, in, name);
+  if (b->tp > 1) b_tp_patch(b, b_last(b), TPP_INT, EMBED_FWD_I_VFIRST, vocab);
   ddp_node *n = b_record(b, LK_EMBED, name);
   n->t[0] = tokens;
   n->t[1] = out;
@@ -21,6 +25,7 @@ int32_t layer_embedding(ddp_builder *b, const char *name, int unit, int32_t toke
   n->i[0] = rows;
   n->i[1] = d;
   n->i[2] = vocab;
+  layer_tp_reduce(b, b_fmt(b, "%s.all_reduce", name), out);
   return out;
 }
 
@@ -35,5 +40,7 @@ void layer_embedding_bwd(ddp_builder *b, const ddp_node *n) {
   in.i[EMBED_BWD_I_D] = n->i[1];
   in.i[EMBED_BWD_I_V] = n->i[2];
   in.i[EMBED_BWD_I_ACC] = b_unit_grad_acc(b, n->u[0]);
+  in.i[EMBED_BWD_I_PARTIAL] = b->tp > 1;
   b_emit(b, in, b_fmt(b, "%s.bwd", ddp_plan_string(b->plan, n->name)));
+  if (b->tp > 1) b_tp_patch(b, b_last(b), TPP_INT, EMBED_BWD_I_VFIRST, n->i[2]);
 }

@@ -1,5 +1,6 @@
 /* compiler/model/layers/layers.h: the layer kinds, one file each (forward wiring, backward wiring, shape
- * rules): embedding.c, linear.c, norms.c, attention.c, attention_naive.c, pointwise.c, losses.c. */
+ * rules): embedding.c, linear.c, norms.c, attention.c, attention_naive.c, pointwise.c, losses.c,
+ * tensor_parallel.c. */
 #ifndef DDP_LAYERS_H
 #define DDP_LAYERS_H
 #include "builder.h"
@@ -19,6 +20,16 @@ void layer_mse(ddp_builder *b, int32_t pred, int32_t target, int64_t m);
 int32_t layer_relu(ddp_builder *b, const char *name, int32_t x, int64_t n_cols);
 int32_t layer_layernorm(ddp_builder *b, const char *name, int wunit, int bunit, int32_t x, int64_t d);
 void layer_bias(ddp_builder *b, const char *name, int unit, int32_t y, int64_t m);
+/* Tensor parallelism (tensor_parallel.c; nothing when b->tp == 1): the forward all-reduce of a row-parallel
+ * output, the backward all-reduce of a column-parallel input's gradient; a collective over elements of t
+ * on the rank's tensor communicator (compute stream, sum). */
+void layer_tp_reduce(ddp_builder *b, const char *name, int32_t t);
+void layer_tp_copy(ddp_builder *b, const char *name, int32_t t);
+uint32_t b_tp_collective(ddp_builder *b, int opcode, int32_t t, uint64_t send_view, uint64_t recv_view, int64_t count,
+                         const char *name); /* returns its index in the step */
+/* The vocabulary-parallel cross-entropy (losses.c): logits [N, vocab_local] of this tensor rank's rows of the
+ * head. (The embedding is vocabulary-parallel by itself when b->tp > 1.) */
+void layer_cross_entropy_vp(ddp_builder *b, int32_t logits, int32_t targets, int64_t vocab_local);
 
 /* Backward functions replay one tape node (b_backward calls them in reverse). */
 void layer_embedding_bwd(ddp_builder *b, const ddp_node *n);
@@ -31,4 +42,5 @@ void layer_swiglu_bwd(ddp_builder *b, const ddp_node *n);
 void layer_relu_bwd(ddp_builder *b, const ddp_node *n);
 void layer_layernorm_bwd(ddp_builder *b, const ddp_node *n);
 void layer_bias_bwd(ddp_builder *b, const ddp_node *n);
+void layer_tp_copy_bwd(ddp_builder *b, const ddp_node *n);
 #endif

@@ -33,6 +33,44 @@ void layer_cross_entropy(ddp_builder *b, int32_t logits, int32_t targets, int64_
   loss_scalar(b, b->loss_rows, rows, 1.0 / (double)rows);
 }
 
+/* logits -> XENT_VP_STATS(stats[t]) ALL_GATHER(stats) XENT_VP(loss rows, dlogits in place) SUM: the
+ * vocabulary-parallel cross-entropy over the tensor ranks' logit columns, never gathering the logits. */
+void layer_cross_entropy_vp(ddp_builder *b, int32_t logits, int32_t targets, int64_t vocab_local) {
+  int64_t rows = b_t(b, logits)->shape[0], T = b->tp;
+  uint64_t slice = (uint64_t)rows * 2 * ddp_dtype_size(b->fdt);
+  b->loss_rows = b_act(b, "loss.rows", b->fdt, rows, 0);
+  int32_t stats = b_act(b, "loss.vp_stats", b->fdt, T * rows, 2);
+  ddp_instr st = b_kernel(OP_XENT_VP_STATS);
+  b_buf(b, &st, XENT_VP_STATS_P_LOGITS, logits);
+  b_buf(b, &st, XENT_VP_STATS_P_TARGETS, targets);
+  b_buf(b, &st, XENT_VP_STATS_P_STATS, stats);
+  st.i[XENT_VP_STATS_I_N] = rows;
+  st.i[XENT_VP_STATS_I_V] = vocab_local;
+  b_emit(b, st, "cross_entropy.stats");
+  b_tp_patch(b, b_last(b), TPP_VIEW, XENT_VP_STATS_P_STATS, (int64_t)slice);
+  b_tp_patch(b, b_last(b), TPP_INT, XENT_VP_STATS_I_VFIRST, vocab_local);
+  uint32_t gather = b_tp_collective(b, I_ALL_GATHER, stats, 0, 0, rows * 2, "cross_entropy.all_gather");
+  b_tp_patch(b, gather, TPP_VIEW, COLL_P_SEND, (int64_t)slice);
+  ddp_instr in = b_kernel(OP_XENT_VP);
+  b_buf(b, &in, XENT_VP_P_LOGITS, logits);
+  b_buf(b, &in, XENT_VP_P_TARGETS, targets);
+  b_buf(b, &in, XENT_VP_P_STATS, stats);
+  b_buf(b, &in, XENT_VP_P_LOSS_ROWS, b->loss_rows);
+  b_buf(b, &in, XENT_VP_P_DLOGITS, b->backward ? logits : -1);
+  in.i[XENT_VP_I_N] = rows;
+  in.i[XENT_VP_I_V] = vocab_local;
+  in.i[XENT_VP_I_PARTS] = T;
+  in.i[XENT_VP_I_VTOTAL] = vocab_local * T;
+  in.f[XENT_VP_F_SCALE] = (float)(1.0 / (double)rows);
+  b_emit(b, in, "cross_entropy");
+  b_tp_patch(b, b_last(b), TPP_INT, XENT_VP_I_VFIRST, vocab_local);
+  if (b->backward) {
+    b->grad_of[logits] = logits;
+    b->grad_done[logits] = 1;
+  }
+  loss_scalar(b, b->loss_rows, rows, 1.0 / (double)rows);
+}
+
 void layer_mse(ddp_builder *b, int32_t pred, int32_t target, int64_t m) {
   int64_t rows = b_t(b, pred)->shape[0];
   b->loss_rows = b_act(b, "loss.rows", b->fdt, rows, 0);

@@ -1,0 +1,175 @@
+#!/usr/bin/env bash
+# tests/e2e/test_tensor_parallel.sh: tensor parallelism (mesh = { data = D, tensor = T }: Megatron column/row
+# splits, the vocabulary-parallel embedding and cross-entropy) on the reference executor (ranks as threads),
+# against one rank on the same global batch:
+#  - tensor 2, 4 and 8; data 2 x tensor 2 and data 2 x tensor 4 (individual and bucketed sync), SGD, fp32:
+#    the step losses and the final parameters allclose 1e-6 (relative; 1e-7 absolute); naive attention;
+#  - AdamW with clipping (the gradient norm over the split and the whole units counted once), eps 1e-6:
+#    losses 1e-6 and the final parameters and moments 1e-5 (AdamW divides by sqrt(v): where a gradient
+#    is ~0 its ratio amplifies the last-bit differences of the tensor ranks' sums; with eps 1e-8 a handful
+#    of 250k elements move by 2e-5 after 4 steps, with 1e-6 none does);
+#  - bf16 (activations and GEMM operands): losses within 1e-2 of one rank;
+#  - checkpoints: a tensor-parallel run's files have one rank's names and shapes; resume across layouts
+#    (tensor 2 -> 1 rank, 1 rank -> data 2 x tensor 2, tensor 2 -> tensor 4) ends where the straight runs end;
+#  - the plan: its communicators and mesh (ddpc inspect), the vocabulary-parallel cross-entropy's kernels;
+#  - through the MPI backend (ranks as processes) when Open MPI is present: bit for bit the threads run;
+#  - refusals in one line: heads, d_ff or vocab not divisible, a mesh whose product is not the world, an
+#    axis of 0, an MLP, a mesh with sharding or a pipeline (not supported yet).
+. "$(dirname "$0")/lib.sh"
+[ -n "${LSAN_OPTIONS:-}" ] && export LSAN_OPTIONS="$LSAN_OPTIONS:fast_unwind_on_malloc=0" # see test_mpi.sh
+e2e_tmp tensor_parallel
+cp "$DDP_SOURCE_DIR/schedules/lib/models.lua" "$tmp/"
+
+tiny='models.tiny({ d_model = 128, d_ff = 256, heads = 8, vocab = 64, context = 8, layers = 2 })'
+data='{ global_batch = 8, tokens = "random", seed = 5 }'
+sgd='sgd { lr = 0.1 }'
+adam='adamw { lr = 1e-2, weight_decay = 0.1, clip = 1.0, eps = 1e-6 }'
+
+# run NAME MODEL PARALLEL MESH OPTIMIZER [PRECISION]: compile $tmp/NAME.lua and run it on the reference
+# executor for 4 steps (step losses in $tmp/NAME.out, checkpoint in $tmp/NAME.ckpt)
+run() {
+  cat >"$tmp/$1.lua" <<LUA
+local models = require "models"
+return schedule { model = $2, data = $data, precision = "${6:-fp32}", optimizer = $5, parallel = $3, $4
+                  steps = 4, seed = 3 }
+LUA
+  "$DDPC" "$tmp/$1.lua" -o "$tmp/$1.bin" -q 2>"$tmp/$1.err" || { fail "$1 does not compile: $(cat "$tmp/$1.err")"; return 1; }
+  "$DDPRUN" "$tmp/$1.bin" --device ref --checkpoint-dir "$tmp/$1.ckpt" >"$tmp/$1.out" 2>&1 ||
+    { fail "$1 run: $(tail -3 "$tmp/$1.out")"; return 1; }
+}
+
+# losses NAME BASE TOL: the step losses of two runs agree within TOL (relative)
+losses() {
+  python3 - "$tmp/$1.out" "$tmp/$2.out" "$3" <<'PY' || { fail "$1 losses != $2: $(cat "$tmp/loss.err")"; return 1; }
+import re, sys
+def steps(f):
+    return [float(m.group(1)) for m in re.finditer(r"^step\s+\d+\s+loss\s+(\S+)", open(f).read(), re.M)]
+a, b, tol = steps(sys.argv[1]), steps(sys.argv[2]), float(sys.argv[3])
+if not a or len(a) != len(b) or any(x != x or abs(x - y) > tol * max(1.0, abs(y)) for x, y in zip(a, b)):
+    open(sys.argv[1].rsplit("/", 1)[0] + "/loss.err", "w").write(f"{a} vs {b}")
+    sys.exit(1)
+PY
+  echo "ok: $1 losses == $2"
+}
+
+# files NAME BASE FILE RTOL ATOL: one safetensors file of the two runs' last checkpoints agrees
+files() {
+  "$ST_COMPARE" "$(ckpt_latest "$tmp/$2.ckpt")/$3.safetensors" "$(ckpt_latest "$tmp/$1.ckpt")/$3.safetensors" \
+    --rtol "$4" --atol "$5" >"$tmp/cmp" 2>&1 || { fail "$1 $3 != $2: $(tail -2 "$tmp/cmp")"; return 1; }
+  echo "ok: $1 $3 == $2 ($(tail -1 "$tmp/cmp"))"
+}
+equal() { losses "$1" "$2" 1e-6 && files "$1" "$2" model 1e-6 1e-7; }
+
+run base "$tiny" "single()" "" "$sgd"
+run t2 "$tiny" "ddp { ranks = 2 }" "mesh = { tensor = 2 }," "$sgd" && equal t2 base
+run t4 "$tiny" "ddp { ranks = 4 }" "mesh = { tensor = 4 }," "$sgd" && equal t4 base
+run t8 "$tiny" "ddp { ranks = 8 }" "mesh = { tensor = 8 }," "$sgd" && equal t8 base
+run d2t2 "$tiny" "ddp { ranks = 4 }" "mesh = { data = 2, tensor = 2 }," "$sgd" && equal d2t2 base
+run d2t4 "$tiny" 'ddp { ranks = 8, sync = "individual" }' "mesh = { data = 2, tensor = 4 }," "$sgd" && equal d2t4 base
+run d2t2_small "$tiny" "ddp { ranks = 4, bucket_mb = 0.05 }" "mesh = { data = 2, tensor = 2 }," "$sgd" && equal d2t2_small base
+naive='models.tiny({ d_model = 128, d_ff = 256, heads = 8, vocab = 64, context = 8, layers = 2, attention = "naive" })'
+run naive_1 "$naive" "single()" "" "$sgd"
+run naive_t2 "$naive" "ddp { ranks = 2 }" "mesh = { tensor = 2 }," "$sgd" && equal naive_t2 naive_1
+
+# AdamW with clipping
+run adam_1 "$tiny" "single()" "" "$adam"
+for name in adam_t2:2:'{ tensor = 2 }' adam_d2t2:4:'{ data = 2, tensor = 2 }'; do
+  IFS=: read -r n ranks mesh <<<"$name"
+  run "$n" "$tiny" "ddp { ranks = $ranks }" "mesh = $mesh," "$adam" && losses "$n" adam_1 1e-6 &&
+    files "$n" adam_1 model 1e-5 1e-6 && files "$n" adam_1 optimizer 1e-5 1e-7
+done
+# the clip scale must use every tensor rank's split gradients and the whole ones once: a clip that bites
+# (0.05) would drift at once from one rank's if the norm counted the norms' weights twice or only rank 0's
+clip='adamw { lr = 1e-2, clip = 0.05, eps = 1e-6 }'
+run clip_1 "$tiny" "single()" "" "$clip"
+run clip_t4 "$tiny" "ddp { ranks = 4 }" "mesh = { tensor = 4 }," "$clip" && losses clip_t4 clip_1 1e-6 &&
+  files clip_t4 clip_1 model 1e-5 1e-6
+
+# bf16
+run bf_1 "$tiny" "single()" "" "$sgd" bf16
+run bf_t2 "$tiny" "ddp { ranks = 2 }" "mesh = { tensor = 2 }," "$sgd" bf16 && losses bf_t2 bf_1 1e-2
+
+# checkpoints: one rank's names and shapes
+python3 - "$(ckpt_latest "$tmp/d2t2.ckpt")/model.safetensors" "$(ckpt_latest "$tmp/base.ckpt")/model.safetensors" <<'PY' ||
+import json, struct, sys
+def header(f):
+    b = open(f, "rb").read()
+    n = struct.unpack("<Q", b[:8])[0]
+    return {k: (v["dtype"], v["shape"]) for k, v in json.loads(b[8:8 + n]).items() if k != "__metadata__"}
+a, b = header(sys.argv[1]), header(sys.argv[2])
+sys.exit(0 if a == b else 1)
+PY
+  fail "the data 2 x tensor 2 checkpoint's names or shapes differ from one rank's"
+echo "ok: the tensor-parallel checkpoint has one rank's names and shapes"
+
+# resume across layouts: 2 steps in one layout, 2 more in another, against the straight run of the second
+resume() { # NAME FROM TO STRAIGHT
+  "$DDPRUN" "$tmp/$2.bin" --device ref --steps 2 --checkpoint-dir "$tmp/$1.ckpt" --quiet || { fail "$1: first half"; return; }
+  "$DDPRUN" "$tmp/$3.bin" --device ref --steps 4 --checkpoint-dir "$tmp/$1.ckpt" --resume --quiet || { fail "$1: resume"; return; }
+  files "$1" "$4" model 1e-5 1e-6 && files "$1" "$4" optimizer 1e-5 1e-7
+}
+resume r_t2_to_1 adam_t2 adam_1 adam_1
+resume r_1_to_d2t2 adam_1 adam_d2t2 adam_d2t2
+run adam_t4 "$tiny" "ddp { ranks = 4 }" "mesh = { tensor = 4 }," "$adam"
+resume r_t2_to_t4 adam_t2 adam_t4 adam_t4
+
+# the plan: the mesh and its communicators, the vocabulary-parallel kernels, the collectives on them
+"$DDPC" inspect "$tmp/d2t2.bin" >"$tmp/inspect.out" 2>&1 || fail "inspect: $(tail -2 "$tmp/inspect.out")"
+grep -q "^communicators  *4$" "$tmp/inspect.out" || fail "inspect: the summary does not count 4 communicators"
+grep -q "^parallel .*mesh data=2 tensor=2" "$tmp/inspect.out" || fail "inspect: the parallel line lacks the mesh"
+for want in XENT_VP_STATS XENT_VP "layers.0.attn.output_proj.all_reduce" "layers.1.ln2.tp_copy.bwd" \
+  "cross_entropy.all_gather" "token_embeddings.all_reduce"; do
+  grep -qF "$want" "$tmp/inspect.out" || fail "inspect lacks '$want'"
+done
+
+# ranks as processes
+if command -v mpirun >/dev/null; then
+  MPIRUN=(timeout 120 mpirun --allow-run-as-root --oversubscribe --mca btl self,vader
+          --mca btl_vader_single_copy_mechanism none)
+  for name in d2t2 adam_d2t2; do
+    "${MPIRUN[@]}" -n 4 "$DDPRUN" "$tmp/$name.bin" --device ref --checkpoint-dir "$tmp/$name.mpi.ckpt" >"$tmp/$name.mpi.out" 2>&1 ||
+      { fail "$name under mpirun -n 4: $(tail -3 "$tmp/$name.mpi.out")"; continue; }
+    grep -q "rank 0 of 4 processes, MPI" "$tmp/$name.mpi.out" || fail "$name: not run as 4 MPI processes"
+    for f in model optimizer; do
+      cmp -s "$(ckpt_latest "$tmp/$name.mpi.ckpt")/$f.safetensors" "$(ckpt_latest "$tmp/$name.ckpt")/$f.safetensors" ||
+        fail "$name: $f.safetensors of the MPI run differs from the threads run"
+    done
+    diff <(grep '^step' "$tmp/$name.out" | awk '{print $4}') <(grep '^step' "$tmp/$name.mpi.out" | awk '{print $4}') \
+      >/dev/null || fail "$name: MPI losses differ from the threads run"
+    echo "ok: $name under mpirun -n 4: checkpoints and losses bit for bit the threads run's"
+  done
+else
+  echo "skipped: the MPI backend (mpirun not installed)"
+fi
+
+# refusals: one line naming the field, non-zero exit, no plan written
+refuse() { # NAME PATTERN MODEL PARALLEL MESH
+  cat >"$tmp/$1.lua" <<LUA
+local models = require "models"
+return schedule { model = $3, data = $data, optimizer = $sgd, parallel = $4, $5 steps = 1 }
+LUA
+  if "$DDPC" "$tmp/$1.lua" -o "$tmp/$1.bin" >"$tmp/$1.out" 2>&1; then fail "$1: compiled"; return; fi
+  [ "$(wc -l <"$tmp/$1.out")" = 1 ] || { fail "$1: not one line: $(cat "$tmp/$1.out")"; return; }
+  grep -qE -- "$2" "$tmp/$1.out" || { fail "$1: '$(cat "$tmp/$1.out")' lacks /$2/"; return; }
+  [ -e "$tmp/$1.bin" ] && { fail "$1: left a plan"; return; }
+  echo "ok: $1: $(cat "$tmp/$1.out")"
+}
+refuse heads "mesh.tensor must divide model.heads \(8\)" "$tiny" "ddp { ranks = 3 }" "mesh = { tensor = 3 },"
+refuse d_ff "mesh.tensor must divide model.d_ff \(100\)" \
+  'models.tiny({ d_model = 128, d_ff = 100, heads = 8, vocab = 64, context = 8, layers = 2 })' "ddp { ranks = 8 }" \
+  "mesh = { tensor = 8 },"
+refuse vocab "mesh.tensor must divide model.vocab \(60\)" \
+  'models.tiny({ d_model = 128, d_ff = 256, heads = 8, vocab = 60, context = 8, layers = 2 })' "ddp { ranks = 8 }" \
+  "mesh = { tensor = 8 },"
+refuse product "mesh: data 2 x tensor 2 x pipeline 1 = 4 ranks, but parallel has 8" "$tiny" "ddp { ranks = 8 }" \
+  "mesh = { data = 2, tensor = 2 },"
+refuse zero_axis "mesh.tensor must be a positive integer, got 0" "$tiny" "ddp { ranks = 2 }" "mesh = { tensor = 0 },"
+refuse not_table "mesh must be a table" "$tiny" "ddp { ranks = 2 }" "mesh = 2,"
+refuse unknown_axis "expert is not a field of mesh" "$tiny" "ddp { ranks = 2 }" "mesh = { expert = 2 },"
+refuse mlp "mesh.tensor splits a transformer" 'mlp { name = "m", layers = { linear({ name = "fc", in_features = 4, out_features = 4 }) } }' \
+  "ddp { ranks = 2 }" "mesh = { tensor = 2 },"
+refuse shard "mesh.tensor > 1 with sharding" "$tiny" 'ddp { ranks = 4, shard = "zero1" }' "mesh = { data = 2, tensor = 2 },"
+refuse pipe_axis "mesh.pipeline needs parallel = pipeline" "$tiny" "ddp { ranks = 4 }" "mesh = { tensor = 2, pipeline = 2 },"
+refuse pipeline "mesh.tensor > 1 with pipeline" "$tiny" 'pipeline { stages = 2, microbatches = 2 }' \
+  "mesh = { tensor = 2, pipeline = 2 },"
+exit $fail
