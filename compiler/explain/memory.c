@@ -7,7 +7,8 @@
  * reads or writes (a gather or staging buffer), moved out of their arena's class. Gradients reduced in
  * place in their buckets stay gradients. Sharded plans keep two kinds of parameter and gradient memory in
  * the activation arena, live only for part of the step: ZeRO-3's gathered parameters (TF_PARAM_COPY, or
- * written by an ALL_GATHER) and the full gradients of a group until its reduce-scatter (TF_GRAD); those
+ * written by an ALL_GATHER; not one on a tensor group, whose all-gathers gather activations: the
+ * vocabulary-parallel cross-entropy's statistics) and the full gradients of a group until its reduce-scatter (TF_GRAD); those
  * live at the activation peak
  * (ddp_act_peak_find) move from activations to parameters and gradients. The classes sum to the rank's
  * arena bytes. */
@@ -45,8 +46,11 @@ unsigned char *ddp_gathered_params(const ddp_plan *p) {
   unsigned char *g = ddp_xcalloc(p->ntensors + 1u, 1);
   const ddp_program *prog = p->ranks && p->meta.world > 0 ? &p->ranks[0].step : NULL;
   for (uint32_t k = 0; prog && k < prog->n; k++) {
+    if (prog->v[k].opcode != I_ALL_GATHER) continue;
     int32_t t = prog->v[k].p[COLL_P_RECV].tensor;
-    if (prog->v[k].opcode == I_ALL_GATHER && t >= 0 && (uint32_t)t < p->ntensors) g[ddp_tensor_root(p, t)] = 1;
+    int64_t cm = prog->v[k].i[COLL_I_COMM];
+    if (p->meta.tensor_parallel > 1 && cm >= 1 && cm <= p->meta.data_parallel) continue; /* a tensor group's */
+    if (t >= 0 && (uint32_t)t < p->ntensors) g[ddp_tensor_root(p, t)] = 1;
   }
   for (uint32_t t = 0; t < p->ntensors; t++)
     g[t] = ddp_act_transient(p, t) && (g[t] || (p->tensors[t].flags & TF_PARAM_COPY));

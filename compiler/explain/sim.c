@@ -5,16 +5,22 @@
  * collective starts when every rank has reached it on its stream (the max of the ranks' ready times) and
  * a point-to-point group (consecutive SEND/RECV on one stream) is posted when reached, each pair running when
  * both sides are posted (post_group). A collective spans its communicator: the world (comm 0) or the
- * plan's group (pipeline replicas: a stage's replicas), starting when every member has reached it and
- * timed with the group's size (plan/work.c), so the groups of different stages run independently. The
+ * plan's group (pipeline replicas: a stage's replicas; tensor parallelism: a tensor group, whose
+ * all-reduces run on the compute stream, or a tensor rank's data group), starting when every member has
+ * reached it and timed with the group's size (plan/work.c), so the groups of different stages (or tensor
+ * groups) run independently. The
  * compute work of a rank (every costed instruction but the collectives) shares one device: each runs at
  * its full rate in the first gap of the device's busy time at or after its stream's clock (device_place),
  * so two streams' kernels never overlap each other (the profile's rates are each of the whole device),
  * while a collective overlaps compute, but while one runs on a rank (its interval at full cost, also in
- * the zero-communication run: the loss is compute's, not waiting) the rank's compute runs at 1 - the
- * profile's collective_share of its rate (stretch; point-to-point transfers do not slow compute). Each
- * instruction remembers the dependency that set its start (a kernel delayed by the other stream's kernels
- * keeps its stream or event dependency), so the critical path can be walked back. */
+ * the zero-communication run: the loss is compute's, not waiting) the rank's compute on the other streams
+ * runs at 1 - the profile's collective_share of its rate (stretch; point-to-point transfers do not slow
+ * compute). A collective never slows its own stream's work: in the full run that work waits for it, and
+ * in the zero-communication run it must not either (the tensor-parallel all-reduces on the compute stream,
+ * compiler/passes/tensor.c, would otherwise stretch the kernels after them by collective_share of their
+ * whole cost, and the exposed communication would lose that share). Each instruction remembers the
+ * dependency that set its start (a kernel delayed by the other stream's kernels keeps its stream or event
+ * dependency), so the critical path can be walked back. */
 #include "err.h"
 #include "explain.h"
 #include <stdlib.h>
@@ -30,12 +36,16 @@ typedef struct busy_iv {
   double s, e;
 } busy_iv;
 
+typedef struct coll_set { /* a union of collectives' intervals, sorted, disjoint */
+  busy_iv *v;
+  size_t n, cap;
+} coll_set;
+
 typedef struct rank_state {
   uint32_t pc;
   busy_iv *dev;    /* the device's busy intervals, sorted, disjoint, adjacent ones merged */
   size_t ndev, capdev;
-  busy_iv *coll;   /* the union of the rank's collectives' intervals, sorted, disjoint */
-  size_t ncoll, capcoll;
+  coll_set *coll; /* [nstreams]: the collectives' intervals that slow stream k's compute (the other streams') */
   double *clock;   /* [nstreams] */
   int64_t *last;   /* [nstreams]: the last instruction on each stream, -1 */
   ev_state *ev;    /* [nev] */
@@ -104,50 +114,58 @@ static size_t first_ending_after(const busy_iv *v, size_t n, double t) {
   return lo;
 }
 
-/* Adds [s, e) to the union of the rank's collective intervals. */
-static void coll_add(rank_state *st, double s, double e) {
-  if (!(e > s)) return;
-  size_t i = first_ending_after(st->coll, st->ncoll, s), j = i;
-  while (j < st->ncoll && st->coll[j].s <= e) { /* overlapping or touching: merged */
-    if (st->coll[j].s < s) s = st->coll[j].s;
-    if (st->coll[j].e > e) e = st->coll[j].e;
+/* Adds [s, e) to the union c. */
+static void coll_set_add(coll_set *c, double s, double e) {
+  size_t i = first_ending_after(c->v, c->n, s), j = i;
+  while (j < c->n && c->v[j].s <= e) { /* overlapping or touching: merged */
+    if (c->v[j].s < s) s = c->v[j].s;
+    if (c->v[j].e > e) e = c->v[j].e;
     j++;
   }
   size_t removed = j - i;
   if (removed == 0) {
-    if (st->ncoll == st->capcoll) {
-      st->capcoll = st->capcoll ? 2 * st->capcoll : 16;
-      st->coll = ddp_xrealloc(st->coll, st->capcoll * sizeof *st->coll);
+    if (c->n == c->cap) {
+      c->cap = c->cap ? 2 * c->cap : 16;
+      c->v = ddp_xrealloc(c->v, c->cap * sizeof *c->v);
     }
-    memmove(&st->coll[i + 1], &st->coll[i], (st->ncoll - i) * sizeof *st->coll);
-    st->ncoll++;
+    memmove(&c->v[i + 1], &c->v[i], (c->n - i) * sizeof *c->v);
+    c->n++;
   } else if (removed > 1) {
-    memmove(&st->coll[i + 1], &st->coll[j], (st->ncoll - j) * sizeof *st->coll);
-    st->ncoll -= removed - 1;
+    memmove(&c->v[i + 1], &c->v[j], (c->n - j) * sizeof *c->v);
+    c->n -= removed - 1;
   }
-  st->coll[i] = (busy_iv){s, e};
+  c->v[i] = (busy_iv){s, e};
+}
+
+/* A collective on stream `sid` over [s, e): it slows the compute of every other stream of the rank. */
+static void coll_add(rank_state *st, uint32_t ns, uint32_t sid, double s, double e) {
+  if (!(e > s)) return;
+  for (uint32_t k = 0; k < ns; k++)
+    if (k != sid) coll_set_add(&st->coll[k], s, e);
 }
 
 /* The wall time of c seconds of compute started at t when it runs at (1 - share) of its rate inside the
- * collectives' intervals. */
-static double stretch(const rank_state *st, double t, double c, double share) {
-  if (share <= 0 || st->ncoll == 0) return c;
+ * intervals of cs (the collectives of the other streams). */
+static double stretch(const coll_set *cs, double t, double c, double share) {
+  if (share <= 0 || cs->n == 0) return c;
   double cur = t, left = c;
-  for (size_t i = first_ending_after(st->coll, st->ncoll, t); i < st->ncoll; i++) {
-    if (st->coll[i].s >= cur + left) break;
-    if (st->coll[i].s > cur) left -= st->coll[i].s - cur, cur = st->coll[i].s;
-    double cap = (st->coll[i].e - cur) * (1 - share);
+  for (size_t i = first_ending_after(cs->v, cs->n, t); i < cs->n; i++) {
+    if (cs->v[i].s >= cur + left) break;
+    if (cs->v[i].s > cur) left -= cs->v[i].s - cur, cur = cs->v[i].s;
+    double cap = (cs->v[i].e - cur) * (1 - share);
     if (left <= cap) return cur + left / (1 - share) - t;
     left -= cap;
-    cur = st->coll[i].e;
+    cur = cs->v[i].e;
   }
   return cur + left - t;
 }
 
-/* The start of c seconds of compute ready at t: where device_place puts it (the device's first gap that
- * holds it, marked busy), slowed by the collectives around it. *wall: its duration. */
-static double compute_place(rank_state *st, double t, double c, double share, double *wall) {
-  if (share <= 0 || st->ncoll == 0) {
+/* The start of c seconds of compute on stream sid ready at t: where device_place puts it (the device's
+ * first gap that holds it, marked busy), slowed by the other streams' collectives around it. *wall: its
+ * duration. */
+static double compute_place(rank_state *st, uint32_t sid, double t, double c, double share, double *wall) {
+  const coll_set *cs = &st->coll[sid];
+  if (share <= 0 || cs->n == 0) {
     *wall = c;
     return device_place(st, t, c);
   }
@@ -159,7 +177,7 @@ static double compute_place(rank_state *st, double t, double c, double share, do
     if (st->dev[i].e > s) s = st->dev[i].e;
     i++;
   }
-  *wall = stretch(st, s, c, share);
+  *wall = stretch(cs, s, c, share);
   return device_place(st, s, *wall);
 }
 
@@ -186,7 +204,8 @@ static void advance(const ddp_plan *p, const ddp_profile *pr, ddp_sim *s, rank_s
       si->dep_index = st->ev[e].src;
     }
     double c = ddp_instr_cost(p, in, pr, &comm), wall = c;
-    si->start = c > 0 ? compute_place(st, st->clock[sid], c, pr->collective_share, &wall) : st->clock[sid];
+    si->start =
+        c > 0 ? compute_place(st, (uint32_t)sid, st->clock[sid], c, pr->collective_share, &wall) : st->clock[sid];
     si->end = si->start + wall;
     st->clock[sid] = si->end;
     st->last[sid] = k;
@@ -213,7 +232,7 @@ static void fire(const ddp_plan *p, const ddp_profile *pr, int zero_comm, ddp_si
     const ddp_instr *in = &p->ranks[r].step.v[k];
     int comm = 0;
     double full = ddp_instr_cost(p, in, pr, &comm), c = zero_comm ? 0 : full;
-    coll_add(&st[r], start, start + full);
+    coll_add(&st[r], s->nstreams, in->stream, start, start + full);
     ddp_sim_instr *si = &s->ranks[r].in[k];
     if (late == r || st[r].clock[in->stream] == start) {
       si->dep = st[r].last[in->stream] >= 0 ? DEP_STREAM : DEP_NONE;
@@ -370,6 +389,7 @@ ddp_sim *ddp_simulate(const ddp_plan *p, const ddp_profile *pr, int zero_comm, c
     st[r].last = ddp_xmalloc(ns * sizeof(int64_t));
     for (uint32_t k = 0; k < ns; k++) st[r].last[k] = -1;
     st[r].ev = ddp_xcalloc(nev, sizeof(ev_state));
+    st[r].coll = ddp_xcalloc(ns, sizeof(coll_set));
   }
   int rc = 0;
   for (;;) {
@@ -429,6 +449,7 @@ ddp_sim *ddp_simulate(const ddp_plan *p, const ddp_profile *pr, int zero_comm, c
     free(st[r].last);
     free(st[r].ev);
     free(st[r].dev);
+    for (uint32_t k = 0; k < ns; k++) free(st[r].coll[k].v);
     free(st[r].coll);
   }
   free(st);

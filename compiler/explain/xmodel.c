@@ -7,19 +7,26 @@
 #include "err.h"
 #include <string.h>
 
-/* Ring traffic per rank of one collective, as cost.c prices it: all-reduce 2(n-1)/n of the buffer,
- * reduce-scatter and all-gather (n-1)/n of the whole buffer, broadcast and send/recv the buffer. */
-static int coll_kind(const ddp_instr *in, double n, double *bytes) {
-  double b = (double)in->i[COLL_I_COUNT] * (double)ddp_dtype_size(in->dt[0]);
+/* Ring traffic per rank of one collective, as cost.c prices it (plan/work.c), with the ring factor of its
+ * communicator's size (the world, a pipeline's replica group, a tensor group or a tensor rank's data group):
+ * all-reduce 2(n-1)/n of the buffer, reduce-scatter and all-gather (n-1)/n of the whole buffer, broadcast
+ * and send the buffer; a receive is counted once, at its sender. */
+static int coll_kind(const ddp_plan *p, const ddp_instr *in, double *bytes) {
+  ddp_work w;
   switch (in->opcode) {
-  case I_ALL_REDUCE: *bytes = 2 * (n - 1) / n * b; return COST_ALL_REDUCE;
-  case I_REDUCE_SCATTER: *bytes = (n - 1) * b; return COST_REDUCE_SCATTER;
-  case I_ALL_GATHER: *bytes = (n - 1) * b; return COST_ALL_GATHER;
-  case I_BROADCAST: *bytes = b; return COST_BROADCAST;
-  case I_SEND: *bytes = b; return COST_SEND_RECV;
-  case I_RECV: *bytes = 0; return COST_SEND_RECV; /* counted once, at the sender */
+  case I_ALL_REDUCE:
+  case I_REDUCE_SCATTER:
+  case I_ALL_GATHER:
+  case I_BROADCAST:
+  case I_SEND: ddp_instr_work(p, in, &w); *bytes = w.wire_bytes; return w.coll_kind;
+  case I_RECV: *bytes = 0; return COST_SEND_RECV;
   default: return -1;
   }
+}
+
+/* Is comm `cm` one of the plan's tensor groups (compiler/passes/tensor.c: comms 1 .. data replicas)? */
+static int tensor_comm(const ddp_plan *p, int64_t cm) {
+  return p->meta.tensor_parallel > 1 && cm >= 1 && cm <= p->meta.data_parallel;
 }
 
 int ddp_xeval_schedule(const ddp_schedule *s, const ddp_profile *pr, ddp_xeval *out, char *err, size_t errcap) {
@@ -41,20 +48,23 @@ int ddp_xeval_schedule(const ddp_schedule *s, const ddp_profile *pr, ddp_xeval *
   out->world = (int)p->meta.world;
   out->nbuckets = p->nbuckets;
   for (uint32_t b = 0; b < p->nbuckets; b++) out->grad_bytes += p->buckets[b].bytes;
-  double n = out->world > 0 ? out->world : 1;
   for (int r = 0; r < out->world; r++) {
     if (full && full->ranks[r].step_s > out->step_s) out->step_s = full->ranks[r].step_s;
     if (zero && zero->ranks[r].step_s > out->free_s) out->free_s = zero->ranks[r].step_s;
-    double bytes[COST_COLL_COUNT] = {0};
-    int calls[COST_COLL_COUNT] = {0};
+    double bytes[COST_COLL_COUNT] = {0}, tp_bytes = 0;
+    int calls[COST_COLL_COUNT] = {0}, tp_calls = 0;
     const ddp_program *prog = &p->ranks[r].step;
     for (uint32_t k = 0; k < prog->n; k++) {
       double b = 0;
-      int kind = coll_kind(&prog->v[k], n, &b);
+      int kind = coll_kind(p, &prog->v[k], &b);
       if (kind < 0) continue;
       bytes[kind] += b;
       if (prog->v[k].opcode != I_RECV) calls[kind]++;
+      if (ddp_is_group_collective(prog->v[k].opcode) && tensor_comm(p, prog->v[k].i[COLL_I_COMM]))
+        tp_bytes += b, tp_calls++;
     }
+    if (tp_bytes > out->tp_bytes) out->tp_bytes = tp_bytes;
+    if (tp_calls > out->tp_calls) out->tp_calls = tp_calls;
     for (int k = 0; k < COST_COLL_COUNT; k++) {
       if (bytes[k] > out->coll_bytes[k]) out->coll_bytes[k] = bytes[k];
       if (calls[k] > out->coll_calls[k]) out->coll_calls[k] = calls[k];

@@ -20,6 +20,8 @@ typedef struct ddp_xeval {
   int mem_rank;
   double coll_bytes[COST_COLL_COUNT]; /* per rank per step (max over ranks): bytes each rank's buffer holds */
   int coll_calls[COST_COLL_COUNT];    /* ... and calls (max over ranks) */
+  double tp_bytes;                    /* the part of coll_bytes on the tensor groups' communicators (max over ranks) */
+  int tp_calls;                       /* ... and its calls */
   double compile_s;
   char sim_err[512];       /* the simulator's refusal (step_s, free_s, comm_s, backward_s are then -1), or "" */
 } ddp_xeval;

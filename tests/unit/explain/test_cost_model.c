@@ -10,7 +10,10 @@
  * default's when left out), range-checked; (6) a bf16 GEMM priced from the profile's gemm_by_shape table:
  * interpolated in log space between the grid's shapes (exact for a power law), scaled beyond the grid and by
  * gemm_table_scale,
- * the flat throughput for another layout, a missing corner or f32 inputs; the table's bad entries refused. */
+ * the flat throughput for another layout, a missing corner or f32 inputs; the table's bad entries refused;
+ * (7) tensor-parallel all-reduces (compiler/passes/tensor.c): on the compute stream, on two tensor groups
+ * of a 4-rank world, each timed with its group's ring factor, the groups independent, and a collective
+ * never slowing its own stream's work (in the run with free collectives too: all of it is exposed). */
 #include "check.h"
 #include "explain.h"
 #include "work.h"
@@ -179,6 +182,53 @@ static void test_interference(const ddp_profile *base) {
   pr.collective_share = 0;
   s = ddp_explain_sim(p, &pr, err, sizeof err);
   if (CHECK(s != NULL, "%s", err)) CHECK_T("share 0: the GEMM alone", 2 * MS, s->ranks[0].in[1].end);
+  ddp_sim_free(s);
+  ddp_plan_free(p);
+}
+
+/* Four ranks in two tensor groups (comm 1 = ranks 0, 1; comm 2 = ranks 2, 3), share 0.5, every rank on
+ * the compute stream: GEMM A (group 1: 1 ms, group 2: 2 ms), an all-reduce of 1 MB on its tensor group (2
+ * ranks: 2(n-1)/n = 1, 0.1 ms + 1 ms; the world's 4 ranks would make it 1.6 ms), GEMM B (1 ms). Group 1:
+ * A 0 .. 1, all-reduce 1 .. 2.1 (not waiting for group 2), B 2.1 .. 3.1; group 2: A 0 .. 2, all-reduce
+ * 2 .. 3.1, B 3.1 .. 4.1. With free collectives B follows A at once at its full rate (the all-reduce's
+ * interval must not slow its own stream: with the bug B ran at half rate in 1 .. 2.1 and ended at 2.55
+ * ms), so the all-reduce is exposed whole: 1.1 ms. */
+static void test_tensor_groups(const ddp_profile *base) {
+  ddp_profile pr = *base;
+  pr.collective_share = 0.5;
+  ddp_plan *p = new_plan(4, 2);
+  int32_t g1[2] = {0, 1}, g2[2] = {2, 3};
+  CHECK_INT("comm 1", 1, ddp_plan_add_comm(p, g1, 2));
+  CHECK_INT("comm 2", 2, ddp_plan_add_comm(p, g2, 2));
+  for (int r = 0; r < 4; r++) {
+    ddp_instr a = ddp_instr_blank(I_GEMM, STREAM_COMPUTE);
+    a.dt[0] = a.dt[1] = a.dt[2] = a.dt[3] = DT_F32;
+    a.i[GEMM_I_M] = 1000, a.i[GEMM_I_N] = 1000, a.i[GEMM_I_K] = 500 * (r < 2 ? 1 : 2), a.i[GEMM_I_BATCH] = 1;
+    ddp_program_push(&p->ranks[r].step, &a);
+    ddp_instr ar = ddp_instr_blank(I_ALL_REDUCE, STREAM_COMPUTE);
+    ar.dt[0] = DT_F32;
+    ar.i[COLL_I_COUNT] = 250000;
+    ar.i[COLL_I_COMM] = r < 2 ? 1 : 2;
+    ddp_program_push(&p->ranks[r].step, &ar);
+    ddp_instr b = a;
+    b.i[GEMM_I_K] = 500;
+    ddp_program_push(&p->ranks[r].step, &b);
+  }
+  char err[256] = "";
+  ddp_sim *s = ddp_explain_sim(p, &pr, err, sizeof err);
+  if (CHECK(s != NULL, "%s", err)) {
+    for (int r = 0; r < 4; r++) {
+      const ddp_sim_rank *sr = &s->ranks[r];
+      double a = r < 2 ? 1 * MS : 2 * MS;
+      CHECK_T("all-reduce start (its group only)", a, sr->in[1].start);
+      CHECK_T("all-reduce end (the group's ring factor)", a + 1.1 * MS, sr->in[1].end);
+      CHECK_T("B start", a + 1.1 * MS, sr->in[2].start);
+      CHECK_T("B end (not slowed: the all-reduce is over)", a + 2.1 * MS, sr->in[2].end);
+      CHECK_T("step", a + 2.1 * MS, sr->step_s);
+      CHECK_T("communication", 1.1 * MS, sr->comm_s);
+      CHECK_T("exposed: all of it (B not slowed by its own stream's free all-reduce)", 1.1 * MS, sr->exposed_s);
+    }
+  }
   ddp_sim_free(s);
   ddp_plan_free(p);
 }
@@ -358,6 +408,7 @@ int main(void) {
   test_streams_share_device(&pr);
   test_backfill(&pr);
   test_interference(&pr);
+  test_tensor_groups(&pr);
   test_share_field();
   return check_report("test_cost_model");
 }
