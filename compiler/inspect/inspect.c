@@ -8,17 +8,19 @@
  *   == sharding ==                 level, N, units, all-gathers in prefetch order, resident gathered units
  *   == memory per rank ==          classes at the peak in GB next to the seeds' formula for the level
  *   == pipeline ==                 schedule, chunks (rank, layers, FLOPs), per-rank bytes and transfers, bubble
+ *   == tensor parallelism ==       only when mesh.tensor > 1: mesh, comms, split shapes, TP collectives, volume
  *   == program rank R init ==      per selected rank: the init program, grouped per stream
  *   == program rank R step ==      per selected rank: the step program, grouped per stream
  *   == kernels ==                  index, op, template, entry, module hash, CUBIN bytes, spec; totals
  *
  * The program listings are in inspect_program.c, sharding and memory per rank in inspect_shard*.c, the
- * pipeline in inspect_pipeline.c. */
+ * pipeline in inspect_pipeline.c, tensor parallelism in inspect_tensor.c. */
 #include "inspect.h"
 #include "args.h"
 #include "inspect_program.h"
 #include "inspect_shard.h"
 #include "inspect_pipeline.h"
+#include "inspect_tensor.h"
 #include <inttypes.h>
 #include <string.h>
 
@@ -256,6 +258,7 @@ int ddp_inspect(const ddp_plan *p, int rank, FILE *out) {
   ddp_insp_memory_per_rank(out, p, &si);
   ddp_shard_info_free(&si);
   ddp_insp_pipeline(out, p);
+  ddp_insp_tensor(out, p); /* nothing unless mesh.tensor > 1 */
   for (int64_t r = 0; p->ranks && r < p->meta.world; r++) {
     if (rank >= 0 && r != rank) continue;
     ddp_insp_program(out, p, (int)r, "init", &p->ranks[r].init);

@@ -13,7 +13,8 @@
  *    "sharding": {...}, "memory_per_rank": {...}  (inspect_shard_json.c),
  *    "pipeline": {"schedule", "stages", "virtual_stages", "microbatches", "bubble_formula", "chunks": [{"rank",
  *                 "first_layer", "last_layer", "flops_per_microbatch", "embedding", "head"}], "ranks": [{"bytes",
- *                 "sends", "recvs", "sent_bytes"}]} or null  (inspect_pipeline.c)}
+ *                 "sends", "recvs", "sent_bytes"}]} or null  (inspect_pipeline.c),
+ *    "tensor_parallel": {...}  (only when mesh.tensor > 1; inspect_tensor.c)}
  *   instr: {"index", "opcode", "stream", "name", "layer", and for kernels "op", "kernel", "grid", "block",
  *           "smem"; "operands": [{"slot", "tensor", "dtype", "view"}], "ints": [...], "floats": [...]}
  *           (ints and floats without their trailing zeros). */
@@ -21,6 +22,7 @@
 #include "err.h"
 #include "inspect_shard_json.h"
 #include "inspect_pipeline.h"
+#include "inspect_tensor.h"
 #include <jansson.h>
 #include <math.h>
 #include <stdlib.h>
@@ -255,6 +257,7 @@ int ddp_inspect_json(const ddp_plan *p, int rank, FILE *out, char *err, size_t e
   put(&c, doc, "memory_per_rank", ddp_insp_memory_json(p, &si, &c.bad));
   ddp_shard_info_free(&si);
   put(&c, doc, "pipeline", ddp_insp_pipeline_json(p, &c.bad));
+  if (p->meta.tensor_parallel > 1) put(&c, doc, "tensor_parallel", ddp_insp_tensor_json(p, &c.bad));
   int rc = 0;
   if (c.bad) rc = ddp_fail(err, errcap, "out of memory while building the JSON listing");
   else if (json_dumpf(doc, out, JSON_INDENT(1) | JSON_PRESERVE_ORDER) != 0 || fputc('\n', out) == EOF || ferror(out))

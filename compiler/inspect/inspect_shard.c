@@ -3,7 +3,8 @@
  *   level     the parallel summary's "shard=<level>" (meta.parallel); without one, the tensors: gathered
  *             parameter buffers (ddp_gathered_params) or flat.params.copy.shard: zero3;
  *             flat.grads.shard or transient TF_GRAD activations: zero2; flat.params.shard, TF_PIECE or
- *             TF_SHAPE_ONLY tensors: zero1;
+ *             TF_SHAPE_ONLY tensors: zero1 (not under tensor parallelism, whose pieces are the tensor ranks',
+ *             inspect_tensor.c);
  *   units     the bucket table's groups: members, elements, bytes in the gradient and compute dtypes, one
  *             rank's slice, and the unit's gathered buffer (unit<k>.gathered);
  *   gathers   every ALL_GATHER of rank 0's step program in program order: the unit (the number after "unit"
@@ -405,7 +406,7 @@ void ddp_shard_analyse(const ddp_plan *p, ddp_shard_info *si) {
   si->reshard = !rs ? -1 : strncmp(rs + 22, "true", 4) == 0 ? 1 : strncmp(rs + 22, "false", 5) == 0 ? 0 : -1;
   int l = level_from_parallel(p->meta.parallel);
   si->level_from = "meta.parallel";
-  if (l < 0 || l == SHARD_NONE) {
+  if ((l < 0 || l == SHARD_NONE) && p->meta.tensor_parallel <= 1) { /* a TP plan's pieces are tensor ranks' */
     int t = level_from_tensors(p, si->gathered);
     if (t != SHARD_NONE) l = t, si->level_from = "tensors";
   }
