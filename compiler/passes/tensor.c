@@ -4,8 +4,9 @@
  * slice of the cross-entropy statistics, the residual only on tensor rank 0), the data loader's share, and
  * the gradient norm for clipping (every split unit's squares summed over the tensor ranks, the whole units'
  * once).
- *   comms: 1 + d = tensor group of replica d (ranks d T .. d T + T - 1); 1 + D + t = data group of tensor
- *          rank t (ranks t, T + t, ...), only when D > 1 */
+ *   comms: with D > 1, 1 + d = tensor group of replica d (ranks d T .. d T + T - 1) and 1 + D + t = data
+ *          group of tensor rank t (ranks t, T + t, ...); with D = 1 none: the tensor group is the world
+ *          (comm 0; a group equal to the world would only cost NCCL another communicator) */
 #include "passes.h"
 #include <stdlib.h>
 
@@ -19,12 +20,13 @@ void pass_tp_prepare(ddp_builder *b) {
   int T = b->tp, D = s->mesh_data;
   if (T <= 1) return;
   qsort(b->tp_patches, (size_t)b->ntp_patches, sizeof *b->tp_patches, by_instr);
+  if (D == 1) return;
   int32_t *m = ddp_xmalloc(sizeof(int32_t) * (size_t)(T > D ? T : D));
   for (int d = 0; d < D; d++) {
     for (int t = 0; t < T; t++) m[t] = d * T + t;
     if (ddp_plan_add_comm(b->plan, m, (uint32_t)T) != 1 + d) ddp_xmalloc(SIZE_MAX);
   }
-  for (int t = 0; D > 1 && t < T; t++) {
+  for (int t = 0; t < T; t++) {
     for (int d = 0; d < D; d++) m[d] = d * T + t;
     if (ddp_plan_add_comm(b->plan, m, (uint32_t)D) != 1 + D + t) ddp_xmalloc(SIZE_MAX);
   }
@@ -36,7 +38,7 @@ void pass_tp_rank(rank_ctx *c, int world_rank) {
   int T = c->b->tp, D = s->mesh_data;
   c->tp = world_rank % T;
   c->rank = world_rank / T;
-  c->tp_comm = T > 1 ? 1 + c->rank : 0;
+  c->tp_comm = T > 1 && D > 1 ? 1 + c->rank : 0;
   c->comm = T > 1 && D > 1 ? 1 + D + c->tp : 0;
 }
 

@@ -128,6 +128,7 @@ static int split_groups(cx *x, const ncclConfig_t *cfg0, char *err, size_t errca
       rc = ncclSuccess;
     }
     if (rc != ncclSuccess) return comm_error(x, rc, call, err, errcap);
+    if (at >= 0 && !x->groups[g]) return ddp_fail(err, errcap, "%s gave this member no communicator", call);
     if (x->groups[g] && settle_on(x, x->groups[g], call, err, errcap)) return -1;
   }
   return 0;
