@@ -81,8 +81,8 @@ typedef struct ddp_schedule {
   int prefetch_backward;    /* ... and in the backward */
   bool reshard_after_forward; /* free a unit's gathered parameters after its forward, gather again in the backward */
   int gather_dtype;         /* DT_F32 or DT_BF16: dtype of the parameter all-gather (bf16 only with bf16 precision) */
-  /* Pipelines (pipeline{}; stages 0 when the schedule has none). ranks = stages x replicas; rank r is stage
-   * r % stages of replica r / stages. The model's layers (transformer blocks, or the MLP's layers) are cut
+  /* Pipelines (pipeline{}; stages 0 when the schedule has none). ranks = stages x replicas (x mesh_tensor);
+   * rank r is stage r % stages of replica r / stages (with tensor ranks: r / T % stages, r / T / stages). The model's layers (transformer blocks, or the MLP's layers) are cut
    * into stages x virtual chunks; chunk c runs on stage c % stages; the embedding goes with the first chunk,
    * the final norm, head and loss with the last. */
   int stages;               /* pipeline stages (>= 2), 0: no pipeline */

@@ -95,6 +95,7 @@ void ddp_summary(ddp_plan *p, const ddp_schedule *s, const char *arch, const ddp
   if (s->mesh_tensor > 1) {
     size_t n = strlen(par);
     snprintf(par + n, sizeof par - n, " mesh data=%d tensor=%d", s->mesh_data, s->mesh_tensor);
+    if (s->stages > 0) snprintf(par + strlen(par), sizeof par - strlen(par), " pipeline=%d", s->mesh_pipeline);
   }
   m->parallel = dupstr(par);
   for (int i = 0; i < b->nparams; i++) { /* the whole model's, also when the tensor ranks split it */

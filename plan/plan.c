@@ -205,6 +205,14 @@ int64_t ddp_plan_comm_size(const ddp_plan *p, int64_t comm) {
   return p->comms[comm - 1].n;
 }
 
+int ddp_plan_tensor_comm(const ddp_plan *p, int64_t cm) {
+  int64_t T = p->meta.tensor_parallel, D = p->meta.data_parallel > 0 ? p->meta.data_parallel : 1, S = p->meta.pipe_stages;
+  if (T <= 1) return 0;
+  if (S <= 0) return D <= 1 ? cm == 0 : cm >= 1 && cm <= D;
+  int64_t first = (D > 1 ? S * T : 0) + D * T; /* the stage groups, then the replica groups */
+  return cm > first && cm <= first + D * S;
+}
+
 int ddp_is_group_collective(int opc) {
   return opc == I_ALL_REDUCE || opc == I_REDUCE_SCATTER || opc == I_ALL_GATHER || opc == I_BROADCAST;
 }

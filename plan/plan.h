@@ -209,6 +209,10 @@ int ddp_is_group_collective(int opcode);
 int64_t ddp_instr_ranks(const ddp_plan *p, const ddp_instr *in);
 /* World rank `rank`'s place in comm `comm` (its group rank), -1 when it is not a member or no such comm. */
 int64_t ddp_plan_comm_index(const ddp_plan *p, int64_t comm, int64_t rank);
+/* Is comm a tensor group of a tensor-parallel plan (meta.tensor_parallel > 1)? compiler/passes/tensor.c: comms
+ * 1 .. data_parallel (comm 0, the world, with one replica); a pipeline (compiler/passes/pipeline.c): the last
+ * data_parallel x pipe_stages comms, after the stage and replica groups. */
+int ddp_plan_tensor_comm(const ddp_plan *p, int64_t comm);
 /* The world rank of group rank `i` of comm `comm` (i in range: the caller checks). */
 int64_t ddp_plan_comm_member(const ddp_plan *p, int64_t comm, int64_t i);
 

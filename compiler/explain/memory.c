@@ -49,8 +49,7 @@ unsigned char *ddp_gathered_params(const ddp_plan *p) {
     if (prog->v[k].opcode != I_ALL_GATHER) continue;
     int32_t t = prog->v[k].p[COLL_P_RECV].tensor;
     int64_t cm = prog->v[k].i[COLL_I_COMM];
-    if (p->meta.tensor_parallel > 1 && (p->meta.data_parallel <= 1 ? cm == 0 : cm >= 1 && cm <= p->meta.data_parallel))
-      continue; /* a tensor group's (the world's with one replica) */
+    if (ddp_plan_tensor_comm(p, cm)) continue; /* a tensor group's (the world's with one replica) */
     if (t >= 0 && (uint32_t)t < p->ntensors) g[ddp_tensor_root(p, t)] = 1;
   }
   for (uint32_t t = 0; t < p->ntensors; t++)

@@ -24,12 +24,8 @@ static int coll_kind(const ddp_plan *p, const ddp_instr *in, double *bytes) {
   }
 }
 
-/* Is comm `cm` one of the plan's tensor groups (compiler/passes/tensor.c: comms 1 .. data replicas, or the
- * world's, comm 0, with one replica)? */
-static int tensor_comm(const ddp_plan *p, int64_t cm) {
-  if (p->meta.tensor_parallel <= 1) return 0;
-  return p->meta.data_parallel <= 1 ? cm == 0 : cm >= 1 && cm <= p->meta.data_parallel;
-}
+/* Is comm `cm` one of the plan's tensor groups (ddp_plan_tensor_comm)? */
+static int tensor_comm(const ddp_plan *p, int64_t cm) { return ddp_plan_tensor_comm(p, cm); }
 
 int ddp_xeval_schedule(const ddp_schedule *s, const ddp_profile *pr, ddp_xeval *out, char *err, size_t errcap) {
   memset(out, 0, sizeof *out);

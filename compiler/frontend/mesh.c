@@ -6,9 +6,11 @@
  *   tensor    tensor-parallel ranks: every transformer block split Megatron-style (q/k/v and w1/w3 by
  *             output rows, i.e. heads and d_ff; the output projection and w2 by input columns), the
  *             embedding and the LM head by vocabulary rows; one communicator per data replica
- *   pipeline  pipeline stages: pipeline{stages = ...} (its replicas are the data axis)
+ *   pipeline  pipeline stages: pipeline{stages = ...} (its replicas are the data axis; with tensor > 1 each
+ *             stage's tensor ranks are a tensor group, compiler/passes/pipeline.c)
  * Every axis is optional (default 1; with pipeline{} the stages and replicas) and at least 1; their product
- * is the world size that parallel gives (ddp{ranks}, pipeline{stages x replicas}, single(): 1). World rank
+ * is the world size that parallel gives (ddp{ranks}, single(): 1), or with pipeline{} the world it makes
+ * (stages x replicas x tensor: s->ranks becomes that world here). World rank
  * r = (d x pipeline + s) x tensor + t (compiler/schedule.h). Runs after fe_parallel and the model, before
  * the data (whose batch splits over the data axis). */
 #include "fe.h"
@@ -44,8 +46,6 @@ void fe_mesh(fe_conv *c, const fe_tab *root) {
   int64_t data = fe_int_in(c, &m, "data", 1, 1, 1024);
   int64_t tensor = fe_int_in(c, &m, "tensor", 1, 1, 1024);
   int64_t pipeline = fe_int_in(c, &m, "pipeline", 1, 1, 1024);
-  if (s->stages > 0 && tensor > 1) /* the pipeline pass does not apply the tensor ranks' patches yet */
-    fe_bad(c, &m, "tensor", "> 1 with pipeline{} is not supported yet (tensor x data only)");
   if (s->stages > 0) { /* pipeline{} names its own axes; the mesh must agree */
     if (!fe_has(c, &m, "pipeline")) pipeline = s->stages;
     if (!fe_has(c, &m, "data")) data = s->replicas;
@@ -55,7 +55,11 @@ void fe_mesh(fe_conv *c, const fe_tab *root) {
   } else if (pipeline != 1) {
     fe_bad(c, &m, "pipeline", "needs parallel = pipeline{stages = %lld, ...}", (long long)pipeline);
   }
-  int64_t world = s->stages > 0 ? (int64_t)s->stages * s->replicas : s->ranks;
+  /* a pipeline's world is stages x replicas x tensor: pipeline{} names no tensor axis, the mesh adds it */
+  int64_t world = s->stages > 0 ? (int64_t)s->stages * s->replicas * tensor : s->ranks;
+  if (s->stages > 0 && world > 1024)
+    fe_bad(c, &m, "tensor", "= %lld gives %lld ranks (stages %d x replicas %d x tensor), more than 1024",
+           (long long)tensor, (long long)world, s->stages, s->replicas);
   if (data * tensor * pipeline != world)
     fe_fail(c, root, "mesh", ": data %lld x tensor %lld x pipeline %lld = %lld ranks, but parallel has %lld",
             (long long)data, (long long)tensor, (long long)pipeline, (long long)(data * tensor * pipeline),
@@ -68,9 +72,13 @@ void fe_mesh(fe_conv *c, const fe_tab *root) {
     if (why)
       fe_bad(c, &m, "tensor", "must divide model.%s (%lld): each tensor rank holds %s / tensor of them", field,
              (long long)value, field);
-    if (s->shard != SHARD_NONE)
-      fe_bad(c, &m, "tensor", "> 1 with sharding (shard = \"%s\" or fsdp{}) is not supported yet (tensor x data only)",
-             ddp_shard_names[s->shard]);
+    if (s->shard != SHARD_NONE && data == 1)
+      fe_bad(c, &m, "tensor", "= %lld with sharding needs mesh.data > 1: the shards split the data axis, and mesh.data "
+             "is 1", (long long)tensor);
+    if (s->shard == SHARD_OPTIMIZER)
+      fe_bad(c, &m, "tensor", "> 1 with shard = \"optimizer\" is not supported (use shard = \"zero1\", which keeps the "
+             "same state per rank)");
   }
   s->mesh_data = (int)data, s->mesh_tensor = (int)tensor, s->mesh_pipeline = (int)pipeline;
+  if (s->stages > 0) s->ranks = (int)world; /* the world: stages x replicas x tensor */
 }

@@ -5,7 +5,10 @@
  * bubble the schedule's formula predicts: (p-1)/(m+p-1) for sequential, GPipe and 1F1B,
  * (p-1)/(v m + p-1) for interleaved 1F1B (per replica: the replicas run the same pipeline side by side).
  * With data-parallel replicas: the mesh (rank = replica x stages + stage) and the plan's communicators
- * (comm 1 + s: stage s's replicas, comm 1 + stages + r: replica r's stages). */
+ * (comm 1 + s: stage s's replicas, comm 1 + stages + r: replica r's stages). With tensor parallelism
+ * (meta.tensor_parallel = T > 1) the mesh is 3-D, rank = (replica x stages + stage) x T + tensor rank, and
+ * the communicators compiler/passes/pipeline.c's: per stage and tensor rank its replicas (with replicas),
+ * per replica and tensor rank its stages, per replica and stage its tensor ranks. */
 #include "inspect_pipeline.h"
 #include "err.h"
 #include <stdlib.h>
@@ -96,7 +99,14 @@ void ddp_insp_pipeline(FILE *o, const ddp_plan *p) {
           pi.microbatches, (long long)(p->meta.pipe_replicas > 0 ? p->meta.pipe_replicas : 1));
   fprintf(o, "bubble (the schedule's formula %s): %.4f\n", pi.formula, pi.bubble);
   int64_t S = pi.stages, R = p->meta.pipe_replicas > 0 ? p->meta.pipe_replicas : 1;
-  if (R > 1) {
+  int64_t T = p->meta.tensor_parallel > 1 ? p->meta.tensor_parallel : 1;
+  if (T > 1) {
+    fprintf(o, "mesh: %lld stages x %lld replicas x %lld tensor ranks = %lld ranks (rank = (replica x stages + stage) x "
+               "tensor + tensor rank)\n", (long long)S, (long long)R, (long long)T, (long long)p->meta.world);
+    for (int64_t r = 0; r < p->meta.world; r++)
+      fprintf(o, "  rank %lld: stage %lld, replica %lld, tensor %lld\n", (long long)r, (long long)(r / T % S),
+              (long long)(r / T / S), (long long)(r % T));
+  } else if (R > 1) {
     fprintf(o, "mesh: %lld stages x %lld replicas = %lld ranks (rank = replica x stages + stage)\n", (long long)S,
             (long long)R, (long long)p->meta.world);
     for (int64_t r = 0; r < p->meta.world; r++)
@@ -106,8 +116,15 @@ void ddp_insp_pipeline(FILE *o, const ddp_plan *p) {
   for (uint32_t c = 0; c < p->ncomms; c++) {
     fprintf(o, "  comm %u: ranks", c + 1);
     for (uint32_t i = 0; i < p->comms[c].n; i++) fprintf(o, " %d", p->comms[c].ranks[i]);
-    if (c < S) fprintf(o, " (stage %u)", c);
-    else if (c < S + R) fprintf(o, " (replica %lld)", (long long)(c - S));
+    int64_t Sn = R > 1 ? S * T : 0, Rn = R > 1 || T > 1 ? R * T : 0, k = c;
+    if (T == 1 && k < Sn) fprintf(o, " (stage %lld)", (long long)k);
+    else if (T == 1 && k < Sn + Rn) fprintf(o, " (replica %lld)", (long long)(k - Sn));
+    else if (k < Sn) fprintf(o, " (stage %lld, tensor %lld: its replicas)", (long long)(k / T), (long long)(k % T));
+    else if (k < Sn + Rn)
+      fprintf(o, " (replica %lld, tensor %lld: its stages)", (long long)((k - Sn) / T), (long long)((k - Sn) % T));
+    else if (k < Sn + Rn + R * S)
+      fprintf(o, " (replica %lld, stage %lld: its tensor ranks)", (long long)((k - Sn - Rn) / S),
+              (long long)((k - Sn - Rn) % S));
     fprintf(o, "\n");
   }
   fprintf(o, "%6s %5s %12s %16s  %s\n", "chunk", "rank", "layers", "GFLOP/microbatch", "also");
@@ -141,6 +158,7 @@ json_t *ddp_insp_pipeline_json(const ddp_plan *p, int *bad) {
   json_object_set_new(o, "virtual_stages", json_integer(pi.virtual_stages));
   json_object_set_new(o, "microbatches", json_integer(pi.microbatches));
   json_object_set_new(o, "replicas", json_integer(p->meta.pipe_replicas > 0 ? p->meta.pipe_replicas : 1));
+  json_object_set_new(o, "tensor", json_integer(p->meta.tensor_parallel > 1 ? p->meta.tensor_parallel : 1));
   json_t *comms = json_array();
   if (!comms) *bad = 1;
   for (uint32_t c = 0; c < p->ncomms; c++) {
@@ -173,8 +191,10 @@ json_t *ddp_insp_pipeline_json(const ddp_plan *p, int *bad) {
     json_object_set_new(x, "sends", json_integer(s));
     json_object_set_new(x, "recvs", json_integer(rv));
     json_object_set_new(x, "sent_bytes", json_real(sb));
-    json_object_set_new(x, "stage", json_integer(r % pi.stages));
-    json_object_set_new(x, "replica", json_integer(r / pi.stages));
+    int64_t T = p->meta.tensor_parallel > 1 ? p->meta.tensor_parallel : 1;
+    json_object_set_new(x, "stage", json_integer(r / T % pi.stages));
+    json_object_set_new(x, "replica", json_integer(r / T / pi.stages));
+    if (T > 1) json_object_set_new(x, "tensor", json_integer(r % T));
     if (!x || json_array_append_new(ranks, x)) *bad = 1;
   }
   json_object_set_new(o, "chunks", chunks);

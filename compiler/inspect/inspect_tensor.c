@@ -4,6 +4,9 @@
  *   mesh          each rank's (data, tensor) coordinates and the communicators by their members: comm 1 + d
  *                 the tensor group of replica d (ranks d T .. d T + T - 1), comm 1 + D + t the data group of
  *                 tensor rank t (ranks t, T + t, ...; only when D > 1), as compiler/passes/tensor.c makes them;
+ *                 with a pipeline (meta.pipe_stages = S) each rank's (data, stage, tensor), rank (d S + s) T + t,
+ *                 and the comms by compiler/passes/pipeline.c's numbering (stage, replica and tensor groups);
+ *                 rank 0's textbook figure counts its stage's blocks;
  *   shapes        every split state-dict parameter (a TF_SHAPE_ONLY tensor with one TF_PIECE per tensor rank):
  *                 its whole shape, the split (rows: the output features of a column-parallel layer or the
  *                 vocabulary of the embedding and the head; columns, the strided pieces: the input features
@@ -25,10 +28,22 @@
 #include <stdlib.h>
 #include <string.h>
 
+/* A pipeline's comm c (compiler/passes/pipeline.c's numbering): 1 the tensor group of pipeline-mesh rank
+ * *which (replica x stages + stage), 3 the stage group (data replicas) of *which = stage x T + tensor rank, 4
+ * the replica group (its stages) of *which = replica x T + tensor rank. */
+static int pipe_comm_role(const ddp_plan *p, uint32_t c, int64_t T, int64_t D, int64_t *which) {
+  int64_t S = p->meta.pipe_stages, Sn = D > 1 ? S * T : 0, Rn = D > 1 || T > 1 ? D * T : 0, k = (int64_t)c - 1;
+  if (k < Sn) return *which = k, 3;
+  if (k < Sn + Rn) return *which = k - Sn, 4;
+  if (k < Sn + Rn + D * S) return *which = k - Sn - Rn, 1;
+  return 0;
+}
+
 /* What comm c (>= 1) is, by its members: 1 the tensor group of replica *which, 2 the data group of tensor rank
- * *which, 0 neither. */
+ * *which, 0 neither (pipelines: pipe_comm_role). */
 static int comm_role(const ddp_plan *p, uint32_t c, int64_t T, int64_t D, int64_t *which) {
   if (c < 1 || c > p->ncomms) return 0;
+  if (p->meta.pipe_stages > 0) return pipe_comm_role(p, c, T, D, which);
   const ddp_comm *m = &p->comms[c - 1];
   if (m->n == (uint32_t)T && m->n > 0 && m->ranks[0] % T == 0) {
     int ok = 1;
@@ -46,8 +61,12 @@ static int comm_role(const ddp_plan *p, uint32_t c, int64_t T, int64_t D, int64_
 static void comm_label(char *buf, size_t cap, const ddp_plan *p, uint32_t c, int64_t T, int64_t D) {
   int64_t w = -1;
   int r = comm_role(p, c, T, D, &w);
-  if (r == 1) snprintf(buf, cap, "tensor group of replica %" PRId64, w);
+  int64_t S = p->meta.pipe_stages;
+  if (r == 1 && S > 0) snprintf(buf, cap, "tensor group of replica %" PRId64 ", stage %" PRId64, w / S, w % S);
+  else if (r == 1) snprintf(buf, cap, "tensor group of replica %" PRId64, w);
   else if (r == 2) snprintf(buf, cap, "data group of tensor rank %" PRId64, w);
+  else if (r == 3) snprintf(buf, cap, "replicas of stage %" PRId64 ", tensor rank %" PRId64, w / T, w % T);
+  else if (r == 4) snprintf(buf, cap, "stages of replica %" PRId64 ", tensor rank %" PRId64, w / T, w % T);
   else snprintf(buf, cap, "?");
 }
 
@@ -79,7 +98,9 @@ static ddp_tp_coll *collect(const ddp_plan *p, int64_t r, int64_t T, int64_t D, 
     int64_t w, comm = in->i[COLL_I_COMM];
     int timed = open && in->stream == STREAM_COMPUTE;
     /* the tensor group: comm 1 + d with data replicas, the world (comm 0) without */
-    int tensor_comm = D == 1 ? comm == 0 : comm >= 1 && comm <= (int64_t)p->ncomms && comm_role(p, (uint32_t)comm, T, D, &w) == 1;
+    int tensor_comm = D == 1 && p->meta.pipe_stages <= 0
+                          ? comm == 0
+                          : comm >= 1 && comm <= (int64_t)p->ncomms && comm_role(p, (uint32_t)comm, T, D, &w) == 1;
     if (!timed && !tensor_comm) continue;
     ddp_tp_coll *c = &v[(*n)++];
     c->index = k;
@@ -140,11 +161,29 @@ static void shapes(const ddp_plan *p, ddp_tp_info *ti) {
     const ddp_tensor *t = &p->tensors[i];
     if (!(t->flags & TF_PIECE) || !(t->flags & TF_PARAM) || t->param < 0 || (uint32_t)t->param >= p->ntensors) continue;
     int32_t s = split_of[t->param];
-    if (s < 0 || t->piece_rank < 0 || t->piece_rank >= ti->T) continue;
-    ti->splits[s].pieces[t->piece_rank] = (int32_t)i;
+    if (s < 0 || t->piece_rank < 0 || (ti->S <= 0 && t->piece_rank >= ti->T)) continue;
+    int64_t tr = t->piece_rank % ti->T; /* a pipeline's pieces: world rank s T + t of replica 0 */
+    ti->splits[s].pieces[tr] = (int32_t)i;
     if (ddp_piece_runs(t) > 1) ti->splits[s].columns = 1;
-    ti->rank_param_bytes[t->piece_rank] += t->bytes;
   }
+  int kept = 0; /* a pipeline's whole parameters are shape-only too: one piece holding all of it */
+  for (int s = 0; s < ti->nsplits; s++) {
+    ddp_tp_split *sp = &ti->splits[s];
+    const ddp_tensor *w = &p->tensors[sp->whole];
+    int npieces = 0;
+    for (int64_t r = 0; r < ti->T; r++) npieces += sp->pieces[r] >= 0;
+    if (ti->S > 0 && npieces == 1 && sp->pieces[0] >= 0 &&
+        ddp_tensor_numel(&p->tensors[sp->pieces[0]]) == ddp_tensor_numel(w)) {
+      ti->nwhole++;
+      ti->whole_bytes += w->bytes;
+      free(sp->pieces);
+      continue;
+    }
+    for (int64_t r = 0; r < ti->T; r++)
+      if (sp->pieces[r] >= 0) ti->rank_param_bytes[r] += p->tensors[sp->pieces[r]].bytes;
+    ti->splits[kept++] = *sp;
+  }
+  ti->nsplits = kept;
   for (int64_t r = 0; r < ti->T; r++) ti->rank_param_bytes[r] += ti->whole_bytes;
   free(split_of);
 }
@@ -154,6 +193,17 @@ int ddp_tp_analyse(const ddp_plan *p, ddp_tp_info *ti) {
   if (p->meta.tensor_parallel <= 1 || !p->ranks || p->meta.world < 1) return 0;
   ti->T = p->meta.tensor_parallel;
   ti->world = p->meta.world;
+  ti->S = p->meta.pipe_stages > 0 ? p->meta.pipe_stages : 0;
+  ti->layers = p->meta.layers > 0 ? p->meta.layers : 0;
+  if (ti->S > 0) { /* a pipeline: rank 0 runs its stage's blocks */
+    unsigned char *seen = ddp_xcalloc((size_t)ti->layers + 1, 1);
+    const ddp_program *st = &p->ranks[0].step;
+    for (uint32_t k = 0; k < st->n; k++)
+      if (st->v[k].layer >= 0 && st->v[k].layer < ti->layers) seen[st->v[k].layer] = 1;
+    ti->layers = 0;
+    for (int64_t l = 0; l < p->meta.layers; l++) ti->layers += seen[l];
+    free(seen);
+  }
   ti->D = p->meta.data_parallel > 0 ? p->meta.data_parallel : ti->world / ti->T;
   ti->volume = ddp_xcalloc((size_t)ti->world, sizeof *ti->volume);
   for (int64_t r = 0; r < ti->world; r++) {
@@ -168,7 +218,7 @@ int ddp_tp_analyse(const ddp_plan *p, ddp_tp_info *ti) {
   ti->tokens = m->batch_per_rank * m->context;
   ti->fwd_dtype = DT_F32;
   ti->bwd_dtype = (int)m->act_dtype;
-  uint64_t per = (uint64_t)(m->layers > 0 ? m->layers : 0) * (uint64_t)(ti->tokens > 0 ? ti->tokens : 0) *
+  uint64_t per = (uint64_t)ti->layers * (uint64_t)(ti->tokens > 0 ? ti->tokens : 0) *
                  (uint64_t)(m->d_model > 0 ? m->d_model : 0);
   ti->tb_fwd_elements = 2 * per;
   ti->tb_bwd_elements = m->mode == MODE_FORWARD ? 0 : 2 * per;
@@ -345,7 +395,7 @@ static void print_volume(FILE *o, const ddp_plan *p, const ddp_tp_info *ti) {
   fprintf(o, "textbook (Megatron-LM): per block 2 all-reduces of tokens x d_model forward and 2 backward%s: %d x %" PRId64
              " layers x %" PRId64 " tokens per rank (%" PRId64 " sequences x %" PRId64 ") x d_model %" PRId64 " = %" PRIu64
              " elements\n",
-          ti->tb_bwd_elements ? "" : " (none: mode forward)", ti->tb_bwd_elements ? 4 : 2, m->layers, ti->tokens,
+          ti->tb_bwd_elements ? "" : " (none: mode forward)", ti->tb_bwd_elements ? 4 : 2, ti->layers, ti->tokens,
           m->batch_per_rank, m->context, m->d_model, ti->tb_elements);
   fprintf(o, "  forward:  %" PRIu64 " elements x %zu B (%s, the residual stream) = %" PRIu64 " bytes\n", ti->tb_fwd_elements,
           ddp_dtype_size(ti->fwd_dtype), fd, ti->tb_fwd_bytes);
@@ -374,13 +424,21 @@ void ddp_insp_tensor(FILE *o, const ddp_plan *p) {
   ddp_tp_info ti;
   if (!ddp_tp_analyse(p, &ti)) return;
   fprintf(o, "== tensor parallelism ==\n");
-  fprintf(o, "mesh: data %" PRId64 " x tensor %" PRId64 " = %" PRId64 " ranks (rank = data x tensor + tensor rank)\n",
-          ti.D, ti.T, ti.world);
-  for (int64_t r = 0; r < ti.world; r++)
-    fprintf(o, "  rank %" PRId64 ": data %" PRId64 ", tensor %" PRId64 "\n", r, r / ti.T, r % ti.T);
-  fprintf(o, "communicators (comm 0: every rank%s):\n", ti.D == 1 ? ", the tensor group: no other" : "");
+  if (ti.S > 0) { /* a pipeline's 3-D mesh */
+    fprintf(o, "mesh: data %" PRId64 " x pipeline %" PRId64 " x tensor %" PRId64 " = %" PRId64
+               " ranks (rank = (data x stages + stage) x tensor + tensor rank)\n", ti.D, ti.S, ti.T, ti.world);
+    for (int64_t r = 0; r < ti.world; r++)
+      fprintf(o, "  rank %" PRId64 ": data %" PRId64 ", stage %" PRId64 ", tensor %" PRId64 "\n", r, r / ti.T / ti.S,
+              r / ti.T % ti.S, r % ti.T);
+  } else {
+    fprintf(o, "mesh: data %" PRId64 " x tensor %" PRId64 " = %" PRId64 " ranks (rank = data x tensor + tensor rank)\n",
+            ti.D, ti.T, ti.world);
+    for (int64_t r = 0; r < ti.world; r++)
+      fprintf(o, "  rank %" PRId64 ": data %" PRId64 ", tensor %" PRId64 "\n", r, r / ti.T, r % ti.T);
+  }
+  fprintf(o, "communicators (comm 0: every rank%s):\n", ti.D == 1 && ti.S <= 0 ? ", the tensor group: no other" : "");
   for (uint32_t c = 1; c <= p->ncomms; c++) {
-    char label[64];
+    char label[96];
     comm_label(label, sizeof label, p, c, ti.T, ti.D);
     fprintf(o, "  comm %u: ranks", c);
     for (uint32_t i = 0; i < p->comms[c - 1].n; i++) fprintf(o, " %d", p->comms[c - 1].ranks[i]);
@@ -443,7 +501,7 @@ static json_t *volume_json(int *bad, const ddp_plan *p, const ddp_tp_info *ti) {
     push(bad, ranks, j);
   }
   put(bad, o, "ranks", ranks);
-  put(bad, tb, "layers", json_integer(p->meta.layers));
+  put(bad, tb, "layers", json_integer(ti->layers));
   put(bad, tb, "tokens_per_rank", json_integer(ti->tokens));
   put(bad, tb, "d_model", json_integer(p->meta.d_model));
   put(bad, tb, "forward_elements", u64(ti->tb_fwd_elements));
@@ -490,12 +548,13 @@ json_t *ddp_insp_tensor_json(const ddp_plan *p, int *bad) {
   for (int64_t r = 0; r < ti.world; r++) {
     json_t *j = json_object();
     put(bad, j, "rank", json_integer(r));
-    put(bad, j, "data", json_integer(r / ti.T));
+    put(bad, j, "data", json_integer(ti.S > 0 ? r / ti.T / ti.S : r / ti.T));
+    if (ti.S > 0) put(bad, j, "stage", json_integer(r / ti.T % ti.S));
     put(bad, j, "tensor", json_integer(r % ti.T));
     push(bad, ranks, j);
   }
   put(bad, o, "ranks", ranks);
-  if (ti.D == 1) { /* one replica: the tensor group is the world, comm 0 */
+  if (ti.D == 1 && ti.S <= 0) { /* one replica: the tensor group is the world, comm 0 */
     json_t *j = json_object(), *m = json_array();
     put(bad, j, "comm", json_integer(0));
     for (int64_t r = 0; r < ti.world; r++) push(bad, m, json_integer(r));
@@ -511,9 +570,12 @@ json_t *ddp_insp_tensor_json(const ddp_plan *p, int *bad) {
     put(bad, j, "comm", json_integer(c));
     for (uint32_t i = 0; i < p->comms[c - 1].n; i++) push(bad, m, json_integer(p->comms[c - 1].ranks[i]));
     put(bad, j, "ranks", m);
-    put(bad, j, "role", json_string(role == 1 ? "tensor" : role == 2 ? "data" : "?"));
-    if (role == 1) put(bad, j, "replica", json_integer(w));
+    put(bad, j, "role", json_string(role == 1 ? "tensor" : role == 2 || role == 3 ? "data" : role == 4 ? "pipeline" : "?"));
+    if (role == 1 && ti.S > 0) put(bad, j, "replica", json_integer(w / ti.S)), put(bad, j, "stage", json_integer(w % ti.S));
+    else if (role == 1) put(bad, j, "replica", json_integer(w));
     if (role == 2) put(bad, j, "tensor_rank", json_integer(w));
+    if (role == 3) put(bad, j, "stage", json_integer(w / ti.T)), put(bad, j, "tensor_rank", json_integer(w % ti.T));
+    if (role == 4) put(bad, j, "replica", json_integer(w / ti.T)), put(bad, j, "tensor_rank", json_integer(w % ti.T));
     push(bad, comms, j);
   }
   put(bad, o, "comms", comms);

@@ -44,6 +44,8 @@ typedef struct ddp_tp_split {
 
 typedef struct ddp_tp_info {
   int64_t T, D, world;
+  int64_t S;      /* pipeline stages (0: no pipeline; world rank (d S + s) T + t) */
+  int64_t layers; /* the transformer blocks rank 0 runs (all of them without a pipeline) */
   ddp_tp_coll *colls; /* rank 0's */
   int ncolls;
   ddp_tp_volume *volume; /* [world] */

@@ -144,6 +144,15 @@ static void layout_optimizer_state(ddp_builder *b, ddp_layout *lay) {
   if (s->clip_norm > 0 && s->mode == MODE_TRAIN) {
     /* ZeRO: one table per group slice; tensor parallelism: one per run of split or whole units */
     lay->sumsq_p = DDP_SUMSQ_PARTS * (lay->zero ? lay->ngroups : b->tp > 1 ? ddp_layout_tp_runs(b, lay, NULL, NULL, NULL) : 1);
+    if (lay->pipe) { /* a pipeline: one table per stage (tensor parallelism: per run of the stage's units, as
+                        many as the stage with the most; compiler/passes/pipeline.c) */
+      int most = 1;
+      for (int st = 0; b->tp > 1 && st < s->stages; st++) {
+        int n = ddp_layout_tp_stage_runs(b, lay, st, NULL, NULL, NULL);
+        if (n > most) most = n;
+      }
+      lay->sumsq_p = DDP_SUMSQ_PARTS * most;
+    }
     int64_t shape[1] = {lay->sumsq_p};
     lay->sumsq_partials = b_tensor(b, "optimizer.sumsq_partials", b->fdt, ARENA_IO, TF_PERSISTENT, 1, shape);
   }
@@ -170,7 +179,7 @@ int ddp_layout_build(ddp_builder *b, ddp_layout *lay, char *err, size_t errcap) 
   }
   layout_optimizer_state(b, lay);
   if (lay->zero) ddp_layout_shard_pieces(b, lay);
-  if (b->tp > 1) ddp_layout_tensor_pieces(b, lay);
+  if (b->tp > 1 && !lay->zero) ddp_layout_tensor_pieces(b, lay); /* the ZeRO levels' pieces cover both */
   return 0;
 }
 

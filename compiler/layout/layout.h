@@ -84,7 +84,22 @@ int ddp_layout_pipeline(ddp_builder *b, ddp_layout *lay, char *err, size_t errca
  * tensor rank's pieces (after the optimizer state exists); the runs of the flat order of split or whole
  * units (returns their count; lo/hi/split filled when given). */
 void ddp_layout_tensor_pieces(ddp_builder *b, ddp_layout *lay);
+/* A tensor rank's local elements [a, b) of parameter pp (in its local order) as at most 3 segments of the
+ * whole parameter: `n` local elements from local offset `at`, holding whole-parameter elements from `first`
+ * in `runs` runs of n / runs elements, `stride` apart (runs 1: contiguous). A row-parallel weight's local
+ * range cut mid-row gives a partial first and last row around the whole rows. Returns the count. */
+typedef struct ddp_tp_seg {
+  int64_t at, n, first, runs, stride;
+} ddp_tp_seg;
+int ddp_tp_segments(const ddp_model_param *pp, int T, int t, int64_t a, int64_t b, ddp_tp_seg seg[3]);
 int ddp_layout_tp_runs(const ddp_builder *b, const ddp_layout *lay, int64_t *lo, int64_t *hi, bool *split);
+/* ... the runs of one pipeline stage's units (offsets in the stage's flat) */
+int ddp_layout_tp_stage_runs(const ddp_builder *b, const ddp_layout *lay, int stage, int64_t *lo, int64_t *hi,
+                             bool *split);
+/* Tensor `id` (1-D, split parameter pp's local elements on tensor rank t) as that tensor rank's piece of pp,
+ * held on world rank `rank` (rows: one range; columns: a run of C/T per row). */
+void ddp_layout_tp_piece(ddp_builder *b, int32_t id, const ddp_model_param *pp, const char *state_name, int t,
+                         int rank);
 /* Optimizer ownership (ownership.c): fills own_lo/own_hi and state_elems. */
 void ddp_layout_ownership(const ddp_builder *b, ddp_layout *lay);
 

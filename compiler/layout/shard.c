@@ -93,30 +93,45 @@ static int base_groups(ddp_builder *b, ddp_layout *lay, const int *layer_of, int
   return lay->nbuckets;
 }
 
-/* One tensor per piece: the part of state-dict parameter pp that lies in rank r's slice of group g. */
+/* One tensor per piece: the part of state-dict parameter pp that lies in rank r's slice of group g. Under
+ * tensor parallelism (b->tp = T) the slice holds tensor rank t's part of a split parameter, on world rank
+ * r T + t: each (r, t) gets the whole-parameter segments of its local range (ddp_tp_segments: a
+ * row-parallel weight's in up to 3 pieces); a whole parameter's slice is described once, by tensor rank 0's
+ * (the tensor ranks hold the same values: init_program.c broadcasts them from rank 0 after a resume). */
 static void add_pieces(ddp_builder *b, ddp_layout *lay, const ddp_model_param *pp, const ddp_shard_group *g) {
   const ddp_unit *u = &b->units[pp->unit];
   int64_t plo = u->flat_offset + pp->unit_offset, phi = plo + pp->numel, per = g->len / lay->world;
   const char *sname = b_t(b, pp->tensor)->state_name;
   uint64_t fsz = ddp_dtype_size(b->fdt);
+  int T = b->tp > 1 ? b->tp : 1, tps = pp->tp_split == TP_WHOLE ? 1 : T;
   for (int r = 0; r < lay->world; r++) {
     int64_t slo = g->lo + r * per, shi = slo + per;
     int64_t lo = plo > slo ? plo : slo, hi = phi < shi ? phi : shi;
     if (hi <= lo) continue;
     uint64_t at = (uint64_t)(g->lo / lay->world + (lo - slo)) * fsz;
-    int64_t shape[1] = {hi - lo};
     const int32_t bases[3] = {lay->shard_master, lay->flat_m, lay->flat_v};
     const uint32_t roles[3] = {TF_PARAM | TF_TRAINABLE, TF_OPT_M, TF_OPT_V};
     const char *suffix[3] = {"", ".exp_avg", ".exp_avg_sq"};
-    for (int k = 0; k < 3; k++) {
-      if (bases[k] < 0) continue;
-      int32_t t = b_view(b, b_fmt(b, "%s%s.rank%d", sname, suffix[k], r), bases[k], at, b->fdt, 1, shape,
-                         roles[k] | TF_PIECE);
-      ddp_tensor *tt = &b->plan->tensors[t];
-      tt->state_name = ddp_xstrdup(sname);
-      tt->param = pp->tensor;
-      tt->piece_rank = r;
-      tt->piece_first = lo - plo;
+    for (int t = 0; t < tps; t++) {
+      ddp_tp_seg seg[3];
+      int ns = ddp_tp_segments(pp, T, t, lo - plo, hi - plo, seg);
+      for (int q = 0; q < ns; q++) {
+        int64_t shape[1] = {seg[q].n};
+        for (int k = 0; k < 3; k++) {
+          if (bases[k] < 0) continue;
+          const char *nm = T > 1 ? b_fmt(b, "%s%s.rank%d.%d", sname, suffix[k], r * T + t, q)
+                                 : b_fmt(b, "%s%s.rank%d", sname, suffix[k], r);
+          int32_t id = b_view(b, nm, bases[k], at + (uint64_t)(seg[q].at - (lo - plo)) * fsz, b->fdt, 1, shape,
+                              roles[k] | TF_PIECE);
+          ddp_tensor *tt = &b->plan->tensors[id];
+          tt->state_name = ddp_xstrdup(sname);
+          tt->param = pp->tensor;
+          tt->piece_rank = r * T + t;
+          tt->piece_first = seg[q].first;
+          tt->piece_runs = seg[q].runs;
+          tt->piece_stride = seg[q].runs > 1 ? seg[q].stride : 0;
+        }
+      }
     }
   }
 }
@@ -278,6 +293,13 @@ void ddp_layout_shard_pieces(ddp_builder *b, ddp_layout *lay) {
     const ddp_model_param *pp = &b->params[p];
     if (!b->units[pp->unit].trainable) continue;
     shape_only(b, pp->tensor);
+    if (pp->tp_split != TP_WHOLE && b->tp > 1) { /* the whole shape, not this tensor rank's */
+      ddp_tensor *pt = &b->plan->tensors[pp->tensor];
+      pt->ndim = 2;
+      memset(pt->shape, 0, sizeof pt->shape);
+      pt->shape[0] = pp->full_shape[0], pt->shape[1] = pp->full_shape[1];
+      pt->bytes = (uint64_t)(pp->full_shape[0] * pp->full_shape[1]) * ddp_dtype_size(pt->dtype);
+    }
     add_pieces(b, lay, pp, &lay->groups[group_at[pp->unit]]);
   }
   free(group_at);

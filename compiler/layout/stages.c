@@ -6,7 +6,10 @@
  * one-microbatch step belongs to one chunk; every parameter unit to the stage of the chunks that use it.
  * Each stage gets its own flat tensors (stage<s>.flat.params, .copy, .grads, .exp_avg, .exp_avg_sq), its
  * units become views of them, and the state-dict parameters become shape-only tensors described by one
- * piece per tensor on the stage's rank (checkpoints are then one file whatever the split). */
+ * piece per tensor on the stage's rank (checkpoints are then one file whatever the split); with tensor
+ * parallelism (mesh.tensor = T) a split parameter has one piece per tensor rank of the stage (world rank
+ * s x T + t of replica 0), a whole one a piece on tensor rank 0 that every tensor rank loads
+ * (runtime/io/checkpoint.c). */
 #include "layout.h"
 #include "access.h"
 #include <stdlib.h>
@@ -26,7 +29,8 @@ static double instr_cost(const ddp_instr *in) {
   return 300.0 * bytes;
 }
 
-/* The chunk of every builder instruction (-1: timers and phase ranges, which the pipeline pass re-emits). */
+/* The chunk of every builder instruction (-1: timers and phase ranges, which the pipeline pass re-emits; the
+ * tensor collectives' TP_COMM timers belong to their collective's chunk). */
 static void instr_chunks(const ddp_builder *b, const int *chunk_of_layer, int C, int32_t *chunk) {
   uint32_t n = b->step.n, fe = b_forward_end(b);
   int64_t ffirst = -1, bfirst = -1;
@@ -43,6 +47,14 @@ static void instr_chunks(const ddp_builder *b, const int *chunk_of_layer, int C,
     else if (in->layer >= 0) chunk[k] = chunk_of_layer[in->layer];
     else if (k < fe) chunk[k] = ffirst >= 0 && (int64_t)k < ffirst ? 0 : C - 1;
     else chunk[k] = bfirst >= 0 && (int64_t)k < bfirst ? C - 1 : 0;
+  }
+  /* tensor parallelism: the timers around a tensor collective go with it (the collective is the next
+   * instruction after TP_COMM_BEGIN, the one before TP_COMM_END) */
+  for (uint32_t k = 0; k < n; k++) {
+    const ddp_instr *in = &b->step.v[k];
+    if (in->opcode != I_TIMER) continue;
+    if (in->i[TIMER_I_ROLE] == TIMER_TP_COMM_BEGIN && k + 1 < n) chunk[k] = chunk[k + 1];
+    if (in->i[TIMER_I_ROLE] == TIMER_TP_COMM_END && k > 0) chunk[k] = chunk[k - 1];
   }
 }
 
@@ -176,18 +188,28 @@ int ddp_layout_pipeline(ddp_builder *b, ddp_layout *lay, char *err, size_t errca
       if (u->grad >= 0) ddp_layout_rebase(b, u->grad, f->grads, (uint64_t)u->flat_offset * gsz);
     }
   }
-  /* the state-dict parameters: shape-only, one piece each (and their moments) on the stage's rank */
+  /* the state-dict parameters: shape-only, one piece each (and their moments) on the stage's rank (replica
+   * 0's; with tensor parallelism its tensor rank 0's for a whole parameter, which every tensor rank of the
+   * stage loads, and one piece per tensor rank of a split one, the geometry of compiler/layout/tensor.c) */
+  int T = b->tp > 1 ? b->tp : 1;
   for (int p = 0; p < b->nparams; p++) {
     const ddp_model_param *pp = &b->params[p];
     const ddp_unit *u = &b->units[pp->unit];
     if (!u->trainable) continue;
     int st = lay->stage_of_unit[pp->unit];
     const ddp_stage_flat *f = &lay->stage_flat[st];
+    bool split = T > 1 && pp->tp_split != TP_WHOLE;
     ddp_tensor *pt = &b->plan->tensors[pp->tensor];
     pt->base = -1;
     pt->view = 0;
     pt->flags = (pt->flags & ~(uint32_t)TF_PERSISTENT) | TF_SHAPE_ONLY;
-    const char *sname = pt->state_name;
+    if (split) { /* the whole parameter's shape */
+      pt->ndim = 2;
+      memset(pt->shape, 0, sizeof pt->shape);
+      pt->shape[0] = pp->full_shape[0], pt->shape[1] = pp->full_shape[1];
+      pt->bytes = (uint64_t)(pp->full_shape[0] * pp->full_shape[1]) * ddp_dtype_size(pt->dtype);
+    }
+    const char *sname = pt->state_name; /* owned by the tensor, stable when the table grows */
     int64_t shape[1] = {pp->numel};
     uint64_t at = (uint64_t)(u->flat_offset + pp->unit_offset) * fsz;
     const int32_t bases[3] = {f->params, f->m, f->v};
@@ -195,12 +217,20 @@ int ddp_layout_pipeline(ddp_builder *b, ddp_layout *lay, char *err, size_t errca
     const char *suffix[3] = {"", ".exp_avg", ".exp_avg_sq"};
     for (int k = 0; k < 3; k++) {
       if (bases[k] < 0) continue;
-      int32_t t = b_view(b, b_fmt(b, "%s%s.stage%d", sname, suffix[k], st), bases[k], at, b->fdt, 1, shape,
-                         roles[k] | TF_PIECE);
-      ddp_tensor *tt = &b->plan->tensors[t];
-      tt->state_name = ddp_xstrdup(b->plan->tensors[pp->tensor].state_name);
-      tt->param = pp->tensor;
-      tt->piece_rank = st; /* replica 0's rank of the stage */
+      for (int t = 0; t < (split ? T : 1); t++) {
+        int rank = st * T + t; /* replica 0's rank of the stage and tensor rank */
+        int32_t id = b_view(b, split ? b_fmt(b, "%s%s.stage%d.tp%d", sname, suffix[k], st, t)
+                                     : b_fmt(b, "%s%s.stage%d", sname, suffix[k], st),
+                            bases[k], at, b->fdt, 1, shape, roles[k] | (split ? 0 : TF_PIECE));
+        if (split) {
+          ddp_layout_tp_piece(b, id, pp, sname, t, rank);
+          continue;
+        }
+        ddp_tensor *tt = &b->plan->tensors[id];
+        tt->state_name = ddp_xstrdup(sname);
+        tt->param = pp->tensor;
+        tt->piece_rank = rank;
+      }
     }
   }
   return 0;

@@ -4,7 +4,10 @@
  *   the state-dict tensors split over the tensor ranks become shape-only with their whole shape, described
  *   for checkpoints by T pieces of the master and of each moment (piece t on world rank t, data replica 0,
  *   which every replica's tensor rank t loads): by rows one range, by columns a run of C/T per row;
- *   the runs of the flat order for the gradient norm: maximal runs of split units and of whole units. */
+ *   the runs of the flat order for the gradient norm: maximal runs of split units and of whole units (under
+ *   a pipeline per stage, in the stage's flat).
+ * A pipeline's layout (stages.c) describes the pieces itself, each on its stage's rank, with the geometry
+ * of ddp_layout_tp_piece. */
 #include "layout.h"
 #include <stdlib.h>
 #include <string.h>
@@ -22,6 +25,29 @@ int ddp_layout_tp_runs(const ddp_builder *b, const ddp_layout *lay, int64_t *lo,
     }
     if (hi) hi[n - 1] = u->flat_offset + u->numel;
   }
+  return n;
+}
+
+int ddp_tp_segments(const ddp_model_param *pp, int T, int t, int64_t a, int64_t b, ddp_tp_seg seg[3]) {
+  int64_t R = pp->full_shape[0], C = pp->full_shape[1];
+  int n = 0;
+  if (b <= a) return 0;
+  if (pp->tp_split != TP_COLS || T <= 1) { /* one range: whole, or this rank's rows */
+    int64_t base = pp->tp_split == TP_ROWS && T > 1 ? t * (R / T) * C : 0;
+    seg[n++] = (ddp_tp_seg){.at = a, .n = b - a, .first = base + a, .runs = 1, .stride = 0};
+    return n;
+  }
+  int64_t w = C / T, col0 = t * w; /* local row r, column c = whole element r C + col0 + c */
+  int64_t r1 = (a + w - 1) / w, r2 = b / w; /* the whole local rows [r1, r2) inside [a, b) */
+  if (a % w) { /* a partial first row */
+    int64_t end = b < (a / w + 1) * w ? b : (a / w + 1) * w;
+    seg[n++] = (ddp_tp_seg){.at = a, .n = end - a, .first = (a / w) * C + col0 + a % w, .runs = 1, .stride = 0};
+    if (end == b) return n;
+  }
+  if (r2 > r1)
+    seg[n++] = (ddp_tp_seg){.at = r1 * w, .n = (r2 - r1) * w, .first = r1 * C + col0, .runs = r2 - r1, .stride = C};
+  if (b % w && b / w >= r1) /* a partial last row */
+    seg[n++] = (ddp_tp_seg){.at = r2 * w, .n = b - r2 * w, .first = r2 * C + col0, .runs = 1, .stride = 0};
   return n;
 }
 
@@ -43,8 +69,33 @@ static void make_piece(ddp_tensor *tt, int32_t param, const char *state_name, in
   tt->piece_stride = runs > 1 ? stride : 0;
 }
 
+void ddp_layout_tp_piece(ddp_builder *b, int32_t id, const ddp_model_param *pp, const char *state_name, int t,
+                         int rank) {
+  int64_t first, runs, stride;
+  piece_of(pp, b->tp, t, &first, &runs, &stride);
+  make_piece(&b->plan->tensors[id], pp->tensor, state_name, rank, first, runs, stride);
+}
+
+int ddp_layout_tp_stage_runs(const ddp_builder *b, const ddp_layout *lay, int stage, int64_t *lo, int64_t *hi,
+                             bool *split) {
+  int n = 0;
+  bool prev = false;
+  for (int j = 0; j < lay->norder; j++) {
+    const ddp_unit *u = &b->units[lay->order[j]];
+    if (lay->stage_of_unit[lay->order[j]] != stage) continue;
+    if (n == 0 || u->tp_split != prev) {
+      if (lo) lo[n] = u->flat_offset;
+      if (split) split[n] = u->tp_split;
+      prev = u->tp_split;
+      n++;
+    }
+    if (hi) hi[n - 1] = u->flat_offset + u->numel;
+  }
+  return n;
+}
+
 void ddp_layout_tensor_pieces(ddp_builder *b, ddp_layout *lay) {
-  (void)lay;
+  if (lay->pipe) return; /* a pipeline's pieces (one per stage and tensor rank): compiler/layout/stages.c */
   int T = b->tp;
   ddp_plan *p = b->plan;
   /* the moments' named views of each parameter (layout_optimizer_state) */
@@ -72,8 +123,6 @@ void ddp_layout_tensor_pieces(ddp_builder *b, ddp_layout *lay) {
       int32_t base = k == 0 ? u->master : p->tensors[bases[k]].base;
       uint64_t at = k == 0 ? (uint64_t)pp->unit_offset * ddp_dtype_size(b->fdt) : p->tensors[bases[k]].view;
       for (int t = 0; t < T; t++) {
-        int64_t first, runs, stride;
-        piece_of(pp, T, t, &first, &runs, &stride);
         int32_t id;
         if (k > 0 && t == 0) {
           id = bases[k];
@@ -86,7 +135,7 @@ void ddp_layout_tensor_pieces(ddp_builder *b, ddp_layout *lay) {
         } else {
           id = b_view(b, b_fmt(b, "%s%s.tp%d", sname, suffix[k], t), base, at, b->fdt, 1, shape, roles[k]);
         }
-        make_piece(&p->tensors[id], pp->tensor, sname, t, first, runs, stride);
+        ddp_layout_tp_piece(b, id, pp, sname, t, t);
       }
     }
     ddp_tensor *pt = &p->tensors[pp->tensor];

@@ -58,6 +58,25 @@ void pass_init_rope(rank_ctx *c) {
   rp_push(c, in, "rope.inv_freq");
 }
 
+/* Tensor parallelism x ZeRO: the flat elements [lo, hi) of split unit u (inside the rank's slice starting at
+ * flat slo, shard offset shard_at) drawn as the whole unit holds them: per parameter, its segments. */
+static void init_slice_tp(rank_ctx *c, int u, int64_t lo, int64_t hi, int64_t slo, int64_t shard_at) {
+  ddp_builder *b = c->b;
+  const ddp_unit *un = &b->units[u];
+  uint64_t fsz = ddp_dtype_size(b->fdt);
+  for (int p = 0; p < b->nparams; p++) {
+    const ddp_model_param *pp = &b->params[p];
+    if (pp->unit != u) continue;
+    int64_t plo = un->flat_offset + pp->unit_offset, a = lo > plo ? lo : plo, e = hi < plo + pp->numel ? hi : plo + pp->numel;
+    ddp_tp_seg seg[3];
+    int ns = ddp_tp_segments(pp, b->tp, c->tp, a - plo, e - plo, seg);
+    for (int q = 0; q < ns; q++)
+      pass_init_unit_runs(c, u, c->lay->shard_master, (uint64_t)(shard_at + plo + seg[q].at - slo) * fsz,
+                          pp->full_unit_offset + seg[q].first, seg[q].n, 0, seg[q].runs > 1 ? seg[q].n / seg[q].runs : 0,
+                          seg[q].runs > 1 ? seg[q].stride : 0);
+  }
+}
+
 /* ZeRO levels: each rank draws the values of its own slices (the values rank 0 would draw for the whole
  * unit, so no broadcast is needed). */
 static void init_shards(rank_ctx *c) {
@@ -71,11 +90,38 @@ static void init_shards(rank_ctx *c) {
       const ddp_unit *un = &b->units[lay->order[j]];
       int64_t lo = un->flat_offset > slo ? un->flat_offset : slo;
       int64_t hi = un->flat_offset + un->numel < shi ? un->flat_offset + un->numel : shi;
-      if (hi > lo)
+      if (hi > lo && un->tp_split && b->tp > 1) init_slice_tp(c, lay->order[j], lo, hi, slo, sg->lo / lay->world);
+      else if (hi > lo)
         pass_init_unit(c, lay->order[j], lay->shard_master, (uint64_t)(sg->lo / lay->world + lo - slo) * fsz,
                   lo - un->flat_offset, hi - lo, 0);
     }
   }
+}
+
+/* Tensor parallelism x ZeRO, in the refresh part: the shard slices of the whole (unsplit) units broadcast
+ * from tensor rank 0 to the others (masters and moments), which a resume loads on tensor rank 0 only (their
+ * checkpoint pieces are rank 0's; the tensor ranks hold the same values). At a fresh start they are equal. */
+static void refresh_whole_slices(rank_ctx *c) {
+  ddp_builder *b = c->b;
+  ddp_layout *lay = c->lay;
+  int comm = c->comm;
+  c->comm = c->tp_comm;
+  for (int g = 0; g < lay->ngroups; g++) {
+    const ddp_shard_group *sg = &lay->groups[g];
+    int64_t per = sg->len / lay->world, slo = sg->lo + c->rank * per, shi = slo + per;
+    for (int j = sg->first; j <= sg->last; j++) {
+      const ddp_unit *un = &b->units[lay->order[j]];
+      int64_t lo = un->flat_offset > slo ? un->flat_offset : slo;
+      int64_t hi = un->flat_offset + un->numel < shi ? un->flat_offset + un->numel : shi;
+      if (hi <= lo || un->tp_split) continue;
+      const int32_t ts[3] = {lay->shard_master, lay->flat_m, lay->flat_v};
+      for (int k = 0; k < 3; k++)
+        if (ts[k] >= 0)
+          rp_collective(c, I_BROADCAST, STREAM_COMPUTE, ts[k], sg->lo / lay->world + lo - slo, hi - lo, REDOP_SUM, 0,
+                        b_fmt(b, "tensor.broadcast.%s.%d", un->name, k));
+    }
+  }
+  c->comm = comm;
 }
 
 /* ZeRO levels: the compute copies of the masters: zero3 the copy shard, zero1/2 the full parameters of
@@ -103,7 +149,7 @@ static void shard_copies(rank_ctx *c) {
 /* Tensor parallelism: unit u's parameters as this tensor rank holds them, each drawing the values the whole
  * model's unit holds there (rows: one range; columns: a run per row), so that any tensor size starts from
  * one rank's weights. */
-static void init_unit_tp(rank_ctx *c, int u, int salt) {
+void pass_init_unit_tp(rank_ctx *c, int u, int salt) {
   ddp_builder *b = c->b;
   int T = b->tp;
   uint64_t fsz = ddp_dtype_size(b->fdt);
@@ -135,8 +181,9 @@ void pass_init_program(rank_ctx *c) {
   bool no_comm = s->mode == MODE_FORWARD;
   int salt = (s->identical_init || c->rank == 0 || (no_comm && s->broadcast_init)) ? 0 : c->rank;
   for (int u = 0; u < b->nunits; u++)
-    if (b->units[u].tp_split && b->tp > 1) init_unit_tp(c, u, salt);
-    else if (!lay->zero || !b->units[u].trainable) pass_init_unit(c, u, b->units[u].master, 0, 0, b->units[u].numel, salt);
+    if (lay->zero && b->units[u].trainable) continue; /* init_shards: each rank's slices */
+    else if (b->units[u].tp_split && b->tp > 1) pass_init_unit_tp(c, u, salt);
+    else pass_init_unit(c, u, b->units[u].master, 0, 0, b->units[u].numel, salt);
   pass_init_rope(c);
   if (lay->zero) init_shards(c);
   if (lay->world > 1 && s->broadcast_init && !no_comm) {
@@ -147,7 +194,8 @@ void pass_init_program(rank_ctx *c) {
         rp_collective(c, I_BROADCAST, STREAM_COMPUTE, b->units[u].master, 0, b->units[u].numel, REDOP_SUM, 0,
                       b->units[u].name);
   }
-  if (lay->zero) c->b->plan->ranks[c->rank].init_refresh = c->out->n;
+  if (lay->zero) c->b->plan->ranks[c->world_rank].init_refresh = c->out->n;
+  if (lay->zero && b->tp > 1 && !no_comm) refresh_whole_slices(c);
   if (lay->zero) shard_copies(c);
   if (lay->flat_copies >= 0) pass_cast(c, lay->flat_params, lay->flat_copies, lay->nflat, "params.copy");
   for (int u = 0; u < b->nunits; u++) {

@@ -13,6 +13,7 @@ typedef struct rank_ctx {
   uint32_t nevents, ntimers;
   int comm; /* the communicator rp_collective issues on (0: the world) */
   int tp;      /* tensor parallelism: this rank's tensor rank (rank is then its data replica) */
+  int world_rank; /* the plan's rank whose programs these are (== rank without tensor parallelism) */
   int tp_comm; /* ... and its tensor group's communicator */
 } rank_ctx;
 
@@ -40,6 +41,9 @@ void pass_init_unit(rank_ctx *c, int u, int32_t t, uint64_t at, int64_t first, i
 void pass_init_unit_runs(rank_ctx *c, int u, int32_t t, uint64_t at, int64_t first, int64_t count, int salt, int64_t run,
                          int64_t stride);
 void pass_init_rope(rank_ctx *c);
+/* Tensor parallelism: split unit u's parameters as tensor rank c->tp holds them, drawing the values the whole
+ * model's unit holds there (rows: one range; columns: a run per row) into the unit's master. */
+void pass_init_unit_tp(rank_ctx *c, int u, int salt);
 void pass_opt_scalars(rank_ctx *c, bool sumsq_over_shard);        /* optimizer.c */
 void pass_scalars(rank_ctx *c);                                   /* OPT_SCALARS alone */
 /* One AdamW/SGD update of n elements: each operand a tensor and an element offset; copy < 0: no compute copy */

@@ -36,7 +36,24 @@
  * backward (the earlier layers, the other chunks of an interleaved stage, the cool-down); the optimizer
  * waits for all of them. The
  * gradient norm's partial sums are all-reduced over the replica's comm (every replica then holds the same
- * norm). One replica (R = 1) has no communicators and no gradient all-reduce. */
+ * norm). One replica (R = 1) has no communicators and no gradient all-reduce.
+ *
+ * Tensor parallelism (mesh.tensor = T > 1): every stage of every replica is T tensor ranks, world rank
+ * (d S + s) T + t for replica d, stage s, tensor rank t (compiler/schedule.h); the world is R x S x T ranks.
+ * Each rank runs the builder's instructions (tensor rank 0's share, compiler/model/transformer.c) with its
+ * tensor rank's patches applied (pass_tp_apply) to every microbatch's copy; a tensor rank sends to and
+ * receives from the same tensor rank of the other stages, loads its replica's part of the batch (the tensor
+ * ranks of a replica share its sequences), draws its part of every split unit (pass_init_unit_tp), and under
+ * clipping counts its split units' squares and tensor rank 0 the whole units' (tables per run of the
+ * stage's flat, all-reduced over the tensor group, then over the replica's stages).
+ * The communicators, numbered in this order (each block only where the plan needs it):
+ *   stage groups    (R > 1)          comm 1 + s T + t: stage s's replicas at tensor rank t, ranks (d S + s) T + t
+ *                                    for d = 0 .. R-1 (the gradient all-reduce, the init broadcast)
+ *   replica groups  (R > 1 or T > 1) comm 1 + Sn + d T + t: replica d's stages at tensor rank t (the gradient
+ *                                    norm), Sn = the stage groups' count (S T, or 0)
+ *   tensor groups   (T > 1)          comm 1 + Sn + Rn + d S + s: the T tensor ranks of stage s of replica d
+ *                                    (the builder's collectives), Rn = the replica groups' count (R T, or 0)
+ * With T = 1 these are the comms above (1 + s, 1 + S + r). */
 #include "passes.h"
 #include "access.h"
 #include <stdlib.h>
@@ -59,6 +76,8 @@ typedef struct pctx {
   ddp_layout *lay;
   const ddp_schedule *s;
   int P, C, m;
+  int D, T;   /* data replicas, tensor ranks (1: none) */
+  int Sn, Rn; /* how many stage groups and replica groups the plan has (the communicators above) */
   uint32_t fe;
   uint8_t *part;       /* [builder instr]: ACT_F, ACT_B or ACT_W */
   int32_t **map;       /* [mb][tensor]: the microbatch's tensor */
@@ -67,6 +86,14 @@ typedef struct pctx {
   int32_t tokens, targets; /* the replica's whole batch */
   int32_t *grad_last;      /* [unit]: the builder instruction that last writes its gradient, -1 */
 } pctx;
+
+/* The mesh: world rank (replica d, stage s, tensor rank t) = (d P + s) T + t, and its communicators. */
+static int world_rank(const pctx *x, int d, int s, int t) { return (d * x->P + s) * x->T + t; }
+static int stage_of(const pctx *x, int r) { return r / x->T % x->P; }
+static int replica_of(const pctx *x, int r) { return r / x->T / x->P; }
+static int comm_stage(const pctx *x, int s, int t) { return x->D > 1 ? 1 + s * x->T + t : 0; }
+static int comm_replica(const pctx *x, int d, int t) { return x->Rn ? 1 + x->Sn + d * x->T + t : 0; }
+static int comm_tensor(const pctx *x, int d, int s) { return x->T > 1 ? 1 + x->Sn + x->Rn + d * x->P + s : 0; }
 
 /* Replicas: the stage's gradient buckets (a contiguous partition of its flat) and how many of each
  * bucket's units still wait for their last gradient write. */
@@ -134,10 +161,10 @@ static void gbuckets_free(gbuckets *g) {
 }
 
 /* bucket k -> RECORD(compute) WAIT(comm) TIMER ALL_REDUCE(the stage's gradients [lo, hi), its comm) TIMER */
-static void allreduce_bucket(rank_ctx *c, gbuckets *g, int k, int stage) {
+static void allreduce_bucket(rank_ctx *c, const pctx *x, gbuckets *g, int k, int stage) {
   const ddp_stage_flat *f = &c->lay->stage_flat[stage];
   rp_order(c, STREAM_COMPUTE, STREAM_COMM);
-  c->comm = 1 + stage;
+  c->comm = comm_stage(x, stage, c->tp);
   rp_collective(c, I_ALL_REDUCE, STREAM_COMM, f->grads, g->lo[k], g->hi[k] - g->lo[k], REDOP_AVG, 0,
                 b_fmt(c->b, "all_reduce.stage%d.bucket%d", stage, k));
   c->comm = 0;
@@ -267,7 +294,8 @@ static action *stage_actions(const pctx *x, int s, bool backward, int *count) {
  * after later microbatches'), so whatever it reads that a later backward instruction changes (the residual
  * stream's gradient, which every layer adds into in place) is copied, where it originally ran, into a
  * stash tensor of its own that it reads instead: the copy belongs to the B part, the read to the W part.
- * Rewrites the builder's step and the layout's chunk of each instruction. */
+ * Rewrites the builder's step, the layout's chunk of each instruction and the tensor-parallel patches'
+ * instruction indices. */
 /* Does `in` write a stage's parameter gradients (the weight-gradient part of a backward)? */
 static bool writes_stage_grad(const ddp_builder *b, const ddp_layout *lay, const ddp_instr *in,
                               const ddp_slot_use *use) {
@@ -300,6 +328,7 @@ static void zb_stash(ddp_builder *b, ddp_layout *lay) {
           last_b_write[ddp_tensor_root(p, b->step.v[k].p[sl].tensor)] = (int32_t)k;
   ddp_program out = {0};
   int32_t *chunk = ddp_xmalloc(sizeof(int32_t) * (2 * (size_t)n * DDP_MAX_PTRS + 1));
+  uint32_t *moved = ddp_xmalloc(sizeof(uint32_t) * ((size_t)n + 1)); /* [k]: instruction k's new index */
   uint32_t nout = 0;
   for (uint32_t k = 0; k < n; k++) {
     ddp_instr in = b->step.v[k];
@@ -324,8 +353,12 @@ static void zb_stash(ddp_builder *b, ddp_layout *lay) {
         in.p[sl].view = off;
       }
     if (!ddp_program_push(&out, &in)) ddp_xmalloc(SIZE_MAX);
+    moved[k] = nout;
     chunk[nout++] = lay->instr_chunk[k];
   }
+  for (int j = 0; j < b->ntp_patches; j++) /* the tensor ranks' patches follow their instructions */
+    b->tp_patches[j].instr = moved[b->tp_patches[j].instr];
+  free(moved);
   ddp_program_free(&b->step);
   b->step = out;
   free(lay->instr_chunk);
@@ -444,13 +477,15 @@ static void clone_tensors(pctx *x) {
   }
 }
 
-/* builder instruction k for microbatch mb: tensors mapped, the loss scaled to the replica's mean */
+/* builder instruction k for microbatch mb: tensors mapped, the loss scaled to the replica's mean (the
+ * tensor ranks' patches apply to the result: a TPP_VIEW offsets the view inside the microbatch's tensor) */
 static ddp_instr for_mb(const pctx *x, uint32_t k, int mb) {
   ddp_instr in = x->b->step.v[k];
   for (int sl = 0; sl < DDP_MAX_PTRS; sl++)
     if (in.p[sl].tensor >= 0) in.p[sl].tensor = x->map[mb][in.p[sl].tensor];
   if (in.opcode == I_KERNEL) {
     if (in.op == OP_XENT) in.f[XENT_F_SCALE] /= (float)x->m;
+    if (in.op == OP_XENT_VP) in.f[XENT_VP_F_SCALE] /= (float)x->m;
     if (in.op == OP_MSE) in.f[MSE_F_SCALE] /= (float)x->m;
     if (in.op == OP_SUM && x->b->step.v[k].p[SUM_P_OUT].tensor == x->b->loss) {
       in.f[SUM_F_SCALE] /= (float)x->m;
@@ -461,33 +496,69 @@ static ddp_instr for_mb(const pctx *x, uint32_t k, int mb) {
 }
 
 /* SEND or RECV of flow f for microbatch mb; the flow's ranks are stages, the peer is the stage's rank in
- * this rank's replica */
+ * this rank's replica with this rank's tensor rank */
 static void p2p(rank_ctx *c, const pctx *x, int opcode, const flow *f, int mb) {
   int32_t t = x->map[mb][f->t];
   const ddp_tensor *tt = b_t(c->b, t);
   ddp_instr in = ddp_instr_blank(opcode, STREAM_COMPUTE);
   b_arg(&in, COLL_P_BUF, t, 0, tt->dtype);
   in.i[COLL_I_COUNT] = (int64_t)ddp_tensor_numel(tt);
-  in.i[COLL_I_PEER] = c->rank - c->rank % x->P + (opcode == I_SEND ? f->to_rank : f->from_rank);
+  in.i[COLL_I_PEER] = world_rank(x, replica_of(x, c->rank), opcode == I_SEND ? f->to_rank : f->from_rank, c->tp);
   bool act = f->from_key < x->C;
   rp_push(c, in, b_fmt(c->b, "pp.%s.%s.mb%d:%s", opcode == I_SEND ? "send" : "recv", act ? "act" : "grad", mb,
                        c->b->plan->tensors[f->t].name));
 }
 
-static void optimizer(rank_ctx *c, const ddp_stage_flat *f) {
+/* Tensor parallelism: the stage's squares as pass_tp_sumsq counts them: one table of DDP_SUMSQ_PARTS per run
+ * of split or whole units of the stage's flat, a whole run's zeroed on tensor ranks other than 0 (counted
+ * once), the tables past the stage's runs zeroed, all summed over the tensor group. */
+static void sumsq_tp(rank_ctx *c, const ddp_stage_flat *f, int stage) {
+  ddp_builder *b = c->b;
+  ddp_layout *lay = c->lay;
+  int n = ddp_layout_tp_stage_runs(b, lay, stage, NULL, NULL, NULL), ntab = (int)(lay->sumsq_p / DDP_SUMSQ_PARTS);
+  int64_t *lo = ddp_xcalloc((size_t)n + 1, sizeof(int64_t)), *hi = ddp_xcalloc((size_t)n + 1, sizeof(int64_t));
+  bool *split = ddp_xcalloc((size_t)n + 1, sizeof(bool));
+  ddp_layout_tp_stage_runs(b, lay, stage, lo, hi, split);
+  uint64_t fsz = ddp_dtype_size(b->fdt);
+  for (int k = 0; k < ntab; k++) {
+    if (k < n && (split[k] || c->tp == 0)) {
+      ddp_instr in = b_kernel(OP_SUMSQ);
+      b_arg(&in, SUMSQ_P_X, f->grads, (uint64_t)lo[k] * ddp_dtype_size(b->grad_dt), b->grad_dt);
+      b_arg(&in, SUMSQ_P_PART, lay->sumsq_partials, (uint64_t)k * DDP_SUMSQ_PARTS * fsz, b->fdt);
+      in.i[SUMSQ_I_N] = hi[k] - lo[k];
+      in.i[SUMSQ_I_P] = DDP_SUMSQ_PARTS;
+      rp_push(c, in, b_fmt(b, "grad_norm.sumsq.run%d", k));
+    } else {
+      ddp_instr in = ddp_instr_blank(I_MEMSET, STREAM_COMPUTE);
+      b_arg(&in, MEMSET_P_DST, lay->sumsq_partials, (uint64_t)k * DDP_SUMSQ_PARTS * fsz, b->fdt);
+      in.i[MEMSET_I_BYTES] = (int64_t)(DDP_SUMSQ_PARTS * fsz);
+      rp_push(c, in, b_fmt(b, k < n ? "grad_norm.replicated.run%d" : "grad_norm.none.run%d", k));
+    }
+  }
+  c->comm = c->tp_comm;
+  rp_collective(c, I_ALL_REDUCE, STREAM_COMPUTE, lay->sumsq_partials, 0, lay->sumsq_p, REDOP_SUM, 0,
+                "grad_norm.all_reduce.tensor");
+  c->comm = 0;
+  free(lo), free(hi), free(split);
+}
+
+static void optimizer(rank_ctx *c, const pctx *x, const ddp_stage_flat *f, int stage) {
   ddp_builder *b = c->b;
   ddp_layout *lay = c->lay;
   rp_range(c, 1, RANGE_OPTIMIZER, "optimizer");
   rp_timer(c, STREAM_COMPUTE, TIMER_OPT_BEGIN);
   if (lay->sumsq_partials >= 0) { /* the norm over every stage's gradients */
-    ddp_instr in = b_kernel(OP_SUMSQ);
-    b_buf(b, &in, SUMSQ_P_X, f->grads);
-    b_buf(b, &in, SUMSQ_P_PART, lay->sumsq_partials);
-    in.i[SUMSQ_I_N] = f->n;
-    in.i[SUMSQ_I_P] = lay->sumsq_p;
-    rp_push(c, in, "grad_norm.sumsq");
-    int R = b->s->replicas, P = b->s->stages;
-    c->comm = R > 1 ? 1 + P + c->rank / P : 0; /* the replica's ranks */
+    if (x->T > 1) {
+      sumsq_tp(c, f, stage);
+    } else {
+      ddp_instr in = b_kernel(OP_SUMSQ);
+      b_buf(b, &in, SUMSQ_P_X, f->grads);
+      b_buf(b, &in, SUMSQ_P_PART, lay->sumsq_partials);
+      in.i[SUMSQ_I_N] = f->n;
+      in.i[SUMSQ_I_P] = lay->sumsq_p;
+      rp_push(c, in, "grad_norm.sumsq");
+    }
+    c->comm = comm_replica(x, replica_of(x, c->rank), c->tp); /* the replica's stages (0: the world) */
     rp_collective(c, I_ALL_REDUCE, STREAM_COMPUTE, lay->sumsq_partials, 0, lay->sumsq_p, REDOP_SUM, 0,
                   "grad_norm.all_reduce");
     c->comm = 0;
@@ -504,21 +575,23 @@ static void optimizer(rank_ctx *c, const ddp_stage_flat *f) {
  *         refresh: [CAST(stage copies)] CAST(frozen copies)*
  * As ddp{}: replica 0 draws the values one rank would; the other replicas draw the same (identical_init),
  * or their own (salted by the replica) and receive replica 0's by the broadcast (the default). */
-static void init_rank(rank_ctx *c, int stage) {
+static void init_rank(rank_ctx *c, const pctx *x, int stage) {
   ddp_builder *b = c->b;
   ddp_layout *lay = c->lay;
   const ddp_schedule *s = b->s;
   const ddp_stage_flat *f = &lay->stage_flat[stage];
-  int replica = c->rank / s->stages;
+  int replica = replica_of(x, c->rank);
   bool no_comm = s->mode == MODE_FORWARD, bcast = s->replicas > 1 && s->broadcast_init && !no_comm;
   int salt = s->identical_init || replica == 0 || (no_comm && s->broadcast_init) ? 0 : replica;
   pass_memset(c, f->params), pass_memset(c, f->grads), pass_memset(c, f->m), pass_memset(c, f->v);
   pass_memset(c, b->scalars), pass_memset(c, b->loss);
   for (int u = 0; u < b->nunits; u++)
-    if (lay->stage_of_unit[u] == stage) pass_init_unit(c, u, b->units[u].master, 0, 0, b->units[u].numel, salt);
+    if (lay->stage_of_unit[u] != stage) continue;
+    else if (b->units[u].tp_split && x->T > 1) pass_init_unit_tp(c, u, salt); /* the tensor rank's part */
+    else pass_init_unit(c, u, b->units[u].master, 0, 0, b->units[u].numel, salt);
   pass_init_rope(c);
   if (bcast) {
-    c->comm = 1 + stage;
+    c->comm = comm_stage(x, stage, c->tp);
     rp_collective(c, I_BROADCAST, STREAM_COMPUTE, f->params, 0, f->n, REDOP_SUM, 0, b_fmt(b, "broadcast.stage%d.params", stage));
     for (int u = 0; u < b->nunits; u++)
       if (lay->stage_of_unit[u] == stage && !b->units[u].trainable)
@@ -547,7 +620,7 @@ static void step_rank(rank_ctx *c, const pctx *x, int stage) {
   ddp_instr load = ddp_instr_blank(I_LOAD_BATCH, STREAM_COMPUTE);
   b_buf(b, &load, LOAD_BATCH_P_INPUTS, x->tokens);
   b_buf(b, &load, LOAD_BATCH_P_TARGETS, x->targets);
-  load.i[LOAD_BATCH_I_PART] = c->rank / x->P; /* the replica */
+  load.i[LOAD_BATCH_I_PART] = replica_of(x, c->rank); /* the replica (its tensor ranks share its sequences) */
   load.i[LOAD_BATCH_I_PARTS] = s->replicas;
   rp_push(c, load, "load_batch");
   /* Training zeroes the stage's gradients at the end of the optimizer (init zeroes them for the first step),
@@ -571,13 +644,13 @@ static void step_rank(rank_ctx *c, const pctx *x, int stage) {
     for (int q = from; q < a; q++) {
       int key = key_of(x, acts[q].kind, acts[q].chunk);
       for (int k = 0; k < x->nflows; k++)
-        if (x->flows[k].from_rank == c->rank % x->P && x->flows[k].from_key == key) p2p(c, x, I_SEND, &x->flows[k], acts[q].mb);
+        if (x->flows[k].from_rank == stage && x->flows[k].from_key == key) p2p(c, x, I_SEND, &x->flows[k], acts[q].mb);
     }
     from = a;
     for (int q = a; q < na; q++) {
       int key = key_of(x, acts[q].kind, acts[q].chunk);
       for (int k = 0; k < x->nflows; k++)
-        if (x->flows[k].to_rank == c->rank % x->P && x->flows[k].to_key == key) p2p(c, x, I_RECV, &x->flows[k], acts[q].mb);
+        if (x->flows[k].to_rank == stage && x->flows[k].to_key == key) p2p(c, x, I_RECV, &x->flows[k], acts[q].mb);
       if (!acts[q].joined) break;
     }
   run:
@@ -589,11 +662,14 @@ static void step_rank(rank_ctx *c, const pctx *x, int stage) {
                    ac->chunk));
     for (uint32_t k = 0; k < b->step.n; k++) {
       if (c->lay->instr_chunk[k] != ac->chunk || x->part[k] != ac->kind) continue;
-      rp_push(c, for_mb(x, k, ac->mb), NULL);
+      ddp_instr in = for_mb(x, k, ac->mb);
+      pass_tp_apply(c, k, &in); /* the tensor rank's patches (nothing without tensor parallelism) */
+      if (in.opcode == I_TIMER) in.i[TIMER_I_SLOT] = c->ntimers++; /* a tensor collective's TP_COMM timer */
+      rp_push(c, in, NULL);
       if (!sync || ac->mb != x->m - 1 || ac->kind == ACT_F) continue;
       for (int u = 0; u < b->nunits; u++) /* the last microbatch's last write of unit u's gradient */
         if (x->grad_last[u] == (int32_t)k && gb.of_unit[u] >= 0 && --gb.pending[gb.of_unit[u]] == 0)
-          allreduce_bucket(c, &gb, gb.of_unit[u], stage);
+          allreduce_bucket(c, x, &gb, gb.of_unit[u], stage);
     }
     rp_range(c, 0, ac->kind == ACT_F ? RANGE_FORWARD : RANGE_BACKWARD, NULL);
     rp_timer(c, STREAM_COMPUTE, ac->kind == ACT_F ? TIMER_MB_FORWARD_END : TIMER_MB_BACKWARD_END);
@@ -602,11 +678,11 @@ static void step_rank(rank_ctx *c, const pctx *x, int stage) {
   }
   if (sync) { /* buckets no instruction completed (none here: every unit's gradient is written), then wait */
     for (int k = 0; k < gb.n; k++)
-      if (!gb.issued[k]) allreduce_bucket(c, &gb, k, stage);
+      if (!gb.issued[k]) allreduce_bucket(c, x, &gb, k, stage);
     rp_order(c, STREAM_COMM, STREAM_COMPUTE);
     gbuckets_free(&gb);
   }
-  if (train) optimizer(c, f);
+  if (train) optimizer(c, x, f, stage);
   rp_timer(c, STREAM_COMPUTE, TIMER_STEP_END);
   rp_range(c, 0, RANGE_STEP, NULL);
   free(acts);
@@ -615,7 +691,10 @@ static void step_rank(rank_ctx *c, const pctx *x, int stage) {
 int pass_pipeline(ddp_builder *b, ddp_layout *lay, char *err, size_t errcap) {
   const ddp_schedule *s = b->s;
   if (s->pipe_schedule == PIPE_ZERO_BUBBLE && b->backward) zb_stash(b, lay);
-  pctx x = {.b = b, .lay = lay, .s = s, .P = s->stages, .C = lay->nchunks, .m = s->microbatches};
+  pctx x = {.b = b, .lay = lay, .s = s, .P = s->stages, .C = lay->nchunks, .m = s->microbatches, .D = s->replicas,
+            .T = b->tp > 1 ? b->tp : 1};
+  x.Sn = x.D > 1 ? x.P * x.T : 0;
+  x.Rn = x.D > 1 || x.T > 1 ? x.D * x.T : 0;
   if (analyse(&x, err, errcap)) {
     free(x.part);
     free(x.flows);
@@ -625,26 +704,36 @@ int pass_pipeline(ddp_builder *b, ddp_layout *lay, char *err, size_t errcap) {
   x.grad_last = grad_last_writers(b);
   b->tokens = x.tokens; /* the plan's meta names the replica's batch */
   b->targets = x.targets;
-  b->plan->meta.world = s->ranks;
-  if (s->replicas > 1) { /* comm 1 + stage, then comm 1 + stages + replica */
-    int32_t *m = ddp_xmalloc(sizeof(int32_t) * (size_t)(s->replicas > s->stages ? s->replicas : s->stages));
-    for (int st = 0; st < s->stages; st++) {
-      for (int r = 0; r < s->replicas; r++) m[r] = r * s->stages + st;
-      if (ddp_plan_add_comm(b->plan, m, (uint32_t)s->replicas) != 1 + st) ddp_xmalloc(SIZE_MAX);
+  b->plan->meta.world = s->ranks; /* stages x replicas x tensor ranks */
+  pass_tp_prepare(b);              /* the tensor ranks' patches in instruction order (no communicators) */
+  /* the communicators (numbering: the comment at the top) */
+  int P = x.P, D = x.D, T = x.T;
+  int32_t *m = ddp_xmalloc(sizeof(int32_t) * (size_t)(P + D + T));
+  for (int st = 0; st < P && x.Sn; st++)
+    for (int t = 0; t < T; t++) {
+      for (int d = 0; d < D; d++) m[d] = world_rank(&x, d, st, t);
+      if (ddp_plan_add_comm(b->plan, m, (uint32_t)D) != comm_stage(&x, st, t)) ddp_xmalloc(SIZE_MAX);
     }
-    for (int r = 0; r < s->replicas; r++) {
-      for (int st = 0; st < s->stages; st++) m[st] = r * s->stages + st;
-      if (ddp_plan_add_comm(b->plan, m, (uint32_t)s->stages) != 1 + s->stages + r) ddp_xmalloc(SIZE_MAX);
+  for (int d = 0; d < D && x.Rn; d++)
+    for (int t = 0; t < T; t++) {
+      for (int st = 0; st < P; st++) m[st] = world_rank(&x, d, st, t);
+      if (ddp_plan_add_comm(b->plan, m, (uint32_t)P) != comm_replica(&x, d, t)) ddp_xmalloc(SIZE_MAX);
     }
-    free(m);
-  }
+  for (int d = 0; d < D && T > 1; d++)
+    for (int st = 0; st < P; st++) {
+      for (int t = 0; t < T; t++) m[t] = world_rank(&x, d, st, t);
+      if (ddp_plan_add_comm(b->plan, m, (uint32_t)T) != comm_tensor(&x, d, st)) ddp_xmalloc(SIZE_MAX);
+    }
+  free(m);
   b->plan->ranks = ddp_xcalloc((size_t)s->ranks, sizeof(ddp_rank_plan));
   for (int r = 0; r < s->ranks; r++) {
     ddp_rank_plan *rp = &b->plan->ranks[r];
-    rank_ctx c = {.b = b, .lay = lay, .rank = r, .out = &rp->init};
-    init_rank(&c, r % x.P);
+    int st = stage_of(&x, r), d = replica_of(&x, r);
+    rank_ctx c = {.b = b, .lay = lay, .rank = r, .world_rank = r, .out = &rp->init, .tp = r % T,
+                  .tp_comm = comm_tensor(&x, d, st)};
+    init_rank(&c, &x, st);
     c.out = &rp->step;
-    step_rank(&c, &x, r % x.P);
+    step_rank(&c, &x, st);
     rp->nevents = c.nevents;
     rp->ntimers = c.ntimers;
   }

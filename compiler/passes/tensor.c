@@ -20,7 +20,7 @@ void pass_tp_prepare(ddp_builder *b) {
   int T = b->tp, D = s->mesh_data;
   if (T <= 1) return;
   qsort(b->tp_patches, (size_t)b->ntp_patches, sizeof *b->tp_patches, by_instr);
-  if (D == 1) return;
+  if (D == 1 || s->stages > 0) return; /* a pipeline's communicators: compiler/passes/pipeline.c */
   int32_t *m = ddp_xmalloc(sizeof(int32_t) * (size_t)(T > D ? T : D));
   for (int d = 0; d < D; d++) {
     for (int t = 0; t < T; t++) m[t] = d * T + t;
@@ -36,6 +36,7 @@ void pass_tp_prepare(ddp_builder *b) {
 void pass_tp_rank(rank_ctx *c, int world_rank) {
   const ddp_schedule *s = c->b->s;
   int T = c->b->tp, D = s->mesh_data;
+  c->world_rank = world_rank;
   c->tp = world_rank % T;
   c->rank = world_rank / T;
   c->tp_comm = T > 1 && D > 1 ? 1 + c->rank : 0;

@@ -153,7 +153,7 @@ static void coll(zctx *z, int opcode, int32_t send, int64_t send_at, int32_t rec
   b_arg(&in, COLL_P_RECV, recv, (uint64_t)recv_at * es, dt);
   in.i[COLL_I_COUNT] = count;
   in.i[COLL_I_REDOP] = REDOP_AVG;
-  in.i[COLL_I_COMM] = 0;
+  in.i[COLL_I_COMM] = c->comm; /* the data axis (the world without tensor parallelism) */
   rp_timer(c, STREAM_COMM, TIMER_COMM_BEGIN);
   rp_push(c, in, name);
   rp_timer(c, STREAM_COMM, TIMER_COMM_END);
@@ -266,6 +266,7 @@ void pass_zero_gather_params(rank_ctx *c, int stream, int g, const char *name) {
   b_arg(&in, COLL_P_RECV, sg->params, 0, pt->dtype);
   in.i[COLL_I_COUNT] = per;
   in.i[COLL_I_REDOP] = REDOP_SUM;
+  in.i[COLL_I_COMM] = c->comm;
   rp_timer(c, in.stream, TIMER_COMM_BEGIN);
   rp_push(c, in, name);
   rp_timer(c, in.stream, TIMER_COMM_END);
@@ -335,6 +336,7 @@ int pass_zero_step(rank_ctx *c) {
   ddp_instr load = ddp_instr_blank(I_LOAD_BATCH, STREAM_COMPUTE);
   b_buf(b, &load, LOAD_BATCH_P_INPUTS, b->tokens);
   b_buf(b, &load, LOAD_BATCH_P_TARGETS, b->targets);
+  pass_tp_load_batch(c, &load);
   rp_push(c, load, "load_batch");
 
   bool overlap = s->overlap_backward;
@@ -357,6 +359,7 @@ int pass_zero_step(rank_ctx *c) {
       }
     ddp_instr in = b->step.v[k];
     if (in.opcode == I_TIMER) in.i[TIMER_I_SLOT] = c->ntimers++;
+    pass_tp_apply(c, k, &in); /* tensor parallelism: this tensor rank's communicator, offsets, residual */
     if (zero3 && k > z.fe) retarget(&z, &in);
     rp_push(c, in, NULL);
     if (grads && k + 1 == z.n) rp_timer(c, STREAM_COMPUTE, TIMER_BACKWARD_END);

@@ -118,9 +118,10 @@ static int read_floats(ddp_exec *x, int64_t tensor, float *out, uint32_t n, char
  * under a pipeline only the last stages compute a loss). */
 static double loss_share(const ddp_plan *p, int rank, int world, float loss) {
   const ddp_meta *m = &p->meta;
-  if (m->pipe_stages > 0) /* the last stage of each replica holds its replica's mean */
-    return rank % m->pipe_stages == m->pipe_stages - 1 ? (double)loss / (double)(m->pipe_replicas > 0 ? m->pipe_replicas : 1)
-                                                        : 0.0;
+  if (m->pipe_stages > 0) { /* the last stage of each replica holds its replica's mean, on each tensor rank */
+    int64_t T = m->tensor_parallel > 1 ? m->tensor_parallel : 1, R = m->pipe_replicas > 0 ? m->pipe_replicas : 1;
+    return rank / T % m->pipe_stages == m->pipe_stages - 1 ? (double)loss / (double)(R * T) : 0.0;
+  }
   if (m->batch_per_rank > 0 && m->global_batch > 0 && m->batch_per_rank * world == m->global_batch)
     return (double)loss * (double)m->batch_per_rank / (double)m->global_batch;
   return (double)loss / (double)(world > 0 ? world : 1);

@@ -6,7 +6,8 @@
 #    configured by the schedule (nccl = { cta_policy, max_ctas, register }) equals one GPU and reports them; pipelines (GPipe, 1F1B, zero bubble,
 #    interleaved) on 2 GPUs equal one GPU (SGD, 1e-5), their messages by NCCL (the default) and by copy
 #    engine (DDP_P2P_COPY=1, also inside a CUDA graph) bitwise equal; tensor parallelism (mesh.tensor, and
-#    data x tensor on 4+ GPUs) equals one GPU (SGD, 1e-5; bitwise under a CUDA graph), bf16 losses within 1e-2;
+#    data x tensor, FSDP x tensor and pipeline x tensor on 4+ GPUs) equals one GPU (SGD, 1e-5; bitwise under a
+#    CUDA graph), bf16 losses within 1e-2;
 #  - launches: --nproc 2, torchrun-style variables, Slurm variables all rendezvous;
 #  - failures: a rank killed mid-run makes the other exit non-zero naming the problem within 60 s; a
 #    rank that never arrives fails the rendezvous with a clear line; a 2-rank plan under 3 is refused.
@@ -73,6 +74,19 @@ write tiny_tp "$tiny" $N "" "sgd { lr = 0.1 }" 4 "$tdata, mesh = { data = $((N /
 if [ "$N" -ge 4 ]; then
   write tiny_d2t2 "$tiny" $N ', bucket_mb = 0.05' "sgd { lr = 0.1 }" 4 "$tdata, mesh = { data = $((N / 2)), tensor = 2 }" &&
     same tiny_d2t2 tiny_1 1e-5 1e-6
+  # FSDP over the data axis of a data x tensor mesh (each data rank's shard of its tensor rank's part)
+  write tiny_fsdp_d2t2 "$tiny" $N ', shard = "zero3"' "sgd { lr = 0.1 }" 4 "$tdata, mesh = { data = $((N / 2)), tensor = 2 }" &&
+    same tiny_fsdp_d2t2 tiny_1 1e-5 1e-6
+  # a pipeline of 2 stages x tensor 2 (x data N/4): stage s's tensor ranks exchange with the next stage's
+  cat >"$tmp/tiny_pipe_tp.lua" <<LUA
+local models = require "models"
+return schedule { model = $tiny, data = $tdata, precision = "fp32", optimizer = sgd { lr = 0.1 },
+                  parallel = pipeline { stages = 2, replicas = $((N / 4)), microbatches = 2, schedule = "1f1b" },
+                  mesh = { tensor = 2 }, steps = 4, seed = 3 }
+LUA
+  "$DDPC" "$tmp/tiny_pipe_tp.lua" -o "$tmp/tiny_pipe_tp.bin" -q &&
+    "$DDPRUN" "$tmp/tiny_pipe_tp.bin" --nproc $N --checkpoint-dir "$tmp/tiny_pipe_tp.ckpt" --quiet &&
+    same tiny_pipe_tp tiny_1 1e-5 1e-6 || fail "tiny_pipe_tp: pipeline x tensor on $N GPUs"
 fi
 tp_bf16() { # NAME RANKS MESH: the tiny model in bf16 with AdamW and clipping, losses in $tmp/NAME.out
   cat >"$tmp/$1.lua" <<LUA

@@ -13,8 +13,11 @@
 #    (tensor 2 -> 1 rank, 1 rank -> data 2 x tensor 2, tensor 2 -> tensor 4) ends where the straight runs end;
 #  - the plan: its communicators and mesh (ddpc inspect), the vocabulary-parallel cross-entropy's kernels;
 #  - through the MPI backend (ranks as processes) when Open MPI is present: bit for bit the threads run;
+#  - with ZeRO-1/2/3 and FSDP on the data axis (data 2 x tensor 2/4): equal one rank (SGD 1e-6, AdamW 1e-5),
+#    bf16 FSDP runs; resume 1 rank <-> FSDP x tensor;
 #  - refusals in one line: heads, d_ff or vocab not divisible, a mesh whose product is not the world, an
-#    axis of 0, an MLP, a mesh with sharding or a pipeline (not supported yet).
+#    axis of 0, an MLP, sharding with one replica, shard = "optimizer", clipping with sharding, a mesh
+#    disagreeing with pipeline{} (pipelines x tensor parallelism: test_pipeline_tensor.sh).
 . "$(dirname "$0")/lib.sh"
 [ -n "${LSAN_OPTIONS:-}" ] && export LSAN_OPTIONS="$LSAN_OPTIONS:fast_unwind_on_malloc=0" # see test_mpi.sh
 e2e_tmp tensor_parallel
@@ -71,6 +74,19 @@ naive='models.tiny({ d_model = 128, d_ff = 256, heads = 8, vocab = 64, context =
 run naive_1 "$naive" "single()" "" "$sgd"
 run naive_t2 "$naive" "ddp { ranks = 2 }" "mesh = { tensor = 2 }," "$sgd" && equal naive_t2 naive_1
 
+# with the ZeRO levels and FSDP on the data axis: each data rank's shard of its tensor rank's part (a
+# row-parallel weight's slice cut mid-row gives up to 3 checkpoint pieces)
+for lvl in zero1 zero2 zero3; do
+  run "z_${lvl}" "$tiny" "ddp { ranks = 4, shard = \"$lvl\", bucket_mb = 0.05 }" "mesh = { data = 2, tensor = 2 }," "$sgd" &&
+    equal "z_${lvl}" base
+done
+run fsdp_d2t4 "$tiny" "fsdp { ranks = 8 }" "mesh = { data = 2, tensor = 4 }," "$sgd" && equal fsdp_d2t4 base
+adam_nc='adamw { lr = 1e-2, weight_decay = 0.1, eps = 1e-6 }'
+run adam_nc_1 "$tiny" "single()" "" "$adam_nc"
+run adam_fsdp "$tiny" "fsdp { ranks = 4 }" "mesh = { data = 2, tensor = 2 }," "$adam_nc" && losses adam_fsdp adam_nc_1 1e-6 &&
+  files adam_fsdp adam_nc_1 model 1e-5 1e-6 && files adam_fsdp adam_nc_1 optimizer 1e-5 1e-7
+run bf_fsdp "$tiny" "fsdp { ranks = 4 }" "mesh = { data = 2, tensor = 2 }," "$sgd" bf16
+
 # AdamW with clipping
 run adam_1 "$tiny" "single()" "" "$adam"
 for name in adam_t2:2:'{ tensor = 2 }' adam_d2t2:4:'{ data = 2, tensor = 2 }'; do
@@ -112,6 +128,9 @@ resume r_t2_to_1 adam_t2 adam_1 adam_1
 resume r_1_to_d2t2 adam_1 adam_d2t2 adam_d2t2
 run adam_t4 "$tiny" "ddp { ranks = 4 }" "mesh = { tensor = 4 }," "$adam"
 resume r_t2_to_t4 adam_t2 adam_t4 adam_t4
+# sharded: tensor rank 1 reads none of the whole parameters' pieces (rank 0's), the refresh broadcasts them
+resume r_1_to_fsdp adam_nc_1 adam_fsdp adam_fsdp
+resume r_fsdp_to_1 adam_fsdp adam_nc_1 adam_nc_1
 
 # the plan: the mesh and its communicators, the vocabulary-parallel kernels, the collectives on them
 "$DDPC" inspect "$tmp/d2t2.bin" >"$tmp/inspect.out" 2>&1 || fail "inspect: $(tail -2 "$tmp/inspect.out")"
@@ -121,6 +140,12 @@ for want in XENT_VP_STATS XENT_VP "layers.0.attn.output_proj.all_reduce" "layers
   "cross_entropy.all_gather" "token_embeddings.all_reduce"; do
   grep -qF "$want" "$tmp/inspect.out" || fail "inspect lacks '$want'"
 done
+
+# a data 2 x tensor 2 plan launched on 2 ranks: one line, non-zero
+if "$DDPRUN" "$tmp/d2t2.bin" --device ref --nproc 2 >"$tmp/world.out" 2>&1; then fail "d2t2 ran on 2 ranks"
+elif [ "$(wc -l <"$tmp/world.out")" != 1 ] || ! grep -q "compiled for 4 ranks, launched with --nproc 2" "$tmp/world.out"; then
+  fail "d2t2 on 2 ranks: $(cat "$tmp/world.out")"
+else echo "ok: wrong world: $(cat "$tmp/world.out")"; fi
 
 # ranks as processes
 if command -v mpirun >/dev/null; then
@@ -168,8 +193,20 @@ refuse not_table "mesh must be a table" "$tiny" "ddp { ranks = 2 }" "mesh = 2,"
 refuse unknown_axis "expert is not a field of mesh" "$tiny" "ddp { ranks = 2 }" "mesh = { expert = 2 },"
 refuse mlp "mesh.tensor splits a transformer" 'mlp { name = "m", layers = { linear({ name = "fc", in_features = 4, out_features = 4 }) } }' \
   "ddp { ranks = 2 }" "mesh = { tensor = 2 },"
-refuse shard "mesh.tensor > 1 with sharding" "$tiny" 'ddp { ranks = 4, shard = "zero1" }' "mesh = { data = 2, tensor = 2 },"
+refuse shard_one_replica "mesh.tensor = 2 with sharding needs mesh.data > 1" "$tiny" 'ddp { ranks = 2, shard = "zero1" }' \
+  "mesh = { tensor = 2 },"
+refuse shard_optimizer 'mesh.tensor > 1 with shard = "optimizer" is not supported' "$tiny" 'ddp { ranks = 4, shard = "optimizer" }' \
+  "mesh = { data = 2, tensor = 2 },"
+cat >"$tmp/clip_shard.lua" <<LUA
+local models = require "models"
+return schedule { model = $tiny, data = $data, optimizer = adamw { lr = 1e-3, clip = 1.0 }, parallel = fsdp { ranks = 4 },
+                  mesh = { data = 2, tensor = 2 }, steps = 1 }
+LUA
+if "$DDPC" "$tmp/clip_shard.lua" -o "$tmp/clip_shard.bin" >"$tmp/clip_shard.out" 2>&1; then fail "clip_shard: compiled"
+elif ! grep -q 'optimizer.clip cannot be used with mesh.tensor > 1 and shard = "zero3" yet' "$tmp/clip_shard.out"; then
+  fail "clip_shard: $(cat "$tmp/clip_shard.out")"
+else echo "ok: clip_shard: $(cat "$tmp/clip_shard.out")"; fi
 refuse pipe_axis "mesh.pipeline needs parallel = pipeline" "$tiny" "ddp { ranks = 4 }" "mesh = { tensor = 2, pipeline = 2 },"
-refuse pipeline "mesh.tensor > 1 with pipeline" "$tiny" 'pipeline { stages = 2, microbatches = 2 }' \
-  "mesh = { tensor = 2, pipeline = 2 },"
+refuse pipeline "mesh.pipeline must equal pipeline\{stages\} \(2\)" "$tiny" 'pipeline { stages = 2, microbatches = 2 }' \
+  "mesh = { tensor = 2, pipeline = 4 }," # pipelines x tensor: test_pipeline_tensor.sh
 exit $fail
