@@ -108,30 +108,54 @@ static int group_call(cx *x, ncclComm_t c, ncclResult_t rc, const char *call, ch
   return comm_error(x, rc, call, err, errcap);
 }
 
-/* One communicator per plan group, split from the world's (every rank, every group, plan order). */
-static int split_groups(cx *x, const ncclConfig_t *cfg0, char *err, size_t errcap) {
+/* One communicator per plan group, each a communicator of its own: rank 0 makes every group's unique id, the
+ * world's communicator broadcasts them, and each member joins its groups in plan order (the same order on
+ * every rank, so a rank in two groups cannot wait on one while its peers wait on the other).
+ * Not ncclCommSplit: on a non-blocking parent NCCL 2.28 writes a member's split communicator from its own
+ * thread after the parent reads settled (4 x H200: NULL at that point, a later split on the same parent
+ * crashed a rank, and a late write into freed memory corrupted the heap once a run gave up). */
+static int init_groups(cx *x, const ncclConfig_t *cfg0, char *err, size_t errcap) {
   const ddp_plan *p = x->base.plan;
   if (!p->ncomms) return 0;
   x->groups = calloc(p->ncomms, sizeof *x->groups);
-  if (!x->groups) return ddp_fail(err, errcap, "out of memory for %u NCCL communicators", p->ncomms);
+  ncclUniqueId *ids = calloc(p->ncomms, sizeof *ids);
+  if (!x->groups || !ids) {
+    free(ids);
+    return ddp_fail(err, errcap, "out of memory for %u NCCL communicators", p->ncomms);
+  }
   x->ngroups = p->ncomms;
-  for (uint32_t g = 0; g < p->ncomms; g++) {
+  size_t bytes = sizeof *ids * p->ncomms;
+  void *dev = NULL;
+  int rc = 0;
+  for (uint32_t g = 0; rc == 0 && x->base.rank == 0 && g < p->ncomms; g++)
+    rc = nccl_call(x, ncclGetUniqueId(&ids[g]), "ncclGetUniqueId (a group's communicator)", err, errcap);
+  cudaError_t ce = rc ? cudaSuccess : cudaMalloc(&dev, bytes);
+  if (ce == cudaSuccess && !rc) ce = cudaMemcpy(dev, ids, bytes, cudaMemcpyHostToDevice);
+  if (ce != cudaSuccess)
+    rc = ddp_fail(err, errcap, "%s:%d: the groups' NCCL ids (%zu bytes): %s: %s", __FILE__, __LINE__, bytes,
+                  cudaGetErrorName(ce), cudaGetErrorString(ce));
+  if (rc == 0)
+    rc = nccl_call(x, ncclBroadcast(dev, dev, bytes, ncclUint8, 0, x->comm, x->streams[0]),
+                   "ncclBroadcast (the groups' NCCL ids)", err, errcap);
+  if (rc == 0) rc = cx_wait_streams(x, "broadcasting the groups' NCCL ids", err, errcap);
+  if (rc == 0 && (ce = cudaMemcpy(ids, dev, bytes, cudaMemcpyDeviceToHost)) != cudaSuccess)
+    rc = ddp_fail(err, errcap, "%s:%d: the groups' NCCL ids: %s: %s", __FILE__, __LINE__, cudaGetErrorName(ce),
+                  cudaGetErrorString(ce));
+  if (dev) (void)cudaFree(dev);
+  for (uint32_t g = 0; rc == 0 && g < p->ncomms; g++) {
     int64_t at = ddp_plan_comm_index(p, g + 1, x->base.rank);
+    if (at < 0) continue;
     ncclConfig_t cfg = *cfg0;
     char call[160];
-    snprintf(call, sizeof call, "ncclCommSplit(comm %u of %u ranks, rank %d %s)", g + 1, p->comms[g].n, x->base.rank,
-             at >= 0 ? "a member" : "not a member");
-    ncclResult_t rc = ncclCommSplit(x->comm, at >= 0 ? 0 : NCCL_SPLIT_NOCOLOR, at >= 0 ? (int)at : 0, &x->groups[g],
-                                    &cfg);
-    if (rc == ncclInProgress) { /* non-blocking: the split settles on the parent */
-      if (settle(x, call, err, errcap)) return -1;
-      rc = ncclSuccess;
-    }
-    if (rc != ncclSuccess) return comm_error(x, rc, call, err, errcap);
-    if (at >= 0 && !x->groups[g]) return ddp_fail(err, errcap, "%s gave this member no communicator", call);
-    if (x->groups[g] && settle_on(x, x->groups[g], call, err, errcap)) return -1;
+    snprintf(call, sizeof call, "ncclCommInitRankConfig(comm %u of %u ranks, group rank %lld)", g + 1, p->comms[g].n,
+             (long long)at);
+    ncclResult_t r = ncclCommInitRankConfig(&x->groups[g], (int)p->comms[g].n, ids[g], (int)at, &cfg);
+    if (r != ncclSuccess && r != ncclInProgress) rc = comm_error(x, r, call, err, errcap);
+    else if (!x->groups[g]) rc = ddp_fail(err, errcap, "%s gave no communicator", call);
+    else rc = settle_on(x, x->groups[g], call, err, errcap);
   }
-  return 0;
+  free(ids);
+  return rc;
 }
 
 /* nccl = { register = true }: every non-empty arena registered with the world's communicator and each of
@@ -206,7 +230,7 @@ int cx_comm_init(cx *x, const void *nccl_id, char *err, size_t errcap) {
     return comm_error(x, rc, call, err, errcap);
   }
   if (settle(x, call, err, errcap)) return -1;
-  if (split_groups(x, &cfg, err, errcap)) return -1;
+  if (init_groups(x, &cfg, err, errcap)) return -1;
   return register_arenas(x, err, errcap);
 }
 
