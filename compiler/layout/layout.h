@@ -93,7 +93,7 @@ typedef struct ddp_tp_seg {
 } ddp_tp_seg;
 int ddp_tp_segments(const ddp_model_param *pp, int T, int t, int64_t a, int64_t b, ddp_tp_seg seg[3]);
 int ddp_layout_tp_runs(const ddp_builder *b, const ddp_layout *lay, int64_t *lo, int64_t *hi, bool *split);
-/* ... the runs of one pipeline stage's units (offsets in the stage's flat) */
+/* ... the runs of one pipeline stage's units (offsets in the stage's flat; stage -1: every unit) */
 int ddp_layout_tp_stage_runs(const ddp_builder *b, const ddp_layout *lay, int stage, int64_t *lo, int64_t *hi,
                              bool *split);
 /* Tensor `id` (1-D, split parameter pp's local elements on tensor rank t) as that tensor rank's piece of pp,

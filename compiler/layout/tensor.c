@@ -12,11 +12,13 @@
 #include <stdlib.h>
 #include <string.h>
 
-int ddp_layout_tp_runs(const ddp_builder *b, const ddp_layout *lay, int64_t *lo, int64_t *hi, bool *split) {
+int ddp_layout_tp_stage_runs(const ddp_builder *b, const ddp_layout *lay, int stage, int64_t *lo, int64_t *hi,
+                             bool *split) {
   int n = 0;
   bool prev = false;
   for (int j = 0; j < lay->norder; j++) {
     const ddp_unit *u = &b->units[lay->order[j]];
+    if (stage >= 0 && lay->stage_of_unit[lay->order[j]] != stage) continue;
     if (n == 0 || u->tp_split != prev) {
       if (lo) lo[n] = u->flat_offset;
       if (split) split[n] = u->tp_split;
@@ -26,6 +28,10 @@ int ddp_layout_tp_runs(const ddp_builder *b, const ddp_layout *lay, int64_t *lo,
     if (hi) hi[n - 1] = u->flat_offset + u->numel;
   }
   return n;
+}
+
+int ddp_layout_tp_runs(const ddp_builder *b, const ddp_layout *lay, int64_t *lo, int64_t *hi, bool *split) {
+  return ddp_layout_tp_stage_runs(b, lay, -1, lo, hi, split);
 }
 
 int ddp_tp_segments(const ddp_model_param *pp, int T, int t, int64_t a, int64_t b, ddp_tp_seg seg[3]) {
@@ -76,23 +82,6 @@ void ddp_layout_tp_piece(ddp_builder *b, int32_t id, const ddp_model_param *pp, 
   make_piece(&b->plan->tensors[id], pp->tensor, state_name, rank, first, runs, stride);
 }
 
-int ddp_layout_tp_stage_runs(const ddp_builder *b, const ddp_layout *lay, int stage, int64_t *lo, int64_t *hi,
-                             bool *split) {
-  int n = 0;
-  bool prev = false;
-  for (int j = 0; j < lay->norder; j++) {
-    const ddp_unit *u = &b->units[lay->order[j]];
-    if (lay->stage_of_unit[lay->order[j]] != stage) continue;
-    if (n == 0 || u->tp_split != prev) {
-      if (lo) lo[n] = u->flat_offset;
-      if (split) split[n] = u->tp_split;
-      prev = u->tp_split;
-      n++;
-    }
-    if (hi) hi[n - 1] = u->flat_offset + u->numel;
-  }
-  return n;
-}
 
 void ddp_layout_tensor_pieces(ddp_builder *b, ddp_layout *lay) {
   if (lay->pipe) return; /* a pipeline's pieces (one per stage and tensor rank): compiler/layout/stages.c */

@@ -71,6 +71,8 @@ void pass_tp_rank(rank_ctx *c, int world_rank);
 void pass_tp_apply(const rank_ctx *c, uint32_t k, ddp_instr *in);
 void pass_tp_load_batch(const rank_ctx *c, ddp_instr *load);
 void pass_tp_sumsq(rank_ctx *c);
+/* ... over given runs of `grads` (a pipeline stage's flat): pass_tp_sumsq's tables and tensor all-reduce */
+void pass_tp_sumsq_runs(rank_ctx *c, int32_t grads, int n, const int64_t *lo, const int64_t *hi, const bool *split);
 /* Pipelines (pipeline.c): every rank's init and step programs; allocates the plan's ranks. */
 int pass_pipeline(ddp_builder *b, ddp_layout *lay, char *err, size_t errcap); /* SUMSQ of every group's gradient slice, partials all-reduced */
 #endif

@@ -513,32 +513,11 @@ static void p2p(rank_ctx *c, const pctx *x, int opcode, const flow *f, int mb) {
  * of split or whole units of the stage's flat, a whole run's zeroed on tensor ranks other than 0 (counted
  * once), the tables past the stage's runs zeroed, all summed over the tensor group. */
 static void sumsq_tp(rank_ctx *c, const ddp_stage_flat *f, int stage) {
-  ddp_builder *b = c->b;
-  ddp_layout *lay = c->lay;
-  int n = ddp_layout_tp_stage_runs(b, lay, stage, NULL, NULL, NULL), ntab = (int)(lay->sumsq_p / DDP_SUMSQ_PARTS);
+  int n = ddp_layout_tp_stage_runs(c->b, c->lay, stage, NULL, NULL, NULL);
   int64_t *lo = ddp_xcalloc((size_t)n + 1, sizeof(int64_t)), *hi = ddp_xcalloc((size_t)n + 1, sizeof(int64_t));
   bool *split = ddp_xcalloc((size_t)n + 1, sizeof(bool));
-  ddp_layout_tp_stage_runs(b, lay, stage, lo, hi, split);
-  uint64_t fsz = ddp_dtype_size(b->fdt);
-  for (int k = 0; k < ntab; k++) {
-    if (k < n && (split[k] || c->tp == 0)) {
-      ddp_instr in = b_kernel(OP_SUMSQ);
-      b_arg(&in, SUMSQ_P_X, f->grads, (uint64_t)lo[k] * ddp_dtype_size(b->grad_dt), b->grad_dt);
-      b_arg(&in, SUMSQ_P_PART, lay->sumsq_partials, (uint64_t)k * DDP_SUMSQ_PARTS * fsz, b->fdt);
-      in.i[SUMSQ_I_N] = hi[k] - lo[k];
-      in.i[SUMSQ_I_P] = DDP_SUMSQ_PARTS;
-      rp_push(c, in, b_fmt(b, "grad_norm.sumsq.run%d", k));
-    } else {
-      ddp_instr in = ddp_instr_blank(I_MEMSET, STREAM_COMPUTE);
-      b_arg(&in, MEMSET_P_DST, lay->sumsq_partials, (uint64_t)k * DDP_SUMSQ_PARTS * fsz, b->fdt);
-      in.i[MEMSET_I_BYTES] = (int64_t)(DDP_SUMSQ_PARTS * fsz);
-      rp_push(c, in, b_fmt(b, k < n ? "grad_norm.replicated.run%d" : "grad_norm.none.run%d", k));
-    }
-  }
-  c->comm = c->tp_comm;
-  rp_collective(c, I_ALL_REDUCE, STREAM_COMPUTE, lay->sumsq_partials, 0, lay->sumsq_p, REDOP_SUM, 0,
-                "grad_norm.all_reduce.tensor");
-  c->comm = 0;
+  ddp_layout_tp_stage_runs(c->b, c->lay, stage, lo, hi, split);
+  pass_tp_sumsq_runs(c, f->grads, n, lo, hi, split);
   free(lo), free(hi), free(split);
 }
 

@@ -74,20 +74,18 @@ void pass_tp_load_batch(const rank_ctx *c, ddp_instr *load) {
 }
 
 /* sumsq -> [SUMSQ(run k) | MEMSET(table k)]* ALL_REDUCE(tables, tensor group): one table of DDP_SUMSQ_PARTS
- * partial sums per run of the flat order (ddp_layout_tp_runs); tensor ranks other than 0 zero the tables of
- * the whole (replicated) units, so that the sum over the group counts them once. */
-void pass_tp_sumsq(rank_ctx *c) {
+ * partial sums per run (lo[k], hi[k]: flat elements of `grads`, split[k]: of split units); tensor ranks other
+ * than 0 zero the tables of the whole (replicated) units, so that the sum over the group counts them once;
+ * the tables past the n runs (up to the layout's sumsq_p) are zeroed too. */
+void pass_tp_sumsq_runs(rank_ctx *c, int32_t grads, int n, const int64_t *lo, const int64_t *hi, const bool *split) {
   ddp_builder *b = c->b;
   ddp_layout *lay = c->lay;
-  int n = ddp_layout_tp_runs(b, lay, NULL, NULL, NULL);
-  int64_t *lo = ddp_xmalloc(sizeof(int64_t) * (size_t)n), *hi = ddp_xmalloc(sizeof(int64_t) * (size_t)n);
-  bool *split = ddp_xmalloc(sizeof(bool) * (size_t)n);
-  ddp_layout_tp_runs(b, lay, lo, hi, split);
   uint64_t fsz = ddp_dtype_size(b->fdt);
-  for (int k = 0; k < n; k++) {
-    if (split[k] || c->tp == 0) {
+  int ntab = (int)(lay->sumsq_p / DDP_SUMSQ_PARTS);
+  for (int k = 0; k < ntab; k++) {
+    if (k < n && (split[k] || c->tp == 0)) {
       ddp_instr in = b_kernel(OP_SUMSQ);
-      b_arg(&in, SUMSQ_P_X, lay->flat_grads, (uint64_t)lo[k] * ddp_dtype_size(b->grad_dt), b->grad_dt);
+      b_arg(&in, SUMSQ_P_X, grads, (uint64_t)lo[k] * ddp_dtype_size(b->grad_dt), b->grad_dt);
       b_arg(&in, SUMSQ_P_PART, lay->sumsq_partials, (uint64_t)k * DDP_SUMSQ_PARTS * fsz, b->fdt);
       in.i[SUMSQ_I_N] = hi[k] - lo[k];
       in.i[SUMSQ_I_P] = DDP_SUMSQ_PARTS;
@@ -96,7 +94,7 @@ void pass_tp_sumsq(rank_ctx *c) {
       ddp_instr in = ddp_instr_blank(I_MEMSET, STREAM_COMPUTE);
       b_arg(&in, MEMSET_P_DST, lay->sumsq_partials, (uint64_t)k * DDP_SUMSQ_PARTS * fsz, b->fdt);
       in.i[MEMSET_I_BYTES] = (int64_t)(DDP_SUMSQ_PARTS * fsz);
-      rp_push(c, in, b_fmt(b, "grad_norm.replicated.run%d", k));
+      rp_push(c, in, b_fmt(b, k < n ? "grad_norm.replicated.run%d" : "grad_norm.none.run%d", k));
     }
   }
   int comm = c->comm;
@@ -104,5 +102,16 @@ void pass_tp_sumsq(rank_ctx *c) {
   rp_collective(c, I_ALL_REDUCE, STREAM_COMPUTE, lay->sumsq_partials, 0, lay->sumsq_p, REDOP_SUM, 0,
                 "grad_norm.all_reduce.tensor");
   c->comm = comm;
+}
+
+/* The runs of the whole flat order (ddp_layout_tp_runs) */
+void pass_tp_sumsq(rank_ctx *c) {
+  ddp_builder *b = c->b;
+  ddp_layout *lay = c->lay;
+  int n = ddp_layout_tp_runs(b, lay, NULL, NULL, NULL);
+  int64_t *lo = ddp_xcalloc((size_t)n + 1, sizeof(int64_t)), *hi = ddp_xcalloc((size_t)n + 1, sizeof(int64_t));
+  bool *split = ddp_xcalloc((size_t)n + 1, sizeof(bool));
+  ddp_layout_tp_runs(b, lay, lo, hi, split);
+  pass_tp_sumsq_runs(c, lay->flat_grads, n, lo, hi, split);
   free(lo), free(hi), free(split);
 }
