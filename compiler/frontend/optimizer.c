@@ -77,9 +77,4 @@ void fe_optimizer(fe_conv *c, const fe_tab *root) {
   }
   if (c->s->optimizer_overlap && c->s->clip_norm > 0)
     fe_bad(c, &o, "clip", "cannot be used with parallel.optimizer_overlap (clipping needs every gradient first)");
-  /* The ZeRO levels sum the norm's squares per group slice; a slice may mix split and whole units, whose squares
-   * the tensor ranks would count T times. */
-  if (c->s->mesh_tensor > 1 && c->s->shard >= SHARD_ZERO1 && c->s->clip_norm > 0)
-    fe_bad(c, &o, "clip", "cannot be used with mesh.tensor > 1 and shard = \"%s\" yet (the norm over split and "
-           "replicated parameter shards); use ddp{} without shard, or no clipping", ddp_shard_names[c->s->shard]);
 }

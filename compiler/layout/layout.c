@@ -142,8 +142,16 @@ static void layout_optimizer_state(ddp_builder *b, ddp_layout *lay) {
     }
   }
   if (s->clip_norm > 0 && s->mode == MODE_TRAIN) {
-    /* ZeRO: one table per group slice; tensor parallelism: one per run of split or whole units */
+    /* ZeRO: one table per group slice; tensor parallelism: one per run of split or whole units (with ZeRO, per
+     * run inside a group slice: as many per group as the slice with the most) */
     lay->sumsq_p = DDP_SUMSQ_PARTS * (lay->zero ? lay->ngroups : b->tp > 1 ? ddp_layout_tp_runs(b, lay, NULL, NULL, NULL) : 1);
+    lay->tp_slice_tables = 1;
+    for (int g = 0; lay->zero && b->tp > 1 && g < lay->ngroups; g++)
+      for (int r = 0; r < lay->world; r++) {
+        int n = ddp_layout_tp_slice_runs(b, lay, g, r, NULL, NULL, NULL);
+        if (n > lay->tp_slice_tables) lay->tp_slice_tables = n;
+      }
+    if (lay->zero) lay->sumsq_p *= lay->tp_slice_tables;
     if (lay->pipe) { /* a pipeline: one table per stage (tensor parallelism: per run of the stage's units, as
                         many as the stage with the most; compiler/passes/pipeline.c) */
       int most = 1;
@@ -163,6 +171,7 @@ static void layout_optimizer_state(ddp_builder *b, ddp_layout *lay) {
 int ddp_layout_build(ddp_builder *b, ddp_layout *lay, char *err, size_t errcap) {
   memset(lay, 0, sizeof *lay);
   lay->world = b->tp > 1 ? b->s->mesh_data : b->s->ranks; /* tensor parallelism: the data axis */
+  lay->tp_slice_tables = 1;
   lay->flat_params = lay->flat_copies = lay->flat_grads = lay->flat_m = lay->flat_v = lay->sumsq_partials = -1;
   lay->shard_master = lay->shard_grads = lay->shard_copy = -1;
   /* zero1/zero2 shard only gradients and optimizer state: a forward plan has none, and stays unsharded (no

@@ -49,6 +49,7 @@ typedef struct ddp_layout {
   ddp_layout_bucket *buckets; /* one bucket over the whole order unless the sync is bucketed */
   int nbuckets;
   int32_t sumsq_partials; /* f32 [P] in IO, or -1 */
+  int tp_slice_tables;    /* ZeRO x tensor parallelism: gradient-norm tables per group (else 1) */
   int64_t sumsq_p;
   int32_t workspace;
   /* ZeRO levels (shard.c): the groups and the rank's shard tensors (-1 when absent) */
@@ -93,6 +94,9 @@ typedef struct ddp_tp_seg {
 } ddp_tp_seg;
 int ddp_tp_segments(const ddp_model_param *pp, int T, int t, int64_t a, int64_t b, ddp_tp_seg seg[3]);
 int ddp_layout_tp_runs(const ddp_builder *b, const ddp_layout *lay, int64_t *lo, int64_t *hi, bool *split);
+/* ... the runs inside data rank r's slice of ZeRO group g (flat elements) */
+int ddp_layout_tp_slice_runs(const ddp_builder *b, const ddp_layout *lay, int g, int r, int64_t *lo, int64_t *hi,
+                             bool *split);
 /* ... the runs of one pipeline stage's units (offsets in the stage's flat; stage -1: every unit) */
 int ddp_layout_tp_stage_runs(const ddp_builder *b, const ddp_layout *lay, int stage, int64_t *lo, int64_t *hi,
                              bool *split);

@@ -34,6 +34,27 @@ int ddp_layout_tp_runs(const ddp_builder *b, const ddp_layout *lay, int64_t *lo,
   return ddp_layout_tp_stage_runs(b, lay, -1, lo, hi, split);
 }
 
+int ddp_layout_tp_slice_runs(const ddp_builder *b, const ddp_layout *lay, int g, int r, int64_t *lo, int64_t *hi,
+                             bool *split) {
+  const ddp_shard_group *sg = &lay->groups[g];
+  int64_t per = sg->len / lay->world, slo = sg->lo + r * per, shi = slo + per;
+  int n = 0;
+  bool prev = false;
+  for (int j = sg->first; j <= sg->last; j++) {
+    const ddp_unit *u = &b->units[lay->order[j]];
+    int64_t a = u->flat_offset > slo ? u->flat_offset : slo, e = u->flat_offset + u->numel < shi ? u->flat_offset + u->numel : shi;
+    if (e <= a) continue;
+    if (n == 0 || u->tp_split != prev) {
+      if (lo) lo[n] = a;
+      if (split) split[n] = u->tp_split;
+      prev = u->tp_split;
+      n++;
+    }
+    if (hi) hi[n - 1] = e;
+  }
+  return n;
+}
+
 int ddp_tp_segments(const ddp_model_param *pp, int T, int t, int64_t a, int64_t b, ddp_tp_seg seg[3]) {
   int64_t R = pp->full_shape[0], C = pp->full_shape[1];
   int n = 0;

@@ -273,9 +273,56 @@ void pass_zero_gather_params(rank_ctx *c, int stream, int g, const char *name) {
 }
 
 /* sumsq -> SUMSQ(group g's gradient slice -> partials table g)* [ALL_REDUCE(partials)] */
+/* Tensor parallelism: per group, one table per run of split or whole units inside the rank's slice (the
+ * group's tp_slice_tables, the unused ones zeroed); tensor ranks other than 0 zero the whole units' tables;
+ * the tables are then summed over the data ranks and over the tensor group. */
+static void zero_sumsq_tp(rank_ctx *c) {
+  ddp_builder *b = c->b;
+  ddp_layout *lay = c->lay;
+  int K = lay->tp_slice_tables;
+  int64_t *lo = ddp_xcalloc((size_t)K + 1, sizeof(int64_t)), *hi = ddp_xcalloc((size_t)K + 1, sizeof(int64_t));
+  bool *split = ddp_xcalloc((size_t)K + 1, sizeof(bool));
+  uint64_t fsz = ddp_dtype_size(b->fdt);
+  for (int g = 0; g < lay->ngroups; g++) {
+    int32_t grad;
+    int64_t at, slo = lay->groups[g].lo + c->rank * (lay->groups[g].len / lay->world);
+    grad_slice(lay, c->rank, g, &grad, &at);
+    int n = ddp_layout_tp_slice_runs(b, lay, g, c->rank, lo, hi, split);
+    for (int k = 0; k < K; k++) {
+      uint64_t table = (uint64_t)(g * K + k) * DDP_SUMSQ_PARTS * fsz;
+      if (k < n && (split[k] || c->tp == 0)) {
+        ddp_instr in = b_kernel(OP_SUMSQ);
+        b_arg(&in, SUMSQ_P_X, grad, (uint64_t)(at + lo[k] - slo) * ddp_dtype_size(b->grad_dt), b->grad_dt);
+        b_arg(&in, SUMSQ_P_PART, lay->sumsq_partials, table, b->fdt);
+        in.i[SUMSQ_I_N] = hi[k] - lo[k];
+        in.i[SUMSQ_I_P] = DDP_SUMSQ_PARTS;
+        rp_push(c, in, b_fmt(b, "grad_norm.sumsq.bucket%d.run%d", g, k));
+      } else {
+        ddp_instr in = ddp_instr_blank(I_MEMSET, STREAM_COMPUTE);
+        b_arg(&in, MEMSET_P_DST, lay->sumsq_partials, table, b->fdt);
+        in.i[MEMSET_I_BYTES] = (int64_t)(DDP_SUMSQ_PARTS * fsz);
+        rp_push(c, in, b_fmt(b, "grad_norm.%s.bucket%d.run%d", k < n ? "replicated" : "none", g, k));
+      }
+    }
+  }
+  free(lo), free(hi), free(split);
+  if (lay->world > 1)
+    rp_collective(c, I_ALL_REDUCE, STREAM_COMPUTE, lay->sumsq_partials, 0, lay->sumsq_p, REDOP_SUM, 0,
+                  "grad_norm.all_reduce");
+  int comm = c->comm;
+  c->comm = c->tp_comm;
+  rp_collective(c, I_ALL_REDUCE, STREAM_COMPUTE, lay->sumsq_partials, 0, lay->sumsq_p, REDOP_SUM, 0,
+                "grad_norm.all_reduce.tensor");
+  c->comm = comm;
+}
+
 void pass_zero_sumsq(rank_ctx *c) {
   ddp_builder *b = c->b;
   ddp_layout *lay = c->lay;
+  if (b->tp > 1) {
+    zero_sumsq_tp(c);
+    return;
+  }
   for (int g = 0; g < lay->ngroups; g++) {
     int32_t grad;
     int64_t at;
