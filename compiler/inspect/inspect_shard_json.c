@@ -18,19 +18,9 @@
  *                "model_states", "formula_bytes", "ratio"}]} */
 #include "inspect_shard_json.h"
 #include "inspect_shard.h"
+#include "inspect_jput.h"
 #include <math.h>
 
-static void put(int *bad, json_t *o, const char *k, json_t *v) {
-  if (!o) json_decref(v);
-  if (!v || !o || json_object_set_new(o, k, v)) *bad = 1;
-}
-static void push(int *bad, json_t *a, json_t *v) {
-  if (!a) json_decref(v);
-  if (!v || !a || json_array_append_new(a, v)) *bad = 1;
-}
-static json_t *u64(uint64_t v) { return json_integer((json_int_t)v); }
-static json_t *str(const char *s) { return s ? json_string(s) : json_null(); }
-static json_t *real(double x) { return isfinite(x) ? json_real(x) : json_null(); }
 
 json_t *ddp_insp_sharding_json(const ddp_plan *p, const ddp_shard_info *si, int *bad) {
   json_t *o = json_object(), *units = json_array(), *gathers = json_array();

@@ -22,6 +22,7 @@
  *                 batch_per_rank x context); the collectives outside the blocks (the embedding's output, the
  *                 head input's gradient, the vocabulary-parallel cross-entropy's [T, N, 2] statistics) are
  *                 what ddpc adds, and measured - textbook must equal them exactly ("reconciles"). */
+#include "inspect_jput.h"
 #include "inspect_tensor.h"
 #include "err.h"
 #include <inttypes.h>
@@ -453,15 +454,6 @@ void ddp_insp_tensor(FILE *o, const ddp_plan *p) {
 
 /* ---- JSON ---- */
 
-static void put(int *bad, json_t *o, const char *k, json_t *v) {
-  if (!o) json_decref(v);
-  if (!v || !o || json_object_set_new(o, k, v)) *bad = 1;
-}
-static void push(int *bad, json_t *a, json_t *v) {
-  if (!a) json_decref(v);
-  if (!v || !a || json_array_append_new(a, v)) *bad = 1;
-}
-static json_t *u64(uint64_t v) { return json_integer((json_int_t)v); }
 static json_t *dims(int *bad, const int64_t *shape, int nd) {
   json_t *a = json_array();
   for (int d = 0; d < nd; d++) push(bad, a, json_integer(shape[d]));

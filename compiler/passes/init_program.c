@@ -58,22 +58,21 @@ void pass_init_rope(rank_ctx *c) {
   rp_push(c, in, "rope.inv_freq");
 }
 
-/* Tensor parallelism x ZeRO: the flat elements [lo, hi) of split unit u (inside the rank's slice starting at
- * flat slo, shard offset shard_at) drawn as the whole unit holds them: per parameter, its segments. */
-static void init_slice_tp(rank_ctx *c, int u, int64_t lo, int64_t hi, int64_t slo, int64_t shard_at) {
+/* Tensor parallelism: unit u's elements [lo, hi) (this tensor rank's local order) into `dst` from element
+ * dst_at (the one holding element lo), each parameter's part drawing the values the whole model's unit holds
+ * there (its segments: ddp_tp_segments). */
+static void init_range_tp(rank_ctx *c, int u, int64_t lo, int64_t hi, int32_t dst, int64_t dst_at, int salt) {
   ddp_builder *b = c->b;
-  const ddp_unit *un = &b->units[u];
   uint64_t fsz = ddp_dtype_size(b->fdt);
   for (int p = 0; p < b->nparams; p++) {
     const ddp_model_param *pp = &b->params[p];
     if (pp->unit != u) continue;
-    int64_t plo = un->flat_offset + pp->unit_offset, a = lo > plo ? lo : plo, e = hi < plo + pp->numel ? hi : plo + pp->numel;
+    int64_t plo = pp->unit_offset, a = lo > plo ? lo : plo, e = hi < plo + pp->numel ? hi : plo + pp->numel;
     ddp_tp_seg seg[3];
     int ns = ddp_tp_segments(pp, b->tp, c->tp, a - plo, e - plo, seg);
     for (int q = 0; q < ns; q++)
-      pass_init_unit_runs(c, u, c->lay->shard_master, (uint64_t)(shard_at + plo + seg[q].at - slo) * fsz,
-                          pp->full_unit_offset + seg[q].first, seg[q].n, 0, seg[q].runs > 1 ? seg[q].n / seg[q].runs : 0,
-                          seg[q].runs > 1 ? seg[q].stride : 0);
+      pass_init_unit_runs(c, u, dst, (uint64_t)(dst_at + plo + seg[q].at - lo) * fsz, pp->full_unit_offset + seg[q].first,
+                          seg[q].n, salt, seg[q].runs > 1 ? seg[q].n / seg[q].runs : 0, seg[q].runs > 1 ? seg[q].stride : 0);
   }
 }
 
@@ -90,7 +89,9 @@ static void init_shards(rank_ctx *c) {
       const ddp_unit *un = &b->units[lay->order[j]];
       int64_t lo = un->flat_offset > slo ? un->flat_offset : slo;
       int64_t hi = un->flat_offset + un->numel < shi ? un->flat_offset + un->numel : shi;
-      if (hi > lo && un->tp_split && b->tp > 1) init_slice_tp(c, lay->order[j], lo, hi, slo, sg->lo / lay->world);
+      if (hi > lo && un->tp_split && b->tp > 1)
+        init_range_tp(c, lay->order[j], lo - un->flat_offset, hi - un->flat_offset, lay->shard_master,
+                      sg->lo / lay->world + lo - slo, 0);
       else if (hi > lo)
         pass_init_unit(c, lay->order[j], lay->shard_master, (uint64_t)(sg->lo / lay->world + lo - slo) * fsz,
                   lo - un->flat_offset, hi - lo, 0);
@@ -150,17 +151,7 @@ static void shard_copies(rank_ctx *c) {
  * model's unit holds there (rows: one range; columns: a run per row), so that any tensor size starts from
  * one rank's weights. */
 void pass_init_unit_tp(rank_ctx *c, int u, int salt) {
-  ddp_builder *b = c->b;
-  int T = b->tp;
-  uint64_t fsz = ddp_dtype_size(b->fdt);
-  for (int p = 0; p < b->nparams; p++) {
-    const ddp_model_param *pp = &b->params[p];
-    if (pp->unit != u) continue;
-    int64_t R = pp->full_shape[0], C = pp->full_shape[1], first = pp->full_unit_offset, run = 0, stride = 0;
-    if (pp->tp_split == TP_ROWS) first += c->tp * (R / T) * C;
-    if (pp->tp_split == TP_COLS) first += c->tp * (C / T), run = C / T, stride = C;
-    pass_init_unit_runs(c, u, b->units[u].master, (uint64_t)pp->unit_offset * fsz, first, pp->numel, salt, run, stride);
-  }
+  init_range_tp(c, u, 0, c->b->units[u].numel, c->b->units[u].master, 0, salt);
 }
 
 /* init -> MEMSET(flat params, grads, m, v, scalars, loss) INIT_TENSOR(unit or its slices)* [INIT_TENSOR(rope)]

@@ -71,6 +71,10 @@ void pass_tp_rank(rank_ctx *c, int world_rank);
 void pass_tp_apply(const rank_ctx *c, uint32_t k, ddp_instr *in);
 void pass_tp_load_batch(const rank_ctx *c, ddp_instr *load);
 void pass_tp_sumsq(rank_ctx *c);
+/* One table of the gradient norm's partial sums: SUMSQ of grads [at, at + n) into table `table` when kind is 1
+ * (split units) or 0 (whole units) on tensor rank 0, else MEMSET of it (kind 0 elsewhere: counted once;
+ * -1: an unused table) */
+void pass_tp_sumsq_table(rank_ctx *c, int table, int32_t grads, int64_t at, int64_t n, int kind, const char *name);
 /* ... over given runs of `grads` (a pipeline stage's flat): pass_tp_sumsq's tables and tensor all-reduce */
 void pass_tp_sumsq_runs(rank_ctx *c, int32_t grads, int n, const int64_t *lo, const int64_t *hi, const bool *split);
 /* Pipelines (pipeline.c): every rank's init and step programs; allocates the plan's ranks. */

@@ -77,26 +77,32 @@ void pass_tp_load_batch(const rank_ctx *c, ddp_instr *load) {
  * partial sums per run (lo[k], hi[k]: flat elements of `grads`, split[k]: of split units); tensor ranks other
  * than 0 zero the tables of the whole (replicated) units, so that the sum over the group counts them once;
  * the tables past the n runs (up to the layout's sumsq_p) are zeroed too. */
+void pass_tp_sumsq_table(rank_ctx *c, int table, int32_t grads, int64_t at, int64_t n, int kind, const char *name) {
+  ddp_builder *b = c->b;
+  ddp_layout *lay = c->lay;
+  uint64_t fsz = ddp_dtype_size(b->fdt), off = (uint64_t)table * DDP_SUMSQ_PARTS * fsz;
+  if (kind == 1 || (kind == 0 && c->tp == 0)) {
+    ddp_instr in = b_kernel(OP_SUMSQ);
+    b_arg(&in, SUMSQ_P_X, grads, (uint64_t)at * ddp_dtype_size(b->grad_dt), b->grad_dt);
+    b_arg(&in, SUMSQ_P_PART, lay->sumsq_partials, off, b->fdt);
+    in.i[SUMSQ_I_N] = n;
+    in.i[SUMSQ_I_P] = DDP_SUMSQ_PARTS;
+    rp_push(c, in, b_fmt(b, "grad_norm.sumsq.%s", name));
+  } else {
+    ddp_instr in = ddp_instr_blank(I_MEMSET, STREAM_COMPUTE);
+    b_arg(&in, MEMSET_P_DST, lay->sumsq_partials, off, b->fdt);
+    in.i[MEMSET_I_BYTES] = (int64_t)(DDP_SUMSQ_PARTS * fsz);
+    rp_push(c, in, b_fmt(b, "grad_norm.%s.%s", kind == 0 ? "replicated" : "none", name));
+  }
+}
+
 void pass_tp_sumsq_runs(rank_ctx *c, int32_t grads, int n, const int64_t *lo, const int64_t *hi, const bool *split) {
   ddp_builder *b = c->b;
   ddp_layout *lay = c->lay;
-  uint64_t fsz = ddp_dtype_size(b->fdt);
   int ntab = (int)(lay->sumsq_p / DDP_SUMSQ_PARTS);
-  for (int k = 0; k < ntab; k++) {
-    if (k < n && (split[k] || c->tp == 0)) {
-      ddp_instr in = b_kernel(OP_SUMSQ);
-      b_arg(&in, SUMSQ_P_X, grads, (uint64_t)lo[k] * ddp_dtype_size(b->grad_dt), b->grad_dt);
-      b_arg(&in, SUMSQ_P_PART, lay->sumsq_partials, (uint64_t)k * DDP_SUMSQ_PARTS * fsz, b->fdt);
-      in.i[SUMSQ_I_N] = hi[k] - lo[k];
-      in.i[SUMSQ_I_P] = DDP_SUMSQ_PARTS;
-      rp_push(c, in, b_fmt(b, "grad_norm.sumsq.run%d", k));
-    } else {
-      ddp_instr in = ddp_instr_blank(I_MEMSET, STREAM_COMPUTE);
-      b_arg(&in, MEMSET_P_DST, lay->sumsq_partials, (uint64_t)k * DDP_SUMSQ_PARTS * fsz, b->fdt);
-      in.i[MEMSET_I_BYTES] = (int64_t)(DDP_SUMSQ_PARTS * fsz);
-      rp_push(c, in, b_fmt(b, k < n ? "grad_norm.replicated.run%d" : "grad_norm.none.run%d", k));
-    }
-  }
+  for (int k = 0; k < ntab; k++)
+    pass_tp_sumsq_table(c, k, grads, k < n ? lo[k] : 0, k < n ? hi[k] - lo[k] : 0, k < n ? split[k] : -1,
+                        b_fmt(b, "run%d", k));
   int comm = c->comm;
   c->comm = c->tp_comm;
   rp_collective(c, I_ALL_REDUCE, STREAM_COMPUTE, lay->sumsq_partials, 0, lay->sumsq_p, REDOP_SUM, 0,

@@ -282,28 +282,14 @@ static void zero_sumsq_tp(rank_ctx *c) {
   int K = lay->tp_slice_tables;
   int64_t *lo = ddp_xcalloc((size_t)K + 1, sizeof(int64_t)), *hi = ddp_xcalloc((size_t)K + 1, sizeof(int64_t));
   bool *split = ddp_xcalloc((size_t)K + 1, sizeof(bool));
-  uint64_t fsz = ddp_dtype_size(b->fdt);
   for (int g = 0; g < lay->ngroups; g++) {
     int32_t grad;
     int64_t at, slo = lay->groups[g].lo + c->rank * (lay->groups[g].len / lay->world);
     grad_slice(lay, c->rank, g, &grad, &at);
     int n = ddp_layout_tp_slice_runs(b, lay, g, c->rank, lo, hi, split);
-    for (int k = 0; k < K; k++) {
-      uint64_t table = (uint64_t)(g * K + k) * DDP_SUMSQ_PARTS * fsz;
-      if (k < n && (split[k] || c->tp == 0)) {
-        ddp_instr in = b_kernel(OP_SUMSQ);
-        b_arg(&in, SUMSQ_P_X, grad, (uint64_t)(at + lo[k] - slo) * ddp_dtype_size(b->grad_dt), b->grad_dt);
-        b_arg(&in, SUMSQ_P_PART, lay->sumsq_partials, table, b->fdt);
-        in.i[SUMSQ_I_N] = hi[k] - lo[k];
-        in.i[SUMSQ_I_P] = DDP_SUMSQ_PARTS;
-        rp_push(c, in, b_fmt(b, "grad_norm.sumsq.bucket%d.run%d", g, k));
-      } else {
-        ddp_instr in = ddp_instr_blank(I_MEMSET, STREAM_COMPUTE);
-        b_arg(&in, MEMSET_P_DST, lay->sumsq_partials, table, b->fdt);
-        in.i[MEMSET_I_BYTES] = (int64_t)(DDP_SUMSQ_PARTS * fsz);
-        rp_push(c, in, b_fmt(b, "grad_norm.%s.bucket%d.run%d", k < n ? "replicated" : "none", g, k));
-      }
-    }
+    for (int k = 0; k < K; k++)
+      pass_tp_sumsq_table(c, g * K + k, grad, k < n ? at + lo[k] - slo : 0, k < n ? hi[k] - lo[k] : 0,
+                          k < n ? split[k] : -1, b_fmt(b, "bucket%d.run%d", g, k));
   }
   free(lo), free(hi), free(split);
   if (lay->world > 1)
