@@ -97,7 +97,7 @@ static int base_groups(ddp_builder *b, ddp_layout *lay, const int *layer_of, int
  * tensor parallelism (b->tp = T) the slice holds tensor rank t's part of a split parameter, on world rank
  * r T + t: each (r, t) gets the whole-parameter segments of its local range (ddp_tp_segments: a
  * row-parallel weight's in up to 3 pieces); a whole parameter's slice is described once, by tensor rank 0's
- * (the tensor ranks hold the same values: init_program.c broadcasts them from rank 0 after a resume). */
+ * (the tensor ranks hold the same values: every tensor rank loads it, runtime/io/checkpoint.c). */
 static void add_pieces(ddp_builder *b, ddp_layout *lay, const ddp_model_param *pp, const ddp_shard_group *g) {
   const ddp_unit *u = &b->units[pp->unit];
   int64_t plo = u->flat_offset + pp->unit_offset, phi = plo + pp->numel, per = g->len / lay->world;

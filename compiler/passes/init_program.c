@@ -99,32 +99,6 @@ static void init_shards(rank_ctx *c) {
   }
 }
 
-/* Tensor parallelism x ZeRO, in the refresh part: the shard slices of the whole (unsplit) units broadcast
- * from tensor rank 0 to the others (masters and moments), which a resume loads on tensor rank 0 only (their
- * checkpoint pieces are rank 0's; the tensor ranks hold the same values). At a fresh start they are equal. */
-static void refresh_whole_slices(rank_ctx *c) {
-  ddp_builder *b = c->b;
-  ddp_layout *lay = c->lay;
-  int comm = c->comm;
-  c->comm = c->tp_comm;
-  for (int g = 0; g < lay->ngroups; g++) {
-    const ddp_shard_group *sg = &lay->groups[g];
-    int64_t per = sg->len / lay->world, slo = sg->lo + c->rank * per, shi = slo + per;
-    for (int j = sg->first; j <= sg->last; j++) {
-      const ddp_unit *un = &b->units[lay->order[j]];
-      int64_t lo = un->flat_offset > slo ? un->flat_offset : slo;
-      int64_t hi = un->flat_offset + un->numel < shi ? un->flat_offset + un->numel : shi;
-      if (hi <= lo || un->tp_split) continue;
-      const int32_t ts[3] = {lay->shard_master, lay->flat_m, lay->flat_v};
-      for (int k = 0; k < 3; k++)
-        if (ts[k] >= 0)
-          rp_collective(c, I_BROADCAST, STREAM_COMPUTE, ts[k], sg->lo / lay->world + lo - slo, hi - lo, REDOP_SUM, 0,
-                        b_fmt(b, "tensor.broadcast.%s.%d", un->name, k));
-    }
-  }
-  c->comm = comm;
-}
-
 /* ZeRO levels: the compute copies of the masters: zero3 the copy shard, zero1/2 the full parameters of
  * every group (cast of its slice, all-gather). */
 static void shard_copies(rank_ctx *c) {
@@ -186,7 +160,6 @@ void pass_init_program(rank_ctx *c) {
                       b->units[u].name);
   }
   if (lay->zero) c->b->plan->ranks[c->world_rank].init_refresh = c->out->n;
-  if (lay->zero && b->tp > 1 && !no_comm) refresh_whole_slices(c);
   if (lay->zero) shard_copies(c);
   if (lay->flat_copies >= 0) pass_cast(c, lay->flat_params, lay->flat_copies, lay->nflat, "params.copy");
   for (int u = 0; u < b->nunits; u++) {

@@ -430,17 +430,24 @@ static bool replicas_share(const ddp_plan *p, int world, int64_t *m) {
   return true;
 }
 
-/* Does `rank` hold piece t of entry e in its memory? Its piece rank does; where the data replicas share the
- * pieces (replicas_share: pipelines with replicas, tensor parallelism over data replicas) so does every rank
- * with rank % M = piece_rank (only replica 0, the piece rank, writes them; every replica loads them). A
- * pipeline with tensor parallelism (world rank (d P + s) T + t) describes a parameter its stage's tensor
- * ranks all hold whole by one piece, on tensor rank 0: every tensor rank of that stage loads it. */
-static bool holds_piece(const ddp_plan *p, const ddp_tensor *t, const ck_entry *e, int rank, bool share, int64_t m) {
-  if (t->piece_rank == rank) return true;
+/* Is entry e replicated over the tensor ranks (tensor parallelism, T > 1, world rank ... x T + t)? A split
+ * parameter has a piece on every tensor rank; one every tensor rank holds whole (a norm weight) is described
+ * only on tensor rank 0 (checkpoints hold each element once), under a pipeline or a ZeRO level. */
+static bool tensor_replicated(const ddp_plan *p, const ck_entry *e) {
+  int64_t T = p->meta.tensor_parallel;
+  if (T <= 1 || e->npieces == 0) return false;
+  for (uint32_t k = 0; k < e->npieces; k++)
+    if (p->tensors[e->pieces[k]].piece_rank % T) return false;
+  return true;
+}
+
+/* Does `rank` hold piece t in its memory? Its piece rank does; where the data replicas share the pieces
+ * (replicas_share: pipelines with replicas, tensor parallelism over data replicas) so does every rank with
+ * rank % M = piece_rank (only replica 0, the piece rank, writes them; every replica loads them); of an entry
+ * replicated over the tensor ranks (tensor_replicated) so does every tensor rank of the piece rank's group. */
+static bool holds_piece(const ddp_plan *p, const ddp_tensor *t, int rank, bool share, int64_t m, bool tp_whole) {
   int64_t r = share && t->piece_rank < m ? rank % m : rank, T = p->meta.tensor_parallel;
-  if (r == t->piece_rank) return true;
-  return p->meta.pipe_stages > 0 && T > 1 && ddp_piece_runs(t) == 1 && ddp_tensor_numel(t) == e->numel &&
-         r / T == t->piece_rank / T;
+  return r == t->piece_rank || (tp_whole && r / T == t->piece_rank / T);
 }
 
 /* This rank's elements of every entry: its whole tensors and the pieces it holds. */
@@ -454,9 +461,10 @@ static int load_file(ddp_exec *x, const ck_file *cf, const ddp_st_file *f, char 
     const uint8_t *src = ddp_st_data(f, ddp_st_find(f, e->key));
     size_t esz = ddp_dtype_size(e->dtype);
     if (e->whole >= 0) rc = put(x, f, e->whole, src, entry_bytes(e), 1, 0, &s, err, errcap);
+    bool tp_whole = tensor_replicated(x->plan, e);
     for (uint32_t j = 0; j < e->npieces && !rc; j++) {
       const ddp_tensor *t = &x->plan->tensors[e->pieces[j]];
-      if (holds_piece(x->plan, t, e, x->rank, share, m))
+      if (holds_piece(x->plan, t, x->rank, share, m, tp_whole))
         rc = put(x, f, e->pieces[j], src + (uint64_t)t->piece_first * esz, t->bytes, (uint64_t)ddp_piece_runs(t),
                  (uint64_t)t->piece_stride * esz, &s, err, errcap);
     }
