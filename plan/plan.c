@@ -205,13 +205,26 @@ int64_t ddp_plan_comm_size(const ddp_plan *p, int64_t comm) {
   return p->comms[comm - 1].n;
 }
 
-int ddp_plan_tensor_comm(const ddp_plan *p, int64_t cm) {
+int ddp_plan_comm_role(const ddp_plan *p, int64_t cm, int64_t *which) {
   int64_t T = p->meta.tensor_parallel, D = p->meta.data_parallel > 0 ? p->meta.data_parallel : 1, S = p->meta.pipe_stages;
-  if (T <= 1) return 0;
-  if (S <= 0) return D <= 1 ? cm == 0 : cm >= 1 && cm <= D;
-  int64_t first = (D > 1 ? S * T : 0) + D * T; /* the stage groups, then the replica groups */
-  return cm > first && cm <= first + D * S;
+  int64_t w = 0;
+  int role = COMM_ROLE_NONE;
+  if (T <= 1 || cm < 0 || cm > (int64_t)p->ncomms) {
+  } else if (S <= 0) { /* compiler/passes/tensor.c: 1 + d, then 1 + D + t; one replica: the world */
+    if (D <= 1) role = cm == 0 ? COMM_ROLE_TENSOR : COMM_ROLE_NONE;
+    else if (cm >= 1 && cm <= D) role = COMM_ROLE_TENSOR, w = cm - 1;
+    else if (cm > D && cm <= D + T) role = COMM_ROLE_DATA, w = cm - 1 - D;
+  } else if (cm >= 1) { /* compiler/passes/pipeline.c: stage groups, replica groups, tensor groups */
+    int64_t k = cm - 1, Sn = D > 1 ? S * T : 0, Rn = D * T;
+    if (k < Sn) role = COMM_ROLE_STAGE, w = k;
+    else if (k < Sn + Rn) role = COMM_ROLE_REPLICA, w = k - Sn;
+    else if (k < Sn + Rn + D * S) role = COMM_ROLE_TENSOR, w = k - Sn - Rn;
+  }
+  if (which) *which = w;
+  return role;
 }
+
+int ddp_plan_tensor_comm(const ddp_plan *p, int64_t cm) { return ddp_plan_comm_role(p, cm, NULL) == COMM_ROLE_TENSOR; }
 
 int ddp_is_group_collective(int opc) {
   return opc == I_ALL_REDUCE || opc == I_REDUCE_SCATTER || opc == I_ALL_GATHER || opc == I_BROADCAST;

@@ -209,9 +209,17 @@ int ddp_is_group_collective(int opcode);
 int64_t ddp_instr_ranks(const ddp_plan *p, const ddp_instr *in);
 /* World rank `rank`'s place in comm `comm` (its group rank), -1 when it is not a member or no such comm. */
 int64_t ddp_plan_comm_index(const ddp_plan *p, int64_t comm, int64_t rank);
-/* Is comm a tensor group of a tensor-parallel plan (meta.tensor_parallel > 1)? compiler/passes/tensor.c: comms
- * 1 .. data_parallel (comm 0, the world, with one replica); a pipeline (compiler/passes/pipeline.c): the last
- * data_parallel x pipe_stages comms, after the stage and replica groups. */
+/* What comm is in a tensor-parallel plan (meta.tensor_parallel = T > 1, data_parallel = D; the numbering of
+ * compiler/passes/tensor.c and pipeline.c, read in this one place), with *which (may be NULL):
+ *   TENSOR   a tensor group: of data replica *which (without a pipeline: comm 1 + d; with one replica the
+ *            world, comm 0), or of pipeline-mesh rank *which = replica x stages + stage
+ *   DATA     the data group of tensor rank *which (without a pipeline: comm 1 + D + t)
+ *   STAGE    a pipeline stage's replicas at one tensor rank, *which = stage x T + tensor rank
+ *   REPLICA  a pipeline replica's stages at one tensor rank, *which = replica x T + tensor rank
+ *   NONE     anything else, and every comm of a plan without tensor parallelism. */
+enum { COMM_ROLE_NONE = 0, COMM_ROLE_TENSOR, COMM_ROLE_DATA, COMM_ROLE_STAGE, COMM_ROLE_REPLICA };
+int ddp_plan_comm_role(const ddp_plan *p, int64_t comm, int64_t *which);
+/* ddp_plan_comm_role(...) == COMM_ROLE_TENSOR */
 int ddp_plan_tensor_comm(const ddp_plan *p, int64_t comm);
 /* The world rank of group rank `i` of comm `comm` (i in range: the caller checks). */
 int64_t ddp_plan_comm_member(const ddp_plan *p, int64_t comm, int64_t i);

@@ -29,45 +29,15 @@
 #include <stdlib.h>
 #include <string.h>
 
-/* A pipeline's comm c (compiler/passes/pipeline.c's numbering): 1 the tensor group of pipeline-mesh rank
- * *which (replica x stages + stage), 3 the stage group (data replicas) of *which = stage x T + tensor rank, 4
- * the replica group (its stages) of *which = replica x T + tensor rank. */
-static int pipe_comm_role(const ddp_plan *p, uint32_t c, int64_t T, int64_t D, int64_t *which) {
-  int64_t S = p->meta.pipe_stages, Sn = D > 1 ? S * T : 0, Rn = D > 1 || T > 1 ? D * T : 0, k = (int64_t)c - 1;
-  if (k < Sn) return *which = k, 3;
-  if (k < Sn + Rn) return *which = k - Sn, 4;
-  if (k < Sn + Rn + D * S) return *which = k - Sn - Rn, 1;
-  return 0;
-}
-
-/* What comm c (>= 1) is, by its members: 1 the tensor group of replica *which, 2 the data group of tensor rank
- * *which, 0 neither (pipelines: pipe_comm_role). */
-static int comm_role(const ddp_plan *p, uint32_t c, int64_t T, int64_t D, int64_t *which) {
-  if (c < 1 || c > p->ncomms) return 0;
-  if (p->meta.pipe_stages > 0) return pipe_comm_role(p, c, T, D, which);
-  const ddp_comm *m = &p->comms[c - 1];
-  if (m->n == (uint32_t)T && m->n > 0 && m->ranks[0] % T == 0) {
-    int ok = 1;
-    for (uint32_t i = 0; i < m->n; i++) ok &= m->ranks[i] == m->ranks[0] + (int32_t)i;
-    if (ok) return *which = m->ranks[0] / T, 1;
-  }
-  if (m->n == (uint32_t)D && m->n > 0 && m->ranks[0] < T) {
-    int ok = 1;
-    for (uint32_t i = 0; i < m->n; i++) ok &= m->ranks[i] == m->ranks[0] + (int32_t)(i * T);
-    if (ok) return *which = m->ranks[0], 2;
-  }
-  return 0;
-}
-
-static void comm_label(char *buf, size_t cap, const ddp_plan *p, uint32_t c, int64_t T, int64_t D) {
+static void comm_label(char *buf, size_t cap, const ddp_plan *p, uint32_t c, int64_t T) {
   int64_t w = -1;
-  int r = comm_role(p, c, T, D, &w);
+  int r = ddp_plan_comm_role(p, c, &w);
   int64_t S = p->meta.pipe_stages;
-  if (r == 1 && S > 0) snprintf(buf, cap, "tensor group of replica %" PRId64 ", stage %" PRId64, w / S, w % S);
-  else if (r == 1) snprintf(buf, cap, "tensor group of replica %" PRId64, w);
-  else if (r == 2) snprintf(buf, cap, "data group of tensor rank %" PRId64, w);
-  else if (r == 3) snprintf(buf, cap, "replicas of stage %" PRId64 ", tensor rank %" PRId64, w / T, w % T);
-  else if (r == 4) snprintf(buf, cap, "stages of replica %" PRId64 ", tensor rank %" PRId64, w / T, w % T);
+  if (r == COMM_ROLE_TENSOR && S > 0) snprintf(buf, cap, "tensor group of replica %" PRId64 ", stage %" PRId64, w / S, w % S);
+  else if (r == COMM_ROLE_TENSOR) snprintf(buf, cap, "tensor group of replica %" PRId64, w);
+  else if (r == COMM_ROLE_DATA) snprintf(buf, cap, "data group of tensor rank %" PRId64, w);
+  else if (r == COMM_ROLE_STAGE) snprintf(buf, cap, "replicas of stage %" PRId64 ", tensor rank %" PRId64, w / T, w % T);
+  else if (r == COMM_ROLE_REPLICA) snprintf(buf, cap, "stages of replica %" PRId64 ", tensor rank %" PRId64, w / T, w % T);
   else snprintf(buf, cap, "?");
 }
 
@@ -78,7 +48,7 @@ static int is_coll(int op) {
 }
 
 /* The collectives of world rank r's step (timed ones and others on a tensor group); *n of them. */
-static ddp_tp_coll *collect(const ddp_plan *p, int64_t r, int64_t T, int64_t D, int *n) {
+static ddp_tp_coll *collect(const ddp_plan *p, int64_t r, int *n) {
   const ddp_program *st = &p->ranks[r].step;
   ddp_tp_coll *v = ddp_xcalloc(st->n ? st->n : 1, sizeof *v);
   int open = 0, phase = TP_FORWARD, have_fwd_end = 0;
@@ -96,13 +66,9 @@ static ddp_tp_coll *collect(const ddp_plan *p, int64_t r, int64_t T, int64_t D, 
       continue;
     }
     if (!is_coll(in->opcode)) continue;
-    int64_t w, comm = in->i[COLL_I_COMM];
+    int64_t comm = in->i[COLL_I_COMM];
     int timed = open && in->stream == STREAM_COMPUTE;
-    /* the tensor group: comm 1 + d with data replicas, the world (comm 0) without */
-    int tensor_comm = D == 1 && p->meta.pipe_stages <= 0
-                          ? comm == 0
-                          : comm >= 1 && comm <= (int64_t)p->ncomms && comm_role(p, (uint32_t)comm, T, D, &w) == 1;
-    if (!timed && !tensor_comm) continue;
+    if (!timed && !ddp_plan_tensor_comm(p, comm)) continue;
     ddp_tp_coll *c = &v[(*n)++];
     c->index = k;
     c->timed = timed;
@@ -209,7 +175,7 @@ int ddp_tp_analyse(const ddp_plan *p, ddp_tp_info *ti) {
   ti->volume = ddp_xcalloc((size_t)ti->world, sizeof *ti->volume);
   for (int64_t r = 0; r < ti->world; r++) {
     int n;
-    ddp_tp_coll *v = collect(p, r, ti->T, ti->D, &n);
+    ddp_tp_coll *v = collect(p, r, &n);
     sum_volume(v, n, &ti->volume[r]);
     if (r == 0) ti->colls = v, ti->ncolls = n;
     else free(v);
@@ -440,7 +406,7 @@ void ddp_insp_tensor(FILE *o, const ddp_plan *p) {
   fprintf(o, "communicators (comm 0: every rank%s):\n", ti.D == 1 && ti.S <= 0 ? ", the tensor group: no other" : "");
   for (uint32_t c = 1; c <= p->ncomms; c++) {
     char label[96];
-    comm_label(label, sizeof label, p, c, ti.T, ti.D);
+    comm_label(label, sizeof label, p, c, ti.T);
     fprintf(o, "  comm %u: ranks", c);
     for (uint32_t i = 0; i < p->comms[c - 1].n; i++) fprintf(o, " %d", p->comms[c - 1].ranks[i]);
     fprintf(o, " (%s)\n", label);
@@ -558,16 +524,21 @@ json_t *ddp_insp_tensor_json(const ddp_plan *p, int *bad) {
   for (uint32_t c = 1; c <= p->ncomms; c++) {
     json_t *j = json_object(), *m = json_array();
     int64_t w = -1;
-    int role = comm_role(p, c, ti.T, ti.D, &w);
+    int role = ddp_plan_comm_role(p, c, &w);
     put(bad, j, "comm", json_integer(c));
     for (uint32_t i = 0; i < p->comms[c - 1].n; i++) push(bad, m, json_integer(p->comms[c - 1].ranks[i]));
     put(bad, j, "ranks", m);
-    put(bad, j, "role", json_string(role == 1 ? "tensor" : role == 2 || role == 3 ? "data" : role == 4 ? "pipeline" : "?"));
-    if (role == 1 && ti.S > 0) put(bad, j, "replica", json_integer(w / ti.S)), put(bad, j, "stage", json_integer(w % ti.S));
-    else if (role == 1) put(bad, j, "replica", json_integer(w));
-    if (role == 2) put(bad, j, "tensor_rank", json_integer(w));
-    if (role == 3) put(bad, j, "stage", json_integer(w / ti.T)), put(bad, j, "tensor_rank", json_integer(w % ti.T));
-    if (role == 4) put(bad, j, "replica", json_integer(w / ti.T)), put(bad, j, "tensor_rank", json_integer(w % ti.T));
+    put(bad, j, "role", json_string(role == COMM_ROLE_TENSOR                              ? "tensor"
+                                    : role == COMM_ROLE_DATA || role == COMM_ROLE_STAGE ? "data"
+                                    : role == COMM_ROLE_REPLICA                         ? "pipeline"
+                                                                                        : "?"));
+    if (role == COMM_ROLE_TENSOR && ti.S > 0)
+      put(bad, j, "replica", json_integer(w / ti.S)), put(bad, j, "stage", json_integer(w % ti.S));
+    else if (role == COMM_ROLE_TENSOR) put(bad, j, "replica", json_integer(w));
+    if (role == COMM_ROLE_DATA) put(bad, j, "tensor_rank", json_integer(w));
+    if (role == COMM_ROLE_STAGE) put(bad, j, "stage", json_integer(w / ti.T)), put(bad, j, "tensor_rank", json_integer(w % ti.T));
+    if (role == COMM_ROLE_REPLICA)
+      put(bad, j, "replica", json_integer(w / ti.T)), put(bad, j, "tensor_rank", json_integer(w % ti.T));
     push(bad, comms, j);
   }
   put(bad, o, "comms", comms);
