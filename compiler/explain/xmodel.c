@@ -24,8 +24,6 @@ static int coll_kind(const ddp_plan *p, const ddp_instr *in, double *bytes) {
   }
 }
 
-/* Is comm `cm` one of the plan's tensor groups (ddp_plan_tensor_comm)? */
-static int tensor_comm(const ddp_plan *p, int64_t cm) { return ddp_plan_tensor_comm(p, cm); }
 
 int ddp_xeval_schedule(const ddp_schedule *s, const ddp_profile *pr, ddp_xeval *out, char *err, size_t errcap) {
   memset(out, 0, sizeof *out);
@@ -58,7 +56,7 @@ int ddp_xeval_schedule(const ddp_schedule *s, const ddp_profile *pr, ddp_xeval *
       if (kind < 0) continue;
       bytes[kind] += b;
       if (prog->v[k].opcode != I_RECV) calls[kind]++;
-      if (ddp_is_group_collective(prog->v[k].opcode) && tensor_comm(p, prog->v[k].i[COLL_I_COMM]))
+      if (ddp_is_group_collective(prog->v[k].opcode) && ddp_plan_tensor_comm(p, prog->v[k].i[COLL_I_COMM]))
         tp_bytes += b, tp_calls++;
     }
     if (tp_bytes > out->tp_bytes) out->tp_bytes = tp_bytes;

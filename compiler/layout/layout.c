@@ -142,25 +142,28 @@ static void layout_optimizer_state(ddp_builder *b, ddp_layout *lay) {
     }
   }
   if (s->clip_norm > 0 && s->mode == MODE_TRAIN) {
-    /* ZeRO: one table per group slice; tensor parallelism: one per run of split or whole units (with ZeRO, per
-     * run inside a group slice: as many per group as the slice with the most) */
-    lay->sumsq_p = DDP_SUMSQ_PARTS * (lay->zero ? lay->ngroups : b->tp > 1 ? ddp_layout_tp_runs(b, lay, NULL, NULL, NULL) : 1);
-    lay->tp_slice_tables = 1;
-    for (int g = 0; lay->zero && b->tp > 1 && g < lay->ngroups; g++)
-      for (int r = 0; r < lay->world; r++) {
-        int n = ddp_layout_tp_slice_runs(b, lay, g, r, NULL, NULL, NULL);
-        if (n > lay->tp_slice_tables) lay->tp_slice_tables = n;
-      }
-    if (lay->zero) lay->sumsq_p *= lay->tp_slice_tables;
-    if (lay->pipe) { /* a pipeline: one table per stage (tensor parallelism: per run of the stage's units, as
-                        many as the stage with the most; compiler/passes/pipeline.c) */
-      int most = 1;
-      for (int st = 0; b->tp > 1 && st < s->stages; st++) {
+    /* Tables of partial sums: one (a pipeline: per stage); ZeRO: one per group slice. Tensor parallelism
+     * splits them by runs of split or whole units (compiler/passes/tensor.c): one per run of the flat order, of
+     * the stage's units (as many as the stage with the most), or inside each group slice (as many per group as
+     * the slice with the most: tp_slice_tables). */
+    int64_t tables = 1;
+    bool tp = b->tp > 1;
+    if (lay->pipe) {
+      for (int st = 0; tp && st < s->stages; st++) {
         int n = ddp_layout_tp_stage_runs(b, lay, st, NULL, NULL, NULL);
-        if (n > most) most = n;
+        if (n > tables) tables = n;
       }
-      lay->sumsq_p = DDP_SUMSQ_PARTS * most;
+    } else if (lay->zero) {
+      for (int g = 0; tp && g < lay->ngroups; g++)
+        for (int r = 0; r < lay->world; r++) {
+          int n = ddp_layout_tp_slice_runs(b, lay, g, r, NULL, NULL, NULL);
+          if (n > lay->tp_slice_tables) lay->tp_slice_tables = n;
+        }
+      tables = (int64_t)lay->ngroups * lay->tp_slice_tables;
+    } else if (tp) {
+      tables = ddp_layout_tp_runs(b, lay, NULL, NULL, NULL);
     }
+    lay->sumsq_p = DDP_SUMSQ_PARTS * tables;
     int64_t shape[1] = {lay->sumsq_p};
     lay->sumsq_partials = b_tensor(b, "optimizer.sumsq_partials", b->fdt, ARENA_IO, TF_PERSISTENT, 1, shape);
   }

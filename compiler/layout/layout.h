@@ -100,10 +100,18 @@ int ddp_layout_tp_slice_runs(const ddp_builder *b, const ddp_layout *lay, int g,
 /* ... the runs of one pipeline stage's units (offsets in the stage's flat; stage -1: every unit) */
 int ddp_layout_tp_stage_runs(const ddp_builder *b, const ddp_layout *lay, int stage, int64_t *lo, int64_t *hi,
                              bool *split);
+/* Unit u's flat elements inside a rank's slice [slo, shi): [*lo, *hi); false when none. */
+static inline bool ddp_unit_in_slice(const ddp_unit *u, int64_t slo, int64_t shi, int64_t *lo, int64_t *hi) {
+  *lo = u->flat_offset > slo ? u->flat_offset : slo;
+  *hi = u->flat_offset + u->numel < shi ? u->flat_offset + u->numel : shi;
+  return *hi > *lo;
+}
 /* Tensor `id` (1-D, split parameter pp's local elements on tensor rank t) as that tensor rank's piece of pp,
  * held on world rank `rank` (rows: one range; columns: a run of C/T per row). */
 void ddp_layout_tp_piece(ddp_builder *b, int32_t id, const ddp_model_param *pp, const char *state_name, int t,
                          int rank);
+/* Split parameter pp's state-dict tensor takes its whole shape [rows, cols] (not this tensor rank's). */
+void ddp_layout_whole_shape(ddp_builder *b, const ddp_model_param *pp);
 /* Optimizer ownership (ownership.c): fills own_lo/own_hi and state_elems. */
 void ddp_layout_ownership(const ddp_builder *b, ddp_layout *lay);
 

@@ -293,13 +293,7 @@ void ddp_layout_shard_pieces(ddp_builder *b, ddp_layout *lay) {
     const ddp_model_param *pp = &b->params[p];
     if (!b->units[pp->unit].trainable) continue;
     shape_only(b, pp->tensor);
-    if (pp->tp_split != TP_WHOLE && b->tp > 1) { /* the whole shape, not this tensor rank's */
-      ddp_tensor *pt = &b->plan->tensors[pp->tensor];
-      pt->ndim = 2;
-      memset(pt->shape, 0, sizeof pt->shape);
-      pt->shape[0] = pp->full_shape[0], pt->shape[1] = pp->full_shape[1];
-      pt->bytes = (uint64_t)(pp->full_shape[0] * pp->full_shape[1]) * ddp_dtype_size(pt->dtype);
-    }
+    if (pp->tp_split != TP_WHOLE && b->tp > 1) ddp_layout_whole_shape(b, pp); /* not this tensor rank's */
     add_pieces(b, lay, pp, &lay->groups[group_at[pp->unit]]);
   }
   free(group_at);

@@ -203,12 +203,7 @@ int ddp_layout_pipeline(ddp_builder *b, ddp_layout *lay, char *err, size_t errca
     pt->base = -1;
     pt->view = 0;
     pt->flags = (pt->flags & ~(uint32_t)TF_PERSISTENT) | TF_SHAPE_ONLY;
-    if (split) { /* the whole parameter's shape */
-      pt->ndim = 2;
-      memset(pt->shape, 0, sizeof pt->shape);
-      pt->shape[0] = pp->full_shape[0], pt->shape[1] = pp->full_shape[1];
-      pt->bytes = (uint64_t)(pp->full_shape[0] * pp->full_shape[1]) * ddp_dtype_size(pt->dtype);
-    }
+    if (split) ddp_layout_whole_shape(b, pp);
     const char *sname = pt->state_name; /* owned by the tensor, stable when the table grows */
     int64_t shape[1] = {pp->numel};
     uint64_t at = (uint64_t)(u->flat_offset + pp->unit_offset) * fsz;

@@ -42,8 +42,8 @@ int ddp_layout_tp_slice_runs(const ddp_builder *b, const ddp_layout *lay, int g,
   bool prev = false;
   for (int j = sg->first; j <= sg->last; j++) {
     const ddp_unit *u = &b->units[lay->order[j]];
-    int64_t a = u->flat_offset > slo ? u->flat_offset : slo, e = u->flat_offset + u->numel < shi ? u->flat_offset + u->numel : shi;
-    if (e <= a) continue;
+    int64_t a, e;
+    if (!ddp_unit_in_slice(u, slo, shi, &a, &e)) continue;
     if (n == 0 || u->tp_split != prev) {
       if (lo) lo[n] = a;
       if (split) split[n] = u->tp_split;
@@ -78,29 +78,26 @@ int ddp_tp_segments(const ddp_model_param *pp, int T, int t, int64_t a, int64_t 
   return n;
 }
 
-/* The geometry of tensor rank t's piece of param pp: first element, runs, stride. */
-static void piece_of(const ddp_model_param *pp, int T, int t, int64_t *first, int64_t *runs, int64_t *stride) {
-  int64_t R = pp->full_shape[0], C = pp->full_shape[1];
-  if (pp->tp_split == TP_ROWS) *first = t * (R / T) * C, *runs = 1, *stride = 0;
-  else *first = t * (C / T), *runs = R, *stride = C;
-}
-
-static void make_piece(ddp_tensor *tt, int32_t param, const char *state_name, int t, int64_t first, int64_t runs,
-                       int64_t stride) {
-  tt->flags |= TF_PIECE;
-  tt->state_name = ddp_xstrdup(state_name);
-  tt->param = param;
-  tt->piece_rank = t;
-  tt->piece_first = first;
-  tt->piece_runs = runs;
-  tt->piece_stride = runs > 1 ? stride : 0;
-}
-
 void ddp_layout_tp_piece(ddp_builder *b, int32_t id, const ddp_model_param *pp, const char *state_name, int t,
                          int rank) {
-  int64_t first, runs, stride;
-  piece_of(pp, b->tp, t, &first, &runs, &stride);
-  make_piece(&b->plan->tensors[id], pp->tensor, state_name, rank, first, runs, stride);
+  ddp_tp_seg seg[3]; /* the whole local range: one segment (rows: one range; columns: a run per row) */
+  ddp_tp_segments(pp, b->tp, t, 0, pp->numel, seg);
+  ddp_tensor *tt = &b->plan->tensors[id];
+  tt->flags |= TF_PIECE;
+  tt->state_name = ddp_xstrdup(state_name);
+  tt->param = pp->tensor;
+  tt->piece_rank = rank;
+  tt->piece_first = seg[0].first;
+  tt->piece_runs = seg[0].runs;
+  tt->piece_stride = seg[0].runs > 1 ? seg[0].stride : 0;
+}
+
+void ddp_layout_whole_shape(ddp_builder *b, const ddp_model_param *pp) {
+  ddp_tensor *pt = &b->plan->tensors[pp->tensor];
+  pt->ndim = 2;
+  memset(pt->shape, 0, sizeof pt->shape);
+  pt->shape[0] = pp->full_shape[0], pt->shape[1] = pp->full_shape[1];
+  pt->bytes = (uint64_t)(pp->full_shape[0] * pp->full_shape[1]) * ddp_dtype_size(pt->dtype);
 }
 
 
@@ -152,10 +149,7 @@ void ddp_layout_tensor_pieces(ddp_builder *b, ddp_layout *lay) {
     pt->base = -1;
     pt->view = 0;
     pt->flags = (pt->flags & ~(uint32_t)TF_PERSISTENT) | TF_SHAPE_ONLY;
-    pt->ndim = 2;
-    memset(pt->shape, 0, sizeof pt->shape);
-    pt->shape[0] = pp->full_shape[0], pt->shape[1] = pp->full_shape[1];
-    pt->bytes = (uint64_t)(pp->full_shape[0] * pp->full_shape[1]) * ddp_dtype_size(pt->dtype);
+    ddp_layout_whole_shape(b, pp);
     free(sname);
   }
   free(m_of);

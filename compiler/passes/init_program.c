@@ -87,12 +87,12 @@ static void init_shards(rank_ctx *c) {
     int64_t per = sg->len / lay->world, slo = sg->lo + c->rank * per, shi = slo + per;
     for (int j = sg->first; j <= sg->last; j++) {
       const ddp_unit *un = &b->units[lay->order[j]];
-      int64_t lo = un->flat_offset > slo ? un->flat_offset : slo;
-      int64_t hi = un->flat_offset + un->numel < shi ? un->flat_offset + un->numel : shi;
-      if (hi > lo && un->tp_split && b->tp > 1)
+      int64_t lo, hi;
+      if (!ddp_unit_in_slice(un, slo, shi, &lo, &hi)) continue;
+      if (un->tp_split && b->tp > 1)
         init_range_tp(c, lay->order[j], lo - un->flat_offset, hi - un->flat_offset, lay->shard_master,
                       sg->lo / lay->world + lo - slo, 0);
-      else if (hi > lo)
+      else
         pass_init_unit(c, lay->order[j], lay->shard_master, (uint64_t)(sg->lo / lay->world + lo - slo) * fsz,
                   lo - un->flat_offset, hi - lo, 0);
     }

@@ -77,6 +77,8 @@ void pass_tp_sumsq(rank_ctx *c);
 void pass_tp_sumsq_table(rank_ctx *c, int table, int32_t grads, int64_t at, int64_t n, int kind, const char *name);
 /* ... over given runs of `grads` (a pipeline stage's flat): pass_tp_sumsq's tables and tensor all-reduce */
 void pass_tp_sumsq_runs(rank_ctx *c, int32_t grads, int n, const int64_t *lo, const int64_t *hi, const bool *split);
+/* ALL_REDUCE(sum) of the norm's partial-sum tables over the tensor group (compute stream) */
+void pass_tp_reduce_partials(rank_ctx *c);
 /* Pipelines (pipeline.c): every rank's init and step programs; allocates the plan's ranks. */
 int pass_pipeline(ddp_builder *b, ddp_layout *lay, char *err, size_t errcap); /* SUMSQ of every group's gradient slice, partials all-reduced */
 #endif

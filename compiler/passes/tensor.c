@@ -103,9 +103,13 @@ void pass_tp_sumsq_runs(rank_ctx *c, int32_t grads, int n, const int64_t *lo, co
   for (int k = 0; k < ntab; k++)
     pass_tp_sumsq_table(c, k, grads, k < n ? lo[k] : 0, k < n ? hi[k] - lo[k] : 0, k < n ? split[k] : -1,
                         b_fmt(b, "run%d", k));
+  pass_tp_reduce_partials(c);
+}
+
+void pass_tp_reduce_partials(rank_ctx *c) {
   int comm = c->comm;
   c->comm = c->tp_comm;
-  rp_collective(c, I_ALL_REDUCE, STREAM_COMPUTE, lay->sumsq_partials, 0, lay->sumsq_p, REDOP_SUM, 0,
+  rp_collective(c, I_ALL_REDUCE, STREAM_COMPUTE, c->lay->sumsq_partials, 0, c->lay->sumsq_p, REDOP_SUM, 0,
                 "grad_norm.all_reduce.tensor");
   c->comm = comm;
 }

@@ -272,7 +272,6 @@ void pass_zero_gather_params(rank_ctx *c, int stream, int g, const char *name) {
   rp_timer(c, in.stream, TIMER_COMM_END);
 }
 
-/* sumsq -> SUMSQ(group g's gradient slice -> partials table g)* [ALL_REDUCE(partials)] */
 /* Tensor parallelism: per group, one table per run of split or whole units inside the rank's slice (the
  * group's tp_slice_tables, the unused ones zeroed); tensor ranks other than 0 zero the whole units' tables;
  * the tables are then summed over the data ranks and over the tensor group. */
@@ -295,13 +294,10 @@ static void zero_sumsq_tp(rank_ctx *c) {
   if (lay->world > 1)
     rp_collective(c, I_ALL_REDUCE, STREAM_COMPUTE, lay->sumsq_partials, 0, lay->sumsq_p, REDOP_SUM, 0,
                   "grad_norm.all_reduce");
-  int comm = c->comm;
-  c->comm = c->tp_comm;
-  rp_collective(c, I_ALL_REDUCE, STREAM_COMPUTE, lay->sumsq_partials, 0, lay->sumsq_p, REDOP_SUM, 0,
-                "grad_norm.all_reduce.tensor");
-  c->comm = comm;
+  pass_tp_reduce_partials(c);
 }
 
+/* sumsq -> SUMSQ(group g's gradient slice -> partials table g)* [ALL_REDUCE(partials)] */
 void pass_zero_sumsq(rank_ctx *c) {
   ddp_builder *b = c->b;
   ddp_layout *lay = c->lay;
