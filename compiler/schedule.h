@@ -123,6 +123,9 @@ typedef struct ddp_schedule {
   uint64_t seed;
 } ddp_schedule;
 
+/* The data-parallel ranks outside a pipeline: the mesh's data axis under tensor parallelism, else every rank. */
+static inline int ddp_schedule_data_ranks(const ddp_schedule *s) { return s->mesh_tensor > 1 ? s->mesh_data : s->ranks; }
+
 /* Front end (compiler/frontend/). Loads and validates a schedule; `sets` are "path=value" overrides.
  * On error: returns NULL and writes one line "file:line: field ... " into err. */
 ddp_schedule *ddp_schedule_load(const char *path, const char *const *sets, int nsets, char *err,

@@ -58,9 +58,9 @@ void ddp_summary(ddp_plan *p, const ddp_schedule *s, const char *arch, const ddp
   m->act_dtype = b->act_dt;
   m->grad_dtype = b->grad_dt;
   /* a pipeline rank loads its replica's share, a tensor rank its data replica's */
-  m->batch_per_rank = s->global_batch / (s->stages > 0 ? s->replicas : s->mesh_tensor > 1 ? s->mesh_data : s->ranks);
+  m->data_parallel = s->stages > 0 ? s->replicas : ddp_schedule_data_ranks(s);
+  m->batch_per_rank = s->global_batch / m->data_parallel;
   m->tensor_parallel = s->mesh_tensor > 1 ? s->mesh_tensor : 1;
-  m->data_parallel = s->mesh_tensor > 1 ? s->mesh_data : s->stages > 0 ? s->replicas : s->ranks;
   m->nccl_cta_policy = s->nccl_cta_policy;
   m->nccl_max_ctas = s->nccl_max_ctas;
   m->nccl_register = s->nccl_register;

@@ -18,19 +18,6 @@
 
 #define FE_MESH_NEED "a table such as { data = 2, tensor = 2 }"
 
-/* Why the model cannot be split over `t` tensor ranks, or NULL. */
-static const char *tensor_split_refusal(const ddp_schedule *s, int64_t t, const char **field, int64_t *value) {
-  if (s->model_kind != MODEL_TRANSFORMER) return "splits a transformer's heads, d_ff and vocabulary; an mlp{} has none";
-  const struct { const char *name; int64_t v; } dims[] = {{"heads", s->heads}, {"d_ff", s->d_ff}, {"vocab", s->vocab}};
-  for (size_t k = 0; k < sizeof dims / sizeof dims[0]; k++)
-    if (dims[k].v % t) {
-      *field = dims[k].name;
-      *value = dims[k].v;
-      return "";
-    }
-  return NULL;
-}
-
 void fe_mesh(fe_conv *c, const fe_tab *root) {
   static const char *const fields[] = {"data", "tensor", "pipeline", NULL};
   ddp_schedule *s = c->s;
@@ -65,13 +52,13 @@ void fe_mesh(fe_conv *c, const fe_tab *root) {
             (long long)data, (long long)tensor, (long long)pipeline, (long long)(data * tensor * pipeline),
             (long long)world);
   if (tensor > 1) {
-    const char *field = NULL;
-    int64_t value = 0;
-    const char *why = tensor_split_refusal(s, tensor, &field, &value);
-    if (why && !field) fe_bad(c, &m, "tensor", "%s", why);
-    if (why)
-      fe_bad(c, &m, "tensor", "must divide model.%s (%lld): each tensor rank holds %s / tensor of them", field,
-             (long long)value, field);
+    if (s->model_kind != MODEL_TRANSFORMER)
+      fe_bad(c, &m, "tensor", "splits a transformer's heads, d_ff and vocabulary; an mlp{} has none");
+    const struct { const char *name; int64_t v; } dims[] = {{"heads", s->heads}, {"d_ff", s->d_ff}, {"vocab", s->vocab}};
+    for (size_t k = 0; k < sizeof dims / sizeof dims[0]; k++)
+      if (dims[k].v % tensor)
+        fe_bad(c, &m, "tensor", "must divide model.%s (%lld): each tensor rank holds %s / tensor of them",
+               dims[k].name, (long long)dims[k].v, dims[k].name);
     if (s->shard != SHARD_NONE && data == 1)
       fe_bad(c, &m, "tensor", "= %lld with sharding needs mesh.data > 1: the shards split the data axis, and mesh.data "
              "is 1", (long long)tensor);

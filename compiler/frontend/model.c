@@ -222,7 +222,7 @@ void fe_model_limits(fe_conv *c, const fe_tab *root) {
   fe_tab data, model;
   fe_sub(c, root, "data", &data, "a table");
   fe_sub(c, root, "model", &model, "a table");
-  int64_t b = s->stages ? s->global_batch / ((int64_t)s->replicas * s->microbatches) : s->global_batch / (s->mesh_tensor > 1 ? s->mesh_data : s->ranks);
+  int64_t b = s->stages ? s->global_batch / ((int64_t)s->replicas * s->microbatches) : s->global_batch / ddp_schedule_data_ranks(s);
   if (s->model_kind == MODEL_TRANSFORMER) {
     const struct { int64_t n; const char *what; } t[] = {
         {fe_mul(fe_mul(b, s->context), s->d_ff), "the FFN activations"},

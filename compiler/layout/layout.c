@@ -173,7 +173,7 @@ static void layout_optimizer_state(ddp_builder *b, ddp_layout *lay) {
 
 int ddp_layout_build(ddp_builder *b, ddp_layout *lay, char *err, size_t errcap) {
   memset(lay, 0, sizeof *lay);
-  lay->world = b->tp > 1 ? b->s->mesh_data : b->s->ranks; /* tensor parallelism: the data axis */
+  lay->world = ddp_schedule_data_ranks(b->s); /* tensor parallelism: the data axis */
   lay->tp_slice_tables = 1;
   lay->flat_params = lay->flat_copies = lay->flat_grads = lay->flat_m = lay->flat_v = lay->sumsq_partials = -1;
   lay->shard_master = lay->shard_grads = lay->shard_copy = -1;

@@ -328,7 +328,7 @@ const char *b_fmt(ddp_builder *b, const char *fmt, ...) {
 int ddp_model_build(ddp_builder *b, char *err, size_t errcap) {
   const ddp_schedule *s = b->s;
   /* rows of one program: the rank's share, or under a pipeline one microbatch of a replica's share */
-  int64_t parts = s->stages > 0 ? (int64_t)s->replicas * s->microbatches : s->mesh_tensor > 1 ? s->mesh_data : s->ranks;
+  int64_t parts = s->stages > 0 ? (int64_t)s->replicas * s->microbatches : ddp_schedule_data_ranks(s);
   b->tp = s->mesh_tensor > 1 ? s->mesh_tensor : 1;
   b->rows = (s->global_batch / parts) * (s->model_kind == MODEL_TRANSFORMER ? s->context : 1);
   b->unit_grads_accumulate = s->stages > 0; /* microbatches add into the gradients (zeroed each step) */
