@@ -205,6 +205,13 @@ int64_t ddp_plan_comm_size(const ddp_plan *p, int64_t comm) {
   return p->comms[comm - 1].n;
 }
 
+bool ddp_piece_end(const ddp_tensor *t, uint64_t *end) {
+  uint64_t runs = (uint64_t)ddp_piece_runs(t), len = ddp_tensor_numel(t) / runs, e = 0;
+  if (t->piece_first < 0) return false;
+  if (runs > 1 && (t->piece_stride < 0 || __builtin_mul_overflow(runs - 1, (uint64_t)t->piece_stride, &e))) return false;
+  return !__builtin_add_overflow(e, (uint64_t)t->piece_first, &e) && !__builtin_add_overflow(e, len, end);
+}
+
 int ddp_plan_comm_role(const ddp_plan *p, int64_t cm, int64_t *which) {
   int64_t T = p->meta.tensor_parallel, D = p->meta.data_parallel > 0 ? p->meta.data_parallel : 1, S = p->meta.pipe_stages;
   int64_t w = 0;

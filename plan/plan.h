@@ -195,6 +195,9 @@ uint64_t ddp_tensor_numel(const ddp_tensor *t);
 /* A TF_PIECE tensor's runs: piece_runs, 0 counting as 1 (one contiguous range). Its numel / runs elements each
  * come from piece_first + k * piece_stride, k < runs (a reader-checked plan has numel % runs == 0). */
 static inline int64_t ddp_piece_runs(const ddp_tensor *t) { return t->piece_runs > 1 ? t->piece_runs : 1; }
+/* One past a piece's last element in the flattened parameter, first + (runs - 1) x stride + its run length
+ * (numel / runs); false when first is negative or the sum overflows. */
+bool ddp_piece_end(const ddp_tensor *t, uint64_t *end);
 ddp_instr ddp_instr_blank(int opcode, int stream); /* all buffers null, kernel/name/layer -1 */
 int32_t ddp_plan_find_tensor(const ddp_plan *p, const char *name); /* -1 when absent */
 /* Communicators: adds one (ranks copied) and returns its id (>= 1). */

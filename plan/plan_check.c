@@ -157,10 +157,7 @@ static int check_tensor(const vctx *c, uint32_t i) {
     if (runs > 1 && (uint64_t)t->piece_stride < len)
       return tfail(c, i, nm, "piece of %llu runs of %llu elements %lld apart (runs overlap: the stride must be >= the run)",
                    (unsigned long long)runs, (unsigned long long)len, (long long)t->piece_stride);
-    /* one past its last element: first + (runs - 1) * stride + run length, without overflow */
-    bool over = t->piece_first < 0 || (runs > 1 && __builtin_mul_overflow(runs - 1, (uint64_t)t->piece_stride, &end));
-    if (runs == 1) end = 0;
-    over = over || __builtin_add_overflow(end, (uint64_t)t->piece_first, &end) || __builtin_add_overflow(end, len, &end);
+    bool over = !ddp_piece_end(t, &end);
     if (t->piece_rank < 0 || t->piece_rank >= p->meta.world || over || end > whole) {
       if (runs > 1)
         return tfail(c, i, nm, "piece of rank %d at element %lld, %llu runs of %llu elements %lld apart, the parameter "

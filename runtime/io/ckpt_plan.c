@@ -117,8 +117,7 @@ static int piece_geometry(const ddp_tensor *t, const ck_entry *e, uint64_t *runs
     return ddp_fail(err, errcap, "checkpoint: the plan's piece '%s' (rank %d) of '%s' has %llu elements in %lld runs "
                     "%lld apart, not whole runs that do not overlap", t->name, t->piece_rank, e->key,
                     (unsigned long long)n, (long long)t->piece_runs, (long long)t->piece_stride);
-  bool over = t->piece_first < 0 || __builtin_mul_overflow(r - 1, *stride, &end) ||
-              __builtin_add_overflow(end, (uint64_t)t->piece_first, &end) || __builtin_add_overflow(end, *len, &end);
+  bool over = !ddp_piece_end(t, &end);
   if (!over && end <= e->numel) return 0;
   if (r == 1)
     return ddp_fail(err, errcap, "checkpoint: the plan's piece '%s' (rank %d) holds elements [%lld, %lld) of '%s', "
