@@ -80,7 +80,7 @@ int ddp_tp_segments(const ddp_model_param *pp, int T, int t, int64_t a, int64_t 
 
 void ddp_layout_tp_piece(ddp_builder *b, int32_t id, const ddp_model_param *pp, const char *state_name, int t,
                          int rank) {
-  ddp_tp_seg seg[3]; /* the whole local range: one segment (rows: one range; columns: a run per row) */
+  ddp_tp_seg seg[3] = {{0}}; /* the whole local range: one segment (rows: one range; columns: a run per row) */
   ddp_tp_segments(pp, b->tp, t, 0, pp->numel, seg);
   ddp_tensor *tt = &b->plan->tensors[id];
   tt->flags |= TF_PIECE;
