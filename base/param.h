@@ -24,12 +24,14 @@
   X(TUNE_FWD_BN, "DDP_TUNE_FWD_BN", POW2, 0, 16, 128, "benchmarks: bf16 attention forward, key block")      \
   X(TUNE_FWD_MINB, "DDP_TUNE_FWD_MINB", INT, 0, 1, 4, "benchmarks: bf16 attention forward, min blocks/SM")   \
   X(TUNE_FWD_WARPS, "DDP_TUNE_FWD_WARPS", POW2, 0, 4, 8, "benchmarks: bf16 attention forward, warps per block") \
-  X(TUNE_FWD_WGMMA, "DDP_TUNE_FWD_WGMMA", INT, 0, 1, 2,                                                  \
-    "benchmarks: bf16 attention forward on sm_90a (head dims 64, 128), 1 the wgmma kernel (default), 2 the mma.sync one") \
-  X(TUNE_DKV_WGMMA, "DDP_TUNE_DKV_WGMMA", INT, 0, 1, 2,                                                  \
-    "benchmarks: bf16 attention dK/dV on sm_90a (head dims 64, 128), 1 the wgmma kernel (default), 2 the mma.sync one") \
-  X(TUNE_DQ_WGMMA, "DDP_TUNE_DQ_WGMMA", INT, 0, 1, 2,                                                    \
-    "benchmarks: bf16 attention dQ on sm_90a (head dims 64, 128), 1 the wgmma kernel (default), 2 the mma.sync one") \
+  X(TUNE_FWD_WGMMA, "DDP_TUNE_FWD_WGMMA", INT, 0, 1, 4,                                                  \
+    "benchmarks: bf16 attention forward on sm_90a (head dims 64, 128), 1 the compiler's choice (default), 2 the mma.sync kernel, 3 the cp.async wgmma one, 4 the warp-specialised TMA one wherever the tensors allow it") \
+  X(TUNE_FWD_CONSUMERS, "DDP_TUNE_FWD_CONSUMERS", INT, 0, 2, 3,                                            \
+    "benchmarks: bf16 attention forward, consumer warpgroups of the warp-specialised TMA kernel")           \
+  X(TUNE_FWD_NBUF, "DDP_TUNE_FWD_NBUF", INT, 0, 2, 3, "benchmarks: bf16 attention forward on sm_90a, stages of the K/V tiles") \
+  X(TUNE_DKV_WGMMA, "DDP_TUNE_DKV_WGMMA", INT, 0, 1, 4, "benchmarks: bf16 attention dK/dV on sm_90a (head dims 64, 128), 1 the compiler's choice (default), 2 the mma.sync kernel, 3 the cp.async wgmma one, 4 the warp-specialised TMA one wherever the tensors allow it") \
+  X(TUNE_DQ_WGMMA, "DDP_TUNE_DQ_WGMMA", INT, 0, 1, 4, "benchmarks: bf16 attention dQ on sm_90a (head dims 64, 128), 1 the compiler's choice (default), 2 the mma.sync kernel, 3 the cp.async wgmma one, 4 the warp-specialised TMA one wherever the tensors allow it") \
+  X(TUNE_DQ_CONSUMERS, "DDP_TUNE_DQ_CONSUMERS", INT, 0, 2, 3, "benchmarks: bf16 attention dQ, consumer warpgroups of the warp-specialised TMA kernel") \
   X(TUNE_DKV_MT, "DDP_TUNE_DKV_MT", POW2, 0, 1, 2, "benchmarks: attention backward dK/dV, key tiles per warp") \
   X(TUNE_DKV_BN, "DDP_TUNE_DKV_BN", POW2, 0, 16, 128, "benchmarks: attention backward dK/dV, query block")   \
   X(TUNE_DKV_MINB, "DDP_TUNE_DKV_MINB", INT, 0, 1, 4, "benchmarks: attention backward dK/dV, min blocks/SM") \

@@ -13,8 +13,10 @@
 //             dQ = scale dS K (DQ: grid over query blocks, loop over key blocks). Deterministic, no atomics,
 //             no T x T matrix in memory. Causal: fully masked tiles are skipped; the heavy blocks are
 //             launched first (grid.x = B*H, grid.y = block index ordered heavy to light).
-// Three code paths: on sm_90a with head dims 64 and 128, attention_wgmma.cu (bf16, Hopper wgmma; FWD, DKV,
-// DQ); otherwise two, chosen by the activation dtype (DDP_ATTN_MMA in the specialisation says which):
+// Four code paths: on sm_90a with head dims 64 and 128, attention_tma.cu (bf16, Hopper wgmma in warp-
+// specialised blocks fed by TMA; dK/dV always, FWD and DQ from T 1024) and attention_wgmma.cu (the same
+// products fed by cp.async; FWD and DQ below T 1024, and where the tensors allow no tensor map); otherwise
+// two, chosen by the activation dtype (DDP_ATTN_MMA in the specialisation says which):
 //   DDP_ATTN_MMA 1 (attention_mma.cu): bf16 q/k/v/o/do; tensor cores (mma.sync m16n8k16 bf16 -> f32)
 //     fed by ldmatrix from padded shared tiles (row pitch HD+8: conflict-free), K/V (or Q/dO) tiles double
 //     buffered with cp.async (16-byte, zero-fill past T and Dh; plain loads when a row is not 16-byte

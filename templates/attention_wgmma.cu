@@ -17,8 +17,9 @@
 // shared writes are made visible to the tensor cores' async proxy (fence.proxy.async) before the barrier that
 // publishes them.
 //
-// Not yet here (docs/PERFORMANCE.md has the measurements): TMA loads, producer/consumer warp specialisation
-// and overlapping the next tile's scores with this tile's softmax. A three-stage version that issued the next
+// The warp-specialised versions with TMA loads (attention_tma.cu) take over for long sequences and for dK/dV
+// (launch.c says when); this file keeps the forward and dQ below T 1024, where its two blocks per SM win.
+// Not here: overlapping the next tile's scores with this tile's softmax. A three-stage version that issued the next
 // scores before the softmax (FlashAttention-3's intra-warpgroup overlap) measured slower on an H200 (d 64, T
 // 16384: 3.31 ms against 2.52 for this one then): it needs 30 more registers a thread, which halves the
 // blocks per SM, and ptxas serialises the wgmma pipeline when the scores' accumulators are read while the P V

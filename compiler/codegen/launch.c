@@ -254,13 +254,44 @@ static int attention(const ddp_instr *in, const char *arch, const ddp_codegen_op
    * DDP_TUNE_{FWD,DKV,DQ}_WGMMA=2 keeps the mma.sync kernel for one of them. */
   const int unfused = op == in->op; /* not the fused inverse-RoPE backward */
   const int wg_param = op == OP_ATTN_FWD ? PARAM_TUNE_FWD_WGMMA : op == OP_ATTN_BWD_DKV ? PARAM_TUNE_DKV_WGMMA : PARAM_TUNE_DQ_WGMMA;
-  if (mma && unfused && (HD == 64 || HD == 128) && strcmp(arch, "sm_90a") == 0 && tuned(o, wg_param, 1) == 1) {
+  const int64_t wgk = tuned(o, wg_param, 1);
+  int tma = 0;
+  if (mma && unfused && (HD == 64 || HD == 128) && strcmp(arch, "sm_90a") == 0 && wgk != 2) {
     launch->tpl = "attention_wgmma";
     warps = tuned(o, t + 3, 8), bm = 16 * warps;
     /* the backward holds two score tiles and two accumulators: 64-row streamed tiles only */
     bn = op == OP_ATTN_FWD && tuned(o, t + 1, HD == 128 ? 128 : 64) == 128 ? 128 : 64;
     minb = tuned(o, t + 2, op == OP_ATTN_BWD_DQ && HD == 64 && warps == 8 ? 2 : 1); /* dQ d64: 2 blocks/SM */
-    nbuf = op == OP_ATTN_BWD_DQ ? 2 : 3; /* stages of the streamed tiles (the template says why) */
+    nbuf = op == OP_ATTN_BWD_DQ ? 2 : op == OP_ATTN_FWD ? tuned(o, PARAM_TUNE_FWD_NBUF, 3) : 3; /* stages (the template says why) */
+    /* The FlashAttention-3 structure (templates/attention_tma.cu): a producer warpgroup loading by TMA, two
+     * or three consumer warpgroups of 64 rows, one block per SM. Tensor maps need the head dim and the row
+     * strides in multiples of 8 elements (16 bytes) and coordinates in 32 bits. Measured on an H200
+     * (docs/PERFORMANCE.md "Warp-specialised attention"), causal, 16 heads, T 16384, against the cp.async
+     * kernels: forward 1.51 ms against 2.09-2.19 at d 64 (three consumers, 128-key tiles, three stages),
+     * 2.03-2.25 against 3.61 at d 128; dK/dV 2.34 against 3.60, dQ 1.56 against 1.90 at d 64. At T 512
+     * (the XL step, 100 heads x 4 blocks) one block per SM loses to the cp.async kernels' two in the
+     * forward (2.2 against 1.8 ms a step) and dQ (2.0 against 1.8); dK/dV still wins (3.3 against 3.7).
+     * So the forward and dQ take TMA from T 1024 on, dK/dV always; DDP_TUNE_*_WGMMA=4 forces TMA. */
+    const int maps_ok = Dh % 8 == 0 && in->i[ATTN_I_QSTRIDE] % 8 == 0 && in->i[ATTN_I_KSTRIDE] % 8 == 0 &&
+                        in->i[ATTN_I_VSTRIDE] % 8 == 0 && (op == OP_ATTN_FWD || in->i[ATTN_I_OSTRIDE] % 8 == 0) &&
+                        T < ((int64_t)1 << 31) && B * H < ((int64_t)1 << 31);
+    const int long_enough = op == OP_ATTN_BWD_DKV || T >= 1024;
+    if (maps_ok && (wgk == 4 || (wgk == 1 && long_enough))) {
+      tma = 1;
+      launch->tpl = "attention_tma";
+      minb = 1;
+      if (op == OP_ATTN_FWD) {
+        warps = 4 * tuned(o, PARAM_TUNE_FWD_CONSUMERS, 3);
+        nbuf = tuned(o, PARAM_TUNE_FWD_NBUF, 3);
+        bn = tuned(o, t + 1, 128) == 128 ? 128 : 64;
+      } else { /* dK/dV holds two accumulators and two score tiles: two consumers of 240 registers */
+        warps = op == OP_ATTN_BWD_DQ ? 4 * tuned(o, PARAM_TUNE_DQ_CONSUMERS, HD == 64 ? 3 : 2) : 8;
+        nbuf = 3, bn = 64;
+      }
+      bm = 16 * warps;
+      const int64_t fixed = (op == OP_ATTN_FWD ? bm : 2 * bm) * HD * 2, per_stage = 2 * bn * HD * 2 + (op == OP_ATTN_BWD_DKV ? 8 * bn : 0);
+      while (nbuf > 2 && fixed + nbuf * per_stage + 1024 > 227 * 1024) nbuf--; /* three d128 stages may not fit */
+    }
     smem = (op == OP_ATTN_FWD ? bm : 2 * bm) * HD * 2 + 2 * nbuf * bn * HD * 2 + (op == OP_ATTN_BWD_DKV ? 8 * nbuf * bn : 0) + 1024;
   } else if (mma) {
     const int64_t ld = HD + 8;
@@ -294,7 +325,8 @@ static int attention(const ddp_instr *in, const char *arch, const ddp_codegen_op
   spec_add(launch, "#define DDP_MT %lld\n", (long long)mt);
   if (nbuf) spec_add(launch, "#define DDP_NBUF %lld\n", (long long)nbuf);
   if (minb > 1) spec_add(launch, "#define DDP_MINB %lld\n", (long long)minb);
-  geom(launch, B * H, cdiv(T, bm), 32 * warps, smem);
+  if (tma) spec_add(launch, "#define DDP_TMA 1\n");
+  geom(launch, B * H, cdiv(T, bm), 32 * warps + (tma ? 128 : 0), smem); /* TMA: plus the producer warpgroup */
   return 0;
 }
 

@@ -56,6 +56,7 @@ typedef struct cx_op {
   int skip;            /* nothing to do (empty GEMM, INIT_NONE, zero bytes) */
   ddp_cuda_kernel *kernel;
   ddp_kargs args;
+  ddp_tmaps *maps;     /* a tensor-map kernel's maps, encoded at load (NULL for the others) */
   cx_gemm *gemm;
   int pc;              /* SEND/RECV of the step on p2p.c's copy path */
   uint32_t pc_local;   /* its flag in this rank's mailbox (RECV: AVAIL, SEND: DONE) */

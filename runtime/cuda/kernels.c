@@ -8,14 +8,26 @@
 
 #define DDP_DEFAULT_SMEM (48u * 1024u)
 
-int ddp_cuda_module_load(const uint8_t *cubin, size_t size, const char *entry, ddp_cuda_kernel *out, char *err,
-                         size_t errcap) {
+int ddp_cuda_module_load(const uint8_t *cubin, size_t size, const char *entry, const char *spec, ddp_cuda_kernel *out,
+                         char *err, size_t errcap) {
   memset(out, 0, sizeof *out);
   if (!cubin || size == 0) {
     ddp_fail(err, errcap, "ddp_cuda_module_load(%s): empty CUBIN", entry ? entry : "?");
     return -1;
   }
   snprintf(out->name, sizeof out->name, "%s%s", strncmp(entry, "ddp_", 4) ? "ddp_" : "", entry);
+  char why[512];
+  if (ddp_tma_spec(spec, &out->tma, why, sizeof why)) {
+    ddp_fail(err, errcap, "%s: %s", out->name, why);
+    return -1;
+  }
+  out->op = -1;
+  for (int op = 0; op < OP_COUNT && out->tma.resident; op++)
+    if (!strcmp(out->name + 4, ddp_op_entry(op))) out->op = op;
+  if (out->tma.resident && out->op < 0) {
+    ddp_fail(err, errcap, "%s takes tensor maps but is no op's entry", out->name);
+    return -1;
+  }
   cudaError_t rc = cudaLibraryLoadData(&out->lib, cubin, NULL, NULL, 0, NULL, NULL, 0);
   if (rc != cudaSuccess) {
     ddp_fail(err, errcap, "%s:%d: cudaLibraryLoadData(%s, %zu bytes): %s: %s", __FILE__, __LINE__, out->name, size,
@@ -47,8 +59,8 @@ int ddp_cuda_kernel_reserve_smem(ddp_cuda_kernel *k, uint32_t smem, char *err, s
   return 0;
 }
 
-int ddp_cuda_launch(ddp_cuda_kernel *k, const ddp_instr *g, const ddp_kargs *args, cudaStream_t stream, char *err,
-                    size_t errcap) {
+int ddp_cuda_launch_maps(ddp_cuda_kernel *k, const ddp_instr *g, const ddp_kargs *args, const ddp_tmaps *maps,
+                         cudaStream_t stream, char *err, size_t errcap) {
   if (!k->fn) {
     ddp_fail(err, errcap, "ddp_cuda_launch: kernel %s is not loaded", k->name[0] ? k->name : "?");
     return -1;
@@ -56,7 +68,16 @@ int ddp_cuda_launch(ddp_cuda_kernel *k, const ddp_instr *g, const ddp_kargs *arg
   if (ddp_cuda_kernel_reserve_smem(k, g->smem, err, errcap)) return -1;
   const dim3 grid = {g->grid[0], g->grid[1], g->grid[2] ? g->grid[2] : 1};
   const dim3 block = {g->block[0], g->block[1] ? g->block[1] : 1, g->block[2] ? g->block[2] : 1};
-  void *params[1] = {(void *)args};
+  ddp_tmaps own;
+  if (k->tma.resident && !maps) {
+    char why[768];
+    if (ddp_tma_attention_maps(k->op, args, &k->tma, &own, why, sizeof why)) {
+      ddp_fail(err, errcap, "%s: %s", k->name, why);
+      return -1;
+    }
+    maps = &own;
+  }
+  void *params[2] = {(void *)args, (void *)maps};
   cudaError_t rc = cudaLaunchKernel((const void *)k->fn, grid, block, params, g->smem, stream);
   if (rc == cudaSuccess) rc = cudaGetLastError();
   if (rc != cudaSuccess) {

@@ -19,7 +19,7 @@ static int prepare_kernel(cx *x, cx_op *op, char *err, size_t errcap) {
     return ddp_fail(err, errcap, "kernel %d names module %d, plan has %u", in->kernel, k->module, p->nmodules);
   const ddp_module *m = &p->modules[k->module];
   ddp_cuda_kernel *ck = &x->modules[k->module];
-  if (!ck->fn && ddp_cuda_module_load(m->cubin, (size_t)m->cubin_size, m->entry, ck, why, sizeof why))
+  if (!ck->fn && ddp_cuda_module_load(m->cubin, (size_t)m->cubin_size, m->entry, m->spec, ck, why, sizeof why))
     return ddp_fail(err, errcap, "module %d (template %s, entry %s, hash %s): %s", k->module, m->template_name,
                    m->entry, m->hash, why);
   if (ddp_cuda_kernel_reserve_smem(ck, in->smem, why, sizeof why)) return ddp_fail(err, errcap, "%s", why);
@@ -32,7 +32,9 @@ static int prepare_kernel(cx *x, cx_op *op, char *err, size_t errcap) {
     if (in->p[s].tensor >= 0 && cx_buffer(x, in, s, 0, &op->args.p[s], err, errcap)) return -1;
   memcpy(op->args.i, in->i, sizeof op->args.i);
   memcpy(op->args.f, in->f, sizeof op->args.f);
-  return 0;
+  if (!ck->tma.resident) return 0;
+  if (!(op->maps = aligned_alloc(64, sizeof *op->maps))) return ddp_fail(err, errcap, "out of host memory");
+  return ddp_tma_attention_maps(ck->op, &op->args, &ck->tma, op->maps, err, errcap);
 }
 
 static int prepare_copy(cx *x, cx_op *op, char *err, size_t errcap) {
@@ -156,6 +158,7 @@ void cx_prog_free(cx *x, cx_prog *pg) {
   for (uint32_t i = 0; i < pg->n; i++) {
     if (pg->ops[i].gemm) cx_gemm_free(pg->ops[i].gemm);
     if (pg->ops[i].batch) cx_batch_free(pg->ops[i].batch);
+    free(pg->ops[i].maps);
   }
   cx_graph_free(pg);
   free(pg->ops);

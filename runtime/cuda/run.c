@@ -17,7 +17,7 @@ static const cx_exec_fn exec_table[I_COUNT] = {
 int cx_exec_KERNEL(cx *x, const cx_op *op, int64_t step, char *err, size_t errcap) {
   (void)x;
   (void)step;
-  return ddp_cuda_launch(op->kernel, op->in, &op->args, op->stream, err, errcap);
+  return ddp_cuda_launch_maps(op->kernel, op->in, &op->args, op->maps, op->stream, err, errcap);
 }
 
 int cx_exec_MEMSET(cx *x, const cx_op *op, int64_t step, char *err, size_t errcap) {

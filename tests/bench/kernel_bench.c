@@ -90,7 +90,7 @@ static prep prepare(const ddp_instr *in) {
   if (ddp_nvrtc_compile(L.tpl, ddp_op_entry(in->op), L.spec, g_arch, &o, &cubin, &size, hash, g_err,
                         sizeof g_err))
     DIE("%s", g_err);
-  if (ddp_cuda_module_load(cubin, size, ddp_op_entry(in->op), &c->k, g_err, sizeof g_err)) DIE("%s", g_err);
+  if (ddp_cuda_module_load(cubin, size, ddp_op_entry(in->op), L.spec, &c->k, g_err, sizeof g_err)) DIE("%s", g_err);
   free(cubin);
   g_cache[g_ncache++] = c;
   p.k = &c->k;
@@ -131,7 +131,7 @@ static prep local(const char *name, uint32_t gx, uint32_t gy, uint32_t gz, uint3
     c = calloc(1, sizeof *c);
     c->op = -1;
     snprintf(c->spec, sizeof c->spec, "%s", name);
-    if (ddp_cuda_module_load(g_local_cubin, g_local_size, name, &c->k, g_err, sizeof g_err)) DIE("%s", g_err);
+    if (ddp_cuda_module_load(g_local_cubin, g_local_size, name, NULL, &c->k, g_err, sizeof g_err)) DIE("%s", g_err);
     g_cache[g_ncache++] = c;
   }
   prep p = {.geo = ddp_instr_blank(I_KERNEL, 0), .k = &c->k};
@@ -563,21 +563,18 @@ static void bench_seeds(void) {
 static void tune_attention(int64_t d) {
   static const char *const vars[] = {
       "",
-      "DDP_TUNE_FWD_WGMMA=1",
-      "DDP_TUNE_FWD_WGMMA=1 DDP_TUNE_FWD_BN=128",
-      "DDP_TUNE_FWD_WGMMA=1 DDP_TUNE_FWD_WARPS=4",
-      "DDP_TUNE_FWD_WGMMA=1 DDP_TUNE_FWD_WARPS=4 DDP_TUNE_FWD_MINB=3",
-      "DDP_TUNE_DKV_WGMMA=1 DDP_TUNE_DQ_WGMMA=1",
-      "DDP_TUNE_DKV_WGMMA=1 DDP_TUNE_DQ_WGMMA=1 DDP_TUNE_DKV_WARPS=4 DDP_TUNE_DQ_WARPS=4",
-      "DDP_TUNE_DQ_WGMMA=1 DDP_TUNE_DQ_MINB=2",
-      "DDP_TUNE_DQ_WGMMA=1 DDP_TUNE_DQ_WARPS=4 DDP_TUNE_DQ_MINB=3",
-      "DDP_TUNE_FWD_MT=1",
-      "DDP_TUNE_FWD_BN=32",
-      "DDP_TUNE_FWD_MT=1 DDP_TUNE_FWD_BN=128",
-      "DDP_TUNE_DKV_MT=2 DDP_TUNE_DKV_BN=32 DDP_TUNE_DQ_MT=2 DDP_TUNE_DQ_BN=32",
-      "DDP_TUNE_DKV_MT=1 DDP_TUNE_DKV_MINB=3 DDP_TUNE_DQ_MT=1 DDP_TUNE_DQ_MINB=3",
+      "DDP_TUNE_FWD_CONSUMERS=2",
+      "DDP_TUNE_FWD_NBUF=2",
+      "DDP_TUNE_FWD_BN=64",
+      "DDP_TUNE_DQ_CONSUMERS=2",
+      "DDP_TUNE_DQ_CONSUMERS=3",
+      "DDP_TUNE_FWD_WGMMA=3 DDP_TUNE_DKV_WGMMA=3 DDP_TUNE_DQ_WGMMA=3",
+      "DDP_TUNE_FWD_WGMMA=3 DDP_TUNE_FWD_BN=128",
+      "DDP_TUNE_DQ_WGMMA=3 DDP_TUNE_DQ_MINB=1",
+      "DDP_TUNE_FWD_WGMMA=3 DDP_TUNE_DQ_WGMMA=3",
+      "DDP_TUNE_FWD_WGMMA=2 DDP_TUNE_DKV_WGMMA=2 DDP_TUNE_DQ_WGMMA=2",
   };
-  static const char *const names[] = {"FWD_MT", "FWD_BN", "DKV_MT", "DKV_BN", "DQ_MT", "DQ_BN", "FWD_MINB", "DKV_MINB", "DQ_MINB", "FWD_WARPS", "FWD_WGMMA", "DKV_WGMMA", "DQ_WGMMA", "DKV_WARPS", "DQ_WARPS"};
+  static const char *const names[] = {"FWD_MT", "FWD_BN", "DKV_MT", "DKV_BN", "DQ_MT", "DQ_BN", "FWD_MINB", "DKV_MINB", "DQ_MINB", "FWD_WARPS", "FWD_WGMMA", "DKV_WGMMA", "DQ_WGMMA", "DKV_WARPS", "DQ_WARPS", "FWD_CONSUMERS", "FWD_NBUF", "DQ_CONSUMERS"};
   printf("\ntile variants, bf16 causal, 16 heads, T 16384, d %lld (ms): fwd | prep dkv dq | fwd+bwd\n", (long long)d);
   for (size_t v = 0; v < sizeof vars / sizeof vars[0]; v++) {
     char env[64];

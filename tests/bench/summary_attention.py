@@ -21,7 +21,7 @@ def records(path, key):
         return [json.loads(l) for l in text.splitlines() if l.strip().startswith("{") and key in l]
 
 
-def main(out):
+def main(out, other="mma.sync"):
     ours = {}
     for impl in ("wgmma", "mma"):
         for r in records(f"{out}/attn_{impl}.json", "attention"):
@@ -37,7 +37,7 @@ def main(out):
                 r = json.loads(l[6:])
                 if r.get("kind") == "attention" and "fwd_ms" in r:
                     torch[(r["dtype"].replace("fp32", "f32"), r["d"], r["T"])] = r
-    print(f"{'dtype':5s} {'d':>4s} {'T':>6s} | {'fwd':>9s} {'fwd mma':>8s} {'TFLOP/s':>7s} | {'fwd+bwd':>8s} {'f+b mma':>8s} |"
+    print(f"{'dtype':5s} {'d':>4s} {'T':>6s} | {'fwd':>9s} {'fwd ' + other[:4]:>8s} {'TFLOP/s':>7s} | {'fwd+bwd':>8s} {'f+b ' + other[:4]:>8s} |"
           f" {'SDPA fwd':>8s} {'SDPA f+b':>8s} | {'fwd/SDPA':>8s} {'f+b/SDPA':>8s}")
     for dt in ("bf16", "f32"):
         for d in (64, 128):
@@ -54,7 +54,7 @@ def main(out):
     for impl in ("wgmma", "mma"):
         r = ours.get((impl, "leaderboard"))
         if r:
-            print(f"leaderboard ({'defaults' if impl == 'wgmma' else 'mma.sync'}): fwd+bwd {r['fwdbwd_ms']:.3f} ms = fwd {r['fwd_ms']:.3f} + bwd {r['bwd_ms']:.3f}")
+            print(f"leaderboard ({'defaults' if impl == 'wgmma' else other}): fwd+bwd {r['fwdbwd_ms']:.3f} ms = fwd {r['fwd_ms']:.3f} + bwd {r['bwd_ms']:.3f}")
     s = torch.get(("bf16", 64, 16384))
     if s:
         print(f"leaderboard PyTorch SDPA: fwd+bwd {s['fwd_bwd_ms']:.3f} ms, fwd {s['fwd_ms']:.3f}")
@@ -71,8 +71,8 @@ def main(out):
                 if r.get("kind") == "seeds_attention":
                     seeds[("torch", r["dtype"].replace("fp32", "f32"), r["d"], r["T"])] = r
     if seeds:
-        print(f"seeds' grid, batch 8 x 1 head, no mask (ms): {'dtype':5s} {'d':>4s} {'T':>6s} | {'fwd':>8s} {'fwd mma':>8s} |"
-              f" {'f+b':>8s} {'f+b mma':>8s} {'TFLOP/s':>7s} | {'SDPA fwd':>8s} {'SDPA f+b':>8s} | {'f+b/SDPA':>8s}")
+        print(f"seeds' grid, batch 8 x 1 head, no mask (ms): {'dtype':5s} {'d':>4s} {'T':>6s} | {'fwd':>8s} {'fwd ' + other[:4]:>8s} |"
+              f" {'f+b':>8s} {'f+b ' + other[:4]:>8s} {'TFLOP/s':>7s} | {'SDPA fwd':>8s} {'SDPA f+b':>8s} | {'f+b/SDPA':>8s}")
         nan = float("nan")
         for dt in ("bf16", "f32"):
             for d in (16, 32, 64, 128):
@@ -104,10 +104,11 @@ def main(out):
             if not t:
                 continue
             g = lambda k: statistics.median(r[k] for r in t)
-            name = {"wgmma": "defaults", "mma": "mma.sync"}[v] + ", round " + str(rnd)
+            name = {"wgmma": "defaults", "mma": other}[v] + ", round " + str(rnd)
             ratio = f" {g('step_ms') / tc:6.3f} of torch.compile" if tc else ""
             print(f"{name:30s} {g('step_ms'):8.2f} {g('forward_ms'):7.2f} {g('backward_ms'):7.2f} {rows[-1]['loss']:9.5f}{ratio}")
 
 
 if __name__ == "__main__":
-    main(sys.argv[1])
+    # argv[2]: what the second kernel set ("mma" files) is, for the labels (default mma.sync)
+    main(sys.argv[1], *(sys.argv[2:3]))

@@ -137,7 +137,7 @@ static int run_case(kc_case *c, int idx, uint64_t seed) {
     return 0;
   }
   ddp_cuda_kernel kern;
-  if (ddp_cuda_module_load(cubin, size, ddp_op_entry(op), &kern, err, sizeof err)) {
+  if (ddp_cuda_module_load(cubin, size, ddp_op_entry(op), L.spec, &kern, err, sizeof err)) {
     printf("FAIL %s: %s\n", c->label, err);
     free(cubin);
     return 0;

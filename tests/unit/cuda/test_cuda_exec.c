@@ -1,8 +1,10 @@
 /* tests/unit/cuda/test_cuda_exec.c (cpu): the CUDA executor's behaviour that needs no GPU. On a machine without a
  * driver or GPU, ddp_cuda_probe fails with one clear line and ddp_exec_cuda_new refuses with one line (no
  * crash); argument errors are refused before the GPU is touched; NCCL_NVLS_ENABLE is forced to 0 unless
- * set. On a GPU machine it checks that the probe finds the GPU and names its architecture. */
+ * set. On a GPU machine it checks that the probe finds the GPU and names its architecture. A module's
+ * specialisation says whether its kernel takes tensor maps (ddp_tma_spec), and a malformed one is refused. */
 #include "exec_cuda.h"
+#include "tma.h"
 #include "cuda_exec_util.h"
 #include <stdio.h>
 #include <stdlib.h>
@@ -21,6 +23,22 @@ static ddp_plan *tiny_plan(void) {
 int main(void) {
   char err[1024], why[512];
   ddp_plan *p = tiny_plan();
+
+  /* Tensor-map kernels are told by their specialisation; anything but DDP_TMA 1 with box rows 1..256 fails. */
+  ddp_tma_rows rows;
+  CHECK(!ddp_tma_spec("#define DDP_HEAD_DIM 64\n#define DDP_BM 128\n", &rows, err, sizeof err) && !rows.resident,
+        "a spec without DDP_TMA takes maps");
+  CHECK(!ddp_tma_spec(NULL, &rows, err, sizeof err) && !rows.resident, "no spec takes maps");
+  CHECK(!ddp_tma_spec("#define DDP_BM 192\n#define DDP_BN 128\n#define DDP_TMA 1\n", &rows, err, sizeof err) &&
+            rows.resident == 192 && rows.streamed == 128,
+        "DDP_TMA spec read as %u / %u", rows.resident, rows.streamed);
+  const char *bad[] = {"#define DDP_TMA 1\n#define DDP_BN 128\n", "#define DDP_TMA 1\n#define DDP_BM 512\n#define DDP_BN 64\n",
+                       "#define DDP_TMA 2\n#define DDP_BM 64\n#define DDP_BN 64\n", "#define DDP_TMA x\n"};
+  for (int i = 0; i < 4; i++) {
+    err[0] = 0;
+    CHECK(ddp_tma_spec(bad[i], &rows, err, sizeof err) == -1 && cxt_one_line(err) && strstr(err, "DDP_TMA"),
+          "malformed TMA spec %d accepted or unclear: '%s'", i, err);
+  }
 
   /* Argument errors: one line each, before any CUDA call. */
   err[0] = 0;

@@ -130,9 +130,23 @@ static void attention_choice(void) {
             continue;
           const int wg = bf && !strcmp(archs[ai], "sm_90a") && (dims[di] == 64 || dims[di] == 128) &&
                          (op == OP_ATTN_FWD || op == OP_ATTN_BWD_DKV || op == OP_ATTN_BWD_DQ);
-          const char *want = wg ? "attention_wgmma" : bf ? "attention_mma" : "attention_f32";
+          /* T 300: the TMA kernel for dK/dV, the cp.async one for the forward and dQ (TMA from T 1024) */
+          const char *want = wg ? (op == OP_ATTN_BWD_DKV ? "attention_tma" : "attention_wgmma") : bf ? "attention_mma" : "attention_f32";
           CHECK(!strcmp(L.tpl, want), "%s on %s: template %s, expected %s", c.label, archs[ai], L.tpl, want);
         }
+  for (size_t oi = 0; oi < 3; oi++) /* T 1100 and DDP_TUNE_*_WGMMA=4: TMA for all three */
+    for (int force = 0; force < 2; force++) {
+      kc_case c;
+      kc_make(ops[oi], DT_BF16, (kc_shape){.a = 2, .b = force ? 300 : 1100, .c = 64, .flag = 1}, &c);
+      ddp_codegen_opts o = {0};
+      const int wp[] = {PARAM_TUNE_FWD_WGMMA, PARAM_TUNE_DKV_WGMMA, PARAM_TUNE_DQ_WGMMA};
+      if (force) o.tune[wp[oi] - PARAM_TUNE_FWD_MT] = 4;
+      ddp_launch L;
+      char err[1024];
+      if (CHECK(!ddp_kernel_launch(&c.in, "sm_90a", &o, &L, err, sizeof err), "%s: %s", c.label, err))
+        CHECK(!strcmp(L.tpl, "attention_tma"), "%s%s: template %s, expected attention_tma", c.label,
+              force ? " with DDP_TUNE_*_WGMMA=4" : "", L.tpl);
+    }
   const int param[] = {PARAM_TUNE_FWD_WGMMA, PARAM_TUNE_DKV_WGMMA, PARAM_TUNE_DQ_WGMMA};
   const int first[] = {PARAM_TUNE_FWD_MT, PARAM_TUNE_DKV_MT, PARAM_TUNE_DQ_MT}; /* MT, BN, MINB, WARPS follow */
   int variants = 0;
@@ -151,6 +165,7 @@ static void attention_choice(void) {
           o = (ddp_codegen_opts){0};
           o.tune[first[k] + 3 - PARAM_TUNE_FWD_MT] = warps;
           o.tune[first[k] + 1 - PARAM_TUNE_FWD_MT] = bn;
+          o.tune[param[k] - PARAM_TUNE_FWD_MT] = 3; /* the cp.async kernel */
           if (!CHECK(!ddp_kernel_launch(&c.in, "sm_90a", &o, &L, err, sizeof err), "%s warps %d bn %d: %s", c.label, warps, bn, err))
             continue;
           CHECK(!strcmp(L.tpl, "attention_wgmma") && L.smem <= 227 * 1024 && L.block[0] == 32u * (unsigned)warps,
@@ -159,7 +174,56 @@ static void attention_choice(void) {
           variants++;
         }
     }
-  printf("ok   the attention kernel choice; %d wgmma tile variants specialised\n", variants);
+  /* the warp-specialised TMA forward: two or three consumer warpgroups, 64- or 128-key tiles, 2 or 3 stages
+   * (three d128 stages of 128 keys do not fit and fall back to two); a row stride that is not a multiple of
+   * 8 elements cannot be a tensor map and keeps the cp.async kernel */
+  int tma_variants = 0;
+  for (int k = 1; k < 3; k++) /* dK/dV (two consumers); dQ with two or three */
+    for (int di = 1; di < 4; di += 2)
+      for (int cons = 2; cons <= (k == 2 ? 3 : 2); cons++) {
+        kc_case c;
+        kc_make(ops[k], DT_BF16, (kc_shape){.a = 2, .b = 1100, .c = dims[di], .flag = 1}, &c);
+        ddp_codegen_opts o = {0};
+        if (k == 2) o.tune[PARAM_TUNE_DQ_CONSUMERS - PARAM_TUNE_FWD_MT] = cons;
+        ddp_launch L;
+        char err[1024];
+        if (!CHECK(!ddp_kernel_launch(&c.in, "sm_90a", &o, &L, err, sizeof err), "%s TMA %d: %s", c.label, cons, err))
+          continue;
+        CHECK(!strcmp(L.tpl, "attention_tma") && strstr(L.spec, "#define DDP_TMA 1\n") && L.smem <= 227 * 1024 &&
+                  L.block[0] == 128u * (unsigned)(cons + 1),
+              "%s TMA %d: template %s, smem %u, block %u", c.label, cons, L.tpl, L.smem, L.block[0]);
+        compile_with(&c, "sm_90a", &o);
+        tma_variants++;
+      }
+  for (int di = 1; di < 4; di += 2)
+    for (int cons = 2; cons <= 3; cons++)
+      for (int bn = 64; bn <= 128; bn += 64)
+        for (int nbuf = 2; nbuf <= 3; nbuf++) {
+          kc_case c;
+          kc_make(OP_ATTN_FWD, DT_BF16, (kc_shape){.a = 2, .b = 1100, .c = dims[di], .flag = 1}, &c);
+          ddp_codegen_opts o = {0};
+          o.tune[PARAM_TUNE_FWD_CONSUMERS - PARAM_TUNE_FWD_MT] = cons;
+          o.tune[PARAM_TUNE_FWD_BN - PARAM_TUNE_FWD_MT] = bn;
+          o.tune[PARAM_TUNE_FWD_NBUF - PARAM_TUNE_FWD_MT] = nbuf;
+          ddp_launch L;
+          char err[1024];
+          if (!CHECK(!ddp_kernel_launch(&c.in, "sm_90a", &o, &L, err, sizeof err), "%s TMA %d/%d/%d: %s", c.label, cons, bn, nbuf, err))
+            continue;
+          CHECK(!strcmp(L.tpl, "attention_tma") && strstr(L.spec, "#define DDP_TMA 1\n") && L.smem <= 227 * 1024 &&
+                    L.block[0] == 128u * (unsigned)(cons + 1),
+                "%s TMA %d/%d/%d: template %s, smem %u, block %u", c.label, cons, bn, nbuf, L.tpl, L.smem, L.block[0]);
+          compile_with(&c, "sm_90a", &o);
+          tma_variants++;
+        }
+  kc_case c;
+  kc_make(OP_ATTN_FWD, DT_BF16, (kc_shape){.a = 2, .b = 1100, .c = 64, .flag = 1}, &c);
+  c.in.i[ATTN_I_KSTRIDE] += 4; /* (the case's buffers are only read by the choice, never run) */
+  ddp_launch L;
+  char err[1024];
+  if (CHECK(!ddp_kernel_launch(&c.in, "sm_90a", NULL, &L, err, sizeof err), "%s, odd k stride: %s", c.label, err))
+    CHECK(!strcmp(L.tpl, "attention_wgmma") && !strstr(L.spec, "DDP_TMA"), "%s, k stride %% 8 != 0: template %s",
+          c.label, L.tpl);
+  printf("ok   the attention kernel choice; %d wgmma and %d TMA tile variants specialised\n", variants, tma_variants);
 }
 
 static void expect_refusal(kc_case *c, const char *what, const char *needle) {

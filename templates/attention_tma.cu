@@ -1,0 +1,417 @@
+// templates/attention_tma.cu: ATTN_FWD on Hopper (sm_90a) in the FlashAttention-3 structure: warp
+// specialisation, TMA loads and register reallocation. Same semantics, arguments and determinism as
+// attention_wgmma.cu (whose wgmma building blocks, wgmma.cuh, it uses); compiler/codegen/launch.c picks it
+// for bf16 at head dims 64 and 128 on sm_90a where the tensors allow tensor maps (head dim and row strides
+// multiples of 8 elements), and the runtime (runtime/cuda/tma.c) encodes the maps and passes them as the
+// kernel's second parameter (DDP_TMA in the spec says so).
+//
+// Block: one producer warpgroup and DDP_WARPS / 4 consumer warpgroups of 64 query rows each (BM rows).
+//  - The producer gives its registers to the consumers (setmaxnreg) and one of its threads issues every load:
+//    the block's Q tile once, then each K/V tile of BN keys into one of NBUF stages, after the consumers have
+//    released that stage. Each load is a TMA box of 64 head-dim columns (128 bytes) x rows, written in the
+//    128-byte-swizzle layout that the wgmma descriptors read; rows past T and columns past Dh arrive as zeros.
+//  - Tile arrival and stage release are mbarriers: full[s] completes when the stage's K and V bytes have
+//    landed (expect_tx), empty[s] when every consumer warp has finished the P V product that read it.
+//  - The consumers run the forward of attention_wgmma.cu on the stage: S = Q K^T (wgmma, both operands in
+//    shared memory), the online softmax in registers, O += P V with P as the register A operand. No
+//    consumer thread computes an address or waits on a block-wide barrier.
+// Tensor maps (ddp_tmaps, tma.cuh), each four-dimensional (Dh, H, T, B) over the tensor's (b, t, h, j)
+// layout (attention.cuh), so a box never crosses into the next sequence; resident tiles have BM-row boxes,
+// streamed ones BN-row boxes: forward m[0] Q, m[1] K, m[2] V; dK/dV m[0] K, m[1] V, m[2] Q, m[3] dO; dQ
+// m[0] Q, m[1] dO, m[2] K, m[3] V.
+//
+// The backward kernels (ATTN_BWD_DKV, ATTN_BWD_DQ) are attention_wgmma.cu's, fed the same way: the resident
+// pair once, the streamed pair per stage. In dK/dV the producer's first warp also copies each query tile's
+// lse (log2 units) and delta into the stage next to it and arrives on full[s] lane by lane, so a stage is
+// complete when its bytes and those 32 arrivals are in.
+//
+// Spec (launch.c): DDP_TMA 1, DDP_HEAD_DIM 64 | 128, DDP_WARPS (consumer warps, 8 or 12), DDP_BM = 16 *
+// DDP_WARPS, DDP_BN 64 | 128, DDP_NBUF 2 | 3, DDP_SMEM = (BM + 2 NBUF BN) HD 2 + 1024 (1 KiB to align the
+// tiles to 1024 bytes). The block has 32 DDP_WARPS + 128 threads; the mbarriers are static shared memory.
+#include "tma.cuh"
+#include "wgmma.cuh"
+
+namespace ws {
+using namespace wg;
+// Registers per thread after the reallocation: the consumers share the 64 K-register file (one block per
+// SM) with what the producer keeps: 24 / 240 with two consumer warpgroups, 32 / 160 with three.
+constexpr int PRODUCER_REGS = NWG == 2 ? 24 : 32, CONSUMER_REGS = NWG == 2 ? 240 : 160;
+static_assert(NWG == 2 || NWG == 3, "attention_tma: two or three consumer warpgroups");
+static_assert(BM <= 256 && BN <= 256, "attention_tma: a TMA box has at most 256 rows");
+// The block's barriers: a resident tile's, then full[NBUF] and empty[NBUF] of the streamed stages.
+struct bars {
+  unsigned resident, full0, empty0;
+  __device__ __forceinline__ unsigned full(int s) const { return full0 + 8u * (unsigned)s; }
+  __device__ __forceinline__ unsigned empty(int s) const { return empty0 + 8u * (unsigned)s; }
+};
+// Thread 0 initialises them: `full_count` arrivals (plus the bytes) complete a stage; every consumer warp
+// releases it.
+__device__ __forceinline__ bars init_bars(unsigned long long *mem, unsigned full_count) {
+  bars b{smem_u32(&mem[0]), smem_u32(&mem[1]), smem_u32(&mem[1 + NBUF])};
+  if (threadIdx.x == 0) {
+    tma::mbar_init(b.resident, 1);
+    for (int s = 0; s < NBUF; s++) {
+      tma::mbar_init(b.full(s), full_count);
+      tma::mbar_init(b.empty(s), NW);
+    }
+    tma::mbar_init_fence();
+  }
+  __syncthreads();
+  return b;
+}
+// The two resident tiles of the backward kernels (maps 0 and 1, BM rows from row r0) on the resident barrier.
+__device__ __forceinline__ void load_resident2(const ddp_tmaps &tm, const bars &b, unsigned char *x, unsigned char *y,
+                                               int h, int r0, int bi) {
+  tma::mbar_expect_tx(b.resident, 2 * ABYTES);
+  for (int cb = 0; cb < CB; cb++) {
+    tma::load_4d(smem_u32(x) + cb * BM * 128, &tm.m[0], b.resident, cb * 64, h, r0, bi);
+    tma::load_4d(smem_u32(y) + cb * BM * 128, &tm.m[1], b.resident, cb * 64, h, r0, bi);
+  }
+}
+// Stage s's two streamed tiles (maps 2 and 3, BN rows from row r0), announced on full(s).
+__device__ __forceinline__ void load_stage2(const ddp_tmaps &tm, const bars &b, int s, unsigned char *x,
+                                            unsigned char *y, int h, int r0, int bi) {
+  tma::mbar_expect_tx(b.full(s), 2 * BBYTES);
+  for (int cb = 0; cb < CB; cb++) {
+    tma::load_4d(smem_u32(x + s * BBYTES) + cb * BN * 128, &tm.m[2], b.full(s), cb * 64, h, r0, bi);
+    tma::load_4d(smem_u32(y + s * BBYTES) + cb * BN * 128, &tm.m[3], b.full(s), cb * 64, h, r0, bi);
+  }
+}
+// A consumer warp is done reading stage s.
+__device__ __forceinline__ void release(const bars &b, int s) {
+  __syncwarp();
+  if ((threadIdx.x & 31) == 0) tma::mbar_arrive(b.empty(s));
+}
+}  // namespace ws
+
+#ifdef DDP_ENTRY_attn_fwd
+extern "C" __global__ void __launch_bounds__(32 * DDP_WARPS + 128, 1)
+    ddp_attn_fwd(const ddp_kargs a, const __grid_constant__ ddp_tmaps tm) {
+  using namespace ws;
+  constexpr int QBYTES = ABYTES, KVBYTES = BBYTES;
+  static_assert(QBYTES + 2 * NBUF * KVBYTES + 1024 == DDP_SMEM, "DDP_SMEM does not match the TMA forward layout");
+  extern __shared__ __align__(1024) unsigned char smem_raw[];
+  __shared__ __align__(8) unsigned long long barmem[1 + 2 * NBUF];
+  unsigned char *Qs = smem_raw + ((1024u - (smem_u32(smem_raw) & 1023u)) & 1023u);
+  unsigned char *Ks = Qs + QBYTES, *Vs = Ks + NBUF * KVBYTES;
+  const dims d = dims_of(a);
+  const long long T = d.T, bh = blockIdx.x;
+  const int Dh = (int)d.Dh;
+  const int nqb = (int)((T + BM - 1) / BM);
+  const int qb = d.causal ? nqb - 1 - (int)blockIdx.y : (int)blockIdx.y;
+  const long long q0 = (long long)qb * BM;
+  const long long kend = d.causal ? (q0 + BM < T ? q0 + BM : T) : T;
+  const int nkt = (int)((kend + BN - 1) / BN);
+  const bars bb = init_bars(barmem, 1);
+
+  if (threadIdx.x < 128) {  // the producer warpgroup
+    tma::regs_dec<PRODUCER_REGS>();
+    if (threadIdx.x == 0) {
+      const int b = (int)(bh / d.H), h = (int)(bh % d.H);
+      for (int k = 0; k < 3; k++) tma::prefetch_map(&tm.m[k]);
+      tma::mbar_expect_tx(bb.resident, QBYTES);
+      for (int cb = 0; cb < CB; cb++) tma::load_4d(smem_u32(Qs) + cb * BM * 128, &tm.m[0], bb.resident, cb * 64, h, (int)q0, b);
+      for (int j = 0; j < nkt; j++) {
+        const int s = j % NBUF;
+        if (j >= NBUF) tma::mbar_wait(bb.empty(s), ((j / NBUF) - 1) & 1);
+        tma::mbar_expect_tx(bb.full(s), 2 * KVBYTES);
+        for (int cb = 0; cb < CB; cb++) {
+          tma::load_4d(smem_u32(Ks + s * KVBYTES) + cb * BN * 128, &tm.m[1], bb.full(s), cb * 64, h, j * BN, b);
+          tma::load_4d(smem_u32(Vs + s * KVBYTES) + cb * BN * 128, &tm.m[2], bb.full(s), cb * 64, h, j * BN, b);
+        }
+      }
+    }
+    return;
+  }
+
+  tma::regs_inc<CONSUMER_REGS>();
+  T3 *oh = (T3 *)a.p[ATTN_P_O] + head_base(d, d.so, bh);
+  float *lse = (float *)a.p[ATTN_P_LSE];
+  const int wgi = (threadIdx.x >> 7) - 1, warp = (threadIdx.x >> 5) & 3, lane = threadIdx.x & 31, g = lane >> 2,
+            tq = lane & 3;
+  float o[CB][32];
+#pragma unroll
+  for (int cb = 0; cb < CB; cb++)
+#pragma unroll
+    for (int i = 0; i < 32; i++) o[cb][i] = 0.f;
+  float m[2] = {-INFINITY, -INFINITY}, l[2] = {0.f, 0.f};
+  const float sl2 = d.scale * DDP_LOG2E;
+  const long long row0 = q0 + wgi * 64 + warp * 16 + g;  // the thread's rows: row0 and row0 + 8
+  const unsigned qaddr = smem_u32(Qs) + (unsigned)wgi * 64u * 128u;
+  tma::mbar_wait(bb.resident, 0);
+
+  for (int j = 0; j < nkt; j++) {
+    const int s = j % NBUF;
+    tma::mbar_wait(bb.full(s), (j / NBUF) & 1);
+    float sc[BN / 2];
+    wg_fence();
+    scores(sc, qaddr, smem_u32(Ks + s * KVBYTES));
+    wg_commit();
+    wg_wait<0>();
+    reg_fence(sc);
+
+    const long long k0 = (long long)j * BN;
+    const bool need = k0 + BN > T || (d.causal && k0 + BN - 1 > q0 + wgi * 64);
+    float mx[2] = {-INFINITY, -INFINITY};
+    // masked: column k0 + 2 tq + acc_col(i) at or past T, or (causal) past the row
+    const int lim_t = clamp_int(T - k0 - 2 * tq, -1, BN), lim_c = d.causal ? clamp_int(row0 - k0 - 2 * tq, -16, BN) : BN;
+#pragma unroll
+    for (int i = 0; i < BN / 2; i++) {
+      float x = sc[i];
+      if (need && (acc_col(i) >= lim_t || acc_col(i) > lim_c + ((i & 2) ? 8 : 0))) x = -INFINITY;
+      sc[i] = x;
+      mx[(i >> 1) & 1] = fmaxf(mx[(i >> 1) & 1], x);
+    }
+    float mb[2], alpha[2], ls[2] = {0.f, 0.f};
+#pragma unroll
+    for (int r = 0; r < 2; r++) {
+      mx[r] = fmaxf(mx[r], __shfl_xor_sync(DDP_FULL, mx[r], 1));
+      mx[r] = fmaxf(mx[r], __shfl_xor_sync(DDP_FULL, mx[r], 2));
+      const float mn = fmaxf(m[r], mx[r]);
+      mb[r] = mn == -INFINITY ? 0.f : mn * sl2;
+      alpha[r] = ex2(m[r] * sl2 - mb[r]);
+      m[r] = mn;
+    }
+#pragma unroll
+    for (int i = 0; i < BN / 2; i++) {
+      const float p = ex2(fmaf(sc[i], sl2, -mb[(i >> 1) & 1]));
+      sc[i] = p;
+      ls[(i >> 1) & 1] += p;
+    }
+#pragma unroll
+    for (int r = 0; r < 2; r++) l[r] = l[r] * alpha[r] + ls[r];
+    if (__any_sync(DDP_FULL, alpha[0] != 1.f || alpha[1] != 1.f))  // most tiles move no row's max
+#pragma unroll
+      for (int cb = 0; cb < CB; cb++)
+#pragma unroll
+        for (int i = 0; i < 32; i++) o[cb][i] *= alpha[(i >> 1) & 1];
+    unsigned pa[BN / 16][4];
+    pack_p(pa, sc);
+#pragma unroll
+    for (int cb = 0; cb < CB; cb++) reg_fence(o[cb]);
+    wg_fence();
+    pv(o, pa, smem_u32(Vs + s * KVBYTES));
+    wg_commit();
+    wg_wait<0>();
+#pragma unroll
+    for (int cb = 0; cb < CB; cb++) reg_fence(o[cb]);
+    release(bb, s);
+  }
+
+  float inv[2];
+#pragma unroll
+  for (int r = 0; r < 2; r++) {
+    float lr = l[r];
+    lr += __shfl_xor_sync(DDP_FULL, lr, 1);
+    lr += __shfl_xor_sync(DDP_FULL, lr, 2);
+    inv[r] = lr > 0.f ? 1.f / lr : 0.f;
+    const long long row = row0 + 8 * r;
+    if (tq == 0 && row < T && lse) lse[bh * T + row] = m[r] * d.scale + logf(lr);
+  }
+#pragma unroll
+  for (int cb = 0; cb < CB; cb++)
+#pragma unroll
+    for (int r = 0; r < 32; r++) o[cb][r] *= inv[(r >> 1) & 1];
+  store_acc(oh, d.so, row0, T, Dh, o, 1.f, tq);
+}
+#endif
+
+// ---------------------------------------- dK, dV -------------------------------------------------
+// attention_wgmma.cu's dK/dV (keys resident, query tiles streamed from the diagonal when causal) with K, V
+// by TMA once, Q and dO by TMA per stage, and the stage's lse and delta copied by the producer's first warp.
+// Smem: K, V (BM rows), Q, dO (NBUF x BN rows each), lse and delta (NBUF x BN floats each):
+// DDP_SMEM = (2 BM + 2 NBUF BN) HD 2 + 8 NBUF BN + 1024.
+#ifdef DDP_ENTRY_attn_bwd_dkv
+extern "C" __global__ void __launch_bounds__(32 * DDP_WARPS + 128, 1)
+    ddp_attn_bwd_dkv(const ddp_kargs a, const __grid_constant__ ddp_tmaps tm) {
+  using namespace ws;
+  static_assert(2 * ABYTES + 2 * NBUF * BBYTES + 8 * NBUF * BN + 1024 == DDP_SMEM, "DDP_SMEM does not match the TMA dK/dV layout");
+  extern __shared__ __align__(1024) unsigned char smem_raw[];
+  __shared__ __align__(8) unsigned long long barmem[1 + 2 * NBUF];
+  unsigned char *Ks = smem_raw + ((1024u - (smem_u32(smem_raw) & 1023u)) & 1023u);
+  unsigned char *Vs = Ks + ABYTES, *Qs = Vs + ABYTES, *Os = Qs + NBUF * BBYTES;
+  float *L2s = (float *)(Os + NBUF * BBYTES), *Dls = L2s + NBUF * BN;
+  const dims d = dims_of(a);
+  const long long T = d.T, bh = blockIdx.x;
+  const int Dh = (int)d.Dh;
+  const long long k0 = (long long)blockIdx.y * BM;  // heavy (small k0) first when causal
+  const int qt0 = d.causal ? (int)(k0 / BN) : 0, nqt = (int)((T + BN - 1) / BN);
+  const bars bb = init_bars(barmem, 33);  // the bytes and lane 0's announcement, then 32 lanes' statistics
+
+  if (threadIdx.x < 128) {  // the producer warpgroup; its first warp works
+    tma::regs_dec<PRODUCER_REGS>();
+    if (threadIdx.x < 32) {
+      const int b = (int)(bh / d.H), h = (int)(bh % d.H), lane = threadIdx.x;
+      const float *lse = (const float *)a.p[ATTN_P_LSE] + bh * T, *delta = (const float *)a.p[ATTN_P_DELTA] + bh * T;
+      if (lane == 0) load_resident2(tm, bb, Ks, Vs, h, (int)k0, b);
+      for (int qt = qt0; qt < nqt; qt++) {
+        const int i = qt - qt0, s = i % NBUF;
+        if (i >= NBUF) tma::mbar_wait(bb.empty(s), ((i / NBUF) - 1) & 1);
+        const long long q0 = (long long)qt * BN;
+        if (lane == 0) load_stage2(tm, bb, s, Qs, Os, h, (int)q0, b);
+        for (int r = lane; r < BN; r += 32) {
+          const long long q = q0 + r;
+          L2s[s * BN + r] = q < T ? lse[q] * DDP_LOG2E : INFINITY;
+          Dls[s * BN + r] = q < T ? delta[q] : 0.f;
+        }
+        tma::mbar_arrive(bb.full(s));
+      }
+    }
+    return;
+  }
+
+  tma::regs_inc<CONSUMER_REGS>();
+  T7 *dkh = (T7 *)a.p[ATTN_P_DK] + head_base(d, d.sk, bh);
+  T8 *dvh = (T8 *)a.p[ATTN_P_DV] + head_base(d, d.sv, bh);
+  const int wgi = (threadIdx.x >> 7) - 1, warp = (threadIdx.x >> 5) & 3, lane = threadIdx.x & 31, g = lane >> 2,
+            tq = lane & 3;
+  float dk[CB][32], dv[CB][32];
+#pragma unroll
+  for (int cb = 0; cb < CB; cb++)
+#pragma unroll
+    for (int i = 0; i < 32; i++) dk[cb][i] = dv[cb][i] = 0.f;
+  const float sl2 = d.scale * DDP_LOG2E;
+  const long long krow0 = k0 + wgi * 64 + warp * 16 + g;  // the thread's keys: krow0 and krow0 + 8
+  const unsigned kaddr = smem_u32(Ks) + (unsigned)wgi * 64u * 128u, vaddr = smem_u32(Vs) + (unsigned)wgi * 64u * 128u;
+  tma::mbar_wait(bb.resident, 0);
+
+  for (int qt = qt0; qt < nqt; qt++) {
+    const int i = qt - qt0, s = i % NBUF;
+    tma::mbar_wait(bb.full(s), (i / NBUF) & 1);
+    const unsigned qb_ = smem_u32(Qs + s * BBYTES), ob = smem_u32(Os + s * BBYTES);
+    const float *l2 = L2s + s * BN, *dl = Dls + s * BN;
+    const long long q0 = (long long)qt * BN;
+    const bool need = d.causal && k0 + BM - 1 > q0;
+    float sc[BN / 2], dp[BN / 2];
+    wg_fence();
+    scores(sc, kaddr, qb_);
+    scores(dp, vaddr, ob);
+    wg_commit();
+    wg_wait<0>();
+    reg_fence(sc);
+    reg_fence(dp);
+    // masked (causal): query q0 + 2 tq + acc_col(i) before the key krow0 (+ 8)
+    const int lim = clamp_int(krow0 - q0 - 2 * tq, -16, BN + 16);
+#pragma unroll
+    for (int e = 0; e < BN / 2; e++) {
+      const int qc = acc_col(e) + tq * 2;
+      float p = ex2(fmaf(sc[e], sl2, -l2[qc]));
+      if (need && acc_col(e) < lim + ((e & 2) ? 8 : 0)) p = 0.f;
+      sc[e] = p;
+      dp[e] = p * (dp[e] - dl[qc]);
+    }
+    unsigned pa[BN / 16][4], sa[BN / 16][4];
+    pack_p(pa, sc);
+    pack_p(sa, dp);
+#pragma unroll
+    for (int cb = 0; cb < CB; cb++) reg_fence(dv[cb]), reg_fence(dk[cb]);
+    wg_fence();
+    pv(dv, pa, ob);
+    pv(dk, sa, qb_);
+    wg_commit();
+    wg_wait<0>();
+#pragma unroll
+    for (int cb = 0; cb < CB; cb++) reg_fence(dv[cb]), reg_fence(dk[cb]);
+    release(bb, s);
+  }
+  store_acc(dkh, d.sk, krow0, T, Dh, dk, d.scale, tq);
+  store_acc(dvh, d.sv, krow0, T, Dh, dv, 1.f, tq);
+}
+#endif
+
+// ---------------------------------------- dQ -----------------------------------------------------
+// attention_wgmma.cu's dQ (queries resident, key tiles streamed up to the diagonal when causal) with Q, dO by
+// TMA once and K, V by TMA per stage; each consumer thread reads its two rows' lse and delta itself.
+// Smem: Q, dO (BM rows), K, V (NBUF x BN rows each): DDP_SMEM = (2 BM + 2 NBUF BN) HD 2 + 1024.
+#ifdef DDP_ENTRY_attn_bwd_dq
+extern "C" __global__ void __launch_bounds__(32 * DDP_WARPS + 128, 1)
+    ddp_attn_bwd_dq(const ddp_kargs a, const __grid_constant__ ddp_tmaps tm) {
+  using namespace ws;
+  static_assert(2 * ABYTES + 2 * NBUF * BBYTES + 1024 == DDP_SMEM, "DDP_SMEM does not match the TMA dQ layout");
+  extern __shared__ __align__(1024) unsigned char smem_raw[];
+  __shared__ __align__(8) unsigned long long barmem[1 + 2 * NBUF];
+  unsigned char *Qs = smem_raw + ((1024u - (smem_u32(smem_raw) & 1023u)) & 1023u);
+  unsigned char *Os = Qs + ABYTES, *Ks = Os + ABYTES, *Vs = Ks + NBUF * BBYTES;
+  const dims d = dims_of(a);
+  const long long T = d.T, bh = blockIdx.x;
+  const int Dh = (int)d.Dh;
+  const int nqb = (int)((T + BM - 1) / BM);
+  const int qb = d.causal ? nqb - 1 - (int)blockIdx.y : (int)blockIdx.y;
+  const long long q0 = (long long)qb * BM;
+  const long long kend = d.causal ? (q0 + BM < T ? q0 + BM : T) : T;
+  const int nkt = (int)((kend + BN - 1) / BN);
+  const bars bb = init_bars(barmem, 1);
+
+  if (threadIdx.x < 128) {  // the producer warpgroup
+    tma::regs_dec<PRODUCER_REGS>();
+    if (threadIdx.x == 0) {
+      const int b = (int)(bh / d.H), h = (int)(bh % d.H);
+      load_resident2(tm, bb, Qs, Os, h, (int)q0, b);
+      for (int j = 0; j < nkt; j++) {
+        const int s = j % NBUF;
+        if (j >= NBUF) tma::mbar_wait(bb.empty(s), ((j / NBUF) - 1) & 1);
+        load_stage2(tm, bb, s, Ks, Vs, h, j * BN, b);
+      }
+    }
+    return;
+  }
+
+  tma::regs_inc<CONSUMER_REGS>();
+  const float *lse = (const float *)a.p[ATTN_P_LSE] + bh * T, *delta = (const float *)a.p[ATTN_P_DELTA] + bh * T;
+  T9 *dqh = (T9 *)a.p[ATTN_P_DQ] + head_base(d, d.sq, bh);
+  const int wgi = (threadIdx.x >> 7) - 1, warp = (threadIdx.x >> 5) & 3, lane = threadIdx.x & 31, g = lane >> 2,
+            tq = lane & 3;
+  const long long row0 = q0 + wgi * 64 + warp * 16 + g;  // the thread's rows: row0 and row0 + 8
+  float l2[2], dl[2];
+#pragma unroll
+  for (int r = 0; r < 2; r++) {
+    const long long row = row0 + 8 * r;
+    l2[r] = row < T ? lse[row] * DDP_LOG2E : INFINITY;
+    dl[r] = row < T ? delta[row] : 0.f;
+  }
+  float dq[CB][32];
+#pragma unroll
+  for (int cb = 0; cb < CB; cb++)
+#pragma unroll
+    for (int i = 0; i < 32; i++) dq[cb][i] = 0.f;
+  const float sl2 = d.scale * DDP_LOG2E;
+  const unsigned qaddr = smem_u32(Qs) + (unsigned)wgi * 64u * 128u, oaddr = smem_u32(Os) + (unsigned)wgi * 64u * 128u;
+  tma::mbar_wait(bb.resident, 0);
+
+  for (int j = 0; j < nkt; j++) {
+    const int s = j % NBUF;
+    tma::mbar_wait(bb.full(s), (j / NBUF) & 1);
+    const unsigned kb = smem_u32(Ks + s * BBYTES), vb = smem_u32(Vs + s * BBYTES);
+    const long long k0 = (long long)j * BN;
+    const bool need = k0 + BN > T || (d.causal && k0 + BN - 1 > q0 + wgi * 64);
+    float sc[BN / 2], dp[BN / 2];
+    wg_fence();
+    scores(sc, qaddr, kb);
+    scores(dp, oaddr, vb);
+    wg_commit();
+    wg_wait<0>();
+    reg_fence(sc);
+    reg_fence(dp);
+    const int lim_t = clamp_int(T - k0 - 2 * tq, -1, BN), lim_c = d.causal ? clamp_int(row0 - k0 - 2 * tq, -16, BN) : BN;
+#pragma unroll
+    for (int e = 0; e < BN / 2; e++) {
+      const int r = (e >> 1) & 1;
+      float p = ex2(fmaf(sc[e], sl2, -l2[r]));
+      if (need && (acc_col(e) >= lim_t || acc_col(e) > lim_c + 8 * r)) p = 0.f;
+      sc[e] = p * (dp[e] - dl[r]);  // dS
+    }
+    unsigned sa[BN / 16][4];
+    pack_p(sa, sc);
+#pragma unroll
+    for (int cb = 0; cb < CB; cb++) reg_fence(dq[cb]);
+    wg_fence();
+    pv(dq, sa, kb);
+    wg_commit();
+    wg_wait<0>();
+#pragma unroll
+    for (int cb = 0; cb < CB; cb++) reg_fence(dq[cb]);
+    release(bb, s);
+  }
+  store_acc(dqh, d.sq, row0, T, Dh, dq, d.scale, tq);
+}
+#endif
