@@ -286,7 +286,10 @@ static int attention(const ddp_instr *in, const char *arch, const ddp_codegen_op
         bn = tuned(o, t + 1, 128) == 128 ? 128 : 64;
       } else { /* dK/dV holds two accumulators and two score tiles: two consumers of 240 registers */
         warps = op == OP_ATTN_BWD_DQ ? 4 * tuned(o, PARAM_TUNE_DQ_CONSUMERS, HD == 64 ? 3 : 2) : 8;
-        nbuf = 3, bn = 64;
+        nbuf = 3;
+        /* dK/dV at d 64 on long sequences: 128-query tiles (2.11 against 2.36 ms at T 16384, call 6 of
+         * docs/PERFORMANCE.md, though ptxas spills 28 bytes); at d 128 they spill more and are slower */
+        bn = tuned(o, t + 1, op == OP_ATTN_BWD_DKV && HD == 64 && T >= 1024 ? 128 : 64) == 128 ? 128 : 64;
       }
       bm = 16 * warps;
       const int64_t fixed = (op == OP_ATTN_FWD ? bm : 2 * bm) * HD * 2, per_stage = 2 * bn * HD * 2 + (op == OP_ATTN_BWD_DKV ? 8 * bn : 0);

@@ -25,6 +25,8 @@ kern dkv ATTN_BWD_DKV
 kern dq ATTN_BWD_DQ
 kern dq_tma ATTN_BWD_DQ DDP_TUNE_DQ_WGMMA=4
 kern dq_tma_c2 ATTN_BWD_DQ DDP_TUNE_DQ_WGMMA=4 DDP_TUNE_DQ_CONSUMERS=2
+kern dq_tma_bn128 ATTN_BWD_DQ DDP_TUNE_DQ_WGMMA=4 DDP_TUNE_DQ_BN=128 DDP_TUNE_DQ_CONSUMERS=2
+kern dkv_bn128 ATTN_BWD_DKV DDP_TUNE_DKV_BN=128
 kern fwd_cpasync ATTN_FWD DDP_TUNE_FWD_WGMMA=3
 kern dkv_cpasync ATTN_BWD_DKV DDP_TUNE_DKV_WGMMA=3
 kern dq_cpasync ATTN_BWD_DQ DDP_TUNE_DQ_WGMMA=3
@@ -48,11 +50,18 @@ echo "ddpbench cp.async rc=$?"
 echo "== whole steps against the reference ($(date +%T))"
 timeout 240 bash tests/e2e/gpu_step.sh >$OUT/gpu_step.log 2>&1; echo "gpu_step rc=$?"; grep -E "^(ok|FAIL)" $OUT/gpu_step.log | head -20
 echo "== XL ($(date +%T))"
+# the dense bf16 ceiling measured here (PyTorch 8192^3), so that the XL runs' mfu is against it
+timeout 180 python3 $A --skip-ddp --kernels >$OUT/torch_kernels.log 2>&1; echo "torch kernels rc=$?"
+CEIL=$(python3 -c "
+import json, sys
+for l in open(sys.argv[1]):
+    if l.startswith('ANCHOR') and 'gemm_bf16_8192' in l: print(round(json.loads(l[7:])['TFLOPs'], 1))" $OUT/torch_kernels.log)
+PEAK=${CEIL:+--peak-tflops $CEIL}; echo "dense bf16 ceiling ${CEIL:-unknown} TFLOP/s"
 $DDPC schedules/bench_xl.lua -o $P/wgmma.bin -q
 DDP_TUNE_FWD_WGMMA=3 DDP_TUNE_DKV_WGMMA=3 DDP_TUNE_DQ_WGMMA=3 $DDPC schedules/bench_xl.lua -o $P/mma.bin -q
 for round in 1 2; do
   for v in wgmma mma; do
-    timeout 120 $DDPRUN $P/$v.bin --steps 20 --metrics $OUT/xl_${v}_$round.jsonl --quiet >$OUT/xl_${v}_$round.log 2>&1 ||
+    timeout 120 $DDPRUN $P/$v.bin --steps 20 $PEAK --metrics $OUT/xl_${v}_$round.jsonl --quiet >$OUT/xl_${v}_$round.log 2>&1 ||
       echo "$v failed: $(tail -2 $OUT/xl_${v}_$round.log)"
   done
 done
@@ -78,6 +87,15 @@ rows = [json.loads(l) for l in open(sys.argv[1]) if '"step"' in l]
 t = [r for r in rows if not r.get("warmup")]
 if t: print(f"XL, TMA forward and dQ forced (DDP_TUNE_FWD_WGMMA=4 DDP_TUNE_DQ_WGMMA=4): {statistics.median(r['step_ms'] for r in t):.2f} ms, loss {rows[-1]['loss']}")
 PY
+  echo "dense bf16 ceiling (PyTorch 8192^3, same call): ${CEIL:-unknown} TFLOP/s"
+  for f in $OUT/xl_wgmma_1.jsonl $OUT/xl_wgmma_2.jsonl $OUT/xl_mma_1.jsonl; do
+    python3 - $f <<'PY'
+import json, statistics, sys
+rows = [json.loads(l) for l in open(sys.argv[1]) if '"step"' in l]
+t = [r for r in rows if not r.get("warmup")]
+if t: print(f"{sys.argv[1].split('/')[-1]}: mfu of the measured ceiling {statistics.median(r['mfu'] for r in t):.4f}")
+PY
+  done
   for v in wgmma mma tma; do echo "trace $v:"; grep -iE "attn|attention|class|total" $OUT/xl_${v}_trace.txt | head -12; done
 } >$OUT/table.txt 2>&1
 # "defaults" = the compiler's choice (TMA dK/dV; TMA forward and dQ from T 1024), "cp.async wgmma" =
