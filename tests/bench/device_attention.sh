@@ -13,12 +13,6 @@ cd "$(dirname "$0")/../.."
 . tests/bench/device_env.sh
 nvidia-smi --query-gpu=name,memory.total,driver_version --format=csv,noheader | tee $OUT/gpu.txt
 echo "== kernels against the reference ($(date +%T))"
-kern() { # NAME OP ENV...: gpu_kernels --op OP under ENV
-  local n=$1 op=$2; shift 2
-  env "$@" timeout 180 dev/bin/gpu_kernels --op $op >$OUT/kern_$n.log 2>&1
-  echo "gpu_kernels $op ${*:-(defaults)} rc=$?: $(tail -1 $OUT/kern_$n.log)"
-  grep -E "^FAIL" $OUT/kern_$n.log | head -5
-}
 kern fwd ATTN_FWD
 kern dkv_wgmma ATTN_BWD_DKV DDP_TUNE_DKV_WGMMA=1
 kern dq_wgmma ATTN_BWD_DQ DDP_TUNE_DQ_WGMMA=1

@@ -11,12 +11,6 @@ cd "$(dirname "$0")/../.."
 . tests/bench/device_env.sh
 nvidia-smi --query-gpu=name,memory.total,driver_version --format=csv,noheader | tee $OUT/gpu.txt
 echo "== kernels against the reference ($(date +%T))"
-kern() { # NAME OP ENV...: gpu_kernels --op OP under ENV
-  local n=$1 op=$2; shift 2
-  env "$@" timeout 180 dev/bin/gpu_kernels --op $op >$OUT/kern_$n.log 2>&1
-  echo "gpu_kernels $op ${*:-(defaults)} rc=$?: $(tail -1 $OUT/kern_$n.log)"
-  grep -E "^FAIL" $OUT/kern_$n.log | head -5
-}
 kern fwd ATTN_FWD
 kern fwd_tma ATTN_FWD DDP_TUNE_FWD_WGMMA=4
 kern fwd_tma_c2_nb2 ATTN_FWD DDP_TUNE_FWD_WGMMA=4 DDP_TUNE_FWD_CONSUMERS=2 DDP_TUNE_FWD_NBUF=2
