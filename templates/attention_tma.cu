@@ -17,8 +17,8 @@
 //    consumer thread computes an address or waits on a block-wide barrier.
 // Tensor maps (ddp_tmaps, tma.cuh), each four-dimensional (Dh, H, T, B) over the tensor's (b, t, h, j)
 // layout (attention.cuh), so a box never crosses into the next sequence; resident tiles have BM-row boxes,
-// streamed ones BN-row boxes: forward m[0] Q, m[1] K, m[2] V; dK/dV m[0] K, m[1] V, m[2] Q, m[3] dO; dQ
-// m[0] Q, m[1] dO, m[2] K, m[3] V.
+// streamed ones BN-row boxes; maps 0 and 1 are the resident tiles, 2 and 3 the streamed ones: forward m[0]
+// Q, m[2] K, m[3] V (m[1] unused); dK/dV m[0] K, m[1] V, m[2] Q, m[3] dO; dQ m[0] Q, m[1] dO, m[2] K, m[3] V.
 //
 // The backward kernels (ATTN_BWD_DKV, ATTN_BWD_DQ) are attention_wgmma.cu's, fed the same way: the resident
 // pair once, the streamed pair per stage. In dK/dV the producer's first warp also copies each query tile's
@@ -43,6 +43,12 @@ struct bars {
   unsigned resident, full0, empty0;
   __device__ __forceinline__ unsigned full(int s) const { return full0 + 8u * (unsigned)s; }
   __device__ __forceinline__ unsigned empty(int s) const { return empty0 + 8u * (unsigned)s; }
+  // The producer, before loading the i-th streamed tile: its stage's previous tile has been released.
+  __device__ __forceinline__ void wait_free(int i) const {
+    if (i >= NBUF) tma::mbar_wait(empty(i % NBUF), ((i / NBUF) - 1) & 1);
+  }
+  // A consumer, before reading the i-th streamed tile: it has landed.
+  __device__ __forceinline__ void wait_full(int i) const { tma::mbar_wait(full(i % NBUF), (i / NBUF) & 1); }
 };
 // Thread 0 initialises them: `full_count` arrivals (plus the bytes) complete a stage; every consumer warp
 // releases it.
@@ -59,13 +65,14 @@ __device__ __forceinline__ bars init_bars(unsigned long long *mem, unsigned full
   __syncthreads();
   return b;
 }
-// The two resident tiles of the backward kernels (maps 0 and 1, BM rows from row r0) on the resident barrier.
-__device__ __forceinline__ void load_resident2(const ddp_tmaps &tm, const bars &b, unsigned char *x, unsigned char *y,
-                                               int h, int r0, int bi) {
-  tma::mbar_expect_tx(b.resident, 2 * ABYTES);
+// The resident tiles (map 0 into x and, for the backward kernels, map 1 into y; BM rows from row r0) on
+// the resident barrier.
+__device__ __forceinline__ void load_resident(const ddp_tmaps &tm, const bars &b, unsigned char *x, unsigned char *y,
+                                              int h, int r0, int bi) {
+  tma::mbar_expect_tx(b.resident, (y ? 2 : 1) * ABYTES);
   for (int cb = 0; cb < CB; cb++) {
     tma::load_4d(smem_u32(x) + cb * BM * 128, &tm.m[0], b.resident, cb * 64, h, r0, bi);
-    tma::load_4d(smem_u32(y) + cb * BM * 128, &tm.m[1], b.resident, cb * 64, h, r0, bi);
+    if (y) tma::load_4d(smem_u32(y) + cb * BM * 128, &tm.m[1], b.resident, cb * 64, h, r0, bi);
   }
 }
 // Stage s's two streamed tiles (maps 2 and 3, BN rows from row r0), announced on full(s).
@@ -108,17 +115,10 @@ extern "C" __global__ void __launch_bounds__(32 * DDP_WARPS + 128, 1)
     tma::regs_dec<PRODUCER_REGS>();
     if (threadIdx.x == 0) {
       const int b = (int)(bh / d.H), h = (int)(bh % d.H);
-      for (int k = 0; k < 3; k++) tma::prefetch_map(&tm.m[k]);
-      tma::mbar_expect_tx(bb.resident, QBYTES);
-      for (int cb = 0; cb < CB; cb++) tma::load_4d(smem_u32(Qs) + cb * BM * 128, &tm.m[0], bb.resident, cb * 64, h, (int)q0, b);
+      load_resident(tm, bb, Qs, nullptr, h, (int)q0, b);
       for (int j = 0; j < nkt; j++) {
-        const int s = j % NBUF;
-        if (j >= NBUF) tma::mbar_wait(bb.empty(s), ((j / NBUF) - 1) & 1);
-        tma::mbar_expect_tx(bb.full(s), 2 * KVBYTES);
-        for (int cb = 0; cb < CB; cb++) {
-          tma::load_4d(smem_u32(Ks + s * KVBYTES) + cb * BN * 128, &tm.m[1], bb.full(s), cb * 64, h, j * BN, b);
-          tma::load_4d(smem_u32(Vs + s * KVBYTES) + cb * BN * 128, &tm.m[2], bb.full(s), cb * 64, h, j * BN, b);
-        }
+        bb.wait_free(j);
+        load_stage2(tm, bb, j % NBUF, Ks, Vs, h, j * BN, b);
       }
     }
     return;
@@ -142,7 +142,7 @@ extern "C" __global__ void __launch_bounds__(32 * DDP_WARPS + 128, 1)
 
   for (int j = 0; j < nkt; j++) {
     const int s = j % NBUF;
-    tma::mbar_wait(bb.full(s), (j / NBUF) & 1);
+    bb.wait_full(j);
     float sc[BN / 2];
     wg_fence();
     scores(sc, qaddr, smem_u32(Ks + s * KVBYTES));
@@ -243,10 +243,10 @@ extern "C" __global__ void __launch_bounds__(32 * DDP_WARPS + 128, 1)
     if (threadIdx.x < 32) {
       const int b = (int)(bh / d.H), h = (int)(bh % d.H), lane = threadIdx.x;
       const float *lse = (const float *)a.p[ATTN_P_LSE] + bh * T, *delta = (const float *)a.p[ATTN_P_DELTA] + bh * T;
-      if (lane == 0) load_resident2(tm, bb, Ks, Vs, h, (int)k0, b);
+      if (lane == 0) load_resident(tm, bb, Ks, Vs, h, (int)k0, b);
       for (int qt = qt0; qt < nqt; qt++) {
         const int i = qt - qt0, s = i % NBUF;
-        if (i >= NBUF) tma::mbar_wait(bb.empty(s), ((i / NBUF) - 1) & 1);
+        bb.wait_free(i);
         const long long q0 = (long long)qt * BN;
         if (lane == 0) load_stage2(tm, bb, s, Qs, Os, h, (int)q0, b);
         for (int r = lane; r < BN; r += 32) {
@@ -277,7 +277,7 @@ extern "C" __global__ void __launch_bounds__(32 * DDP_WARPS + 128, 1)
 
   for (int qt = qt0; qt < nqt; qt++) {
     const int i = qt - qt0, s = i % NBUF;
-    tma::mbar_wait(bb.full(s), (i / NBUF) & 1);
+    bb.wait_full(i);
     const unsigned qb_ = smem_u32(Qs + s * BBYTES), ob = smem_u32(Os + s * BBYTES);
     const float *l2 = L2s + s * BN, *dl = Dls + s * BN;
     const long long q0 = (long long)qt * BN;
@@ -346,11 +346,10 @@ extern "C" __global__ void __launch_bounds__(32 * DDP_WARPS + 128, 1)
     tma::regs_dec<PRODUCER_REGS>();
     if (threadIdx.x == 0) {
       const int b = (int)(bh / d.H), h = (int)(bh % d.H);
-      load_resident2(tm, bb, Qs, Os, h, (int)q0, b);
+      load_resident(tm, bb, Qs, Os, h, (int)q0, b);
       for (int j = 0; j < nkt; j++) {
-        const int s = j % NBUF;
-        if (j >= NBUF) tma::mbar_wait(bb.empty(s), ((j / NBUF) - 1) & 1);
-        load_stage2(tm, bb, s, Ks, Vs, h, j * BN, b);
+        bb.wait_free(j);
+        load_stage2(tm, bb, j % NBUF, Ks, Vs, h, j * BN, b);
       }
     }
     return;
@@ -380,7 +379,7 @@ extern "C" __global__ void __launch_bounds__(32 * DDP_WARPS + 128, 1)
 
   for (int j = 0; j < nkt; j++) {
     const int s = j % NBUF;
-    tma::mbar_wait(bb.full(s), (j / NBUF) & 1);
+    bb.wait_full(j);
     const unsigned kb = smem_u32(Ks + s * BBYTES), vb = smem_u32(Vs + s * BBYTES);
     const long long k0 = (long long)j * BN;
     const bool need = k0 + BN > T || (d.causal && k0 + BN - 1 > q0 + wgi * 64);

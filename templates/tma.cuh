@@ -49,9 +49,6 @@ __device__ __forceinline__ void load_4d(unsigned dst, const ddp_tmap *map, unsig
       "l"((unsigned long long)map), "r"(c0), "r"(c1), "r"(c2), "r"(c3), "r"(bar)
       : "memory");
 }
-__device__ __forceinline__ void prefetch_map(const ddp_tmap *map) {
-  asm volatile("prefetch.tensormap [%0];\n" ::"l"((unsigned long long)map) : "memory");
-}
 // Register reallocation for the whole warpgroup: the producer gives registers back, the consumers take them.
 template <int N> __device__ __forceinline__ void regs_dec() { asm volatile("setmaxnreg.dec.sync.aligned.u32 %0;\n" ::"n"(N)); }
 template <int N> __device__ __forceinline__ void regs_inc() { asm volatile("setmaxnreg.inc.sync.aligned.u32 %0;\n" ::"n"(N)); }

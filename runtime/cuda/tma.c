@@ -85,10 +85,10 @@ int ddp_tma_attention_maps(int op, const ddp_kargs *a, const ddp_tma_rows *rows,
   const uint32_t R = rows->resident, S = rows->streamed;
   const long long sq = a->i[ATTN_I_QSTRIDE], sk = a->i[ATTN_I_KSTRIDE], sv = a->i[ATTN_I_VSTRIDE], so = a->i[ATTN_I_OSTRIDE];
   const void *q = a->p[ATTN_P_Q], *k = a->p[ATTN_P_K], *v = a->p[ATTN_P_V], *dout = a->p[ATTN_P_DO];
-  switch (op) { /* the order templates/attention_tma.cu reads them in */
+  switch (op) { /* maps 0, 1: the resident tiles; 2, 3: the streamed ones (templates/attention_tma.cu) */
   case OP_ATTN_FWD:
-    return encode(&maps->m[0], "q", q, a, sq, R, err, errcap) || encode(&maps->m[1], "k", k, a, sk, S, err, errcap) ||
-                   encode(&maps->m[2], "v", v, a, sv, S, err, errcap)
+    return encode(&maps->m[0], "q", q, a, sq, R, err, errcap) || encode(&maps->m[2], "k", k, a, sk, S, err, errcap) ||
+                   encode(&maps->m[3], "v", v, a, sv, S, err, errcap)
                ? -1
                : 0;
   case OP_ATTN_BWD_DKV:
