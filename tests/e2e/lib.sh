@@ -1,7 +1,9 @@
 # tests/e2e/lib.sh (sourced by every tests/e2e/*.sh): what the end-to-end tests share. `e2e_tmp NAME`
 # makes the scratch folder $tmp; `fail MSG` prints "FAIL: MSG" and marks the test failed (a test ends with
 # `exit $fail`), `die MSG` does so and exits at once; `write` and `same` build, run and compare the
-# generated DDP schedules of test_ddp_equivalence.sh (reference executor) and gpu_ddp.sh (GPUs).
+# generated DDP schedules of test_ddp_equivalence.sh (reference executor) and gpu_ddp.sh (GPUs); `losses`,
+# `files`, `same_names`, `resume_halves` and `resume_equal` compare runs of the layout tests (pipelines,
+# replicas, tensor parallelism) whose progress is in $tmp/NAME.out and checkpoints in $tmp/NAME.ckpt.
 set -u
 fail=0
 
@@ -57,4 +59,57 @@ same() {
     return 0
   fi
   fail "$1 != $2: $(tail -3 "$tmp/cmp")"
+}
+
+# losses NAME BASE TOL: the step losses printed in $tmp/NAME.out and $tmp/BASE.out agree within TOL
+# (relative); a NaN or a missing step fails.
+losses() {
+  python3 - "$tmp/$1.out" "$tmp/$2.out" "$3" <<'PY' || { fail "$1 losses != $2: $(cat "$tmp/loss.err")"; return 1; }
+import re, sys
+def steps(f):
+    return [float(m.group(1)) for m in re.finditer(r"^step\s+\d+\s+loss\s+(\S+)", open(f).read(), re.M)]
+a, b, tol = steps(sys.argv[1]), steps(sys.argv[2]), float(sys.argv[3])
+if not a or len(a) != len(b) or any(x != x or abs(x - y) > tol * max(1.0, abs(y)) for x, y in zip(a, b)):
+    open(sys.argv[1].rsplit("/", 1)[0] + "/loss.err", "w").write(f"{a} vs {b}")
+    sys.exit(1)
+PY
+  echo "ok: $1 losses == $2"
+}
+
+# files NAME BASE FILE RTOL ATOL: FILE.safetensors of the two runs' last checkpoints agree (st_compare).
+files() {
+  "$ST_COMPARE" "$(ckpt_latest "$tmp/$2.ckpt")/$3.safetensors" "$(ckpt_latest "$tmp/$1.ckpt")/$3.safetensors" \
+    --rtol "$4" --atol "$5" >"$tmp/cmp" 2>&1 || { fail "$1 $3 != $2: $(tail -2 "$tmp/cmp")"; return 1; }
+  echo "ok: $1 $3 == $2 ($(tail -1 "$tmp/cmp"))"
+}
+
+# same_names NAME BASE FILE...: each FILE.safetensors of NAME's last checkpoint has BASE's tensor names,
+# dtypes and shapes (a layout's checkpoint reads as one rank's).
+same_names() {
+  local a b f
+  a=$(ckpt_latest "$tmp/$1.ckpt") b=$(ckpt_latest "$tmp/$2.ckpt")
+  shift 2
+  for f in "$@"; do
+    python3 - "$a/$f.safetensors" "$b/$f.safetensors" <<'PY' || { fail "$f.safetensors names or shapes differ from one rank's"; return 1; }
+import json, struct, sys
+def header(f):
+    b = open(f, "rb").read()
+    n = struct.unpack("<Q", b[:8])[0]
+    return {k: (v["dtype"], v["shape"]) for k, v in json.loads(b[8:8 + n]).items() if k != "__metadata__"}
+sys.exit(0 if header(sys.argv[1]) == header(sys.argv[2]) else 1)
+PY
+  done
+}
+
+# resume_halves NAME FROM TO: 2 steps of $tmp/FROM.bin, then $tmp/TO.bin resumed from that checkpoint
+# ($tmp/NAME.ckpt) up to step 4, on the reference executor.
+resume_halves() {
+  "$DDPRUN" "$tmp/$2.bin" --device ref --steps 2 --checkpoint-dir "$tmp/$1.ckpt" --quiet || { fail "$1: first half"; return 1; }
+  "$DDPRUN" "$tmp/$3.bin" --device ref --steps 4 --checkpoint-dir "$tmp/$1.ckpt" --resume --quiet || { fail "$1: resume"; return 1; }
+}
+
+# resume_equal NAME FROM TO STRAIGHT: resume_halves, then the model (1e-5 / 1e-6) and the optimizer state
+# (1e-5 / 1e-7) equal the straight run STRAIGHT's.
+resume_equal() {
+  resume_halves "$1" "$2" "$3" && files "$1" "$4" model 1e-5 1e-6 && files "$1" "$4" optimizer 1e-5 1e-7
 }

@@ -36,20 +36,6 @@ LUA
     { fail "$1 run: $(tail -3 "$tmp/$1.out")"; return 1; }
 }
 
-# losses NAME BASE TOL: the step losses of two runs agree within TOL (relative)
-losses() {
-  python3 - "$tmp/$1.out" "$tmp/$2.out" "$3" <<'PY' || { fail "$1 losses != $2: $(cat "$tmp/loss.err")"; return 1; }
-import re, sys
-def steps(f):
-    return [float(m.group(1)) for m in re.finditer(r"^step\s+\d+\s+loss\s+(\S+)", open(f).read(), re.M)]
-a, b, tol = steps(sys.argv[1]), steps(sys.argv[2]), float(sys.argv[3])
-if not a or len(a) != len(b) or any(abs(x - y) > tol * max(1.0, abs(y)) for x, y in zip(a, b)):
-    open(sys.argv[1].rsplit("/", 1)[0] + "/loss.err", "w").write(f"{a} vs {b}")
-    sys.exit(1)
-PY
-  echo "ok: $1 losses == $2"
-}
-
 # equal NAME BASE TOL: losses and final parameters agree
 equal() { losses "$1" "$2" "$3" && same "$1" "$2" "$3" 1e-7; }
 
@@ -140,11 +126,7 @@ for f in model optimizer; do
   "$ST_COMPARE" "$(ckpt_latest "$tmp/adam_22.ckpt")/$f.safetensors" "$(ckpt_latest "$tmp/adam_1.ckpt")/$f.safetensors" \
     --rtol 1e-4 --atol 1e-6 >"$tmp/cmp" 2>&1 || fail "$f.safetensors of a 2x2 run vs one rank: $(tail -2 "$tmp/cmp")"
 done
-resume() { # NAME FROM TO STRAIGHT RTOL ATOL
-  "$DDPRUN" "$tmp/$2.bin" --device ref --steps 2 --checkpoint-dir "$tmp/$1.ckpt" --quiet || { fail "$1: first half"; return; }
-  "$DDPRUN" "$tmp/$3.bin" --device ref --steps 4 --checkpoint-dir "$tmp/$1.ckpt" --resume --quiet || { fail "$1: resume"; return; }
-  same "$1" "$4" "$5" "$6"
-}
+resume() { resume_halves "$1" "$2" "$3" && same "$1" "$4" "$5" "$6"; } # NAME FROM TO STRAIGHT RTOL ATOL
 resume r22_to_1 adam_22 adam_1 adam_1 1e-4 1e-6
 resume r22_to_2 adam_22 adam_2 adam_2 1e-4 1e-6
 resume r1_to_22 adam_1 adam_22 adam_22 1e-4 1e-6

@@ -36,23 +36,6 @@ LUA
     { fail "$1 run: $(tail -3 "$tmp/$1.out")"; return 1; }
 }
 
-losses() { # NAME BASE TOL
-  python3 - "$tmp/$1.out" "$tmp/$2.out" "$3" <<'PY' || { fail "$1 losses != $2: $(cat "$tmp/loss.err")"; return 1; }
-import re, sys
-def steps(f):
-    return [float(m.group(1)) for m in re.finditer(r"^step\s+\d+\s+loss\s+(\S+)", open(f).read(), re.M)]
-a, b, tol = steps(sys.argv[1]), steps(sys.argv[2]), float(sys.argv[3])
-if not a or len(a) != len(b) or any(x != x or abs(x - y) > tol * max(1.0, abs(y)) for x, y in zip(a, b)):
-    open(sys.argv[1].rsplit("/", 1)[0] + "/loss.err", "w").write(f"{a} vs {b}")
-    sys.exit(1)
-PY
-  echo "ok: $1 losses == $2"
-}
-files() { # NAME BASE FILE RTOL ATOL
-  "$ST_COMPARE" "$(ckpt_latest "$tmp/$2.ckpt")/$3.safetensors" "$(ckpt_latest "$tmp/$1.ckpt")/$3.safetensors" \
-    --rtol "$4" --atol "$5" >"$tmp/cmp" 2>&1 || { fail "$1 $3 != $2: $(tail -2 "$tmp/cmp")"; return 1; }
-  echo "ok: $1 $3 == $2 ($(tail -1 "$tmp/cmp"))"
-}
 equal() { losses "$1" "$2" 1e-6 && files "$1" "$2" model 1e-6 1e-7; }
 
 run base "single()" "" "$sgd"
@@ -76,27 +59,11 @@ run clip_p2t2 'pipeline { stages = 2, microbatches = 4 }' "mesh = { tensor = 2 }
   losses clip_p2t2 clip_1 1e-6 && files clip_p2t2 clip_1 model 1e-5 1e-6
 
 # checkpoints: one rank's names and shapes
-python3 - "$(ckpt_latest "$tmp/adam_d2t2p2.ckpt")" "$(ckpt_latest "$tmp/adam_1.ckpt")" <<'PY' ||
-import json, struct, sys
-def header(f):
-    b = open(f, "rb").read()
-    n = struct.unpack("<Q", b[:8])[0]
-    return {k: (v["dtype"], v["shape"]) for k, v in json.loads(b[8:8 + n]).items() if k != "__metadata__"}
-for f in ("model", "optimizer"):
-    if header(f"{sys.argv[1]}/{f}.safetensors") != header(f"{sys.argv[2]}/{f}.safetensors"):
-        sys.exit(1)
-PY
-  fail "the data 2 x tensor 2 x pipeline 2 checkpoint's names or shapes differ from one rank's"
-echo "ok: the pipeline x tensor checkpoint has one rank's names and shapes"
+same_names adam_d2t2p2 adam_1 model optimizer && echo "ok: the pipeline x tensor checkpoint has one rank's names and shapes"
 
 # resume across layouts: 2 steps in one layout, 2 more in another, against the straight run of the second
-resume() { # NAME FROM TO STRAIGHT
-  "$DDPRUN" "$tmp/$2.bin" --device ref --steps 2 --checkpoint-dir "$tmp/$1.ckpt" --quiet || { fail "$1: first half"; return; }
-  "$DDPRUN" "$tmp/$3.bin" --device ref --steps 4 --checkpoint-dir "$tmp/$1.ckpt" --resume --quiet || { fail "$1: resume"; return; }
-  files "$1" "$4" model 1e-5 1e-6 && files "$1" "$4" optimizer 1e-5 1e-7
-}
-resume r_d2t2p2_to_1 adam_d2t2p2 adam_1 adam_1
-resume r_1_to_d2t2p2 adam_1 adam_d2t2p2 adam_d2t2p2
+resume_equal r_d2t2p2_to_1 adam_d2t2p2 adam_1 adam_1
+resume_equal r_1_to_d2t2p2 adam_1 adam_d2t2p2 adam_d2t2p2
 
 # the plan: the 3-D mesh and its communicators
 "$DDPC" inspect "$tmp/d2t2p2_1f1b.bin" >"$tmp/inspect.out" 2>&1 || fail "inspect: $(tail -2 "$tmp/inspect.out")"

@@ -42,26 +42,6 @@ LUA
     { fail "$1 run: $(tail -3 "$tmp/$1.out")"; return 1; }
 }
 
-# losses NAME BASE TOL: the step losses of two runs agree within TOL (relative)
-losses() {
-  python3 - "$tmp/$1.out" "$tmp/$2.out" "$3" <<'PY' || { fail "$1 losses != $2: $(cat "$tmp/loss.err")"; return 1; }
-import re, sys
-def steps(f):
-    return [float(m.group(1)) for m in re.finditer(r"^step\s+\d+\s+loss\s+(\S+)", open(f).read(), re.M)]
-a, b, tol = steps(sys.argv[1]), steps(sys.argv[2]), float(sys.argv[3])
-if not a or len(a) != len(b) or any(x != x or abs(x - y) > tol * max(1.0, abs(y)) for x, y in zip(a, b)):
-    open(sys.argv[1].rsplit("/", 1)[0] + "/loss.err", "w").write(f"{a} vs {b}")
-    sys.exit(1)
-PY
-  echo "ok: $1 losses == $2"
-}
-
-# files NAME BASE FILE RTOL ATOL: one safetensors file of the two runs' last checkpoints agrees
-files() {
-  "$ST_COMPARE" "$(ckpt_latest "$tmp/$2.ckpt")/$3.safetensors" "$(ckpt_latest "$tmp/$1.ckpt")/$3.safetensors" \
-    --rtol "$4" --atol "$5" >"$tmp/cmp" 2>&1 || { fail "$1 $3 != $2: $(tail -2 "$tmp/cmp")"; return 1; }
-  echo "ok: $1 $3 == $2 ($(tail -1 "$tmp/cmp"))"
-}
 equal() { losses "$1" "$2" 1e-6 && files "$1" "$2" model 1e-6 1e-7; }
 
 run base "$tiny" "single()" "" "$sgd"
@@ -112,31 +92,16 @@ run bf_1 "$tiny" "single()" "" "$sgd" bf16
 run bf_t2 "$tiny" "ddp { ranks = 2 }" "mesh = { tensor = 2 }," "$sgd" bf16 && losses bf_t2 bf_1 1e-2
 
 # checkpoints: one rank's names and shapes
-python3 - "$(ckpt_latest "$tmp/d2t2.ckpt")/model.safetensors" "$(ckpt_latest "$tmp/base.ckpt")/model.safetensors" <<'PY' ||
-import json, struct, sys
-def header(f):
-    b = open(f, "rb").read()
-    n = struct.unpack("<Q", b[:8])[0]
-    return {k: (v["dtype"], v["shape"]) for k, v in json.loads(b[8:8 + n]).items() if k != "__metadata__"}
-a, b = header(sys.argv[1]), header(sys.argv[2])
-sys.exit(0 if a == b else 1)
-PY
-  fail "the data 2 x tensor 2 checkpoint's names or shapes differ from one rank's"
-echo "ok: the tensor-parallel checkpoint has one rank's names and shapes"
+same_names d2t2 base model && echo "ok: the tensor-parallel checkpoint has one rank's names and shapes"
 
 # resume across layouts: 2 steps in one layout, 2 more in another, against the straight run of the second
-resume() { # NAME FROM TO STRAIGHT
-  "$DDPRUN" "$tmp/$2.bin" --device ref --steps 2 --checkpoint-dir "$tmp/$1.ckpt" --quiet || { fail "$1: first half"; return; }
-  "$DDPRUN" "$tmp/$3.bin" --device ref --steps 4 --checkpoint-dir "$tmp/$1.ckpt" --resume --quiet || { fail "$1: resume"; return; }
-  files "$1" "$4" model 1e-5 1e-6 && files "$1" "$4" optimizer 1e-5 1e-7
-}
-resume r_t2_to_1 adam_t2 adam_1 adam_1
-resume r_1_to_d2t2 adam_1 adam_d2t2 adam_d2t2
+resume_equal r_t2_to_1 adam_t2 adam_1 adam_1
+resume_equal r_1_to_d2t2 adam_1 adam_d2t2 adam_d2t2
 run adam_t4 "$tiny" "ddp { ranks = 4 }" "mesh = { tensor = 4 }," "$adam"
-resume r_t2_to_t4 adam_t2 adam_t4 adam_t4
+resume_equal r_t2_to_t4 adam_t2 adam_t4 adam_t4
 # sharded: tensor rank 1 reads none of the whole parameters' pieces (rank 0's), the refresh broadcasts them
-resume r_1_to_fsdp adam_nc_1 adam_fsdp adam_fsdp
-resume r_fsdp_to_1 adam_fsdp adam_nc_1 adam_nc_1
+resume_equal r_1_to_fsdp adam_nc_1 adam_fsdp adam_fsdp
+resume_equal r_fsdp_to_1 adam_fsdp adam_nc_1 adam_nc_1
 
 # the plan: the mesh and its communicators, the vocabulary-parallel kernels, the collectives on them
 "$DDPC" inspect "$tmp/d2t2.bin" >"$tmp/inspect.out" 2>&1 || fail "inspect: $(tail -2 "$tmp/inspect.out")"
