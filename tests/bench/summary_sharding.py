@@ -8,24 +8,9 @@ rank). The last column is ms/step over PyTorch FSDP2's with reshard_after_forwar
 import glob
 import json
 import os
-import statistics
 import sys
 
-
-def ours(path):
-    lines = [json.loads(l) for l in open(path) if l.strip()]
-    run = next((l for l in lines if l.get("event") == "run"), {})
-    steps = [l for l in lines if "step" in l]
-    if not steps:
-        raise ValueError("no step lines")
-    t = [s for s in steps if not s.get("warmup")] or steps
-    ms = statistics.median(s["step_ms"] for s in t)
-    tps = run["tokens_per_step"] / (ms * 1e-3) if run.get("tokens_per_step") else statistics.median(s["tokens_per_s"] for s in t)
-    world = run.get("world") or len(t[0].get("rank_peak_mem_GiB", [0]))
-    peak = [max(s["rank_peak_mem_GiB"][r] if "rank_peak_mem_GiB" in s else s["peak_mem_GiB"] for s in t)
-            for r in range(world if "rank_peak_mem_GiB" in t[0] else 1)]
-    return dict(losses=[s["loss"] for s in steps], ms=ms, tps=tps, exposed=statistics.mean(s["exposed_comm_ms"] for s in t),
-                overlap=statistics.mean(s["overlap_ratio"] for s in t), peak=peak, world=world, n=len(t))
+from metrics_run import ours  # noqa: E402  (tests/bench/metrics_run.py, beside this script)
 
 
 def torch_rows(path):

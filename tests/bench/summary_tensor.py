@@ -19,9 +19,10 @@ import glob
 import json
 import os
 import re
-import statistics
 import sys
 from collections import defaultdict
+
+from metrics_run import ours  # noqa: E402  (tests/bench/metrics_run.py, beside this script)
 
 SIZES = ["large", "xl", "2.7b"]
 LAYOUTS = {  # file layout -> (label, order)
@@ -43,28 +44,6 @@ def split_name(name):
     """'2p7b_tensor2_b8' -> ('2.7b', 'tensor2_b8')."""
     tag, _, layout = name.partition("_")
     return size_of(tag), layout
-
-
-def ours(path):
-    lines = [json.loads(l) for l in open(path) if l.strip()]
-    run = next((l for l in lines if l.get("event") == "run"), {})
-    steps = [l for l in lines if "step" in l]
-    if not steps:
-        raise ValueError("no step lines")
-    t = [s for s in steps if not s.get("warmup")] or steps
-    ms = statistics.median(s["step_ms"] for s in t)
-    tps = run["tokens_per_step"] / (ms * 1e-3) if run.get("tokens_per_step") else statistics.median(
-        s["tokens_per_s"] for s in t)
-    per_rank = "rank_peak_mem_GiB" in t[0]
-    world = run.get("world") or (len(t[0]["rank_peak_mem_GiB"]) if per_rank else 1)
-    peak = ([max(s["rank_peak_mem_GiB"][r] for s in t) for r in range(len(t[0]["rank_peak_mem_GiB"]))] if per_rank
-            else [max(s["peak_mem_GiB"] for s in t)])
-    return dict(losses=[s["loss"] for s in steps], ms=ms, tps=tps, tokens=run.get("tokens_per_step"),
-                exposed=statistics.mean(s.get("exposed_comm_ms", 0.0) for s in t),
-                comm=statistics.mean(s.get("comm_ms", 0.0) for s in t), peak=peak, world=world, n=len(t),
-                tp_comm=statistics.mean(s["tp_comm_ms"] for s in t) if "tp_comm_ms" in t[0] else None,
-                parallel=run.get("parallel", ""), executor=run.get("executor", ""),
-                predicted=(run.get("predicted") or {}).get("step_ms"))
 
 
 def last_line(path):

@@ -70,6 +70,33 @@ def build(args, mode, reshard, world):
     return model, model
 
 
+def timed_steps(step, warmup, iters, world):
+    """Runs step() `warmup` times, then times `iters` more with a CUDA event pair each, peak memory counted
+    from the first timed step. Returns the first warm-up step's loss (None without warm-up), the last loss,
+    this rank's step times (ms, sorted) and every rank's {"ms": median, "alloc", "reserved": peak GiB}
+    (all_gather_object over `world` ranks). Also used by torch_tp.py."""
+    first = loss = None
+    for i in range(warmup):
+        loss = step()
+        if i == 0:
+            first = loss
+    torch.cuda.synchronize()
+    gc.collect()
+    torch.cuda.reset_peak_memory_stats()
+    ev = [(torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)) for _ in range(iters)]
+    for a, b in ev:
+        a.record()
+        loss = step()
+        b.record()
+    torch.cuda.synchronize()
+    ms = sorted(a.elapsed_time(b) for a, b in ev)
+    mine = {"ms": statistics.median(ms), "alloc": torch.cuda.max_memory_allocated() / 2**30,
+            "reserved": torch.cuda.max_memory_reserved() / 2**30}
+    every = [None] * world
+    dist.all_gather_object(every, mine)
+    return first, loss, ms, every
+
+
 def run(args, mode, reshard, world, rank, impl):
     model, inner = build(args, mode, reshard, world)
     opt = make_optimizer(model.parameters(), impl)
@@ -89,23 +116,7 @@ def run(args, mode, reshard, world, rank, impl):
         opt.zero_grad(set_to_none=mode != "ddp")
         return loss
 
-    for _ in range(args.warmup):
-        step()
-    torch.cuda.synchronize()
-    gc.collect()
-    torch.cuda.reset_peak_memory_stats()
-    ev = [(torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)) for _ in range(args.iters)]
-    loss = None
-    for a, b in ev:
-        a.record()
-        loss = step()
-        b.record()
-    torch.cuda.synchronize()
-    ms = sorted(a.elapsed_time(b) for a, b in ev)
-    mine = {"ms": statistics.median(ms), "alloc": torch.cuda.max_memory_allocated() / 2**30,
-            "reserved": torch.cuda.max_memory_reserved() / 2**30}
-    every = [None] * world
-    dist.all_gather_object(every, mine)
+    _, loss, ms, every = timed_steps(step, args.warmup, args.iters, world)
     med = every[0]["ms"]
     emit(mode=mode, reshard_after_forward=reshard if mode == "fsdp2" else None,
          prefetch=args.prefetch if mode == "fsdp2" else None, world=world, size=args.size, ctx=args.ctx,

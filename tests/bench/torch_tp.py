@@ -42,7 +42,6 @@ import contextlib
 import gc
 import json
 import os
-import statistics
 import sys
 import time
 
@@ -53,6 +52,7 @@ import torch.nn.functional as F
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 from torch_ddp_anchor import SIZES, RMSNorm, apply_rope, rope_tables  # noqa: E402  (the anchor's model parts)
+from torch_fsdp import timed_steps  # noqa: E402  (the same warm-up, CUDA-event timing and peak memory)
 
 T0 = time.time()
 
@@ -240,26 +240,7 @@ def run(args, size, mode, cfg, world, rank):
             o.zero_grad(set_to_none=mode != "ddp")
         return loss
 
-    first = None
-    for i in range(args.warmup):
-        loss = step()
-        if i == 0:
-            first = loss
-    torch.cuda.synchronize()
-    gc.collect()
-    torch.cuda.reset_peak_memory_stats()
-    ev = [(torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)) for _ in range(args.iters)]
-    loss = None
-    for a, b in ev:
-        a.record()
-        loss = step()
-        b.record()
-    torch.cuda.synchronize()
-    ms = sorted(a.elapsed_time(b) for a, b in ev)
-    mine = {"ms": statistics.median(ms), "alloc": torch.cuda.max_memory_allocated() / 2**30,
-            "reserved": torch.cuda.max_memory_reserved() / 2**30}
-    every = [None] * world
-    dist.all_gather_object(every, mine)
+    first, loss, ms, every = timed_steps(step, args.warmup, args.iters, world)
     med = every[0]["ms"]
     emit(mode=mode, size=size, world=world, tp=world if mode == "tp" else 1, ctx=args.ctx, batch=args.batch,
          warmup=args.warmup, iters=args.iters, ms_per_step=med, min_ms=ms[0], max_ms=ms[-1],

@@ -1,0 +1,30 @@
+"""tests/bench/metrics_run.py: one `ddprun --metrics` file read for the benchmark summaries
+(summary_sharding.py, summary_tensor.py): the losses of every step; over the steps not marked warmup (all of
+them if every step is): the median step_ms, tokens/s (the run line's tokens_per_step over that median,
+else the median of the steps' tokens_per_s), the means of exposed_comm_ms, comm_ms, overlap_ratio and
+tp_comm_ms (None where the metrics have none), and the peak memory per rank (the largest rank_peak_mem_GiB[r],
+or peak_mem_GiB for one rank); the run line's world, parallel, executor and predicted step_ms."""
+import json
+import statistics
+
+
+def ours(path):
+    lines = [json.loads(l) for l in open(path) if l.strip()]
+    run = next((l for l in lines if l.get("event") == "run"), {})
+    steps = [l for l in lines if "step" in l]
+    if not steps:
+        raise ValueError("no step lines")
+    t = [s for s in steps if not s.get("warmup")] or steps
+    ms = statistics.median(s["step_ms"] for s in t)
+    tps = run["tokens_per_step"] / (ms * 1e-3) if run.get("tokens_per_step") else statistics.median(
+        s["tokens_per_s"] for s in t)
+    per_rank = "rank_peak_mem_GiB" in t[0]
+    world = run.get("world") or (len(t[0]["rank_peak_mem_GiB"]) if per_rank else 1)
+    peak = ([max(s["rank_peak_mem_GiB"][r] for s in t) for r in range(len(t[0]["rank_peak_mem_GiB"]))] if per_rank
+            else [max(s["peak_mem_GiB"] for s in t)])
+    mean = lambda key: statistics.mean(s.get(key, 0.0) for s in t)
+    return dict(losses=[s["loss"] for s in steps], ms=ms, tps=tps, tokens=run.get("tokens_per_step"),
+                exposed=mean("exposed_comm_ms"), comm=mean("comm_ms"), overlap=mean("overlap_ratio"), peak=peak,
+                world=world, n=len(t), tp_comm=mean("tp_comm_ms") if "tp_comm_ms" in t[0] else None,
+                parallel=run.get("parallel", ""), executor=run.get("executor", ""),
+                predicted=(run.get("predicted") or {}).get("step_ms"))
