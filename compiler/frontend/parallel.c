@@ -94,17 +94,17 @@ static void fe_ddp(fe_conv *c, const fe_tab *p) {
     fe_bad(c, p, "shard", "needs sync = \"bucketed\" when it is \"zero3\" (the buckets are the units whose "
            "parameters are gathered)");
   if (s->shard == SHARD_ZERO3 && bucketed && !has_mb && !s->bucket_policy) s->bucket_mb = 0;
-  if (s->shard != SHARD_NONE && s->optimizer_overlap)
-    fe_bad(c, p, "optimizer_overlap", "cannot be combined with shard = \"%s\"%s", ddp_shard_names[shard],
-           s->shard == SHARD_ZERO2 || s->shard == SHARD_ZERO3 ? " (the shard update is already per bucket)" : "");
+  if (s->shard == SHARD_OPTIMIZER && s->optimizer_overlap)
+    fe_bad(c, p, "optimizer_overlap", "cannot be combined with shard = \"optimizer\" (the owners broadcast after "
+           "every update; use shard = \"zero1\", whose groups are updated and all-gathered one by one)");
   fe_init_fields(c, p, s->ranks);
 }
 
 /* fsdp{...}: ZeRO-3 (parameters, gradients and optimizer state sharded), bucketed, overlapped. */
 static void fe_fsdp(fe_conv *c, const fe_tab *p) {
   static const char *const fields[] = {"ranks", "units", "prefetch", "prefetch_forward", "prefetch_backward",
-                                       "reshard_after_forward", "gather_dtype", "reduce_dtype", "broadcast",
-                                       "identical_init", NULL};
+                                       "reshard_after_forward", "gather_dtype", "reduce_dtype", "optimizer_overlap",
+                                       "broadcast", "identical_init", NULL};
   ddp_schedule *s = c->s;
   fe_known(c, p, fields);
   fe_required(c, p, "ranks");
@@ -134,6 +134,7 @@ static void fe_fsdp(fe_conv *c, const fe_tab *p) {
   if (v[2] >= 0) s->prefetch_backward = (int)v[2];
 
   fe_bool(c, p, "reshard_after_forward", &s->reshard_after_forward);
+  fe_bool(c, p, "optimizer_overlap", &s->optimizer_overlap);
   int g = -1;
   if (fe_enum(c, p, "gather_dtype", ddp_precision_names, &g)) {
     if (g == PREC_BF16 && s->precision != PREC_BF16)

@@ -10,6 +10,12 @@
  *          first use, prefetch_forward / prefetch_backward groups ahead, on the communication stream; with
  *          reshard_after_forward the backward gathers again into unit<g>.gathered.bwd (except a group
  *          used last in the forward and first in the backward, kept); no all-gather after the update
+ * With optimizer_overlap (no clipping) a group's update leaves the optimizer phase: it runs on the
+ * communication stream during the backward, right after the last step instruction that touches the group's
+ * gradients or parameters (so after its reduce-scatter), followed by the group's all-gather (zero1/2); the
+ * step's scalars run first on that stream. Each rank then updates its shard of a group while the backward
+ * goes on, and the all-gathers no longer wait for the whole backward. The compute stream waits for the
+ * communication stream at the end of the step, so the next forward reads updated parameters.
  * Collectives run on the communication stream after an event from compute; compute waits for an
  * event after each collective it depends on; every dependence is proven by the verifier. */
 #include "passes.h"
@@ -20,6 +26,8 @@
 typedef struct zgroup {
   int32_t fwd_first, fwd_last, bwd_first, bwd_last; /* uses of the gathered parameters (zero3), -1: none */
   int32_t grad_first, grad_last;                     /* writes of the gradients, -1: none */
+  int32_t ready;   /* the last instruction touching the group's gradients or parameters, -1: none */
+  bool updated;    /* optimizer_overlap: updated during the backward */
   bool split;                                        /* zero3: the backward uses its own gather */
   uint32_t ev_rs;                                    /* event after the reduce-scatter */
   bool rs_done;
@@ -40,6 +48,7 @@ typedef struct zctx {
   uint32_t n, fe; /* builder step length, index of the forward's end (n when none) */
   zgroup *g;
   int32_t *param_group; /* tensor root -> group whose gathered parameters it is (zero3) */
+  int32_t *view_group;  /* zero1/2: a group's persistent parameter view -> the group */
   int32_t *grad_group;  /* unit gradient tensor -> group */
   uint8_t *grad_written; /* unit gradient tensor -> some instruction of the step writes it */
   gather_item *items;
@@ -58,11 +67,13 @@ static void scan(zctx *z) {
   const ddp_plan *p = b->plan;
   z->param_group = ddp_xmalloc(sizeof(int32_t) * ((size_t)p->ntensors + 1));
   z->grad_group = ddp_xmalloc(sizeof(int32_t) * ((size_t)p->ntensors + 1));
+  z->view_group = ddp_xmalloc(sizeof(int32_t) * ((size_t)p->ntensors + 1));
   z->grad_written = ddp_xcalloc((size_t)p->ntensors + 1, 1);
-  for (uint32_t t = 0; t < p->ntensors; t++) z->param_group[t] = z->grad_group[t] = -1;
+  for (uint32_t t = 0; t < p->ntensors; t++) z->param_group[t] = z->grad_group[t] = z->view_group[t] = -1;
   for (int g = 0; g < lay->ngroups; g++) {
-    z->g[g] = (zgroup){-1, -1, -1, -1, -1, -1, false, 0, false};
+    z->g[g] = (zgroup){-1, -1, -1, -1, -1, -1, -1, false, false, 0, false};
     if (b->s->shard == SHARD_ZERO3) z->param_group[lay->groups[g].params] = g;
+    else z->view_group[lay->groups[g].params] = g;
     for (int j = lay->groups[g].first; j <= lay->groups[g].last; j++)
       if (b->units[lay->order[j]].grad >= 0) z->grad_group[b->units[lay->order[j]].grad] = g;
   }
@@ -77,7 +88,13 @@ static void scan(zctx *z) {
       if (g >= 0) {
         if (k < z->fe) minmax(&z->g[g].fwd_first, &z->g[g].fwd_last, (int32_t)k);
         else minmax(&z->g[g].bwd_first, &z->g[g].bwd_last, (int32_t)k);
+        z->g[g].ready = (int32_t)k;
       }
+      for (int32_t v = t; v >= 0; v = p->tensors[v].base) /* a use of a zero1/2 view or of gradients */
+        if (z->view_group[v] >= 0 || z->grad_group[v] >= 0) {
+          z->g[z->view_group[v] >= 0 ? z->view_group[v] : z->grad_group[v]].ready = (int32_t)k;
+          break;
+        }
       if ((wm >> s) & 1u)
         for (; t >= 0; t = p->tensors[t].base)
           if (z->grad_group[t] >= 0) {
@@ -321,21 +338,44 @@ void pass_zero_sumsq(rank_ctx *c) {
                   "grad_norm.all_reduce");
 }
 
-static void optimizer(zctx *z) {
+/* group g's update on `stream`, then (zero1/2) its all-gather on the communication stream */
+static void update_and_gather(zctx *z, int g, int stream) {
+  rank_ctx *c = z->c;
+  uint32_t at = c->out->n;
+  update(z, g);
+  if (c->out->n > at) c->out->v[at].stream = (uint16_t)stream;
+  if (z->b->s->shard != SHARD_ZERO3) {
+    if (stream != STREAM_COMM) rp_order(c, stream, STREAM_COMM);
+    pass_zero_gather_params(c, STREAM_COMM, g, b_fmt(z->b, "zero.all_gather.bucket%d", g));
+  }
+  z->g[g].updated = true;
+}
+
+/* optimizer_overlap: the groups the backward is done with after instruction k, updated on the
+ * communication stream behind their reduce-scatters */
+static void update_ready(zctx *z, uint32_t k) {
+  bool ordered = false;
+  for (int g = 0; g < z->lay->ngroups; g++) {
+    if (z->g[g].ready != (int32_t)k || !z->g[g].rs_done || z->g[g].updated) continue;
+    if (!ordered) rp_order(z->c, STREAM_COMPUTE, STREAM_COMM);
+    ordered = true;
+    update_and_gather(z, g, STREAM_COMM);
+  }
+}
+
+static void optimizer(zctx *z, bool overlapped) {
   rank_ctx *c = z->c;
   ddp_layout *lay = z->lay;
   rp_range(c, 1, RANGE_OPTIMIZER, "optimizer");
   bool clip = lay->sumsq_partials >= 0;
-  if (clip) rp_order(c, STREAM_COMM, STREAM_COMPUTE); /* the norm needs every reduced gradient */
+  /* the norm needs every reduced gradient; overlapped, the scalars ran on the communication stream */
+  if (clip || overlapped) rp_order(c, STREAM_COMM, STREAM_COMPUTE);
   rp_timer(c, STREAM_COMPUTE, TIMER_OPT_BEGIN);
-  pass_opt_scalars(c, true);
+  if (!overlapped) pass_opt_scalars(c, true);
   for (int g = 0; g < lay->ngroups; g++) {
-    if (!clip && z->g[g].rs_done) rp_wait(c, STREAM_COMPUTE, z->g[g].ev_rs);
-    update(z, g);
-    if (z->b->s->shard != SHARD_ZERO3) {
-      rp_order(c, STREAM_COMPUTE, STREAM_COMM);
-      pass_zero_gather_params(c, STREAM_COMM, g, b_fmt(z->b, "zero.all_gather.bucket%d", g));
-    }
+    if (z->g[g].updated) continue;
+    if (!clip && !overlapped && z->g[g].rs_done) rp_wait(c, STREAM_COMPUTE, z->g[g].ev_rs);
+    update_and_gather(z, g, STREAM_COMPUTE);
   }
   rp_range(c, 0, RANGE_OPTIMIZER, NULL);
 }
@@ -369,6 +409,11 @@ int pass_zero_step(rank_ctx *c) {
   rp_push(c, load, "load_batch");
 
   bool overlap = s->overlap_backward;
+  bool opt_overlap = train && grads && overlap && s->optimizer_overlap && lay->sumsq_partials < 0;
+  if (opt_overlap) { /* the step count and lr first, on the stream the updates run on */
+    pass_scalars(c);
+    c->out->v[c->out->n - 1].stream = STREAM_COMM;
+  }
   for (uint32_t k = 0; k < z.n; k++) {
     /* gathers due before k, then the waits for those first used at k */
     bool ordered = false;
@@ -400,6 +445,7 @@ int pass_zero_step(rank_ctx *c) {
         ordered = true;
         reduce_scatter(&z, g);
       }
+    if (opt_overlap) update_ready(&z, k);
   }
   if (grads && z.n == 0) rp_timer(c, STREAM_COMPUTE, TIMER_BACKWARD_END);
   if (grads) { /* not overlapped, or never written (a reduce-scatter of zeros keeps every rank in step) */
@@ -412,7 +458,7 @@ int pass_zero_step(rank_ctx *c) {
         reduce_scatter(&z, g);
       }
   }
-  if (train) optimizer(&z);
+  if (train) optimizer(&z, opt_overlap);
   rp_order(c, STREAM_COMM, STREAM_COMPUTE); /* nothing of this step left on the communication stream */
   rp_timer(c, STREAM_COMPUTE, TIMER_STEP_END);
   rp_range(c, 0, RANGE_STEP, NULL);
@@ -422,6 +468,7 @@ int pass_zero_step(rank_ctx *c) {
   free(z.g);
   free(z.items);
   free(z.param_group);
+  free(z.view_group);
   free(z.grad_group);
   free(z.grad_written);
   return 0;

@@ -2,7 +2,7 @@
 # tests/e2e/gpu_ddp.sh (gpu, 2 GPUs): the DDP family on real GPUs with NCCL:
 #  - ToyModel on 2 GPUs (ranks seeded differently, parameters broadcast) in every sync mode equals 1 GPU
 #    (allclose 1e-5); the tiny transformer likewise (SGD, 1e-6) and sharded AdamW / ZeRO-1 / ZeRO-2 /
-#    ZeRO-3 (buckets and one FSDP unit per block) equal AdamW DDP; bucketed DDP with the communicators
+#    ZeRO-3 (buckets and one FSDP unit per block), and ZeRO-1/2/3 with optimizer_overlap, equal AdamW DDP; bucketed DDP with the communicators
 #    configured by the schedule (nccl = { cta_policy, max_ctas, register }) equals one GPU and reports them; pipelines (GPipe, 1F1B, zero bubble,
 #    interleaved) on 2 GPUs equal one GPU (SGD, 1e-5), their messages by NCCL (the default) and by copy
 #    engine (DDP_P2P_COPY=1, also inside a CUDA graph) bitwise equal; tensor parallelism (mesh.tensor, and
@@ -62,6 +62,11 @@ for level in zero2 zero3; do
     same "tiny_$level" tiny_adam $ztol
 done
 write tiny_fsdp "$tiny" $N ', sync = "bucketed", shard = "zero3"' "$adam" 4 "$tdata" && same tiny_fsdp tiny_adam $ztol
+# ... with optimizer_overlap: each group's shard updated on the communication stream during the backward
+for level in zero1 zero2 zero3; do
+  write "tiny_${level}_optoverlap" "$tiny" $N ", sync = \"bucketed\", bucket_mb = 0.05, shard = \"$level\", optimizer_overlap = true" \
+    "$adam" 4 "$tdata" && same "tiny_${level}_optoverlap" tiny_adam $ztol
+done
 # tensor parallelism (mesh.tensor: heads, d_ff and vocabulary split over the GPUs, all-reduces and the
 # vocabulary-parallel cross-entropy on the tensor communicators) equals one GPU (SGD, fp32), also with the
 # step captured into a CUDA graph; data x tensor where there are 4 GPUs or more; bf16 within 1e-2 of the

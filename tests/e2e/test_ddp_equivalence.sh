@@ -5,7 +5,8 @@
 #    seeds, parameters broadcast from rank 0, 10 rows each) in every sync mode and at bucket sizes
 #    0.0016 / 0.0001 / 0.01 MB end with the same weights as 1 rank on all 20 rows (allclose 1e-5);
 #  - sharded AdamW (lr 0.1, wd 0.1, betas 0.9/0.999, 10 steps) and ZeRO-1 equal plain AdamW DDP (1e-7);
-#  - the tiny transformer in every mode on 2 and 3 ranks equals 1 rank on the same global batch (1e-6).
+#  - the tiny transformer in every mode on 2 and 3 ranks equals 1 rank on the same global batch (1e-6);
+#  - AdamW with optimizer_overlap, alone and under ZeRO-1/2/3, equals AdamW DDP without it (1e-7).
 . "$(dirname "$0")/lib.sh"
 e2e_tmp ddp
 cp "$DDP_SOURCE_DIR/schedules/lib/models.lua" "$tmp/"
@@ -100,4 +101,13 @@ oadam='adamw { lr = 1e-2, weight_decay = 0.1 }'
 write tiny_noover_2 "$tiny" 2 ', sync = "bucketed", bucket_mb = 0.01, overlap = "backward"' "$oadam" 4 "$tdata"
 write tiny_optoverlap_2 "$tiny" 2 ', sync = "bucketed", bucket_mb = 0.01, overlap = "backward", optimizer_overlap = true' "$oadam" 4 "$tdata" &&
   same tiny_optoverlap_2 tiny_noover_2 1e-7 0
+# the ZeRO levels with each group's shard updated during the backward (on the communication stream, after
+# its reduce-scatter), against the same AdamW DDP, on 2 and 3 ranks
+for ranks in 2 3; do
+  [ $ranks = 3 ] && write tiny_noover_3 "$tiny" 3 ', sync = "bucketed", bucket_mb = 0.01, overlap = "backward"' "$oadam" 4 "$tdata"
+  for shard in zero1 zero2 zero3; do
+    write "tiny_${shard}_optoverlap_$ranks" "$tiny" $ranks ", sync = \"bucketed\", bucket_mb = 0.01, overlap = \"backward\", shard = \"$shard\", optimizer_overlap = true" \
+      "$oadam" 4 "$tdata" && same "tiny_${shard}_optoverlap_$ranks" "tiny_noover_$ranks" 1e-7 0
+  done
+done
 exit $fail

@@ -231,8 +231,9 @@ static void test_bad_schedules(void) {
                           "reduce-scatters the gradients), got \"zero2\""},
       {"zero3_flat.lua", "6: parallel.shard needs sync = \"bucketed\" when it is \"zero3\" (the buckets are the units "
                          "whose parameters are gathered), got \"zero3\""},
-      {"zero2_optimizer_overlap.lua", "6: parallel.optimizer_overlap cannot be combined with shard = \"zero2\" (the "
-                                      "shard update is already per bucket), got true"},
+      {"sharded_optimizer_overlap.lua", "6: parallel.optimizer_overlap cannot be combined with shard = \"optimizer\" "
+                                        "(the owners broadcast after every update; use shard = \"zero1\", whose groups "
+                                        "are updated and all-gathered one by one), got true"},
   };
   for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {
     char path[256], want[1024];

@@ -1,0 +1,62 @@
+#!/usr/bin/env bash
+# tests/bench/ddp_table.sh: the data-parallel table of XL on NPROC GPUs (default 2; 4 on nvidia-h200-x4), in
+# one call, after tests/bench/prepare_device.sh here (carry dev/): our one-GPU step (schedules/bench_xl.lua,
+# 4 sequences), then every plan below on NPROC ranks with 4 sequences each, ROUNDS times (default 2,
+# interleaved; the table takes the median of the rounds' medians), then PyTorch DDP (torch_fsdp.py, 25 MB
+# buckets) and, with TORCH_FSDP2=1, FSDP2 under torchrun in the same call. Plans (RUNS picks some):
+#   ddp_fp32          bucketed 10 MB, fp32 gradients (schedules/bucketed_10mb.lua)
+#   ddp_bf16          the same with bf16 gradients
+#   zero1_flat        ZeRO-1 as schedules/zero1.lua (one reduce-scatter after the backward)
+#   zero1_overlap     ZeRO-1 over 100 MB buckets, each group updated and all-gathered during the backward
+#   zero2             schedules/zero2.lua (100 MB buckets reduce-scattered in the backward, update after it)
+#   zero2_overlap     zero2 with optimizer_overlap (update + all-gather per group during the backward)
+#   zero2_overlap_bf16  the same with bf16 gradients
+#   fsdp_overlap      schedules/fsdp.lua with optimizer_overlap
+# STEPS (default 14: xl_ddp's 5 warm-up + 9 timed). Logs in $OUT/ddp_table.tar.gz; the table last
+# (tests/bench/summary_ddp_table.py).
+set -u
+cd "$(dirname "$0")/../.."
+. tests/bench/device_env.sh
+N=${NPROC:-2}; STEPS=${STEPS:-14}; ROUNDS=${ROUNDS:-2}
+RUNS=${RUNS:-"ddp_fp32 ddp_bf16 zero1_flat zero1_overlap zero2 zero2_overlap zero2_overlap_bf16 fsdp_overlap"}
+D=$L/ddp_table; rm -rf $D; mkdir -p $D
+nvidia-smi --query-gpu=name,memory.total,driver_version --format=csv,noheader | tee $D/gpu.txt
+W=(--set parallel.ranks=$N --set data.global_batch=$((4 * N)))
+OV=(--set parallel.optimizer_overlap=true)
+B100=(--set parallel.sync=bucketed --set parallel.bucket_mb=100 --set parallel.overlap=backward)
+BF16=(--set parallel.grad_dtype=bf16)
+plan() { # NAME SCHEDULE [--set ...]
+  local n=$1 s=$2; shift 2
+  $DDPC $s -o $P/t_$n.bin -q "$@" >$D/$n.compile.log 2>&1 || { echo "$n does not compile: $(tail -1 $D/$n.compile.log)"; return 1; }
+}
+plan single schedules/bench_xl.lua
+for n in $RUNS; do
+  case $n in
+    ddp_fp32) plan $n schedules/bucketed_10mb.lua "${W[@]}" ;;
+    ddp_bf16) plan $n schedules/bucketed_10mb.lua "${W[@]}" "${BF16[@]}" ;;
+    zero1_flat) plan $n schedules/zero1.lua "${W[@]}" ;;
+    zero1_overlap) plan $n schedules/zero1.lua "${W[@]}" "${B100[@]}" "${OV[@]}" ;;
+    zero2) plan $n schedules/zero2.lua "${W[@]}" ;;
+    zero2_overlap) plan $n schedules/zero2.lua "${W[@]}" "${OV[@]}" ;;
+    zero2_overlap_bf16) plan $n schedules/zero2.lua "${W[@]}" "${OV[@]}" "${BF16[@]}" ;;
+    fsdp_overlap) plan $n schedules/fsdp.lua "${W[@]}" "${OV[@]}" ;;
+    *) echo "unknown run $n" ;;
+  esac
+done
+echo "== ours, $N ranks ($(date +%T))"
+CUDA_VISIBLE_DEVICES=0 timeout 120 $DDPRUN $P/t_single.bin --steps 20 --metrics $D/single.r1.jsonl --quiet >$D/single.r1.log 2>&1 ||
+  echo "single failed: $(tail -1 $D/single.r1.log)"
+for r in $(seq 1 $ROUNDS); do
+  for n in $RUNS; do
+    [ -f $P/t_$n.bin ] || continue
+    timeout 120 $DDPRUN $P/t_$n.bin --nproc $N --steps $STEPS --metrics $D/$n.r$r.jsonl --quiet >$D/$n.r$r.log 2>&1 ||
+      { echo "$n round $r failed: $(tail -1 $D/$n.r$r.log)"; rm -f $D/$n.r$r.jsonl; }
+  done
+done
+echo "== PyTorch, $N ranks ($(date +%T))"
+modes=ddp; [ "${TORCH_FSDP2:-0}" = 1 ] && modes=ddp,fsdp2
+timeout 240 torchrun --nproc_per_node=$N $B/torch_fsdp.py --modes $modes --reshard true >$D/torch.log 2>&1; echo "torch rc=$?"
+grep -E "^TORCH_FSDP" $D/torch.log | cut -c1-240
+tar czf $OUT/ddp_table.tar.gz -C $L ddp_table
+echo "== table ($(date +%T))"
+python3 $B/summary_ddp_table.py $D | tee $OUT/table.txt

@@ -1,0 +1,52 @@
+#!/usr/bin/env python3
+"""tests/bench/summary_ddp_table.py DIR: the table of tests/bench/ddp_table.sh from DIR's NAME.rR.jsonl
+(ddprun --metrics, read by metrics_run.py) and torch.log (torch_fsdp.py's TORCH_FSDP lines): per plan the
+median over the rounds of each round's median step, every round's median, the ratio to our one-GPU step
+(single.r1.jsonl), tokens/s and its ratio to PyTorch DDP's, the mean communication, exposed and optimizer-tail
+ms and the peak GiB per rank; then the loss of the last step per plan (the same data and seed)."""
+import glob
+import json
+import os
+import re
+import statistics
+import sys
+
+from metrics_run import ours
+
+d = sys.argv[1]
+runs = {}
+for p in sorted(glob.glob(os.path.join(d, "*.r*.jsonl"))):
+    name = re.sub(r"\.r\d+\.jsonl$", "", os.path.basename(p))
+    try:
+        m = ours(p)
+        lines = [json.loads(l) for l in open(p) if l.strip()]
+        t = [l for l in lines if "step" in l and not l.get("warmup")]
+        m["opt"] = statistics.mean(l.get("optimizer_ms", 0.0) for l in t) if t else 0.0
+    except (ValueError, KeyError, json.JSONDecodeError) as e:
+        print(f"{name}: unreadable ({e})")
+        continue
+    runs.setdefault(name, []).append(m)
+torch = {}
+if os.path.exists(os.path.join(d, "torch.log")):
+    for l in open(os.path.join(d, "torch.log")):
+        if l.startswith("TORCH_FSDP "):
+            j = json.loads(l[len("TORCH_FSDP "):])
+            if "ms_per_step" in j:
+                torch[j["mode"] + ("" if j["mode"] == "ddp" else f" reshard={j.get('reshard_after_forward')}")] = j
+one = statistics.median(r["ms"] for r in runs["single"]) if "single" in runs else None
+tddp = torch.get("ddp", {}).get("tokens_per_s")
+print(f"{'plan':20s} {'ms/step':>8s} {'rounds':>15s} {'x 1 GPU':>8s} {'tokens/s':>9s} {'x torch':>8s} "
+      f"{'comm':>6s} {'exposed':>8s} {'opt tail':>8s} {'GiB':>5s}")
+for name, rs in runs.items():
+    ms = statistics.median(r["ms"] for r in rs)
+    tps = statistics.median(r["tps"] for r in rs)
+    rounds = "/".join(f"{r['ms']:.2f}" for r in rs)
+    mean = lambda k: statistics.mean(r[k] for r in rs)
+    print(f"{name:20s} {ms:8.2f} {rounds:>15s} {ms / one if one else float('nan'):8.3f} {tps:9.0f} "
+          f"{tps / tddp if tddp else float('nan'):8.2f} {mean('comm'):6.2f} {mean('exposed'):8.2f} {mean('opt'):8.2f} "
+          f"{max(max(r['peak']) for r in rs):5.1f}")
+for k, j in torch.items():
+    print(f"torch {k:14s} {j['ms_per_step']:8.2f} {'':>15s} {'':>8s} {j['tokens_per_s']:9.0f} "
+          f"{j['tokens_per_s'] / tddp if tddp else float('nan'):8.2f} {'':>6s} {'':>8s} {'':>8s} "
+          f"{max(j.get('peak_alloc_GiB') or [float('nan')]):5.1f}")
+print("last loss per plan:", ", ".join(f"{n} {rs[-1]['losses'][-1]:.6f}" for n, rs in runs.items() if rs[-1]["losses"]))
