@@ -8,6 +8,7 @@
 #   ddp_bf16          the same with bf16 gradients
 #   zero1_flat        ZeRO-1 as schedules/zero1.lua (one reduce-scatter after the backward)
 #   zero1_overlap     ZeRO-1 over 100 MB buckets, each group updated and all-gathered during the backward
+#   zero1_overlap_bf16, zero1_overlap_25mb  the same with bf16 gradients, with 25 MB buckets
 #   zero2             schedules/zero2.lua (100 MB buckets reduce-scattered in the backward, update after it)
 #   zero2_overlap     zero2 with optimizer_overlap (update + all-gather per group during the backward)
 #   zero2_overlap_bf16  the same with bf16 gradients
@@ -36,6 +37,8 @@ for n in $RUNS; do
     ddp_bf16) plan $n schedules/bucketed_10mb.lua "${W[@]}" "${BF16[@]}" ;;
     zero1_flat) plan $n schedules/zero1.lua "${W[@]}" ;;
     zero1_overlap) plan $n schedules/zero1.lua "${W[@]}" "${B100[@]}" "${OV[@]}" ;;
+    zero1_overlap_bf16) plan $n schedules/zero1.lua "${W[@]}" "${B100[@]}" "${OV[@]}" "${BF16[@]}" ;;
+    zero1_overlap_25mb) plan $n schedules/zero1.lua "${W[@]}" "${B100[@]}" --set parallel.bucket_mb=25 "${OV[@]}" ;;
     zero2) plan $n schedules/zero2.lua "${W[@]}" ;;
     zero2_overlap) plan $n schedules/zero2.lua "${W[@]}" "${OV[@]}" ;;
     zero2_overlap_bf16) plan $n schedules/zero2.lua "${W[@]}" "${OV[@]}" "${BF16[@]}" ;;
