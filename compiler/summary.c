@@ -82,7 +82,8 @@ void ddp_summary(ddp_plan *p, const ddp_schedule *s, const char *arch, const ddp
              s->prefetch_forward, s->prefetch_backward, s->reshard_after_forward ? "true" : "false",
              s->gather_dtype == DT_BF16 ? "bf16" : "fp32");
   else if (s->shard != SHARD_NONE)
-    snprintf(shard, sizeof shard, " shard=%s", ddp_vocab_name(ddp_shard_names, SHARD_COUNT, s->shard));
+    snprintf(shard, sizeof shard, " shard=%s%s", ddp_vocab_name(ddp_shard_names, SHARD_COUNT, s->shard),
+             s->gather_before_forward ? " param_gather=before_forward" : "");
   if (s->stages > 0)
     pipeline_line(par, sizeof par, s);
   else if (s->ranks == 1)

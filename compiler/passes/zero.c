@@ -14,7 +14,9 @@
  * communication stream during the backward, right after the last step instruction that touches the group's
  * gradients or parameters (so after its reduce-scatter), followed by the group's all-gather (zero1/2); the
  * step's scalars run first on that stream. Each rank then updates its shard of a group while the backward
- * goes on, and the all-gathers no longer wait for the whole backward. The compute stream waits for the
+ * goes on, and the all-gathers no longer wait for the whole backward.
+ * With param_gather = "before_forward" (zero1/2) the all-gathers leave the backward altogether: they run at
+ * the start of the next step, in the order of first use, under the forward (gather_before_forward). The compute stream waits for the
  * communication stream at the end of the step, so the next forward reads updated parameters.
  * Collectives run on the communication stream after an event from compute; compute waits for an
  * event after each collective it depends on; every dependence is proven by the verifier. */
@@ -24,12 +26,14 @@
 #include <string.h>
 
 typedef struct zgroup {
-  int32_t fwd_first, fwd_last, bwd_first, bwd_last; /* uses of the gathered parameters (zero3), -1: none */
+  int32_t fwd_first, fwd_last, bwd_first, bwd_last; /* uses of its parameters (zero3: gathered), -1: none */
   int32_t grad_first, grad_last;                     /* writes of the gradients, -1: none */
   int32_t ready;   /* the last instruction touching the group's gradients or parameters, -1: none */
   bool updated;    /* optimizer_overlap: updated during the backward */
   bool split;                                        /* zero3: the backward uses its own gather */
   uint32_t ev_rs;                                    /* event after the reduce-scatter */
+  uint32_t ev_ag;  /* param_gather before_forward: event after the step-start all-gather (when has_ag) */
+  bool has_ag;
   bool rs_done;
 } zgroup;
 
@@ -71,7 +75,8 @@ static void scan(zctx *z) {
   z->grad_written = ddp_xcalloc((size_t)p->ntensors + 1, 1);
   for (uint32_t t = 0; t < p->ntensors; t++) z->param_group[t] = z->grad_group[t] = z->view_group[t] = -1;
   for (int g = 0; g < lay->ngroups; g++) {
-    z->g[g] = (zgroup){-1, -1, -1, -1, -1, -1, -1, false, false, 0, false};
+    z->g[g] = (zgroup){.fwd_first = -1, .fwd_last = -1, .bwd_first = -1, .bwd_last = -1, .grad_first = -1,
+                       .grad_last = -1, .ready = -1};
     if (b->s->shard == SHARD_ZERO3) z->param_group[lay->groups[g].params] = g;
     else z->view_group[lay->groups[g].params] = g;
     for (int j = lay->groups[g].first; j <= lay->groups[g].last; j++)
@@ -90,11 +95,18 @@ static void scan(zctx *z) {
         else minmax(&z->g[g].bwd_first, &z->g[g].bwd_last, (int32_t)k);
         z->g[g].ready = (int32_t)k;
       }
-      for (int32_t v = t; v >= 0; v = p->tensors[v].base) /* a use of a zero1/2 view or of gradients */
-        if (z->view_group[v] >= 0 || z->grad_group[v] >= 0) {
-          z->g[z->view_group[v] >= 0 ? z->view_group[v] : z->grad_group[v]].ready = (int32_t)k;
+      for (int32_t v = t; v >= 0; v = p->tensors[v].base) { /* a use of a zero1/2 view or of gradients */
+        int h = z->view_group[v];
+        if (h >= 0) {
+          if (k < z->fe) minmax(&z->g[h].fwd_first, &z->g[h].fwd_last, (int32_t)k);
+          else minmax(&z->g[h].bwd_first, &z->g[h].bwd_last, (int32_t)k);
+        }
+        if (h < 0) h = z->grad_group[v];
+        if (h >= 0) {
+          z->g[h].ready = (int32_t)k;
           break;
         }
+      }
       if ((wm >> s) & 1u)
         for (; t >= 0; t = p->tensors[t].base)
           if (z->grad_group[t] >= 0) {
@@ -338,13 +350,40 @@ void pass_zero_sumsq(rank_ctx *c) {
                   "grad_norm.all_reduce");
 }
 
-/* group g's update on `stream`, then (zero1/2) its all-gather on the communication stream */
+static int32_t first_use(const zgroup *x) { return x->fwd_first >= 0 ? x->fwd_first : x->bwd_first; }
+
+/* param_gather = "before_forward" (zero1/2): at the step's start, after everything before it on compute (the
+ * last step's backward read these parameters), every group's all-gather in the order of first use, each
+ * followed by an event its first use waits for. A group then reaches the other ranks one step after its
+ * update; the masters (and so checkpoints) are current. Groups the step never uses are gathered last. */
+static void gather_before_forward(zctx *z) {
+  rank_ctx *c = z->c;
+  int n = z->lay->ngroups;
+  rp_order(c, STREAM_COMPUTE, STREAM_COMM);
+  bool *done = ddp_xcalloc((size_t)n + 1, sizeof(bool));
+  for (int i = 0; i < n; i++) {
+    int best = -1;
+    for (int g = 0; g < n; g++) {
+      if (done[g]) continue;
+      int32_t u = first_use(&z->g[g]), b = best < 0 ? 0 : first_use(&z->g[best]);
+      if (best < 0 || (u >= 0 && (b < 0 || u < b))) best = g;
+    }
+    done[best] = true;
+    pass_zero_gather_params(c, STREAM_COMM, best, b_fmt(z->b, "zero.all_gather.bucket%d", best));
+    z->g[best].has_ag = first_use(&z->g[best]) >= 0;
+    if (z->g[best].has_ag) z->g[best].ev_ag = rp_record(c, STREAM_COMM);
+  }
+  free(done);
+}
+
+/* group g's update on `stream`, then (zero1/2, unless gathered before the next forward) its all-gather on the
+ * communication stream */
 static void update_and_gather(zctx *z, int g, int stream) {
   rank_ctx *c = z->c;
   uint32_t at = c->out->n;
   update(z, g);
   if (c->out->n > at) c->out->v[at].stream = (uint16_t)stream;
-  if (z->b->s->shard != SHARD_ZERO3) {
+  if (z->b->s->shard != SHARD_ZERO3 && !z->b->s->gather_before_forward) {
     if (stream != STREAM_COMM) rp_order(c, stream, STREAM_COMM);
     pass_zero_gather_params(c, STREAM_COMM, g, b_fmt(z->b, "zero.all_gather.bucket%d", g));
   }
@@ -408,6 +447,7 @@ int pass_zero_step(rank_ctx *c) {
   pass_tp_load_batch(c, &load);
   rp_push(c, load, "load_batch");
 
+  if (train && s->gather_before_forward && !zero3) gather_before_forward(&z);
   bool overlap = s->overlap_backward;
   bool opt_overlap = train && grads && overlap && s->optimizer_overlap && lay->sumsq_partials < 0;
   if (opt_overlap) { /* the step count and lr first, on the stream the updates run on */
@@ -425,6 +465,8 @@ int pass_zero_step(rank_ctx *c) {
       }
     for (int j = 0; j < z.nitems; j++)
       if (z.items[j].first == (int32_t)k) rp_wait(c, STREAM_COMPUTE, z.items[j].event);
+    for (int g = 0; g < lay->ngroups; g++)
+      if (z.g[g].has_ag && first_use(&z.g[g]) == (int32_t)k) rp_wait(c, STREAM_COMPUTE, z.g[g].ev_ag);
     /* zero2/3: a group's gradient buffer starts here: the one two groups back must be reduced by now */
     for (int x = 0; x < ngo; x++)
       if (z.g[grad_order[x]].grad_first == (int32_t)k && lay->groups[grad_order[x]].grads >= 0) {

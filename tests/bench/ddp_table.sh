@@ -9,6 +9,8 @@
 #   zero1_flat        ZeRO-1 as schedules/zero1.lua (one reduce-scatter after the backward)
 #   zero1_overlap     ZeRO-1 over 100 MB buckets, each group updated and all-gathered during the backward
 #   zero1_overlap_bf16, zero1_overlap_25mb  the same with bf16 gradients, with 25 MB buckets
+#   zero1_pgather, zero1_pgather_bf16, zero2_pgather_bf16  zero1_overlap (zero2_overlap) with
+#                     param_gather = "before_forward": the all-gathers at the next step's start, under the forward
 #   zero2             schedules/zero2.lua (100 MB buckets reduce-scattered in the backward, update after it)
 #   zero2_overlap     zero2 with optimizer_overlap (update + all-gather per group during the backward)
 #   zero2_overlap_bf16  the same with bf16 gradients
@@ -26,6 +28,7 @@ W=(--set parallel.ranks=$N --set data.global_batch=$((4 * N)))
 OV=(--set parallel.optimizer_overlap=true)
 B100=(--set parallel.sync=bucketed --set parallel.bucket_mb=100 --set parallel.overlap=backward)
 BF16=(--set parallel.grad_dtype=bf16)
+PG=(--set parallel.param_gather=before_forward)
 plan() { # NAME SCHEDULE [--set ...]
   local n=$1 s=$2; shift 2
   $DDPC $s -o $P/t_$n.bin -q "$@" >$D/$n.compile.log 2>&1 || { echo "$n does not compile: $(tail -1 $D/$n.compile.log)"; return 1; }
@@ -39,6 +42,9 @@ for n in $RUNS; do
     zero1_overlap) plan $n schedules/zero1.lua "${W[@]}" "${B100[@]}" "${OV[@]}" ;;
     zero1_overlap_bf16) plan $n schedules/zero1.lua "${W[@]}" "${B100[@]}" "${OV[@]}" "${BF16[@]}" ;;
     zero1_overlap_25mb) plan $n schedules/zero1.lua "${W[@]}" "${B100[@]}" --set parallel.bucket_mb=25 "${OV[@]}" ;;
+    zero1_pgather) plan $n schedules/zero1.lua "${W[@]}" "${B100[@]}" "${OV[@]}" "${PG[@]}" ;;
+    zero1_pgather_bf16) plan $n schedules/zero1.lua "${W[@]}" "${B100[@]}" "${OV[@]}" "${PG[@]}" "${BF16[@]}" ;;
+    zero2_pgather_bf16) plan $n schedules/zero2.lua "${W[@]}" "${OV[@]}" "${PG[@]}" "${BF16[@]}" ;;
     zero2) plan $n schedules/zero2.lua "${W[@]}" ;;
     zero2_overlap) plan $n schedules/zero2.lua "${W[@]}" "${OV[@]}" ;;
     zero2_overlap_bf16) plan $n schedules/zero2.lua "${W[@]}" "${OV[@]}" "${BF16[@]}" ;;

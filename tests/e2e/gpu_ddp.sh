@@ -2,7 +2,8 @@
 # tests/e2e/gpu_ddp.sh (gpu, 2 GPUs): the DDP family on real GPUs with NCCL:
 #  - ToyModel on 2 GPUs (ranks seeded differently, parameters broadcast) in every sync mode equals 1 GPU
 #    (allclose 1e-5); the tiny transformer likewise (SGD, 1e-6) and sharded AdamW / ZeRO-1 / ZeRO-2 /
-#    ZeRO-3 (buckets and one FSDP unit per block), and ZeRO-1/2/3 with optimizer_overlap, equal AdamW DDP; bucketed DDP with the communicators
+#    ZeRO-3 (buckets and one FSDP unit per block), and ZeRO-1/2/3 with optimizer_overlap (ZeRO-1/2 also with param_gather = "before_forward"), equal AdamW
+#    DDP; bucketed DDP with the communicators
 #    configured by the schedule (nccl = { cta_policy, max_ctas, register }) equals one GPU and reports them; pipelines (GPipe, 1F1B, zero bubble,
 #    interleaved) on 2 GPUs equal one GPU (SGD, 1e-5), their messages by NCCL (the default) and by copy
 #    engine (DDP_P2P_COPY=1, also inside a CUDA graph) bitwise equal; tensor parallelism (mesh.tensor, and
@@ -69,6 +70,11 @@ write tiny_fsdp "$tiny" $N ', sync = "bucketed", shard = "zero3"' "$adam" 4 "$td
 for level in zero1 zero2 zero3; do
   write "tiny_${level}_optoverlap" "$tiny" $N ", sync = \"bucketed\", bucket_mb = 0.05, shard = \"$level\", optimizer_overlap = true" \
     "$adam" 4 "$tdata" && same "tiny_${level}_optoverlap" tiny_adam $ztol
+done
+# ... and ZeRO-1/2 all-gathering each group at the next step's start, under the forward
+for level in zero1 zero2; do
+  write "tiny_${level}_pgather" "$tiny" $N ", sync = \"bucketed\", bucket_mb = 0.05, shard = \"$level\", optimizer_overlap = true, param_gather = \"before_forward\"" \
+    "$adam" 4 "$tdata" && same "tiny_${level}_pgather" tiny_adam $ztol
 done
 # tensor parallelism (mesh.tensor: heads, d_ff and vocabulary split over the GPUs, all-reduces and the
 # vocabulary-parallel cross-entropy on the tensor communicators) equals one GPU (SGD, fp32), also with the

@@ -6,7 +6,8 @@
 #    0.0016 / 0.0001 / 0.01 MB end with the same weights as 1 rank on all 20 rows (allclose 1e-5);
 #  - sharded AdamW (lr 0.1, wd 0.1, betas 0.9/0.999, 10 steps) and ZeRO-1 equal plain AdamW DDP (1e-7);
 #  - the tiny transformer in every mode on 2 and 3 ranks equals 1 rank on the same global batch (1e-6);
-#  - AdamW with optimizer_overlap, alone and under ZeRO-1/2/3, equals AdamW DDP without it (1e-7).
+#  - AdamW with optimizer_overlap, alone and under ZeRO-1/2/3, and ZeRO-1/2 with param_gather =
+#    "before_forward", equal AdamW DDP without them (1e-7).
 . "$(dirname "$0")/lib.sh"
 e2e_tmp ddp
 cp "$DDP_SOURCE_DIR/schedules/lib/models.lua" "$tmp/"
@@ -108,6 +109,14 @@ for ranks in 2 3; do
   for shard in zero1 zero2 zero3; do
     write "tiny_${shard}_optoverlap_$ranks" "$tiny" $ranks ", sync = \"bucketed\", bucket_mb = 0.01, overlap = \"backward\", shard = \"$shard\", optimizer_overlap = true" \
       "$oadam" 4 "$tdata" && same "tiny_${shard}_optoverlap_$ranks" "tiny_noover_$ranks" 1e-7 0
+  done
+  # ... and ZeRO-1/2 with the parameters all-gathered at the next step's start (param_gather), with and
+  # without the overlapped update: the checkpoint holds the masters, current after every step
+  for shard in zero1 zero2; do
+    for ov in false true; do
+      write "tiny_${shard}_pgather_${ov}_$ranks" "$tiny" $ranks ", sync = \"bucketed\", bucket_mb = 0.01, shard = \"$shard\", param_gather = \"before_forward\", optimizer_overlap = $ov" \
+        "$oadam" 4 "$tdata" && same "tiny_${shard}_pgather_${ov}_$ranks" "tiny_noover_$ranks" 1e-7 0
+    done
   done
 done
 exit $fail

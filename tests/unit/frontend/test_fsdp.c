@@ -231,6 +231,10 @@ static void test_bad_schedules(void) {
                           "reduce-scatters the gradients), got \"zero2\""},
       {"zero3_flat.lua", "6: parallel.shard needs sync = \"bucketed\" when it is \"zero3\" (the buckets are the units "
                          "whose parameters are gathered), got \"zero3\""},
+      {"param_gather_zero3.lua", "6: parallel.param_gather may be \"before_forward\" only with shard = \"zero1\" or "
+                                 "\"zero2\" (ZeRO-3 gathers before every use, and without ZeRO nothing is gathered), got "
+                                 "\"before_forward\""},
+      {"param_gather_value.lua", "6: parallel.param_gather must be \"after_update\" or \"before_forward\", got \"early\""},
       {"sharded_optimizer_overlap.lua", "6: parallel.optimizer_overlap cannot be combined with shard = \"optimizer\" "
                                         "(the owners broadcast after every update; use shard = \"zero1\", whose groups "
                                         "are updated and all-gathered one by one), got true"},
