@@ -9,7 +9,9 @@
 #    every level equals AdamW DDP on the same ranks (1e-7);
 #  - checkpoints: a zero3 run on 4 ranks resumed on 4 ranks is bitwise the straight run; resumed unsharded
 #    on 1 rank, a 1-rank run resumed with zero2 on 3 ranks and a zero2 3-rank run resumed with zero1 on 2
-#    end where the straight runs end (AdamW: the moments move across layouts too; 1e-4, see below).
+#    end where the straight runs end (AdamW: the moments move across layouts too; 1e-4, see below);
+#  - zero1 with optimizer_overlap and param_gather = "before_forward", and fsdp{} with optimizer_overlap,
+#    bitwise the same plans without them, and resumed bitwise (also by the plain plan).
 . "$(dirname "$0")/lib.sh"
 e2e_tmp zero
 cp "$DDP_SOURCE_DIR/schedules/lib/models.lua" "$tmp/"
@@ -79,6 +81,18 @@ resume fsdp4_to_1 adam_fsdp_4 adam_1 adam_1 1e-4 1e-5
 write adam_zero2_3b "$tiny" 3 ', sync = "bucketed", bucket_mb = 0.02, shard = "zero2"' "$adam" 4 "$data"
 resume one_to_zero2_3 adam_1 adam_zero2_3b adam_zero2_3b 1e-4 1e-5
 resume zero2_3_to_zero1_2 adam_zero2_3b adam_zero1_2 adam_zero1_2 1e-4 1e-5
+# the update in the backward (optimizer_overlap; no clipping, the norm needs every gradient first) and the
+# all-gathers before the next forward (param_gather): bitwise the same level without them; resumed on the
+# same layout bitwise the straight run; the plain plan resumes from their checkpoint bitwise
+oadam='adamw { lr = 1e-2, weight_decay = 0.1 }'
+write oadam_zero1_3 "$tiny" 3 ', sync = "bucketed", bucket_mb = 0.01, shard = "zero1"' "$oadam" 4 "$data"
+write ovl_zero1_3 "$tiny" 3 ', sync = "bucketed", bucket_mb = 0.01, shard = "zero1", optimizer_overlap = true, param_gather = "before_forward"' \
+  "$oadam" 4 "$data" && same ovl_zero1_3 oadam_zero1_3 0 0
+resume ovl_zero1_3_resumed ovl_zero1_3 ovl_zero1_3 ovl_zero1_3 0 0
+resume ovl_to_plain_zero1_3 ovl_zero1_3 oadam_zero1_3 oadam_zero1_3 0 0
+fsdp oadam_fsdp_3 3 "" "$oadam" 4
+fsdp ovl_fsdp_3 3 ", optimizer_overlap = true" "$oadam" 4 && same ovl_fsdp_3 oadam_fsdp_3 0 0
+resume ovl_fsdp_3_resumed ovl_fsdp_3 ovl_fsdp_3 ovl_fsdp_3 0 0
 # the files themselves: a sharded run's checkpoint has the unsharded run's names and shapes
 for f in model optimizer; do
   "$ST_COMPARE" "$(ckpt_latest "$tmp/adam_fsdp_4.ckpt")/$f.safetensors" "$(ckpt_latest "$tmp/adam_1.ckpt")/$f.safetensors" \
