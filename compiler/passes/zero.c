@@ -25,6 +25,8 @@
 #include <stdlib.h>
 #include <string.h>
 
+enum { STREAM_UPDATE = DDP_DEFAULT_STREAMS }; /* optimizer_overlap: the shard updates' own stream */
+
 typedef struct zgroup {
   int32_t fwd_first, fwd_last, bwd_first, bwd_last; /* uses of its parameters (zero3: gathered), -1: none */
   int32_t grad_first, grad_last;                     /* writes of the gradients, -1: none */
@@ -34,6 +36,8 @@ typedef struct zgroup {
   uint32_t ev_rs;                                    /* event after the reduce-scatter */
   uint32_t ev_ag;  /* param_gather before_forward: event after the step-start all-gather (when has_ag) */
   bool has_ag;
+  uint32_t ev_upd;     /* optimizer_overlap: event after the update on the update stream */
+  bool gather_pending; /* ... whose all-gather is still to be queued on the communication stream */
   bool rs_done;
 } zgroup;
 
@@ -390,15 +394,36 @@ static void update_and_gather(zctx *z, int g, int stream) {
   z->g[g].updated = true;
 }
 
-/* optimizer_overlap: the groups the backward is done with after instruction k, updated on the
- * communication stream behind their reduce-scatters */
+/* optimizer_overlap, zero1/2: the all-gathers of the groups updated since the last call, each after its
+ * update's event, queued on the communication stream (before the next reduce-scatter, so that a
+ * reduce-scatter never waits behind an update) */
+static void flush_gathers(zctx *z) {
+  for (int g = 0; g < z->lay->ngroups; g++) {
+    if (!z->g[g].gather_pending) continue;
+    rp_wait(z->c, STREAM_COMM, z->g[g].ev_upd);
+    pass_zero_gather_params(z->c, STREAM_COMM, g, b_fmt(z->b, "zero.all_gather.bucket%d", g));
+    z->g[g].gather_pending = false;
+  }
+}
+
+/* optimizer_overlap: the groups the backward is done with after instruction k, each updated on the update
+ * stream once its reduce-scatter is done; their all-gathers wait in flush_gathers */
 static void update_ready(zctx *z, uint32_t k) {
-  bool ordered = false;
+  rank_ctx *c = z->c;
+  bool ordered = false, gathers = z->b->s->shard != SHARD_ZERO3 && !z->b->s->gather_before_forward;
   for (int g = 0; g < z->lay->ngroups; g++) {
     if (z->g[g].ready != (int32_t)k || !z->g[g].rs_done || z->g[g].updated) continue;
-    if (!ordered) rp_order(z->c, STREAM_COMPUTE, STREAM_COMM);
+    if (!ordered) rp_order(c, STREAM_COMPUTE, STREAM_UPDATE);
     ordered = true;
-    update_and_gather(z, g, STREAM_COMM);
+    rp_wait(c, STREAM_UPDATE, z->g[g].ev_rs);
+    uint32_t at = c->out->n;
+    update(z, g);
+    if (c->out->n > at) c->out->v[at].stream = STREAM_UPDATE;
+    z->g[g].updated = true;
+    if (gathers) {
+      z->g[g].ev_upd = rp_record(c, STREAM_UPDATE);
+      z->g[g].gather_pending = true;
+    }
   }
 }
 
@@ -407,7 +432,11 @@ static void optimizer(zctx *z, bool overlapped) {
   ddp_layout *lay = z->lay;
   rp_range(c, 1, RANGE_OPTIMIZER, "optimizer");
   bool clip = lay->sumsq_partials >= 0;
-  /* the norm needs every reduced gradient; overlapped, the scalars ran on the communication stream */
+  if (overlapped) { /* the last groups' all-gathers; the scalars and the updates ran on the update stream */
+    flush_gathers(z);
+    rp_order(c, STREAM_UPDATE, STREAM_COMPUTE);
+  }
+  /* the norm needs every reduced gradient */
   if (clip || overlapped) rp_order(c, STREAM_COMM, STREAM_COMPUTE);
   rp_timer(c, STREAM_COMPUTE, TIMER_OPT_BEGIN);
   if (!overlapped) pass_opt_scalars(c, true);
@@ -451,8 +480,10 @@ int pass_zero_step(rank_ctx *c) {
   bool overlap = s->overlap_backward;
   bool opt_overlap = train && grads && overlap && s->optimizer_overlap && lay->sumsq_partials < 0;
   if (opt_overlap) { /* the step count and lr first, on the stream the updates run on */
+    if (b->plan->nstreams < STREAM_UPDATE + 1) b->plan->nstreams = STREAM_UPDATE + 1;
+    rp_order(c, STREAM_COMPUTE, STREAM_UPDATE);
     pass_scalars(c);
-    c->out->v[c->out->n - 1].stream = STREAM_COMM;
+    c->out->v[c->out->n - 1].stream = STREAM_UPDATE;
   }
   for (uint32_t k = 0; k < z.n; k++) {
     /* gathers due before k, then the waits for those first used at k */
@@ -483,7 +514,10 @@ int pass_zero_step(rank_ctx *c) {
     ordered = false;
     for (int g = 0; g < lay->ngroups; g++)
       if (z.g[g].grad_last == (int32_t)k) {
-        if (!ordered) rp_order(c, STREAM_COMPUTE, STREAM_COMM);
+        if (!ordered) {
+          if (opt_overlap) flush_gathers(&z);
+          rp_order(c, STREAM_COMPUTE, STREAM_COMM);
+        }
         ordered = true;
         reduce_scatter(&z, g);
       }

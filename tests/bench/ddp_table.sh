@@ -15,7 +15,7 @@
 #   zero2_overlap     zero2 with optimizer_overlap (update + all-gather per group during the backward)
 #   zero2_overlap_bf16  the same with bf16 gradients
 #   fsdp_overlap      schedules/fsdp.lua with optimizer_overlap
-# STEPS (default 14: xl_ddp's 5 warm-up + 9 timed). Logs in $OUT/ddp_table.tar.gz; the table last
+# STEPS (default 14: xl_ddp's 5 warm-up + 9 timed); TORCH=0 skips PyTorch. Logs in $OUT/ddp_table.tar.gz; the table last
 # (tests/bench/summary_ddp_table.py).
 set -u
 cd "$(dirname "$0")/../.."
@@ -62,10 +62,12 @@ for r in $(seq 1 $ROUNDS); do
       { echo "$n round $r failed: $(tail -1 $D/$n.r$r.log)"; rm -f $D/$n.r$r.jsonl; }
   done
 done
-echo "== PyTorch, $N ranks ($(date +%T))"
-modes=ddp; [ "${TORCH_FSDP2:-0}" = 1 ] && modes=ddp,fsdp2
-timeout 240 torchrun --nproc_per_node=$N $B/torch_fsdp.py --modes $modes --reshard true >$D/torch.log 2>&1; echo "torch rc=$?"
-grep -E "^TORCH_FSDP" $D/torch.log | cut -c1-240
+if [ "${TORCH:-1}" = 1 ]; then
+  echo "== PyTorch, $N ranks ($(date +%T))"
+  modes=ddp; [ "${TORCH_FSDP2:-0}" = 1 ] && modes=ddp,fsdp2
+  timeout 240 torchrun --nproc_per_node=$N $B/torch_fsdp.py --modes $modes --reshard true >$D/torch.log 2>&1; echo "torch rc=$?"
+  grep -E "^TORCH_FSDP" $D/torch.log | cut -c1-240
+fi
 tar czf $OUT/ddp_table.tar.gz -C $L ddp_table
 echo "== table ($(date +%T))"
 python3 $B/summary_ddp_table.py $D | tee $OUT/table.txt
