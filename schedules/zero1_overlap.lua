@@ -1,9 +1,9 @@
 -- schedules/zero1_overlap.lua: the fastest data-parallel XL setup measured (docs/PERFORMANCE.md): ZeRO-1 over
 -- 100 MB buckets on the standard XL DDP setup (xl_ddp.lua), with the sharded update in the backward. Each
--- bucket's gradients are reduce-scattered as soon as the backward finishes them; right after, on the
--- communication stream, each rank updates its shard of the bucket (AdamW on 1/N of the parameters) and the
--- bucket's bf16 parameters are all-gathered, while the backward goes on. bf16 gradients halve the
--- reduce-scatter's bytes: on 2 x H200 this step is 1.02x our one-GPU step for twice the tokens; with
+-- bucket's gradients are reduce-scattered as soon as the backward finishes them; right after, on a stream
+-- of its own, each rank updates its shard of the bucket (AdamW on 1/N of the parameters), and the bucket's
+-- bf16 parameters are all-gathered, while the backward goes on. bf16 gradients halve the reduce-scatter's
+-- bytes: on 2 x H200 this step is 1.00-1.02x our one-GPU step for twice the tokens; with
 -- `--set parallel.grad_dtype=fp32` (fp32 gradients) 1.14x.
 local xl_ddp = require "xl_ddp"
 return schedule(xl_ddp { sync = "bucketed", bucket_mb = 100, shard = "zero1", optimizer_overlap = true,
