@@ -380,15 +380,13 @@ static void gather_before_forward(zctx *z) {
   free(done);
 }
 
-/* group g's update on `stream`, then (zero1/2, unless gathered before the next forward) its all-gather on the
- * communication stream */
-static void update_and_gather(zctx *z, int g, int stream) {
+/* group g's update on the compute stream after the backward, then (zero1/2, unless gathered before the next
+ * forward) its all-gather on the communication stream */
+static void update_and_gather(zctx *z, int g) {
   rank_ctx *c = z->c;
-  uint32_t at = c->out->n;
   update(z, g);
-  if (c->out->n > at) c->out->v[at].stream = (uint16_t)stream;
   if (z->b->s->shard != SHARD_ZERO3 && !z->b->s->gather_before_forward) {
-    if (stream != STREAM_COMM) rp_order(c, stream, STREAM_COMM);
+    rp_order(c, STREAM_COMPUTE, STREAM_COMM);
     pass_zero_gather_params(c, STREAM_COMM, g, b_fmt(z->b, "zero.all_gather.bucket%d", g));
   }
   z->g[g].updated = true;
@@ -443,7 +441,7 @@ static void optimizer(zctx *z, bool overlapped) {
   for (int g = 0; g < lay->ngroups; g++) {
     if (z->g[g].updated) continue;
     if (!clip && !overlapped && z->g[g].rs_done) rp_wait(c, STREAM_COMPUTE, z->g[g].ev_rs);
-    update_and_gather(z, g, STREAM_COMPUTE);
+    update_and_gather(z, g);
   }
   rp_range(c, 0, RANGE_OPTIMIZER, NULL);
 }

@@ -57,4 +57,26 @@ summary tiny_fsdp "ddp ranks=2 sync=bucketed units=per-block overlap=backward sh
 summary toy_fsdp "ddp ranks=2 sync=bucketed units=lua overlap=backward shard=zero3 prefetch=0/0 reshard_after_forward=false gather=fp32"
 summary tiny_ddp "ddp ranks=2 sync=bucketed bucket_mb=0.1 overlap=backward shard=zero3 prefetch=1/1 reshard_after_forward=true gather=fp32" \
   --set parallel.shard=zero3
+# optimizer_overlap under ZeRO-2, in the compiled program: each group's update is an ADAMW on the update
+# stream (2) issued during the backward (the first before the last reduce-scatter), and each group's
+# all-gather follows its update on the communication stream
+if "$DDPC" "$DDP_SOURCE_DIR/schedules/tiny_zero2.lua" -o "$tmp/ovl.bin" -q --set parallel.optimizer_overlap=true; then
+  "$DDPC" inspect "$tmp/ovl.bin" --rank 0 | sed -n '/^== program rank 0 step ==/,/^== kernels ==/p' >"$tmp/ovl.txt"
+  if got=$(python3 - "$tmp/ovl.txt" <<'PY'
+import re, sys
+rows = [l.split() for l in open(sys.argv[1]) if re.match(r"^\s+\d+\s+\d+\s+\S", l)]
+upd = sorted((int(r[0]), int(r[1])) for r in rows if r[2] == "kernel" and r[3] == "ADAMW")
+rs = sorted((int(r[0]), int(r[1])) for r in rows if r[2] == "reduce_scatter")
+ag = sorted((int(r[0]), int(r[1])) for r in rows if r[2] == "all_gather")
+bad = []
+if len(upd) != 6 or any(s != 2 for _, s in upd): bad.append(f"updates {upd}")
+if not upd or not rs or upd[0][0] > rs[-1][0]: bad.append("no update before the last reduce-scatter")
+if len(ag) != len(upd) or any(s != 1 or a <= u for (a, s), (u, _) in zip(ag, upd)): bad.append(f"all-gathers {ag}")
+print("; ".join(bad) if bad else f"{len(upd)} updates on stream 2, the first at {upd[0][0]} before the last reduce-scatter at {rs[-1][0]}")
+sys.exit(1 if bad else 0)
+PY
+  ); then echo "ok: tiny_zero2 optimizer_overlap: $got"; else fail "tiny_zero2 optimizer_overlap program: $got"; fi
+else
+  fail "tiny_zero2 with optimizer_overlap does not compile"
+fi
 exit $fail
