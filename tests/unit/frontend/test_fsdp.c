@@ -86,6 +86,24 @@ static void test_zero2(void) {
   s = load_sets("schedules/tiny_zero2.lua", flat, 3); /* zero2 over one flat buffer, as zero1 */
   if (s) CHECK(s->sync == SYNC_FLAT && s->shard == SHARD_ZERO2 && !s->overlap_backward, "zero2 flat");
   ddp_schedule_free(s);
+
+  /* the update in the backward and the all-gathers before the next forward; zero1_overlap.lua's fields */
+  const char *ovl[] = {"parallel.optimizer_overlap=true", "parallel.param_gather=before_forward"};
+  s = load_sets("schedules/tiny_zero2.lua", ovl, 2);
+  if (s) CHECK(s->optimizer_overlap && s->gather_before_forward && s->shard == SHARD_ZERO2, "zero2 overlap + gather");
+  ddp_schedule_free(s);
+  const char *after[] = {"parallel.param_gather=after_update"};
+  s = load_sets("schedules/tiny_zero2.lua", after, 1);
+  if (s) CHECK(!s->optimizer_overlap && !s->gather_before_forward, "zero2 after_update (the default)");
+  ddp_schedule_free(s);
+  s = load("schedules/zero1_overlap.lua");
+  if (s) CHECK(s->shard == SHARD_ZERO1 && s->sync == SYNC_BUCKETED && s->bucket_mb == 100 && s->optimizer_overlap &&
+               !s->gather_before_forward && s->grad_dtype == DT_BF16, "zero1_overlap.lua");
+  ddp_schedule_free(s);
+  const char *fo[] = {"parallel.optimizer_overlap=true"};
+  s = load_sets("schedules/tiny_fsdp.lua", fo, 1);
+  if (s) CHECK(s->optimizer_overlap && s->shard == SHARD_ZERO3, "fsdp{ optimizer_overlap = true }");
+  ddp_schedule_free(s);
 }
 
 static void test_ddp_zero3(void) {
