@@ -10,14 +10,15 @@
  *          first use, prefetch_forward / prefetch_backward groups ahead, on the communication stream; with
  *          reshard_after_forward the backward gathers again into unit<g>.gathered.bwd (except a group
  *          used last in the forward and first in the backward, kept); no all-gather after the update
- * With optimizer_overlap (no clipping) a group's update leaves the optimizer phase: it runs on the
- * communication stream during the backward, right after the last step instruction that touches the group's
- * gradients or parameters (so after its reduce-scatter), followed by the group's all-gather (zero1/2); the
- * step's scalars run first on that stream. Each rank then updates its shard of a group while the backward
- * goes on, and the all-gathers no longer wait for the whole backward.
+ * With optimizer_overlap (no clipping) a group's update leaves the optimizer phase: it runs on a third
+ * stream, the update stream, during the backward, once the group's reduce-scatter has landed and the
+ * backward has touched the group's gradients and parameters for the last time; the step's scalars run first
+ * on that stream. The group's all-gather (zero1/2) is queued on the communication stream behind the
+ * update's event just before the next reduce-scatter (or at the backward's end), so no reduce-scatter
+ * waits behind an update. The compute stream waits for both streams at the end of the step, so the next
+ * forward reads updated parameters.
  * With param_gather = "before_forward" (zero1/2) the all-gathers leave the backward altogether: they run at
- * the start of the next step, in the order of first use, under the forward (gather_before_forward). The compute stream waits for the
- * communication stream at the end of the step, so the next forward reads updated parameters.
+ * the start of the next step, in the order of first use, under the forward (gather_before_forward).
  * Collectives run on the communication stream after an event from compute; compute waits for an
  * event after each collective it depends on; every dependence is proven by the verifier. */
 #include "passes.h"
