@@ -43,6 +43,9 @@ run_pair toy_layernorm toy_layernorm 1e-5
 # The ZeRO levels on one GPU (NCCL with one rank: the gathers, reduce-scatters and shard updates all run)
 run_pair zero1_1gpu tiny_ddp 1e-5 --set parallel.ranks=1 --set parallel.shard=zero1
 run_pair zero2_1gpu tiny_zero2 1e-5 --set parallel.ranks=1
+# ... with the shard updates on the update stream during the backward and the all-gathers before the next forward
+run_pair zero2_overlap_1gpu tiny_zero2 1e-5 --set parallel.ranks=1 --set parallel.optimizer_overlap=true \
+  --set parallel.param_gather=before_forward
 run_pair fsdp_1gpu tiny_fsdp 1e-5 --set parallel.ranks=1
 run_pair fsdp_bf16_1gpu tiny_fsdp 2e-2 --set parallel.ranks=1 --set precision=bf16
 run_pair fsdp_bf16_gather32_1gpu tiny_fsdp 2e-2 --set parallel.ranks=1 --set precision=bf16 --set parallel.gather_dtype=fp32
