@@ -84,6 +84,34 @@ __device__ __forceinline__ void load_stage2(const ddp_tmaps &tm, const bars &b, 
     tma::load_4d(smem_u32(y + s * BBYTES) + cb * BN * 128, &tm.m[3], b.full(s), cb * 64, h, r0, bi);
   }
 }
+// A query-major block (forward, dQ): its query tile (reversed under causal, so the longest run first), its
+// first row and how many key tiles it visits.
+struct qspan {
+  long long q0;
+  int nkt;
+};
+__device__ __forceinline__ qspan query_span(const dims &d) {
+  const int nqb = (int)((d.T + BM - 1) / BM);
+  const int qb = d.causal ? nqb - 1 - (int)blockIdx.y : (int)blockIdx.y;
+  const long long q0 = (long long)qb * BM;
+  const long long kend = d.causal ? (q0 + BM < d.T ? q0 + BM : d.T) : d.T;
+  return {q0, (int)((kend + BN - 1) / BN)};
+}
+// Its producer warpgroup: gives its registers away; one thread loads the resident tiles (x, and y unless
+// null) once, then each key tile's K and V into its stage as the consumers release it.
+__device__ __forceinline__ void produce_query_major(const ddp_tmaps &tm, const bars &bb, const dims &d, long long bh,
+                                                    const qspan &q, unsigned char *x, unsigned char *y,
+                                                    unsigned char *Ks, unsigned char *Vs) {
+  tma::regs_dec<PRODUCER_REGS>();
+  if (threadIdx.x == 0) {
+    const int b = (int)(bh / d.H), h = (int)(bh % d.H);
+    load_resident(tm, bb, x, y, h, (int)q.q0, b);
+    for (int j = 0; j < q.nkt; j++) {
+      bb.wait_free(j);
+      load_stage2(tm, bb, j % NBUF, Ks, Vs, h, j * BN, b);
+    }
+  }
+}
 // A consumer warp is done reading stage s.
 __device__ __forceinline__ void release(const bars &b, int s) {
   __syncwarp();
@@ -104,23 +132,13 @@ extern "C" __global__ void __launch_bounds__(32 * DDP_WARPS + 128, 1)
   const dims d = dims_of(a);
   const long long T = d.T, bh = blockIdx.x;
   const int Dh = (int)d.Dh;
-  const int nqb = (int)((T + BM - 1) / BM);
-  const int qb = d.causal ? nqb - 1 - (int)blockIdx.y : (int)blockIdx.y;
-  const long long q0 = (long long)qb * BM;
-  const long long kend = d.causal ? (q0 + BM < T ? q0 + BM : T) : T;
-  const int nkt = (int)((kend + BN - 1) / BN);
+  const qspan q = query_span(d);
+  const long long q0 = q.q0;
+  const int nkt = q.nkt;
   const bars bb = init_bars(barmem, 1);
 
   if (threadIdx.x < 128) {  // the producer warpgroup
-    tma::regs_dec<PRODUCER_REGS>();
-    if (threadIdx.x == 0) {
-      const int b = (int)(bh / d.H), h = (int)(bh % d.H);
-      load_resident(tm, bb, Qs, nullptr, h, (int)q0, b);
-      for (int j = 0; j < nkt; j++) {
-        bb.wait_free(j);
-        load_stage2(tm, bb, j % NBUF, Ks, Vs, h, j * BN, b);
-      }
-    }
+    produce_query_major(tm, bb, d, bh, q, Qs, nullptr, Ks, Vs);
     return;
   }
 
@@ -335,23 +353,13 @@ extern "C" __global__ void __launch_bounds__(32 * DDP_WARPS + 128, 1)
   const dims d = dims_of(a);
   const long long T = d.T, bh = blockIdx.x;
   const int Dh = (int)d.Dh;
-  const int nqb = (int)((T + BM - 1) / BM);
-  const int qb = d.causal ? nqb - 1 - (int)blockIdx.y : (int)blockIdx.y;
-  const long long q0 = (long long)qb * BM;
-  const long long kend = d.causal ? (q0 + BM < T ? q0 + BM : T) : T;
-  const int nkt = (int)((kend + BN - 1) / BN);
+  const qspan q = query_span(d);
+  const long long q0 = q.q0;
+  const int nkt = q.nkt;
   const bars bb = init_bars(barmem, 1);
 
   if (threadIdx.x < 128) {  // the producer warpgroup
-    tma::regs_dec<PRODUCER_REGS>();
-    if (threadIdx.x == 0) {
-      const int b = (int)(bh / d.H), h = (int)(bh % d.H);
-      load_resident(tm, bb, Qs, Os, h, (int)q0, b);
-      for (int j = 0; j < nkt; j++) {
-        bb.wait_free(j);
-        load_stage2(tm, bb, j % NBUF, Ks, Vs, h, j * BN, b);
-      }
-    }
+    produce_query_major(tm, bb, d, bh, q, Qs, Os, Ks, Vs);
     return;
   }
 
