@@ -1,9 +1,10 @@
 """tests/bench/metrics_run.py: one `ddprun --metrics` file read for the benchmark summaries
-(summary_sharding.py, summary_tensor.py): the losses of every step; over the steps not marked warmup (all of
-them if every step is): the median step_ms, tokens/s (the run line's tokens_per_step over that median,
-else the median of the steps' tokens_per_s), the means of exposed_comm_ms, comm_ms, overlap_ratio and
-tp_comm_ms (None where the metrics have none), and the peak memory per rank (the largest rank_peak_mem_GiB[r],
-or peak_mem_GiB for one rank); the run line's world, parallel, executor and predicted step_ms."""
+(summary_sharding.py, summary_tensor.py, summary_ddp_table.py): the losses of every step; over the steps not
+marked warmup (all of them if every step is): the median step_ms, tokens/s (the run line's tokens_per_step
+over that median, else the median of the steps' tokens_per_s), the means of exposed_comm_ms, comm_ms,
+overlap_ratio, optimizer_ms and tp_comm_ms (None where the metrics have none), and the peak memory per rank
+(the largest rank_peak_mem_GiB[r], or peak_mem_GiB for one rank); the run line's world, parallel, executor
+and predicted step_ms."""
 import json
 import statistics
 
@@ -24,7 +25,8 @@ def ours(path):
             else [max(s["peak_mem_GiB"] for s in t)])
     mean = lambda key: statistics.mean(s.get(key, 0.0) for s in t)
     return dict(losses=[s["loss"] for s in steps], ms=ms, tps=tps, tokens=run.get("tokens_per_step"),
-                exposed=mean("exposed_comm_ms"), comm=mean("comm_ms"), overlap=mean("overlap_ratio"), peak=peak,
+                exposed=mean("exposed_comm_ms"), comm=mean("comm_ms"), overlap=mean("overlap_ratio"),
+                opt=mean("optimizer_ms"), peak=peak,
                 world=world, n=len(t), tp_comm=mean("tp_comm_ms") if "tp_comm_ms" in t[0] else None,
                 parallel=run.get("parallel", ""), executor=run.get("executor", ""),
                 predicted=(run.get("predicted") or {}).get("step_ms"))

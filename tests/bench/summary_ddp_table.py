@@ -19,9 +19,6 @@ for p in sorted(glob.glob(os.path.join(d, "*.r*.jsonl"))):
     name = re.sub(r"\.r\d+\.jsonl$", "", os.path.basename(p))
     try:
         m = ours(p)
-        lines = [json.loads(l) for l in open(p) if l.strip()]
-        t = [l for l in lines if "step" in l and not l.get("warmup")]
-        m["opt"] = statistics.mean(l.get("optimizer_ms", 0.0) for l in t) if t else 0.0
     except (ValueError, KeyError, json.JSONDecodeError) as e:
         print(f"{name}: unreadable ({e})")
         continue
