@@ -55,6 +55,7 @@ void pass_update_at(rank_ctx *c, const pass_upd *u, const char *name) {
   uint64_t fsz = ddp_dtype_size(b->fdt), gsz = ddp_dtype_size(b->grad_dt), csz = ddp_dtype_size(b->act_dt);
   bool adamw = s->optimizer == OPTIM_ADAMW;
   ddp_instr in = b_kernel(adamw ? OP_ADAMW : OP_SGD);
+  in.stream = (uint16_t)u->stream;
   b_arg(&in, adamw ? ADAMW_P_PARAM : SGD_P_PARAM, u->param, (uint64_t)u->param_at * fsz, b->fdt);
   b_arg(&in, adamw ? ADAMW_P_GRAD : SGD_P_GRAD, u->grad, (uint64_t)u->grad_at * gsz, b->grad_dt);
   if (u->copy >= 0) b_arg(&in, adamw ? ADAMW_P_COPY : SGD_P_COPY, u->copy, (uint64_t)u->copy_at * csz, b->act_dt);

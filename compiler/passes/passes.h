@@ -46,11 +46,13 @@ void pass_init_rope(rank_ctx *c);
 void pass_init_unit_tp(rank_ctx *c, int u, int salt);
 void pass_opt_scalars(rank_ctx *c, bool sumsq_over_shard);        /* optimizer.c */
 void pass_scalars(rank_ctx *c);                                   /* OPT_SCALARS alone */
-/* One AdamW/SGD update of n elements: each operand a tensor and an element offset; copy < 0: no compute copy */
+/* One AdamW/SGD update of n elements: each operand a tensor and an element offset; copy < 0: no compute copy;
+ * on `stream` (0, the compute stream, unless given) */
 typedef struct pass_upd {
   int64_t n;
   int32_t param, grad, m, v, copy;
   int64_t param_at, grad_at, state_at, copy_at;
+  int stream;
 } pass_upd;
 void pass_update_at(rank_ctx *c, const pass_upd *u, const char *name);
 void pass_update(rank_ctx *c, int64_t lo, int64_t hi, int64_t state_base, bool write_copy, const char *name);

@@ -266,15 +266,15 @@ static void retarget(zctx *z, ddp_instr *in) {
   }
 }
 
-/* update of group g's slice -> ADAMW | SGD (master shard, gradient shard, moments, compute copy) */
-static void update(zctx *z, int g) {
+/* update of group g's slice on `stream` -> ADAMW | SGD (master shard, gradient shard, moments, compute copy) */
+static void update(zctx *z, int g, int stream) {
   ddp_builder *b = z->b;
   ddp_layout *lay = z->lay;
   const ddp_schedule *s = b->s;
   const ddp_shard_group *sg = &lay->groups[g];
   int64_t per = sg->len / z->W, at = sg->lo / z->W;
   pass_upd u = {.n = per, .param = lay->shard_master, .param_at = at, .m = lay->flat_m, .v = lay->flat_v,
-                .state_at = at, .copy = -1};
+                .state_at = at, .copy = -1, .stream = stream};
   grad_slice(lay, z->c->rank, g, &u.grad, &u.grad_at);
   if (sg->dtype != b->fdt && (s->shard != SHARD_ZERO3 || lay->shard_copy >= 0)) {
     /* the compute copy of the slice: in place (zero1/2) or the copy shard (zero3 with compute-dtype gathers) */
@@ -385,7 +385,7 @@ static void gather_before_forward(zctx *z) {
  * forward) its all-gather on the communication stream */
 static void update_and_gather(zctx *z, int g) {
   rank_ctx *c = z->c;
-  update(z, g);
+  update(z, g, STREAM_COMPUTE);
   if (z->b->s->shard != SHARD_ZERO3 && !z->b->s->gather_before_forward) {
     rp_order(c, STREAM_COMPUTE, STREAM_COMM);
     pass_zero_gather_params(c, STREAM_COMM, g, b_fmt(z->b, "zero.all_gather.bucket%d", g));
@@ -415,9 +415,7 @@ static void update_ready(zctx *z, uint32_t k) {
     if (!ordered) rp_order(c, STREAM_COMPUTE, STREAM_UPDATE);
     ordered = true;
     rp_wait(c, STREAM_UPDATE, z->g[g].ev_rs);
-    uint32_t at = c->out->n;
-    update(z, g);
-    if (c->out->n > at) c->out->v[at].stream = STREAM_UPDATE;
+    update(z, g, STREAM_UPDATE);
     z->g[g].updated = true;
     if (gathers) {
       z->g[g].ev_upd = rp_record(c, STREAM_UPDATE);
