@@ -19,7 +19,7 @@ static const uint32_t write_masks[OP_COUNT] = {
     [OP_SUM] = W(SUM_P_OUT),
     [OP_ROPE] = W(ROPE_P_X),
     [OP_ATTN_FWD] = W(ATTN_P_O, ATTN_P_LSE),
-    [OP_ATTN_BWD_PREP] = W(ATTN_BWD_PREP_P_DELTA),
+    [OP_ATTN_BWD_PREP] = W(ATTN_BWD_PREP_P_DELTA, ATTN_BWD_PREP_P_DQACC),
     [OP_ATTN_BWD_DKV] = W(ATTN_P_DK, ATTN_P_DV),
     [OP_ATTN_BWD_DQ] = W(ATTN_P_DQ),
     [OP_SWIGLU_FWD] = W(SWIGLU_FWD_P_H),
@@ -45,6 +45,8 @@ static const uint32_t write_masks[OP_COUNT] = {
     [OP_ATTN_BWD_DKV_ROPE] = W(ATTN_P_DK, ATTN_P_DV),
     [OP_ATTN_BWD_DQ_ROPE] = W(ATTN_P_DQ),
     [OP_RMSNORM_BWD_CAST] = W(RMSNORM_BWD_P_DX, RMSNORM_BWD_P_DG_PART, RMSNORM_BWD_CAST_P_DX_CAST),
+    [OP_ATTN_BWD_FUSED] = W(ATTN_P_DK, ATTN_P_DV, ATTN_P_DQACC),
+    [OP_ATTN_DQ_STORE] = W(ATTN_P_DQ),
 };
 
 uint32_t ddp_op_write_mask(int op) { return op >= 0 && op < OP_COUNT ? write_masks[op] : 0; }

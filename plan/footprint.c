@@ -213,11 +213,19 @@ static void ext_attn_fwd(fp *f) {
   slot(f, ATTN_P_O, a.so, REQ);
   slot(f, ATTN_P_LSE, a.bht, OPT);
 }
+/* ATTN_BWD_FUSED's dq accumulator: B*H tiles of ceil(T/64) x 64 rows x Dh rounded up to 64 (op_slots.h). */
+static int64_t dq_acc_elems(fp *f) {
+  const ddp_instr *in = f->in;
+  int64_t B = in->i[ATTN_I_B], T = in->i[ATTN_I_T], H = in->i[ATTN_I_H], Dh = in->i[ATTN_I_DH];
+  if (B < 1 || T < 1 || H < 1 || Dh < 1) return 0; /* attn_of has failed already */
+  return mul(f, mul(f, B, H), mul(f, add(f, T, 63) / 64 * 64, add(f, Dh, 63) / 64 * 64));
+}
 static void ext_attn_bwd_prep(fp *f) {
   attn a = attn_of(f);
   slot(f, ATTN_BWD_PREP_P_O, a.so, REQ);
   slot(f, ATTN_BWD_PREP_P_DO, a.so, REQ);
   slot(f, ATTN_BWD_PREP_P_DELTA, a.bht, REQ);
+  slot(f, ATTN_BWD_PREP_P_DQACC, dq_acc_elems(f), OPT);
 }
 static void attn_bwd_inputs(fp *f, const attn *a) {
   attn_inputs(f, a);
@@ -243,6 +251,15 @@ static void ext_attn_bwd_dkv_rope(fp *f) {
 static void ext_attn_bwd_dq_rope(fp *f) {
   ext_attn_bwd_dq(f);
   slot(f, ATTN_P_INV_FREQ, f->in->i[ATTN_I_DH] < 0 ? 0 : f->in->i[ATTN_I_DH] / 2, REQ);
+}
+static void ext_attn_bwd_fused(fp *f) {
+  ext_attn_bwd_dkv(f);
+  slot(f, ATTN_P_DQACC, dq_acc_elems(f), REQ);
+}
+static void ext_attn_dq_store(fp *f) {
+  attn a = attn_of(f);
+  slot(f, ATTN_P_DQ, a.sq, REQ);
+  slot(f, ATTN_P_DQACC, dq_acc_elems(f), REQ);
 }
 static void ext_swiglu_fwd(fp *f) {
   int64_t N = get(f, SWIGLU_FWD_I_N, "N", 1), F = get(f, SWIGLU_FWD_I_F, "F", 1);

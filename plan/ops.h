@@ -43,7 +43,9 @@
   X(ATTN_BWD_DKV_ROPE, "attention_mma", attn_bwd_dkv_rope, "ATTN_BWD_DKV, dk rotated back (inverse RoPE) as it is stored") \
   X(ATTN_BWD_DQ_ROPE, "attention_mma", attn_bwd_dq_rope, "ATTN_BWD_DQ, dq rotated back (inverse RoPE) as it is stored") \
   X(XENT_VP_STATS, "cross_entropy", xent_vp_stats, "stats[n] = (lse of the rank's logits, logit[target] if the rank holds it else 0)") \
-  X(XENT_VP, "cross_entropy", xent_vp, "loss_rows, dlogits of the vocabulary-parallel cross-entropy from every rank's stats")
+  X(XENT_VP, "cross_entropy", xent_vp, "loss_rows, dlogits of the vocabulary-parallel cross-entropy from every rank's stats") \
+  X(ATTN_BWD_FUSED, "attention_tma", attn_bwd_fused, "dk, dv = attention backward; dq_acc += dq (f32, tiles; additions in no fixed order)") \
+  X(ATTN_DQ_STORE, "attention_mma", attn_dq_store, "dq = (T)dq_acc")
 
 typedef enum {
 #define DDP_OP_ENUM(id, file, entry, synopsis) OP_##id,

@@ -17,6 +17,7 @@ static uint32_t rmw_mask(const ddp_instr *in) {
   case OP_BIAS_ADD: return BIT(BIAS_ADD_P_Y);
   case OP_ATTN_NAIVE_SOFTMAX: return BIT(ATTN_NAIVE_SOFTMAX_P_SCORES);
   case OP_ATTN_NAIVE_SOFTMAX_BWD: return BIT(ATTN_NAIVE_SOFTMAX_BWD_P_DPROBS);
+  case OP_ATTN_BWD_FUSED: return BIT(ATTN_P_DQACC); /* dq is added into the accumulator */
   case OP_EMBED_BWD: return in->i[EMBED_BWD_I_ACC] ? BIT(EMBED_BWD_P_DTABLE) : 0;
   case OP_RMSNORM_BWD:
   case OP_RMSNORM_BWD_CAST: return in->i[RMSNORM_BWD_I_ACC] ? BIT(RMSNORM_BWD_P_DX) : 0;
@@ -49,6 +50,7 @@ static double attention_flops(const ddp_instr *in) {
   case OP_ATTN_BWD_DKV_ROPE: return 4 * unit;
   case OP_ATTN_BWD_DQ:
   case OP_ATTN_BWD_DQ_ROPE: return 3 * unit;
+  case OP_ATTN_BWD_FUSED: return 5 * unit; /* S and dP once, dV, dK, dQ */
   default: return 0;
   }
 }

@@ -104,6 +104,10 @@ __device__ __forceinline__ long long head_base(const dims &d, long long st, long
   const long long b = bh / d.H, h = bh % d.H;
   return b * d.T * st + h * d.Dh;
 }
+// The fused backward's f32 dq accumulator (plan/op_slots.h, ATTN_P_DQACC): per (b, h), ceil(T / 64) tiles of
+// 64 rows x HA columns (Dh rounded up to 64), each in 8-column chunks of 64 rows.
+__device__ __forceinline__ long long dq_acc_cols(const dims &d) { return (d.Dh + 63) / 64 * 64; }
+__device__ __forceinline__ long long dq_acc_elems(const dims &d) { return d.B * d.H * ((d.T + 63) / 64) * 64 * dq_acc_cols(d); }
 }  // namespace attn
 
 // ================================ PREP: delta = rowsum(do * o) ===================================
@@ -117,6 +121,11 @@ extern "C" __global__ void __launch_bounds__(256) ddp_attn_bwd_prep(const ddp_ka
   const T1 *dout = (const T1 *)a.p[ATTN_BWD_PREP_P_DO];
   float *delta = (float *)a.p[ATTN_BWD_PREP_P_DELTA];
   const long long rows = d.B * d.T * d.H;
+  if (float4 *acc = (float4 *)a.p[ATTN_BWD_PREP_P_DQACC]) {  // the fused backward's dq accumulator: zeros
+    const long long n4 = attn::dq_acc_elems(d) / 4;
+    for (long long i = (long long)blockIdx.x * blockDim.x + threadIdx.x; i < n4; i += (long long)gridDim.x * blockDim.x)
+      acc[i] = make_float4(0.f, 0.f, 0.f, 0.f);
+  }
   constexpr int W = 16 / (int)sizeof(T0);
   const bool vec = sizeof(T0) == sizeof(T1) && d.Dh % W == 0 && ddp_pack_ok<T0, W>(o) && ddp_pack_ok<T1, W>(dout) &&
                    (d.so * (long long)sizeof(T0)) % 16 == 0;
@@ -151,6 +160,30 @@ extern "C" __global__ void __launch_bounds__(256) ddp_attn_bwd_prep(const ddp_ka
     for (long long j = lane; j < d.Dh; j += 32) s = fmaf(ddp_f(o[off + j]), ddp_f(dout[off + j]), s);
     s = ddp_warp_sum(s);
     if (lane == 0) delta[(b * d.H + h) * d.T + t] = s;
+  }
+}
+#endif
+
+// ============================ DQ_STORE: dq = (T9) dq_acc ============================================
+// ATTN_DQ_STORE after the fused backward: one thread per (b, h, row, 8-column chunk), consecutive threads on
+// a row's consecutive chunks, so a warp writes whole rows of dq (one 16-byte pack per thread where the
+// head dim and the row stride allow) and reads whole 32-byte sectors of dq_acc.
+#ifdef DDP_ENTRY_attn_dq_store
+extern "C" __global__ void __launch_bounds__(256) ddp_attn_dq_store(const ddp_kargs a) {
+  using namespace attn;
+  const dims d = dims_of(a);
+  const float *acc = (const float *)a.p[ATTN_P_DQACC];
+  T9 *dq = (T9 *)a.p[ATTN_P_DQ];
+  const long long HA = dq_acc_cols(d), nt = (d.T + 63) / 64, nch = HA / 8;
+  const long long n = d.B * d.H * nt * 64 * nch;  // (bh, row, chunk)
+  const bool vec = d.Dh % 8 == 0 && d.sq % 8 == 0 && ddp_pack_ok<T9, 8>(dq);
+  for (long long x = (long long)blockIdx.x * blockDim.x + threadIdx.x; x < n; x += (long long)gridDim.x * blockDim.x) {
+    const long long c = x % nch, t = (x / nch) % (nt * 64), bh = x / (nch * nt * 64);
+    if (t >= d.T || c * 8 >= d.Dh) continue;
+    const float *src = acc + (((bh * nt + t / 64) * nch + c) * 64 + t % 64) * 8;
+    const float4 lo = *(const float4 *)src, hi = *(const float4 *)(src + 4);
+    const float v[8] = {lo.x, lo.y, lo.z, lo.w, hi.x, hi.y, hi.z, hi.w};
+    ddp_store_nb<T9, 8>(dq, head_base(d, d.sq, bh) + t * d.sq + c * 8, head_base(d, d.sq, bh) + t * d.sq + d.Dh, v, vec);
   }
 }
 #endif

@@ -337,6 +337,226 @@ extern "C" __global__ void __launch_bounds__(32 * DDP_WARPS + 128, 1)
 }
 #endif
 
+// ------------------------------- dK, dV and dQ in one pass ---------------------------------------------
+// ATTN_BWD_FUSED: the dK/dV kernel above, which also adds each query tile's share of dQ into the f32
+// accumulator dq_acc (plan/op_slots.h: 64-row tiles, 8-column chunks, element (t, j) of a tile at
+// ((j / 8) 64 + t % 64) 8 + j % 8), so S and dP are computed once instead of once per kernel (five products
+// instead of seven). Per query tile, after the dV and dK products are issued:
+//  - each consumer warpgroup stores its 64 keys' rows of dS^T (bf16, keys x queries) into one of two dS
+//    buffers in the 128-byte swizzle, and both warpgroups meet at a named barrier;
+//  - warpgroup w computes columns [NQ w, NQ w + NQ) (NQ = HD / 2) of the tile's dQ = scale dS K over all
+//    BM keys, both operands read from shared memory transposed (MN-major); at head dim 64 that is half of
+//    K's 128-byte swizzle row (a descriptor 64 bytes in);
+//  - it writes the piece (f32) into its staging buffer in the accumulator's chunk order, which makes the
+//    piece one contiguous range of dq_acc, and arrives on the buffer's mbarrier; the producer warpgroup's
+//    second warp adds the range into dq_acc by a bulk reduction (cp.reduce.async.bulk .add.f32) and, once
+//    the TMA unit has read the buffer, releases it on a second mbarrier. Two staging buffers per
+//    warpgroup, so a consumer waits for a buffer only if the reduction of two tiles back is still reading.
+// The additions of different key blocks to one dQ tile meet in L2 in no fixed order, so dq_acc (and dQ) may
+// differ in the last bits from run to run: the one non-deterministic kernel, chosen only when the schedule
+// asks for it (compiler/model/layers/attention.c). ATTN_BWD_PREP zeroes dq_acc; ATTN_DQ_STORE writes dQ.
+// Query tiles of 64 rows (BN; 128 would not fit the staging buffers). Smem: K, V (BM rows), Q, dO (NBUF x
+// BN rows), two dS buffers (BM x BN bf16), four staging buffers (64 x NQ f32), lse and delta (NBUF x BN
+// floats): DDP_SMEM = (2 BM + 2 NBUF BN) HD 2 + 4 BM BN + 1024 NQ + 8 NBUF BN + 1024 (d 64: three stages,
+// 150016 bytes, 182784 split by keys; d 128: two, 231424).
+#ifdef DDP_ENTRY_attn_bwd_fused
+extern "C" __global__ void __launch_bounds__(32 * DDP_WARPS + 128, 1)
+    ddp_attn_bwd_fused(const ddp_kargs a, const __grid_constant__ ddp_tmaps tm) {
+  using namespace ws;
+  static_assert(NWG == 2 && BN == 64, "attention_tma: the fused backward has two consumer warpgroups, 64-query tiles");
+#ifndef DDP_DQ_KSPLIT
+#define DDP_DQ_KSPLIT 0
+#endif
+  // DDP_DQ_KSPLIT 1 (head dim 64): each warpgroup computes all columns of dQ over its own 64 keys and adds
+  // them in (twice the reduction traffic, but no barrier between the warpgroups)
+  constexpr bool KSPLIT = DDP_DQ_KSPLIT;
+  static_assert(!KSPLIT || HD == 64, "attention_tma: the fused backward splits dQ by keys at head dim 64 only");
+  constexpr int NQ = KSPLIT ? HD : HD / 2;  // dQ columns per warpgroup
+  constexpr int DSBYTES = BM * BN * 2, STBYTES = 64 * NQ * 4;
+  // the producer's second warp keeps 64-bit addresses for the reductions: 40 registers (24 spill), the
+  // consumers 232 (40 x 128 + 232 x 256 <= 64 K)
+  constexpr int FUSED_PRODUCER_REGS = 40, FUSED_CONSUMER_REGS = 232;
+  static_assert(2 * ABYTES + 2 * NBUF * BBYTES + 2 * DSBYTES + 4 * STBYTES + 8 * NBUF * BN + 1024 == DDP_SMEM,
+                "DDP_SMEM does not match the fused backward's layout");
+  extern __shared__ __align__(1024) unsigned char smem_raw[];
+  __shared__ __align__(8) unsigned long long barmem[1 + 2 * NBUF];
+  unsigned char *Ks = smem_raw + ((1024u - (smem_u32(smem_raw) & 1023u)) & 1023u);
+  unsigned char *Vs = Ks + ABYTES, *Qs = Vs + ABYTES, *Os = Qs + NBUF * BBYTES, *DSs = Os + NBUF * BBYTES;
+  float *Sts = (float *)(DSs + 2 * DSBYTES);
+  float *L2s = Sts + 4 * STBYTES / 4, *Dls = L2s + NBUF * BN;
+  const dims d = dims_of(a);
+  const long long T = d.T, bh = blockIdx.x;
+  const int Dh = (int)d.Dh;
+  const long long k0 = (long long)blockIdx.y * BM;  // heavy (small k0) first when causal
+  const int qt0 = d.causal ? (int)(k0 / BN) : 0, nqt = (int)((T + BN - 1) / BN);
+  // staging buffer (w, b): dq_full when warpgroup w's 128 threads have written it, dq_empty when its
+  // reduction has read it
+  __shared__ __align__(8) unsigned long long dqbar[8];
+  const unsigned dq_full0 = smem_u32(&dqbar[0]), dq_empty0 = smem_u32(&dqbar[4]);
+  if (threadIdx.x == 0)
+    for (int k = 0; k < 4; k++) tma::mbar_init(dq_full0 + 8u * k, 128), tma::mbar_init(dq_empty0 + 8u * k, 1);
+  const bars bb = init_bars(barmem, 33);  // the bytes and lane 0's announcement, then 32 lanes' statistics
+  // The warpgroups' pieces of each dQ tile: columns [NQ w, NQ w + NQ) (all of them when split by keys), one
+  // contiguous range of dq_acc each.
+  const long long ntile = (T + 63) / 64;
+  float *const acc_head = (float *)a.p[ATTN_P_DQACC] + bh * ntile * 64 * HD;
+
+  if (threadIdx.x < 128) {  // the producer warpgroup: loads as in dK/dV (warp 0), the reductions (warp 1)
+    tma::regs_dec<FUSED_PRODUCER_REGS>();
+    if (threadIdx.x == 32) {
+      for (int qt = qt0; qt < nqt; qt++) {
+        const int i = qt - qt0, b = i & 1;
+        for (int w = 0; w < 2; w++) {
+          tma::mbar_wait(dq_full0 + 8u * (2 * w + b), (i >> 1) & 1);
+          tma::bulk_reduce_add_f32(acc_head + (long long)qt * 64 * HD + (KSPLIT ? 0 : w * NQ * 64),
+                                   smem_u32(Sts + (2 * w + b) * (STBYTES / 4)), STBYTES);
+          tma::bulk_commit();
+        }
+        tma::bulk_wait_read<0>();
+        for (int w = 0; w < 2; w++) tma::mbar_arrive(dq_empty0 + 8u * (2 * w + b));
+      }
+      tma::bulk_wait<0>();
+    }
+    if (threadIdx.x < 32) {
+      const int b = (int)(bh / d.H), h = (int)(bh % d.H), lane = threadIdx.x;
+      const float *lse = (const float *)a.p[ATTN_P_LSE] + bh * T, *delta = (const float *)a.p[ATTN_P_DELTA] + bh * T;
+      if (lane == 0) load_resident(tm, bb, Ks, Vs, h, (int)k0, b);
+      for (int qt = qt0; qt < nqt; qt++) {
+        const int i = qt - qt0, s = i % NBUF;
+        bb.wait_free(i);
+        const long long q0 = (long long)qt * BN;
+        if (lane == 0) load_stage2(tm, bb, s, Qs, Os, h, (int)q0, b);
+        for (int r = lane; r < BN; r += 32) {
+          const long long q = q0 + r;
+          L2s[s * BN + r] = q < T ? lse[q] * DDP_LOG2E : INFINITY;
+          Dls[s * BN + r] = q < T ? delta[q] : 0.f;
+        }
+        tma::mbar_arrive(bb.full(s));
+      }
+    }
+    return;
+  }
+
+  tma::regs_inc<FUSED_CONSUMER_REGS>();
+  T7 *dkh = (T7 *)a.p[ATTN_P_DK] + head_base(d, d.sk, bh);
+  T8 *dvh = (T8 *)a.p[ATTN_P_DV] + head_base(d, d.sv, bh);
+  const int wgi = (threadIdx.x >> 7) - 1, warp = (threadIdx.x >> 5) & 3, lane = threadIdx.x & 31, g = lane >> 2,
+            tq = lane & 3;
+  float dk[CB][32], dv[CB][32];
+#pragma unroll
+  for (int cb = 0; cb < CB; cb++)
+#pragma unroll
+    for (int i = 0; i < 32; i++) dk[cb][i] = dv[cb][i] = 0.f;
+  const float sl2 = d.scale * DDP_LOG2E;
+  const long long krow0 = k0 + wgi * 64 + warp * 16 + g;  // the thread's keys: krow0 and krow0 + 8
+  const int kr = wgi * 64 + warp * 16 + g;                // their rows in the block's dS^T
+  const unsigned kaddr = smem_u32(Ks) + (unsigned)wgi * 64u * 128u, vaddr = smem_u32(Vs) + (unsigned)wgi * 64u * 128u;
+  // dQ's operands: dS (all BM keys, or the warpgroup's 64 when split by keys) and K (keys x head dim,
+  // MN-major) from column NQ wgi (a 64-column block or half of one), or the warpgroup's keys
+  const unsigned kq = smem_u32(Ks) + (KSPLIT ? (unsigned)wgi * 64u * 128u : NQ == 64 ? (unsigned)wgi * BM * 128u : (unsigned)wgi * 64u);
+  const unsigned dsoff = KSPLIT ? (unsigned)wgi * 64u * 128u : 0u;
+  constexpr int DQ_KSTEPS = KSPLIT ? 4 : BM / 16;
+  // Each iteration ends with the next tile's S and dP on the tensor cores while this tile's dQ is staged and
+  // reduced (at head dim 128 the registers do not allow it: there the scores follow the staging); nothing
+  // is in flight across the loop's back edge, where ptxas would serialise the wgmmas.
+  constexpr bool PIPELINE = HD == 64;
+  float dq[NQ / 2];
+  auto stage_dq = [&](int i) {  // tile qt0 + i: times scale into staging buffer (i & 1), for the reducer
+    const int b = i & 1;
+    if (i >= 2) tma::mbar_wait(dq_empty0 + 8u * (2 * wgi + b), ((i >> 1) - 1) & 1);
+    float *st = Sts + (wgi * 2 + b) * (STBYTES / 4);
+#pragma unroll
+    for (int e = 0; e < NQ / 2; e += 2) {  // rows warp 16 + g (+ 8), columns 8 (e / 4) + 2 tq (+ 1)
+      const int row = warp * 16 + g + ((e & 2) ? 8 : 0);
+      *(float2 *)(st + ((e >> 2) * 64 + row) * 8 + 2 * tq) = make_float2(dq[e] * d.scale, dq[e + 1] * d.scale);
+    }
+    fence_async_smem();
+    tma::mbar_arrive(dq_full0 + 8u * (2 * wgi + b));
+  };
+  float sc[BN / 2], dp[BN / 2];
+  auto issue_scores = [&](int i) {  // S^T = K Q^T and dP^T = V dO^T of tile qt0 + i, one wgmma group
+    bb.wait_full(i);
+    const int s = i % NBUF;
+    wg_fence();
+    scores(sc, kaddr, smem_u32(Qs + s * BBYTES));
+    scores(dp, vaddr, smem_u32(Os + s * BBYTES));
+    wg_commit();
+  };
+  tma::mbar_wait(bb.resident, 0);
+  if (PIPELINE && qt0 < nqt) issue_scores(0);
+  wg_wait<0>();
+
+  for (int qt = qt0; qt < nqt; qt++) {
+    const int i = qt - qt0, s = i % NBUF;
+    if (!PIPELINE) {
+      issue_scores(i);
+      wg_wait<0>();
+    }
+    const unsigned qb_ = smem_u32(Qs + s * BBYTES), ob = smem_u32(Os + s * BBYTES);
+    unsigned char *ds = DSs + (i & 1) * DSBYTES;
+    const float *l2 = L2s + s * BN, *dl = Dls + s * BN;
+    const long long q0 = (long long)qt * BN;
+    const bool need = d.causal && k0 + BM - 1 > q0;
+    reg_fence(sc);
+    reg_fence(dp);
+    const int lim = clamp_int(krow0 - q0 - 2 * tq, -16, BN + 16);
+#pragma unroll
+    for (int e = 0; e < BN / 2; e++) {
+      const int qc = acc_col(e) + tq * 2;
+      float p = ex2(fmaf(sc[e], sl2, -l2[qc]));
+      if (need && acc_col(e) < lim + ((e & 2) ? 8 : 0)) p = 0.f;
+      sc[e] = p;
+      dp[e] = p * (dp[e] - dl[qc]);
+    }
+    unsigned pa[BN / 16][4], sa[BN / 16][4];
+    pack_p(pa, sc);
+    pack_p(sa, dp);
+#pragma unroll
+    for (int cb = 0; cb < CB; cb++) reg_fence(dv[cb]), reg_fence(dk[cb]);
+    wg_fence();
+    pv(dv, pa, ob);
+    pv(dk, sa, qb_);
+    wg_commit();
+    // dS^T rows kr, kr + 8 into the swizzled keys x queries tile (query chunk 2 kk, 2 kk + 1) while those run
+#pragma unroll
+    for (int kk = 0; kk < BN / 16; kk++) {
+      *(unsigned *)(ds + swz<BM>(kr, 2 * kk) + 4 * tq) = sa[kk][0];
+      *(unsigned *)(ds + swz<BM>(kr + 8, 2 * kk) + 4 * tq) = sa[kk][1];
+      *(unsigned *)(ds + swz<BM>(kr, 2 * kk + 1) + 4 * tq) = sa[kk][2];
+      *(unsigned *)(ds + swz<BM>(kr + 8, 2 * kk + 1) + 4 * tq) = sa[kk][3];
+    }
+    fence_async_smem();
+    // the dS rows dQ reads are in (both warpgroups', or this one's)
+    if constexpr (KSPLIT) tma::named_sync(2 + wgi, 128);
+    else tma::named_sync(1, 256);
+    {
+      const unsigned alo = desc_lo(smem_u32(ds) + dsoff, BM * 128u), blo = desc_lo(kq, BM * 128u);
+      reg_fence(dq);
+      wg_fence();
+#pragma unroll
+      for (int kk = 0; kk < DQ_KSTEPS; kk++)
+        wgmma_ss_tt(dq, desc<1024>(alo + ((unsigned)kk * 16u * 128u >> 4)), desc<1024>(blo + ((unsigned)kk * 16u * 128u >> 4)), kk > 0);
+      wg_commit();
+    }
+    wg_wait<1>();  // dV and dK are done with the stage: release it while dQ runs
+#pragma unroll
+    for (int cb = 0; cb < CB; cb++) reg_fence(dv[cb]), reg_fence(dk[cb]);
+    release(bb, s);
+    if (PIPELINE && qt + 1 < nqt) {  // the next tile's scores run while this tile's dQ (done) is staged
+      issue_scores(i + 1);
+      wg_wait<1>();
+    } else {
+      wg_wait<0>();
+    }
+    reg_fence(dq);
+    stage_dq(i);
+    if (PIPELINE) wg_wait<0>();
+  }
+  store_acc(dkh, d.sk, krow0, T, Dh, dk, d.scale, tq);
+  store_acc(dvh, d.sv, krow0, T, Dh, dv, 1.f, tq);
+}
+#endif
+
 // ---------------------------------------- dQ -----------------------------------------------------
 // attention_wgmma.cu's dQ (queries resident, key tiles streamed up to the diagonal when causal) with Q, dO by
 // TMA once and K, V by TMA per stage; each consumer thread reads its two rows' lse and delta itself.

@@ -1,10 +1,11 @@
 // templates/tma.cuh: Hopper's asynchronous copies for the warp-specialised kernels (sm_90a): the tensor maps
 // that the runtime encodes (runtime/cuda/tma.c) and passes as a second, __grid_constant__ kernel parameter,
 // tile loads by the TMA unit (cp.async.bulk.tensor) that complete on a shared-memory mbarrier with a byte
-// count, the mbarrier operations a producer and its consumers synchronise with, and the register
+// count, bulk reductions of shared memory into global memory (cp.reduce.async.bulk), named barriers, the
+// mbarrier operations a producer and its consumers synchronise with, and the register
 // reallocation between a producer warpgroup and the consumer warpgroups (setmaxnreg). Written from the PTX
-// ISA (sections "Parallel Synchronization and Communication Instructions: mbarrier", "cp.async.bulk.tensor"
-// and "setmaxnreg").
+// ISA (sections "Parallel Synchronization and Communication Instructions: mbarrier", "cp.async.bulk.tensor",
+// "cp.reduce.async.bulk" and "setmaxnreg").
 #pragma once
 
 // One CUtensorMap (128 bytes, 64-byte aligned: the driver's opaque encoding); a kernel gets four, by value.
@@ -49,6 +50,21 @@ __device__ __forceinline__ void load_4d(unsigned dst, const ddp_tmap *map, unsig
       "l"((unsigned long long)map), "r"(c0), "r"(c1), "r"(c2), "r"(c3), "r"(bar)
       : "memory");
 }
+// Bulk reduction of shared memory into global memory (no tensor map): `bytes` (a multiple of 16, both
+// addresses 16-byte aligned) of f32 at src added element-wise into dst by the TMA unit, in a bulk group that
+// bulk_commit closes. The order of concurrent additions to one address is not fixed. The shared source must
+// have been written before fence.proxy.async (the generic writes made visible to the async proxy).
+__device__ __forceinline__ void bulk_reduce_add_f32(float *dst, unsigned src, unsigned bytes) {
+  asm volatile("cp.reduce.async.bulk.global.shared::cta.bulk_group.add.f32 [%0], [%1], %2;\n" ::"l"(dst), "r"(src), "r"(bytes)
+               : "memory");
+}
+__device__ __forceinline__ void bulk_commit() { asm volatile("cp.async.bulk.commit_group;\n" ::: "memory"); }
+// Waits until at most N of this thread's bulk groups are still reading their shared source (read) or still
+// pending at all.
+template <int N> __device__ __forceinline__ void bulk_wait_read() { asm volatile("cp.async.bulk.wait_group.read %0;\n" ::"n"(N) : "memory"); }
+template <int N> __device__ __forceinline__ void bulk_wait() { asm volatile("cp.async.bulk.wait_group %0;\n" ::"n"(N) : "memory"); }
+// A named barrier (ids 1..15; 0 is __syncthreads) over `count` threads, a multiple of 32.
+__device__ __forceinline__ void named_sync(int id, int count) { asm volatile("bar.sync %0, %1;\n" ::"r"(id), "r"(count) : "memory"); }
 // Register reallocation for the whole warpgroup: the producer gives registers back, the consumers take them.
 template <int N> __device__ __forceinline__ void regs_dec() { asm volatile("setmaxnreg.dec.sync.aligned.u32 %0;\n" ::"n"(N)); }
 template <int N> __device__ __forceinline__ void regs_inc() { asm volatile("setmaxnreg.inc.sync.aligned.u32 %0;\n" ::"n"(N)); }

@@ -1,6 +1,6 @@
 // templates/wgmma.cuh: the Hopper tensor-core pieces both wgmma attention files share
 // (attention_wgmma.cu, loads by cp.async; attention_tma.cu, loads by the TMA unit in warp-specialised
-// blocks): the wgmma instructions (m64n64k16 and m64n128k16, bf16 -> f32), shared-memory matrix descriptors
+// blocks): the wgmma instructions (m64n32k16, m64n64k16 and m64n128k16, bf16 -> f32), shared-memory matrix descriptors
 // of the 128-byte-swizzle layout, the fences and waits around them, the swizzled tile layout and its
 // cp.async loader, and the attention building blocks on top: S = A B^T over the head dim, P packed as the
 // A operand, O += P V, and the accumulator store. The tile layout and the operand conventions are described
@@ -136,6 +136,32 @@ __device__ __forceinline__ void wgmma_rs_n64_t(float (&d)[32], const unsigned (&
       : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "l"(db), "n"(1));
 }
 
+// d (64 x 32, f32) = (acc ? d : 0) + A (64 x 16, smem desc da, MN-major) * B (16 x 32, smem desc db, MN-major):
+// both operands transposed (the fused backward's dQ = dS K, dS stored keys-major, K rows = keys).
+__device__ __forceinline__ void wgmma_ss_tt(float (&d)[16], unsigned long long da, unsigned long long db, int acc) {
+  asm volatile(
+      "{\n.reg .pred p;\nsetp.ne.b32 p, %18, 0;\n"
+      "wgmma.mma_async.sync.aligned.m64n32k16.f32.bf16.bf16 {"
+      "%0,%1,%2,%3,%4,%5,%6,%7,%8,%9,%10,%11,%12,%13,%14,%15"
+      "}, %16, %17, p, 1, 1, 1, 1;\n}\n"
+      : "+f"(d[0]), "+f"(d[1]), "+f"(d[2]), "+f"(d[3]), "+f"(d[4]), "+f"(d[5]), "+f"(d[6]), "+f"(d[7]),
+        "+f"(d[8]), "+f"(d[9]), "+f"(d[10]), "+f"(d[11]), "+f"(d[12]), "+f"(d[13]), "+f"(d[14]), "+f"(d[15])
+      : "l"(da), "l"(db), "r"(acc));
+}
+// d (64 x 64, f32) = (acc ? d : 0) + A (64 x 16, MN-major) * B (16 x 64, MN-major), as above.
+__device__ __forceinline__ void wgmma_ss_tt(float (&d)[32], unsigned long long da, unsigned long long db, int acc) {
+  asm volatile(
+      "{\n.reg .pred p;\nsetp.ne.b32 p, %34, 0;\n"
+      "wgmma.mma_async.sync.aligned.m64n64k16.f32.bf16.bf16 {"
+      "%0,%1,%2,%3,%4,%5,%6,%7,%8,%9,%10,%11,%12,%13,%14,%15,"
+      "%16,%17,%18,%19,%20,%21,%22,%23,%24,%25,%26,%27,%28,%29,%30,%31"
+      "}, %32, %33, p, 1, 1, 1, 1;\n}\n"
+      : "+f"(d[0]), "+f"(d[1]), "+f"(d[2]), "+f"(d[3]), "+f"(d[4]), "+f"(d[5]), "+f"(d[6]), "+f"(d[7]),
+        "+f"(d[8]), "+f"(d[9]), "+f"(d[10]), "+f"(d[11]), "+f"(d[12]), "+f"(d[13]), "+f"(d[14]), "+f"(d[15]),
+        "+f"(d[16]), "+f"(d[17]), "+f"(d[18]), "+f"(d[19]), "+f"(d[20]), "+f"(d[21]), "+f"(d[22]), "+f"(d[23]),
+        "+f"(d[24]), "+f"(d[25]), "+f"(d[26]), "+f"(d[27]), "+f"(d[28]), "+f"(d[29]), "+f"(d[30]), "+f"(d[31])
+      : "l"(da), "l"(db), "r"(acc));
+}
 
 // S (64 x BN) = A B^T over the head dim: HD/16 k steps, each one wgmma. A: the warpgroup's 64 rows of a
 // resident BM-row tile (aaddr includes the warpgroup's offset); B: a streamed BN-row tile. Q K^T in the

@@ -64,8 +64,10 @@ static unsigned op_slots(int op) {
   case OP_REDUCE_ROWS: case OP_SUM: return UPTO(SUM_P_OUT);
   case OP_ROPE: return UPTO(ROPE_P_INV_FREQ);
   case OP_ATTN_FWD: return UPTO(ATTN_P_LSE);
-  case OP_ATTN_BWD_PREP: return UPTO(ATTN_BWD_PREP_P_DELTA);
+  case OP_ATTN_BWD_PREP: return UPTO(ATTN_BWD_PREP_P_DQACC);
   case OP_ATTN_BWD_DKV: return UPTO(ATTN_P_DV) & ~SLOT(ATTN_P_O);
+  case OP_ATTN_BWD_FUSED: return (UPTO(ATTN_P_DV) & ~SLOT(ATTN_P_O)) | SLOT(ATTN_P_DQACC);
+  case OP_ATTN_DQ_STORE: return SLOT(ATTN_P_DQ) | SLOT(ATTN_P_DQACC);
   case OP_ATTN_BWD_DQ: return (UPTO(ATTN_P_DELTA) & ~SLOT(ATTN_P_O)) | SLOT(ATTN_P_DQ);
   case OP_ATTN_BWD_DKV_ROPE: return (UPTO(ATTN_P_DV) & ~SLOT(ATTN_P_O)) | SLOT(ATTN_P_INV_FREQ);
   case OP_ATTN_BWD_DQ_ROPE: return (UPTO(ATTN_P_DELTA) & ~SLOT(ATTN_P_O)) | SLOT(ATTN_P_DQ) | SLOT(ATTN_P_INV_FREQ);
@@ -98,8 +100,10 @@ static unsigned op_f32_slots(int op) {
   case OP_REDUCE_ROWS: return SLOT(REDUCE_ROWS_P_IN);
   case OP_ROPE: return SLOT(ROPE_P_INV_FREQ);
   case OP_ATTN_FWD: return SLOT(ATTN_P_LSE);
-  case OP_ATTN_BWD_PREP: return SLOT(ATTN_BWD_PREP_P_DELTA);
+  case OP_ATTN_BWD_PREP: return SLOT(ATTN_BWD_PREP_P_DELTA) | SLOT(ATTN_BWD_PREP_P_DQACC);
   case OP_ATTN_BWD_DKV: case OP_ATTN_BWD_DQ: return SLOT(ATTN_P_LSE) | SLOT(ATTN_P_DELTA);
+  case OP_ATTN_BWD_FUSED: return SLOT(ATTN_P_LSE) | SLOT(ATTN_P_DELTA) | SLOT(ATTN_P_DQACC);
+  case OP_ATTN_DQ_STORE: return SLOT(ATTN_P_DQACC);
   case OP_ATTN_BWD_DKV_ROPE: case OP_ATTN_BWD_DQ_ROPE:
     return SLOT(ATTN_P_LSE) | SLOT(ATTN_P_DELTA) | SLOT(ATTN_P_INV_FREQ);
   case OP_XENT: case OP_MSE: return SLOT(XENT_P_LOSS_ROWS);
@@ -333,6 +337,44 @@ static int attention(const ddp_instr *in, const char *arch, const ddp_codegen_op
   return 0;
 }
 
+/* ATTN_BWD_FUSED (templates/attention_tma.cu): the TMA dK/dV kernel that also adds dq into the f32 tile
+ * accumulator, on sm_90a for bf16 at head dims 64 and 128 where tensor maps are allowed (the compiler emits
+ * it only there; anything else is refused, naming what is missing). Two consumer warpgroups of 64 keys,
+ * 64-query tiles, three stages at d 64 and two at d 128 (what fits beside the dS and staging buffers). */
+static int attention_fused(const ddp_instr *in, const char *arch, const ddp_codegen_opts *o, ddp_launch *launch,
+                           char *err, size_t errcap) {
+  const int64_t B = in->i[ATTN_I_B], T = in->i[ATTN_I_T], H = in->i[ATTN_I_H], Dh = in->i[ATTN_I_DH];
+  if (B < 1 || T < 1 || H < 1) return fail(err, errcap, in, "B=%lld T=%lld H=%lld must all be >= 1", (long long)B, (long long)T, (long long)H);
+  const int chk[] = {ATTN_P_Q, ATTN_P_K, ATTN_P_V, ATTN_P_DO, ATTN_P_DK, ATTN_P_DV};
+  for (int c = 0; c < 6; c++)
+    if (in->dt[chk[c]] != DT_BF16)
+      return fail(err, errcap, in, "the fused attention backward is bf16 only (p%d is %s)", chk[c], ddp_dtype_name(in->dt[chk[c]]));
+  const int64_t HD = (Dh + 15) / 16 * 16;
+  if (Dh < 1 || Dh % 8 || (HD != 64 && HD != 128))
+    return fail(err, errcap, in, "the fused attention backward needs a head dim of 56, 64, 120 or 128 (got %lld)", (long long)Dh);
+  if (strcmp(arch, "sm_90a") != 0)
+    return fail(err, errcap, in, "the fused attention backward needs sm_90a (wgmma and TMA; target %s)", arch);
+  if (in->i[ATTN_I_QSTRIDE] % 8 || in->i[ATTN_I_KSTRIDE] % 8 || in->i[ATTN_I_VSTRIDE] % 8 || in->i[ATTN_I_OSTRIDE] % 8 ||
+      T >= ((int64_t)1 << 31) || B * H >= ((int64_t)1 << 31))
+    return fail(err, errcap, in, "the fused attention backward needs row strides in multiples of 8 elements and T, B*H < 2^31");
+  /* DDP_TUNE_FUSED_SPLIT=2 (d 64): each warpgroup adds dQ over its own keys, all columns */
+  const int ksplit = HD == 64 && tuned(o, PARAM_TUNE_FUSED_SPLIT, 1) == 2;
+  const int64_t warps = 8, bm = 128, bn = 64, nq = ksplit ? HD : HD / 2;
+  int64_t nbuf = 3;
+  const int64_t fixed = 2 * bm * HD * 2 + 4 * bm * bn + 1024 * nq + 1024, per_stage = 2 * bn * HD * 2 + 8 * bn;
+  while (nbuf > 2 && fixed + nbuf * per_stage > 227 * 1024 - 256) nbuf--; /* 256 bytes for the static barriers */
+  const int64_t smem = fixed + nbuf * per_stage;
+  if (cdiv(T, bm) > MAX_GRID_YZ) return fail(err, errcap, in, "T = %lld is too long (max %lld)", (long long)T, (long long)(bm * MAX_GRID_YZ));
+  if (B * H > MAX_GRID_X) return fail(err, errcap, in, "B*H = %lld is too large", (long long)(B * H));
+  spec_add(launch, "#define DDP_HEAD_DIM %lld\n#define DDP_ATTN_MMA 1\n#define DDP_WARPS %lld\n#define DDP_BM %lld\n"
+              "#define DDP_BN %lld\n#define DDP_SMEM %lld\n#define DDP_NBUF %lld\n#define DDP_TMA 1\n",
+           (long long)HD, (long long)warps, (long long)bm, (long long)bn, (long long)smem, (long long)nbuf);
+  if (ksplit) spec_add(launch, "#define DDP_DQ_KSPLIT 1\n");
+  launch->tpl = "attention_tma";
+  geom(launch, B * H, cdiv(T, bm), 32 * warps + 128, smem);
+  return 0;
+}
+
 int ddp_kernel_launch(const ddp_instr *in, const char *arch, const ddp_codegen_opts *o, ddp_launch *out, char *err,
                       size_t errcap) {
   memset(out, 0, sizeof *out);
@@ -391,6 +433,17 @@ int ddp_kernel_launch(const ddp_instr *in, const char *arch, const ddp_codegen_o
   case OP_ATTN_BWD_DQ_ROPE:
     if (attention(in, arch, o, out, err, errcap)) return -1;
     break;
+  case OP_ATTN_BWD_FUSED:
+    if (attention_fused(in, arch, o, out, err, errcap)) return -1;
+    break;
+  case OP_ATTN_DQ_STORE: {
+    const int64_t B = I[ATTN_I_B], T = I[ATTN_I_T], H = I[ATTN_I_H], Dh = I[ATTN_I_DH];
+    if (B < 1 || T < 1 || H < 1 || Dh < 1)
+      return fail(err, errcap, in, "B=%lld T=%lld H=%lld Dh=%lld must all be >= 1", (long long)B, (long long)T, (long long)H, (long long)Dh);
+    /* a thread per (b, h, row, 8-column chunk) of dq_acc, grid-stride past 2^20 blocks */
+    geom(out, clamp64(cdiv(B * H * cdiv(T, 64) * 64 * cdiv(Dh, 64) * 8, 256), 1, 1 << 20), 1, 256, 0);
+    break;
+  }
   case OP_SWIGLU_FWD:
   case OP_SWIGLU_BWD: { /* flat packs, two per thread per iteration (templates/swiglu.cu) */
     const int vec = vec_width(in, op_slots(op));

@@ -5,8 +5,8 @@
  *                 time interpolated at its shape (plan/gemm_table.h) times gemm_table_scale, no launch
  *                 added (a table time is a GEMM and the gap to the next, back to back); else
  *                 2*M*N*K*batch / throughput (16-bit or 32-bit inputs; "small" shapes at a fraction)
- *   attention     max(matmul FLOPs / attention throughput, bytes / HBM) (FWD 2, BWD_DKV 4, BWD_DQ 3
- *                 matmul units of 2*B*H*T*T*Dh, halved when causal); the throughput is the profile's
+ *   attention     max(matmul FLOPs / attention throughput, bytes / HBM) (FWD 2, BWD_DKV 4, BWD_DQ 3,
+ *                 BWD_FUSED 5 matmul units of 2*B*H*T*T*Dh, halved when causal); the throughput is the profile's
  *                 attention_by_shape entry of exactly this T and head dim, else attention_tflops
  *   other kernels, memset, copy, load_batch, init_tensor: bytes moved / HBM bandwidth
  *   each of the above adds the launch overhead

@@ -28,7 +28,7 @@ typedef struct ddp_profile {
   double gemm_tflops_32;    /* GEMMs with 32-bit or wider inputs */
   double gemm_small_dim;    /* a GEMM whose smallest of M, N, K is below this is "small" ... */
   double gemm_small_scale;  /* ... and runs at this fraction of its throughput, (0, 1] */
-  double attention_tflops;  /* the attention kernels (ATTN_FWD, ATTN_BWD_DKV, ATTN_BWD_DQ) */
+  double attention_tflops;  /* the attention kernels (ATTN_FWD, ATTN_BWD_DKV, ATTN_BWD_DQ, ATTN_BWD_FUSED) */
   struct {                  /* attention_by_shape: the throughput measured at exactly this T and head dim */
     double t, dh, tflops;
   } attn_shape[DDP_PROFILE_ATTN_SHAPES];

@@ -92,6 +92,7 @@ int ddp_tma_attention_maps(int op, const ddp_kargs *a, const ddp_tma_rows *rows,
                ? -1
                : 0;
   case OP_ATTN_BWD_DKV:
+  case OP_ATTN_BWD_FUSED:
     return encode(&maps->m[0], "k", k, a, sk, R, err, errcap) || encode(&maps->m[1], "v", v, a, sv, R, err, errcap) ||
                    encode(&maps->m[2], "q", q, a, sq, S, err, errcap) || encode(&maps->m[3], "do", dout, a, so, S, err, errcap)
                ? -1

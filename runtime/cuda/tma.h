@@ -28,7 +28,7 @@ typedef struct ddp_tma_rows {
  * (rows zero when DDP_TMA is absent), or -1 with a one-line message when DDP_TMA is set without valid rows. */
 int ddp_tma_spec(const char *spec, ddp_tma_rows *rows, char *err, size_t errcap);
 
-/* The maps of one launch of `op` (maps 0-3; ATTN_FWD: q, -, k, v; ATTN_BWD_DKV: k, v, q, do; ATTN_BWD_DQ: q, do, k, v) from
+/* The maps of one launch of `op` (maps 0-3; ATTN_FWD: q, -, k, v; ATTN_BWD_DKV and ATTN_BWD_FUSED: k, v, q, do; ATTN_BWD_DQ: q, do, k, v) from
  * its arguments. Returns 0, or -1 with a one-line
  * message naming the tensor and the driver's error (a pointer or a stride the TMA unit cannot take). */
 int ddp_tma_attention_maps(int op, const ddp_kargs *args, const ddp_tma_rows *rows, ddp_tmaps *maps, char *err,

@@ -83,7 +83,7 @@ static void compile_case(const kc_case *c, const char *arch) { compile_with(c, a
 static int strided_case(int op) {
   switch (op) {
   case OP_ROPE: case OP_ATTN_FWD: case OP_ATTN_BWD_PREP: case OP_ATTN_BWD_DKV: case OP_ATTN_BWD_DQ:
-  case OP_ATTN_BWD_DKV_ROPE: case OP_ATTN_BWD_DQ_ROPE: return 1;
+  case OP_ATTN_BWD_DKV_ROPE: case OP_ATTN_BWD_DQ_ROPE: case OP_ATTN_BWD_FUSED: case OP_ATTN_DQ_STORE: return 1;
   default: return 0;
   }
 }
@@ -195,6 +195,23 @@ static void attention_choice(void) {
         compile_with(&c, "sm_90a", &o);
         tma_variants++;
       }
+  /* the fused backward: dQ shared by columns (the default) or, at d 64, by keys */
+  for (int di = 1; di < 4; di += 2)
+    for (int split = 1; split <= (dims[di] == 64 ? 2 : 1); split++) {
+      kc_case c;
+      kc_make(OP_ATTN_BWD_FUSED, DT_BF16, (kc_shape){.a = 2, .b = 1100, .c = dims[di], .flag = 1}, &c);
+      ddp_codegen_opts o = {0};
+      o.tune[PARAM_TUNE_FUSED_SPLIT - PARAM_TUNE_FWD_MT] = split;
+      ddp_launch L;
+      char err[1024];
+      if (!CHECK(!ddp_kernel_launch(&c.in, "sm_90a", &o, &L, err, sizeof err), "%s split %d: %s", c.label, split, err))
+        continue;
+      CHECK(!strcmp(L.tpl, "attention_tma") && L.smem <= 227 * 1024 - 256 && L.block[0] == 384 &&
+                (strstr(L.spec, "#define DDP_DQ_KSPLIT 1\n") != NULL) == (split == 2),
+            "%s split %d: template %s, smem %u, block %u", c.label, split, L.tpl, L.smem, L.block[0]);
+      compile_with(&c, "sm_90a", &o);
+      tma_variants++;
+    }
   for (int di = 1; di < 4; di += 2)
     for (int cons = 2; cons <= 3; cons++)
       for (int bn = 64; bn <= 128; bn += 64)
@@ -248,7 +265,8 @@ int main(void) {
       for (int s = 0; s < ns; s++) {
         kc_case c;
         if (kc_make(op, a ? DT_BF16 : DT_F32, shapes[s], &c)) { /* the fused inverse RoPE: bf16 only, refused below */
-          CHECK(!a && (op == OP_ATTN_BWD_DKV_ROPE || op == OP_ATTN_BWD_DQ_ROPE), "%s: no test case", ddp_op_name(op));
+          CHECK(!a && (op == OP_ATTN_BWD_DKV_ROPE || op == OP_ATTN_BWD_DQ_ROPE || op == OP_ATTN_BWD_FUSED), "%s: no test case",
+                ddp_op_name(op));
           continue;
         }
         footprint_case(&c);
@@ -269,6 +287,24 @@ int main(void) {
     for (int k = 0; k <= ATTN_P_DQ; k++)
       if (c.in.dt[k] == DT_BF16) c.in.dt[k] = DT_F32;
     expect_refusal(&c, "an f32 fused inverse RoPE", "bf16 tensor-core path");
+  }
+  /* the fused backward: bf16, head dims 56/64/120/128, sm_90a */
+  kc_make(OP_ATTN_BWD_FUSED, DT_BF16, (kc_shape){.a = 1, .b = 64, .c = 96}, &c);
+  c.in.i[ATTN_I_DH] = 96;
+  expect_refusal(&c, "a fused backward at head dim 96", "head dim of 56, 64, 120 or 128");
+  kc_make(OP_ATTN_BWD_FUSED, DT_BF16, (kc_shape){.a = 1, .b = 64, .c = 64}, &c);
+  c.in.dt[ATTN_P_Q] = DT_F32;
+  expect_refusal(&c, "an f32 fused backward", "bf16 only");
+  kc_make(OP_ATTN_BWD_FUSED, DT_BF16, (kc_shape){.a = 1, .b = 64, .c = 64}, &c);
+  c.in.i[ATTN_I_KSTRIDE] += 4;
+  expect_refusal(&c, "a fused backward with a row stride not a multiple of 8", "multiples of 8");
+  {
+    kc_make(OP_ATTN_BWD_FUSED, DT_BF16, (kc_shape){.a = 1, .b = 64, .c = 64}, &c);
+    ddp_launch L;
+    char err[512] = "";
+    if (CHECK(ddp_kernel_launch(&c.in, "sm_80", NULL, &L, err, sizeof err) != 0 && strstr(err, "sm_90a"),
+              "the fused backward for sm_80: %s", err[0] ? err : "accepted"))
+      printf("ok   refused the fused backward on sm_80: %s\n", err);
   }
   kc_make(OP_ATTN_FWD, DT_BF16, (kc_shape){.a = 1, .b = 64, .c = 64}, &c);
   c.in.dt[1] = DT_F32;
