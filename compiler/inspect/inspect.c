@@ -94,7 +94,7 @@ static void print_summary(FILE *o, const ddp_plan *p) {
  * summary, "fused_kernels 192 (RMSNORM_BWD_CAST 96, ATTN_BWD_DKV_ROPE 48, ATTN_BWD_DQ_ROPE 48)", or 0 when
  * the plan has none. */
 static void print_fused(FILE *o, const ddp_plan *p) {
-  static const int fused[] = {OP_RMSNORM_BWD_CAST, OP_ATTN_BWD_DKV_ROPE, OP_ATTN_BWD_DQ_ROPE};
+  static const int fused[] = {OP_RMSNORM_BWD_CAST, OP_ATTN_BWD_DKV_ROPE, OP_ATTN_BWD_DQ_ROPE, OP_ATTN_BWD_FUSED};
   enum { NF = sizeof fused / sizeof fused[0] };
   uint32_t n[NF] = {0}, total = 0;
   if (p->meta.world > 0 && p->ranks)

@@ -63,7 +63,8 @@ int32_t b_cast_grad(ddp_builder *b, int32_t t, int dtype, const char *name) {
 }
 
 bool b_fuse_rope_bwd(ddp_builder *b, int32_t qkv, int64_t d, int64_t heads) {
-  if (!b->s->fuse_rope || b_t(b, qkv)->dtype != DT_BF16 || b->rope_freq < 0) return false;
+  /* the fused attention backward (ATTN_BWD_FUSED) has no inverse-RoPE variant: ROPE runs on its own */
+  if (!b->s->fuse_rope || b->s->fuse_attn_bwd || b_t(b, qkv)->dtype != DT_BF16 || b->rope_freq < 0) return false;
   for (int k = b->ntape - 1; k >= 0; k--) {
     ddp_node *n = &b->tape[k];
     if (n->kind != LK_ROPE || n->t[0] != qkv) continue;

@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # tests/e2e/gpu_step.sh (gpu): whole training steps on the GPU against the reference executor from the same
-# init and data: the tiny transformer (fp32: losses within 1e-5 relative; bf16: 2e-2) and the toy MLPs
+# init and data: the tiny transformer (fp32: losses within 1e-5 relative; bf16: 2e-2; with one head of 64,
+# also with the fused attention backward) and the toy MLPs
 # (fp32, 1e-5), 10 steps each; the ZeRO levels on 1 GPU (zero1, zero2, fsdp fp32 and bf16, fsdp with
 # fp32 gathers); then each executor resumes from the other's final checkpoint (loadable
 # by both). SKIP (77) without a GPU.
@@ -37,6 +38,8 @@ run_pair tiny_fp32 tiny 1e-5
 run_pair tiny_bf16 tiny 2e-2 --set precision=bf16
 # one head of 64: the Hopper attention forward (templates/attention_wgmma.cu) inside a whole step
 run_pair tiny_bf16_d64 tiny 2e-2 --set precision=bf16 --set model.heads=1
+# ... with the fused attention backward (ATTN_BWD_FUSED: dK, dV and dQ in one kernel, dQ summed in f32)
+run_pair tiny_bf16_d64_fused_bwd tiny 2e-2 --set precision=bf16 --set model.heads=1 --set fusion.attention_backward=true
 run_pair toy toy 1e-5
 run_pair toy_tied toy_tied 1e-5
 run_pair toy_layernorm toy_layernorm 1e-5

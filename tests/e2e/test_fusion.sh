@@ -12,6 +12,10 @@
 #  - 2 ranks of DDP, and of FSDP, in bf16: fused and unfused checkpoints byte-identical;
 #  - a 2-stage pipeline in bf16 (4 layers): only the fusions inside one layer (ln2 -> output_proj), none
 #    across a layer boundary, and byte-identical to the unfused pipeline;
+#  - fusion = { attention_backward = true } (one head of 64): ATTN_BWD_FUSED + ATTN_DQ_STORE in place of
+#    ATTN_BWD_DKV + ATTN_BWD_DQ, its f32 dq_acc zeroed by the prep, losses within 1e-3 of the split pair's;
+#    fusion = true leaves it off; with rope the ROPE inverse runs on its own; what the kernel cannot do
+#    (head dim 16, fp32, the naive attention) is refused naming the field;
 #  - bad values of `fusion` are refused in one line naming the field.
 . "$(dirname "$0")/lib.sh"
 e2e_tmp fusion
@@ -131,8 +135,58 @@ if [ -f "$tmp/pipe_on.txt" ]; then
 fi
 identical pipe_on pipe_off
 
+# the fused attention backward (ATTN_BWD_FUSED + ATTN_DQ_STORE), asked for by name; one head of 64, the GPU
+# kernel's head dim. Its dq goes through an f32 accumulator, so the losses match the split pair's closely,
+# not bit for bit (bf16 dq is rounded twice).
+d64='models.tiny({ heads = 1 })'
+plan ab_on "$d64" bf16 "single()" ", fusion = { attention_backward = true }" && run ab_on
+plan ab_off "$d64" bf16 "single()" "" && run ab_off
+plan ab_all "$d64" bf16 "single()" ", fusion = true"
+plan ab_rope "$d64" bf16 "single()" ", fusion = { attention_backward = true, rope = true }"
+if [ -f "$tmp/ab_on.txt" ] && [ -f "$tmp/ab_all.txt" ] && [ -f "$tmp/ab_rope.txt" ]; then
+  [ "$(count ab_on ATTN_BWD_FUSED)" = 2 ] && [ "$(count ab_on ATTN_DQ_STORE)" = 2 ] && [ "$(count ab_on ATTN_BWD_DKV)" = 0 ] &&
+    [ "$(count ab_on ATTN_BWD_DQ)" = 0 ] ||
+    fail "attention_backward: $(count ab_on ATTN_BWD_FUSED) ATTN_BWD_FUSED, $(count ab_on ATTN_DQ_STORE) ATTN_DQ_STORE (2 each expected)"
+  grep -qx "fused_kernels *6 (RMSNORM_BWD_CAST 4, ATTN_BWD_FUSED 2)" "$tmp/ab_on.txt" || fail "inspect's summary: $(grep fused_ "$tmp/ab_on.txt")"
+  grep -q "ATTN_BWD_PREP .*p3=layers.1.attn.sdpa.dq_acc:f32" "$tmp/ab_on.txt" || fail "inspect: the prep does not zero layer 1's dq_acc"
+  grep -q "layers.1.attn.sdpa.dq_acc  *-  *\[8,1,64,64\]  *f32 " "$tmp/ab_on.txt" || fail "inspect: dq_acc is not [8,1,64,64] f32"
+  [ "$(count ab_all ATTN_BWD_FUSED)" = 0 ] || fail "fusion = true turned the fused attention backward on"
+  [ "$(count ab_rope ATTN_BWD_FUSED)" = 2 ] && [ "$(count ab_rope ATTN_BWD_DQ_ROPE)" = 0 ] && [ "$(count ab_rope ROPE)" = 4 ] ||
+    fail "attention_backward with rope: $(count ab_rope ATTN_BWD_FUSED) fused, $(count ab_rope ATTN_BWD_DQ_ROPE) DQ_ROPE, $(count ab_rope ROPE) ROPE"
+  python3 - "$tmp/ab_on.jsonl" "$tmp/ab_off.jsonl" >"$tmp/cmp" 2>&1 <<'PY' && echo "ok: attention_backward: $(cat "$tmp/cmp")" || fail "attention_backward: $(tail -2 "$tmp/cmp")"
+import json, math, sys
+a, b = ([(d["loss"], d["grad_norm"]) for d in map(json.loads, open(p)) if "loss" in d] for p in sys.argv[1:])
+assert len(a) == len(b) == 3, (a, b)
+worst = max(max(abs(x - y) / abs(y) for x, y in zip(p, q)) for p, q in zip(a, b))
+assert all(math.isfinite(x) for p in a for x in p) and worst < 1e-3, (a, b, worst)
+print(f"losses and gradient norms of 3 steps within {worst:.1e} of the split backward's")
+PY
+fi
+# what the fused kernel cannot do is refused by the schedule's field, in one line: tiny's head dim of 16,
+# fp32, the naive attention
+for what in "models.tiny()|bf16|head dim of 56, 64, 120 or 128 (model.d_model 64 / heads 4 = 16)" \
+  "$d64|fp32|needs precision = \"bf16\"" "models.tiny({ heads = 1, attention = \"naive\" })|bf16|model.attention = \"flash\""; do
+  IFS='|' read -r model prec want <<<"$what"
+  cat >"$tmp/ab_bad.lua" <<LUA
+local models = require "models"
+return schedule { model = $model, data = { global_batch = 8, tokens = "random" }, precision = "$prec",
+                  optimizer = adamw { lr = 1e-3 }, steps = 1, fusion = { attention_backward = true } }
+LUA
+  rm -f "$tmp/ab_bad.bin"
+  if "$DDPC" "$tmp/ab_bad.lua" -o "$tmp/ab_bad.bin" -q 2>"$tmp/ab_bad.err"; then
+    fail "attention_backward with $model ($prec): accepted"
+  elif [ "$(wc -l <"$tmp/ab_bad.err")" != 1 ] || ! grep -qF "fusion.attention_backward" "$tmp/ab_bad.err" ||
+    ! grep -qF "$want" "$tmp/ab_bad.err"; then
+    fail "attention_backward with $model ($prec): $(cat "$tmp/ab_bad.err")"
+  else
+    echo "ok: attention_backward with $model ($prec): $(cat "$tmp/ab_bad.err")"
+  fi
+  [ -e "$tmp/ab_bad.bin" ] && fail "attention_backward with $model ($prec): a plan was written"
+done
+
 # bad values: one line naming the field
-for bad in "fusion = 3" "fusion = { norm_cast = 1 }" "fusion = { nrom_cast = false }" "fusion = { rope = \"no\" }"; do
+for bad in "fusion = 3" "fusion = { norm_cast = 1 }" "fusion = { nrom_cast = false }" "fusion = { rope = \"no\" }" \
+  "fusion = { attention_backward = \"fused\" }"; do
   cat >"$tmp/bad.lua" <<LUA
 local models = require "models"
 return schedule { model = models.tiny(), data = { global_batch = 8, tokens = "random" }, precision = "bf16",
