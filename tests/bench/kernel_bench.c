@@ -7,9 +7,11 @@
  *       ATTN_NAIVE_SOFTMAX(_BWD)), for d in {16, 32, 64, 128}, T in 256 .. 65536, bf16 and f32, forward,
  *       backward, both; OOM where the memory runs out. Then the leaderboard configuration on its own line.
  * Timing: CUDA events around each repetition after a warm-up, median. Every CUDA call is checked.
- * Usage: ddpbench_kernels [--quick] [--out FILE.json] [--only rmsnorm|attention|seeds|leaderboard|none] [--naive-max T] [--tune]
- * (--only leaderboard: the leaderboard configuration once, for a profiler)
- * (--tune first times the leaderboard configuration under attention tile variants.) */
+ * Usage: ddpbench_kernels [--quick] [--out FILE.json] [--only rmsnorm|attention|seeds|leaderboard|none] [--naive-max T] [--tune] [--fused]
+ * (--only leaderboard: the leaderboard configuration once, at head dims 64 and 128, for a profiler)
+ * (--tune first times the leaderboard configuration under attention tile variants.)
+ * (--fused: the bf16 d 64 / 128 backward as ATTN_BWD_PREP + ATTN_BWD_FUSED + ATTN_DQ_STORE on sm_90a; the
+ * leaderboard line then gives prep, fused and store in place of prep, dkv and dq.) */
 #include "bench_naive.h"
 #include "codegen.h"
 #include "cuda_check.h"
@@ -388,6 +390,9 @@ typedef struct attn_res {
 } attn_res;
 
 static int64_t g_attn_B = 1, g_attn_H = 16; /* the shape's batch and heads: 1 x 16, the seeds' grid 8 x 1 */
+/* --fused: the backward as ATTN_BWD_PREP (zeroing dq_acc) + ATTN_BWD_FUSED + ATTN_DQ_STORE where the fused
+ * kernel exists (bf16, d 64 / 128, sm_90a); the parts then read prep, fused, store */
+static int g_fused;
 static attn_res bench_attn_one(int bf16, int64_t d, int64_t T, int causal, int naive_max, int flash_only) {
   const int64_t H = g_attn_H, B = g_attn_B, hd = H * d;
   const size_t es = bf16 ? 2 : 4, act = bf16 ? DT_BF16 : DT_F32;
@@ -397,11 +402,13 @@ static attn_res bench_attn_one(int bf16, int64_t d, int64_t T, int causal, int n
   void *q = dalloc(tb), *k = dalloc(tb), *v = dalloc(tb), *o = dalloc(tb), *dO = dalloc(tb), *dq = dalloc(tb),
        *dk = dalloc(tb), *dv = dalloc(tb);
   float *lse = dalloc((size_t)(B * H * T) * 4), *delta = dalloc((size_t)(B * H * T) * 4);
-  void *all[] = {q, k, v, o, dO, dq, dk, dv, lse, delta};
-  int oom = 0;
+  const int fused = g_fused && bf16 && (d == 64 || d == 128) && !strcmp(g_arch, "sm_90a");
+  float *acc = fused ? dalloc((size_t)(B * H * ((T + 63) / 64 * 64) * d) * 4) : NULL; /* dq_acc: d is 64 or 128 */
+  void *all[] = {q, k, v, o, dO, dq, dk, dv, lse, delta, acc};
+  int oom = fused && !acc;
   for (int i = 0; i < 10; i++) oom |= all[i] == NULL;
   if (oom) {
-    for (int i = 0; i < 10; i++) dfree(all[i]);
+    for (int i = 0; i < 11; i++) dfree(all[i]);
     for (int i = 0; i < 6; i++) r.ms[i] = -1;
     return r;
   }
@@ -425,17 +432,19 @@ static attn_res bench_attn_one(int bf16, int64_t d, int64_t T, int causal, int n
   in.op = OP_ATTN_BWD_PREP;
   memset(in.dt, 0, sizeof in.dt);
   in.dt[0] = in.dt[1] = (uint8_t)act, in.dt[2] = DT_F32;
+  if (fused) in.dt[ATTN_BWD_PREP_P_DQACC] = DT_F32;
   c.prep_ = prepare(&in);
   c.ap = base;
-  c.ap.p[0] = o, c.ap.p[1] = dO, c.ap.p[2] = delta;
-  in.op = OP_ATTN_BWD_DKV;
+  c.ap.p[0] = o, c.ap.p[1] = dO, c.ap.p[2] = delta, c.ap.p[ATTN_BWD_PREP_P_DQACC] = acc;
+  in.op = fused ? OP_ATTN_BWD_FUSED : OP_ATTN_BWD_DKV;
   memset(in.dt, 0, sizeof in.dt);
   in.dt[0] = in.dt[1] = in.dt[2] = in.dt[5] = in.dt[7] = in.dt[8] = (uint8_t)act, in.dt[4] = in.dt[6] = DT_F32;
+  if (fused) in.dt[ATTN_P_DQACC] = DT_F32;
   c.dkv = prepare(&in);
   c.adkv = base;
   c.adkv.p[0] = q, c.adkv.p[1] = k, c.adkv.p[2] = v, c.adkv.p[4] = lse, c.adkv.p[5] = dO, c.adkv.p[6] = delta;
-  c.adkv.p[7] = dk, c.adkv.p[8] = dv;
-  in.op = OP_ATTN_BWD_DQ;
+  c.adkv.p[7] = dk, c.adkv.p[8] = dv, c.adkv.p[ATTN_P_DQACC] = acc;
+  in.op = fused ? OP_ATTN_DQ_STORE : OP_ATTN_BWD_DQ;
   in.dt[7] = in.dt[8] = 0, in.dt[9] = (uint8_t)act;
   c.dq = prepare(&in);
   c.adq = c.adkv;
@@ -488,7 +497,7 @@ static attn_res bench_attn_one(int bf16, int64_t d, int64_t T, int causal, int n
     dfree(S);
     dfree(dP);
   }
-  for (int i = 0; i < 10; i++) dfree(all[i]);
+  for (int i = 0; i < 11; i++) dfree(all[i]);
   return r;
 }
 
@@ -608,8 +617,9 @@ int main(int argc, char **argv) {
     else if (!strcmp(argv[i], "--only") && i + 1 < argc) only = argv[++i];
     else if (!strcmp(argv[i], "--naive-max") && i + 1 < argc) naive_max = atoi(argv[++i]);
     else if (!strcmp(argv[i], "--tune")) tune = 1;
+    else if (!strcmp(argv[i], "--fused")) g_fused = 1;
     else {
-      fprintf(stderr, "usage: ddpbench_kernels [--quick] [--out FILE.json] [--only rmsnorm|attention|seeds|leaderboard|none] [--naive-max T] [--tune]\n");
+      fprintf(stderr, "usage: ddpbench_kernels [--quick] [--out FILE.json] [--only rmsnorm|attention|seeds|leaderboard|none] [--naive-max T] [--tune] [--fused]\n");
       return 2;
     }
   }
@@ -634,11 +644,16 @@ int main(int argc, char **argv) {
   if (!only || !strcmp(only, "rmsnorm")) bench_rmsnorm(quick);
   if (!only || !strcmp(only, "attention")) bench_attention(quick, naive_max);
   if (only && !strcmp(only, "seeds")) bench_seeds();
-  if (only && !strcmp(only, "leaderboard")) {
-    const attn_res r = bench_attn_one(1, 64, 16384, 1, 0, 1);
-    printf("leaderboard: fwd %.3f ms, prep %.3f, dkv %.3f, dq %.3f, fwd+bwd %.3f\n", r.ms[0], r.parts[0], r.parts[1],
-           r.parts[2], r.ms[2]);
-  }
+  if (only && !strcmp(only, "leaderboard")) /* and the same at head dim 128 */
+    for (int64_t d = 64; d <= 128; d += 64) {
+      const attn_res r = bench_attn_one(1, d, 16384, 1, 0, 1);
+      printf("leaderboard d %lld%s: fwd %.3f ms, prep %.3f, %s %.3f, %s %.3f, fwd+bwd %.3f\n", (long long)d,
+             g_fused ? " (fused backward)" : "", r.ms[0], r.parts[0], g_fused ? "fused" : "dkv", r.parts[1],
+             g_fused ? "store" : "dq", r.parts[2], r.ms[2]);
+      jrec("{\"bench\":\"leaderboard\",\"d\":%lld,\"fused\":%d,\"fwd_ms\":%.4f,\"prep_ms\":%.4f,\"dkv_ms\":%.4f,"
+           "\"dq_ms\":%.4f,\"fwdbwd_ms\":%.4f}",
+           (long long)d, g_fused, r.ms[0], r.parts[0], r.parts[1], r.parts[2], r.ms[2]);
+    }
   if (out) {
     FILE *f = fopen(out, "w");
     if (!f) DIE("cannot write %s", out);

@@ -1,0 +1,53 @@
+#!/usr/bin/env bash
+# tests/bench/device_fused_bwd.sh: one GPU, one call (after tests/bench/prepare_device.sh here; carry dev/):
+# the fused attention backward (ATTN_BWD_FUSED + ATTN_DQ_STORE, and ATTN_BWD_PREP zeroing its accumulator)
+# against the reference executor on fresh random inputs, then the leaderboard configuration (batch 1,
+# 16 heads, T 16384, causal, bf16, head dims 64 and 128) with the split backward (ATTN_BWD_DKV + ATTN_BWD_DQ)
+# and the fused one, alternating, two rounds, and PyTorch SDPA in the same call. XL=1 adds the XL step with
+# each backward, two rounds; STEP=1 the whole-step checks (tests/e2e/gpu_step.sh). Logs in $OUT/logs.tgz; the
+# table last (also $OUT/table.txt).
+set -u
+cd "$(dirname "$0")/../.."
+. tests/bench/device_env.sh
+nvidia-smi --query-gpu=name,memory.total,driver_version --format=csv,noheader | tee $OUT/gpu.txt
+echo "== kernels against the reference ($(date +%T))"
+kern fused ATTN_BWD_FUSED
+kern fused_ksplit ATTN_BWD_FUSED DDP_TUNE_FUSED_SPLIT=2
+kern dq_store ATTN_DQ_STORE
+kern prep ATTN_BWD_PREP
+echo "== leaderboard ($(date +%T))"
+for round in 1 2; do
+  timeout 90 dev/bin/ddpbench_kernels --only leaderboard >$OUT/lb_split_$round.log 2>&1 || echo "split rc=$?"
+  timeout 90 dev/bin/ddpbench_kernels --only leaderboard --fused >$OUT/lb_fused_$round.log 2>&1 || echo "fused rc=$?"
+  DDP_TUNE_FUSED_SPLIT=2 timeout 90 dev/bin/ddpbench_kernels --only leaderboard --fused >$OUT/lb_fusedks_$round.log 2>&1 ||
+    echo "fused by keys rc=$?"
+done
+timeout 200 python3 $B/torch_extra.py --attention --quick >$OUT/torch_sdpa.log 2>&1; echo "torch sdpa rc=$?"
+if [ "${XL:-0}" = 1 ]; then
+  $DDPC schedules/bench_xl.lua -o $P/split.bin -q
+  $DDPC schedules/bench_xl.lua -o $P/fused.bin -q --set fusion.attention_backward=true
+  for round in 1 2; do
+    for v in split fused; do
+      timeout 120 $DDPRUN $P/$v.bin --steps 20 --metrics $OUT/xl_${v}_$round.jsonl --quiet >$OUT/xl_${v}_$round.log 2>&1 ||
+        echo "$v failed: $(tail -2 $OUT/xl_${v}_$round.log)"
+    done
+  done
+fi
+if [ "${STEP:-0}" = 1 ]; then  # whole steps against the reference, the fused backward's case included
+  timeout 240 bash tests/e2e/gpu_step.sh >$OUT/gpu_step.log 2>&1; echo "gpu_step rc=$?"; grep -E "^(ok|FAIL)" $OUT/gpu_step.log
+fi
+echo "== table ($(date +%T))"
+{
+for f in $OUT/lb_*_1.log $OUT/lb_*_2.log; do echo "$(basename $f .log): $(grep -h "^leaderboard" $f | tr '\n' ' ')"; done
+if [ "${XL:-0}" = 1 ]; then
+  python3 - $OUT <<'PY'
+import json, statistics, sys, glob, os
+for f in sorted(glob.glob(sys.argv[1] + "/xl_*.jsonl")):
+    rows = [json.loads(l) for l in open(f) if '"step"' in l]
+    ms = statistics.median(r["step_ms"] for r in rows[5:]) if len(rows) > 5 else float("nan")
+    print(f"{os.path.basename(f)}: {len(rows)} steps, median step {ms:.2f} ms, last loss {rows[-1]['loss'] if rows else 'none'}")
+PY
+fi
+grep -E '"T": 16384' $OUT/torch_sdpa.log | grep bf16
+} | tee $OUT/table.txt
+(cd $OUT && tar czf /tmp/logs.tgz --exclude=table.txt . && find . -type f ! -name table.txt -delete && mv /tmp/logs.tgz .)
