@@ -345,8 +345,8 @@ extern "C" __global__ void __launch_bounds__(32 * DDP_WARPS + 128, 1)
 //  - each consumer warpgroup stores its 64 keys' rows of dS^T (bf16, keys x queries) into one of two dS
 //    buffers in the 128-byte swizzle, and both warpgroups meet at a named barrier;
 //  - warpgroup w computes columns [NQ w, NQ w + NQ) (NQ = HD / 2) of the tile's dQ = scale dS K over all
-//    BM keys, both operands read from shared memory transposed (MN-major); at head dim 64 that is half of
-//    K's 128-byte swizzle row (a descriptor 64 bytes in);
+//    BM keys, both operands read from shared memory transposed (MN-major), or (DDP_DQ_TURNS) all columns
+//    of every other tile;
 //  - it writes the piece (f32) into its staging buffer in the accumulator's chunk order, which makes the
 //    piece one contiguous range of dq_acc, and arrives on the buffer's mbarrier; the producer warpgroup's
 //    second warp adds the range into dq_acc by a bulk reduction (cp.reduce.async.bulk .add.f32) and, once
@@ -358,20 +358,22 @@ extern "C" __global__ void __launch_bounds__(32 * DDP_WARPS + 128, 1)
 // Query tiles of 64 rows (BN; 128 would not fit the staging buffers). Smem: K, V (BM rows), Q, dO (NBUF x
 // BN rows), two dS buffers (BM x BN bf16), four staging buffers (64 x NQ f32), lse and delta (NBUF x BN
 // floats): DDP_SMEM = (2 BM + 2 NBUF BN) HD 2 + 4 BM BN + 1024 NQ + 8 NBUF BN + 1024 (d 64: three stages,
-// 150016 bytes, 182784 split by keys; d 128: two, 231424).
+// 150016 bytes, 182784 taking turns; d 128: two, 231424).
 #ifdef DDP_ENTRY_attn_bwd_fused
 extern "C" __global__ void __launch_bounds__(32 * DDP_WARPS + 128, 1)
     ddp_attn_bwd_fused(const ddp_kargs a, const __grid_constant__ ddp_tmaps tm) {
   using namespace ws;
   static_assert(NWG == 2 && BN == 64, "attention_tma: the fused backward has two consumer warpgroups, 64-query tiles");
-#ifndef DDP_DQ_KSPLIT
-#define DDP_DQ_KSPLIT 0
+#ifndef DDP_DQ_TURNS
+#define DDP_DQ_TURNS 0
 #endif
-  // DDP_DQ_KSPLIT 1 (head dim 64): each warpgroup computes all columns of dQ over its own 64 keys and adds
-  // them in (twice the reduction traffic, but no barrier between the warpgroups)
-  constexpr bool KSPLIT = DDP_DQ_KSPLIT;
-  static_assert(!KSPLIT || HD == 64, "attention_tma: the fused backward splits dQ by keys at head dim 64 only");
-  constexpr int NQ = KSPLIT ? HD : HD / 2;  // dQ columns per warpgroup
+  // DDP_DQ_TURNS 1 (head dim 64, launch.c's default there): the warpgroups take turns, warpgroup (i & 1)
+  // computing all columns of tile i's dQ; the other only hands over its dS rows (bar.arrive) and goes on,
+  // so the two drift apart instead of meeting at every tile (3.17 against 3.28 ms on an H200, T 16384).
+  // Otherwise each computes half the columns of every tile.
+  constexpr bool TURNS = DDP_DQ_TURNS;
+  static_assert(!TURNS || HD == 64, "attention_tma: the fused backward takes turns at head dim 64 only");
+  constexpr int NQ = TURNS ? HD : HD / 2;  // dQ columns a warpgroup computes
   constexpr int DSBYTES = BM * BN * 2, STBYTES = 64 * NQ * 4;
   // the producer's second warp keeps 64-bit addresses for the reductions: 40 registers (24 spill), the
   // consumers 232 (40 x 128 + 232 x 256 <= 64 K)
@@ -390,7 +392,8 @@ extern "C" __global__ void __launch_bounds__(32 * DDP_WARPS + 128, 1)
   const long long k0 = (long long)blockIdx.y * BM;  // heavy (small k0) first when causal
   const int qt0 = d.causal ? (int)(k0 / BN) : 0, nqt = (int)((T + BN - 1) / BN);
   // staging buffer (w, b): dq_full when warpgroup w's 128 threads have written it, dq_empty when its
-  // reduction has read it
+  // reduction has read it. Tile i goes to buffer b = i & 1 of both warpgroups (use i / 2 of the buffer), or
+  // when they take turns to buffer (i / 2) & 1 of warpgroup i & 1 (use i / 4).
   __shared__ __align__(8) unsigned long long dqbar[8];
   const unsigned dq_full0 = smem_u32(&dqbar[0]), dq_empty0 = smem_u32(&dqbar[4]);
   if (threadIdx.x == 0)
@@ -405,15 +408,15 @@ extern "C" __global__ void __launch_bounds__(32 * DDP_WARPS + 128, 1)
     tma::regs_dec<FUSED_PRODUCER_REGS>();
     if (threadIdx.x == 32) {
       for (int qt = qt0; qt < nqt; qt++) {
-        const int i = qt - qt0, b = i & 1;
-        for (int w = 0; w < 2; w++) {
-          tma::mbar_wait(dq_full0 + 8u * (2 * w + b), (i >> 1) & 1);
-          tma::bulk_reduce_add_f32(acc_head + (long long)qt * 64 * HD + (KSPLIT ? 0 : w * NQ * 64),
+        const int i = qt - qt0, b = TURNS ? (i >> 1) & 1 : i & 1, use = TURNS ? i >> 2 : i >> 1;
+        for (int w = TURNS ? (i & 1) : 0; w < (TURNS ? (i & 1) + 1 : 2); w++) {
+          tma::mbar_wait(dq_full0 + 8u * (2 * w + b), use & 1);
+          tma::bulk_reduce_add_f32(acc_head + (long long)qt * 64 * HD + (TURNS ? 0 : w * NQ * 64),
                                    smem_u32(Sts + (2 * w + b) * (STBYTES / 4)), STBYTES);
           tma::bulk_commit();
+          tma::bulk_wait_read<0>();
+          tma::mbar_arrive(dq_empty0 + 8u * (2 * w + b));
         }
-        tma::bulk_wait_read<0>();
-        for (int w = 0; w < 2; w++) tma::mbar_arrive(dq_empty0 + 8u * (2 * w + b));
       }
       tma::bulk_wait<0>();
     }
@@ -451,19 +454,17 @@ extern "C" __global__ void __launch_bounds__(32 * DDP_WARPS + 128, 1)
   const long long krow0 = k0 + wgi * 64 + warp * 16 + g;  // the thread's keys: krow0 and krow0 + 8
   const int kr = wgi * 64 + warp * 16 + g;                // their rows in the block's dS^T
   const unsigned kaddr = smem_u32(Ks) + (unsigned)wgi * 64u * 128u, vaddr = smem_u32(Vs) + (unsigned)wgi * 64u * 128u;
-  // dQ's operands: dS (all BM keys, or the warpgroup's 64 when split by keys) and K (keys x head dim,
-  // MN-major) from column NQ wgi (a 64-column block or half of one), or the warpgroup's keys
-  const unsigned kq = smem_u32(Ks) + (KSPLIT ? (unsigned)wgi * 64u * 128u : NQ == 64 ? (unsigned)wgi * BM * 128u : (unsigned)wgi * 64u);
-  const unsigned dsoff = KSPLIT ? (unsigned)wgi * 64u * 128u : 0u;
-  constexpr int DQ_KSTEPS = KSPLIT ? 4 : BM / 16;
+  // dQ's operands: dS (all BM keys) and K (keys x head dim, MN-major) from column NQ wgi (a 64-column block
+  // or half of one), or all of it when the warpgroups take turns
+  const unsigned kq = smem_u32(Ks) + (TURNS ? 0u : NQ == 64 ? (unsigned)wgi * BM * 128u : (unsigned)wgi * 64u);
   // Each iteration ends with the next tile's S and dP on the tensor cores while this tile's dQ is staged and
   // reduced (at head dim 128 the registers do not allow it: there the scores follow the staging); nothing
   // is in flight across the loop's back edge, where ptxas would serialise the wgmmas.
   constexpr bool PIPELINE = HD == 64;
   float dq[NQ / 2];
-  auto stage_dq = [&](int i) {  // tile qt0 + i: times scale into staging buffer (i & 1), for the reducer
-    const int b = i & 1;
-    if (i >= 2) tma::mbar_wait(dq_empty0 + 8u * (2 * wgi + b), ((i >> 1) - 1) & 1);
+  auto stage_dq = [&](int i) {  // tile qt0 + i: times scale into the staging buffer, for the reducer
+    const int b = TURNS ? (i >> 1) & 1 : i & 1, use = TURNS ? i >> 2 : i >> 1;
+    if (use > 0) tma::mbar_wait(dq_empty0 + 8u * (2 * wgi + b), (use - 1) & 1);
     float *st = Sts + (wgi * 2 + b) * (STBYTES / 4);
 #pragma unroll
     for (int e = 0; e < NQ / 2; e += 2) {  // rows warp 16 + g (+ 8), columns 8 (e / 4) + 2 tq (+ 1)
@@ -517,7 +518,9 @@ extern "C" __global__ void __launch_bounds__(32 * DDP_WARPS + 128, 1)
     pv(dv, pa, ob);
     pv(dk, sa, qb_);
     wg_commit();
-    // dS^T rows kr, kr + 8 into the swizzled keys x queries tile (query chunk 2 kk, 2 kk + 1) while those run
+    // dS^T rows kr, kr + 8 into the swizzled keys x queries tile (query chunk 2 kk, 2 kk + 1) while those run;
+    // taking turns, the buffer was last read by the other warpgroup's dQ of tile i - 2
+    if (TURNS && (i & 1) != wgi && i >= 2) tma::named_sync(3 + (i & 1), 256);
 #pragma unroll
     for (int kk = 0; kk < BN / 16; kk++) {
       *(unsigned *)(ds + swz<BM>(kr, 2 * kk) + 4 * tq) = sa[kk][0];
@@ -526,29 +529,39 @@ extern "C" __global__ void __launch_bounds__(32 * DDP_WARPS + 128, 1)
       *(unsigned *)(ds + swz<BM>(kr + 8, 2 * kk + 1) + 4 * tq) = sa[kk][3];
     }
     fence_async_smem();
-    // the dS rows dQ reads are in (both warpgroups', or this one's)
-    if constexpr (KSPLIT) tma::named_sync(2 + wgi, 128);
-    else tma::named_sync(1, 256);
-    {
-      const unsigned alo = desc_lo(smem_u32(ds) + dsoff, BM * 128u), blo = desc_lo(kq, BM * 128u);
+    // dQ of the tile: both warpgroups' dS rows must be in. Taking turns, the other warpgroup hands its rows
+    // over (bar.arrive on FULL(b)) and goes on; the one computing dQ says when it is done reading (EMPTY(b))
+    const bool mine = !TURNS || (i & 1) == wgi;
+    if (!TURNS) tma::named_sync(1, 256);
+    else if (mine) tma::named_sync(1 + (i & 1), 256);
+    else tma::named_arrive(1 + (i & 1), 256);
+    if (mine) {
+      const unsigned alo = desc_lo(smem_u32(ds), BM * 128u), blo = desc_lo(kq, BM * 128u);
       reg_fence(dq);
       wg_fence();
 #pragma unroll
-      for (int kk = 0; kk < DQ_KSTEPS; kk++)
+      for (int kk = 0; kk < BM / 16; kk++)
         wgmma_ss_tt(dq, desc<1024>(alo + ((unsigned)kk * 16u * 128u >> 4)), desc<1024>(blo + ((unsigned)kk * 16u * 128u >> 4)), kk > 0);
       wg_commit();
+      wg_wait<1>();  // dV and dK are done with the stage: release it while dQ runs
+    } else {
+      wg_wait<0>();
     }
-    wg_wait<1>();  // dV and dK are done with the stage: release it while dQ runs
 #pragma unroll
     for (int cb = 0; cb < CB; cb++) reg_fence(dv[cb]), reg_fence(dk[cb]);
     release(bb, s);
     if (PIPELINE && qt + 1 < nqt) {  // the next tile's scores run while this tile's dQ (done) is staged
       issue_scores(i + 1);
-      wg_wait<1>();
+      if (mine) wg_wait<1>();
     } else {
       wg_wait<0>();
     }
+    if (!mine) {  // taking turns, not this warpgroup's tile
+      wg_wait<0>();
+      continue;
+    }
     reg_fence(dq);
+    if (TURNS && i + 2 < nqt - qt0) tma::named_arrive(3 + (i & 1), 256);  // dS buffer (i & 1) read
     stage_dq(i);
     if (PIPELINE) wg_wait<0>();
   }

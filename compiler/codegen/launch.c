@@ -340,7 +340,9 @@ static int attention(const ddp_instr *in, const char *arch, const ddp_codegen_op
 /* ATTN_BWD_FUSED (templates/attention_tma.cu): the TMA dK/dV kernel that also adds dq into the f32 tile
  * accumulator, on sm_90a for bf16 at head dims 64 and 128 where tensor maps are allowed (the compiler emits
  * it only there; anything else is refused, naming what is missing). Two consumer warpgroups of 64 keys,
- * 64-query tiles, three stages at d 64 and two at d 128 (what fits beside the dS and staging buffers). */
+ * 64-query tiles, three stages at d 64 and two at d 128 (what fits beside the dS and staging buffers); on
+ * the leaderboard configuration (causal, 16 heads, T 16384) it takes 3.17 ms at d 64 against 3.76 for
+ * ATTN_BWD_DKV + ATTN_BWD_DQ, and 6.3-6.5 against 6.4-6.9 at d 128. */
 static int attention_fused(const ddp_instr *in, const char *arch, const ddp_codegen_opts *o, ddp_launch *launch,
                            char *err, size_t errcap) {
   const int64_t B = in->i[ATTN_I_B], T = in->i[ATTN_I_T], H = in->i[ATTN_I_H], Dh = in->i[ATTN_I_DH];
@@ -357,9 +359,11 @@ static int attention_fused(const ddp_instr *in, const char *arch, const ddp_code
   if (in->i[ATTN_I_QSTRIDE] % 8 || in->i[ATTN_I_KSTRIDE] % 8 || in->i[ATTN_I_VSTRIDE] % 8 || in->i[ATTN_I_OSTRIDE] % 8 ||
       T >= ((int64_t)1 << 31) || B * H >= ((int64_t)1 << 31))
     return fail(err, errcap, in, "the fused attention backward needs row strides in multiples of 8 elements and T, B*H < 2^31");
-  /* DDP_TUNE_FUSED_SPLIT=2 (d 64): each warpgroup adds dQ over its own keys, all columns */
-  const int ksplit = HD == 64 && tuned(o, PARAM_TUNE_FUSED_SPLIT, 1) == 2;
-  const int64_t warps = 8, bm = 128, bn = 64, nq = ksplit ? HD : HD / 2;
+  /* d 64: the warpgroups take turns, one computing all of a tile's dQ while the other goes on (3.17-3.18 ms
+   * against 3.28-3.29 with half the columns each, T 16384, call 4 of docs/PERFORMANCE.md "The fused
+   * attention backward"); d 128 has not the registers for it. DDP_TUNE_FUSED_SPLIT=1 halves the columns. */
+  const int turns = HD == 64 && tuned(o, PARAM_TUNE_FUSED_SPLIT, 2) == 2;
+  const int64_t warps = 8, bm = 128, bn = 64, nq = turns ? HD : HD / 2;
   int64_t nbuf = 3;
   const int64_t fixed = 2 * bm * HD * 2 + 4 * bm * bn + 1024 * nq + 1024, per_stage = 2 * bn * HD * 2 + 8 * bn;
   while (nbuf > 2 && fixed + nbuf * per_stage > 227 * 1024 - 256) nbuf--; /* 256 bytes for the static barriers */
@@ -369,7 +373,7 @@ static int attention_fused(const ddp_instr *in, const char *arch, const ddp_code
   spec_add(launch, "#define DDP_HEAD_DIM %lld\n#define DDP_ATTN_MMA 1\n#define DDP_WARPS %lld\n#define DDP_BM %lld\n"
               "#define DDP_BN %lld\n#define DDP_SMEM %lld\n#define DDP_NBUF %lld\n#define DDP_TMA 1\n",
            (long long)HD, (long long)warps, (long long)bm, (long long)bn, (long long)smem, (long long)nbuf);
-  if (ksplit) spec_add(launch, "#define DDP_DQ_KSPLIT 1\n");
+  if (turns) spec_add(launch, "#define DDP_DQ_TURNS 1\n");
   launch->tpl = "attention_tma";
   geom(launch, B * H, cdiv(T, bm), 32 * warps + 128, smem);
   return 0;

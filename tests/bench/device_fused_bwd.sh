@@ -12,15 +12,15 @@ cd "$(dirname "$0")/../.."
 nvidia-smi --query-gpu=name,memory.total,driver_version --format=csv,noheader | tee $OUT/gpu.txt
 echo "== kernels against the reference ($(date +%T))"
 kern fused ATTN_BWD_FUSED
-kern fused_ksplit ATTN_BWD_FUSED DDP_TUNE_FUSED_SPLIT=2
+kern fused_halves ATTN_BWD_FUSED DDP_TUNE_FUSED_SPLIT=1
 kern dq_store ATTN_DQ_STORE
 kern prep ATTN_BWD_PREP
 echo "== leaderboard ($(date +%T))"
 for round in 1 2; do
   timeout 90 dev/bin/ddpbench_kernels --only leaderboard >$OUT/lb_split_$round.log 2>&1 || echo "split rc=$?"
   timeout 90 dev/bin/ddpbench_kernels --only leaderboard --fused >$OUT/lb_fused_$round.log 2>&1 || echo "fused rc=$?"
-  DDP_TUNE_FUSED_SPLIT=2 timeout 90 dev/bin/ddpbench_kernels --only leaderboard --fused >$OUT/lb_fusedks_$round.log 2>&1 ||
-    echo "fused by keys rc=$?"
+  DDP_TUNE_FUSED_SPLIT=1 timeout 90 dev/bin/ddpbench_kernels --only leaderboard --fused >$OUT/lb_fusedhalves_$round.log 2>&1 ||
+    echo "fused by halves rc=$?"
 done
 timeout 200 python3 $B/torch_extra.py --attention --quick >$OUT/torch_sdpa.log 2>&1; echo "torch sdpa rc=$?"
 if [ "${XL:-0}" = 1 ]; then

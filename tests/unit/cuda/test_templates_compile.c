@@ -195,7 +195,7 @@ static void attention_choice(void) {
         compile_with(&c, "sm_90a", &o);
         tma_variants++;
       }
-  /* the fused backward: dQ shared by columns (the default) or, at d 64, by keys */
+  /* the fused backward: dQ shared by columns (the default) or, at d 64, by turns */
   for (int di = 1; di < 4; di += 2)
     for (int split = 1; split <= (dims[di] == 64 ? 2 : 1); split++) {
       kc_case c;
@@ -207,7 +207,7 @@ static void attention_choice(void) {
       if (!CHECK(!ddp_kernel_launch(&c.in, "sm_90a", &o, &L, err, sizeof err), "%s split %d: %s", c.label, split, err))
         continue;
       CHECK(!strcmp(L.tpl, "attention_tma") && L.smem <= 227 * 1024 - 256 && L.block[0] == 384 &&
-                (strstr(L.spec, "#define DDP_DQ_KSPLIT 1\n") != NULL) == (split == 2),
+                (strstr(L.spec, "#define DDP_DQ_TURNS 1\n") != NULL) == (split == 2),
             "%s split %d: template %s, smem %u, block %u", c.label, split, L.tpl, L.smem, L.block[0]);
       compile_with(&c, "sm_90a", &o);
       tma_variants++;
