@@ -192,7 +192,7 @@ extern "C" __global__ void __launch_bounds__(32 * DDP_WARPS + 128, 1)
     }
 #pragma unroll
     for (int i = 0; i < BN / 2; i++) {
-      const float p = ex2(fmaf(sc[i], sl2, -mb[(i >> 1) & 1]));
+      const float p = ex2_mix(fmaf(sc[i], sl2, -mb[(i >> 1) & 1]), i);
       sc[i] = p;
       ls[(i >> 1) & 1] += p;
     }
@@ -504,7 +504,7 @@ extern "C" __global__ void __launch_bounds__(32 * DDP_WARPS + 128, 1)
 #pragma unroll
     for (int e = 0; e < BN / 2; e++) {
       const int qc = acc_col(e) + tq * 2;
-      float p = ex2(fmaf(sc[e], sl2, -l2[qc]));
+      float p = ex2_mix(fmaf(sc[e], sl2, -l2[qc]), e);
       if (need && acc_col(e) < lim + ((e & 2) ? 8 : 0)) p = 0.f;
       sc[e] = p;
       dp[e] = p * (dp[e] - dl[qc]);

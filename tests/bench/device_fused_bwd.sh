@@ -4,7 +4,8 @@
 # against the reference executor on fresh random inputs, then the leaderboard configuration (batch 1,
 # 16 heads, T 16384, causal, bf16, head dims 64 and 128) with the split backward (ATTN_BWD_DKV + ATTN_BWD_DQ)
 # and the fused one, alternating, two rounds, and PyTorch SDPA in the same call. XL=1 adds the XL step with
-# each backward, two rounds; STEP=1 the whole-step checks (tests/e2e/gpu_step.sh). Logs in $OUT/logs.tgz; the
+# each backward, two rounds; POLY=1 the leaderboard with 0-4 quarters of the softmax's exponentials on the
+# FMA units (DDP_TUNE_EXP_POLY) and those kernels against the reference; STEP=1 the whole-step checks (tests/e2e/gpu_step.sh). Logs in $OUT/logs.tgz; the
 # table last (also $OUT/table.txt).
 set -u
 cd "$(dirname "$0")/../.."
@@ -22,6 +23,17 @@ for round in 1 2; do
   DDP_TUNE_FUSED_SPLIT=1 timeout 90 dev/bin/ddpbench_kernels --only leaderboard --fused >$OUT/lb_fusedhalves_$round.log 2>&1 ||
     echo "fused by halves rc=$?"
 done
+if [ "${POLY:-0}" = 1 ]; then  # quarters of the softmax's exponentials on the FMA units (DDP_TUNE_EXP_POLY)
+  kern fwd_poly2 ATTN_FWD DDP_TUNE_FWD_WGMMA=4 DDP_TUNE_EXP_POLY=2
+  kern fwd_poly4 ATTN_FWD DDP_TUNE_FWD_WGMMA=4 DDP_TUNE_EXP_POLY=4
+  kern fused_poly2 ATTN_BWD_FUSED DDP_TUNE_EXP_POLY=2
+  for round in 1 2; do
+    for q in 0 1 2 3 4; do
+      DDP_TUNE_EXP_POLY=$q timeout 90 dev/bin/ddpbench_kernels --only leaderboard --fused >$OUT/lb_poly${q}_$round.log 2>&1 ||
+        echo "poly $q rc=$?"
+    done
+  done
+fi
 timeout 200 python3 $B/torch_extra.py --attention --quick >$OUT/torch_sdpa.log 2>&1; echo "torch sdpa rc=$?"
 if [ "${XL:-0}" = 1 ]; then
   $DDPC schedules/bench_xl.lua -o $P/split.bin -q
