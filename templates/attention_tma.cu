@@ -1,5 +1,5 @@
-// templates/attention_tma.cu: ATTN_FWD on Hopper (sm_90a) in the FlashAttention-3 structure: warp
-// specialisation, TMA loads and register reallocation. Same semantics, arguments and determinism as
+// templates/attention_tma.cu: ATTN_FWD, ATTN_BWD_DKV, ATTN_BWD_DQ and the fused ATTN_BWD_FUSED on Hopper
+// (sm_90a) in the FlashAttention-3 structure: warp specialisation, TMA loads and register reallocation. Same semantics, arguments and determinism as
 // attention_wgmma.cu (whose wgmma building blocks, wgmma.cuh, it uses); compiler/codegen/launch.c picks it
 // for bf16 at head dims 64 and 128 on sm_90a where the tensors allow tensor maps (head dim and row strides
 // multiples of 8 elements), and the runtime (runtime/cuda/tma.c) encodes the maps and passes them as the

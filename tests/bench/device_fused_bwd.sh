@@ -5,7 +5,8 @@
 # 16 heads, T 16384, causal, bf16, head dims 64 and 128) with the split backward (ATTN_BWD_DKV + ATTN_BWD_DQ)
 # and the fused one, alternating, two rounds, and PyTorch SDPA in the same call. XL=1 adds the XL step with
 # each backward, two rounds; POLY=1 the leaderboard with 0-4 quarters of the softmax's exponentials on the
-# FMA units (DDP_TUNE_EXP_POLY) and those kernels against the reference; STEP=1 the whole-step checks (tests/e2e/gpu_step.sh). Logs in $OUT/logs.tgz; the
+# FMA units (DDP_TUNE_EXP_POLY) and those kernels against the reference; GRID=1 the attention grid and the
+# seeds' grid with each backward and PyTorch's seeds' grid; STEP=1 the whole-step checks (tests/e2e/gpu_step.sh). Logs in $OUT/logs.tgz; the
 # table last (also $OUT/table.txt).
 set -u
 cd "$(dirname "$0")/../.."
@@ -35,6 +36,16 @@ if [ "${POLY:-0}" = 1 ]; then  # quarters of the softmax's exponentials on the F
   done
 fi
 timeout 200 python3 $B/torch_extra.py --attention --quick >$OUT/torch_sdpa.log 2>&1; echo "torch sdpa rc=$?"
+if [ "${GRID:-0}" = 1 ]; then  # the attention grid (16 heads, causal) and the seeds' grid, fused and split; SDPA's
+  # (named as tests/bench/summary_attention.py reads them: "wgmma" the fused backward, "mma" the split one)
+  for v in wgmma mma; do
+    f=; [ $v = wgmma ] && f=--fused
+    timeout 200 dev/bin/ddpbench_kernels --only attention --quick --naive-max 0 $f --out $OUT/attn_$v.json >$OUT/attn_$v.log 2>&1 ||
+      echo "grid $v rc=$?"
+    timeout 200 dev/bin/ddpbench_kernels --only seeds $f --out $OUT/seeds_$v.json >$OUT/seeds_$v.log 2>&1 || echo "seeds $v rc=$?"
+  done
+  timeout 240 python3 $B/torch_extra.py --seeds >$OUT/torch_seeds.log 2>&1; echo "torch seeds rc=$?"
+fi
 if [ "${XL:-0}" = 1 ]; then
   $DDPC schedules/bench_xl.lua -o $P/split.bin -q
   $DDPC schedules/bench_xl.lua -o $P/fused.bin -q --set fusion.attention_backward=true
@@ -61,5 +72,6 @@ for f in sorted(glob.glob(sys.argv[1] + "/xl_*.jsonl")):
 PY
 fi
 grep -E '"T": 16384' $OUT/torch_sdpa.log | grep bf16
+[ "${GRID:-0}" = 1 ] && python3 $B/summary_attention.py $OUT "split backward" | grep -v "^XL bf16\|^torch.compile"
 } | tee $OUT/table.txt
 (cd $OUT && tar czf /tmp/logs.tgz --exclude=table.txt . && find . -type f ! -name table.txt -delete && mv /tmp/logs.tgz .)
