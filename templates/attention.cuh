@@ -186,25 +186,33 @@ extern "C" __global__ void __launch_bounds__(256) ddp_attn_bwd_prep(const ddp_ka
 #endif
 
 // ============================ DQ_STORE: dq = (T9) dq_acc ============================================
-// ATTN_DQ_STORE after the fused backward: one thread per (b, h, row, 8-column chunk), consecutive threads on
-// a row's consecutive chunks, so a warp writes whole rows of dq (one 16-byte pack per thread where the
-// head dim and the row stride allow) and reads whole 32-byte sectors of dq_acc.
+// ATTN_DQ_STORE after the fused backward: one thread per (row, 8-column chunk) of the head blockIdx.y (and
+// every gridDim.y-th head after it), consecutive threads on a row's consecutive chunks, so a warp writes
+// whole rows of dq (one 16-byte pack per thread where the head dim and the row stride allow) and reads
+// whole 32-byte sectors of dq_acc. 32-bit index arithmetic within a head (64-bit divisions per element
+// made the first version run at half the bandwidth).
 #ifdef DDP_ENTRY_attn_dq_store
 extern "C" __global__ void __launch_bounds__(256) ddp_attn_dq_store(const ddp_kargs a) {
   using namespace attn;
   const dims d = dims_of(a);
   const float *acc = (const float *)a.p[ATTN_P_DQACC];
   T9 *dq = (T9 *)a.p[ATTN_P_DQ];
-  const long long HA = dq_acc_cols(d), nt = (d.T + 63) / 64, nch = HA / 8;
-  const long long n = d.B * d.H * nt * 64 * nch;  // (bh, row, chunk)
+  const int nch = (int)(dq_acc_cols(d) / 8), Dh = (int)d.Dh;
+  const long long nt = (d.T + 63) / 64;
+  const unsigned n = (unsigned)d.T * (unsigned)nch;  // (row, chunk) of one head; launch.c keeps T * nch < 2^31
   const bool vec = d.Dh % 8 == 0 && d.sq % 8 == 0 && ddp_pack_ok<T9, 8>(dq);
-  for (long long x = (long long)blockIdx.x * blockDim.x + threadIdx.x; x < n; x += (long long)gridDim.x * blockDim.x) {
-    const long long c = x % nch, t = (x / nch) % (nt * 64), bh = x / (nch * nt * 64);
-    if (t >= d.T || c * 8 >= d.Dh) continue;
-    const float *src = acc + (((bh * nt + t / 64) * nch + c) * 64 + t % 64) * 8;
-    const float4 lo = *(const float4 *)src, hi = *(const float4 *)(src + 4);
-    const float v[8] = {lo.x, lo.y, lo.z, lo.w, hi.x, hi.y, hi.z, hi.w};
-    ddp_store_nb<T9, 8>(dq, head_base(d, d.sq, bh) + t * d.sq + c * 8, head_base(d, d.sq, bh) + t * d.sq + d.Dh, v, vec);
+  for (long long bh = blockIdx.y; bh < d.B * d.H; bh += gridDim.y) {
+    const float *acc_h = acc + bh * nt * 64 * (nch * 8);
+    T9 *dq_h = dq + head_base(d, d.sq, bh);
+    for (unsigned x = blockIdx.x * blockDim.x + threadIdx.x; x < n; x += gridDim.x * blockDim.x) {
+      const unsigned t = x / (unsigned)nch, c = x - t * (unsigned)nch;
+      if ((int)c * 8 >= Dh) continue;
+      const float *src = acc_h + (((t >> 6) * (unsigned)nch + c) * 64u + (t & 63u)) * 8u;
+      const float4 lo = *(const float4 *)src, hi = *(const float4 *)(src + 4);
+      const float v[8] = {lo.x, lo.y, lo.z, lo.w, hi.x, hi.y, hi.z, hi.w};
+      const long long row = (long long)t * d.sq;
+      ddp_store_nb<T9, 8>(dq_h, row + c * 8, row + Dh, v, vec);
+    }
   }
 }
 #endif

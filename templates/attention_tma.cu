@@ -171,14 +171,18 @@ extern "C" __global__ void __launch_bounds__(32 * DDP_WARPS + 128, 1)
     const long long k0 = (long long)j * BN;
     const bool need = k0 + BN > T || (d.causal && k0 + BN - 1 > q0 + wgi * 64);
     float mx[2] = {-INFINITY, -INFINITY};
-    // masked: column k0 + 2 tq + acc_col(i) at or past T, or (causal) past the row
-    const int lim_t = clamp_int(T - k0 - 2 * tq, -1, BN), lim_c = d.causal ? clamp_int(row0 - k0 - 2 * tq, -16, BN) : BN;
+    if (need) {  // the diagonal and the tail: masked is column k0 + 2 tq + acc_col(i) at or past T, or past the row
+      const int lim_t = clamp_int(T - k0 - 2 * tq, -1, BN), lim_c = d.causal ? clamp_int(row0 - k0 - 2 * tq, -16, BN) : BN;
 #pragma unroll
-    for (int i = 0; i < BN / 2; i++) {
-      float x = sc[i];
-      if (need && (acc_col(i) >= lim_t || acc_col(i) > lim_c + ((i & 2) ? 8 : 0))) x = -INFINITY;
-      sc[i] = x;
-      mx[(i >> 1) & 1] = fmaxf(mx[(i >> 1) & 1], x);
+      for (int i = 0; i < BN / 2; i++) {
+        float x = sc[i];
+        if (acc_col(i) >= lim_t || acc_col(i) > lim_c + ((i & 2) ? 8 : 0)) x = -INFINITY;
+        sc[i] = x;
+        mx[(i >> 1) & 1] = fmaxf(mx[(i >> 1) & 1], x);
+      }
+    } else {  // every other tile (a branch, not a predicate per element: the ALU pipe was the busiest)
+#pragma unroll
+      for (int i = 0; i < BN / 2; i++) mx[(i >> 1) & 1] = fmaxf(mx[(i >> 1) & 1], sc[i]);
     }
     float mb[2], alpha[2], ls[2] = {0.f, 0.f};
 #pragma unroll
@@ -308,15 +312,26 @@ extern "C" __global__ void __launch_bounds__(32 * DDP_WARPS + 128, 1)
     wg_wait<0>();
     reg_fence(sc);
     reg_fence(dp);
-    // masked (causal): query q0 + 2 tq + acc_col(i) before the key krow0 (+ 8)
-    const int lim = clamp_int(krow0 - q0 - 2 * tq, -16, BN + 16);
+    // masked (causal, the diagonal tiles only: a branch, not a predicate per element): query q0 + 2 tq +
+    // acc_col(i) before the key krow0 (+ 8)
+    if (need) {
+      const int lim = clamp_int(krow0 - q0 - 2 * tq, -16, BN + 16);
 #pragma unroll
-    for (int e = 0; e < BN / 2; e++) {
-      const int qc = acc_col(e) + tq * 2;
-      float p = ex2(fmaf(sc[e], sl2, -l2[qc]));
-      if (need && acc_col(e) < lim + ((e & 2) ? 8 : 0)) p = 0.f;
-      sc[e] = p;
-      dp[e] = p * (dp[e] - dl[qc]);
+      for (int e = 0; e < BN / 2; e++) {
+        const int qc = acc_col(e) + tq * 2;
+        float p = ex2(fmaf(sc[e], sl2, -l2[qc]));
+        if (acc_col(e) < lim + ((e & 2) ? 8 : 0)) p = 0.f;
+        sc[e] = p;
+        dp[e] = p * (dp[e] - dl[qc]);
+      }
+    } else {
+#pragma unroll
+      for (int e = 0; e < BN / 2; e++) {
+        const int qc = acc_col(e) + tq * 2;
+        const float p = ex2(fmaf(sc[e], sl2, -l2[qc]));
+        sc[e] = p;
+        dp[e] = p * (dp[e] - dl[qc]);
+      }
     }
     unsigned pa[BN / 16][4], sa[BN / 16][4];
     pack_p(pa, sc);
@@ -500,14 +515,30 @@ extern "C" __global__ void __launch_bounds__(32 * DDP_WARPS + 128, 1)
     const bool need = d.causal && k0 + BM - 1 > q0;
     reg_fence(sc);
     reg_fence(dp);
-    const int lim = clamp_int(krow0 - q0 - 2 * tq, -16, BN + 16);
+    // masked (causal, the diagonal tiles only: a branch, not a predicate per element): query q0 + 2 tq +
+    // acc_col(e) before the key krow0 (+ 8)
+    // (elements e, e + 1 are the columns qc, qc + 1: their lse and delta are one 8-byte load each)
+    if (need) {
+      const int lim = clamp_int(krow0 - q0 - 2 * tq, -16, BN + 16);
 #pragma unroll
-    for (int e = 0; e < BN / 2; e++) {
-      const int qc = acc_col(e) + tq * 2;
-      float p = ex2_mix(fmaf(sc[e], sl2, -l2[qc]), e);
-      if (need && acc_col(e) < lim + ((e & 2) ? 8 : 0)) p = 0.f;
-      sc[e] = p;
-      dp[e] = p * (dp[e] - dl[qc]);
+      for (int e = 0; e < BN / 2; e += 2) {
+        const int qc = acc_col(e) + tq * 2;
+        const float2 lv = *(const float2 *)(l2 + qc), dv2 = *(const float2 *)(dl + qc);
+        float p0 = ex2_mix(fmaf(sc[e], sl2, -lv.x), e), p1 = ex2_mix(fmaf(sc[e + 1], sl2, -lv.y), e + 1);
+        if (acc_col(e) < lim + ((e & 2) ? 8 : 0)) p0 = 0.f;
+        if (acc_col(e + 1) < lim + ((e & 2) ? 8 : 0)) p1 = 0.f;
+        sc[e] = p0, sc[e + 1] = p1;
+        dp[e] = p0 * (dp[e] - dv2.x), dp[e + 1] = p1 * (dp[e + 1] - dv2.y);
+      }
+    } else {
+#pragma unroll
+      for (int e = 0; e < BN / 2; e += 2) {
+        const int qc = acc_col(e) + tq * 2;
+        const float2 lv = *(const float2 *)(l2 + qc), dv2 = *(const float2 *)(dl + qc);
+        const float p0 = ex2_mix(fmaf(sc[e], sl2, -lv.x), e), p1 = ex2_mix(fmaf(sc[e + 1], sl2, -lv.y), e + 1);
+        sc[e] = p0, sc[e + 1] = p1;
+        dp[e] = p0 * (dp[e] - dv2.x), dp[e + 1] = p1 * (dp[e + 1] - dv2.y);
+      }
     }
     unsigned pa[BN / 16][4], sa[BN / 16][4];
     pack_p(pa, sc);

@@ -93,14 +93,18 @@ extern "C" __global__ void __launch_bounds__(32 * DDP_WARPS, DDP_MINB) ddp_attn_
     const long long k0 = (long long)j * BN;
     const bool need = k0 + BN > T || (d.causal && k0 + BN - 1 > q0 + wgi * 64);
     float mx[2] = {-INFINITY, -INFINITY};
-    // masked: column k0 + 2 tq + acc_col(i) at or past T, or (causal) past the row
-    const int lim_t = clamp_int(T - k0 - 2 * tq, -1, BN), lim_c = d.causal ? clamp_int(row0 - k0 - 2 * tq, -16, BN) : BN;
+    if (need) {  // the diagonal and the tail: masked is column k0 + 2 tq + acc_col(i) at or past T, or past the row
+      const int lim_t = clamp_int(T - k0 - 2 * tq, -1, BN), lim_c = d.causal ? clamp_int(row0 - k0 - 2 * tq, -16, BN) : BN;
 #pragma unroll
-    for (int i = 0; i < BN / 2; i++) {
-      float x = s[i];
-      if (need && (acc_col(i) >= lim_t || acc_col(i) > lim_c + ((i & 2) ? 8 : 0))) x = -INFINITY;
-      s[i] = x;
-      mx[(i >> 1) & 1] = fmaxf(mx[(i >> 1) & 1], x);
+      for (int i = 0; i < BN / 2; i++) {
+        float x = s[i];
+        if (acc_col(i) >= lim_t || acc_col(i) > lim_c + ((i & 2) ? 8 : 0)) x = -INFINITY;
+        s[i] = x;
+        mx[(i >> 1) & 1] = fmaxf(mx[(i >> 1) & 1], x);
+      }
+    } else {  // every other tile: a branch, not a predicate per element (attention_tma.cu says why)
+#pragma unroll
+      for (int i = 0; i < BN / 2; i++) mx[(i >> 1) & 1] = fmaxf(mx[(i >> 1) & 1], s[i]);
     }
     float mb[2], alpha[2], ls[2] = {0.f, 0.f};
 #pragma unroll
@@ -243,15 +247,26 @@ extern "C" __global__ void __launch_bounds__(32 * DDP_WARPS, DDP_MINB) ddp_attn_
     wg_wait<0>();
     reg_fence(s);
     reg_fence(dp);
-    // masked (causal): query q0 + 2 tq + acc_col(i) before the key krow0 (+ 8)
-    const int lim = clamp_int(krow0 - q0 - 2 * tq, -16, BN + 16);
+    // masked (causal, the diagonal tiles only: a branch, not a predicate per element): query q0 + 2 tq +
+    // acc_col(i) before the key krow0 (+ 8)
+    if (need) {
+      const int lim = clamp_int(krow0 - q0 - 2 * tq, -16, BN + 16);
 #pragma unroll
-    for (int i = 0; i < BN / 2; i++) {
-      const int qc = acc_col(i) + tq * 2;
-      float p = ex2(fmaf(s[i], sl2, -l2[qc]));
-      if (need && acc_col(i) < lim + ((i & 2) ? 8 : 0)) p = 0.f;
-      s[i] = p;
-      dp[i] = p * (dp[i] - dl[qc]);
+      for (int i = 0; i < BN / 2; i++) {
+        const int qc = acc_col(i) + tq * 2;
+        float p = ex2(fmaf(s[i], sl2, -l2[qc]));
+        if (acc_col(i) < lim + ((i & 2) ? 8 : 0)) p = 0.f;
+        s[i] = p;
+        dp[i] = p * (dp[i] - dl[qc]);
+      }
+    } else {
+#pragma unroll
+      for (int i = 0; i < BN / 2; i++) {
+        const int qc = acc_col(i) + tq * 2;
+        const float p = ex2(fmaf(s[i], sl2, -l2[qc]));
+        s[i] = p;
+        dp[i] = p * (dp[i] - dl[qc]);
+      }
     }
     unsigned pa[BN / 16][4], sa[BN / 16][4];
     pack_p(pa, s);
@@ -348,13 +363,21 @@ extern "C" __global__ void __launch_bounds__(32 * DDP_WARPS, DDP_MINB) ddp_attn_
     wg_wait<0>();
     reg_fence(s);
     reg_fence(dp);
-    const int lim_t = clamp_int(T - k0 - 2 * tq, -1, BN), lim_c = d.causal ? clamp_int(row0 - k0 - 2 * tq, -16, BN) : BN;
+    if (need) {  // the diagonal and the tail (a branch, not a predicate per element)
+      const int lim_t = clamp_int(T - k0 - 2 * tq, -1, BN), lim_c = d.causal ? clamp_int(row0 - k0 - 2 * tq, -16, BN) : BN;
 #pragma unroll
-    for (int i = 0; i < BN / 2; i++) {
-      const int r = (i >> 1) & 1;
-      float p = ex2(fmaf(s[i], sl2, -l2[r]));
-      if (need && (acc_col(i) >= lim_t || acc_col(i) > lim_c + 8 * r)) p = 0.f;
-      s[i] = p * (dp[i] - dl[r]);  // dS
+      for (int i = 0; i < BN / 2; i++) {
+        const int r = (i >> 1) & 1;
+        float p = ex2(fmaf(s[i], sl2, -l2[r]));
+        if (acc_col(i) >= lim_t || acc_col(i) > lim_c + 8 * r) p = 0.f;
+        s[i] = p * (dp[i] - dl[r]);  // dS
+      }
+    } else {
+#pragma unroll
+      for (int i = 0; i < BN / 2; i++) {
+        const int r = (i >> 1) & 1;
+        s[i] = ex2(fmaf(s[i], sl2, -l2[r])) * (dp[i] - dl[r]);  // dS
+      }
     }
     unsigned sa[BN / 16][4];
     pack_p(sa, s);

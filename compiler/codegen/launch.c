@@ -453,8 +453,10 @@ int ddp_kernel_launch(const ddp_instr *in, const char *arch, const ddp_codegen_o
     const int64_t B = I[ATTN_I_B], T = I[ATTN_I_T], H = I[ATTN_I_H], Dh = I[ATTN_I_DH];
     if (B < 1 || T < 1 || H < 1 || Dh < 1)
       return fail(err, errcap, in, "B=%lld T=%lld H=%lld Dh=%lld must all be >= 1", (long long)B, (long long)T, (long long)H, (long long)Dh);
-    /* a thread per (b, h, row, 8-column chunk) of dq_acc, grid-stride past 2^20 blocks */
-    geom(out, clamp64(cdiv(B * H * cdiv(T, 64) * 64 * cdiv(Dh, 64) * 8, 256), 1, 1 << 20), 1, 256, 0);
+    /* a thread per (row, 8-column chunk) of a head (y), grid-stride past 2^16 blocks and 65535 heads */
+    if (T * cdiv(Dh, 64) * 8 >= ((int64_t)1 << 31))
+      return fail(err, errcap, in, "T = %lld x %lld column chunks is too long (2^31)", (long long)T, (long long)(cdiv(Dh, 64) * 8));
+    geom(out, clamp64(cdiv(T * cdiv(Dh, 64) * 8, 256), 1, 1 << 16), clamp64(B * H, 1, MAX_GRID_YZ), 256, 0);
     break;
   }
   case OP_SWIGLU_FWD:

@@ -5,7 +5,8 @@
 # 16 heads, T 16384, causal, bf16, head dims 64 and 128) with the split backward (ATTN_BWD_DKV + ATTN_BWD_DQ)
 # and the fused one, alternating, two rounds, and PyTorch SDPA in the same call. XL=1 adds the XL step with
 # each backward, two rounds; POLY=1 the leaderboard with 0-4 quarters of the softmax's exponentials on the
-# FMA units (DDP_TUNE_EXP_POLY) and those kernels against the reference; GRID=1 the attention grid and the
+# FMA units (DDP_TUNE_EXP_POLY) and those kernels against the reference; MASK=1 the kernels whose masking
+# became a branch (TMA and cp.async forward, dK/dV, dQ) against the reference; GRID=1 the attention grid and the
 # seeds' grid with each backward and PyTorch's seeds' grid; STEP=1 the whole-step checks (tests/e2e/gpu_step.sh). Logs in $OUT/logs.tgz; the
 # table last (also $OUT/table.txt).
 set -u
@@ -17,6 +18,15 @@ kern fused ATTN_BWD_FUSED
 kern fused_halves ATTN_BWD_FUSED DDP_TUNE_FUSED_SPLIT=1
 kern dq_store ATTN_DQ_STORE
 kern prep ATTN_BWD_PREP
+if [ "${MASK:-0}" = 1 ]; then  # the kernels whose masking became a branch: the TMA forward (forced), dK/dV
+  kern fwd_tma ATTN_FWD DDP_TUNE_FWD_WGMMA=4
+  kern dkv ATTN_BWD_DKV
+  kern dkv_bn128 ATTN_BWD_DKV DDP_TUNE_DKV_BN=128
+  kern fwd_cpasync ATTN_FWD DDP_TUNE_FWD_WGMMA=3
+  kern dkv_cpasync ATTN_BWD_DKV DDP_TUNE_DKV_WGMMA=3
+  kern dq ATTN_BWD_DQ
+  kern dq_cpasync ATTN_BWD_DQ DDP_TUNE_DQ_WGMMA=3
+fi
 echo "== leaderboard ($(date +%T))"
 for round in 1 2; do
   timeout 90 dev/bin/ddpbench_kernels --only leaderboard >$OUT/lb_split_$round.log 2>&1 || echo "split rc=$?"
