@@ -382,6 +382,7 @@ static int attention_fused(const ddp_instr *in, const char *arch, const ddp_code
               "#define DDP_BN %lld\n#define DDP_SMEM %lld\n#define DDP_NBUF %lld\n#define DDP_TMA 1\n",
            (long long)HD, (long long)warps, (long long)bm, (long long)bn, (long long)smem, (long long)nbuf);
   if (turns) spec_add(launch, "#define DDP_DQ_TURNS 1\n");
+  if (HD == 64 && tuned(o, PARAM_TUNE_FUSED_KV, 1) == 2) spec_add(launch, "#define DDP_KV_REGS 1\n"); /* K, V as A fragments */
   if (exp_poly(o)) spec_add(launch, "#define DDP_EXP_POLY %d\n", exp_poly(o));
   launch->tpl = "attention_tma";
   geom(launch, B * H, cdiv(T, bm), 32 * warps + 128, smem);
