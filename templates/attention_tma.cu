@@ -112,6 +112,30 @@ __device__ __forceinline__ void produce_query_major(const ddp_tmaps &tm, const b
     }
   }
 }
+// The first warp of a key-major block's producer warpgroup (dK/dV, the fused backward): the resident K and V
+// once, then each query tile's Q and dO into its stage as the consumers release it, with the tile's lse (log2
+// units) and delta copied lane by lane next to them; each lane arrives on full(s) after its copies.
+__device__ __forceinline__ void produce_key_major(const ddp_tmaps &tm, const bars &bb, const ddp_kargs &a, const dims &d,
+                                                  long long bh, long long k0, int qt0, int nqt, unsigned char *Ks,
+                                                  unsigned char *Vs, unsigned char *Qs, unsigned char *Os, float *L2s,
+                                                  float *Dls) {
+  const long long T = d.T;
+  const int b = (int)(bh / d.H), h = (int)(bh % d.H), lane = threadIdx.x;
+  const float *lse = (const float *)a.p[ATTN_P_LSE] + bh * T, *delta = (const float *)a.p[ATTN_P_DELTA] + bh * T;
+  if (lane == 0) load_resident(tm, bb, Ks, Vs, h, (int)k0, b);
+  for (int qt = qt0; qt < nqt; qt++) {
+    const int i = qt - qt0, s = i % NBUF;
+    bb.wait_free(i);
+    const long long q0 = (long long)qt * BN;
+    if (lane == 0) load_stage2(tm, bb, s, Qs, Os, h, (int)q0, b);
+    for (int r = lane; r < BN; r += 32) {
+      const long long q = q0 + r;
+      L2s[s * BN + r] = q < T ? lse[q] * DDP_LOG2E : INFINITY;
+      Dls[s * BN + r] = q < T ? delta[q] : 0.f;
+    }
+    tma::mbar_arrive(bb.full(s));
+  }
+}
 // A consumer warp is done reading stage s.
 __device__ __forceinline__ void release(const bars &b, int s) {
   __syncwarp();
@@ -262,23 +286,7 @@ extern "C" __global__ void __launch_bounds__(32 * DDP_WARPS + 128, 1)
 
   if (threadIdx.x < 128) {  // the producer warpgroup; its first warp works
     tma::regs_dec<PRODUCER_REGS>();
-    if (threadIdx.x < 32) {
-      const int b = (int)(bh / d.H), h = (int)(bh % d.H), lane = threadIdx.x;
-      const float *lse = (const float *)a.p[ATTN_P_LSE] + bh * T, *delta = (const float *)a.p[ATTN_P_DELTA] + bh * T;
-      if (lane == 0) load_resident(tm, bb, Ks, Vs, h, (int)k0, b);
-      for (int qt = qt0; qt < nqt; qt++) {
-        const int i = qt - qt0, s = i % NBUF;
-        bb.wait_free(i);
-        const long long q0 = (long long)qt * BN;
-        if (lane == 0) load_stage2(tm, bb, s, Qs, Os, h, (int)q0, b);
-        for (int r = lane; r < BN; r += 32) {
-          const long long q = q0 + r;
-          L2s[s * BN + r] = q < T ? lse[q] * DDP_LOG2E : INFINITY;
-          Dls[s * BN + r] = q < T ? delta[q] : 0.f;
-        }
-        tma::mbar_arrive(bb.full(s));
-      }
-    }
+    if (threadIdx.x < 32) produce_key_major(tm, bb, a, d, bh, k0, qt0, nqt, Ks, Vs, Qs, Os, L2s, Dls);
     return;
   }
 
@@ -438,23 +446,7 @@ extern "C" __global__ void __launch_bounds__(32 * DDP_WARPS + 128, 1)
       }
       tma::bulk_wait<0>();
     }
-    if (threadIdx.x < 32) {
-      const int b = (int)(bh / d.H), h = (int)(bh % d.H), lane = threadIdx.x;
-      const float *lse = (const float *)a.p[ATTN_P_LSE] + bh * T, *delta = (const float *)a.p[ATTN_P_DELTA] + bh * T;
-      if (lane == 0) load_resident(tm, bb, Ks, Vs, h, (int)k0, b);
-      for (int qt = qt0; qt < nqt; qt++) {
-        const int i = qt - qt0, s = i % NBUF;
-        bb.wait_free(i);
-        const long long q0 = (long long)qt * BN;
-        if (lane == 0) load_stage2(tm, bb, s, Qs, Os, h, (int)q0, b);
-        for (int r = lane; r < BN; r += 32) {
-          const long long q = q0 + r;
-          L2s[s * BN + r] = q < T ? lse[q] * DDP_LOG2E : INFINITY;
-          Dls[s * BN + r] = q < T ? delta[q] : 0.f;
-        }
-        tma::mbar_arrive(bb.full(s));
-      }
-    }
+    if (threadIdx.x < 32) produce_key_major(tm, bb, a, d, bh, k0, qt0, nqt, Ks, Vs, Qs, Os, L2s, Dls);
     return;
   }
 
