@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # tests/fuzz/make_corpus.sh OUT: the seed corpus of the fuzz targets, generated from what ships, into
-# OUT/<target>/: plan (every shipped schedule that compiles, by ddpc on a tiny model, then stripped of CUBIN by
-# strip_plan),
+# OUT/<target>/: plan (every shipped schedule that compiles, by ddpc on a tiny model, and the tiny model with
+# the fused attention backward, each stripped of CUBIN by strip_plan),
 # schedule (schedules/*.lua as they are), safetensors (the checkpoint ddprun writes for toy.lua on the
 # reference executor: model and optimizer), tokens (a few token files behind fuzz_tokens' 4 shape bytes).
 # Needs $DDPC, $DDPRUN, $STRIP_PLAN (defaults: build/ddpc, build/ddprun, build/tests/strip_plan). Existing
@@ -35,6 +35,14 @@ for s in "$src"/schedules/*.lua; do
     nplans=$((nplans + 1))
   fi
 done
+# the fused attention backward (ATTN_BWD_FUSED, ATTN_DQ_STORE and the prep's dq accumulator) needs a head dim
+# of 64 and bf16, which no shipped schedule asks for
+if [ ! -s "$out/plan/tiny_fused_attn_bwd.bin" ] &&
+  "$DDPC" "$src/schedules/tiny.lua" -o "$tmp/tiny_fused_attn_bwd.bin" --quiet --set precision=bf16 --set model.heads=1 \
+    --set fusion.attention_backward=true 2>/dev/null; then
+  "$STRIP_PLAN" "$tmp/tiny_fused_attn_bwd.bin" "$out/plan/tiny_fused_attn_bwd.bin"
+  nplans=$((nplans + 1))
+fi
 [ "$nplans" -gt 0 ] || { echo "make_corpus.sh: no schedule compiled (is $DDPC built?)" >&2; exit 1; }
 
 if [ ! -s "$out/safetensors/model.safetensors" ]; then
