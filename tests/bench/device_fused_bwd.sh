@@ -7,7 +7,8 @@
 # each backward, two rounds; POLY=1 the leaderboard with 0-4 quarters of the softmax's exponentials on the
 # FMA units (DDP_TUNE_EXP_POLY) and those kernels against the reference; MASK=1 the kernels whose masking
 # became a branch (TMA and cp.async forward, dK/dV, dQ) against the reference; KV=1 the fused backward with K
-# and V as register operands (DDP_TUNE_FUSED_KV=2), checked and timed; GRID=1 the attention grid and the
+# and V as register operands (DDP_TUNE_FUSED_KV=2), checked and timed; ROUNDS=N the fused leaderboard and
+# SDPA alternating N times (the ratio per round and its median); GRID=1 the attention grid and the
 # seeds' grid with each backward and PyTorch's seeds' grid; STEP=1 the whole-step checks (tests/e2e/gpu_step.sh). Logs in $OUT/logs.tgz; the
 # table last (also $OUT/table.txt).
 set -u
@@ -75,6 +76,12 @@ fi
 if [ "${STEP:-0}" = 1 ]; then  # whole steps against the reference, the fused backward's case included
   timeout 240 bash tests/e2e/gpu_step.sh >$OUT/gpu_step.log 2>&1; echo "gpu_step rc=$?"; grep -E "^(ok|FAIL)" $OUT/gpu_step.log
 fi
+if [ "${ROUNDS:-0}" -gt 0 ]; then  # the fused leaderboard and SDPA alternating, ROUNDS times, for the ratio's spread
+  for round in $(seq 1 "$ROUNDS"); do
+    timeout 90 dev/bin/ddpbench_kernels --only leaderboard --fused >$OUT/alt_ours_$round.log 2>&1 || echo "ours $round rc=$?"
+    timeout 200 python3 $B/torch_extra.py --attention --quick >$OUT/alt_sdpa_$round.log 2>&1 || echo "sdpa $round rc=$?"
+  done
+fi
 echo "== table ($(date +%T))"
 {
 for f in $OUT/lb_*_1.log $OUT/lb_*_2.log; do echo "$(basename $f .log): $(grep -h "^leaderboard" $f | tr '\n' ' ')"; done
@@ -88,6 +95,23 @@ for f in sorted(glob.glob(sys.argv[1] + "/xl_*.jsonl")):
 PY
 fi
 grep -E '"T": 16384' $OUT/torch_sdpa.log | grep bf16
+[ "${ROUNDS:-0}" -gt 0 ] && python3 - $OUT "$ROUNDS" <<'PY'
+import json, re, statistics, sys
+out, n = sys.argv[1], int(sys.argv[2])
+for d in (64, 128):
+    rows = []
+    for r in range(1, n + 1):
+        ours = [l for l in open(f"{out}/alt_ours_{r}.log") if l.startswith(f"leaderboard d {d} ")]
+        sdpa = [json.loads(l[6:]) for l in open(f"{out}/alt_sdpa_{r}.log") if l.startswith("TORCH ")]
+        sdpa = [x for x in sdpa if x.get("d") == d and x.get("T") == 16384 and x.get("dtype") == "bf16"]
+        if ours and sdpa:
+            o = float(re.search(r"fwd\+bwd ([0-9.]+)", ours[0]).group(1))
+            rows.append((o, sdpa[0]["fwd_bwd_ms"], o / sdpa[0]["fwd_bwd_ms"]))
+    if rows:
+        print(f"d {d}, {len(rows)} alternating rounds: ours " + " ".join(f"{o:.3f}" for o, _, _ in rows) +
+              " | SDPA " + " ".join(f"{t:.3f}" for _, t, _ in rows) + " | ratio " + " ".join(f"{q:.3f}" for _, _, q in rows) +
+              f" | median ratio {statistics.median(q for _, _, q in rows):.3f}")
+PY
 [ "${GRID:-0}" = 1 ] && python3 $B/summary_attention.py $OUT "split backward" | grep -v "^XL bf16\|^torch.compile"
 } | tee $OUT/table.txt
 (cd $OUT && tar czf /tmp/logs.tgz --exclude=table.txt . && find . -type f ! -name table.txt -delete && mv /tmp/logs.tgz .)
