@@ -3,8 +3,8 @@
 # init and data: the tiny transformer (fp32: losses within 1e-5 relative; bf16: 2e-2; with one head of 64,
 # also with the fused attention backward) and the toy MLPs
 # (fp32, 1e-5), 10 steps each; the ZeRO levels on 1 GPU (zero1, zero2, fsdp fp32 and bf16, fsdp with
-# fp32 gathers); then each executor resumes from the other's final checkpoint (loadable
-# by both). SKIP (77) without a GPU.
+# fp32 gathers; zero2 with the update stream also replayed as CUDA graphs, bit for bit the eager run); then
+# each executor resumes from the other's final checkpoint (loadable by both). SKIP (77) without a GPU.
 . "$(dirname "$0")/lib.sh"
 if ! nvidia-smi -L >/dev/null 2>&1; then echo "SKIP: no GPU"; exit 77; fi
 e2e_tmp gpu_step
@@ -49,6 +49,20 @@ run_pair zero2_1gpu tiny_zero2 1e-5 --set parallel.ranks=1
 # ... with the shard updates on the update stream during the backward and the all-gathers before the next forward
 run_pair zero2_overlap_1gpu tiny_zero2 1e-5 --set parallel.ranks=1 --set parallel.optimizer_overlap=true \
   --set parallel.param_gather=before_forward
+# ... and that plan replayed as CUDA graphs (DDP_CUDA_GRAPH=1: the compute, communication and update streams
+# captured together): the eager GPU run's losses and gradient norms, bit for bit
+if [ -f "$tmp/zero2_overlap_1gpu.gpu.jsonl" ]; then
+  DDP_CUDA_GRAPH=1 "$DDPRUN" "$tmp/zero2_overlap_1gpu.bin" --device cuda --steps 10 --metrics "$tmp/zero2_overlap_graph.jsonl" \
+    --quiet || fail "zero2_overlap_1gpu under DDP_CUDA_GRAPH=1"
+  python3 - "$tmp/zero2_overlap_graph.jsonl" "$tmp/zero2_overlap_1gpu.gpu.jsonl" <<'PY' || fail=1
+import json, sys
+a, b = ([(d["step"], d["loss"], d.get("grad_norm")) for d in map(json.loads, open(p)) if "step" in d and "loss" in d]
+        for p in sys.argv[1:])
+if len(a) != 10 or a != b:
+    print(f"FAIL: zero2_overlap_graph_1gpu: graph {a} != eager {b}"); sys.exit(1)
+print(f"ok: zero2_overlap_graph_1gpu: 10 steps under DDP_CUDA_GRAPH=1 bit for bit the eager run's (loss {a[-1][1]:.6f})")
+PY
+fi
 run_pair fsdp_1gpu tiny_fsdp 1e-5 --set parallel.ranks=1
 run_pair fsdp_bf16_1gpu tiny_fsdp 2e-2 --set parallel.ranks=1 --set precision=bf16
 run_pair fsdp_bf16_gather32_1gpu tiny_fsdp 2e-2 --set parallel.ranks=1 --set precision=bf16 --set parallel.gather_dtype=fp32
