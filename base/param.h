@@ -40,12 +40,8 @@
   X(TUNE_DQ_BN, "DDP_TUNE_DQ_BN", POW2, 0, 16, 128, "benchmarks: attention backward dQ, key block")         \
   X(TUNE_DQ_MINB, "DDP_TUNE_DQ_MINB", INT, 0, 1, 4, "benchmarks: attention backward dQ, min blocks/SM")     \
   X(TUNE_DQ_WARPS, "DDP_TUNE_DQ_WARPS", POW2, 0, 4, 8, "benchmarks: attention backward dQ, warps")          \
-  X(TUNE_EXP_POLY, "DDP_TUNE_EXP_POLY", INT, 0, 0, 4,                                                       \
-    "benchmarks: bf16 attention on sm_90a (the TMA forward, the fused backward), quarters of the softmax's exponentials computed by a polynomial on the FMA units instead of MUFU (0..4)") \
   X(TUNE_FUSED_SPLIT, "DDP_TUNE_FUSED_SPLIT", INT, 0, 1, 2,                                                 \
     "benchmarks: the fused attention backward at head dim 64, how its two warpgroups share dQ: 1 half the columns of every tile each, 2 (the default) all columns of every other tile each") \
-  X(TUNE_FUSED_KV, "DDP_TUNE_FUSED_KV", INT, 0, 1, 2,                                                      \
-    "benchmarks: the fused attention backward at head dim 64, where S and dP read K and V: 1 shared memory, 2 registers (wgmma A fragments)") \
   X(TUNE_ADAMW_VEC, "DDP_TUNE_ADAMW_VEC", INT, 0, 4, 8, "benchmarks: AdamW elements per vector access")     \
   X(TUNE_ADAMW_UNROLL, "DDP_TUNE_ADAMW_UNROLL", INT, 0, 1, 4, "benchmarks: AdamW packs per thread")          \
   X(TUNE_ADAMW_GRID, "DDP_TUNE_ADAMW_GRID", INT, 0, 1, 1048576, "benchmarks: AdamW grid size")              \

@@ -92,27 +92,6 @@ __device__ __forceinline__ float ex2(float x) {
   asm("ex2.approx.ftz.f32 %0, %1;\n" : "=f"(y) : "f"(x));
   return y;
 }
-// 2^x on the FMA units, for spreading the softmax's exponentials over MUFU (ex2) and the FMA pipe: at head
-// dim 64 the forward needs one exponential per 256 tensor-core FLOPs, which is all of MUFU's rate on an
-// H100/H200 (16 a clock per SM against 4096 FLOPs). x = j + f with j = rint(x) (the 1.5 * 2^23 trick) and
-// f in [-0.5, 0.5]; 2^f by a degree-4 polynomial (fitted here for f32 Horner: relative error 2.7e-6); j
-// added to the exponent bits. x is clamped at -125 (2^-125, not 0, for a masked -inf); NaN stays NaN.
-__device__ __forceinline__ float ex2_poly(float x) {
-  const float c = x < -125.f ? -125.f : x;
-  const float t = c + 12582912.f;
-  const float f = c - (t - 12582912.f);
-  float p = fmaf(0.009570101276040077f, f, 0.05591787025332451f);
-  p = fmaf(p, f, 0.240247443318367f);
-  p = fmaf(p, f, 0.6931217908859253f);
-  p = fmaf(p, f, 0.9999992847442627f);
-  const float r = __uint_as_float(__float_as_uint(p) + ((__float_as_uint(t) - 0x4B400000u) << 23));
-  return c == c ? r : c;
-}
-#ifndef DDP_EXP_POLY
-#define DDP_EXP_POLY 0
-#endif
-// Element i of a thread's scores takes ex2_poly when i % 4 < DDP_EXP_POLY (0: every one on MUFU).
-__device__ __forceinline__ float ex2_mix(float x, int i) { return (i & 3) < DDP_EXP_POLY ? ex2_poly(x) : ex2(x); }
 __device__ __forceinline__ unsigned pack2(float lo, float hi) {
   __nv_bfloat162 v = __floats2bfloat162_rn(lo, hi);
   return *reinterpret_cast<unsigned *>(&v);

@@ -220,7 +220,7 @@ extern "C" __global__ void __launch_bounds__(32 * DDP_WARPS + 128, 1)
     }
 #pragma unroll
     for (int i = 0; i < BN / 2; i++) {
-      const float p = ex2_mix(fmaf(sc[i], sl2, -mb[(i >> 1) & 1]), i);
+      const float p = ex2(fmaf(sc[i], sl2, -mb[(i >> 1) & 1]));
       sc[i] = p;
       ls[(i >> 1) & 1] += p;
     }
@@ -387,9 +387,6 @@ extern "C" __global__ void __launch_bounds__(32 * DDP_WARPS + 128, 1)
     ddp_attn_bwd_fused(const ddp_kargs a, const __grid_constant__ ddp_tmaps tm) {
   using namespace ws;
   static_assert(NWG == 2 && BN == 64, "attention_tma: the fused backward has two consumer warpgroups, 64-query tiles");
-#ifndef DDP_KV_REGS
-#define DDP_KV_REGS 0
-#endif
 #ifndef DDP_DQ_TURNS
 #define DDP_DQ_TURNS 0
 #endif
@@ -470,7 +467,7 @@ extern "C" __global__ void __launch_bounds__(32 * DDP_WARPS + 128, 1)
   // Each iteration ends with the next tile's S and dP on the tensor cores while this tile's dQ is staged and
   // reduced (at head dim 128 the registers do not allow it: there the scores follow the staging); nothing
   // is in flight across the loop's back edge, where ptxas would serialise the wgmmas.
-  constexpr bool PIPELINE = HD == 64 && !DDP_KV_REGS;  // K and V in registers leave no room for it either
+  constexpr bool PIPELINE = HD == 64;
   float dq[NQ / 2];
   auto stage_dq = [&](int i) {  // tile qt0 + i: times scale into the staging buffer, for the reducer
     const int b = TURNS ? (i >> 1) & 1 : i & 1, use = TURNS ? i >> 2 : i >> 1;
@@ -485,29 +482,15 @@ extern "C" __global__ void __launch_bounds__(32 * DDP_WARPS + 128, 1)
     tma::mbar_arrive(dq_full0 + 8u * (2 * wgi + b));
   };
   float sc[BN / 2], dp[BN / 2];
-  // DDP_KV_REGS (head dim 64): the warpgroup's K and V rows held as wgmma A fragments (32 registers) instead of
-  // read from shared memory for every tile's S and dP, whose operand reads were near the tensor cores' time
-  constexpr bool KV_REGS = DDP_KV_REGS;
-  static_assert(!KV_REGS || HD == 64, "attention_tma: K and V in registers at head dim 64 only");
-  unsigned kfrag[4][4], vfrag[4][4];  // unused (and not allocated) without KV_REGS
   auto issue_scores = [&](int i) {  // S^T = K Q^T and dP^T = V dO^T of tile qt0 + i, one wgmma group
     bb.wait_full(i);
     const int s = i % NBUF;
     wg_fence();
-    if constexpr (KV_REGS) {
-      scores_rs(sc, kfrag, smem_u32(Qs + s * BBYTES));
-      scores_rs(dp, vfrag, smem_u32(Os + s * BBYTES));
-    } else {
-      scores(sc, kaddr, smem_u32(Qs + s * BBYTES));
-      scores(dp, vaddr, smem_u32(Os + s * BBYTES));
-    }
+    scores(sc, kaddr, smem_u32(Qs + s * BBYTES));
+    scores(dp, vaddr, smem_u32(Os + s * BBYTES));
     wg_commit();
   };
   tma::mbar_wait(bb.resident, 0);
-  if constexpr (KV_REGS) {
-    load_afrag(kfrag, Ks, kr, tq);
-    load_afrag(vfrag, Vs, kr, tq);
-  }
   if (PIPELINE && qt0 < nqt) issue_scores(0);
   wg_wait<0>();
 
@@ -533,7 +516,7 @@ extern "C" __global__ void __launch_bounds__(32 * DDP_WARPS + 128, 1)
       for (int e = 0; e < BN / 2; e += 2) {
         const int qc = acc_col(e) + tq * 2;
         const float2 lv = *(const float2 *)(l2 + qc), dv2 = *(const float2 *)(dl + qc);
-        float p0 = ex2_mix(fmaf(sc[e], sl2, -lv.x), e), p1 = ex2_mix(fmaf(sc[e + 1], sl2, -lv.y), e + 1);
+        float p0 = ex2(fmaf(sc[e], sl2, -lv.x)), p1 = ex2(fmaf(sc[e + 1], sl2, -lv.y));
         if (acc_col(e) < lim + ((e & 2) ? 8 : 0)) p0 = 0.f;
         if (acc_col(e + 1) < lim + ((e & 2) ? 8 : 0)) p1 = 0.f;
         sc[e] = p0, sc[e + 1] = p1;
@@ -544,7 +527,7 @@ extern "C" __global__ void __launch_bounds__(32 * DDP_WARPS + 128, 1)
       for (int e = 0; e < BN / 2; e += 2) {
         const int qc = acc_col(e) + tq * 2;
         const float2 lv = *(const float2 *)(l2 + qc), dv2 = *(const float2 *)(dl + qc);
-        const float p0 = ex2_mix(fmaf(sc[e], sl2, -lv.x), e), p1 = ex2_mix(fmaf(sc[e + 1], sl2, -lv.y), e + 1);
+        const float p0 = ex2(fmaf(sc[e], sl2, -lv.x)), p1 = ex2(fmaf(sc[e + 1], sl2, -lv.y));
         sc[e] = p0, sc[e + 1] = p1;
         dp[e] = p0 * (dp[e] - dv2.x), dp[e + 1] = p1 * (dp[e + 1] - dv2.y);
       }

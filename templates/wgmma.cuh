@@ -162,20 +162,6 @@ __device__ __forceinline__ void wgmma_ss_tt(float (&d)[32], unsigned long long d
         "+f"(d[24]), "+f"(d[25]), "+f"(d[26]), "+f"(d[27]), "+f"(d[28]), "+f"(d[29]), "+f"(d[30]), "+f"(d[31])
       : "l"(da), "l"(db), "r"(acc));
 }
-// d (64 x 64, f32) = (acc ? d : 0) + A (64 x 16, bf16 registers a) * B^T (64 x 16, smem desc db, K-major)
-__device__ __forceinline__ void wgmma_rs_n64(float (&d)[32], const unsigned (&a)[4], unsigned long long db, int acc) {
-  asm volatile(
-      "{\n.reg .pred p;\nsetp.ne.b32 p, %37, 0;\n"
-      "wgmma.mma_async.sync.aligned.m64n64k16.f32.bf16.bf16 {"
-      "%0,%1,%2,%3,%4,%5,%6,%7,%8,%9,%10,%11,%12,%13,%14,%15,"
-      "%16,%17,%18,%19,%20,%21,%22,%23,%24,%25,%26,%27,%28,%29,%30,%31"
-      "}, {%32,%33,%34,%35}, %36, p, 1, 1, 0;\n}\n"
-      : "+f"(d[0]), "+f"(d[1]), "+f"(d[2]), "+f"(d[3]), "+f"(d[4]), "+f"(d[5]), "+f"(d[6]), "+f"(d[7]),
-        "+f"(d[8]), "+f"(d[9]), "+f"(d[10]), "+f"(d[11]), "+f"(d[12]), "+f"(d[13]), "+f"(d[14]), "+f"(d[15]),
-        "+f"(d[16]), "+f"(d[17]), "+f"(d[18]), "+f"(d[19]), "+f"(d[20]), "+f"(d[21]), "+f"(d[22]), "+f"(d[23]),
-        "+f"(d[24]), "+f"(d[25]), "+f"(d[26]), "+f"(d[27]), "+f"(d[28]), "+f"(d[29]), "+f"(d[30]), "+f"(d[31])
-      : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "l"(db), "r"(acc));
-}
 
 // S (64 x BN) = A B^T over the head dim: HD/16 k steps, each one wgmma. A: the warpgroup's 64 rows of a
 // resident BM-row tile (aaddr includes the warpgroup's offset); B: a streamed BN-row tile. Q K^T in the
@@ -189,23 +175,6 @@ __device__ __forceinline__ void scores(float (&s)[BN / 2], unsigned qaddr, unsig
     const unsigned long long db = desc<1024>(klo + ((unsigned)(kk >> 2) * BN * 128u >> 4) + off);
     wgmma_ss(s, da, db, kk > 0);  // m64n64k16 or m64n128k16 by the size of s
   }
-}
-// The warpgroup's 64 rows of a resident BM-row tile at `tile` (64 columns, HD == 64) as A fragments, one set
-// of 4 registers per 16-column k step (rows warp 16 + g (+ 8), columns 16 kk + 2 tq (+ 8)), for scores_rs.
-__device__ __forceinline__ void load_afrag(unsigned (&f)[4][4], const unsigned char *tile, int row, int tq) {
-#pragma unroll
-  for (int kk = 0; kk < 4; kk++)
-#pragma unroll
-    for (int q = 0; q < 4; q++) {
-      const int r = row + ((q & 1) ? 8 : 0), c = 16 * kk + 2 * tq + ((q & 2) ? 8 : 0);
-      f[kk][q] = *(const unsigned *)(tile + swz<BM>(r, c >> 3) + (c & 7) * 2);
-    }
-}
-// S (64 x 64) = A B^T over a head dim of 64 with A from registers (load_afrag) and B a streamed tile.
-__device__ __forceinline__ void scores_rs(float (&s)[32], const unsigned (&a)[4][4], unsigned baddr) {
-  const unsigned blo = desc_lo(baddr, 16);
-#pragma unroll
-  for (int kk = 0; kk < 4; kk++) wgmma_rs_n64(s, a[kk], desc<1024>(blo + (((unsigned)kk * 32u) >> 4)), kk > 0);
 }
 // P (64 x BN) as bf16 A fragments, one set of 4 registers per 16-key k step, from the scores' registers.
 __device__ __forceinline__ void pack_p(unsigned (&pa)[BN / 16][4], const float (&s)[BN / 2]) {

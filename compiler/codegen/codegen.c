@@ -94,8 +94,6 @@ int ddp_codegen_opts_from_env(ddp_codegen_opts *o, char *err, size_t errcap) {
   o->nvrtc_log = (int)log;
   for (int k = 0; k < DDP_TUNE_COUNT; k++)
     if (ddp_param_int((ddp_param)(PARAM_TUNE_FWD_MT + k), &o->tune[k], err, errcap)) return -1;
-  /* the one knob whose 0 is a choice (no polynomial exponentials): stored plus one, 0 stays "unset" */
-  if (ddp_param_is_set(PARAM_TUNE_EXP_POLY)) o->tune[PARAM_TUNE_EXP_POLY - PARAM_TUNE_FWD_MT]++;
   return 0;
 }
 

@@ -17,8 +17,7 @@ typedef struct ddp_codegen_opts {
   const char *template_dir;     /* NULL: the installed templates, else the ones ddpc was built with */
   char cache_dir[4096];         /* the CUBIN cache folder; "": none (base/cache_dir.h finds it when o is NULL) */
   int nvrtc_log;                /* print NVRTC's whole log when a compile fails */
-  int64_t tune[DDP_TUNE_COUNT]; /* indexed PARAM_TUNE_x - PARAM_TUNE_FWD_MT; 0: the built-in choice
-                                 * (TUNE_EXP_POLY holds its value plus one) */
+  int64_t tune[DDP_TUNE_COUNT]; /* indexed PARAM_TUNE_x - PARAM_TUNE_FWD_MT; 0: the built-in choice */
 } ddp_codegen_opts;
 
 /* Reads the knobs above from the environment (for main.c and the benchmarks); 0, or -1 with one line. */

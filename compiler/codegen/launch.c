@@ -211,13 +211,6 @@ static int64_t tuned(const ddp_codegen_opts *o, int param, int64_t v) {
   return o && o->tune[param - PARAM_TUNE_FWD_MT] ? o->tune[param - PARAM_TUNE_FWD_MT] : v;
 }
 
-/* Quarters of the softmax's exponentials that the TMA forward and the fused backward compute by a
- * polynomial on the FMA units (templates/attention.cuh, ex2_poly): DDP_TUNE_EXP_POLY, stored plus one. */
-static int exp_poly(const ddp_codegen_opts *o) {
-  const int64_t v = tuned(o, PARAM_TUNE_EXP_POLY, 1) - 1;
-  return v < 0 ? 0 : v > 4 ? 4 : (int)v;
-}
-
 static int attention(const ddp_instr *in, const char *arch, const ddp_codegen_opts *o, ddp_launch *launch,
                      char *err, size_t errcap) {
   const int64_t B = in->i[ATTN_I_B], T = in->i[ATTN_I_T], H = in->i[ATTN_I_H], Dh = in->i[ATTN_I_DH];
@@ -340,7 +333,6 @@ static int attention(const ddp_instr *in, const char *arch, const ddp_codegen_op
   if (nbuf) spec_add(launch, "#define DDP_NBUF %lld\n", (long long)nbuf);
   if (minb > 1) spec_add(launch, "#define DDP_MINB %lld\n", (long long)minb);
   if (tma) spec_add(launch, "#define DDP_TMA 1\n");
-  if (tma && op == OP_ATTN_FWD && exp_poly(o)) spec_add(launch, "#define DDP_EXP_POLY %d\n", exp_poly(o));
   geom(launch, B * H, cdiv(T, bm), 32 * warps + (tma ? 128 : 0), smem); /* TMA: plus the producer warpgroup */
   return 0;
 }
@@ -382,8 +374,6 @@ static int attention_fused(const ddp_instr *in, const char *arch, const ddp_code
               "#define DDP_BN %lld\n#define DDP_SMEM %lld\n#define DDP_NBUF %lld\n#define DDP_TMA 1\n",
            (long long)HD, (long long)warps, (long long)bm, (long long)bn, (long long)smem, (long long)nbuf);
   if (turns) spec_add(launch, "#define DDP_DQ_TURNS 1\n");
-  if (HD == 64 && tuned(o, PARAM_TUNE_FUSED_KV, 1) == 2) spec_add(launch, "#define DDP_KV_REGS 1\n"); /* K, V as A fragments */
-  if (exp_poly(o)) spec_add(launch, "#define DDP_EXP_POLY %d\n", exp_poly(o));
   launch->tpl = "attention_tma";
   geom(launch, B * H, cdiv(T, bm), 32 * warps + 128, smem);
   return 0;

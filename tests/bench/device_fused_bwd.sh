@@ -3,14 +3,14 @@
 # the fused attention backward (ATTN_BWD_FUSED + ATTN_DQ_STORE, and ATTN_BWD_PREP zeroing its accumulator)
 # against the reference executor on fresh random inputs, then the leaderboard configuration (batch 1,
 # 16 heads, T 16384, causal, bf16, head dims 64 and 128) with the split backward (ATTN_BWD_DKV + ATTN_BWD_DQ)
-# and the fused one, alternating, two rounds, and PyTorch SDPA in the same call. XL=1 adds the XL step with
-# each backward, two rounds; POLY=1 the leaderboard with 0-4 quarters of the softmax's exponentials on the
-# FMA units (DDP_TUNE_EXP_POLY) and those kernels against the reference; MASK=1 the kernels whose masking
-# became a branch (TMA and cp.async forward, dK/dV, dQ) against the reference; KV=1 the fused backward with K
-# and V as register operands (DDP_TUNE_FUSED_KV=2), checked and timed; ROUNDS=N the fused leaderboard and
-# SDPA alternating N times (the ratio per round and its median); GRID=1 the attention grid and the
-# seeds' grid with each backward and PyTorch's seeds' grid; STEP=1 the whole-step checks (tests/e2e/gpu_step.sh). Logs in $OUT/logs.tgz; the
-# table last (also $OUT/table.txt).
+# and the fused one, alternating, two rounds, and PyTorch SDPA in the same call. Options:
+#   XL=1      the XL step with each backward, two rounds
+#   MASK=1    the kernels whose masking became a branch (TMA and cp.async forward, dK/dV, dQ) against the
+#             reference
+#   ROUNDS=N  the fused leaderboard and SDPA alternating N times (the ratio per round and its median)
+#   GRID=1    the attention grid and the seeds' grid with each backward, and PyTorch's seeds' grid
+#   STEP=1    the whole-step checks (tests/e2e/gpu_step.sh)
+# Logs in $OUT/logs.tgz; the table last (also $OUT/table.txt).
 set -u
 cd "$(dirname "$0")/../.."
 . tests/bench/device_env.sh
@@ -20,7 +20,6 @@ kern fused ATTN_BWD_FUSED
 kern fused_halves ATTN_BWD_FUSED DDP_TUNE_FUSED_SPLIT=1
 kern dq_store ATTN_DQ_STORE
 kern prep ATTN_BWD_PREP
-[ "${KV:-0}" = 1 ] && kern fused_kv ATTN_BWD_FUSED DDP_TUNE_FUSED_KV=2
 if [ "${MASK:-0}" = 1 ]; then  # the kernels whose masking became a branch: the TMA forward (forced), dK/dV
   kern fwd_tma ATTN_FWD DDP_TUNE_FWD_WGMMA=4
   kern dkv ATTN_BWD_DKV
@@ -36,22 +35,7 @@ for round in 1 2; do
   timeout 90 dev/bin/ddpbench_kernels --only leaderboard --fused >$OUT/lb_fused_$round.log 2>&1 || echo "fused rc=$?"
   DDP_TUNE_FUSED_SPLIT=1 timeout 90 dev/bin/ddpbench_kernels --only leaderboard --fused >$OUT/lb_fusedhalves_$round.log 2>&1 ||
     echo "fused by halves rc=$?"
-  if [ "${KV:-0}" = 1 ]; then
-    DDP_TUNE_FUSED_KV=2 timeout 90 dev/bin/ddpbench_kernels --only leaderboard --fused >$OUT/lb_fusedkv_$round.log 2>&1 ||
-      echo "fused, K and V in registers rc=$?"
-  fi
 done
-if [ "${POLY:-0}" = 1 ]; then  # quarters of the softmax's exponentials on the FMA units (DDP_TUNE_EXP_POLY)
-  kern fwd_poly2 ATTN_FWD DDP_TUNE_FWD_WGMMA=4 DDP_TUNE_EXP_POLY=2
-  kern fwd_poly4 ATTN_FWD DDP_TUNE_FWD_WGMMA=4 DDP_TUNE_EXP_POLY=4
-  kern fused_poly2 ATTN_BWD_FUSED DDP_TUNE_EXP_POLY=2
-  for round in 1 2; do
-    for q in 0 1 2 3 4; do
-      DDP_TUNE_EXP_POLY=$q timeout 90 dev/bin/ddpbench_kernels --only leaderboard --fused >$OUT/lb_poly${q}_$round.log 2>&1 ||
-        echo "poly $q rc=$?"
-    done
-  done
-fi
 timeout 200 python3 $B/torch_extra.py --attention --quick >$OUT/torch_sdpa.log 2>&1; echo "torch sdpa rc=$?"
 if [ "${GRID:-0}" = 1 ]; then  # the attention grid (16 heads, causal) and the seeds' grid, fused and split; SDPA's
   # (named as tests/bench/summary_attention.py reads them: "wgmma" the fused backward, "mma" the split one)

@@ -195,36 +195,6 @@ static void attention_choice(void) {
         compile_with(&c, "sm_90a", &o);
         tma_variants++;
       }
-  /* half the softmax's exponentials by the polynomial (DDP_TUNE_EXP_POLY=2, stored plus one): the TMA
-   * forward and the fused backward */
-  for (int di = 1; di < 4; di += 2)
-    for (int k = 0; k < 2; k++) {
-      kc_case c;
-      kc_make(k ? OP_ATTN_BWD_FUSED : OP_ATTN_FWD, DT_BF16, (kc_shape){.a = 2, .b = 1100, .c = dims[di], .flag = 1}, &c);
-      ddp_codegen_opts o = {0};
-      o.tune[PARAM_TUNE_EXP_POLY - PARAM_TUNE_FWD_MT] = 3;
-      ddp_launch L;
-      char err[1024];
-      if (!CHECK(!ddp_kernel_launch(&c.in, "sm_90a", &o, &L, err, sizeof err), "%s exp_poly: %s", c.label, err)) continue;
-      CHECK(!strcmp(L.tpl, "attention_tma") && strstr(L.spec, "#define DDP_EXP_POLY 2\n"), "%s exp_poly: template %s, spec %s",
-            c.label, L.tpl, L.spec);
-      compile_with(&c, "sm_90a", &o);
-      tma_variants++;
-    }
-  /* the fused backward at d 64 with K and V as register operands (DDP_TUNE_FUSED_KV=2) */
-  {
-    kc_case c;
-    kc_make(OP_ATTN_BWD_FUSED, DT_BF16, (kc_shape){.a = 2, .b = 1100, .c = 64, .flag = 1}, &c);
-    ddp_codegen_opts o = {0};
-    o.tune[PARAM_TUNE_FUSED_KV - PARAM_TUNE_FWD_MT] = 2;
-    ddp_launch L;
-    char err[1024];
-    if (CHECK(!ddp_kernel_launch(&c.in, "sm_90a", &o, &L, err, sizeof err), "%s kv regs: %s", c.label, err)) {
-      CHECK(strstr(L.spec, "#define DDP_KV_REGS 1\n") != NULL, "%s kv regs: spec %s", c.label, L.spec);
-      compile_with(&c, "sm_90a", &o);
-      tma_variants++;
-    }
-  }
   /* the fused backward: dQ shared by columns (the default) or, at d 64, by turns */
   for (int di = 1; di < 4; di += 2)
     for (int split = 1; split <= (dims[di] == 64 ? 2 : 1); split++) {
