@@ -120,8 +120,9 @@ void layer_attention_bwd(ddp_builder *b, const ddp_node *n) {
   if (fused) { /* ATTN_DQ_STORE reads only the accumulator */
     dq = b_kernel(OP_ATTN_DQ_STORE);
     b_buf(b, &dq, ATTN_P_DQACC, dq_acc);
+  } else {
+    dq.op = rope ? OP_ATTN_BWD_DQ_ROPE : OP_ATTN_BWD_DQ;
   }
-  dq.op = fused ? OP_ATTN_DQ_STORE : rope ? OP_ATTN_BWD_DQ_ROPE : OP_ATTN_BWD_DQ;
   b_arg(&dq, ATTN_P_DQ, dqkv, 0, dt);
   attn_ints(b, &dq, d, heads);
   b_emit(b, dq, b_fmt(b, "%s.%s", name, fused ? "dq_store" : "bwd_dq"));
