@@ -422,7 +422,7 @@ extern "C" __global__ void __launch_bounds__(32 * DDP_WARPS + 128, 1)
   if (threadIdx.x == 0)
     for (int k = 0; k < 4; k++) tma::mbar_init(dq_full0 + 8u * k, 128), tma::mbar_init(dq_empty0 + 8u * k, 1);
   const bars bb = init_bars(barmem, 33);  // the bytes and lane 0's announcement, then 32 lanes' statistics
-  // The warpgroups' pieces of each dQ tile: columns [NQ w, NQ w + NQ) (all of them when split by keys), one
+  // The warpgroups' pieces of each dQ tile: columns [NQ w, NQ w + NQ) (all of them when taking turns), one
   // contiguous range of dq_acc each.
   const long long ntile = (T + 63) / 64;
   float *const acc_head = (float *)a.p[ATTN_P_DQACC] + bh * ntile * 64 * HD;
