@@ -45,6 +45,8 @@
   X(TUNE_ADAMW_VEC, "DDP_TUNE_ADAMW_VEC", INT, 0, 4, 8, "benchmarks: AdamW elements per vector access")     \
   X(TUNE_ADAMW_UNROLL, "DDP_TUNE_ADAMW_UNROLL", INT, 0, 1, 4, "benchmarks: AdamW packs per thread")          \
   X(TUNE_ADAMW_GRID, "DDP_TUNE_ADAMW_GRID", INT, 0, 1, 1048576, "benchmarks: AdamW grid size")              \
+  X(TUNE_ADAMW_MAX_GRID, "DDP_TUNE_ADAMW_MAX_GRID", INT, 0, 1, 1048576,                                     \
+    "benchmarks: the largest AdamW grid (default 4096 blocks of 256 threads, each looping over the rest); larger gives each block less work, so an update on a side stream frees its SMs sooner") \
   X(NCCL_TIMEOUT_S, "DDP_NCCL_TIMEOUT_S", SECONDS, 60, 0, 1e9,                                              \
     "ddprun: a collective or NCCL set-up that takes longer is an error naming the rank")                    \
   X(RENDEZVOUS_TIMEOUT_S, "DDP_RENDEZVOUS_TIMEOUT_S", SECONDS, 60, 0, 1e9,                                  \
@@ -55,7 +57,7 @@
     "ddprun --nproc: when a rank fails, SIGTERM to the others, then SIGKILL this long after")               \
   X(CUDA_GRAPH, "DDP_CUDA_GRAPH", BOOL, 0, 0, 1, "ddprun: 1 captures the step once into a CUDA graph")      \
   X(STREAM_PRIORITY, "DDP_STREAM_PRIORITY", BOOL, 0, 0, 1,                                                  \
-    "ddprun: 1 gives the compute stream a higher priority than communication (experiment)")                 \
+    "ddprun: 1 gives the compute stream a higher priority than every other stream, overriding the plan's low_priority_streams (experiment)")                 \
   X(P2P_COPY, "DDP_P2P_COPY", BOOL, 0, 0, 1,                                                               \
     "ddprun: 1 moves the step's SEND/RECV between GPUs of one host by copy-engine copies over CUDA IPC (0: NCCL)") \
   X(GEMM_TUNE, "DDP_GEMM_TUNE", BOOL, 1, 0, 1, "ddprun: 0 takes cuBLASLt's first proposal instead of timing them") \

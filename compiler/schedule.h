@@ -120,6 +120,9 @@ typedef struct ddp_schedule {
   int nccl_max_ctas;        /* 1..64, 0: NCCL's own */
   bool nccl_register;       /* register the arenas with every communicator (ncclCommRegister) */
 
+  /* stream priorities (streams = {...}; compiler/frontend/streams.c) */
+  int update_priority;      /* UPDATE_PRIORITY_* (vocab.h): the streams that carry only updates */
+
   /* run */
   int mode;                 /* MODE_TRAIN, MODE_FORWARD or MODE_FORWARD_BACKWARD (plan.h) */
   int64_t steps, warmup;

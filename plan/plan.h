@@ -149,7 +149,7 @@ const char *ddp_mode_name(int m); /* "forward"; "?" when out of range */
   X(F, predicted_step_ms) X(F, predicted_forward_ms) X(F, predicted_backward_ms)                   \
   X(F, predicted_optimizer_ms) X(F, predicted_comm_ms) X(F, predicted_exposed_comm_ms)             \
   X(S, predicted_profile) X(S, predicted_error) X(I, nccl_cta_policy) X(I, nccl_max_ctas) X(I, nccl_register) \
-  X(I, tensor_parallel) X(I, data_parallel)
+  X(I, tensor_parallel) X(I, data_parallel) X(I, low_priority_streams)
 
 typedef struct ddp_meta {
 #define DDP_META_DECL_I(name) int64_t name;

@@ -86,6 +86,12 @@ static int check_meta(const vctx *c) {
     if (pipe[k].v < 0 || pipe[k].v > pipe[k].hi)
       return ddp_io_fail(c->err, c->errcap, c->path, "invalid: meta %s is %lld (must be 0..%lld)", pipe[k].name,
                          (long long)pipe[k].v, (long long)pipe[k].hi);
+  /* low-priority streams: a mask of stream indices 1..nstreams-1 (the compute stream, 0, never) */
+  const int64_t low = p->meta.low_priority_streams;
+  if (low < 0 || (low & 1) || (p->nstreams < 63 && (low >> p->nstreams) != 0))
+    return ddp_io_fail(c->err, c->errcap, c->path,
+                       "invalid: meta low_priority_streams is %lld (a mask of streams 1..%u; the plan has %u streams)",
+                       (long long)low, p->nstreams ? p->nstreams - 1 : 0, p->nstreams);
   /* the mesh: world rank = (data x stages + stage) x tensor + tensor index (checkpoint.c's replicas rely on it) */
   int64_t tp = p->meta.tensor_parallel > 1 ? p->meta.tensor_parallel : 1, st = p->meta.pipe_stages > 1 ? p->meta.pipe_stages : 1;
   if (tp > 1 && (p->meta.world % (tp * st) != 0 ||

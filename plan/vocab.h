@@ -30,6 +30,9 @@
 #define DDP_NCCL_CTA_POLICIES(X) X(NCCL_CTA_DEFAULT, "default") X(NCCL_CTA_EFFICIENCY, "efficiency") \
   X(NCCL_CTA_ZERO, "zero")
 
+/* The priority of the streams that carry only optimizer updates (streams = { update_priority = ... }). */
+#define DDP_UPDATE_PRIORITIES(X) X(UPDATE_PRIORITY_EQUAL, "equal") X(UPDATE_PRIORITY_LOW, "low")
+
 #define DDP_VOCAB_ID(id, name) id,
 enum { DDP_MODEL_KINDS(DDP_VOCAB_ID) MODEL_COUNT };
 enum { DDP_PRECISIONS(DDP_VOCAB_ID) PREC_COUNT };
@@ -42,13 +45,14 @@ enum { DDP_ATTENTIONS(DDP_VOCAB_ID) ATTN_COUNT };
 enum { DDP_OVERLAPS(DDP_VOCAB_ID) OVERLAP_COUNT };
 enum { DDP_PIPE_SCHEDULES(DDP_VOCAB_ID) PIPE_COUNT };
 enum { DDP_NCCL_CTA_POLICIES(DDP_VOCAB_ID) NCCL_CTA_COUNT };
+enum { DDP_UPDATE_PRIORITIES(DDP_VOCAB_ID) UPDATE_PRIORITY_COUNT };
 #undef DDP_VOCAB_ID
 
 /* NULL-terminated name tables, indexed by the enum. */
 extern const char *const ddp_model_kind_names[], *const ddp_precision_names[], *const ddp_data_kind_names[],
     *const ddp_optimizer_names[], *const ddp_lr_schedule_names[], *const ddp_sync_names[], *const ddp_shard_names[],
     *const ddp_attention_names[], *const ddp_overlap_names[], *const ddp_pipe_schedule_names[],
-    *const ddp_nccl_cta_policy_names[];
+    *const ddp_nccl_cta_policy_names[], *const ddp_update_priority_names[];
 /* names[i], or "?" when i is outside [0, count). */
 const char *ddp_vocab_name(const char *const *names, int count, long long i);
 #define ddp_sync_name(s) ddp_vocab_name(ddp_sync_names, SYNC_COUNT, (s))

@@ -12,7 +12,7 @@
 /* The code-generation knobs (template folder, kernel cache, NVRTC log, DDP_TUNE_* tile overrides). A
  * zeroed struct (or NULL) means the built-in choices; main.c fills it from the environment, the stages
  * below never read it themselves. */
-#define DDP_TUNE_COUNT (PARAM_TUNE_ADAMW_GRID - PARAM_TUNE_FWD_MT + 1)
+#define DDP_TUNE_COUNT (PARAM_TUNE_ADAMW_MAX_GRID - PARAM_TUNE_FWD_MT + 1)
 typedef struct ddp_codegen_opts {
   const char *template_dir;     /* NULL: the installed templates, else the ones ddpc was built with */
   char cache_dir[4096];         /* the CUBIN cache folder; "": none (base/cache_dir.h finds it when o is NULL) */

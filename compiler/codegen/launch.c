@@ -482,10 +482,11 @@ int ddp_kernel_launch(const ddp_instr *in, const char *arch, const ddp_codegen_o
     int64_t vec = 4, unroll = 4, grid = 0;
     vec = tuned(o, PARAM_TUNE_ADAMW_VEC, vec), unroll = tuned(o, PARAM_TUNE_ADAMW_UNROLL, unroll);
     grid = tuned(o, PARAM_TUNE_ADAMW_GRID, grid);
+    const int64_t max_grid = tuned(o, PARAM_TUNE_ADAMW_MAX_GRID, 4096);
     if (vec != 4 && vec != 8) return fail(err, errcap, in, "DDP_TUNE_ADAMW_VEC must be 4 or 8");
     spec_add(out, "#define DDP_BLOCK 256\n#define DDP_VEC %lld\n#define DDP_UNROLL %lld\n", (long long)vec,
              (long long)unroll);
-    geom(out, grid ? grid : clamp64(cdiv(cdiv(I[ADAMW_I_N], vec * unroll), 256), 1, 4096), 1, 256, 0);
+    geom(out, grid ? grid : clamp64(cdiv(cdiv(I[ADAMW_I_N], vec * unroll), 256), 1, max_grid), 1, 256, 0);
     break;
   }
   case OP_SGD:

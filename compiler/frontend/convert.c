@@ -8,7 +8,7 @@
 
 void fe_convert(fe_conv *c, int root_idx) {
   static const char *const fields[] = {"model", "data", "precision", "grad_dtype", "optimizer", "parallel",
-                                       "steps", "warmup", "seed", "mode", "fusion", "nccl", "mesh", NULL};
+                                       "steps", "warmup", "seed", "mode", "fusion", "nccl", "mesh", "streams", NULL};
 #define FE_MODE_NAME(id, name) name,
   static const char *const modes[] = {DDP_MODES(FE_MODE_NAME) NULL};
 #undef FE_MODE_NAME
@@ -51,5 +51,6 @@ void fe_convert(fe_conv *c, int root_idx) {
   fe_optimizer(c, &root);
   fe_fusion(c, &root);
   fe_nccl(c, &root);
+  fe_streams(c, &root);
   lua_settop(L, root_idx);
 }

@@ -113,6 +113,7 @@ void fe_data(fe_conv *c, const fe_tab *root);
 void fe_optimizer(fe_conv *c, const fe_tab *root);
 void fe_fusion(fe_conv *c, const fe_tab *root); /* fusion.c */
 void fe_nccl(fe_conv *c, const fe_tab *root);   /* nccl.c */
+void fe_streams(fe_conv *c, const fe_tab *root); /* streams.c */
 void fe_mesh(fe_conv *c, const fe_tab *root);   /* mesh.c: after fe_parallel, before fe_data */
 
 /* ---- overrides.c ---- */

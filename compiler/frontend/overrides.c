@@ -1,7 +1,7 @@
 /* compiler/frontend/overrides.c: `--set path=value` applied to the table a schedule returned, before
  * validation. The value is a number if it reads as one, true/false as booleans, nil removes the field,
  * anything else is a string. Every table on the path but the last field must exist, except the top-level
- * tables whose fields are all optional (`nccl`, `fusion`), which --set creates when the schedule has none
+ * tables whose fields are all optional (`nccl`, `fusion`, `mesh`, `streams`), which --set creates when the schedule has none
  * (--set nccl.register=true). Each set field is remembered (prelude.c) so that an error about it says
  * "--set path=value" instead of a file:line. */
 #include "fe.h"
@@ -24,7 +24,7 @@ static void fe_push_value(lua_State *L, const char *v) {
 
 /* A top-level field that is a table of optional fields, which --set may create. */
 static bool creatable(const char *seg, size_t len) {
-  static const char *const names[] = {"nccl", "fusion", "mesh"};
+  static const char *const names[] = {"nccl", "fusion", "mesh", "streams"};
   for (size_t k = 0; k < sizeof names / sizeof names[0]; k++)
     if (strlen(names[k]) == len && memcmp(names[k], seg, len) == 0) return true;
   return false;

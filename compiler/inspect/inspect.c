@@ -48,6 +48,13 @@ static const char *meta_decode(const ddp_plan *p, const char *field, int64_t v) 
   if (strcmp(field, "mode") == 0) return ddp_mode_name((int)v);
   size_t n = strlen(field);
   if (n > 7 && strcmp(field + n - 7, "_tensor") == 0) return ddp_plan_tensor_name(p, v);
+  if (strcmp(field, "low_priority_streams") == 0) { /* the mask as stream indices */
+    static char list[256];
+    size_t k = (size_t)snprintf(list, sizeof list, "%s", v ? "streams" : "none");
+    for (int s = 1; s < 63 && k < sizeof list - 8; s++)
+      if ((v >> s) & 1) k += (size_t)snprintf(list + k, sizeof list - k, " %d", s);
+    return list;
+  }
   return NULL;
 }
 

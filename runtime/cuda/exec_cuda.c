@@ -143,13 +143,16 @@ static int streams_events_init(cx *x, char *err, size_t errcap) {
   if (!x->streams || !x->ws || !x->ws_bytes || !x->ws_owned || !x->events || !x->timers || !x->modules)
     return ddp_fail(err, errcap, "out of host memory for %u streams, %u events, %u timers", x->nstreams,
                    rp->nevents, rp->ntimers);
-  /* DDP_STREAM_PRIORITY=1: the compute stream at the device's highest priority and the others at its
-   * lowest, so the block scheduler prefers the backward's kernels over NCCL's when both wait (an
-   * experiment against the DDP backward's slowdown under overlapped collectives; off by default). */
+  /* The plan's low_priority_streams (streams = { update_priority = "low" }: the streams that carry only
+   * updates) at the device's lowest priority and every other stream at its highest, so the block scheduler
+   * gives waiting blocks of the backward and of the collectives the SMs before an update's. Without the
+   * mask every stream has the default priority. DDP_STREAM_PRIORITY=1 (an experiment against the DDP
+   * backward's slowdown under overlapped collectives) puts every stream but the compute stream low. */
+  const uint64_t low = x->stream_priority ? ~(uint64_t)1 : (uint64_t)p->meta.low_priority_streams;
   int lo = 0, hi = 0;
-  if (x->stream_priority) DDP_CUDA_TRY(cudaDeviceGetStreamPriorityRange(&lo, &hi));
+  if (low) DDP_CUDA_TRY(cudaDeviceGetStreamPriorityRange(&lo, &hi));
   for (uint32_t s = 0; s < x->nstreams; s++) {
-    const int prio = s == STREAM_COMPUTE ? hi : lo;
+    const int prio = s < 64 && ((low >> s) & 1) ? lo : hi;
     cudaError_t rc = cudaStreamCreateWithPriority(&x->streams[s], cudaStreamNonBlocking, prio);
     if (rc != cudaSuccess) {
       x->streams[s] = NULL;

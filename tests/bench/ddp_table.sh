@@ -15,6 +15,9 @@
 #   zero2_overlap     zero2 with optimizer_overlap (update + all-gather per group during the backward)
 #   zero2_overlap_bf16  the same with bf16 gradients
 #   fsdp_overlap      schedules/fsdp.lua with optimizer_overlap
+#   NAME_low          any of the above with streams = { update_priority = "low" } (the update stream at the
+#                     device's lowest priority, the compute and communication streams at its highest)
+# SINGLE_LOW=1 also runs the one-GPU step with the low-priority update stream (single_low).
 # STEPS (default 14: xl_ddp's 5 warm-up + 9 timed); TORCH=0 skips PyTorch. Logs in $OUT/ddp_table.tar.gz; the table last
 # (tests/bench/summary_ddp_table.py).
 set -u
@@ -29,13 +32,16 @@ OV=(--set parallel.optimizer_overlap=true)
 B100=(--set parallel.sync=bucketed --set parallel.bucket_mb=100 --set parallel.overlap=backward)
 BF16=(--set parallel.grad_dtype=bf16)
 PG=(--set parallel.param_gather=before_forward)
-plan() { # NAME SCHEDULE [--set ...]
+LOW=(--set streams.update_priority=low)
+plan() { # NAME SCHEDULE [--set ...]; a NAME ending in _low adds LOW
   local n=$1 s=$2; shift 2
+  [ "${n%_low}" != "$n" ] && set -- "$@" "${LOW[@]}"
   $DDPC $s -o $P/t_$n.bin -q "$@" >$D/$n.compile.log 2>&1 || { echo "$n does not compile: $(tail -1 $D/$n.compile.log)"; return 1; }
 }
 plan single schedules/bench_xl.lua
+[ "${SINGLE_LOW:-0}" = 1 ] && plan single_low schedules/bench_xl.lua
 for n in $RUNS; do
-  case $n in
+  case ${n%_low} in
     ddp_fp32) plan $n schedules/bucketed_10mb.lua "${W[@]}" ;;
     ddp_bf16) plan $n schedules/bucketed_10mb.lua "${W[@]}" "${BF16[@]}" ;;
     zero1_flat) plan $n schedules/zero1.lua "${W[@]}" ;;
@@ -55,6 +61,10 @@ done
 echo "== ours, $N ranks ($(date +%T))"
 CUDA_VISIBLE_DEVICES=0 timeout 120 $DDPRUN $P/t_single.bin --steps 20 --metrics $D/single.r1.jsonl --quiet >$D/single.r1.log 2>&1 ||
   echo "single failed: $(tail -1 $D/single.r1.log)"
+if [ "${SINGLE_LOW:-0}" = 1 ]; then
+  CUDA_VISIBLE_DEVICES=0 timeout 120 $DDPRUN $P/t_single_low.bin --steps 20 --metrics $D/single_low.r1.jsonl --quiet >$D/single_low.r1.log 2>&1 ||
+    echo "single_low failed: $(tail -1 $D/single_low.r1.log)"
+fi
 for r in $(seq 1 $ROUNDS); do
   for n in $RUNS; do
     [ -f $P/t_$n.bin ] || continue

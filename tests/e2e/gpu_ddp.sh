@@ -71,6 +71,16 @@ for level in zero1 zero2 zero3; do
   write "tiny_${level}_optoverlap" "$tiny" $N ", sync = \"bucketed\", bucket_mb = 0.05, shard = \"$level\", optimizer_overlap = true" \
     "$adam" 4 "$tdata" && same "tiny_${level}_optoverlap" tiny_adam $ztol
 done
+# ... with the update stream at low priority (streams = { update_priority = "low" }): bitwise the equal-priority
+# run; and that plan replayed as CUDA graphs (DDP_CUDA_GRAPH=1: the compute, communication and update streams
+# and NCCL's collectives captured together; the executor's line must say it captured some): bitwise too
+write tiny_zero2_low "$tiny" $N ', sync = "bucketed", bucket_mb = 0.05, shard = "zero2", optimizer_overlap = true' \
+  "$adam" 4 "$tdata, streams = { update_priority = \"low\" }" && same tiny_zero2_low tiny_zero2_optoverlap 0 0 && {
+  if DDP_CUDA_GRAPH=1 "$DDPRUN" "$tmp/tiny_zero2_low.bin" --nproc $N --checkpoint-dir "$tmp/tiny_zero2_low_graph.ckpt" \
+    --quiet 2>"$tmp/graph.err"; then
+    grep -qE "step program as [1-9][0-9]* CUDA graphs? covering [1-9]" "$tmp/graph.err" &&
+      same tiny_zero2_low_graph tiny_zero2_low 0 0 || fail "tiny_zero2_low under DDP_CUDA_GRAPH=1: $(grep -m1 covering "$tmp/graph.err")"
+  else fail "tiny_zero2_low under DDP_CUDA_GRAPH=1: $(tail -1 "$tmp/graph.err")"; fi; }
 # ... and ZeRO-1/2 all-gathering each group at the next step's start, under the forward
 for level in zero1 zero2; do
   write "tiny_${level}_pgather" "$tiny" $N ", sync = \"bucketed\", bucket_mb = 0.05, shard = \"$level\", optimizer_overlap = true, param_gather = \"before_forward\"" \

@@ -3,7 +3,8 @@
 # init and data: the tiny transformer (fp32: losses within 1e-5 relative; bf16: 2e-2; with one head of 64,
 # also with the fused attention backward) and the toy MLPs
 # (fp32, 1e-5), 10 steps each; the ZeRO levels on 1 GPU (zero1, zero2, fsdp fp32 and bf16, fsdp with
-# fp32 gathers; zero2 with the update stream also replayed as CUDA graphs, bit for bit the eager run); then
+# fp32 gathers; zero2 with the update stream also replayed as CUDA graphs, bit for bit the eager run); the
+# update streams at low priority (streams = { update_priority = "low" }); then
 # each executor resumes from the other's final checkpoint (loadable by both). SKIP (77) without a GPU.
 . "$(dirname "$0")/lib.sh"
 if ! nvidia-smi -L >/dev/null 2>&1; then echo "SKIP: no GPU"; exit 77; fi
@@ -63,6 +64,11 @@ if len(a) != 10 or a != b:
 print(f"ok: zero2_overlap_graph_1gpu: 10 steps under DDP_CUDA_GRAPH=1 bit for bit the eager run's (loss {a[-1][1]:.6f})")
 PY
 fi
+# The update streams at the device's lowest priority (streams = { update_priority = "low" }): one rank's side
+# stream with the optimizer overlapped (no clipping) and ZeRO-2's update stream
+run_pair tiny_update_low tiny 1e-5 --set optimizer.clip=nil --set streams.update_priority=low
+run_pair zero2_overlap_low_1gpu tiny_zero2 1e-5 --set parallel.ranks=1 --set parallel.optimizer_overlap=true \
+  --set streams.update_priority=low
 run_pair fsdp_1gpu tiny_fsdp 1e-5 --set parallel.ranks=1
 run_pair fsdp_bf16_1gpu tiny_fsdp 2e-2 --set parallel.ranks=1 --set precision=bf16
 run_pair fsdp_bf16_gather32_1gpu tiny_fsdp 2e-2 --set parallel.ranks=1 --set precision=bf16 --set parallel.gather_dtype=fp32

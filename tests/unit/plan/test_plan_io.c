@@ -441,6 +441,28 @@ static void test_strided_pieces(void) {
     expect_refused(cases[k].what, bad, cases[k].msg, NULL);
     ddp_plan_free(p);
   }
+  /* low_priority_streams: a mask of streams 1..nstreams-1; the compute stream, a stream past the plan's and a
+   * negative mask are refused, a valid mask reads back */
+  const int64_t masks[] = {1, 0, -2, 2};
+  for (size_t k = 0; k < sizeof masks / sizeof masks[0]; k++) {
+    p = strided_plan();
+    p->meta.low_priority_streams = masks[k] ? masks[k] : (int64_t)1 << p->nstreams;
+    const int64_t mask = p->meta.low_priority_streams;
+    const uint32_t ns = p->nstreams;
+    const char *bad = tmp_path("streams_bad.bin");
+    CHECK_INT("write a low-priority mask", 0, ddp_plan_write(p, bad, err, sizeof err));
+    ddp_plan_free(p);
+    if (mask == 2 && ns > 1) {
+      q = ddp_plan_read(bad, err, sizeof err);
+      if (CHECK(q, "low_priority_streams 2 refused: %s", err)) CHECK_INT("low_priority_streams read back", 2, q->meta.low_priority_streams);
+      ddp_plan_free(q);
+      continue;
+    }
+    char msg[256];
+    snprintf(msg, sizeof msg, "invalid: meta low_priority_streams is %lld (a mask of streams 1..%u; the plan has %u streams)",
+             (long long)mask, ns - 1, ns);
+    expect_refused("low_priority_streams", bad, msg, NULL);
+  }
 }
 
 static int count_tmp_files(const char *dir) {

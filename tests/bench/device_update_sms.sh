@@ -1,0 +1,84 @@
+#!/usr/bin/env bash
+# tests/bench/device_update_sms.sh: one GPU, one call (after tests/bench/prepare_device.sh here; carry dev/).
+# The XL step (bf16, context 512, batch 4) with its AdamW updates on the side stream during the backward:
+# how much do the updates take from the compute stream, and does block scheduling give it back?
+# Variants, alternating, ROUNDS rounds of 20 steps (5 warm-up): the plan's defaults; DDP_STREAM_PRIORITY=1
+# (compute stream at the device's highest priority, the update stream at its lowest); AdamW with one pack
+# per block (DDP_TUNE_ADAMW_MAX_GRID, so an update block lives microseconds and frees its SM soon); both;
+# both with DDP_TUNE_ADAMW_UNROLL=1; the optimizer after the backward. Then a traced step of the defaults
+# and of the priority variant (trace_summary.py), PyTorch's 8192^3 ceiling for mfu, and torch.compile.
+# Logs in $OUT/logs.tgz; the table last (also $OUT/table.txt).
+set -u
+cd "$(dirname "$0")/../.."
+. tests/bench/device_env.sh
+nvidia-smi --query-gpu=name,memory.total,driver_version --format=csv,noheader | tee $OUT/gpu.txt
+echo "== ceiling ($(date +%T))"
+timeout 180 python3 $A --skip-ddp --kernels >$L/torch_kernels.log 2>&1; echo "torch kernels rc=$?"
+CEIL=$(python3 -c "
+import json, sys
+for l in open(sys.argv[1]):
+    if l.startswith('ANCHOR') and 'gemm_bf16_8192' in l: print(round(json.loads(l[7:])['TFLOPs'], 1))" $L/torch_kernels.log)
+PEAK=${CEIL:+--peak-tflops $CEIL}; echo "dense bf16 ceiling ${CEIL:-unknown} TFLOP/s"
+echo "== plans ($(date +%T))"
+$DDPC schedules/bench_xl.lua -o $P/base.bin -q
+DDP_TUNE_ADAMW_MAX_GRID=1048576 $DDPC schedules/bench_xl.lua -o $P/small.bin -q
+DDP_TUNE_ADAMW_MAX_GRID=1048576 DDP_TUNE_ADAMW_UNROLL=1 $DDPC schedules/bench_xl.lua -o $P/small1.bin -q
+$DDPC schedules/bench_xl.lua -o $P/serial.bin -q --set parallel.optimizer_overlap=false
+# name plan priority
+VARIANTS="default:base:0 prio:base:1 small:small:0 prio_small:small:1 prio_small_u1:small1:1 serial:serial:0"
+echo "== XL ($(date +%T))"
+for round in $(seq 1 "${ROUNDS:-2}"); do
+  for v in $VARIANTS; do
+    IFS=: read -r name plan prio <<<"$v"
+    DDP_STREAM_PRIORITY=$prio timeout 120 $DDPRUN $P/$plan.bin --steps 20 $PEAK --metrics $L/xl_${name}_$round.jsonl \
+      --quiet >$L/xl_${name}_$round.log 2>&1 || echo "$name failed: $(tail -2 $L/xl_${name}_$round.log)"
+  done
+done
+echo "== traces ($(date +%T))"
+for v in default:base:0 prio_small:small:1; do
+  IFS=: read -r name plan prio <<<"$v"
+  DDP_STREAM_PRIORITY=$prio timeout 120 $DDPRUN $P/$plan.bin --steps 3 --trace $L/trace_$name.json --quiet >/dev/null 2>&1 &&
+    python3 $B/trace_summary.py $L/trace_$name.json >$L/trace_$name.txt 2>&1
+  rm -f $L/trace_$name.json
+done
+if [ "${TORCH_COMPILE:-1}" = 1 ]; then
+  echo "== torch.compile ($(date +%T))"
+  timeout 300 python3 $A --size xl --warmup 3 --iters 10 --compile >$L/torch_compile.log 2>&1; echo "torch.compile rc=$?"
+fi
+echo "== table ($(date +%T))"
+python3 - $L "${CEIL:-}" "$VARIANTS" >$OUT/table.txt 2>&1 <<'PY'
+import json, statistics, sys, os
+L, ceil, variants = sys.argv[1], sys.argv[2], sys.argv[3].split()
+tc = None
+try:
+    for l in open(f"{L}/torch_compile.log"):
+        if l.startswith("ANCHOR") and '"variant": "local"' in l: tc = json.loads(l[7:])["iter_ms"]
+except OSError: pass
+print(f"dense bf16 ceiling (PyTorch 8192^3, same call): {ceil or 'unknown'} TFLOP/s; torch.compile XL: {tc} ms/step")
+print(f"{'variant':16s} {'round':>5s} {'ms/step':>8s} {'fwd':>7s} {'bwd':>7s} {'opt tail':>8s} {'mfu':>7s} {'loss@20':>9s} {'/compile':>8s}")
+for v in variants:
+    name = v.split(":")[0]
+    r = 1
+    while os.path.exists(f"{L}/xl_{name}_{r}.jsonl"):
+        rows = [json.loads(l) for l in open(f"{L}/xl_{name}_{r}.jsonl") if '"step"' in l]
+        t = [x for x in rows if not x.get("warmup")]
+        if t:
+            g = lambda k: statistics.median(x.get(k, float("nan")) for x in t)
+            ms = g("step_ms")
+            print(f"{name:16s} {r:5d} {ms:8.2f} {g('forward_ms'):7.2f} {g('backward_ms'):7.2f} {g('optimizer_ms'):8.2f} "
+                  f"{g('mfu'):7.4f} {rows[-1]['loss']:9.5f} {ms / tc if tc else float('nan'):8.3f}")
+        else: print(f"{name:16s} {r:5d} no timed steps")
+        r += 1
+for name in ("default", "prio_small"):
+    try:
+        lines = open(f"{L}/trace_{name}.txt").read().splitlines()
+        print(f"trace {name}:")
+        in_classes = False
+        for l in lines:
+            in_classes = in_classes or l.startswith("class")
+            if in_classes or any(k in l for k in ("ADAMW", "REDUCE_ROWS", "RMSNORM_BWD_CAST", "ffn.w13.dW")):
+                print("  " + l)
+    except OSError: print(f"trace {name}: missing")
+PY
+cat $OUT/table.txt
+tar czf $OUT/logs.tgz -C $L .
