@@ -56,8 +56,8 @@
   X(LAUNCH_GRACE_S, "DDP_LAUNCH_GRACE_S", SECONDS, 5, 0, 3600,                                              \
     "ddprun --nproc: when a rank fails, SIGTERM to the others, then SIGKILL this long after")               \
   X(CUDA_GRAPH, "DDP_CUDA_GRAPH", BOOL, 0, 0, 1, "ddprun: 1 captures the step once into a CUDA graph")      \
-  X(STREAM_PRIORITY, "DDP_STREAM_PRIORITY", BOOL, 0, 0, 1,                                                  \
-    "ddprun: 1 gives the compute stream a higher priority than every other stream, overriding the plan's low_priority_streams (experiment)")                 \
+  X(STREAM_PRIORITY, "DDP_STREAM_PRIORITY", INT, 0, 0, 2,                                                   \
+    "ddprun, overriding the plan's low_priority_streams (experiments): 1 the compute stream above every other stream, 2 the streams that carry collectives above every other stream") \
   X(P2P_COPY, "DDP_P2P_COPY", BOOL, 0, 0, 1,                                                               \
     "ddprun: 1 moves the step's SEND/RECV between GPUs of one host by copy-engine copies over CUDA IPC (0: NCCL)") \
   X(GEMM_TUNE, "DDP_GEMM_TUNE", BOOL, 1, 0, 1, "ddprun: 0 takes cuBLASLt's first proposal instead of timing them") \

@@ -122,6 +122,7 @@ typedef struct ddp_schedule {
 
   /* stream priorities (streams = {...}; compiler/frontend/streams.c) */
   int update_priority;      /* UPDATE_PRIORITY_* (vocab.h): the streams that carry only updates */
+  double update_tail;       /* with "low": the fraction of the last-ready update groups kept at high priority */
 
   /* run */
   int mode;                 /* MODE_TRAIN, MODE_FORWARD or MODE_FORWARD_BACKWARD (plan.h) */

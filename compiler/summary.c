@@ -37,7 +37,7 @@ static double comm_bytes(const ddp_plan *p) {
  * and ranges that order and time them) and at least one update somewhere: one rank's side stream with the
  * optimizer overlapped, ZeRO's update stream. A stream with a collective, a GEMM or any other kernel on some
  * rank is never one of them. Bits 1..62 (the compute stream is never low). */
-static int64_t update_only_streams(const ddp_plan *p) {
+static int64_t update_only_streams(const ddp_plan *p, uint64_t keep) {
   uint64_t updates = 0, other = 1; /* bit 0: the compute stream */
   for (int64_t r = 0; r < p->meta.world; r++) {
     const ddp_program *prog = &p->ranks[r].step;
@@ -55,7 +55,7 @@ static int64_t update_only_streams(const ddp_plan *p) {
       }
     }
   }
-  return (int64_t)(updates & ~other);
+  return (int64_t)(updates & ~other & ~keep);
 }
 
 /* "pipeline stages=S replicas=R microbatches=M schedule=NAME[ virtual=V][ split=a,b,c]" */
@@ -136,5 +136,5 @@ void ddp_summary(ddp_plan *p, const ddp_schedule *s, const char *arch, const ddp
   m->loss_tensor = b->loss;
   m->scalars_tensor = b->scalars;
   m->comm_bytes_per_step = comm_bytes(p);
-  m->low_priority_streams = s->update_priority == UPDATE_PRIORITY_LOW ? update_only_streams(p) : 0;
+  m->low_priority_streams = s->update_priority == UPDATE_PRIORITY_LOW ? update_only_streams(p, b->equal_update_streams) : 0;
 }

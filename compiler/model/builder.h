@@ -85,6 +85,7 @@ typedef struct ddp_builder {
   int ntp_patches;
   size_t cap_tp_patches;
   bool backward; /* the step has a backward (mode train or forward_backward): gradients, saved tensors */
+  uint64_t equal_update_streams; /* update-only streams kept at the high priority (streams.update_tail) */
   bool unit_grads_accumulate; /* every write of a parameter gradient adds (pipelines: the step zeroes them) */
   int layer;    /* current layer for tagging, -1 outside */
   ddp_unit *units;

@@ -9,7 +9,11 @@
  * step -> RANGE_PUSH TIMER LOAD_BATCH order(compute, side) OPT_SCALARS(side)
  *         [instruction [order(compute, side) update(group)(side)]*]* TIMER(BACKWARD_END) TIMER(OPT_BEGIN)
  *         order(side, compute) TIMER(STEP_END) RANGE_POP
- * optimizer_ms (STEP_END - OPT_BEGIN) is then the optimizer's exposed tail. */
+ * optimizer_ms (STEP_END - OPT_BEGIN) is then the optimizer's exposed tail.
+ * With streams = { update_priority = "low", update_tail = f } the last-ready fraction f of the groups runs on a
+ * second side stream (stream 2, after the scalars) that summary.c leaves at the high priority: the first
+ * side stream's updates then only fill the SMs the backward leaves free, and the last groups' do not queue
+ * behind them. */
 #include "passes.h"
 #include "access.h"
 #include <stdlib.h>
@@ -22,7 +26,10 @@ bool pass_opt_overlap_applies(const ddp_builder *b, const ddp_layout *lay) {
          lay->sumsq_partials < 0 && b->backward;
 }
 
-static void on_side(rank_ctx *c) { c->out->v[c->out->n - 1].stream = STREAM_COMM; }
+enum { STREAM_TAIL = DDP_DEFAULT_STREAMS }; /* streams.update_tail: the last groups' updates */
+
+static void on_stream(rank_ctx *c, int s) { c->out->v[c->out->n - 1].stream = (uint16_t)s; }
+static void on_side(rank_ctx *c) { on_stream(c, STREAM_COMM); }
 
 int pass_opt_overlap_step(rank_ctx *c) {
   ddp_builder *b = c->b;
@@ -69,6 +76,13 @@ int pass_opt_overlap_step(rank_ctx *c) {
     if (last[lay->order[j]] > ready[ngroups - 1]) ready[ngroups - 1] = last[lay->order[j]];
   }
   hi[ngroups - 1] = lay->nflat;
+  const ddp_schedule *s = b->s;
+  int ntail = s->update_priority == UPDATE_PRIORITY_LOW ? (int)(s->update_tail * ngroups + 0.5) : 0;
+  if (ntail > ngroups) ntail = ngroups;
+  if (ntail > 0) {
+    if (b->plan->nstreams < STREAM_TAIL + 1) b->plan->nstreams = STREAM_TAIL + 1;
+    b->equal_update_streams |= (uint64_t)1 << STREAM_TAIL;
+  }
 
   rp_range(c, 1, RANGE_STEP, "step");
   rp_timer(c, STREAM_COMPUTE, TIMER_STEP_BEGIN);
@@ -80,6 +94,7 @@ int pass_opt_overlap_step(rank_ctx *c) {
   rp_order(c, STREAM_COMPUTE, STREAM_COMM); /* the side stream starts with this step */
   pass_opt_scalars(c, false);
   on_side(c);
+  if (ntail > 0) rp_order(c, STREAM_COMM, STREAM_TAIL); /* the tail's updates read the scalars */
   for (uint32_t k = 0; k < b->step.n; k++) {
     ddp_instr in = b->step.v[k];
     if (in.opcode == I_TIMER) in.i[TIMER_I_SLOT] = c->ntimers++;
@@ -87,9 +102,10 @@ int pass_opt_overlap_step(rank_ctx *c) {
     rp_push(c, in, NULL);
     for (int g = 0; g < ngroups; g++) {
       if (ready[g] != (int32_t)k) continue;
-      rp_order(c, STREAM_COMPUTE, STREAM_COMM);
+      const int st = g >= ngroups - ntail ? STREAM_TAIL : STREAM_COMM;
+      rp_order(c, STREAM_COMPUTE, st);
       pass_update(c, lo[g], hi[g], 0, true, b_fmt(b, "optimizer.group%d", g));
-      on_side(c);
+      on_stream(c, st);
     }
   }
   for (int g = 0; g < ngroups; g++) /* groups the step never touches */
@@ -100,6 +116,7 @@ int pass_opt_overlap_step(rank_ctx *c) {
   rp_timer(c, STREAM_COMPUTE, TIMER_BACKWARD_END);
   rp_timer(c, STREAM_COMPUTE, TIMER_OPT_BEGIN);
   rp_order(c, STREAM_COMM, STREAM_COMPUTE);
+  if (ntail > 0) rp_order(c, STREAM_TAIL, STREAM_COMPUTE);
   rp_timer(c, STREAM_COMPUTE, TIMER_STEP_END);
   rp_range(c, 0, RANGE_STEP, NULL);
   free(unit_of), free(last), free(group_of), free(lo), free(hi), free(ready);

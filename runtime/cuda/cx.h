@@ -121,7 +121,7 @@ typedef struct cx {
   const cx_prog *last_timed;
   int capturing;            /* inside a CUDA graph capture */
   int graph_env;
-  int stream_priority;      /* DDP_STREAM_PRIORITY=1 (see streams_events_init) */
+  int stream_priority;      /* DDP_STREAM_PRIORITY: 0 the plan's, 1 compute first, 2 collectives first (see streams_events_init) */
   int p2p_copy_env;         /* DDP_P2P_COPY (p2p.c) */
   struct cx_p2p *p2p;       /* the copy path's flags and peer mappings (p2p.c), NULL on NCCL's */
   void **reg;               /* nccl = { register = true }: [comm (0 world, 1 + group) * ARENA_COUNT + arena] */

@@ -125,7 +125,7 @@ static int read_env(cx *x, char *err, size_t errcap) {
     return -1;
   x->p2p_copy_env = copy == 1;
   x->graph_env = graph == 1;
-  x->stream_priority = priority == 1;
+  x->stream_priority = (int)priority;
   return 0;
 }
 
@@ -146,9 +146,17 @@ static int streams_events_init(cx *x, char *err, size_t errcap) {
   /* The plan's low_priority_streams (streams = { update_priority = "low" }: the streams that carry only
    * updates) at the device's lowest priority and every other stream at its highest, so the block scheduler
    * gives waiting blocks of the backward and of the collectives the SMs before an update's. Without the
-   * mask every stream has the default priority. DDP_STREAM_PRIORITY=1 (an experiment against the DDP
-   * backward's slowdown under overlapped collectives) puts every stream but the compute stream low. */
-  const uint64_t low = x->stream_priority ? ~(uint64_t)1 : (uint64_t)p->meta.low_priority_streams;
+   * mask every stream has the default priority. Experiments against the DDP backward's slowdown under
+   * overlapped collectives: DDP_STREAM_PRIORITY=1 puts every stream but the compute stream low, 2 every
+   * stream that carries no collective (so NCCL's blocks start as soon as an SM frees). */
+  uint64_t low = x->stream_priority == 1 ? ~(uint64_t)1 : (uint64_t)p->meta.low_priority_streams;
+  if (x->stream_priority == 2) {
+    low = ~(uint64_t)0;
+    for (uint32_t k = 0; k < rp->step.n; k++) {
+      const ddp_instr *in = &rp->step.v[k];
+      if (in->stream < 64 && (ddp_is_group_collective(in->opcode) || in->opcode == I_SEND || in->opcode == I_RECV)) low &= ~((uint64_t)1 << in->stream);
+    }
+  }
   int lo = 0, hi = 0;
   if (low) DDP_CUDA_TRY(cudaDeviceGetStreamPriorityRange(&lo, &hi));
   for (uint32_t s = 0; s < x->nstreams; s++) {

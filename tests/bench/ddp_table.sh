@@ -17,6 +17,8 @@
 #   fsdp_overlap      schedules/fsdp.lua with optimizer_overlap
 #   NAME_low          any of the above with streams = { update_priority = "low" } (the update stream at the
 #                     device's lowest priority, the compute and communication streams at its highest)
+#   NAME_comm         any of the above run with DDP_STREAM_PRIORITY=2 (the streams that carry collectives
+#                     at the device's highest priority, the compute and update streams at its lowest)
 # SINGLE_LOW=1 also runs the one-GPU step with the low-priority update stream (single_low).
 # STEPS (default 14: xl_ddp's 5 warm-up + 9 timed); TORCH=0 skips PyTorch. Logs in $OUT/ddp_table.tar.gz; the table last
 # (tests/bench/summary_ddp_table.py).
@@ -35,13 +37,15 @@ PG=(--set parallel.param_gather=before_forward)
 LOW=(--set streams.update_priority=low)
 plan() { # NAME SCHEDULE [--set ...]; a NAME ending in _low adds LOW
   local n=$1 s=$2; shift 2
-  [ "${n%_low}" != "$n" ] && set -- "$@" "${LOW[@]}"
+  local base=${n%_comm}
+  [ "${base%_low}" != "$base" ] && set -- "$@" "${LOW[@]}"
   $DDPC $s -o $P/t_$n.bin -q "$@" >$D/$n.compile.log 2>&1 || { echo "$n does not compile: $(tail -1 $D/$n.compile.log)"; return 1; }
 }
 plan single schedules/bench_xl.lua
 [ "${SINGLE_LOW:-0}" = 1 ] && plan single_low schedules/bench_xl.lua
 for n in $RUNS; do
-  case ${n%_low} in
+  base=${n%_comm}
+  case ${base%_low} in
     ddp_fp32) plan $n schedules/bucketed_10mb.lua "${W[@]}" ;;
     ddp_bf16) plan $n schedules/bucketed_10mb.lua "${W[@]}" "${BF16[@]}" ;;
     zero1_flat) plan $n schedules/zero1.lua "${W[@]}" ;;
@@ -68,7 +72,8 @@ fi
 for r in $(seq 1 $ROUNDS); do
   for n in $RUNS; do
     [ -f $P/t_$n.bin ] || continue
-    timeout 120 $DDPRUN $P/t_$n.bin --nproc $N --steps $STEPS --metrics $D/$n.r$r.jsonl --quiet >$D/$n.r$r.log 2>&1 ||
+    prio=0; [ "${n%_comm}" != "$n" ] && prio=2
+    DDP_STREAM_PRIORITY=$prio timeout 120 $DDPRUN $P/t_$n.bin --nproc $N --steps $STEPS --metrics $D/$n.r$r.jsonl --quiet >$D/$n.r$r.log 2>&1 ||
       { echo "$n round $r failed: $(tail -1 $D/$n.r$r.log)"; rm -f $D/$n.r$r.jsonl; }
   done
 done

@@ -2,11 +2,14 @@
 # tests/bench/device_update_sms.sh: one GPU, one call (after tests/bench/prepare_device.sh here; carry dev/).
 # The XL step (bf16, context 512, batch 4) with its AdamW updates on the side stream during the backward:
 # how much do the updates take from the compute stream, and does block scheduling give it back?
-# Variants, alternating, ROUNDS rounds of 20 steps (5 warm-up): the plan's defaults; DDP_STREAM_PRIORITY=1
-# (compute stream at the device's highest priority, the update stream at its lowest); AdamW with one pack
-# per block (DDP_TUNE_ADAMW_MAX_GRID, so an update block lives microseconds and frees its SM soon); both;
-# both with DDP_TUNE_ADAMW_UNROLL=1; the optimizer after the backward. Then a traced step of the defaults
-# and of the priority variant (trace_summary.py), PyTorch's 8192^3 ceiling for mfu, and torch.compile.
+# Variants (SET=2 picks the second set), alternating, ROUNDS rounds of 20 steps (5 warm-up):
+#   set 1: the plan's defaults; DDP_STREAM_PRIORITY=1 (compute stream at the device's highest priority, the
+#   update stream at its lowest); AdamW with one pack per block (DDP_TUNE_ADAMW_MAX_GRID, so an update
+#   block lives microseconds and frees its SM soon); both; both with DDP_TUNE_ADAMW_UNROLL=1; the optimizer
+#   after the backward;
+#   set 2: the defaults; streams = { update_priority = "low" } with update_tail 0, 0.1, 0.25, 0.5.
+# Then a traced step of the defaults and of the second variant (trace_summary.py), PyTorch's 8192^3 ceiling
+# for mfu, and torch.compile.
 # Logs in $OUT/logs.tgz; the table last (also $OUT/table.txt).
 set -u
 cd "$(dirname "$0")/../.."
@@ -21,11 +24,18 @@ for l in open(sys.argv[1]):
 PEAK=${CEIL:+--peak-tflops $CEIL}; echo "dense bf16 ceiling ${CEIL:-unknown} TFLOP/s"
 echo "== plans ($(date +%T))"
 $DDPC schedules/bench_xl.lua -o $P/base.bin -q
-DDP_TUNE_ADAMW_MAX_GRID=1048576 $DDPC schedules/bench_xl.lua -o $P/small.bin -q
-DDP_TUNE_ADAMW_MAX_GRID=1048576 DDP_TUNE_ADAMW_UNROLL=1 $DDPC schedules/bench_xl.lua -o $P/small1.bin -q
-$DDPC schedules/bench_xl.lua -o $P/serial.bin -q --set parallel.optimizer_overlap=false
-# name plan priority
-VARIANTS="default:base:0 prio:base:1 small:small:0 prio_small:small:1 prio_small_u1:small1:1 serial:serial:0"
+if [ "${SET:-1}" = 1 ]; then
+  DDP_TUNE_ADAMW_MAX_GRID=1048576 $DDPC schedules/bench_xl.lua -o $P/small.bin -q
+  DDP_TUNE_ADAMW_MAX_GRID=1048576 DDP_TUNE_ADAMW_UNROLL=1 $DDPC schedules/bench_xl.lua -o $P/small1.bin -q
+  $DDPC schedules/bench_xl.lua -o $P/serial.bin -q --set parallel.optimizer_overlap=false
+  # name plan priority
+  VARIANTS="default:base:0 prio:base:1 small:small:0 prio_small:small:1 prio_small_u1:small1:1 serial:serial:0"
+else
+  for t in 0 0.1 0.25 0.5; do
+    $DDPC schedules/bench_xl.lua -o $P/low$t.bin -q --set streams.update_priority=low --set streams.update_tail=$t
+  done
+  VARIANTS="default:base:0 low:low0:0 low_tail0.1:low0.1:0 low_tail0.25:low0.25:0 low_tail0.5:low0.5:0"
+fi
 echo "== XL ($(date +%T))"
 for round in $(seq 1 "${ROUNDS:-2}"); do
   for v in $VARIANTS; do
@@ -35,7 +45,8 @@ for round in $(seq 1 "${ROUNDS:-2}"); do
   done
 done
 echo "== traces ($(date +%T))"
-for v in default:base:0 prio_small:small:1; do
+TRACED="default:base:0 prio_small:small:1"; [ "${SET:-1}" = 2 ] && TRACED="default:base:0 low:low0:0"
+for v in $TRACED; do
   IFS=: read -r name plan prio <<<"$v"
   DDP_STREAM_PRIORITY=$prio timeout 120 $DDPRUN $P/$plan.bin --steps 3 --trace $L/trace_$name.json --quiet >/dev/null 2>&1 &&
     python3 $B/trace_summary.py $L/trace_$name.json >$L/trace_$name.txt 2>&1
@@ -46,9 +57,9 @@ if [ "${TORCH_COMPILE:-1}" = 1 ]; then
   timeout 300 python3 $A --size xl --warmup 3 --iters 10 --compile >$L/torch_compile.log 2>&1; echo "torch.compile rc=$?"
 fi
 echo "== table ($(date +%T))"
-python3 - $L "${CEIL:-}" "$VARIANTS" >$OUT/table.txt 2>&1 <<'PY'
+python3 - $L "${CEIL:-}" "$VARIANTS" "$TRACED" >$OUT/table.txt 2>&1 <<'PY'
 import json, statistics, sys, os
-L, ceil, variants = sys.argv[1], sys.argv[2], sys.argv[3].split()
+L, ceil, variants, traced = sys.argv[1], sys.argv[2], sys.argv[3].split(), [v.split(":")[0] for v in sys.argv[4].split()]
 tc = None
 try:
     for l in open(f"{L}/torch_compile.log"):
@@ -69,7 +80,7 @@ for v in variants:
                   f"{g('mfu'):7.4f} {rows[-1]['loss']:9.5f} {ms / tc if tc else float('nan'):8.3f}")
         else: print(f"{name:16s} {r:5d} no timed steps")
         r += 1
-for name in ("default", "prio_small"):
+for name in traced:
     try:
         lines = open(f"{L}/trace_{name}.txt").read().splitlines()
         print(f"trace {name}:")
@@ -81,4 +92,8 @@ for name in ("default", "prio_small"):
     except OSError: print(f"trace {name}: missing")
 PY
 cat $OUT/table.txt
+if [ "${STEP:-0}" = 1 ]; then
+  echo "== gpu_step ($(date +%T))"
+  timeout 240 bash tests/e2e/gpu_step.sh >$L/gpu_step.log 2>&1; echo "gpu_step rc=$?"; grep -E "^(ok|FAIL)" $L/gpu_step.log | cut -c1-140
+fi
 tar czf $OUT/logs.tgz -C $L .

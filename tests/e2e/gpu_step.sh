@@ -64,9 +64,13 @@ if len(a) != 10 or a != b:
 print(f"ok: zero2_overlap_graph_1gpu: 10 steps under DDP_CUDA_GRAPH=1 bit for bit the eager run's (loss {a[-1][1]:.6f})")
 PY
 fi
-# The update streams at the device's lowest priority (streams = { update_priority = "low" }): one rank's side
-# stream with the optimizer overlapped (no clipping) and ZeRO-2's update stream
-run_pair tiny_update_low tiny 1e-5 --set optimizer.clip=nil --set streams.update_priority=low
+# The update streams' priorities (streams = {...}): one rank's side stream with the optimizer overlapped (no
+# clipping) at low priority (single()'s default), at equal priority, with half the groups on the high
+# second side stream (update_tail); ZeRO-2's update stream at low priority
+run_pair tiny_update_low tiny 1e-5 --set optimizer.clip=nil
+run_pair tiny_update_equal tiny 1e-5 --set optimizer.clip=nil --set streams.update_priority=equal
+run_pair tiny_update_tail tiny 1e-5 --set optimizer.clip=nil --set streams.update_priority=low \
+  --set streams.update_tail=0.5
 run_pair zero2_overlap_low_1gpu tiny_zero2 1e-5 --set parallel.ranks=1 --set parallel.optimizer_overlap=true \
   --set streams.update_priority=low
 run_pair fsdp_1gpu tiny_fsdp 1e-5 --set parallel.ranks=1

@@ -1,11 +1,14 @@
 #!/usr/bin/env bash
 # tests/e2e/test_streams.sh (cpu): the schedule's `streams` field (compiler/frontend/streams.c):
-#  - { update_priority = "low" } marks the streams that carry only updates in the plan's meta
-#    low_priority_streams, as `ddpc inspect` prints it: one rank's side stream with the optimizer overlapped
-#    (stream 1), ZeRO-2's update stream with optimizer_overlap (stream 2); none where no stream carries only
-#    updates (bucketed DDP, a single rank with clipping, so no overlap); "equal" and no field: none;
-#  - --set creates the table when the schedule has none; the plan runs on the reference executor with the
-#    same losses as without the field;
+#  - update_priority = "low" (the default for single(), "equal" elsewhere) marks the streams that carry only
+#    updates in the plan's meta low_priority_streams, as `ddpc inspect` prints it: one rank's side stream
+#    with the optimizer overlapped (stream 1), ZeRO-2's update stream with optimizer_overlap (stream 2); none
+#    where no stream carries only updates (bucketed DDP, a single rank with clipping, so no overlap);
+#    "equal": none; ZeRO without the field: none;
+#  - update_tail (single() only; default 0.25 there) puts the last update groups on a second side stream
+#    that keeps the high priority;
+#  - --set creates the table when the schedule has none; the plans run on the reference executor with the
+#    same losses whatever the priorities;
 #  - bad values are refused in one line naming the field, with a non-zero exit and no plan written.
 # The GPU side (the streams created at those priorities, results bitwise the equal-priority run's, also as
 # CUDA graphs on 2 GPUs) is in tests/e2e/gpu_step.sh and gpu_ddp.sh.
@@ -31,25 +34,38 @@ sched single_equal "single()" "" '{ update_priority = "equal" }'
 sched single_none "single()" "" ''
 sched single_clip "single()" ", clip = 1.0" '{ update_priority = "low" }'
 sched zero2_low "$zero2" "" '{ update_priority = "low" }'
+sched zero2_none "$zero2" "" ''
 sched ddp_low "$ddp" "" '{ update_priority = "low" }'
-for n in single_low single_equal single_none single_clip zero2_low ddp_low; do
+for n in single_low single_equal single_none single_clip zero2_low zero2_none ddp_low; do
   "$DDPC" "$tmp/$n.lua" -o "$tmp/$n.bin" -q || fail "$n does not compile"
 done
-for kv in "single_low 2 (streams 1)" "single_equal 0 (none)" "single_none 0 (none)" "single_clip 0 (none)" \
-          "zero2_low 4 (streams 2)" "ddp_low 0 (none)"; do
+for kv in "single_low 2 (streams 1)" "single_equal 0 (none)" "single_none 2 (streams 1)" "single_clip 0 (none)" \
+          "zero2_low 4 (streams 2)" "zero2_none 0 (none)" "ddp_low 0 (none)"; do
   set -- $kv
   n=$1; shift
   got=$(low_of "$n")
   [ "$got" = "$*" ] && echo "ok: $n: low_priority_streams $got" || fail "$n: low_priority_streams is '$got', expected '$*'"
 done
-"$DDPC" "$tmp/single_none.lua" -o "$tmp/set.bin" -q --set streams.update_priority=low || fail "--set streams.update_priority refused"
-[ "$(low_of set)" = "2 (streams 1)" ] && echo "ok: --set streams.update_priority=low" || fail "--set: $(low_of set)"
+# update_tail: the last groups' updates on a second side stream that stays high (3 streams, stream 2 not low);
+# a wider model has several update groups (8M elements each), so both side streams carry updates
+"$DDPC" "$tmp/single_none.lua" -o "$tmp/tail.bin" -q --set streams.update_priority=low --set streams.update_tail=0.5 \
+  --set model.d_model=1024 --set model.d_ff=4096 --set model.heads=16 || fail "update_tail refused"
+nst=$("$DDPC" inspect "$tmp/tail.bin" | awk '$1 == "streams" { print $2; exit }')
+[ "$(low_of tail)" = "2 (streams 1)" ] && [ "$nst" = 3 ] && echo "ok: update_tail 0.5: 3 streams, low_priority_streams 2 (streams 1)" ||
+  fail "update_tail 0.5: $nst streams, low_priority_streams $(low_of tail)"
+"$DDPC" "$tmp/single_none.lua" -o "$tmp/tail_tiny.bin" -q --set streams.update_priority=low --set streams.update_tail=0.5 ||
+  fail "update_tail on the tiny model refused"
+"$DDPRUN" "$tmp/tail_tiny.bin" --device ref >"$tmp/tail.out" 2>&1 || fail "tail does not run on the reference executor"
+c=$(awk '$1 == "step" { print $2, $4 }' "$tmp/tail.out"); d=$(awk '$1 == "step" { print $2, $4 }' "$tmp/none.out" 2>/dev/null)
+"$DDPC" "$tmp/single_none.lua" -o "$tmp/set.bin" -q --set streams.update_priority=equal || fail "--set streams.update_priority refused"
+[ "$(low_of set)" = "0 (none)" ] && echo "ok: --set streams.update_priority=equal" || fail "--set: $(low_of set)"
 # the reference executor runs the streams in program order: the same losses with and without the field
 "$DDPRUN" "$tmp/single_low.bin" --device ref >"$tmp/low.out" 2>&1 || fail "single_low does not run on the reference executor"
-"$DDPRUN" "$tmp/single_none.bin" --device ref >"$tmp/none.out" 2>&1 || fail "single_none does not run on the reference executor"
+"$DDPRUN" "$tmp/single_equal.bin" --device ref >"$tmp/none.out" 2>&1 || fail "single_equal does not run on the reference executor"
 a=$(awk '$1 == "step" { print $2, $4 }' "$tmp/low.out"); b=$(awk '$1 == "step" { print $2, $4 }' "$tmp/none.out")
 [ -n "$a" ] && [ "$a" = "$b" ] && echo "ok: the reference executor's losses equal without the field ($(echo "$a" | wc -l) steps)" ||
   fail "losses differ: '$a' against '$b'"
+[ -n "$c" ] && [ "$c" = "$b" ] && echo "ok: update_tail's losses equal without the field" || fail "update_tail losses differ: '$c' against '$b'"
 "$DDPRUN" "$tmp/zero2_low.bin" --device ref --nproc 2 --quiet && echo "ok: zero2_low runs on 2 reference ranks" ||
   fail "zero2_low does not run on the reference executor"
 
@@ -67,6 +83,14 @@ bad value '{ update_priority = "high" }' 'streams.update_priority must be "equal
 bad type '{ update_priority = 1 }' 'streams.update_priority must be'
 bad not_table '"low"' 'streams must be a table such as \{ update_priority = "low" \}'
 bad unknown '{ update_prio = "low" }' 'streams.update_prio is not a field of streams'
+bad tail_equal '{ update_priority = "equal", update_tail = 0.25 }' 'streams.update_tail needs update_priority = "low"'
+sched tail_ddp "$ddp" "" '{ update_priority = "low", update_tail = 0.25 }'
+if "$DDPC" "$tmp/tail_ddp.lua" -o "$tmp/tail_ddp.bin" -q 2>"$tmp/err"; then fail "tail_ddp: compiled"
+elif [ "$(wc -l <"$tmp/err")" = 1 ] && grep -q 'streams.update_tail applies to single() only (its overlapped optimizer), got 0.25$' "$tmp/err" &&
+     [ ! -e "$tmp/tail_ddp.bin" ]; then echo "ok: tail_ddp: $(cat "$tmp/err")"
+else fail "tail_ddp: $(cat "$tmp/err")"; fi
+bad tail_one '{ update_priority = "low", update_tail = 1 }' 'streams.update_tail must be a number in \[0, 1\), got 1$'
+bad tail_type '{ update_priority = "low", update_tail = "half" }' 'streams.update_tail must be a number in \[0, 1\)'
 if "$DDPC" "$tmp/single_none.lua" -o "$tmp/set2.bin" -q --set streams.update_priority=lowest 2>"$tmp/err"; then fail "--set lowest compiled"
 elif [ "$(wc -l <"$tmp/err")" = 1 ] && grep -q '^--set streams.update_priority=lowest: streams.update_priority must be "equal" or "low", got "lowest"$' "$tmp/err"; then
   echo "ok: $(cat "$tmp/err")"
