@@ -7,7 +7,9 @@
 #   update stream at its lowest); AdamW with one pack per block (DDP_TUNE_ADAMW_MAX_GRID, so an update
 #   block lives microseconds and frees its SM soon); both; both with DDP_TUNE_ADAMW_UNROLL=1; the optimizer
 #   after the backward;
-#   set 2: the defaults; streams = { update_priority = "low" } with update_tail 0, 0.1, 0.25, 0.5.
+#   set 2: the defaults; streams = { update_priority = "low" } with update_tail 0, 0.1, 0.25, 0.5;
+#   set 3: the defaults (since then: low with update_tail 0.25) against update_priority = "equal", and the
+#   defaults under DDP_CUDA_GRAPH=1 (how much of the step one graph covers, the host's issue time); no traces.
 # Then a traced step of the defaults and of the second variant (trace_summary.py), PyTorch's 8192^3 ceiling
 # for mfu, and torch.compile.
 # Logs in $OUT/logs.tgz; the table last (also $OUT/table.txt).
@@ -30,6 +32,9 @@ if [ "${SET:-1}" = 1 ]; then
   $DDPC schedules/bench_xl.lua -o $P/serial.bin -q --set parallel.optimizer_overlap=false
   # name plan priority
   VARIANTS="default:base:0 prio:base:1 small:small:0 prio_small:small:1 prio_small_u1:small1:1 serial:serial:0"
+elif [ "${SET:-1}" = 3 ]; then
+  $DDPC schedules/bench_xl.lua -o $P/equal.bin -q --set streams.update_priority=equal
+  VARIANTS="default:base:0 equal:equal:0"
 else
   for t in 0 0.1 0.25 0.5; do
     $DDPC schedules/bench_xl.lua -o $P/low$t.bin -q --set streams.update_priority=low --set streams.update_tail=$t
@@ -46,12 +51,18 @@ for round in $(seq 1 "${ROUNDS:-2}"); do
 done
 echo "== traces ($(date +%T))"
 TRACED="default:base:0 prio_small:small:1"; [ "${SET:-1}" = 2 ] && TRACED="default:base:0 low:low0:0"
+[ "${SET:-1}" = 3 ] && TRACED=""
 for v in $TRACED; do
   IFS=: read -r name plan prio <<<"$v"
   DDP_STREAM_PRIORITY=$prio timeout 120 $DDPRUN $P/$plan.bin --steps 3 --trace $L/trace_$name.json --quiet >/dev/null 2>&1 &&
     python3 $B/trace_summary.py $L/trace_$name.json >$L/trace_$name.txt 2>&1
   rm -f $L/trace_$name.json
 done
+if [ "${SET:-1}" = 3 ]; then
+  DDP_CUDA_GRAPH=1 timeout 120 $DDPRUN $P/base.bin --steps 20 $PEAK --metrics $L/xl_graph_1.jsonl --quiet >/dev/null 2>$L/xl_graph.err ||
+    echo "graph failed: $(tail -1 $L/xl_graph.err)"
+  grep -m1 "step program" $L/xl_graph.err; VARIANTS="$VARIANTS graph:base:0"
+fi
 if [ "${TORCH_COMPILE:-1}" = 1 ]; then
   echo "== torch.compile ($(date +%T))"
   timeout 300 python3 $A --size xl --warmup 3 --iters 10 --compile >$L/torch_compile.log 2>&1; echo "torch.compile rc=$?"
@@ -66,7 +77,7 @@ try:
         if l.startswith("ANCHOR") and '"variant": "local"' in l: tc = json.loads(l[7:])["iter_ms"]
 except OSError: pass
 print(f"dense bf16 ceiling (PyTorch 8192^3, same call): {ceil or 'unknown'} TFLOP/s; torch.compile XL: {tc} ms/step")
-print(f"{'variant':16s} {'round':>5s} {'ms/step':>8s} {'fwd':>7s} {'bwd':>7s} {'opt tail':>8s} {'mfu':>7s} {'loss@20':>9s} {'/compile':>8s}")
+print(f"{'variant':16s} {'round':>5s} {'ms/step':>8s} {'fwd':>7s} {'bwd':>7s} {'opt tail':>8s} {'mfu':>7s} {'loss@20':>9s} {'/compile':>8s} {'issue ms':>8s}")
 for v in variants:
     name = v.split(":")[0]
     r = 1
@@ -77,7 +88,7 @@ for v in variants:
             g = lambda k: statistics.median(x.get(k, float("nan")) for x in t)
             ms = g("step_ms")
             print(f"{name:16s} {r:5d} {ms:8.2f} {g('forward_ms'):7.2f} {g('backward_ms'):7.2f} {g('optimizer_ms'):8.2f} "
-                  f"{g('mfu'):7.4f} {rows[-1]['loss']:9.5f} {ms / tc if tc else float('nan'):8.3f}")
+                  f"{g('mfu'):7.4f} {rows[-1]['loss']:9.5f} {ms / tc if tc else float('nan'):8.3f} {g('issue_ms'):8.3f}")
         else: print(f"{name:16s} {r:5d} no timed steps")
         r += 1
 for name in traced:

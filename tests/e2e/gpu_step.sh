@@ -50,20 +50,27 @@ run_pair zero2_1gpu tiny_zero2 1e-5 --set parallel.ranks=1
 # ... with the shard updates on the update stream during the backward and the all-gathers before the next forward
 run_pair zero2_overlap_1gpu tiny_zero2 1e-5 --set parallel.ranks=1 --set parallel.optimizer_overlap=true \
   --set parallel.param_gather=before_forward
-# ... and that plan replayed as CUDA graphs (DDP_CUDA_GRAPH=1: the compute, communication and update streams
-# captured together): the eager GPU run's losses and gradient norms, bit for bit
-if [ -f "$tmp/zero2_overlap_1gpu.gpu.jsonl" ]; then
-  DDP_CUDA_GRAPH=1 "$DDPRUN" "$tmp/zero2_overlap_1gpu.bin" --device cuda --steps 10 --metrics "$tmp/zero2_overlap_graph.jsonl" \
-    --quiet || fail "zero2_overlap_1gpu under DDP_CUDA_GRAPH=1"
-  python3 - "$tmp/zero2_overlap_graph.jsonl" "$tmp/zero2_overlap_1gpu.gpu.jsonl" <<'PY' || fail=1
+# graph_same NAME: run_pair NAME's plan replayed as CUDA graphs (DDP_CUDA_GRAPH=1, every stream captured
+# together; the executor must say it captured some) gives the eager GPU run's losses and gradient norms, bit
+# for bit
+graph_same() {
+  local name=$1
+  [ -f "$tmp/$name.gpu.jsonl" ] || return 0
+  DDP_CUDA_GRAPH=1 "$DDPRUN" "$tmp/$name.bin" --device cuda --steps 10 --metrics "$tmp/${name}_graph.jsonl" \
+    --quiet 2>"$tmp/${name}_graph.err" || { fail "$name under DDP_CUDA_GRAPH=1: $(tail -1 "$tmp/${name}_graph.err")"; return; }
+  grep -qE "step program as [1-9][0-9]* CUDA graphs? covering [1-9]" "$tmp/${name}_graph.err" ||
+    { fail "$name under DDP_CUDA_GRAPH=1 captured nothing: $(grep -m1 covering "$tmp/${name}_graph.err")"; return; }
+  python3 - "$tmp/${name}_graph.jsonl" "$tmp/$name.gpu.jsonl" "$name" <<'PY' || fail=1
 import json, sys
 a, b = ([(d["step"], d["loss"], d.get("grad_norm")) for d in map(json.loads, open(p)) if "step" in d and "loss" in d]
-        for p in sys.argv[1:])
+        for p in sys.argv[1:3])
 if len(a) != 10 or a != b:
-    print(f"FAIL: zero2_overlap_graph_1gpu: graph {a} != eager {b}"); sys.exit(1)
-print(f"ok: zero2_overlap_graph_1gpu: 10 steps under DDP_CUDA_GRAPH=1 bit for bit the eager run's (loss {a[-1][1]:.6f})")
+    print(f"FAIL: {sys.argv[3]}_graph: graph {a} != eager {b}"); sys.exit(1)
+print(f"ok: {sys.argv[3]}_graph: 10 steps under DDP_CUDA_GRAPH=1 bit for bit the eager run's (loss {a[-1][1]:.6f})")
 PY
-fi
+}
+# ... and that plan replayed as CUDA graphs (the compute, communication and update streams captured together)
+graph_same zero2_overlap_1gpu
 # The update streams' priorities (streams = {...}): one rank's side stream with the optimizer overlapped (no
 # clipping) at low priority (single()'s default), at equal priority, with half the groups on the high
 # second side stream (update_tail); ZeRO-2's update stream at low priority
@@ -71,6 +78,7 @@ run_pair tiny_update_low tiny 1e-5 --set optimizer.clip=nil
 run_pair tiny_update_equal tiny 1e-5 --set optimizer.clip=nil --set streams.update_priority=equal
 run_pair tiny_update_tail tiny 1e-5 --set optimizer.clip=nil --set streams.update_priority=low \
   --set streams.update_tail=0.5
+graph_same tiny_update_tail
 run_pair zero2_overlap_low_1gpu tiny_zero2 1e-5 --set parallel.ranks=1 --set parallel.optimizer_overlap=true \
   --set streams.update_priority=low
 run_pair fsdp_1gpu tiny_fsdp 1e-5 --set parallel.ranks=1
