@@ -2,12 +2,21 @@
 # environment every GPU call shares. R = repository root, OUT = what comes back, L = logs (tarred into
 # $OUT at the end), P = compiled plans, B = tests/bench, A = the PyTorch anchor; the binaries and the warm
 # kernel cache come from dev/ (tests/bench/prepare_device.sh); NVLink multicast stays off. kern() runs one
-# op's kernel checks against the reference executor.
+# op's kernel checks against the reference executor; ceiling() measures the dense bf16 ceiling that the XL
+# runs' mfu is against.
 R=$PWD; OUT=${OUT:-/tmp/out}; mkdir -p "$OUT"; L=/tmp/logs; mkdir -p $L
 export NCCL_NVLS_ENABLE=0 TORCH_SYMM_MEM_DISABLE_MULTICAST=1 NVSHMEM_DISABLE_NVLS=1 PYTHONUNBUFFERED=1
 export DDPC=$R/dev/bin/ddpc DDPRUN=$R/dev/bin/ddprun ST_COMPARE=$R/dev/bin/st_compare DDP_SOURCE_DIR=$R
 export DDPC_CACHE_DIR=$R/dev/cache DDP_TEMPLATE_DIR=$R/templates DDP_TEST_TMP=/tmp/ddpt
 P=/tmp/plans; mkdir -p $P $DDP_TEST_TMP; B=tests/bench; A=$B/torch_ddp_anchor.py
+ceiling() { # LOG: PyTorch's 8192^3 bf16 GEMM into LOG; sets CEIL (TFLOP/s, empty when unknown) and PEAK
+  timeout 180 python3 $A --skip-ddp --kernels >"$1" 2>&1; echo "torch kernels rc=$?"
+  CEIL=$(python3 -c "
+import json, sys
+for l in open(sys.argv[1]):
+    if l.startswith('ANCHOR') and 'gemm_bf16_8192' in l: print(round(json.loads(l[7:])['TFLOPs'], 1))" "$1")
+  PEAK=${CEIL:+--peak-tflops $CEIL}; echo "dense bf16 ceiling ${CEIL:-unknown} TFLOP/s"
+}
 kern() { # NAME OP ENV...: gpu_kernels --op OP under ENV, log $OUT/kern_NAME.log, one line of result
   local n=$1 op=$2; shift 2
   env "$@" timeout 180 dev/bin/gpu_kernels --op $op >$OUT/kern_$n.log 2>&1

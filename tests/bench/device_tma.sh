@@ -45,12 +45,7 @@ echo "== whole steps against the reference ($(date +%T))"
 timeout 240 bash tests/e2e/gpu_step.sh >$OUT/gpu_step.log 2>&1; echo "gpu_step rc=$?"; grep -E "^(ok|FAIL)" $OUT/gpu_step.log | head -20
 echo "== XL ($(date +%T))"
 # the dense bf16 ceiling measured here (PyTorch 8192^3), so that the XL runs' mfu is against it
-timeout 180 python3 $A --skip-ddp --kernels >$OUT/torch_kernels.log 2>&1; echo "torch kernels rc=$?"
-CEIL=$(python3 -c "
-import json, sys
-for l in open(sys.argv[1]):
-    if l.startswith('ANCHOR') and 'gemm_bf16_8192' in l: print(round(json.loads(l[7:])['TFLOPs'], 1))" $OUT/torch_kernels.log)
-PEAK=${CEIL:+--peak-tflops $CEIL}; echo "dense bf16 ceiling ${CEIL:-unknown} TFLOP/s"
+ceiling $OUT/torch_kernels.log
 $DDPC schedules/bench_xl.lua -o $P/wgmma.bin -q
 DDP_TUNE_FWD_WGMMA=3 DDP_TUNE_DKV_WGMMA=3 DDP_TUNE_DQ_WGMMA=3 $DDPC schedules/bench_xl.lua -o $P/mma.bin -q
 for round in 1 2; do

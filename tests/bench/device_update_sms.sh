@@ -18,12 +18,7 @@ cd "$(dirname "$0")/../.."
 . tests/bench/device_env.sh
 nvidia-smi --query-gpu=name,memory.total,driver_version --format=csv,noheader | tee $OUT/gpu.txt
 echo "== ceiling ($(date +%T))"
-timeout 180 python3 $A --skip-ddp --kernels >$L/torch_kernels.log 2>&1; echo "torch kernels rc=$?"
-CEIL=$(python3 -c "
-import json, sys
-for l in open(sys.argv[1]):
-    if l.startswith('ANCHOR') and 'gemm_bf16_8192' in l: print(round(json.loads(l[7:])['TFLOPs'], 1))" $L/torch_kernels.log)
-PEAK=${CEIL:+--peak-tflops $CEIL}; echo "dense bf16 ceiling ${CEIL:-unknown} TFLOP/s"
+ceiling $L/torch_kernels.log
 echo "== plans ($(date +%T))"
 $DDPC schedules/bench_xl.lua -o $P/base.bin -q
 if [ "${SET:-1}" = 1 ]; then

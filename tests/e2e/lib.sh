@@ -24,6 +24,17 @@ die() {
   exit 1
 }
 
+# refused NAME PATTERN: `ddpc $tmp/NAME.lua -o $tmp/NAME.bin` must fail with one line on stderr matching the
+# extended regular expression PATTERN and leave no plan behind; prints "ok: NAME: <the line>".
+refused() {
+  if "$DDPC" "$tmp/$1.lua" -o "$tmp/$1.bin" -q 2>"$tmp/err"; then fail "$1: compiled"; return; fi
+  local lines; lines=$(wc -l <"$tmp/err")
+  [ "$lines" = 1 ] || { fail "$1: $lines lines: $(cat "$tmp/err")"; return; }
+  grep -qE -- "$2" "$tmp/err" || { fail "$1: '$(cat "$tmp/err")' lacks /$2/"; return; }
+  [ -e "$tmp/$1.bin" ] && { fail "$1: left a plan"; return; }
+  echo "ok: $1: $(cat "$tmp/err")"
+}
+
 # write NAME MODEL RANKS PARALLEL_EXTRA OPTIMIZER STEPS DATA: $tmp/NAME.lua (models.lua must be in $tmp),
 # compiled to $tmp/NAME.bin and run with its checkpoint in $tmp/NAME.ckpt: on the reference executor
 # (ranks as threads) when E2E_DEVICE=ref, else on GPUs with --nproc RANKS. Returns non-zero on failure.
