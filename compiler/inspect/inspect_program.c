@@ -152,7 +152,8 @@ void ddp_insp_program(FILE *o, const ddp_plan *p, int rank, const char *which, c
     uint32_t count = 0;
     for (uint32_t i = 0; i < prog->n; i++) count += prog->v[i].stream == s;
     if (!count) continue;
-    fprintf(o, "-- stream %u (%s): %u instructions --\n", s, ddp_stream_name(s), count);
+    const bool low = s < 63 && ((p->meta.low_priority_streams >> s) & 1);
+    fprintf(o, "-- stream %u (%s%s): %u instructions --\n", s, ddp_stream_name(s), low ? ", low priority" : "", count);
     fprintf(o, "%6s %6s  %-14s  %s\n", "index", "stream", "opcode", "operands");
     for (uint32_t i = 0; i < prog->n; i++) {
       const ddp_instr *in = &prog->v[i];

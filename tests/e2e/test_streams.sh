@@ -46,6 +46,10 @@ for kv in "single_low 2 (streams 1)" "single_equal 0 (none)" "single_none 2 (str
   got=$(low_of "$n")
   [ "$got" = "$*" ] && echo "ok: $n: low_priority_streams $got" || fail "$n: low_priority_streams is '$got', expected '$*'"
 done
+# the program listing marks the low stream
+"$DDPC" inspect "$tmp/single_low.bin" | grep -q "^-- stream 1 (comm, low priority): " &&
+  ! "$DDPC" inspect "$tmp/single_equal.bin" | grep -q "low priority" && echo "ok: inspect's listing marks stream 1 low" ||
+  fail "inspect's listing: $("$DDPC" inspect "$tmp/single_low.bin" | grep "^-- stream")"
 # update_tail: the last groups' updates on a second side stream that stays high (3 streams, stream 2 not low);
 # a wider model has several update groups (8M elements each), so both side streams carry updates
 "$DDPC" "$tmp/single_none.lua" -o "$tmp/tail.bin" -q --set streams.update_priority=low --set streams.update_tail=0.5 \
