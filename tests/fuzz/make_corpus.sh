@@ -43,6 +43,14 @@ if [ ! -s "$out/plan/tiny_fused_attn_bwd.bin" ] &&
   "$STRIP_PLAN" "$tmp/tiny_fused_attn_bwd.bin" "$out/plan/tiny_fused_attn_bwd.bin"
   nplans=$((nplans + 1))
 fi
+# the update streams' priorities (meta low_priority_streams) with update_tail's second side stream: a single
+# rank without clipping, so that its optimizer overlaps the backward
+if [ ! -s "$out/plan/tiny_update_tail.bin" ] &&
+  "$DDPC" "$src/schedules/tiny.lua" -o "$tmp/tiny_update_tail.bin" --quiet --set optimizer.clip=nil \
+    --set streams.update_priority=low --set streams.update_tail=0.5 2>/dev/null; then
+  "$STRIP_PLAN" "$tmp/tiny_update_tail.bin" "$out/plan/tiny_update_tail.bin"
+  nplans=$((nplans + 1))
+fi
 [ "$nplans" -gt 0 ] || { echo "make_corpus.sh: no schedule compiled (is $DDPC built?)" >&2; exit 1; }
 
 if [ ! -s "$out/safetensors/model.safetensors" ]; then
