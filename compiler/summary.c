@@ -33,31 +33,6 @@ static double comm_bytes(const ddp_plan *p) {
   return total;
 }
 
-/* The streams that carry nothing but the optimizer in every rank's step (its kernels, and the events, timers
- * and ranges that order and time them) and at least one update somewhere: one rank's side stream with the
- * optimizer overlapped, ZeRO's update stream. A stream with a collective, a GEMM or any other kernel on some
- * rank is never one of them. Bits 1..62 (the compute stream is never low). */
-static int64_t update_only_streams(const ddp_plan *p, uint64_t keep) {
-  uint64_t updates = 0, other = 1; /* bit 0: the compute stream */
-  for (int64_t r = 0; r < p->meta.world; r++) {
-    const ddp_program *prog = &p->ranks[r].step;
-    for (uint32_t k = 0; k < prog->n; k++) {
-      const ddp_instr *in = &prog->v[k];
-      if (in->stream >= 63) continue;
-      const uint64_t bit = (uint64_t)1 << in->stream;
-      switch (in->opcode) {
-      case I_EVENT_RECORD: case I_EVENT_WAIT: case I_TIMER: case I_RANGE_PUSH: case I_RANGE_POP: break;
-      case I_KERNEL:
-        if (in->op == OP_ADAMW || in->op == OP_SGD) updates |= bit;
-        else if (in->op != OP_OPT_SCALARS && in->op != OP_SUMSQ) other |= bit;
-        break;
-      default: other |= bit; break;
-      }
-    }
-  }
-  return (int64_t)(updates & ~other & ~keep);
-}
-
 /* "pipeline stages=S replicas=R microbatches=M schedule=NAME[ virtual=V][ split=a,b,c]" */
 static void pipeline_line(char *par, size_t cap, const ddp_schedule *s) {
   size_t n = (size_t)snprintf(par, cap, "pipeline stages=%d replicas=%d microbatches=%d schedule=%s", s->stages,
@@ -136,5 +111,5 @@ void ddp_summary(ddp_plan *p, const ddp_schedule *s, const char *arch, const ddp
   m->loss_tensor = b->loss;
   m->scalars_tensor = b->scalars;
   m->comm_bytes_per_step = comm_bytes(p);
-  m->low_priority_streams = s->update_priority == UPDATE_PRIORITY_LOW ? update_only_streams(p, b->equal_update_streams) : 0;
+  m->low_priority_streams = s->update_priority == UPDATE_PRIORITY_LOW ? (int64_t)b->update_streams : 0;
 }

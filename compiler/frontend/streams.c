@@ -12,8 +12,8 @@
  *                    gradients are ready, that runs on a second side stream at the high priority, so that
  *                    they do not queue behind the low stream's backlog after the backward. Default 0.25
  *                    there (the optimizer's tail after the backward 3.5-3.6 -> 0.13 ms at the same step time)
- * The compiler turns the choice into the plan's meta low_priority_streams (a mask of stream indices, see
- * summary.c); `ddpc inspect` prints it; the reference executor runs streams in program order and has no
+ * The compiler turns the choice into the plan's meta low_priority_streams (a mask of stream indices: the
+ * builder's update_streams, which the optimizer passes set); `ddpc inspect` prints it; the reference executor runs streams in program order and has no
  * priorities. docs/SCHEDULES.md has the measurements. */
 #include "fe.h"
 #include "vocab.h"

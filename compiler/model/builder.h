@@ -85,7 +85,10 @@ typedef struct ddp_builder {
   int ntp_patches;
   size_t cap_tp_patches;
   bool backward; /* the step has a backward (mode train or forward_backward): gradients, saved tensors */
-  uint64_t equal_update_streams; /* update-only streams kept at the high priority (streams.update_tail) */
+  /* the streams that carry nothing but updates (and the scalars, events and timers around them), bit s for
+   * stream s: one rank's overlapped optimizer's side stream, ZeRO's update stream; the passes that put the
+   * updates there set them, and streams.update_priority = "low" makes them the plan's low_priority_streams */
+  uint64_t update_streams;
   bool unit_grads_accumulate; /* every write of a parameter gradient adds (pipelines: the step zeroes them) */
   int layer;    /* current layer for tagging, -1 outside */
   ddp_unit *units;

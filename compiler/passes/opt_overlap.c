@@ -11,9 +11,9 @@
  *         order(side, compute) TIMER(STEP_END) RANGE_POP
  * optimizer_ms (STEP_END - OPT_BEGIN) is then the optimizer's exposed tail.
  * With streams = { update_priority = "low", update_tail = f } the last-ready fraction f of the groups runs on a
- * second side stream (stream 2, after the scalars) that summary.c leaves at the high priority: the first
- * side stream's updates then only fill the SMs the backward leaves free, and the last groups' do not queue
- * behind them. */
+ * second side stream (stream 2, after the scalars) that is not one of b->update_streams and so keeps the
+ * high priority: the first side stream's updates then only fill the SMs the backward leaves free, and the
+ * last groups' do not queue behind them. */
 #include "passes.h"
 #include "access.h"
 #include <stdlib.h>
@@ -30,6 +30,12 @@ enum { STREAM_TAIL = DDP_DEFAULT_STREAMS }; /* streams.update_tail: the last gro
 
 static void on_stream(rank_ctx *c, int s) { c->out->v[c->out->n - 1].stream = (uint16_t)s; }
 static void on_side(rank_ctx *c) { on_stream(c, STREAM_COMM); }
+/* an update on stream s; the side stream then carries only updates (and the scalars) */
+static void update_on(rank_ctx *c, int s, int64_t lo, int64_t hi, const char *name) {
+  pass_update(c, lo, hi, 0, true, name);
+  on_stream(c, s);
+  if (s == STREAM_COMM) c->b->update_streams |= (uint64_t)1 << STREAM_COMM;
+}
 
 int pass_opt_overlap_step(rank_ctx *c) {
   ddp_builder *b = c->b;
@@ -79,10 +85,7 @@ int pass_opt_overlap_step(rank_ctx *c) {
   const ddp_schedule *s = b->s;
   int ntail = s->update_priority == UPDATE_PRIORITY_LOW ? (int)(s->update_tail * ngroups + 0.5) : 0;
   if (ntail > ngroups) ntail = ngroups;
-  if (ntail > 0) {
-    if (b->plan->nstreams < STREAM_TAIL + 1) b->plan->nstreams = STREAM_TAIL + 1;
-    b->equal_update_streams |= (uint64_t)1 << STREAM_TAIL;
-  }
+  if (ntail > 0 && b->plan->nstreams < STREAM_TAIL + 1) b->plan->nstreams = STREAM_TAIL + 1;
 
   rp_range(c, 1, RANGE_STEP, "step");
   rp_timer(c, STREAM_COMPUTE, TIMER_STEP_BEGIN);
@@ -104,15 +107,11 @@ int pass_opt_overlap_step(rank_ctx *c) {
       if (ready[g] != (int32_t)k) continue;
       const int st = g >= ngroups - ntail ? STREAM_TAIL : STREAM_COMM;
       rp_order(c, STREAM_COMPUTE, st);
-      pass_update(c, lo[g], hi[g], 0, true, b_fmt(b, "optimizer.group%d", g));
-      on_stream(c, st);
+      update_on(c, st, lo[g], hi[g], b_fmt(b, "optimizer.group%d", g));
     }
   }
   for (int g = 0; g < ngroups; g++) /* groups the step never touches */
-    if (ready[g] < 0) {
-      pass_update(c, lo[g], hi[g], 0, true, b_fmt(b, "optimizer.group%d", g));
-      on_side(c);
-    }
+    if (ready[g] < 0) update_on(c, STREAM_COMM, lo[g], hi[g], b_fmt(b, "optimizer.group%d", g));
   rp_timer(c, STREAM_COMPUTE, TIMER_BACKWARD_END);
   rp_timer(c, STREAM_COMPUTE, TIMER_OPT_BEGIN);
   rp_order(c, STREAM_COMM, STREAM_COMPUTE);

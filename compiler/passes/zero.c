@@ -478,6 +478,7 @@ int pass_zero_step(rank_ctx *c) {
   bool opt_overlap = train && grads && overlap && s->optimizer_overlap && lay->sumsq_partials < 0;
   if (opt_overlap) { /* the step count and lr first, on the stream the updates run on */
     if (b->plan->nstreams < STREAM_UPDATE + 1) b->plan->nstreams = STREAM_UPDATE + 1;
+    b->update_streams |= (uint64_t)1 << STREAM_UPDATE;
     rp_order(c, STREAM_COMPUTE, STREAM_UPDATE);
     pass_scalars(c);
     c->out->v[c->out->n - 1].stream = STREAM_UPDATE;

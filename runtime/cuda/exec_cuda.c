@@ -154,7 +154,8 @@ static int streams_events_init(cx *x, char *err, size_t errcap) {
     low = ~(uint64_t)0;
     for (uint32_t k = 0; k < rp->step.n; k++) {
       const ddp_instr *in = &rp->step.v[k];
-      if (in->stream < 64 && (ddp_is_group_collective(in->opcode) || in->opcode == I_SEND || in->opcode == I_RECV)) low &= ~((uint64_t)1 << in->stream);
+      const bool coll = ddp_is_group_collective(in->opcode) || in->opcode == I_SEND || in->opcode == I_RECV;
+      if (coll && in->stream < 64) low &= ~((uint64_t)1 << in->stream);
     }
   }
   int lo = 0, hi = 0;
