@@ -41,7 +41,10 @@ a = my - b * mx
 if a < 0:
     a, b = 0, sum(u * v for u, v in zip(x, y)) / sum(u * u for u in x)
 def close(want, got): return abs(want - got) <= 1e-6 * abs(want)
-assert close(a * 1e6, p["launch_us"]) or (a == 0 and p["launch_us"] == 0), (a, p["launch_us"])
+# The intercept is a difference of numbers the size of the samples: recomputed here, in another order of
+# summation than ddprun's least squares, it carries rounding at that size, so it is compared at the scale of
+# the mean sample (a fitted intercept of 7.7 ns differed from ddprun's in its 5th digit, CI 2026-11-27).
+assert abs(a * 1e6 - p["launch_us"]) <= 1e-6 * max(abs(a), my) * 1e6 or (a == 0 and p["launch_us"] == 0), (a, p["launch_us"], my)
 assert close(1 / b / 1e9, p["hbm_gbps"]), (1 / b / 1e9, p["hbm_gbps"])
 att = [s for s in p["samples"] if s["work"] == "attention"]
 t = sum(max(s["median_ms"] * 1e-3 - a, 1e-9) for s in att)
