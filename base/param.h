@@ -58,6 +58,14 @@
   X(CUDA_GRAPH, "DDP_CUDA_GRAPH", BOOL, 0, 0, 1, "ddprun: 1 captures the step once into a CUDA graph")      \
   X(STREAM_PRIORITY, "DDP_STREAM_PRIORITY", INT, 0, 0, 2,                                                   \
     "ddprun, overriding the plan's low_priority_streams (experiments): 1 the compute stream above every other stream, 2 the streams that carry collectives above every other stream") \
+  X(SIDE_SMS, "DDP_SIDE_SMS", INT, 0, 0, 1024,                                                               \
+    "ddprun, experiments: n > 0 runs the side streams (DDP_SIDE_STREAMS) in a partition of n SMs of their own (a CUDA green context; Hopper rounds to 8)") \
+  X(SIDE_STREAMS, "DDP_SIDE_STREAMS", INT, 0, 0, 1073741824,                                                  \
+    "ddprun, experiments: the bit mask of streams DDP_SIDE_SMS partitions (0: every stream but the compute stream)") \
+  X(SIDE_COMPUTE, "DDP_SIDE_COMPUTE", BOOL, 0, 0, 1,                                                          \
+    "ddprun, experiments: 1 confines the other streams to the SMs DDP_SIDE_SMS leaves")                     \
+  X(GEMM_SM_TARGET, "DDP_GEMM_SM_TARGET", INT, 0, 0, 1024,                                                    \
+    "ddprun, experiments: n > 0 has cuBLASLt size the backward's GEMMs on the compute stream for n SMs (CUBLASLT_MATMUL_DESC_SM_COUNT_TARGET)") \
   X(P2P_COPY, "DDP_P2P_COPY", BOOL, 0, 0, 1,                                                               \
     "ddprun: 1 moves the step's SEND/RECV between GPUs of one host by copy-engine copies over CUDA IPC (0: NCCL)") \
   X(GEMM_TUNE, "DDP_GEMM_TUNE", BOOL, 1, 0, 1, "ddprun: 0 takes cuBLASLt's first proposal instead of timing them") \

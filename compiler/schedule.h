@@ -118,7 +118,7 @@ typedef struct ddp_schedule {
   /* NCCL's communicators (nccl = {...}; compiler/frontend/nccl.c) */
   int nccl_cta_policy;      /* NCCL_CTA_* (vocab.h) */
   int nccl_max_ctas;        /* 1..64, 0: NCCL's own */
-  bool nccl_register;       /* register the arenas with every communicator (ncclCommRegister) */
+  int nccl_register;        /* NCCL_REGISTER_*: the arenas as user buffers (ncclCommRegister) or symmetric windows */
 
   /* stream priorities (streams = {...}; compiler/frontend/streams.c) */
   int update_priority;      /* UPDATE_PRIORITY_* (vocab.h): the streams that carry only updates */

@@ -79,7 +79,7 @@ static int check_meta(const vctx *c) {
                                                              {"pipe_schedule", p->meta.pipe_schedule, PIPE_COUNT - 1},
                                                              {"nccl_cta_policy", p->meta.nccl_cta_policy, NCCL_CTA_COUNT - 1},
                                                              {"nccl_max_ctas", p->meta.nccl_max_ctas, 64},
-                                                             {"nccl_register", p->meta.nccl_register, 1},
+                                                             {"nccl_register", p->meta.nccl_register, NCCL_REGISTER_COUNT - 1},
                                                              {"tensor_parallel", p->meta.tensor_parallel, p->meta.world},
                                                              {"data_parallel", p->meta.data_parallel, p->meta.world}};
   for (size_t k = 0; k < sizeof pipe / sizeof pipe[0]; k++)

@@ -30,6 +30,12 @@
 #define DDP_NCCL_CTA_POLICIES(X) X(NCCL_CTA_DEFAULT, "default") X(NCCL_CTA_EFFICIENCY, "efficiency") \
   X(NCCL_CTA_ZERO, "zero")
 
+/* How the arenas are registered with NCCL's communicators (nccl = { register = ... }): not at all, as user
+ * buffers (ncclCommRegister), or allocated by ncclMemAlloc and registered as symmetric windows
+ * (ncclCommWindowRegister). */
+#define DDP_NCCL_REGISTERS(X) X(NCCL_REGISTER_NONE, "none") X(NCCL_REGISTER_BUFFERS, "buffers") \
+  X(NCCL_REGISTER_WINDOW, "window")
+
 /* The priority of the streams that carry only optimizer updates (streams = { update_priority = ... }). */
 #define DDP_UPDATE_PRIORITIES(X) X(UPDATE_PRIORITY_EQUAL, "equal") X(UPDATE_PRIORITY_LOW, "low")
 
@@ -46,13 +52,14 @@ enum { DDP_OVERLAPS(DDP_VOCAB_ID) OVERLAP_COUNT };
 enum { DDP_PIPE_SCHEDULES(DDP_VOCAB_ID) PIPE_COUNT };
 enum { DDP_NCCL_CTA_POLICIES(DDP_VOCAB_ID) NCCL_CTA_COUNT };
 enum { DDP_UPDATE_PRIORITIES(DDP_VOCAB_ID) UPDATE_PRIORITY_COUNT };
+enum { DDP_NCCL_REGISTERS(DDP_VOCAB_ID) NCCL_REGISTER_COUNT };
 #undef DDP_VOCAB_ID
 
 /* NULL-terminated name tables, indexed by the enum. */
 extern const char *const ddp_model_kind_names[], *const ddp_precision_names[], *const ddp_data_kind_names[],
     *const ddp_optimizer_names[], *const ddp_lr_schedule_names[], *const ddp_sync_names[], *const ddp_shard_names[],
     *const ddp_attention_names[], *const ddp_overlap_names[], *const ddp_pipe_schedule_names[],
-    *const ddp_nccl_cta_policy_names[], *const ddp_update_priority_names[];
+    *const ddp_nccl_cta_policy_names[], *const ddp_update_priority_names[], *const ddp_nccl_register_names[];
 /* names[i], or "?" when i is outside [0, count). */
 const char *ddp_vocab_name(const char *const *names, int count, long long i);
 #define ddp_sync_name(s) ddp_vocab_name(ddp_sync_names, SYNC_COUNT, (s))

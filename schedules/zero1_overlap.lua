@@ -3,8 +3,11 @@
 -- bucket's gradients are reduce-scattered as soon as the backward finishes them; right after, on a stream
 -- of its own, each rank updates its shard of the bucket (AdamW on 1/N of the parameters), and the bucket's
 -- bf16 parameters are all-gathered, while the backward goes on. bf16 gradients halve the reduce-scatter's
--- bytes: on 2 x H200 this step is 1.00-1.02x our one-GPU step for twice the tokens; with
--- `--set parallel.grad_dtype=fp32` (fp32 gradients) 1.14x.
+-- bytes. The arenas the collectives use come from ncclMemAlloc and are NCCL symmetric windows, with the
+-- zero-CTA policy (nccl = {...}): on 2 x H200 this step is 0.98-1.02x our one-GPU step for twice the
+-- tokens (1.04-1.05x with cudaMalloc'd arenas in the same calls); with `--set parallel.grad_dtype=fp32`
+-- (fp32 gradients) 1.14-1.16x (1.11-1.14x with `--set nccl.cta_policy=default`, 1.18-1.19x cudaMalloc'd).
 local xl_ddp = require "xl_ddp"
-return schedule(xl_ddp { sync = "bucketed", bucket_mb = 100, shard = "zero1", optimizer_overlap = true,
-                         grad_dtype = "bf16" })
+local s = xl_ddp { sync = "bucketed", bucket_mb = 100, shard = "zero1", optimizer_overlap = true, grad_dtype = "bf16" }
+s.nccl = { register = "window", cta_policy = "zero" }
+return schedule(s)

@@ -5,8 +5,11 @@
  *               changes something only for registered buffers, the zero policy only where NCCL has a
  *               copy-engine path: all-gather and its kind on symmetric memory, not all-reduce)
  *   max_ctas    1..64: ncclConfig_t.maxCTAs (fewer SMs for NCCL's kernels); left out: NCCL's own
- *   register    true: every arena registered with every communicator (ncclCommRegister), so collectives
- *               on them can run without NCCL's staging copies
+ *   register    true or "buffers": every arena registered with every communicator (ncclCommRegister), so
+ *               collectives on them can run without NCCL's staging copies; "window": every arena allocated
+ *               by ncclMemAlloc, those a collective uses registered as symmetric windows (ncclCommWindowRegister), where NCCL
+ *               2.28 runs its symmetric kernels (peers' buffers read and written over NVLink) and, with
+ *               cta_policy "zero", the copy-engine all-gather; false or "none": neither
  * Every field is optional; the plan carries them (meta nccl_*), `ddpc inspect` prints them, and ddprun's
  * metrics say what NCCL accepted. */
 #include "fe.h"
@@ -17,7 +20,7 @@ void fe_nccl(fe_conv *c, const fe_tab *root) {
   ddp_schedule *s = c->s;
   s->nccl_cta_policy = NCCL_CTA_DEFAULT;
   s->nccl_max_ctas = 0;
-  s->nccl_register = false;
+  s->nccl_register = NCCL_REGISTER_NONE;
   int ty = fe_type(c, root, "nccl");
   if (ty == LUA_TNIL) return;
   fe_tab t;
@@ -28,5 +31,16 @@ void fe_nccl(fe_conv *c, const fe_tab *root) {
   fe_enum(c, &t, "cta_policy", ddp_nccl_cta_policy_names, &policy);
   s->nccl_cta_policy = policy;
   s->nccl_max_ctas = (int)fe_int_in(c, &t, "max_ctas", 0, 1, 64);
-  fe_bool(c, &t, "register", &s->nccl_register);
+  const int rt = fe_type(c, &t, "register");
+  if (rt != LUA_TNIL && rt != LUA_TBOOLEAN && rt != LUA_TSTRING)
+    fe_bad(c, &t, "register", "must be true, false, \"none\", \"buffers\" or \"window\"");
+  if (rt == LUA_TBOOLEAN) {
+    bool on = false;
+    fe_bool(c, &t, "register", &on);
+    s->nccl_register = on ? NCCL_REGISTER_BUFFERS : NCCL_REGISTER_NONE;
+  } else {
+    int how = NCCL_REGISTER_NONE;
+    fe_enum(c, &t, "register", ddp_nccl_register_names, &how);
+    s->nccl_register = how;
+  }
 }

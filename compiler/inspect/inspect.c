@@ -41,7 +41,8 @@ static const char *meta_decode(const ddp_plan *p, const char *field, int64_t v) 
   struct { const char *field; const char *const *names; int n; } enums[] = {
       {"model_kind", ddp_model_kind_names, MODEL_COUNT}, {"precision", ddp_precision_names, PREC_COUNT},
       {"data_kind", ddp_data_kind_names, DATA_COUNT},    {"optimizer", ddp_optimizer_names, OPTIM_COUNT},
-      {"lr_schedule", ddp_lr_schedule_names, LR_COUNT}, {"nccl_cta_policy", ddp_nccl_cta_policy_names, NCCL_CTA_COUNT}};
+      {"lr_schedule", ddp_lr_schedule_names, LR_COUNT}, {"nccl_cta_policy", ddp_nccl_cta_policy_names, NCCL_CTA_COUNT},
+      {"nccl_register", ddp_nccl_register_names, NCCL_REGISTER_COUNT}};
   for (size_t k = 0; k < sizeof enums / sizeof enums[0]; k++)
     if (strcmp(field, enums[k].field) == 0) return ddp_vocab_name(enums[k].names, enums[k].n, v);
   if (strcmp(field, "act_dtype") == 0 || strcmp(field, "grad_dtype") == 0) return ddp_dtype_name((int)v);

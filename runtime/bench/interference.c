@@ -9,8 +9,15 @@
  *               the policy needs registered buffers to change anything)
  *   zero        CTAPolicy = NCCL_CTA_POLICY_ZERO (the copy-engine path; NCCL 2.28 offers it for all-gather
  *               on symmetric windows, not all-reduce: the table says what NCCL answered)
+ *   window      the buffer from ncclMemAlloc, registered as a symmetric window (ncclCommWindowRegister):
+ *               NCCL 2.28's symmetric kernels read and write the peers' buffers over NVLink directly
+ *   window_zero the window with CTAPolicy = NCCL_CTA_POLICY_ZERO: the copy-engine all-gather (--coll allgather)
  *   copy        not NCCL's: ce_allreduce.c's two-GPU all-reduce, its data on the copy engines and only the
  *               sum on the SMs (a default communicator only exchanges its IPC handles and the run count)
+ * --side-sms N runs the communication stream in a partition of N SMs of its own (a CUDA green context,
+ * green.h) and has cuBLASLt size the GEMMs for the SMs left (--gemm-sms M overrides that count; alone it
+ * only sizes the GEMMs): space-sharing the SMs instead of letting NCCL's blocks take them as they free.
+ * --coll reducescatter / allgather times that collective over the buffer instead (in place, as ZeRO's).
  * Rank 0 prints per path: GEMM TFLOP/s alone and during, the compute slowdown, the all-reduce's busbw alone
  * and during; --out appends one JSON object per path. */
 #include "args.h"
@@ -19,6 +26,7 @@
 #include "cli.h"
 #include "cuda_check.h"
 #include "err.h"
+#include "green.h"
 #include "launch.h"
 #include "outfile.h"
 #include "rendezvous.h"
@@ -44,14 +52,19 @@
       return ddp_fail(err, errcap, "%s:%d: %s: %s", __FILE__, __LINE__, #call, cublasLtGetStatusString(s_)); \
   } while (0)
 
-enum { NPATHS = 5, NGEMMS = 4, PATH_COPY = 4 };
-static const char *const path_names[NPATHS] = {"default", "maxctas8", "efficiency", "zero", "copy"};
+enum { NPATHS = 7, NGEMMS = 4, PATH_COPY = 4, PATH_WINDOW = 5, PATH_WINDOW_ZERO = 6 };
+static const char *const path_names[NPATHS] = {"default", "maxctas8", "efficiency", "zero", "copy", "window", "window_zero"};
+enum { COLL_ALLREDUCE, COLL_REDUCESCATTER, COLL_ALLGATHER };
+static const char *const coll_names[3] = {"allreduce", "reducescatter", "allgather"};
 
 typedef struct iopts {
   double mb;      /* all-reduce MiB */
   int64_t tokens; /* GEMM M */
   int rounds;     /* rounds of the GEMM mix per timing */
   int paths;      /* bit mask over path_names */
+  int coll;       /* COLL_*: the collective timed */
+  int side_sms;   /* the communication stream's SM partition (0: none) */
+  int gemm_sms;   /* cuBLASLt's SM_COUNT_TARGET for the GEMMs (0: the device's, or what --side-sms leaves) */
   const char *out;
 } iopts;
 
@@ -64,8 +77,8 @@ typedef struct bgemm {
   double flops;
 } bgemm;
 
-static int gemm_new(cublasLtHandle_t lt, bgemm *g, int64_t M, int64_t N, int64_t K, size_t wsb, char *err,
-                    size_t errcap) {
+static int gemm_new(cublasLtHandle_t lt, bgemm *g, int64_t M, int64_t N, int64_t K, size_t wsb, int32_t sms,
+                    char *err, size_t errcap) {
   memset(g, 0, sizeof *g);
   g->flops = 2.0 * (double)M * (double)N * (double)K;
   DDP_CUDA_TRY(cudaMalloc(&g->a, (size_t)(M * K) * 2));
@@ -78,6 +91,7 @@ static int gemm_new(cublasLtHandle_t lt, bgemm *g, int64_t M, int64_t N, int64_t
   cublasOperation_t t = CUBLAS_OP_T, n = CUBLAS_OP_N;
   LT_OK(cublasLtMatmulDescSetAttribute(g->desc, CUBLASLT_MATMUL_DESC_TRANSA, &t, sizeof t));
   LT_OK(cublasLtMatmulDescSetAttribute(g->desc, CUBLASLT_MATMUL_DESC_TRANSB, &n, sizeof n));
+  if (sms > 0) LT_OK(cublasLtMatmulDescSetAttribute(g->desc, CUBLASLT_MATMUL_DESC_SM_COUNT_TARGET, &sms, sizeof sms));
   LT_OK(cublasLtMatrixLayoutCreate(&g->la, CUDA_R_16BF, (uint64_t)K, (uint64_t)N, K));
   LT_OK(cublasLtMatrixLayoutCreate(&g->lb, CUDA_R_16BF, (uint64_t)K, (uint64_t)M, K));
   LT_OK(cublasLtMatrixLayoutCreate(&g->ld, CUDA_R_16BF, (uint64_t)N, (uint64_t)M, N));
@@ -108,8 +122,9 @@ typedef struct rig { /* one rank's GEMMs, buffer and streams */
   cublasLtHandle_t lt;
   bgemm g[NGEMMS];
   void *ws;
-  float *buf;
+  float *buf;    /* the collective's buffer: cudaMalloc'd, or a window path's ncclMemAlloc'd one */
   size_t n;
+  int coll, rank, world;
   cudaStream_t sc, sm; /* compute, communication */
   cudaEvent_t e[4];
 } rig;
@@ -142,7 +157,13 @@ typedef struct pathres {
 /* One all-reduce of the buffer on the communication stream: NCCL's, or the copy-engine one when ce is set. */
 static int all_reduce(rig *r, ncclComm_t comm, ddp_ce_ar *ce, char *err, size_t errcap) {
   if (ce) return ddp_ce_ar_run(ce, err, errcap);
-  NCCL_OK(ncclAllReduce(r->buf, r->buf, r->n, ncclFloat32, ncclSum, comm, r->sm));
+  const size_t part = r->n / (size_t)r->world;
+  if (r->coll == COLL_REDUCESCATTER)
+    NCCL_OK(ncclReduceScatter(r->buf, r->buf + (size_t)r->rank * part, part, ncclFloat32, ncclSum, comm, r->sm));
+  else if (r->coll == COLL_ALLGATHER)
+    NCCL_OK(ncclAllGather(r->buf + (size_t)r->rank * part, r->buf, part, ncclFloat32, comm, r->sm));
+  else
+    NCCL_OK(ncclAllReduce(r->buf, r->buf, r->n, ncclFloat32, ncclSum, comm, r->sm));
   return 0;
 }
 
@@ -198,7 +219,7 @@ static int open_path(int p, const ncclUniqueId *uid, int world, int rank, rig *r
   ncclConfig_t cfg = NCCL_CONFIG_INITIALIZER;
   if (p == 1) cfg.maxCTAs = 8;
   if (p == 2) cfg.CTAPolicy = NCCL_CTA_POLICY_EFFICIENCY;
-  if (p == 3) cfg.CTAPolicy = NCCL_CTA_POLICY_ZERO;
+  if (p == 3 || p == PATH_WINDOW_ZERO) cfg.CTAPolicy = NCCL_CTA_POLICY_ZERO;
   *comm = NULL;
   *reg = NULL;
   ncclResult_t rc = ncclCommInitRankConfig(comm, world, *uid, rank, &cfg);
@@ -211,6 +232,12 @@ static int open_path(int p, const ncclUniqueId *uid, int world, int rank, rig *r
     rc = ncclCommRegister(*comm, r->buf, r->n * sizeof(float), reg);
     if (rc != ncclSuccess) snprintf(pr->note, sizeof pr->note, "ncclCommRegister: %s (unregistered)", ncclGetErrorString(rc));
   }
+  if (p == PATH_WINDOW || p == PATH_WINDOW_ZERO) {
+    ncclWindow_t win = NULL;
+    rc = ncclCommWindowRegister(*comm, r->buf, r->n * sizeof(float), &win, NCCL_WIN_COLL_SYMMETRIC);
+    if (rc != ncclSuccess) snprintf(pr->note, sizeof pr->note, "ncclCommWindowRegister: %s (no window)", ncclGetErrorString(rc));
+    *reg = win;
+  }
   (void)err, (void)errcap;
   return 0;
 }
@@ -222,14 +249,23 @@ static int run_rank(const ddp_identity *id, void *ctx, char *err, size_t errcap)
   memset(&r, 0, sizeof r);
   LT_OK(cublasLtCreate(&r.lt));
   DDP_CUDA_TRY(cudaMalloc(&r.ws, 32u << 20));
+  ddp_green green;
+  memset(&green, 0, sizeof green);
+  if (o->side_sms && ddp_green_open(&green, id->local_rank, o->side_sms, 0, err, errcap)) return -1;
+  const int32_t sms = o->gemm_sms ? o->gemm_sms : o->side_sms ? green.rest_sms : 0;
   static const int64_t nk[NGEMMS][2] = {{4800, 1600}, {1600, 1600}, {6400, 1600}, {1600, 6400}};
   for (int j = 0; j < NGEMMS; j++)
-    if (gemm_new(r.lt, &r.g[j], o->tokens, nk[j][0], nk[j][1], 32u << 20, err, errcap)) return -1;
-  r.n = (size_t)(o->mb * 1048576.0 / 4.0);
+    if (gemm_new(r.lt, &r.g[j], o->tokens, nk[j][0], nk[j][1], 32u << 20, sms, err, errcap)) return -1;
+  r.n = (size_t)(o->mb * 1048576.0 / 4.0) / (size_t)id->world * (size_t)id->world; /* whole parts per rank */
+  r.coll = o->coll, r.rank = id->rank, r.world = id->world;
   DDP_CUDA_TRY(cudaMalloc((void **)&r.buf, r.n * sizeof(float)));
   DDP_CUDA_TRY(cudaMemset(r.buf, 0, r.n * sizeof(float)));
   DDP_CUDA_TRY(cudaStreamCreateWithFlags(&r.sc, cudaStreamNonBlocking));
-  DDP_CUDA_TRY(cudaStreamCreateWithFlags(&r.sm, cudaStreamNonBlocking));
+  if (o->side_sms) {
+    if (ddp_green_stream(&green, 0, 0, &r.sm, err, errcap)) return -1;
+  } else {
+    DDP_CUDA_TRY(cudaStreamCreateWithFlags(&r.sm, cudaStreamNonBlocking));
+  }
   for (int k = 0; k < 4; k++) DDP_CUDA_TRY(cudaEventCreate(&r.e[k]));
   double flops = 0;
   for (int j = 0; j < NGEMMS; j++) flops += r.g[j].flops;
@@ -242,8 +278,9 @@ static int run_rank(const ddp_identity *id, void *ctx, char *err, size_t errcap)
   if (id->rank == 0 && o->out && !(out = ddp_out_open(o->out, err, errcap))) return -1;
   if (id->rank == 0)
     printf("interference: %d GPUs (NCCL %d), GEMM mix of M %lld (d_model 1600) x %d rounds beside all-reduces of "
-           "%g MiB fp32\n%-11s %12s %12s %9s %12s %12s  %s\n",
-           id->world, NCCL_VERSION_CODE, (long long)o->tokens, o->rounds, o->mb, "path", "GEMM TF/s", "during",
+           "%g MiB fp32 (%s); communication on %s%d SMs, GEMMs sized for %d\n%-11s %12s %12s %9s %12s %12s  %s\n",
+           id->world, NCCL_VERSION_CODE, (long long)o->tokens, o->rounds, o->mb, coll_names[o->coll], o->side_sms ? "a partition of " : "all ",
+           o->side_sms ? green.sms : 0, sms ? sms : 0, "path", "GEMM TF/s", "during",
            "slowdown", "AR busbw", "during", "note");
   for (int p = 0; p < NPATHS; p++) {
     if (!(o->paths >> p & 1)) continue;
@@ -251,9 +288,22 @@ static int run_rank(const ddp_identity *id, void *ctx, char *err, size_t errcap)
     memset(&pr, 0, sizeof pr);
     ncclComm_t comm;
     void *reg;
+    float *plain = r.buf, *wbuf = NULL; /* a window path's buffer comes from ncclMemAlloc */
+    const int window = p == PATH_WINDOW || p == PATH_WINDOW_ZERO;
+    if (window) {
+      ncclResult_t mr = ncclMemAlloc((void **)&wbuf, r.n * sizeof(float));
+      if (mr != ncclSuccess) return ddp_fail(err, errcap, "%s:%d: ncclMemAlloc(%zu bytes): %s", __FILE__, __LINE__,
+                                             r.n * sizeof(float), ncclGetErrorString(mr));
+      DDP_CUDA_TRY(cudaMemset(wbuf, 0, r.n * sizeof(float)));
+      r.buf = wbuf;
+    }
     if (open_path(p, &uid[p], id->world, id->rank, &r, &comm, &reg, &pr, err, errcap)) return -1;
     int ok = comm != NULL;
     ddp_ce_ar *ce = NULL;
+    if (ok && p == PATH_COPY && o->coll != COLL_ALLREDUCE) {
+      snprintf(pr.note, sizeof pr.note, "the copy-engine path is an all-reduce only");
+      ok = 0;
+    }
     if (ok && p == PATH_COPY &&
         ddp_ce_ar_open(&ce, comm, id->rank, id->world, id->local_rank, r.buf, r.n, r.sm, err, errcap)) {
       snprintf(pr.note, sizeof pr.note, "%.290s", err);
@@ -266,9 +316,12 @@ static int run_rank(const ddp_identity *id, void *ctx, char *err, size_t errcap)
       (void)cudaGetLastError();
     }
     ddp_ce_ar_close(ce);
-    if (reg) (void)ncclCommDeregister(comm, reg);
+    if (reg && window) (void)ncclCommWindowDeregister(comm, (ncclWindow_t)reg);
+    else if (reg) (void)ncclCommDeregister(comm, reg);
     if (comm) (void)ncclCommDestroy(comm);
-    double bus = 2.0 * (id->world - 1) / id->world * (double)r.n * 4.0 / 1e9;
+    if (wbuf) (void)ncclMemFree(wbuf);
+    r.buf = plain;
+    double bus = (o->coll == COLL_ALLREDUCE ? 2.0 : 1.0) * (id->world - 1) / id->world * (double)r.n * 4.0 / 1e9;
     if (id->rank == 0) {
       if (ok)
         printf("%-11s %12.1f %12.1f %8.1f%% %12.1f %12.1f  %s\n", path_names[p], flops / pr.gemm_s / 1e12,
@@ -277,8 +330,10 @@ static int run_rank(const ddp_identity *id, void *ctx, char *err, size_t errcap)
       else
         printf("%-11s %12s %12s %9s %12s %12s  %s\n", path_names[p], "-", "-", "-", "-", "-", pr.note);
       if (out) {
-        fprintf(out, "{\"kind\": \"interference\", \"path\": \"%s\", \"world\": %d, \"tokens\": %lld, \"mb\": %g, \"ok\": %s",
-                path_names[p], id->world, (long long)o->tokens, o->mb, ok ? "true" : "false");
+        fprintf(out, "{\"kind\": \"interference\", \"path\": \"%s\", \"world\": %d, \"tokens\": %lld, \"mb\": %g, \"coll\": \"%s\", "
+                     "\"side_sms\": %d, \"gemm_sms\": %d, \"ok\": %s",
+                path_names[p], id->world, (long long)o->tokens, o->mb, coll_names[o->coll], o->side_sms ? green.sms : 0, (int)sms,
+                ok ? "true" : "false");
         if (ok)
           fprintf(out, ", \"gemm_tflops\": %.2f, \"gemm_tflops_during\": %.2f, \"ar_busbw_GBs\": %.2f, "
                        "\"ar_busbw_during_GBs\": %.2f, \"all_reduces_during\": %d",
@@ -292,6 +347,8 @@ static int run_rank(const ddp_identity *id, void *ctx, char *err, size_t errcap)
   for (int j = 0; j < NGEMMS; j++) gemm_free(&r.g[j]);
   (void)cudaFree(r.buf), (void)cudaFree(r.ws);
   (void)cublasLtDestroy(r.lt);
+  (void)cudaStreamDestroy(r.sm), (void)cudaStreamDestroy(r.sc);
+  ddp_green_close(&green);
   return wrc;
 }
 
@@ -299,8 +356,10 @@ int ddprun_bench_interference_main(int argc, char **argv) {
   static const struct option lo[] = {{"nproc", required_argument, NULL, 'n'},  {"mb", required_argument, NULL, 'm'},
                                      {"tokens", required_argument, NULL, 't'}, {"rounds", required_argument, NULL, 'r'},
                                      {"paths", required_argument, NULL, 'p'},  {"out", required_argument, NULL, 'o'},
+                                     {"coll", required_argument, NULL, 'c'},
+                                     {"side-sms", required_argument, NULL, 's'}, {"gemm-sms", required_argument, NULL, 'g'},
                                      {"help", no_argument, NULL, 'h'},         {NULL, 0, NULL, 0}};
-  iopts o = {.mb = 100, .tokens = 4096, .rounds = 20, .paths = (1 << NPATHS) - 1};
+  iopts o = {.mb = 100, .tokens = 4096, .rounds = 20, .paths = (1 << NPATHS) - 1, .coll = COLL_ALLREDUCE};
   int nproc = 0, help = 0, c;
   char bad[1024] = "", msg[1024];
   opterr = 0;
@@ -312,6 +371,13 @@ int ddprun_bench_interference_main(int argc, char **argv) {
     else if (c == 'o') o.out = optarg;
     else if (c == 'n') rc = ddp_parse_i64(optarg, 1, 4096, "--nproc", &v, msg, sizeof msg), nproc = (int)v;
     else if (c == 't') rc = ddp_parse_i64(optarg, 1, 65536, "--tokens", &v, msg, sizeof msg), o.tokens = v;
+    else if (c == 'c') {
+      int k = 0;
+      while (k < 3 && strcmp(coll_names[k], optarg)) k++;
+      if (k == 3) rc = ddp_fail(msg, sizeof msg, "--coll: '%.100s' is not one of allreduce, reducescatter, allgather", optarg);
+      else o.coll = k;
+    } else if (c == 's') rc = ddp_parse_i64(optarg, 0, 1024, "--side-sms", &v, msg, sizeof msg), o.side_sms = (int)v;
+    else if (c == 'g') rc = ddp_parse_i64(optarg, 0, 1024, "--gemm-sms", &v, msg, sizeof msg), o.gemm_sms = (int)v;
     else if (c == 'r') rc = ddp_parse_i64(optarg, 1, 100000, "--rounds", &v, msg, sizeof msg), o.rounds = (int)v;
     else if (c == 'm') rc = ddp_parse_double(optarg, 0, 1, 16384, "--mb", &o.mb, msg, sizeof msg);
     else if (c == 'p') {
@@ -320,7 +386,8 @@ int ddprun_bench_interference_main(int argc, char **argv) {
       for (char *t = strtok_r(list, ",", &save); t && rc == 0; t = strtok_r(NULL, ",", &save)) {
         int k = 0;
         while (k < NPATHS && strcmp(path_names[k], t)) k++;
-        if (k == NPATHS) rc = ddp_fail(msg, sizeof msg, "--paths: '%.100s' is not one of default, maxctas8, efficiency, zero, copy", t);
+        if (k == NPATHS)
+          rc = ddp_fail(msg, sizeof msg, "--paths: '%.100s' is not one of default, maxctas8, efficiency, zero, copy, window, window_zero", t);
         else o.paths |= 1 << k;
       }
       free(list);
@@ -331,13 +398,19 @@ int ddprun_bench_interference_main(int argc, char **argv) {
   }
   if (help) {
     printf("usage: ddprun --bench interference [--nproc N] [--mb 100] [--tokens 4096] [--rounds 20]\n"
-           "                                   [--paths default,maxctas8,efficiency,zero,copy] [--out F.jsonl]\n"
+           "                                   [--paths default,...,window_zero] [--coll allreduce] [--side-sms N]\n"
+           "                                   [--gemm-sms M] [--out F.jsonl]\n"
            "The XL layer's GEMM mix alone and beside an all-reduce, per path: the compute slowdown.\n"
            "(copy: a 2-GPU all-reduce on the copy engines through CUDA IPC, only the sum on the SMs)\n"
            "  --mb MIB        the all-reduce's fp32 buffer, in (0, 16384] (default 100)\n"
            "  --tokens M      the GEMMs' M, 1..65536 (default 4096)\n"
            "  --rounds N      rounds of the four GEMMs per timing, 1..100000 (default 20)\n"
-           "  --paths LIST    which set-ups (default all five)\n"
+           "  --paths LIST    which set-ups: default, maxctas8, efficiency, zero, copy, window (symmetric window),\n"
+           "                  window_zero (the window with the zero-CTA policy); default all seven\n"
+           "  --coll C        allreduce (default), reducescatter or allgather, in place\n"
+           "  --side-sms N    the communication stream on a partition of N SMs (a green context), the GEMMs\n"
+           "                  sized for the SMs left (default 0: no partition)\n"
+           "  --gemm-sms M    cuBLASLt sizes the GEMMs for M SMs (default: the device's, or what --side-sms leaves)\n"
            "  --out F.jsonl   one JSON object per path (rank 0)\n"
            "Exit status: 0 done, 1 failed, 2 bad command line.\n");
     return 0;

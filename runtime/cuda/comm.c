@@ -158,9 +158,69 @@ static int init_groups(cx *x, const ncclConfig_t *cfg0, char *err, size_t errcap
   return rc;
 }
 
-/* nccl = { register = true }: every non-empty arena registered with the world's communicator and each of
- * this rank's groups (ncclCommRegister), so collectives on them can skip NCCL's staging copies. A refusal
- * is not an error: the run goes on unregistered and x->base.comm says what NCCL answered. */
+/* Whether every member of communicator c (0 the world's, else group c) has arena a of this rank's size: a
+ * window registration is collective, so an arena is registered with c on all its members or on none. */
+static int same_on_members(const cx *x, uint32_t c, int a) {
+  const ddp_plan *p = x->base.plan;
+  const uint64_t mine = cx_window_bytes(p->ranks[x->base.rank].arena_bytes[a]);
+  const uint32_t n = c == 0 ? p->meta.world : p->comms[c - 1].n;
+  for (uint32_t k = 0; k < n; k++) {
+    const int32_t r = c == 0 ? (int32_t)k : p->comms[c - 1].ranks[k];
+    if (r < 0 || (uint32_t)r >= p->meta.world || cx_window_bytes(p->ranks[r].arena_bytes[a]) != mine) return 0;
+  }
+  return 1;
+}
+
+/* The arenas some collective of some rank reads or writes (bit a: arena a): the ones worth a window. Taken
+ * over every rank's programs, so all members of a communicator register the same arenas. */
+static uint32_t collective_arenas(const ddp_plan *p) {
+  uint32_t mask = 0;
+  for (uint32_t r = 0; r < p->meta.world; r++)
+    for (int k = 0; k < 2; k++) {
+      const ddp_program *g = k ? &p->ranks[r].step : &p->ranks[r].init;
+      for (uint32_t i = 0; i < g->n; i++) {
+        const ddp_instr *in = &g->v[i];
+        if (!ddp_is_group_collective(in->opcode)) continue;
+        for (int s = 0; s < 2; s++)
+          if (in->p[s].tensor >= 0 && in->p[s].arena < ARENA_COUNT) mask |= 1u << in->p[s].arena;
+      }
+    }
+  return mask;
+}
+
+/* One arena with one communicator: as user buffers (ncclCommRegister, a local call) or as a symmetric
+ * window (ncclCommWindowRegister, collective over the communicator's members). *reg = NULL when refused;
+ * then why (if still empty) says what NCCL answered. -1 only when settling the communicator failed. */
+static int register_one(cx *x, ncclComm_t comm, uint32_t c, int a, int window, void **reg, ncclWindow_t *win,
+                        char *why, size_t whycap, char *err, size_t errcap) {
+  const char *call = window ? "ncclCommWindowRegister" : "ncclCommRegister";
+  ncclResult_t rc;
+  if (window) {
+    /* NCCL fills the handle when the registration completes, after the call on a non-blocking communicator:
+     * it gets the persistent slot, never a local */
+    *win = NULL;
+    rc = ncclCommWindowRegister(comm, x->arena[a], (size_t)x->arena_alloc[a], win, NCCL_WIN_COLL_SYMMETRIC);
+  } else {
+    rc = ncclCommRegister(comm, x->arena[a], (size_t)x->arena_bytes[a], reg);
+  }
+  /* A window registration on a non-blocking communicator goes on after the call returns, success or not, and
+   * the next call on the communicator is refused until it is done (NCCL 2.28: "Attempt to use communicator
+   * before the previous operation returned ncclSuccess"): settle it either way. */
+  if ((rc == ncclInProgress || (window && rc == ncclSuccess)) && settle_on(x, comm, call, err, errcap)) return -1;
+  if (rc != ncclSuccess && rc != ncclInProgress) {
+    *reg = NULL;
+    *win = NULL;
+    if (!why[0]) snprintf(why, whycap, "; %s(%s arena, communicator %u): %s", call, ddp_arena_name(a), c, ncclGetErrorString(rc));
+  }
+  return 0;
+}
+
+/* nccl = { register = "buffers" }: every non-empty arena registered with the world's communicator and each
+ * of this rank's groups (ncclCommRegister), so collectives on them can skip NCCL's staging copies;
+ * register = "window": every arena allocated by ncclMemAlloc in whole CX_WINDOW_ALIGN units (memory.c);
+ * those a collective of some rank touches registered as symmetric windows with each communicator whose
+ * members all have them at this size. A refusal is not an error: the run goes on
+ * unregistered and x->base.comm says what NCCL answered. */
 static int register_arenas(cx *x, char *err, size_t errcap) {
   const ddp_meta *m = &x->base.plan->meta;
   int v = 0;
@@ -169,45 +229,52 @@ static int register_arenas(cx *x, char *err, size_t errcap) {
   if (m->nccl_max_ctas > 0) snprintf(ctas, sizeof ctas, "%lld", (long long)m->nccl_max_ctas);
   snprintf(x->base.comm, sizeof x->base.comm, "NCCL %d.%d.%d, CTA policy %s, maxCTAs %s", v / 10000, v / 100 % 100,
            v % 100, ddp_vocab_name(ddp_nccl_cta_policy_names, NCCL_CTA_COUNT, m->nccl_cta_policy), ctas);
-  if (!m->nccl_register) return 0;
+  if (m->nccl_register == NCCL_REGISTER_NONE) return 0;
+  const int window = m->nccl_register == NCCL_REGISTER_WINDOW;
+  const uint32_t coll = window ? collective_arenas(x->base.plan) : ~0u;
   const uint32_t ncomm = 1 + x->ngroups;
   x->reg = calloc((size_t)ncomm * ARENA_COUNT, sizeof *x->reg);
-  if (!x->reg) return ddp_fail(err, errcap, "out of host memory");
+  x->wins = calloc((size_t)ncomm * ARENA_COUNT, sizeof *x->wins);
+  if (!x->reg || !x->wins) return ddp_fail(err, errcap, "out of host memory");
   uint64_t bytes = 0;
-  int done = 0;
+  int done = 0, skipped = 0;
   char why[160] = "";
   for (uint32_t c = 0; c < ncomm; c++) {
     ncclComm_t comm = c == 0 ? x->comm : x->groups[c - 1];
     if (!comm) continue;
     for (int a = 0; a < ARENA_COUNT; a++) {
-      if (!x->arena[a]) continue;
-      ncclResult_t rc = ncclCommRegister(comm, x->arena[a], (size_t)x->arena_bytes[a], &x->reg[c * ARENA_COUNT + (uint32_t)a]);
-      if (rc == ncclInProgress && settle_on(x, comm, "ncclCommRegister", err, errcap)) return -1;
-      if (rc != ncclSuccess && rc != ncclInProgress) {
-        x->reg[c * ARENA_COUNT + (uint32_t)a] = NULL;
-        if (!why[0]) snprintf(why, sizeof why, "; ncclCommRegister(%s arena, communicator %u): %s", ddp_arena_name(a), c,
-                              ncclGetErrorString(rc));
+      if (!x->arena[a] || !((coll >> a) & 1)) continue;
+      if (window && !same_on_members(x, c, a)) {
+        skipped++;
         continue;
       }
+      const uint32_t k = c * ARENA_COUNT + (uint32_t)a;
+      if (register_one(x, comm, c, a, window, &x->reg[k], &x->wins[k], why, sizeof why, err, errcap)) return -1;
+      if (window ? !x->wins[k] : !x->reg[k]) continue;
       if (c == 0) bytes += x->arena_bytes[a];
       done++;
     }
   }
   size_t len = strlen(x->base.comm);
-  snprintf(x->base.comm + len, sizeof x->base.comm - len, ", %d arena registrations (%.2f GiB on the world's)%s", done,
-           (double)bytes / (double)(1ull << 30), why);
+  snprintf(x->base.comm + len, sizeof x->base.comm - len, ", %d arena %s (%.2f GiB on the world's)%s%s", done,
+           window ? "windows" : "registrations", (double)bytes / (double)(1ull << 30),
+           skipped ? ", some arenas left out: their sizes differ between the ranks" : "", why);
   return 0;
 }
 
 static void deregister_arenas(cx *x) {
-  if (!x->reg) return;
-  for (uint32_t c = 0; c < 1 + x->ngroups; c++) {
+  for (uint32_t c = 0; x->reg && x->wins && c < 1 + x->ngroups; c++) {
     ncclComm_t comm = c == 0 ? x->comm : x->groups ? x->groups[c - 1] : NULL;
-    for (int a = 0; a < ARENA_COUNT; a++)
-      if (comm && x->reg[c * ARENA_COUNT + (uint32_t)a]) (void)ncclCommDeregister(comm, x->reg[c * ARENA_COUNT + (uint32_t)a]);
+    for (int a = 0; a < ARENA_COUNT; a++) {
+      const uint32_t k = c * ARENA_COUNT + (uint32_t)a;
+      if (comm && x->wins[k]) (void)ncclCommWindowDeregister(comm, x->wins[k]);
+      if (comm && x->reg[k]) (void)ncclCommDeregister(comm, x->reg[k]);
+    }
   }
   free(x->reg);
+  free(x->wins);
   x->reg = NULL;
+  x->wins = NULL;
 }
 
 int cx_comm_init(cx *x, const void *nccl_id, char *err, size_t errcap) {
@@ -237,7 +304,9 @@ int cx_comm_init(cx *x, const void *nccl_id, char *err, size_t errcap) {
 void cx_comm_fini(cx *x) {
   if (x->comm && !x->comm_aborted) deregister_arenas(x);
   free(x->reg);
+  free(x->wins);
   x->reg = NULL;
+  x->wins = NULL;
   if (!x->comm || x->comm_aborted) {
     free(x->groups); /* aborted ones: comm_abort */
     x->groups = NULL;

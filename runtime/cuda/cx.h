@@ -18,6 +18,10 @@
 #include <stdarg.h>
 
 #define CX_TUNE_CANDIDATES 16 /* cuBLASLt proposals timed per GEMM at load */
+/* A symmetric window's arena is allocated and registered in whole units of this (the cuMem granularity
+ * of current GPUs, a multiple of NCCL_WIN_REQUIRED_ALIGNMENT): NCCL refuses other sizes. */
+#define CX_WINDOW_ALIGN ((uint64_t)2 << 20)
+static inline uint64_t cx_window_bytes(uint64_t n) { return (n + CX_WINDOW_ALIGN - 1) / CX_WINDOW_ALIGN * CX_WINDOW_ALIGN; }
 
 /* One GEMM: cuBLASLt descriptors and the algorithm chosen at load, operands in cuBLASLt's order (see
  * gemm.c for the row-major mapping). */
@@ -93,6 +97,8 @@ typedef struct cx {
   char arch[16], gpu_name[128];
   void *arena[ARENA_COUNT];
   uint64_t arena_bytes[ARENA_COUNT];
+  int arena_nccl[ARENA_COUNT]; /* allocated by ncclMemAlloc (nccl = { register = "window" }), freed by ncclMemFree */
+  uint64_t arena_alloc[ARENA_COUNT]; /* bytes allocated: arena_bytes, rounded up to CX_WINDOW_ALIGN for a window */
   cudaStream_t *streams;
   uint32_t nstreams;
   cudaEvent_t *events;
@@ -123,8 +129,13 @@ typedef struct cx {
   int graph_env;
   int stream_priority;      /* DDP_STREAM_PRIORITY: 0 the plan's, 1 compute first, 2 collectives first (see streams_events_init) */
   int p2p_copy_env;         /* DDP_P2P_COPY (p2p.c) */
+  int64_t side_sms, side_streams, side_compute; /* DDP_SIDE_SMS, DDP_SIDE_STREAMS, DDP_SIDE_COMPUTE */
+  struct ddp_green *green;  /* the side streams' SM partition (green.h), NULL without DDP_SIDE_SMS */
+  int64_t gemm_sm_target;   /* DDP_GEMM_SM_TARGET (gemm.c) */
+  int prep_backward;        /* while preparing: the instruction lies between FORWARD_END and BACKWARD_END */
   struct cx_p2p *p2p;       /* the copy path's flags and peer mappings (p2p.c), NULL on NCCL's */
   void **reg;               /* nccl = { register = true }: [comm (0 world, 1 + group) * ARENA_COUNT + arena] */
+  ncclWindow_t *wins;       /* nccl = { register = "window" }: the symmetric windows, indexed as reg */
   cudaEvent_t gfork, *gjoin; /* capture fork/join (per stream) */
   cudaEvent_t lfork, *ljoin; /* ordering around graph launches */
   uint64_t mem_peak;

@@ -4,6 +4,7 @@
  * NCCL, then both rank programs prepared once (prepare.c). Any failure tears down what exists and returns
  * one line. */
 #include "cx.h"
+#include "green.h"
 #include "param.h"
 #include <errno.h>
 #include <stdio.h>
@@ -116,12 +117,17 @@ static const ddp_exec_vtbl cx_vtbl = {
     .time_gemm = cx_time_gemm,
 };
 
-/* DDP_NCCL_TIMEOUT_S, DDP_CUDA_GRAPH, DDP_STREAM_PRIORITY and DDP_P2P_COPY (base/param.h). */
+/* DDP_NCCL_TIMEOUT_S, DDP_CUDA_GRAPH, DDP_STREAM_PRIORITY, DDP_P2P_COPY, and the SM-partition experiments
+ * DDP_SIDE_SMS, DDP_SIDE_STREAMS, DDP_SIDE_COMPUTE, DDP_GEMM_SM_TARGET (base/param.h). */
 static int read_env(cx *x, char *err, size_t errcap) {
   int64_t graph, priority, copy;
   if (ddp_param_seconds(PARAM_NCCL_TIMEOUT_S, &x->timeout_s, err, errcap) ||
       ddp_param_int(PARAM_CUDA_GRAPH, &graph, err, errcap) ||
-      ddp_param_int(PARAM_STREAM_PRIORITY, &priority, err, errcap) || ddp_param_int(PARAM_P2P_COPY, &copy, err, errcap))
+      ddp_param_int(PARAM_STREAM_PRIORITY, &priority, err, errcap) || ddp_param_int(PARAM_P2P_COPY, &copy, err, errcap) ||
+      ddp_param_int(PARAM_SIDE_SMS, &x->side_sms, err, errcap) ||
+      ddp_param_int(PARAM_SIDE_STREAMS, &x->side_streams, err, errcap) ||
+      ddp_param_int(PARAM_SIDE_COMPUTE, &x->side_compute, err, errcap) ||
+      ddp_param_int(PARAM_GEMM_SM_TARGET, &x->gemm_sm_target, err, errcap))
     return -1;
   x->p2p_copy_env = copy == 1;
   x->graph_env = graph == 1;
@@ -159,9 +165,22 @@ static int streams_events_init(cx *x, char *err, size_t errcap) {
     }
   }
   int lo = 0, hi = 0;
-  if (low) DDP_CUDA_TRY(cudaDeviceGetStreamPriorityRange(&lo, &hi));
+  if (low || x->side_sms) DDP_CUDA_TRY(cudaDeviceGetStreamPriorityRange(&lo, &hi));
+  /* DDP_SIDE_SMS (experiments): the side streams in an SM partition of their own (green.c) */
+  const uint64_t side = x->side_streams ? (uint64_t)x->side_streams : ~(uint64_t)1;
+  if (x->side_sms) {
+    if (!(x->green = calloc(1, sizeof *x->green))) return ddp_fail(err, errcap, "out of host memory");
+    if (ddp_green_open(x->green, x->device, (int)x->side_sms, (int)x->side_compute, err, errcap)) return -1;
+    fprintf(stderr, "ddprun: rank %d: DDP_SIDE_SMS: streams mask 0x%llx on %d SMs, %s on the other %d\n", x->base.rank,
+            (unsigned long long)(x->nstreams >= 64 ? side : side & (((uint64_t)1 << x->nstreams) - 1)), x->green->sms,
+            x->side_compute ? "the rest confined" : "the rest free", x->green->rest_sms);
+  }
   for (uint32_t s = 0; s < x->nstreams; s++) {
     const int prio = s < 64 && ((low >> s) & 1) ? lo : hi;
+    if (x->green && s < 64 && (((side >> s) & 1) || x->side_compute)) {
+      if (ddp_green_stream(x->green, !((side >> s) & 1), prio, &x->streams[s], err, errcap)) return -1;
+      continue;
+    }
     cudaError_t rc = cudaStreamCreateWithPriority(&x->streams[s], cudaStreamNonBlocking, prio);
     if (rc != cudaSuccess) {
       x->streams[s] = NULL;
@@ -291,6 +310,8 @@ static void cx_destroy(ddp_exec *e) {
   if (x->streams)
     for (uint32_t s = 0; s < x->nstreams; s++)
       if (x->streams[s]) (void)cudaStreamDestroy(x->streams[s]);
+  if (x->green) ddp_green_close(x->green);
+  free(x->green);
   cx_arenas_fini(x);
   free(x->streams);
   free(x->ws);

@@ -168,8 +168,8 @@ static gemm_shape shape_of(const ddp_instr *in) {
 
 /* The layouts, descriptor and algorithm of g, whose operands and workspace are set, for shape s; al: the
  * alignments in bytes of cuBLASLt's A, B, C, D (the plan's B, A, C, D). */
-static int build(cx *x, cx_gemm *g, const gemm_shape *s, const uint32_t al[4], cudaStream_t stream, const char *what,
-                 char *err, size_t errcap) {
+static int build(cx *x, cx_gemm *g, const gemm_shape *s, const uint32_t al[4], int32_t sm_target, cudaStream_t stream,
+                 const char *what, char *err, size_t errcap) {
   int tin = lt_type(s->dta), tout = lt_type(s->dtd);
   if (layout(&g->la, tin, s->tb ? s->K : s->N, s->tb ? s->N : s->K, s->ldb, s->batch, s->sb, what, err, errcap) ||
       layout(&g->lb, tin, s->ta ? s->M : s->K, s->ta ? s->K : s->M, s->lda, s->batch, s->sa, what, err, errcap) ||
@@ -184,6 +184,9 @@ static int build(cx *x, cx_gemm *g, const gemm_shape *s, const uint32_t al[4], c
   cublasOperation_t opa = s->tb ? CUBLAS_OP_T : CUBLAS_OP_N, opb = s->ta ? CUBLAS_OP_T : CUBLAS_OP_N;
   CX_LT_TRY(cublasLtMatmulDescSetAttribute(g->desc, CUBLASLT_MATMUL_DESC_TRANSA, &opa, sizeof opa), what);
   CX_LT_TRY(cublasLtMatmulDescSetAttribute(g->desc, CUBLASLT_MATMUL_DESC_TRANSB, &opb, sizeof opb), what);
+  if (sm_target > 0)
+    CX_LT_TRY(cublasLtMatmulDescSetAttribute(g->desc, CUBLASLT_MATMUL_DESC_SM_COUNT_TARGET, &sm_target, sizeof sm_target),
+              what);
 
   cublasLtMatmulPreference_t pref = NULL;
   CX_LT_TRY(cublasLtMatmulPreferenceCreate(&pref), what);
@@ -213,6 +216,7 @@ static int build(cx *x, cx_gemm *g, const gemm_shape *s, const uint32_t al[4], c
            (long long)s->ldb, (long long)s->ldc, (long long)s->ldd, (long long)s->batch, (long long)s->sa,
            (long long)s->sb, (long long)s->sc, (long long)s->sd, s->dta, s->dtb, s->dtc, s->dtd, g->beta == 0.0f,
            al[0], al[1], al[2], al[3]);
+  if (sm_target > 0) snprintf(key + strlen(key), sizeof key - strlen(key), " sms=%d", (int)sm_target);
   int rc = cx_gemm_pick(x, g, key, res, nres, stream, err, errcap);
   if (rc < 0) return -1; /* err names the CUDA call; the caller adds the instruction */
   if (rc == 0) return 0;
@@ -243,7 +247,11 @@ int cx_gemm_prepare(cx *x, cx_op *op, char *err, size_t errcap) {
                     alignment(g->beta != 0.0f ? in->p[GEMM_P_C].offset : in->p[GEMM_P_D].offset, s.batch, s.sc,
                               ddp_dtype_size(s.dtc)),
                     alignment(in->p[GEMM_P_D].offset, s.batch, s.sd, ddp_dtype_size(s.dtd))};
-  return build(x, g, &s, al, op->stream, what, err, errcap);
+  /* DDP_GEMM_SM_TARGET (experiments): the backward's GEMMs sized for fewer SMs than the device has, leaving
+   * the rest to the updates and collectives beside them */
+  const int32_t target = x->gemm_sm_target > 0 && x->prep_backward && in->stream == STREAM_COMPUTE
+                             ? (int32_t)x->gemm_sm_target : 0;
+  return build(x, g, &s, al, target, op->stream, what, err, errcap);
 }
 
 /* One scratch buffer of at least `bytes` for the timed GEMMs, kept until the executor goes (x->tg). */
@@ -290,7 +298,7 @@ int cx_time_gemm(ddp_exec *e, const ddp_instr *in, int iters, double *ms, char *
   const uint32_t al[4] = {256, 256, 256, 256};
   cudaStream_t st = x->streams[STREAM_COMPUTE];
   cudaEvent_t ev[2] = {NULL, NULL};
-  int rc = build(x, g, &s, al, st, what, err, errcap);
+  int rc = build(x, g, &s, al, 0, st, what, err, errcap);
   cudaError_t ce = cudaSuccess;
   if (rc == 0 && (ce = cudaEventCreate(&ev[0])) == cudaSuccess) ce = cudaEventCreate(&ev[1]);
   if (rc == 0 && ce != cudaSuccess)

@@ -1,5 +1,6 @@
 /* runtime/cuda/memory.c: device and host memory of the CUDA executor: one cudaMalloc per arena
- * class (zeroed, so both executors start from the same bytes), synchronous tensor read/write, memory
+ * class (ncclMemAlloc where nccl = { register = "window" } on more than one rank, so the arenas can be
+ * NCCL symmetric windows; zeroed, so both executors start from the same bytes), synchronous tensor read/write, memory
  * statistics (cudaMemGetInfo, sampled at load and at every sync), and the two instructions that move host
  * data in: LOAD_BATCH (two pinned buffers per instruction used alternately: the host fills one for step s
  * while the GPU still copies or runs step s-1; before refilling a buffer it waits only for the copy out of
@@ -16,6 +17,20 @@ int cx_arenas_init(cx *x, char *err, size_t errcap) {
     uint64_t n = rp->arena_bytes[a];
     x->arena_bytes[a] = n;
     if (!n) continue;
+    x->arena_alloc[a] = n;
+    if (x->base.world > 1 && x->base.plan->meta.nccl_register == NCCL_REGISTER_WINDOW) {
+      const uint64_t whole = cx_window_bytes(n);
+      ncclResult_t nr = ncclMemAlloc(&x->arena[a], (size_t)whole);
+      if (nr != ncclSuccess) {
+        x->arena[a] = NULL;
+        return ddp_fail(err, errcap, "%s:%d: ncclMemAlloc(%s arena, %llu bytes = %.2f GiB; nccl.register = \"window\"): %s",
+                        __FILE__, __LINE__, ddp_arena_name(a), (unsigned long long)whole, (double)whole / (1u << 30),
+                        ncclGetErrorString(nr));
+      }
+      x->arena_nccl[a] = 1;
+      x->arena_alloc[a] = whole;
+      continue;
+    }
     cudaError_t rc = cudaMalloc(&x->arena[a], (size_t)n);
     if (rc != cudaSuccess) {
       x->arena[a] = NULL;
@@ -38,8 +53,10 @@ int cx_arenas_zero(cx *x, char *err, size_t errcap) {
 
 void cx_arenas_fini(cx *x) {
   for (int a = 0; a < ARENA_COUNT; a++)
-    if (x->arena[a]) (void)cudaFree(x->arena[a]);
+    if (x->arena[a] && x->arena_nccl[a]) (void)ncclMemFree(x->arena[a]);
+    else if (x->arena[a]) (void)cudaFree(x->arena[a]);
   memset(x->arena, 0, sizeof x->arena);
+  memset(x->arena_nccl, 0, sizeof x->arena_nccl);
 }
 
 void cx_memory_sample(cx *x) {

@@ -147,8 +147,11 @@ int cx_prog_prepare(cx *x, cx_prog *pg, const ddp_program *prog, const char *wha
     op->in = &prog->v[i];
     op->index = i;
     pg->n = i + 1;
+    if (op->in->opcode == I_TIMER && op->in->i[TIMER_I_ROLE] == TIMER_FORWARD_END) x->prep_backward = 1;
+    if (op->in->opcode == I_TIMER && op->in->i[TIMER_I_ROLE] == TIMER_BACKWARD_END) x->prep_backward = 0;
     if (prepare_op(x, op, err, errcap)) return cx_fail_at(x, pg, op, err, errcap);
   }
+  x->prep_backward = 0;
   group_p2p(pg);
   return collect_timers(pg, err, errcap);
 }

@@ -19,6 +19,13 @@
 #                     device's lowest priority, the compute and communication streams at its highest)
 #   NAME_comm         any of the above run with DDP_STREAM_PRIORITY=2 (the streams that carry collectives
 #                     at the device's highest priority, the compute and update streams at its lowest)
+#   NAME_win          any of the above with its arenas NCCL symmetric windows (nccl.register = "window");
+#                     NAME_winz the same with nccl.cta_policy = "zero" (NCCL's copy-engine all-gather)
+#   NAME_sideN        any of the above run with its communication and update streams in a partition of N SMs
+#                     of their own (DDP_SIDE_SMS=N) and the backward's GEMMs sized for the SMs left
+#                     (DDP_GEMM_SM_TARGET = SMS - N, SMS the GPU's count, default 132); NAME_sideN_t0 the
+#                     partition alone, the GEMMs sized for the whole GPU
+# Suffixes combine in this order: NAME[_win|_winz][_low][_comm][_sideN[_t0]].
 # SINGLE_LOW=1 also runs the one-GPU step with the low-priority update stream (single_low).
 # STEPS (default 14: xl_ddp's 5 warm-up + 9 timed); TORCH=0 skips PyTorch. Logs in $OUT/ddp_table.tar.gz; the table last
 # (tests/bench/summary_ddp_table.py).
@@ -35,17 +42,22 @@ B100=(--set parallel.sync=bucketed --set parallel.bucket_mb=100 --set parallel.o
 BF16=(--set parallel.grad_dtype=bf16)
 PG=(--set parallel.param_gather=before_forward)
 LOW=(--set streams.update_priority=low)
-plan() { # NAME SCHEDULE [--set ...]; a NAME ending in _low adds LOW
+core() { # NAME: the plan's name without the suffixes
+  local b=${1%_side*}; b=${b%_comm}; b=${b%_low}; b=${b%_winz}; echo "${b%_win}"
+}
+plan() { # NAME SCHEDULE [--set ...]; _low adds LOW, _win / _winz the symmetric windows
   local n=$1 s=$2; shift 2
-  local base=${n%_comm}
+  local base=${n%_side*}; base=${base%_comm}
   [ "${base%_low}" != "$base" ] && set -- "$@" "${LOW[@]}"
+  base=${base%_low}
+  [ "${base%_winz}" != "$base" ] && set -- "$@" --set nccl.register=window --set nccl.cta_policy=zero
+  [ "${base%_win}" != "$base" ] && set -- "$@" --set nccl.register=window
   $DDPC $s -o $P/t_$n.bin -q "$@" >$D/$n.compile.log 2>&1 || { echo "$n does not compile: $(tail -1 $D/$n.compile.log)"; return 1; }
 }
 plan single schedules/bench_xl.lua
 [ "${SINGLE_LOW:-0}" = 1 ] && plan single_low schedules/bench_xl.lua
 for n in $RUNS; do
-  base=${n%_comm}
-  case ${base%_low} in
+  case $(core $n) in
     ddp_fp32) plan $n schedules/bucketed_10mb.lua "${W[@]}" ;;
     ddp_bf16) plan $n schedules/bucketed_10mb.lua "${W[@]}" "${BF16[@]}" ;;
     zero1_flat) plan $n schedules/zero1.lua "${W[@]}" ;;
@@ -73,7 +85,11 @@ for r in $(seq 1 $ROUNDS); do
   for n in $RUNS; do
     [ -f $P/t_$n.bin ] || continue
     prio=0; [ "${n%_comm}" != "$n" ] && prio=2
-    DDP_STREAM_PRIORITY=$prio timeout 120 $DDPRUN $P/t_$n.bin --nproc $N --steps $STEPS --metrics $D/$n.r$r.jsonl --quiet >$D/$n.r$r.log 2>&1 ||
+    side=(); if [ "${n%_side*}" != "$n" ]; then
+      k=${n##*_side}; k=${k%_t0}; side=(DDP_SIDE_SMS=$k)
+      [ "${n%_t0}" = "$n" ] && side+=(DDP_GEMM_SM_TARGET=$((${SMS:-132} - k)))
+    fi
+    env "${side[@]}" DDP_STREAM_PRIORITY=$prio timeout 120 $DDPRUN $P/t_$n.bin --nproc $N --steps $STEPS --metrics $D/$n.r$r.jsonl --quiet >$D/$n.r$r.log 2>&1 ||
       { echo "$n round $r failed: $(tail -1 $D/$n.r$r.log)"; rm -f $D/$n.r$r.jsonl; }
   done
 done

@@ -3,7 +3,7 @@
 # $OUT at the end), P = compiled plans, B = tests/bench, A = the PyTorch anchor; the binaries and the warm
 # kernel cache come from dev/ (tests/bench/prepare_device.sh); NVLink multicast stays off. kern() runs one
 # op's kernel checks against the reference executor; ceiling() measures the dense bf16 ceiling that the XL
-# runs' mfu is against.
+# runs' mfu is against; xl_tail() ends the one-GPU XL variant scripts.
 R=$PWD; OUT=${OUT:-/tmp/out}; mkdir -p "$OUT"; L=/tmp/logs; mkdir -p $L
 export NCCL_NVLS_ENABLE=0 TORCH_SYMM_MEM_DISABLE_MULTICAST=1 NVSHMEM_DISABLE_NVLS=1 PYTHONUNBUFFERED=1
 export DDPC=$R/dev/bin/ddpc DDPRUN=$R/dev/bin/ddprun ST_COMPARE=$R/dev/bin/st_compare DDP_SOURCE_DIR=$R
@@ -22,4 +22,19 @@ kern() { # NAME OP ENV...: gpu_kernels --op OP under ENV, log $OUT/kern_NAME.log
   env "$@" timeout 180 dev/bin/gpu_kernels --op $op >$OUT/kern_$n.log 2>&1
   echo "gpu_kernels $op ${*:-(defaults)} rc=$?: $(tail -1 $OUT/kern_$n.log)"
   grep -E "^FAIL" $OUT/kern_$n.log | head -5
+}
+xl_tail() { # TRACED COMPILE: torch.compile (TORCH_COMPILE, default COMPILE), the table of $VARIANTS and the
+  # traced variants (summary_xl_variants.py, also $OUT/table.txt), gpu_step.sh when STEP=1, $L tarred
+  if [ "${TORCH_COMPILE:-$2}" = 1 ]; then
+    echo "== torch.compile ($(date +%T))"
+    timeout 300 python3 $A --size xl --warmup 3 --iters 10 --compile >$L/torch_compile.log 2>&1; echo "torch.compile rc=$?"
+  fi
+  echo "== table ($(date +%T))"
+  python3 $B/summary_xl_variants.py $L "${CEIL:-}" "$VARIANTS" "$1" >$OUT/table.txt 2>&1
+  cat $OUT/table.txt
+  if [ "${STEP:-0}" = 1 ]; then
+    echo "== gpu_step ($(date +%T))"
+    timeout 240 bash tests/e2e/gpu_step.sh >$L/gpu_step.log 2>&1; echo "gpu_step rc=$?"; grep -E "^(ok|FAIL)" $L/gpu_step.log | cut -c1-140
+  fi
+  tar czf $OUT/logs.tgz -C $L .
 }

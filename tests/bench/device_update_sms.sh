@@ -58,48 +58,4 @@ if [ "${SET:-1}" = 3 ]; then
     echo "graph failed: $(tail -1 $L/xl_graph.err)"
   grep -m1 "step program" $L/xl_graph.err; VARIANTS="$VARIANTS graph:base:0"
 fi
-if [ "${TORCH_COMPILE:-1}" = 1 ]; then
-  echo "== torch.compile ($(date +%T))"
-  timeout 300 python3 $A --size xl --warmup 3 --iters 10 --compile >$L/torch_compile.log 2>&1; echo "torch.compile rc=$?"
-fi
-echo "== table ($(date +%T))"
-python3 - $L "${CEIL:-}" "$VARIANTS" "$TRACED" >$OUT/table.txt 2>&1 <<'PY'
-import json, statistics, sys, os
-L, ceil, variants, traced = sys.argv[1], sys.argv[2], sys.argv[3].split(), [v.split(":")[0] for v in sys.argv[4].split()]
-tc = None
-try:
-    for l in open(f"{L}/torch_compile.log"):
-        if l.startswith("ANCHOR") and '"variant": "local"' in l: tc = json.loads(l[7:])["iter_ms"]
-except OSError: pass
-print(f"dense bf16 ceiling (PyTorch 8192^3, same call): {ceil or 'unknown'} TFLOP/s; torch.compile XL: {tc} ms/step")
-print(f"{'variant':16s} {'round':>5s} {'ms/step':>8s} {'fwd':>7s} {'bwd':>7s} {'opt tail':>8s} {'mfu':>7s} {'loss@20':>9s} {'/compile':>8s} {'issue ms':>8s}")
-for v in variants:
-    name = v.split(":")[0]
-    r = 1
-    while os.path.exists(f"{L}/xl_{name}_{r}.jsonl"):
-        rows = [json.loads(l) for l in open(f"{L}/xl_{name}_{r}.jsonl") if '"step"' in l]
-        t = [x for x in rows if not x.get("warmup")]
-        if t:
-            g = lambda k: statistics.median(x.get(k, float("nan")) for x in t)
-            ms = g("step_ms")
-            print(f"{name:16s} {r:5d} {ms:8.2f} {g('forward_ms'):7.2f} {g('backward_ms'):7.2f} {g('optimizer_ms'):8.2f} "
-                  f"{g('mfu'):7.4f} {rows[-1]['loss']:9.5f} {ms / tc if tc else float('nan'):8.3f} {g('issue_ms'):8.3f}")
-        else: print(f"{name:16s} {r:5d} no timed steps")
-        r += 1
-for name in traced:
-    try:
-        lines = open(f"{L}/trace_{name}.txt").read().splitlines()
-        print(f"trace {name}:")
-        in_classes = False
-        for l in lines:
-            in_classes = in_classes or l.startswith("class")
-            if in_classes or any(k in l for k in ("ADAMW", "REDUCE_ROWS", "RMSNORM_BWD_CAST", "ffn.w13.dW")):
-                print("  " + l)
-    except OSError: print(f"trace {name}: missing")
-PY
-cat $OUT/table.txt
-if [ "${STEP:-0}" = 1 ]; then
-  echo "== gpu_step ($(date +%T))"
-  timeout 240 bash tests/e2e/gpu_step.sh >$L/gpu_step.log 2>&1; echo "gpu_step rc=$?"; grep -E "^(ok|FAIL)" $L/gpu_step.log | cut -c1-140
-fi
-tar czf $OUT/logs.tgz -C $L .
+xl_tail "$TRACED" 1

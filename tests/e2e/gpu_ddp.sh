@@ -4,7 +4,8 @@
 #    (allclose 1e-5); the tiny transformer likewise (SGD, 1e-6) and sharded AdamW / ZeRO-1 / ZeRO-2 /
 #    ZeRO-3 (buckets and one FSDP unit per block), and ZeRO-1/2/3 with optimizer_overlap (ZeRO-1/2 also with param_gather = "before_forward"), equal AdamW
 #    DDP; bucketed DDP with the communicators
-#    configured by the schedule (nccl = { cta_policy, max_ctas, register }) equals one GPU and reports them; pipelines (GPipe, 1F1B, zero bubble,
+#    configured by the schedule (nccl = { cta_policy, max_ctas, register }, also the arenas as symmetric
+#    windows, with ZeRO-2) equals one GPU (AdamW DDP) and reports them; pipelines (GPipe, 1F1B, zero bubble,
 #    interleaved) on 2 GPUs equal one GPU (SGD, 1e-5), their messages by NCCL (the default) and by copy
 #    engine (DDP_P2P_COPY=1, also inside a CUDA graph) bitwise equal; tensor parallelism (mesh.tensor, and
 #    data x tensor, FSDP x tensor and pipeline x tensor on 4+ GPUs) equals one GPU (SGD, 1e-5; bitwise under a
@@ -48,6 +49,16 @@ if write tiny_nccl "$tiny" $N ', sync = "bucketed", bucket_mb = 0.05, overlap = 
   case "$took" in *"CTA policy efficiency, maxCTAs 8, "*" arena registrations"*) echo "ok: tiny_nccl: $took" ;;
     *) fail "tiny_nccl: the run line's nccl is '$took'" ;; esac
 fi
+# ... and with the arenas NCCL symmetric windows (nccl = { register = "window" }: allocated by ncclMemAlloc,
+# registered by ncclCommWindowRegister): the same result, and the run line counts the windows
+window_took() { # NAME: the metrics run line's nccl must count arena windows
+  "$DDPRUN" "$tmp/$1.bin" --nproc $N --steps 1 --metrics "$tmp/$1.jsonl" --quiet || { fail "$1: metrics run"; return; }
+  local took
+  took=$(python3 -c 'import json,sys; print(json.loads(open(sys.argv[1]).readline()).get("nccl", "(none)"))' "$tmp/$1.jsonl")
+  case "$took" in *" arena windows ("[0-9]*) echo "ok: $1: $took" ;; *) fail "$1: the run line's nccl is '$took'" ;; esac
+}
+write tiny_nccl_window "$tiny" $N ', sync = "bucketed", bucket_mb = 0.05, overlap = "backward"' "sgd { lr = 0.1 }" 4 \
+  "$tdata, nccl = { register = \"window\" }" && same tiny_nccl_window tiny_1 1e-5 1e-6 && window_took tiny_nccl_window
 # ZeRO-1 reduce-scatters where the others all-reduce. On 2 ranks both add the same two numbers, so the
 # result is bitwise equal; on more, NCCL's reduce-scatter and all-reduce add the ranks in different orders,
 # and Adam's m / (sqrt(v) + eps) turns a last-bit difference d of a near-zero gradient into a step
@@ -81,6 +92,10 @@ write tiny_zero2_low "$tiny" $N ', sync = "bucketed", bucket_mb = 0.05, shard = 
     grep -qE "step program as [1-9][0-9]* CUDA graphs? covering [1-9]" "$tmp/graph.err" &&
       same tiny_zero2_low_graph tiny_zero2_low 0 0 || fail "tiny_zero2_low under DDP_CUDA_GRAPH=1: $(grep -m1 covering "$tmp/graph.err")"
   else fail "tiny_zero2_low under DDP_CUDA_GRAPH=1: $(tail -1 "$tmp/graph.err")"; fi; }
+# ... on symmetric windows with the zero-CTA policy (NCCL's copy-engine all-gather where it offers one)
+write tiny_zero2_window "$tiny" $N ', sync = "bucketed", bucket_mb = 0.05, shard = "zero2", optimizer_overlap = true' \
+  "$adam" 4 "$tdata, nccl = { register = \"window\", cta_policy = \"zero\" }" && same tiny_zero2_window tiny_adam $ztol &&
+  window_took tiny_zero2_window
 # ... and ZeRO-1/2 all-gathering each group at the next step's start, under the forward
 for level in zero1 zero2; do
   write "tiny_${level}_pgather" "$tiny" $N ", sync = \"bucketed\", bucket_mb = 0.05, shard = \"$level\", optimizer_overlap = true, param_gather = \"before_forward\"" \

@@ -4,7 +4,8 @@
 # also with the fused attention backward) and the toy MLPs
 # (fp32, 1e-5), 10 steps each; the ZeRO levels on 1 GPU (zero1, zero2, fsdp fp32 and bf16, fsdp with
 # fp32 gathers; zero2 with the update stream also replayed as CUDA graphs, bit for bit the eager run); the
-# update streams at low priority (streams = { update_priority = "low" }); then
+# update streams at low priority (streams = { update_priority = "low" }); the update streams in an SM
+# partition of their own (DDP_SIDE_SMS, DDP_GEMM_SM_TARGET); then
 # each executor resumes from the other's final checkpoint (loadable by both). SKIP (77) without a GPU.
 . "$(dirname "$0")/lib.sh"
 if ! nvidia-smi -L >/dev/null 2>&1; then echo "SKIP: no GPU"; exit 77; fi
@@ -81,6 +82,28 @@ run_pair tiny_update_tail tiny 1e-5 --set optimizer.clip=nil --set streams.updat
 graph_same tiny_update_tail
 run_pair zero2_overlap_low_1gpu tiny_zero2 1e-5 --set parallel.ranks=1 --set parallel.optimizer_overlap=true \
   --set streams.update_priority=low
+# The SM-partition experiments (DDP_SIDE_SMS: the update streams in a green context of 16 SMs; with
+# DDP_GEMM_SM_TARGET the backward's GEMMs sized by cuBLASLt for the SMs left): the same losses as the
+# reference executor, and the executor says it made the partition
+env_pair() { # NAME RTOL ENV...: run_pair NAME's plan on the GPU under ENV against its reference run
+  local name=$1 rtol=$2; shift 2
+  [ -f "$tmp/$name.ref.jsonl" ] || return 0
+  env "$@" "$DDPRUN" "$tmp/$name.bin" --device cuda --steps 10 --metrics "$tmp/${name}_env.jsonl" --quiet \
+    2>"$tmp/${name}_env.err" || { fail "$name under $*: $(tail -1 "$tmp/${name}_env.err")"; return; }
+  grep -q "DDP_SIDE_SMS: streams mask 0x[0-9a-f]* on [1-9][0-9]* SMs" "$tmp/${name}_env.err" ||
+    { fail "$name under $*: no partition reported: $(head -1 "$tmp/${name}_env.err")"; return; }
+  python3 - "$tmp/${name}_env.jsonl" "$tmp/$name.ref.jsonl" "$rtol" "$name ($*)" <<'PY' || fail=1
+import json, math, sys
+g = [json.loads(l) for l in open(sys.argv[1]) if '"step"' in l]
+r = [json.loads(l) for l in open(sys.argv[2]) if '"step"' in l]
+tol = float(sys.argv[3]); worst = max(abs(a["loss"] - b["loss"]) / abs(b["loss"]) for a, b in zip(g, r))
+if len(g) != 10 or not all(math.isfinite(a["loss"]) for a in g) or worst > tol:
+    print(f"FAIL: {sys.argv[4]}: {len(g)} steps, max rel diff {worst:.2e} > {tol}"); sys.exit(1)
+print(f"ok: {sys.argv[4]}: 10 steps, max rel diff gpu/ref {worst:.2e} (tol {tol})")
+PY
+}
+env_pair tiny_update_tail 1e-5 DDP_SIDE_SMS=16 DDP_SIDE_STREAMS=2 DDP_GEMM_SM_TARGET=100
+env_pair zero2_overlap_1gpu 1e-5 DDP_SIDE_SMS=16
 run_pair fsdp_1gpu tiny_fsdp 1e-5 --set parallel.ranks=1
 run_pair fsdp_bf16_1gpu tiny_fsdp 2e-2 --set parallel.ranks=1 --set precision=bf16
 run_pair fsdp_bf16_gather32_1gpu tiny_fsdp 2e-2 --set parallel.ranks=1 --set precision=bf16 --set parallel.gather_dtype=fp32

@@ -196,12 +196,16 @@ expect bench_nproc_wrap 2 "^ddprun --bench allreduce: --nproc: '4294967297' is n
 expect bench_sizes_nan 2 "^ddprun --bench allreduce: --sizes-mb: 'nan'" "$DDPRUN" --bench allreduce --sizes-mb 1,nan
 expect bench_unknown 2 "^ddprun --bench: unknown benchmark 'sort'" "$DDPRUN" --bench sort
 help "ddprun --bench interference --help" "$DDPRUN" --bench interference --mb 5 --help
-expect interference_path 2 "^ddprun --bench interference: --paths: 'nvls' is not one of default, maxctas8, efficiency, zero, copy$" \
+expect interference_path 2 "^ddprun --bench interference: --paths: 'nvls' is not one of default, maxctas8, efficiency, zero, copy, window, window_zero$" \
   "$DDPRUN" --bench interference --paths default,nvls
 expect interference_mb 2 "^ddprun --bench interference: --mb: 'nan' is not a number in \(0, 16384\]$" \
   "$DDPRUN" --bench interference --mb nan
 expect interference_tokens 2 "^ddprun --bench interference: --tokens: '0' is not an integer in 1\.\.65536$" \
   "$DDPRUN" --bench interference --tokens 0
+expect interference_coll 2 "^ddprun --bench interference: --coll: 'gather' is not one of allreduce, reducescatter, allgather$" \
+  "$DDPRUN" --bench interference --coll gather
+expect interference_side 2 "^ddprun --bench interference: --side-sms: '-8' is not an integer in 0\.\.1024$" \
+  "$DDPRUN" --bench interference --side-sms -8
 expect interference_extra 2 "^ddprun --bench interference: unexpected argument 'x'$" "$DDPRUN" --bench interference x
 
 # ---- ddpc inspect --json: one JSON document for tools ----

@@ -3,6 +3,8 @@
 #  - { cta_policy = "efficiency", max_ctas = 8, register = true } reaches the plan: `ddpc inspect` prints
 #    nccl_cta_policy 1 (efficiency), nccl_max_ctas 8, nccl_register 1; without the field the defaults
 #    (default, 0 = NCCL's, 0); the plan runs on the reference executor (which has no NCCL) as before;
+#  - register = "window" (arenas from ncclMemAlloc, symmetric windows) reads nccl_register 2 (window),
+#    "buffers" 1 (buffers) like true, "none" 0 like false;
 #  - --set creates the table when the schedule has none (--set nccl.register=true), and names itself in
 #    a refusal;
 #  - bad values are refused in one line naming the field, with a non-zero exit and no plan written.
@@ -28,22 +30,33 @@ meta() { "$DDPC" inspect "$tmp/$1.bin" | awk -v k="$2" '$1 == k { $1 = ""; sub(/
 sched on '{ cta_policy = "efficiency", max_ctas = 8, register = true }'
 sched off ''
 for n in on off; do "$DDPC" "$tmp/$n.lua" -o "$tmp/$n.bin" -q || fail "$n does not compile"; done
-for kv in "on nccl_cta_policy 1 (efficiency)" "on nccl_max_ctas 8" "on nccl_register 1" \
-          "off nccl_cta_policy 0 (default)" "off nccl_max_ctas 0" "off nccl_register 0"; do
+sched win '{ register = "window", cta_policy = "zero" }'
+sched buf '{ register = "buffers" }'
+sched none '{ register = "none" }'
+for n in win buf none; do "$DDPC" "$tmp/$n.lua" -o "$tmp/$n.bin" -q || fail "$n does not compile"; done
+for kv in "on nccl_cta_policy 1 (efficiency)" "on nccl_max_ctas 8" "on nccl_register 1 (buffers)" \
+          "off nccl_cta_policy 0 (default)" "off nccl_max_ctas 0" "off nccl_register 0 (none)" \
+          "win nccl_register 2 (window)" "win nccl_cta_policy 2 (zero)" "buf nccl_register 1 (buffers)" \
+          "none nccl_register 0 (none)"; do
   set -- $kv
   n=$1 k=$2; shift 2
   got=$(meta "$n" "$k")
   [ "$got" = "$*" ] && echo "ok: $n: $k $got" || fail "$n: $k is '$got', expected '$*'"
 done
-"$DDPRUN" "$tmp/on.bin" --device ref --nproc 2 --quiet && echo "ok: runs on the reference executor" ||
-  fail "the plan with nccl = {...} does not run on the reference executor"
+for n in on win; do
+  "$DDPRUN" "$tmp/$n.bin" --device ref --nproc 2 --quiet && echo "ok: $n runs on the reference executor" ||
+    fail "the plan $n with nccl = {...} does not run on the reference executor"
+done
 "$DDPC" "$tmp/off.lua" -o "$tmp/set.bin" -q --set nccl.cta_policy=zero --set nccl.register=true || fail "--set nccl.* refused"
-[ "$(meta set nccl_cta_policy)" = "2 (zero)" ] && [ "$(meta set nccl_register)" = 1 ] &&
+[ "$(meta set nccl_cta_policy)" = "2 (zero)" ] && [ "$(meta set nccl_register)" = "1 (buffers)" ] &&
   echo "ok: --set nccl.cta_policy=zero --set nccl.register=true" || fail "--set nccl.*: $("$DDPC" inspect "$tmp/set.bin" | grep nccl)"
 if "$DDPC" "$tmp/off.lua" -o "$tmp/set2.bin" -q --set nccl.max_ctas=99 2>"$tmp/err"; then fail "--set nccl.max_ctas=99 compiled"
 elif [ "$(wc -l <"$tmp/err")" = 1 ] && grep -q '^--set nccl.max_ctas=99: nccl.max_ctas must be at most 64, got 99$' "$tmp/err"; then
   echo "ok: $(cat "$tmp/err")"
 else fail "--set nccl.max_ctas=99: $(cat "$tmp/err")"; fi
+"$DDPC" "$tmp/off.lua" -o "$tmp/setw.bin" -q --set nccl.register=window || fail "--set nccl.register=window refused"
+[ "$(meta setw nccl_register)" = "2 (window)" ] && echo "ok: --set nccl.register=window" ||
+  fail "--set nccl.register=window: $(meta setw nccl_register)"
 
 # bad NAME VALUE PATTERN: the schedule with that value is refused in one line matching PATTERN
 bad() {
@@ -56,5 +69,6 @@ bad ctas_big '{ max_ctas = 65 }' 'nccl.max_ctas must be at most 64, got 65'
 bad ctas_frac '{ max_ctas = 2.5 }' 'nccl.max_ctas'
 bad not_table '5' 'nccl must be a table such as'
 bad unknown '{ registr = true }' 'nccl.registr is not a field of nccl \(did you mean register\?\)'
-bad register '{ register = "yes" }' 'nccl.register must be true or false, got "yes"'
+bad register '{ register = "yes" }' 'nccl.register must be one of "none", "buffers" or "window", got "yes"'
+bad register_num '{ register = 1 }' 'nccl.register must be true, false, "none", "buffers" or "window", got 1'
 exit $fail

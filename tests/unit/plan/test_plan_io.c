@@ -463,6 +463,24 @@ static void test_strided_pieces(void) {
              (long long)mask, ns - 1, ns);
     expect_refused("low_priority_streams", bad, msg, NULL);
   }
+  /* nccl_register: 0 none, 1 buffers, 2 symmetric windows; 3 and -1 are refused */
+  const int64_t regs[] = {2, 3, -1};
+  for (size_t k = 0; k < sizeof regs / sizeof regs[0]; k++) {
+    p = strided_plan();
+    p->meta.nccl_register = regs[k];
+    const char *bad = tmp_path("register_bad.bin");
+    CHECK_INT("write an nccl_register", 0, ddp_plan_write(p, bad, err, sizeof err));
+    ddp_plan_free(p);
+    if (regs[k] == NCCL_REGISTER_WINDOW) {
+      q = ddp_plan_read(bad, err, sizeof err);
+      if (CHECK(q, "nccl_register 2 refused: %s", err)) CHECK_INT("nccl_register read back", 2, q->meta.nccl_register);
+      ddp_plan_free(q);
+      continue;
+    }
+    char msg[128];
+    snprintf(msg, sizeof msg, "invalid: meta nccl_register is %lld (must be 0..2)", (long long)regs[k]);
+    expect_refused("nccl_register", bad, msg, NULL);
+  }
 }
 
 static int count_tmp_files(const char *dir) {

@@ -1,0 +1,39 @@
+#!/usr/bin/env python3
+"""tests/bench/summary_xl_variants.py LOGS CEILING VARIANTS TRACED: the table of the one-GPU XL variant scripts
+(device_update_sms.sh, device_side_sms.sh). VARIANTS and TRACED are space-separated name:... entries; per
+variant and round it reads LOGS/xl_NAME_R.jsonl (ddprun --metrics) and prints the medians of the timed steps
+(ms/step, forward, backward, the optimizer's tail, mfu, host issue time), the last loss and the ratio to
+torch.compile (LOGS/torch_compile.log, when there); then the kernel-class lines of LOGS/trace_NAME.txt
+(trace_summary.py) for the traced variants."""
+import json, statistics, sys, os
+L, ceil, variants, traced = sys.argv[1], sys.argv[2], sys.argv[3].split(), [v.split(":")[0] for v in sys.argv[4].split()]
+tc = None
+try:
+    for l in open(f"{L}/torch_compile.log"):
+        if l.startswith("ANCHOR") and '"variant": "local"' in l: tc = json.loads(l[7:])["iter_ms"]
+except OSError: pass
+print(f"dense bf16 ceiling (PyTorch 8192^3, same call): {ceil or 'unknown'} TFLOP/s; torch.compile XL: {tc} ms/step")
+print(f"{'variant':16s} {'round':>5s} {'ms/step':>8s} {'fwd':>7s} {'bwd':>7s} {'opt tail':>8s} {'mfu':>7s} {'loss@20':>9s} {'/compile':>8s} {'issue ms':>8s}")
+for v in variants:
+    name = v.split(":")[0]
+    r = 1
+    while os.path.exists(f"{L}/xl_{name}_{r}.jsonl"):
+        rows = [json.loads(l) for l in open(f"{L}/xl_{name}_{r}.jsonl") if '"step"' in l]
+        t = [x for x in rows if not x.get("warmup")]
+        if t:
+            g = lambda k: statistics.median(x.get(k, float("nan")) for x in t)
+            ms = g("step_ms")
+            print(f"{name:16s} {r:5d} {ms:8.2f} {g('forward_ms'):7.2f} {g('backward_ms'):7.2f} {g('optimizer_ms'):8.2f} "
+                  f"{g('mfu'):7.4f} {rows[-1]['loss']:9.5f} {ms / tc if tc else float('nan'):8.3f} {g('issue_ms'):8.3f}")
+        else: print(f"{name:16s} {r:5d} no timed steps")
+        r += 1
+for name in traced:
+    try:
+        lines = open(f"{L}/trace_{name}.txt").read().splitlines()
+        print(f"trace {name}:")
+        in_classes = False
+        for l in lines:
+            in_classes = in_classes or l.startswith("class")
+            if in_classes or any(k in l for k in ("ADAMW", "REDUCE_ROWS", "RMSNORM_BWD_CAST", "ffn.w13.dW")):
+                print("  " + l)
+    except OSError: print(f"trace {name}: missing")
