@@ -66,6 +66,8 @@
     "ddprun, experiments: 1 confines the other streams to the SMs DDP_SIDE_SMS leaves")                     \
   X(GEMM_SM_TARGET, "DDP_GEMM_SM_TARGET", INT, 0, 0, 1024,                                                    \
     "ddprun, experiments: n > 0 has cuBLASLt size the backward's GEMMs on the compute stream for n SMs (CUBLASLT_MATMUL_DESC_SM_COUNT_TARGET)") \
+  X(NCCL_MEM_ARENAS, "DDP_NCCL_MEM_ARENAS", INT, 0, 0, 63,                                                   \
+    "ddprun, experiments on more than one rank (the same on every rank): the arenas allocated by ncclMemAlloc instead of cudaMalloc, a bit mask (1 params, 2 grads, 4 optimizer, 8 activations, 16 workspace, 32 io), overriding nccl.register = \"window\"'s every arena; only those can be windows") \
   X(P2P_COPY, "DDP_P2P_COPY", BOOL, 0, 0, 1,                                                               \
     "ddprun: 1 moves the step's SEND/RECV between GPUs of one host by copy-engine copies over CUDA IPC (0: NCCL)") \
   X(GEMM_TUNE, "DDP_GEMM_TUNE", BOOL, 1, 0, 1, "ddprun: 0 takes cuBLASLt's first proposal instead of timing them") \

@@ -244,7 +244,7 @@ static int register_arenas(cx *x, char *err, size_t errcap) {
     if (!comm) continue;
     for (int a = 0; a < ARENA_COUNT; a++) {
       if (!x->arena[a] || !((coll >> a) & 1)) continue;
-      if (window && !same_on_members(x, c, a)) {
+      if (window && (!x->arena_nccl[a] || !same_on_members(x, c, a))) {
         skipped++;
         continue;
       }
@@ -258,7 +258,8 @@ static int register_arenas(cx *x, char *err, size_t errcap) {
   size_t len = strlen(x->base.comm);
   snprintf(x->base.comm + len, sizeof x->base.comm - len, ", %d arena %s (%.2f GiB on the world's)%s%s", done,
            window ? "windows" : "registrations", (double)bytes / (double)(1ull << 30),
-           skipped ? ", some arenas left out: their sizes differ between the ranks" : "", why);
+           skipped ? ", some arenas left out (not from ncclMemAlloc, or their sizes differ between the ranks)" : "",
+           why);
   return 0;
 }
 

@@ -132,6 +132,7 @@ typedef struct cx {
   int64_t side_sms, side_streams, side_compute; /* DDP_SIDE_SMS, DDP_SIDE_STREAMS, DDP_SIDE_COMPUTE */
   struct ddp_green *green;  /* the side streams' SM partition (green.h), NULL without DDP_SIDE_SMS */
   int64_t gemm_sm_target;   /* DDP_GEMM_SM_TARGET (gemm.c) */
+  int64_t nccl_mem_arenas;  /* DDP_NCCL_MEM_ARENAS: the arenas from ncclMemAlloc (memory.c), -1 when unset */
   int prep_backward;        /* while preparing: the instruction lies between FORWARD_END and BACKWARD_END */
   struct cx_p2p *p2p;       /* the copy path's flags and peer mappings (p2p.c), NULL on NCCL's */
   void **reg;               /* nccl = { register = true }: [comm (0 world, 1 + group) * ARENA_COUNT + arena] */

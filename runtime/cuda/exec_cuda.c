@@ -117,8 +117,9 @@ static const ddp_exec_vtbl cx_vtbl = {
     .time_gemm = cx_time_gemm,
 };
 
-/* DDP_NCCL_TIMEOUT_S, DDP_CUDA_GRAPH, DDP_STREAM_PRIORITY, DDP_P2P_COPY, and the SM-partition experiments
- * DDP_SIDE_SMS, DDP_SIDE_STREAMS, DDP_SIDE_COMPUTE, DDP_GEMM_SM_TARGET (base/param.h). */
+/* DDP_NCCL_TIMEOUT_S, DDP_CUDA_GRAPH, DDP_STREAM_PRIORITY, DDP_P2P_COPY, the SM-partition experiments
+ * DDP_SIDE_SMS, DDP_SIDE_STREAMS, DDP_SIDE_COMPUTE, DDP_GEMM_SM_TARGET, and DDP_NCCL_MEM_ARENAS
+ * (base/param.h). */
 static int read_env(cx *x, char *err, size_t errcap) {
   int64_t graph, priority, copy;
   if (ddp_param_seconds(PARAM_NCCL_TIMEOUT_S, &x->timeout_s, err, errcap) ||
@@ -127,8 +128,10 @@ static int read_env(cx *x, char *err, size_t errcap) {
       ddp_param_int(PARAM_SIDE_SMS, &x->side_sms, err, errcap) ||
       ddp_param_int(PARAM_SIDE_STREAMS, &x->side_streams, err, errcap) ||
       ddp_param_int(PARAM_SIDE_COMPUTE, &x->side_compute, err, errcap) ||
-      ddp_param_int(PARAM_GEMM_SM_TARGET, &x->gemm_sm_target, err, errcap))
+      ddp_param_int(PARAM_GEMM_SM_TARGET, &x->gemm_sm_target, err, errcap) ||
+      ddp_param_int(PARAM_NCCL_MEM_ARENAS, &x->nccl_mem_arenas, err, errcap))
     return -1;
+  if (!ddp_param_is_set(PARAM_NCCL_MEM_ARENAS)) x->nccl_mem_arenas = -1;
   x->p2p_copy_env = copy == 1;
   x->graph_env = graph == 1;
   x->stream_priority = (int)priority;

@@ -25,7 +25,9 @@
 #                     of their own (DDP_SIDE_SMS=N) and the backward's GEMMs sized for the SMs left
 #                     (DDP_GEMM_SM_TARGET = SMS - N, SMS the GPU's count, default 132); NAME_sideN_t0 the
 #                     partition alone, the GEMMs sized for the whole GPU
-# Suffixes combine in this order: NAME[_win|_winz][_low][_comm][_sideN[_t0]].
+#   NAME_allocM       any of the above run with DDP_NCCL_MEM_ARENAS=M (the arenas of bit mask M from
+#                     ncclMemAlloc: 1 params, 2 grads, 4 optimizer, 8 activations, 16 workspace, 32 io)
+# Suffixes combine in this order: NAME[_win|_winz][_low][_comm][_allocM][_sideN[_t0]].
 # SINGLE_LOW=1 also runs the one-GPU step with the low-priority update stream (single_low).
 # STEPS (default 14: xl_ddp's 5 warm-up + 9 timed); TORCH=0 skips PyTorch. Logs in $OUT/ddp_table.tar.gz; the table last
 # (tests/bench/summary_ddp_table.py).
@@ -43,11 +45,11 @@ BF16=(--set parallel.grad_dtype=bf16)
 PG=(--set parallel.param_gather=before_forward)
 LOW=(--set streams.update_priority=low)
 core() { # NAME: the plan's name without the suffixes
-  local b=${1%_side*}; b=${b%_comm}; b=${b%_low}; b=${b%_winz}; echo "${b%_win}"
+  local b=${1%_side*}; b=${b%_alloc*}; b=${b%_comm}; b=${b%_low}; b=${b%_winz}; echo "${b%_win}"
 }
 plan() { # NAME SCHEDULE [--set ...]; _low adds LOW, _win / _winz the symmetric windows
   local n=$1 s=$2; shift 2
-  local base=${n%_side*}; base=${base%_comm}
+  local base=${n%_side*}; base=${base%_alloc*}; base=${base%_comm}
   [ "${base%_low}" != "$base" ] && set -- "$@" "${LOW[@]}"
   base=${base%_low}
   [ "${base%_winz}" != "$base" ] && set -- "$@" --set nccl.register=window --set nccl.cta_policy=zero
@@ -84,11 +86,13 @@ fi
 for r in $(seq 1 $ROUNDS); do
   for n in $RUNS; do
     [ -f $P/t_$n.bin ] || continue
-    prio=0; [ "${n%_comm}" != "$n" ] && prio=2
-    side=(); if [ "${n%_side*}" != "$n" ]; then
+    m=${n%_side*}; k=${m%_alloc*}  # the name without _side / _alloc
+    prio=0; [ "${k%_comm}" != "$k" ] && prio=2
+    side=(); if [ "$m" != "$n" ]; then
       k=${n##*_side}; k=${k%_t0}; side=(DDP_SIDE_SMS=$k)
       [ "${n%_t0}" = "$n" ] && side+=(DDP_GEMM_SM_TARGET=$((${SMS:-132} - k)))
     fi
+    [ "${m%_alloc*}" != "$m" ] && side+=(DDP_NCCL_MEM_ARENAS=${m##*_alloc})
     env "${side[@]}" DDP_STREAM_PRIORITY=$prio timeout 120 $DDPRUN $P/t_$n.bin --nproc $N --steps $STEPS --metrics $D/$n.r$r.jsonl --quiet >$D/$n.r$r.log 2>&1 ||
       { echo "$n round $r failed: $(tail -1 $D/$n.r$r.log)"; rm -f $D/$n.r$r.jsonl; }
   done
