@@ -3,7 +3,8 @@
 # $OUT at the end), P = compiled plans, B = tests/bench, A = the PyTorch anchor; the binaries and the warm
 # kernel cache come from dev/ (tests/bench/prepare_device.sh); NVLink multicast stays off. kern() runs one
 # op's kernel checks against the reference executor; ceiling() measures the dense bf16 ceiling that the XL
-# runs' mfu is against; xl_tail() ends the one-GPU XL variant scripts.
+# runs' mfu is against; xl_tail() ends the one-GPU XL variant scripts; clocks_start / clocks_stop sample
+# GPU 0's clocks and power into a CSV and span() marks what ran when (summary_xl_variants.py joins them).
 R=$PWD; OUT=${OUT:-/tmp/out}; mkdir -p "$OUT"; L=/tmp/logs; mkdir -p $L
 export NCCL_NVLS_ENABLE=0 TORCH_SYMM_MEM_DISABLE_MULTICAST=1 NVSHMEM_DISABLE_NVLS=1 PYTHONUNBUFFERED=1
 export DDPC=$R/dev/bin/ddpc DDPRUN=$R/dev/bin/ddprun ST_COMPARE=$R/dev/bin/st_compare DDP_SOURCE_DIR=$R
@@ -37,4 +38,18 @@ xl_tail() { # TRACED COMPILE: torch.compile (TORCH_COMPILE, default COMPILE), th
     timeout 240 bash tests/e2e/gpu_step.sh >$L/gpu_step.log 2>&1; echo "gpu_step rc=$?"; grep -E "^(ok|FAIL)" $L/gpu_step.log | cut -c1-140
   fi
   tar czf $OUT/logs.tgz -C $L .
+}
+clocks_start() { # FILE: GPU 0's timestamp, SM and memory clocks (MHz), power (W), temperature and the active
+  # clock-event reasons (a bit mask; older drivers: without it) every 100 ms into FILE, in the background
+  local q="timestamp,clocks.sm,clocks.mem,power.draw,temperature.gpu"
+  nvidia-smi -i 0 --query-gpu=$q,clocks_event_reasons.active --format=csv,noheader,nounits -lms 100 >"$1" 2>/dev/null &
+  CLOCKS_PID=$!; sleep 0.5
+  if ! kill -0 $CLOCKS_PID 2>/dev/null; then
+    nvidia-smi -i 0 --query-gpu=$q --format=csv,noheader,nounits -lms 100 >"$1" 2>/dev/null &
+    CLOCKS_PID=$!
+  fi
+}
+clocks_stop() { kill "${CLOCKS_PID:-}" 2>/dev/null; wait "${CLOCKS_PID:-}" 2>/dev/null; }
+span() { # NAME begin|end: one line in $L/spans.txt with nvidia-smi's timestamp format
+  echo "$1 $2 $(date '+%Y/%m/%d %H:%M:%S.%3N')" >>$L/spans.txt
 }

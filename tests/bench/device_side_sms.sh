@@ -5,7 +5,9 @@
 # cuBLASLt for the SMs left (DDP_GEMM_SM_TARGET), against block-level sharing (the defaults: the update
 # stream at low priority). VARIANTS: space-separated name:plan:ENV,ENV...; plans: base (the defaults),
 # tail0 (update_tail 0: every update on the low stream), equal (equal priorities), serial (the optimizer
-# after the backward). ROUNDS rounds, alternating, 20 steps each (5 warm-up). TRACE: variants traced once.
+# after the backward). ROUNDS rounds, alternating, XL_STEPS steps each (default 20, 5 warm-up); GPU 0's
+# clocks and power sampled meanwhile (clocks_start), averaged over each run's timed steps in the table.
+# TRACE: variants traced once.
 # Logs in $OUT/logs.tgz; the table last (also $OUT/table.txt).
 set -u
 cd "$(dirname "$0")/../.."
@@ -24,13 +26,17 @@ run_variant() { # name plan envs steps extra...
   env ${envs//,/ } timeout 150 $DDPRUN $P/$plan.bin --steps $steps "$@"
 }
 echo "== XL ($(date +%T))"
+clocks_start $L/clocks.csv
 for round in $(seq 1 "${ROUNDS:-2}"); do
   for v in $VARIANTS; do
     IFS=: read -r name plan envs <<<"$v"
-    run_variant "$name" "$plan" "$envs" 20 $PEAK --metrics $L/xl_${name}_$round.jsonl --quiet \
+    span ${name}_$round begin
+    run_variant "$name" "$plan" "$envs" ${XL_STEPS:-20} $PEAK --metrics $L/xl_${name}_$round.jsonl --quiet \
       >$L/xl_${name}_$round.log 2>&1 || echo "$name failed: $(tail -2 $L/xl_${name}_$round.log)"
+    span ${name}_$round end
   done
 done
+clocks_stop
 grep -h "DDP_SIDE_SMS" $L/xl_*_1.log | sort -u | head -5
 echo "== traces ($(date +%T))"
 for v in ${TRACE:-}; do
