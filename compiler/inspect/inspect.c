@@ -98,6 +98,29 @@ static void print_summary(FILE *o, const ddp_plan *p) {
           p->nstreams, "communicators", p->ncomms);
 }
 
+/* nccl = { register = "window" } on more than one rank: the arenas the CUDA executor registers as NCCL
+ * symmetric windows, per communicator, with their window sizes (plan/windows.c), e.g.
+ * "nccl_windows           world: params 2.00 MiB, grads 2.00 MiB"; nothing for other plans. */
+static void print_windows(FILE *o, const ddp_plan *p) {
+  if (p->meta.nccl_register != NCCL_REGISTER_WINDOW || p->meta.world < 2) return;
+  const uint32_t coll = ddp_plan_collective_arenas(p);
+  fprintf(o, "%-22s", "nccl_windows");
+  int any = 0;
+  for (uint32_t c = 0; c <= p->ncomms; c++) {
+    int here = 0;
+    for (int a = 0; a < ARENA_COUNT; a++) {
+      const uint64_t w = (coll >> a) & 1 ? ddp_plan_window_bytes(p, c, a) : 0;
+      if (!w) continue;
+      char h[32];
+      if (!here && c) fprintf(o, "%scomm %u:", any ? "; " : " ", c);
+      if (!here && !c) fprintf(o, " world:");
+      fprintf(o, "%s %s %s", here ? "," : "", ddp_arena_name(a), human(h, sizeof h, w));
+      here = any = 1;
+    }
+  }
+  fprintf(o, "%s\n", any ? "" : coll ? " none (no collective's arena has one size on all its ranks)" : " none (no collectives)");
+}
+
 /* The fused kernel instructions (the schedule's `fusion` field) in rank 0's step, by op: one line in the
  * summary, "fused_kernels 192 (RMSNORM_BWD_CAST 96, ATTN_BWD_DKV_ROPE 48, ATTN_BWD_DQ_ROPE 48)", or 0 when
  * the plan has none. */
@@ -256,6 +279,7 @@ static void print_kernels(FILE *o, const ddp_plan *p) {
 int ddp_inspect(const ddp_plan *p, int rank, FILE *out) {
   if (!p || !out || rank < -1 || (rank >= 0 && rank >= p->meta.world)) return -1;
   print_summary(out, p);
+  print_windows(out, p);
   print_fused(out, p);
   print_tensors(out, p);
   print_memory(out, p);

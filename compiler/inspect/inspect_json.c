@@ -10,6 +10,7 @@
  *                 "piece_rank", "piece_first" (and "piece_runs", "piece_stride" for a strided piece)}],
  *    "buckets": [{"index", "params": [tensor names], "bytes", "offset"}],
  *    "kernels": [{"index", "op", "module", "template", "entry", "hash", "cubin_bytes", "spec"}],
+ *    "nccl_windows": [{"comm", "arena", "bytes"}] (nccl = { register = "window" }, more than one rank) or null,
  *    "sharding": {...}, "memory_per_rank": {...}  (inspect_shard_json.c),
  *    "pipeline": {"schedule", "stages", "virtual_stages", "microbatches", "bubble_formula", "chunks": [{"rank",
  *                 "first_layer", "last_layer", "flops_per_microbatch", "embedding", "head"}], "ranks": [{"bytes",
@@ -230,6 +231,25 @@ static json_t *kernels_json(jctx *c, const ddp_plan *p) {
   return a;
 }
 
+/* nccl = { register = "window" } on more than one rank: [{"comm", "arena", "bytes"}] of the arenas the CUDA
+ * executor registers as NCCL symmetric windows (plan/windows.c); null for other plans. */
+static json_t *windows_json(jctx *c, const ddp_plan *p) {
+  if (p->meta.nccl_register != NCCL_REGISTER_WINDOW || p->meta.world < 2) return json_null();
+  const uint32_t coll = ddp_plan_collective_arenas(p);
+  json_t *a = json_array();
+  for (uint32_t k = 0; k <= p->ncomms; k++)
+    for (int r = 0; r < ARENA_COUNT; r++) {
+      const uint64_t w = (coll >> r) & 1 ? ddp_plan_window_bytes(p, k, r) : 0;
+      if (!w) continue;
+      json_t *o = json_object();
+      put(c, o, "comm", json_integer(k));
+      put(c, o, "arena", jstr(c, ddp_arena_name(r)));
+      put(c, o, "bytes", json_integer((json_int_t)w));
+      push(c, a, o);
+    }
+  return a;
+}
+
 int ddp_inspect_json(const ddp_plan *p, int rank, FILE *out, char *err, size_t errcap) {
   if (!p || !out || rank < -1 || (rank >= 0 && rank >= p->meta.world))
     return ddp_fail(err, errcap, "rank %d is not a rank of the plan", rank);
@@ -251,6 +271,7 @@ int ddp_inspect_json(const ddp_plan *p, int rank, FILE *out, char *err, size_t e
   put(&c, doc, "tensors", tensors_json(&c, p));
   put(&c, doc, "buckets", buckets_json(&c, p));
   put(&c, doc, "kernels", kernels_json(&c, p));
+  put(&c, doc, "nccl_windows", windows_json(&c, p));
   ddp_shard_info si;
   ddp_shard_analyse(p, &si);
   put(&c, doc, "sharding", ddp_insp_sharding_json(p, &si, &c.bad));

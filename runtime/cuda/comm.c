@@ -158,36 +158,6 @@ static int init_groups(cx *x, const ncclConfig_t *cfg0, char *err, size_t errcap
   return rc;
 }
 
-/* Whether every member of communicator c (0 the world's, else group c) has arena a of this rank's size: a
- * window registration is collective, so an arena is registered with c on all its members or on none. */
-static int same_on_members(const cx *x, uint32_t c, int a) {
-  const ddp_plan *p = x->base.plan;
-  const uint64_t mine = cx_window_bytes(p->ranks[x->base.rank].arena_bytes[a]);
-  const uint32_t n = c == 0 ? p->meta.world : p->comms[c - 1].n;
-  for (uint32_t k = 0; k < n; k++) {
-    const int32_t r = c == 0 ? (int32_t)k : p->comms[c - 1].ranks[k];
-    if (r < 0 || (uint32_t)r >= p->meta.world || cx_window_bytes(p->ranks[r].arena_bytes[a]) != mine) return 0;
-  }
-  return 1;
-}
-
-/* The arenas some collective of some rank reads or writes (bit a: arena a): the ones worth a window. Taken
- * over every rank's programs, so all members of a communicator register the same arenas. */
-static uint32_t collective_arenas(const ddp_plan *p) {
-  uint32_t mask = 0;
-  for (uint32_t r = 0; r < p->meta.world; r++)
-    for (int k = 0; k < 2; k++) {
-      const ddp_program *g = k ? &p->ranks[r].step : &p->ranks[r].init;
-      for (uint32_t i = 0; i < g->n; i++) {
-        const ddp_instr *in = &g->v[i];
-        if (!ddp_is_group_collective(in->opcode)) continue;
-        for (int s = 0; s < 2; s++)
-          if (in->p[s].tensor >= 0 && in->p[s].arena < ARENA_COUNT) mask |= 1u << in->p[s].arena;
-      }
-    }
-  return mask;
-}
-
 /* One arena with one communicator: as user buffers (ncclCommRegister, a local call) or as a symmetric
  * window (ncclCommWindowRegister, collective over the communicator's members). *reg = NULL when refused;
  * then why (if still empty) says what NCCL answered. -1 only when settling the communicator failed. */
@@ -217,7 +187,7 @@ static int register_one(cx *x, ncclComm_t comm, uint32_t c, int a, int window, v
 
 /* nccl = { register = "buffers" }: every non-empty arena registered with the world's communicator and each
  * of this rank's groups (ncclCommRegister), so collectives on them can skip NCCL's staging copies;
- * register = "window": every arena allocated by ncclMemAlloc in whole CX_WINDOW_ALIGN units (memory.c);
+ * register = "window": every arena allocated by ncclMemAlloc in whole DDP_WINDOW_ALIGN units (memory.c);
  * those a collective of some rank touches registered as symmetric windows with each communicator whose
  * members all have them at this size. A refusal is not an error: the run goes on
  * unregistered and x->base.comm says what NCCL answered. */
@@ -231,7 +201,7 @@ static int register_arenas(cx *x, char *err, size_t errcap) {
            v % 100, ddp_vocab_name(ddp_nccl_cta_policy_names, NCCL_CTA_COUNT, m->nccl_cta_policy), ctas);
   if (m->nccl_register == NCCL_REGISTER_NONE) return 0;
   const int window = m->nccl_register == NCCL_REGISTER_WINDOW;
-  const uint32_t coll = window ? collective_arenas(x->base.plan) : ~0u;
+  const uint32_t coll = window ? ddp_plan_collective_arenas(x->base.plan) : ~0u; /* plan/windows.c */
   const uint32_t ncomm = 1 + x->ngroups;
   x->reg = calloc((size_t)ncomm * ARENA_COUNT, sizeof *x->reg);
   x->wins = calloc((size_t)ncomm * ARENA_COUNT, sizeof *x->wins);
@@ -244,7 +214,7 @@ static int register_arenas(cx *x, char *err, size_t errcap) {
     if (!comm) continue;
     for (int a = 0; a < ARENA_COUNT; a++) {
       if (!x->arena[a] || !((coll >> a) & 1)) continue;
-      if (window && (!x->arena_nccl[a] || !same_on_members(x, c, a))) {
+      if (window && (!x->arena_nccl[a] || ddp_plan_window_bytes(x->base.plan, c, a) != x->arena_alloc[a])) {
         skipped++;
         continue;
       }

@@ -18,10 +18,7 @@
 #include <stdarg.h>
 
 #define CX_TUNE_CANDIDATES 16 /* cuBLASLt proposals timed per GEMM at load */
-/* A symmetric window's arena is allocated and registered in whole units of this (the cuMem granularity
- * of current GPUs, a multiple of NCCL_WIN_REQUIRED_ALIGNMENT): NCCL refuses other sizes. */
-#define CX_WINDOW_ALIGN ((uint64_t)2 << 20)
-static inline uint64_t cx_window_bytes(uint64_t n) { return (n + CX_WINDOW_ALIGN - 1) / CX_WINDOW_ALIGN * CX_WINDOW_ALIGN; }
+
 
 /* One GEMM: cuBLASLt descriptors and the algorithm chosen at load, operands in cuBLASLt's order (see
  * gemm.c for the row-major mapping). */
@@ -98,7 +95,7 @@ typedef struct cx {
   void *arena[ARENA_COUNT];
   uint64_t arena_bytes[ARENA_COUNT];
   int arena_nccl[ARENA_COUNT]; /* allocated by ncclMemAlloc (nccl = { register = "window" }), freed by ncclMemFree */
-  uint64_t arena_alloc[ARENA_COUNT]; /* bytes allocated: arena_bytes, rounded up to CX_WINDOW_ALIGN for a window */
+  uint64_t arena_alloc[ARENA_COUNT]; /* bytes allocated: arena_bytes, rounded up by ddp_window_bytes for a window */
   cudaStream_t *streams;
   uint32_t nstreams;
   cudaEvent_t *events;

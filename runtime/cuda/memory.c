@@ -22,7 +22,7 @@ int cx_arenas_init(cx *x, char *err, size_t errcap) {
     const int by_nccl = x->nccl_mem_arenas >= 0 ? (int)((x->nccl_mem_arenas >> a) & 1)
                                                 : x->base.plan->meta.nccl_register == NCCL_REGISTER_WINDOW;
     if (x->base.world > 1 && by_nccl) {
-      const uint64_t whole = cx_window_bytes(n);
+      const uint64_t whole = ddp_window_bytes(n);
       ncclResult_t nr = ncclMemAlloc(&x->arena[a], (size_t)whole);
       if (nr != ncclSuccess) {
         x->arena[a] = NULL;

@@ -4,7 +4,7 @@
 #    nccl_cta_policy 1 (efficiency), nccl_max_ctas 8, nccl_register 1; without the field the defaults
 #    (default, 0 = NCCL's, 0); the plan runs on the reference executor (which has no NCCL) as before;
 #  - register = "window" (arenas from ncclMemAlloc, symmetric windows) reads nccl_register 2 (window),
-#    "buffers" 1 (buffers) like true, "none" 0 like false;
+#    "buffers" 1 (buffers) like true, "none" 0 like false; inspect lists the windows (text and --json);
 #  - --set creates the table when the schedule has none (--set nccl.register=true), and names itself in
 #    a refusal;
 #  - bad values are refused in one line naming the field, with a non-zero exit and no plan written.
@@ -47,6 +47,21 @@ for n in on win; do
   "$DDPRUN" "$tmp/$n.bin" --device ref --nproc 2 --quiet && echo "ok: $n runs on the reference executor" ||
     fail "the plan $n with nccl = {...} does not run on the reference executor"
 done
+# the arenas a window plan registers (plan/windows.c): params and grads, whole 2 MiB windows, on the world's
+# communicator; none listed for the other plans; --json likewise; a pipeline without collectives has none
+got=$("$DDPC" inspect "$tmp/win.bin" | grep '^nccl_windows')
+[ "$got" = "nccl_windows           world: params 2.00 MiB, grads 2.00 MiB" ] && echo "ok: $got" || fail "win: '$got'"
+[ -z "$("$DDPC" inspect "$tmp/on.bin" | grep '^nccl_windows')" ] && echo "ok: no nccl_windows line without windows" ||
+  fail "on: an nccl_windows line"
+"$DDPC" inspect "$tmp/win.bin" --json | python3 -c '
+import json, sys
+w = json.load(sys.stdin)["nccl_windows"]
+assert w == [{"comm": 0, "arena": "params", "bytes": 2 << 20}, {"comm": 0, "arena": "grads", "bytes": 2 << 20}], w
+print("ok: --json nccl_windows", w)' || fail "win: --json nccl_windows"
+"$DDPC" "$DDP_SOURCE_DIR/schedules/tiny_pipeline.lua" -o "$tmp/pipe.bin" -q --set nccl.register=window ||
+  fail "tiny_pipeline with windows does not compile"
+got=$("$DDPC" inspect "$tmp/pipe.bin" | grep '^nccl_windows')
+[ "$got" = "nccl_windows           none (no collectives)" ] && echo "ok: pipeline: $got" || fail "pipeline: '$got'"
 "$DDPC" "$tmp/off.lua" -o "$tmp/set.bin" -q --set nccl.cta_policy=zero --set nccl.register=true || fail "--set nccl.* refused"
 [ "$(meta set nccl_cta_policy)" = "2 (zero)" ] && [ "$(meta set nccl_register)" = "1 (buffers)" ] &&
   echo "ok: --set nccl.cta_policy=zero --set nccl.register=true" || fail "--set nccl.*: $("$DDPC" inspect "$tmp/set.bin" | grep nccl)"
