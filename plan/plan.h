@@ -230,13 +230,16 @@ int64_t ddp_plan_comm_member(const ddp_plan *p, int64_t comm, int64_t i);
 /* NCCL symmetric windows (plan/windows.c; nccl = { register = "window" }): an arena is allocated and
  * registered in whole DDP_WINDOW_ALIGN units (the cuMem granularity of current GPUs, a multiple of NCCL's
  * NCCL_WIN_REQUIRED_ALIGNMENT), ddp_window_bytes(n) rounds n up to them. ddp_plan_collective_arenas: bit a
- * set when some rank's group collective (init or step) reads or writes arena a. ddp_plan_window_bytes: the
- * window size of arena a on communicator comm (0 the world) when every member holds it at one such size,
- * else 0 (no window: the registration is collective). */
+ * set when some rank's group collective (init or step) reads or writes arena a (computed once by a caller
+ * that asks about several arenas). ddp_plan_window_bytes: the window the executor registers for arena a on
+ * communicator comm (0 the world), given coll = ddp_plan_collective_arenas(p): its size when the plan has
+ * nccl = { register = "window" } on more than one rank, a collective uses the arena (bit a of coll) and every
+ * member of comm holds it at one such size; else 0 (no window: the registration is collective). The one rule
+ * the CUDA executor (comm.c) and `ddpc inspect` both follow. */
 #define DDP_WINDOW_ALIGN ((uint64_t)2 << 20)
 uint64_t ddp_window_bytes(uint64_t n);
 uint32_t ddp_plan_collective_arenas(const ddp_plan *p);
-uint64_t ddp_plan_window_bytes(const ddp_plan *p, int64_t comm, int arena);
+uint64_t ddp_plan_window_bytes(const ddp_plan *p, uint32_t coll, int64_t comm, int arena);
 
 /* plan.bin (plan_io.c). Errors: a one-line message in err, return -1; nothing is half-written (the
  * writer writes a temporary file and renames it). */

@@ -3,6 +3,7 @@
  * communicator only where all its members hold the arena at one size (a window registration is collective).
  * The CUDA executor registers exactly these (runtime/cuda/comm.c) and `ddpc inspect` lists them. */
 #include "plan.h"
+#include "vocab.h"
 
 uint64_t ddp_window_bytes(uint64_t n) { return (n + DDP_WINDOW_ALIGN - 1) / DDP_WINDOW_ALIGN * DDP_WINDOW_ALIGN; }
 
@@ -21,9 +22,12 @@ uint32_t ddp_plan_collective_arenas(const ddp_plan *p) {
   return mask;
 }
 
-uint64_t ddp_plan_window_bytes(const ddp_plan *p, int64_t comm, int arena) {
+uint64_t ddp_plan_window_bytes(const ddp_plan *p, uint32_t coll, int64_t comm, int arena) {
+  if (p->meta.nccl_register != NCCL_REGISTER_WINDOW || p->meta.world < 2 || arena < 0 || arena >= ARENA_COUNT ||
+      !((coll >> arena) & 1) || !p->ranks)
+    return 0;
   const int64_t n = ddp_plan_comm_size(p, comm);
-  if (n < 1 || arena < 0 || arena >= ARENA_COUNT || !p->ranks) return 0;
+  if (n < 1) return 0;
   uint64_t bytes = 0;
   for (int64_t i = 0; i < n; i++) {
     const int64_t r = ddp_plan_comm_member(p, comm, i);

@@ -109,7 +109,7 @@ static void print_windows(FILE *o, const ddp_plan *p) {
   for (uint32_t c = 0; c <= p->ncomms; c++) {
     int here = 0;
     for (int a = 0; a < ARENA_COUNT; a++) {
-      const uint64_t w = (coll >> a) & 1 ? ddp_plan_window_bytes(p, c, a) : 0;
+      const uint64_t w = ddp_plan_window_bytes(p, coll, c, a);
       if (!w) continue;
       char h[32];
       if (!here && c) fprintf(o, "%scomm %u:", any ? "; " : " ", c);

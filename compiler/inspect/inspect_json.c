@@ -239,7 +239,7 @@ static json_t *windows_json(jctx *c, const ddp_plan *p) {
   json_t *a = json_array();
   for (uint32_t k = 0; k <= p->ncomms; k++)
     for (int r = 0; r < ARENA_COUNT; r++) {
-      const uint64_t w = (coll >> r) & 1 ? ddp_plan_window_bytes(p, k, r) : 0;
+      const uint64_t w = ddp_plan_window_bytes(p, coll, k, r);
       if (!w) continue;
       json_t *o = json_object();
       put(c, o, "comm", json_integer(k));

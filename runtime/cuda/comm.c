@@ -214,7 +214,7 @@ static int register_arenas(cx *x, char *err, size_t errcap) {
     if (!comm) continue;
     for (int a = 0; a < ARENA_COUNT; a++) {
       if (!x->arena[a] || !((coll >> a) & 1)) continue;
-      if (window && (!x->arena_nccl[a] || ddp_plan_window_bytes(x->base.plan, c, a) != x->arena_alloc[a])) {
+      if (window && (!x->arena_nccl[a] || ddp_plan_window_bytes(x->base.plan, coll, c, a) != x->arena_alloc[a])) {
         skipped++;
         continue;
       }

@@ -19,7 +19,6 @@
 
 #define CX_TUNE_CANDIDATES 16 /* cuBLASLt proposals timed per GEMM at load */
 
-
 /* One GEMM: cuBLASLt descriptors and the algorithm chosen at load, operands in cuBLASLt's order (see
  * gemm.c for the row-major mapping). */
 typedef struct cx_gemm {

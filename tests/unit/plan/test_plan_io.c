@@ -466,17 +466,24 @@ static void test_strided_pieces(void) {
   /* windows (plan/windows.c): whole 2 MiB units, and only where every member of the communicator holds the
    * arena at one such size; the world's communicator of the 2-rank fixture */
   p = strided_plan();
+  p->meta.nccl_register = NCCL_REGISTER_WINDOW;
+  const uint32_t all = ~0u; /* as if a collective used every arena */
   const uint64_t mib2 = (uint64_t)2 << 20;
   CHECK_INT("window rounding", (long long)(2 * mib2), (long long)ddp_window_bytes(mib2 + 1));
   CHECK_INT("window rounding of 0", 0, (long long)ddp_window_bytes(0));
   p->ranks[0].arena_bytes[ARENA_GRAD] = 5, p->ranks[1].arena_bytes[ARENA_GRAD] = mib2;
-  CHECK_INT("a window where the sizes round alike", (long long)mib2, (long long)ddp_plan_window_bytes(p, 0, ARENA_GRAD));
+  CHECK_INT("a window where the sizes round alike", (long long)mib2, (long long)ddp_plan_window_bytes(p, all, 0, ARENA_GRAD));
+  CHECK_INT("no window for an arena no collective uses", 0,
+            (long long)ddp_plan_window_bytes(p, all & ~(1u << ARENA_GRAD), 0, ARENA_GRAD));
+  p->meta.nccl_register = NCCL_REGISTER_BUFFERS;
+  CHECK_INT("no window without register = \"window\"", 0, (long long)ddp_plan_window_bytes(p, all, 0, ARENA_GRAD));
+  p->meta.nccl_register = NCCL_REGISTER_WINDOW;
   p->ranks[1].arena_bytes[ARENA_GRAD] = mib2 + 1;
-  CHECK_INT("no window where they differ", 0, (long long)ddp_plan_window_bytes(p, 0, ARENA_GRAD));
+  CHECK_INT("no window where they differ", 0, (long long)ddp_plan_window_bytes(p, all, 0, ARENA_GRAD));
   p->ranks[0].arena_bytes[ARENA_GRAD] = 0, p->ranks[1].arena_bytes[ARENA_GRAD] = 0;
-  CHECK_INT("no window for an empty arena", 0, (long long)ddp_plan_window_bytes(p, 0, ARENA_GRAD));
-  CHECK_INT("no window on a communicator the plan lacks", 0, (long long)ddp_plan_window_bytes(p, 99, ARENA_PARAM));
-  CHECK_INT("no window for an arena out of range", 0, (long long)ddp_plan_window_bytes(p, 0, ARENA_COUNT));
+  CHECK_INT("no window for an empty arena", 0, (long long)ddp_plan_window_bytes(p, all, 0, ARENA_GRAD));
+  CHECK_INT("no window on a communicator the plan lacks", 0, (long long)ddp_plan_window_bytes(p, all, 99, ARENA_PARAM));
+  CHECK_INT("no window for an arena out of range", 0, (long long)ddp_plan_window_bytes(p, all, 0, ARENA_COUNT));
   ddp_plan_free(p);
   /* nccl_register: 0 none, 1 buffers, 2 symmetric windows; 3 and -1 are refused */
   const int64_t regs[] = {2, 3, -1};
