@@ -3,12 +3,13 @@
  * cuGreenCtxStreamCreate), so the executables start where no driver is installed. */
 #include "green.h"
 #include "cuda_check.h"
+#include "driver_entry.h"
 #include "err.h"
 #include <cuda.h>
 #include <cudaTypedefs.h>
 #include <string.h>
 
-typedef struct green_api {
+typedef struct green_fns {
   PFN_cuDeviceGet_v2000 device_get;
   PFN_cuDeviceGetDevResource_v12040 get_resource;
   PFN_cuDevSmResourceSplitByCount_v12040 split;
@@ -16,30 +17,27 @@ typedef struct green_api {
   PFN_cuGreenCtxCreate_v12040 create;
   PFN_cuGreenCtxStreamCreate_v12050 stream_create;
   PFN_cuGreenCtxDestroy_v12040 destroy;
-} green_api;
+} green_fns;
 
-static int entry(const char *name, int version, void **fn, char *err, size_t errcap) {
-  enum cudaDriverEntryPointQueryResult q = cudaDriverEntryPointSymbolNotFound;
-  cudaError_t rc = cudaGetDriverEntryPointByVersion(name, fn, (unsigned)version, cudaEnableDefault, &q);
-  if (rc != cudaSuccess || q != cudaDriverEntryPointSuccess || !*fn) {
-    (void)cudaGetLastError();
-    return ddp_fail(err, errcap, "%s:%d: cudaGetDriverEntryPointByVersion(%s, %d): %s (query %d): the driver has no green contexts",
-                    __FILE__, __LINE__, name, version, cudaGetErrorString(rc), (int)q);
-  }
-  return 0;
-}
+/* The driver functions, found once (driver_entry.c); green_api(err) is NULL with the reason when the driver
+ * lacks one (it has no green contexts). */
+static green_fns g_fns;
+static int g_loaded;
 
-static int load_api(green_api *a, char *err, size_t errcap) {
-  memset(a, 0, sizeof *a);
-  if (entry("cuDeviceGet", 2000, (void **)&a->device_get, err, errcap) ||
-      entry("cuDeviceGetDevResource", 12040, (void **)&a->get_resource, err, errcap) ||
-      entry("cuDevSmResourceSplitByCount", 12040, (void **)&a->split, err, errcap) ||
-      entry("cuDevResourceGenerateDesc", 12040, (void **)&a->gen_desc, err, errcap) ||
-      entry("cuGreenCtxCreate", 12040, (void **)&a->create, err, errcap) ||
-      entry("cuGreenCtxStreamCreate", 12050, (void **)&a->stream_create, err, errcap) ||
-      entry("cuGreenCtxDestroy", 12040, (void **)&a->destroy, err, errcap))
-    return -1;
-  return 0;
+static const green_fns *green_api(char *err, size_t errcap) {
+  if (g_loaded) return &g_fns;
+  green_fns a;
+  if (ddp_driver_entry("cuDeviceGet", 2000, (void **)&a.device_get, err, errcap) ||
+      ddp_driver_entry("cuDeviceGetDevResource", 12040, (void **)&a.get_resource, err, errcap) ||
+      ddp_driver_entry("cuDevSmResourceSplitByCount", 12040, (void **)&a.split, err, errcap) ||
+      ddp_driver_entry("cuDevResourceGenerateDesc", 12040, (void **)&a.gen_desc, err, errcap) ||
+      ddp_driver_entry("cuGreenCtxCreate", 12040, (void **)&a.create, err, errcap) ||
+      ddp_driver_entry("cuGreenCtxStreamCreate", 12050, (void **)&a.stream_create, err, errcap) ||
+      ddp_driver_entry("cuGreenCtxDestroy", 12040, (void **)&a.destroy, err, errcap))
+    return NULL;
+  g_fns = a;
+  g_loaded = 1;
+  return &g_fns;
 }
 
 #define CU_TRY(call, what)                                                                                     \
@@ -49,7 +47,7 @@ static int load_api(green_api *a, char *err, size_t errcap) {
       return ddp_fail(err, errcap, "%s:%d: %s: CUresult %d", __FILE__, __LINE__, what, (int)r_);              \
   } while (0)
 
-static int make_ctx(const green_api *a, CUdevResource *res, CUdevice dev, void **out, char *err, size_t errcap) {
+static int make_ctx(const green_fns *a, CUdevResource *res, CUdevice dev, void **out, char *err, size_t errcap) {
   CUdevResourceDesc desc;
   CU_TRY(a->gen_desc(&desc, res, 1), "cuDevResourceGenerateDesc");
   CUgreenCtx g = NULL;
@@ -60,27 +58,27 @@ static int make_ctx(const green_api *a, CUdevResource *res, CUdevice dev, void *
 
 int ddp_green_open(ddp_green *g, int device, int sms, int with_rest, char *err, size_t errcap) {
   memset(g, 0, sizeof *g);
-  green_api a;
-  if (load_api(&a, err, errcap)) return -1;
+  const green_fns *a = green_api(err, errcap);
+  if (!a) return -1;
   DDP_CUDA_TRY(cudaFree(NULL)); /* the primary context exists before the green ones retain it */
   CUdevice dev;
-  CU_TRY(a.device_get(&dev, device), "cuDeviceGet");
+  CU_TRY(a->device_get(&dev, device), "cuDeviceGet");
   CUdevResource all, part, rest;
   memset(&all, 0, sizeof all), memset(&part, 0, sizeof part), memset(&rest, 0, sizeof rest);
-  CU_TRY(a.get_resource(dev, &all, CU_DEV_RESOURCE_TYPE_SM), "cuDeviceGetDevResource(SM)");
+  CU_TRY(a->get_resource(dev, &all, CU_DEV_RESOURCE_TYPE_SM), "cuDeviceGetDevResource(SM)");
   g->device_sms = (int)all.sm.smCount;
   if (sms < 1 || sms >= g->device_sms)
     return ddp_fail(err, errcap, "a partition of %d SMs: GPU %d has %d (the partition needs 1 .. %d)", sms, device,
                     g->device_sms, g->device_sms - 1);
   unsigned groups = 1;
-  CU_TRY(a.split(&part, &groups, &all, &rest, 0, (unsigned)sms), "cuDevSmResourceSplitByCount");
+  CU_TRY(a->split(&part, &groups, &all, &rest, 0, (unsigned)sms), "cuDevSmResourceSplitByCount");
   if (groups != 1 || part.sm.smCount < (unsigned)sms || rest.sm.smCount < 1)
     return ddp_fail(err, errcap, "cuDevSmResourceSplitByCount(%d of %d SMs) gave %u group(s) of %u SMs, %u left",
                     sms, g->device_sms, groups, part.sm.smCount, rest.sm.smCount);
   g->sms = (int)part.sm.smCount;
   g->rest_sms = (int)rest.sm.smCount;
-  if (make_ctx(&a, &part, dev, &g->side, err, errcap)) return -1;
-  if (with_rest && make_ctx(&a, &rest, dev, &g->rest, err, errcap)) {
+  if (make_ctx(a, &part, dev, &g->side, err, errcap)) return -1;
+  if (with_rest && make_ctx(a, &rest, dev, &g->rest, err, errcap)) {
     ddp_green_close(g);
     return -1;
   }
@@ -88,22 +86,20 @@ int ddp_green_open(ddp_green *g, int device, int sms, int with_rest, char *err, 
 }
 
 int ddp_green_stream(const ddp_green *g, int rest, int prio, cudaStream_t *out, char *err, size_t errcap) {
-  green_api a;
-  if (load_api(&a, err, errcap)) return -1;
+  const green_fns *a = green_api(err, errcap);
+  if (!a) return -1;
   void *ctx = rest ? g->rest : g->side;
   if (!ctx) return ddp_fail(err, errcap, "%s:%d: no green context for the %s SMs", __FILE__, __LINE__, rest ? "remaining" : "side");
   CUstream s = NULL;
-  CU_TRY(a.stream_create(&s, (CUgreenCtx)ctx, CU_STREAM_NON_BLOCKING, prio), "cuGreenCtxStreamCreate");
+  CU_TRY(a->stream_create(&s, (CUgreenCtx)ctx, CU_STREAM_NON_BLOCKING, prio), "cuGreenCtxStreamCreate");
   *out = (cudaStream_t)s;
   return 0;
 }
 
 void ddp_green_close(ddp_green *g) {
-  green_api a;
   char err[256];
-  if ((g->side || g->rest) && load_api(&a, err, sizeof err) == 0) {
-    if (g->side) (void)a.destroy((CUgreenCtx)g->side);
-    if (g->rest) (void)a.destroy((CUgreenCtx)g->rest);
-  }
+  const green_fns *a = g->side || g->rest ? green_api(err, sizeof err) : NULL;
+  if (a && g->side) (void)a->destroy((CUgreenCtx)g->side);
+  if (a && g->rest) (void)a->destroy((CUgreenCtx)g->rest);
   g->side = g->rest = NULL;
 }

@@ -1,5 +1,6 @@
 /* runtime/cuda/memops.c: stream memory operations through the driver's entry points (memops.h). */
 #include "memops.h"
+#include "driver_entry.h"
 #include "err.h"
 #include <cuda.h>
 #include <stdio.h>
@@ -8,22 +9,12 @@ typedef CUresult (*wait64_fn)(CUstream, CUdeviceptr, cuuint64_t, unsigned int);
 typedef CUresult (*write64_fn)(CUstream, CUdeviceptr, cuuint64_t, unsigned int);
 typedef CUresult (*attr_fn)(int *, CUdevice_attribute, CUdevice);
 
-static int entry(const char *name, void **fn, char *err, size_t errcap) {
-  enum cudaDriverEntryPointQueryResult q = cudaDriverEntryPointSymbolNotFound;
-  cudaError_t rc = cudaGetDriverEntryPointByVersion(name, fn, 12000, cudaEnableDefault, &q);
-  if (rc != cudaSuccess || q != cudaDriverEntryPointSuccess || !*fn) {
-    (void)cudaGetLastError();
-    return ddp_fail(err, errcap, "%s:%d: cudaGetDriverEntryPointByVersion(%s): %s (query %d)", __FILE__, __LINE__, name,
-                    cudaGetErrorString(rc), (int)q);
-  }
-  return 0;
-}
-
 int ddp_memops_load(ddp_memops *m, int device, char *err, size_t errcap) {
   void *attr = NULL;
   m->wait64 = m->write64 = NULL;
-  if (entry("cuStreamWaitValue64", &m->wait64, err, errcap) || entry("cuStreamWriteValue64", &m->write64, err, errcap) ||
-      entry("cuDeviceGetAttribute", &attr, err, errcap))
+  if (ddp_driver_entry("cuStreamWaitValue64", 12000, &m->wait64, err, errcap) ||
+      ddp_driver_entry("cuStreamWriteValue64", 12000, &m->write64, err, errcap) ||
+      ddp_driver_entry("cuDeviceGetAttribute", 12000, &attr, err, errcap))
     return -1;
   int v = 0;
   CUresult r = ((attr_fn)attr)(&v, CU_DEVICE_ATTRIBUTE_CAN_USE_64_BIT_STREAM_MEM_OPS, (CUdevice)device);
