@@ -29,6 +29,7 @@
 #include "green.h"
 #include "launch.h"
 #include "outfile.h"
+#include "plan.h"
 #include "rendezvous.h"
 #include <cublasLt.h>
 #include <cuda_bf16.h>
@@ -54,8 +55,8 @@
 
 enum { NPATHS = 7, NGEMMS = 4, PATH_COPY = 4, PATH_WINDOW = 5, PATH_WINDOW_ZERO = 6 };
 static const char *const path_names[NPATHS] = {"default", "maxctas8", "efficiency", "zero", "copy", "window", "window_zero"};
-enum { COLL_ALLREDUCE, COLL_REDUCESCATTER, COLL_ALLGATHER };
-static const char *const coll_names[3] = {"allreduce", "reducescatter", "allgather"};
+enum { COLL_ALLREDUCE, COLL_REDUCESCATTER, COLL_ALLGATHER, NCOLLS };
+static const char *const coll_names[NCOLLS] = {"allreduce", "reducescatter", "allgather"};
 
 typedef struct iopts {
   double mb;      /* all-reduce MiB */
@@ -123,7 +124,7 @@ typedef struct rig { /* one rank's GEMMs, buffer and streams */
   bgemm g[NGEMMS];
   void *ws;
   float *buf;    /* the collective's buffer: cudaMalloc'd, or a window path's ncclMemAlloc'd one */
-  size_t n;
+  size_t n;      /* its elements; a window path's allocation is n floats rounded up to whole windows */
   int coll, rank, world;
   cudaStream_t sc, sm; /* compute, communication */
   cudaEvent_t e[4];
@@ -234,7 +235,7 @@ static int open_path(int p, const ncclUniqueId *uid, int world, int rank, rig *r
   }
   if (p == PATH_WINDOW || p == PATH_WINDOW_ZERO) {
     ncclWindow_t win = NULL;
-    rc = ncclCommWindowRegister(*comm, r->buf, r->n * sizeof(float), &win, NCCL_WIN_COLL_SYMMETRIC);
+    rc = ncclCommWindowRegister(*comm, r->buf, (size_t)ddp_window_bytes(r->n * sizeof(float)), &win, NCCL_WIN_COLL_SYMMETRIC);
     if (rc != ncclSuccess) snprintf(pr->note, sizeof pr->note, "ncclCommWindowRegister: %s (no window)", ncclGetErrorString(rc));
     *reg = win;
   }
@@ -291,9 +292,10 @@ static int run_rank(const ddp_identity *id, void *ctx, char *err, size_t errcap)
     float *plain = r.buf, *wbuf = NULL; /* a window path's buffer comes from ncclMemAlloc */
     const int window = p == PATH_WINDOW || p == PATH_WINDOW_ZERO;
     if (window) {
-      ncclResult_t mr = ncclMemAlloc((void **)&wbuf, r.n * sizeof(float));
-      if (mr != ncclSuccess) return ddp_fail(err, errcap, "%s:%d: ncclMemAlloc(%zu bytes): %s", __FILE__, __LINE__,
-                                             r.n * sizeof(float), ncclGetErrorString(mr));
+      const size_t whole = (size_t)ddp_window_bytes(r.n * sizeof(float)); /* whole windows, as the executor allocates them */
+      ncclResult_t mr = ncclMemAlloc((void **)&wbuf, whole);
+      if (mr != ncclSuccess)
+        return ddp_fail(err, errcap, "%s:%d: ncclMemAlloc(%zu bytes): %s", __FILE__, __LINE__, whole, ncclGetErrorString(mr));
       DDP_CUDA_TRY(cudaMemset(wbuf, 0, r.n * sizeof(float)));
       r.buf = wbuf;
     }
@@ -373,8 +375,8 @@ int ddprun_bench_interference_main(int argc, char **argv) {
     else if (c == 't') rc = ddp_parse_i64(optarg, 1, 65536, "--tokens", &v, msg, sizeof msg), o.tokens = v;
     else if (c == 'c') {
       int k = 0;
-      while (k < 3 && strcmp(coll_names[k], optarg)) k++;
-      if (k == 3) rc = ddp_fail(msg, sizeof msg, "--coll: '%.100s' is not one of allreduce, reducescatter, allgather", optarg);
+      while (k < NCOLLS && strcmp(coll_names[k], optarg)) k++;
+      if (k == NCOLLS) rc = ddp_fail(msg, sizeof msg, "--coll: '%.100s' is not one of allreduce, reducescatter, allgather", optarg);
       else o.coll = k;
     } else if (c == 's') rc = ddp_parse_i64(optarg, 0, 1024, "--side-sms", &v, msg, sizeof msg), o.side_sms = (int)v;
     else if (c == 'g') rc = ddp_parse_i64(optarg, 0, 1024, "--gemm-sms", &v, msg, sizeof msg), o.gemm_sms = (int)v;
