@@ -10,19 +10,16 @@
 . "$(dirname "$0")/lib.sh"
 if ! nvidia-smi -L >/dev/null 2>&1; then echo "SKIP: no GPU"; exit 77; fi
 e2e_tmp gpu_step
-run_pair() { # NAME SCHEDULE RTOL [--set ...]
-  local name=$1 sched=$2 rtol=$3; shift 3
-  "$DDPC" "$DDP_SOURCE_DIR/schedules/$sched.lua" -o "$tmp/$name.bin" -q "$@" || { fail "$name compile"; return; }
-  "$DDPRUN" "$tmp/$name.bin" --device cuda --steps 10 --metrics "$tmp/$name.gpu.jsonl" --checkpoint-dir "$tmp/$name.gpu" --quiet ||
-    { fail "$name on the GPU"; return; }
-  "$DDPRUN" "$tmp/$name.bin" --device ref --steps 10 --metrics "$tmp/$name.ref.jsonl" --checkpoint-dir "$tmp/$name.ref" --quiet ||
-    { fail "$name on the reference executor"; return; }
-  python3 - "$tmp/$name.gpu.jsonl" "$tmp/$name.ref.jsonl" "$rtol" "$name" <<'PY' || fail=1
+# losses_close GPU.jsonl REF.jsonl RTOL LABEL: ten steps each, every GPU loss finite and within RTOL (relative)
+# of the reference executor's; one ok or FAIL line
+losses_close() {
+  python3 - "$@" <<'PY' || fail=1
 import json, math, sys
 g = [json.loads(l) for l in open(sys.argv[1]) if '"step"' in l]
 r = [json.loads(l) for l in open(sys.argv[2]) if '"step"' in l]
 tol = float(sys.argv[3]); worst = 0.0
-assert len(g) == len(r) == 10, (len(g), len(r))
+if not len(g) == len(r) == 10:
+    print(f"FAIL: {sys.argv[4]}: {len(g)} GPU and {len(r)} reference steps, not 10"); sys.exit(1)
 for a, b in zip(g, r):
     rel = abs(a["loss"] - b["loss"]) / abs(b["loss"])
     worst = max(worst, rel)
@@ -30,6 +27,15 @@ for a, b in zip(g, r):
         print(f"FAIL: {sys.argv[4]} step {a['step']}: gpu loss {a['loss']} ref {b['loss']} (rel {rel:.2e} > {tol})"); sys.exit(1)
 print(f"ok: {sys.argv[4]}: 10 steps, losses {g[0]['loss']:.6f} .. {g[-1]['loss']:.6f}, max rel diff gpu/ref {worst:.2e} (tol {tol})")
 PY
+}
+run_pair() { # NAME SCHEDULE RTOL [--set ...]
+  local name=$1 sched=$2 rtol=$3; shift 3
+  "$DDPC" "$DDP_SOURCE_DIR/schedules/$sched.lua" -o "$tmp/$name.bin" -q "$@" || { fail "$name compile"; return; }
+  "$DDPRUN" "$tmp/$name.bin" --device cuda --steps 10 --metrics "$tmp/$name.gpu.jsonl" --checkpoint-dir "$tmp/$name.gpu" --quiet ||
+    { fail "$name on the GPU"; return; }
+  "$DDPRUN" "$tmp/$name.bin" --device ref --steps 10 --metrics "$tmp/$name.ref.jsonl" --checkpoint-dir "$tmp/$name.ref" --quiet ||
+    { fail "$name on the reference executor"; return; }
+  losses_close "$tmp/$name.gpu.jsonl" "$tmp/$name.ref.jsonl" "$rtol" "$name"
   # each executor continues from the other's checkpoint
   "$DDPRUN" "$tmp/$name.bin" --device ref --steps 11 --checkpoint-dir "$tmp/$name.gpu" --resume --quiet ||
     fail "$name: the reference executor cannot resume the GPU's checkpoint"
@@ -92,15 +98,7 @@ env_pair() { # NAME RTOL ENV...: run_pair NAME's plan on the GPU under ENV again
     2>"$tmp/${name}_env.err" || { fail "$name under $*: $(tail -1 "$tmp/${name}_env.err")"; return; }
   grep -q "DDP_SIDE_SMS: streams mask 0x[0-9a-f]* on [1-9][0-9]* SMs" "$tmp/${name}_env.err" ||
     { fail "$name under $*: no partition reported: $(head -1 "$tmp/${name}_env.err")"; return; }
-  python3 - "$tmp/${name}_env.jsonl" "$tmp/$name.ref.jsonl" "$rtol" "$name ($*)" <<'PY' || fail=1
-import json, math, sys
-g = [json.loads(l) for l in open(sys.argv[1]) if '"step"' in l]
-r = [json.loads(l) for l in open(sys.argv[2]) if '"step"' in l]
-tol = float(sys.argv[3]); worst = max(abs(a["loss"] - b["loss"]) / abs(b["loss"]) for a, b in zip(g, r))
-if len(g) != 10 or not all(math.isfinite(a["loss"]) for a in g) or worst > tol:
-    print(f"FAIL: {sys.argv[4]}: {len(g)} steps, max rel diff {worst:.2e} > {tol}"); sys.exit(1)
-print(f"ok: {sys.argv[4]}: 10 steps, max rel diff gpu/ref {worst:.2e} (tol {tol})")
-PY
+  losses_close "$tmp/${name}_env.jsonl" "$tmp/$name.ref.jsonl" "$rtol" "$name ($*)"
 }
 env_pair tiny_update_tail 1e-5 DDP_SIDE_SMS=16 DDP_SIDE_STREAMS=2 DDP_GEMM_SM_TARGET=100
 env_pair zero2_overlap_1gpu 1e-5 DDP_SIDE_SMS=16
