@@ -47,13 +47,14 @@ LOW=(--set streams.update_priority=low)
 core() { # NAME: the plan's name without the suffixes
   local b=${1%_side*}; b=${b%_alloc*}; b=${b%_comm}; b=${b%_low}; b=${b%_winz}; echo "${b%_win}"
 }
+mods() { local c; c=$(core "$1"); echo "${1#"$c"}"; } # NAME: its suffixes, e.g. "_winz_low_side16"
 plan() { # NAME SCHEDULE [--set ...]; _low adds LOW, _win / _winz the symmetric windows
   local n=$1 s=$2; shift 2
-  local base=${n%_side*}; base=${base%_alloc*}; base=${base%_comm}
-  [ "${base%_low}" != "$base" ] && set -- "$@" "${LOW[@]}"
-  base=${base%_low}
-  [ "${base%_winz}" != "$base" ] && set -- "$@" --set nccl.register=window --set nccl.cta_policy=zero
-  [ "${base%_win}" != "$base" ] && set -- "$@" --set nccl.register=window
+  case $(mods $n) in *_low*) set -- "$@" "${LOW[@]}" ;; esac
+  case $(mods $n) in
+    *_winz*) set -- "$@" --set nccl.register=window --set nccl.cta_policy=zero ;;
+    *_win*) set -- "$@" --set nccl.register=window ;;
+  esac
   $DDPC $s -o $P/t_$n.bin -q "$@" >$D/$n.compile.log 2>&1 || { echo "$n does not compile: $(tail -1 $D/$n.compile.log)"; return 1; }
 }
 plan single schedules/bench_xl.lua
@@ -86,13 +87,13 @@ fi
 for r in $(seq 1 $ROUNDS); do
   for n in $RUNS; do
     [ -f $P/t_$n.bin ] || continue
-    m=${n%_side*}; k=${m%_alloc*}  # the name without _side / _alloc
-    prio=0; [ "${k%_comm}" != "$k" ] && prio=2
-    side=(); if [ "$m" != "$n" ]; then
-      k=${n##*_side}; k=${k%_t0}; side=(DDP_SIDE_SMS=$k)
-      [ "${n%_t0}" = "$n" ] && side+=(DDP_GEMM_SM_TARGET=$((${SMS:-132} - k)))
-    fi
-    [ "${m%_alloc*}" != "$m" ] && side+=(DDP_NCCL_MEM_ARENAS=${m##*_alloc})
+    m=$(mods $n); prio=0; side=()
+    case $m in *_comm*) prio=2 ;; esac
+    case $m in *_alloc*) k=${m##*_alloc}; side+=(DDP_NCCL_MEM_ARENAS=${k%%_*}) ;; esac
+    case $m in *_side*)
+      k=${m##*_side}; k=${k%_t0}; side+=(DDP_SIDE_SMS=$k)
+      case $m in *_t0) ;; *) side+=(DDP_GEMM_SM_TARGET=$((${SMS:-132} - k))) ;; esac ;;
+    esac
     env "${side[@]}" DDP_STREAM_PRIORITY=$prio timeout 120 $DDPRUN $P/t_$n.bin --nproc $N --steps $STEPS --metrics $D/$n.r$r.jsonl --quiet >$D/$n.r$r.log 2>&1 ||
       { echo "$n round $r failed: $(tail -1 $D/$n.r$r.log)"; rm -f $D/$n.r$r.jsonl; }
   done
