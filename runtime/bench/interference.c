@@ -17,7 +17,10 @@
  * --side-sms N runs the communication stream in a partition of N SMs of its own (a CUDA green context,
  * green.h) and has cuBLASLt size the GEMMs for the SMs left (--gemm-sms M overrides that count; alone it
  * only sizes the GEMMs): space-sharing the SMs instead of letting NCCL's blocks take them as they free.
- * --coll reducescatter / allgather times that collective over the buffer instead (in place, as ZeRO's).
+ * --coll reducescatter / allgather times that collective over the buffer instead (in place, as ZeRO's);
+ * --coll alltoall an all-to-all from the buffer into a second one of its size (both in the allocation, so
+ * one window holds them): a reduce-scatter's data movement without the sum, which NCCL 2.28 can put on the
+ * copy engines (window_zero) where it cannot put a reduce-scatter.
  * Rank 0 prints per path: GEMM TFLOP/s alone and during, the compute slowdown, the all-reduce's busbw alone
  * and during; --out appends one JSON object per path. */
 #include "args.h"
@@ -55,8 +58,8 @@
 
 enum { NPATHS = 7, NGEMMS = 4, PATH_COPY = 4, PATH_WINDOW = 5, PATH_WINDOW_ZERO = 6 };
 static const char *const path_names[NPATHS] = {"default", "maxctas8", "efficiency", "zero", "copy", "window", "window_zero"};
-enum { COLL_ALLREDUCE, COLL_REDUCESCATTER, COLL_ALLGATHER, NCOLLS };
-static const char *const coll_names[NCOLLS] = {"allreduce", "reducescatter", "allgather"};
+enum { COLL_ALLREDUCE, COLL_REDUCESCATTER, COLL_ALLGATHER, COLL_ALLTOALL, NCOLLS };
+static const char *const coll_names[NCOLLS] = {"allreduce", "reducescatter", "allgather", "alltoall"};
 
 typedef struct iopts {
   double mb;      /* all-reduce MiB */
@@ -125,6 +128,7 @@ typedef struct rig { /* one rank's GEMMs, buffer and streams */
   void *ws;
   float *buf;    /* the collective's buffer: cudaMalloc'd, or a window path's ncclMemAlloc'd one */
   size_t n;      /* its elements; a window path's allocation is n floats rounded up to whole windows */
+  size_t alloc;  /* floats allocated: n, or 2n for the all-to-all (its receive buffer follows at buf + n) */
   int coll, rank, world;
   cudaStream_t sc, sm; /* compute, communication */
   cudaEvent_t e[4];
@@ -163,6 +167,8 @@ static int all_reduce(rig *r, ncclComm_t comm, ddp_ce_ar *ce, char *err, size_t 
     NCCL_OK(ncclReduceScatter(r->buf, r->buf + (size_t)r->rank * part, part, ncclFloat32, ncclSum, comm, r->sm));
   else if (r->coll == COLL_ALLGATHER)
     NCCL_OK(ncclAllGather(r->buf + (size_t)r->rank * part, r->buf, part, ncclFloat32, comm, r->sm));
+  else if (r->coll == COLL_ALLTOALL)
+    NCCL_OK(ncclAlltoAll(r->buf, r->buf + r->n, part, ncclFloat32, comm, r->sm));
   else
     NCCL_OK(ncclAllReduce(r->buf, r->buf, r->n, ncclFloat32, ncclSum, comm, r->sm));
   return 0;
@@ -230,12 +236,12 @@ static int open_path(int p, const ncclUniqueId *uid, int world, int rank, rig *r
     return 0;
   }
   if (p == 2) {
-    rc = ncclCommRegister(*comm, r->buf, r->n * sizeof(float), reg);
+    rc = ncclCommRegister(*comm, r->buf, r->alloc * sizeof(float), reg);
     if (rc != ncclSuccess) snprintf(pr->note, sizeof pr->note, "ncclCommRegister: %s (unregistered)", ncclGetErrorString(rc));
   }
   if (p == PATH_WINDOW || p == PATH_WINDOW_ZERO) {
     ncclWindow_t win = NULL;
-    rc = ncclCommWindowRegister(*comm, r->buf, (size_t)ddp_window_bytes(r->n * sizeof(float)), &win, NCCL_WIN_COLL_SYMMETRIC);
+    rc = ncclCommWindowRegister(*comm, r->buf, (size_t)ddp_window_bytes(r->alloc * sizeof(float)), &win, NCCL_WIN_COLL_SYMMETRIC);
     if (rc != ncclSuccess) snprintf(pr->note, sizeof pr->note, "ncclCommWindowRegister: %s (no window)", ncclGetErrorString(rc));
     *reg = win;
   }
@@ -259,8 +265,9 @@ static int run_rank(const ddp_identity *id, void *ctx, char *err, size_t errcap)
     if (gemm_new(r.lt, &r.g[j], o->tokens, nk[j][0], nk[j][1], 32u << 20, sms, err, errcap)) return -1;
   r.n = (size_t)(o->mb * 1048576.0 / 4.0) / (size_t)id->world * (size_t)id->world; /* whole parts per rank */
   r.coll = o->coll, r.rank = id->rank, r.world = id->world;
-  DDP_CUDA_TRY(cudaMalloc((void **)&r.buf, r.n * sizeof(float)));
-  DDP_CUDA_TRY(cudaMemset(r.buf, 0, r.n * sizeof(float)));
+  r.alloc = r.n * (o->coll == COLL_ALLTOALL ? 2 : 1);
+  DDP_CUDA_TRY(cudaMalloc((void **)&r.buf, r.alloc * sizeof(float)));
+  DDP_CUDA_TRY(cudaMemset(r.buf, 0, r.alloc * sizeof(float)));
   DDP_CUDA_TRY(cudaStreamCreateWithFlags(&r.sc, cudaStreamNonBlocking));
   if (o->side_sms) {
     if (ddp_green_stream(&green, 0, 0, &r.sm, err, errcap)) return -1;
@@ -292,11 +299,11 @@ static int run_rank(const ddp_identity *id, void *ctx, char *err, size_t errcap)
     float *plain = r.buf, *wbuf = NULL; /* a window path's buffer comes from ncclMemAlloc */
     const int window = p == PATH_WINDOW || p == PATH_WINDOW_ZERO;
     if (window) {
-      const size_t whole = (size_t)ddp_window_bytes(r.n * sizeof(float)); /* whole windows, as the executor allocates them */
+      const size_t whole = (size_t)ddp_window_bytes(r.alloc * sizeof(float)); /* whole windows, as the executor allocates them */
       ncclResult_t mr = ncclMemAlloc((void **)&wbuf, whole);
       if (mr != ncclSuccess)
         return ddp_fail(err, errcap, "%s:%d: ncclMemAlloc(%zu bytes): %s", __FILE__, __LINE__, whole, ncclGetErrorString(mr));
-      DDP_CUDA_TRY(cudaMemset(wbuf, 0, r.n * sizeof(float)));
+      DDP_CUDA_TRY(cudaMemset(wbuf, 0, r.alloc * sizeof(float)));
       r.buf = wbuf;
     }
     if (open_path(p, &uid[p], id->world, id->rank, &r, &comm, &reg, &pr, err, errcap)) return -1;
@@ -376,7 +383,7 @@ int ddprun_bench_interference_main(int argc, char **argv) {
     else if (c == 'c') {
       int k = 0;
       while (k < NCOLLS && strcmp(coll_names[k], optarg)) k++;
-      if (k == NCOLLS) rc = ddp_fail(msg, sizeof msg, "--coll: '%.100s' is not one of allreduce, reducescatter, allgather", optarg);
+      if (k == NCOLLS) rc = ddp_fail(msg, sizeof msg, "--coll: '%.100s' is not one of allreduce, reducescatter, allgather, alltoall", optarg);
       else o.coll = k;
     } else if (c == 's') rc = ddp_parse_i64(optarg, 0, 1024, "--side-sms", &v, msg, sizeof msg), o.side_sms = (int)v;
     else if (c == 'g') rc = ddp_parse_i64(optarg, 0, 1024, "--gemm-sms", &v, msg, sizeof msg), o.gemm_sms = (int)v;
@@ -409,7 +416,8 @@ int ddprun_bench_interference_main(int argc, char **argv) {
            "  --rounds N      rounds of the four GEMMs per timing, 1..100000 (default 20)\n"
            "  --paths LIST    which set-ups: default, maxctas8, efficiency, zero, copy, window (symmetric window),\n"
            "                  window_zero (the window with the zero-CTA policy); default all seven\n"
-           "  --coll C        allreduce (default), reducescatter or allgather, in place\n"
+           "  --coll C        allreduce (default), reducescatter or allgather, in place; or alltoall into a\n"
+           "                  second buffer\n"
            "  --side-sms N    the communication stream on a partition of N SMs (a green context), the GEMMs\n"
            "                  sized for the SMs left (default 0: no partition)\n"
            "  --gemm-sms M    cuBLASLt sizes the GEMMs for M SMs (default: the device's, or what --side-sms leaves)\n"

@@ -6,7 +6,8 @@
 # then ddp_table.sh's RUNS (default: ZeRO-1 with the update in the backward and bucketed DDP, fp32
 # gradients, each plain and on windows; ZeRO-1 bf16 on windows with the zero policy), ROUNDS rounds; then
 # tests/e2e/gpu_ddp.sh in the time left (BUDGET seconds for the whole script, default 570). GDDP_FIRST=1
-# runs gpu_ddp.sh first (GDDP_LIMIT seconds) and skips the interference benchmark (INTERFERENCE=0).
+# runs gpu_ddp.sh first (GDDP_LIMIT seconds) and skips the interference benchmark (INTERFERENCE=0). COLLS
+# picks the benchmark's collectives (default "allreduce reducescatter allgather"; also alltoall).
 set -u
 cd "$(dirname "$0")/../.."
 . tests/bench/device_env.sh
@@ -16,7 +17,7 @@ gddp() { # LIMIT
 }
 [ "${GDDP_FIRST:-0}" = 1 ] && { echo "== gpu_ddp ($(date +%T))"; gddp ${GDDP_LIMIT:-200}; }
 [ "${INTERFERENCE:-1}" = 1 ] && echo "== interference ($(date +%T))"
-for c in $([ "${INTERFERENCE:-1}" = 1 ] && echo allreduce reducescatter allgather); do
+for c in $([ "${INTERFERENCE:-1}" = 1 ] && echo ${COLLS:-allreduce reducescatter allgather}); do
   timeout 120 $DDPRUN --bench interference --nproc 2 --mb 100 --coll $c --paths default,window,window_zero \
     --out $OUT/interference.jsonl 2>&1 | tail -4
 done

@@ -202,7 +202,7 @@ expect interference_mb 2 "^ddprun --bench interference: --mb: 'nan' is not a num
   "$DDPRUN" --bench interference --mb nan
 expect interference_tokens 2 "^ddprun --bench interference: --tokens: '0' is not an integer in 1\.\.65536$" \
   "$DDPRUN" --bench interference --tokens 0
-expect interference_coll 2 "^ddprun --bench interference: --coll: 'gather' is not one of allreduce, reducescatter, allgather$" \
+expect interference_coll 2 "^ddprun --bench interference: --coll: 'gather' is not one of allreduce, reducescatter, allgather, alltoall$" \
   "$DDPRUN" --bench interference --coll gather
 expect interference_side 2 "^ddprun --bench interference: --side-sms: '-8' is not an integer in 0\.\.1024$" \
   "$DDPRUN" --bench interference --side-sms -8
