@@ -25,7 +25,7 @@ static double comm_bytes(const ddp_plan *p) {
     double w = (double)ddp_plan_comm_size(p, in->i[COLL_I_COMM]); /* its group's ranks */
     switch (in->opcode) {
     case I_ALL_REDUCE: total += n * es; break;
-    case I_REDUCE_SCATTER: case I_ALL_GATHER: total += n * es * w; break;
+    case I_REDUCE_SCATTER: case I_ALL_GATHER: case I_ALL_TO_ALL: total += n * es * w; break;
     case I_BROADCAST: total += n * es; break;
     default: break;
     }
@@ -77,13 +77,14 @@ void ddp_summary(ddp_plan *p, const ddp_schedule *s, const char *arch, const ddp
     else if (s->shard == SHARD_ZERO3 && s->bucket_mb == 0) snprintf(bucket, sizeof bucket, " units=per-block");
     else snprintf(bucket, sizeof bucket, " bucket_mb=%g", s->bucket_mb);
   }
+  const char *rs = s->nccl_reduce_scatter == NCCL_RS_ALLTOALL ? " reduce_scatter=alltoall" : "";
   if (s->shard == SHARD_ZERO3)
-    snprintf(shard, sizeof shard, " shard=zero3 prefetch=%d/%d reshard_after_forward=%s gather=%s",
+    snprintf(shard, sizeof shard, " shard=zero3 prefetch=%d/%d reshard_after_forward=%s gather=%s%s",
              s->prefetch_forward, s->prefetch_backward, s->reshard_after_forward ? "true" : "false",
-             s->gather_dtype == DT_BF16 ? "bf16" : "fp32");
+             s->gather_dtype == DT_BF16 ? "bf16" : "fp32", rs);
   else if (s->shard != SHARD_NONE)
-    snprintf(shard, sizeof shard, " shard=%s%s", ddp_vocab_name(ddp_shard_names, SHARD_COUNT, s->shard),
-             s->gather_before_forward ? " param_gather=before_forward" : "");
+    snprintf(shard, sizeof shard, " shard=%s%s%s", ddp_vocab_name(ddp_shard_names, SHARD_COUNT, s->shard),
+             s->gather_before_forward ? " param_gather=before_forward" : "", rs);
   if (s->stages > 0)
     pipeline_line(par, sizeof par, s);
   else if (s->ranks == 1)

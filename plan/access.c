@@ -47,6 +47,7 @@ static const uint32_t write_masks[OP_COUNT] = {
     [OP_RMSNORM_BWD_CAST] = W(RMSNORM_BWD_P_DX, RMSNORM_BWD_P_DG_PART, RMSNORM_BWD_CAST_P_DX_CAST),
     [OP_ATTN_BWD_FUSED] = W(ATTN_P_DK, ATTN_P_DV, ATTN_P_DQACC),
     [OP_ATTN_DQ_STORE] = W(ATTN_P_DQ),
+    [OP_SUM_CHUNKS] = W(SUM_CHUNKS_P_OUT),
 };
 
 uint32_t ddp_op_write_mask(int op) { return op >= 0 && op < OP_COUNT ? write_masks[op] : 0; }

@@ -341,6 +341,13 @@ static void ext_add(fp *f) {
   slot(f, ADD_P_B, n, REQ);
   slot(f, ADD_P_OUT, n, REQ);
 }
+/* in: P >= 1 chunks of n elements. n = 0 leaves P unbounded but touches nothing and runs nothing (both
+ * kernels loop over n outside the chunks). */
+static void ext_sum_chunks(fp *f) {
+  int64_t n = get(f, SUM_CHUNKS_I_N, "n", 0), P = get(f, SUM_CHUNKS_I_P, "P", 1);
+  slot(f, SUM_CHUNKS_P_IN, mul(f, P, n), REQ);
+  slot(f, SUM_CHUNKS_P_OUT, n, REQ);
+}
 static void ext_scale(fp *f) { slot(f, SCALE_P_X, get(f, SCALE_I_N, "n", 0), REQ); }
 static void ext_bias_add(fp *f) {
   int64_t N = get(f, BIAS_ADD_I_N, "N", 1), M = get(f, BIAS_ADD_I_M, "M", 1);
@@ -450,6 +457,10 @@ static void ext_coll(fp *f, int64_t world) {
     slot_dt(f, COLL_P_SEND, all, REQ, dt);
     slot_dt(f, COLL_P_RECV, count, REQ, dt);
     break;
+  case I_ALL_TO_ALL: /* count elements to and from each rank */
+    slot_dt(f, COLL_P_SEND, all, REQ, dt);
+    slot_dt(f, COLL_P_RECV, all, REQ, dt);
+    break;
   case I_ALL_GATHER:
     slot_dt(f, COLL_P_SEND, count, REQ, dt);
     slot_dt(f, COLL_P_RECV, all, REQ, dt);
@@ -486,6 +497,7 @@ int ddp_instr_footprint(const ddp_instr *in, int64_t world, ddp_slot_use use[DDP
   case I_ALL_REDUCE:
   case I_REDUCE_SCATTER:
   case I_ALL_GATHER:
+  case I_ALL_TO_ALL:
   case I_BROADCAST:
   case I_SEND:
   case I_RECV: ext_coll(&f, world); break;

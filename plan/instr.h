@@ -30,7 +30,8 @@
   X(RANGE_POP, "range_pop")            \
   X(TIMER, "timer")                    \
   X(LOAD_BATCH, "load_batch")          \
-  X(INIT_TENSOR, "init_tensor")
+  X(INIT_TENSOR, "init_tensor")       \
+  X(ALL_TO_ALL, "all_to_all")
 
 typedef enum {
 #define DDP_OPC_ENUM(id, name) I_##id,

@@ -16,8 +16,9 @@
  * contiguous chunks of ceil(N/P) rows; chunk c's row of the table is the sum over its rows (chunks past N
  * are zero rows). Optional pointer operands (null = skipped) are marked "(opt)". Outputs may alias inputs
  * in XENT (dlogits = logits), SWIGLU_BWD, MSE and the elementwise ops (each element is read before it is
- * written). A token or target id outside [0, V) gives a NaN row. The one-line synopsis of each op is in
- * plan/ops.h (DDP_KERNEL_OPS), printed by `ddpc inspect` under "== kernel ops ==". */
+ * written) but SUM_CHUNKS (its out must not overlap its in). A token or target id outside [0, V) gives a
+ * NaN row. The one-line synopsis of each op is in plan/ops.h (DDP_KERNEL_OPS), printed by `ddpc inspect`
+ * under "== kernel ops ==". */
 #ifndef DDP_OP_SLOTS_H
 #define DDP_OP_SLOTS_H
 
@@ -169,6 +170,14 @@ enum { CAST_I_N = 0 };
 /* ADD: a[n], b[n], out[n] */
 enum { ADD_P_A = 0, ADD_P_B, ADD_P_OUT };
 enum { ADD_I_N = 0 };
+
+/* SUM_CHUNKS: in[P*n] (P consecutive chunks of n elements, e.g. what an all-to-all received from each of P
+ * ranks), out[n] (must not overlap in); out[i] = scale * (in[i] + in[n + i] + ... + in[(P-1)*n + i]), summed
+ * in f32 in chunk order w = 0, 1, ..., P-1 and rounded to out's dtype once, so every rank that computes it
+ * gets the same bits. P >= 1, n >= 0 */
+enum { SUM_CHUNKS_P_IN = 0, SUM_CHUNKS_P_OUT };
+enum { SUM_CHUNKS_I_N = 0, SUM_CHUNKS_I_P };
+enum { SUM_CHUNKS_F_SCALE = 0 };
 
 /* SCALE: x[n] in place, times s */
 enum { SCALE_P_X = 0 };

@@ -45,7 +45,8 @@
   X(XENT_VP_STATS, "cross_entropy", xent_vp_stats, "stats[n] = (lse of the rank's logits, logit[target] if the rank holds it else 0)") \
   X(XENT_VP, "cross_entropy", xent_vp, "loss_rows, dlogits of the vocabulary-parallel cross-entropy from every rank's stats") \
   X(ATTN_BWD_FUSED, "attention_tma", attn_bwd_fused, "dk, dv = attention backward; dq_acc += dq (f32, tiles; additions in no fixed order)") \
-  X(ATTN_DQ_STORE, "attention_mma", attn_dq_store, "dq = (T)dq_acc")
+  X(ATTN_DQ_STORE, "attention_mma", attn_dq_store, "dq = (T)dq_acc") \
+  X(SUM_CHUNKS, "elementwise", sum_chunks, "out[n] = scale * sum_{w<P} in[w*n + i] (f32, w in order)")
 
 typedef enum {
 #define DDP_OP_ENUM(id, file, entry, synopsis) OP_##id,

@@ -234,7 +234,8 @@ int ddp_plan_comm_role(const ddp_plan *p, int64_t cm, int64_t *which) {
 int ddp_plan_tensor_comm(const ddp_plan *p, int64_t cm) { return ddp_plan_comm_role(p, cm, NULL) == COMM_ROLE_TENSOR; }
 
 int ddp_is_group_collective(int opc) {
-  return opc == I_ALL_REDUCE || opc == I_REDUCE_SCATTER || opc == I_ALL_GATHER || opc == I_BROADCAST;
+  return opc == I_ALL_REDUCE || opc == I_REDUCE_SCATTER || opc == I_ALL_GATHER || opc == I_BROADCAST ||
+         opc == I_ALL_TO_ALL;
 }
 
 int64_t ddp_instr_ranks(const ddp_plan *p, const ddp_instr *in) {

@@ -287,6 +287,12 @@ static int check_footprint(const vctx *c, const where *w) {
       return IFAIL(w, "p[%d] touches %llu bytes at view %llu of tensor '%.80s' (%llu bytes)", k,
                    (unsigned long long)bytes, (unsigned long long)b->view, t->name, (unsigned long long)t->bytes);
   }
+  if (in->opcode == I_ALL_TO_ALL) { /* NCCL's all-to-all has no in-place form */
+    const ddp_bufref *s = &in->p[COLL_P_SEND], *r = &in->p[COLL_P_RECV];
+    if (s->arena == r->arena && s->offset < r->offset + use[COLL_P_RECV].bytes &&
+        r->offset < s->offset + use[COLL_P_SEND].bytes)
+      return IFAIL(w, "%s", "all_to_all's send and receive buffers overlap (an all-to-all is not in place)");
+  }
   if (in->opcode == I_LOAD_BATCH) {
     const int64_t want[2] = {p->meta.tokens_tensor, p->meta.targets_tensor};
     for (int k = 0; k < 2; k++)
@@ -402,6 +408,7 @@ static int check_instr(const vctx *c, const where *w) {
   case I_ALL_REDUCE:
   case I_REDUCE_SCATTER:
   case I_ALL_GATHER:
+  case I_ALL_TO_ALL:
   case I_BROADCAST: { /* counts and sizes: check_footprint, with the communicator's size */
     int64_t comm = in->i[COLL_I_COMM], n = ddp_plan_comm_size(p, comm);
     if (n < 0) return IFAIL(w, "comm %lld, plan has %u communicators besides the world", (long long)comm, p->ncomms);

@@ -1,11 +1,15 @@
-// templates/elementwise.cu: elementwise ops (plan/ops.h CAST, ADD, SCALE, BIAS_ADD, RELU_FWD, RELU_BWD),
-// reference runtime/ref/ref_elementwise.c (ref_cast, ref_add, ref_scale, ref_bias_add, ref_relu_fwd,
-// ref_relu_bwd).
+// templates/elementwise.cu: elementwise ops (plan/ops.h CAST, ADD, SCALE, BIAS_ADD, RELU_FWD, RELU_BWD,
+// SUM_CHUNKS), reference runtime/ref/ref_elementwise.c (ref_cast, ref_add, ref_scale, ref_bias_add,
+// ref_relu_fwd, ref_relu_bwd, ref_sum_chunks).
 //   CAST out = in; ADD out = a + b; SCALE x *= s; BIAS_ADD y[n,m] += b[m]; RELU_FWD y = max(x, 0) (NaN
-//   kept); RELU_BWD dx (+)= y > 0 ? dy : 0. Outputs may alias inputs element for element.
-// Grid-stride over packs of DDP_VEC elements (16-byte accesses when aligned), scalar tail.
+//   kept); RELU_BWD dx (+)= y > 0 ? dy : 0; SUM_CHUNKS out[i] = scale * sum_{w<P} in[w*n + i], in f32 in
+//   chunk order (the reference's order: same bits). Outputs may alias inputs element for element (SUM_CHUNKS:
+//   out must not overlap in).
+// Grid-stride over packs of DDP_VEC elements (16-byte accesses when aligned), scalar tail; SUM_CHUNKS
+// packs only when every chunk starts aligned (n a multiple of DDP_VEC, in and out aligned).
 // Types: the slots in ops.h order (CAST T0 in, T1 out; ADD T0 a, T1 b, T2 out; SCALE T0 x;
-// BIAS_ADD T0 y, T1 b; RELU_FWD T0 x, T1 y; RELU_BWD T0 y, T1 dy, T2 dx). Spec: DDP_BLOCK, DDP_VEC.
+// BIAS_ADD T0 y, T1 b; RELU_FWD T0 x, T1 y; RELU_BWD T0 y, T1 dy, T2 dx; SUM_CHUNKS T0 in, T1 out).
+// Spec: DDP_BLOCK, DDP_VEC.
 #include "common.cuh"
 #ifndef DDP_BLOCK
 #define DDP_BLOCK 256
@@ -118,6 +122,29 @@ extern "C" __global__ void __launch_bounds__(DDP_BLOCK) ddp_relu_bwd(const ddp_k
       o[e] = acc ? o[e] + d : d;
     }
     ddp_store_nb<T2, W>(dx, i, n, o, vec);
+  }
+}
+#endif
+
+#ifdef DDP_ENTRY_sum_chunks
+extern "C" __global__ void __launch_bounds__(DDP_BLOCK) ddp_sum_chunks(const ddp_kargs a) {
+  const T0 *in = (const T0 *)a.p[SUM_CHUNKS_P_IN];
+  T1 *out = (T1 *)a.p[SUM_CHUNKS_P_OUT];
+  const long long n = a.i[SUM_CHUNKS_I_N], P = a.i[SUM_CHUNKS_I_P];
+  const float s = a.f[SUM_CHUNKS_F_SCALE];
+  // chunk w starts at in + w*n: pack-aligned for every w when in is and n is a multiple of the pack
+  const bool vec = n % W == 0 && ddp_pack_ok<T0, W>(in) && ddp_pack_ok<T1, W>(out);
+  DDP_EW_LOOP(n) {
+    float u[W], v[W];
+    ddp_load_nb<T0, W>(in, i, n, u, vec);
+    for (long long w = 1; w < P; w++) { // fixed order w = 0, 1, ..., P-1
+      ddp_load_nb<T0, W>(in + w * n, i, n, v, vec);
+#pragma unroll
+      for (int e = 0; e < W; e++) u[e] += v[e];
+    }
+#pragma unroll
+    for (int e = 0; e < W; e++) u[e] *= s;
+    ddp_store_nb<T1, W>(out, i, n, u, vec);
   }
 }
 #endif

@@ -81,6 +81,7 @@ static unsigned op_slots(int op) {
   case OP_SGD: return UPTO(SGD_P_SCALARS);
   case OP_CAST: return UPTO(CAST_P_OUT);
   case OP_ADD: return UPTO(ADD_P_OUT);
+  case OP_SUM_CHUNKS: return UPTO(SUM_CHUNKS_P_OUT);
   case OP_SCALE: return UPTO(SCALE_P_X);
   case OP_BIAS_ADD: return UPTO(BIAS_ADD_P_B);
   case OP_RELU_FWD: return UPTO(RELU_FWD_P_Y);
@@ -498,6 +499,13 @@ int ddp_kernel_launch(const ddp_instr *in, const char *arch, const ddp_codegen_o
     const int vec = vec_width(in, op_slots(op));
     spec_add(out, "#define DDP_BLOCK 256\n#define DDP_VEC %d\n", vec);
     geom(out, clamp64(cdiv(cdiv(I[SGD_I_N], vec), 256), 1, 4096), 1, 256, 0);
+    break;
+  }
+  case OP_SUM_CHUNKS: { /* ADD's grid over the n outputs; each thread walks the P chunks in order */
+    if (I[SUM_CHUNKS_I_P] < 1) return fail(err, errcap, in, "P = %lld chunks, must be >= 1", (long long)I[SUM_CHUNKS_I_P]);
+    const int vec = vec_width(in, op_slots(op));
+    spec_add(out, "#define DDP_BLOCK 256\n#define DDP_VEC %d\n", vec);
+    geom(out, clamp64(cdiv(cdiv(I[SUM_CHUNKS_I_N], vec), 256), 1, 4096), 1, 256, 0);
     break;
   }
   case OP_ATTN_NAIVE_SOFTMAX:

@@ -51,10 +51,7 @@ typedef struct rank_state {
   ev_state *ev;    /* [nev] */
 } rank_state;
 
-static int is_coll(int opc) {
-  return opc == I_ALL_REDUCE || opc == I_REDUCE_SCATTER || opc == I_ALL_GATHER || opc == I_BROADCAST ||
-         opc == I_SEND || opc == I_RECV;
-}
+static int is_coll(int opc) { return ddp_is_group_collective(opc) || opc == I_SEND || opc == I_RECV; }
 
 void ddp_sim_free(ddp_sim *s) {
   if (!s) return;

@@ -17,6 +17,7 @@ static int coll_kind(const ddp_plan *p, const ddp_instr *in, double *bytes) {
   case I_ALL_REDUCE:
   case I_REDUCE_SCATTER:
   case I_ALL_GATHER:
+  case I_ALL_TO_ALL:
   case I_BROADCAST:
   case I_SEND: ddp_instr_work(p, in, &w); *bytes = w.wire_bytes; return w.coll_kind;
   case I_RECV: *bytes = 0; return COST_SEND_RECV;

@@ -10,17 +10,22 @@
  *               by ncclMemAlloc, those a collective uses registered as symmetric windows (ncclCommWindowRegister), where NCCL
  *               2.28 runs its symmetric kernels (peers' buffers read and written over NVLink) and, with
  *               cta_policy "zero", the copy-engine all-gather; false or "none": neither
+ *   reduce_scatter  "nccl" (default) | "alltoall": how shard = zero1/zero2/zero3 reduce-scatters a group's
+ *               gradients: NCCL's reduce-scatter, or an all-to-all into zero.received and a SUM_CHUNKS kernel
+ *               on the communication stream (the all-to-all is NCCL's copy-engine kind under
+ *               cta_policy "zero" and register "window"; the sum is one read of the W chunks)
  * Every field is optional; the plan carries them (meta nccl_*), `ddpc inspect` prints them, and ddprun's
  * metrics say what NCCL accepted. */
 #include "fe.h"
 #include "vocab.h"
 
 void fe_nccl(fe_conv *c, const fe_tab *root) {
-  static const char *const fields[] = {"cta_policy", "max_ctas", "register", NULL};
+  static const char *const fields[] = {"cta_policy", "max_ctas", "register", "reduce_scatter", NULL};
   ddp_schedule *s = c->s;
   s->nccl_cta_policy = NCCL_CTA_DEFAULT;
   s->nccl_max_ctas = 0;
   s->nccl_register = NCCL_REGISTER_NONE;
+  s->nccl_reduce_scatter = NCCL_RS_COLLECTIVE;
   int ty = fe_type(c, root, "nccl");
   if (ty == LUA_TNIL) return;
   fe_tab t;
@@ -43,4 +48,11 @@ void fe_nccl(fe_conv *c, const fe_tab *root) {
     fe_enum(c, &t, "register", ddp_nccl_register_names, &how);
     s->nccl_register = how;
   }
+  int rs = NCCL_RS_COLLECTIVE;
+  fe_enum(c, &t, "reduce_scatter", ddp_nccl_reduce_scatter_names, &rs);
+  if (rs == NCCL_RS_ALLTOALL && s->shard != SHARD_ZERO1 && s->shard != SHARD_ZERO2 && s->shard != SHARD_ZERO3)
+    fe_bad(c, &t, "reduce_scatter", "\"alltoall\" needs a ZeRO level that reduce-scatters gradients (shard = "
+                                    "\"zero1\", \"zero2\" or \"zero3\"), this schedule has shard = \"%s\"",
+           ddp_shard_names[s->shard]);
+  s->nccl_reduce_scatter = rs;
 }

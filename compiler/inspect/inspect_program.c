@@ -102,6 +102,7 @@ static void operands(FILE *o, const ddp_plan *p, const ddp_instr *in) {
   case I_ALL_REDUCE:
   case I_REDUCE_SCATTER:
   case I_ALL_GATHER:
+  case I_ALL_TO_ALL:
   case I_BROADCAST:
   case I_SEND:
   case I_RECV: ops_collective(o, p, in); break;

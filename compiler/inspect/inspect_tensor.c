@@ -43,9 +43,7 @@ static void comm_label(char *buf, size_t cap, const ddp_plan *p, uint32_t c, int
 
 const char *const ddp_tp_phase_names[3] = {"forward", "backward", "optimizer"};
 
-static int is_coll(int op) {
-  return op == I_ALL_REDUCE || op == I_ALL_GATHER || op == I_REDUCE_SCATTER || op == I_BROADCAST;
-}
+static int is_coll(int op) { return ddp_is_group_collective(op); }
 
 /* The collectives of world rank r's step (timed ones and others on a tensor group); *n of them. */
 static ddp_tp_coll *collect(const ddp_plan *p, int64_t r, int *n) {

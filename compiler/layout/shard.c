@@ -13,6 +13,9 @@
  *                            reduce-scatter is in place (the rank's slice of each group gets the sum)
  *   bucket<g>.grads          zero2/zero3: group g's full gradients, an activation live until its
  *                            reduce-scatter
+ *   zero.received            nccl.reduce_scatter = "alltoall": the all-to-all's receive buffer, the largest
+ *                            group's gradients (W chunks of its slice), reused group after group on the
+ *                            communication stream
  *   flat.params.copy         zero1/zero2: full compute-dtype parameters of the copy-read groups
  *   flat.params              zero1/zero2: full fp32 parameters of the master-read groups
  *   unit<g>.gathered(.bwd)   zero3: group g's gathered parameters (activations: between the all-gather
@@ -244,6 +247,13 @@ int ddp_layout_shard(ddp_builder *b, ddp_layout *lay, char *err, size_t errcap) 
   }
   if (b->backward && s->shard == SHARD_ZERO1)
     lay->flat_grads = flat(b, "flat.grads", b->grad_dt, ARENA_GRAD, TF_GRAD | TF_PERSISTENT, lay->nflat);
+
+  if (b->backward && s->nccl_reduce_scatter == NCCL_RS_ALLTOALL) {
+    int64_t most = 0;
+    for (int g = 0; g < lay->ngroups; g++) most = lay->groups[g].len > most ? lay->groups[g].len : most;
+    int64_t shape[1] = {most};
+    lay->shard_received = b_tensor(b, "zero.received", b->grad_dt, ARENA_ACT, 0, 1, shape);
+  }
 
   /* Per group: the compute-side parameters and (zero2/3) the gradients; units become views of them. */
   uint64_t gsz = ddp_dtype_size(b->grad_dt);

@@ -111,9 +111,7 @@ static int check_program(const ddp_plan *p, int rank, const ddp_program *prog, i
   return rc;
 }
 
-static bool is_collective(int opc) {
-  return opc == I_ALL_REDUCE || opc == I_REDUCE_SCATTER || opc == I_ALL_GATHER || opc == I_BROADCAST;
-}
+static bool is_collective(int opc) { return ddp_is_group_collective(opc); }
 
 /* Within every communicator (comm 0, the world, and the plan's groups), every member issues the same
  * collectives on it in the same order (opcode, count, dtype, reduction, root) as its first member; a rank

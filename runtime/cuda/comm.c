@@ -339,6 +339,7 @@ int cx_comm_prepare(cx *x, cx_op *op, char *err, size_t errcap) {
   uint64_t send = n, recv = n;
   if (opc == I_REDUCE_SCATTER) send = n * (uint64_t)G;
   if (opc == I_ALL_GATHER) recv = n * (uint64_t)G;
+  if (opc == I_ALL_TO_ALL) send = recv = n * (uint64_t)G;
   if (opc == I_ALL_REDUCE || opc == I_REDUCE_SCATTER) {
     if (in->i[COLL_I_REDOP] != REDOP_SUM && in->i[COLL_I_REDOP] != REDOP_AVG)
       return ddp_fail(err, errcap, "reduction %lld", (long long)in->i[COLL_I_REDOP]);
@@ -410,6 +411,17 @@ int cx_exec_ALL_GATHER(cx *x, const cx_op *op, int64_t step, char *err, size_t e
   return group_call(x, op->ncomm, ncclAllGather(op->ptr[COLL_P_SEND], op->ptr[COLL_P_RECV], op->count, (ncclDataType_t)op->nccl_type, op->ncomm,
                                     op->stream),
                    "ncclAllGather", err, errcap);
+}
+
+/* count elements to and from each rank of the communicator: NCCL's copy-engine path when the communicator has
+ * the zero-CTA policy and both buffers lie in symmetric windows (nccl = { register = "window" }). */
+int cx_exec_ALL_TO_ALL(cx *x, const cx_op *op, int64_t step, char *err, size_t errcap) {
+  (void)step;
+  if (op->skip) return 0;
+  if (!x->comm) return x->comm_aborted ? ddp_fail(err, errcap, "NCCL communicator aborted") : local_copy(op, err, errcap);
+  return group_call(x, op->ncomm, ncclAlltoAll(op->ptr[COLL_P_SEND], op->ptr[COLL_P_RECV], op->count, (ncclDataType_t)op->nccl_type,
+                                    op->ncomm, op->stream),
+                   "ncclAlltoAll", err, errcap);
 }
 
 int cx_exec_BROADCAST(cx *x, const cx_op *op, int64_t step, char *err, size_t errcap) {

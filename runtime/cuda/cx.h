@@ -186,6 +186,7 @@ int cx_exec_GEMM(cx *x, const cx_op *op, int64_t step, char *err, size_t errcap)
 int cx_exec_ALL_REDUCE(cx *x, const cx_op *op, int64_t step, char *err, size_t errcap);
 int cx_exec_REDUCE_SCATTER(cx *x, const cx_op *op, int64_t step, char *err, size_t errcap);
 int cx_exec_ALL_GATHER(cx *x, const cx_op *op, int64_t step, char *err, size_t errcap);
+int cx_exec_ALL_TO_ALL(cx *x, const cx_op *op, int64_t step, char *err, size_t errcap);
 int cx_exec_BROADCAST(cx *x, const cx_op *op, int64_t step, char *err, size_t errcap);
 /* p2p.c */
 int cx_exec_SEND(cx *x, const cx_op *op, int64_t step, char *err, size_t errcap);

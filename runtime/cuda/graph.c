@@ -16,8 +16,8 @@
 
 static int is_host(int opc) { return opc == I_LOAD_BATCH || opc == I_INIT_TENSOR; }
 static int is_device_work(int opc) {
-  return opc == I_KERNEL || opc == I_GEMM || opc == I_MEMSET || opc == I_COPY || opc == I_ALL_REDUCE ||
-         opc == I_REDUCE_SCATTER || opc == I_ALL_GATHER || opc == I_BROADCAST || opc == I_SEND || opc == I_RECV;
+  return opc == I_KERNEL || opc == I_GEMM || opc == I_MEMSET || opc == I_COPY || ddp_is_group_collective(opc) ||
+         opc == I_SEND || opc == I_RECV;
 }
 
 int cx_graph_init(cx *x, char *err, size_t errcap) {

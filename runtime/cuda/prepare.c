@@ -85,6 +85,7 @@ static int prepare_op(cx *x, cx_op *op, char *err, size_t errcap) {
   case I_ALL_REDUCE:
   case I_REDUCE_SCATTER:
   case I_ALL_GATHER:
+  case I_ALL_TO_ALL:
   case I_BROADCAST:
   case I_SEND:
   case I_RECV: return cx_comm_prepare(x, op, err, errcap);

@@ -228,7 +228,9 @@ static int collective(ddp_mpi *m, const mgroup *g, const ddp_instr *in, void *se
   size_t es = ddp_dtype_size(dt);
   const char *what = ddp_opcode_name(in->opcode);
   /* MPI counts are int: the whole exchange (W blocks for reduce-scatter and all-gather) must fit. */
-  int64_t total = in->opcode == I_REDUCE_SCATTER || in->opcode == I_ALL_GATHER ? count * W : count;
+  int64_t total = in->opcode == I_REDUCE_SCATTER || in->opcode == I_ALL_GATHER || in->opcode == I_ALL_TO_ALL
+                      ? count * W
+                      : count;
   if (count < 0 || (uint64_t)total * es > (uint64_t)INT_MAX)
     return ddp_fail(err, errcap, "%s of %lld elements exceeds the MPI backend's 2 GiB per collective", what,
                     (long long)count);
@@ -277,6 +279,11 @@ static int collective(ddp_mpi *m, const mgroup *g, const ddp_instr *in, void *se
     if (g->rank == root && recv != send) memcpy(recv, send, (size_t)count * es);
     MPI_TRY(m, m->f.Ibcast(recv, (int)((size_t)count * es), m->byte, root, g->comm, &req), "MPI_Ibcast");
     return wait_req(m, &req, what, (size_t)count * es, err, errcap);
+  }
+  case I_ALL_TO_ALL: { /* send and recv do not overlap (plan_check) */
+    size_t bytes = (size_t)count * es;
+    MPI_TRY(m, m->f.Ialltoall(send, (int)bytes, m->byte, recv, (int)bytes, m->byte, g->comm, &req), "MPI_Ialltoall");
+    return wait_req(m, &req, what, bytes * (size_t)W, err, errcap);
   }
   case I_SEND: case I_RECV: case I_KERNEL: case I_GEMM: case I_MEMSET: case I_COPY: case I_EVENT_RECORD:
   case I_EVENT_WAIT: case I_RANGE_PUSH: case I_RANGE_POP: case I_TIMER: case I_LOAD_BATCH: case I_INIT_TENSOR:

@@ -219,6 +219,11 @@ int ddp_ref_collective_on(ddp_ref_comm *c, int rank, const ddp_instr *in, int co
     if (barrier(c, g, comm, rank, err, errcap)) return -1;
     break;
   }
+  case I_ALL_TO_ALL: /* chunk q of recv <- chunk `me` of rank q's send (the buffers do not overlap: plan_check) */
+    for (int q = 0; q < W; q++)
+      memcpy((char *)recv + (size_t)q * (size_t)count * es, (const char *)g->send[q] + (size_t)me * (size_t)count * es,
+             (size_t)count * es);
+    break;
   case I_SEND: case I_RECV: case I_KERNEL: case I_GEMM: case I_MEMSET: case I_COPY: case I_EVENT_RECORD:
   case I_EVENT_WAIT: case I_RANGE_PUSH: case I_RANGE_POP: case I_TIMER: case I_LOAD_BATCH: case I_INIT_TENSOR:
   case I_COUNT:

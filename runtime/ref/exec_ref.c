@@ -107,6 +107,7 @@ static int run(ddp_exec *x, const ddp_program *prog, int64_t step, char *err, si
     case I_ALL_REDUCE:
     case I_REDUCE_SCATTER:
     case I_ALL_GATHER:
+    case I_ALL_TO_ALL:
     case I_BROADCAST:
       if (x->world == 1) {
         if (a->p[COLL_P_SEND] != a->p[COLL_P_RECV] && a->p[COLL_P_RECV])

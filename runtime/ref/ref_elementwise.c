@@ -1,6 +1,8 @@
 /* runtime/ref/ref_elementwise.c: the elementwise ops of plan/ops.h: CAST (out = in), ADD (out = a + b),
  * SCALE (x *= s), BIAS_ADD (y[n,m] += b[m]), RELU_FWD (y = max(x, 0), NaN kept), RELU_BWD
- * (dx (+)= dy where y > 0, else 0). Outputs may alias inputs element for element. */
+ * (dx (+)= dy where y > 0, else 0), SUM_CHUNKS (out[i] = scale * sum_w in[w*n + i]). Outputs may alias
+ * inputs element for element (SUM_CHUNKS: out must not overlap in). SUM_CHUNKS alone computes in f32, not
+ * double: its sum is specified in f32 in chunk order, the GPU kernel's, so both give the same bits. */
 #include "ref_ops.h"
 #include "ref_util.h"
 #include <math.h>
@@ -46,5 +48,18 @@ void ref_relu_bwd(const ddp_kargs *a, const uint8_t *dt) {
                          : 0.0;
     ddp_store(a->p[RELU_BWD_P_DX], dt[RELU_BWD_P_DX], i,
               acc ? ddp_load(a->p[RELU_BWD_P_DX], dt[RELU_BWD_P_DX], i) + g : g);
+  }
+}
+
+void ref_sum_chunks(const ddp_kargs *a, const uint8_t *dt) {
+  const int64_t n = a->i[SUM_CHUNKS_I_N], P = a->i[SUM_CHUNKS_I_P];
+  const void *in = a->p[SUM_CHUNKS_P_IN];
+  const int dt_in = dt[SUM_CHUNKS_P_IN];
+  const float scale = a->f[SUM_CHUNKS_F_SCALE];
+  for (int64_t i = 0; i < n; i++) {
+    float s = (float)ddp_load(in, dt_in, i);
+    for (int64_t w = 1; w < P; w++) s += (float)ddp_load(in, dt_in, w * n + i); /* w in order, in f32 */
+    s *= scale;
+    ddp_store(a->p[SUM_CHUNKS_P_OUT], dt[SUM_CHUNKS_P_OUT], i, s);
   }
 }

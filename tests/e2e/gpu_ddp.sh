@@ -93,6 +93,16 @@ write tiny_zero2_low "$tiny" $N ', sync = "bucketed", bucket_mb = 0.05, shard = 
 write tiny_zero2_window "$tiny" $N ', sync = "bucketed", bucket_mb = 0.05, shard = "zero2", optimizer_overlap = true' \
   "$adam" 4 "$tdata, nccl = { register = \"window\", cta_policy = \"zero\" }" && same tiny_zero2_window tiny_adam $ztol &&
   window_took tiny_zero2_window
+# ... with each reduce-scatter an all-to-all and a sum of the received chunks (nccl.reduce_scatter =
+# "alltoall"; on windows with the zero-CTA policy NCCL moves the all-to-all on the copy engines), ZeRO-1/2/3
+# with the update in the backward; and once on cudaMalloc'd arenas with the default policy
+for level in zero1 zero2 zero3; do
+  write "tiny_${level}_a2a" "$tiny" $N ", sync = \"bucketed\", bucket_mb = 0.05, shard = \"$level\", optimizer_overlap = true" \
+    "$adam" 4 "$tdata, nccl = { register = \"window\", cta_policy = \"zero\", reduce_scatter = \"alltoall\" }" &&
+    same "tiny_${level}_a2a" tiny_adam $ztol && window_took "tiny_${level}_a2a"
+done
+write tiny_zero1_a2a_plain "$tiny" $N ', sync = "bucketed", bucket_mb = 0.05, shard = "zero1", optimizer_overlap = true' \
+  "$adam" 4 "$tdata, nccl = { reduce_scatter = \"alltoall\" }" && same tiny_zero1_a2a_plain tiny_adam $ztol
 # ... and ZeRO-1/2 all-gathering each group at the next step's start, under the forward
 for level in zero1 zero2; do
   write "tiny_${level}_pgather" "$tiny" $N ", sync = \"bucketed\", bucket_mb = 0.05, shard = \"$level\", optimizer_overlap = true, param_gather = \"before_forward\"" \

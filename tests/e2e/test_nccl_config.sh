@@ -86,4 +86,23 @@ bad not_table '5' 'nccl must be a table such as'
 bad unknown '{ registr = true }' 'nccl.registr is not a field of nccl \(did you mean register\?\)'
 bad register '{ register = "yes" }' 'nccl.register must be one of "none", "buffers" or "window", got "yes"'
 bad register_num '{ register = 1 }' 'nccl.register must be true, false, "none", "buffers" or "window", got 1'
+bad reduce_scatter '{ reduce_scatter = "ring" }' 'nccl.reduce_scatter must be "nccl" or "alltoall", got "ring"'
+bad a2a_unsharded '{ reduce_scatter = "alltoall" }' 'nccl.reduce_scatter "alltoall" needs a ZeRO level that reduce-scatters gradients \(shard = "zero1", "zero2" or "zero3"\), this schedule has shard = "none"'
+
+# reduce_scatter = "alltoall" (ZeRO-2 here): each group's reduce-scatter becomes an all_to_all into
+# zero.received and a SUM_CHUNKS of the received chunks into the rank's slice, both between one pair of
+# communication timers on the communication stream; the parallel line says so, and with windows the
+# activations (where zero.received lives) are a window too
+"$DDPC" "$DDP_SOURCE_DIR/schedules/tiny_zero2.lua" -o "$tmp/a2a.bin" -q --set nccl.reduce_scatter=alltoall \
+  --set nccl.register=window || fail "tiny_zero2 with reduce_scatter=alltoall does not compile"
+"$DDPC" inspect "$tmp/a2a.bin" --rank 0 >"$tmp/a2a.txt" || fail "inspect a2a"
+grep -q '^parallel .* shard=zero2 reduce_scatter=alltoall$' "$tmp/a2a.txt" && echo "ok: a2a: parallel line" ||
+  fail "a2a: $(grep '^parallel' "$tmp/a2a.txt")"
+n_a2a=$(grep -c ' all_to_all .*send=bucket[0-9]*.grads recv=zero.received comm=0  # zero.all_to_all.bucket' "$tmp/a2a.txt")
+n_sum=$(grep -c ' kernel .*SUM_CHUNKS.*# zero.sum_chunks.bucket' "$tmp/a2a.txt")
+n_rs=$(grep -c ' reduce_scatter ' "$tmp/a2a.txt")
+[ "$n_a2a" -gt 0 ] && [ "$n_a2a" = "$n_sum" ] && [ "$n_rs" = 0 ] && echo "ok: a2a: $n_a2a all-to-alls, $n_sum sums, no reduce-scatter" ||
+  fail "a2a: $n_a2a all-to-alls, $n_sum sums, $n_rs reduce-scatters"
+grep -q '^nccl_windows .*activations' "$tmp/a2a.txt" && echo "ok: a2a: $(grep '^nccl_windows' "$tmp/a2a.txt")" ||
+  fail "a2a: $(grep '^nccl_windows' "$tmp/a2a.txt")"
 exit $fail

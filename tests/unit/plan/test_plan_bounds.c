@@ -122,6 +122,8 @@ static void m_allreduce(ddp_plan *p, ddp_instr *in) { (void)p, in->i[COLL_I_COUN
 static void m_reduce_scatter(ddp_plan *p, ddp_instr *in) { (void)p, in->i[COLL_I_COUNT] = 25; } /* 25 x 2 > 48 */
 static void m_all_gather(ddp_plan *p, ddp_instr *in) { (void)p, in->i[COLL_I_COUNT] = 25; }
 static void m_send(ddp_plan *p, ddp_instr *in) { (void)p, in->i[COLL_I_COUNT] = 17; }
+static void m_a2a_count(ddp_plan *p, ddp_instr *in) { (void)p, in->i[COLL_I_COUNT] = 9; }
+static void m_a2a_in_place(ddp_plan *p, ddp_instr *in) { (void)p, in->p[COLL_P_RECV] = in->p[COLL_P_SEND]; }
 static void m_count_rank(ddp_plan *p, ddp_instr *in) { (void)p, in->i[COLL_I_COUNT] = 24; } /* in bounds on rank 1 */
 static void m_redop_rank(ddp_plan *p, ddp_instr *in) { (void)p, in->i[COLL_I_REDOP] = REDOP_AVG; }
 static void m_root_rank(ddp_plan *p, ddp_instr *in) { (void)p, in->i[COLL_I_ROOT] = 1; }
@@ -183,12 +185,15 @@ static void fixture_cases(void) {
   instr_case(p, "reduce_scatter count", 0, 0, I_REDUCE_SCATTER, 0, m_reduce_scatter, "p[0] touches 200 bytes", NULL);
   instr_case(p, "all_gather count", 0, 0, I_ALL_GATHER, 0, m_all_gather, "p[1] touches 200 bytes", NULL);
   instr_case(p, "send count", 0, 0, I_SEND, 0, m_send, "p[0] touches 68 bytes", "'w2.grad'");
+  instr_case(p, "all_to_all count", 0, 0, I_ALL_TO_ALL, 0, m_a2a_count, "p[1] touches 72 bytes", "'h'");
+  instr_case(p, "all_to_all in place", 0, 0, I_ALL_TO_ALL, 0, m_a2a_in_place,
+             "all_to_all's send and receive buffers overlap (an all-to-all is not in place)", NULL);
   instr_case(p, "count differs between ranks", 1, 0, I_ALL_REDUCE, 0, m_count_rank,
              "i[0] (count) = 24, rank 0's collective #0 on comm 0 (instruction 10) has 48", NULL);
   instr_case(p, "redop differs between ranks", 1, 0, I_ALL_REDUCE, 0, m_redop_rank, "i[1] (redop) = 1", NULL);
   instr_case(p, "root differs between ranks", 1, 1, I_BROADCAST, 0, m_root_rank, "i[2] (root) = 1", NULL);
   instr_case(p, "recv count differs from its send", 1, 0, I_RECV, 0, m_recv_count,
-             "i[0] (count) = 15 of f32, the matching send (rank 0 instruction 13) has 16 of f32", NULL);
+             "i[0] (count) = 15 of f32, the matching send (rank 0 instruction 14) has 16 of f32", NULL);
   instr_case(p, "send without a receive", 0, 0, I_RECV, 0, m_recv_to_send, "send to rank 1 has no matching receive",
              NULL);
   instr_case(p, "collective dtype", 0, 1, I_BROADCAST, 0, m_coll_dtype, "p[0] is used as f64", NULL);
