@@ -75,6 +75,8 @@ typedef struct ddp_schedule {
   bool optimizer_overlap;   /* bucketed: bucket k's update waits only on bucket k */
   bool single_optimizer_overlap; /* one rank: updates on a side stream during the backward (default true) */
   int shard;                /* SHARD_* */
+  bool master_group_last;     /* zero1/2 (master_group = "last"): every parameter the step reads as an fp32 master
+                               * in one group after the buckets' (else one beside each bucket) */
   bool gather_before_forward; /* zero1/2 (param_gather = "before_forward"): each group's all-gather at the next
                                * step's start, waited for at its first use, instead of after its update */
   /* ZeRO-3 / FSDP (shard == SHARD_ZERO3; fsdp{} in the schedule). The groups ("units") are the buckets:

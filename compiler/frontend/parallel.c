@@ -49,7 +49,8 @@ void fe_init_fields(fe_conv *c, const fe_tab *p, int copies) {
 
 static void fe_ddp(fe_conv *c, const fe_tab *p) {
   static const char *const fields[] = {"ranks", "sync", "bucket_mb", "buckets", "overlap", "optimizer_overlap",
-                                       "grad_dtype", "shard", "param_gather", "broadcast", "identical_init", NULL};
+                                       "grad_dtype", "shard", "param_gather", "master_group", "broadcast",
+                                       "identical_init", NULL};
   ddp_schedule *s = c->s;
   fe_known(c, p, fields);
   fe_required(c, p, "ranks");
@@ -100,6 +101,12 @@ static void fe_ddp(fe_conv *c, const fe_tab *p) {
     fe_bad(c, p, "param_gather", "may be \"before_forward\" only with shard = \"zero1\" or \"zero2\" (ZeRO-3 gathers "
            "before every use, and without ZeRO nothing is gathered)");
   s->gather_before_forward = pg == 1;
+  static const char *const master_groups[] = {"per_bucket", "last", NULL};
+  int mg = 0;
+  if (fe_enum(c, p, "master_group", master_groups, &mg) && mg == 1 && s->shard != SHARD_ZERO1 && s->shard != SHARD_ZERO2)
+    fe_bad(c, p, "master_group", "may be \"last\" only with shard = \"zero1\" or \"zero2\" (ZeRO-3 gathers each "
+           "unit's fp32 parameters with the unit)");
+  s->master_group_last = mg == 1;
   if (s->shard == SHARD_OPTIMIZER && s->optimizer_overlap)
     fe_bad(c, p, "optimizer_overlap", "cannot be combined with shard = \"optimizer\" (the owners broadcast after "
            "every update; use shard = \"zero1\", whose groups are updated and all-gathered one by one)");

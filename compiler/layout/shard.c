@@ -155,18 +155,24 @@ int ddp_layout_shard(ddp_builder *b, ddp_layout *lay, char *err, size_t errcap) 
       return -1;
     }
 
-  /* Groups: base groups, each split into its copy-read units then its master-read ones. */
+  /* Groups: base groups, each split into its copy-read units then its master-read ones; with master_group =
+   * "last" (zero1/zero2) every master-read unit goes to one group after the last base group's copy-read
+   * units instead (the norm gains beside each bucket are a few KiB each: one collective each way per group
+   * costs more than the bytes; their gradients then wait for the last group's, the embedding's). */
   int *group_of = ddp_xcalloc((size_t)lay->norder + 1, sizeof(int));
   int nbase = base_groups(b, lay, layer_of, group_of);
   int *sorted = ddp_xmalloc(sizeof(int) * ((size_t)lay->norder + 1));
   lay->groups = ddp_xcalloc((size_t)nbase * 2 + 1, sizeof(ddp_shard_group));
   lay->ngroups = 0;
   int n = 0;
-  for (int g = 0; g < nbase; g++)
+  const bool last = s->master_group_last;
+  for (int g = 0; g < nbase + last; g++)
     for (int form = 0; form < 2; form++) {
+      if (last && (form == SG_MASTER) != (g == nbase)) continue;
       int start = n;
       for (int j = 0; j < lay->norder; j++)
-        if (group_of[j] == g && ((reads[lay->order[j]] & 2) != 0) == (form == SG_MASTER)) sorted[n++] = lay->order[j];
+        if ((group_of[j] == g || (last && g == nbase)) && ((reads[lay->order[j]] & 2) != 0) == (form == SG_MASTER))
+          sorted[n++] = lay->order[j];
       if (n == start) continue;
       ddp_shard_group *sg = &lay->groups[lay->ngroups++];
       sg->first = start;

@@ -101,6 +101,12 @@ for level in zero1 zero2 zero3; do
     "$adam" 4 "$tdata, nccl = { register = \"window\", cta_policy = \"zero\", reduce_scatter = \"alltoall\" }" &&
     same "tiny_${level}_a2a" tiny_adam $ztol && window_took "tiny_${level}_a2a"
 done
+# ... and with every fp32-read parameter in one group after the buckets (master_group = "last"), on windows
+for level in zero1 zero2; do
+  write "tiny_${level}_a2a_mlast" "$tiny" $N ", sync = \"bucketed\", bucket_mb = 0.05, shard = \"$level\", optimizer_overlap = true, master_group = \"last\"" \
+    "$adam" 4 "$tdata, nccl = { register = \"window\", cta_policy = \"zero\", reduce_scatter = \"alltoall\" }" &&
+    same "tiny_${level}_a2a_mlast" tiny_adam $ztol && window_took "tiny_${level}_a2a_mlast"
+done
 write tiny_zero1_a2a_plain "$tiny" $N ', sync = "bucketed", bucket_mb = 0.05, shard = "zero1", optimizer_overlap = true' \
   "$adam" 4 "$tdata, nccl = { reduce_scatter = \"alltoall\" }" && same tiny_zero1_a2a_plain tiny_adam $ztol
 # ... and ZeRO-1/2 all-gathering each group at the next step's start, under the forward

@@ -33,6 +33,7 @@ refused fsdp_no_ranks 'parallel\.ranks is required'
 refused zero2_naive 'parallel\.shard needs sync = "flat" or "bucketed" when it is "zero2"'
 refused zero3_flat 'parallel\.shard needs sync = "bucketed" when it is "zero3"'
 refused param_gather_zero3 'parallel\.param_gather may be "before_forward" only with shard = "zero1" or "zero2"'
+refused master_group_zero3 'parallel\.master_group may be "last" only with shard = "zero1" or "zero2"'
 refused param_gather_value 'parallel\.param_gather must be "after_update" or "before_forward", got "early"'
 refused sharded_optimizer_overlap 'parallel\.optimizer_overlap cannot be combined with shard = "optimizer"'
 
@@ -50,6 +51,8 @@ summary tiny_zero2 "ddp ranks=2 sync=bucketed bucket_mb=0.1 overlap=backward opt
   --set parallel.optimizer_overlap=true
 summary tiny_zero2 "ddp ranks=2 sync=bucketed bucket_mb=0.1 overlap=backward optimizer_overlap shard=zero2 param_gather=before_forward" \
   --set parallel.optimizer_overlap=true --set parallel.param_gather=before_forward
+summary tiny_zero2 "ddp ranks=2 sync=bucketed bucket_mb=0.1 overlap=backward shard=zero2 master_group=last reduce_scatter=alltoall" \
+  --set parallel.master_group=last --set nccl.reduce_scatter=alltoall
 summary tiny_fsdp "ddp ranks=2 sync=bucketed units=per-block overlap=backward shard=zero3 prefetch=1/1 reshard_after_forward=true gather=fp32"
 summary tiny_fsdp "ddp ranks=2 sync=bucketed units=per-block overlap=backward shard=zero3 prefetch=2/0 reshard_after_forward=false gather=bf16" \
   --set precision=bf16 --set parallel.prefetch=nil --set parallel.prefetch_forward=2 --set parallel.prefetch_backward=0 \
