@@ -85,7 +85,7 @@ void ddp_summary(ddp_plan *p, const ddp_schedule *s, const char *arch, const ddp
   else if (s->shard != SHARD_NONE)
     snprintf(shard, sizeof shard, " shard=%s%s%s%s", ddp_vocab_name(ddp_shard_names, SHARD_COUNT, s->shard),
              s->gather_before_forward ? " param_gather=before_forward" : "",
-             s->master_group_last ? " master_group=last" : "", rs);
+             s->master_group_last ? "" : " master_group=per_bucket", rs);
   if (s->stages > 0)
     pipeline_line(par, sizeof par, s);
   else if (s->ranks == 1)

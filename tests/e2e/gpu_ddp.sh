@@ -101,11 +101,12 @@ for level in zero1 zero2 zero3; do
     "$adam" 4 "$tdata, nccl = { register = \"window\", cta_policy = \"zero\", reduce_scatter = \"alltoall\" }" &&
     same "tiny_${level}_a2a" tiny_adam $ztol && window_took "tiny_${level}_a2a"
 done
-# ... and with every fp32-read parameter in one group after the buckets (master_group = "last"), on windows
+# ... and with a group of the fp32-read parameters beside each bucket (master_group = "per_bucket"; the
+# default since 2026-11-27 puts them in one group after the buckets), on windows
 for level in zero1 zero2; do
-  write "tiny_${level}_a2a_mlast" "$tiny" $N ", sync = \"bucketed\", bucket_mb = 0.05, shard = \"$level\", optimizer_overlap = true, master_group = \"last\"" \
+  write "tiny_${level}_a2a_perbucket" "$tiny" $N ", sync = \"bucketed\", bucket_mb = 0.05, shard = \"$level\", optimizer_overlap = true, master_group = \"per_bucket\"" \
     "$adam" 4 "$tdata, nccl = { register = \"window\", cta_policy = \"zero\", reduce_scatter = \"alltoall\" }" &&
-    same "tiny_${level}_a2a_mlast" tiny_adam $ztol && window_took "tiny_${level}_a2a_mlast"
+    same "tiny_${level}_a2a_perbucket" tiny_adam $ztol && window_took "tiny_${level}_a2a_perbucket"
 done
 write tiny_zero1_a2a_plain "$tiny" $N ', sync = "bucketed", bucket_mb = 0.05, shard = "zero1", optimizer_overlap = true' \
   "$adam" 4 "$tdata, nccl = { reduce_scatter = \"alltoall\" }" && same tiny_zero1_a2a_plain tiny_adam $ztol

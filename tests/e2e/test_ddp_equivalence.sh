@@ -116,11 +116,11 @@ for ranks in 2 3; do
     write "tiny_${shard}_a2a_$ranks" "$tiny" $ranks ", sync = \"bucketed\", bucket_mb = 0.01, overlap = \"backward\", shard = \"$shard\", optimizer_overlap = true" \
       "$oadam" 4 "$tdata, nccl = { reduce_scatter = \"alltoall\" }" && same "tiny_${shard}_a2a_$ranks" "tiny_noover_$ranks" $tol
   done
-  # ZeRO-1/2 with every fp32-read parameter (the norm gains, the embedding) in one group after the buckets
-  # (master_group = "last"): the same sums, fewer collectives
+  # ZeRO-1/2 with a group of the fp32-read parameters (norm gains) beside each bucket (master_group =
+  # "per_bucket"; the default puts them all in one group after the buckets): the same sums
   for shard in zero1 zero2; do
-    write "tiny_${shard}_mlast_$ranks" "$tiny" $ranks ", sync = \"bucketed\", bucket_mb = 0.01, overlap = \"backward\", shard = \"$shard\", optimizer_overlap = true, master_group = \"last\"" \
-      "$oadam" 4 "$tdata" && same "tiny_${shard}_mlast_$ranks" "tiny_noover_$ranks" 1e-7 0
+    write "tiny_${shard}_perbucket_$ranks" "$tiny" $ranks ", sync = \"bucketed\", bucket_mb = 0.01, overlap = \"backward\", shard = \"$shard\", optimizer_overlap = true, master_group = \"per_bucket\"" \
+      "$oadam" 4 "$tdata" && same "tiny_${shard}_perbucket_$ranks" "tiny_noover_$ranks" 1e-7 0
   done
   # ... and ZeRO-1/2 with the parameters all-gathered at the next step's start (param_gather), with and
   # without the overlapped update: the checkpoint holds the masters, current after every step

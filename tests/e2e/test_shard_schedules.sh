@@ -51,8 +51,10 @@ summary tiny_zero2 "ddp ranks=2 sync=bucketed bucket_mb=0.1 overlap=backward opt
   --set parallel.optimizer_overlap=true
 summary tiny_zero2 "ddp ranks=2 sync=bucketed bucket_mb=0.1 overlap=backward optimizer_overlap shard=zero2 param_gather=before_forward" \
   --set parallel.optimizer_overlap=true --set parallel.param_gather=before_forward
-summary tiny_zero2 "ddp ranks=2 sync=bucketed bucket_mb=0.1 overlap=backward shard=zero2 master_group=last reduce_scatter=alltoall" \
-  --set parallel.master_group=last --set nccl.reduce_scatter=alltoall
+summary tiny_zero2 "ddp ranks=2 sync=bucketed bucket_mb=0.1 overlap=backward shard=zero2 reduce_scatter=alltoall" \
+  --set nccl.reduce_scatter=alltoall
+summary tiny_zero2 "ddp ranks=2 sync=bucketed bucket_mb=0.1 overlap=backward shard=zero2 master_group=per_bucket" \
+  --set parallel.master_group=per_bucket
 summary tiny_fsdp "ddp ranks=2 sync=bucketed units=per-block overlap=backward shard=zero3 prefetch=1/1 reshard_after_forward=true gather=fp32"
 summary tiny_fsdp "ddp ranks=2 sync=bucketed units=per-block overlap=backward shard=zero3 prefetch=2/0 reshard_after_forward=false gather=bf16" \
   --set precision=bf16 --set parallel.prefetch=nil --set parallel.prefetch_forward=2 --set parallel.prefetch_backward=0 \
