@@ -41,6 +41,10 @@
  * received chunks into the rank's slice (SUM_CHUNKS): the all-to-all is data movement only, which NCCL 2.28
  * runs on the copy engines with the zero-CTA policy on symmetric windows, where its reduce-scatter takes SMs. */
 #define DDP_NCCL_REDUCE_SCATTERS(X) X(NCCL_RS_COLLECTIVE, "nccl") X(NCCL_RS_ALLTOALL, "alltoall")
+/* How data parallelism without ZeRO all-reduces its gradient buckets (nccl = { all_reduce = ... }): NCCL's
+ * all-reduce, or the same three steps as the all-to-all reduce-scatter plus an in-place all-gather of the
+ * summed chunks (both NCCL's copy-engine kind on windows with the zero-CTA policy). */
+#define DDP_NCCL_ALL_REDUCES(X) X(NCCL_AR_COLLECTIVE, "nccl") X(NCCL_AR_ALLTOALL, "alltoall")
 
 /* The priority of the streams that carry only optimizer updates (streams = { update_priority = ... }). */
 #define DDP_UPDATE_PRIORITIES(X) X(UPDATE_PRIORITY_EQUAL, "equal") X(UPDATE_PRIORITY_LOW, "low")
@@ -60,6 +64,7 @@ enum { DDP_NCCL_CTA_POLICIES(DDP_VOCAB_ID) NCCL_CTA_COUNT };
 enum { DDP_UPDATE_PRIORITIES(DDP_VOCAB_ID) UPDATE_PRIORITY_COUNT };
 enum { DDP_NCCL_REGISTERS(DDP_VOCAB_ID) NCCL_REGISTER_COUNT };
 enum { DDP_NCCL_REDUCE_SCATTERS(DDP_VOCAB_ID) NCCL_RS_COUNT };
+enum { DDP_NCCL_ALL_REDUCES(DDP_VOCAB_ID) NCCL_AR_COUNT };
 #undef DDP_VOCAB_ID
 
 /* NULL-terminated name tables, indexed by the enum. */
@@ -67,7 +72,7 @@ extern const char *const ddp_model_kind_names[], *const ddp_precision_names[], *
     *const ddp_optimizer_names[], *const ddp_lr_schedule_names[], *const ddp_sync_names[], *const ddp_shard_names[],
     *const ddp_attention_names[], *const ddp_overlap_names[], *const ddp_pipe_schedule_names[],
     *const ddp_nccl_cta_policy_names[], *const ddp_update_priority_names[], *const ddp_nccl_register_names[],
-    *const ddp_nccl_reduce_scatter_names[];
+    *const ddp_nccl_reduce_scatter_names[], *const ddp_nccl_all_reduce_names[];
 /* names[i], or "?" when i is outside [0, count). */
 const char *ddp_vocab_name(const char *const *names, int count, long long i);
 #define ddp_sync_name(s) ddp_vocab_name(ddp_sync_names, SYNC_COUNT, (s))

@@ -14,18 +14,23 @@
  *               gradients: NCCL's reduce-scatter, or an all-to-all into zero.received and a SUM_CHUNKS kernel
  *               on the communication stream (the all-to-all is NCCL's copy-engine kind under
  *               cta_policy "zero" and register "window"; the sum is one read of the W chunks)
+ *   all_reduce  "nccl" (default) | "alltoall": how data parallelism without ZeRO (sync = "flat" or
+ *               "bucketed") all-reduces its gradients: NCCL's all-reduce, or per bucket an all-to-all into
+ *               sync.received, SUM_CHUNKS into the rank's chunk and an in-place all-gather of the chunks
+ *               (a bucket whose length is not a multiple of the ranks keeps NCCL's all-reduce)
  * Every field is optional; the plan carries them (meta nccl_*), `ddpc inspect` prints them, and ddprun's
  * metrics say what NCCL accepted. */
 #include "fe.h"
 #include "vocab.h"
 
 void fe_nccl(fe_conv *c, const fe_tab *root) {
-  static const char *const fields[] = {"cta_policy", "max_ctas", "register", "reduce_scatter", NULL};
+  static const char *const fields[] = {"cta_policy", "max_ctas", "register", "reduce_scatter", "all_reduce", NULL};
   ddp_schedule *s = c->s;
   s->nccl_cta_policy = NCCL_CTA_DEFAULT;
   s->nccl_max_ctas = 0;
   s->nccl_register = NCCL_REGISTER_NONE;
   s->nccl_reduce_scatter = NCCL_RS_COLLECTIVE;
+  s->nccl_all_reduce = NCCL_AR_COLLECTIVE;
   int ty = fe_type(c, root, "nccl");
   if (ty == LUA_TNIL) return;
   fe_tab t;
@@ -55,4 +60,13 @@ void fe_nccl(fe_conv *c, const fe_tab *root) {
                                     "\"zero1\", \"zero2\" or \"zero3\"), this schedule has shard = \"%s\"",
            ddp_shard_names[s->shard]);
   s->nccl_reduce_scatter = rs;
+  int ar = NCCL_AR_COLLECTIVE;
+  fe_enum(c, &t, "all_reduce", ddp_nccl_all_reduce_names, &ar);
+  if (ar == NCCL_AR_ALLTOALL &&
+      (s->stages > 0 || s->mesh_tensor > 1 || s->ranks < 2 || (s->sync != SYNC_FLAT && s->sync != SYNC_BUCKETED) ||
+       s->shard == SHARD_ZERO1 || s->shard == SHARD_ZERO2 || s->shard == SHARD_ZERO3))
+    fe_bad(c, &t, "all_reduce", "\"alltoall\" needs data parallelism on more than one rank with sync = \"flat\" or "
+                                "\"bucketed\", without ZeRO levels, pipelines or a tensor axis (ZeRO levels: "
+                                "nccl.reduce_scatter)");
+  s->nccl_all_reduce = ar;
 }

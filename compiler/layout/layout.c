@@ -176,7 +176,7 @@ int ddp_layout_build(ddp_builder *b, ddp_layout *lay, char *err, size_t errcap) 
   lay->world = ddp_schedule_data_ranks(b->s); /* tensor parallelism: the data axis */
   lay->tp_slice_tables = 1;
   lay->flat_params = lay->flat_copies = lay->flat_grads = lay->flat_m = lay->flat_v = lay->sumsq_partials = -1;
-  lay->shard_master = lay->shard_grads = lay->shard_copy = lay->shard_received = -1;
+  lay->shard_master = lay->shard_grads = lay->shard_copy = lay->a2a_received = -1;
   /* zero1/zero2 shard only gradients and optimizer state: a forward plan has none, and stays unsharded (no
    * collectives); zero3 shards the parameters the forward gathers. */
   lay->zero = b->s->shard >= SHARD_ZERO1 && !(b->s->mode == MODE_FORWARD && b->s->shard < SHARD_ZERO3);

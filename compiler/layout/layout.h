@@ -57,7 +57,8 @@ typedef struct ddp_layout {
   ddp_shard_group *groups;
   int ngroups;
   int32_t shard_master, shard_grads, shard_copy;
-  int32_t shard_received; /* nccl.reduce_scatter = "alltoall": the all-to-all's receive buffer, or -1 */
+  int32_t a2a_received; /* the all-to-all reductions' receive buffer (zero.received: nccl.reduce_scatter =
+                         * "alltoall"; sync.received: nccl.all_reduce = "alltoall"), or -1 */
   /* pipelines (stages.c) */
   bool pipe;
   int nchunks;

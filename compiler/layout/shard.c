@@ -258,7 +258,7 @@ int ddp_layout_shard(ddp_builder *b, ddp_layout *lay, char *err, size_t errcap) 
     int64_t most = 0;
     for (int g = 0; g < lay->ngroups; g++) most = lay->groups[g].len > most ? lay->groups[g].len : most;
     int64_t shape[1] = {most};
-    lay->shard_received = b_tensor(b, "zero.received", b->grad_dt, ARENA_ACT, 0, 1, shape);
+    lay->a2a_received = b_tensor(b, "zero.received", b->grad_dt, ARENA_ACT, 0, 1, shape);
   }
 
   /* Per group: the compute-side parameters and (zero2/3) the gradients; units become views of them. */

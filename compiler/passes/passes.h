@@ -26,6 +26,12 @@ void rp_wait(rank_ctx *c, int stream, uint32_t event);
 /* A collective over elements [begin, begin+count) of a flat tensor, bracketed by timers on `stream`. */
 void rp_collective(rank_ctx *c, int opcode, int stream, int32_t flat, int64_t begin, int64_t count, int redop,
                    int root, const char *name);
+/* The reduce half of an all-to-all reduction on the communication stream, without timers: ALL_TO_ALL of
+ * `per` elements to each of the W ranks of c->comm from `send` (element offset send_at) into `received`, then
+ * SUM_CHUNKS of the W chunks received, averaged, into `out` at element offset out_at (names: a2a_name,
+ * sum_name). nccl.reduce_scatter / nccl.all_reduce = "alltoall". */
+void rp_alltoall_sum(rank_ctx *c, int32_t send, int64_t send_at, int32_t received, int32_t out, int64_t out_at,
+                     int64_t per, int W, const char *a2a_name, const char *sum_name);
 void rp_range(rank_ctx *c, int push, int kind, const char *name);
 
 /* Programs for every rank: init (parameter init, zeroing, broadcast, casts) and step (batch, forward,

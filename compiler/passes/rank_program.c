@@ -56,6 +56,26 @@ void rp_collective(rank_ctx *c, int opcode, int stream, int32_t flat, int64_t be
   rp_timer(c, stream, TIMER_COMM_END);
 }
 
+void rp_alltoall_sum(rank_ctx *c, int32_t send, int64_t send_at, int32_t received, int32_t out, int64_t out_at,
+                     int64_t per, int W, const char *a2a_name, const char *sum_name) {
+  const int dt = b_t(c->b, send)->dtype;
+  const uint64_t es = ddp_dtype_size(dt);
+  ddp_instr a2a = ddp_instr_blank(I_ALL_TO_ALL, STREAM_COMM);
+  b_arg(&a2a, COLL_P_SEND, send, (uint64_t)send_at * es, dt);
+  b_arg(&a2a, COLL_P_RECV, received, 0, dt);
+  a2a.i[COLL_I_COUNT] = per;
+  a2a.i[COLL_I_COMM] = c->comm;
+  ddp_instr sum = b_kernel(OP_SUM_CHUNKS);
+  sum.stream = STREAM_COMM;
+  b_arg(&sum, SUM_CHUNKS_P_IN, received, 0, dt);
+  b_arg(&sum, SUM_CHUNKS_P_OUT, out, (uint64_t)out_at * es, dt);
+  sum.i[SUM_CHUNKS_I_N] = per;
+  sum.i[SUM_CHUNKS_I_P] = W;
+  sum.f[SUM_CHUNKS_F_SCALE] = 1.0f / (float)W; /* the average, as REDOP_AVG */
+  rp_push(c, a2a, a2a_name);
+  rp_push(c, sum, sum_name);
+}
+
 void rp_range(rank_ctx *c, int push, int kind, const char *name) {
   ddp_instr in = ddp_instr_blank(push ? I_RANGE_PUSH : I_RANGE_POP, STREAM_COMPUTE);
   in.i[RANGE_PUSH_I_KIND] = kind;

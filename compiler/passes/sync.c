@@ -50,13 +50,37 @@ static void allreduce_unit_params(rank_ctx *c, const ddp_unit_params *up, int u)
   }
 }
 
+/* ALL_REDUCE(flat gradients [lo, lo + n)); with nccl.all_reduce = "alltoall" (sync.received exists) and n a
+ * multiple of the ranks: ALL_TO_ALL into sync.received, SUM_CHUNKS into the rank's chunk, ALL_GATHER of the
+ * chunks in place, between one pair of communication timers */
+static void allreduce_range(rank_ctx *c, int64_t lo, int64_t n, const char *name) {
+  ddp_layout *lay = c->lay;
+  const int W = lay->world;
+  if (lay->a2a_received < 0 || n <= 0 || n % W) {
+    rp_collective(c, I_ALL_REDUCE, STREAM_COMM, lay->flat_grads, lo, n, REDOP_AVG, 0, name);
+    return;
+  }
+  const int64_t per = n / W, mine = lo + c->rank * per;
+  const ddp_tensor *t = b_t(c->b, lay->flat_grads);
+  const uint64_t es = ddp_dtype_size(t->dtype);
+  rp_timer(c, STREAM_COMM, TIMER_COMM_BEGIN);
+  rp_alltoall_sum(c, lay->flat_grads, lo, lay->a2a_received, lay->flat_grads, mine, per, W,
+                  b_fmt(c->b, "%s.all_to_all", name), b_fmt(c->b, "%s.sum_chunks", name));
+  ddp_instr ag = ddp_instr_blank(I_ALL_GATHER, STREAM_COMM);
+  b_arg(&ag, COLL_P_SEND, lay->flat_grads, (uint64_t)mine * es, t->dtype);
+  b_arg(&ag, COLL_P_RECV, lay->flat_grads, (uint64_t)lo * es, t->dtype);
+  ag.i[COLL_I_COUNT] = per;
+  ag.i[COLL_I_COMM] = c->comm;
+  rp_push(c, ag, b_fmt(c->b, "%s.all_gather", name));
+  rp_timer(c, STREAM_COMM, TIMER_COMM_END);
+}
+
 /* bucket k -> ALL_REDUCE(the bucket's contiguous gradient range) */
 static void allreduce_bucket(rank_ctx *c, int k) {
   ddp_layout *lay = c->lay;
   int first = lay->order[lay->buckets[k].first], last = lay->order[lay->buckets[k].last];
   int64_t lo = c->b->units[first].flat_offset, hi = unit_end(c->b, last);
-  rp_collective(c, I_ALL_REDUCE, STREAM_COMM, lay->flat_grads, lo, hi - lo, REDOP_AVG, 0,
-                b_fmt(c->b, "all_reduce.bucket%d", k));
+  allreduce_range(c, lo, hi - lo, b_fmt(c->b, "all_reduce.bucket%d", k));
 }
 
 /* optimizer -> RANGE_PUSH (TIMER scalars [WAIT(bucket k) update(bucket k)]* | [order(comm, compute)] TIMER
@@ -185,7 +209,7 @@ static int assemble_rank(ddp_builder *b, ddp_layout *lay, int world_rank) {
   if (sync == SYNC_NAIVE || sync == SYNC_FLAT) {
     rp_order(&c, STREAM_COMPUTE, STREAM_COMM);
     if (sync == SYNC_FLAT) {
-      rp_collective(&c, I_ALL_REDUCE, STREAM_COMM, lay->flat_grads, 0, lay->nflat, REDOP_AVG, 0, "all_reduce.flat");
+      allreduce_range(&c, 0, lay->nflat, "all_reduce.flat");
     } else {
       for (int j = 0; j < lay->norder; j++) allreduce_unit_params(&c, &up, lay->order[j]);
     }
@@ -212,6 +236,16 @@ int ddp_assemble_programs(ddp_builder *b, ddp_layout *lay, char *err, size_t err
   int world = lay->world * b->tp; /* tensor parallelism: the layout's world is the data axis */
   b->plan->meta.world = world;
   pass_tp_prepare(b);
+  if (!lay->zero && b->s->nccl_all_reduce == NCCL_AR_ALLTOALL && lay->world > 1 && b->backward) {
+    int64_t most = b->s->sync == SYNC_FLAT ? lay->nflat : 0; /* the largest bucket: what one all-to-all receives */
+    for (int k = 0; k < lay->nbuckets && b->s->sync == SYNC_BUCKETED; k++) {
+      int first = lay->order[lay->buckets[k].first], last = lay->order[lay->buckets[k].last];
+      int64_t n = unit_end(b, last) - b->units[first].flat_offset;
+      most = n > most ? n : most;
+    }
+    int64_t shape[1] = {most};
+    lay->a2a_received = b_tensor(b, "sync.received", b->grad_dt, ARENA_ACT, 0, 1, shape);
+  }
   b->plan->ranks = ddp_xcalloc((size_t)world, sizeof(ddp_rank_plan));
   for (int r = 0; r < world; r++)
     if (assemble_rank(b, lay, r) != 0) return -1;

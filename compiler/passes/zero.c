@@ -246,25 +246,9 @@ static void grad_slice(const ddp_layout *lay, int rank, int g, int32_t *t, int64
  * pair of communication timers, so the step's comm time includes the sum. */
 static void reduce_scatter_alltoall(zctx *z, int g, int32_t send, int64_t send_at, int32_t recv, int64_t recv_at) {
   rank_ctx *c = z->c;
-  const ddp_shard_group *sg = &z->lay->groups[g];
-  const int64_t per = sg->len / z->W;
-  const int dt = b_t(z->b, send)->dtype;
-  const uint64_t es = ddp_dtype_size(dt);
-  ddp_instr a2a = ddp_instr_blank(I_ALL_TO_ALL, STREAM_COMM);
-  b_arg(&a2a, COLL_P_SEND, send, (uint64_t)send_at * es, dt);
-  b_arg(&a2a, COLL_P_RECV, z->lay->shard_received, 0, dt);
-  a2a.i[COLL_I_COUNT] = per;
-  a2a.i[COLL_I_COMM] = c->comm;
-  ddp_instr sum = b_kernel(OP_SUM_CHUNKS);
-  sum.stream = STREAM_COMM;
-  b_arg(&sum, SUM_CHUNKS_P_IN, z->lay->shard_received, 0, dt);
-  b_arg(&sum, SUM_CHUNKS_P_OUT, recv, (uint64_t)recv_at * es, dt);
-  sum.i[SUM_CHUNKS_I_N] = per;
-  sum.i[SUM_CHUNKS_I_P] = z->W;
-  sum.f[SUM_CHUNKS_F_SCALE] = 1.0f / (float)z->W; /* the average, as REDOP_AVG */
   rp_timer(c, STREAM_COMM, TIMER_COMM_BEGIN);
-  rp_push(c, a2a, b_fmt(z->b, "zero.all_to_all.bucket%d", g));
-  rp_push(c, sum, b_fmt(z->b, "zero.sum_chunks.bucket%d", g));
+  rp_alltoall_sum(c, send, send_at, z->lay->a2a_received, recv, recv_at, z->lay->groups[g].len / z->W, z->W,
+                  b_fmt(z->b, "zero.all_to_all.bucket%d", g), b_fmt(z->b, "zero.sum_chunks.bucket%d", g));
   rp_timer(c, STREAM_COMM, TIMER_COMM_END);
 }
 
@@ -273,7 +257,7 @@ static void reduce_scatter(zctx *z, int g) {
   int32_t send = sg->grads >= 0 ? sg->grads : z->lay->flat_grads, recv;
   int64_t send_at = sg->grads >= 0 ? 0 : sg->lo, recv_at;
   grad_slice(z->lay, z->c->rank, g, &recv, &recv_at);
-  if (z->lay->shard_received >= 0)
+  if (z->lay->a2a_received >= 0)
     reduce_scatter_alltoall(z, g, send, send_at, recv, recv_at);
   else
     coll(z, I_REDUCE_SCATTER, send, send_at, recv, recv_at, sg->len / z->W,

@@ -23,7 +23,8 @@
 #                     parameters beside each bucket, the layout before 2026-11-27: twice the collectives);
 #                     NAME_ml master_group = "last", the default since (kept for docs/results/s12/call5)
 #   NAME_a2a          a ZeRO plan above with each reduce-scatter an all-to-all and a sum of the received
-#                     chunks (nccl.reduce_scatter = "alltoall"; NCCL's copy engines with _winz)
+#                     chunks (nccl.reduce_scatter = "alltoall"; NCCL's copy engines with _winz); a ddp_* plan
+#                     with each all-reduce an all-to-all, a sum and an all-gather (nccl.all_reduce = "alltoall")
 #   NAME_win          any of the above with its arenas NCCL symmetric windows (nccl.register = "window");
 #                     NAME_winz the same with nccl.cta_policy = "zero" (NCCL's copy-engine all-gather)
 #   NAME_sideN        any of the above run with its communication and update streams in a partition of N SMs
@@ -56,7 +57,9 @@ mods() { local c; c=$(core "$1"); echo "${1#"$c"}"; } # NAME: its suffixes, e.g.
 plan() { # NAME SCHEDULE [--set ...]; _low adds LOW, _win / _winz the symmetric windows, _a2a the all-to-all
   local n=$1 s=$2; shift 2
   case $(mods $n) in *_low*) set -- "$@" "${LOW[@]}" ;; esac
-  case $(mods $n) in *_a2a*) set -- "$@" --set nccl.reduce_scatter=alltoall ;; esac
+  case $(mods $n) in *_a2a*)
+    case $n in ddp_*) set -- "$@" --set nccl.all_reduce=alltoall ;; *) set -- "$@" --set nccl.reduce_scatter=alltoall ;; esac ;;
+  esac
   case $(mods $n) in *_ml*) set -- "$@" --set parallel.master_group=last ;; *_pb*) set -- "$@" --set parallel.master_group=per_bucket ;; esac
   case $(mods $n) in
     *_winz*) set -- "$@" --set nccl.register=window --set nccl.cta_policy=zero ;;

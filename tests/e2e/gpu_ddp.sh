@@ -108,6 +108,11 @@ for level in zero1 zero2; do
     "$adam" 4 "$tdata, nccl = { register = \"window\", cta_policy = \"zero\", reduce_scatter = \"alltoall\" }" &&
     same "tiny_${level}_a2a_perbucket" tiny_adam $ztol && window_took "tiny_${level}_a2a_perbucket"
 done
+# bucketed DDP with each all-reduce an all-to-all, a sum and an all-gather (nccl.all_reduce = "alltoall"), on
+# windows with the zero-CTA policy (both collectives on the copy engines)
+write tiny_ar_a2a "$tiny" $N ', sync = "bucketed", bucket_mb = 0.05, overlap = "backward"' "$adam" 4 \
+  "$tdata, nccl = { register = \"window\", cta_policy = \"zero\", all_reduce = \"alltoall\" }" &&
+  same tiny_ar_a2a tiny_adam $ztol && window_took tiny_ar_a2a
 write tiny_zero1_a2a_plain "$tiny" $N ', sync = "bucketed", bucket_mb = 0.05, shard = "zero1", optimizer_overlap = true' \
   "$adam" 4 "$tdata, nccl = { reduce_scatter = \"alltoall\" }" && same tiny_zero1_a2a_plain tiny_adam $ztol
 # ... and ZeRO-1/2 all-gathering each group at the next step's start, under the forward

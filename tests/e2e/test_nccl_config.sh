@@ -88,7 +88,27 @@ bad register '{ register = "yes" }' 'nccl.register must be one of "none", "buffe
 bad register_num '{ register = 1 }' 'nccl.register must be true, false, "none", "buffers" or "window", got 1'
 bad reduce_scatter '{ reduce_scatter = "ring" }' 'nccl.reduce_scatter must be "nccl" or "alltoall", got "ring"'
 bad a2a_unsharded '{ reduce_scatter = "alltoall" }' 'nccl.reduce_scatter "alltoall" needs a ZeRO level that reduce-scatters gradients \(shard = "zero1", "zero2" or "zero3"\), this schedule has shard = "none"'
+bad all_reduce '{ all_reduce = "tree" }' 'nccl.all_reduce must be "nccl" or "alltoall", got "tree"'
+if "$DDPC" "$DDP_SOURCE_DIR/schedules/tiny_zero2.lua" -o "$tmp/ar_zero.bin" -q --set nccl.all_reduce=alltoall 2>"$tmp/err"; then
+  fail "all_reduce=alltoall under ZeRO-2 compiled"
+elif [ "$(wc -l <"$tmp/err")" = 1 ] && [ ! -e "$tmp/ar_zero.bin" ] &&
+  grep -q '^--set nccl.all_reduce=alltoall: nccl.all_reduce "alltoall" needs data parallelism on more than one rank with sync = "flat" or "bucketed", without ZeRO levels' "$tmp/err"; then
+  echo "ok: $(cat "$tmp/err")"
+else fail "all_reduce=alltoall under ZeRO-2: $(cat "$tmp/err")"; fi
 
+# all_reduce = "alltoall" (bucketed DDP): each bucket's all-reduce becomes an all_to_all into sync.received,
+# a SUM_CHUNKS into the rank's chunk and an in-place all_gather, between one pair of timers
+sched a2a_ar '{ all_reduce = "alltoall", register = "window", cta_policy = "zero" }'
+"$DDPC" "$tmp/a2a_ar.lua" -o "$tmp/a2a_ar.bin" -q || fail "a2a_ar does not compile"
+"$DDPC" inspect "$tmp/a2a_ar.bin" --rank 1 >"$tmp/a2a_ar.txt" || fail "inspect a2a_ar"
+grep -q '^parallel .* overlap=backward all_reduce=alltoall$' "$tmp/a2a_ar.txt" && echo "ok: a2a_ar: parallel line" ||
+  fail "a2a_ar: $(grep '^parallel' "$tmp/a2a_ar.txt")"
+n_a2a=$(grep -c ' all_to_all .*recv=sync.received comm=0  # all_reduce.bucket[0-9]*.all_to_all$' "$tmp/a2a_ar.txt")
+n_sum=$(grep -c ' kernel .*SUM_CHUNKS.*# all_reduce.bucket[0-9]*.sum_chunks$' "$tmp/a2a_ar.txt")
+n_ag=$(grep -c ' all_gather .*# all_reduce.bucket[0-9]*.all_gather$' "$tmp/a2a_ar.txt")
+n_ar=$(grep -c ' all_reduce  .*# all_reduce.bucket' "$tmp/a2a_ar.txt")
+[ "$n_a2a" -gt 0 ] && [ "$n_a2a" = "$n_sum" ] && [ "$n_a2a" = "$n_ag" ] && [ "$n_ar" = 0 ] &&
+  echo "ok: a2a_ar: $n_a2a buckets as all-to-all, sum, all-gather" || fail "a2a_ar: $n_a2a / $n_sum / $n_ag / $n_ar"
 # reduce_scatter = "alltoall" (ZeRO-2 here): each group's reduce-scatter becomes an all_to_all into
 # zero.received and a SUM_CHUNKS of the received chunks into the rank's slice, both between one pair of
 # communication timers on the communication stream; the parallel line says so, and with windows the
