@@ -56,7 +56,7 @@ void fe_nccl(fe_conv *c, const fe_tab *root) {
   int rs = NCCL_RS_COLLECTIVE;
   fe_enum(c, &t, "reduce_scatter", ddp_nccl_reduce_scatter_names, &rs);
   if (rs == NCCL_RS_ALLTOALL && s->shard != SHARD_ZERO1 && s->shard != SHARD_ZERO2 && s->shard != SHARD_ZERO3)
-    fe_bad(c, &t, "reduce_scatter", "\"alltoall\" needs a ZeRO level that reduce-scatters gradients (shard = "
+    fe_fail(c, &t, "reduce_scatter", "\"alltoall\" needs a ZeRO level that reduce-scatters gradients (shard = "
                                     "\"zero1\", \"zero2\" or \"zero3\"), this schedule has shard = \"%s\"",
            ddp_shard_names[s->shard]);
   s->nccl_reduce_scatter = rs;
@@ -65,7 +65,7 @@ void fe_nccl(fe_conv *c, const fe_tab *root) {
   if (ar == NCCL_AR_ALLTOALL &&
       (s->stages > 0 || s->mesh_tensor > 1 || s->ranks < 2 || (s->sync != SYNC_FLAT && s->sync != SYNC_BUCKETED) ||
        s->shard == SHARD_ZERO1 || s->shard == SHARD_ZERO2 || s->shard == SHARD_ZERO3))
-    fe_bad(c, &t, "all_reduce", "\"alltoall\" needs data parallelism on more than one rank with sync = \"flat\" or "
+    fe_fail(c, &t, "all_reduce", "\"alltoall\" needs data parallelism on more than one rank with sync = \"flat\" or "
                                 "\"bucketed\", without ZeRO levels, pipelines or a tensor axis (ZeRO levels: "
                                 "nccl.reduce_scatter)");
   s->nccl_all_reduce = ar;

@@ -104,7 +104,7 @@ static void fe_ddp(fe_conv *c, const fe_tab *p) {
   static const char *const master_groups[] = {"per_bucket", "last", NULL};
   int mg = s->shard == SHARD_ZERO1 || s->shard == SHARD_ZERO2; /* "last" where it applies */
   if (fe_enum(c, p, "master_group", master_groups, &mg) && mg == 1 && s->shard != SHARD_ZERO1 && s->shard != SHARD_ZERO2)
-    fe_bad(c, p, "master_group", "may be \"last\" only with shard = \"zero1\" or \"zero2\" (ZeRO-3 gathers each "
+    fe_fail(c, p, "master_group", "may be \"last\" only with shard = \"zero1\" or \"zero2\" (ZeRO-3 gathers each "
            "unit's fp32 parameters with the unit)");
   s->master_group_last = mg == 1;
   if (s->shard == SHARD_OPTIMIZER && s->optimizer_overlap)

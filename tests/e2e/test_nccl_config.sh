@@ -96,17 +96,22 @@ elif [ "$(wc -l <"$tmp/err")" = 1 ] && [ ! -e "$tmp/ar_zero.bin" ] &&
   echo "ok: $(cat "$tmp/err")"
 else fail "all_reduce=alltoall under ZeRO-2: $(cat "$tmp/err")"; fi
 
+# the all-to-all reductions in the compiled program: parallel_ends NAME TEXT checks the parallel line of
+# $tmp/NAME.txt (an inspect listing), lines NAME PATTERN counts its lines matching PATTERN
+parallel_ends() {
+  grep -q "^parallel .*$2\$" "$tmp/$1.txt" && echo "ok: $1: parallel line" || fail "$1: $(grep '^parallel' "$tmp/$1.txt")"
+}
+lines() { grep -c "$2" "$tmp/$1.txt"; }
 # all_reduce = "alltoall" (bucketed DDP): each bucket's all-reduce becomes an all_to_all into sync.received,
 # a SUM_CHUNKS into the rank's chunk and an in-place all_gather, between one pair of timers
 sched a2a_ar '{ all_reduce = "alltoall", register = "window", cta_policy = "zero" }'
 "$DDPC" "$tmp/a2a_ar.lua" -o "$tmp/a2a_ar.bin" -q || fail "a2a_ar does not compile"
 "$DDPC" inspect "$tmp/a2a_ar.bin" --rank 1 >"$tmp/a2a_ar.txt" || fail "inspect a2a_ar"
-grep -q '^parallel .* overlap=backward all_reduce=alltoall$' "$tmp/a2a_ar.txt" && echo "ok: a2a_ar: parallel line" ||
-  fail "a2a_ar: $(grep '^parallel' "$tmp/a2a_ar.txt")"
-n_a2a=$(grep -c ' all_to_all .*recv=sync.received comm=0  # all_reduce.bucket[0-9]*.all_to_all$' "$tmp/a2a_ar.txt")
-n_sum=$(grep -c ' kernel .*SUM_CHUNKS.*# all_reduce.bucket[0-9]*.sum_chunks$' "$tmp/a2a_ar.txt")
-n_ag=$(grep -c ' all_gather .*# all_reduce.bucket[0-9]*.all_gather$' "$tmp/a2a_ar.txt")
-n_ar=$(grep -c ' all_reduce  .*# all_reduce.bucket' "$tmp/a2a_ar.txt")
+parallel_ends a2a_ar ' overlap=backward all_reduce=alltoall'
+n_a2a=$(lines a2a_ar ' all_to_all .*recv=sync.received comm=0  # all_reduce.bucket[0-9]*.all_to_all$')
+n_sum=$(lines a2a_ar ' kernel .*SUM_CHUNKS.*# all_reduce.bucket[0-9]*.sum_chunks$')
+n_ag=$(lines a2a_ar ' all_gather .*# all_reduce.bucket[0-9]*.all_gather$')
+n_ar=$(lines a2a_ar ' all_reduce  .*# all_reduce.bucket')
 [ "$n_a2a" -gt 0 ] && [ "$n_a2a" = "$n_sum" ] && [ "$n_a2a" = "$n_ag" ] && [ "$n_ar" = 0 ] &&
   echo "ok: a2a_ar: $n_a2a buckets as all-to-all, sum, all-gather" || fail "a2a_ar: $n_a2a / $n_sum / $n_ag / $n_ar"
 # reduce_scatter = "alltoall" (ZeRO-2 here): each group's reduce-scatter becomes an all_to_all into
@@ -116,11 +121,10 @@ n_ar=$(grep -c ' all_reduce  .*# all_reduce.bucket' "$tmp/a2a_ar.txt")
 "$DDPC" "$DDP_SOURCE_DIR/schedules/tiny_zero2.lua" -o "$tmp/a2a.bin" -q --set nccl.reduce_scatter=alltoall \
   --set nccl.register=window || fail "tiny_zero2 with reduce_scatter=alltoall does not compile"
 "$DDPC" inspect "$tmp/a2a.bin" --rank 0 >"$tmp/a2a.txt" || fail "inspect a2a"
-grep -q '^parallel .* shard=zero2 reduce_scatter=alltoall$' "$tmp/a2a.txt" && echo "ok: a2a: parallel line" ||
-  fail "a2a: $(grep '^parallel' "$tmp/a2a.txt")"
-n_a2a=$(grep -c ' all_to_all .*send=bucket[0-9]*.grads recv=zero.received comm=0  # zero.all_to_all.bucket' "$tmp/a2a.txt")
-n_sum=$(grep -c ' kernel .*SUM_CHUNKS.*# zero.sum_chunks.bucket' "$tmp/a2a.txt")
-n_rs=$(grep -c ' reduce_scatter ' "$tmp/a2a.txt")
+parallel_ends a2a ' shard=zero2 reduce_scatter=alltoall'
+n_a2a=$(lines a2a ' all_to_all .*send=bucket[0-9]*.grads recv=zero.received comm=0  # zero.all_to_all.bucket')
+n_sum=$(lines a2a ' kernel .*SUM_CHUNKS.*# zero.sum_chunks.bucket')
+n_rs=$(lines a2a ' reduce_scatter ')
 [ "$n_a2a" -gt 0 ] && [ "$n_a2a" = "$n_sum" ] && [ "$n_rs" = 0 ] && echo "ok: a2a: $n_a2a all-to-alls, $n_sum sums, no reduce-scatter" ||
   fail "a2a: $n_a2a all-to-alls, $n_sum sums, $n_rs reduce-scatters"
 grep -q '^nccl_windows .*activations' "$tmp/a2a.txt" && echo "ok: a2a: $(grep '^nccl_windows' "$tmp/a2a.txt")" ||
