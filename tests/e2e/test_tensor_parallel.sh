@@ -13,7 +13,8 @@
 #    (tensor 2 -> 1 rank, 1 rank -> data 2 x tensor 2, tensor 2 -> tensor 4) ends where the straight runs end;
 #  - the plan: its communicators and mesh (ddpc inspect), the vocabulary-parallel cross-entropy's kernels;
 #  - through the MPI backend (ranks as processes) when Open MPI is present: bit for bit the threads run;
-#  - with ZeRO-1/2/3 and FSDP on the data axis (data 2 x tensor 2/4): equal one rank (SGD 1e-6, AdamW 1e-5),
+#  - with ZeRO-1/2/3 and FSDP on the data axis (data 2 x tensor 2/4; ZeRO-2 also with nccl.reduce_scatter =
+#    "alltoall", the all-to-alls on the data communicators): equal one rank (SGD 1e-6, AdamW 1e-5),
 #    bf16 FSDP runs; resume 1 rank <-> FSDP x tensor; clipping that bites (0.05) with FSDP and ZeRO-1 x
 #    tensor follows one rank (the norm's tables per run of split / whole units of each group slice);
 #  - refusals in one line: heads, d_ff or vocab not divisible, a mesh whose product is not the world, an
@@ -62,6 +63,9 @@ for lvl in zero1 zero2 zero3; do
     equal "z_${lvl}" base
 done
 run fsdp_d2t4 "$tiny" "fsdp { ranks = 8 }" "mesh = { data = 2, tensor = 4 }," "$sgd" && equal fsdp_d2t4 base
+# ... with the reduce-scatters as all-to-alls and sums on the data axis's communicators (nccl.reduce_scatter)
+run z_zero2_a2a "$tiny" 'ddp { ranks = 4, shard = "zero2", bucket_mb = 0.05 }' \
+  'mesh = { data = 2, tensor = 2 }, nccl = { reduce_scatter = "alltoall" },' "$sgd" && equal z_zero2_a2a base
 adam_nc='adamw { lr = 1e-2, weight_decay = 0.1, eps = 1e-6 }'
 run adam_nc_1 "$tiny" "single()" "" "$adam_nc"
 run adam_fsdp "$tiny" "fsdp { ranks = 4 }" "mesh = { data = 2, tensor = 2 }," "$adam_nc" && losses adam_fsdp adam_nc_1 1e-6 &&
