@@ -76,9 +76,9 @@ void ddp_instr_work(const ddp_plan *p, const ddp_instr *in, ddp_work *w) {
     switch (in->opcode) {
     case I_ALL_REDUCE: w->coll_kind = COST_ALL_REDUCE, factor = 2 * (n - 1) / n; break;
     case I_REDUCE_SCATTER: w->coll_kind = COST_REDUCE_SCATTER, bytes *= n, factor = (n - 1) / n; break;
-    case I_ALL_GATHER: w->coll_kind = COST_ALL_GATHER, bytes *= n, factor = (n - 1) / n; break;
     /* an all-to-all moves an all-gather's bytes (count to and from each other rank), on the same links and,
      * with the zero-CTA policy, the same copy engines: priced as one (no calibration of its own) */
+    case I_ALL_GATHER:
     case I_ALL_TO_ALL: w->coll_kind = COST_ALL_GATHER, bytes *= n, factor = (n - 1) / n; break;
     case I_BROADCAST: w->coll_kind = COST_BROADCAST; break;
     default: w->coll_kind = COST_SEND_RECV; break;

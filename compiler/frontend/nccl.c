@@ -55,7 +55,7 @@ void fe_nccl(fe_conv *c, const fe_tab *root) {
   }
   int rs = NCCL_RS_COLLECTIVE;
   fe_enum(c, &t, "reduce_scatter", ddp_nccl_reduce_scatter_names, &rs);
-  if (rs == NCCL_RS_ALLTOALL && s->shard != SHARD_ZERO1 && s->shard != SHARD_ZERO2 && s->shard != SHARD_ZERO3)
+  if (rs == NCCL_RS_ALLTOALL && s->shard < SHARD_ZERO1)
     fe_fail(c, &t, "reduce_scatter", "\"alltoall\" needs a ZeRO level that reduce-scatters gradients (shard = "
                                     "\"zero1\", \"zero2\" or \"zero3\"), this schedule has shard = \"%s\"",
            ddp_shard_names[s->shard]);
@@ -64,7 +64,7 @@ void fe_nccl(fe_conv *c, const fe_tab *root) {
   fe_enum(c, &t, "all_reduce", ddp_nccl_all_reduce_names, &ar);
   if (ar == NCCL_AR_ALLTOALL &&
       (s->stages > 0 || s->mesh_tensor > 1 || s->ranks < 2 || (s->sync != SYNC_FLAT && s->sync != SYNC_BUCKETED) ||
-       s->shard == SHARD_ZERO1 || s->shard == SHARD_ZERO2 || s->shard == SHARD_ZERO3))
+       s->shard >= SHARD_ZERO1))
     fe_fail(c, &t, "all_reduce", "\"alltoall\" needs data parallelism on more than one rank with sync = \"flat\" or "
                                 "\"bucketed\", without ZeRO levels, pipelines or a tensor axis (ZeRO levels: "
                                 "nccl.reduce_scatter)");

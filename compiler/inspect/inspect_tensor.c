@@ -43,8 +43,6 @@ static void comm_label(char *buf, size_t cap, const ddp_plan *p, uint32_t c, int
 
 const char *const ddp_tp_phase_names[3] = {"forward", "backward", "optimizer"};
 
-static int is_coll(int op) { return ddp_is_group_collective(op); }
-
 /* The collectives of world rank r's step (timed ones and others on a tensor group); *n of them. */
 static ddp_tp_coll *collect(const ddp_plan *p, int64_t r, int *n) {
   const ddp_program *st = &p->ranks[r].step;
@@ -63,7 +61,7 @@ static ddp_tp_coll *collect(const ddp_plan *p, int64_t r, int *n) {
       else if (role == TIMER_BACKWARD_END) phase = TP_OPTIMIZER;
       continue;
     }
-    if (!is_coll(in->opcode)) continue;
+    if (!ddp_is_group_collective(in->opcode)) continue;
     int64_t comm = in->i[COLL_I_COMM];
     int timed = open && in->stream == STREAM_COMPUTE;
     if (!timed && !ddp_plan_tensor_comm(p, comm)) continue;

@@ -19,6 +19,12 @@
 
 static int64_t unit_end(const ddp_builder *b, int u) { return b->units[u].flat_offset + b->units[u].numel; }
 
+/* Bucket k's contiguous range [*lo, *hi) of the flat gradients. */
+static void bucket_range(const ddp_builder *b, const ddp_layout *lay, int k, int64_t *lo, int64_t *hi) {
+  *lo = b->units[lay->order[lay->buckets[k].first]].flat_offset;
+  *hi = unit_end(b, lay->order[lay->buckets[k].last]);
+}
+
 /* For every tensor, the index in the builder's step program of the last instruction writing it or a view
  * inside it (-1: none); unit u's gradient is final after last[units[u].grad]. One pass over the step, each
  * written operand's view chain walked up to its root (as ddp_tensor_within would test it against each). */
@@ -77,10 +83,24 @@ static void allreduce_range(rank_ctx *c, int64_t lo, int64_t n, const char *name
 
 /* bucket k -> ALL_REDUCE(the bucket's contiguous gradient range) */
 static void allreduce_bucket(rank_ctx *c, int k) {
-  ddp_layout *lay = c->lay;
-  int first = lay->order[lay->buckets[k].first], last = lay->order[lay->buckets[k].last];
-  int64_t lo = c->b->units[first].flat_offset, hi = unit_end(c->b, last);
+  int64_t lo, hi;
+  bucket_range(c->b, c->lay, k, &lo, &hi);
   allreduce_range(c, lo, hi - lo, b_fmt(c->b, "all_reduce.bucket%d", k));
+}
+
+/* nccl.all_reduce = "alltoall": sync.received, the size of the largest range allreduce_range takes through
+ * the all-to-all (the flat gradients, or a bucket), a multiple of the ranks; none when no range is. */
+static void received_buffer(ddp_builder *b, ddp_layout *lay) {
+  const int W = lay->world;
+  int64_t most = b->s->sync == SYNC_FLAT && lay->nflat % W == 0 ? lay->nflat : 0;
+  for (int k = 0; k < lay->nbuckets && b->s->sync == SYNC_BUCKETED; k++) {
+    int64_t lo, hi;
+    bucket_range(b, lay, k, &lo, &hi);
+    if ((hi - lo) % W == 0 && hi - lo > most) most = hi - lo;
+  }
+  if (most == 0) return;
+  int64_t shape[1] = {most};
+  lay->a2a_received = b_tensor(b, "sync.received", b->grad_dt, ARENA_ACT, 0, 1, shape);
 }
 
 /* optimizer -> RANGE_PUSH (TIMER scalars [WAIT(bucket k) update(bucket k)]* | [order(comm, compute)] TIMER
@@ -98,8 +118,9 @@ static void optimizer_phase(rank_ctx *c, bool opt_overlap, const uint32_t *bucke
     pass_opt_scalars(c, false);
     for (int k = 0; k < lay->nbuckets; k++) {
       rp_wait(c, STREAM_COMPUTE, bucket_done[k]);
-      int first = lay->order[lay->buckets[k].first], last = lay->order[lay->buckets[k].last];
-      pass_update(c, b->units[first].flat_offset, unit_end(b, last), 0, true, b_fmt(c->b, "optimizer.bucket%d", k));
+      int64_t lo, hi;
+      bucket_range(b, lay, k, &lo, &hi);
+      pass_update(c, lo, hi, 0, true, b_fmt(c->b, "optimizer.bucket%d", k));
     }
   } else {
     if (dist) rp_order(c, STREAM_COMM, STREAM_COMPUTE);
@@ -236,16 +257,8 @@ int ddp_assemble_programs(ddp_builder *b, ddp_layout *lay, char *err, size_t err
   int world = lay->world * b->tp; /* tensor parallelism: the layout's world is the data axis */
   b->plan->meta.world = world;
   pass_tp_prepare(b);
-  if (!lay->zero && b->s->nccl_all_reduce == NCCL_AR_ALLTOALL && lay->world > 1 && b->backward) {
-    int64_t most = b->s->sync == SYNC_FLAT ? lay->nflat : 0; /* the largest bucket: what one all-to-all receives */
-    for (int k = 0; k < lay->nbuckets && b->s->sync == SYNC_BUCKETED; k++) {
-      int first = lay->order[lay->buckets[k].first], last = lay->order[lay->buckets[k].last];
-      int64_t n = unit_end(b, last) - b->units[first].flat_offset;
-      most = n > most ? n : most;
-    }
-    int64_t shape[1] = {most};
-    lay->a2a_received = b_tensor(b, "sync.received", b->grad_dt, ARENA_ACT, 0, 1, shape);
-  }
+  if (!lay->zero && b->s->nccl_all_reduce == NCCL_AR_ALLTOALL && lay->world > 1 && b->backward)
+    received_buffer(b, lay);
   b->plan->ranks = ddp_xcalloc((size_t)world, sizeof(ddp_rank_plan));
   for (int r = 0; r < world; r++)
     if (assemble_rank(b, lay, r) != 0) return -1;

@@ -111,8 +111,6 @@ static int check_program(const ddp_plan *p, int rank, const ddp_program *prog, i
   return rc;
 }
 
-static bool is_collective(int opc) { return ddp_is_group_collective(opc); }
-
 /* Within every communicator (comm 0, the world, and the plan's groups), every member issues the same
  * collectives on it in the same order (opcode, count, dtype, reduction, root) as its first member; a rank
  * that is not a member issues none on it. */
@@ -120,7 +118,7 @@ static int check_comm_collectives(const ddp_plan *p, int which, int64_t comm, ch
   const char *what = which ? "step" : "init";
   int64_t n = ddp_plan_comm_size(p, comm), r0 = ddp_plan_comm_member(p, comm, 0);
   const ddp_program *p0 = which ? &p->ranks[r0].step : &p->ranks[r0].init;
-#define ON_COMM(v) (is_collective((v).opcode) && (v).i[COLL_I_COMM] == comm)
+#define ON_COMM(v) (ddp_is_group_collective((v).opcode) && (v).i[COLL_I_COMM] == comm)
   for (int64_t r = 0; r < p->meta.world; r++) {
     const ddp_program *pr = which ? &p->ranks[r].step : &p->ranks[r].init;
     if (ddp_plan_comm_index(p, comm, r) >= 0) continue;
@@ -172,7 +170,7 @@ static int check_collectives(const ddp_plan *p, int which, char *err, size_t err
   for (int64_t r = 0; r < p->meta.world; r++) { /* every collective names a communicator of the plan */
     const ddp_program *pr = which ? &p->ranks[r].step : &p->ranks[r].init;
     for (uint32_t k = 0; k < pr->n; k++)
-      if (is_collective(pr->v[k].opcode) && ddp_plan_comm_size(p, pr->v[k].i[COLL_I_COMM]) < 0)
+      if (ddp_is_group_collective(pr->v[k].opcode) && ddp_plan_comm_size(p, pr->v[k].i[COLL_I_COMM]) < 0)
         return ddp_fail(err, errcap, "plan %s: rank %lld instruction %u (%s) names comm %lld, the plan has %u "
                         "besides the world", which ? "step" : "init", (long long)r, k, ddp_opcode_name(pr->v[k].opcode),
                         (long long)pr->v[k].i[COLL_I_COMM], p->ncomms);
