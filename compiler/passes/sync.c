@@ -4,7 +4,11 @@
  *   flat        one all-reduce over the whole (contiguous) gradient arena after the backward
  *   individual  each unit's parameters all-reduced as soon as the backward finishes that unit's gradient
  *   bucketed    each bucket (a contiguous gradient range) all-reduced when its last gradient is final;
- *               with optimizer_overlap, bucket k's update waits only for bucket k
+ *               with optimizer_overlap each bucket is updated during the backward on a third stream, the
+ *               update stream, once its all-reduce has landed and the backward has touched its
+ *               gradients, compute copies and masters for the last time (the step's scalars run first on
+ *               that stream; the compute stream waits for it at the step's end, so the next forward reads
+ *               updated parameters); optimizer_ms is then the update's exposed tail
  *   zero1..3    the ZeRO levels: zero.c
  *   optimizer   (shard="optimizer") the sync above, then each rank updates the parameters it owns and
  *               the owners broadcast them
@@ -16,6 +20,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+enum { STREAM_UPDATE = DDP_DEFAULT_STREAMS }; /* optimizer_overlap: the bucket updates' own stream */
 
 static int64_t unit_end(const ddp_builder *b, int u) { return b->units[u].flat_offset + b->units[u].numel; }
 
@@ -103,10 +108,48 @@ static void received_buffer(ddp_builder *b, ddp_layout *lay) {
   lay->a2a_received = b_tensor(b, "sync.received", b->grad_dt, ARENA_ACT, 0, 1, shape);
 }
 
-/* optimizer -> RANGE_PUSH (TIMER scalars [WAIT(bucket k) update(bucket k)]* | [order(comm, compute)] TIMER
- *              scalars (update(own range) exchange | update(all))) RANGE_POP
- * Waits for the gradient sync (per bucket with optimizer overlap), then the scalars and the update. */
-static void optimizer_phase(rank_ctx *c, bool opt_overlap, const uint32_t *bucket_done) {
+/* optimizer_overlap: per bucket, the index in the builder's step program of the last instruction touching
+ * its units' gradients, compute copies or masters (-1: none). A layer's input gradient may read the weights
+ * after their gradient is final, so this can come after the bucket's last gradient writer. */
+static int32_t *bucket_ready(const ddp_builder *b, const ddp_layout *lay) {
+  const ddp_plan *p = b->plan;
+  int32_t *bucket_of = ddp_xmalloc(sizeof(int32_t) * ((size_t)p->ntensors + 1));
+  int32_t *ready = ddp_xmalloc(sizeof(int32_t) * ((size_t)lay->nbuckets + 1));
+  for (uint32_t t = 0; t < p->ntensors; t++) bucket_of[t] = -1;
+  for (int k = 0; k < lay->nbuckets; k++) {
+    ready[k] = -1;
+    for (int j = lay->buckets[k].first; j <= lay->buckets[k].last; j++) {
+      const ddp_unit *u = &b->units[lay->order[j]];
+      const int32_t mine[3] = {u->master, u->copy, u->grad};
+      for (int i = 0; i < 3; i++)
+        if (mine[i] >= 0) bucket_of[mine[i]] = k;
+    }
+  }
+  for (uint32_t k = 0; k < b->step.n; k++)
+    for (int sl = 0; sl < DDP_MAX_PTRS; sl++)
+      for (int32_t t = b->step.v[k].p[sl].tensor; t >= 0; t = p->tensors[t].base)
+        if (bucket_of[t] >= 0) {
+          ready[bucket_of[t]] = (int32_t)k;
+          break;
+        }
+  free(bucket_of);
+  return ready;
+}
+
+/* bucket k's update on the update stream, after its all-reduce's event when it had one */
+static void update_bucket(rank_ctx *c, int k, bool reduced, uint32_t reduced_event) {
+  int64_t lo, hi;
+  bucket_range(c->b, c->lay, k, &lo, &hi);
+  if (reduced) rp_wait(c, STREAM_UPDATE, reduced_event);
+  pass_update(c, lo, hi, 0, true, b_fmt(c->b, "optimizer.bucket%d", k));
+  c->out->v[c->out->n - 1].stream = STREAM_UPDATE;
+}
+
+/* optimizer -> RANGE_PUSH (TIMER order(update, compute) | [order(comm, compute)] TIMER scalars
+ *              (update(own range) exchange | update(all))) RANGE_POP
+ * With optimizer overlap the updates already ran on the update stream: compute waits for it. Else waits
+ * for the gradient sync, then the scalars and the update. */
+static void optimizer_phase(rank_ctx *c, bool opt_overlap) {
   ddp_builder *b = c->b;
   ddp_layout *lay = c->lay;
   const ddp_schedule *s = b->s;
@@ -115,13 +158,7 @@ static void optimizer_phase(rank_ctx *c, bool opt_overlap, const uint32_t *bucke
   rp_range(c, 1, RANGE_OPTIMIZER, "optimizer");
   if (opt_overlap) {
     rp_timer(c, STREAM_COMPUTE, TIMER_OPT_BEGIN);
-    pass_opt_scalars(c, false);
-    for (int k = 0; k < lay->nbuckets; k++) {
-      rp_wait(c, STREAM_COMPUTE, bucket_done[k]);
-      int64_t lo, hi;
-      bucket_range(b, lay, k, &lo, &hi);
-      pass_update(c, lo, hi, 0, true, b_fmt(c->b, "optimizer.bucket%d", k));
-    }
+    rp_order(c, STREAM_UPDATE, STREAM_COMPUTE);
   } else {
     if (dist) rp_order(c, STREAM_COMM, STREAM_COMPUTE);
     rp_timer(c, STREAM_COMPUTE, TIMER_OPT_BEGIN);
@@ -163,7 +200,9 @@ static int assemble_rank(ddp_builder *b, ddp_layout *lay, int world_rank) {
   bool dist = lay->world > 1, grads = b->backward, train = s->mode == MODE_TRAIN;
   int sync = dist && grads ? s->sync : SYNC_NONE;
   bool overlap = dist && s->overlap_backward && (sync == SYNC_INDIVIDUAL || sync == SYNC_BUCKETED);
-  bool opt_overlap = train && overlap && sync == SYNC_BUCKETED && s->optimizer_overlap && s->shard == SHARD_NONE;
+  /* the frontend refuses optimizer_overlap with clipping (the norm needs every gradient first) */
+  bool opt_overlap = train && overlap && sync == SYNC_BUCKETED && s->optimizer_overlap && s->shard == SHARD_NONE &&
+                     lay->sumsq_partials < 0;
 
   /* When is each collective issued? after[k] lists groups (units for individual, buckets) for instr k. */
   int ngroups = sync == SYNC_INDIVIDUAL ? lay->norder : sync == SYNC_BUCKETED ? lay->nbuckets : 0;
@@ -203,6 +242,15 @@ static int assemble_rank(ddp_builder *b, ddp_layout *lay, int world_rank) {
   rp_push(&c, load, "load_batch");
 
   uint32_t *bucket_done = ddp_xcalloc((size_t)ngroups + 1, sizeof(uint32_t));
+  bool *reduced = ddp_xcalloc((size_t)ngroups + 1, sizeof(bool)), *updated = ddp_xcalloc((size_t)ngroups + 1, sizeof(bool));
+  int32_t *ready = opt_overlap ? bucket_ready(b, lay) : NULL;
+  if (opt_overlap) { /* the step count and lr first, on the stream the updates run on */
+    if (b->plan->nstreams < STREAM_UPDATE + 1) b->plan->nstreams = STREAM_UPDATE + 1;
+    b->update_streams |= (uint64_t)1 << STREAM_UPDATE;
+    rp_order(&c, STREAM_COMPUTE, STREAM_UPDATE);
+    pass_scalars(&c);
+    c.out->v[c.out->n - 1].stream = STREAM_UPDATE;
+  }
   for (uint32_t k = 0; k <= b->step.n; k++) {
     if (k < b->step.n) {
       ddp_instr in = b->step.v[k];
@@ -224,7 +272,19 @@ static int assemble_rank(ddp_builder *b, ddp_layout *lay, int world_rank) {
         allreduce_unit_params(&c, &up, lay->order[gidx]);
       else
         allreduce_bucket(&c, gidx);
-      if (opt_overlap) bucket_done[gidx] = rp_record(&c, STREAM_COMM);
+      if (opt_overlap) {
+        bucket_done[gidx] = rp_record(&c, STREAM_COMM);
+        reduced[gidx] = true;
+      }
+    }
+    /* optimizer_overlap: the buckets reduced and done with by now (at the end: all the others) */
+    bool ordered_update = false;
+    for (int gidx = 0; opt_overlap && gidx < ngroups; gidx++) {
+      if (updated[gidx] || (k < b->step.n && (!reduced[gidx] || ready[gidx] > (int32_t)k))) continue;
+      if (!ordered_update) rp_order(&c, STREAM_COMPUTE, STREAM_UPDATE);
+      ordered_update = true;
+      update_bucket(&c, gidx, reduced[gidx], bucket_done[gidx]);
+      updated[gidx] = true;
     }
   }
   if (sync == SYNC_NAIVE || sync == SYNC_FLAT) {
@@ -236,7 +296,7 @@ static int assemble_rank(ddp_builder *b, ddp_layout *lay, int world_rank) {
     }
   }
 
-  if (train) optimizer_phase(&c, opt_overlap, bucket_done);
+  if (train) optimizer_phase(&c, opt_overlap);
   if (dist && grads) rp_order(&c, STREAM_COMM, STREAM_COMPUTE); /* nothing of this step left on the comm stream */
   rp_timer(&c, STREAM_COMPUTE, TIMER_STEP_END);
   rp_range(&c, 0, RANGE_STEP, NULL);
@@ -248,6 +308,9 @@ static int assemble_rank(ddp_builder *b, ddp_layout *lay, int world_rank) {
   free(due);
   b_unit_params_free(&up);
   free(bucket_done);
+  free(reduced);
+  free(updated);
+  free(ready);
   return 0;
 }
 

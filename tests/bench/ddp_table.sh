@@ -6,6 +6,10 @@
 # buckets) and, with TORCH_FSDP2=1, FSDP2 under torchrun in the same call. Plans (RUNS picks some):
 #   ddp_fp32          bucketed 10 MB, fp32 gradients (schedules/bucketed_10mb.lua)
 #   ddp_bf16          the same with bf16 gradients
+#   ddp_fp32_ov, ddp_bf16_ov  the same with optimizer_overlap (each bucket's AdamW on the update stream during
+#                     the backward, after its all-reduce)
+#   ddp100_fp32, ddp100_fp32_ov, ddp100_bf16_ov  bucketed 100 MB (schedules/bucketed_100mb.lua), [the same
+#                     with optimizer_overlap]
 #   zero1_flat        ZeRO-1 as schedules/zero1.lua (one reduce-scatter after the backward)
 #   zero1_overlap     ZeRO-1 over 100 MB buckets, each group updated and all-gathered during the backward
 #   zero1_overlap_bf16, zero1_overlap_25mb  the same with bf16 gradients, with 25 MB buckets
@@ -58,7 +62,7 @@ plan() { # NAME SCHEDULE [--set ...]; _low adds LOW, _win / _winz the symmetric 
   local n=$1 s=$2; shift 2
   case $(mods $n) in *_low*) set -- "$@" "${LOW[@]}" ;; esac
   case $(mods $n) in *_a2a*)
-    case $n in ddp_*) set -- "$@" --set nccl.all_reduce=alltoall ;; *) set -- "$@" --set nccl.reduce_scatter=alltoall ;; esac ;;
+    case $n in ddp*) set -- "$@" --set nccl.all_reduce=alltoall ;; *) set -- "$@" --set nccl.reduce_scatter=alltoall ;; esac ;;
   esac
   case $(mods $n) in *_ml*) set -- "$@" --set parallel.master_group=last ;; *_pb*) set -- "$@" --set parallel.master_group=per_bucket ;; esac
   case $(mods $n) in
@@ -73,6 +77,11 @@ for n in $RUNS; do
   case $(core $n) in
     ddp_fp32) plan $n schedules/bucketed_10mb.lua "${W[@]}" ;;
     ddp_bf16) plan $n schedules/bucketed_10mb.lua "${W[@]}" "${BF16[@]}" ;;
+    ddp_fp32_ov) plan $n schedules/bucketed_10mb.lua "${W[@]}" "${OV[@]}" ;;
+    ddp_bf16_ov) plan $n schedules/bucketed_10mb.lua "${W[@]}" "${OV[@]}" "${BF16[@]}" ;;
+    ddp100_fp32) plan $n schedules/bucketed_100mb.lua "${W[@]}" ;;
+    ddp100_fp32_ov) plan $n schedules/bucketed_100mb.lua "${W[@]}" "${OV[@]}" ;;
+    ddp100_bf16_ov) plan $n schedules/bucketed_100mb.lua "${W[@]}" "${OV[@]}" "${BF16[@]}" ;;
     zero1_flat) plan $n schedules/zero1.lua "${W[@]}" ;;
     zero1_overlap) plan $n schedules/zero1.lua "${W[@]}" "${B100[@]}" "${OV[@]}" ;;
     zero1_overlap_bf16) plan $n schedules/zero1.lua "${W[@]}" "${B100[@]}" "${OV[@]}" "${BF16[@]}" ;;

@@ -2,8 +2,8 @@
 # tests/e2e/gpu_ddp.sh (gpu, 2 GPUs): the DDP family on real GPUs with NCCL:
 #  - ToyModel on 2 GPUs (ranks seeded differently, parameters broadcast) in every sync mode equals 1 GPU
 #    (allclose 1e-5); the tiny transformer likewise (SGD, 1e-6) and sharded AdamW / ZeRO-1 / ZeRO-2 /
-#    ZeRO-3 (buckets and one FSDP unit per block), and ZeRO-1/2/3 with optimizer_overlap (ZeRO-1/2 also with param_gather = "before_forward"), equal AdamW
-#    DDP; bucketed DDP with the communicators
+#    ZeRO-3 (buckets and one FSDP unit per block), bucketed DDP and ZeRO-1/2/3 with optimizer_overlap (ZeRO-1/2
+#    also with param_gather = "before_forward"), equal AdamW DDP; bucketed DDP with the communicators
 #    configured by the schedule (nccl = { cta_policy, max_ctas, register }, also the arenas as symmetric
 #    windows, with ZeRO-2) equals one GPU (AdamW DDP) and reports them; pipelines (GPipe, 1F1B, zero bubble,
 #    interleaved) on 2 GPUs equal one GPU (SGD, 1e-5), their messages by NCCL (the default) and by copy
@@ -113,6 +113,13 @@ done
 write tiny_ar_a2a "$tiny" $N ', sync = "bucketed", bucket_mb = 0.05, overlap = "backward"' "$adam" 4 \
   "$tdata, nccl = { register = \"window\", cta_policy = \"zero\", all_reduce = \"alltoall\" }" &&
   same tiny_ar_a2a tiny_adam $ztol && window_took tiny_ar_a2a
+# ... bucketed DDP with each bucket updated during the backward on the update stream (optimizer_overlap), on
+# cudaMalloc'd arenas with NCCL's all-reduce, and with the all-to-all all-reduce on windows
+write tiny_ddp_optoverlap "$tiny" $N ', sync = "bucketed", bucket_mb = 0.05, overlap = "backward", optimizer_overlap = true' \
+  "$adam" 4 "$tdata" && same tiny_ddp_optoverlap tiny_adam $ztol
+write tiny_ar_a2a_optoverlap "$tiny" $N ', sync = "bucketed", bucket_mb = 0.05, overlap = "backward", optimizer_overlap = true' \
+  "$adam" 4 "$tdata, nccl = { register = \"window\", cta_policy = \"zero\", all_reduce = \"alltoall\" }" &&
+  same tiny_ar_a2a_optoverlap tiny_adam $ztol && window_took tiny_ar_a2a_optoverlap
 write tiny_zero1_a2a_plain "$tiny" $N ', sync = "bucketed", bucket_mb = 0.05, shard = "zero1", optimizer_overlap = true' \
   "$adam" 4 "$tdata, nccl = { reduce_scatter = \"alltoall\" }" && same tiny_zero1_a2a_plain tiny_adam $ztol
 # ... and ZeRO-1/2 all-gathering each group at the next step's start, under the forward

@@ -100,9 +100,8 @@ done
 # optimizer overlap (no clipping allowed with it) against the same AdamW without overlap
 oadam='adamw { lr = 1e-2, weight_decay = 0.1 }'
 write tiny_noover_2 "$tiny" 2 ', sync = "bucketed", bucket_mb = 0.01, overlap = "backward"' "$oadam" 4 "$tdata"
-write tiny_optoverlap_2 "$tiny" 2 ', sync = "bucketed", bucket_mb = 0.01, overlap = "backward", optimizer_overlap = true' "$oadam" 4 "$tdata" &&
-  same tiny_optoverlap_2 tiny_noover_2 1e-7 0
-# on 2 and 3 ranks, against the same AdamW DDP: (a) bucketed and flat DDP with each all-reduce an
+# on 2 and 3 ranks, against the same AdamW DDP: (o) bucketed DDP with each bucket updated during the
+# backward on the update stream (optimizer_overlap), also with the all-to-all all-reduce of (a); (a) bucketed and flat DDP with each all-reduce an
 # all-to-all, a sum of the received chunks and an all-gather (nccl.all_reduce = "alltoall"; on 3 ranks a
 # bucket whose length is not a multiple of 3 keeps the all-reduce); (b) the ZeRO levels with each group's
 # shard updated during the backward (on the communication stream, after its reduce-scatter). The
@@ -112,6 +111,10 @@ write tiny_optoverlap_2 "$tiny" 2 ', sync = "bucketed", bucket_mb = 0.01, overla
 for ranks in 2 3; do
   [ $ranks = 3 ] && write tiny_noover_3 "$tiny" 3 ', sync = "bucketed", bucket_mb = 0.01, overlap = "backward"' "$oadam" 4 "$tdata"
   tol="1e-7 0"; [ $ranks = 3 ] && tol="1e-5 1e-6"
+  ov=', sync = "bucketed", bucket_mb = 0.01, overlap = "backward", optimizer_overlap = true'
+  write "tiny_optoverlap_$ranks" "$tiny" $ranks "$ov" "$oadam" 4 "$tdata" && same "tiny_optoverlap_$ranks" "tiny_noover_$ranks" 1e-7 0
+  write "tiny_ar_a2a_optoverlap_$ranks" "$tiny" $ranks "$ov" "$oadam" 4 "$tdata, nccl = { all_reduce = \"alltoall\" }" &&
+    same "tiny_ar_a2a_optoverlap_$ranks" "tiny_noover_$ranks" $tol
   write "tiny_ar_a2a_$ranks" "$tiny" $ranks ', sync = "bucketed", bucket_mb = 0.01, overlap = "backward"' "$oadam" 4 \
     "$tdata, nccl = { all_reduce = \"alltoall\" }" && same "tiny_ar_a2a_$ranks" "tiny_noover_$ranks" $tol
   write "tiny_flat_a2a_$ranks" "$tiny" $ranks ', sync = "flat"' "$oadam" 4 "$tdata, nccl = { all_reduce = \"alltoall\" }" &&

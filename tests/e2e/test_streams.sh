@@ -2,8 +2,9 @@
 # tests/e2e/test_streams.sh (cpu): the schedule's `streams` field (compiler/frontend/streams.c):
 #  - update_priority = "low" (the default for single(), "equal" elsewhere) marks the streams that carry only
 #    updates in the plan's meta low_priority_streams, as `ddpc inspect` prints it: one rank's side stream
-#    with the optimizer overlapped (stream 1), ZeRO-2's update stream with optimizer_overlap (stream 2); none
-#    where no stream carries only updates (bucketed DDP, a single rank with clipping, so no overlap);
+#    with the optimizer overlapped (stream 1), ZeRO-2's and bucketed DDP's update stream with
+#    optimizer_overlap (stream 2); none where no stream carries only updates (bucketed DDP without it, a
+#    single rank with clipping, so no overlap);
 #    "equal": none; ZeRO without the field: none;
 #  - update_tail (single() only; default 0.25 there) puts the last update groups on a second side stream
 #    that keeps the high priority;
@@ -29,6 +30,7 @@ LUA
 low_of() { "$DDPC" inspect "$tmp/$1.bin" | awk '$1 == "low_priority_streams" { $1 = ""; sub(/^ +/, ""); print; exit }'; }
 zero2='ddp { ranks = 2, sync = "bucketed", bucket_mb = 0.05, overlap = "backward", shard = "zero2", optimizer_overlap = true }'
 ddp='ddp { ranks = 2, sync = "bucketed", bucket_mb = 0.05, overlap = "backward" }'
+ddp_ov='ddp { ranks = 2, sync = "bucketed", bucket_mb = 0.05, overlap = "backward", optimizer_overlap = true }'
 sched single_low "single()" "" '{ update_priority = "low" }'
 sched single_equal "single()" "" '{ update_priority = "equal" }'
 sched single_none "single()" "" ''
@@ -36,11 +38,12 @@ sched single_clip "single()" ", clip = 1.0" '{ update_priority = "low" }'
 sched zero2_low "$zero2" "" '{ update_priority = "low" }'
 sched zero2_none "$zero2" "" ''
 sched ddp_low "$ddp" "" '{ update_priority = "low" }'
-for n in single_low single_equal single_none single_clip zero2_low zero2_none ddp_low; do
+sched ddp_ov_low "$ddp_ov" "" '{ update_priority = "low" }'
+for n in single_low single_equal single_none single_clip zero2_low zero2_none ddp_low ddp_ov_low; do
   "$DDPC" "$tmp/$n.lua" -o "$tmp/$n.bin" -q || fail "$n does not compile"
 done
 for kv in "single_low 2 (streams 1)" "single_equal 0 (none)" "single_none 2 (streams 1)" "single_clip 0 (none)" \
-          "zero2_low 4 (streams 2)" "zero2_none 0 (none)" "ddp_low 0 (none)"; do
+          "zero2_low 4 (streams 2)" "zero2_none 0 (none)" "ddp_low 0 (none)" "ddp_ov_low 4 (streams 2)"; do
   set -- $kv
   n=$1; shift
   got=$(low_of "$n")
@@ -70,8 +73,10 @@ a=$(awk '$1 == "step" { print $2, $4 }' "$tmp/low.out"); b=$(awk '$1 == "step" {
 [ -n "$a" ] && [ "$a" = "$b" ] && echo "ok: the reference executor's losses equal without the field ($(echo "$a" | wc -l) steps)" ||
   fail "losses differ: '$a' against '$b'"
 [ -n "$c" ] && [ "$c" = "$b" ] && echo "ok: update_tail's losses equal without the field" || fail "update_tail losses differ: '$c' against '$b'"
-"$DDPRUN" "$tmp/zero2_low.bin" --device ref --nproc 2 --quiet && echo "ok: zero2_low runs on 2 reference ranks" ||
-  fail "zero2_low does not run on the reference executor"
+for n in zero2_low ddp_ov_low; do
+  "$DDPRUN" "$tmp/$n.bin" --device ref --nproc 2 --quiet && echo "ok: $n runs on 2 reference ranks" ||
+    fail "$n does not run on the reference executor"
+done
 
 # bad NAME VALUE PATTERN: the schedule with that value is refused in one line matching PATTERN
 bad() {

@@ -1,0 +1,29 @@
+#!/usr/bin/env bash
+# tests/bench/device_ddp_overlap.sh: NPROC GPUs (default 2, nvidia-h200-x2; 4 on nvidia-h200-x4), one call,
+# after tests/bench/prepare_device.sh here (carry dev/). Bucketed DDP with each bucket's AdamW in the
+# backward on the update stream (optimizer_overlap) against the same plans without it: ddp_table.sh's RUNS
+# (default below), ROUNDS rounds (default 2), PyTorch DDP in the same call (TORCH=0 skips it); then with
+# BUSBW=1 (the default) the all-reduce busbw table, ours (`ddprun --bench allreduce`) and PyTorch's
+# (`torch_ddp_anchor.py --skip-ddp`); then tests/e2e/gpu_ddp.sh on NPROC ranks (DDP_GPU_RANKS) in the time
+# left (BUDGET seconds for the whole script, default 570). Files in $OUT: the table, the logs' tarballs.
+set -u
+cd "$(dirname "$0")/../.."
+. tests/bench/device_env.sh
+N=${NPROC:-2}
+echo "== table, $N ranks ($(date +%T))"
+NPROC=$N RUNS=${RUNS:-"ddp_fp32 ddp_fp32_ov ddp100_fp32_ov ddp100_fp32_ov_a2a_winz ddp_fp32_ov_a2a_winz ddp100_bf16_ov ddp100_bf16_ov_a2a_winz"} \
+  ROUNDS=${ROUNDS:-2} TORCH=${TORCH:-1} bash tests/bench/ddp_table.sh 2>&1 | tail -14
+if [ "${BUSBW:-1}" = 1 ]; then
+  echo "== all-reduce busbw, $N ranks ($(date +%T))"
+  timeout 90 $DDPRUN --bench allreduce --nproc $N --out $L/ar_ddpc.jsonl >$L/ar_ddpc.log 2>&1; echo "ddprun --bench allreduce rc=$?"
+  tail -8 $L/ar_ddpc.log
+  timeout 120 torchrun --nproc_per_node=$N $A --skip-ddp >$L/ar_torch.log 2>&1; echo "torch all-reduce rc=$?"
+  grep ANCHOR $L/ar_torch.log | grep -i allreduce | cut -c1-160
+fi
+left=$(( ${BUDGET:-570} - SECONDS ))
+echo "== gpu_ddp on $N ranks, ${left} s left ($(date +%T))"
+if [ $left -gt 30 ]; then
+  DDP_GPU_RANKS=$N timeout $left bash tests/e2e/gpu_ddp.sh >$L/gpu_ddp.log 2>&1; echo "gpu_ddp rc=$?"
+  echo "ok: $(grep -cE '^ok' $L/gpu_ddp.log)"; grep -E "^FAIL|optoverlap|ar_a2a" $L/gpu_ddp.log | cut -c1-220
+fi
+tar czf $OUT/logs.tgz -C $L --exclude ddp_table . ; echo "== done ($(date +%T))"
