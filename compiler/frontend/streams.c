@@ -8,10 +8,12 @@
  *                    have blocks waiting. Default: "low" for single() (2026-11-27, one H200: the XL step
  *                    67.7-68.2 -> 65.5-65.8 ms), "equal" for every other layout (ZeRO-1 with its update
  *                    stream low was 1-4% slower on 2 x H200: its all-gathers wait for the updates)
- *   update_tail      0 .. < 1, single() with "low" only: the fraction of its update groups, the last whose
- *                    gradients are ready, that runs on a second side stream at the high priority, so that
- *                    they do not queue behind the low stream's backlog after the backward. Default 0.25
- *                    there (the optimizer's tail after the backward 3.5-3.6 -> 0.13 ms at the same step time)
+ *   update_tail      0 .. < 1, with "low", for single() and bucketed DDP with optimizer_overlap (the plans
+ *                    whose updates are independent of each other and of every collective): the fraction of
+ *                    its update groups (DDP: buckets), the last whose gradients are ready, that runs on a
+ *                    second side stream at the high priority, so that they do not queue behind the low
+ *                    stream's backlog after the backward. Default 0.25 for single() (the optimizer's tail
+ *                    after the backward 3.5-3.6 -> 0.13 ms at the same step time), 0 elsewhere
  * The compiler turns the choice into the plan's meta low_priority_streams (a mask of stream indices: the
  * builder's update_streams, which the optimizer passes set); `ddpc inspect` prints it; the reference executor runs streams in program order and has no
  * priorities. docs/SCHEDULES.md has the measurements. */
@@ -39,7 +41,10 @@ void fe_streams(fe_conv *c, const fe_tab *root) {
   double tail = 0;
   if (fe_num(c, &t, "update_tail", &tail, "a number in [0, 1)")) {
     if (!(tail >= 0 && tail < 1)) fe_bad(c, &t, "update_tail", "must be a number in [0, 1)");
-    if (!single) fe_bad(c, &t, "update_tail", "applies to single() only (its overlapped optimizer)");
+    const bool ddp_overlap = s->sync == SYNC_BUCKETED && s->shard == SHARD_NONE && s->optimizer_overlap && s->stages == 0;
+    if (!single && !ddp_overlap)
+      fe_bad(c, &t, "update_tail", "applies to single() and to bucketed ddp{} with optimizer_overlap only (their "
+             "overlapped optimizers)");
     if (prio != UPDATE_PRIORITY_LOW) fe_bad(c, &t, "update_tail", "needs update_priority = \"low\"");
     s->update_tail = tail;
   }

@@ -8,7 +8,9 @@
  *               update stream, once its all-reduce has landed and the backward has touched its
  *               gradients, compute copies and masters for the last time (the step's scalars run first on
  *               that stream; the compute stream waits for it at the step's end, so the next forward reads
- *               updated parameters); optimizer_ms is then the update's exposed tail
+ *               updated parameters); optimizer_ms is then the update's exposed tail; with streams =
+ *               { update_priority = "low", update_tail = f } the last fraction f of the buckets runs on a
+ *               second update stream that keeps the high priority
  *   zero1..3    the ZeRO levels: zero.c
  *   optimizer   (shard="optimizer") the sync above, then each rank updates the parameters it owns and
  *               the owners broadcast them
@@ -20,7 +22,8 @@
 #include <stdlib.h>
 #include <string.h>
 
-enum { STREAM_UPDATE = DDP_DEFAULT_STREAMS }; /* optimizer_overlap: the bucket updates' own stream */
+enum { STREAM_UPDATE = DDP_DEFAULT_STREAMS, /* optimizer_overlap: the bucket updates' own stream */
+       STREAM_TAIL };                         /* ... streams.update_tail: the last buckets' updates */
 
 static int64_t unit_end(const ddp_builder *b, int u) { return b->units[u].flat_offset + b->units[u].numel; }
 
@@ -136,20 +139,20 @@ static int32_t *bucket_ready(const ddp_builder *b, const ddp_layout *lay) {
   return ready;
 }
 
-/* bucket k's update on the update stream, after its all-reduce's event when it had one */
-static void update_bucket(rank_ctx *c, int k, bool reduced, uint32_t reduced_event) {
+/* bucket k's update on `stream`, after its all-reduce's event when it had one */
+static void update_bucket(rank_ctx *c, int stream, int k, bool reduced, uint32_t reduced_event) {
   int64_t lo, hi;
   bucket_range(c->b, c->lay, k, &lo, &hi);
-  if (reduced) rp_wait(c, STREAM_UPDATE, reduced_event);
+  if (reduced) rp_wait(c, stream, reduced_event);
   pass_update(c, lo, hi, 0, true, b_fmt(c->b, "optimizer.bucket%d", k));
-  c->out->v[c->out->n - 1].stream = STREAM_UPDATE;
+  c->out->v[c->out->n - 1].stream = (uint16_t)stream;
 }
 
 /* optimizer -> RANGE_PUSH (TIMER order(update, compute) | [order(comm, compute)] TIMER scalars
  *              (update(own range) exchange | update(all))) RANGE_POP
  * With optimizer overlap the updates already ran on the update stream: compute waits for it. Else waits
  * for the gradient sync, then the scalars and the update. */
-static void optimizer_phase(rank_ctx *c, bool opt_overlap) {
+static void optimizer_phase(rank_ctx *c, bool opt_overlap, bool tail) {
   ddp_builder *b = c->b;
   ddp_layout *lay = c->lay;
   const ddp_schedule *s = b->s;
@@ -159,6 +162,7 @@ static void optimizer_phase(rank_ctx *c, bool opt_overlap) {
   if (opt_overlap) {
     rp_timer(c, STREAM_COMPUTE, TIMER_OPT_BEGIN);
     rp_order(c, STREAM_UPDATE, STREAM_COMPUTE);
+    if (tail) rp_order(c, STREAM_TAIL, STREAM_COMPUTE);
   } else {
     if (dist) rp_order(c, STREAM_COMM, STREAM_COMPUTE);
     rp_timer(c, STREAM_COMPUTE, TIMER_OPT_BEGIN);
@@ -251,6 +255,14 @@ static int assemble_rank(ddp_builder *b, ddp_layout *lay, int world_rank) {
     pass_scalars(&c);
     c.out->v[c.out->n - 1].stream = STREAM_UPDATE;
   }
+  /* streams.update_tail: the last-ready fraction of the buckets on a second update stream that keeps the high
+   * priority (it is not one of b->update_streams), after the scalars */
+  int ntail = opt_overlap && s->update_priority == UPDATE_PRIORITY_LOW ? (int)(s->update_tail * ngroups + 0.5) : 0;
+  if (ntail > ngroups) ntail = ngroups;
+  if (ntail > 0) {
+    if (b->plan->nstreams < STREAM_TAIL + 1) b->plan->nstreams = STREAM_TAIL + 1;
+    rp_order(&c, STREAM_UPDATE, STREAM_TAIL);
+  }
   for (uint32_t k = 0; k <= b->step.n; k++) {
     if (k < b->step.n) {
       ddp_instr in = b->step.v[k];
@@ -278,12 +290,14 @@ static int assemble_rank(ddp_builder *b, ddp_layout *lay, int world_rank) {
       }
     }
     /* optimizer_overlap: the buckets reduced and done with by now (at the end: all the others) */
-    bool ordered_update = false;
+    bool ordered_update = false, ordered_tail = false;
     for (int gidx = 0; opt_overlap && gidx < ngroups; gidx++) {
       if (updated[gidx] || (k < b->step.n && (!reduced[gidx] || ready[gidx] > (int32_t)k))) continue;
-      if (!ordered_update) rp_order(&c, STREAM_COMPUTE, STREAM_UPDATE);
-      ordered_update = true;
-      update_bucket(&c, gidx, reduced[gidx], bucket_done[gidx]);
+      const bool in_tail = gidx >= ngroups - ntail;
+      bool *ordered = in_tail ? &ordered_tail : &ordered_update;
+      if (!*ordered) rp_order(&c, STREAM_COMPUTE, in_tail ? STREAM_TAIL : STREAM_UPDATE);
+      *ordered = true;
+      update_bucket(&c, in_tail ? STREAM_TAIL : STREAM_UPDATE, gidx, reduced[gidx], bucket_done[gidx]);
       updated[gidx] = true;
     }
   }
@@ -296,7 +310,7 @@ static int assemble_rank(ddp_builder *b, ddp_layout *lay, int world_rank) {
     }
   }
 
-  if (train) optimizer_phase(&c, opt_overlap);
+  if (train) optimizer_phase(&c, opt_overlap, ntail > 0);
   if (dist && grads) rp_order(&c, STREAM_COMM, STREAM_COMPUTE); /* nothing of this step left on the comm stream */
   rp_timer(&c, STREAM_COMPUTE, TIMER_STEP_END);
   rp_range(&c, 0, RANGE_STEP, NULL);

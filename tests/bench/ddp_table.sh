@@ -21,6 +21,8 @@
 #   fsdp_overlap      schedules/fsdp.lua with optimizer_overlap
 #   NAME_low          any of the above with streams = { update_priority = "low" } (the update stream at the
 #                     device's lowest priority, the compute and communication streams at its highest)
+#   NAME_low_tail     a ddp*_ov plan with streams = { update_priority = "low", update_tail = 0.25 } (the last quarter
+#                     of the buckets' updates on a second update stream that keeps the high priority)
 #   NAME_comm         any of the above run with DDP_STREAM_PRIORITY=2 (the streams that carry collectives
 #                     at the device's highest priority, the compute and update streams at its lowest)
 #   NAME_pb           a zero1/zero2 plan above with master_group = "per_bucket" (a group of the fp32-read
@@ -37,7 +39,7 @@
 #                     partition alone, the GEMMs sized for the whole GPU
 #   NAME_allocM       any of the above run with DDP_NCCL_MEM_ARENAS=M (the arenas of bit mask M from
 #                     ncclMemAlloc: 1 params, 2 grads, 4 optimizer, 8 activations, 16 workspace, 32 io)
-# Suffixes combine in this order: NAME[_ml|_pb][_a2a][_win|_winz][_low][_comm][_allocM][_sideN[_t0]].
+# Suffixes combine in this order: NAME[_ml|_pb][_a2a][_win|_winz][_low[_tail]][_comm][_allocM][_sideN[_t0]].
 # SINGLE_LOW=1 also runs the one-GPU step with the low-priority update stream (single_low).
 # STEPS (default 14: xl_ddp's 5 warm-up + 9 timed); TORCH=0 skips PyTorch. Logs in $OUT/ddp_table.tar.gz; the table last
 # (tests/bench/summary_ddp_table.py).
@@ -55,12 +57,13 @@ BF16=(--set parallel.grad_dtype=bf16)
 PG=(--set parallel.param_gather=before_forward)
 LOW=(--set streams.update_priority=low)
 core() { # NAME: the plan's name without the suffixes
-  local b=${1%_side*}; b=${b%_alloc*}; b=${b%_comm}; b=${b%_low}; b=${b%_winz}; b=${b%_win}; b=${b%_a2a}; b=${b%_pb}; echo "${b%_ml}"
+  local b=${1%_side*}; b=${b%_alloc*}; b=${b%_comm}; b=${b%_tail}; b=${b%_low}; b=${b%_winz}; b=${b%_win}; b=${b%_a2a}; b=${b%_pb}; echo "${b%_ml}"
 }
 mods() { local c; c=$(core "$1"); echo "${1#"$c"}"; } # NAME: its suffixes, e.g. "_winz_low_side16"
 plan() { # NAME SCHEDULE [--set ...]; _low adds LOW, _win / _winz the symmetric windows, _a2a the all-to-all
   local n=$1 s=$2; shift 2
   case $(mods $n) in *_low*) set -- "$@" "${LOW[@]}" ;; esac
+  case $(mods $n) in *_tail*) set -- "$@" --set streams.update_tail=0.25 ;; esac
   case $(mods $n) in *_a2a*)
     case $n in ddp*) set -- "$@" --set nccl.all_reduce=alltoall ;; *) set -- "$@" --set nccl.reduce_scatter=alltoall ;; esac ;;
   esac

@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # tests/bench/device_ddp_overlap.sh: NPROC GPUs (default 2, nvidia-h200-x2; 4 on nvidia-h200-x4), one call,
-# after tests/bench/prepare_device.sh here (carry dev/). Bucketed DDP with each bucket's AdamW in the
+# after tests/bench/prepare_device.sh here (carry dev/). CHECK=1 first checks the tiny model on the GPUs (DDP
+# with the update in the backward, also low + update_tail and with the all-to-all, against flat DDP). Bucketed DDP with each bucket's AdamW in the
 # backward on the update stream (optimizer_overlap) against the same plans without it: ddp_table.sh's RUNS
 # (default below), ROUNDS rounds (default 2), PyTorch DDP in the same call (TORCH=0 skips it); then with
 # BUSBW=1 (the default) the all-reduce busbw table, ours (`ddprun --bench allreduce`) and PyTorch's
@@ -10,6 +11,21 @@ set -u
 cd "$(dirname "$0")/../.."
 . tests/bench/device_env.sh
 N=${NPROC:-2}
+if [ "${CHECK:-0}" = 1 ]; then # the tiny model: DDP with the update in the backward, low + tail, against flat DDP
+  . tests/e2e/lib.sh
+  e2e_tmp ddp_overlap
+  cp schedules/lib/models.lua "$tmp/"
+  tiny='models.tiny({ d_model = 64, d_ff = 128, heads = 4, vocab = 256, context = 32 })'
+  tdata='{ global_batch = 8, tokens = "random", seed = 5 }'
+  adam='adamw { lr = 1e-2, weight_decay = 0.1 }'; ov=', sync = "bucketed", bucket_mb = 0.05, overlap = "backward", optimizer_overlap = true'
+  write tiny_adam "$tiny" $N ', sync = "flat"' "$adam" 4 "$tdata"
+  write tiny_ov "$tiny" $N "$ov" "$adam" 4 "$tdata" && same tiny_ov tiny_adam 1e-6 1e-7
+  write tiny_ov_tail "$tiny" $N "$ov" "$adam" 4 "$tdata, streams = { update_priority = \"low\", update_tail = 0.25 }" &&
+    same tiny_ov_tail tiny_ov 0 0
+  write tiny_ov_a2a_tail "$tiny" $N "$ov" "$adam" 4 \
+    "$tdata, streams = { update_priority = \"low\", update_tail = 0.25 }, nccl = { register = \"window\", cta_policy = \"zero\", all_reduce = \"alltoall\" }" &&
+    same tiny_ov_a2a_tail tiny_adam 1e-6 1e-7
+fi
 echo "== table, $N ranks ($(date +%T))"
 NPROC=$N RUNS=${RUNS:-"ddp_fp32 ddp_fp32_ov ddp100_fp32_ov ddp100_fp32_ov_a2a_winz ddp_fp32_ov_a2a_winz ddp100_bf16_ov ddp100_bf16_ov_a2a_winz"} \
   ROUNDS=${ROUNDS:-2} TORCH=${TORCH:-1} bash tests/bench/ddp_table.sh 2>&1 | tail -14

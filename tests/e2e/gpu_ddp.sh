@@ -114,9 +114,12 @@ write tiny_ar_a2a "$tiny" $N ', sync = "bucketed", bucket_mb = 0.05, overlap = "
   "$tdata, nccl = { register = \"window\", cta_policy = \"zero\", all_reduce = \"alltoall\" }" &&
   same tiny_ar_a2a tiny_adam $ztol && window_took tiny_ar_a2a
 # ... bucketed DDP with each bucket updated during the backward on the update stream (optimizer_overlap), on
-# cudaMalloc'd arenas with NCCL's all-reduce, and with the all-to-all all-reduce on windows
+# cudaMalloc'd arenas with NCCL's all-reduce (also with the update stream low and the last quarter of the
+# buckets on a second, high one: bitwise the same), and with the all-to-all all-reduce on windows
 write tiny_ddp_optoverlap "$tiny" $N ', sync = "bucketed", bucket_mb = 0.05, overlap = "backward", optimizer_overlap = true' \
   "$adam" 4 "$tdata" && same tiny_ddp_optoverlap tiny_adam $ztol
+write tiny_ddp_optoverlap_tail "$tiny" $N ', sync = "bucketed", bucket_mb = 0.05, overlap = "backward", optimizer_overlap = true' \
+  "$adam" 4 "$tdata, streams = { update_priority = \"low\", update_tail = 0.25 }" && same tiny_ddp_optoverlap_tail tiny_ddp_optoverlap 0 0
 write tiny_ar_a2a_optoverlap "$tiny" $N ', sync = "bucketed", bucket_mb = 0.05, overlap = "backward", optimizer_overlap = true' \
   "$adam" 4 "$tdata, nccl = { register = \"window\", cta_policy = \"zero\", all_reduce = \"alltoall\" }" &&
   same tiny_ar_a2a_optoverlap tiny_adam $ztol && window_took tiny_ar_a2a_optoverlap

@@ -6,8 +6,8 @@
 #    optimizer_overlap (stream 2); none where no stream carries only updates (bucketed DDP without it, a
 #    single rank with clipping, so no overlap);
 #    "equal": none; ZeRO without the field: none;
-#  - update_tail (single() only; default 0.25 there) puts the last update groups on a second side stream
-#    that keeps the high priority;
+#  - update_tail (single() and bucketed DDP with optimizer_overlap; default 0.25 for single()) puts the last
+#    update groups (DDP: buckets) on a second side stream that keeps the high priority;
 #  - --set creates the table when the schedule has none; the plans run on the reference executor with the
 #    same losses whatever the priorities;
 #  - bad values are refused in one line naming the field, with a non-zero exit and no plan written.
@@ -89,7 +89,22 @@ bad not_table '"low"' 'streams must be a table such as \{ update_priority = "low
 bad unknown '{ update_prio = "low" }' 'streams.update_prio is not a field of streams'
 bad tail_equal '{ update_priority = "equal", update_tail = 0.25 }' 'streams.update_tail needs update_priority = "low"'
 sched tail_ddp "$ddp" "" '{ update_priority = "low", update_tail = 0.25 }'
-refused tail_ddp 'streams.update_tail applies to single\(\) only \(its overlapped optimizer\), got 0.25$'
+refused tail_ddp 'streams.update_tail applies to single\(\) and to bucketed ddp\{\} with optimizer_overlap only \(their overlapped optimizers\), got 0.25$'
+# ... bucketed DDP with optimizer_overlap takes it: the last bucket's update on stream 3 (high), the rest on
+# the low stream 2; the same losses as without the tail on 2 reference ranks
+sched tail_ddp_ov "$ddp_ov" "" '{ update_priority = "low", update_tail = 0.25 }'
+"$DDPC" "$tmp/tail_ddp_ov.lua" -o "$tmp/tail_ddp_ov.bin" -q || fail "update_tail with ddp{ optimizer_overlap } refused"
+nst=$("$DDPC" inspect "$tmp/tail_ddp_ov.bin" | awk '$1 == "streams" { print $2; exit }')
+tail3=$("$DDPC" inspect --rank 0 "$tmp/tail_ddp_ov.bin" | grep -cE "^ *[0-9]+ +3 +kernel +ADAMW")
+[ "$(low_of tail_ddp_ov)" = "4 (streams 2)" ] && [ "$nst" = 4 ] && [ "$tail3" -ge 1 ] &&
+  echo "ok: ddp{ optimizer_overlap } with update_tail 0.25: 4 streams, stream 2 low, $tail3 update(s) on stream 3" ||
+  fail "ddp update_tail: $nst streams, low_priority_streams $(low_of tail_ddp_ov), $tail3 updates on stream 3"
+for n in ddp_ov_low tail_ddp_ov; do
+  "$DDPRUN" "$tmp/$n.bin" --device ref --nproc 2 >"$tmp/$n.out" 2>&1 || fail "$n does not run on the reference executor"
+done
+a=$(awk '$1 == "step" { print $2, $4 }' "$tmp/ddp_ov_low.out"); b=$(awk '$1 == "step" { print $2, $4 }' "$tmp/tail_ddp_ov.out")
+[ -n "$a" ] && [ "$a" = "$b" ] && echo "ok: ddp update_tail's losses equal without the tail ($(echo "$a" | wc -l) lines)" ||
+  fail "ddp update_tail losses differ: '$b' against '$a'"
 bad tail_one '{ update_priority = "low", update_tail = 1 }' 'streams.update_tail must be a number in \[0, 1\), got 1$'
 bad tail_type '{ update_priority = "low", update_tail = "half" }' 'streams.update_tail must be a number in \[0, 1\)'
 if "$DDPC" "$tmp/single_none.lua" -o "$tmp/set2.bin" -q --set streams.update_priority=lowest 2>"$tmp/err"; then fail "--set lowest compiled"
