@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # tests/e2e/test_streams.sh (cpu): the schedule's `streams` field (compiler/frontend/streams.c):
-#  - update_priority = "low" (the default for single(), "equal" elsewhere) marks the streams that carry only
+#  - update_priority = "low" (the default for single() and bucketed DDP with optimizer_overlap, "equal"
+#    elsewhere) marks the streams that carry only
 #    updates in the plan's meta low_priority_streams, as `ddpc inspect` prints it: one rank's side stream
 #    with the optimizer overlapped (stream 1), ZeRO-2's and bucketed DDP's update stream with
 #    optimizer_overlap (stream 2); none where no stream carries only updates (bucketed DDP without it, a
@@ -39,11 +40,13 @@ sched zero2_low "$zero2" "" '{ update_priority = "low" }'
 sched zero2_none "$zero2" "" ''
 sched ddp_low "$ddp" "" '{ update_priority = "low" }'
 sched ddp_ov_low "$ddp_ov" "" '{ update_priority = "low" }'
-for n in single_low single_equal single_none single_clip zero2_low zero2_none ddp_low ddp_ov_low; do
+sched ddp_ov_none "$ddp_ov" "" ''
+for n in single_low single_equal single_none single_clip zero2_low zero2_none ddp_low ddp_ov_low ddp_ov_none; do
   "$DDPC" "$tmp/$n.lua" -o "$tmp/$n.bin" -q || fail "$n does not compile"
 done
 for kv in "single_low 2 (streams 1)" "single_equal 0 (none)" "single_none 2 (streams 1)" "single_clip 0 (none)" \
-          "zero2_low 4 (streams 2)" "zero2_none 0 (none)" "ddp_low 0 (none)" "ddp_ov_low 4 (streams 2)"; do
+          "zero2_low 4 (streams 2)" "zero2_none 0 (none)" "ddp_low 0 (none)" "ddp_ov_low 4 (streams 2)" \
+          "ddp_ov_none 4 (streams 2)"; do
   set -- $kv
   n=$1; shift
   got=$(low_of "$n")
