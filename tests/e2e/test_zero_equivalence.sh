@@ -11,7 +11,9 @@
 #    on 1 rank, a 1-rank run resumed with zero2 on 3 ranks and a zero2 3-rank run resumed with zero1 on 2
 #    end where the straight runs end (AdamW: the moments move across layouts too; 1e-4, see below);
 #  - zero1 with optimizer_overlap and param_gather = "before_forward", and fsdp{} with optimizer_overlap,
-#    bitwise the same plans without them, and resumed bitwise (also by the plain plan).
+#    bitwise the same plans without them, and resumed bitwise (also by the plain plan); ZeRO-1 resumed
+#    across master_group layouts, and bucketed DDP with the update in the backward resumed as ZeRO-1 and
+#    back, bitwise.
 . "$(dirname "$0")/lib.sh"
 e2e_tmp zero
 cp "$DDP_SOURCE_DIR/schedules/lib/models.lua" "$tmp/"
@@ -90,6 +92,17 @@ write ovl_zero1_3 "$tiny" 3 ', sync = "bucketed", bucket_mb = 0.01, shard = "zer
   "$oadam" 4 "$data" && same ovl_zero1_3 oadam_zero1_3 0 0
 resume ovl_zero1_3_resumed ovl_zero1_3 ovl_zero1_3 ovl_zero1_3 0 0
 resume ovl_to_plain_zero1_3 ovl_zero1_3 oadam_zero1_3 oadam_zero1_3 0 0
+# ... across the two layouts of the fp32-read parameters (master_group "per_bucket" -> "last", the default),
+# and from bucketed DDP with each bucket's update in the backward to ZeRO-1 and back: the reference adds the
+# ranks' gradients in the same order in every layout, so bitwise
+write pb_zero1_3 "$tiny" 3 ', sync = "bucketed", bucket_mb = 0.01, shard = "zero1", master_group = "per_bucket"' "$oadam" 4 "$data" &&
+  same pb_zero1_3 oadam_zero1_3 0 0
+resume pb_to_last_zero1_3 pb_zero1_3 oadam_zero1_3 oadam_zero1_3 0 0
+resume last_to_pb_zero1_3 oadam_zero1_3 pb_zero1_3 pb_zero1_3 0 0
+write ovl_ddp_3 "$tiny" 3 ', sync = "bucketed", bucket_mb = 0.01, optimizer_overlap = true' "$oadam" 4 "$data" &&
+  same ovl_ddp_3 oadam_zero1_3 0 0
+resume ovl_ddp_to_zero1_3 ovl_ddp_3 oadam_zero1_3 oadam_zero1_3 0 0
+resume zero1_to_ovl_ddp_3 oadam_zero1_3 ovl_ddp_3 ovl_ddp_3 0 0
 fsdp oadam_fsdp_3 3 "" "$oadam" 4
 fsdp ovl_fsdp_3 3 ", optimizer_overlap = true" "$oadam" 4 && same ovl_fsdp_3 oadam_fsdp_3 0 0
 resume ovl_fsdp_3_resumed ovl_fsdp_3 ovl_fsdp_3 ovl_fsdp_3 0 0
