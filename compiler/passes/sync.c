@@ -139,13 +139,67 @@ static int32_t *bucket_ready(const ddp_builder *b, const ddp_layout *lay) {
   return ready;
 }
 
-/* bucket k's update on `stream`, after its all-reduce's event when it had one */
-static void update_bucket(rank_ctx *c, int stream, int k, bool reduced, uint32_t reduced_event) {
+/* optimizer_overlap: the buckets' updates during the backward, each once its all-reduce is issued and the
+ * backward is done with it (in order of readiness, ties by index; those never reduced at the step's end) */
+typedef struct bucket_updates {
+  int n, ntail;   /* buckets; the last ntail go on STREAM_TAIL */
+  int32_t *ready; /* bucket_ready */
+  int *by_ready;  /* the buckets in order of ready */
+  int next;       /* by_ready[next ..] not yet due */
+  bool *reduced, *updated;
+  uint32_t *event; /* after the bucket's all-reduce on the communication stream */
+  bool ordered[2]; /* the compute stream already ordered before the update / tail stream at this point */
+} bucket_updates;
+
+typedef struct ready_item {
+  int32_t ready;
+  int g;
+} ready_item;
+static int by_ready_cmp(const void *a, const void *b) {
+  const ready_item *x = a, *y = b;
+  return x->ready != y->ready ? (x->ready < y->ready ? -1 : 1) : x->g - y->g;
+}
+
+static void updates_init(bucket_updates *u, const ddp_builder *b, const ddp_layout *lay, int ntail) {
+  *u = (bucket_updates){.n = lay->nbuckets, .ntail = ntail};
+  u->ready = bucket_ready(b, lay);
+  ready_item *items = ddp_xmalloc(sizeof(ready_item) * ((size_t)u->n + 1));
+  for (int k = 0; k < u->n; k++) items[k] = (ready_item){u->ready[k], k};
+  qsort(items, (size_t)u->n, sizeof(ready_item), by_ready_cmp);
+  u->by_ready = ddp_xmalloc(sizeof(int) * ((size_t)u->n + 1));
+  for (int k = 0; k < u->n; k++) u->by_ready[k] = items[k].g;
+  free(items);
+  u->reduced = ddp_xcalloc((size_t)u->n + 1, sizeof(bool));
+  u->updated = ddp_xcalloc((size_t)u->n + 1, sizeof(bool));
+  u->event = ddp_xcalloc((size_t)u->n + 1, sizeof(uint32_t));
+}
+
+static void updates_free(bucket_updates *u) {
+  free(u->ready), free(u->by_ready), free(u->reduced), free(u->updated), free(u->event);
+}
+
+/* bucket k's update on the update stream (the tail's: STREAM_TAIL), after its all-reduce's event when it had
+ * one */
+static void update_bucket(rank_ctx *c, bucket_updates *u, int k) {
+  const bool tail = k >= u->n - u->ntail;
+  const int stream = tail ? STREAM_TAIL : STREAM_UPDATE;
+  if (!u->ordered[tail]) rp_order(c, STREAM_COMPUTE, stream);
+  u->ordered[tail] = true;
   int64_t lo, hi;
   bucket_range(c->b, c->lay, k, &lo, &hi);
-  if (reduced) rp_wait(c, stream, reduced_event);
+  if (u->reduced[k]) rp_wait(c, stream, u->event[k]);
   pass_update(c, lo, hi, 0, true, b_fmt(c->b, "optimizer.bucket%d", k));
   c->out->v[c->out->n - 1].stream = (uint16_t)stream;
+  u->updated[k] = true;
+}
+
+/* After step instruction k (k == n: the step's end, every bucket left): the updates due. */
+static void updates_due(rank_ctx *c, bucket_updates *u, uint32_t k, uint32_t n) {
+  u->ordered[0] = u->ordered[1] = false;
+  for (; k < n && u->next < u->n && u->ready[u->by_ready[u->next]] <= (int32_t)k; u->next++)
+    if (u->reduced[u->by_ready[u->next]]) update_bucket(c, u, u->by_ready[u->next]);
+  for (int g = 0; k == n && g < u->n; g++)
+    if (!u->updated[g]) update_bucket(c, u, g);
 }
 
 /* optimizer -> RANGE_PUSH (TIMER order(update, compute) | [order(comm, compute)] TIMER scalars
@@ -245,9 +299,6 @@ static int assemble_rank(ddp_builder *b, ddp_layout *lay, int world_rank) {
   pass_tp_load_batch(&c, &load);
   rp_push(&c, load, "load_batch");
 
-  uint32_t *bucket_done = ddp_xcalloc((size_t)ngroups + 1, sizeof(uint32_t));
-  bool *reduced = ddp_xcalloc((size_t)ngroups + 1, sizeof(bool)), *updated = ddp_xcalloc((size_t)ngroups + 1, sizeof(bool));
-  int32_t *ready = opt_overlap ? bucket_ready(b, lay) : NULL;
   if (opt_overlap) { /* the step count and lr first, on the stream the updates run on */
     if (b->plan->nstreams < STREAM_UPDATE + 1) b->plan->nstreams = STREAM_UPDATE + 1;
     b->update_streams |= (uint64_t)1 << STREAM_UPDATE;
@@ -263,6 +314,8 @@ static int assemble_rank(ddp_builder *b, ddp_layout *lay, int world_rank) {
     if (b->plan->nstreams < STREAM_TAIL + 1) b->plan->nstreams = STREAM_TAIL + 1;
     rp_order(&c, STREAM_UPDATE, STREAM_TAIL);
   }
+  bucket_updates upd = {0};
+  if (opt_overlap) updates_init(&upd, b, lay, ntail);
   for (uint32_t k = 0; k <= b->step.n; k++) {
     if (k < b->step.n) {
       ddp_instr in = b->step.v[k];
@@ -285,21 +338,11 @@ static int assemble_rank(ddp_builder *b, ddp_layout *lay, int world_rank) {
       else
         allreduce_bucket(&c, gidx);
       if (opt_overlap) {
-        bucket_done[gidx] = rp_record(&c, STREAM_COMM);
-        reduced[gidx] = true;
+        upd.event[gidx] = rp_record(&c, STREAM_COMM);
+        upd.reduced[gidx] = true;
       }
     }
-    /* optimizer_overlap: the buckets reduced and done with by now (at the end: all the others) */
-    bool ordered_update = false, ordered_tail = false;
-    for (int gidx = 0; opt_overlap && gidx < ngroups; gidx++) {
-      if (updated[gidx] || (k < b->step.n && (!reduced[gidx] || ready[gidx] > (int32_t)k))) continue;
-      const bool in_tail = gidx >= ngroups - ntail;
-      bool *ordered = in_tail ? &ordered_tail : &ordered_update;
-      if (!*ordered) rp_order(&c, STREAM_COMPUTE, in_tail ? STREAM_TAIL : STREAM_UPDATE);
-      *ordered = true;
-      update_bucket(&c, in_tail ? STREAM_TAIL : STREAM_UPDATE, gidx, reduced[gidx], bucket_done[gidx]);
-      updated[gidx] = true;
-    }
+    if (opt_overlap) updates_due(&c, &upd, k, b->step.n);
   }
   if (sync == SYNC_NAIVE || sync == SYNC_FLAT) {
     rp_order(&c, STREAM_COMPUTE, STREAM_COMM);
@@ -321,10 +364,7 @@ static int assemble_rank(ddp_builder *b, ddp_layout *lay, int world_rank) {
   free(due_at);
   free(due);
   b_unit_params_free(&up);
-  free(bucket_done);
-  free(reduced);
-  free(updated);
-  free(ready);
+  if (opt_overlap) updates_free(&upd);
   return 0;
 }
 
