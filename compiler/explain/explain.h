@@ -38,6 +38,8 @@ typedef struct ddp_profile {
   double gemm_table_scale;  /* a GEMM of the table costs its time times this (in a step, not alone) */
   double collective_share;  /* [0, 1): the fraction of a rank's compute throughput its running collectives
                                take (NCCL's kernels use SMs and HBM): compute beside one runs at 1 - this */
+  double copy_engine_share; /* [0, 1): the same for a collective NCCL runs on the copy engines (an all-gather or
+                               all-to-all of a plan with symmetric windows and the zero-CTA policy): only HBM */
   ddp_coll_cost coll[COST_COLL_COUNT];
 } ddp_profile;
 

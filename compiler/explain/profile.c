@@ -28,6 +28,7 @@ void ddp_profile_default(ddp_profile *pr) {
   pr->gemm_small_scale = 0.5;   /* PyTorch's own small shapes: 244-568 of 738 TFLOP/s */
   pr->attention_tflops = 210;   /* our mma.sync attention forward, T = 512 */
   pr->collective_share = 0.22;  /* 2 x H200: the backward's GEMMs at 508 TFLOP/s beside NCCL, 655 alone */
+  pr->copy_engine_share = 0.09; /* 2 x H200: the XL GEMM mix 8.5-10.9% slower beside a copy-engine all-to-all */
   pr->gemm_table_scale = 1;     /* no table: unused */
   for (int k = 0; k < COST_COLL_COUNT; k++) pr->coll[k] = (ddp_coll_cost){20, 300};
   pr->coll[COST_SEND_RECV] = (ddp_coll_cost){10, 300};
@@ -79,7 +80,7 @@ static int known(json_t *obj, const char *path, const char *const *allowed, cons
 static int parse_root(json_t *root, const char *label, ddp_profile *pr, char *err, size_t errcap) {
   static const char *const top[] = {"name", "launch_us", "hbm_gbps", "gemm_tflops_16", "gemm_tflops_32",
                                     "gemm_small_dim", "gemm_small_scale", "attention_tflops", "collectives",
-                                    "collective_share", "attention_by_shape", "gemm_by_shape", "gemm_table_scale", "defaults", "device", "date", "version", "plan", "fit", "samples",
+                                    "collective_share", "copy_engine_share", "attention_by_shape", "gemm_by_shape", "gemm_table_scale", "defaults", "device", "date", "version", "plan", "fit", "samples",
                                     "compute_from", NULL};
   static const char *const coll_keys[] = {"alpha_us", "busbw_gbps", NULL};
   const double big = 1e301; /* no upper bound */
@@ -127,6 +128,14 @@ static int parse_root(json_t *root, const char *label, ddp_profile *pr, char *er
     pr->collective_share = def.collective_share;
     defaulted(optional_figures ? dbuf : NULL, "", "collective_share");
   } else if (num(NULL, root, "", "collective_share", 0, 0, 0.99, &pr->collective_share, label, err, errcap)) {
+    return -1;
+  }
+  if (!json_object_get(root, "copy_engine_share")) { /* the same (no calibration measures it yet) */
+    ddp_profile def;
+    ddp_profile_default(&def);
+    pr->copy_engine_share = def.copy_engine_share;
+    defaulted(optional_figures ? dbuf : NULL, "", "copy_engine_share");
+  } else if (num(NULL, root, "", "copy_engine_share", 0, 0, 0.99, &pr->copy_engine_share, label, err, errcap)) {
     return -1;
   }
   json_t *coll = json_object_get(root, "collectives");

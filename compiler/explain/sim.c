@@ -15,7 +15,9 @@
  * while a collective overlaps compute, but while one runs on a rank (its interval at full cost, also in
  * the zero-communication run: the loss is compute's, not waiting) the rank's compute on the other streams
  * runs at 1 - the profile's collective_share of its rate (stretch; point-to-point transfers do not slow
- * compute). A collective never slows its own stream's work: in the full run that work waits for it, and
+ * compute; a collective NCCL runs on the copy engines, an all-gather or all-to-all of a plan whose arenas
+ * are symmetric windows under the zero-CTA policy, slows it by copy_engine_share instead, the larger share
+ * where both kinds run). A collective never slows its own stream's work: in the full run that work waits for it, and
  * in the zero-communication run it must not either (the tensor-parallel all-reduces on the compute stream,
  * compiler/passes/tensor.c, would otherwise stretch the kernels after them by collective_share of their
  * whole cost, and the exposed communication would lose that share). Each instruction remembers the
@@ -23,6 +25,7 @@
  * dependency), so the critical path can be walked back. */
 #include "err.h"
 #include "explain.h"
+#include <math.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -46,6 +49,7 @@ typedef struct rank_state {
   busy_iv *dev;    /* the device's busy intervals, sorted, disjoint, adjacent ones merged */
   size_t ndev, capdev;
   coll_set *coll; /* [nstreams]: the collectives' intervals that slow stream k's compute (the other streams') */
+  coll_set *coll_ce; /* [nstreams]: ... of those on the copy engines (copy_engine_share) */
   double *clock;   /* [nstreams] */
   int64_t *last;   /* [nstreams]: the last instruction on each stream, -1 */
   ev_state *ev;    /* [nev] */
@@ -134,35 +138,53 @@ static void coll_set_add(coll_set *c, double s, double e) {
   c->v[i] = (busy_iv){s, e};
 }
 
-/* A collective on stream `sid` over [s, e): it slows the compute of every other stream of the rank. */
-static void coll_add(rank_state *st, uint32_t ns, uint32_t sid, double s, double e) {
+/* Does NCCL run this collective on the copy engines? All-gathers and all-to-alls of a plan whose arenas are
+ * symmetric windows under the zero-CTA policy (NCCL 2.28 on NVLink; the runtime reports what it took). */
+static int on_copy_engines(const ddp_plan *p, int opc) {
+  return (opc == I_ALL_GATHER || opc == I_ALL_TO_ALL) && p->meta.nccl_register == NCCL_REGISTER_WINDOW &&
+         p->meta.nccl_cta_policy == NCCL_CTA_ZERO;
+}
+
+/* A collective on stream `sid` over [s, e): it slows the compute of every other stream of the rank (ce: by
+ * the copy engines' share). */
+static void coll_add(rank_state *st, uint32_t ns, uint32_t sid, double s, double e, int ce) {
   if (!(e > s)) return;
   for (uint32_t k = 0; k < ns; k++)
-    if (k != sid) coll_set_add(&st->coll[k], s, e);
+    if (k != sid) coll_set_add(ce ? &st->coll_ce[k] : &st->coll[k], s, e);
+}
+
+/* The next boundary of the union v[0..n) after cur, from index *i on (advanced past intervals ending by
+ * cur); *inside: whether cur lies in one. INFINITY: none. */
+static double next_edge(const coll_set *cs, size_t *i, double cur, int *inside) {
+  while (*i < cs->n && cs->v[*i].e <= cur) (*i)++;
+  *inside = *i < cs->n && cs->v[*i].s <= cur;
+  return *i == cs->n ? INFINITY : *inside ? cs->v[*i].e : cs->v[*i].s;
 }
 
 /* The wall time of c seconds of compute started at t when it runs at (1 - share) of its rate inside the
- * intervals of cs (the collectives of the other streams). */
-static double stretch(const coll_set *cs, double t, double c, double share) {
-  if (share <= 0 || cs->n == 0) return c;
+ * intervals of cs (the SM collectives of the other streams) and at (1 - ce_share) inside those of ce (their
+ * copy-engine collectives), at the lower rate where both are. */
+static double stretch(const coll_set *cs, double share, const coll_set *ce, double ce_share, double t, double c) {
   double cur = t, left = c;
-  for (size_t i = first_ending_after(cs->v, cs->n, t); i < cs->n; i++) {
-    if (cs->v[i].s >= cur + left) break;
-    if (cs->v[i].s > cur) left -= cs->v[i].s - cur, cur = cs->v[i].s;
-    double cap = (cs->v[i].e - cur) * (1 - share);
-    if (left <= cap) return cur + left / (1 - share) - t;
-    left -= cap;
-    cur = cs->v[i].e;
+  size_t i = first_ending_after(cs->v, cs->n, t), j = first_ending_after(ce->v, ce->n, t);
+  for (;;) {
+    int in_sm, in_ce;
+    double a = next_edge(cs, &i, cur, &in_sm), b = next_edge(ce, &j, cur, &in_ce);
+    double next = a < b ? a : b;
+    double rate = 1 - (in_sm && share > 0 ? share : 0);
+    if (in_ce && 1 - ce_share < rate) rate = 1 - ce_share;
+    if (isinf(next) || left <= (next - cur) * rate) return cur + left / rate - t;
+    left -= (next - cur) * rate;
+    cur = next;
   }
-  return cur + left - t;
 }
 
 /* The start of c seconds of compute on stream sid ready at t: where device_place puts it (the device's
  * first gap that holds it, marked busy), slowed by the other streams' collectives around it. *wall: its
  * duration. */
-static double compute_place(rank_state *st, uint32_t sid, double t, double c, double share, double *wall) {
-  const coll_set *cs = &st->coll[sid];
-  if (share <= 0 || cs->n == 0) {
+static double compute_place(rank_state *st, uint32_t sid, double t, double c, const ddp_profile *pr, double *wall) {
+  const coll_set *cs = &st->coll[sid], *ce = &st->coll_ce[sid];
+  if ((pr->collective_share <= 0 || cs->n == 0) && (pr->copy_engine_share <= 0 || ce->n == 0)) {
     *wall = c;
     return device_place(st, t, c);
   }
@@ -174,7 +196,7 @@ static double compute_place(rank_state *st, uint32_t sid, double t, double c, do
     if (st->dev[i].e > s) s = st->dev[i].e;
     i++;
   }
-  *wall = stretch(cs, s, c, share);
+  *wall = stretch(cs, pr->collective_share, ce, pr->copy_engine_share, s, c);
   return device_place(st, s, *wall);
 }
 
@@ -202,7 +224,7 @@ static void advance(const ddp_plan *p, const ddp_profile *pr, ddp_sim *s, rank_s
     }
     double c = ddp_instr_cost(p, in, pr, &comm), wall = c;
     si->start =
-        c > 0 ? compute_place(st, (uint32_t)sid, st->clock[sid], c, pr->collective_share, &wall) : st->clock[sid];
+        c > 0 ? compute_place(st, (uint32_t)sid, st->clock[sid], c, pr, &wall) : st->clock[sid];
     si->end = si->start + wall;
     st->clock[sid] = si->end;
     st->last[sid] = k;
@@ -229,7 +251,7 @@ static void fire(const ddp_plan *p, const ddp_profile *pr, int zero_comm, ddp_si
     const ddp_instr *in = &p->ranks[r].step.v[k];
     int comm = 0;
     double full = ddp_instr_cost(p, in, pr, &comm), c = zero_comm ? 0 : full;
-    coll_add(&st[r], s->nstreams, in->stream, start, start + full);
+    coll_add(&st[r], s->nstreams, in->stream, start, start + full, on_copy_engines(p, in->opcode));
     ddp_sim_instr *si = &s->ranks[r].in[k];
     if (late == r || st[r].clock[in->stream] == start) {
       si->dep = st[r].last[in->stream] >= 0 ? DEP_STREAM : DEP_NONE;
@@ -387,6 +409,7 @@ ddp_sim *ddp_simulate(const ddp_plan *p, const ddp_profile *pr, int zero_comm, c
     for (uint32_t k = 0; k < ns; k++) st[r].last[k] = -1;
     st[r].ev = ddp_xcalloc(nev, sizeof(ev_state));
     st[r].coll = ddp_xcalloc(ns, sizeof(coll_set));
+    st[r].coll_ce = ddp_xcalloc(ns, sizeof(coll_set));
   }
   int rc = 0;
   for (;;) {
@@ -446,8 +469,9 @@ ddp_sim *ddp_simulate(const ddp_plan *p, const ddp_profile *pr, int zero_comm, c
     free(st[r].last);
     free(st[r].ev);
     free(st[r].dev);
-    for (uint32_t k = 0; k < ns; k++) free(st[r].coll[k].v);
+    for (uint32_t k = 0; k < ns; k++) free(st[r].coll[k].v), free(st[r].coll_ce[k].v);
     free(st[r].coll);
+    free(st[r].coll_ce);
   }
   free(st);
   free(who);

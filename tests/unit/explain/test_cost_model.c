@@ -13,7 +13,9 @@
  * the flat throughput for another layout, a missing corner or f32 inputs; the table's bad entries refused;
  * (7) tensor-parallel all-reduces (compiler/passes/tensor.c): on the compute stream, on two tensor groups
  * of a 4-rank world, each timed with its group's ring factor, the groups independent, and a collective
- * never slowing its own stream's work (in the run with free collectives too: all of it is exposed). */
+ * never slowing its own stream's work (in the run with free collectives too: all of it is exposed); (8) an
+ * all-gather or all-to-all that NCCL runs on the copy engines (symmetric windows, zero-CTA policy) slows
+ * the compute beside it by copy_engine_share, every other collective by collective_share. */
 #include "check.h"
 #include "explain.h"
 #include "work.h"
@@ -186,6 +188,55 @@ static void test_interference(const ddp_profile *base) {
   ddp_plan_free(p);
 }
 
+/* Copy-engine collectives: two ranks, collective_share 0.5, copy_engine_share 0.25; stream 1 runs one
+ * collective of 1 MB over [0, E), the compute stream a 2 ms GEMM from 0, which does E x (1 - share) of its
+ * work inside the collective and the rest after: it ends at 2 ms + E x share. An all-gather or all-to-all
+ * of a plan on symmetric windows with the zero-CTA policy takes the copy engines' share; the same on plain
+ * arenas, or with the default policy, and an all-reduce (which NCCL never puts on the copy engines) take
+ * collective_share. */
+static void test_copy_engines(const ddp_profile *base) {
+  ddp_profile pr = *base;
+  pr.collective_share = 0.5;
+  pr.copy_engine_share = 0.25;
+  static const struct {
+    int opcode, reg, cta;
+    double share;
+    const char *what;
+  } cases[] = {
+      {I_ALL_GATHER, NCCL_REGISTER_WINDOW, NCCL_CTA_ZERO, 0.25, "all-gather, windows + zero CTA"},
+      {I_ALL_TO_ALL, NCCL_REGISTER_WINDOW, NCCL_CTA_ZERO, 0.25, "all-to-all, windows + zero CTA"},
+      {I_ALL_GATHER, NCCL_REGISTER_NONE, NCCL_CTA_ZERO, 0.5, "all-gather, cudaMalloc'd arenas"},
+      {I_ALL_TO_ALL, NCCL_REGISTER_WINDOW, NCCL_CTA_DEFAULT, 0.5, "all-to-all, windows, default policy"},
+      {I_ALL_REDUCE, NCCL_REGISTER_WINDOW, NCCL_CTA_ZERO, 0.5, "all-reduce, windows + zero CTA"},
+  };
+  for (size_t c = 0; c < sizeof cases / sizeof cases[0]; c++) {
+    ddp_plan *p = new_plan(2, 2);
+    p->meta.nccl_register = cases[c].reg;
+    p->meta.nccl_cta_policy = cases[c].cta;
+    for (int r = 0; r < 2; r++) {
+      ddp_instr co = ddp_instr_blank(cases[c].opcode, 1);
+      co.dt[0] = co.dt[1] = DT_F32;
+      co.i[COLL_I_COUNT] = 125000;
+      ddp_program_push(&p->ranks[r].step, &co);
+      ddp_instr g = ddp_instr_blank(I_GEMM, STREAM_COMPUTE);
+      g.dt[0] = g.dt[1] = g.dt[2] = g.dt[3] = DT_F32;
+      g.i[GEMM_I_M] = 1000, g.i[GEMM_I_N] = 1000, g.i[GEMM_I_K] = 1000, g.i[GEMM_I_BATCH] = 1;
+      ddp_program_push(&p->ranks[r].step, &g);
+    }
+    char err[256] = "";
+    ddp_sim *s = ddp_explain_sim(p, &pr, err, sizeof err);
+    if (CHECK(s != NULL, "%s: %s", cases[c].what, err)) {
+      const ddp_sim_rank *sr = &s->ranks[0];
+      double e = sr->in[0].end;
+      CHECK(e > 0.1 * MS && e < 2 * MS, "%s: the collective ends at %g s", cases[c].what, e);
+      CHECK(near(2 * MS + e * cases[c].share, sr->in[1].end), "%s: GEMM end: want %.15g, got %.15g", cases[c].what,
+            2 * MS + e * cases[c].share, sr->in[1].end);
+    }
+    ddp_sim_free(s);
+    ddp_plan_free(p);
+  }
+}
+
 /* Four ranks in two tensor groups (comm 1 = ranks 0, 1; comm 2 = ranks 2, 3), share 0.5, every rank on
  * the compute stream: GEMM A (group 1: 1 ms, group 2: 2 ms), an all-reduce of 1 MB on its tensor group (2
  * ranks: 2(n-1)/n = 1, 0.1 ms + 1 ms; the world's 4 ranks would make it 1.6 ms), GEMM B (1 ms). Group 1:
@@ -252,6 +303,15 @@ static void test_share_field(void) {
   snprintf(json, sizeof json, base, "\"collective_share\": 1, ");
   CHECK(ddp_profile_parse(json, strlen(json), "p.json", &pr, err, sizeof err) != 0);
   CHECK_STR("out of range", "p.json: collective_share: must be a number >= 0 and <= 0.99 (got 1)", err);
+  snprintf(json, sizeof json, base, "");
+  CHECK(ddp_profile_parse(json, strlen(json), "p.json", &pr, err, sizeof err) == 0, "%s", err);
+  CHECK_T("copy_engine_share left out: the default's", def.copy_engine_share, pr.copy_engine_share);
+  snprintf(json, sizeof json, base, "\"copy_engine_share\": 0.05, ");
+  CHECK(ddp_profile_parse(json, strlen(json), "p.json", &pr, err, sizeof err) == 0, "%s", err);
+  CHECK_T("copy_engine_share given", 0.05, pr.copy_engine_share);
+  snprintf(json, sizeof json, base, "\"copy_engine_share\": -0.1, ");
+  CHECK(ddp_profile_parse(json, strlen(json), "p.json", &pr, err, sizeof err) != 0);
+  CHECK_STR("copy_engine_share out of range", "p.json: copy_engine_share: must be a number >= 0 and <= 0.99 (got -0.1)", err);
 
   /* a calibrated profile: figures may be left out (the default's, listed in the name); its record of the
    * measurement is type-checked, each bad field one line */
@@ -265,7 +325,7 @@ static void test_share_field(void) {
     CHECK_T("measured collective", 100, pr.coll[COST_ALL_REDUCE].busbw_gbps);
     CHECK_T("defaulted collective", def.coll[COST_ALL_GATHER].busbw_gbps, pr.coll[COST_ALL_GATHER].busbw_gbps);
     CHECK_STR("name", "cal; built-in default for: launch_us, gemm_tflops_16, gemm_tflops_32, gemm_small_dim, "
-              "gemm_small_scale, attention_tflops, collective_share, collectives.reduce_scatter, "
+              "gemm_small_scale, attention_tflops, collective_share, copy_engine_share, collectives.reduce_scatter, "
               "collectives.all_gather, collectives.broadcast, collectives.send_recv", pr.name);
   }
   static const char *const bad[][2] = {
@@ -409,6 +469,7 @@ int main(void) {
   test_backfill(&pr);
   test_interference(&pr);
   test_tensor_groups(&pr);
+  test_copy_engines(&pr);
   test_share_field();
   return check_report("test_cost_model");
 }
