@@ -14,7 +14,8 @@
 #  - the plan: its communicators and mesh (ddpc inspect), the vocabulary-parallel cross-entropy's kernels;
 #  - through the MPI backend (ranks as processes) when Open MPI is present: bit for bit the threads run;
 #  - with ZeRO-1/2/3 and FSDP on the data axis (data 2 x tensor 2/4; ZeRO-2 also with nccl.reduce_scatter =
-#    "alltoall", the all-to-alls on the data communicators): equal one rank (SGD 1e-6, AdamW 1e-5),
+#    "alltoall", the all-to-alls on the data communicators; bucketed DDP with optimizer_overlap): equal
+#    one rank (SGD 1e-6, AdamW 1e-5),
 #    bf16 FSDP runs; resume 1 rank <-> FSDP x tensor; clipping that bites (0.05) with FSDP and ZeRO-1 x
 #    tensor follows one rank (the norm's tables per run of split / whole units of each group slice);
 #  - refusals in one line: heads, d_ff or vocab not divisible, a mesh whose product is not the world, an
@@ -70,6 +71,11 @@ adam_nc='adamw { lr = 1e-2, weight_decay = 0.1, eps = 1e-6 }'
 run adam_nc_1 "$tiny" "single()" "" "$adam_nc"
 run adam_fsdp "$tiny" "fsdp { ranks = 4 }" "mesh = { data = 2, tensor = 2 }," "$adam_nc" && losses adam_fsdp adam_nc_1 1e-6 &&
   files adam_fsdp adam_nc_1 model 1e-5 1e-6 && files adam_fsdp adam_nc_1 optimizer 1e-5 1e-7
+# bucketed DDP with each bucket's update in the backward on the update stream (optimizer_overlap), data 2 x
+# tensor 2
+run adam_ddp_ov "$tiny" 'ddp { ranks = 4, sync = "bucketed", bucket_mb = 0.05, overlap = "backward", optimizer_overlap = true }' \
+  'mesh = { data = 2, tensor = 2 },' "$adam_nc" && losses adam_ddp_ov adam_nc_1 1e-6 &&
+  files adam_ddp_ov adam_nc_1 model 1e-5 1e-6 && files adam_ddp_ov adam_nc_1 optimizer 1e-5 1e-7
 run bf_fsdp "$tiny" "fsdp { ranks = 4 }" "mesh = { data = 2, tensor = 2 }," "$sgd" bf16
 
 # AdamW with clipping
