@@ -77,6 +77,16 @@ static int known(json_t *obj, const char *path, const char *const *allowed, cons
   return 0;
 }
 
+/* An optional share in [0, 0.99] of the top level: *out = the default's when left out (listed in dflt when
+ * that is not NULL). */
+static int share(json_t *root, const char *key, double dflt_value, double *out, char *dflt, const char *label,
+                 char *err, size_t errcap) {
+  if (json_object_get(root, key)) return num(NULL, root, "", key, 0, 0, 0.99, out, label, err, errcap);
+  *out = dflt_value;
+  defaulted(dflt, "", key);
+  return 0;
+}
+
 static int parse_root(json_t *root, const char *label, ddp_profile *pr, char *err, size_t errcap) {
   static const char *const top[] = {"name", "launch_us", "hbm_gbps", "gemm_tflops_16", "gemm_tflops_32",
                                     "gemm_small_dim", "gemm_small_scale", "attention_tflops", "collectives",
@@ -121,23 +131,15 @@ static int parse_root(json_t *root, const char *label, ddp_profile *pr, char *er
       num(optional_figures ? dbuf : NULL, root, "", "gemm_small_scale", 0, 1, 1, &pr->gemm_small_scale, label, err, errcap) ||
       num(optional_figures ? dbuf : NULL, root, "", "attention_tflops", 0, 1, big, &pr->attention_tflops, label, err, errcap))
     return -1;
-  /* optional in every profile (older files lack it): the built-in default's when left out */
-  if (!json_object_get(root, "collective_share")) {
-    ddp_profile def;
-    ddp_profile_default(&def);
-    pr->collective_share = def.collective_share;
-    defaulted(optional_figures ? dbuf : NULL, "", "collective_share");
-  } else if (num(NULL, root, "", "collective_share", 0, 0, 0.99, &pr->collective_share, label, err, errcap)) {
+  /* optional in every profile (older files lack them; no calibration measures copy_engine_share yet): the
+   * built-in default's when left out */
+  ddp_profile def;
+  ddp_profile_default(&def);
+  if (share(root, "collective_share", def.collective_share, &pr->collective_share, optional_figures ? dbuf : NULL,
+            label, err, errcap) ||
+      share(root, "copy_engine_share", def.copy_engine_share, &pr->copy_engine_share, optional_figures ? dbuf : NULL,
+            label, err, errcap))
     return -1;
-  }
-  if (!json_object_get(root, "copy_engine_share")) { /* the same (no calibration measures it yet) */
-    ddp_profile def;
-    ddp_profile_default(&def);
-    pr->copy_engine_share = def.copy_engine_share;
-    defaulted(optional_figures ? dbuf : NULL, "", "copy_engine_share");
-  } else if (num(NULL, root, "", "copy_engine_share", 0, 0, 0.99, &pr->copy_engine_share, label, err, errcap)) {
-    return -1;
-  }
   json_t *coll = json_object_get(root, "collectives");
   json_t *shapes = json_object_get(root, "attention_by_shape");
   pr->nattn_shapes = 0;

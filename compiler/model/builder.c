@@ -294,6 +294,20 @@ uint32_t b_forward_end(const ddp_builder *b) {
   return b->step.n;
 }
 
+int32_t *b_last_touch(const ddp_builder *b, const int32_t *owner_of, int nowners) {
+  const ddp_plan *p = b->plan;
+  int32_t *last = ddp_xmalloc(sizeof(int32_t) * ((size_t)nowners + 1));
+  for (int o = 0; o < nowners; o++) last[o] = -1;
+  for (uint32_t k = 0; k < b->step.n; k++)
+    for (int sl = 0; sl < DDP_MAX_PTRS; sl++)
+      for (int32_t t = b->step.v[k].p[sl].tensor; t >= 0; t = p->tensors[t].base)
+        if (owner_of[t] >= 0) {
+          last[owner_of[t]] = (int32_t)k;
+          break;
+        }
+  return last;
+}
+
 ddp_node *b_record(ddp_builder *b, int kind, const char *name) {
   ddp_node *n = DDP_VEC_PUSH(b->tape, b->ntape, b->cap_tape);
   for (int i = 0; i < 12; i++) n->t[i] = -1;

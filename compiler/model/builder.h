@@ -183,6 +183,10 @@ __attribute__((format(printf, 2, 3))) const char *b_fmt(ddp_builder *b, const ch
 
 /* The index in the step program of the forward's end (its FORWARD_END timer), or step.n when none. */
 uint32_t b_forward_end(const ddp_builder *b);
+/* For each of nowners owners, the index in the step program of the last instruction with an operand inside a
+ * tensor the owner holds (-1: none): owner_of maps every tensor to its owner (-1: none), and an operand's
+ * view chain is walked up to the first tensor with one. Freed by the caller. */
+int32_t *b_last_touch(const ddp_builder *b, const int32_t *owner_of, int nowners);
 
 /* Backward (backward.c): walks the tape in reverse. */
 void b_backward(ddp_builder *b);

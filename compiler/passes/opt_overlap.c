@@ -43,32 +43,20 @@ int pass_opt_overlap_step(rank_ctx *c) {
   const ddp_plan *p = b->plan;
   /* the last step instruction touching each unit's gradient, copy or master */
   int32_t *unit_of = malloc(sizeof(int32_t) * ((size_t)p->ntensors + 1));
-  int32_t *last = calloc((size_t)b->nunits + 1, sizeof(int32_t));
-  int32_t *group_of = calloc((size_t)b->nunits + 1, sizeof(int32_t));
-  if (!unit_of || !last || !group_of) {
-    free(unit_of), free(last), free(group_of);
-    return -1;
-  }
+  if (!unit_of) return -1;
   for (uint32_t t = 0; t < p->ntensors; t++) unit_of[t] = -1;
   for (int u = 0; u < b->nunits; u++) {
-    last[u] = -1;
     if (!b->units[u].trainable) continue;
     unit_of[b->units[u].master] = unit_of[b->units[u].copy] = u;
     if (b->units[u].grad >= 0) unit_of[b->units[u].grad] = u;
   }
-  for (uint32_t k = 0; k < b->step.n; k++)
-    for (int sl = 0; sl < DDP_MAX_PTRS; sl++)
-      for (int32_t t = b->step.v[k].p[sl].tensor; t >= 0; t = p->tensors[t].base)
-        if (unit_of[t] >= 0) {
-          last[unit_of[t]] = (int32_t)k;
-          break;
-        }
+  int32_t *last = b_last_touch(b, unit_of, b->nunits);
   /* groups: contiguous runs of the flat order; each ready after the latest of its units */
   int ngroups = 0;
   int64_t *lo = malloc(sizeof(int64_t) * ((size_t)lay->norder + 1)), *hi = malloc(sizeof(int64_t) * ((size_t)lay->norder + 1));
   int32_t *ready = malloc(sizeof(int32_t) * ((size_t)lay->norder + 1));
   if (!lo || !hi || !ready) {
-    free(unit_of), free(last), free(group_of), free(lo), free(hi), free(ready);
+    free(unit_of), free(last), free(lo), free(hi), free(ready);
     return -1;
   }
   for (int j = 0; j < lay->norder; j++) {
@@ -118,6 +106,6 @@ int pass_opt_overlap_step(rank_ctx *c) {
   if (ntail > 0) rp_order(c, STREAM_TAIL, STREAM_COMPUTE);
   rp_timer(c, STREAM_COMPUTE, TIMER_STEP_END);
   rp_range(c, 0, RANGE_STEP, NULL);
-  free(unit_of), free(last), free(group_of), free(lo), free(hi), free(ready);
+  free(unit_of), free(last), free(lo), free(hi), free(ready);
   return 0;
 }

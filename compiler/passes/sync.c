@@ -117,24 +117,15 @@ static void received_buffer(ddp_builder *b, ddp_layout *lay) {
 static int32_t *bucket_ready(const ddp_builder *b, const ddp_layout *lay) {
   const ddp_plan *p = b->plan;
   int32_t *bucket_of = ddp_xmalloc(sizeof(int32_t) * ((size_t)p->ntensors + 1));
-  int32_t *ready = ddp_xmalloc(sizeof(int32_t) * ((size_t)lay->nbuckets + 1));
   for (uint32_t t = 0; t < p->ntensors; t++) bucket_of[t] = -1;
-  for (int k = 0; k < lay->nbuckets; k++) {
-    ready[k] = -1;
+  for (int k = 0; k < lay->nbuckets; k++)
     for (int j = lay->buckets[k].first; j <= lay->buckets[k].last; j++) {
       const ddp_unit *u = &b->units[lay->order[j]];
       const int32_t mine[3] = {u->master, u->copy, u->grad};
       for (int i = 0; i < 3; i++)
         if (mine[i] >= 0) bucket_of[mine[i]] = k;
     }
-  }
-  for (uint32_t k = 0; k < b->step.n; k++)
-    for (int sl = 0; sl < DDP_MAX_PTRS; sl++)
-      for (int32_t t = b->step.v[k].p[sl].tensor; t >= 0; t = p->tensors[t].base)
-        if (bucket_of[t] >= 0) {
-          ready[bucket_of[t]] = (int32_t)k;
-          break;
-        }
+  int32_t *ready = b_last_touch(b, bucket_of, lay->nbuckets);
   free(bucket_of);
   return ready;
 }

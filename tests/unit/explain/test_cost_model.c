@@ -152,6 +152,21 @@ static void test_backfill(const ddp_profile *pr) {
   ddp_plan_free(p);
 }
 
+/* Each rank of p: a collective of `count` f32 elements on stream 1, then a 2 ms f32 GEMM (1000^3 at 1
+ * TFLOP/s) on the compute stream. */
+static void coll_beside_gemm(ddp_plan *p, int opcode, int64_t count) {
+  for (int r = 0; r < p->meta.world; r++) {
+    ddp_instr co = ddp_instr_blank(opcode, 1);
+    co.dt[0] = co.dt[1] = DT_F32;
+    co.i[COLL_I_COUNT] = count;
+    ddp_program_push(&p->ranks[r].step, &co);
+    ddp_instr g = ddp_instr_blank(I_GEMM, STREAM_COMPUTE);
+    g.dt[0] = g.dt[1] = g.dt[2] = g.dt[3] = DT_F32;
+    g.i[GEMM_I_M] = 1000, g.i[GEMM_I_N] = 1000, g.i[GEMM_I_K] = 1000, g.i[GEMM_I_BATCH] = 1;
+    ddp_program_push(&p->ranks[r].step, &g);
+  }
+}
+
 /* Two ranks, share 0.5: stream 1 all-reduces 1 MB (0.1 ms + 1 ms: 0 .. 1.1 ms), the compute stream runs a
  * GEMM of 2 ms from 0: 0.55 ms of its work fits in 0 .. 1.1 ms at half rate, the other 1.45 ms after: it
  * ends at 2.55 ms, in both runs, so nothing is exposed. */
@@ -159,16 +174,7 @@ static void test_interference(const ddp_profile *base) {
   ddp_profile pr = *base;
   pr.collective_share = 0.5;
   ddp_plan *p = new_plan(2, 2);
-  for (int r = 0; r < 2; r++) {
-    ddp_instr ar = ddp_instr_blank(I_ALL_REDUCE, 1);
-    ar.dt[0] = DT_F32;
-    ar.i[COLL_I_COUNT] = 250000;
-    ddp_program_push(&p->ranks[r].step, &ar);
-    ddp_instr g = ddp_instr_blank(I_GEMM, STREAM_COMPUTE);
-    g.dt[0] = g.dt[1] = g.dt[2] = g.dt[3] = DT_F32;
-    g.i[GEMM_I_M] = 1000, g.i[GEMM_I_N] = 1000, g.i[GEMM_I_K] = 1000, g.i[GEMM_I_BATCH] = 1;
-    ddp_program_push(&p->ranks[r].step, &g);
-  }
+  coll_beside_gemm(p, I_ALL_REDUCE, 250000);
   char err[256] = "";
   ddp_sim *s = ddp_explain_sim(p, &pr, err, sizeof err);
   if (CHECK(s != NULL, "%s", err)) {
@@ -213,16 +219,7 @@ static void test_copy_engines(const ddp_profile *base) {
     ddp_plan *p = new_plan(2, 2);
     p->meta.nccl_register = cases[c].reg;
     p->meta.nccl_cta_policy = cases[c].cta;
-    for (int r = 0; r < 2; r++) {
-      ddp_instr co = ddp_instr_blank(cases[c].opcode, 1);
-      co.dt[0] = co.dt[1] = DT_F32;
-      co.i[COLL_I_COUNT] = 125000;
-      ddp_program_push(&p->ranks[r].step, &co);
-      ddp_instr g = ddp_instr_blank(I_GEMM, STREAM_COMPUTE);
-      g.dt[0] = g.dt[1] = g.dt[2] = g.dt[3] = DT_F32;
-      g.i[GEMM_I_M] = 1000, g.i[GEMM_I_N] = 1000, g.i[GEMM_I_K] = 1000, g.i[GEMM_I_BATCH] = 1;
-      ddp_program_push(&p->ranks[r].step, &g);
-    }
+    coll_beside_gemm(p, cases[c].opcode, 125000);
     char err[256] = "";
     ddp_sim *s = ddp_explain_sim(p, &pr, err, sizeof err);
     if (CHECK(s != NULL, "%s: %s", cases[c].what, err)) {
