@@ -9,7 +9,7 @@
 #   ddp_fp32_ov, ddp_bf16_ov  the same with optimizer_overlap (each bucket's AdamW on the update stream during
 #                     the backward, after its all-reduce)
 #   ddp100_fp32, ddp100_fp32_ov, ddp100_bf16_ov  bucketed 100 MB (schedules/bucketed_100mb.lua), [the same
-#                     with optimizer_overlap]
+#                     with optimizer_overlap]; ddp50_fp32_ov, ddp25_fp32_ov  the same with 50 / 25 MB buckets
 #   zero1_flat        ZeRO-1 as schedules/zero1.lua (one reduce-scatter after the backward)
 #   zero1_overlap     ZeRO-1 over 100 MB buckets, each group updated and all-gathered during the backward
 #   zero1_overlap_bf16, zero1_overlap_25mb  the same with bf16 gradients, with 25 MB buckets
@@ -22,7 +22,8 @@
 #   NAME_low          any of the above with streams = { update_priority = "low" } (the update stream at the
 #                     device's lowest priority, the compute and communication streams at its highest)
 #   NAME_low_tail     a ddp*_ov plan with streams = { update_priority = "low", update_tail = 0.25 } (the last quarter
-#                     of the buckets' updates on a second update stream that keeps the high priority)
+#                     of the buckets' updates on a second update stream that keeps the high priority);
+#                     NAME_low_tailP update_tail = P / 100 (e.g. _tail10: 0.1)
 #   NAME_comm         any of the above run with DDP_STREAM_PRIORITY=2 (the streams that carry collectives
 #                     at the device's highest priority, the compute and update streams at its lowest)
 #   NAME_pb           a zero1/zero2 plan above with master_group = "per_bucket" (a group of the fp32-read
@@ -57,13 +58,16 @@ BF16=(--set parallel.grad_dtype=bf16)
 PG=(--set parallel.param_gather=before_forward)
 LOW=(--set streams.update_priority=low)
 core() { # NAME: the plan's name without the suffixes
-  local b=${1%_side*}; b=${b%_alloc*}; b=${b%_comm}; b=${b%_tail}; b=${b%_low}; b=${b%_winz}; b=${b%_win}; b=${b%_a2a}; b=${b%_pb}; echo "${b%_ml}"
+  local b=${1%_side*}; b=${b%_alloc*}; b=${b%_comm}; b=${b%_tail*}; b=${b%_low}; b=${b%_winz}; b=${b%_win}; b=${b%_a2a}; b=${b%_pb}; echo "${b%_ml}"
 }
 mods() { local c; c=$(core "$1"); echo "${1#"$c"}"; } # NAME: its suffixes, e.g. "_winz_low_side16"
 plan() { # NAME SCHEDULE [--set ...]; _low adds LOW, _win / _winz the symmetric windows, _a2a the all-to-all
   local n=$1 s=$2; shift 2
   case $(mods $n) in *_low*) set -- "$@" "${LOW[@]}" ;; esac
-  case $(mods $n) in *_tail*) set -- "$@" --set streams.update_tail=0.25 ;; esac
+  case $(mods $n) in
+    *_tail[0-9]*) local p=${n##*_tail}; p=${p%%_*}; set -- "$@" --set streams.update_tail=0.$(printf '%02d' $p) ;;
+    *_tail*) set -- "$@" --set streams.update_tail=0.25 ;;
+  esac
   case $(mods $n) in *_a2a*)
     case $n in ddp*) set -- "$@" --set nccl.all_reduce=alltoall ;; *) set -- "$@" --set nccl.reduce_scatter=alltoall ;; esac ;;
   esac
@@ -85,6 +89,8 @@ for n in $RUNS; do
     ddp100_fp32) plan $n schedules/bucketed_100mb.lua "${W[@]}" ;;
     ddp100_fp32_ov) plan $n schedules/bucketed_100mb.lua "${W[@]}" "${OV[@]}" ;;
     ddp100_bf16_ov) plan $n schedules/bucketed_100mb.lua "${W[@]}" "${OV[@]}" "${BF16[@]}" ;;
+    ddp50_fp32_ov) plan $n schedules/bucketed_100mb.lua "${W[@]}" "${OV[@]}" --set parallel.bucket_mb=50 ;;
+    ddp25_fp32_ov) plan $n schedules/bucketed_100mb.lua "${W[@]}" "${OV[@]}" --set parallel.bucket_mb=25 ;;
     zero1_flat) plan $n schedules/zero1.lua "${W[@]}" ;;
     zero1_overlap) plan $n schedules/zero1.lua "${W[@]}" "${B100[@]}" "${OV[@]}" ;;
     zero1_overlap_bf16) plan $n schedules/zero1.lua "${W[@]}" "${B100[@]}" "${OV[@]}" "${BF16[@]}" ;;
