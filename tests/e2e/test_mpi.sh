@@ -3,7 +3,8 @@
 #  - the collectives of the process backend equal the threads backend bit for bit (test_comm_mpi, 3 ranks);
 #  - `mpirun -n 2` of a 2-rank plan (toy_ddp: bucketed + broadcast; the tiny transformer with ZeRO-1; each
 #    also with its reductions as all-to-alls and sums, nccl.all_reduce / nccl.reduce_scatter = "alltoall":
-#    all-reduce, reduce-scatter, all-gather, broadcast) runs each rank once (one progress line per step,
+#    all-reduce, reduce-scatter, all-gather, broadcast; toy_ddp also with its updates in the backward on the
+#    update stream) runs each rank once (one progress line per step,
 #    not one per process) and gives byte-identical checkpoints and the same losses as the threads run;
 #  - a world that differs from the plan's (mpirun -n 3 of a 2-rank plan, -n 2 of a 1-rank plan) is one
 #    line naming both and a non-zero exit, from every rank;
@@ -62,9 +63,12 @@ LUA
   die "toy_ddp with all_reduce=alltoall does not compile"
 "$DDPC" "$tmp/tiny_zero1.lua" -o "$tmp/tiny_zero1_a2a.bin" -q --set nccl.reduce_scatter=alltoall ||
   die "tiny_zero1 with reduce_scatter=alltoall does not compile"
-declare -A steps_of=([toy_ddp]=5 [tiny_zero1]=4 [toy_ddp_a2a]=5 [tiny_zero1_a2a]=4) # the schedules' steps
+# ... and toy_ddp with each bucket's update in the backward on the update stream (optimizer_overlap)
+"$DDPC" "$DDP_SOURCE_DIR/schedules/toy_ddp.lua" -o "$tmp/toy_ddp_ov.bin" -q --set parallel.optimizer_overlap=true ||
+  die "toy_ddp with optimizer_overlap does not compile"
+declare -A steps_of=([toy_ddp]=5 [tiny_zero1]=4 [toy_ddp_a2a]=5 [tiny_zero1_a2a]=4 [toy_ddp_ov]=5) # the schedules' steps
 failp() { fail "$*"; bad=1; }
-for plan in toy_ddp tiny_zero1 toy_ddp_a2a tiny_zero1_a2a; do
+for plan in toy_ddp tiny_zero1 toy_ddp_a2a tiny_zero1_a2a toy_ddp_ov; do
   steps=${steps_of[$plan]} bad=0
   "$DDPRUN" "$tmp/$plan.bin" --device ref --metrics "$tmp/$plan.threads.jsonl" --checkpoint-dir "$tmp/$plan.threads" \
     >"$tmp/$plan.threads.out" 2>&1 || { cat "$tmp/$plan.threads.out"; die "$plan: threads run failed"; }
