@@ -72,7 +72,7 @@ typedef struct ddp_schedule {
   int sync;                 /* SYNC_* */
   double bucket_mb;
   bool overlap_backward;    /* issue gradient collectives during the backward (individual, bucketed) */
-  bool optimizer_overlap;   /* bucketed: bucket k's update waits only on bucket k */
+  bool optimizer_overlap;   /* bucketed: each bucket (ZeRO: group) updated on the update stream during the backward */
   bool single_optimizer_overlap; /* one rank: updates on a side stream during the backward (default true) */
   int shard;                /* SHARD_* */
   bool master_group_last;     /* zero1/2 (master_group = "last"): every parameter the step reads as an fp32 master
