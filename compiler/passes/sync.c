@@ -33,6 +33,28 @@ static void bucket_range(const ddp_builder *b, const ddp_layout *lay, int k, int
   *hi = unit_end(b, lay->order[lay->buckets[k].last]);
 }
 
+/* Items 0..n-1 grouped by the instruction each is due after (at[i]; -1: never): item[at_k[k] .. at_k[k + 1])
+ * are those due after instruction k (0 <= k <= nk), in index order (a counting sort). */
+typedef struct due_list {
+  uint32_t *at_k;
+  int *item;
+} due_list;
+
+static due_list due_by_instruction(const int32_t *at, int n, uint32_t nk) {
+  due_list d = {ddp_xcalloc((size_t)nk + 2, sizeof(uint32_t)), ddp_xmalloc(sizeof(int) * ((size_t)n + 1))};
+  uint32_t *fill = ddp_xcalloc((size_t)nk + 2, sizeof(uint32_t));
+  for (int i = 0; i < n; i++)
+    if (at[i] >= 0) d.at_k[at[i] + 1]++;
+  for (uint32_t k = 0; k <= nk; k++) d.at_k[k + 1] += d.at_k[k];
+  memcpy(fill, d.at_k, sizeof(uint32_t) * ((size_t)nk + 2));
+  for (int i = 0; i < n; i++)
+    if (at[i] >= 0) d.item[fill[at[i]]++] = i;
+  free(fill);
+  return d;
+}
+
+static void due_list_free(due_list *d) { free(d->at_k), free(d->item); }
+
 /* For every tensor, the index in the builder's step program of the last instruction writing it or a view
  * inside it (-1: none); unit u's gradient is final after last[units[u].grad]. One pass over the step, each
  * written operand's view chain walked up to its root (as ddp_tensor_within would test it against each). */
@@ -131,42 +153,28 @@ static int32_t *bucket_ready(const ddp_builder *b, const ddp_layout *lay) {
 }
 
 /* optimizer_overlap: the buckets' updates during the backward, each once its all-reduce is issued and the
- * backward is done with it (in order of readiness, ties by index; those never reduced at the step's end) */
+ * backward is done with it (those due after an instruction in index order; those never reduced at the
+ * step's end) */
 typedef struct bucket_updates {
-  int n, ntail;   /* buckets; the last ntail go on STREAM_TAIL */
-  int32_t *ready; /* bucket_ready */
-  int *by_ready;  /* the buckets in order of ready */
-  int next;       /* by_ready[next ..] not yet due */
+  int n, ntail;  /* buckets; the last ntail go on STREAM_TAIL */
+  due_list due;  /* by bucket_ready */
   bool *reduced, *updated;
   uint32_t *event; /* after the bucket's all-reduce on the communication stream */
   bool ordered[2]; /* the compute stream already ordered before the update / tail stream at this point */
 } bucket_updates;
 
-typedef struct ready_item {
-  int32_t ready;
-  int g;
-} ready_item;
-static int by_ready_cmp(const void *a, const void *b) {
-  const ready_item *x = a, *y = b;
-  return x->ready != y->ready ? (x->ready < y->ready ? -1 : 1) : x->g - y->g;
-}
-
 static void updates_init(bucket_updates *u, const ddp_builder *b, const ddp_layout *lay, int ntail) {
   *u = (bucket_updates){.n = lay->nbuckets, .ntail = ntail};
-  u->ready = bucket_ready(b, lay);
-  ready_item *items = ddp_xmalloc(sizeof(ready_item) * ((size_t)u->n + 1));
-  for (int k = 0; k < u->n; k++) items[k] = (ready_item){u->ready[k], k};
-  qsort(items, (size_t)u->n, sizeof(ready_item), by_ready_cmp);
-  u->by_ready = ddp_xmalloc(sizeof(int) * ((size_t)u->n + 1));
-  for (int k = 0; k < u->n; k++) u->by_ready[k] = items[k].g;
-  free(items);
+  int32_t *ready = bucket_ready(b, lay);
+  u->due = due_by_instruction(ready, u->n, b->step.n);
+  free(ready);
   u->reduced = ddp_xcalloc((size_t)u->n + 1, sizeof(bool));
   u->updated = ddp_xcalloc((size_t)u->n + 1, sizeof(bool));
   u->event = ddp_xcalloc((size_t)u->n + 1, sizeof(uint32_t));
 }
 
 static void updates_free(bucket_updates *u) {
-  free(u->ready), free(u->by_ready), free(u->reduced), free(u->updated), free(u->event);
+  due_list_free(&u->due), free(u->reduced), free(u->updated), free(u->event);
 }
 
 /* bucket k's update on the update stream (the tail's: STREAM_TAIL), after its all-reduce's event when it had
@@ -187,8 +195,8 @@ static void update_bucket(rank_ctx *c, bucket_updates *u, int k) {
 /* After step instruction k (k == n: the step's end, every bucket left): the updates due. */
 static void updates_due(rank_ctx *c, bucket_updates *u, uint32_t k, uint32_t n) {
   u->ordered[0] = u->ordered[1] = false;
-  for (; k < n && u->next < u->n && u->ready[u->by_ready[u->next]] <= (int32_t)k; u->next++)
-    if (u->reduced[u->by_ready[u->next]]) update_bucket(c, u, u->by_ready[u->next]);
+  for (uint32_t d = u->due.at_k[k]; k < n && d < u->due.at_k[k + 1]; d++)
+    if (u->reduced[u->due.item[d]]) update_bucket(c, u, u->due.item[d]);
   for (int g = 0; k == n && g < u->n; g++)
     if (!u->updated[g]) update_bucket(c, u, g);
 }
@@ -255,7 +263,7 @@ static int assemble_rank(ddp_builder *b, ddp_layout *lay, int world_rank) {
 
   /* When is each collective issued? after[k] lists groups (units for individual, buckets) for instr k. */
   int ngroups = sync == SYNC_INDIVIDUAL ? lay->norder : sync == SYNC_BUCKETED ? lay->nbuckets : 0;
-  int *issue_at = ddp_xmalloc(sizeof(int) * (size_t)(ngroups + 1));
+  int32_t *issue_at = ddp_xmalloc(sizeof(int32_t) * (size_t)(ngroups + 1));
   int32_t *last = last_writers(b);
   ddp_unit_params up = b_unit_params(b);
   for (int gidx = 0; gidx < ngroups; gidx++) {
@@ -266,21 +274,13 @@ static int assemble_rank(ddp_builder *b, ddp_layout *lay, int world_rank) {
       int w = last_writer(b, last, lay->order[j]);
       if (w > at) at = w;
     }
-    issue_at[gidx] = overlap ? at : (int)b->step.n; /* not overlapped: after the backward */
+    issue_at[gidx] = overlap ? at : (int32_t)b->step.n; /* not overlapped: after the backward */
   }
   free(last);
-  /* The groups due after instruction k, in group order: due[due_at[k] .. due_at[k + 1]) (a counting sort;
-   * a group whose gradient nothing writes (-1) is never due). */
-  uint32_t *due_at = ddp_xcalloc((size_t)b->step.n + 2, sizeof(uint32_t));
-  uint32_t *fill = ddp_xcalloc((size_t)b->step.n + 2, sizeof(uint32_t));
-  int *due = ddp_xmalloc(sizeof(int) * (size_t)(ngroups + 1));
-  for (int gidx = 0; gidx < ngroups; gidx++)
-    if (issue_at[gidx] >= 0) due_at[issue_at[gidx] + 1]++;
-  for (uint32_t k = 0; k <= b->step.n; k++) due_at[k + 1] += due_at[k];
-  memcpy(fill, due_at, sizeof(uint32_t) * ((size_t)b->step.n + 2));
-  for (int gidx = 0; gidx < ngroups; gidx++)
-    if (issue_at[gidx] >= 0) due[fill[issue_at[gidx]]++] = gidx;
-  free(fill);
+  /* The groups due after instruction k, in group order (a group whose gradient nothing writes, -1, is never
+   * due). */
+  due_list due = due_by_instruction(issue_at, ngroups, b->step.n);
+  free(issue_at);
 
   rp_range(&c, 1, RANGE_STEP, "step");
   rp_timer(&c, STREAM_COMPUTE, TIMER_STEP_BEGIN);
@@ -318,8 +318,8 @@ static int assemble_rank(ddp_builder *b, ddp_layout *lay, int world_rank) {
       rp_timer(&c, STREAM_COMPUTE, TIMER_BACKWARD_END);
     /* groups due after instruction k (for k == n: the non-overlapped ones) */
     bool ordered = false;
-    for (uint32_t d = due_at[k]; d < due_at[k + 1]; d++) {
-      int gidx = due[d];
+    for (uint32_t d = due.at_k[k]; d < due.at_k[k + 1]; d++) {
+      int gidx = due.item[d];
       if (!ordered) {
         rp_order(&c, STREAM_COMPUTE, STREAM_COMM);
         ordered = true;
@@ -351,9 +351,7 @@ static int assemble_rank(ddp_builder *b, ddp_layout *lay, int world_rank) {
 
   rp->nevents = c.nevents;
   rp->ntimers = c.ntimers;
-  free(issue_at);
-  free(due_at);
-  free(due);
+  due_list_free(&due);
   b_unit_params_free(&up);
   if (opt_overlap) updates_free(&upd);
   return 0;
