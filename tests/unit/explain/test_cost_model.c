@@ -293,22 +293,27 @@ static void test_share_field(void) {
   ddp_profile_default(&def);
   snprintf(json, sizeof json, base, "");
   CHECK(ddp_profile_parse(json, strlen(json), "p.json", &pr, err, sizeof err) == 0, "%s", err);
-  CHECK_T("left out: the default's", def.collective_share, pr.collective_share);
-  snprintf(json, sizeof json, base, "\"collective_share\": 0.3, ");
-  CHECK(ddp_profile_parse(json, strlen(json), "p.json", &pr, err, sizeof err) == 0, "%s", err);
-  CHECK_T("given", 0.3, pr.collective_share);
-  snprintf(json, sizeof json, base, "\"collective_share\": 1, ");
-  CHECK(ddp_profile_parse(json, strlen(json), "p.json", &pr, err, sizeof err) != 0);
-  CHECK_STR("out of range", "p.json: collective_share: must be a number >= 0 and <= 0.99 (got 1)", err);
-  snprintf(json, sizeof json, base, "");
-  CHECK(ddp_profile_parse(json, strlen(json), "p.json", &pr, err, sizeof err) == 0, "%s", err);
+  CHECK_T("collective_share left out: the default's", def.collective_share, pr.collective_share);
   CHECK_T("copy_engine_share left out: the default's", def.copy_engine_share, pr.copy_engine_share);
-  snprintf(json, sizeof json, base, "\"copy_engine_share\": 0.05, ");
-  CHECK(ddp_profile_parse(json, strlen(json), "p.json", &pr, err, sizeof err) == 0, "%s", err);
-  CHECK_T("copy_engine_share given", 0.05, pr.copy_engine_share);
-  snprintf(json, sizeof json, base, "\"copy_engine_share\": -0.1, ");
-  CHECK(ddp_profile_parse(json, strlen(json), "p.json", &pr, err, sizeof err) != 0);
-  CHECK_STR("copy_engine_share out of range", "p.json: copy_engine_share: must be a number >= 0 and <= 0.99 (got -0.1)", err);
+  static const struct {
+    const char *key, *given, *bad, *bad_line;
+    double want;
+  } shares[] = {
+      {"collective_share", "0.3", "1", "p.json: collective_share: must be a number >= 0 and <= 0.99 (got 1)", 0.3},
+      {"copy_engine_share", "0.05", "-0.1", "p.json: copy_engine_share: must be a number >= 0 and <= 0.99 (got -0.1)",
+       0.05},
+  };
+  for (size_t k = 0; k < sizeof shares / sizeof shares[0]; k++) {
+    char field[64];
+    snprintf(field, sizeof field, "\"%s\": %s, ", shares[k].key, shares[k].given);
+    snprintf(json, sizeof json, base, field);
+    CHECK(ddp_profile_parse(json, strlen(json), "p.json", &pr, err, sizeof err) == 0, "%s", err);
+    CHECK_T(shares[k].key, shares[k].want, k == 0 ? pr.collective_share : pr.copy_engine_share);
+    snprintf(field, sizeof field, "\"%s\": %s, ", shares[k].key, shares[k].bad);
+    snprintf(json, sizeof json, base, field);
+    CHECK(ddp_profile_parse(json, strlen(json), "p.json", &pr, err, sizeof err) != 0);
+    CHECK_STR("out of range", shares[k].bad_line, err);
+  }
 
   /* a calibrated profile: figures may be left out (the default's, listed in the name); its record of the
    * measurement is type-checked, each bad field one line */
