@@ -18,6 +18,7 @@ typedef struct fp {
   int bad;
   int big;              /* the integer slot with the largest value read so far (named in overflows) */
   const char *big_name;
+  int64_t world;        /* the plan's world size (collectives, ADAMW's peers) */
 } fp;
 
 __attribute__((format(printf, 2, 3))) static void fail(fp *f, const char *fmt, ...) {
@@ -322,6 +323,14 @@ static void ext_adamw(fp *f) {
   slot(f, ADAMW_P_V, n, REQ);
   slot(f, ADAMW_P_COPY, n, OPT);
   slot(f, ADAMW_P_SCALARS, SCALAR_COUNT, REQ);
+  int64_t peers = get(f, ADAMW_I_PEERS, "peers", 0);
+  if (peers != 0 && peers != f->world)
+    fail(f, "i[%d] (peers) = %lld, must be 0 or the world size %lld", ADAMW_I_PEERS, (long long)peers,
+         (long long)f->world);
+  if (peers > 0 && f->world < 2) fail(f, "i[%d] (peers) = %lld on a world of one rank", ADAMW_I_PEERS, (long long)peers);
+  if (f->in->p[ADAMW_P_PEER_GRADS].tensor >= 0)
+    fail(f, "p[%d] (the peers' gradients) names a tensor; the executor fills it, the plan leaves it null",
+         ADAMW_P_PEER_GRADS);
 }
 static void ext_sgd(fp *f) {
   int64_t n = get(f, SGD_I_N, "n", 0);
@@ -465,6 +474,9 @@ static void ext_coll(fp *f, int64_t world) {
     slot_dt(f, COLL_P_SEND, count, REQ, dt);
     slot_dt(f, COLL_P_RECV, all, REQ, dt);
     break;
+  case I_PEER_BARRIER: /* no buffer */
+    if (count != 0) fail(f, "i[%d] (count) = %lld, a peer barrier moves no bytes (0)", COLL_I_COUNT, (long long)count);
+    return;
   default: /* SEND, RECV */
     slot_dt(f, COLL_P_BUF, count, REQ, dt);
     break;
@@ -476,7 +488,7 @@ static void ext_coll(fp *f, int64_t world) {
 int ddp_instr_footprint(const ddp_instr *in, int64_t world, ddp_slot_use use[DDP_MAX_PTRS], char *why,
                         size_t whycap) {
   memset(use, 0, DDP_MAX_PTRS * sizeof *use);
-  fp f = {in, use, why, whycap, 0, -1, NULL};
+  fp f = {in, use, why, whycap, 0, -1, NULL, world};
   if (why && whycap) why[0] = '\0';
   switch (in->opcode) {
   case I_KERNEL:
@@ -500,7 +512,8 @@ int ddp_instr_footprint(const ddp_instr *in, int64_t world, ddp_slot_use use[DDP
   case I_ALL_TO_ALL:
   case I_BROADCAST:
   case I_SEND:
-  case I_RECV: ext_coll(&f, world); break;
+  case I_RECV:
+  case I_PEER_BARRIER: ext_coll(&f, world); break;
   case I_LOAD_BATCH: /* the data source fills whole tensors: plan_check proves them the batch's size */
     if (get(&f, LOAD_BATCH_I_PARTS, "parts", 0) > 0 && get(&f, LOAD_BATCH_I_PART, "part", 0) >= in->i[LOAD_BATCH_I_PARTS])
       fail(&f, "i[0] (part) = %lld, must be below parts = %lld", (long long)in->i[LOAD_BATCH_I_PART],

@@ -31,7 +31,8 @@
   X(TIMER, "timer")                    \
   X(LOAD_BATCH, "load_batch")          \
   X(INIT_TENSOR, "init_tensor")       \
-  X(ALL_TO_ALL, "all_to_all")
+  X(ALL_TO_ALL, "all_to_all")          \
+  X(PEER_BARRIER, "peer_barrier")
 
 typedef enum {
 #define DDP_OPC_ENUM(id, name) I_##id,

@@ -154,9 +154,15 @@ enum { SCALAR_STEP = 0, SCALAR_LR, SCALAR_GRAD_NORM, SCALAR_CLIP_SCALE, SCALAR_C
 
 /* ADAMW: param f32[n], grad[n], m f32[n], v f32[n], copy[n] (opt), scalars f32[8]. g = grad*scale;
  * m = b1 m + (1-b1) g; v = b2 v + (1-b2) g^2; a = lr sqrt(1-b2^t)/(1-b1^t); p -= a m/(sqrt(v)+eps);
- * p -= lr wd p; copy = p (in the copy's dtype) */
-enum { ADAMW_P_PARAM = 0, ADAMW_P_GRAD, ADAMW_P_M, ADAMW_P_V, ADAMW_P_COPY, ADAMW_P_SCALARS };
-enum { ADAMW_I_N = 0 };
+ * p -= lr wd p; copy = p (in the copy's dtype).
+ * i[ADAMW_I_PEERS] = W > 0 (nccl.all_reduce = "peer"; W is the world size): grad is read on every rank of
+ * the world at the same arena offset and g = (sum over ranks 0..W-1 in that order, f32) / W * scale, the
+ * all-reduce's mean computed inside the update. The plan leaves p[ADAMW_P_PEER_GRADS] null; the CUDA
+ * executor points it at a table of the W ranks' grad pointers, mapped through CUDA IPC (runtime/cuda/
+ * peer.c). The verifier proves each rank's grad final before a PEER_BARRIER the update follows, and not
+ * written again before a PEER_BARRIER after it (compiler/verify/peer.c). */
+enum { ADAMW_P_PARAM = 0, ADAMW_P_GRAD, ADAMW_P_M, ADAMW_P_V, ADAMW_P_COPY, ADAMW_P_SCALARS, ADAMW_P_PEER_GRADS };
+enum { ADAMW_I_N = 0, ADAMW_I_PEERS };
 enum { ADAMW_F_B1 = 0, ADAMW_F_B2, ADAMW_F_EPS, ADAMW_F_WD };
 
 /* SGD: param f32[n], grad[n], copy (opt), scalars; p -= lr * grad * scale; copy = p */
@@ -249,7 +255,11 @@ enum { EVENT_I_EVENT = 0 };
  *   REDUCE_SCATTER send (count*world), recv (count); count per rank, redop, comm
  *   ALL_GATHER     send (count), recv (count*world); count per rank, comm
  *   BROADCAST      send, recv; count, root, comm
- *   SEND / RECV    buffer; count, peer, comm */
+ *   SEND / RECV    buffer; count, peer, comm
+ *   PEER_BARRIER   no buffer; count 0, comm 0 (the world): returns on a rank once every rank's stream has
+ *                  reached its barrier of the same index (the step's k-th PEER_BARRIER on every rank), so
+ *                  what each rank ordered before it is done (nccl.all_reduce = "peer": the gradients an
+ *                  ADAMW with peers reads on every rank) */
 enum { COLL_P_SEND = 0, COLL_P_RECV, COLL_P_BUF = 0 };
 enum { COLL_I_COUNT = 0, COLL_I_REDOP, COLL_I_ROOT, COLL_I_PEER = 2, COLL_I_COMM };
 

@@ -205,7 +205,7 @@ int32_t ddp_plan_add_comm(ddp_plan *p, const int32_t *ranks, uint32_t n);
 /* The size of comm `comm` (0: the world), -1 when the plan has no such comm. */
 int64_t ddp_plan_comm_size(const ddp_plan *p, int64_t comm);
 /* Is the opcode a collective that runs on a communicator (all-reduce, reduce-scatter, all-gather,
- * broadcast, all-to-all)? Sends and receives name world ranks. */
+ * broadcast, all-to-all, and the peer barrier, which moves no bytes)? Sends and receives name world ranks. */
 int ddp_is_group_collective(int opcode);
 /* The ranks an instruction's footprint is sized by: a group collective's communicator's, else the world
  * (also when the communicator is out of range: the reader refuses that separately). */

@@ -421,6 +421,10 @@ static int check_instr(const vctx *c, const where *w) {
       return IFAIL(w, "root %lld, comm %lld has %lld ranks", (long long)in->i[COLL_I_ROOT], (long long)comm, (long long)n);
     break;
   }
+  case I_PEER_BARRIER: /* count 0: check_footprint */
+    if (in->i[COLL_I_COMM] != 0) return IFAIL(w, "comm %lld (a peer barrier spans the world: comm 0)",
+                                              (long long)in->i[COLL_I_COMM]);
+    break;
   case I_SEND:
   case I_RECV: /* counts and sizes: check_footprint; peers are world ranks */
     if (!in_range(in->i[COLL_I_PEER], 0, p->meta.world))

@@ -6,6 +6,9 @@
 //                One block; scalar math in double, as the reference.
 //   ADAMW:       g = grad*clip; m = b1 m + (1-b1) g; v = b2 v + (1-b2) g^2;
 //                a = lr sqrt(1-b2^t)/(1-b1^t); p -= a m/(sqrt(v)+eps); p -= lr wd p; copy = p
+//                With DDP_PEERS = W (nccl.all_reduce = "peer"): grad is every rank's, through the table of W
+//                pointers in p[ADAMW_P_PEER_GRADS] (rank order, this rank's own among them: runtime/cuda/peer.c),
+//                and g = ((g_0 + g_1 + ... + g_{W-1}) / W) * clip in f32, every load issued before the sums.
 //   SGD:         p -= lr * grad * clip; copy = p
 // The updates are grid-stride over packs of DDP_VEC elements (16-byte f32 accesses).
 // Types: SUMSQ T0 x, T1 part; OPT_SCALARS T0 part, T1 scalars; ADAMW T0 p, T1 grad, T2 m, T3 v, T4 copy,
@@ -87,7 +90,12 @@ extern "C" __global__ void __launch_bounds__(DDP_BLOCK) ddp_opt_scalars(const dd
 #ifdef DDP_ENTRY_adamw
 extern "C" __global__ void __launch_bounds__(DDP_BLOCK) ddp_adamw(const ddp_kargs a) {
   float *p = (float *)a.p[ADAMW_P_PARAM];
+#ifdef DDP_PEERS
+  const T1 *const *peer = (const T1 *const *)a.p[ADAMW_P_PEER_GRADS];
+  const T1 *grad = peer[0];
+#else
   const T1 *grad = (const T1 *)a.p[ADAMW_P_GRAD];
+#endif
   float *m = (float *)a.p[ADAMW_P_M], *v = (float *)a.p[ADAMW_P_V];
   T4 *copy = (T4 *)a.p[ADAMW_P_COPY];
   const float *sc = (const float *)a.p[ADAMW_P_SCALARS];
@@ -98,23 +106,46 @@ extern "C" __global__ void __launch_bounds__(DDP_BLOCK) ddp_adamw(const ddp_karg
   const float alpha = (float)((double)lr * sqrt(1.0 - pow((double)b2, t)) / (1.0 - pow((double)b1, t)));
   const float decay = lr * wd;
   constexpr int W = DDP_VEC;
-  const bool vec = ddp_pack_ok<float, W>(p) && ddp_pack_ok<T1, W>(grad) && ddp_pack_ok<float, W>(m) &&
-                   ddp_pack_ok<float, W>(v) && (copy == nullptr || ddp_pack_ok<T4, W>(copy));
+  bool vec = ddp_pack_ok<float, W>(p) && ddp_pack_ok<T1, W>(grad) && ddp_pack_ok<float, W>(m) &&
+             ddp_pack_ok<float, W>(v) && (copy == nullptr || ddp_pack_ok<T4, W>(copy));
+#ifdef DDP_PEERS
+  constexpr int Q = DDP_PEERS;
+#pragma unroll
+  for (int q = 1; q < Q; q++) vec = vec && ddp_pack_ok<T1, W>(peer[q]);
+#endif
   // DDP_UNROLL packs per thread per iteration, all loads issued before the arithmetic.
   constexpr int U = DDP_UNROLL;
   const long long step = ddp_gstride() * W;
   for (long long i0 = ddp_gtid() * W; i0 < n; i0 += U * step) {
     float pv[U][W], gv[U][W], mv[U][W], vv[U][W];
+#ifdef DDP_PEERS
+    float gq[U][Q - 1][W];
+#endif
 #pragma unroll
     for (int u = 0; u < U; u++) {
       const long long i = i0 + u * step;
       if (i < n) {
         ddp_load_nb<float, W>(p, i, n, pv[u], vec);
         ddp_load_nb<T1, W>(grad, i, n, gv[u], vec);
+#ifdef DDP_PEERS
+#pragma unroll
+        for (int q = 1; q < Q; q++) ddp_load_nb<T1, W>(peer[q], i, n, gq[u][q - 1], vec);
+#endif
         ddp_load_nb<float, W>(m, i, n, mv[u], vec);
         ddp_load_nb<float, W>(v, i, n, vv[u], vec);
       }
     }
+#ifdef DDP_PEERS
+#pragma unroll
+    for (int u = 0; u < U; u++)
+#pragma unroll
+      for (int e = 0; e < W; e++) {
+        float sum = gv[u][e];
+#pragma unroll
+        for (int q = 1; q < Q; q++) sum = __fadd_rn(sum, gq[u][q - 1][e]);
+        gv[u][e] = __fdiv_rn(sum, (float)Q);
+      }
+#endif
 #pragma unroll
     for (int u = 0; u < U; u++) {
       const long long i = i0 + u * step;

@@ -251,7 +251,8 @@ static void fire(const ddp_plan *p, const ddp_profile *pr, int zero_comm, ddp_si
     const ddp_instr *in = &p->ranks[r].step.v[k];
     int comm = 0;
     double full = ddp_instr_cost(p, in, pr, &comm), c = zero_comm ? 0 : full;
-    coll_add(&st[r], s->nstreams, in->stream, start, start + full, on_copy_engines(p, in->opcode));
+    if (in->opcode != I_PEER_BARRIER) /* a peer barrier is flags on the copy engines: no kernel beside the compute */
+      coll_add(&st[r], s->nstreams, in->stream, start, start + full, on_copy_engines(p, in->opcode));
     ddp_sim_instr *si = &s->ranks[r].in[k];
     if (late == r || st[r].clock[in->stream] == start) {
       si->dep = st[r].last[in->stream] >= 0 ? DEP_STREAM : DEP_NONE;

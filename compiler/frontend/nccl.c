@@ -17,10 +17,16 @@
  *   all_reduce  "nccl" (default) | "alltoall": how data parallelism without ZeRO (sync = "flat" or
  *               "bucketed") all-reduces its gradients: NCCL's all-reduce, or per bucket an all-to-all into
  *               sync.received, SUM_CHUNKS into the rank's chunk and an in-place all-gather of the chunks
- *               (a bucket whose length is not a multiple of the ranks keeps NCCL's all-reduce)
+ *               (a bucket whose length is not a multiple of the ranks keeps NCCL's all-reduce); or "peer":
+ *               no collective at all: each bucket's update (sync = "bucketed" with optimizer_overlap, AdamW)
+ *               reads every rank's gradient of the bucket through CUDA IPC mappings and sums it in rank
+ *               order, after a PEER_BARRIER (flags between the ranks, no SM) says every rank's bucket is
+ *               final, and one more barrier at the step's end says every rank has read it (compiler/passes/
+ *               sync.c; every rank's GPU must be on one host with peer access)
  * Every field is optional; the plan carries them (meta nccl_*), `ddpc inspect` prints them, and ddprun's
  * metrics say what NCCL accepted. */
 #include "fe.h"
+#include "plan.h"
 #include "vocab.h"
 
 void fe_nccl(fe_conv *c, const fe_tab *root) {
@@ -68,5 +74,11 @@ void fe_nccl(fe_conv *c, const fe_tab *root) {
     fe_fail(c, &t, "all_reduce", "\"alltoall\" needs data parallelism on more than one rank with sync = \"flat\" or "
                                 "\"bucketed\", without ZeRO levels, pipelines or a tensor axis (ZeRO levels: "
                                 "nccl.reduce_scatter)");
+  if (ar == NCCL_AR_PEER &&
+      (s->stages > 0 || s->mesh_tensor > 1 || s->ranks < 2 || s->sync != SYNC_BUCKETED || s->shard != SHARD_NONE ||
+       !s->optimizer_overlap || s->optimizer != OPTIM_ADAMW || s->mode != MODE_TRAIN))
+    fe_fail(c, &t, "all_reduce", "\"peer\" needs data parallelism on more than one rank with sync = \"bucketed\", "
+                                "overlap = \"backward\" and optimizer_overlap = true (each bucket's AdamW reads every "
+                                "rank's gradient), without ZeRO levels, pipelines or a tensor axis, in mode \"train\"");
   s->nccl_all_reduce = ar;
 }

@@ -10,7 +10,11 @@
  *               that stream; the compute stream waits for it at the step's end, so the next forward reads
  *               updated parameters); optimizer_ms is then the update's exposed tail; with streams =
  *               { update_priority = "low", update_tail = f } the last fraction f of the buckets runs on a
- *               second update stream that keeps the high priority
+ *               second update stream that keeps the high priority; with nccl.all_reduce = "peer" there is no
+ *               all-reduce: the bucket's PEER_BARRIER on the communication stream (every rank's bucket is
+ *               final) and an update that reads every rank's gradient (ADAMW with peers), and one more
+ *               barrier on the update stream after the last update (every rank has read them) before the
+ *               compute stream goes on to the next step, whose backward overwrites the gradients
  *   zero1..3    the ZeRO levels: zero.c
  *   optimizer   (shard="optimizer") the sync above, then each rank updates the parameters it owns and
  *               the owners broadcast them
@@ -118,6 +122,15 @@ static void allreduce_bucket(rank_ctx *c, int k) {
   allreduce_range(c, lo, hi - lo, b_fmt(c->b, "all_reduce.bucket%d", k));
 }
 
+/* nccl.all_reduce = "peer": a PEER_BARRIER on `stream` (the world's; no bytes), between communication timers */
+static void peer_barrier(rank_ctx *c, int stream, const char *name) {
+  ddp_instr in = ddp_instr_blank(I_PEER_BARRIER, (uint16_t)stream);
+  in.dt[COLL_P_SEND] = DT_F32;
+  rp_timer(c, stream, TIMER_COMM_BEGIN);
+  rp_push(c, in, name);
+  rp_timer(c, stream, TIMER_COMM_END);
+}
+
 /* nccl.all_reduce = "alltoall": sync.received, the size of the largest range allreduce_range takes through
  * the all-to-all (the flat gradients, or a bucket), a multiple of the ranks; none when no range is. */
 static void received_buffer(ddp_builder *b, ddp_layout *lay) {
@@ -157,6 +170,7 @@ static int32_t *bucket_ready(const ddp_builder *b, const ddp_layout *lay) {
  * step's end) */
 typedef struct bucket_updates {
   int n, ntail;  /* buckets; the last ntail go on STREAM_TAIL */
+  int peers;     /* nccl.all_reduce = "peer": the world size, each update's ADAMW_I_PEERS; else 0 */
   due_list due;  /* by bucket_ready */
   bool *reduced, *updated;
   uint32_t *event; /* after the bucket's all-reduce on the communication stream */
@@ -187,8 +201,13 @@ static void update_bucket(rank_ctx *c, bucket_updates *u, int k) {
   int64_t lo, hi;
   bucket_range(c->b, c->lay, k, &lo, &hi);
   if (u->reduced[k]) rp_wait(c, stream, u->event[k]);
+  uint32_t first = c->out->n;
   pass_update(c, lo, hi, 0, true, b_fmt(c->b, "optimizer.bucket%d", k));
-  c->out->v[c->out->n - 1].stream = (uint16_t)stream;
+  for (uint32_t i = first; i < c->out->n; i++) {
+    ddp_instr *in = &c->out->v[i];
+    in->stream = (uint16_t)stream;
+    if (in->opcode == I_KERNEL && in->op == OP_ADAMW) in->i[ADAMW_I_PEERS] = u->peers;
+  }
   u->updated[k] = true;
 }
 
@@ -205,7 +224,7 @@ static void updates_due(rank_ctx *c, bucket_updates *u, uint32_t k, uint32_t n) 
  *              (update(own range) exchange | update(all))) RANGE_POP
  * With optimizer overlap the updates already ran on the update stream: compute waits for it. Else waits
  * for the gradient sync, then the scalars and the update. */
-static void optimizer_phase(rank_ctx *c, bool opt_overlap, bool tail) {
+static void optimizer_phase(rank_ctx *c, bool opt_overlap, bool tail, bool peer) {
   ddp_builder *b = c->b;
   ddp_layout *lay = c->lay;
   const ddp_schedule *s = b->s;
@@ -214,8 +233,12 @@ static void optimizer_phase(rank_ctx *c, bool opt_overlap, bool tail) {
   rp_range(c, 1, RANGE_OPTIMIZER, "optimizer");
   if (opt_overlap) {
     rp_timer(c, STREAM_COMPUTE, TIMER_OPT_BEGIN);
+    if (peer) { /* every rank has read every rank's gradients before anyone writes them again */
+      if (tail) rp_order(c, STREAM_TAIL, STREAM_UPDATE);
+      peer_barrier(c, STREAM_UPDATE, "peer_barrier.step_end");
+    }
     rp_order(c, STREAM_UPDATE, STREAM_COMPUTE);
-    if (tail) rp_order(c, STREAM_TAIL, STREAM_COMPUTE);
+    if (tail && !peer) rp_order(c, STREAM_TAIL, STREAM_COMPUTE);
   } else {
     if (dist) rp_order(c, STREAM_COMM, STREAM_COMPUTE);
     rp_timer(c, STREAM_COMPUTE, TIMER_OPT_BEGIN);
@@ -234,7 +257,7 @@ static void optimizer_phase(rank_ctx *c, bool opt_overlap, bool tail) {
 /* rank -> init; step -> RANGE_PUSH TIMER LOAD_BATCH [fwd|bwd [TIMER(BACKWARD_END)] [order sync(group)* after
  *         its last writer]]* [order (ALL_REDUCE(flat) | unit*)] [optimizer] [order] TIMER RANGE_POP
  *         (the ZeRO levels: zero.c) */
-static int assemble_rank(ddp_builder *b, ddp_layout *lay, int world_rank) {
+static int assemble_rank(ddp_builder *b, ddp_layout *lay, int world_rank, char *err, size_t errcap) {
   const ddp_schedule *s = b->s;
   ddp_rank_plan *rp = &b->plan->ranks[world_rank];
   rank_ctx c = {.b = b, .lay = lay, .rank = world_rank, .out = &rp->init};
@@ -260,6 +283,11 @@ static int assemble_rank(ddp_builder *b, ddp_layout *lay, int world_rank) {
   /* the frontend refuses optimizer_overlap with clipping (the norm needs every gradient first) */
   bool opt_overlap = train && overlap && sync == SYNC_BUCKETED && s->optimizer_overlap && s->shard == SHARD_NONE &&
                      lay->sumsq_partials < 0;
+  /* the frontend allows nccl.all_reduce = "peer" only where the updates overlap the backward */
+  bool peer = s->nccl_all_reduce == NCCL_AR_PEER && dist && grads;
+  if (peer && !opt_overlap)
+    return ddp_fail(err, errcap, "nccl.all_reduce = \"peer\" needs the bucket updates in the backward (optimizer_overlap, "
+                    "no clipping)");
 
   /* When is each collective issued? after[k] lists groups (units for individual, buckets) for instr k. */
   int ngroups = sync == SYNC_INDIVIDUAL ? lay->norder : sync == SYNC_BUCKETED ? lay->nbuckets : 0;
@@ -307,6 +335,7 @@ static int assemble_rank(ddp_builder *b, ddp_layout *lay, int world_rank) {
   }
   bucket_updates upd = {0};
   if (opt_overlap) updates_init(&upd, b, lay, ntail);
+  upd.peers = peer ? lay->world : 0;
   for (uint32_t k = 0; k <= b->step.n; k++) {
     if (k < b->step.n) {
       ddp_instr in = b->step.v[k];
@@ -326,6 +355,8 @@ static int assemble_rank(ddp_builder *b, ddp_layout *lay, int world_rank) {
       }
       if (sync == SYNC_INDIVIDUAL)
         allreduce_unit_params(&c, &up, lay->order[gidx]);
+      else if (peer)
+        peer_barrier(&c, STREAM_COMM, b_fmt(b, "peer_barrier.bucket%d", gidx));
       else
         allreduce_bucket(&c, gidx);
       if (opt_overlap) {
@@ -344,7 +375,7 @@ static int assemble_rank(ddp_builder *b, ddp_layout *lay, int world_rank) {
     }
   }
 
-  if (train) optimizer_phase(&c, opt_overlap, ntail > 0);
+  if (train) optimizer_phase(&c, opt_overlap, ntail > 0, peer);
   if (dist && grads) rp_order(&c, STREAM_COMM, STREAM_COMPUTE); /* nothing of this step left on the comm stream */
   rp_timer(&c, STREAM_COMPUTE, TIMER_STEP_END);
   rp_range(&c, 0, RANGE_STEP, NULL);
@@ -367,6 +398,6 @@ int ddp_assemble_programs(ddp_builder *b, ddp_layout *lay, char *err, size_t err
     received_buffer(b, lay);
   b->plan->ranks = ddp_xcalloc((size_t)world, sizeof(ddp_rank_plan));
   for (int r = 0; r < world; r++)
-    if (assemble_rank(b, lay, r) != 0) return -1;
+    if (assemble_rank(b, lay, r, err, errcap) != 0) return -1;
   return 0;
 }

@@ -181,7 +181,8 @@ static int check_collectives(const ddp_plan *p, int which, char *err, size_t err
 }
 
 int ddp_verify(const ddp_plan *p, char *err, size_t errcap) {
-  if (check_collectives(p, 0, err, errcap) || check_collectives(p, 1, err, errcap) || ddp_verify_p2p(p, err, errcap))
+  if (check_collectives(p, 0, err, errcap) || check_collectives(p, 1, err, errcap) || ddp_verify_p2p(p, err, errcap) ||
+      ddp_verify_peer(p, err, errcap))
     return -1;
   for (int64_t r = 0; r < p->meta.world; r++) {
     if (check_program(p, (int)r, &p->ranks[r].init, 1, "init", err, errcap)) return -1;

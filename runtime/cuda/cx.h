@@ -62,6 +62,7 @@ typedef struct cx_op {
   uint32_t pc_local;   /* its flag in this rank's mailbox (RECV: AVAIL, SEND: DONE) */
   uint64_t *pc_remote; /* the peer's flag it sets (SEND: the receiver's AVAIL, RECV: the sender's DONE) */
   const void *pc_src;  /* RECV: the sender's tensor, mapped */
+  uint32_t barrier;    /* PEER_BARRIER: its number among the step's (peer.c) */
   cudaEvent_t event;   /* EVENT_RECORD/WAIT, TIMER */
   cx_batch *batch;
 } cx_op;
@@ -131,6 +132,7 @@ typedef struct cx {
   int64_t nccl_mem_arenas;  /* DDP_NCCL_MEM_ARENAS: the arenas from ncclMemAlloc (memory.c), -1 when unset */
   int prep_backward;        /* while preparing: the instruction lies between FORWARD_END and BACKWARD_END */
   struct cx_p2p *p2p;       /* the copy path's flags and peer mappings (p2p.c), NULL on NCCL's */
+  struct cx_peer *peer;     /* nccl.all_reduce = "peer": barrier flags and peer gradient tables (peer.c) */
   void **reg;               /* nccl = { register = true }: [comm (0 world, 1 + group) * ARENA_COUNT + arena] */
   ncclWindow_t *wins;       /* nccl = { register = "window" }: the symmetric windows, indexed as reg */
   cudaEvent_t gfork, *gjoin; /* capture fork/join (per stream) */
@@ -158,6 +160,11 @@ int cx_fail_at(const cx *x, const cx_prog *pg, const cx_op *op, char *err, size_
                      cublasLtGetStatusName(cx_st_), cublasLtGetStatusString(cx_st_));                           \
   } while (0)
 
+/* cx_util.c: a hash of this host's name; whether rank `peer`'s GPU (PCI bus id `bus`, host hash peer_host) can
+ * be mapped from this one: 1, or 0 with the reason in why (another host, not visible, this GPU, no peer
+ * access). */
+uint64_t cx_host_hash(void);
+int cx_peer_gpu(const cx *x, int peer, uint64_t peer_host, uint64_t my_host, const char *bus, char *why, size_t cap);
 /* cx_util.c: the device pointer of buffer operand `slot`, checking that `bytes` from it stay inside its
  * tensor's root and the rank's arena. */
 int cx_buffer(const cx *x, const ddp_instr *in, int slot, uint64_t bytes, void **out, char *err, size_t errcap);
@@ -224,6 +231,12 @@ int cx_allgather_host(cx *x, const void *mine, void *all, size_t bytes, char *er
  * NCCL; x->base.p2p says which and why. cx_p2p_fini unmaps and frees. */
 int cx_p2p_init(cx *x, char *err, size_t errcap);
 void cx_p2p_fini(cx *x);
+/* peer.c: where the step has PEER_BARRIERs or updates with peers, every rank together maps its peers' flags
+ * and gradient arenas (required: every rank's GPU on this host with peer access, else -1 naming why) and
+ * points each such update's p[ADAMW_P_PEER_GRADS] at its table; cx_peer_fini unmaps and frees. */
+int cx_peer_init(cx *x, char *err, size_t errcap);
+void cx_peer_fini(cx *x);
+int cx_exec_PEER_BARRIER(cx *x, const cx_op *op, int64_t step, char *err, size_t errcap);
 /* Connects every point-to-point peer of the programs' SEND/RECV at load (comm.c explains why). */
 int cx_comm_connect_p2p(cx *x, const cx_prog *const *progs, int nprogs, char *err, size_t errcap);
 /* Waits for every stream (or one event) to finish; with NCCL work possible, polls NCCL's asynchronous

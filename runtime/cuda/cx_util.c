@@ -1,7 +1,28 @@
 /* runtime/cuda/cx_util.c: the leaf helpers every other cx_* file may call (and which call none of them):
- * the instruction prefix of an error line and the checked device pointer of a buffer operand. */
+ * the instruction prefix of an error line, the checked device pointer of a buffer operand, and whether a
+ * peer's GPU can be mapped from this one (p2p.c, peer.c). */
 #include "cx.h"
 #include <stdio.h>
+#include <unistd.h>
+
+uint64_t cx_host_hash(void) {
+  char name[256] = "";
+  (void)gethostname(name, sizeof name - 1);
+  uint64_t h = 1469598103934665603ull; /* FNV-1a */
+  for (const char *c = name; *c; c++) h = (h ^ (uint8_t)*c) * 1099511628211ull;
+  return h;
+}
+
+int cx_peer_gpu(const cx *x, int peer, uint64_t peer_host, uint64_t my_host, const char *bus, char *why, size_t cap) {
+  if (peer_host != my_host) return snprintf(why, cap, "rank %d is on another host", peer), 0;
+  int dev = -1, can = 0;
+  if (cudaDeviceGetByPCIBusId(&dev, bus) != cudaSuccess)
+    return (void)cudaGetLastError(), snprintf(why, cap, "rank %d's GPU %s is not visible here", peer, bus), 0;
+  if (dev == x->device) return snprintf(why, cap, "rank %d shares this GPU", peer), 0;
+  if (cudaDeviceCanAccessPeer(&can, x->device, dev) != cudaSuccess || !can)
+    return (void)cudaGetLastError(), snprintf(why, cap, "no peer access to rank %d's GPU", peer), 0;
+  return 1;
+}
 
 int cx_fail_at(const cx *x, const cx_prog *pg, const cx_op *op, char *err, size_t errcap) {
   char inner[1024];

@@ -221,7 +221,7 @@ static int load(cx *x, const void *nccl_id, char *err, size_t errcap) {
   if (cx_prog_prepare(x, &x->init, &rp->init, "init", err, errcap) ||
       cx_prog_prepare(x, &x->step, &rp->step, "step", err, errcap))
     return -1;
-  if (cx_p2p_init(x, err, errcap)) return -1;
+  if (cx_p2p_init(x, err, errcap) || cx_peer_init(x, err, errcap)) return -1;
   const cx_prog *const progs[2] = {&x->init, &x->step}; /* NCCL connects only what goes through it */
   if (cx_comm_connect_p2p(x, progs, x->p2p ? 1 : 2, err, errcap)) return -1;
   if (x->gemm_timed && cx_arenas_zero(x, err, errcap)) return -1;
@@ -300,6 +300,7 @@ static void cx_destroy(ddp_exec *e) {
   cx_prog_free(x, &x->step);
   cx_trace_free(x);
   cx_p2p_fini(x);
+  cx_peer_fini(x);
   cx_comm_fini(x);
   cx_graph_fini(x);
   cx_gemm_tune_free(x);

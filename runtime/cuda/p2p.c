@@ -51,13 +51,6 @@ struct cx_p2p {
   p2p_card *cards;
 };
 
-static uint64_t host_hash(void) {
-  char name[256] = "";
-  (void)gethostname(name, sizeof name - 1);
-  uint64_t h = 1469598103934665603ull; /* FNV-1a */
-  for (const char *c = name; *c; c++) h = (h ^ (uint8_t)*c) * 1099511628211ull;
-  return h;
-}
 
 static int is_p2p(const cx_op *op) { return op->in->opcode == I_SEND || op->in->opcode == I_RECV; }
 
@@ -85,13 +78,7 @@ static int peers_reachable(cx *x, struct cx_p2p *c, char *why, size_t cap) {
     if (!is_p2p(op) || op->skip) continue;
     const p2p_card *pc = &c->cards[op->peer];
     if (!pc->able) return snprintf(why, cap, "rank %d cannot use it", op->peer), 0;
-    if (pc->host != c->cards[x->base.rank].host) return snprintf(why, cap, "rank %d is on another host", op->peer), 0;
-    int dev = -1, can = 0;
-    if (cudaDeviceGetByPCIBusId(&dev, pc->bus) != cudaSuccess)
-      return (void)cudaGetLastError(), snprintf(why, cap, "rank %d's GPU %s is not visible here", op->peer, pc->bus), 0;
-    if (dev == x->device) return snprintf(why, cap, "rank %d shares this GPU", op->peer), 0;
-    if (cudaDeviceCanAccessPeer(&can, x->device, dev) != cudaSuccess || !can)
-      return (void)cudaGetLastError(), snprintf(why, cap, "no peer access to rank %d's GPU", op->peer), 0;
+    if (!cx_peer_gpu(x, op->peer, pc->host, c->cards[x->base.rank].host, pc->bus, why, cap)) return 0;
   }
   return 1;
 }
@@ -201,7 +188,7 @@ int cx_p2p_init(cx *x, char *err, size_t errcap) {
   if (!c->cards || !c->peer_arena || !c->peer_mailbox) return ddp_fail(err, errcap, "out of host memory");
   char why[256] = "";
   p2p_card *mine = &c->cards[x->base.rank];
-  mine->host = host_hash();
+  mine->host = cx_host_hash();
   mine->pid = (int32_t)getpid();
   mine->able = local_able(x, c, why, sizeof why);
   if (mine->able && make_card(x, c, mine, why, sizeof why)) mine->able = 0;

@@ -89,6 +89,12 @@ static int prepare_op(cx *x, cx_op *op, char *err, size_t errcap) {
   case I_BROADCAST:
   case I_SEND:
   case I_RECV: return cx_comm_prepare(x, op, err, errcap);
+  case I_PEER_BARRIER: /* peer.c numbers and executes it; one rank has no peer to meet */
+    if (in->i[COLL_I_COMM] != 0 || in->i[COLL_I_COUNT] != 0)
+      return ddp_fail(err, errcap, "peer barrier on comm %lld with %lld elements (comm 0, none)",
+                     (long long)in->i[COLL_I_COMM], (long long)in->i[COLL_I_COUNT]);
+    op->skip = x->base.world < 2;
+    return 0;
   case I_RANGE_PUSH:
     if (i0 < 0 || i0 >= RANGE_COUNT) return ddp_fail(err, errcap, "range kind %lld", (long long)i0);
     if (!*op->label) op->label = ddp_range_name((int)i0);

@@ -224,6 +224,8 @@ int ddp_ref_collective_on(ddp_ref_comm *c, int rank, const ddp_instr *in, int co
       memcpy((char *)recv + (size_t)q * (size_t)count * es, (const char *)g->send[q] + (size_t)me * (size_t)count * es,
              (size_t)count * es);
     break;
+  case I_PEER_BARRIER: /* the rendezvous above and below is all it is */
+    break;
   case I_SEND: case I_RECV: case I_KERNEL: case I_GEMM: case I_MEMSET: case I_COPY: case I_EVENT_RECORD:
   case I_EVENT_WAIT: case I_RANGE_PUSH: case I_RANGE_POP: case I_TIMER: case I_LOAD_BATCH: case I_INIT_TENSOR:
   case I_COUNT:

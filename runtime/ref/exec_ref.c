@@ -73,6 +73,44 @@ static int p2p_group(ddp_exec *x, const ddp_program *prog, const ddp_kargs *args
   return ddp_ref_p2p_group(m->comm, x->rank, m->p2p, (int)n, err, errcap);
 }
 
+/* ADAMW with peers (nccl.all_reduce = "peer"): every rank's gradient range, gathered through the comm (an
+ * all-gather: threads or MPI alike), summed in rank order in f32 and divided by W, as the CUDA kernel does
+ * (templates/optimizer.cu), then the plain update on that f32 gradient. */
+static int peer_adamw(ddp_exec *x, const ddp_instr *in, const ddp_kargs *a, char *err, size_t errcap) {
+  ref_impl *m = x->impl;
+  const int W = x->world, gdt = in->dt[ADAMW_P_GRAD];
+  const int64_t n = in->i[ADAMW_I_N];
+  const size_t es = ddp_dtype_size(gdt);
+  if (W < 2 || !m->comm || in->i[ADAMW_I_PEERS] != W)
+    return ddp_fail(err, errcap, "reference executor: an update with %lld peers on a world of %d",
+                    (long long)in->i[ADAMW_I_PEERS], W);
+  uint8_t *all = malloc((size_t)n * es * (size_t)W + 1);
+  float *g = malloc((size_t)n * sizeof(float) + 1);
+  int rc = all && g ? 0 : ddp_fail(err, errcap, "reference executor: out of memory for %lld peer gradients", (long long)n);
+  if (rc == 0) {
+    ddp_instr gather = ddp_instr_blank(I_ALL_GATHER, in->stream);
+    gather.dt[COLL_P_SEND] = gather.dt[COLL_P_RECV] = (uint8_t)gdt;
+    gather.i[COLL_I_COUNT] = n;
+    rc = ddp_ref_collective(m->comm, x->rank, &gather, a->p[ADAMW_P_GRAD], all, err, errcap);
+  }
+  if (rc == 0) {
+    for (int64_t i = 0; i < n; i++) {
+      float sum = (float)ddp_load(all, gdt, i);
+      for (int q = 1; q < W; q++) sum += (float)ddp_load(all, gdt, (int64_t)q * n + i);
+      g[i] = sum / (float)W;
+    }
+    ddp_kargs b = *a;
+    uint8_t dt[DDP_MAX_PTRS];
+    memcpy(dt, in->dt, sizeof dt);
+    b.p[ADAMW_P_GRAD] = g;
+    dt[ADAMW_P_GRAD] = DT_F32;
+    ddp_ref_ops[OP_ADAMW](&b, dt);
+  }
+  free(all);
+  free(g);
+  return rc;
+}
+
 static int run(ddp_exec *x, const ddp_program *prog, int64_t step, char *err, size_t errcap) {
   ref_impl *m = x->impl;
   const ddp_rank_plan *rp = &x->plan->ranks[x->rank];
@@ -88,7 +126,8 @@ static int run(ddp_exec *x, const ddp_program *prog, int64_t step, char *err, si
     if (tracing) m->t_start[k] = 1e3 * ddp_now_s();
     switch ((ddp_opcode)in->opcode) { /* no default: -Wswitch names a missing opcode */
     case I_KERNEL:
-      ddp_ref_ops[in->op](a, in->dt);
+      if (in->op == OP_ADAMW && in->i[ADAMW_I_PEERS] > 0) rc = peer_adamw(x, in, a, err, errcap);
+      else ddp_ref_ops[in->op](a, in->dt);
       break;
     case I_GEMM:
       ref_gemm(a, in->dt);
@@ -109,6 +148,7 @@ static int run(ddp_exec *x, const ddp_program *prog, int64_t step, char *err, si
     case I_ALL_GATHER:
     case I_ALL_TO_ALL:
     case I_BROADCAST:
+    case I_PEER_BARRIER:
       if (x->world == 1) {
         if (a->p[COLL_P_SEND] != a->p[COLL_P_RECV] && a->p[COLL_P_RECV])
           memmove(a->p[COLL_P_RECV], a->p[COLL_P_SEND],

@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # tests/bench/device_ddp_overlap.sh: NPROC GPUs (default 2, nvidia-h200-x2; 4 on nvidia-h200-x4), one call,
 # after tests/bench/prepare_device.sh here (carry dev/). CHECK=1 first checks the tiny model on the GPUs (DDP
-# with the update in the backward, also low + update_tail and with the all-to-all, against flat DDP). Bucketed DDP with each bucket's AdamW in the
+# with the update in the backward, also low + update_tail, with the all-to-all and with the updates reading
+# every rank's gradient, nccl.all_reduce = "peer", against flat DDP and the reference executor). Bucketed DDP with each bucket's AdamW in the
 # backward on the update stream (optimizer_overlap) against the same plans without it: ddp_table.sh's RUNS
 # (default below), ROUNDS rounds (default 2), PyTorch DDP in the same call (TORCH=0 skips it); then with
 # BUSBW=1 (the default) the all-reduce busbw table, ours (`ddprun --bench allreduce`) and PyTorch's
@@ -25,6 +26,22 @@ if [ "${CHECK:-0}" = 1 ]; then # the tiny model: DDP with the update in the back
   write tiny_ov_a2a_tail "$tiny" $N "$ov" "$adam" 4 \
     "$tdata, streams = { update_priority = \"low\", update_tail = 0.25 }, nccl = { register = \"window\", cta_policy = \"zero\", all_reduce = \"alltoall\" }" &&
     same tiny_ov_a2a_tail tiny_adam 1e-6 1e-7
+  # no collective: the updates read every rank's gradient (nccl.all_reduce = "peer"); bitwise the all-reduce
+  # plan's on 2 ranks, the tail too; the same plan's losses on the reference executor within 1e-5
+  write tiny_peer "$tiny" $N "$ov" "$adam" 4 "$tdata, nccl = { all_reduce = \"peer\" }" && same tiny_peer tiny_adam 1e-6 1e-7 &&
+    same tiny_peer tiny_ov 0 0
+  write tiny_peer_tail "$tiny" $N "$ov" "$adam" 4 "$tdata, nccl = { all_reduce = \"peer\" }, streams = { update_tail = 0.25 }" &&
+    same tiny_peer_tail tiny_peer 0 0
+  $DDPRUN "$tmp/tiny_peer.bin" --nproc $N >"$tmp/tiny_peer.out" 2>&1 && $DDPRUN "$tmp/tiny_peer.bin" --device ref >"$tmp/tiny_peer_ref.out" 2>&1 &&
+    losses tiny_peer tiny_peer_ref 1e-5
+  # bf16 (precision and gradients): the kernel reads bf16 gradients; GPU against the reference executor
+  sed -e 's/precision = "fp32"/precision = "bf16"/' -e 's/optimizer_overlap = true/optimizer_overlap = true, grad_dtype = "bf16"/' \
+    "$tmp/tiny_peer.lua" >"$tmp/tiny_peer_bf16.lua"
+  $DDPC "$tmp/tiny_peer_bf16.lua" -o "$tmp/tiny_peer_bf16.bin" -q &&
+    $DDPRUN "$tmp/tiny_peer_bf16.bin" --nproc $N >"$tmp/tiny_peer_bf16.out" 2>&1 &&
+    $DDPRUN "$tmp/tiny_peer_bf16.bin" --device ref >"$tmp/tiny_peer_bf16_ref.out" 2>&1 &&
+    losses tiny_peer_bf16 tiny_peer_bf16_ref 1e-2 || echo "FAIL: tiny_peer_bf16"
+  $DDPRUN "$tmp/tiny_peer.bin" --nproc $N --steps 2 | grep -E "point-to-point|final"
 fi
 echo "== table, $N ranks ($(date +%T))"
 NPROC=$N RUNS=${RUNS:-"ddp_fp32 ddp_fp32_ov ddp100_fp32_ov ddp100_fp32_ov_a2a_winz ddp_fp32_ov_a2a_winz ddp100_bf16_ov ddp100_bf16_ov_a2a_winz"} \

@@ -5,7 +5,8 @@
 #    ZeRO-3 (buckets and one FSDP unit per block), bucketed DDP and ZeRO-1/2/3 with optimizer_overlap (ZeRO-1/2
 #    also with param_gather = "before_forward"), equal AdamW DDP; bucketed DDP with the communicators
 #    configured by the schedule (nccl = { cta_policy, max_ctas, register }, also the arenas as symmetric
-#    windows, with ZeRO-2) equals one GPU (AdamW DDP) and reports them; pipelines (GPipe, 1F1B, zero bubble,
+#    windows, with ZeRO-2) equals one GPU (AdamW DDP) and reports them; bucketed DDP whose updates read every
+#    rank's gradient through CUDA IPC (nccl.all_reduce = "peer") equals it and the reference executor; pipelines (GPipe, 1F1B, zero bubble,
 #    interleaved) on 2 GPUs equal one GPU (SGD, 1e-5), their messages by NCCL (the default) and by copy
 #    engine (DDP_P2P_COPY=1, also inside a CUDA graph) bitwise equal; tensor parallelism (mesh.tensor, and
 #    data x tensor, FSDP x tensor and pipeline x tensor on 4+ GPUs) equals one GPU (SGD, 1e-5; bitwise under a
@@ -123,6 +124,24 @@ write tiny_ddp_optoverlap_tail "$tiny" $N ', sync = "bucketed", bucket_mb = 0.05
 write tiny_ar_a2a_optoverlap "$tiny" $N ', sync = "bucketed", bucket_mb = 0.05, overlap = "backward", optimizer_overlap = true' \
   "$adam" 4 "$tdata, nccl = { register = \"window\", cta_policy = \"zero\", all_reduce = \"alltoall\" }" &&
   same tiny_ar_a2a_optoverlap tiny_adam $ztol && window_took tiny_ar_a2a_optoverlap
+# ... and with no collective at all: each bucket's update reads every rank's gradient through CUDA IPC
+# mappings after a peer barrier (nccl.all_reduce = "peer"; the kernel sums the ranks in order in f32 and
+# divides by N: on 2 ranks NCCL's mean exactly, so bitwise the same as the plan with the all-reduce), also
+# with the tail stream; the same plan's losses on the reference executor agree within 1e-5, and the run line
+# says which path the updates took
+write tiny_ar_peer "$tiny" $N ', sync = "bucketed", bucket_mb = 0.05, overlap = "backward", optimizer_overlap = true' \
+  "$adam" 4 "$tdata, nccl = { all_reduce = \"peer\" }" && same tiny_ar_peer tiny_adam $ztol
+[ "$N" = 2 ] && same tiny_ar_peer tiny_ddp_optoverlap 0 0
+write tiny_ar_peer_tail "$tiny" $N ', sync = "bucketed", bucket_mb = 0.05, overlap = "backward", optimizer_overlap = true' \
+  "$adam" 4 "$tdata, nccl = { all_reduce = \"peer\" }, streams = { update_tail = 0.25 }" && same tiny_ar_peer_tail tiny_ar_peer 0 0
+if "$DDPRUN" "$tmp/tiny_ar_peer.bin" --nproc $N >"$tmp/tiny_ar_peer.out" 2>&1 &&
+  "$DDPRUN" "$tmp/tiny_ar_peer.bin" --device ref >"$tmp/tiny_ar_peer_ref.out" 2>&1; then
+  losses tiny_ar_peer tiny_ar_peer_ref 1e-5 # the weights: Adam turns last-bit GEMM differences into 1e-4
+else fail "tiny_ar_peer on the GPUs and the reference executor: $(tail -1 "$tmp/tiny_ar_peer_ref.out")"; fi
+"$DDPRUN" "$tmp/tiny_ar_peer.bin" --nproc $N --steps 1 --metrics "$tmp/tiny_ar_peer.jsonl" --quiet &&
+  python3 -c 'import json,sys; r = json.loads(open(sys.argv[1]).readline()); print(r); sys.exit(0 if "peer reads" in json.dumps(r) else 1)' \
+    "$tmp/tiny_ar_peer.jsonl" >"$tmp/peer_run.txt" && echo "ok: tiny_ar_peer: the run line names the peer reads" ||
+  fail "tiny_ar_peer: the run line does not name the peer reads: $(head -c 600 "$tmp/peer_run.txt")"
 write tiny_zero1_a2a_plain "$tiny" $N ', sync = "bucketed", bucket_mb = 0.05, shard = "zero1", optimizer_overlap = true' \
   "$adam" 4 "$tdata, nccl = { reduce_scatter = \"alltoall\" }" && same tiny_zero1_a2a_plain tiny_adam $ztol
 # ... and ZeRO-1/2 all-gathering each group at the next step's start, under the forward

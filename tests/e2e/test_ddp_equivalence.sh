@@ -7,7 +7,8 @@
 #  - sharded AdamW (lr 0.1, wd 0.1, betas 0.9/0.999, 10 steps) and ZeRO-1 equal plain AdamW DDP (1e-7);
 #  - the tiny transformer in every mode on 2 and 3 ranks equals 1 rank on the same global batch (1e-6);
 #  - AdamW with optimizer_overlap, alone and under ZeRO-1/2/3, and ZeRO-1/2 with param_gather =
-#    "before_forward", equal AdamW DDP without them (1e-7).
+#    "before_forward", equal AdamW DDP without them (1e-7);
+#  - bucketed DDP whose updates read every rank's gradient (nccl.all_reduce = "peer") equals it too.
 . "$(dirname "$0")/lib.sh"
 e2e_tmp ddp
 cp "$DDP_SOURCE_DIR/schedules/lib/models.lua" "$tmp/"
@@ -115,6 +116,14 @@ for ranks in 2 3; do
   write "tiny_optoverlap_$ranks" "$tiny" $ranks "$ov" "$oadam" 4 "$tdata" && same "tiny_optoverlap_$ranks" "tiny_noover_$ranks" 1e-7 0
   write "tiny_ar_a2a_optoverlap_$ranks" "$tiny" $ranks "$ov" "$oadam" 4 "$tdata, nccl = { all_reduce = \"alltoall\" }" &&
     same "tiny_ar_a2a_optoverlap_$ranks" "tiny_noover_$ranks" $tol
+  # (p) no collective: each bucket's update reads every rank's gradient after a peer barrier and sums it in
+  # rank order in f32, divided by the ranks (nccl.all_reduce = "peer"); on 2 ranks that is the all-reduce's
+  # mean exactly, so bitwise; also with the last quarter of the buckets on the tail stream
+  write "tiny_ar_peer_$ranks" "$tiny" $ranks "$ov" "$oadam" 4 "$tdata, nccl = { all_reduce = \"peer\" }" &&
+    same "tiny_ar_peer_$ranks" "tiny_noover_$ranks" $tol
+  write "tiny_ar_peer_tail_$ranks" "$tiny" $ranks "$ov" "$oadam" 4 \
+    "$tdata, nccl = { all_reduce = \"peer\" }, streams = { update_tail = 0.25 }" &&
+    same "tiny_ar_peer_tail_$ranks" "tiny_noover_$ranks" $tol
   write "tiny_ar_a2a_$ranks" "$tiny" $ranks ', sync = "bucketed", bucket_mb = 0.01, overlap = "backward"' "$oadam" 4 \
     "$tdata, nccl = { all_reduce = \"alltoall\" }" && same "tiny_ar_a2a_$ranks" "tiny_noover_$ranks" $tol
   write "tiny_flat_a2a_$ranks" "$tiny" $ranks ', sync = "flat"' "$oadam" 4 "$tdata, nccl = { all_reduce = \"alltoall\" }" &&

@@ -1,7 +1,11 @@
 /* tests/unit/passes/test_verifier.c: the compile-time race and deadlock checks. A correct 2-rank bucketed plan
  * (overlapping the backward) verifies; deliberately broken copies are refused with a line naming the
  * instructions: a missing event wait (comm reads a gradient still being written), a wait on an event
- * never recorded before, a collective whose size differs between ranks, collectives in another order. */
+ * never recorded before, a collective whose size differs between ranks, collectives in another order.
+ * nccl.all_reduce = "peer" (updates reading every rank's gradient, peer.c): the plan verifies and passes the
+ * reader; refused: an update not ordered after its bucket's barrier (the first bucket's, and a later one's,
+ * which then reads before another rank's gradient is final), the step's end not waiting for the last barrier,
+ * a gradient range that differs between ranks; and the reader refuses peers other than the world size. */
 #include "check.h"
 #include "compile.h"
 #include "schedule.h"
@@ -9,6 +13,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 static void expect_refused(const ddp_plan *p, const char *what, const char *needle) {
   char err[4096];
@@ -28,6 +33,90 @@ static ddp_program copy_program(const ddp_program *src) {
   memcpy(c.v, src->v, sizeof(ddp_instr) * src->n);
   c.cap = src->n;
   return c;
+}
+
+/* Index of the `nth` update with peers in prog (-1: none), and of the wait on its stream just before it. */
+static int nth_update(const ddp_program *prog, int nth, int *wait) {
+  int seen = 0;
+  for (uint32_t k = 0; k < prog->n; k++) {
+    const ddp_instr *in = &prog->v[k];
+    if (in->opcode != I_KERNEL || in->op != OP_ADAMW || in->i[ADAMW_I_PEERS] <= 0 || seen++ < nth) continue;
+    *wait = -1;
+    for (int j = (int)k - 1; j >= 0 && *wait < 0; j--)
+      if (prog->v[j].stream == in->stream && prog->v[j].opcode == I_EVENT_WAIT) *wait = j;
+    return (int)k;
+  }
+  return -1;
+}
+
+static void peer_plans(void) {
+  char err[4096], path[2048];
+  snprintf(path, sizeof path, "%s/schedules/tiny_ddp.lua", getenv("DDP_SOURCE_DIR") ? getenv("DDP_SOURCE_DIR") : ".");
+  const char *sets[] = {"parallel.optimizer_overlap=true", "nccl.all_reduce=peer", "parallel.bucket_mb=0.01"};
+  ddp_schedule *s = ddp_schedule_load(path, sets, 3, err, sizeof err);
+  if (!CHECK(s, "%s", err)) return;
+  ddp_compile_opts o = {.arch = "sm_90a", .jobs = 1, .skip_codegen = 1};
+  ddp_plan *p = ddp_compile(s, &o, err, sizeof err);
+  if (!CHECK(p, "compile (peer): %s", err)) return;
+  CHECK(ddp_verify(p, err, sizeof err) == 0, "the correct peer plan was refused: %s", err);
+  ddp_program *step0 = &p->ranks[0].step, saved = copy_program(step0);
+  int wait = -1, u = nth_update(step0, 2, &wait);
+  if (!CHECK(u >= 0 && wait >= 0, "no third update with peers, or no wait before it")) return;
+
+  char out[2100];
+  snprintf(out, sizeof out, "/tmp/test_verifier_peer_%d.bin", (int)getpid());
+  if (CHECK(ddp_plan_write(p, out, err, sizeof err) == 0, "write: %s", err)) {
+    ddp_plan *q = ddp_plan_read(out, err, sizeof err);
+    CHECK(q, "the reader refuses the peer plan: %s", err);
+    ddp_plan_free(q);
+    step0->v[u].i[ADAMW_I_PEERS] = 3; /* on a world of 2 */
+    CHECK(ddp_plan_write(p, out, err, sizeof err) == 0, "write: %s", err);
+    q = ddp_plan_read(out, err, sizeof err);
+    if (CHECK(!q, "the reader accepted an update with 3 peers on 2 ranks") &&
+        CHECK(strstr(err, "(peers) = 3, must be 0 or the world size 2"), "reader message: %s", err))
+      printf("refused (peers 3 of 2): %s\n", err);
+    ddp_plan_free(q);
+    step0->v[u].i[ADAMW_I_PEERS] = 2;
+    remove(out);
+  }
+
+  /* the third update no longer waits for its bucket's barrier: it reads after an earlier one only */
+  remove_instr(step0, (uint32_t)wait);
+  expect_refused(p, "peer update before its barrier", "writes its gradient until peer barrier");
+  ddp_program_free(step0);
+  *step0 = copy_program(&saved);
+  /* the first update's wait: no barrier before it at all */
+  u = nth_update(step0, 0, &wait);
+  if (CHECK(u >= 0 && wait >= 0, "no first update with a wait")) {
+    remove_instr(step0, (uint32_t)wait);
+    expect_refused(p, "peer update before any barrier", "before any peer barrier");
+  }
+  ddp_program_free(step0);
+  *step0 = copy_program(&saved);
+  /* the compute stream's last wait (for the update stream, after the last barrier) removed: the next step's
+   * backward may overwrite a gradient a peer still reads */
+  for (int k = (int)step0->n - 1, done = 0; k >= 0 && !done; k--) {
+    if (step0->v[k].opcode != I_EVENT_WAIT || step0->v[k].stream != STREAM_COMPUTE) continue;
+    for (int j = k - 1; j >= 0 && !done; j--) /* its record: on the update stream? */
+      if (step0->v[j].opcode == I_EVENT_RECORD && step0->v[j].i[EVENT_I_EVENT] == step0->v[k].i[EVENT_I_EVENT]) {
+        if (step0->v[j].stream == STREAM_COMPUTE + 2) remove_instr(step0, (uint32_t)k), done = 1;
+        break;
+      }
+  }
+  expect_refused(p, "step end before the last barrier", "not ordered after this step's last peer barrier");
+  ddp_program_free(step0);
+  *step0 = copy_program(&saved);
+  /* rank 1's first update names a shorter range */
+  ddp_program *step1 = &p->ranks[1].step;
+  u = nth_update(step1, 0, &wait);
+  if (CHECK(u >= 0, "no update on rank 1")) {
+    step1->v[u].i[ADAMW_I_N] -= 4;
+    expect_refused(p, "peer ranges differ", "names different gradient ranges");
+    step1->v[u].i[ADAMW_I_N] += 4;
+  }
+  ddp_program_free(&saved);
+  ddp_plan_free(p);
+  ddp_schedule_free(s);
 }
 
 int main(void) {
@@ -100,6 +189,7 @@ int main(void) {
   ddp_program_free(&saved);
   ddp_plan_free(p);
   ddp_schedule_free(s);
-  if (!check_failed) printf("verifier: correct plan accepted, 4 broken plans refused\n");
+  peer_plans();
+  if (!check_failed) printf("verifier: correct plans accepted, 8 broken plans refused\n");
   return check_report("test_verifier");
 }

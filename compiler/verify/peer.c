@@ -1,0 +1,205 @@
+/* compiler/verify/peer.c: the proof that updates reading other ranks' gradients (nccl.all_reduce = "peer":
+ * ADAMW with i[ADAMW_I_PEERS] = W) read them whole and before anyone writes them again. The per-rank
+ * verifier (verify.c) sees only this rank's accesses; here every rank's step is replayed twice with vector
+ * clocks (the same happens-before as verify.c), and a PEER_BARRIER b is the point every rank's b-th barrier
+ * meets (check_collectives proves all ranks issue the same ones):
+ *   1. the u-th update with peers names the same gradient range (arena offset, elements, dtype) on every
+ *      rank, since each rank reads the others' at its own offset;
+ *   2. on every rank, every write to that range in a step happens before barrier w, and the update on every
+ *      rank happens after a barrier b >= w (so every rank's gradient is final when any rank reads it);
+ *   3. each barrier happens before the next (so reaching one means every earlier one is done), and the update
+ *      before the step's last barrier L (so a barrier's flags are reset before any rank can set them in the
+ *      next step, and every rank is done reading when L returns);
+ *   4. in the next step, every write to the range, every barrier and every update with peers happens after
+ *      the previous step's L (so no rank overwrites a gradient another may still be reading).
+ * On failure: -1 and one line naming the rank, the instruction and what it is not ordered against. */
+#include "verify.h"
+#include "access.h"
+#include "conflicts.h"
+#include "err.h"
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#define MAX_STREAMS DDP_VERIFY_MAX_STREAMS
+
+/* Vector clocks of every instruction of two replays of one rank's step: clock[(it * n + k) * MAX_STREAMS + s];
+ * an instruction's own position on its stream is its clock's component of that stream. */
+typedef struct replay {
+  uint32_t n;
+  uint32_t *clock;
+} replay;
+
+static void replay_step(const ddp_plan *p, int rank, replay *r) {
+  const ddp_program *prog = &p->ranks[rank].step;
+  const uint32_t nev = p->ranks[rank].nevents;
+  uint32_t(*ev)[MAX_STREAMS] = ddp_xcalloc((size_t)nev + 1, sizeof *ev);
+  uint32_t vc[MAX_STREAMS][MAX_STREAMS];
+  memset(vc, 0, sizeof vc);
+  r->n = prog->n;
+  r->clock = ddp_xcalloc((size_t)2 * prog->n * MAX_STREAMS + 1, sizeof(uint32_t));
+  for (int it = 0; it < 2; it++)
+    for (uint32_t k = 0; k < prog->n; k++) {
+      const ddp_instr *in = &prog->v[k];
+      const uint16_t s = in->stream;
+      vc[s][s]++;
+      const int64_t e = in->i[EVENT_I_EVENT];
+      if (in->opcode == I_EVENT_RECORD && e >= 0 && (uint64_t)e < nev) memcpy(ev[e], vc[s], sizeof vc[s]);
+      if (in->opcode == I_EVENT_WAIT && e >= 0 && (uint64_t)e < nev)
+        for (int x = 0; x < MAX_STREAMS; x++)
+          if (ev[e][x] > vc[s][x]) vc[s][x] = ev[e][x];
+      memcpy(&r->clock[((size_t)it * prog->n + k) * MAX_STREAMS], vc[s], sizeof vc[s]);
+    }
+  free(ev);
+}
+
+/* Does instruction a of replay ia happen before (or be) instruction b of replay ib? */
+static bool before(const ddp_program *prog, const replay *r, int ia, uint32_t a, int ib, uint32_t b) {
+  const uint16_t s = prog->v[a].stream;
+  const uint32_t pos = r->clock[((size_t)ia * r->n + a) * MAX_STREAMS + s];
+  return r->clock[((size_t)ib * r->n + b) * MAX_STREAMS + s] >= pos;
+}
+
+static bool is_update(const ddp_instr *in) {
+  return in->opcode == I_KERNEL && in->op == OP_ADAMW && in->i[ADAMW_I_PEERS] > 0;
+}
+
+/* Every write access of the step, with its instruction (computed once per rank). */
+typedef struct write_acc {
+  uint32_t k;
+  ddp_access a;
+} write_acc;
+
+static write_acc *step_writes(const ddp_plan *p, int rank, uint32_t *n) {
+  const ddp_program *prog = &p->ranks[rank].step;
+  write_acc *v = ddp_xcalloc((size_t)prog->n * DDP_MAX_PTRS + 1, sizeof *v);
+  *n = 0;
+  for (uint32_t k = 0; k < prog->n; k++) {
+    ddp_access acc[DDP_MAX_PTRS];
+    int na = ddp_instr_accesses(p, rank, &prog->v[k], acc);
+    for (int j = 0; j < na; j++)
+      if (acc[j].write) v[(*n)++] = (write_acc){k, acc[j]};
+  }
+  return v;
+}
+
+static const char *name_of(const ddp_plan *p, const ddp_instr *in) {
+  const char *nm = ddp_plan_string(p, in->name);
+  return nm[0] ? nm : ddp_opcode_name(in->opcode);
+}
+
+/* One rank: its barriers (instruction indices), its updates with peers; for update u, read[u] = the last
+ * barrier before it, done[u] = the first barrier every write of its range happens before. */
+typedef struct rank_peers {
+  uint32_t *bar, nbar;
+  uint32_t *upd, nupd;
+  int64_t *read, *done;
+} rank_peers;
+
+static void rank_peers_free(rank_peers *q) { free(q->bar), free(q->upd), free(q->read), free(q->done); }
+
+static int check_rank(const ddp_plan *p, int rank, rank_peers *q, char *err, size_t errcap) {
+  const ddp_program *prog = &p->ranks[rank].step;
+  memset(q, 0, sizeof *q);
+  q->bar = ddp_xcalloc((size_t)prog->n + 1, sizeof(uint32_t));
+  q->upd = ddp_xcalloc((size_t)prog->n + 1, sizeof(uint32_t));
+  for (uint32_t k = 0; k < prog->n; k++) {
+    if (prog->v[k].opcode == I_PEER_BARRIER) q->bar[q->nbar++] = k;
+    if (is_update(&prog->v[k])) q->upd[q->nupd++] = k;
+  }
+  q->read = ddp_xcalloc((size_t)q->nupd + 1, sizeof(int64_t));
+  q->done = ddp_xcalloc((size_t)q->nupd + 1, sizeof(int64_t));
+  if (!q->nupd) return 0;
+  if (!q->nbar)
+    return ddp_fail(err, errcap, "plan rank %d step: instruction %u (%s) reads every rank's gradient, the step has no "
+                    "peer barrier", rank, q->upd[0], name_of(p, &prog->v[q->upd[0]]));
+  replay r;
+  replay_step(p, rank, &r);
+  int rc = 0;
+  const uint32_t L = q->bar[q->nbar - 1];
+  for (uint32_t b = 0; b + 1 < q->nbar && rc == 0; b++) /* 3: each barrier before the next, so before the last */
+    if (!before(prog, &r, 0, q->bar[b], 0, q->bar[b + 1]))
+      rc = ddp_fail(err, errcap, "plan rank %d step: peer barrier %u (instruction %u, %s) is not ordered before peer "
+                    "barrier %u (instruction %u)", rank, b, q->bar[b], name_of(p, &prog->v[q->bar[b]]), b + 1, q->bar[b + 1]);
+  uint32_t nw = 0;
+  write_acc *wv = step_writes(p, rank, &nw);
+  for (uint32_t k = 0; k < prog->n && rc == 0; k++) /* 4: the next step's barriers and updates after L */
+    if ((prog->v[k].opcode == I_PEER_BARRIER || is_update(&prog->v[k])) && !before(prog, &r, 0, L, 1, k))
+      rc = ddp_fail(err, errcap, "plan rank %d step: instruction %u (%s) of the next step is not ordered after this "
+                    "step's last peer barrier (instruction %u)", rank, k, name_of(p, &prog->v[k]), L);
+  for (uint32_t u = 0; u < q->nupd && rc == 0; u++) {
+    const uint32_t k = q->upd[u];
+    const ddp_instr *in = &prog->v[k];
+    const ddp_bufref *g = &in->p[ADAMW_P_GRAD];
+    const uint64_t lo = g->offset, hi = lo + (uint64_t)in->i[ADAMW_I_N] * ddp_dtype_size(in->dt[ADAMW_P_GRAD]);
+    q->read[u] = -1;
+    for (uint32_t b = 0; b < q->nbar; b++)
+      if (before(prog, &r, 0, q->bar[b], 0, k)) q->read[u] = b;
+    if (q->read[u] < 0) {
+      rc = ddp_fail(err, errcap, "plan rank %d step: instruction %u (%s) reads every rank's gradient before any peer "
+                    "barrier", rank, k, name_of(p, in));
+      break;
+    }
+    if (!before(prog, &r, 0, k, 0, L)) { /* 3 */
+      rc = ddp_fail(err, errcap, "plan rank %d step: instruction %u (%s) is not ordered before the step's last peer "
+                    "barrier (instruction %u), so a rank may write its gradient while it is read", rank, k, name_of(p, in), L);
+      break;
+    }
+    q->done[u] = 0; /* 2: the first barrier every write of the range happens before */
+    for (uint32_t j = 0; j < nw && rc == 0; j++) {
+      const ddp_access *a = &wv[j].a;
+      const uint32_t w = wv[j].k;
+      if (a->arena != g->arena || a->end <= lo || hi <= a->begin) continue;
+      while (q->done[u] < (int64_t)q->nbar && !before(prog, &r, 0, w, 0, q->bar[q->done[u]])) q->done[u]++;
+      if (q->done[u] == (int64_t)q->nbar)
+        rc = ddp_fail(err, errcap, "plan rank %d step: instruction %u (%s) writes the gradient that instruction %u (%s) "
+                      "reads on every rank, and no peer barrier follows it", rank, w, name_of(p, &prog->v[w]), k, name_of(p, in));
+      else if (!before(prog, &r, 0, L, 1, w)) /* 4 */
+        rc = ddp_fail(err, errcap, "plan rank %d step: instruction %u (%s) writes the gradient that instruction %u (%s) "
+                      "reads on every rank, and is not ordered after the previous step's last peer barrier", rank, w,
+                      name_of(p, &prog->v[w]), k, name_of(p, in));
+    }
+  }
+  free(wv);
+  free(r.clock);
+  return rc;
+}
+
+int ddp_verify_peer(const ddp_plan *p, char *err, size_t errcap) {
+  const int64_t W = p->meta.world;
+  if (p->nstreams > MAX_STREAMS)
+    return ddp_fail(err, errcap, "plan: %u streams, the verifier handles %d", p->nstreams, MAX_STREAMS);
+  rank_peers *q = ddp_xcalloc((size_t)W + 1, sizeof *q);
+  int rc = 0;
+  int64_t built = 0;
+  for (; built < W && rc == 0; built++) rc = check_rank(p, (int)built, &q[built], err, errcap);
+  for (int64_t r = 1; r < W && rc == 0; r++) { /* 1: the same updates on every rank */
+    if (q[r].nupd != q[0].nupd) {
+      rc = ddp_fail(err, errcap, "plan step: rank 0 has %u updates reading every rank's gradient, rank %lld has %u",
+                    q[0].nupd, (long long)r, q[r].nupd);
+      break;
+    }
+    for (uint32_t u = 0; u < q[0].nupd && rc == 0; u++) {
+      const ddp_instr *a = &p->ranks[0].step.v[q[0].upd[u]], *b = &p->ranks[r].step.v[q[r].upd[u]];
+      if (a->p[ADAMW_P_GRAD].arena != b->p[ADAMW_P_GRAD].arena || a->p[ADAMW_P_GRAD].offset != b->p[ADAMW_P_GRAD].offset ||
+          a->i[ADAMW_I_N] != b->i[ADAMW_I_N] || a->dt[ADAMW_P_GRAD] != b->dt[ADAMW_P_GRAD])
+        rc = ddp_fail(err, errcap, "plan step: update %u reading every rank's gradient (%s) names different gradient "
+                      "ranges on rank 0 and rank %lld", u, name_of(p, a), (long long)r);
+    }
+  }
+  for (uint32_t u = 0; rc == 0 && W > 0 && u < q[0].nupd; u++) { /* 2: written everywhere before read anywhere */
+    int64_t wr = 0, rd = 0;
+    for (int64_t r = 1; r < W; r++) {
+      if (q[r].done[u] > q[wr].done[u]) wr = r;
+      if (q[r].read[u] < q[rd].read[u]) rd = r;
+    }
+    if (q[wr].done[u] > q[rd].read[u])
+      rc = ddp_fail(err, errcap, "plan step: rank %lld's update %u (%s) reads every rank's gradient after peer barrier "
+                    "%lld, but rank %lld writes its gradient until peer barrier %lld", (long long)rd, u,
+                    name_of(p, &p->ranks[rd].step.v[q[rd].upd[u]]), (long long)q[rd].read[u], (long long)wr,
+                    (long long)q[wr].done[u]);
+  }
+  for (int64_t r = 0; r < built; r++) rank_peers_free(&q[r]);
+  free(q);
+  return rc;
+}

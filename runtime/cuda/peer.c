@@ -1,0 +1,235 @@
+/* runtime/cuda/peer.c: nccl.all_reduce = "peer" on the GPU. A bucketed DDP plan of that kind has no
+ * all-reduce: each bucket's update (ADAMW with i[ADAMW_I_PEERS] = W) reads every rank's gradient of the
+ * bucket straight from that rank's memory and sums it in rank order (templates/optimizer.cu), after the
+ * bucket's PEER_BARRIER; one more PEER_BARRIER after the last update says every rank has read them.
+ *
+ * At load every rank maps, through CUDA IPC, every peer's flag buffer ("mailbox") and the arenas its
+ * updates read, and points each update's p[ADAMW_P_PEER_GRADS] at a device table of the W ranks' gradient
+ * pointers (its own among them). Unlike the copy path of p2p.c there is no fallback: a plan of this kind has
+ * no collective to fall back on, so every rank's GPU must be on this host with peer access, or every rank's
+ * load fails with the reason.
+ *
+ * The mailbox: [0] the constant 1 (copied into a peer's flag), then flag[1 + b * W + q] for the step's b-th
+ * PEER_BARRIER and rank q. Barrier b on its stream:
+ *   for every peer q:  q's flag[1 + b * W + me] <- 1      (an 8-byte copy: a copy engine, no SM)
+ *   for every peer q:  wait flag[1 + b * W + q] == 1; flag <- 0   (stream memory operations, memops.h)
+ * so it returns once every rank's stream has reached barrier b, and what each rank ordered before it (the
+ * bucket's gradients) is done. A flag is set again only in the next step, after the last barrier, which every
+ * rank passes only after resetting its flags of this step (each barrier is ordered before the last one: the
+ * verifier's proof, compiler/verify/peer.c); flags hold only 0 or 1, so a step captured into a CUDA graph
+ * replays them unchanged. */
+#include "cx.h"
+#include "memops.h"
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+/* What each rank tells the others at load. */
+typedef struct peer_card {
+  uint64_t host;                         /* cx_host_hash() */
+  char bus[32];                          /* PCI bus id of its GPU */
+  int32_t able;                          /* its flags and handles are ready */
+  char why[160];                         /* ... or why not */
+  cudaIpcMemHandle_t mailbox;
+  cudaIpcMemHandle_t arena[ARENA_COUNT]; /* zero where the arena is empty */
+} peer_card;
+
+struct cx_peer {
+  ddp_memops ops;
+  int world, me;
+  uint32_t nbarriers;
+  uint64_t *mailbox;       /* 1 + nbarriers * world flags */
+  uint64_t **peer_mailbox; /* [q] mapped, NULL for this rank */
+  void **peer_arena;       /* [q * ARENA_COUNT + a] mapped, NULL where not opened */
+  void **tables;           /* device: world pointers per update with peers */
+  peer_card *cards;
+};
+
+static int is_update(const cx_op *op) {
+  return op->in->opcode == I_KERNEL && op->in->op == OP_ADAMW && op->in->i[ADAMW_I_PEERS] > 0;
+}
+
+/* This rank's flags and IPC handles into its card; -1 with the reason in mine->why. */
+static int make_card(cx *x, struct cx_peer *c, peer_card *mine) {
+  char why[160] = "";
+  int v = 0;
+  if (cudaDeviceGetAttribute(&v, cudaDevAttrUnifiedAddressing, x->device) != cudaSuccess || !v) {
+    (void)cudaGetLastError();
+    snprintf(mine->why, sizeof mine->why, "GPU %d has no unified addressing", x->device);
+    return -1;
+  }
+  if (ddp_memops_load(&c->ops, x->device, why, sizeof why)) {
+    snprintf(mine->why, sizeof mine->why, "%s", why);
+    return -1;
+  }
+  size_t mbytes = sizeof(uint64_t) * (1 + (size_t)c->nbarriers * (size_t)c->world);
+  uint64_t one = 1;
+  cudaError_t rc = cudaDeviceGetPCIBusId(mine->bus, (int)sizeof mine->bus, x->device);
+  const char *call = "cudaDeviceGetPCIBusId";
+  if (rc == cudaSuccess) rc = cudaMalloc((void **)&c->mailbox, mbytes), call = "cudaMalloc(flags)";
+  if (rc == cudaSuccess) rc = cudaMemset(c->mailbox, 0, mbytes), call = "cudaMemset(flags)";
+  if (rc == cudaSuccess) rc = cudaMemcpy(c->mailbox, &one, sizeof one, cudaMemcpyHostToDevice), call = "cudaMemcpy(flags)";
+  if (rc == cudaSuccess) rc = cudaIpcGetMemHandle(&mine->mailbox, c->mailbox), call = "cudaIpcGetMemHandle(flags)";
+  for (int a = 0; rc == cudaSuccess && a < ARENA_COUNT; a++)
+    if (x->arena[a]) rc = cudaIpcGetMemHandle(&mine->arena[a], x->arena[a]), call = "cudaIpcGetMemHandle(arena)";
+  if (rc == cudaSuccess) return 0;
+  (void)cudaGetLastError();
+  snprintf(mine->why, sizeof mine->why, "%s:%d: %s: %s", __FILE__, __LINE__, call, cudaGetErrorString(rc));
+  return -1;
+}
+
+static void *open_handle(cudaIpcMemHandle_t h, int peer, const char *what, char *why, size_t cap) {
+  void *p = NULL;
+  cudaError_t rc = cudaIpcOpenMemHandle(&p, h, cudaIpcMemLazyEnablePeerAccess);
+  if (rc == cudaSuccess) return p;
+  (void)cudaGetLastError();
+  snprintf(why, cap, "%s:%d: cudaIpcOpenMemHandle(rank %d's %s): %s", __FILE__, __LINE__, peer, what,
+           cudaGetErrorString(rc));
+  return NULL;
+}
+
+/* Every update's table: rank q's gradient at the same arena offset as this rank's (the ranks share the plan's
+ * tensor table), inside q's arena. */
+static int build_tables(cx *x, struct cx_peer *c, uint32_t nupd, char *why, size_t cap) {
+  const ddp_plan *p = x->base.plan;
+  const int W = c->world;
+  void **host = calloc((size_t)nupd * (size_t)W + 1, sizeof *host);
+  if (!host) return snprintf(why, cap, "out of host memory"), -1;
+  cudaError_t rc = cudaMalloc((void **)&c->tables, sizeof(void *) * (size_t)nupd * (size_t)W);
+  if (rc != cudaSuccess) {
+    (void)cudaGetLastError();
+    c->tables = NULL;
+    free(host);
+    return snprintf(why, cap, "%s:%d: cudaMalloc(peer tables): %s", __FILE__, __LINE__, cudaGetErrorString(rc)), -1;
+  }
+  uint32_t u = 0;
+  int bad = 0;
+  for (uint32_t i = 0; i < x->step.n && !bad; i++) {
+    cx_op *op = &x->step.ops[i];
+    if (!is_update(op)) continue;
+    const ddp_bufref *g = &op->in->p[ADAMW_P_GRAD];
+    const uint64_t bytes = (uint64_t)op->in->i[ADAMW_I_N] * ddp_dtype_size(op->in->dt[ADAMW_P_GRAD]);
+    for (int q = 0; q < W && !bad; q++) {
+      if (q == c->me) {
+        host[(size_t)u * (size_t)W + (size_t)q] = op->args.p[ADAMW_P_GRAD];
+        continue;
+      }
+      const uint64_t arena_bytes = p->ranks[q].arena_bytes[g->arena];
+      uint8_t **slot = (uint8_t **)&c->peer_arena[(size_t)q * ARENA_COUNT + g->arena];
+      if (g->offset > arena_bytes || bytes > arena_bytes - g->offset) {
+        snprintf(why, cap, "step instruction %u: rank %d's gradient lies outside its %s arena", i, q,
+                 ddp_arena_name((int)g->arena));
+        bad = 1;
+      } else if (!*slot && !(*slot = open_handle(c->cards[q].arena[g->arena], q, ddp_arena_name((int)g->arena), why, cap))) {
+        bad = 1;
+      } else {
+        host[(size_t)u * (size_t)W + (size_t)q] = *slot + g->offset;
+      }
+    }
+    op->args.p[ADAMW_P_PEER_GRADS] = c->tables + (size_t)u * (size_t)W;
+    u++;
+  }
+  if (!bad) {
+    rc = cudaMemcpy(c->tables, host, sizeof(void *) * (size_t)nupd * (size_t)W, cudaMemcpyHostToDevice);
+    if (rc != cudaSuccess) {
+      (void)cudaGetLastError();
+      snprintf(why, cap, "%s:%d: cudaMemcpy(peer tables): %s", __FILE__, __LINE__, cudaGetErrorString(rc));
+      bad = 1;
+    }
+  }
+  free(host);
+  return bad ? -1 : 0;
+}
+
+/* Every rank agrees that all succeeded (the minimum of ok over the world). */
+static int agree(cx *x, int ok, int *all, char *err, size_t errcap) {
+  double v = ok ? 0 : 1;
+  if (cx_allreduce_host(&x->base, &v, 1, err, errcap)) return -1;
+  *all = v == 0;
+  return 0;
+}
+
+void cx_peer_fini(cx *x) {
+  struct cx_peer *c = x->peer;
+  if (!c) return;
+  for (int q = 0; q < c->world; q++) {
+    for (int a = 0; c->peer_arena && a < ARENA_COUNT; a++)
+      if (c->peer_arena[(size_t)q * ARENA_COUNT + (size_t)a])
+        (void)cudaIpcCloseMemHandle(c->peer_arena[(size_t)q * ARENA_COUNT + (size_t)a]);
+    if (c->peer_mailbox && c->peer_mailbox[q]) (void)cudaIpcCloseMemHandle(c->peer_mailbox[q]);
+  }
+  if (c->mailbox) (void)cudaFree(c->mailbox);
+  if (c->tables) (void)cudaFree(c->tables);
+  free(c->peer_arena);
+  free(c->peer_mailbox);
+  free(c->cards);
+  free(c);
+  x->peer = NULL;
+}
+
+int cx_peer_init(cx *x, char *err, size_t errcap) {
+  uint32_t nbar = 0, nupd = 0;
+  for (uint32_t i = 0; i < x->step.n; i++) {
+    cx_op *op = &x->step.ops[i];
+    if (op->in->opcode == I_PEER_BARRIER) op->barrier = nbar++;
+    nupd += (uint32_t)is_update(op);
+  }
+  for (uint32_t i = 0; i < x->init.n; i++)
+    if (x->init.ops[i].in->opcode == I_PEER_BARRIER || is_update(&x->init.ops[i]))
+      return ddp_fail(err, errcap, "init instruction %u: peer barriers and updates with peers belong in the step", i);
+  if (!nbar && !nupd) return 0;
+  if (x->base.world < 2 || !x->comm)
+    return ddp_fail(err, errcap, "nccl.all_reduce = \"peer\": the plan reads peers' gradients, this run has %d rank",
+                    x->base.world);
+  struct cx_peer *c = calloc(1, sizeof *c);
+  if (!c) return ddp_fail(err, errcap, "out of host memory");
+  x->peer = c;
+  c->world = x->base.world;
+  c->me = x->base.rank;
+  c->nbarriers = nbar;
+  c->cards = calloc((size_t)c->world, sizeof *c->cards);
+  c->peer_arena = calloc((size_t)c->world * ARENA_COUNT, sizeof *c->peer_arena);
+  c->peer_mailbox = calloc((size_t)c->world, sizeof *c->peer_mailbox);
+  if (!c->cards || !c->peer_arena || !c->peer_mailbox) return ddp_fail(err, errcap, "out of host memory");
+  peer_card *mine = &c->cards[c->me];
+  mine->host = cx_host_hash();
+  mine->able = make_card(x, c, mine) == 0;
+  if (cx_allgather_host(x, mine, c->cards, sizeof *mine, err, errcap)) return -1;
+  char why[256] = "";
+  int ok = 1;
+  for (int q = 0; q < c->world && ok; q++) {
+    if (!c->cards[q].able) {
+      snprintf(why, sizeof why, "rank %d: %.*s", q, (int)sizeof c->cards[q].why, c->cards[q].why);
+      ok = 0;
+    } else if (q != c->me) {
+      ok = cx_peer_gpu(x, q, c->cards[q].host, mine->host, c->cards[q].bus, why, sizeof why);
+    }
+  }
+  for (int q = 0; q < c->world && ok; q++)
+    if (q != c->me && !(c->peer_mailbox[q] = open_handle(c->cards[q].mailbox, q, "flags", why, sizeof why))) ok = 0;
+  if (ok && nupd && build_tables(x, c, nupd, why, sizeof why)) ok = 0;
+  int all = 0;
+  if (agree(x, ok, &all, err, errcap)) return -1;
+  if (!all)
+    return ddp_fail(err, errcap, "nccl.all_reduce = \"peer\" needs every rank's GPU on one host with peer access: %s",
+                    ok ? "another rank could not map its peers" : why);
+  snprintf(x->base.p2p, sizeof x->base.p2p, "peer reads (CUDA IPC) for %u updates, %u barriers", nupd, nbar);
+  return 0;
+}
+
+int cx_exec_PEER_BARRIER(cx *x, const cx_op *op, int64_t step, char *err, size_t errcap) {
+  (void)step;
+  struct cx_peer *c = x->peer;
+  if (op->skip) return 0;
+  if (!c) return ddp_fail(err, errcap, "peer barrier without the peers mapped (cx_peer_init)");
+  const size_t base = 1 + (size_t)op->barrier * (size_t)c->world;
+  for (int q = 0; q < c->world; q++)
+    if (q != c->me)
+      DDP_CUDA_TRY(cudaMemcpyAsync(c->peer_mailbox[q] + base + (size_t)c->me, c->mailbox, sizeof(uint64_t),
+                                   cudaMemcpyDeviceToDevice, op->stream));
+  for (int q = 0; q < c->world; q++)
+    if (q != c->me && (ddp_memops_wait(&c->ops, op->stream, c->mailbox + base + (size_t)q, 1, 0, err, errcap) ||
+                       ddp_memops_write(&c->ops, op->stream, c->mailbox + base + (size_t)q, 0, err, errcap)))
+      return -1;
+  return 0;
+}
