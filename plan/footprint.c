@@ -328,6 +328,14 @@ static void ext_adamw(fp *f) {
     fail(f, "i[%d] (peers) = %lld, must be 0 or the world size %lld", ADAMW_I_PEERS, (long long)peers,
          (long long)f->world);
   if (peers > 0 && f->world < 2) fail(f, "i[%d] (peers) = %lld on a world of one rank", ADAMW_I_PEERS, (long long)peers);
+  if (f->in->p[ADAMW_P_RECEIVED].tensor >= 0) { /* the other ranks' gradients, copied here (peer_copy) */
+    if (peers < 2) fail(f, "p[%d] (received) names a tensor, i[%d] (peers) = %lld", ADAMW_P_RECEIVED, ADAMW_I_PEERS,
+                        (long long)peers);
+    else if (f->in->dt[ADAMW_P_RECEIVED] != f->in->dt[ADAMW_P_GRAD])
+      fail(f, "p[%d] (received) is %s, the gradient %s", ADAMW_P_RECEIVED, ddp_dtype_name(f->in->dt[ADAMW_P_RECEIVED]),
+           ddp_dtype_name(f->in->dt[ADAMW_P_GRAD]));
+    else slot(f, ADAMW_P_RECEIVED, mul(f, peers - 1, n), REQ);
+  }
   if (f->in->p[ADAMW_P_PEER_GRADS].tensor >= 0)
     fail(f, "p[%d] (the peers' gradients) names a tensor; the executor fills it, the plan leaves it null",
          ADAMW_P_PEER_GRADS);
@@ -474,6 +482,10 @@ static void ext_coll(fp *f, int64_t world) {
     slot_dt(f, COLL_P_SEND, count, REQ, dt);
     slot_dt(f, COLL_P_RECV, all, REQ, dt);
     break;
+  case I_PEER_COPY: /* this rank's range; the other ranks' same range, in rank order */
+    slot_dt(f, COLL_P_SEND, count, REQ, dt);
+    slot_dt(f, COLL_P_RECV, mul(f, count, world - 1), REQ, dt);
+    break;
   case I_PEER_BARRIER: /* no buffer */
     if (count != 0) fail(f, "i[%d] (count) = %lld, a peer barrier moves no bytes (0)", COLL_I_COUNT, (long long)count);
     return;
@@ -513,7 +525,8 @@ int ddp_instr_footprint(const ddp_instr *in, int64_t world, ddp_slot_use use[DDP
   case I_BROADCAST:
   case I_SEND:
   case I_RECV:
-  case I_PEER_BARRIER: ext_coll(&f, world); break;
+  case I_PEER_BARRIER:
+  case I_PEER_COPY: ext_coll(&f, world); break;
   case I_LOAD_BATCH: /* the data source fills whole tensors: plan_check proves them the batch's size */
     if (get(&f, LOAD_BATCH_I_PARTS, "parts", 0) > 0 && get(&f, LOAD_BATCH_I_PART, "part", 0) >= in->i[LOAD_BATCH_I_PARTS])
       fail(&f, "i[0] (part) = %lld, must be below parts = %lld", (long long)in->i[LOAD_BATCH_I_PART],

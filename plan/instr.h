@@ -32,7 +32,8 @@
   X(LOAD_BATCH, "load_batch")          \
   X(INIT_TENSOR, "init_tensor")       \
   X(ALL_TO_ALL, "all_to_all")          \
-  X(PEER_BARRIER, "peer_barrier")
+  X(PEER_BARRIER, "peer_barrier")      \
+  X(PEER_COPY, "peer_copy")
 
 typedef enum {
 #define DDP_OPC_ENUM(id, name) I_##id,

@@ -160,8 +160,12 @@ enum { SCALAR_STEP = 0, SCALAR_LR, SCALAR_GRAD_NORM, SCALAR_CLIP_SCALE, SCALAR_C
  * all-reduce's mean computed inside the update. The plan leaves p[ADAMW_P_PEER_GRADS] null; the CUDA
  * executor points it at a table of the W ranks' grad pointers, mapped through CUDA IPC (runtime/cuda/
  * peer.c). The verifier proves each rank's grad final before a PEER_BARRIER the update follows, and not
- * written again before a PEER_BARRIER after it (compiler/verify/peer.c). */
-enum { ADAMW_P_PARAM = 0, ADAMW_P_GRAD, ADAMW_P_M, ADAMW_P_V, ADAMW_P_COPY, ADAMW_P_SCALARS, ADAMW_P_PEER_GRADS };
+ * written again before a PEER_BARRIER after it (compiler/verify/peer.c).
+ * With p[ADAMW_P_RECEIVED] (nccl.all_reduce = "peer_copy"): the other ranks' gradients are not read where
+ * they are but from received[(W-1) * n], rank order without this rank (a PEER_COPY put them there), so the
+ * update reads only this rank's memory; the sum is the same. */
+enum { ADAMW_P_PARAM = 0, ADAMW_P_GRAD, ADAMW_P_M, ADAMW_P_V, ADAMW_P_COPY, ADAMW_P_SCALARS, ADAMW_P_PEER_GRADS,
+       ADAMW_P_RECEIVED };
 enum { ADAMW_I_N = 0, ADAMW_I_PEERS };
 enum { ADAMW_F_B1 = 0, ADAMW_F_B2, ADAMW_F_EPS, ADAMW_F_WD };
 
@@ -259,7 +263,11 @@ enum { EVENT_I_EVENT = 0 };
  *   PEER_BARRIER   no buffer; count 0, comm 0 (the world): returns on a rank once every rank's stream has
  *                  reached its barrier of the same index (the step's k-th PEER_BARRIER on every rank), so
  *                  what each rank ordered before it is done (nccl.all_reduce = "peer": the gradients an
- *                  ADAMW with peers reads on every rank) */
+ *                  ADAMW with peers reads on every rank)
+ *   PEER_COPY      send (count: this rank's range), recv (count * (world-1)); comm 0: recv chunk j gets the
+ *                  same range of rank j (j < this rank) or j + 1 (after it), read where it lies (copy engines
+ *                  through CUDA IPC on the GPU; the reference gathers it), after a PEER_BARRIER that made it
+ *                  final (nccl.all_reduce = "peer_copy") */
 enum { COLL_P_SEND = 0, COLL_P_RECV, COLL_P_BUF = 0 };
 enum { COLL_I_COUNT = 0, COLL_I_REDOP, COLL_I_ROOT, COLL_I_PEER = 2, COLL_I_COMM };
 

@@ -235,7 +235,8 @@ int ddp_plan_tensor_comm(const ddp_plan *p, int64_t cm) { return ddp_plan_comm_r
 
 int ddp_is_group_collective(int opc) {
   return opc == I_ALL_REDUCE || opc == I_REDUCE_SCATTER || opc == I_ALL_GATHER || opc == I_BROADCAST ||
-         opc == I_ALL_TO_ALL || opc == I_PEER_BARRIER;
+         opc == I_ALL_TO_ALL || opc == I_PEER_BARRIER ||
+         opc == I_PEER_COPY;
 }
 
 int64_t ddp_instr_ranks(const ddp_plan *p, const ddp_instr *in) {

@@ -422,7 +422,8 @@ static int check_instr(const vctx *c, const where *w) {
     break;
   }
   case I_PEER_BARRIER: /* count 0: check_footprint */
-    if (in->i[COLL_I_COMM] != 0) return IFAIL(w, "comm %lld (a peer barrier spans the world: comm 0)",
+  case I_PEER_COPY:
+    if (in->i[COLL_I_COMM] != 0) return IFAIL(w, "comm %lld (peer barriers and copies span the world: comm 0)",
                                               (long long)in->i[COLL_I_COMM]);
     break;
   case I_SEND:

@@ -44,7 +44,7 @@
 /* How data parallelism without ZeRO all-reduces its gradient buckets (nccl = { all_reduce = ... }): NCCL's
  * all-reduce, or the same three steps as the all-to-all reduce-scatter plus an in-place all-gather of the
  * summed chunks (both NCCL's copy-engine kind on windows with the zero-CTA policy). */
-#define DDP_NCCL_ALL_REDUCES(X) X(NCCL_AR_COLLECTIVE, "nccl") X(NCCL_AR_ALLTOALL, "alltoall") X(NCCL_AR_PEER, "peer")
+#define DDP_NCCL_ALL_REDUCES(X) X(NCCL_AR_COLLECTIVE, "nccl") X(NCCL_AR_ALLTOALL, "alltoall") X(NCCL_AR_PEER, "peer") X(NCCL_AR_PEER_COPY, "peer_copy")
 
 /* The priority of the streams that carry only optimizer updates (streams = { update_priority = ... }). */
 #define DDP_UPDATE_PRIORITIES(X) X(UPDATE_PRIORITY_EQUAL, "equal") X(UPDATE_PRIORITY_LOW, "low")

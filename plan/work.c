@@ -38,7 +38,7 @@ double ddp_instr_bytes_moved(const ddp_plan *p, const ddp_instr *in) {
   for (int k = 0; k < DDP_MAX_PTRS; k++)
     if (use[k].used && in->p[k].tensor >= 0) b += (double)use[k].bytes * (use[k].write && (rmw & BIT(k)) ? 2 : 1);
   /* an update with peers also reads the other ranks' gradients (over NVLink, counted as bytes moved) */
-  if (in->opcode == I_KERNEL && in->op == OP_ADAMW && in->i[ADAMW_I_PEERS] > 1)
+  if (in->opcode == I_KERNEL && in->op == OP_ADAMW && in->i[ADAMW_I_PEERS] > 1 && in->p[ADAMW_P_RECEIVED].tensor < 0)
     b += (double)use[ADAMW_P_GRAD].bytes * (double)(in->i[ADAMW_I_PEERS] - 1);
   return b;
 }
@@ -74,7 +74,8 @@ void ddp_instr_work(const ddp_plan *p, const ddp_instr *in, ddp_work *w) {
   case I_BROADCAST:
   case I_SEND:
   case I_RECV:
-  case I_PEER_BARRIER: {
+  case I_PEER_BARRIER:
+  case I_PEER_COPY: {
     double bytes = (double)in->i[COLL_I_COUNT] * (double)ddp_dtype_size(in->dt[0]), factor = 1;
     w->kind = WORK_COLL;
     switch (in->opcode) {
@@ -86,6 +87,7 @@ void ddp_instr_work(const ddp_plan *p, const ddp_instr *in, ddp_work *w) {
     case I_ALL_TO_ALL: w->coll_kind = COST_ALL_GATHER, bytes *= n, factor = (n - 1) / n; break;
     case I_BROADCAST: w->coll_kind = COST_BROADCAST; break;
     case I_PEER_BARRIER: w->coll_kind = COST_SEND_RECV; break; /* flags between peers: a message's latency */
+    case I_PEER_COPY: w->coll_kind = COST_SEND_RECV, bytes *= n - 1; break; /* copies from each other rank */
     default: w->coll_kind = COST_SEND_RECV; break;
     }
     w->wire_bytes = factor * bytes;

@@ -138,9 +138,11 @@ static void coll_set_add(coll_set *c, double s, double e) {
   c->v[i] = (busy_iv){s, e};
 }
 
-/* Does NCCL run this collective on the copy engines? All-gathers and all-to-alls of a plan whose arenas are
- * symmetric windows under the zero-CTA policy (NCCL 2.28 on NVLink; the runtime reports what it took). */
+/* Does this collective run on the copy engines? All-gathers and all-to-alls of a plan whose arenas are
+ * symmetric windows under the zero-CTA policy (NCCL 2.28 on NVLink; the runtime reports what it took), and
+ * the peer copies (cudaMemcpyAsync from the peers' mapped memory). */
 static int on_copy_engines(const ddp_plan *p, int opc) {
+  if (opc == I_PEER_COPY) return 1;
   return (opc == I_ALL_GATHER || opc == I_ALL_TO_ALL) && p->meta.nccl_register == NCCL_REGISTER_WINDOW &&
          p->meta.nccl_cta_policy == NCCL_CTA_ZERO;
 }

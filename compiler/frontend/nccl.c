@@ -22,7 +22,10 @@
  *               reads every rank's gradient of the bucket through CUDA IPC mappings and sums it in rank
  *               order, after a PEER_BARRIER (flags between the ranks, no SM) says every rank's bucket is
  *               final, and one more barrier at the step's end says every rank has read it (compiler/passes/
- *               sync.c; every rank's GPU must be on one host with peer access)
+ *               sync.c; every rank's GPU must be on one host with peer access); or "peer_copy": the same
+ *               barriers, but each bucket's update first pulls the other ranks' gradients of the bucket into
+ *               sync.peer_received with copy engines (PEER_COPY on the update stream), then reads only its own
+ *               memory
  * Every field is optional; the plan carries them (meta nccl_*), `ddpc inspect` prints them, and ddprun's
  * metrics say what NCCL accepted. */
 #include "fe.h"
@@ -74,11 +77,12 @@ void fe_nccl(fe_conv *c, const fe_tab *root) {
     fe_fail(c, &t, "all_reduce", "\"alltoall\" needs data parallelism on more than one rank with sync = \"flat\" or "
                                 "\"bucketed\", without ZeRO levels, pipelines or a tensor axis (ZeRO levels: "
                                 "nccl.reduce_scatter)");
-  if (ar == NCCL_AR_PEER &&
+  if ((ar == NCCL_AR_PEER || ar == NCCL_AR_PEER_COPY) &&
       (s->stages > 0 || s->mesh_tensor > 1 || s->ranks < 2 || s->sync != SYNC_BUCKETED || s->shard != SHARD_NONE ||
        !s->optimizer_overlap || s->optimizer != OPTIM_ADAMW || s->mode != MODE_TRAIN))
-    fe_fail(c, &t, "all_reduce", "\"peer\" needs data parallelism on more than one rank with sync = \"bucketed\", "
+    fe_fail(c, &t, "all_reduce", "\"%s\" needs data parallelism on more than one rank with sync = \"bucketed\", "
                                 "overlap = \"backward\" and optimizer_overlap = true (each bucket's AdamW reads every "
-                                "rank's gradient), without ZeRO levels, pipelines or a tensor axis, in mode \"train\"");
+                                "rank's gradient), without ZeRO levels, pipelines or a tensor axis, in mode \"train\"",
+            ddp_nccl_all_reduce_names[ar]);
   s->nccl_all_reduce = ar;
 }

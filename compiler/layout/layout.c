@@ -205,5 +205,6 @@ void ddp_layout_free(ddp_layout *lay) {
   free(lay->instr_chunk);
   free(lay->stage_of_unit);
   free(lay->stage_flat);
+  free(lay->peer_received);
   memset(lay, 0, sizeof *lay);
 }

@@ -57,6 +57,8 @@ typedef struct ddp_layout {
   ddp_shard_group *groups;
   int ngroups;
   int32_t shard_master, shard_grads, shard_copy;
+  int32_t *peer_received; /* nccl.all_reduce = "peer_copy": per bucket, the other ranks' copies of it
+                           * (sync.peer_received.bucket<k>), or NULL */
   int32_t a2a_received; /* the all-to-all reductions' receive buffer (zero.received: nccl.reduce_scatter =
                          * "alltoall"; sync.received: nccl.all_reduce = "alltoall"), or -1 */
   /* pipelines (stages.c) */

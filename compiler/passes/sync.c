@@ -14,7 +14,9 @@
  *               all-reduce: the bucket's PEER_BARRIER on the communication stream (every rank's bucket is
  *               final) and an update that reads every rank's gradient (ADAMW with peers), and one more
  *               barrier on the update stream after the last update (every rank has read them) before the
- *               compute stream goes on to the next step, whose backward overwrites the gradients
+ *               compute stream goes on to the next step, whose backward overwrites the gradients; with
+ *               "peer_copy" the communication stream pulls the other ranks' bucket into a buffer of the bucket's
+ *               own (sync.peer_received.bucket<k>) with a PEER_COPY after the barrier, and the update reads that
  *   zero1..3    the ZeRO levels: zero.c
  *   optimizer   (shard="optimizer") the sync above, then each rank updates the parameters it owns and
  *               the owners broadcast them
@@ -131,6 +133,23 @@ static void peer_barrier(rank_ctx *c, int stream, const char *name) {
   rp_timer(c, stream, TIMER_COMM_END);
 }
 
+/* "peer" / "peer_copy": bucket k's barrier on the communication stream, and with "peer_copy" the copy of the
+ * other ranks' bucket into its receive buffer after it */
+static void peer_bucket(rank_ctx *c, int k) {
+  peer_barrier(c, STREAM_COMM, b_fmt(c->b, "peer_barrier.bucket%d", k));
+  if (!c->lay->peer_received) return;
+  int64_t lo, hi;
+  bucket_range(c->b, c->lay, k, &lo, &hi);
+  const ddp_tensor *g = b_t(c->b, c->lay->flat_grads);
+  ddp_instr cp = ddp_instr_blank(I_PEER_COPY, STREAM_COMM);
+  b_arg(&cp, COLL_P_SEND, c->lay->flat_grads, (uint64_t)lo * ddp_dtype_size(g->dtype), g->dtype);
+  b_arg(&cp, COLL_P_RECV, c->lay->peer_received[k], 0, g->dtype);
+  cp.i[COLL_I_COUNT] = hi - lo;
+  rp_timer(c, STREAM_COMM, TIMER_COMM_BEGIN);
+  rp_push(c, cp, b_fmt(c->b, "peer_copy.bucket%d", k));
+  rp_timer(c, STREAM_COMM, TIMER_COMM_END);
+}
+
 /* nccl.all_reduce = "alltoall": sync.received, the size of the largest range allreduce_range takes through
  * the all-to-all (the flat gradients, or a bucket), a multiple of the ranks; none when no range is. */
 static void received_buffer(ddp_builder *b, ddp_layout *lay) {
@@ -144,6 +163,19 @@ static void received_buffer(ddp_builder *b, ddp_layout *lay) {
   if (most == 0) return;
   int64_t shape[1] = {most};
   lay->a2a_received = b_tensor(b, "sync.received", b->grad_dt, ARENA_ACT, 0, 1, shape);
+}
+
+/* nccl.all_reduce = "peer_copy": per bucket, sync.peer_received.bucket<k>, the other ranks' copies of it. A
+ * buffer per bucket: the copies run on the communication stream and the updates on the update stream, and
+ * nothing tells the communication stream when an update has read its buffer before the step's end. */
+static void peer_received_buffers(ddp_builder *b, ddp_layout *lay) {
+  lay->peer_received = ddp_xcalloc((size_t)lay->nbuckets + 1, sizeof(int32_t));
+  for (int k = 0; k < lay->nbuckets; k++) {
+    int64_t lo, hi;
+    bucket_range(b, lay, k, &lo, &hi);
+    int64_t shape[1] = {(hi - lo) * (lay->world - 1)};
+    lay->peer_received[k] = b_tensor(b, b_fmt(b, "sync.peer_received.bucket%d", k), b->grad_dt, ARENA_ACT, 0, 1, shape);
+  }
 }
 
 /* optimizer_overlap: per bucket, the index in the builder's step program of the last instruction touching
@@ -170,7 +202,8 @@ static int32_t *bucket_ready(const ddp_builder *b, const ddp_layout *lay) {
  * step's end) */
 typedef struct bucket_updates {
   int n, ntail;  /* buckets; the last ntail go on STREAM_TAIL */
-  int peers;     /* nccl.all_reduce = "peer": the world size, each update's ADAMW_I_PEERS; else 0 */
+  int peers;     /* nccl.all_reduce = "peer" / "peer_copy": the world size, each update's ADAMW_I_PEERS; else 0 */
+  const int32_t *received; /* "peer_copy": per bucket, its receive buffer; else NULL */
   due_list due;  /* by bucket_ready */
   bool *reduced, *updated;
   uint32_t *event; /* after the bucket's all-reduce on the communication stream */
@@ -201,12 +234,15 @@ static void update_bucket(rank_ctx *c, bucket_updates *u, int k) {
   int64_t lo, hi;
   bucket_range(c->b, c->lay, k, &lo, &hi);
   if (u->reduced[k]) rp_wait(c, stream, u->event[k]);
+  const int32_t recv = u->received ? u->received[k] : -1;
   uint32_t first = c->out->n;
   pass_update(c, lo, hi, 0, true, b_fmt(c->b, "optimizer.bucket%d", k));
   for (uint32_t i = first; i < c->out->n; i++) {
     ddp_instr *in = &c->out->v[i];
     in->stream = (uint16_t)stream;
-    if (in->opcode == I_KERNEL && in->op == OP_ADAMW) in->i[ADAMW_I_PEERS] = u->peers;
+    if (in->opcode != I_KERNEL || in->op != OP_ADAMW) continue;
+    in->i[ADAMW_I_PEERS] = u->peers;
+    if (recv >= 0) b_arg(in, ADAMW_P_RECEIVED, recv, 0, in->dt[ADAMW_P_GRAD]);
   }
   u->updated[k] = true;
 }
@@ -284,10 +320,10 @@ static int assemble_rank(ddp_builder *b, ddp_layout *lay, int world_rank, char *
   bool opt_overlap = train && overlap && sync == SYNC_BUCKETED && s->optimizer_overlap && s->shard == SHARD_NONE &&
                      lay->sumsq_partials < 0;
   /* the frontend allows nccl.all_reduce = "peer" only where the updates overlap the backward */
-  bool peer = s->nccl_all_reduce == NCCL_AR_PEER && dist && grads;
+  bool peer = (s->nccl_all_reduce == NCCL_AR_PEER || s->nccl_all_reduce == NCCL_AR_PEER_COPY) && dist && grads;
   if (peer && !opt_overlap)
-    return ddp_fail(err, errcap, "nccl.all_reduce = \"peer\" needs the bucket updates in the backward (optimizer_overlap, "
-                    "no clipping)");
+    return ddp_fail(err, errcap, "nccl.all_reduce = \"%s\" needs the bucket updates in the backward (optimizer_overlap, "
+                    "no clipping)", ddp_nccl_all_reduce_names[s->nccl_all_reduce]);
 
   /* When is each collective issued? after[k] lists groups (units for individual, buckets) for instr k. */
   int ngroups = sync == SYNC_INDIVIDUAL ? lay->norder : sync == SYNC_BUCKETED ? lay->nbuckets : 0;
@@ -336,6 +372,7 @@ static int assemble_rank(ddp_builder *b, ddp_layout *lay, int world_rank, char *
   bucket_updates upd = {0};
   if (opt_overlap) updates_init(&upd, b, lay, ntail);
   upd.peers = peer ? lay->world : 0;
+  upd.received = peer ? lay->peer_received : NULL;
   for (uint32_t k = 0; k <= b->step.n; k++) {
     if (k < b->step.n) {
       ddp_instr in = b->step.v[k];
@@ -356,7 +393,7 @@ static int assemble_rank(ddp_builder *b, ddp_layout *lay, int world_rank, char *
       if (sync == SYNC_INDIVIDUAL)
         allreduce_unit_params(&c, &up, lay->order[gidx]);
       else if (peer)
-        peer_barrier(&c, STREAM_COMM, b_fmt(b, "peer_barrier.bucket%d", gidx));
+        peer_bucket(&c, gidx);
       else
         allreduce_bucket(&c, gidx);
       if (opt_overlap) {
@@ -396,6 +433,8 @@ int ddp_assemble_programs(ddp_builder *b, ddp_layout *lay, char *err, size_t err
   pass_tp_prepare(b);
   if (!lay->zero && b->s->nccl_all_reduce == NCCL_AR_ALLTOALL && lay->world > 1 && b->backward)
     received_buffer(b, lay);
+  if (!lay->zero && b->s->nccl_all_reduce == NCCL_AR_PEER_COPY && lay->world > 1 && b->backward)
+    peer_received_buffers(b, lay);
   b->plan->ranks = ddp_xcalloc((size_t)world, sizeof(ddp_rank_plan));
   for (int r = 0; r < world; r++)
     if (assemble_rank(b, lay, r, err, errcap) != 0) return -1;

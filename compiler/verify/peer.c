@@ -1,5 +1,6 @@
-/* compiler/verify/peer.c: the proof that updates reading other ranks' gradients (nccl.all_reduce = "peer":
- * ADAMW with i[ADAMW_I_PEERS] = W) read them whole and before anyone writes them again. The per-rank
+/* compiler/verify/peer.c: the proof that instructions reading other ranks' gradients (nccl.all_reduce = "peer":
+ * ADAMW with i[ADAMW_I_PEERS] = W and no received buffer; "peer_copy": PEER_COPY) read them whole and before
+ * anyone writes them again. Below, "update" is either. The per-rank
  * verifier (verify.c) sees only this rank's accesses; here every rank's step is replayed twice with vector
  * clocks (the same happens-before as verify.c), and a PEER_BARRIER b is the point every rank's b-th barrier
  * meets (check_collectives proves all ranks issue the same ones):
@@ -60,8 +61,25 @@ static bool before(const ddp_program *prog, const replay *r, int ia, uint32_t a,
   return r->clock[((size_t)ib * r->n + b) * MAX_STREAMS + s] >= pos;
 }
 
+/* Does `in` read other ranks' memory? Then *slot is the operand it reads there and *bytes its length. */
+static bool reads_peers(const ddp_instr *in, int *slot, uint64_t *bytes) {
+  if (in->opcode == I_PEER_COPY) {
+    *slot = COLL_P_SEND;
+    *bytes = (uint64_t)in->i[COLL_I_COUNT] * ddp_dtype_size(in->dt[COLL_P_SEND]);
+    return true;
+  }
+  if (in->opcode == I_KERNEL && in->op == OP_ADAMW && in->i[ADAMW_I_PEERS] > 0 && in->p[ADAMW_P_RECEIVED].tensor < 0) {
+    *slot = ADAMW_P_GRAD;
+    *bytes = (uint64_t)in->i[ADAMW_I_N] * ddp_dtype_size(in->dt[ADAMW_P_GRAD]);
+    return true;
+  }
+  return false;
+}
+
 static bool is_update(const ddp_instr *in) {
-  return in->opcode == I_KERNEL && in->op == OP_ADAMW && in->i[ADAMW_I_PEERS] > 0;
+  int slot;
+  uint64_t bytes;
+  return reads_peers(in, &slot, &bytes);
 }
 
 /* Every write access of the step, with its instruction (computed once per rank). */
@@ -130,8 +148,11 @@ static int check_rank(const ddp_plan *p, int rank, rank_peers *q, char *err, siz
   for (uint32_t u = 0; u < q->nupd && rc == 0; u++) {
     const uint32_t k = q->upd[u];
     const ddp_instr *in = &prog->v[k];
-    const ddp_bufref *g = &in->p[ADAMW_P_GRAD];
-    const uint64_t lo = g->offset, hi = lo + (uint64_t)in->i[ADAMW_I_N] * ddp_dtype_size(in->dt[ADAMW_P_GRAD]);
+    int slot = 0;
+    uint64_t bytes = 0;
+    reads_peers(in, &slot, &bytes);
+    const ddp_bufref *g = &in->p[slot];
+    const uint64_t lo = g->offset, hi = lo + bytes;
     q->read[u] = -1;
     for (uint32_t b = 0; b < q->nbar; b++)
       if (before(prog, &r, 0, q->bar[b], 0, k)) q->read[u] = b;
@@ -181,8 +202,11 @@ int ddp_verify_peer(const ddp_plan *p, char *err, size_t errcap) {
     }
     for (uint32_t u = 0; u < q[0].nupd && rc == 0; u++) {
       const ddp_instr *a = &p->ranks[0].step.v[q[0].upd[u]], *b = &p->ranks[r].step.v[q[r].upd[u]];
-      if (a->p[ADAMW_P_GRAD].arena != b->p[ADAMW_P_GRAD].arena || a->p[ADAMW_P_GRAD].offset != b->p[ADAMW_P_GRAD].offset ||
-          a->i[ADAMW_I_N] != b->i[ADAMW_I_N] || a->dt[ADAMW_P_GRAD] != b->dt[ADAMW_P_GRAD])
+      int sa = 0, sb = 0;
+      uint64_t na = 0, nb = 0;
+      reads_peers(a, &sa, &na), reads_peers(b, &sb, &nb);
+      if (a->opcode != b->opcode || a->p[sa].arena != b->p[sb].arena || a->p[sa].offset != b->p[sb].offset || na != nb ||
+          a->dt[sa] != b->dt[sb])
         rc = ddp_fail(err, errcap, "plan step: update %u reading every rank's gradient (%s) names different gradient "
                       "ranges on rank 0 and rank %lld", u, name_of(p, a), (long long)r);
     }

@@ -63,6 +63,7 @@ typedef struct cx_op {
   uint64_t *pc_remote; /* the peer's flag it sets (SEND: the receiver's AVAIL, RECV: the sender's DONE) */
   const void *pc_src;  /* RECV: the sender's tensor, mapped */
   uint32_t barrier;    /* PEER_BARRIER: its number among the step's (peer.c) */
+  const void **peer_src; /* PEER_COPY: [world] each rank's source, mapped (NULL for this rank; peer.c owns it) */
   cudaEvent_t event;   /* EVENT_RECORD/WAIT, TIMER */
   cx_batch *batch;
 } cx_op;
@@ -237,6 +238,7 @@ void cx_p2p_fini(cx *x);
 int cx_peer_init(cx *x, char *err, size_t errcap);
 void cx_peer_fini(cx *x);
 int cx_exec_PEER_BARRIER(cx *x, const cx_op *op, int64_t step, char *err, size_t errcap);
+int cx_exec_PEER_COPY(cx *x, const cx_op *op, int64_t step, char *err, size_t errcap);
 /* Connects every point-to-point peer of the programs' SEND/RECV at load (comm.c explains why). */
 int cx_comm_connect_p2p(cx *x, const cx_prog *const *progs, int nprogs, char *err, size_t errcap);
 /* Waits for every stream (or one event) to finish; with NCCL work possible, polls NCCL's asynchronous

@@ -9,6 +9,10 @@
  * no collective to fall back on, so every rank's GPU must be on this host with peer access, or every rank's
  * load fails with the reason.
  *
+ * With "peer_copy" each bucket's update instead follows a PEER_COPY on its stream: one cudaMemcpyAsync per
+ * other rank from that rank's gradient (mapped the same way) into the local receive buffer (a copy engine,
+ * no SM), and the update's table points at this rank's gradient and the received chunks, all local.
+ *
  * The mailbox: [0] the constant 1 (copied into a peer's flag), then flag[1 + b * W + q] for the step's b-th
  * PEER_BARRIER and rank q. Barrier b on its stream:
  *   for every peer q:  q's flag[1 + b * W + me] <- 1      (an 8-byte copy: a copy engine, no SM)
@@ -42,6 +46,7 @@ struct cx_peer {
   uint64_t **peer_mailbox; /* [q] mapped, NULL for this rank */
   void **peer_arena;       /* [q * ARENA_COUNT + a] mapped, NULL where not opened */
   void **tables;           /* device: world pointers per update with peers */
+  const void **srcs;       /* host: world source pointers per PEER_COPY (cx_op.peer_src) */
   peer_card *cards;
 };
 
@@ -88,10 +93,40 @@ static void *open_handle(cudaIpcMemHandle_t h, int peer, const char *what, char 
   return NULL;
 }
 
-/* Every update's table: rank q's gradient at the same arena offset as this rank's (the ranks share the plan's
- * tensor table), inside q's arena. */
+/* Rank q's mapping of the operand `g` of `bytes` bytes (the same arena offset as this rank's: the ranks share
+ * the plan's tensor table), checked inside q's arena; NULL with the reason in why. */
+static const uint8_t *peer_operand(cx *x, struct cx_peer *c, int q, const ddp_bufref *g, uint64_t bytes, uint32_t i,
+                                   char *why, size_t cap) {
+  const uint64_t arena_bytes = g->arena < ARENA_COUNT ? x->base.plan->ranks[q].arena_bytes[g->arena] : 0;
+  if (g->arena >= ARENA_COUNT || g->offset > arena_bytes || bytes > arena_bytes - g->offset) {
+    snprintf(why, cap, "step instruction %u: rank %d's gradient lies outside its arena", i, q);
+    return NULL;
+  }
+  uint8_t **slot = (uint8_t **)&c->peer_arena[(size_t)q * ARENA_COUNT + g->arena];
+  if (!*slot && !(*slot = open_handle(c->cards[q].arena[g->arena], q, ddp_arena_name((int)g->arena), why, cap)))
+    return NULL;
+  return *slot + g->offset;
+}
+
+/* Every PEER_COPY's sources: each other rank's range, mapped. */
+static int map_copies(cx *x, struct cx_peer *c, uint32_t ncopies, char *why, size_t cap) {
+  const int W = c->world;
+  if (!(c->srcs = calloc((size_t)ncopies * (size_t)W + 1, sizeof *c->srcs))) return snprintf(why, cap, "out of host memory"), -1;
+  uint32_t u = 0;
+  for (uint32_t i = 0; i < x->step.n; i++) {
+    cx_op *op = &x->step.ops[i];
+    if (op->in->opcode != I_PEER_COPY) continue;
+    op->peer_src = c->srcs + (size_t)u++ * (size_t)W;
+    for (int q = 0; q < W && !op->skip; q++)
+      if (q != c->me && !(op->peer_src[q] = peer_operand(x, c, q, &op->in->p[COLL_P_SEND], op->bytes, i, why, cap)))
+        return -1;
+  }
+  return 0;
+}
+
+/* Every update's table: rank q's gradient, mapped (peer.c's reads), or its chunk of the received buffer
+ * (peer_copy: rank order without this rank), this rank's own gradient at its place. */
 static int build_tables(cx *x, struct cx_peer *c, uint32_t nupd, char *why, size_t cap) {
-  const ddp_plan *p = x->base.plan;
   const int W = c->world;
   void **host = calloc((size_t)nupd * (size_t)W + 1, sizeof *host);
   if (!host) return snprintf(why, cap, "out of host memory"), -1;
@@ -107,24 +142,13 @@ static int build_tables(cx *x, struct cx_peer *c, uint32_t nupd, char *why, size
   for (uint32_t i = 0; i < x->step.n && !bad; i++) {
     cx_op *op = &x->step.ops[i];
     if (!is_update(op)) continue;
-    const ddp_bufref *g = &op->in->p[ADAMW_P_GRAD];
     const uint64_t bytes = (uint64_t)op->in->i[ADAMW_I_N] * ddp_dtype_size(op->in->dt[ADAMW_P_GRAD]);
+    uint8_t *recv = op->args.p[ADAMW_P_RECEIVED];
     for (int q = 0; q < W && !bad; q++) {
-      if (q == c->me) {
-        host[(size_t)u * (size_t)W + (size_t)q] = op->args.p[ADAMW_P_GRAD];
-        continue;
-      }
-      const uint64_t arena_bytes = p->ranks[q].arena_bytes[g->arena];
-      uint8_t **slot = (uint8_t **)&c->peer_arena[(size_t)q * ARENA_COUNT + g->arena];
-      if (g->offset > arena_bytes || bytes > arena_bytes - g->offset) {
-        snprintf(why, cap, "step instruction %u: rank %d's gradient lies outside its %s arena", i, q,
-                 ddp_arena_name((int)g->arena));
-        bad = 1;
-      } else if (!*slot && !(*slot = open_handle(c->cards[q].arena[g->arena], q, ddp_arena_name((int)g->arena), why, cap))) {
-        bad = 1;
-      } else {
-        host[(size_t)u * (size_t)W + (size_t)q] = *slot + g->offset;
-      }
+      void **at = &host[(size_t)u * (size_t)W + (size_t)q];
+      if (q == c->me) *at = op->args.p[ADAMW_P_GRAD];
+      else if (recv) *at = recv + (size_t)(q < c->me ? q : q - 1) * bytes;
+      else if (!(*at = (void *)peer_operand(x, c, q, &op->in->p[ADAMW_P_GRAD], bytes, i, why, cap))) bad = 1;
     }
     op->args.p[ADAMW_P_PEER_GRADS] = c->tables + (size_t)u * (size_t)W;
     u++;
@@ -162,22 +186,25 @@ void cx_peer_fini(cx *x) {
   if (c->tables) (void)cudaFree(c->tables);
   free(c->peer_arena);
   free(c->peer_mailbox);
+  free(c->srcs);
   free(c->cards);
   free(c);
   x->peer = NULL;
 }
 
 int cx_peer_init(cx *x, char *err, size_t errcap) {
-  uint32_t nbar = 0, nupd = 0;
+  uint32_t nbar = 0, nupd = 0, ncopy = 0;
   for (uint32_t i = 0; i < x->step.n; i++) {
     cx_op *op = &x->step.ops[i];
     if (op->in->opcode == I_PEER_BARRIER) op->barrier = nbar++;
+    ncopy += op->in->opcode == I_PEER_COPY;
     nupd += (uint32_t)is_update(op);
   }
   for (uint32_t i = 0; i < x->init.n; i++)
-    if (x->init.ops[i].in->opcode == I_PEER_BARRIER || is_update(&x->init.ops[i]))
-      return ddp_fail(err, errcap, "init instruction %u: peer barriers and updates with peers belong in the step", i);
-  if (!nbar && !nupd) return 0;
+    if (x->init.ops[i].in->opcode == I_PEER_BARRIER || x->init.ops[i].in->opcode == I_PEER_COPY ||
+        is_update(&x->init.ops[i]))
+      return ddp_fail(err, errcap, "init instruction %u: peer barriers, copies and updates with peers belong in the step", i);
+  if (!nbar && !nupd && !ncopy) return 0;
   if (x->base.world < 2 || !x->comm)
     return ddp_fail(err, errcap, "nccl.all_reduce = \"peer\": the plan reads peers' gradients, this run has %d rank",
                     x->base.world);
@@ -208,12 +235,17 @@ int cx_peer_init(cx *x, char *err, size_t errcap) {
   for (int q = 0; q < c->world && ok; q++)
     if (q != c->me && !(c->peer_mailbox[q] = open_handle(c->cards[q].mailbox, q, "flags", why, sizeof why))) ok = 0;
   if (ok && nupd && build_tables(x, c, nupd, why, sizeof why)) ok = 0;
+  if (ok && ncopy && map_copies(x, c, ncopy, why, sizeof why)) ok = 0;
   int all = 0;
   if (agree(x, ok, &all, err, errcap)) return -1;
   if (!all)
     return ddp_fail(err, errcap, "nccl.all_reduce = \"peer\" needs every rank's GPU on one host with peer access: %s",
                     ok ? "another rank could not map its peers" : why);
-  snprintf(x->base.p2p, sizeof x->base.p2p, "peer reads (CUDA IPC) for %u updates, %u barriers", nupd, nbar);
+  if (ncopy)
+    snprintf(x->base.p2p, sizeof x->base.p2p, "peer copies (copy engines, CUDA IPC) for %u updates, %u barriers", ncopy,
+             nbar);
+  else
+    snprintf(x->base.p2p, sizeof x->base.p2p, "peer reads (CUDA IPC) for %u updates, %u barriers", nupd, nbar);
   return 0;
 }
 
@@ -231,5 +263,17 @@ int cx_exec_PEER_BARRIER(cx *x, const cx_op *op, int64_t step, char *err, size_t
     if (q != c->me && (ddp_memops_wait(&c->ops, op->stream, c->mailbox + base + (size_t)q, 1, 0, err, errcap) ||
                        ddp_memops_write(&c->ops, op->stream, c->mailbox + base + (size_t)q, 0, err, errcap)))
       return -1;
+  return 0;
+}
+
+int cx_exec_PEER_COPY(cx *x, const cx_op *op, int64_t step, char *err, size_t errcap) {
+  (void)step;
+  struct cx_peer *c = x->peer;
+  if (op->skip) return 0;
+  if (!c || !op->peer_src) return ddp_fail(err, errcap, "peer copy without the peers mapped (cx_peer_init)");
+  for (int q = 0; q < c->world; q++)
+    if (q != c->me)
+      DDP_CUDA_TRY(cudaMemcpyAsync((uint8_t *)op->ptr[COLL_P_RECV] + (size_t)(q < c->me ? q : q - 1) * op->bytes,
+                                   op->peer_src[q], op->bytes, cudaMemcpyDeviceToDevice, op->stream));
   return 0;
 }

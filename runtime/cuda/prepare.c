@@ -95,6 +95,17 @@ static int prepare_op(cx *x, cx_op *op, char *err, size_t errcap) {
                      (long long)in->i[COLL_I_COMM], (long long)in->i[COLL_I_COUNT]);
     op->skip = x->base.world < 2;
     return 0;
+  case I_PEER_COPY: { /* the receive buffer here; peer.c maps the sources */
+    if (in->i[COLL_I_COMM] != 0 || in->i[COLL_I_COUNT] < 0)
+      return ddp_fail(err, errcap, "peer copy on comm %lld of %lld elements", (long long)in->i[COLL_I_COMM],
+                     (long long)in->i[COLL_I_COUNT]);
+    op->count = (size_t)in->i[COLL_I_COUNT];
+    op->bytes = op->count * ddp_dtype_size(in->dt[COLL_P_SEND]);
+    op->skip = x->base.world < 2 || op->bytes == 0;
+    return op->skip ? 0
+                    : cx_buffer(x, in, COLL_P_RECV, op->bytes * (size_t)(x->base.world - 1), &op->ptr[COLL_P_RECV], err,
+                                errcap);
+  }
   case I_RANGE_PUSH:
     if (i0 < 0 || i0 >= RANGE_COUNT) return ddp_fail(err, errcap, "range kind %lld", (long long)i0);
     if (!*op->label) op->label = ddp_range_name((int)i0);

@@ -166,7 +166,8 @@ static void run_line(FILE *f, ddp_exec *x) {
     fputs(", \"nccl\": ", f);
     ddp_json_str(f, x->comm);
   }
-  if (x->p2p[0]) { /* the point-to-point path the executor took (CUDA: copy engine or NCCL, and why) */
+  /* the point-to-point path the executor took (CUDA: copy engine or NCCL, and why; or the peer reads or copies) */
+  if (x->p2p[0]) {
     fputs(", \"p2p\": ", f);
     ddp_json_str(f, x->p2p);
   }

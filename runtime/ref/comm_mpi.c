@@ -291,6 +291,7 @@ static int collective(ddp_mpi *m, const mgroup *g, const ddp_instr *in, void *se
     MPI_TRY(m, m->f.Iallgather(m->mine + W, 1, m->byte, m->mine, 1, m->byte, g->comm, &req), "MPI_Iallgather");
     return wait_req(m, &req, what, (size_t)W, err, errcap);
   }
+  case I_PEER_COPY: /* the executor runs it as an all-gather */
   case I_SEND: case I_RECV: case I_KERNEL: case I_GEMM: case I_MEMSET: case I_COPY: case I_EVENT_RECORD:
   case I_EVENT_WAIT: case I_RANGE_PUSH: case I_RANGE_POP: case I_TIMER: case I_LOAD_BATCH: case I_INIT_TENSOR:
   case I_COUNT:

@@ -226,6 +226,7 @@ int ddp_ref_collective_on(ddp_ref_comm *c, int rank, const ddp_instr *in, int co
     break;
   case I_PEER_BARRIER: /* the rendezvous above and below is all it is */
     break;
+  case I_PEER_COPY: /* the executor runs it as an all-gather */
   case I_SEND: case I_RECV: case I_KERNEL: case I_GEMM: case I_MEMSET: case I_COPY: case I_EVENT_RECORD:
   case I_EVENT_WAIT: case I_RANGE_PUSH: case I_RANGE_POP: case I_TIMER: case I_LOAD_BATCH: case I_INIT_TENSOR:
   case I_COUNT:

@@ -75,19 +75,26 @@ static int p2p_group(ddp_exec *x, const ddp_program *prog, const ddp_kargs *args
 
 /* ADAMW with peers (nccl.all_reduce = "peer"): every rank's gradient range, gathered through the comm (an
  * all-gather: threads or MPI alike), summed in rank order in f32 and divided by W, as the CUDA kernel does
- * (templates/optimizer.cu), then the plain update on that f32 gradient. */
+ * (templates/optimizer.cu), then the plain update on that f32 gradient. With a received buffer ("peer_copy")
+ * the other ranks' ranges are already there (rank order without this rank), and nothing is gathered. */
 static int peer_adamw(ddp_exec *x, const ddp_instr *in, const ddp_kargs *a, char *err, size_t errcap) {
   ref_impl *m = x->impl;
   const int W = x->world, gdt = in->dt[ADAMW_P_GRAD];
   const int64_t n = in->i[ADAMW_I_N];
   const size_t es = ddp_dtype_size(gdt);
-  if (W < 2 || !m->comm || in->i[ADAMW_I_PEERS] != W)
+  if (W < 2 || (!m->comm && !a->p[ADAMW_P_RECEIVED]) || in->i[ADAMW_I_PEERS] != W)
     return ddp_fail(err, errcap, "reference executor: an update with %lld peers on a world of %d",
                     (long long)in->i[ADAMW_I_PEERS], W);
   uint8_t *all = malloc((size_t)n * es * (size_t)W + 1);
   float *g = malloc((size_t)n * sizeof(float) + 1);
   int rc = all && g ? 0 : ddp_fail(err, errcap, "reference executor: out of memory for %lld peer gradients", (long long)n);
-  if (rc == 0) {
+  const uint8_t *recv = a->p[ADAMW_P_RECEIVED];
+  if (rc == 0 && recv) { /* all = this rank's range at its place among the received ones */
+    const size_t chunk = (size_t)n * es, mine = (size_t)x->rank * chunk;
+    memcpy(all, recv, mine);
+    memcpy(all + mine, a->p[ADAMW_P_GRAD], chunk);
+    memcpy(all + mine + chunk, recv + mine, (size_t)(W - 1 - x->rank) * chunk);
+  } else if (rc == 0) {
     ddp_instr gather = ddp_instr_blank(I_ALL_GATHER, in->stream);
     gather.dt[COLL_P_SEND] = gather.dt[COLL_P_RECV] = (uint8_t)gdt;
     gather.i[COLL_I_COUNT] = n;
@@ -108,6 +115,27 @@ static int peer_adamw(ddp_exec *x, const ddp_instr *in, const ddp_kargs *a, char
   }
   free(all);
   free(g);
+  return rc;
+}
+
+/* PEER_COPY ("peer_copy"): the other ranks' same range into recv, rank order without this rank; an all-gather
+ * through the comm (every rank issues the same ones: the verifier's matching) into a scratch. */
+static int peer_copy(ddp_exec *x, const ddp_instr *in, const ddp_kargs *a, char *err, size_t errcap) {
+  ref_impl *m = x->impl;
+  const int W = x->world;
+  const size_t chunk = (size_t)in->i[COLL_I_COUNT] * ddp_dtype_size(in->dt[COLL_P_SEND]), mine = (size_t)x->rank * chunk;
+  if (W < 2 || !m->comm) return ddp_fail(err, errcap, "reference executor: a peer copy on a world of %d", W);
+  uint8_t *all = malloc(chunk * (size_t)W + 1);
+  if (!all) return ddp_fail(err, errcap, "reference executor: out of memory for a peer copy of %zu bytes", chunk);
+  ddp_instr gather = *in;
+  gather.opcode = I_ALL_GATHER;
+  int rc = ddp_ref_collective(m->comm, x->rank, &gather, a->p[COLL_P_SEND], all, err, errcap);
+  if (rc == 0) {
+    uint8_t *recv = a->p[COLL_P_RECV];
+    memcpy(recv, all, mine);
+    memcpy(recv + mine, all + mine + chunk, (size_t)(W - 1 - x->rank) * chunk);
+  }
+  free(all);
   return rc;
 }
 
@@ -161,6 +189,9 @@ static int run(ddp_exec *x, const ddp_program *prog, int64_t step, char *err, si
                                    a->p[COLL_P_SEND], a->p[COLL_P_RECV], err, errcap);
       }
       }
+      break;
+    case I_PEER_COPY:
+      rc = peer_copy(x, in, a, err, errcap);
       break;
     case I_SEND:
     case I_RECV: { /* the group: this and the SEND/RECV that follow on its stream */

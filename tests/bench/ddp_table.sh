@@ -34,7 +34,8 @@
 #                     chunks (nccl.reduce_scatter = "alltoall"; NCCL's copy engines with _winz); a ddp_* plan
 #                     with each all-reduce an all-to-all, a sum and an all-gather (nccl.all_reduce = "alltoall")
 #   NAME_peer         a ddp*_ov plan with no collective: each bucket's update reads every rank's gradient
-#                     through CUDA IPC after a peer barrier (nccl.all_reduce = "peer")
+#                     through CUDA IPC after a peer barrier (nccl.all_reduce = "peer"); NAME_pcopy the other
+#                     ranks' bucket first pulled into a local buffer by the copy engines (nccl.all_reduce = "peer_copy")
 #   NAME_win          any of the above with its arenas NCCL symmetric windows (nccl.register = "window");
 #                     NAME_winz the same with nccl.cta_policy = "zero" (NCCL's copy-engine all-gather)
 #   NAME_sideN        any of the above run with its communication and update streams in a partition of N SMs
@@ -43,7 +44,7 @@
 #                     partition alone, the GEMMs sized for the whole GPU
 #   NAME_allocM       any of the above run with DDP_NCCL_MEM_ARENAS=M (the arenas of bit mask M from
 #                     ncclMemAlloc: 1 params, 2 grads, 4 optimizer, 8 activations, 16 workspace, 32 io)
-# Suffixes combine in this order: NAME[_ml|_pb][_a2a|_peer][_win|_winz][_low[_tail]|_eq][_comm][_allocM][_sideN[_t0]].
+# Suffixes combine in this order: NAME[_ml|_pb][_a2a|_peer|_pcopy][_win|_winz][_low[_tail]|_eq][_comm][_allocM][_sideN[_t0]].
 # SINGLE_LOW=1 also runs the one-GPU step with the low-priority update stream (single_low).
 # STEPS (default 14: xl_ddp's 5 warm-up + 9 timed); TORCH=0 skips PyTorch. Logs in $OUT/ddp_table.tar.gz; the table last
 # (tests/bench/summary_ddp_table.py).
@@ -62,7 +63,7 @@ PG=(--set parallel.param_gather=before_forward)
 LOW=(--set streams.update_priority=low)
 EQ=(--set streams.update_priority=equal)
 core() { # NAME: the plan's name without the suffixes
-  local b=${1%_side*}; b=${b%_alloc*}; b=${b%_comm}; b=${b%_tail*}; b=${b%_low}; b=${b%_eq}; b=${b%_winz}; b=${b%_win}; b=${b%_a2a}; b=${b%_peer}; b=${b%_pb}; echo "${b%_ml}"
+  local b=${1%_side*}; b=${b%_alloc*}; b=${b%_comm}; b=${b%_tail*}; b=${b%_low}; b=${b%_eq}; b=${b%_winz}; b=${b%_win}; b=${b%_a2a}; b=${b%_peer}; b=${b%_pcopy}; b=${b%_pb}; echo "${b%_ml}"
 }
 mods() { local c; c=$(core "$1"); echo "${1#"$c"}"; } # NAME: its suffixes, e.g. "_winz_low_side16"
 plan() { # NAME SCHEDULE [--set ...]; _low adds LOW, _win / _winz the symmetric windows, _a2a the all-to-all
@@ -75,7 +76,7 @@ plan() { # NAME SCHEDULE [--set ...]; _low adds LOW, _win / _winz the symmetric 
   case $(mods $n) in *_a2a*)
     case $n in ddp*) set -- "$@" --set nccl.all_reduce=alltoall ;; *) set -- "$@" --set nccl.reduce_scatter=alltoall ;; esac ;;
   esac
-  case $(mods $n) in *_peer*) set -- "$@" --set nccl.all_reduce=peer ;; esac
+  case $(mods $n) in *_peer*) set -- "$@" --set nccl.all_reduce=peer ;; *_pcopy*) set -- "$@" --set nccl.all_reduce=peer_copy ;; esac
   case $(mods $n) in *_ml*) set -- "$@" --set parallel.master_group=last ;; *_pb*) set -- "$@" --set parallel.master_group=per_bucket ;; esac
   case $(mods $n) in
     *_winz*) set -- "$@" --set nccl.register=window --set nccl.cta_policy=zero ;;

@@ -34,6 +34,9 @@ if [ "${CHECK:-0}" = 1 ]; then # the tiny model: DDP with the update in the back
     same tiny_peer_tail tiny_peer 0 0
   $DDPRUN "$tmp/tiny_peer.bin" --nproc $N >"$tmp/tiny_peer.out" 2>&1 && $DDPRUN "$tmp/tiny_peer.bin" --device ref >"$tmp/tiny_peer_ref.out" 2>&1 &&
     losses tiny_peer tiny_peer_ref 1e-5
+  write tiny_pcopy "$tiny" $N "$ov" "$adam" 4 "$tdata, nccl = { all_reduce = \"peer_copy\" }" && same tiny_pcopy tiny_peer 0 0
+  write tiny_pcopy_tail "$tiny" $N "$ov" "$adam" 4 "$tdata, nccl = { all_reduce = \"peer_copy\" }, streams = { update_tail = 0.25 }" &&
+    same tiny_pcopy_tail tiny_peer 0 0
   # bf16 (precision and gradients): the kernel reads bf16 gradients; GPU against the reference executor
   sed -e 's/precision = "fp32"/precision = "bf16"/' -e 's/optimizer_overlap = true/optimizer_overlap = true, grad_dtype = "bf16"/' \
     "$tmp/tiny_peer.lua" >"$tmp/tiny_peer_bf16.lua"
@@ -41,6 +44,11 @@ if [ "${CHECK:-0}" = 1 ]; then # the tiny model: DDP with the update in the back
     $DDPRUN "$tmp/tiny_peer_bf16.bin" --nproc $N >"$tmp/tiny_peer_bf16.out" 2>&1 &&
     $DDPRUN "$tmp/tiny_peer_bf16.bin" --device ref >"$tmp/tiny_peer_bf16_ref.out" 2>&1 &&
     losses tiny_peer_bf16 tiny_peer_bf16_ref 1e-2 || echo "FAIL: tiny_peer_bf16"
+  $DDPC "$tmp/tiny_peer_bf16.lua" -o "$tmp/tiny_pcopy_bf16.bin" -q --set nccl.all_reduce=peer_copy &&
+    $DDPRUN "$tmp/tiny_pcopy_bf16.bin" --nproc $N --checkpoint-dir "$tmp/tiny_pcopy_bf16.ckpt" --quiet &&
+    $DDPRUN "$tmp/tiny_peer_bf16.bin" --nproc $N --checkpoint-dir "$tmp/tiny_peer_bf16.ckpt" --quiet &&
+    same tiny_pcopy_bf16 tiny_peer_bf16 0 0 || echo "FAIL: tiny_pcopy_bf16"
+  $DDPRUN "$tmp/tiny_pcopy.bin" --nproc $N --steps 2 | grep -E "point-to-point"
   $DDPRUN "$tmp/tiny_peer.bin" --nproc $N --steps 2 | grep -E "point-to-point|final"
 fi
 echo "== table, $N ranks ($(date +%T))"

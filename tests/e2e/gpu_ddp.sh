@@ -142,6 +142,12 @@ else fail "tiny_ar_peer on the GPUs and the reference executor: $(tail -1 "$tmp/
   python3 -c 'import json,sys; r = json.loads(open(sys.argv[1]).readline()); print(r); sys.exit(0 if "peer reads" in json.dumps(r) else 1)' \
     "$tmp/tiny_ar_peer.jsonl" >"$tmp/peer_run.txt" && echo "ok: tiny_ar_peer: the run line names the peer reads" ||
   fail "tiny_ar_peer: the run line does not name the peer reads: $(head -c 600 "$tmp/peer_run.txt")"
+# ... and with the other ranks' bucket pulled first into a local buffer by the copy engines ("peer_copy"):
+# bitwise the same as "peer", also with the tail stream's own buffer
+write tiny_ar_pcopy "$tiny" $N ', sync = "bucketed", bucket_mb = 0.05, overlap = "backward", optimizer_overlap = true' \
+  "$adam" 4 "$tdata, nccl = { all_reduce = \"peer_copy\" }" && same tiny_ar_pcopy tiny_ar_peer 0 0
+write tiny_ar_pcopy_tail "$tiny" $N ', sync = "bucketed", bucket_mb = 0.05, overlap = "backward", optimizer_overlap = true' \
+  "$adam" 4 "$tdata, nccl = { all_reduce = \"peer_copy\" }, streams = { update_tail = 0.25 }" && same tiny_ar_pcopy_tail tiny_ar_peer 0 0
 write tiny_zero1_a2a_plain "$tiny" $N ', sync = "bucketed", bucket_mb = 0.05, shard = "zero1", optimizer_overlap = true' \
   "$adam" 4 "$tdata, nccl = { reduce_scatter = \"alltoall\" }" && same tiny_zero1_a2a_plain tiny_adam $ztol
 # ... and ZeRO-1/2 all-gathering each group at the next step's start, under the forward

@@ -8,7 +8,8 @@
 #  - the tiny transformer in every mode on 2 and 3 ranks equals 1 rank on the same global batch (1e-6);
 #  - AdamW with optimizer_overlap, alone and under ZeRO-1/2/3, and ZeRO-1/2 with param_gather =
 #    "before_forward", equal AdamW DDP without them (1e-7);
-#  - bucketed DDP whose updates read every rank's gradient (nccl.all_reduce = "peer") equals it too.
+#  - bucketed DDP whose updates read every rank's gradient (nccl.all_reduce = "peer") equals it too, and
+#    "peer_copy" (the other ranks' bucket copied first) equals "peer" bit for bit.
 . "$(dirname "$0")/lib.sh"
 e2e_tmp ddp
 cp "$DDP_SOURCE_DIR/schedules/lib/models.lua" "$tmp/"
@@ -124,6 +125,12 @@ for ranks in 2 3; do
   write "tiny_ar_peer_tail_$ranks" "$tiny" $ranks "$ov" "$oadam" 4 \
     "$tdata, nccl = { all_reduce = \"peer\" }, streams = { update_tail = 0.25 }" &&
     same "tiny_ar_peer_tail_$ranks" "tiny_noover_$ranks" $tol
+  # ... and with the other ranks' bucket first copied here ("peer_copy"), also with the tail stream's own buffer
+  write "tiny_ar_pcopy_$ranks" "$tiny" $ranks "$ov" "$oadam" 4 "$tdata, nccl = { all_reduce = \"peer_copy\" }" &&
+    same "tiny_ar_pcopy_$ranks" "tiny_ar_peer_$ranks" 0 0
+  write "tiny_ar_pcopy_tail_$ranks" "$tiny" $ranks "$ov" "$oadam" 4 \
+    "$tdata, nccl = { all_reduce = \"peer_copy\" }, streams = { update_tail = 0.25 }" &&
+    same "tiny_ar_pcopy_tail_$ranks" "tiny_ar_peer_$ranks" 0 0
   write "tiny_ar_a2a_$ranks" "$tiny" $ranks ', sync = "bucketed", bucket_mb = 0.01, overlap = "backward"' "$oadam" 4 \
     "$tdata, nccl = { all_reduce = \"alltoall\" }" && same "tiny_ar_a2a_$ranks" "tiny_noover_$ranks" $tol
   write "tiny_flat_a2a_$ranks" "$tiny" $ranks ', sync = "flat"' "$oadam" 4 "$tdata, nccl = { all_reduce = \"alltoall\" }" &&

@@ -5,7 +5,7 @@
 #    also with its reductions as all-to-alls and sums, nccl.all_reduce / nccl.reduce_scatter = "alltoall":
 #    all-reduce, reduce-scatter, all-gather, broadcast; toy_ddp also with its updates in the backward on the
 #    update stream; the tiny transformer with updates that read every rank's gradient, nccl.all_reduce =
-#    "peer") runs each rank once (one progress line per step,
+#    "peer", and with their bucket copied first, "peer_copy") runs each rank once (one progress line per step,
 #    not one per process) and gives byte-identical checkpoints and the same losses as the threads run;
 #  - a world that differs from the plan's (mpirun -n 3 of a 2-rank plan, -n 2 of a 1-rank plan) is one
 #    line naming both and a non-zero exit, from every rank;
@@ -72,9 +72,10 @@ LUA
 sed -e 's/sync = "flat", shard = "zero1"/sync = "bucketed", bucket_mb = 0.01, overlap = "backward", optimizer_overlap = true/' \
   -e 's/, clip = 1.0//' -e 's/steps = 4/nccl = { all_reduce = "peer" }, steps = 4/' "$tmp/tiny_zero1.lua" >"$tmp/tiny_peer.lua"
 "$DDPC" "$tmp/tiny_peer.lua" -o "$tmp/tiny_peer.bin" -q || die "tiny_peer does not compile"
-declare -A steps_of=([toy_ddp]=5 [tiny_zero1]=4 [toy_ddp_a2a]=5 [tiny_zero1_a2a]=4 [toy_ddp_ov]=5 [tiny_peer]=4) # the schedules' steps
+"$DDPC" "$tmp/tiny_peer.lua" -o "$tmp/tiny_pcopy.bin" -q --set nccl.all_reduce=peer_copy || die "tiny_pcopy does not compile"
+declare -A steps_of=([toy_ddp]=5 [tiny_zero1]=4 [toy_ddp_a2a]=5 [tiny_zero1_a2a]=4 [toy_ddp_ov]=5 [tiny_peer]=4 [tiny_pcopy]=4) # the schedules' steps
 failp() { fail "$*"; bad=1; }
-for plan in toy_ddp tiny_zero1 toy_ddp_a2a tiny_zero1_a2a toy_ddp_ov tiny_peer; do
+for plan in toy_ddp tiny_zero1 toy_ddp_a2a tiny_zero1_a2a toy_ddp_ov tiny_peer tiny_pcopy; do
   steps=${steps_of[$plan]} bad=0
   "$DDPRUN" "$tmp/$plan.bin" --device ref --metrics "$tmp/$plan.threads.jsonl" --checkpoint-dir "$tmp/$plan.threads" \
     >"$tmp/$plan.threads.out" 2>&1 || { cat "$tmp/$plan.threads.out"; die "$plan: threads run failed"; }

@@ -88,7 +88,7 @@ bad register '{ register = "yes" }' 'nccl.register must be one of "none", "buffe
 bad register_num '{ register = 1 }' 'nccl.register must be true, false, "none", "buffers" or "window", got 1'
 bad reduce_scatter '{ reduce_scatter = "ring" }' 'nccl.reduce_scatter must be "nccl" or "alltoall", got "ring"'
 bad a2a_unsharded '{ reduce_scatter = "alltoall" }' 'nccl.reduce_scatter "alltoall" needs a ZeRO level that reduce-scatters gradients \(shard = "zero1", "zero2" or "zero3"\), this schedule has shard = "none"'
-bad all_reduce '{ all_reduce = "tree" }' 'nccl.all_reduce must be one of "nccl", "alltoall" or "peer", got "tree"'
+bad all_reduce '{ all_reduce = "tree" }' 'nccl.all_reduce must be one of "nccl", "alltoall", "peer" or "peer_copy", got "tree"'
 bad peer_no_overlap '{ all_reduce = "peer" }' 'nccl.all_reduce "peer" needs data parallelism on more than one rank with sync = "bucketed", overlap = "backward" and optimizer_overlap = true \(each bucket.s AdamW reads every rank.s gradient\), without ZeRO levels, pipelines or a tensor axis, in mode "train"'
 # --set naming the other fields: each refusal is one line, no plan written
 for set in mode=forward parallel.shard=zero1 optimizer.clip=1.0; do

@@ -5,7 +5,8 @@
  * nccl.all_reduce = "peer" (updates reading every rank's gradient, peer.c): the plan verifies and passes the
  * reader; refused: an update not ordered after its bucket's barrier (the first bucket's, and a later one's,
  * which then reads before another rank's gradient is final), the step's end not waiting for the last barrier,
- * a gradient range that differs between ranks; and the reader refuses peers other than the world size. */
+ * a gradient range that differs between ranks; and the reader refuses peers other than the world size; with
+ * "peer_copy", a copy not ordered after its bucket's barrier. */
 #include "check.h"
 #include "compile.h"
 #include "schedule.h"
@@ -47,6 +48,49 @@ static int nth_update(const ddp_program *prog, int nth, int *wait) {
     return (int)k;
   }
   return -1;
+}
+
+/* Index of the `nth` PEER_COPY (-1: none), and of the wait on its stream just before it. */
+static int nth_copy(const ddp_program *prog, int nth, int *wait) {
+  int seen = 0;
+  for (uint32_t k = 0; k < prog->n; k++) {
+    if (prog->v[k].opcode != I_PEER_COPY || seen++ < nth) continue;
+    *wait = -1;
+    for (int j = (int)k - 1; j >= 0 && *wait < 0; j--)
+      if (prog->v[j].stream == prog->v[k].stream && prog->v[j].opcode == I_EVENT_WAIT) *wait = j;
+    return (int)k;
+  }
+  return -1;
+}
+
+static ddp_plan *peer_plan(const char *mode, ddp_schedule **s) {
+  char err[4096], path[2048], set[64];
+  snprintf(path, sizeof path, "%s/schedules/tiny_ddp.lua", getenv("DDP_SOURCE_DIR") ? getenv("DDP_SOURCE_DIR") : ".");
+  snprintf(set, sizeof set, "nccl.all_reduce=%s", mode);
+  const char *sets[] = {"parallel.optimizer_overlap=true", set, "parallel.bucket_mb=0.01"};
+  *s = ddp_schedule_load(path, sets, 3, err, sizeof err);
+  if (!CHECK(*s, "%s", err)) return NULL;
+  ddp_compile_opts o = {.arch = "sm_90a", .jobs = 1, .skip_codegen = 1};
+  ddp_plan *p = ddp_compile(*s, &o, err, sizeof err);
+  CHECK(p, "compile (%s): %s", mode, err);
+  return p;
+}
+
+/* "peer_copy": the plan verifies; a copy not ordered after its bucket's barrier is refused */
+static void peer_copy_plans(void) {
+  char err[4096];
+  ddp_schedule *s = NULL;
+  ddp_plan *p = peer_plan("peer_copy", &s);
+  if (p && CHECK(ddp_verify(p, err, sizeof err) == 0, "the correct peer_copy plan was refused: %s", err)) {
+    ddp_program *step0 = &p->ranks[0].step;
+    int wait = -1, k = nth_copy(step0, 2, &wait);
+    if (CHECK(k >= 0 && wait >= 0, "no third peer copy, or no wait before it")) {
+      remove_instr(step0, (uint32_t)wait);
+      expect_refused(p, "peer copy before its barrier", "writes its gradient until peer barrier");
+    }
+  }
+  ddp_plan_free(p);
+  ddp_schedule_free(s);
 }
 
 static void peer_plans(void) {
@@ -190,6 +234,7 @@ int main(void) {
   ddp_plan_free(p);
   ddp_schedule_free(s);
   peer_plans();
-  if (!check_failed) printf("verifier: correct plans accepted, 8 broken plans refused\n");
+  peer_copy_plans();
+  if (!check_failed) printf("verifier: correct plans accepted, 9 broken plans refused\n");
   return check_report("test_verifier");
 }

@@ -193,7 +193,7 @@ static void fixture_cases(void) {
   instr_case(p, "redop differs between ranks", 1, 0, I_ALL_REDUCE, 0, m_redop_rank, "i[1] (redop) = 1", NULL);
   instr_case(p, "root differs between ranks", 1, 1, I_BROADCAST, 0, m_root_rank, "i[2] (root) = 1", NULL);
   instr_case(p, "recv count differs from its send", 1, 0, I_RECV, 0, m_recv_count,
-             "i[0] (count) = 15 of f32, the matching send (rank 0 instruction 15) has 16 of f32", NULL);
+             "i[0] (count) = 15 of f32, the matching send (rank 0 instruction 16) has 16 of f32", NULL);
   instr_case(p, "send without a receive", 0, 0, I_RECV, 0, m_recv_to_send, "send to rank 1 has no matching receive",
              NULL);
   instr_case(p, "collective dtype", 0, 1, I_BROADCAST, 0, m_coll_dtype, "p[0] is used as f64", NULL);

@@ -290,7 +290,7 @@ static const mutation mutations[] = {
     {"tensor id", m_tensor_id, "rank 1 step instruction 3 (gemm)", "names tensor 99, plan has 10 tensors"},
     {"arena offset", m_arena_offset, "offset 1048576", "exceeds the arena's 1024 bytes"},
     {"arena index", m_arena_index, "in arena 6 (have 6)", NULL},
-    {"opcode", m_opcode, "opcode 19", NULL},
+    {"opcode", m_opcode, "opcode 20", NULL},
     {"kernel op", m_kernel_op, "kernel op", NULL},
     {"kernel id", m_kernel_id, "kernel 5, plan has 1 kernels", NULL},
     {"module id", m_module_id, "kernel 0 names module 3", NULL},
