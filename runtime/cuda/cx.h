@@ -165,6 +165,11 @@ int cx_fail_at(const cx *x, const cx_prog *pg, const cx_op *op, char *err, size_
  * be mapped from this one: 1, or 0 with the reason in why (another host, not visible, this GPU, no peer
  * access). */
 uint64_t cx_host_hash(void);
+/* cx_util.c: this GPU's PCI bus id, a flag buffer of nflags 64-bit words (zeroed, [0] = 1: the constant copied
+ * into peers' flags) and the CUDA IPC handles of it and of every non-empty arena, for a rank's card (p2p.c,
+ * peer.c); -1 with the failing call in why. */
+int cx_ipc_mailbox(cx *x, size_t nflags, uint64_t **mailbox, char bus[32], cudaIpcMemHandle_t *mailbox_handle,
+                   cudaIpcMemHandle_t arena_handle[ARENA_COUNT], char *why, size_t cap);
 int cx_peer_gpu(const cx *x, int peer, uint64_t peer_host, uint64_t my_host, const char *bus, char *why, size_t cap);
 /* cx_util.c: the device pointer of buffer operand `slot`, checking that `bytes` from it stay inside its
  * tensor's root and the rank's arena. */

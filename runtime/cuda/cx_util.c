@@ -1,6 +1,6 @@
 /* runtime/cuda/cx_util.c: the leaf helpers every other cx_* file may call (and which call none of them):
- * the instruction prefix of an error line, the checked device pointer of a buffer operand, and whether a
- * peer's GPU can be mapped from this one (p2p.c, peer.c). */
+ * the instruction prefix of an error line, the checked device pointer of a buffer operand, and the CUDA IPC
+ * pieces of p2p.c and peer.c (a rank's flag buffer and handles; whether a peer's GPU can be mapped from here). */
 #include "cx.h"
 #include <stdio.h>
 #include <unistd.h>
@@ -11,6 +11,24 @@ uint64_t cx_host_hash(void) {
   uint64_t h = 1469598103934665603ull; /* FNV-1a */
   for (const char *c = name; *c; c++) h = (h ^ (uint8_t)*c) * 1099511628211ull;
   return h;
+}
+
+int cx_ipc_mailbox(cx *x, size_t nflags, uint64_t **mailbox, char bus[32], cudaIpcMemHandle_t *mailbox_handle,
+                   cudaIpcMemHandle_t arena_handle[ARENA_COUNT], char *why, size_t cap) {
+  const size_t mbytes = sizeof(uint64_t) * nflags;
+  const uint64_t one = 1;
+  cudaError_t rc = cudaDeviceGetPCIBusId(bus, 32, x->device);
+  const char *call = "cudaDeviceGetPCIBusId";
+  if (rc == cudaSuccess) rc = cudaMalloc((void **)mailbox, mbytes), call = "cudaMalloc(flags)";
+  if (rc == cudaSuccess) rc = cudaMemset(*mailbox, 0, mbytes), call = "cudaMemset(flags)";
+  if (rc == cudaSuccess) rc = cudaMemcpy(*mailbox, &one, sizeof one, cudaMemcpyHostToDevice), call = "cudaMemcpy(flags)";
+  if (rc == cudaSuccess) rc = cudaIpcGetMemHandle(mailbox_handle, *mailbox), call = "cudaIpcGetMemHandle(flags)";
+  for (int a = 0; rc == cudaSuccess && a < ARENA_COUNT; a++)
+    if (x->arena[a]) rc = cudaIpcGetMemHandle(&arena_handle[a], x->arena[a]), call = "cudaIpcGetMemHandle(arena)";
+  if (rc == cudaSuccess) return 0;
+  (void)cudaGetLastError();
+  snprintf(why, cap, "%s:%d: %s: %s", __FILE__, __LINE__, call, cudaGetErrorString(rc));
+  return -1;
 }
 
 int cx_peer_gpu(const cx *x, int peer, uint64_t peer_host, uint64_t my_host, const char *bus, char *why, size_t cap) {

@@ -153,20 +153,8 @@ static int agree(cx *x, int ok, int *all, char *err, size_t errcap) {
 
 /* This rank's mailbox and IPC handles into its card; -1 with the reason in why. */
 static int make_card(cx *x, struct cx_p2p *c, p2p_card *mine, char *why, size_t cap) {
-  size_t mbytes = sizeof(uint64_t) * (1 + (size_t)c->nrecv + (size_t)c->nsend);
-  uint64_t one = 1;
-  cudaError_t rc = cudaDeviceGetPCIBusId(mine->bus, (int)sizeof mine->bus, x->device);
-  const char *call = "cudaDeviceGetPCIBusId";
-  if (rc == cudaSuccess) rc = cudaMalloc((void **)&c->mailbox, mbytes), call = "cudaMalloc(flags)";
-  if (rc == cudaSuccess) rc = cudaMemset(c->mailbox, 0, mbytes), call = "cudaMemset(flags)";
-  if (rc == cudaSuccess) rc = cudaMemcpy(c->mailbox, &one, sizeof one, cudaMemcpyHostToDevice), call = "cudaMemcpy(flags)";
-  if (rc == cudaSuccess) rc = cudaIpcGetMemHandle(&mine->mailbox, c->mailbox), call = "cudaIpcGetMemHandle(flags)";
-  for (int a = 0; rc == cudaSuccess && a < ARENA_COUNT; a++)
-    if (x->arena[a]) rc = cudaIpcGetMemHandle(&mine->arena[a], x->arena[a]), call = "cudaIpcGetMemHandle(arena)";
-  if (rc == cudaSuccess) return 0;
-  (void)cudaGetLastError();
-  snprintf(why, cap, "%s:%d: %s: %s", __FILE__, __LINE__, call, cudaGetErrorString(rc));
-  return -1;
+  return cx_ipc_mailbox(x, 1 + (size_t)c->nrecv + (size_t)c->nsend, &c->mailbox, mine->bus, &mine->mailbox,
+                        mine->arena, why, cap);
 }
 
 int cx_p2p_init(cx *x, char *err, size_t errcap) {

@@ -56,31 +56,15 @@ static int is_update(const cx_op *op) {
 
 /* This rank's flags and IPC handles into its card; -1 with the reason in mine->why. */
 static int make_card(cx *x, struct cx_peer *c, peer_card *mine) {
-  char why[160] = "";
   int v = 0;
   if (cudaDeviceGetAttribute(&v, cudaDevAttrUnifiedAddressing, x->device) != cudaSuccess || !v) {
     (void)cudaGetLastError();
     snprintf(mine->why, sizeof mine->why, "GPU %d has no unified addressing", x->device);
     return -1;
   }
-  if (ddp_memops_load(&c->ops, x->device, why, sizeof why)) {
-    snprintf(mine->why, sizeof mine->why, "%s", why);
-    return -1;
-  }
-  size_t mbytes = sizeof(uint64_t) * (1 + (size_t)c->nbarriers * (size_t)c->world);
-  uint64_t one = 1;
-  cudaError_t rc = cudaDeviceGetPCIBusId(mine->bus, (int)sizeof mine->bus, x->device);
-  const char *call = "cudaDeviceGetPCIBusId";
-  if (rc == cudaSuccess) rc = cudaMalloc((void **)&c->mailbox, mbytes), call = "cudaMalloc(flags)";
-  if (rc == cudaSuccess) rc = cudaMemset(c->mailbox, 0, mbytes), call = "cudaMemset(flags)";
-  if (rc == cudaSuccess) rc = cudaMemcpy(c->mailbox, &one, sizeof one, cudaMemcpyHostToDevice), call = "cudaMemcpy(flags)";
-  if (rc == cudaSuccess) rc = cudaIpcGetMemHandle(&mine->mailbox, c->mailbox), call = "cudaIpcGetMemHandle(flags)";
-  for (int a = 0; rc == cudaSuccess && a < ARENA_COUNT; a++)
-    if (x->arena[a]) rc = cudaIpcGetMemHandle(&mine->arena[a], x->arena[a]), call = "cudaIpcGetMemHandle(arena)";
-  if (rc == cudaSuccess) return 0;
-  (void)cudaGetLastError();
-  snprintf(mine->why, sizeof mine->why, "%s:%d: %s: %s", __FILE__, __LINE__, call, cudaGetErrorString(rc));
-  return -1;
+  if (ddp_memops_load(&c->ops, x->device, mine->why, sizeof mine->why)) return -1;
+  return cx_ipc_mailbox(x, 1 + (size_t)c->nbarriers * (size_t)c->world, &c->mailbox, mine->bus, &mine->mailbox,
+                        mine->arena, mine->why, sizeof mine->why);
 }
 
 static void *open_handle(cudaIpcMemHandle_t h, int peer, const char *what, char *why, size_t cap) {
