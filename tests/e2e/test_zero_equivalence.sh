@@ -12,7 +12,8 @@
 #    end where the straight runs end (AdamW: the moments move across layouts too; 1e-4, see below);
 #  - zero1 with optimizer_overlap and param_gather = "before_forward", and fsdp{} with optimizer_overlap,
 #    bitwise the same plans without them, and resumed bitwise (also by the plain plan); ZeRO-1 resumed
-#    across master_group layouts, and bucketed DDP with the update in the backward resumed as ZeRO-1 and
+#    across master_group layouts, bucketed DDP with its updates reading the peers' gradients (peer_copy) resumed
+#    as ZeRO-1 and back on 2 ranks, and bucketed DDP with the update in the backward resumed as ZeRO-1 and
 #    back, bitwise.
 . "$(dirname "$0")/lib.sh"
 e2e_tmp zero
@@ -103,6 +104,13 @@ write ovl_ddp_3 "$tiny" 3 ', sync = "bucketed", bucket_mb = 0.01, optimizer_over
   same ovl_ddp_3 oadam_zero1_3 0 0
 resume ovl_ddp_to_zero1_3 ovl_ddp_3 oadam_zero1_3 oadam_zero1_3 0 0
 resume zero1_to_ovl_ddp_3 oadam_zero1_3 ovl_ddp_3 ovl_ddp_3 0 0
+# ... and from bucketed DDP whose updates read the peers' gradients (nccl.all_reduce = "peer_copy") on 2 ranks,
+# where its f32 sum halved equals the reference's reduction: bitwise ZeRO-1's, resumed both ways
+write oadam_zero1_2 "$tiny" 2 ', sync = "bucketed", bucket_mb = 0.01, shard = "zero1"' "$oadam" 4 "$data"
+write pcopy_ddp_2 "$tiny" 2 ', sync = "bucketed", bucket_mb = 0.01, optimizer_overlap = true' "$oadam" 4 \
+  "$data, nccl = { all_reduce = \"peer_copy\" }" && same pcopy_ddp_2 oadam_zero1_2 0 0
+resume pcopy_ddp_to_zero1_2 pcopy_ddp_2 oadam_zero1_2 oadam_zero1_2 0 0
+resume zero1_to_pcopy_ddp_2 oadam_zero1_2 pcopy_ddp_2 pcopy_ddp_2 0 0
 fsdp oadam_fsdp_3 3 "" "$oadam" 4
 fsdp ovl_fsdp_3 3 ", optimizer_overlap = true" "$oadam" 4 && same ovl_fsdp_3 oadam_fsdp_3 0 0
 resume ovl_fsdp_3_resumed ovl_fsdp_3 ovl_fsdp_3 ovl_fsdp_3 0 0

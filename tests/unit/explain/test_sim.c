@@ -406,8 +406,37 @@ static void test_p2p(const ddp_profile *pr) {
   }
 }
 
+/* (7) nccl.all_reduce = "peer_copy": compute A (2 ms), record e0, B (2 ms); comm: wait e0, PEER_BARRIER (no
+ * bytes: the send_recv alpha, 0.1 ms), PEER_COPY of 1 MB from the other rank (1 ms + 0.1 ms). With
+ * collective_share 0.5 and copy_engine_share 0.1 the barrier slows nothing (flags, no kernel) and the copy
+ * slows B by a tenth: B does 0.1 ms of work in 2 .. 2.1, 0.99 in 2.1 .. 3.2, the last 0.91 alone: 4.11 ms. */
+static void test_peer(const ddp_profile *base) {
+  ddp_profile pr = *base;
+  pr.collective_share = 0.5;
+  pr.copy_engine_share = 0.1;
+  ddp_plan *p = new_plan(2);
+  for (int r = 0; r < 2; r++) {
+    gemm(p, r, STREAM_COMPUTE, 1000, 1000, 1000);
+    event(p, r, I_EVENT_RECORD, STREAM_COMPUTE, 0);
+    event(p, r, I_EVENT_WAIT, STREAM_COMM, 0);
+    coll(p, r, I_PEER_BARRIER, STREAM_COMM, 0);
+    coll(p, r, I_PEER_COPY, STREAM_COMM, 250000);
+    gemm(p, r, STREAM_COMPUTE, 1000, 1000, 1000);
+  }
+  ddp_sim *s = sim(p, &pr);
+  if (s) {
+    const ddp_sim_rank *sr = &s->ranks[0];
+    CHECK_T("barrier end", 2.1 * MS, sr->in[3].end);
+    CHECK_T("copy end", 3.2 * MS, sr->in[4].end);
+    CHECK_T("B end (slowed by the copy only)", 4.11 * MS, sr->in[5].end);
+  }
+  ddp_sim_free(s);
+  ddp_plan_free(p);
+}
+
 int main(void) {
   ddp_profile pr = test_profile();
+  test_peer(&pr);
   test_p2p(&pr);
   test_two_streams(&pr);
   test_bucket_chain(&pr);
