@@ -234,14 +234,16 @@ static void update_bucket(rank_ctx *c, bucket_updates *u, int k) {
   int64_t lo, hi;
   bucket_range(c->b, c->lay, k, &lo, &hi);
   if (u->reduced[k]) rp_wait(c, stream, u->event[k]);
-  const int32_t recv = u->received ? u->received[k] : -1;
+  /* a bucket that nothing writes (never reduced) keeps its zero gradient on every rank: a plain update */
+  const int peers = u->reduced[k] ? u->peers : 0;
+  const int32_t recv = peers && u->received ? u->received[k] : -1;
   uint32_t first = c->out->n;
   pass_update(c, lo, hi, 0, true, b_fmt(c->b, "optimizer.bucket%d", k));
   for (uint32_t i = first; i < c->out->n; i++) {
     ddp_instr *in = &c->out->v[i];
     in->stream = (uint16_t)stream;
     if (in->opcode != I_KERNEL || in->op != OP_ADAMW) continue;
-    in->i[ADAMW_I_PEERS] = u->peers;
+    in->i[ADAMW_I_PEERS] = peers;
     if (recv >= 0) b_arg(in, ADAMW_P_RECEIVED, recv, 0, in->dt[ADAMW_P_GRAD]);
   }
   u->updated[k] = true;
