@@ -7,6 +7,8 @@
 #    "buffers" 1 (buffers) like true, "none" 0 like false; inspect lists the windows (text and --json);
 #  - --set creates the table when the schedule has none (--set nccl.register=true), and names itself in
 #    a refusal;
+#  - nccl.all_reduce = "peer" / "peer_copy": inspect lists a peer barrier per bucket and one after the last
+#    update, updates with peers, no all-reduce, and with "peer_copy" a copy per bucket into its own buffer;
 #  - bad values are refused in one line naming the field, with a non-zero exit and no plan written.
 # The GPU side (the communicator built with them, the arenas registered, the run line's "nccl") is in
 # tests/e2e/gpu_ddp.sh.
@@ -125,6 +127,23 @@ n_ag=$(lines a2a_ar ' all_gather .*# all_reduce.bucket[0-9]*.all_gather$')
 n_ar=$(lines a2a_ar ' all_reduce  .*# all_reduce.bucket')
 [ "$n_a2a" -gt 0 ] && [ "$n_a2a" = "$n_sum" ] && [ "$n_a2a" = "$n_ag" ] && [ "$n_ar" = 0 ] &&
   echo "ok: a2a_ar: $n_a2a buckets as all-to-all, sum, all-gather" || fail "a2a_ar: $n_a2a / $n_sum / $n_ag / $n_ar"
+# all_reduce = "peer" / "peer_copy" (bucketed DDP with the update in the backward): no all-reduce; a
+# peer_barrier per bucket on the communication stream and one after the last update, each update an ADAMW
+# with peers (i[1] = 2); "peer_copy" also a peer_copy per bucket into its own buffer, which the update reads
+for m in peer peer_copy; do
+  "$DDPC" "$DDP_SOURCE_DIR/schedules/tiny_ddp.lua" -o "$tmp/$m.bin" -q --set parallel.optimizer_overlap=true \
+    --set nccl.all_reduce=$m || fail "tiny_ddp with all_reduce=$m does not compile"
+  "$DDPC" inspect "$tmp/$m.bin" --rank 1 >"$tmp/$m.txt" || fail "inspect $m"
+  parallel_ends $m " optimizer_overlap all_reduce=$m"
+  n_bar=$(lines $m ' peer_barrier  *# peer_barrier.bucket[0-9]*$') n_end=$(lines $m ' peer_barrier  *# peer_barrier.step_end$')
+  n_upd=$(lines $m ' kernel .*ADAMW.* i=\[[0-9]*,2\].*# optimizer.bucket') n_ar=$(lines $m ' all_reduce ')
+  n_cp=$(lines $m ' peer_copy .*p1=sync.peer_received.bucket[0-9]*:f32 .*# peer_copy.bucket')
+  n_rd=$(lines $m ' kernel .*ADAMW.* p7=sync.peer_received.bucket[0-9]*:f32 ')
+  want_cp=0; [ $m = peer_copy ] && want_cp=$n_bar
+  [ "$n_bar" -gt 0 ] && [ "$n_end" = 1 ] && [ "$n_upd" = "$n_bar" ] && [ "$n_ar" = 0 ] && [ "$n_cp" = "$want_cp" ] &&
+    [ "$n_rd" = "$want_cp" ] && echo "ok: $m: $n_bar buckets: barrier, $n_cp copies, updates with peers; no all-reduce" ||
+    fail "$m: $n_bar barriers, $n_end at the end, $n_upd updates with peers, $n_cp copies, $n_rd updates reading them, $n_ar all-reduces"
+done
 # reduce_scatter = "alltoall" (ZeRO-2 here): each group's reduce-scatter becomes an all_to_all into
 # zero.received and a SUM_CHUNKS of the received chunks into the rank's slice, both between one pair of
 # communication timers on the communication stream; the parallel line says so, and with windows the
