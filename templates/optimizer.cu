@@ -6,9 +6,10 @@
 //                One block; scalar math in double, as the reference.
 //   ADAMW:       g = grad*clip; m = b1 m + (1-b1) g; v = b2 v + (1-b2) g^2;
 //                a = lr sqrt(1-b2^t)/(1-b1^t); p -= a m/(sqrt(v)+eps); p -= lr wd p; copy = p
-//                With DDP_PEERS = W (nccl.all_reduce = "peer"): grad is every rank's, through the table of W
-//                pointers in p[ADAMW_P_PEER_GRADS] (rank order, this rank's own among them: runtime/cuda/peer.c),
-//                and g = ((g_0 + g_1 + ... + g_{W-1}) / W) * clip in f32, every load issued before the sums.
+//                With DDP_PEERS = W (nccl.all_reduce = "peer" / "peer_copy"): grad is every rank's, through the
+//                table of W pointers in p[ADAMW_P_PEER_GRADS] (rank order, this rank's own among them; the others
+//                mapped through CUDA IPC, or their chunks of p[ADAMW_P_RECEIVED]: runtime/cuda/peer.c), and
+//                g = ((g_0 + g_1 + ... + g_{W-1}) / W) * clip in f32, every load issued before the sums.
 //   SGD:         p -= lr * grad * clip; copy = p
 // The updates are grid-stride over packs of DDP_VEC elements (16-byte f32 accesses).
 // Types: SUMSQ T0 x, T1 part; OPT_SCALARS T0 part, T1 scalars; ADAMW T0 p, T1 grad, T2 m, T3 v, T4 copy,
