@@ -1,8 +1,8 @@
 /* compiler/verify/peer.c: the proof that instructions reading other ranks' gradients (nccl.all_reduce = "peer":
  * ADAMW with i[ADAMW_I_PEERS] = W and no received buffer; "peer_copy": PEER_COPY) read them whole and before
  * anyone writes them again. Below, "update" is either. The per-rank
- * verifier (verify.c) sees only this rank's accesses; here every rank's step is replayed twice with vector
- * clocks (the same happens-before as verify.c), and a PEER_BARRIER b is the point every rank's b-th barrier
+ * verifier (verify.c) sees only this rank's accesses; here every rank's step is replayed twice with the same
+ * vector clocks (vclock.h), and a PEER_BARRIER b is the point every rank's b-th barrier
  * meets (check_collectives proves all ranks issue the same ones):
  *   1. the u-th update with peers names the same gradient range (arena offset, elements, dtype) on every
  *      rank, since each rank reads the others' at its own offset;
@@ -16,50 +16,11 @@
  * On failure: -1 and one line naming the rank, the instruction and what it is not ordered against. */
 #include "verify.h"
 #include "access.h"
-#include "conflicts.h"
+#include "vclock.h"
 #include "err.h"
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-
-#define MAX_STREAMS DDP_VERIFY_MAX_STREAMS
-
-/* Vector clocks of every instruction of two replays of one rank's step: clock[(it * n + k) * MAX_STREAMS + s];
- * an instruction's own position on its stream is its clock's component of that stream. */
-typedef struct replay {
-  uint32_t n;
-  uint32_t *clock;
-} replay;
-
-static void replay_step(const ddp_plan *p, int rank, replay *r) {
-  const ddp_program *prog = &p->ranks[rank].step;
-  const uint32_t nev = p->ranks[rank].nevents;
-  uint32_t(*ev)[MAX_STREAMS] = ddp_xcalloc((size_t)nev + 1, sizeof *ev);
-  uint32_t vc[MAX_STREAMS][MAX_STREAMS];
-  memset(vc, 0, sizeof vc);
-  r->n = prog->n;
-  r->clock = ddp_xcalloc((size_t)2 * prog->n * MAX_STREAMS + 1, sizeof(uint32_t));
-  for (int it = 0; it < 2; it++)
-    for (uint32_t k = 0; k < prog->n; k++) {
-      const ddp_instr *in = &prog->v[k];
-      const uint16_t s = in->stream;
-      vc[s][s]++;
-      const int64_t e = in->i[EVENT_I_EVENT];
-      if (in->opcode == I_EVENT_RECORD && e >= 0 && (uint64_t)e < nev) memcpy(ev[e], vc[s], sizeof vc[s]);
-      if (in->opcode == I_EVENT_WAIT && e >= 0 && (uint64_t)e < nev)
-        for (int x = 0; x < MAX_STREAMS; x++)
-          if (ev[e][x] > vc[s][x]) vc[s][x] = ev[e][x];
-      memcpy(&r->clock[((size_t)it * prog->n + k) * MAX_STREAMS], vc[s], sizeof vc[s]);
-    }
-  free(ev);
-}
-
-/* Does instruction a of replay ia happen before (or be) instruction b of replay ib? */
-static bool before(const ddp_program *prog, const replay *r, int ia, uint32_t a, int ib, uint32_t b) {
-  const uint16_t s = prog->v[a].stream;
-  const uint32_t pos = r->clock[((size_t)ia * r->n + a) * MAX_STREAMS + s];
-  return r->clock[((size_t)ib * r->n + b) * MAX_STREAMS + s] >= pos;
-}
 
 /* Does `in` read other ranks' memory? Then *slot is the operand it reads there and *bytes its length. */
 static bool reads_peers(const ddp_instr *in, int *slot, uint64_t *bytes) {
@@ -131,18 +92,18 @@ static int check_rank(const ddp_plan *p, int rank, rank_peers *q, char *err, siz
   if (!q->nbar)
     return ddp_fail(err, errcap, "plan rank %d step: instruction %u (%s) reads every rank's gradient, the step has no "
                     "peer barrier", rank, q->upd[0], name_of(p, &prog->v[q->upd[0]]));
-  replay r;
-  replay_step(p, rank, &r);
+  uint32_t *clock = ddp_vclock_replay(p, rank, prog, 2, "step", err, errcap);
+  if (!clock) return -1;
   int rc = 0;
   const uint32_t L = q->bar[q->nbar - 1];
   for (uint32_t b = 0; b + 1 < q->nbar && rc == 0; b++) /* 3: each barrier before the next, so before the last */
-    if (!before(prog, &r, 0, q->bar[b], 0, q->bar[b + 1]))
+    if (!ddp_vclock_before(prog, clock, 0, q->bar[b], 0, q->bar[b + 1]))
       rc = ddp_fail(err, errcap, "plan rank %d step: peer barrier %u (instruction %u, %s) is not ordered before peer "
                     "barrier %u (instruction %u)", rank, b, q->bar[b], name_of(p, &prog->v[q->bar[b]]), b + 1, q->bar[b + 1]);
   uint32_t nw = 0;
   write_acc *wv = step_writes(p, rank, &nw);
   for (uint32_t k = 0; k < prog->n && rc == 0; k++) /* 4: the next step's barriers and updates after L */
-    if ((prog->v[k].opcode == I_PEER_BARRIER || is_update(&prog->v[k])) && !before(prog, &r, 0, L, 1, k))
+    if ((prog->v[k].opcode == I_PEER_BARRIER || is_update(&prog->v[k])) && !ddp_vclock_before(prog, clock, 0, L, 1, k))
       rc = ddp_fail(err, errcap, "plan rank %d step: instruction %u (%s) of the next step is not ordered after this "
                     "step's last peer barrier (instruction %u)", rank, k, name_of(p, &prog->v[k]), L);
   for (uint32_t u = 0; u < q->nupd && rc == 0; u++) {
@@ -155,13 +116,13 @@ static int check_rank(const ddp_plan *p, int rank, rank_peers *q, char *err, siz
     const uint64_t lo = g->offset, hi = lo + bytes;
     q->read[u] = -1;
     for (uint32_t b = 0; b < q->nbar; b++)
-      if (before(prog, &r, 0, q->bar[b], 0, k)) q->read[u] = b;
+      if (ddp_vclock_before(prog, clock, 0, q->bar[b], 0, k)) q->read[u] = b;
     if (q->read[u] < 0) {
       rc = ddp_fail(err, errcap, "plan rank %d step: instruction %u (%s) reads every rank's gradient before any peer "
                     "barrier", rank, k, name_of(p, in));
       break;
     }
-    if (!before(prog, &r, 0, k, 0, L)) { /* 3 */
+    if (!ddp_vclock_before(prog, clock, 0, k, 0, L)) { /* 3 */
       rc = ddp_fail(err, errcap, "plan rank %d step: instruction %u (%s) is not ordered before the step's last peer "
                     "barrier (instruction %u), so a rank may write its gradient while it is read", rank, k, name_of(p, in), L);
       break;
@@ -171,25 +132,23 @@ static int check_rank(const ddp_plan *p, int rank, rank_peers *q, char *err, siz
       const ddp_access *a = &wv[j].a;
       const uint32_t w = wv[j].k;
       if (a->arena != g->arena || a->end <= lo || hi <= a->begin) continue;
-      while (q->done[u] < (int64_t)q->nbar && !before(prog, &r, 0, w, 0, q->bar[q->done[u]])) q->done[u]++;
+      while (q->done[u] < (int64_t)q->nbar && !ddp_vclock_before(prog, clock, 0, w, 0, q->bar[q->done[u]])) q->done[u]++;
       if (q->done[u] == (int64_t)q->nbar)
         rc = ddp_fail(err, errcap, "plan rank %d step: instruction %u (%s) writes the gradient that instruction %u (%s) "
                       "reads on every rank, and no peer barrier follows it", rank, w, name_of(p, &prog->v[w]), k, name_of(p, in));
-      else if (!before(prog, &r, 0, L, 1, w)) /* 4 */
+      else if (!ddp_vclock_before(prog, clock, 0, L, 1, w)) /* 4 */
         rc = ddp_fail(err, errcap, "plan rank %d step: instruction %u (%s) writes the gradient that instruction %u (%s) "
                       "reads on every rank, and is not ordered after the previous step's last peer barrier", rank, w,
                       name_of(p, &prog->v[w]), k, name_of(p, in));
     }
   }
   free(wv);
-  free(r.clock);
+  free(clock);
   return rc;
 }
 
 int ddp_verify_peer(const ddp_plan *p, char *err, size_t errcap) {
   const int64_t W = p->meta.world;
-  if (p->nstreams > MAX_STREAMS)
-    return ddp_fail(err, errcap, "plan: %u streams, the verifier handles %d", p->nstreams, MAX_STREAMS);
   rank_peers *q = ddp_xcalloc((size_t)W + 1, sizeof *q);
   int rc = 0;
   int64_t built = 0;

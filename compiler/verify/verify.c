@@ -1,11 +1,10 @@
-/* compiler/verify/verify.c: see verify.h. Ordering is decided with vector clocks: each stream advances its own
- * component per instruction; EVENT_RECORD snapshots the recording stream's clock, EVENT_WAIT merges it
- * into the waiting stream's clock. Access a (stream sa, position n) happens before a later access b iff
- * b's clock has seen position n of sa. */
+/* compiler/verify/verify.c: see verify.h. Ordering is decided with vector clocks (vclock.h): access a (stream
+ * sa, position n) happens before a later access b iff b's clock has seen position n of sa. */
 #include "err.h"
 #include "verify.h"
 #include "access.h"
 #include "conflicts.h"
+#include "vclock.h"
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -46,47 +45,26 @@ static const char *tensor_at(const ddp_plan *p, const ddp_instr *in, int slot) {
 static int check_program(const ddp_plan *p, int rank, const ddp_program *prog, int iters, const char *what,
                          char *err, size_t errcap) {
   uint32_t nstreams = p->nstreams;
-  if (nstreams > MAX_STREAMS) {
-    return ddp_fail(err, errcap, "plan: %u streams, the verifier handles %d", nstreams, MAX_STREAMS);
-  }
-  uint32_t nev = p->ranks[rank].nevents;
-  uint32_t (*evclock)[MAX_STREAMS] = ddp_xcalloc(nev + 1, sizeof *evclock);
-  uint8_t *recorded = ddp_xcalloc(nev + 1, 1);
-  uint32_t vc[MAX_STREAMS][MAX_STREAMS];
-  memset(vc, 0, sizeof vc);
+  uint32_t *clock = ddp_vclock_replay(p, rank, prog, iters, what, err, errcap);
+  if (!clock) return -1;
   recs per_stream[MAX_STREAMS];
   memset(per_stream, 0, sizeof per_stream);
   int rc = 0;
-  for (int it = 0; it < iters && rc == 0; it++) {
-    for (uint32_t k = 0; k < prog->n && rc == 0; k++) {
+  for (int it = 0; it < iters; it++)
+    for (uint32_t k = 0; k < prog->n; k++) {
       const ddp_instr *in = &prog->v[k];
-      uint16_t s = in->stream;
-      vc[s][s]++;
-      if (in->opcode == I_EVENT_RECORD) {
-        memcpy(evclock[in->i[EVENT_I_EVENT]], vc[s], sizeof vc[s]);
-        recorded[in->i[EVENT_I_EVENT]] = 1;
-        continue;
-      }
-      if (in->opcode == I_EVENT_WAIT) {
-        if (!recorded[in->i[EVENT_I_EVENT]]) {
-          ddp_fail(err, errcap, "plan rank %d %s: instruction %u waits on event %lld before any record of it", rank,
-                   what, k, (long long)in->i[EVENT_I_EVENT]);
-          rc = -1;
-          break;
-        }
-        for (uint32_t x = 0; x < nstreams; x++)
-          if (evclock[in->i[EVENT_I_EVENT]][x] > vc[s][x]) vc[s][x] = evclock[in->i[EVENT_I_EVENT]][x];
-        continue;
-      }
+      if (in->opcode == I_EVENT_RECORD || in->opcode == I_EVENT_WAIT) continue;
+      const uint16_t s = in->stream;
+      const uint32_t *c = &clock[((size_t)it * prog->n + k) * MAX_STREAMS];
       ddp_access acc[DDP_MAX_PTRS];
       int na = ddp_instr_accesses(p, rank, in, acc);
       for (int j = 0; j < na; j++) {
-        rec r = {.idx = k, .iter = it, .stream = s, .pos = vc[s][s], .a = acc[j]};
-        memcpy(r.clock, vc[s], sizeof r.clock);
+        rec r = {.idx = k, .iter = it, .stream = s, .pos = c[s], .a = acc[j]};
+        memcpy(r.clock, c, sizeof r.clock);
         push(&per_stream[s], &r);
       }
     }
-  }
+  free(clock);
   /* Cross-stream conflicts: the first unordered pair of records from different streams (conflicts.h). */
   for (uint32_t s1 = 0; s1 < nstreams && rc == 0; s1++)
     for (uint32_t s2 = s1 + 1; s2 < nstreams && rc == 0; s2++) {
@@ -106,8 +84,6 @@ static int check_program(const ddp_plan *p, int rank, const ddp_program *prog, i
       }
     }
   for (uint32_t s = 0; s < MAX_STREAMS; s++) free(per_stream[s].v);
-  free(evclock);
-  free(recorded);
   return rc;
 }
 
