@@ -73,37 +73,39 @@ static int p2p_group(ddp_exec *x, const ddp_program *prog, const ddp_kargs *args
   return ddp_ref_p2p_group(m->comm, x->rank, m->p2p, (int)n, err, errcap);
 }
 
-/* ADAMW with peers (nccl.all_reduce = "peer"): every rank's gradient range, gathered through the comm (an
- * all-gather: threads or MPI alike), summed in rank order in f32 and divided by W, as the CUDA kernel does
- * (templates/optimizer.cu), then the plain update on that f32 gradient. With a received buffer ("peer_copy")
- * the other ranks' ranges are already there (rank order without this rank), and nothing is gathered. */
+/* Every rank's `count` elements of dtype dt at `send` (the same range on each), gathered through the comm into
+ * all[W * count] in rank order (an all-gather: threads or MPI alike). */
+static int gather_range(ddp_exec *x, const void *send, int64_t count, int dt, uint8_t *all, char *err, size_t errcap) {
+  ddp_instr gather = ddp_instr_blank(I_ALL_GATHER, STREAM_COMPUTE);
+  gather.dt[COLL_P_SEND] = gather.dt[COLL_P_RECV] = (uint8_t)dt;
+  gather.i[COLL_I_COUNT] = count;
+  return ddp_ref_collective(((ref_impl *)x->impl)->comm, x->rank, &gather, (void *)send, all, err, errcap);
+}
+
+/* ADAMW with peers (nccl.all_reduce = "peer"): every rank's gradient range, gathered, summed in rank order in
+ * f32 and divided by W, as the CUDA kernel does (templates/optimizer.cu), then the plain update on that f32
+ * gradient. With a received buffer ("peer_copy") the other ranks' ranges are already there (rank order
+ * without this rank), and nothing is gathered. */
 static int peer_adamw(ddp_exec *x, const ddp_instr *in, const ddp_kargs *a, char *err, size_t errcap) {
   ref_impl *m = x->impl;
   const int W = x->world, gdt = in->dt[ADAMW_P_GRAD];
   const int64_t n = in->i[ADAMW_I_N];
-  const size_t es = ddp_dtype_size(gdt);
-  if (W < 2 || (!m->comm && !a->p[ADAMW_P_RECEIVED]) || in->i[ADAMW_I_PEERS] != W)
+  const size_t chunk = (size_t)n * ddp_dtype_size(gdt);
+  const uint8_t *recv = a->p[ADAMW_P_RECEIVED];
+  if (W < 2 || (!m->comm && !recv) || in->i[ADAMW_I_PEERS] != W)
     return ddp_fail(err, errcap, "reference executor: an update with %lld peers on a world of %d",
                     (long long)in->i[ADAMW_I_PEERS], W);
-  uint8_t *all = malloc((size_t)n * es * (size_t)W + 1);
+  uint8_t *all = recv ? NULL : malloc(chunk * (size_t)W + 1);
+  const uint8_t **src = malloc(sizeof *src * (size_t)W);
   float *g = malloc((size_t)n * sizeof(float) + 1);
-  int rc = all && g ? 0 : ddp_fail(err, errcap, "reference executor: out of memory for %lld peer gradients", (long long)n);
-  const uint8_t *recv = a->p[ADAMW_P_RECEIVED];
-  if (rc == 0 && recv) { /* all = this rank's range at its place among the received ones */
-    const size_t chunk = (size_t)n * es, mine = (size_t)x->rank * chunk;
-    memcpy(all, recv, mine);
-    memcpy(all + mine, a->p[ADAMW_P_GRAD], chunk);
-    memcpy(all + mine + chunk, recv + mine, (size_t)(W - 1 - x->rank) * chunk);
-  } else if (rc == 0) {
-    ddp_instr gather = ddp_instr_blank(I_ALL_GATHER, in->stream);
-    gather.dt[COLL_P_SEND] = gather.dt[COLL_P_RECV] = (uint8_t)gdt;
-    gather.i[COLL_I_COUNT] = n;
-    rc = ddp_ref_collective(m->comm, x->rank, &gather, a->p[ADAMW_P_GRAD], all, err, errcap);
-  }
+  int rc = (all || recv) && src && g ? 0 : ddp_fail(err, errcap, "reference executor: out of memory for %lld peer gradients", (long long)n);
+  if (rc == 0 && !recv) rc = gather_range(x, a->p[ADAMW_P_GRAD], n, gdt, all, err, errcap);
+  for (int q = 0; rc == 0 && q < W; q++) /* rank q's range */
+    src[q] = all ? all + (size_t)q * chunk : q == x->rank ? a->p[ADAMW_P_GRAD] : recv + (size_t)(q - (q > x->rank)) * chunk;
   if (rc == 0) {
     for (int64_t i = 0; i < n; i++) {
-      float sum = (float)ddp_load(all, gdt, i);
-      for (int q = 1; q < W; q++) sum += (float)ddp_load(all, gdt, (int64_t)q * n + i);
+      float sum = (float)ddp_load(src[0], gdt, i);
+      for (int q = 1; q < W; q++) sum += (float)ddp_load(src[q], gdt, i);
       g[i] = sum / (float)W;
     }
     ddp_kargs b = *a;
@@ -114,22 +116,21 @@ static int peer_adamw(ddp_exec *x, const ddp_instr *in, const ddp_kargs *a, char
     ddp_ref_ops[OP_ADAMW](&b, dt);
   }
   free(all);
+  free(src);
   free(g);
   return rc;
 }
 
-/* PEER_COPY ("peer_copy"): the other ranks' same range into recv, rank order without this rank; an all-gather
- * through the comm (every rank issues the same ones: the verifier's matching) into a scratch. */
+/* PEER_COPY ("peer_copy"): the other ranks' same range into recv, rank order without this rank; gathered
+ * (every rank issues the same ones: the verifier's matching) into a scratch, this rank's chunk dropped. */
 static int peer_copy(ddp_exec *x, const ddp_instr *in, const ddp_kargs *a, char *err, size_t errcap) {
-  ref_impl *m = x->impl;
   const int W = x->world;
   const size_t chunk = (size_t)in->i[COLL_I_COUNT] * ddp_dtype_size(in->dt[COLL_P_SEND]), mine = (size_t)x->rank * chunk;
-  if (W < 2 || !m->comm) return ddp_fail(err, errcap, "reference executor: a peer copy on a world of %d", W);
+  if (W < 2 || !((ref_impl *)x->impl)->comm)
+    return ddp_fail(err, errcap, "reference executor: a peer copy on a world of %d", W);
   uint8_t *all = malloc(chunk * (size_t)W + 1);
   if (!all) return ddp_fail(err, errcap, "reference executor: out of memory for a peer copy of %zu bytes", chunk);
-  ddp_instr gather = *in;
-  gather.opcode = I_ALL_GATHER;
-  int rc = ddp_ref_collective(m->comm, x->rank, &gather, a->p[COLL_P_SEND], all, err, errcap);
+  int rc = gather_range(x, a->p[COLL_P_SEND], in->i[COLL_I_COUNT], in->dt[COLL_P_SEND], all, err, errcap);
   if (rc == 0) {
     uint8_t *recv = a->p[COLL_P_RECV];
     memcpy(recv, all, mine);
