@@ -689,3 +689,10 @@ int cx_allreduce_host(ddp_exec *e, double *v, int n, char *err, size_t errcap) {
   cudaFree(d);
   return rc;
 }
+
+int cx_all_agree(cx *x, int ok, int *all, char *err, size_t errcap) {
+  double v = ok ? 0 : 1;
+  if (cx_allreduce_host(&x->base, &v, 1, err, errcap)) return -1;
+  *all = v == 0;
+  return 0;
+}

@@ -1,10 +1,10 @@
 /* runtime/cuda/cx.h: the private header of every cx_* file of the CUDA executor (exec_cuda.c, cx_util.c,
- * prepare.c, run.c, graph.c, gemm.c, gemm_tune.c, comm.c, memory.c), not part of any interface. A program
+ * prepare.c, run.c, graph.c, gemm.c, gemm_tune.c, comm.c, memory.c, p2p.c, peer.c), not part of any interface. A program
  * is "prepared" once (cx_op per instruction: stream, device pointers, kernel arguments, GEMM descriptors,
  * collective parameters) and then replayed by run.c through a table of cx_exec_<OPCODE> functions built
  * from DDP_OPCODES. Calls go one way, no file calling a function of a file that calls it: exec_cuda.c
- * (the vtable) -> prepare.c, graph.c, p2p.c (its load) -> run.c -> the executions (gemm.c -> gemm_tune.c,
- * p2p.c -> comm.c, memory.c -> comm.c) -> cx_util.c, the leaf. */
+ * (the vtable) -> prepare.c, graph.c, p2p.c and peer.c (their loads) -> run.c -> the executions (gemm.c ->
+ * gemm_tune.c, p2p.c and peer.c -> comm.c, memory.c -> comm.c) -> cx_util.c, the leaf. */
 #ifndef DDP_CX_H
 #define DDP_CX_H
 #include "access.h"
@@ -168,6 +168,9 @@ uint64_t cx_host_hash(void);
 /* cx_util.c: this GPU's PCI bus id, a flag buffer of nflags 64-bit words (zeroed, [0] = 1: the constant copied
  * into peers' flags) and the CUDA IPC handles of it and of every non-empty arena, for a rank's card (p2p.c,
  * peer.c); -1 with the failing call in why. */
+/* cx_util.c: rank `peer`'s memory behind handle h, mapped here (`what` names it in the error); NULL with the
+ * failing call in why. */
+void *cx_ipc_open(cudaIpcMemHandle_t h, int peer, const char *what, char *why, size_t cap);
 int cx_ipc_mailbox(cx *x, size_t nflags, uint64_t **mailbox, char bus[32], cudaIpcMemHandle_t *mailbox_handle,
                    cudaIpcMemHandle_t arena_handle[ARENA_COUNT], char *why, size_t cap);
 int cx_peer_gpu(const cx *x, int peer, uint64_t peer_host, uint64_t my_host, const char *bus, char *why, size_t cap);
@@ -251,6 +254,8 @@ int cx_comm_connect_p2p(cx *x, const cx_prog *const *progs, int nprogs, char *er
 int cx_wait_streams(cx *x, const char *why, char *err, size_t errcap);
 int cx_wait_event(cx *x, cudaEvent_t ev, const char *why, char *err, size_t errcap);
 int cx_allreduce_host(ddp_exec *e, double *v, int n, char *err, size_t errcap); /* exec.h allreduce_host */
+/* Every rank together: *all = whether `ok` holds on every rank (the minimum over the world). */
+int cx_all_agree(cx *x, int ok, int *all, char *err, size_t errcap);
 
 /* memory.c */
 int cx_arenas_init(cx *x, char *err, size_t errcap);

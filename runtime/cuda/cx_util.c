@@ -31,6 +31,16 @@ int cx_ipc_mailbox(cx *x, size_t nflags, uint64_t **mailbox, char bus[32], cudaI
   return -1;
 }
 
+void *cx_ipc_open(cudaIpcMemHandle_t h, int peer, const char *what, char *why, size_t cap) {
+  void *p = NULL;
+  cudaError_t rc = cudaIpcOpenMemHandle(&p, h, cudaIpcMemLazyEnablePeerAccess);
+  if (rc == cudaSuccess) return p;
+  (void)cudaGetLastError();
+  snprintf(why, cap, "%s:%d: cudaIpcOpenMemHandle(rank %d's %s): %s: %s", __FILE__, __LINE__, peer, what,
+           cudaGetErrorName(rc), cudaGetErrorString(rc));
+  return NULL;
+}
+
 int cx_peer_gpu(const cx *x, int peer, uint64_t peer_host, uint64_t my_host, const char *bus, char *why, size_t cap) {
   if (peer_host != my_host) return snprintf(why, cap, "rank %d is on another host", peer), 0;
   int dev = -1, can = 0;

@@ -85,15 +85,7 @@ static int peers_reachable(cx *x, struct cx_p2p *c, char *why, size_t cap) {
 
 static void *peer_ptr(struct cx_p2p *c, int peer, int arena, char *err, size_t errcap) {
   void **slot = &c->peer_arena[(size_t)peer * ARENA_COUNT + (size_t)arena];
-  if (!*slot) {
-    cudaError_t rc = cudaIpcOpenMemHandle(slot, c->cards[peer].arena[arena], cudaIpcMemLazyEnablePeerAccess);
-    if (rc != cudaSuccess) {
-      *slot = NULL;
-      (void)cudaGetLastError();
-      ddp_fail(err, errcap, "%s:%d: cudaIpcOpenMemHandle(rank %d's %s arena): %s: %s", __FILE__, __LINE__, peer,
-               ddp_arena_name(arena), cudaGetErrorName(rc), cudaGetErrorString(rc));
-    }
-  }
+  if (!*slot) *slot = cx_ipc_open(c->cards[peer].arena[arena], peer, ddp_arena_name(arena), err, errcap);
   return *slot;
 }
 
@@ -143,14 +135,6 @@ void cx_p2p_fini(cx *x) {
   x->p2p = NULL;
 }
 
-/* Agree (every rank) on whether all can use the copy path: the minimum of `ok` over the world. */
-static int agree(cx *x, int ok, int *all, char *err, size_t errcap) {
-  double v = ok ? 0 : 1;
-  if (cx_allreduce_host(&x->base, &v, 1, err, errcap)) return -1;
-  *all = v == 0;
-  return 0;
-}
-
 /* This rank's mailbox and IPC handles into its card; -1 with the reason in why. */
 static int make_card(cx *x, struct cx_p2p *c, p2p_card *mine, char *why, size_t cap) {
   return cx_ipc_mailbox(x, 1 + (size_t)c->nrecv + (size_t)c->nsend, &c->mailbox, mine->bus, &mine->mailbox,
@@ -182,25 +166,20 @@ int cx_p2p_init(cx *x, char *err, size_t errcap) {
   if (mine->able && make_card(x, c, mine, why, sizeof why)) mine->able = 0;
   if (cx_allgather_host(x, mine, c->cards, sizeof *mine, err, errcap)) return -1;
   int ok = mine->able && peers_reachable(x, c, why, sizeof why), all = 0;
-  if (agree(x, ok, &all, err, errcap)) return -1;
+  if (cx_all_agree(x, ok, &all, err, errcap)) return -1;
   if (all) { /* map the peers' mailboxes and the messages' sources */
     int opened = 0;
     for (uint32_t i = 0; i < x->step.n; i++) {
       const cx_op *op = &x->step.ops[i];
       if (!is_p2p(op) || op->skip || c->peer_mailbox[op->peer]) continue;
-      cudaError_t rc = cudaIpcOpenMemHandle((void **)&c->peer_mailbox[op->peer], c->cards[op->peer].mailbox,
-                                            cudaIpcMemLazyEnablePeerAccess);
-      if (rc != cudaSuccess) {
-        c->peer_mailbox[op->peer] = NULL;
-        (void)cudaGetLastError();
-        snprintf(why, sizeof why, "cudaIpcOpenMemHandle(rank %d's flags): %s", op->peer, cudaGetErrorString(rc));
+      if (!(c->peer_mailbox[op->peer] = cx_ipc_open(c->cards[op->peer].mailbox, op->peer, "flags", why, sizeof why))) {
         opened = -1;
         break;
       }
     }
     char e2[256] = "";
     if (opened == 0 && wire_ops(x, c, e2, sizeof e2)) snprintf(why, sizeof why, "%s", e2), opened = -1;
-    if (agree(x, opened == 0, &all, err, errcap)) return -1;
+    if (cx_all_agree(x, opened == 0, &all, err, errcap)) return -1;
     if (!all && opened == 0) snprintf(why, sizeof why, "another rank could not map its peers");
   } else if (ok) {
     snprintf(why, sizeof why, "another rank cannot use it");

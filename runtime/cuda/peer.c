@@ -67,16 +67,6 @@ static int make_card(cx *x, struct cx_peer *c, peer_card *mine) {
                         mine->arena, mine->why, sizeof mine->why);
 }
 
-static void *open_handle(cudaIpcMemHandle_t h, int peer, const char *what, char *why, size_t cap) {
-  void *p = NULL;
-  cudaError_t rc = cudaIpcOpenMemHandle(&p, h, cudaIpcMemLazyEnablePeerAccess);
-  if (rc == cudaSuccess) return p;
-  (void)cudaGetLastError();
-  snprintf(why, cap, "%s:%d: cudaIpcOpenMemHandle(rank %d's %s): %s", __FILE__, __LINE__, peer, what,
-           cudaGetErrorString(rc));
-  return NULL;
-}
-
 /* Rank q's mapping of the operand `g` of `bytes` bytes (the same arena offset as this rank's: the ranks share
  * the plan's tensor table), checked inside q's arena; NULL with the reason in why. */
 static const uint8_t *peer_operand(cx *x, struct cx_peer *c, int q, const ddp_bufref *g, uint64_t bytes, uint32_t i,
@@ -87,7 +77,7 @@ static const uint8_t *peer_operand(cx *x, struct cx_peer *c, int q, const ddp_bu
     return NULL;
   }
   uint8_t **slot = (uint8_t **)&c->peer_arena[(size_t)q * ARENA_COUNT + g->arena];
-  if (!*slot && !(*slot = open_handle(c->cards[q].arena[g->arena], q, ddp_arena_name((int)g->arena), why, cap)))
+  if (!*slot && !(*slot = cx_ipc_open(c->cards[q].arena[g->arena], q, ddp_arena_name((int)g->arena), why, cap)))
     return NULL;
   return *slot + g->offset;
 }
@@ -147,14 +137,6 @@ static int build_tables(cx *x, struct cx_peer *c, uint32_t nupd, char *why, size
   }
   free(host);
   return bad ? -1 : 0;
-}
-
-/* Every rank agrees that all succeeded (the minimum of ok over the world). */
-static int agree(cx *x, int ok, int *all, char *err, size_t errcap) {
-  double v = ok ? 0 : 1;
-  if (cx_allreduce_host(&x->base, &v, 1, err, errcap)) return -1;
-  *all = v == 0;
-  return 0;
 }
 
 void cx_peer_fini(cx *x) {
@@ -217,11 +199,11 @@ int cx_peer_init(cx *x, char *err, size_t errcap) {
     }
   }
   for (int q = 0; q < c->world && ok; q++)
-    if (q != c->me && !(c->peer_mailbox[q] = open_handle(c->cards[q].mailbox, q, "flags", why, sizeof why))) ok = 0;
+    if (q != c->me && !(c->peer_mailbox[q] = cx_ipc_open(c->cards[q].mailbox, q, "flags", why, sizeof why))) ok = 0;
   if (ok && nupd && build_tables(x, c, nupd, why, sizeof why)) ok = 0;
   if (ok && ncopy && map_copies(x, c, ncopy, why, sizeof why)) ok = 0;
   int all = 0;
-  if (agree(x, ok, &all, err, errcap)) return -1;
+  if (cx_all_agree(x, ok, &all, err, errcap)) return -1;
   if (!all)
     return ddp_fail(err, errcap, "nccl.all_reduce = \"peer\" needs every rank's GPU on one host with peer access: %s",
                     ok ? "another rank could not map its peers" : why);
