@@ -9,7 +9,8 @@
 #  - AdamW with optimizer_overlap, alone and under ZeRO-1/2/3, and ZeRO-1/2 with param_gather =
 #    "before_forward", equal AdamW DDP without them (1e-7);
 #  - bucketed DDP whose updates read every rank's gradient (nccl.all_reduce = "peer") equals it too, and
-#    "peer_copy" (the other ranks' bucket copied first) equals "peer" bit for bit.
+#    "peer_copy" (the other ranks' bucket copied first) equals "peer" bit for bit, and its losses equal one
+#    rank's on the same global batch (1e-5).
 . "$(dirname "$0")/lib.sh"
 e2e_tmp ddp
 cp "$DDP_SOURCE_DIR/schedules/lib/models.lua" "$tmp/"
@@ -131,6 +132,14 @@ for ranks in 2 3; do
   write "tiny_ar_pcopy_tail_$ranks" "$tiny" $ranks "$ov" "$oadam" 4 \
     "$tdata, nccl = { all_reduce = \"peer_copy\" }, streams = { update_tail = 0.25 }" &&
     same "tiny_ar_pcopy_tail_$ranks" "tiny_ar_peer_$ranks" 0 0
+  # ... and against one rank on the same global batch: the losses (Adam turns the last bits of a different
+  # reduction order into ~1e-4 of a weight, see above; the losses stay within 1e-5)
+  [ $ranks = 2 ] && write tiny_adam_1 "$tiny" 1 "" "$oadam" 4 "$tdata"
+  for r in "tiny_adam_1 1" "tiny_ar_pcopy_$ranks $ranks"; do
+    set -- $r
+    "$DDPRUN" "$tmp/$1.bin" --device ref >"$tmp/$1.out" 2>&1 || fail "$1: run for its losses"
+  done
+  losses "tiny_ar_pcopy_$ranks" tiny_adam_1 1e-5
   write "tiny_ar_a2a_$ranks" "$tiny" $ranks ', sync = "bucketed", bucket_mb = 0.01, overlap = "backward"' "$oadam" 4 \
     "$tdata, nccl = { all_reduce = \"alltoall\" }" && same "tiny_ar_a2a_$ranks" "tiny_noover_$ranks" $tol
   write "tiny_flat_a2a_$ranks" "$tiny" $ranks ', sync = "flat"' "$oadam" 4 "$tdata, nccl = { all_reduce = \"alltoall\" }" &&
