@@ -94,14 +94,13 @@ static void peer_copy_plans(void) {
 }
 
 static void peer_plans(void) {
-  char err[4096], path[2048];
-  snprintf(path, sizeof path, "%s/schedules/tiny_ddp.lua", getenv("DDP_SOURCE_DIR") ? getenv("DDP_SOURCE_DIR") : ".");
-  const char *sets[] = {"parallel.optimizer_overlap=true", "nccl.all_reduce=peer", "parallel.bucket_mb=0.01"};
-  ddp_schedule *s = ddp_schedule_load(path, sets, 3, err, sizeof err);
-  if (!CHECK(s, "%s", err)) return;
-  ddp_compile_opts o = {.arch = "sm_90a", .jobs = 1, .skip_codegen = 1};
-  ddp_plan *p = ddp_compile(s, &o, err, sizeof err);
-  if (!CHECK(p, "compile (peer): %s", err)) return;
+  char err[4096];
+  ddp_schedule *s = NULL;
+  ddp_plan *p = peer_plan("peer", &s);
+  if (!p) {
+    ddp_schedule_free(s);
+    return;
+  }
   CHECK(ddp_verify(p, err, sizeof err) == 0, "the correct peer plan was refused: %s", err);
   ddp_program *step0 = &p->ranks[0].step, saved = copy_program(step0);
   int wait = -1, u = nth_update(step0, 2, &wait);
