@@ -485,7 +485,7 @@ int ddp_kernel_launch(const ddp_instr *in, const char *arch, const ddp_codegen_o
     grid = tuned(o, PARAM_TUNE_ADAMW_GRID, grid);
     const int64_t max_grid = tuned(o, PARAM_TUNE_ADAMW_MAX_GRID, 4096);
     if (vec != 4 && vec != 8) return fail(err, errcap, in, "DDP_TUNE_ADAMW_VEC must be 4 or 8");
-    /* with peers (nccl.all_reduce = "peer") each pack also holds the other ranks' gradients in registers */
+    /* with peers (nccl.all_reduce = "peer" / "peer_copy") each pack also holds the other ranks' gradients in registers */
     const int64_t peers = I[ADAMW_I_PEERS];
     if (peers > 2 && unroll > 8 / peers) unroll = peers > 8 ? 1 : 8 / peers;
     spec_add(out, "#define DDP_BLOCK 256\n#define DDP_VEC %lld\n#define DDP_UNROLL %lld\n", (long long)vec,
