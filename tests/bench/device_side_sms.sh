@@ -7,7 +7,8 @@
 # tail0 (update_tail 0: every update on the low stream), equal (equal priorities), serial (the optimizer
 # after the backward). ROUNDS rounds, alternating, XL_STEPS steps each (default 20, 5 warm-up); GPU 0's
 # clocks and power sampled meanwhile (clocks_start), averaged over each run's timed steps in the table.
-# TRACE: variants traced once.
+# TRACE: variants traced once. XL_PLANS: more plans of bench_xl.lua, space-separated name:key=value,key=value
+# (each key=value one --set), e.g. "g16:grad_dtype=bf16 g16_t10:grad_dtype=bf16,streams.update_tail=0.1".
 # Logs in $OUT/logs.tgz; the table last (also $OUT/table.txt).
 set -u
 cd "$(dirname "$0")/../.."
@@ -20,6 +21,12 @@ $DDPC schedules/bench_xl.lua -o $P/base.bin -q
 $DDPC schedules/bench_xl.lua -o $P/tail0.bin -q --set streams.update_tail=0
 $DDPC schedules/bench_xl.lua -o $P/equal.bin -q --set streams.update_priority=equal
 $DDPC schedules/bench_xl.lua -o $P/serial.bin -q --set parallel.optimizer_overlap=false
+for p in ${XL_PLANS:-}; do
+  IFS=: read -r name sets <<<"$p"
+  args=(); IFS=, read -ra kv <<<"$sets"
+  for s in "${kv[@]}"; do args+=(--set "$s"); done
+  $DDPC schedules/bench_xl.lua -o $P/$name.bin -q "${args[@]}" || echo "plan $name failed"
+done
 VARIANTS=${VARIANTS:-"default:base: side16:base:DDP_SIDE_SMS=16,DDP_SIDE_STREAMS=2 side16_t:base:DDP_SIDE_SMS=16,DDP_SIDE_STREAMS=2,DDP_GEMM_SM_TARGET=116 target116:base:DDP_GEMM_SM_TARGET=116 side8_t:base:DDP_SIDE_SMS=8,DDP_SIDE_STREAMS=2,DDP_GEMM_SM_TARGET=124 side24_t:base:DDP_SIDE_SMS=24,DDP_SIDE_STREAMS=2,DDP_GEMM_SM_TARGET=108 side16_t_both:base:DDP_SIDE_SMS=16,DDP_GEMM_SM_TARGET=116 side16_t_tail0:tail0:DDP_SIDE_SMS=16,DDP_GEMM_SM_TARGET=116 side16_t_equal:equal:DDP_SIDE_SMS=16,DDP_SIDE_STREAMS=2,DDP_GEMM_SM_TARGET=116"}
 run_variant() { # name plan envs steps extra...
   local name=$1 plan=$2 envs=$3 steps=$4; shift 4

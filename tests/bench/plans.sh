@@ -5,6 +5,7 @@ c() { "$DDPC" "$@" -q; }
 plans_single() {
   c schedules/bench_xl.lua -o $PLANS/xl_bf16_512.bin
   c schedules/bench_xl.lua -o $PLANS/xl_fp32_512.bin --set precision=fp32
+  c schedules/bench_xl.lua -o $PLANS/xl_bf16_512_g16.bin --set grad_dtype=bf16
   for ctx in 128 256 1024; do c schedules/bench_xl.lua -o $PLANS/xl_bf16_$ctx.bin --set model.context=$ctx; done
   cp schedules/lib/models.lua $PLANS/
   for size in small medium large 2.7b; do

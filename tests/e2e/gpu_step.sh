@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # tests/e2e/gpu_step.sh (gpu): whole training steps on the GPU against the reference executor from the same
-# init and data: the tiny transformer (fp32: losses within 1e-5 relative; bf16: 2e-2; with one head of 64,
-# also with the fused attention backward) and the toy MLPs
+# init and data: the tiny transformer (fp32: losses within 1e-5 relative; bf16: 2e-2, also with bf16
+# gradients; with one head of 64, also with the fused attention backward) and the toy MLPs
 # (fp32, 1e-5), 10 steps each; the ZeRO levels on 1 GPU (zero1, zero2, fsdp fp32 and bf16, fsdp with
 # fp32 gathers; zero2 with the update stream also replayed as CUDA graphs, bit for bit the eager run); the
 # update streams at low priority (streams = { update_priority = "low" }); the update streams in an SM
@@ -44,6 +44,8 @@ run_pair() { # NAME SCHEDULE RTOL [--set ...]
 }
 run_pair tiny_fp32 tiny 1e-5
 run_pair tiny_bf16 tiny 2e-2 --set precision=bf16
+# bf16 gradients on one GPU: the dW GEMMs write bf16, the update reads them (PyTorch autocast's rounding)
+run_pair tiny_bf16_grad16 tiny 2e-2 --set precision=bf16 --set grad_dtype=bf16
 # one head of 64: the Hopper attention forward (templates/attention_wgmma.cu) inside a whole step
 run_pair tiny_bf16_d64 tiny 2e-2 --set precision=bf16 --set model.heads=1
 # ... with the fused attention backward (ATTN_BWD_FUSED: dK, dV and dQ in one kernel, dQ summed in f32)
