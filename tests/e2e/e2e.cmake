@@ -12,7 +12,7 @@ ddp_sh_test(test_trace SCRIPT test_trace.sh LABELS cpu)
 ddp_sh_test(test_modes_cli SCRIPT test_modes_cli.sh LABELS cpu)
 ddp_sh_test(gpu_step SCRIPT gpu_step.sh LABELS gpu)
 ddp_sh_test(gpu_ddp SCRIPT gpu_ddp.sh LABELS gpu)
-set_property(TEST test_ddp_equivalence test_resume gpu_ddp APPEND PROPERTY ENVIRONMENT "ST_COMPARE=$<TARGET_FILE:st_compare>")
+set_property(TEST test_ddp_equivalence test_resume test_streams gpu_ddp APPEND PROPERTY ENVIRONMENT "ST_COMPARE=$<TARGET_FILE:st_compare>")
 # The sandbox's time limit (watchdog), __gc/xpcall refusals and pattern budget, through ddpc.
 ddp_sh_test(test_sandbox_limits SCRIPT test_sandbox_limits.sh LABELS cpu)
 set_tests_properties(test_sandbox_limits PROPERTIES TIMEOUT 120)
