@@ -13,19 +13,12 @@
  * With streams = { update_priority = "low", update_tail = f } the last-ready fraction f of the groups runs on a
  * second side stream (stream 2, after the scalars) that is not one of b->update_streams and so keeps the
  * high priority: the first side stream's updates then only fill the SMs the backward leaves free, and the
- * last groups' do not queue behind them.
- * A parameter's gradient that a fold writes (REDUCE_ROWS of a norm's per-chunk partial table, or of a bias's
- * output gradient) is folded on the side stream, just before its group's update, instead of on the compute
- * stream: the fold is a short, latency-bound kernel that the updates beside it slowed to several times its
- * time alone (3.9 ms of the XL backward on an H100). Only a fold that is the gradient's one writer and whose
- * input is at most FOLD_INPUT_MAX bytes moves: the input then stays alive until the side stream has read it
- * (the memory planner's liveness across streams), which costs that much memory per fold. */
+ * last groups' do not queue behind them. */
 #include "passes.h"
 #include "access.h"
 #include <stdlib.h>
 
 #define GROUP_ELEMS ((int64_t)8 << 20)
-#define FOLD_INPUT_MAX ((uint64_t)16 << 20)
 
 bool pass_opt_overlap_applies(const ddp_builder *b, const ddp_layout *lay) {
   const ddp_schedule *s = b->s;
@@ -44,33 +37,6 @@ static void update_on(rank_ctx *c, int s, int64_t lo, int64_t hi, const char *na
   if (s == STREAM_COMM) c->b->update_streams |= (uint64_t)1 << STREAM_COMM;
 }
 
-/* The fold that writes unit u's gradient alone, at step index k: a REDUCE_ROWS that overwrites the gradient
- * (no accumulation), is its last touch, and reads a small input. */
-static bool deferrable_fold(const ddp_builder *b, const int32_t *unit_of, const int32_t *last, uint32_t k, int *unit) {
-  const ddp_plan *p = b->plan;
-  const ddp_instr *in = &b->step.v[k];
-  if (in->opcode != I_KERNEL || in->op != OP_REDUCE_ROWS || in->i[REDUCE_ROWS_I_ACC] != 0) return false;
-  int32_t out = in->p[REDUCE_ROWS_P_OUT].tensor, src = in->p[REDUCE_ROWS_P_IN].tensor;
-  if (out < 0 || src < 0) return false;
-  int u = -1;
-  for (int32_t t = out; t >= 0 && u < 0; t = p->tensors[t].base)
-    if (unit_of[t] >= 0) u = b->units[unit_of[t]].grad == t ? unit_of[t] : -2;
-  if (u < 0 || last[u] != (int32_t)k) return false;
-  if (p->tensors[ddp_tensor_root(p, src)].bytes > FOLD_INPUT_MAX) return false;
-  *unit = u;
-  return true;
-}
-
-/* The last step index before k that touches unit u's master, copy or gradient; -1 if none. */
-static int32_t last_touch_before(const ddp_builder *b, const int32_t *unit_of, int u, uint32_t k) {
-  const ddp_plan *p = b->plan;
-  while (k-- > 0)
-    for (int sl = 0; sl < DDP_MAX_PTRS; sl++)
-      for (int32_t t = b->step.v[k].p[sl].tensor; t >= 0; t = p->tensors[t].base)
-        if (unit_of[t] == u) return (int32_t)k;
-  return -1;
-}
-
 int pass_opt_overlap_step(rank_ctx *c) {
   ddp_builder *b = c->b;
   ddp_layout *lay = c->lay;
@@ -85,28 +51,12 @@ int pass_opt_overlap_step(rank_ctx *c) {
     if (b->units[u].grad >= 0) unit_of[b->units[u].grad] = u;
   }
   int32_t *last = b_last_touch(b, unit_of, b->nunits);
-  /* the folds that move to the side stream: fold_at[u] is the step index of unit u's, or -1 */
-  int32_t *fold_at = malloc(sizeof(int32_t) * ((size_t)b->nunits + 1));
-  uint8_t *deferred = calloc((size_t)b->step.n + 1, 1);
-  if (!last || !fold_at || !deferred) {
-    free(unit_of), free(last), free(fold_at), free(deferred);
-    return -1;
-  }
-  for (int u = 0; u < b->nunits; u++) fold_at[u] = -1;
-  for (uint32_t k = 0; k < b->step.n; k++) {
-    int u;
-    if (!deferrable_fold(b, unit_of, last, k, &u)) continue;
-    fold_at[u] = (int32_t)k;
-    deferred[k] = 1;
-    last[u] = last_touch_before(b, unit_of, u, k); /* the group is ready once the fold's input is */
-    if (last[u] < 0) last[u] = (int32_t)k - 1;
-  }
   /* groups: contiguous runs of the flat order; each ready after the latest of its units */
   int ngroups = 0;
   int64_t *lo = malloc(sizeof(int64_t) * ((size_t)lay->norder + 1)), *hi = malloc(sizeof(int64_t) * ((size_t)lay->norder + 1));
   int32_t *ready = malloc(sizeof(int32_t) * ((size_t)lay->norder + 1));
   if (!lo || !hi || !ready) {
-    free(unit_of), free(last), free(lo), free(hi), free(ready), free(fold_at), free(deferred);
+    free(unit_of), free(last), free(lo), free(hi), free(ready);
     return -1;
   }
   for (int j = 0; j < lay->norder; j++) {
@@ -140,19 +90,11 @@ int pass_opt_overlap_step(rank_ctx *c) {
     ddp_instr in = b->step.v[k];
     if (in.opcode == I_TIMER) in.i[TIMER_I_SLOT] = c->ntimers++;
     pass_tp_apply(c, k, &in);
-    if (!deferred[k]) rp_push(c, in, NULL);
+    rp_push(c, in, NULL);
     for (int g = 0; g < ngroups; g++) {
       if (ready[g] != (int32_t)k) continue;
       const int st = g >= ngroups - ntail ? STREAM_TAIL : STREAM_COMM;
       rp_order(c, STREAM_COMPUTE, st);
-      for (int j = 0; j < lay->norder; j++) { /* the group's folds, in the flat order */
-        const int u = lay->order[j];
-        if (fold_at[u] < 0 || b->units[u].flat_offset < lo[g] || b->units[u].flat_offset >= hi[g]) continue;
-        ddp_instr f = b->step.v[fold_at[u]];
-        pass_tp_apply(c, (uint32_t)fold_at[u], &f);
-        rp_push(c, f, NULL);
-        on_stream(c, st);
-      }
       update_on(c, st, lo[g], hi[g], b_fmt(b, "optimizer.group%d", g));
     }
   }
@@ -164,6 +106,6 @@ int pass_opt_overlap_step(rank_ctx *c) {
   if (ntail > 0) rp_order(c, STREAM_TAIL, STREAM_COMPUTE);
   rp_timer(c, STREAM_COMPUTE, TIMER_STEP_END);
   rp_range(c, 0, RANGE_STEP, NULL);
-  free(unit_of), free(last), free(lo), free(hi), free(ready), free(fold_at), free(deferred);
+  free(unit_of), free(last), free(lo), free(hi), free(ready);
   return 0;
 }

@@ -11,8 +11,7 @@
 #    update groups (DDP: buckets) on a second side stream that keeps the high priority;
 #  - --set creates the table when the schedule has none; the plans run on the reference executor with the
 #    same losses whatever the priorities;
-#  - with the optimizer overlapped, the norms' weight-gradient folds run on the update streams, bit for bit
-#    the serial optimizer's weights;
+#  - the overlapped optimizer's weights and state are the serial optimizer's, bit for bit;
 #  - bad values are refused in one line naming the field, with a non-zero exit and no plan written.
 # The GPU side (the streams created at those priorities, results bitwise the equal-priority run's, also as
 # CUDA graphs on 2 GPUs) is in tests/e2e/gpu_step.sh and gpu_ddp.sh.
@@ -78,23 +77,13 @@ a=$(awk '$1 == "step" { print $2, $4 }' "$tmp/low.out"); b=$(awk '$1 == "step" {
 [ -n "$a" ] && [ "$a" = "$b" ] && echo "ok: the reference executor's losses equal without the field ($(echo "$a" | wc -l) steps)" ||
   fail "losses differ: '$a' against '$b'"
 [ -n "$c" ] && [ "$c" = "$b" ] && echo "ok: update_tail's losses equal without the field" || fail "update_tail losses differ: '$c' against '$b'"
-# the norms' weight-gradient folds (REDUCE_ROWS into a parameter's gradient) run on the update streams with
-# the optimizer overlapped, on the compute stream without it (clipping); the same weights bit for bit as the
-# optimizer after the backward (optimizer_overlap = false) on the reference executor
-folds_on() { "$DDPC" inspect "$tmp/$1.bin" | awk '$3 == "kernel" && $4 == "REDUCE_ROWS" && / # [^ ]*\.dg( |$)/ { print $2 }' | sort | uniq -c | awk '{ printf "%s%s:%s", s, $2, $1; s = " " }'; }
+# the optimizer overlapped with the backward gives the serial optimizer's weights and state bit for bit on the
+# reference executor (optimizer_overlap = false: the update after the backward)
 "$DDPC" "$tmp/single_none.lua" -o "$tmp/serial.bin" -q --set parallel.optimizer_overlap=false || fail "optimizer_overlap=false refused"
-f_low=$(folds_on single_low); f_tail=$(folds_on tail_tiny); f_clip=$(folds_on single_clip); f_serial=$(folds_on serial)
-case "$f_low|$f_clip|$f_serial" in
-  1:*"|0:"*"|0:"*) [[ "$f_low" != *" "* && "$f_clip" != *" "* && "$f_serial" != *" "* ]] &&
-    echo "ok: the dg folds run on stream 1 with the optimizer overlapped ($f_low), on stream 0 with clipping ($f_clip) and serial ($f_serial); update_tail 0.5: $f_tail" ||
-    fail "dg folds: low '$f_low', clip '$f_clip', serial '$f_serial'" ;;
-  *) fail "dg folds: low '$f_low', clip '$f_clip', serial '$f_serial' (stream:count)" ;;
-esac
-[[ "$f_tail" == *"2:"* ]] || fail "update_tail 0.5: no dg fold on the tail stream 2 ($f_tail)"
 for n in single_low serial; do
   "$DDPRUN" "$tmp/$n.bin" --device ref --quiet --checkpoint-dir "$tmp/$n.ckpt" || fail "$n does not run on the reference executor"
 done
-same single_low serial 0 0 "ok: the overlapped optimizer (folds on the update stream) gives the serial optimizer's weights bit for bit"
+same single_low serial 0 0
 files single_low serial optimizer 0 0
 for n in zero2_low ddp_ov_low; do
   "$DDPRUN" "$tmp/$n.bin" --device ref --nproc 2 --quiet && echo "ok: $n runs on 2 reference ranks" ||
