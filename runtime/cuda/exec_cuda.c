@@ -6,6 +6,7 @@
 #include "cx.h"
 #include "green.h"
 #include "param.h"
+#include "power.h"
 #include <errno.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -102,6 +103,26 @@ static int cx_timers(ddp_exec *e, double *ms, char *err, size_t errcap) {
 
 static void cx_destroy(ddp_exec *e);
 
+static int cx_energy(ddp_exec *e, ddp_energy *out) {
+  cx *x = e->impl;
+  if (!x->power) return 1;
+  if (ddp_power_read(x->power, out) == 0) return 0;
+  snprintf(e->power, sizeof e->power, "not measured: NVML stopped answering during the run");
+  ddp_power_close(x->power);
+  x->power = NULL;
+  return 1;
+}
+
+/* The energy counters (power.c): the run line's "power" says which GPU and limit, or why there are none. */
+static void power_open(cx *x) {
+  char why[160];
+  double limit_w = 0;
+  x->power = ddp_power_open(x->device, &limit_w, why, sizeof why);
+  if (!x->power) snprintf(x->base.power, sizeof x->base.power, "not measured: %s", why);
+  else if (limit_w > 0) snprintf(x->base.power, sizeof x->base.power, "NVML, power limit %.0f W", limit_w);
+  else snprintf(x->base.power, sizeof x->base.power, "NVML, power limit unknown");
+}
+
 static const ddp_exec_vtbl cx_vtbl = {
     .name = "cuda",
     .run = cx_run,
@@ -115,6 +136,7 @@ static const ddp_exec_vtbl cx_vtbl = {
     .allreduce_host = cx_allreduce_host,
     .time_collective = cx_time_collective,
     .time_gemm = cx_time_gemm,
+    .energy = cx_energy,
 };
 
 /* DDP_NCCL_TIMEOUT_S, DDP_CUDA_GRAPH, DDP_STREAM_PRIORITY, DDP_P2P_COPY, the SM-partition experiments
@@ -230,6 +252,7 @@ static int load(cx *x, const void *nccl_id, char *err, size_t errcap) {
   /* Surface anything asynchronous from loading (module loads, memsets) here rather than in the first step. */
   DDP_CUDA_TRY(cudaDeviceSynchronize());
   cx_memory_sample(x);
+  power_open(x);
   return 0;
 }
 
@@ -316,6 +339,7 @@ static void cx_destroy(ddp_exec *e) {
       if (x->streams[s]) (void)cudaStreamDestroy(x->streams[s]);
   if (x->green) ddp_green_close(x->green);
   free(x->green);
+  ddp_power_close(x->power);
   cx_arenas_fini(x);
   free(x->streams);
   free(x->ws);

@@ -11,6 +11,13 @@
 
 typedef struct ddp_exec ddp_exec;
 
+/* A GPU's energy counters, read after a sync: the energy since the driver loaded (mJ) and the time the
+ * power limit has held the clocks below their application clocks (ns; UINT64_MAX where the GPU does not
+ * report it). The driver takes differences between steps. */
+typedef struct ddp_energy {
+  uint64_t mJ, power_capped_ns;
+} ddp_energy;
+
 typedef struct ddp_exec_vtbl {
   const char *name;
   /* Replays `prog` (an init or step program of this rank); `step` is the step index LOAD_BATCH uses. */
@@ -44,6 +51,9 @@ typedef struct ddp_exec_vtbl {
    * constant, alone on the device: 2 unmeasured runs, then `iters` back to back; *ms is the mean per run
    * (`ddprun --calibrate`'s GEMM sweep, runtime/bench/calib_gemm.c). */
   int (*time_gemm)(ddp_exec *x, const ddp_instr *in, int iters, double *ms, char *err, size_t errcap);
+  /* Optional (NULL: unsupported): this rank's GPU's counters now (call after sync). 0, or 1 when they
+   * cannot be read here (x->power says why); never a failure of the run. */
+  int (*energy)(ddp_exec *x, ddp_energy *out);
 } ddp_exec_vtbl;
 
 struct ddp_exec {
@@ -55,6 +65,8 @@ struct ddp_exec {
   bool trace;            /* record per-instruction times of the step program (see instr_times) */
   char p2p[192];         /* how the step's SEND/RECV move (executor's words), "" when the plan has none */
   char comm[320];        /* the communicators' configuration as NCCL took it, "" without one */
+  char power[200];       /* how the energy is measured (CUDA: NVML and the power limit) or why it is not;
+                            "" on an executor without `energy` */
   uint64_t mem_base;     /* device bytes in use before the arenas were allocated (the CUDA context and
                             libraries; 0 on the reference executor): peak - mem_base is what the run
                             itself allocated, comparable with the planner's bytes */

@@ -8,8 +8,10 @@
  * own values at its own offset of a zeroed vector), preceded by one {"event": "run", ...} line (schedule,
  * parallel layout, world size, tokens per step, executor, and the plan's compile-time prediction as
  * "predicted": {profile, step_ms, forward_ms, backward_ms, optimizer_ms, comm_ms, exposed_comm_ms} when
- * it has one) and one {"event": "memory", ...} line after init
- * with the planner's bytes per class. A plan that does not train (mode "forward",
+ * it has one, and "power": how the energy is measured or why it is not) and one {"event": "memory", ...}
+ * line after init with the planner's bytes per class. Energy (executors with `energy`: the GPUs' NVML
+ * counters, read after each step's sync) covers the time from the previous step's sync to this one's,
+ * host work between steps included; where a rank cannot read it, its values and the totals print null. A plan that does not train (mode "forward",
  * "forward_backward") reports lr and grad_norm 0 and the phases it lacks (backward_ms, optimizer_ms) as 0:
  * they come from timing points the plan does not have. */
 #include "run.h"
@@ -34,6 +36,7 @@ typedef struct metrics_row {
   uint64_t in_use, peak;
   double issue_ms, host_ms; /* rank 0's host: time in the executor's run (issuing the step), and the whole
                               iteration of this loop up to the metrics line (run, sync, reads, host sum) */
+  double energy_J, power_W, power_capped_ms; /* this rank's; NAN where not measured */
   bool warm;
   int world;
   const double *ranks; /* world x DDP_METRIC_RANKS values: rank r's DDP_METRIC_RANK_FIELDS at r * RANKS */
@@ -64,7 +67,7 @@ typedef struct metrics_row {
   X(warmup, "%s", r->warm ? "true" : "false")
 
 /* X(name, value from `r`, the rank's own row): the per-rank arrays after the fields above, printed "%.4f"
- * (ms; GiB). ddpc plot split derives a worker's compute, exposed communication, optimizer and idle time
+ * (ms; GiB; J; W), null where not measured (NAN). ddpc plot split derives a worker's compute, exposed communication, optimizer and idle time
  * from them (docs/CLI.md); forward, backward and comm (all its bracketed collectives and sends/receives)
  * give a pipeline stage's busy time: its idle (bubble) is step - forward - backward - optimizer. */
 #define DDP_METRIC_RANK_FIELDS(X)                \
@@ -75,7 +78,10 @@ typedef struct metrics_row {
   X(rank_peak_mem_GiB, gib(r->peak))             \
   X(rank_forward_ms, r->t.forward_ms)            \
   X(rank_backward_ms, r->t.backward_ms)          \
-  X(rank_comm_ms, r->t.comm_ms)
+  X(rank_comm_ms, r->t.comm_ms)                  \
+  X(rank_energy_J, r->energy_J)                  \
+  X(rank_power_W, r->power_W)                    \
+  X(rank_power_capped_ms, r->power_capped_ms)
 #define DDP_METRIC_COUNT_ONE(name, value) +1
 enum { DDP_METRIC_RANKS = 0 DDP_METRIC_RANK_FIELDS(DDP_METRIC_COUNT_ONE) };
 #undef DDP_METRIC_COUNT_ONE
@@ -171,6 +177,10 @@ static void run_line(FILE *f, ddp_exec *x) {
     fputs(", \"p2p\": ", f);
     ddp_json_str(f, x->p2p);
   }
+  if (x->power[0]) { /* rank 0's energy counters (CUDA: NVML and the power limit), or why there are none */
+    fputs(", \"power\": ", f);
+    ddp_json_str(f, x->power);
+  }
   if (m->predicted_step_ms > 0) { /* the compile-time prediction (ddpc explain), next to the measurements */
     fputs(", \"predicted\": {\"profile\": ", f);
     ddp_json_str(f, m->predicted_profile ? m->predicted_profile : "");
@@ -202,6 +212,39 @@ static void memory_line(FILE *f, ddp_exec *x) {
   fprintf(f, ", \"plan_total_GiB\": %.4f}\n", gib(total));
 }
 
+/* SEP then v as "%.4f", or null where it is not a number (not measured). */
+static void put_num(FILE *f, const char *sep, double v) {
+  if (isfinite(v)) fprintf(f, "%s%.4f", sep, v);
+  else fprintf(f, "%snull", sep);
+}
+
+/* Rank r's value of the per-rank field `field` (its index in DDP_METRIC_RANK_FIELDS). */
+static double rank_value(const metrics_row *r, int rank, int field) {
+  return r->ranks[(size_t)rank * DDP_METRIC_RANKS + (size_t)field];
+}
+#define DDP_METRIC_INDEX(name, value) DDP_METRIC_INDEX_##name,
+enum { DDP_METRIC_RANK_FIELDS(DDP_METRIC_INDEX) DDP_METRIC_INDEX_END };
+#undef DDP_METRIC_INDEX
+
+/* The run's energy for the step: energy_J, every GPU's summed; power_W and power_capped_ms, the mean over
+ * the GPUs; null unless every rank measured it. */
+static void energy_totals(const metrics_row *r, double *joules, double *watts, double *capped) {
+  *joules = *watts = *capped = 0;
+  for (int rank = 0; rank < r->world; rank++) {
+    *joules += rank_value(r, rank, DDP_METRIC_INDEX_rank_energy_J);
+    *watts += rank_value(r, rank, DDP_METRIC_INDEX_rank_power_W) / r->world;
+    *capped += rank_value(r, rank, DDP_METRIC_INDEX_rank_power_capped_ms) / r->world;
+  }
+}
+
+static void energy_fields(FILE *f, const metrics_row *r) {
+  double joules, watts, capped;
+  energy_totals(r, &joules, &watts, &capped);
+  put_num(f, ", \"energy_J\": ", joules);
+  put_num(f, ", \"power_W\": ", watts);
+  put_num(f, ", \"power_capped_ms\": ", capped);
+}
+
 static void metrics_line(FILE *f, const metrics_row *r) {
   const char *sep = "{";
 #define DDP_METRIC_PRINT(name, fmt, value) \
@@ -209,12 +252,13 @@ static void metrics_line(FILE *f, const metrics_row *r) {
   sep = ", ";
   DDP_METRIC_FIELDS(DDP_METRIC_PRINT)
 #undef DDP_METRIC_PRINT
+  energy_fields(f, r);
   int j = 0;
-#define DDP_METRIC_RANK_PRINT(name, value)                                                      \
-  fputs(", \"" #name "\": [", f);                                                             \
-  for (int rank = 0; rank < r->world; rank++)                                                \
-    fprintf(f, "%s%.4f", rank ? ", " : "", r->ranks[(size_t)rank * DDP_METRIC_RANKS + j]);  \
-  fputc(']', f);                                                                              \
+#define DDP_METRIC_RANK_PRINT(name, value)                                                   \
+  fputs(", \"" #name "\": [", f);                                                          \
+  for (int rank = 0; rank < r->world; rank++)                                             \
+    put_num(f, rank ? ", " : "", r->ranks[(size_t)rank * DDP_METRIC_RANKS + j]);          \
+  fputc(']', f);                                                                           \
   j++;
   DDP_METRIC_RANK_FIELDS(DDP_METRIC_RANK_PRINT)
 #undef DDP_METRIC_RANK_PRINT
@@ -238,6 +282,36 @@ static int save(ddp_exec *x, const ddp_run_opts *o, int64_t step, char *err, siz
     fflush(stdout);
   }
   return 0;
+}
+
+/* The energy counters between two syncs: the last reading and when it was taken (ok: readings go on). */
+typedef struct ddp_energy_clock {
+  ddp_energy last;
+  double at;
+  bool ok;
+} ddp_energy_clock;
+
+static void energy_start(ddp_exec *x, ddp_energy_clock *c) {
+  c->ok = x->v->energy && x->v->energy(x, &c->last) == 0;
+  c->at = ddp_now_s();
+}
+
+/* This rank's energy since the previous reading into r (NAN where not measured). */
+static void energy_step(ddp_exec *x, ddp_energy_clock *c, metrics_row *r) {
+  r->energy_J = r->power_W = r->power_capped_ms = NAN;
+  ddp_energy now;
+  if (!c->ok || x->v->energy(x, &now) != 0 || now.mJ < c->last.mJ) {
+    c->ok = false;
+    return;
+  }
+  const double t = ddp_now_s();
+  r->energy_J = (double)(now.mJ - c->last.mJ) * 1e-3;
+  if (t > c->at) r->power_W = r->energy_J / (t - c->at);
+  if (now.power_capped_ns != UINT64_MAX && c->last.power_capped_ns != UINT64_MAX &&
+      now.power_capped_ns >= c->last.power_capped_ns)
+    r->power_capped_ms = (double)(now.power_capped_ns - c->last.power_capped_ns) * 1e-6;
+  c->last = now;
+  c->at = t;
 }
 
 /* The Chrome trace of the step just run (x->trace was set for it). */
@@ -294,8 +368,10 @@ int ddp_run_rank(ddp_exec *x, const ddp_run_opts *o, char *err, size_t errcap) {
   ddp_calib_rows calib = {0};
   if (rc == 0 && o->ckpt_dir && o->save_initial && !o->resume && (rc = save(x, o, 0, err, errcap)) == 0)
     last_saved = 0;
-  double sum = 0, sum2 = 0;
+  double sum = 0, sum2 = 0, timed_J = 0, timed_W = 0;
   int64_t timed = 0;
+  ddp_energy_clock ec;
+  energy_start(x, &ec);
   int stop_sig = 0;
   bool stopped = false;
   metrics_row r = {0};
@@ -308,6 +384,7 @@ int ddp_run_rank(ddp_exec *x, const ddp_run_opts *o, char *err, size_t errcap) {
     rc = x->v->run(x, &rp->step, s, err, errcap);
     r.issue_ms = (ddp_now_s() - t_run) * 1e3;
     if (rc == 0) rc = x->v->sync(x, err, errcap);
+    if (rc == 0) energy_step(x, &ec, &r);
     if (rc == 0) rc = read_floats(x, m->loss_tensor, &own, 1, err, errcap);
     if (rc == 0) rc = read_floats(x, m->scalars_tensor, r.scalars, SCALAR_COUNT, err, errcap);
     if (rc == 0) rc = x->v->timers(x, timer_ms, err, errcap);
@@ -333,8 +410,12 @@ int ddp_run_rank(ddp_exec *x, const ddp_run_opts *o, char *err, size_t errcap) {
     r.loss_rank0 = own; /* only rank 0 reports it */
     if (v[1] > 0) stop_sig = ddp_stop_signal() ? ddp_stop_signal() : SIGTERM;
     if (!r.warm) {
+      double joules, watts, capped;
+      energy_totals(&r, &joules, &watts, &capped);
       sum += r.t.step_ms;
       sum2 += r.t.step_ms * r.t.step_ms;
+      timed_J += joules;
+      timed_W += watts;
       timed++;
     }
     double sec = r.t.step_ms * 1e-3;
@@ -363,9 +444,12 @@ int ddp_run_rank(ddp_exec *x, const ddp_run_opts *o, char *err, size_t errcap) {
     rc = save(x, o, steps, err, errcap);
   if (rc == 0 && lead && !o->quiet && timed > 0) {
     double mean = sum / (double)timed, var = sum2 / (double)timed - mean * mean;
-    printf("%s: %lld timed steps, %.3f ms/step (std %.3f), %.0f tokens/s, final loss %.6f\n",
+    char energy[96] = "";
+    if (isfinite(timed_J) && isfinite(timed_W))
+      snprintf(energy, sizeof energy, ", %.2f J/step (%.0f W per GPU)", timed_J / (double)timed, timed_W / (double)timed);
+    printf("%s: %lld timed steps, %.3f ms/step (std %.3f), %.0f tokens/s%s, final loss %.6f\n",
            o->device_desc ? o->device_desc : x->v->name, (long long)timed, mean, sqrt(var > 0 ? var : 0),
-           (double)tokens_per_step(p) / (mean * 1e-3), (double)r.loss);
+           (double)tokens_per_step(p) / (mean * 1e-3), energy, (double)r.loss);
   }
   if (rc == 0 && o->calibrate && !stopped) rc = ddp_calib_sweep(&calib, x, lead, err, errcap);
   if (rc == 0 && o->calibrate && !stopped) rc = ddp_calib_gemm_sweep(&calib, x, err, errcap);

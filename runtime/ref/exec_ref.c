@@ -376,8 +376,18 @@ static int time_gemm(ddp_exec *x, const ddp_instr *in, int iters, double *ms, ch
   return 0;
 }
 
-static const ddp_exec_vtbl ref_vtbl = {"ref",   run,     sync_noop,   read_t,         write_t,        timers,
-                                       memory, destroy, instr_times, allreduce_host, time_collective, time_gemm};
+static const ddp_exec_vtbl ref_vtbl = {.name = "ref",
+                                       .run = run,
+                                       .sync = sync_noop,
+                                       .read = read_t,
+                                       .write = write_t,
+                                       .timers = timers,
+                                       .memory = memory,
+                                       .destroy = destroy,
+                                       .instr_times = instr_times,
+                                       .allreduce_host = allreduce_host,
+                                       .time_collective = time_collective,
+                                       .time_gemm = time_gemm}; /* no energy counters on the CPU */
 
 ddp_exec *ddp_exec_ref_new(const ddp_plan *p, int rank, ddp_ref_comm *comm, ddp_data *data, uint64_t seed,
                            char *err, size_t errcap) {

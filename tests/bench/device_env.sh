@@ -3,7 +3,8 @@
 # $OUT at the end), P = compiled plans, B = tests/bench, A = the PyTorch anchor; the binaries and the warm
 # kernel cache come from dev/ (tests/bench/prepare_device.sh); NVLink multicast stays off. kern() runs one
 # op's kernel checks against the reference executor; ceiling() measures the dense bf16 ceiling that the XL
-# runs' mfu is against; xl_tail() ends the one-GPU XL variant scripts; clocks_start / clocks_stop sample
+# runs' mfu is against; xl_tail() ends the one-GPU XL variant scripts (torch.compile with TORCH_COMPILE=1, its
+# joules per step with TORCH_ENERGY=1); clocks_start / clocks_stop sample
 # GPU 0's clocks and power into a CSV and span() marks what ran when (summary_xl_variants.py joins them).
 R=$PWD; OUT=${OUT:-/tmp/out}; mkdir -p "$OUT"; L=/tmp/logs; mkdir -p $L
 export NCCL_NVLS_ENABLE=0 TORCH_SYMM_MEM_DISABLE_MULTICAST=1 NVSHMEM_DISABLE_NVLS=1 PYTHONUNBUFFERED=1
@@ -29,6 +30,11 @@ xl_tail() { # TRACED COMPILE: torch.compile (TORCH_COMPILE, default COMPILE), th
   if [ "${TORCH_COMPILE:-$2}" = 1 ]; then
     echo "== torch.compile ($(date +%T))"
     timeout 300 python3 $A --size xl --warmup 3 --iters 10 --compile >$L/torch_compile.log 2>&1; echo "torch.compile rc=$?"
+  fi
+  if [ "${TORCH_ENERGY:-0}" = 1 ]; then # torch.compile's joules per step (NVML), for the table's J/comp
+    echo "== torch.compile energy ($(date +%T))"
+    timeout 300 python3 $B/torch_extra.py --xl-energy --compile >$L/torch_energy.log 2>&1; echo "torch energy rc=$?"
+    grep -h '"xl_energy"' $L/torch_energy.log
   fi
   echo "== table ($(date +%T))"
   python3 $B/summary_xl_variants.py $L "${CEIL:-}" "$VARIANTS" "$1" >$OUT/table.txt 2>&1

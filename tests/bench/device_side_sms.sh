@@ -13,7 +13,8 @@
 set -u
 cd "$(dirname "$0")/../.."
 . tests/bench/device_env.sh
-nvidia-smi --query-gpu=name,memory.total,driver_version --format=csv,noheader | tee $OUT/gpu.txt
+nvidia-smi --query-gpu=name,memory.total,driver_version,power.limit,power.default_limit,power.max_limit,clocks.max.sm \
+  --format=csv | tee $OUT/gpu.txt
 echo "== ceiling ($(date +%T))"
 ceiling $L/torch_kernels.log
 echo "== plans ($(date +%T))"

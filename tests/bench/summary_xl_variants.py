@@ -3,7 +3,9 @@
 (device_update_sms.sh, device_side_sms.sh). VARIANTS and TRACED are space-separated name:... entries; per
 variant and round it reads LOGS/xl_NAME_R.jsonl (ddprun --metrics) and prints the medians of the timed steps
 (ms/step, forward, backward, the optimizer's tail, mfu, host issue time), the last loss and the ratio to
-torch.compile (LOGS/torch_compile.log, when there); then the kernel-class lines of LOGS/trace_NAME.txt
+torch.compile (LOGS/torch_compile.log, when there); the means over the timed steps of energy_J, power_W and
+power_capped_ms (ddprun's NVML counters) and the energy against torch.compile's (LOGS/torch_energy.log,
+torch_extra.py --xl-energy --compile, when there); then the kernel-class lines of LOGS/trace_NAME.txt
 (trace_summary.py) for the traced variants. Where LOGS/clocks.csv (device_env.sh's clocks_start) and
 LOGS/spans.txt (span) exist, it adds GPU 0's mean SM clock, power and the most frequent clock-event reason
 mask over each run's timed steps: the last (timed steps x median ms/step) before the run's end, less 0.3 s
@@ -37,8 +39,18 @@ def clocks(key, n, ms):
     return (statistics.mean(x[1] for x in w), statistics.mean(x[2] for x in w),
             collections.Counter(x[3] for x in w).most_common(1)[0][0], len(w))
 print(f"dense bf16 ceiling (PyTorch 8192^3, same call): {ceil or 'unknown'} TFLOP/s; torch.compile XL: {tc} ms/step")
+tce = None  # torch_extra.py --xl-energy --compile: torch.compile's ms and J per step in the same call
+try:
+    for l in open(f"{L}/torch_energy.log"):
+        if l.startswith("TORCH") and '"xl_energy"' in l: tce = json.loads(l[6:])
+except OSError: pass
+if tce: print(f"torch.compile XL with energy: {tce['ms_per_step']:.2f} ms/step, {tce['J_per_step']:.2f} J/step, {tce['W']:.0f} W")
 print(f"{'variant':16s} {'round':>5s} {'ms/step':>8s} {'fwd':>7s} {'bwd':>7s} {'opt tail':>8s} {'mfu':>7s} {'loss@20':>9s} {'/compile':>8s} {'issue ms':>8s}"
-      + (f" {'SM MHz':>7s} {'W':>6s} {'reasons':>18s}" if samples else ""))
+      f" {'J/step':>7s} {'W':>5s} {'capped':>6s} {'J/comp':>6s}"
+      + (f" {'SM MHz':>7s} {'W(smi)':>6s} {'reasons':>18s}" if samples else ""))
+def mean(t, k):
+    v = [x.get(k) for x in t]
+    return statistics.mean(v) if v and all(isinstance(a, (int, float)) for a in v) else float("nan")
 for v in variants:
     name = v.split(":")[0]
     r = 1
@@ -49,7 +61,9 @@ for v in variants:
             g = lambda k: statistics.median(x.get(k, float("nan")) for x in t)
             ms = g("step_ms")
             print(f"{name:16s} {r:5d} {ms:8.2f} {g('forward_ms'):7.2f} {g('backward_ms'):7.2f} {g('optimizer_ms'):8.2f} "
-                  f"{g('mfu'):7.4f} {rows[-1]['loss']:9.5f} {ms / tc if tc else float('nan'):8.3f} {g('issue_ms'):8.3f}", end="")
+                  f"{g('mfu'):7.4f} {rows[-1]['loss']:9.5f} {ms / tc if tc else float('nan'):8.3f} {g('issue_ms'):8.3f}"
+                  f" {mean(t, 'energy_J'):7.2f} {mean(t, 'power_W'):5.0f} {mean(t, 'power_capped_ms'):6.1f}"
+                  f" {mean(t, 'energy_J') / tce['J_per_step'] if tce else float('nan'):6.3f}", end="")
             c = clocks(f"{name}_{r}", len(t), ms) if samples else None
             print(f" {c[0]:7.0f} {c[1]:6.1f} {c[2]:>18s} ({c[3]} samples)" if c else "")
         else: print(f"{name:16s} {r:5d} no timed steps")

@@ -6,9 +6,16 @@ device call as ours. Prints one JSON object per line prefixed with "TORCH ".
   --attention   SDPA (causal, batch 1, 16 heads) for d in 16/32/64/128 x seq 256..16384 (+32768, 65536),
                 bf16 and fp32, forward and forward+backward, OOM reported as such: the grid of
                 ddpbench_kernels' flash attention
+  --xl-energy   the anchor's XL step (torch_ddp_anchor.py's model, autocast bf16, fused AdamW; --compile for
+                torch.compile): ms/step and the GPU's joules per step from NVML's energy counter (read through
+                ctypes before and after the timed steps), the figure ddprun's metrics give as energy_J
 Timing: CUDA events around each repetition after warm-up, median."""
 import argparse
+import ctypes
 import json
+import os
+import sys
+import time
 import torch
 import torch.nn.functional as F
 
@@ -102,12 +109,69 @@ def seeds():
                 sdpa_record(rec, (8, 1, t, d), dt, False, 10)
 
 
+def nvml_energy():
+    """A function returning the current GPU's energy counter in joules (NVML, mJ since the driver loaded)."""
+    lib = ctypes.CDLL("libnvidia-ml.so.1")
+    if lib.nvmlInit_v2() != 0:
+        raise RuntimeError("nvmlInit_v2 failed")
+    dev = ctypes.c_void_p()
+    props = torch.cuda.get_device_properties(torch.cuda.current_device())
+    try:  # the CUDA device's own GPU; NVML's index where this torch has no PCI ids
+        busid = f"{props.pci_domain_id:08x}:{props.pci_bus_id:02x}:{props.pci_device_id:02x}.0".encode()
+        rc = lib.nvmlDeviceGetHandleByPciBusId_v2(busid, ctypes.byref(dev))
+    except AttributeError:
+        busid, rc = None, lib.nvmlDeviceGetHandleByIndex_v2(torch.cuda.current_device(), ctypes.byref(dev))
+    if rc != 0:
+        raise RuntimeError(f"NVML has no handle for the CUDA device ({busid!r}): {rc}")
+    def read():
+        mj = ctypes.c_ulonglong()
+        if lib.nvmlDeviceGetTotalEnergyConsumption(dev, ctypes.byref(mj)) != 0:
+            raise RuntimeError("nvmlDeviceGetTotalEnergyConsumption failed")
+        return mj.value / 1000.0
+    return read
+
+
+def xl_energy(compile_, steps, warmup):
+    sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+    import torch_ddp_anchor as A
+    d, dff, L, h = A.SIZES["xl"]
+    vocab, ctx, batch = 10000, 512, 4
+    torch.manual_seed(0)
+    model = A.LM(vocab, d, dff, L, h, ctx).cuda()
+    if compile_:
+        model = torch.compile(model)
+    opt = torch.optim.AdamW(model.parameters(), lr=1e-4, fused=True)
+    x = torch.randint(0, vocab, (batch, ctx), device="cuda")
+    y = torch.randint(0, vocab, (batch, ctx), device="cuda")
+
+    def step():
+        with torch.autocast("cuda", dtype=torch.bfloat16):
+            logits = model(x)
+        F.cross_entropy(logits.float().view(-1, vocab), y.view(-1)).backward()
+        opt.step(); opt.zero_grad(set_to_none=False)
+
+    for _ in range(warmup):
+        step()
+    torch.cuda.synchronize()
+    energy = nvml_energy()
+    e0, t0 = energy(), time.perf_counter()
+    for _ in range(steps):
+        step()
+    torch.cuda.synchronize()
+    e1, t1 = energy(), time.perf_counter()
+    emit(kind="xl_energy", compile=compile_, steps=steps, ms_per_step=(t1 - t0) * 1e3 / steps,
+         J_per_step=(e1 - e0) / steps, W=(e1 - e0) / (t1 - t0))
+
+
 def main():
     ap = argparse.ArgumentParser()
     ap.add_argument("--gemm", action="store_true")
     ap.add_argument("--attention", action="store_true")
     ap.add_argument("--quick", action="store_true", help="attention: d 64 and 128, T 1024, 4096, 16384 only")
     ap.add_argument("--seeds", action="store_true", help="the course's grid: batch 8, one head, no mask")
+    ap.add_argument("--xl-energy", action="store_true", help="the anchor's XL step: ms and joules per step")
+    ap.add_argument("--compile", action="store_true", help="--xl-energy under torch.compile")
+    ap.add_argument("--steps", type=int, default=30, help="--xl-energy: timed steps (after 5 warm-up)")
     a = ap.parse_args()
     emit(kind="device", name=torch.cuda.get_device_name(), torch=torch.__version__)
     if a.gemm:
@@ -116,6 +180,8 @@ def main():
         attention(a.quick)
     if a.seeds:
         seeds()
+    if a.xl_energy:
+        xl_energy(a.compile, a.steps, 5)
 
 
 if __name__ == "__main__":

@@ -6,7 +6,8 @@
 # fp32 gathers; zero2 with the update stream also replayed as CUDA graphs, bit for bit the eager run); the
 # update streams at low priority (streams = { update_priority = "low" }); the update streams in an SM
 # partition of their own (DDP_SIDE_SMS, DDP_GEMM_SM_TARGET); then
-# each executor resumes from the other's final checkpoint (loadable by both). SKIP (77) without a GPU.
+# each executor resumes from the other's final checkpoint (loadable by both); the GPU's energy counters in the
+# metrics (NVML). SKIP (77) without a GPU.
 . "$(dirname "$0")/lib.sh"
 if ! nvidia-smi -L >/dev/null 2>&1; then echo "SKIP: no GPU"; exit 77; fi
 e2e_tmp gpu_step
@@ -43,6 +44,22 @@ run_pair() { # NAME SCHEDULE RTOL [--set ...]
     fail "$name: the GPU cannot resume the reference executor's checkpoint"
 }
 run_pair tiny_fp32 tiny 1e-5
+# the GPU's energy counters (NVML) in the metrics: the run line names the power limit, every step's
+# energy_J, power_W and power_capped_ms are numbers, the steps' energy over their time a plausible power
+# (200 steps, so that a counter updated every few tens of ms sees the run)
+"$DDPRUN" "$tmp/tiny_fp32.bin" --device cuda --steps 200 --metrics "$tmp/energy.jsonl" --quiet || fail "energy run"
+python3 - "$tmp/energy.jsonl" <<'PY' || fail=1
+import json, math, sys
+lines = [json.loads(l) for l in open(sys.argv[1])]
+run = next(l for l in lines if l.get("event") == "run")
+steps = [l for l in lines if "step" in l]
+bad = [s["step"] for s in steps if not all(isinstance(s.get(k), (int, float)) and math.isfinite(s[k]) and s[k] >= 0
+                                          for k in ("energy_J", "power_W", "power_capped_ms"))]
+joules, secs = sum(s["energy_J"] for s in steps if s["step"] not in bad), sum(s["host_ms"] for s in steps) / 1e3
+if not run.get("power", "").startswith("NVML") or bad or not 20 <= joules / secs <= 2000:
+    print(f"FAIL: energy metrics: power {run.get('power')!r}, steps without energy {bad}, {joules:.3f} J in {secs:.3f} s"); sys.exit(1)
+print(f"ok: energy metrics: {run['power']}; {joules:.3f} J over {len(steps)} steps, {joules / secs:.0f} W")
+PY
 run_pair tiny_bf16 tiny 2e-2 --set precision=bf16
 # bf16 gradients on one GPU: the dW GEMMs write bf16, the update reads them (PyTorch autocast's rounding)
 run_pair tiny_bf16_grad16 tiny 2e-2 --set precision=bf16 --set grad_dtype=bf16

@@ -1,0 +1,19 @@
+/* runtime/cuda/power.h: a GPU's energy and power-limit counters (NVML, loaded at run time). The CUDA
+ * executor opens one per rank at load and reads it after every step's sync (exec.h `energy`), so the
+ * metrics say what a step cost in joules and how long the power limit held the clocks down. */
+#ifndef DDP_POWER_H
+#define DDP_POWER_H
+#include "exec.h"
+#include <stddef.h>
+
+typedef struct ddp_power ddp_power;
+
+/* Opens the counters of CUDA device `device`. Returns NULL, with the reason in why (one line: the library
+ * missing, NVML's error, a GPU without an energy counter), where they cannot be read; that is no error for
+ * a run, which then reports no energy. limit_w: the power limit NVML enforces now (0 when unknown). */
+ddp_power *ddp_power_open(int device, double *limit_w, char *why, size_t whycap);
+/* The counters now: 0, or -1 when NVML fails (then nothing is written). power_capped_ns stays UINT64_MAX
+ * on a GPU that does not report its power-limit time. */
+int ddp_power_read(ddp_power *pw, ddp_energy *out);
+void ddp_power_close(ddp_power *pw);
+#endif

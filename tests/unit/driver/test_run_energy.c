@@ -1,0 +1,152 @@
+/* tests/unit/driver/test_run_energy.c: the energy fields of runtime/driver/run.c's metrics. A fake executor
+ * whose `energy` returns scripted counters runs three empty steps of a hand-built one-rank plan:
+ *  - energy_J is the difference of the mJ counter between two syncs (the first from the reading before
+ *    step 1), rank_energy_J the same for the rank, power_capped_ms the difference of the power-limit time;
+ *  - the run line carries the executor's "power" words;
+ *  - a counter that does not report its power-limit time (UINT64_MAX) prints power_capped_ms null, the
+ *    energy still measured;
+ *  - a reading that fails, or a counter that goes backwards, prints null from then on;
+ *  - an executor without `energy` (the reference executor) prints null and no "power" field. */
+#include "run.h"
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "check.h"
+
+typedef struct fake {
+  ddp_exec x;
+  float arena[SCALAR_COUNT];
+  const ddp_energy *script; /* the readings, in order; mJ == 0 ends them (the reading fails) */
+  int next;
+} fake;
+
+static int f_run(ddp_exec *x, const ddp_program *prog, int64_t step, char *err, size_t errcap) {
+  (void)x, (void)prog, (void)step, (void)err, (void)errcap;
+  return 0;
+}
+static int f_sync(ddp_exec *x, char *err, size_t errcap) {
+  (void)x, (void)err, (void)errcap;
+  return 0;
+}
+static int f_read(ddp_exec *x, int32_t tensor, void *dst, char *err, size_t errcap) {
+  (void)err, (void)errcap, (void)tensor;
+  memcpy(dst, ((fake *)x)->arena, sizeof ((fake *)x)->arena);
+  return 0;
+}
+static int f_write(ddp_exec *x, int32_t tensor, const void *src, char *err, size_t errcap) {
+  (void)x, (void)tensor, (void)src, (void)err, (void)errcap;
+  return 0;
+}
+static int f_timers(ddp_exec *x, double *ms, char *err, size_t errcap) {
+  (void)x, (void)ms, (void)err, (void)errcap;
+  return 0;
+}
+static int f_memory(ddp_exec *x, uint64_t *in_use, uint64_t *peak) {
+  (void)x;
+  *in_use = *peak = 0;
+  return 0;
+}
+static int f_energy(ddp_exec *x, ddp_energy *out) {
+  fake *f = (fake *)x;
+  if (f->script[f->next].mJ == 0) return 1;
+  *out = f->script[f->next++];
+  return 0;
+}
+static const ddp_exec_vtbl with_energy = {.name = "fake", .run = f_run, .sync = f_sync, .read = f_read,
+                                          .write = f_write, .timers = f_timers, .memory = f_memory,
+                                          .energy = f_energy};
+static const ddp_exec_vtbl without_energy = {.name = "fake", .run = f_run, .sync = f_sync, .read = f_read,
+                                             .write = f_write, .timers = f_timers, .memory = f_memory};
+
+/* Three steps through vt with the readings `script`; the metrics file into out. */
+static int run3(const ddp_exec_vtbl *vt, const ddp_energy *script, const char *power, char *out, size_t outcap,
+                char *err, size_t errcap) {
+  ddp_plan *p = ddp_plan_new();
+  p->meta.world = 1;
+  p->meta.mode = MODE_TRAIN;
+  p->meta.steps = 3;
+  p->ranks = calloc(1, sizeof *p->ranks);
+  ddp_tensor t;
+  memset(&t, 0, sizeof t);
+  t.name = (char *)"scalars";
+  t.dtype = DT_F32;
+  t.arena = ARENA_IO;
+  t.ndim = 1;
+  t.shape[0] = SCALAR_COUNT;
+  t.base = t.param = -1;
+  t.bytes = sizeof(float) * SCALAR_COUNT;
+  t.first_use = t.last_use = -1;
+  p->meta.loss_tensor = p->meta.scalars_tensor = ddp_plan_add_tensor(p, &t);
+  fake f = {.x = {.v = vt, .plan = p, .rank = 0, .world = 1}, .script = script};
+  snprintf(f.x.power, sizeof f.x.power, "%s", power);
+  f.arena[0] = 2.5f;
+  char metrics[256];
+  snprintf(metrics, sizeof metrics, "/tmp/ddp_test_run_energy_%ld.jsonl", (long)getpid());
+  ddp_run_opts o = {.steps = 3, .metrics_path = metrics, .quiet = true};
+  int rc = ddp_run_rank(&f.x, &o, err, errcap);
+  out[0] = 0;
+  FILE *m = fopen(metrics, "r");
+  size_t n = m ? fread(out, 1, outcap - 1, m) : 0;
+  out[n] = 0;
+  if (m) fclose(m);
+  remove(metrics);
+  ddp_plan_free(p);
+  return rc;
+}
+
+/* The metrics line of step `step` (1-based) in out, copied into line. */
+static const char *step_line(const char *out, int step, char *line, size_t cap) {
+  char key[32];
+  snprintf(key, sizeof key, "{\"step\": %d,", step);
+  const char *a = strstr(out, key), *b = a ? strchr(a, '\n') : NULL;
+  size_t n = a && b ? (size_t)(b - a) : 0;
+  if (n >= cap) n = cap - 1;
+  memcpy(line, a ? a : "", n);
+  line[n] = 0;
+  return line;
+}
+
+int main(void) {
+  static char out[16384], line[4096];
+  char err[512] = "";
+  /* before step 1, then after steps 1, 2, 3: 30 J, 35 J (2 and 0.5 ms power-capped), 32 J */
+  const ddp_energy counters[] = {{1000000, 5000000}, {1030000, 7000000}, {1065000, 7500000}, {1097000, 7500000}, {0, 0}};
+  CHECK(run3(&with_energy, counters, "NVML, power limit 700 W", out, sizeof out, err, sizeof err) == 0, "%s", err);
+  CHECK_CONTAINS("the run line names how energy is measured", out, "\"power\": \"NVML, power limit 700 W\"");
+  CHECK_CONTAINS("step 1: 30 J", step_line(out, 1, line, sizeof line), "\"energy_J\": 30.0000,");
+  CHECK_CONTAINS("step 1: 2 ms power-capped", line, "\"power_capped_ms\": 2.0000,");
+  CHECK_CONTAINS("step 1: the rank's 30 J", line, "\"rank_energy_J\": [30.0000]");
+  CHECK_CONTAINS("step 2: 35 J", step_line(out, 2, line, sizeof line), "\"energy_J\": 35.0000,");
+  CHECK_CONTAINS("step 2: 0.5 ms power-capped", line, "\"power_capped_ms\": 0.5000,");
+  CHECK_CONTAINS("step 3: 32 J", step_line(out, 3, line, sizeof line), "\"energy_J\": 32.0000,");
+  CHECK_CONTAINS("step 3: not capped", line, "\"rank_power_capped_ms\": [0.0000]");
+  CHECK_LACKS("power is a number", line, "\"power_W\": null");
+
+  /* no power-limit time on this GPU: the energy still measured */
+  const ddp_energy no_limit[] = {{1000, UINT64_MAX}, {3000, UINT64_MAX}, {6000, UINT64_MAX}, {7000, UINT64_MAX}, {0, 0}};
+  CHECK(run3(&with_energy, no_limit, "NVML, power limit unknown", out, sizeof out, err, sizeof err) == 0, "%s", err);
+  CHECK_CONTAINS("step 2: 3 J", step_line(out, 2, line, sizeof line), "\"energy_J\": 3.0000,");
+  CHECK_CONTAINS("step 2: power-limit time null", line, "\"power_capped_ms\": null,");
+
+  /* the reading fails after step 1; a counter going backwards: null from then on */
+  const ddp_energy fails[] = {{1000, 0}, {4000, 0}, {0, 0}};
+  CHECK(run3(&with_energy, fails, "NVML, power limit 700 W", out, sizeof out, err, sizeof err) == 0, "%s", err);
+  CHECK_CONTAINS("step 1 measured", step_line(out, 1, line, sizeof line), "\"energy_J\": 3.0000,");
+  CHECK_CONTAINS("step 2 not", step_line(out, 2, line, sizeof line), "\"energy_J\": null,");
+  CHECK_CONTAINS("step 3 not", step_line(out, 3, line, sizeof line), "\"rank_energy_J\": [null]");
+  const ddp_energy backwards[] = {{5000, 0}, {9000, 0}, {2000, 0}, {3000, 0}, {0, 0}};
+  CHECK(run3(&with_energy, backwards, "NVML, power limit 700 W", out, sizeof out, err, sizeof err) == 0, "%s", err);
+  CHECK_CONTAINS("before the reset measured", step_line(out, 1, line, sizeof line), "\"energy_J\": 4.0000,");
+  CHECK_CONTAINS("a counter going backwards: null", step_line(out, 2, line, sizeof line), "\"energy_J\": null,");
+  CHECK_CONTAINS("... and after", step_line(out, 3, line, sizeof line), "\"energy_J\": null,");
+
+  /* an executor without energy counters */
+  CHECK(run3(&without_energy, counters, "", out, sizeof out, err, sizeof err) == 0, "%s", err);
+  CHECK_LACKS("no power field on the run line", out, "\"power\":");
+  CHECK_CONTAINS("energy null", step_line(out, 1, line, sizeof line), "\"energy_J\": null, \"power_W\": null, \"power_capped_ms\": null");
+  CHECK_CONTAINS("rank arrays null", line, "\"rank_energy_J\": [null], \"rank_power_W\": [null], \"rank_power_capped_ms\": [null]");
+  return check_report("test_run_energy");
+}
