@@ -71,6 +71,8 @@
   X(P2P_COPY, "DDP_P2P_COPY", BOOL, 0, 0, 1,                                                               \
     "ddprun: 1 moves the step's SEND/RECV between GPUs of one host by copy-engine copies over CUDA IPC (0: NCCL)") \
   X(GEMM_TUNE, "DDP_GEMM_TUNE", BOOL, 1, 0, 1, "ddprun: 0 takes cuBLASLt's first proposal instead of timing them") \
+  X(ENERGY, "DDP_ENERGY", BOOL, 1, 0, 1,                                                                    \
+    "ddprun: 0 reads no GPU energy counters (NVML) and reports none in the metrics")                      \
   X(NCCL_BLOCKING, "DDP_NCCL_BLOCKING", BOOL, 0, 0, 1,                                                      \
     "ddprun: 1 makes the NCCL communicator blocking (diagnosis; no set-up deadline)")                     \
   X(MPI_LIBRARY, "DDP_MPI_LIBRARY", PATH, 0, 0, 0,                                                          \

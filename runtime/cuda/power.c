@@ -7,13 +7,20 @@
  *   nvmlDeviceGetTotalEnergyConsumption(device, &mJ)           energy since the driver loaded, mJ
  *   nvmlDeviceGetViolationStatus(device, POWER = 0, &{reference us, violation ns})
  *                                                              time the power limit held the clocks down
- *   nvmlDeviceGetEnforcedPowerLimit(device, &mW)               the limit in force */
+ *   nvmlDeviceGetEnforcedPowerLimit(device, &mW)               the limit in force
+ * The sampler thread reads the energy counter every SAMPLE_S and, when it has moved, records the new value
+ * with the time it was first seen and the power-limit time; a caller copies that record under the mutex. */
 #include "power.h"
+#include "clock.h"
 #include "cuda_check.h"
 #include <dlfcn.h>
+#include <pthread.h>
+#include <stdbool.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
+
+#define SAMPLE_S 0.005
 
 typedef void *nvml_device;
 typedef struct nvml_violation {
@@ -27,13 +34,60 @@ struct ddp_power {
   int (*shutdown)(void);
   int (*energy)(nvml_device, unsigned long long *);
   int (*violation)(nvml_device, int, nvml_violation *);
-  int violation_ok; /* the GPU reports its power-limit time */
+  bool violation_ok; /* the GPU reports its power-limit time */
+  pthread_t thread;
+  bool started;
+  pthread_mutex_t mu;
+  pthread_cond_t wake; /* signalled by close */
+  bool stop, failed;   /* under mu */
+  ddp_energy latest;   /* under mu */
 };
 
 static void *sym(void *lib, const char *name, char *why, size_t whycap) {
   void *f = dlsym(lib, name);
   if (!f) snprintf(why, whycap, "libnvidia-ml.so.1 has no %s", name);
   return f;
+}
+
+/* One reading of both counters into e (at_s: now): 0, or -1 when NVML fails. */
+static int sample(ddp_power *pw, ddp_energy *e) {
+  unsigned long long mj = 0;
+  nvml_violation v = {0, 0};
+  if (pw->energy(pw->dev, &mj) != NVML_OK) return -1;
+  e->at_s = ddp_now_s();
+  if (pw->violation_ok && pw->violation(pw->dev, NVML_PERF_POLICY_POWER, &v) != NVML_OK) return -1;
+  e->mJ = mj;
+  e->power_capped_ns = pw->violation_ok ? v.violation_ns : UINT64_MAX;
+  return 0;
+}
+
+static void *sampler(void *arg) {
+  ddp_power *pw = arg;
+  pthread_mutex_lock(&pw->mu);
+  uint64_t seen = pw->latest.mJ;
+  while (!pw->stop) {
+    pthread_mutex_unlock(&pw->mu);
+    unsigned long long mj = 0;
+    ddp_energy e;
+    int rc = pw->energy(pw->dev, &mj) == NVML_OK ? 0 : -1;
+    if (rc == 0 && mj != seen) rc = sample(pw, &e); /* the counter moved: when, and the power-limit time */
+    pthread_mutex_lock(&pw->mu);
+    if (rc) {
+      pw->failed = true;
+      break;
+    }
+    if (mj != seen) {
+      pw->latest = e;
+      seen = e.mJ;
+    }
+    struct timespec until;
+    clock_gettime(CLOCK_REALTIME, &until);
+    until.tv_nsec += (long)(SAMPLE_S * 1e9);
+    if (until.tv_nsec >= 1000000000L) until.tv_sec++, until.tv_nsec -= 1000000000L;
+    if (!pw->stop) pthread_cond_timedwait(&pw->wake, &pw->mu, &until);
+  }
+  pthread_mutex_unlock(&pw->mu);
+  return NULL;
 }
 
 ddp_power *ddp_power_open(int device, double *limit_w, char *why, size_t whycap) {
@@ -78,31 +132,48 @@ ddp_power *ddp_power_open(int device, double *limit_w, char *why, size_t whycap)
     dlclose(lib);
     return NULL;
   }
-  unsigned long long mj = 0;
   nvml_violation v;
-  if ((rc = by_bus(bus, &pw->dev)) != NVML_OK || (rc = pw->energy(pw->dev, &mj)) != NVML_OK) {
-    snprintf(why, whycap, "%s:%d: NVML on GPU %s (CUDA device %d): %s", __FILE__, __LINE__, bus, device, error(rc));
+  if ((rc = by_bus(bus, &pw->dev)) == NVML_OK) {
+    pw->violation_ok = pw->violation(pw->dev, NVML_PERF_POLICY_POWER, &v) == NVML_OK;
+    if (sample(pw, &pw->latest)) rc = -1;
+  }
+  if (rc != NVML_OK) {
+    snprintf(why, whycap, "%s:%d: NVML on GPU %s (CUDA device %d): %s", __FILE__, __LINE__, bus, device,
+             rc < 0 ? "reading the energy counter failed" : error(rc));
     ddp_power_close(pw);
     return NULL;
   }
-  pw->violation_ok = pw->violation(pw->dev, NVML_PERF_POLICY_POWER, &v) == NVML_OK;
   unsigned mw = 0;
   if (limit(pw->dev, &mw) == NVML_OK) *limit_w = mw / 1000.0;
+  if (pthread_mutex_init(&pw->mu, NULL) || pthread_cond_init(&pw->wake, NULL) ||
+      pthread_create(&pw->thread, NULL, sampler, pw)) {
+    snprintf(why, whycap, "the energy sampler thread cannot start");
+    ddp_power_close(pw);
+    return NULL;
+  }
+  pw->started = true;
   return pw;
 }
 
 int ddp_power_read(ddp_power *pw, ddp_energy *out) {
-  unsigned long long mj = 0;
-  nvml_violation v = {0, 0};
-  if (pw->energy(pw->dev, &mj) != NVML_OK) return -1;
-  if (pw->violation_ok && pw->violation(pw->dev, NVML_PERF_POLICY_POWER, &v) != NVML_OK) return -1;
-  out->mJ = mj;
-  out->power_capped_ns = pw->violation_ok ? v.violation_ns : UINT64_MAX;
-  return 0;
+  pthread_mutex_lock(&pw->mu);
+  const bool failed = pw->failed;
+  if (!failed) *out = pw->latest;
+  pthread_mutex_unlock(&pw->mu);
+  return failed ? -1 : 0;
 }
 
 void ddp_power_close(ddp_power *pw) {
   if (!pw) return;
+  if (pw->started) {
+    pthread_mutex_lock(&pw->mu);
+    pw->stop = true;
+    pthread_cond_signal(&pw->wake);
+    pthread_mutex_unlock(&pw->mu);
+    pthread_join(pw->thread, NULL);
+    pthread_cond_destroy(&pw->wake);
+    pthread_mutex_destroy(&pw->mu);
+  }
   pw->shutdown();
   dlclose(pw->lib);
   free(pw);

@@ -11,11 +11,13 @@
 
 typedef struct ddp_exec ddp_exec;
 
-/* A GPU's energy counters, read after a sync: the energy since the driver loaded (mJ) and the time the
- * power limit has held the clocks below their application clocks (ns; UINT64_MAX where the GPU does not
- * report it). The driver takes differences between steps. */
+/* A GPU's energy counters: the energy since the driver loaded (mJ), when that value was first seen
+ * (at_s, base/clock.h's clock: the counter advances in steps tens of milliseconds apart, so power is the
+ * difference of two readings over the difference of their at_s), and the time the power limit has held
+ * the clocks below their application clocks (ns; UINT64_MAX where the GPU does not report it). */
 typedef struct ddp_energy {
   uint64_t mJ, power_capped_ns;
+  double at_s;
 } ddp_energy;
 
 typedef struct ddp_exec_vtbl {
@@ -51,7 +53,8 @@ typedef struct ddp_exec_vtbl {
    * constant, alone on the device: 2 unmeasured runs, then `iters` back to back; *ms is the mean per run
    * (`ddprun --calibrate`'s GEMM sweep, runtime/bench/calib_gemm.c). */
   int (*time_gemm)(ddp_exec *x, const ddp_instr *in, int iters, double *ms, char *err, size_t errcap);
-  /* Optional (NULL: unsupported): this rank's GPU's counters now (call after sync). 0, or 1 when they
+  /* Optional (NULL: unsupported): this rank's GPU's latest counters, without waiting (CUDA: a sampler
+   * thread reads NVML; the reads take milliseconds and stay off the step's path). 0, or 1 when they
    * cannot be read here (x->power says why); never a failure of the run. */
   int (*energy)(ddp_exec *x, ddp_energy *out);
 } ddp_exec_vtbl;

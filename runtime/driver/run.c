@@ -10,8 +10,12 @@
  * "predicted": {profile, step_ms, forward_ms, backward_ms, optimizer_ms, comm_ms, exposed_comm_ms} when
  * it has one, and "power": how the energy is measured or why it is not) and one {"event": "memory", ...}
  * line after init with the planner's bytes per class. Energy (executors with `energy`: the GPUs' NVML
- * counters, read after each step's sync) covers the time from the previous step's sync to this one's,
- * host work between steps included; where a rank cannot read it, its values and the totals print null. A plan that does not train (mode "forward",
+ * counters, sampled by a thread) is cumulative from the run's first reading, before step 1: a GPU's
+ * counter advances in steps tens of milliseconds apart, so one step's difference would be 0 or double;
+ * the difference of two steps' totals over the difference of their spans (rank_energy_span_s: the
+ * counter's own times) is the mean power in between. Where a rank cannot read it, its values and the
+ * totals print null. The closing line's J/step is the timed steps' mean power times their mean host
+ * iteration (host_ms). A plan that does not train (mode "forward",
  * "forward_backward") reports lr and grad_norm 0 and the phases it lacks (backward_ms, optimizer_ms) as 0:
  * they come from timing points the plan does not have. */
 #include "run.h"
@@ -36,7 +40,7 @@ typedef struct metrics_row {
   uint64_t in_use, peak;
   double issue_ms, host_ms; /* rank 0's host: time in the executor's run (issuing the step), and the whole
                               iteration of this loop up to the metrics line (run, sync, reads, host sum) */
-  double energy_J, power_W, power_capped_ms; /* this rank's; NAN where not measured */
+  double energy_J, energy_s, power_capped_ms; /* this rank's since the run's first reading; NAN: not measured */
   bool warm;
   int world;
   const double *ranks; /* world x DDP_METRIC_RANKS values: rank r's DDP_METRIC_RANK_FIELDS at r * RANKS */
@@ -79,9 +83,9 @@ typedef struct metrics_row {
   X(rank_forward_ms, r->t.forward_ms)            \
   X(rank_backward_ms, r->t.backward_ms)          \
   X(rank_comm_ms, r->t.comm_ms)                  \
-  X(rank_energy_J, r->energy_J)                  \
-  X(rank_power_W, r->power_W)                    \
-  X(rank_power_capped_ms, r->power_capped_ms)
+  X(rank_energy_total_J, r->energy_J)            \
+  X(rank_energy_span_s, r->energy_s)             \
+  X(rank_power_capped_total_ms, r->power_capped_ms)
 #define DDP_METRIC_COUNT_ONE(name, value) +1
 enum { DDP_METRIC_RANKS = 0 DDP_METRIC_RANK_FIELDS(DDP_METRIC_COUNT_ONE) };
 #undef DDP_METRIC_COUNT_ONE
@@ -226,23 +230,28 @@ static double rank_value(const metrics_row *r, int rank, int field) {
 enum { DDP_METRIC_RANK_FIELDS(DDP_METRIC_INDEX) DDP_METRIC_INDEX_END };
 #undef DDP_METRIC_INDEX
 
-/* The run's energy for the step: energy_J, every GPU's summed; power_W and power_capped_ms, the mean over
- * the GPUs; null unless every rank measured it. */
-static void energy_totals(const metrics_row *r, double *joules, double *watts, double *capped) {
-  *joules = *watts = *capped = 0;
-  for (int rank = 0; rank < r->world; rank++) {
-    *joules += rank_value(r, rank, DDP_METRIC_INDEX_rank_energy_J);
-    *watts += rank_value(r, rank, DDP_METRIC_INDEX_rank_power_W) / r->world;
-    *capped += rank_value(r, rank, DDP_METRIC_INDEX_rank_power_capped_ms) / r->world;
-  }
+/* Mean power of the GPUs (W, summed over the ranks) between two snapshots of the per-rank totals, each
+ * rank's energy difference over its span's; NAN unless every rank measured both and its counter moved. */
+static double power_between(int world, const double *e0, const double *s0, const double *e1, const double *s1) {
+  double w = 0;
+  for (int rank = 0; rank < world; rank++) w += s1[rank] > s0[rank] ? (e1[rank] - e0[rank]) / (s1[rank] - s0[rank]) : NAN;
+  return w;
 }
 
+/* The run's energy so far: energy_total_J (every GPU's, summed), power_W (their mean power since the first
+ * reading, summed over the GPUs) and power_capped_total_ms (the mean over the GPUs). */
 static void energy_fields(FILE *f, const metrics_row *r) {
-  double joules, watts, capped;
-  energy_totals(r, &joules, &watts, &capped);
-  put_num(f, ", \"energy_J\": ", joules);
+  double joules = 0, capped = 0, watts = 0;
+  for (int rank = 0; rank < r->world; rank++) {
+    const double e = rank_value(r, rank, DDP_METRIC_INDEX_rank_energy_total_J),
+                 sp = rank_value(r, rank, DDP_METRIC_INDEX_rank_energy_span_s);
+    joules += e;
+    capped += rank_value(r, rank, DDP_METRIC_INDEX_rank_power_capped_total_ms) / r->world;
+    watts += sp > 0 ? e / sp : NAN;
+  }
+  put_num(f, ", \"energy_total_J\": ", joules);
   put_num(f, ", \"power_W\": ", watts);
-  put_num(f, ", \"power_capped_ms\": ", capped);
+  put_num(f, ", \"power_capped_total_ms\": ", capped);
 }
 
 static void metrics_line(FILE *f, const metrics_row *r) {
@@ -284,34 +293,30 @@ static int save(ddp_exec *x, const ddp_run_opts *o, int64_t step, char *err, siz
   return 0;
 }
 
-/* The energy counters between two syncs: the last reading and when it was taken (ok: readings go on). */
+/* The energy counters' first reading (ok: readings go on). */
 typedef struct ddp_energy_clock {
-  ddp_energy last;
-  double at;
+  ddp_energy first;
   bool ok;
 } ddp_energy_clock;
 
 static void energy_start(ddp_exec *x, ddp_energy_clock *c) {
-  c->ok = x->v->energy && x->v->energy(x, &c->last) == 0;
-  c->at = ddp_now_s();
+  c->ok = x->v->energy && x->v->energy(x, &c->first) == 0;
 }
 
-/* This rank's energy since the previous reading into r (NAN where not measured). */
+/* This rank's totals since the first reading into r (NAN where not measured, and from a failed reading or
+ * a counter going backwards on). */
 static void energy_step(ddp_exec *x, ddp_energy_clock *c, metrics_row *r) {
-  r->energy_J = r->power_W = r->power_capped_ms = NAN;
+  r->energy_J = r->energy_s = r->power_capped_ms = NAN;
   ddp_energy now;
-  if (!c->ok || x->v->energy(x, &now) != 0 || now.mJ < c->last.mJ) {
+  if (!c->ok || x->v->energy(x, &now) != 0 || now.mJ < c->first.mJ || now.at_s < c->first.at_s) {
     c->ok = false;
     return;
   }
-  const double t = ddp_now_s();
-  r->energy_J = (double)(now.mJ - c->last.mJ) * 1e-3;
-  if (t > c->at) r->power_W = r->energy_J / (t - c->at);
-  if (now.power_capped_ns != UINT64_MAX && c->last.power_capped_ns != UINT64_MAX &&
-      now.power_capped_ns >= c->last.power_capped_ns)
-    r->power_capped_ms = (double)(now.power_capped_ns - c->last.power_capped_ns) * 1e-6;
-  c->last = now;
-  c->at = t;
+  r->energy_J = (double)(now.mJ - c->first.mJ) * 1e-3;
+  r->energy_s = now.at_s - c->first.at_s;
+  if (now.power_capped_ns != UINT64_MAX && c->first.power_capped_ns != UINT64_MAX &&
+      now.power_capped_ns >= c->first.power_capped_ns)
+    r->power_capped_ms = (double)(now.power_capped_ns - c->first.power_capped_ns) * 1e-6;
 }
 
 /* The Chrome trace of the step just run (x->trace was set for it). */
@@ -368,10 +373,14 @@ int ddp_run_rank(ddp_exec *x, const ddp_run_opts *o, char *err, size_t errcap) {
   ddp_calib_rows calib = {0};
   if (rc == 0 && o->ckpt_dir && o->save_initial && !o->resume && (rc = save(x, o, 0, err, errcap)) == 0)
     last_saved = 0;
-  double sum = 0, sum2 = 0, timed_J = 0, timed_W = 0;
+  double sum = 0, sum2 = 0, timed_host_ms = 0;
   int64_t timed = 0;
   ddp_energy_clock ec;
   energy_start(x, &ec);
+  /* every rank's energy totals and spans at the end of the warm-up (zeros: the first reading), and now */
+  const int nw = x->world > 0 ? x->world : 1;
+  double *warm_e = calloc((size_t)nw * 4, sizeof(double)), *warm_s = warm_e + nw, *end_e = warm_s + nw, *end_s = end_e + nw;
+  if (!warm_e && rc == 0) rc = ddp_fail(err, errcap, "rank %d: out of memory", x->rank);
   int stop_sig = 0;
   bool stopped = false;
   metrics_row r = {0};
@@ -409,19 +418,21 @@ int ddp_run_rank(ddp_exec *x, const ddp_run_opts *o, char *err, size_t errcap) {
     r.loss = x->world > 1 ? (float)v[0] : own;
     r.loss_rank0 = own; /* only rank 0 reports it */
     if (v[1] > 0) stop_sig = ddp_stop_signal() ? ddp_stop_signal() : SIGTERM;
+    for (int rank = 0; rank < nw; rank++) {
+      double *e = r.warm ? warm_e : end_e, *sp = r.warm ? warm_s : end_s;
+      e[rank] = rank_value(&r, rank, DDP_METRIC_INDEX_rank_energy_total_J);
+      sp[rank] = rank_value(&r, rank, DDP_METRIC_INDEX_rank_energy_span_s);
+    }
     if (!r.warm) {
-      double joules, watts, capped;
-      energy_totals(&r, &joules, &watts, &capped);
       sum += r.t.step_ms;
       sum2 += r.t.step_ms * r.t.step_ms;
-      timed_J += joules;
-      timed_W += watts;
       timed++;
     }
     double sec = r.t.step_ms * 1e-3;
     r.tokens_per_s = sec > 0 ? (double)tokens_per_step(p) / sec : 0;
     r.mfu = o->peak_tflops > 0 && sec > 0 ? m->flops_per_step / sec / (o->peak_tflops * 1e12) : 0;
     r.host_ms = (ddp_now_s() - t_run) * 1e3;
+    if (!r.warm) timed_host_ms += r.host_ms;
     if (metrics) metrics_line(metrics, &r);
     if (metrics && (rc = ddp_out_check(metrics, o->metrics_path, err, errcap)) != 0) break;
     if (lead && !o->quiet) progress_line(m, &r);
@@ -445,8 +456,10 @@ int ddp_run_rank(ddp_exec *x, const ddp_run_opts *o, char *err, size_t errcap) {
   if (rc == 0 && lead && !o->quiet && timed > 0) {
     double mean = sum / (double)timed, var = sum2 / (double)timed - mean * mean;
     char energy[96] = "";
-    if (isfinite(timed_J) && isfinite(timed_W))
-      snprintf(energy, sizeof energy, ", %.2f J/step (%.0f W per GPU)", timed_J / (double)timed, timed_W / (double)timed);
+    const double watts = power_between(nw, warm_e, warm_s, end_e, end_s);
+    if (isfinite(watts))
+      snprintf(energy, sizeof energy, ", %.2f J/step (%.0f W per GPU)", watts * timed_host_ms * 1e-3 / (double)timed,
+               watts / nw);
     printf("%s: %lld timed steps, %.3f ms/step (std %.3f), %.0f tokens/s%s, final loss %.6f\n",
            o->device_desc ? o->device_desc : x->v->name, (long long)timed, mean, sqrt(var > 0 ? var : 0),
            (double)tokens_per_step(p) / (mean * 1e-3), energy, (double)r.loss);
@@ -457,6 +470,7 @@ int ddp_run_rank(ddp_exec *x, const ddp_run_opts *o, char *err, size_t errcap) {
     rc = ddp_calib_finish(p, &calib, o->device_desc ? o->device_desc : x->v->name, o->calibrate_out, o->quiet, err,
                           errcap);
   ddp_calib_rows_free(&calib);
+  free(warm_e);
   free(timer_ms);
   free(v);
   if (ddp_out_close(metrics, o->metrics_path, rc ? NULL : err, errcap)) rc = -1;

@@ -44,21 +44,32 @@ run_pair() { # NAME SCHEDULE RTOL [--set ...]
     fail "$name: the GPU cannot resume the reference executor's checkpoint"
 }
 run_pair tiny_fp32 tiny 1e-5
-# the GPU's energy counters (NVML) in the metrics: the run line names the power limit, every step's
-# energy_J, power_W and power_capped_ms are numbers, the steps' energy over their time a plausible power
-# (200 steps, so that a counter updated every few tens of ms sees the run)
+# the GPU's energy counters (NVML) in the metrics: the run line names the power limit; every step's
+# energy_total_J and power_capped_total_ms are numbers that never decrease; over 200 steps (the counter
+# moves every few tens of ms) the mean power is plausible; and the host's loop is no slower than with
+# DDP_ENERGY=0 (no counters; the sampler thread keeps NVML's milliseconds off the step's path)
 "$DDPRUN" "$tmp/tiny_fp32.bin" --device cuda --steps 200 --metrics "$tmp/energy.jsonl" --quiet || fail "energy run"
-python3 - "$tmp/energy.jsonl" <<'PY' || fail=1
+DDP_ENERGY=0 "$DDPRUN" "$tmp/tiny_fp32.bin" --device cuda --steps 200 --metrics "$tmp/energy0.jsonl" --quiet ||
+  fail "DDP_ENERGY=0 run"
+python3 - "$tmp/energy.jsonl" "$tmp/energy0.jsonl" <<'PY' || fail=1
 import json, math, sys
 lines = [json.loads(l) for l in open(sys.argv[1])]
 run = next(l for l in lines if l.get("event") == "run")
 steps = [l for l in lines if "step" in l]
-bad = [s["step"] for s in steps if not all(isinstance(s.get(k), (int, float)) and math.isfinite(s[k]) and s[k] >= 0
-                                          for k in ("energy_J", "power_W", "power_capped_ms"))]
-joules, secs = sum(s["energy_J"] for s in steps if s["step"] not in bad), sum(s["host_ms"] for s in steps) / 1e3
-if not run.get("power", "").startswith("NVML") or bad or not 20 <= joules / secs <= 2000:
-    print(f"FAIL: energy metrics: power {run.get('power')!r}, steps without energy {bad}, {joules:.3f} J in {secs:.3f} s"); sys.exit(1)
-print(f"ok: energy metrics: {run['power']}; {joules:.3f} J over {len(steps)} steps, {joules / secs:.0f} W")
+num = lambda v: isinstance(v, (int, float)) and math.isfinite(v) and v >= 0
+bad = [s["step"] for s in steps if not (num(s.get("energy_total_J")) and num(s.get("power_capped_total_ms")))]
+back = [b["step"] for a, b in zip(steps, steps[1:]) if not bad and b["energy_total_J"] < a["energy_total_J"]]
+watts = steps[-1].get("power_W")
+host = sorted(s["host_ms"] for s in steps[1:])[len(steps) // 2]
+off = [json.loads(l) for l in open(sys.argv[2])]
+host0 = sorted(s["host_ms"] for s in off if "step" in s)[len(steps) // 2]
+off_run = next(l for l in off if l.get("event") == "run")
+if (not run.get("power", "").startswith("NVML") or bad or back or not num(watts) or not 20 <= watts <= 2000 or
+        host > host0 + 0.2 or off_run.get("power") != "not measured: DDP_ENERGY=0" or off[-1].get("energy_total_J") is not None):
+    print(f"FAIL: energy metrics: power {run.get('power')!r}, steps without energy {bad[:5]}, decreasing at {back[:5]}, "
+          f"{watts} W, host {host:.3f} ms a step against {host0:.3f} without counters ({off_run.get('power')!r})"); sys.exit(1)
+print(f"ok: energy metrics: {run['power']}; {steps[-1]['energy_total_J']:.3f} J over {len(steps)} steps, {watts:.0f} W, "
+      f"power-capped {steps[-1]['power_capped_total_ms']:.1f} ms; host {host:.3f} ms a step, {host0:.3f} with DDP_ENERGY=0")
 PY
 run_pair tiny_bf16 tiny 2e-2 --set precision=bf16
 # bf16 gradients on one GPU: the dW GEMMs write bf16, the update reads them (PyTorch autocast's rounding)
