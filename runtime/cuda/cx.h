@@ -131,6 +131,7 @@ typedef struct cx {
   struct ddp_green *green;  /* the side streams' SM partition (green.h), NULL without DDP_SIDE_SMS */
   struct ddp_power *power;  /* the GPU's energy counters (power.h), NULL where NVML cannot read them */
   int64_t energy_env;       /* DDP_ENERGY: 0 reads no energy counters */
+  int64_t energy_period_ms; /* DDP_ENERGY_PERIOD_MS: the sampler's period */
   int64_t gemm_sm_target;   /* DDP_GEMM_SM_TARGET (gemm.c) */
   int64_t nccl_mem_arenas;  /* DDP_NCCL_MEM_ARENAS: the arenas from ncclMemAlloc (memory.c), -1 when unset */
   int prep_backward;        /* while preparing: the instruction lies between FORWARD_END and BACKWARD_END */

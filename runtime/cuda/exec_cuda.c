@@ -121,7 +121,7 @@ static void power_open(cx *x) {
     snprintf(x->base.power, sizeof x->base.power, "not measured: DDP_ENERGY=0");
     return;
   }
-  x->power = ddp_power_open(x->device, &limit_w, why, sizeof why);
+  x->power = ddp_power_open(x->device, (double)x->energy_period_ms * 1e-3, &limit_w, why, sizeof why);
   if (!x->power) snprintf(x->base.power, sizeof x->base.power, "not measured: %s", why);
   else if (limit_w > 0) snprintf(x->base.power, sizeof x->base.power, "NVML, power limit %.0f W", limit_w);
   else snprintf(x->base.power, sizeof x->base.power, "NVML, power limit unknown");
@@ -144,8 +144,8 @@ static const ddp_exec_vtbl cx_vtbl = {
 };
 
 /* DDP_NCCL_TIMEOUT_S, DDP_CUDA_GRAPH, DDP_STREAM_PRIORITY, DDP_P2P_COPY, the SM-partition experiments
- * DDP_SIDE_SMS, DDP_SIDE_STREAMS, DDP_SIDE_COMPUTE, DDP_GEMM_SM_TARGET, DDP_NCCL_MEM_ARENAS and
- * DDP_ENERGY (base/param.h). */
+ * DDP_SIDE_SMS, DDP_SIDE_STREAMS, DDP_SIDE_COMPUTE, DDP_GEMM_SM_TARGET, DDP_NCCL_MEM_ARENAS,
+ * DDP_ENERGY and DDP_ENERGY_PERIOD_MS (base/param.h). */
 static int read_env(cx *x, char *err, size_t errcap) {
   int64_t graph, priority, copy;
   if (ddp_param_seconds(PARAM_NCCL_TIMEOUT_S, &x->timeout_s, err, errcap) ||
@@ -156,7 +156,8 @@ static int read_env(cx *x, char *err, size_t errcap) {
       ddp_param_int(PARAM_SIDE_COMPUTE, &x->side_compute, err, errcap) ||
       ddp_param_int(PARAM_GEMM_SM_TARGET, &x->gemm_sm_target, err, errcap) ||
       ddp_param_int(PARAM_NCCL_MEM_ARENAS, &x->nccl_mem_arenas, err, errcap) ||
-      ddp_param_int(PARAM_ENERGY, &x->energy_env, err, errcap))
+      ddp_param_int(PARAM_ENERGY, &x->energy_env, err, errcap) ||
+      ddp_param_int(PARAM_ENERGY_PERIOD_MS, &x->energy_period_ms, err, errcap))
     return -1;
   if (!ddp_param_is_set(PARAM_NCCL_MEM_ARENAS)) x->nccl_mem_arenas = -1;
   x->p2p_copy_env = copy == 1;

@@ -8,7 +8,7 @@
  *   nvmlDeviceGetViolationStatus(device, POWER = 0, &{reference us, violation ns})
  *                                                              time the power limit held the clocks down
  *   nvmlDeviceGetEnforcedPowerLimit(device, &mW)               the limit in force
- * The sampler thread reads the energy counter every SAMPLE_S and, when it has moved, records the new value
+ * The sampler thread reads the energy counter every period and, when it has moved, records the new value
  * with the time it was first seen and the power-limit time; a caller copies that record under the mutex. */
 #include "power.h"
 #include "clock.h"
@@ -19,8 +19,6 @@
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
-
-#define SAMPLE_S 0.005
 
 typedef void *nvml_device;
 typedef struct nvml_violation {
@@ -35,6 +33,7 @@ struct ddp_power {
   int (*energy)(nvml_device, unsigned long long *);
   int (*violation)(nvml_device, int, nvml_violation *);
   bool violation_ok; /* the GPU reports its power-limit time */
+  double period_s;
   pthread_t thread;
   bool started;
   pthread_mutex_t mu;
@@ -82,15 +81,16 @@ static void *sampler(void *arg) {
     }
     struct timespec until;
     clock_gettime(CLOCK_REALTIME, &until);
-    until.tv_nsec += (long)(SAMPLE_S * 1e9);
-    if (until.tv_nsec >= 1000000000L) until.tv_sec++, until.tv_nsec -= 1000000000L;
+    until.tv_nsec += (long)(pw->period_s * 1e9);
+    until.tv_sec += until.tv_nsec / 1000000000L;
+    until.tv_nsec %= 1000000000L;
     if (!pw->stop) pthread_cond_timedwait(&pw->wake, &pw->mu, &until);
   }
   pthread_mutex_unlock(&pw->mu);
   return NULL;
 }
 
-ddp_power *ddp_power_open(int device, double *limit_w, char *why, size_t whycap) {
+ddp_power *ddp_power_open(int device, double period_s, double *limit_w, char *why, size_t whycap) {
   *limit_w = 0;
   char bus[32];
   cudaError_t crc = cudaDeviceGetPCIBusId(bus, (int)sizeof bus, device);
@@ -125,6 +125,7 @@ ddp_power *ddp_power_open(int device, double *limit_w, char *why, size_t whycap)
     return NULL;
   }
   pw->lib = lib;
+  pw->period_s = period_s;
   int rc = init();
   if (rc != NVML_OK) {
     snprintf(why, whycap, "%s:%d: nvmlInit_v2: %s", __FILE__, __LINE__, error(rc));

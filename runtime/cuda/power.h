@@ -1,5 +1,5 @@
 /* runtime/cuda/power.h: a GPU's energy and power-limit counters (NVML, loaded at run time). The CUDA
- * executor opens one per rank at load; a sampler thread polls the energy counter every few milliseconds
+ * executor opens one per rank at load; a sampler thread polls the energy counter (DDP_ENERGY_PERIOD_MS)
  * and notes when it changes, and every step's end takes the latest sample without waiting (exec.h
  * `energy`), so the metrics say what the steps cost in joules and how long the power limit held the
  * clocks down, and the NVML calls (milliseconds each) never keep the GPU waiting. */
@@ -10,10 +10,10 @@
 
 typedef struct ddp_power ddp_power;
 
-/* Opens the counters of CUDA device `device`. Returns NULL, with the reason in why (one line: the library
+/* Opens the counters of CUDA device `device`, read every period_s by the sampler. Returns NULL, with the reason in why (one line: the library
  * missing, NVML's error, a GPU without an energy counter), where they cannot be read; that is no error for
  * a run, which then reports no energy. limit_w: the power limit NVML enforces now (0 when unknown). */
-ddp_power *ddp_power_open(int device, double *limit_w, char *why, size_t whycap);
+ddp_power *ddp_power_open(int device, double period_s, double *limit_w, char *why, size_t whycap);
 /* The latest sample: 0, or -1 once NVML has failed (then nothing is written). power_capped_ns is
  * UINT64_MAX on a GPU that does not report its power-limit time. */
 int ddp_power_read(ddp_power *pw, ddp_energy *out);
