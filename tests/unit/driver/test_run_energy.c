@@ -18,6 +18,7 @@
 #include <unistd.h>
 
 #include "check.h"
+#include "fake_exec.h"
 
 typedef struct fake {
   ddp_exec x;
@@ -27,30 +28,9 @@ typedef struct fake {
   int next;
 } fake;
 
-static int f_run(ddp_exec *x, const ddp_program *prog, int64_t step, char *err, size_t errcap) {
-  (void)x, (void)prog, (void)step, (void)err, (void)errcap;
-  return 0;
-}
-static int f_sync(ddp_exec *x, char *err, size_t errcap) {
-  (void)x, (void)err, (void)errcap;
-  return 0;
-}
 static int f_read(ddp_exec *x, int32_t tensor, void *dst, char *err, size_t errcap) {
   (void)err, (void)errcap, (void)tensor;
   memcpy(dst, ((fake *)x)->arena, sizeof ((fake *)x)->arena);
-  return 0;
-}
-static int f_write(ddp_exec *x, int32_t tensor, const void *src, char *err, size_t errcap) {
-  (void)x, (void)tensor, (void)src, (void)err, (void)errcap;
-  return 0;
-}
-static int f_timers(ddp_exec *x, double *ms, char *err, size_t errcap) {
-  (void)x, (void)ms, (void)err, (void)errcap;
-  return 0;
-}
-static int f_memory(ddp_exec *x, uint64_t *in_use, uint64_t *peak) {
-  (void)x;
-  *in_use = *peak = 0;
   return 0;
 }
 static int f_energy(ddp_exec *x, ddp_energy *out) {
@@ -60,11 +40,11 @@ static int f_energy(ddp_exec *x, ddp_energy *out) {
   *out = f->script[f->next++];
   return 0;
 }
-static const ddp_exec_vtbl with_energy = {.name = "fake", .run = f_run, .sync = f_sync, .read = f_read,
-                                          .write = f_write, .timers = f_timers, .memory = f_memory,
+static const ddp_exec_vtbl with_energy = {.name = "fake", .run = fake_run, .sync = fake_sync, .read = f_read,
+                                          .write = fake_write, .timers = fake_timers, .memory = fake_memory,
                                           .energy = f_energy};
-static const ddp_exec_vtbl without_energy = {.name = "fake", .run = f_run, .sync = f_sync, .read = f_read,
-                                             .write = f_write, .timers = f_timers, .memory = f_memory};
+static const ddp_exec_vtbl without_energy = {.name = "fake", .run = fake_run, .sync = fake_sync, .read = f_read,
+                                             .write = fake_write, .timers = fake_timers, .memory = fake_memory};
 
 /* Three steps through vt with the readings `script`; the metrics file into out, and with `say` the closing
  * line (stdout) into said. */

@@ -11,6 +11,7 @@
 #include <unistd.h>
 
 #include "check.h"
+#include "fake_exec.h"
 
 typedef struct fake {
   ddp_exec x;
@@ -18,14 +19,6 @@ typedef struct fake {
   uint64_t bytes;
 } fake;
 
-static int f_run(ddp_exec *x, const ddp_program *prog, int64_t step, char *err, size_t errcap) {
-  (void)x, (void)prog, (void)step, (void)err, (void)errcap;
-  return 0;
-}
-static int f_sync(ddp_exec *x, char *err, size_t errcap) {
-  (void)x, (void)err, (void)errcap;
-  return 0;
-}
 static int f_read(ddp_exec *x, int32_t tensor, void *dst, char *err, size_t errcap) {
   (void)err, (void)errcap;
   fake *f = (fake *)x;
@@ -33,21 +26,8 @@ static int f_read(ddp_exec *x, int32_t tensor, void *dst, char *err, size_t errc
   memcpy(dst, f->arena + t->offset, t->bytes); /* the whole tensor, as every executor does */
   return 0;
 }
-static int f_write(ddp_exec *x, int32_t tensor, const void *src, char *err, size_t errcap) {
-  (void)x, (void)tensor, (void)src, (void)err, (void)errcap;
-  return 0;
-}
-static int f_timers(ddp_exec *x, double *ms, char *err, size_t errcap) {
-  (void)x, (void)ms, (void)err, (void)errcap;
-  return 0;
-}
-static int f_memory(ddp_exec *x, uint64_t *in_use, uint64_t *peak) {
-  (void)x;
-  *in_use = *peak = 0;
-  return 0;
-}
-static const ddp_exec_vtbl fake_vtbl = {.name = "fake", .run = f_run, .sync = f_sync, .read = f_read,
-                                        .write = f_write, .timers = f_timers, .memory = f_memory};
+static const ddp_exec_vtbl fake_vtbl = {.name = "fake", .run = fake_run, .sync = fake_sync, .read = f_read,
+                                        .write = fake_write, .timers = fake_timers, .memory = fake_memory};
 
 static int32_t add(ddp_plan *p, const char *name, int dt, uint64_t numel) {
   ddp_tensor t;
