@@ -1,5 +1,6 @@
 /* tests/unit/driver/fake_exec.c: see fake_exec.h. */
 #include "fake_exec.h"
+#include <stdio.h>
 
 int fake_run(ddp_exec *x, const ddp_program *prog, int64_t step, char *err, size_t errcap) {
   (void)x, (void)prog, (void)step, (void)err, (void)errcap;
@@ -21,4 +22,12 @@ int fake_memory(ddp_exec *x, uint64_t *in_use, uint64_t *peak) {
   (void)x;
   *in_use = *peak = 0;
   return 0;
+}
+
+void fake_take_file(const char *path, char *out, size_t cap) {
+  FILE *f = fopen(path, "r");
+  size_t n = f ? fread(out, 1, cap - 1, f) : 0;
+  out[n] = 0;
+  if (f) fclose(f);
+  remove(path);
 }

@@ -84,18 +84,9 @@ static int run3(const ddp_exec_vtbl *vt, const ddp_energy *script, const char *p
   if (said) {
     fflush(stdout);
     dup2(saved, 1), close(saved);
-    FILE *so = fopen(stdout_path, "r");
-    size_t n = so ? fread(said, 1, saidcap - 1, so) : 0;
-    said[n] = 0;
-    if (so) fclose(so);
-    remove(stdout_path);
+    fake_take_file(stdout_path, said, saidcap);
   }
-  out[0] = 0;
-  FILE *m = fopen(metrics, "r");
-  size_t n = m ? fread(out, 1, outcap - 1, m) : 0;
-  out[n] = 0;
-  if (m) fclose(m);
-  remove(metrics);
+  fake_take_file(metrics, out, outcap);
   ddp_plan_free(p);
   return rc;
 }
