@@ -146,9 +146,14 @@ ddp_power *ddp_power_open(int device, double period_s, double *limit_w, char *wh
   }
   unsigned mw = 0;
   if (limit(pw->dev, &mw) == NVML_OK) *limit_w = mw / 1000.0;
-  if (pthread_mutex_init(&pw->mu, NULL) || pthread_cond_init(&pw->wake, NULL) ||
-      pthread_create(&pw->thread, NULL, sampler, pw)) {
+  if (pthread_mutex_init(&pw->mu, NULL)) {
+    snprintf(why, whycap, "the energy sampler's mutex cannot be made");
+    ddp_power_close(pw);
+    return NULL;
+  }
+  if (pthread_cond_init(&pw->wake, NULL) || pthread_create(&pw->thread, NULL, sampler, pw)) {
     snprintf(why, whycap, "the energy sampler thread cannot start");
+    pthread_mutex_destroy(&pw->mu);
     ddp_power_close(pw);
     return NULL;
   }

@@ -10,9 +10,10 @@
 
 typedef struct ddp_power ddp_power;
 
-/* Opens the counters of CUDA device `device`, read every period_s by the sampler. Returns NULL, with the reason in why (one line: the library
- * missing, NVML's error, a GPU without an energy counter), where they cannot be read; that is no error for
- * a run, which then reports no energy. limit_w: the power limit NVML enforces now (0 when unknown). */
+/* Opens the counters of CUDA device `device`, read every period_s by the sampler. Returns NULL, with the
+ * reason in why (one line: the library missing, NVML's error, a GPU without an energy counter), where they
+ * cannot be read; that is no error for a run, which then reports no energy. limit_w: the power limit NVML
+ * enforces now (0 when unknown). */
 ddp_power *ddp_power_open(int device, double period_s, double *limit_w, char *why, size_t whycap);
 /* The latest sample: 0, or -1 once NVML has failed (then nothing is written). power_capped_ns is
  * UINT64_MAX on a GPU that does not report its power-limit time. */

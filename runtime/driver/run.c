@@ -71,9 +71,10 @@ typedef struct metrics_row {
   X(warmup, "%s", r->warm ? "true" : "false")
 
 /* X(name, value from `r`, the rank's own row): the per-rank arrays after the fields above, printed "%.4f"
- * (ms; GiB; J; W), null where not measured (NAN). ddpc plot split derives a worker's compute, exposed communication, optimizer and idle time
- * from them (docs/CLI.md); forward, backward and comm (all its bracketed collectives and sends/receives)
- * give a pipeline stage's busy time: its idle (bubble) is step - forward - backward - optimizer. */
+ * (ms; GiB; J; s), null where not measured (NAN). ddpc plot split derives a worker's compute, exposed
+ * communication, optimizer and idle time from them (docs/CLI.md); forward, backward and comm (all its
+ * bracketed collectives and sends/receives) give a pipeline stage's busy time: its idle (bubble) is
+ * step - forward - backward - optimizer. */
 #define DDP_METRIC_RANK_FIELDS(X)                \
   X(rank_step_ms, r->t.step_ms)                  \
   X(rank_exposed_comm_ms, r->t.exposed_comm_ms)  \
@@ -234,7 +235,8 @@ enum { DDP_METRIC_RANK_FIELDS(DDP_METRIC_INDEX) DDP_METRIC_INDEX_END };
  * rank's energy difference over its span's; NAN unless every rank measured both and its counter moved. */
 static double power_between(int world, const double *e0, const double *s0, const double *e1, const double *s1) {
   double w = 0;
-  for (int rank = 0; rank < world; rank++) w += s1[rank] > s0[rank] ? (e1[rank] - e0[rank]) / (s1[rank] - s0[rank]) : NAN;
+  for (int rank = 0; rank < world; rank++)
+    w += s1[rank] > s0[rank] ? (e1[rank] - e0[rank]) / (s1[rank] - s0[rank]) : NAN;
   return w;
 }
 
@@ -379,7 +381,8 @@ int ddp_run_rank(ddp_exec *x, const ddp_run_opts *o, char *err, size_t errcap) {
   energy_start(x, &ec);
   /* every rank's energy totals and spans at the end of the warm-up (zeros: the first reading), and now */
   const int nw = x->world > 0 ? x->world : 1;
-  double *warm_e = calloc((size_t)nw * 4, sizeof(double)), *warm_s = warm_e + nw, *end_e = warm_s + nw, *end_s = end_e + nw;
+  double *warm_e = calloc((size_t)nw * 4, sizeof(double));
+  double *warm_s = warm_e + nw, *end_e = warm_s + nw, *end_s = end_e + nw;
   if (!warm_e && rc == 0) rc = ddp_fail(err, errcap, "rank %d: out of memory", x->rank);
   int stop_sig = 0;
   bool stopped = false;
