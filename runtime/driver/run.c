@@ -381,9 +381,9 @@ int ddp_run_rank(ddp_exec *x, const ddp_run_opts *o, char *err, size_t errcap) {
   energy_start(x, &ec);
   /* every rank's energy totals and spans at the end of the warm-up (zeros: the first reading), and now */
   const int nw = x->world > 0 ? x->world : 1;
-  double *warm_e = calloc((size_t)nw * 4, sizeof(double));
-  double *warm_s = warm_e + nw, *end_e = warm_s + nw, *end_s = end_e + nw;
-  if (!warm_e && rc == 0) rc = ddp_fail(err, errcap, "rank %d: out of memory", x->rank);
+  double *warm_e = calloc((size_t)nw * 4, sizeof(double)), *warm_s = NULL, *end_e = NULL, *end_s = NULL;
+  if (warm_e) warm_s = warm_e + nw, end_e = warm_s + nw, end_s = end_e + nw;
+  else if (rc == 0) rc = ddp_fail(err, errcap, "rank %d: out of memory", x->rank);
   int stop_sig = 0;
   bool stopped = false;
   metrics_row r = {0};
