@@ -4,9 +4,33 @@ marked warmup (all of them if every step is): the median step_ms, tokens/s (the 
 over that median, else the median of the steps' tokens_per_s), the means of exposed_comm_ms, comm_ms,
 overlap_ratio, optimizer_ms and tp_comm_ms (None where the metrics have none), and the peak memory per rank
 (the largest rank_peak_mem_GiB[r], or peak_mem_GiB for one rank); the run line's world, parallel, executor
-and predicted step_ms."""
+and predicted step_ms; and the timed steps' energy (energy(): J per step, W per GPU, power-capped ms per
+step; NaN where the metrics have none)."""
 import json
+import math
 import statistics
+
+NAN = float("nan")
+
+
+def energy(steps):
+    """(J/step, W per GPU, power-capped ms/step) over the timed steps of a metrics file's step lines: every
+    rank's energy difference from the last warm-up step (or the first reading) to the last step over its
+    counter's own span, summed over the ranks, times the timed steps' mean host iteration (ddprun's closing
+    line does the same); NaN where the metrics have no energy."""
+    warm = [x for x in steps if x.get("warmup")]
+    t = [x for x in steps if not x.get("warmup")]
+    try:
+        a, b = (warm[-1] if warm else None), t[-1]
+        e1, s1 = b["rank_energy_total_J"], b["rank_energy_span_s"]
+        e0 = a["rank_energy_total_J"] if a else [0.0] * len(e1)
+        s0 = a["rank_energy_span_s"] if a else [0.0] * len(e1)
+        c0 = a["power_capped_total_ms"] if a else 0.0
+        w = sum((x1 - x0) / (y1 - y0) for x1, x0, y1, y0 in zip(e1, e0, s1, s0))
+        host = statistics.mean(x["host_ms"] for x in t)
+        return w * host / 1e3, w / len(e1), (b["power_capped_total_ms"] - c0) / len(t)
+    except (KeyError, TypeError, ZeroDivisionError, IndexError):
+        return NAN, NAN, NAN
 
 
 def ours(path):
@@ -24,7 +48,8 @@ def ours(path):
     peak = ([max(s["rank_peak_mem_GiB"][r] for s in t) for r in range(len(t[0]["rank_peak_mem_GiB"]))] if per_rank
             else [max(s["peak_mem_GiB"] for s in t)])
     mean = lambda key: statistics.mean(s.get(key, 0.0) for s in t)
-    return dict(losses=[s["loss"] for s in steps], ms=ms, tps=tps, tokens=run.get("tokens_per_step"),
+    joules, watts, capped = energy(steps)
+    return dict(joules=joules, watts=watts, capped=capped, losses=[s["loss"] for s in steps], ms=ms, tps=tps, tokens=run.get("tokens_per_step"),
                 exposed=mean("exposed_comm_ms"), comm=mean("comm_ms"), overlap=mean("overlap_ratio"),
                 opt=mean("optimizer_ms"), peak=peak,
                 world=world, n=len(t), tp_comm=mean("tp_comm_ms") if "tp_comm_ms" in t[0] else None,

@@ -4,13 +4,15 @@
 variant and round it reads LOGS/xl_NAME_R.jsonl (ddprun --metrics) and prints the medians of the timed steps
 (ms/step, forward, backward, the optimizer's tail, mfu, host issue time), the last loss and the ratio to
 torch.compile (LOGS/torch_compile.log, when there); the timed steps' energy from ddprun's NVML counters (J per
-step, W, power-capped ms per step: energy()) and against torch.compile's (LOGS/torch_energy.log,
+step, W, power-capped ms per step: metrics_run.energy()) and against torch.compile's (LOGS/torch_energy.log,
 torch_extra.py --xl-energy --compile, when there); then the kernel-class lines of LOGS/trace_NAME.txt
 (trace_summary.py) for the traced variants. Where LOGS/clocks.csv (device_env.sh's clocks_start) and
 LOGS/spans.txt (span) exist, it adds GPU 0's mean SM clock, power and the most frequent clock-event reason
 mask over each run's timed steps: the last (timed steps x median ms/step) before the run's end, less 0.3 s
 of teardown."""
 import collections, datetime, json, statistics, sys, os
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+from metrics_run import energy
 L, ceil, variants, traced = sys.argv[1], sys.argv[2], sys.argv[3].split(), [v.split(":")[0] for v in sys.argv[4].split()]
 tc = None
 try:
@@ -48,21 +50,7 @@ if tce: print(f"torch.compile XL with energy: {tce['ms_per_step']:.2f} ms/step, 
 print(f"{'variant':16s} {'round':>5s} {'ms/step':>8s} {'fwd':>7s} {'bwd':>7s} {'opt tail':>8s} {'mfu':>7s} {'loss@20':>9s} {'/compile':>8s} {'issue ms':>8s}"
       f" {'J/step':>7s} {'W':>5s} {'capped':>6s} {'J/comp':>6s}"
       + (f" {'SM MHz':>7s} {'W(smi)':>6s} {'reasons':>18s}" if samples else ""))
-def energy(rows, t):
-    """(J/step, W, power-capped ms/step) over the timed steps t: every rank's energy difference from the last
-    warm-up step (or the first reading) to the last step over its counter's span, summed over the ranks,
-    times the mean host iteration; NaN where the metrics have no energy"""
-    warm = [x for x in rows if x.get("warmup")]
-    try:
-        a, b = (warm[-1] if warm else None), t[-1]
-        e0 = a["rank_energy_total_J"] if a else [0.0] * len(b["rank_energy_total_J"])
-        s0 = a["rank_energy_span_s"] if a else [0.0] * len(e0)
-        c0 = a["power_capped_total_ms"] if a else 0.0
-        w = sum((e1 - x) / (s1 - y) for e1, x, s1, y in zip(b["rank_energy_total_J"], e0, b["rank_energy_span_s"], s0))
-        host = statistics.mean(x["host_ms"] for x in t)
-        return w * host / 1e3, w, (b["power_capped_total_ms"] - c0) / len(t)
-    except (KeyError, TypeError, ZeroDivisionError):
-        return float("nan"), float("nan"), float("nan")
+
 for v in variants:
     name = v.split(":")[0]
     r = 1
@@ -74,8 +62,8 @@ for v in variants:
             ms = g("step_ms")
             print(f"{name:16s} {r:5d} {ms:8.2f} {g('forward_ms'):7.2f} {g('backward_ms'):7.2f} {g('optimizer_ms'):8.2f} "
                   f"{g('mfu'):7.4f} {rows[-1]['loss']:9.5f} {ms / tc if tc else float('nan'):8.3f} {g('issue_ms'):8.3f}"
-                  f" {energy(rows, t)[0]:7.2f} {energy(rows, t)[1]:5.0f} {energy(rows, t)[2]:6.1f}"
-                  f" {energy(rows, t)[0] / tce['J_per_step'] if tce else float('nan'):6.3f}", end="")
+                  f" {energy(rows)[0]:7.2f} {energy(rows)[1]:5.0f} {energy(rows)[2]:6.1f}"
+                  f" {energy(rows)[0] / tce['J_per_step'] if tce else float('nan'):6.3f}", end="")
             c = clocks(f"{name}_{r}", len(t), ms) if samples else None
             print(f" {c[0]:7.0f} {c[1]:6.1f} {c[2]:>18s} ({c[3]} samples)" if c else "")
         else: print(f"{name:16s} {r:5d} no timed steps")
