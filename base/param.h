@@ -71,6 +71,8 @@
   X(P2P_COPY, "DDP_P2P_COPY", BOOL, 0, 0, 1,                                                               \
     "ddprun: 1 moves the step's SEND/RECV between GPUs of one host by copy-engine copies over CUDA IPC (0: NCCL)") \
   X(GEMM_TUNE, "DDP_GEMM_TUNE", BOOL, 1, 0, 1, "ddprun: 0 takes cuBLASLt's first proposal instead of timing them") \
+  X(GEMM_TUNE_MS, "DDP_GEMM_TUNE_MS", INT, 0, 0, 10000,                                                     \
+    "ddprun, experiments: n > 0 times each GEMM candidate at load under sustained load (n ms back to back, then n ms timed), so the choice is the fastest at the power limit; choices stored apart from the default's") \
   X(ENERGY, "DDP_ENERGY", BOOL, 1, 0, 1,                                                                    \
     "ddprun: 0 reads no GPU energy counters (NVML) and reports none in the metrics")                      \
   X(ENERGY_PERIOD_MS, "DDP_ENERGY_PERIOD_MS", INT, 20, 1, 1000,                                            \

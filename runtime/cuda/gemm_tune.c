@@ -8,7 +8,11 @@
  * GEMM's full description, and the first writer wins: whoever tuned, every run afterwards reads the same
  * file. Where no cache directory can be written, the heuristic's first proposal is used (deterministic)
  * and nothing is timed. DDP_GEMM_TUNE=0 also keeps the heuristic's first proposal.
- * Within one load, GEMMs with one key (the 48 layers' identical GEMMs) share the first one's choice. */
+ * Within one load, GEMMs with one key (the 48 layers' identical GEMMs) share the first one's choice.
+ * DDP_GEMM_TUNE_MS = n > 0 (experiments): each candidate first runs back to back for n ms, so the GPU is at
+ * its power limit as it is in a training step (docs/PERFORMANCE.md, "The power limit"), and is then timed
+ * over n ms more: the choice is then the candidate fastest at the limit, which is the one that spends the
+ * least energy, where the 5-run timing picks the fastest at full clock. Its choices have their own keys. */
 #include "cache_dir.h"
 #include "param.h"
 #include "vec.h"
@@ -109,6 +113,31 @@ static int time_algo(cx *x, const cx_gemm *g, const cublasLtMatmulAlgo_t *a, cud
   return 0;
 }
 
+/* DDP_GEMM_TUNE_MS: the mean time of g with algorithm a over at least sustain_ms of back-to-back runs, after
+ * as many runs unmeasured; < 0 when the algorithm fails to run. */
+static int time_algo_sustained(cx *x, const cx_gemm *g, const cublasLtMatmulAlgo_t *a, cudaStream_t s, cudaEvent_t e0,
+                               cudaEvent_t e1, double sustain_ms, float *ms, char *err, size_t errcap) {
+  float once = -1.0f;
+  if (time_algo(x, g, a, s, e0, e1, &once, err, errcap)) return -1;
+  *ms = -1.0f;
+  if (once < 0.0f) return 0;
+  const double est = once > 1e-4f ? (double)once : 1e-4;
+  const long reps = (long)(sustain_ms / est) + 1;
+  for (int half = 0; half < 2; half++) {
+    if (half == 1) DDP_CUDA_TRY(cudaEventRecord(e0, s));
+    for (long r = 0; r < reps; r++)
+      if (cublasLtMatmul(x->lt, g->desc, &g->alpha, g->a, g->la, g->b, g->lb, &g->beta, g->c, g->lc, g->d, g->ld,
+                         a, g->ws, g->ws_bytes, s) != CUBLAS_STATUS_SUCCESS)
+        return 0;
+  }
+  DDP_CUDA_TRY(cudaEventRecord(e1, s));
+  DDP_CUDA_TRY(cudaEventSynchronize(e1));
+  float t = 0.0f;
+  DDP_CUDA_TRY(cudaEventElapsedTime(&t, e0, e1));
+  *ms = t / (float)reps;
+  return 0;
+}
+
 int cx_gemm_pick(cx *x, cx_gemm *g, const char *desc, const cublasLtMatmulHeuristicResult_t *res, int nres,
                  cudaStream_t s, char *err, size_t errcap) {
   int first = -1;
@@ -116,11 +145,14 @@ int cx_gemm_pick(cx *x, cx_gemm *g, const char *desc, const cublasLtMatmulHeuris
     if (res[k].state == CUBLAS_STATUS_SUCCESS && res[k].workspaceSize <= g->ws_bytes) first = k;
   if (first < 0) return 1; /* caller reports */
   g->algo = res[first].algo;
-  int64_t tune;
-  if (ddp_param_int(PARAM_GEMM_TUNE, &tune, err, errcap)) return -1;
+  int64_t tune, sustain_ms;
+  if (ddp_param_int(PARAM_GEMM_TUNE, &tune, err, errcap) || ddp_param_int(PARAM_GEMM_TUNE_MS, &sustain_ms, err, errcap))
+    return -1;
   if (!tune) return 0;
-  char key[1024];
-  snprintf(key, sizeof key, "gpu=%s cublasLt=%zu ws=%zu %s", x->gpu_name, cublasLtGetVersion(), g->ws_bytes, desc);
+  char key[1024], sustained[48] = "";
+  if (sustain_ms > 0) snprintf(sustained, sizeof sustained, " sustained_ms=%lld", (long long)sustain_ms);
+  snprintf(key, sizeof key, "gpu=%s cublasLt=%zu ws=%zu%s %s", x->gpu_name, cublasLtGetVersion(), g->ws_bytes,
+           sustained, desc);
   if (remembered(x, key, &g->algo)) return 0;
   char dir[4096], path[4200];
   if (!ddp_cache_dir("gemm", dir, sizeof dir)) return 0;
@@ -145,7 +177,8 @@ int cx_gemm_pick(cx *x, cx_gemm *g, const char *desc, const cublasLtMatmulHeuris
   for (int k = 0; k < nres && !rc; k++) {
     if (res[k].state != CUBLAS_STATUS_SUCCESS || res[k].workspaceSize > g->ws_bytes) continue;
     float ms;
-    rc = time_algo(x, g, &res[k].algo, s, e0, e1, &ms, err, errcap);
+    rc = sustain_ms > 0 ? time_algo_sustained(x, g, &res[k].algo, s, e0, e1, (double)sustain_ms, &ms, err, errcap)
+                        : time_algo(x, g, &res[k].algo, s, e0, e1, &ms, err, errcap);
     if (!rc && ms >= 0.0f && (best < 0.0f || ms < best)) best = ms, g->algo = res[k].algo;
   }
   cudaEventDestroy(e0);
