@@ -7,14 +7,17 @@ device call as ours. Prints one JSON object per line prefixed with "TORCH ".
                 bf16 and fp32, forward and forward+backward, OOM reported as such: the grid of
                 ddpbench_kernels' flash attention
   --xl-energy   the anchor's XL step (torch_ddp_anchor.py's model, autocast bf16, fused AdamW; --compile for
-                torch.compile): ms/step and the GPU's joules per step from NVML's energy counter (read through
-                ctypes before and after the timed steps), the figure ddprun's metrics give as energy_J
+                torch.compile): ms/step and the GPU's joules per step from NVML's energy counter (ctypes), as
+                ddprun's metrics give them: a thread polls the counter every 20 ms during the timed steps and
+                notes when it moves (about every 0.1 s); the mean power between its first and last move inside
+                the timed steps, times the wall time per step, is J/step
 Timing: CUDA events around each repetition after warm-up, median."""
 import argparse
 import ctypes
 import json
 import os
 import sys
+import threading
 import time
 import torch
 import torch.nn.functional as F
@@ -154,13 +157,32 @@ def xl_energy(compile_, steps, warmup):
         step()
     torch.cuda.synchronize()
     energy = nvml_energy()
-    e0, t0 = energy(), time.perf_counter()
+    moves, stop = [], threading.Event()  # (time, joules) where the counter moved
+
+    def poll():
+        last = energy()
+        while not stop.wait(0.02):
+            e = energy()
+            if e != last:
+                moves.append((time.perf_counter(), e))
+                last = e
+
+    sampler = threading.Thread(target=poll)
+    sampler.start()
+    t0 = time.perf_counter()
     for _ in range(steps):
         step()
     torch.cuda.synchronize()
-    e1, t1 = energy(), time.perf_counter()
-    emit(kind="xl_energy", compile=compile_, steps=steps, ms_per_step=(t1 - t0) * 1e3 / steps,
-         J_per_step=(e1 - e0) / steps, W=(e1 - e0) / (t1 - t0))
+    t1 = time.perf_counter()
+    stop.set()
+    sampler.join()
+    inside = [m for m in moves if t0 <= m[0] <= t1]
+    if len(inside) < 2:
+        raise RuntimeError(f"the energy counter moved {len(inside)} times in {t1 - t0:.2f} s: too few steps")
+    watts = (inside[-1][1] - inside[0][1]) / (inside[-1][0] - inside[0][0])
+    ms = (t1 - t0) * 1e3 / steps
+    emit(kind="xl_energy", compile=compile_, steps=steps, ms_per_step=ms, J_per_step=watts * ms / 1e3, W=watts,
+         counter_moves=len(inside))
 
 
 def main():
