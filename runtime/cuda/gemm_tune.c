@@ -94,13 +94,13 @@ static void store_choice(const char *path, const char *key, const cublasLtMatmul
   unlink(tmp);
 }
 
-/* Mean time of CX_TUNE_REPS runs of g with algorithm a on stream s after one warm-up; < 0 when the
+/* Mean time of `timed` runs of g with algorithm a on stream s after `warm` unmeasured ones; < 0 when the
  * algorithm fails to run (it is then skipped). CUDA errors other than a failed launch are reported. */
-static int time_algo(cx *x, const cx_gemm *g, const cublasLtMatmulAlgo_t *a, cudaStream_t s, cudaEvent_t e0,
-                     cudaEvent_t e1, float *ms, char *err, size_t errcap) {
+static int time_runs(cx *x, const cx_gemm *g, const cublasLtMatmulAlgo_t *a, cudaStream_t s, cudaEvent_t e0,
+                     cudaEvent_t e1, long warm, long timed, float *ms, char *err, size_t errcap) {
   *ms = -1.0f;
-  for (int r = 0; r <= CX_TUNE_REPS; r++) {
-    if (r == 1) DDP_CUDA_TRY(cudaEventRecord(e0, s));
+  for (long r = 0; r < warm + timed; r++) {
+    if (r == warm) DDP_CUDA_TRY(cudaEventRecord(e0, s));
     if (cublasLtMatmul(x->lt, g->desc, &g->alpha, g->a, g->la, g->b, g->lb, &g->beta, g->c, g->lc, g->d, g->ld,
                        a, g->ws, g->ws_bytes, s) != CUBLAS_STATUS_SUCCESS)
       return 0;
@@ -109,33 +109,18 @@ static int time_algo(cx *x, const cx_gemm *g, const cublasLtMatmulAlgo_t *a, cud
   DDP_CUDA_TRY(cudaEventSynchronize(e1));
   float t = 0.0f;
   DDP_CUDA_TRY(cudaEventElapsedTime(&t, e0, e1));
-  *ms = t / CX_TUNE_REPS;
+  *ms = t / (float)timed;
   return 0;
 }
 
-/* DDP_GEMM_TUNE_MS: the mean time of g with algorithm a over at least sustain_ms of back-to-back runs, after
- * as many runs unmeasured; < 0 when the algorithm fails to run. */
-static int time_algo_sustained(cx *x, const cx_gemm *g, const cublasLtMatmulAlgo_t *a, cudaStream_t s, cudaEvent_t e0,
-                               cudaEvent_t e1, double sustain_ms, float *ms, char *err, size_t errcap) {
-  float once = -1.0f;
-  if (time_algo(x, g, a, s, e0, e1, &once, err, errcap)) return -1;
-  *ms = -1.0f;
-  if (once < 0.0f) return 0;
-  const double est = once > 1e-4f ? (double)once : 1e-4;
-  const long reps = (long)(sustain_ms / est) + 1;
-  for (int half = 0; half < 2; half++) {
-    if (half == 1) DDP_CUDA_TRY(cudaEventRecord(e0, s));
-    for (long r = 0; r < reps; r++)
-      if (cublasLtMatmul(x->lt, g->desc, &g->alpha, g->a, g->la, g->b, g->lb, &g->beta, g->c, g->lc, g->d, g->ld,
-                         a, g->ws, g->ws_bytes, s) != CUBLAS_STATUS_SUCCESS)
-        return 0;
-  }
-  DDP_CUDA_TRY(cudaEventRecord(e1, s));
-  DDP_CUDA_TRY(cudaEventSynchronize(e1));
-  float t = 0.0f;
-  DDP_CUDA_TRY(cudaEventElapsedTime(&t, e0, e1));
-  *ms = t / (float)reps;
-  return 0;
+/* The candidate's time: CX_TUNE_REPS runs after one warm-up; with DDP_GEMM_TUNE_MS = sustain_ms > 0, as
+ * many runs as fill sustain_ms (estimated from those) unmeasured, then as many timed. */
+static int time_algo(cx *x, const cx_gemm *g, const cublasLtMatmulAlgo_t *a, cudaStream_t s, cudaEvent_t e0,
+                     cudaEvent_t e1, int64_t sustain_ms, float *ms, char *err, size_t errcap) {
+  if (time_runs(x, g, a, s, e0, e1, 1, CX_TUNE_REPS, ms, err, errcap)) return -1;
+  if (sustain_ms <= 0 || *ms < 0.0f) return 0;
+  const long reps = (long)((double)sustain_ms / (*ms > 1e-4f ? (double)*ms : 1e-4)) + 1;
+  return time_runs(x, g, a, s, e0, e1, reps, reps, ms, err, errcap);
 }
 
 int cx_gemm_pick(cx *x, cx_gemm *g, const char *desc, const cublasLtMatmulHeuristicResult_t *res, int nres,
@@ -177,8 +162,7 @@ int cx_gemm_pick(cx *x, cx_gemm *g, const char *desc, const cublasLtMatmulHeuris
   for (int k = 0; k < nres && !rc; k++) {
     if (res[k].state != CUBLAS_STATUS_SUCCESS || res[k].workspaceSize > g->ws_bytes) continue;
     float ms;
-    rc = sustain_ms > 0 ? time_algo_sustained(x, g, &res[k].algo, s, e0, e1, (double)sustain_ms, &ms, err, errcap)
-                        : time_algo(x, g, &res[k].algo, s, e0, e1, &ms, err, errcap);
+    rc = time_algo(x, g, &res[k].algo, s, e0, e1, sustain_ms, &ms, err, errcap);
     if (!rc && ms >= 0.0f && (best < 0.0f || ms < best)) best = ms, g->algo = res[k].algo;
   }
   cudaEventDestroy(e0);

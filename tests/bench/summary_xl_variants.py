@@ -60,10 +60,11 @@ for v in variants:
         if t:
             g = lambda k: statistics.median(x.get(k, float("nan")) for x in t)
             ms = g("step_ms")
+            joules, watts, capped = energy(rows)
             print(f"{name:16s} {r:5d} {ms:8.2f} {g('forward_ms'):7.2f} {g('backward_ms'):7.2f} {g('optimizer_ms'):8.2f} "
                   f"{g('mfu'):7.4f} {rows[-1]['loss']:9.5f} {ms / tc if tc else float('nan'):8.3f} {g('issue_ms'):8.3f}"
-                  f" {energy(rows)[0]:7.2f} {energy(rows)[1]:5.0f} {energy(rows)[2]:6.1f}"
-                  f" {energy(rows)[0] / tce['J_per_step'] if tce else float('nan'):6.3f}", end="")
+                  f" {joules:7.2f} {watts:5.0f} {capped:6.1f}"
+                  f" {joules / tce['J_per_step'] if tce else float('nan'):6.3f}", end="")
             c = clocks(f"{name}_{r}", len(t), ms) if samples else None
             print(f" {c[0]:7.0f} {c[1]:6.1f} {c[2]:>18s} ({c[3]} samples)" if c else "")
         else: print(f"{name:16s} {r:5d} no timed steps")
