@@ -46,7 +46,7 @@ run_pair() { # NAME SCHEDULE RTOL [--set ...]
 run_pair tiny_fp32 tiny 1e-5
 # the GPU's energy counters (NVML) in the metrics: the run line names the power limit; every step's
 # energy_total_J and power_capped_total_ms are numbers that never decrease; over 200 steps (the counter
-# moves every few tens of ms) the mean power is plausible; and the host's loop is no slower than with
+# moves about every 100 ms) the mean power is plausible; and the host's loop is no slower than with
 # DDP_ENERGY=0 (no counters; the sampler thread keeps NVML's milliseconds off the step's path)
 "$DDPRUN" "$tmp/tiny_fp32.bin" --device cuda --steps 200 --metrics "$tmp/energy.jsonl" --quiet || fail "energy run"
 DDP_ENERGY=0 "$DDPRUN" "$tmp/tiny_fp32.bin" --device cuda --steps 200 --metrics "$tmp/energy0.jsonl" --quiet ||
