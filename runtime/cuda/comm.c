@@ -95,7 +95,7 @@ static int settle_on(cx *x, ncclComm_t c, const char *call, char *err, size_t er
 
 static int settle(cx *x, const char *call, char *err, size_t errcap) { return settle_on(x, x->comm, call, err, errcap); }
 
-static int nccl_call(cx *x, ncclResult_t rc, const char *call, char *err, size_t errcap) {
+int cx_nccl_call(cx *x, ncclResult_t rc, const char *call, char *err, size_t errcap) {
   if (rc == ncclSuccess) return 0;
   if (rc == ncclInProgress) return settle(x, call, err, errcap);
   return comm_error(x, rc, call, err, errcap);
@@ -128,14 +128,14 @@ static int init_groups(cx *x, const ncclConfig_t *cfg0, char *err, size_t errcap
   void *dev = NULL;
   int rc = 0;
   for (uint32_t g = 0; rc == 0 && x->base.rank == 0 && g < p->ncomms; g++)
-    rc = nccl_call(x, ncclGetUniqueId(&ids[g]), "ncclGetUniqueId (a group's communicator)", err, errcap);
+    rc = cx_nccl_call(x, ncclGetUniqueId(&ids[g]), "ncclGetUniqueId (a group's communicator)", err, errcap);
   cudaError_t ce = rc ? cudaSuccess : cudaMalloc(&dev, bytes);
   if (ce == cudaSuccess && !rc) ce = cudaMemcpy(dev, ids, bytes, cudaMemcpyHostToDevice);
   if (ce != cudaSuccess)
     rc = ddp_fail(err, errcap, "%s:%d: the groups' NCCL ids (%zu bytes): %s: %s", __FILE__, __LINE__, bytes,
                   cudaGetErrorName(ce), cudaGetErrorString(ce));
   if (rc == 0)
-    rc = nccl_call(x, ncclBroadcast(dev, dev, bytes, ncclUint8, 0, x->comm, x->streams[0]),
+    rc = cx_nccl_call(x, ncclBroadcast(dev, dev, bytes, ncclUint8, 0, x->comm, x->streams[0]),
                    "ncclBroadcast (the groups' NCCL ids)", err, errcap);
   if (rc == 0) rc = cx_wait_streams(x, "broadcasting the groups' NCCL ids", err, errcap);
   if (rc == 0 && (ce = cudaMemcpy(ids, dev, bytes, cudaMemcpyDeviceToHost)) != cudaSuccess)
@@ -303,7 +303,7 @@ void cx_comm_fini(cx *x) {
   x->groups = NULL;
   x->ngroups = 0;
   ncclResult_t rc = ncclCommFinalize(x->comm);
-  if (nccl_call(x, rc, "ncclCommFinalize", why, sizeof why)) return; /* aborted */
+  if (cx_nccl_call(x, rc, "ncclCommFinalize", why, sizeof why)) return; /* aborted */
   (void)ncclCommDestroy(x->comm);
   x->comm = NULL;
 }
@@ -437,7 +437,7 @@ int cx_comm_p2p(cx *x, const cx_op *op, int send, char *err, size_t errcap) {
   if (op->skip && !op->group_begin && !op->group_end) return 0;
   if (!x->comm) return ddp_fail(err, errcap, "NCCL communicator aborted");
   if (op->group_begin) {
-    if (nccl_call(x, ncclGroupStart(), "ncclGroupStart", err, errcap)) return -1;
+    if (cx_nccl_call(x, ncclGroupStart(), "ncclGroupStart", err, errcap)) return -1;
     x->in_group = 1;
   }
   if (!op->skip) {
@@ -446,11 +446,11 @@ int cx_comm_p2p(cx *x, const cx_op *op, int send, char *err, size_t errcap) {
              : ncclRecv(op->ptr[COLL_P_BUF], op->count, (ncclDataType_t)op->nccl_type, op->peer, x->comm, op->stream);
     char call[64];
     snprintf(call, sizeof call, "%s(peer %d)", send ? "ncclSend" : "ncclRecv", op->peer);
-    if (nccl_call(x, rc, call, err, errcap)) return -1;
+    if (cx_nccl_call(x, rc, call, err, errcap)) return -1;
   }
   if (op->group_end) {
     x->in_group = 0;
-    return nccl_call(x, ncclGroupEnd(), "ncclGroupEnd (point-to-point group)", err, errcap);
+    return cx_nccl_call(x, ncclGroupEnd(), "ncclGroupEnd (point-to-point group)", err, errcap);
   }
   return 0;
 }
@@ -462,7 +462,7 @@ int cx_allgather_host(cx *x, const void *mine, void *all, size_t bytes, char *er
   DDP_CUDA_TRY(cudaMalloc((void **)&d, bytes * (W + 1)));
   cudaStream_t s = x->streams[0];
   int rc = cudaMemcpyAsync(d + bytes * W, mine, bytes, cudaMemcpyHostToDevice, s) == cudaSuccess
-               ? nccl_call(x, ncclAllGather(d + bytes * W, d, bytes, ncclInt8, x->comm, s), "ncclAllGather (host cards)",
+               ? cx_nccl_call(x, ncclAllGather(d + bytes * W, d, bytes, ncclInt8, x->comm, s), "ncclAllGather (host cards)",
                            err, errcap)
                : ddp_fail(err, errcap, "all-gather: cudaMemcpyAsync to the device failed");
   if (rc == 0) rc = cx_wait_streams(x, "all-gather", err, errcap);
@@ -531,7 +531,7 @@ int cx_comm_connect_p2p(cx *x, const cx_prog *const *progs, int nprogs, char *er
   if (ce != cudaSuccess)
     rc = ddp_fail(err, errcap, "%s:%d: connecting point-to-point peers: %s: %s", __FILE__, __LINE__,
                   cudaGetErrorName(ce), cudaGetErrorString(ce));
-  if (rc == 0) rc = nccl_call(x, ncclGroupStart(), "ncclGroupStart (connecting point-to-point peers)", err, errcap);
+  if (rc == 0) rc = cx_nccl_call(x, ncclGroupStart(), "ncclGroupStart (connecting point-to-point peers)", err, errcap);
   if (rc == 0) x->in_group = 1; /* comm_abort ends it */
   uint64_t at = 0;
   for (size_t i = 0; rc == 0 && i < m; i++) {
@@ -545,7 +545,7 @@ int cx_comm_connect_p2p(cx *x, const cx_prog *const *progs, int nprogs, char *er
   }
   if (rc == 0) {
     x->in_group = 0;
-    rc = nccl_call(x, ncclGroupEnd(), "ncclGroupEnd (connecting point-to-point peers)", err, errcap);
+    rc = cx_nccl_call(x, ncclGroupEnd(), "ncclGroupEnd (connecting point-to-point peers)", err, errcap);
   }
   if (rc == 0) rc = cx_wait_streams(x, "connecting point-to-point peers", err, errcap);
   if (sbuf) (void)cudaFree(sbuf);
@@ -560,18 +560,18 @@ static int timed_op(cx *x, const ddp_instr *in, void *sbuf, void *rbuf, size_t c
   const int r = x->base.rank, W = x->base.world;
   switch (in->opcode) {
   case I_ALL_REDUCE:
-    return nccl_call(x, ncclAllReduce(sbuf, rbuf, count, ncclFloat32, ncclSum, x->comm, s), "ncclAllReduce (timed)", err,
+    return cx_nccl_call(x, ncclAllReduce(sbuf, rbuf, count, ncclFloat32, ncclSum, x->comm, s), "ncclAllReduce (timed)", err,
                      errcap);
   case I_REDUCE_SCATTER:
-    return nccl_call(x, ncclReduceScatter(sbuf, rbuf, count, ncclFloat32, ncclSum, x->comm, s),
+    return cx_nccl_call(x, ncclReduceScatter(sbuf, rbuf, count, ncclFloat32, ncclSum, x->comm, s),
                      "ncclReduceScatter (timed)", err, errcap);
   case I_ALL_GATHER:
-    return nccl_call(x, ncclAllGather(sbuf, rbuf, count, ncclFloat32, x->comm, s), "ncclAllGather (timed)", err, errcap);
+    return cx_nccl_call(x, ncclAllGather(sbuf, rbuf, count, ncclFloat32, x->comm, s), "ncclAllGather (timed)", err, errcap);
   default: /* I_SEND: even ranks to the next */
     if (r % 2 == 0 && r + 1 < W)
-      return nccl_call(x, ncclSend(sbuf, count, ncclFloat32, r + 1, x->comm, s), "ncclSend (timed)", err, errcap);
+      return cx_nccl_call(x, ncclSend(sbuf, count, ncclFloat32, r + 1, x->comm, s), "ncclSend (timed)", err, errcap);
     if (r % 2 == 1)
-      return nccl_call(x, ncclRecv(rbuf, count, ncclFloat32, r - 1, x->comm, s), "ncclRecv (timed)", err, errcap);
+      return cx_nccl_call(x, ncclRecv(rbuf, count, ncclFloat32, r - 1, x->comm, s), "ncclRecv (timed)", err, errcap);
     return 0;
   }
 }
@@ -667,32 +667,4 @@ int cx_wait_event(cx *x, cudaEvent_t ev, const char *why, char *err, size_t errc
     ddp_sleep_s(nap * 1e-6);
     nap = nap < 1000 ? nap * 2 : 1000;
   }
-}
-
-/* The driver's host sums (exec.h allreduce_host): n doubles through a temporary device buffer, one
- * ncclAllReduce on stream 0 and a wait with the communicator's deadline. Compiled but untested here (no
- * GPU in the CPU test suite); the reference executor's version is the tested one. */
-int cx_allreduce_host(ddp_exec *e, double *v, int n, char *err, size_t errcap) {
-  cx *x = e->impl;
-  if (!x->comm || n <= 0) return x->comm_aborted ? ddp_fail(err, errcap, "NCCL communicator aborted") : 0;
-  size_t bytes = (size_t)n * sizeof(double);
-  void *d = NULL;
-  DDP_CUDA_TRY(cudaMalloc(&d, bytes));
-  cudaStream_t s = x->streams[0];
-  int rc = cudaMemcpyAsync(d, v, bytes, cudaMemcpyHostToDevice, s) == cudaSuccess
-               ? nccl_call(x, ncclAllReduce(d, d, (size_t)n, ncclFloat64, ncclSum, x->comm, s), "ncclAllReduce (host sum)",
-                           err, errcap)
-               : ddp_fail(err, errcap, "host sum: cudaMemcpyAsync to the device failed");
-  if (rc == 0) rc = cx_wait_streams(x, "host sum", err, errcap);
-  if (rc == 0 && cudaMemcpy(v, d, bytes, cudaMemcpyDeviceToHost) != cudaSuccess)
-    rc = ddp_fail(err, errcap, "host sum: cudaMemcpy to the host failed");
-  cudaFree(d);
-  return rc;
-}
-
-int cx_all_agree(cx *x, int ok, int *all, char *err, size_t errcap) {
-  double v = ok ? 0 : 1;
-  if (cx_allreduce_host(&x->base, &v, 1, err, errcap)) return -1;
-  *all = v == 0;
-  return 0;
 }

@@ -1,10 +1,10 @@
 /* runtime/cuda/cx.h: the private header of every cx_* file of the CUDA executor (exec_cuda.c, cx_util.c,
- * prepare.c, run.c, graph.c, gemm.c, gemm_tune.c, comm.c, memory.c, p2p.c, peer.c), not part of any interface. A program
+ * prepare.c, run.c, graph.c, gemm.c, gemm_tune.c, comm.c, host_sum.c, memory.c, p2p.c, peer.c), not part of any interface. A program
  * is "prepared" once (cx_op per instruction: stream, device pointers, kernel arguments, GEMM descriptors,
  * collective parameters) and then replayed by run.c through a table of cx_exec_<OPCODE> functions built
  * from DDP_OPCODES. Calls go one way, no file calling a function of a file that calls it: exec_cuda.c
  * (the vtable) -> prepare.c, graph.c, p2p.c and peer.c (their loads) -> run.c -> the executions (gemm.c ->
- * gemm_tune.c, p2p.c and peer.c -> comm.c, memory.c -> comm.c) -> cx_util.c, the leaf. */
+ * gemm_tune.c, p2p.c and peer.c -> host_sum.c -> comm.c, memory.c -> comm.c) -> cx_util.c, the leaf. */
 #ifndef DDP_CX_H
 #define DDP_CX_H
 #include "access.h"
@@ -115,6 +115,9 @@ typedef struct cx {
   ncclComm_t *groups;       /* [plan comm c - 1]: split from comm (ncclCommSplit), NULL where not a member */
   uint32_t ngroups;
   int comm_aborted;
+  double *hsum_host, *hsum_dev; /* the host sums' buffers (host_sum.c): pinned, device; hsum_cap doubles */
+  cudaEvent_t hsum_done;        /* recorded after a sum's copy back */
+  int hsum_cap, hsum_pending;   /* hsum_pending: the count of the sum in flight, 0 when none */
   int in_group;             /* between ncclGroupStart and ncclGroupEnd */
   double timeout_s;
   uint8_t *staging;         /* INIT_TENSOR pinned staging */
@@ -256,7 +259,15 @@ int cx_comm_connect_p2p(cx *x, const cx_prog *const *progs, int nprogs, char *er
  * error and gives up after timeout_s, aborting the communicator and naming the peer. */
 int cx_wait_streams(cx *x, const char *why, char *err, size_t errcap);
 int cx_wait_event(cx *x, cudaEvent_t ev, const char *why, char *err, size_t errcap);
-int cx_allreduce_host(ddp_exec *e, double *v, int n, char *err, size_t errcap); /* exec.h allreduce_host */
+/* NCCL's answer to `call`: 0 on success (an in-progress answer polled with the deadline), else -1 naming it. */
+int cx_nccl_call(cx *x, ncclResult_t rc, const char *call, char *err, size_t errcap);
+
+/* host_sum.c: exec.h allreduce_host, allreduce_host_start and allreduce_host_finish; cx_host_sum_fini frees
+ * their buffers (at teardown, after the streams were waited for). */
+int cx_allreduce_host(ddp_exec *e, double *v, int n, char *err, size_t errcap);
+int cx_allreduce_host_start(ddp_exec *e, const double *v, int n, char *err, size_t errcap);
+int cx_allreduce_host_finish(ddp_exec *e, double *v, int n, char *err, size_t errcap);
+void cx_host_sum_fini(cx *x);
 /* Every rank together: *all = whether `ok` holds on every rank (the minimum over the world). */
 int cx_all_agree(cx *x, int ok, int *all, char *err, size_t errcap);
 

@@ -138,6 +138,8 @@ static const ddp_exec_vtbl cx_vtbl = {
     .destroy = cx_destroy,
     .instr_times = cx_instr_times,
     .allreduce_host = cx_allreduce_host,
+    .allreduce_host_start = cx_allreduce_host_start,
+    .allreduce_host_finish = cx_allreduce_host_finish,
     .time_collective = cx_time_collective,
     .time_gemm = cx_time_gemm,
     .energy = cx_energy,
@@ -330,6 +332,7 @@ static void cx_destroy(ddp_exec *e) {
   cx_trace_free(x);
   cx_p2p_fini(x);
   cx_peer_fini(x);
+  cx_host_sum_fini(x);
   cx_comm_fini(x);
   cx_graph_fini(x);
   cx_gemm_tune_free(x);

@@ -42,6 +42,12 @@ typedef struct ddp_exec_vtbl {
    * holds the sum). Used by the driver for the global loss, the stop decision and checkpoint agreement.
    * NULL is allowed for an executor that only ever runs one rank. */
   int (*allreduce_host)(ddp_exec *x, double *v, int n, char *err, size_t errcap);
+  /* Optional (both or neither; NULL: allreduce_host is used, at once): the same sum in two halves, so that
+   * the driver can issue the next step in between. `start` queues the sum of v behind the work issued so
+   * far (v may be reused as soon as it returns); `finish` waits for it and writes the sums to v. At most
+   * one in flight; every rank starts its sums in the same order as all its other host sums. */
+  int (*allreduce_host_start)(ddp_exec *x, const double *v, int n, char *err, size_t errcap);
+  int (*allreduce_host_finish)(ddp_exec *x, double *v, int n, char *err, size_t errcap);
   /* Optional (NULL: unsupported), every rank calls it with the same `in`: times `in` (ALL_REDUCE,
    * REDUCE_SCATTER or ALL_GATHER of COLL_I_COUNT fp32 elements, REDOP_SUM, over the world; or SEND: each
    * even rank sends COLL_I_COUNT elements to the next rank, which receives them, an odd world's last rank
@@ -78,6 +84,10 @@ struct ddp_exec {
 
 /* allreduce_host when the run has more than one rank, else nothing (0 or -1 with err). */
 int ddp_exec_allreduce(ddp_exec *x, double *v, int n, char *err, size_t errcap);
+/* The same in two halves (allreduce_host_start / _finish, or the whole sum in _start where the executor has
+ * no halves): pass the same v to both; after _finish it holds the sums. */
+int ddp_exec_allreduce_start(ddp_exec *x, double *v, int n, char *err, size_t errcap);
+int ddp_exec_allreduce_finish(ddp_exec *x, double *v, int n, char *err, size_t errcap);
 
 
 /* Host implementation of INIT_TENSOR, shared by both executors so their initial values are identical:

@@ -1,6 +1,11 @@
 /* runtime/driver/run.c: see run.h. Each step: run -> sync -> read loss and scalars -> timers -> (trace) ->
  * one host sum over the ranks (the global loss and the stop request) -> report (a metrics line on rank 0,
- * a progress line) -> maybe save -> stop when a rank received SIGTERM/SIGINT. The loss of a rank is the
+ * a progress line) -> maybe save -> stop when a rank received SIGTERM/SIGINT. The next step is issued
+ * before the host sum, which the executor queues behind it (exec.h allreduce_host_start) and which is
+ * collected, and its step reported, once that next step is done: the GPU never waits for the host sum or
+ * the reporting, only for the reads between two steps. Where this step is checkpointed, or a stop was
+ * asked for, the sum is collected at once and nothing is issued ahead; a stop then takes effect after the
+ * step in which every rank learns of it, the same step on every rank. The loss of a rank is the
  * mean over its own rows; `loss` is the global-batch mean, the ranks' shares (loss x rows / global rows)
  * summed; `loss_rank0` is rank 0's own mean. The metrics line is one JSON object per
  * step whose fields are the rows of DDP_METRIC_FIELDS below, in that order, then one array per row of
@@ -15,7 +20,7 @@
  * the difference of two steps' totals over the difference of their spans (rank_energy_span_s: the
  * counter's own times) is the mean power in between. Where a rank cannot read it, its values and the
  * totals print null. The closing line's J/step is the timed steps' mean power times their mean host
- * iteration (host_ms). A plan that does not train (mode "forward",
+ * time per step (host_ms). A plan that does not train (mode "forward",
  * "forward_backward") reports lr and grad_norm 0 and the phases it lacks (backward_ms, optimizer_ms) as 0:
  * they come from timing points the plan does not have. */
 #include "run.h"
@@ -38,8 +43,9 @@ typedef struct metrics_row {
   ddp_step_times t;
   double tokens_per_s, mfu;
   uint64_t in_use, peak;
-  double issue_ms, host_ms; /* rank 0's host: time in the executor's run (issuing the step), and the whole
-                              iteration of this loop up to the metrics line (run, sync, reads, host sum) */
+  double issue_ms, host_ms; /* rank 0's host: time in the executor's run (issuing the step), and the wall time
+                              from the previous step's end (its sync returning; the loop's start for the first,
+                              the end of a checkpoint's writing after one) to this step's */
   double energy_J, energy_s, power_capped_ms; /* this rank's since the run's first reading; NAN: not measured */
   bool warm;
   int world;
@@ -98,6 +104,18 @@ int ddp_exec_allreduce(ddp_exec *x, double *v, int n, char *err, size_t errcap) 
   if (!x->v->allreduce_host)
     return ddp_fail(err, errcap, "the %s executor cannot sum values over %d ranks", x->v->name, x->world);
   return x->v->allreduce_host(x, v, n, err, errcap);
+}
+
+int ddp_exec_allreduce_start(ddp_exec *x, double *v, int n, char *err, size_t errcap) {
+  if (x->world > 1 && x->v->allreduce_host_start && x->v->allreduce_host_finish)
+    return x->v->allreduce_host_start(x, v, n, err, errcap);
+  return ddp_exec_allreduce(x, v, n, err, errcap);
+}
+
+int ddp_exec_allreduce_finish(ddp_exec *x, double *v, int n, char *err, size_t errcap) {
+  if (x->world > 1 && x->v->allreduce_host_start && x->v->allreduce_host_finish)
+    return x->v->allreduce_host_finish(x, v, n, err, errcap);
+  return 0;
 }
 
 /* Reads the first n elements of `tensor` as floats, whatever its size and dtype say (a plan's meta may point
@@ -336,6 +354,61 @@ static int write_trace(ddp_exec *x, const char *trace_path, int64_t step, char *
   return rc;
 }
 
+/* The step loop's totals over the timed steps, and every rank's energy totals and spans at the end of the
+ * warm-up (zeros: the first reading) and at the latest step (world doubles each, one allocation). */
+typedef struct loop_totals {
+  double sum, sum2, timed_host_ms;
+  int64_t timed;
+  double *warm_e, *warm_s, *end_e, *end_s;
+} loop_totals;
+
+/* Whether step s (0-based) records its instructions' times for --calibrate (rank 0, after the warm-up). */
+static bool calibrated(const ddp_run_opts *o, const ddp_meta *m, int rank, int64_t s) {
+  return o->calibrate && rank == 0 && s >= m->warmup;
+}
+
+/* Issues step s of `steps` (asynchronous on the GPU), traced where --trace or --calibrate reads it. */
+static int issue_step(ddp_exec *x, const ddp_run_opts *o, const ddp_rank_plan *rp, int64_t s, int64_t steps,
+                      double *issue_ms, char *err, size_t errcap) {
+  x->trace = (o->trace_path && s == steps - 1) || calibrated(o, &x->plan->meta, x->rank, s);
+  const double t = ddp_now_s();
+  const int rc = x->v->run(x, &rp->step, s, err, errcap);
+  *issue_ms = (ddp_now_s() - t) * 1e3;
+  return rc;
+}
+
+/* A step whose host sum v is in (v[0] the global loss, v[1] the ranks' stop requests, v + 2 every rank's
+ * row): r takes them, the totals and energy snapshots take r, and rank 0 writes its metrics and progress
+ * lines. *stop: some rank was asked to stop. */
+static int report_step(ddp_exec *x, const ddp_run_opts *o, FILE *metrics, metrics_row *r, const double *v,
+                       loop_totals *lt, bool *stop, char *err, size_t errcap) {
+  const ddp_plan *p = x->plan;
+  r->world = x->world > 0 ? x->world : 1;
+  r->ranks = v + 2;
+  if (x->world > 1) r->loss = (float)v[0];
+  *stop = v[1] > 0;
+  for (int rank = 0; rank < r->world; rank++) {
+    double *e = r->warm ? lt->warm_e : lt->end_e, *sp = r->warm ? lt->warm_s : lt->end_s;
+    e[rank] = rank_value(r, rank, DDP_METRIC_INDEX_rank_energy_total_J);
+    sp[rank] = rank_value(r, rank, DDP_METRIC_INDEX_rank_energy_span_s);
+  }
+  if (!r->warm) {
+    lt->sum += r->t.step_ms;
+    lt->sum2 += r->t.step_ms * r->t.step_ms;
+    lt->timed_host_ms += r->host_ms;
+    lt->timed++;
+  }
+  const double sec = r->t.step_ms * 1e-3;
+  r->tokens_per_s = sec > 0 ? (double)tokens_per_step(p) / sec : 0;
+  r->mfu = o->peak_tflops > 0 && sec > 0 ? p->meta.flops_per_step / sec / (o->peak_tflops * 1e12) : 0;
+  if (metrics) {
+    metrics_line(metrics, r);
+    if (ddp_out_check(metrics, o->metrics_path, err, errcap)) return -1;
+  }
+  if (x->rank == 0 && !o->quiet) progress_line(&p->meta, r);
+  return 0;
+}
+
 int ddp_run_rank(ddp_exec *x, const ddp_run_opts *o, char *err, size_t errcap) {
   const ddp_plan *p = x->plan;
   const ddp_meta *m = &p->meta;
@@ -347,7 +420,7 @@ int ddp_run_rank(ddp_exec *x, const ddp_run_opts *o, char *err, size_t errcap) {
   double *timer_ms = calloc(rp->ntimers + 1, sizeof(double));
   /* The step's host sum: the loss share, the stop request, then every rank's DDP_METRIC_RANK_FIELDS. */
   size_t nsum = 2 + (size_t)(x->world > 0 ? x->world : 1) * DDP_METRIC_RANKS;
-  double *v = calloc(nsum, sizeof(double));
+  double *vbuf = calloc(2 * nsum, sizeof(double)), *v = vbuf, *v_prev = vbuf ? vbuf + nsum : NULL; /* this step's, the previous' */
   int rc = timer_ms && v ? x->v->run(x, &rp->init, 0, err, errcap)
                          : ddp_fail(err, errcap, "rank %d: out of memory", x->rank);
   int64_t start = 0, last_saved = -1;
@@ -375,73 +448,77 @@ int ddp_run_rank(ddp_exec *x, const ddp_run_opts *o, char *err, size_t errcap) {
   ddp_calib_rows calib = {0};
   if (rc == 0 && o->ckpt_dir && o->save_initial && !o->resume && (rc = save(x, o, 0, err, errcap)) == 0)
     last_saved = 0;
-  double sum = 0, sum2 = 0, timed_host_ms = 0;
-  int64_t timed = 0;
+  loop_totals lt = {0};
   ddp_energy_clock ec;
   energy_start(x, &ec);
   /* every rank's energy totals and spans at the end of the warm-up (zeros: the first reading), and now */
   const int nw = x->world > 0 ? x->world : 1;
-  double *warm_e = calloc((size_t)nw * 4, sizeof(double)), *warm_s = NULL, *end_e = NULL, *end_s = NULL;
-  if (warm_e) warm_s = warm_e + nw, end_e = warm_s + nw, end_s = end_e + nw;
+  lt.warm_e = calloc((size_t)nw * 4, sizeof(double));
+  if (lt.warm_e) lt.warm_s = lt.warm_e + nw, lt.end_e = lt.warm_s + nw, lt.end_s = lt.end_e + nw;
   else if (rc == 0) rc = ddp_fail(err, errcap, "rank %d: out of memory", x->rank);
   int stop_sig = 0;
-  bool stopped = false;
-  metrics_row r = {0};
+  bool stopped = false, issued = false, pending = false;
+  metrics_row r = {0}, prev = {0}; /* prev: the step whose host sum is in flight (pending) */
+  double issue_ms = 0, t_last = ddp_now_s();
   for (int64_t s = start; rc == 0 && s < steps; s++) {
-    bool calib_step = o->calibrate && lead && s >= m->warmup;
-    x->trace = (o->trace_path && s == steps - 1) || calib_step;
-    r = (metrics_row){.step = s + 1, .warm = s < m->warmup};
+    if (!issued) rc = issue_step(x, o, rp, s, steps, &issue_ms, err, errcap);
+    issued = false;
+    r = (metrics_row){.step = s + 1, .warm = s < m->warmup, .issue_ms = issue_ms};
     float own = 0;
-    const double t_run = ddp_now_s();
-    rc = x->v->run(x, &rp->step, s, err, errcap);
-    r.issue_ms = (ddp_now_s() - t_run) * 1e3;
     if (rc == 0) rc = x->v->sync(x, err, errcap);
+    const double t_done = ddp_now_s();
+    r.host_ms = (t_done - t_last) * 1e3;
+    t_last = t_done;
     if (rc == 0) energy_step(x, &ec, &r);
     if (rc == 0) rc = read_floats(x, m->loss_tensor, &own, 1, err, errcap);
     if (rc == 0) rc = read_floats(x, m->scalars_tensor, r.scalars, SCALAR_COUNT, err, errcap);
     if (rc == 0) rc = x->v->timers(x, timer_ms, err, errcap);
-    if (rc == 0 && calib_step) rc = ddp_calib_record(&calib, x, err, errcap);
+    if (rc == 0 && calibrated(o, m, x->rank, s)) rc = ddp_calib_record(&calib, x, err, errcap);
     if (rc == 0 && o->trace_path && s == steps - 1) rc = write_trace(x, o->trace_path, s + 1, err, errcap);
     x->trace = false;
     if (rc == 0 && !isfinite(own))
       rc = ddp_fail(err, errcap, "rank %d: the loss is %f at step %lld", x->rank, (double)own, (long long)s + 1);
-    /* One host sum per step: the global loss, whether any rank was asked to stop (every rank then stops
-     * after this same step), and every rank's times and peak memory for the metrics. */
     if (rc) break;
     ddp_step_times_from_timers(p, x->rank, timer_ms, &r.t);
     x->v->memory(x, &r.in_use, &r.peak);
+    r.loss = r.loss_rank0 = own; /* loss: the global mean once the host sum is in */
+    /* One host sum per step: the global loss, whether any rank was asked to stop (every rank then stops
+     * after the same step), and every rank's times and peak memory for the metrics. */
     memset(v, 0, nsum * sizeof *v);
     v[0] = loss_share(p, x->rank, x->world, own);
     v[1] = ddp_stop_signal();
     rank_values(&r, v + 2 + (size_t)x->rank * DDP_METRIC_RANKS);
-    rc = ddp_exec_allreduce(x, v, (int)nsum, err, errcap);
-    if (rc) break;
-    r.world = x->world > 0 ? x->world : 1;
-    r.ranks = v + 2;
-    r.loss = x->world > 1 ? (float)v[0] : own;
-    r.loss_rank0 = own; /* only rank 0 reports it */
-    if (v[1] > 0) stop_sig = ddp_stop_signal() ? ddp_stop_signal() : SIGTERM;
-    for (int rank = 0; rank < nw; rank++) {
-      double *e = r.warm ? warm_e : end_e, *sp = r.warm ? warm_s : end_s;
-      e[rank] = rank_value(&r, rank, DDP_METRIC_INDEX_rank_energy_total_J);
-      sp[rank] = rank_value(&r, rank, DDP_METRIC_INDEX_rank_energy_span_s);
+    bool stop = false;
+    if (pending) { /* the previous step's sum was queued behind this step, so it is in */
+      pending = false;
+      if ((rc = ddp_exec_allreduce_finish(x, v_prev, (int)nsum, err, errcap)) != 0 ||
+          (rc = report_step(x, o, metrics, &prev, v_prev, &lt, &stop, err, errcap)) != 0)
+        break;
+      if (stop) stop_sig = ddp_stop_signal() ? ddp_stop_signal() : SIGTERM;
     }
-    if (!r.warm) {
-      sum += r.t.step_ms;
-      sum2 += r.t.step_ms * r.t.step_ms;
-      timed++;
+    /* The next step goes to the GPU before this step's sum, so that the GPU does not wait for the host
+     * between steps; not where a checkpoint of this step or a stop after it must come first. */
+    const bool save_due = o->ckpt_dir && o->save_every > 0 && (s + 1) % o->save_every == 0;
+    if (s + 1 < steps && !save_due && !stop_sig) {
+      if ((rc = issue_step(x, o, rp, s + 1, steps, &issue_ms, err, errcap)) != 0) break;
+      issued = true;
     }
-    double sec = r.t.step_ms * 1e-3;
-    r.tokens_per_s = sec > 0 ? (double)tokens_per_step(p) / sec : 0;
-    r.mfu = o->peak_tflops > 0 && sec > 0 ? m->flops_per_step / sec / (o->peak_tflops * 1e12) : 0;
-    r.host_ms = (ddp_now_s() - t_run) * 1e3;
-    if (!r.warm) timed_host_ms += r.host_ms;
-    if (metrics) metrics_line(metrics, &r);
-    if (metrics && (rc = ddp_out_check(metrics, o->metrics_path, err, errcap)) != 0) break;
-    if (lead && !o->quiet) progress_line(m, &r);
-    if (o->ckpt_dir && o->save_every > 0 && (s + 1) % o->save_every == 0) {
+    if ((rc = ddp_exec_allreduce_start(x, v, (int)nsum, err, errcap)) != 0) break;
+    if (issued) { /* collected after the next step */
+      double *t = v_prev;
+      v_prev = v, v = t;
+      prev = r;
+      pending = true;
+      continue;
+    }
+    if ((rc = ddp_exec_allreduce_finish(x, v, (int)nsum, err, errcap)) != 0 ||
+        (rc = report_step(x, o, metrics, &r, v, &lt, &stop, err, errcap)) != 0)
+      break;
+    if (stop) stop_sig = ddp_stop_signal() ? ddp_stop_signal() : SIGTERM;
+    if (save_due) {
       rc = save(x, o, s + 1, err, errcap);
       last_saved = s + 1;
+      t_last = ddp_now_s(); /* the next step's host_ms without the writing */
     }
     if (stop_sig && s + 1 < steps) {
       if (rc == 0 && o->ckpt_dir && last_saved != s + 1) rc = save(x, o, s + 1, err, errcap);
@@ -456,15 +533,15 @@ int ddp_run_rank(ddp_exec *x, const ddp_run_opts *o, char *err, size_t errcap) {
   }
   if (rc == 0 && !stopped && o->ckpt_dir && last_saved != steps && steps > start)
     rc = save(x, o, steps, err, errcap);
-  if (rc == 0 && lead && !o->quiet && timed > 0) {
-    double mean = sum / (double)timed, var = sum2 / (double)timed - mean * mean;
+  if (rc == 0 && lead && !o->quiet && lt.timed > 0) {
+    double mean = lt.sum / (double)lt.timed, var = lt.sum2 / (double)lt.timed - mean * mean;
     char energy[96] = "";
-    const double watts = power_between(nw, warm_e, warm_s, end_e, end_s);
+    const double watts = power_between(nw, lt.warm_e, lt.warm_s, lt.end_e, lt.end_s);
     if (isfinite(watts))
-      snprintf(energy, sizeof energy, ", %.2f J/step (%.0f W per GPU)", watts * timed_host_ms * 1e-3 / (double)timed,
-               watts / nw);
+      snprintf(energy, sizeof energy, ", %.2f J/step (%.0f W per GPU)",
+               watts * lt.timed_host_ms * 1e-3 / (double)lt.timed, watts / nw);
     printf("%s: %lld timed steps, %.3f ms/step (std %.3f), %.0f tokens/s%s, final loss %.6f\n",
-           o->device_desc ? o->device_desc : x->v->name, (long long)timed, mean, sqrt(var > 0 ? var : 0),
+           o->device_desc ? o->device_desc : x->v->name, (long long)lt.timed, mean, sqrt(var > 0 ? var : 0),
            (double)tokens_per_step(p) / (mean * 1e-3), energy, (double)r.loss);
   }
   if (rc == 0 && o->calibrate && !stopped) rc = ddp_calib_sweep(&calib, x, lead, err, errcap);
@@ -473,9 +550,9 @@ int ddp_run_rank(ddp_exec *x, const ddp_run_opts *o, char *err, size_t errcap) {
     rc = ddp_calib_finish(p, &calib, o->device_desc ? o->device_desc : x->v->name, o->calibrate_out, o->quiet, err,
                           errcap);
   ddp_calib_rows_free(&calib);
-  free(warm_e);
+  free(lt.warm_e);
   free(timer_ms);
-  free(v);
+  free(vbuf);
   if (ddp_out_close(metrics, o->metrics_path, rc ? NULL : err, errcap)) rc = -1;
   return rc;
 }

@@ -1,14 +1,15 @@
 # tests/bench/device_env.sh (sourced by the device_*.sh scripts after `cd` to the repository root): the
 # environment every GPU call shares. R = repository root, OUT = what comes back, L = logs (tarred into
 # $OUT at the end), P = compiled plans, B = tests/bench, A = the PyTorch anchor; the binaries and the warm
-# kernel cache come from dev/ (tests/bench/prepare_device.sh); NVLink multicast stays off. kern() runs one
+# kernel cache come from dev/ (tests/bench/prepare_device.sh; DDPRUN_BIN names another ddprun, e.g. one
+# built from an earlier commit for an A/B); NVLink multicast stays off. kern() runs one
 # op's kernel checks against the reference executor; ceiling() measures the dense bf16 ceiling that the XL
 # runs' mfu is against; xl_tail() ends the one-GPU XL variant scripts (torch.compile with TORCH_COMPILE=1, its
 # joules per step with TORCH_ENERGY=1); clocks_start / clocks_stop sample
 # GPU 0's clocks and power into a CSV and span() marks what ran when (summary_xl_variants.py joins them).
 R=$PWD; OUT=${OUT:-/tmp/out}; mkdir -p "$OUT"; L=/tmp/logs; mkdir -p $L
 export NCCL_NVLS_ENABLE=0 TORCH_SYMM_MEM_DISABLE_MULTICAST=1 NVSHMEM_DISABLE_NVLS=1 PYTHONUNBUFFERED=1
-export DDPC=$R/dev/bin/ddpc DDPRUN=$R/dev/bin/ddprun ST_COMPARE=$R/dev/bin/st_compare DDP_SOURCE_DIR=$R
+export DDPC=$R/dev/bin/ddpc DDPRUN=${DDPRUN_BIN:-$R/dev/bin/ddprun} ST_COMPARE=$R/dev/bin/st_compare DDP_SOURCE_DIR=$R
 export DDPC_CACHE_DIR=$R/dev/cache DDP_TEMPLATE_DIR=$R/templates DDP_TEST_TMP=/tmp/ddpt
 P=/tmp/plans; mkdir -p $P $DDP_TEST_TMP; B=tests/bench; A=$B/torch_ddp_anchor.py
 ceiling() { # LOG: PyTorch's 8192^3 bf16 GEMM into LOG; sets CEIL (TFLOP/s, empty when unknown) and PEAK

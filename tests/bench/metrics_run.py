@@ -4,7 +4,7 @@ marked warmup (all of them if every step is): the median step_ms, tokens/s (the 
 over that median, else the median of the steps' tokens_per_s), the means of exposed_comm_ms, comm_ms,
 overlap_ratio, optimizer_ms and tp_comm_ms (None where the metrics have none), and the peak memory per rank
 (the largest rank_peak_mem_GiB[r], or peak_mem_GiB for one rank); the run line's world, parallel, executor
-and predicted step_ms; and the timed steps' energy (energy(): J per step, W per GPU, power-capped ms per
+and predicted step_ms; the median host_ms (the wall time per step; NaN where the metrics have none); and the timed steps' energy (energy(): J per step, W per GPU, power-capped ms per
 step; NaN where the metrics have none)."""
 import json
 import math
@@ -16,7 +16,7 @@ NAN = float("nan")
 def energy(steps):
     """(J/step, W per GPU, power-capped ms/step) over the timed steps of a metrics file's step lines: every
     rank's energy difference from the last warm-up step (or the first reading) to the last step over its
-    counter's own span, summed over the ranks, times the timed steps' mean host iteration (ddprun's closing
+    counter's own span, summed over the ranks, times the timed steps' mean host_ms (ddprun's closing
     line does the same); NaN where the metrics have no energy."""
     warm = [x for x in steps if x.get("warmup")]
     t = [x for x in steps if not x.get("warmup")]
@@ -49,7 +49,8 @@ def ours(path):
             else [max(s["peak_mem_GiB"] for s in t)])
     mean = lambda key: statistics.mean(s.get(key, 0.0) for s in t)
     joules, watts, capped = energy(steps)
-    return dict(joules=joules, watts=watts, capped=capped, losses=[s["loss"] for s in steps], ms=ms, tps=tps, tokens=run.get("tokens_per_step"),
+    host = statistics.median(s["host_ms"] for s in t) if "host_ms" in t[0] else NAN
+    return dict(joules=joules, watts=watts, capped=capped, losses=[s["loss"] for s in steps], ms=ms, host=host, tps=tps, tokens=run.get("tokens_per_step"),
                 exposed=mean("exposed_comm_ms"), comm=mean("comm_ms"), overlap=mean("overlap_ratio"),
                 opt=mean("optimizer_ms"), peak=peak,
                 world=world, n=len(t), tp_comm=mean("tp_comm_ms") if "tp_comm_ms" in t[0] else None,
