@@ -76,7 +76,8 @@
   X(ENERGY, "DDP_ENERGY", BOOL, 1, 0, 1,                                                                    \
     "ddprun: 0 reads no GPU energy counters (NVML) and reports none in the metrics")                      \
   X(ENERGY_PERIOD_MS, "DDP_ENERGY_PERIOD_MS", INT, 20, 1, 1000,                                            \
-    "ddprun: how often the sampler thread reads the GPU's energy counter (NVML), ms")                    \
+    "ddprun: how often the sampler thread reads the GPU's energy counter (NVML), ms, while a step keeps "  \
+    "the GPU busy (docs/CLI.md, *Energy*)")                                                               \
   X(NCCL_BLOCKING, "DDP_NCCL_BLOCKING", BOOL, 0, 0, 1,                                                      \
     "ddprun: 1 makes the NCCL communicator blocking (diagnosis; no set-up deadline)")                     \
   X(MPI_LIBRARY, "DDP_MPI_LIBRARY", PATH, 0, 0, 0,                                                          \

@@ -113,6 +113,11 @@ static int cx_energy(ddp_exec *e, ddp_energy *out) {
   return 1;
 }
 
+static void cx_energy_window(ddp_exec *e, double seconds) {
+  cx *x = e->impl;
+  if (x->power) ddp_power_window(x->power, seconds);
+}
+
 /* The energy counters (power.c): the run line's "power" says which GPU and limit, or why there are none. */
 static void power_open(cx *x) {
   char why[160];
@@ -140,6 +145,7 @@ static const ddp_exec_vtbl cx_vtbl = {
     .allreduce_host = cx_allreduce_host,
     .allreduce_host_start = cx_allreduce_host_start,
     .allreduce_host_finish = cx_allreduce_host_finish,
+    .energy_window = cx_energy_window,
     .time_collective = cx_time_collective,
     .time_gemm = cx_time_gemm,
     .energy = cx_energy,

@@ -1,6 +1,6 @@
 /* runtime/cuda/power.h: a GPU's energy and power-limit counters (NVML, loaded at run time). The CUDA
  * executor opens one per rank at load; a sampler thread polls the energy counter (DDP_ENERGY_PERIOD_MS)
- * and notes when it changes, and every step's end takes the latest sample without waiting (exec.h
+ * within the windows the step loop opens while the GPU is busy, and notes when it changes, and every step's end takes the latest sample without waiting (exec.h
  * `energy`), so the metrics say what the steps cost in joules and how long the power limit held the
  * clocks down, and the NVML calls (milliseconds each) never keep the GPU waiting. */
 #ifndef DDP_POWER_H
@@ -18,6 +18,9 @@ ddp_power *ddp_power_open(int device, double period_s, double *limit_w, char *wh
 /* The latest sample: 0, or -1 once NVML has failed (then nothing is written). power_capped_ns is
  * UINT64_MAX on a GPU that does not report its power-limit time. */
 int ddp_power_read(ddp_power *pw, ddp_energy *out);
+/* The GPU is busy for at least `seconds` from now and this process makes no CUDA call it must not wait
+ * for: the sampler may read the counters until then (power.c says why only then). */
+void ddp_power_window(ddp_power *pw, double seconds);
 /* Stops the sampler and closes NVML (NULL: nothing). */
 void ddp_power_close(ddp_power *pw);
 #endif

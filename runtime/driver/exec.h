@@ -63,6 +63,10 @@ typedef struct ddp_exec_vtbl {
    * thread reads NVML; the reads take milliseconds and stay off the step's path). 0, or 1 when they
    * cannot be read here (x->power says why); never a failure of the run. */
   int (*energy)(ddp_exec *x, ddp_energy *out);
+  /* Optional (NULL: nothing to do): the step just issued keeps the GPU busy for about `seconds` more, in
+   * which the driver only waits for it; the executor may read its counters then (CUDA: NVML's reads keep
+   * the other threads' CUDA calls waiting, so the sampler reads only in such windows). */
+  void (*energy_window)(ddp_exec *x, double seconds);
 } ddp_exec_vtbl;
 
 struct ddp_exec {

@@ -362,6 +362,10 @@ typedef struct loop_totals {
   double *warm_e, *warm_s, *end_e, *end_s;
 } loop_totals;
 
+/* How long before the next step's expected end (this step's GPU time after this step's end) the executor
+ * stops reading its energy counters (exec.h energy_window). */
+#define ENERGY_WINDOW_MARGIN_S 0.005
+
 /* Whether step s (0-based) records its instructions' times for --calibrate (rank 0, after the warm-up). */
 static bool calibrated(const ddp_run_opts *o, const ddp_meta *m, int rank, int64_t s) {
   return o->calibrate && rank == 0 && s >= m->warmup;
@@ -504,6 +508,10 @@ int ddp_run_rank(ddp_exec *x, const ddp_run_opts *o, char *err, size_t errcap) {
       issued = true;
     }
     if ((rc = ddp_exec_allreduce_start(x, v, (int)nsum, err, errcap)) != 0) break;
+    if (issued && x->v->energy_window) { /* until shortly before the next step should end, the host only waits */
+      const double left = r.t.step_ms * 1e-3 - (ddp_now_s() - t_done) - ENERGY_WINDOW_MARGIN_S;
+      if (left > 0) x->v->energy_window(x, left);
+    }
     if (issued) { /* collected after the next step */
       double *t = v_prev;
       v_prev = v, v = t;

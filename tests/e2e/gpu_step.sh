@@ -45,11 +45,12 @@ run_pair() { # NAME SCHEDULE RTOL [--set ...]
 }
 run_pair tiny_fp32 tiny 1e-5
 # the GPU's energy counters (NVML) in the metrics: the run line names the power limit; every step's
-# energy_total_J and power_capped_total_ms are numbers that never decrease; over 200 steps (the counter
-# moves about every 100 ms) the mean power is plausible; and the host's loop is no slower than with
-# DDP_ENERGY=0 (no counters; the sampler thread keeps NVML's milliseconds off the step's path)
-"$DDPRUN" "$tmp/tiny_fp32.bin" --device cuda --steps 200 --metrics "$tmp/energy.jsonl" --quiet || fail "energy run"
-DDP_ENERGY=0 "$DDPRUN" "$tmp/tiny_fp32.bin" --device cuda --steps 200 --metrics "$tmp/energy0.jsonl" --quiet ||
+# energy_total_J and power_capped_total_ms are numbers that never decrease; over 2000 steps (about 1 s: the
+# counter moves about every 100 ms, and steps this short, shorter than their issue, open no read window, so
+# the sampler reads every 0.25 s) the mean power is plausible; and the host's loop is no slower than with
+# DDP_ENERGY=0 (no counters; the sampler keeps NVML's milliseconds off the step's path)
+"$DDPRUN" "$tmp/tiny_fp32.bin" --device cuda --steps 2000 --metrics "$tmp/energy.jsonl" --quiet || fail "energy run"
+DDP_ENERGY=0 "$DDPRUN" "$tmp/tiny_fp32.bin" --device cuda --steps 2000 --metrics "$tmp/energy0.jsonl" --quiet ||
   fail "DDP_ENERGY=0 run"
 python3 - "$tmp/energy.jsonl" "$tmp/energy0.jsonl" <<'PY' || fail=1
 import json, math, sys
