@@ -4,7 +4,7 @@ marked warmup (all of them if every step is): the median step_ms, tokens/s (the 
 over that median, else the median of the steps' tokens_per_s), the means of exposed_comm_ms, comm_ms,
 overlap_ratio, optimizer_ms and tp_comm_ms (None where the metrics have none), and the peak memory per rank
 (the largest rank_peak_mem_GiB[r], or peak_mem_GiB for one rank); the run line's world, parallel, executor
-and predicted step_ms; the median host_ms (the wall time per step; NaN where the metrics have none); and the timed steps' energy (energy(): J per step, W per GPU, power-capped ms per
+and predicted step_ms; the median and mean host_ms (the wall time per step; the mean is what throughput over wall time sees; NaN where the metrics have none); and the timed steps' energy (energy(): J per step, W per GPU, power-capped ms per
 step; NaN where the metrics have none)."""
 import json
 import math
@@ -50,7 +50,8 @@ def ours(path):
     mean = lambda key: statistics.mean(s.get(key, 0.0) for s in t)
     joules, watts, capped = energy(steps)
     host = statistics.median(s["host_ms"] for s in t) if "host_ms" in t[0] else NAN
-    return dict(joules=joules, watts=watts, capped=capped, losses=[s["loss"] for s in steps], ms=ms, host=host, tps=tps, tokens=run.get("tokens_per_step"),
+    host_mean = statistics.mean(s["host_ms"] for s in t) if "host_ms" in t[0] else NAN
+    return dict(joules=joules, watts=watts, capped=capped, losses=[s["loss"] for s in steps], ms=ms, host=host, host_mean=host_mean, tps=tps, tokens=run.get("tokens_per_step"),
                 exposed=mean("exposed_comm_ms"), comm=mean("comm_ms"), overlap=mean("overlap_ratio"),
                 opt=mean("optimizer_ms"), peak=peak,
                 world=world, n=len(t), tp_comm=mean("tp_comm_ms") if "tp_comm_ms" in t[0] else None,
