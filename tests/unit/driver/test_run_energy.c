@@ -50,22 +50,7 @@ static const ddp_exec_vtbl without_energy = {.name = "fake", .run = fake_run, .s
  * line (stdout) into said. */
 static int run3(const ddp_exec_vtbl *vt, const ddp_energy *script, const char *power, char *out, size_t outcap,
                 char *said, size_t saidcap, char *err, size_t errcap) {
-  ddp_plan *p = ddp_plan_new();
-  p->meta.world = 1;
-  p->meta.mode = MODE_TRAIN;
-  p->meta.steps = 3;
-  p->ranks = calloc(1, sizeof *p->ranks);
-  ddp_tensor t;
-  memset(&t, 0, sizeof t);
-  t.name = (char *)"scalars";
-  t.dtype = DT_F32;
-  t.arena = ARENA_IO;
-  t.ndim = 1;
-  t.shape[0] = SCALAR_COUNT;
-  t.base = t.param = -1;
-  t.bytes = sizeof(float) * SCALAR_COUNT;
-  t.first_use = t.last_use = -1;
-  p->meta.loss_tensor = p->meta.scalars_tensor = ddp_plan_add_tensor(p, &t);
+  ddp_plan *p = fake_plan(1, 3);
   fake f = {.x = {.v = vt, .plan = p, .rank = 0, .world = 1}, .script = script};
   snprintf(f.x.power, sizeof f.x.power, "%s", power);
   f.arena[0] = 2.5f;

@@ -89,22 +89,7 @@ static const ddp_exec_vtbl whole = {.name = "fake", .run = f_run, .sync = f_sync
 
 /* `steps` steps of a hand-built plan as rank 0 of 2; the metrics file into out. */
 static int run(fake *f, const ddp_exec_vtbl *vt, int steps, char *out, size_t outcap, char *err, size_t errcap) {
-  ddp_plan *p = ddp_plan_new();
-  p->meta.world = 2;
-  p->meta.mode = MODE_TRAIN;
-  p->meta.steps = steps;
-  p->ranks = calloc(2, sizeof *p->ranks);
-  ddp_tensor t;
-  memset(&t, 0, sizeof t);
-  t.name = (char *)"scalars";
-  t.dtype = DT_F32;
-  t.arena = ARENA_IO;
-  t.ndim = 1;
-  t.shape[0] = SCALAR_COUNT;
-  t.base = t.param = -1;
-  t.bytes = sizeof(float) * SCALAR_COUNT;
-  t.first_use = t.last_use = -1;
-  p->meta.loss_tensor = p->meta.scalars_tensor = ddp_plan_add_tensor(p, &t);
+  ddp_plan *p = fake_plan(2, steps);
   f->x = (ddp_exec){.v = vt, .plan = p, .rank = 0, .world = 2};
   char metrics[256];
   snprintf(metrics, sizeof metrics, "/tmp/ddp_test_run_pipeline_%ld.jsonl", (long)getpid());
