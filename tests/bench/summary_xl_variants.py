@@ -3,7 +3,8 @@
 (device_update_sms.sh, device_side_sms.sh). VARIANTS and TRACED are space-separated name:... entries; per
 variant and round it reads LOGS/xl_NAME_R.jsonl (ddprun --metrics) and prints the medians of the timed steps
 (ms/step, forward, backward, the optimizer's tail, mfu, host issue time), the last loss and the ratio to
-torch.compile (LOGS/torch_compile.log, when there); the timed steps' energy from ddprun's NVML counters (J per
+torch.compile (LOGS/torch_compile.log, when there); the mean wall time per step (host_ms, what throughput
+sees) and its ratio to torch.compile's energy run (LOGS/torch_energy.log, 30 timed steps, when there); the timed steps' energy from ddprun's NVML counters (J per
 step, W, power-capped ms per step: metrics_run.energy()) and against torch.compile's (LOGS/torch_energy.log,
 torch_extra.py --xl-energy --compile, when there); then the kernel-class lines of LOGS/trace_NAME.txt
 (trace_summary.py) for the traced variants. Where LOGS/clocks.csv (device_env.sh's clocks_start) and
@@ -48,7 +49,7 @@ try:
 except OSError: pass
 if tce: print(f"torch.compile XL with energy: {tce['ms_per_step']:.2f} ms/step, {tce['J_per_step']:.2f} J/step, {tce['W']:.0f} W")
 print(f"{'variant':16s} {'round':>5s} {'ms/step':>8s} {'fwd':>7s} {'bwd':>7s} {'opt tail':>8s} {'mfu':>7s} {'loss@20':>9s} {'/compile':>8s} {'issue ms':>8s}"
-      f" {'J/step':>7s} {'W':>5s} {'capped':>6s} {'J/comp':>6s}"
+      f" {'wall':>7s} {'/comp-e':>7s} {'J/step':>7s} {'W':>5s} {'capped':>6s} {'J/comp':>6s}"
       + (f" {'SM MHz':>7s} {'W(smi)':>6s} {'reasons':>18s}" if samples else ""))
 
 for v in variants:
@@ -61,8 +62,10 @@ for v in variants:
             g = lambda k: statistics.median(x.get(k, float("nan")) for x in t)
             ms = g("step_ms")
             joules, watts, capped = energy(rows)
+            wall = statistics.mean(x.get("host_ms", float("nan")) for x in t)
             print(f"{name:16s} {r:5d} {ms:8.2f} {g('forward_ms'):7.2f} {g('backward_ms'):7.2f} {g('optimizer_ms'):8.2f} "
                   f"{g('mfu'):7.4f} {rows[-1]['loss']:9.5f} {ms / tc if tc else float('nan'):8.3f} {g('issue_ms'):8.3f}"
+                  f" {wall:7.2f} {wall / tce['ms_per_step'] if tce else float('nan'):7.3f}"
                   f" {joules:7.2f} {watts:5.0f} {capped:6.1f}"
                   f" {joules / tce['J_per_step'] if tce else float('nan'):6.3f}", end="")
             c = clocks(f"{name}_{r}", len(t), ms) if samples else None
