@@ -548,9 +548,9 @@ int ddp_run_rank(ddp_exec *x, const ddp_run_opts *o, char *err, size_t errcap) {
     if (isfinite(watts))
       snprintf(energy, sizeof energy, ", %.2f J/step (%.0f W per GPU)",
                watts * lt.timed_host_ms * 1e-3 / (double)lt.timed, watts / nw);
-    printf("%s: %lld timed steps, %.3f ms/step (std %.3f), %.0f tokens/s%s, final loss %.6f\n",
+    printf("%s: %lld timed steps, %.3f ms/step (std %.3f), wall %.3f ms/step, %.0f tokens/s%s, final loss %.6f\n",
            o->device_desc ? o->device_desc : x->v->name, (long long)lt.timed, mean, sqrt(var > 0 ? var : 0),
-           (double)tokens_per_step(p) / (mean * 1e-3), energy, (double)r.loss);
+           lt.timed_host_ms / (double)lt.timed, (double)tokens_per_step(p) / (mean * 1e-3), energy, (double)r.loss);
   }
   if (rc == 0 && o->calibrate && !stopped) rc = ddp_calib_sweep(&calib, x, lead, err, errcap);
   if (rc == 0 && o->calibrate && !stopped) rc = ddp_calib_gemm_sweep(&calib, x, err, errcap);

@@ -4,12 +4,14 @@
  *  - energy_total_J, rank_energy_total_J and rank_energy_span_s are cumulative from the reading before
  *    step 1, power_W their quotient, power_capped_total_ms the power-limit time since then;
  *  - a counter that has not moved yet gives 0 J over 0 s: power_W null;
- *  - the closing line's J/step is the timed steps' mean power times their mean host iteration;
+ *  - the closing line's J/step is the timed steps' mean power times their mean host_ms, and its wall time
+ *    their mean host_ms;
  *  - the run line carries the executor's "power" words;
  *  - a GPU that does not report its power-limit time (UINT64_MAX) prints it null, the energy still measured;
  *  - a reading that fails, or a counter going backwards, prints null from then on;
  *  - an executor without `energy` (the reference executor) prints null and no "power" field. */
 #include "run.h"
+#include <math.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -117,6 +119,10 @@ int main(void) {
   char want[128];
   snprintf(want, sizeof want, ", %.2f J/step (485 W per GPU), final loss", 485.0 * host / 3 * 1e-3);
   CHECK_CONTAINS("the closing line's J/step", said, want);
+  /* the metrics print host_ms to 4 decimals and the closing line its mean to 3: equal within their rounding */
+  const char *wall = strstr(said, "), wall ");
+  CHECK(wall && fabs(atof(wall + 8) - host / 3) <= 0.0006, "the closing line's wall time is the timed steps' mean "
+        "host_ms (%.4f): %s", host / 3, said);
 
   /* the counter has not moved at step 1: 0 J over 0 s, no power yet */
   const ddp_energy still[] = {{5000, 0, 1.0}, {5000, 0, 1.0}, {9000, 0, 1.1}, {9000, 0, 1.1}, {0, 0, 0}};
