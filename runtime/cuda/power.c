@@ -58,16 +58,21 @@ static void *sym(void *lib, const char *name, char *why, size_t whycap) {
   return f;
 }
 
-/* One reading of both counters into e (at_s: now): 0, or -1 when NVML fails. */
-static int sample(ddp_power *pw, ddp_energy *e) {
-  unsigned long long mj = 0;
+/* e from an energy reading mj taken at at_s, with the power-limit time read now: 0, or -1 when NVML fails. */
+static int complete(ddp_power *pw, unsigned long long mj, double at_s, ddp_energy *e) {
   nvml_violation v = {0, 0};
-  if (pw->energy(pw->dev, &mj) != NVML_OK) return -1;
-  e->at_s = ddp_now_s();
   if (pw->violation_ok && pw->violation(pw->dev, NVML_PERF_POLICY_POWER, &v) != NVML_OK) return -1;
   e->mJ = mj;
+  e->at_s = at_s;
   e->power_capped_ns = pw->violation_ok ? v.violation_ns : UINT64_MAX;
   return 0;
+}
+
+/* One reading of both counters into e (at_s: when the energy was read): 0, or -1 when NVML fails. */
+static int sample(ddp_power *pw, ddp_energy *e) {
+  unsigned long long mj = 0;
+  if (pw->energy(pw->dev, &mj) != NVML_OK) return -1;
+  return complete(pw, mj, ddp_now_s(), e);
 }
 
 /* Waits on the condition (mu held) for `seconds`, or until signalled. */
@@ -97,7 +102,8 @@ static void *sampler(void *arg) {
     unsigned long long mj = 0;
     ddp_energy e;
     int rc = pw->energy(pw->dev, &mj) == NVML_OK ? 0 : -1;
-    if (rc == 0 && mj != seen) rc = sample(pw, &e); /* the counter moved: when, and the power-limit time */
+    const double read_at = ddp_now_s();
+    if (rc == 0 && mj != seen) rc = complete(pw, mj, read_at, &e); /* it moved: when, and the power-limit time */
     const double end = ddp_now_s();
     pthread_mutex_lock(&pw->mu);
     if (rc) {

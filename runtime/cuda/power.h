@@ -1,8 +1,9 @@
 /* runtime/cuda/power.h: a GPU's energy and power-limit counters (NVML, loaded at run time). The CUDA
  * executor opens one per rank at load; a sampler thread polls the energy counter (DDP_ENERGY_PERIOD_MS)
- * within the windows the step loop opens while the GPU is busy, and notes when it changes, and every step's end takes the latest sample without waiting (exec.h
- * `energy`), so the metrics say what the steps cost in joules and how long the power limit held the
- * clocks down, and the NVML calls (milliseconds each) never keep the GPU waiting. */
+ * within the windows the step loop opens while the GPU is busy and notes when it changes, and every
+ * step's end takes the latest sample without waiting (exec.h `energy`). So the metrics say what the steps
+ * cost in joules and how long the power limit held the clocks down, and the NVML calls (milliseconds
+ * each) do not keep the GPU waiting. */
 #ifndef DDP_POWER_H
 #define DDP_POWER_H
 #include "exec.h"
