@@ -616,9 +616,9 @@ int cx_time_collective(ddp_exec *e, const ddp_instr *in, int iters, double *ms, 
 
 /* Waiting with a communicator polls (the watchdog must run) with naps doubling from 10 us to WAIT_NAP_US.
  * The cap is what a wait can return late, and with several ranks the slowest rank's lateness is every
- * rank's: with naps of up to 1 ms, 2 x H200 DDP steps of ~70 ms took 1.2-3.5 ms more wall time than GPU
- * time against 0.2-0.9 ms on one GPU, which blocks in cudaStreamSynchronize (2026-11-27). A 70 ms wait
- * at 100 us naps is ~700 polls: nothing for a host core. */
+ * rank's: with naps of up to 1 ms, 2 x H200 DDP steps of ~70 ms took 1.2-3.1 ms more wall time than GPU
+ * time (medians), 0.8-2.5 ms with naps of up to 100 us (2026-11-27; most of the rest was the energy
+ * sampler, power.c). A 70 ms wait at 100 us naps is ~700 polls: nothing for a host core. */
 #define WAIT_NAP_US 100u
 
 int cx_wait_streams(cx *x, const char *why, char *err, size_t errcap) {

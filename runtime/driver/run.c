@@ -106,16 +106,17 @@ int ddp_exec_allreduce(ddp_exec *x, double *v, int n, char *err, size_t errcap) 
   return x->v->allreduce_host(x, v, n, err, errcap);
 }
 
+/* Whether the host sums of this run go in two halves (exec.h allreduce_host_start / _finish). */
+static bool sum_halves(const ddp_exec *x) {
+  return x->world > 1 && x->v->allreduce_host_start && x->v->allreduce_host_finish;
+}
+
 int ddp_exec_allreduce_start(ddp_exec *x, double *v, int n, char *err, size_t errcap) {
-  if (x->world > 1 && x->v->allreduce_host_start && x->v->allreduce_host_finish)
-    return x->v->allreduce_host_start(x, v, n, err, errcap);
-  return ddp_exec_allreduce(x, v, n, err, errcap);
+  return sum_halves(x) ? x->v->allreduce_host_start(x, v, n, err, errcap) : ddp_exec_allreduce(x, v, n, err, errcap);
 }
 
 int ddp_exec_allreduce_finish(ddp_exec *x, double *v, int n, char *err, size_t errcap) {
-  if (x->world > 1 && x->v->allreduce_host_start && x->v->allreduce_host_finish)
-    return x->v->allreduce_host_finish(x, v, n, err, errcap);
-  return 0;
+  return sum_halves(x) ? x->v->allreduce_host_finish(x, v, n, err, errcap) : 0;
 }
 
 /* Reads the first n elements of `tensor` as floats, whatever its size and dtype say (a plan's meta may point
