@@ -106,9 +106,10 @@ typedef struct ddp_schedule {
   bool broadcast_init;      /* parameters broadcast from rank 0 after init */
   bool identical_init;      /* every rank initialises with the same seed */
   /* A user bucket policy (a Lua function in the schedule) or NULL: fills bucket_of[i] with the bucket
-   * index of params[i] (0-based, buckets issued in increasing index). */
-  int (*bucket_policy)(void *ctx, const char *const *names, const uint64_t *bytes, int n, int *bucket_of,
-                       char *err, size_t errcap);
+   * index of params[i] (0-based, buckets issued in increasing index). units[i] names the fused weight that
+   * names[i] is part of (its own name where it is not fused; units NULL: every parameter its own unit). */
+  int (*bucket_policy)(void *ctx, const char *const *names, const char *const *units, const uint64_t *bytes, int n,
+                       int *bucket_of, char *err, size_t errcap);
   void *bucket_policy_ctx;
   char bucket_field[32];    /* the policy's field in messages: "parallel.buckets" or "parallel.units" */
 

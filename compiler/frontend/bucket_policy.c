@@ -1,7 +1,8 @@
 /* compiler/frontend/bucket_policy.c: ddp{ buckets = function(params) ... end } and fsdp{ units = ... }
  * (the same interface; errors then say parallel.units and "unit"). The compiler calls
  * ddp_schedule.bucket_policy with the parameters in gradient-ready order; we call the Lua function with
- * {name=, bytes=, order=} entries (order 1-based) in that order and check that it returns a list of
+ * {name=, unit=, bytes=, order=} entries (order 1-based; unit: the fused weight the parameter is part of,
+ * which the returned layout must not split) in that order and check that it returns a list of
  * buckets, each a non-empty list of parameter names (or of the entries themselves), every parameter in
  * exactly one bucket. Bucket k of the result (1-based) becomes bucket_of = k-1. Runs in the schedule's
  * sandbox, with a fresh instruction budget per call. */
@@ -13,6 +14,7 @@
 typedef struct fe_bucket_call {
   fe_sandbox *sb;
   const char *const *names;
+  const char *const *units;
   const uint64_t *bytes;
   int n;
   int *bucket_of;
@@ -63,9 +65,11 @@ static int fe_bucket_run(lua_State *L) {
   lua_rawgeti(L, LUA_REGISTRYINDEX, sb->bucket_ref); /* 2: the function */
   lua_createtable(L, bc->n, 0);
   for (int i = 0; i < bc->n; i++) {
-    lua_createtable(L, 0, 3);
+    lua_createtable(L, 0, 4);
     lua_pushstring(L, bc->names[i]);
     lua_setfield(L, -2, "name");
+    lua_pushstring(L, bc->units ? bc->units[i] : bc->names[i]);
+    lua_setfield(L, -2, "unit");
     lua_pushinteger(L, (lua_Integer)bc->bytes[i]);
     lua_setfield(L, -2, "bytes");
     lua_pushinteger(L, i + 1);
@@ -109,11 +113,11 @@ static int fe_bucket_run(lua_State *L) {
   return 0;
 }
 
-int fe_bucket_policy(void *ctx, const char *const *names, const uint64_t *bytes, int n, int *bucket_of,
-                     char *err, size_t errcap) {
+int fe_bucket_policy(void *ctx, const char *const *names, const char *const *units, const uint64_t *bytes, int n,
+                     int *bucket_of, char *err, size_t errcap) {
   fe_sandbox *sb = ctx;
   lua_State *L = sb->L;
-  fe_bucket_call bc = {sb, names, bytes, n, bucket_of};
+  fe_bucket_call bc = {sb, names, units, bytes, n, bucket_of};
   fe_limits_reset(sb);
   lua_settop(L, 0);
   lua_pushcfunction(L, fe_bucket_run);

@@ -120,8 +120,8 @@ void fe_mesh(fe_conv *c, const fe_tab *root);   /* mesh.c: after fe_parallel, be
 void fe_apply_sets(lua_State *L, int root, const char *const *sets, int nsets);
 
 /* ---- bucket_policy.c ---- */
-int fe_bucket_policy(void *ctx, const char *const *names, const uint64_t *bytes, int n, int *bucket_of,
-                     char *err, size_t errcap);
+int fe_bucket_policy(void *ctx, const char *const *names, const char *const *units, const uint64_t *bytes, int n,
+                     int *bucket_of, char *err, size_t errcap);
 
 /* ---- watchdog.c: the time limit of a Lua phase; past it, one line and exit(1). ---- */
 typedef struct fe_watch fe_watch;

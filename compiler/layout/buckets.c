@@ -29,6 +29,7 @@ static int by_policy(ddp_builder *b, const int *order, int n, int *bucket_of, ch
   /* The state-dict parameters of the trainable units, in ready order. */
   int np = 0;
   const char **names = ddp_xcalloc((size_t)b->nparams + 1, sizeof(char *));
+  const char **unit_names = ddp_xcalloc((size_t)b->nparams + 1, sizeof(char *));
   uint64_t *bytes = ddp_xcalloc((size_t)b->nparams + 1, sizeof(uint64_t));
   int *unit_pos = ddp_xcalloc((size_t)b->nparams + 1, sizeof(int));
   int *pbucket = ddp_xcalloc((size_t)b->nparams + 1, sizeof(int));
@@ -37,12 +38,13 @@ static int by_policy(ddp_builder *b, const int *order, int n, int *bucket_of, ch
     for (int x = up.at[order[k]]; x < up.at[order[k] + 1]; x++) {
       int p = up.param[x];
       names[np] = b_t(b, b->params[p].tensor)->state_name;
+      unit_names[np] = b->units[order[k]].name;
       bytes[np] = (uint64_t)b->params[p].numel * ddp_dtype_size(b->grad_dt);
       unit_pos[np] = k;
       np++;
     }
   b_unit_params_free(&up);
-  int rc = s->bucket_policy(s->bucket_policy_ctx, names, bytes, np, pbucket, err, errcap);
+  int rc = s->bucket_policy(s->bucket_policy_ctx, names, unit_names, bytes, np, pbucket, err, errcap);
   int nb = -1;
   if (rc == 0) {
     for (int k = 0; k < n; k++) bucket_of[k] = -1;
@@ -75,6 +77,7 @@ static int by_policy(ddp_builder *b, const int *order, int n, int *bucket_of, ch
     }
   }
   free(names);
+  free(unit_names);
   free(bytes);
   free(unit_pos);
   free(pbucket);

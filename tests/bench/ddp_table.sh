@@ -10,6 +10,8 @@
 #                     the backward, after its all-reduce)
 #   ddp100_fp32, ddp100_fp32_ov, ddp100_bf16_ov  bucketed 100 MB (schedules/bucketed_100mb.lua), [the same
 #                     with optimizer_overlap]; ddp50_fp32_ov, ddp25_fp32_ov  the same with 50 / 25 MB buckets
+#   ddp100t_fp32_ov, ddp100t_bf16_ov  ddp100_*_ov with the gradients ready last (XL: block 0 and the
+#                     embedding) in buckets of at most 16 MiB (schedules/bucketed_100mb_tail.lua)
 #   zero1_flat        ZeRO-1 as schedules/zero1.lua (one reduce-scatter after the backward)
 #   zero1_overlap     ZeRO-1 over 100 MB buckets, each group updated and all-gathered during the backward
 #   zero1_overlap_bf16, zero1_overlap_25mb  the same with bf16 gradients, with 25 MB buckets
@@ -45,6 +47,8 @@
 #   NAME_allocM       any of the above run with DDP_NCCL_MEM_ARENAS=M (the arenas of bit mask M from
 #                     ncclMemAlloc: 1 params, 2 grads, 4 optimizer, 8 activations, 16 workspace, 32 io)
 # Suffixes combine in this order: NAME[_ml|_pb][_a2a|_peer|_pcopy][_win|_winz][_low[_tail]|_eq][_comm][_allocM][_sideN[_t0]].
+# The one-GPU step (single) runs at the start of every round (SINGLE_ROUNDS=0: only the first), on GPU 0;
+# SINGLE_GPUS="0 1" runs it on GPU 1 as well (single_gpu1), since the ranks run at the slower GPU's pace.
 # SINGLE_LOW=1 also runs the one-GPU step with the low-priority update stream (single_low).
 # STEPS (default 14: xl_ddp's 5 warm-up + 9 timed); TORCH=0 skips PyTorch. Logs in $OUT/ddp_table.tar.gz; the table last
 # (tests/bench/summary_ddp_table.py).
@@ -95,6 +99,8 @@ for n in $RUNS; do
     ddp100_fp32) plan $n schedules/bucketed_100mb.lua "${W[@]}" ;;
     ddp100_fp32_ov) plan $n schedules/bucketed_100mb.lua "${W[@]}" "${OV[@]}" ;;
     ddp100_bf16_ov) plan $n schedules/bucketed_100mb.lua "${W[@]}" "${OV[@]}" "${BF16[@]}" ;;
+    ddp100t_fp32_ov) plan $n schedules/bucketed_100mb_tail.lua "${W[@]}" "${OV[@]}" ;;
+    ddp100t_bf16_ov) plan $n schedules/bucketed_100mb_tail.lua "${W[@]}" "${OV[@]}" "${BF16[@]}" ;;
     ddp50_fp32_ov) plan $n schedules/bucketed_100mb.lua "${W[@]}" "${OV[@]}" --set parallel.bucket_mb=50 ;;
     ddp25_fp32_ov) plan $n schedules/bucketed_100mb.lua "${W[@]}" "${OV[@]}" --set parallel.bucket_mb=25 ;;
     zero1_flat) plan $n schedules/zero1.lua "${W[@]}" ;;
@@ -112,13 +118,20 @@ for n in $RUNS; do
   esac
 done
 echo "== ours, $N ranks ($(date +%T))"
-CUDA_VISIBLE_DEVICES=0 timeout 120 $DDPRUN $P/t_single.bin --steps 20 --metrics $D/single.r1.jsonl --quiet >$D/single.r1.log 2>&1 ||
-  echo "single failed: $(tail -1 $D/single.r1.log)"
-if [ "${SINGLE_LOW:-0}" = 1 ]; then
-  CUDA_VISIBLE_DEVICES=0 timeout 120 $DDPRUN $P/t_single_low.bin --steps 20 --metrics $D/single_low.r1.jsonl --quiet >$D/single_low.r1.log 2>&1 ||
-    echo "single_low failed: $(tail -1 $D/single_low.r1.log)"
-fi
+single() { # ROUND: the one-GPU step on each GPU of SINGLE_GPUS (single = GPU 0, single_gpuG = GPU G), [single_low]
+  local g r=$1 name
+  for g in ${SINGLE_GPUS:-0}; do
+    name=single; [ "$g" = 0 ] || name=single_gpu$g
+    CUDA_VISIBLE_DEVICES=$g timeout 120 $DDPRUN $P/t_single.bin --steps 20 --metrics $D/$name.r$r.jsonl --quiet >$D/$name.r$r.log 2>&1 ||
+      echo "$name failed: $(tail -1 $D/$name.r$r.log)"
+  done
+  if [ "${SINGLE_LOW:-0}" = 1 ]; then
+    CUDA_VISIBLE_DEVICES=0 timeout 120 $DDPRUN $P/t_single_low.bin --steps 20 --metrics $D/single_low.r$r.jsonl --quiet >$D/single_low.r$r.log 2>&1 ||
+      echo "single_low failed: $(tail -1 $D/single_low.r$r.log)"
+  fi
+}
 for r in $(seq 1 $ROUNDS); do
+  [ "$r" = 1 ] || [ "${SINGLE_ROUNDS:-1}" = 1 ] && single $r
   for n in $RUNS; do
     [ -f $P/t_$n.bin ] || continue
     m=$(mods $n); prio=0; side=()

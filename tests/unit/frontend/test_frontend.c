@@ -259,7 +259,7 @@ static int policy(const ddp_schedule *s, const char *const *names, int n, int *o
   uint64_t bytes[16];
   for (int i = 0; i < n; i++) bytes[i] = 4096u * (uint64_t)(i + 1);
   err[0] = 0;
-  return s->bucket_policy(s->bucket_policy_ctx, names, bytes, n, of, err, sizeof err);
+  return s->bucket_policy(s->bucket_policy_ctx, names, NULL, bytes, n, of, err, sizeof err);
 }
 
 static void test_bucket_policies(void) {
@@ -276,6 +276,32 @@ static void test_bucket_policies(void) {
     }
   }
   ddp_schedule_free(s);
+
+  /* schedules/lib/buckets.lua: 100 MiB buckets, buckets of at most 16 MiB for the units that begin within
+   * the last 100 MiB; a fused weight (its entries' unit) is never split. Units: lm_head 60, block 1 (w13 of
+   * two entries, 50), block 0 (w2 30, qkv of two entries 14, ln1 4 KiB) and the embedding 60 MiB: the tail
+   * begins at block 0's w2 (74 MiB from the end; w13 begins 104 MiB from it); w2 and the embedding exceed
+   * 16 MiB and go alone, qkv and ln1 share one. */
+  s = load("schedules/bucketed_100mb_tail.lua");
+  if (s) {
+    const char *names[] = {"lm_head.weight", "layers.1.ffn.w1.weight", "layers.1.ffn.w3.weight",
+                           "layers.0.ffn.w2.weight", "layers.0.attn.q_proj.weight", "layers.0.attn.k_proj.weight",
+                           "layers.0.ln1.weight", "token_embeddings.weight"};
+    const char *units[] = {"lm_head.weight", "layers.1.ffn.w13", "layers.1.ffn.w13", "layers.0.ffn.w2.weight",
+                           "layers.0.attn.qkv_proj", "layers.0.attn.qkv_proj", "layers.0.ln1.weight",
+                           "token_embeddings.weight"};
+    const uint64_t MiB = 1u << 20;
+    uint64_t bytes[] = {60 * MiB, 25 * MiB, 25 * MiB, 30 * MiB, 7 * MiB, 7 * MiB, 4096, 60 * MiB};
+    int of[8], want[8] = {0, 1, 1, 2, 3, 3, 3, 4};
+    err[0] = 0;
+    CHECK(s->bucket_policy(s->bucket_policy_ctx, names, units, bytes, 8, of, err, sizeof err) == 0, "tail: %s", err);
+    CHECK(memcmp(of, want, sizeof want) == 0, "tail buckets %d %d %d %d %d %d %d %d", of[0], of[1], of[2], of[3],
+          of[4], of[5], of[6], of[7]);
+  }
+  ddp_schedule_free(s);
+  expect_err(BAD "buckets_sized_mb.lua", BAD "buckets_sized_mb.lua:7: buckets.sized: mb must be a number > 0, got 0");
+  expect_err(BAD "buckets_sized_field.lua",
+             BAD "buckets_sized_field.lua:7: buckets.sized: unknown field tail (mb, tail_mb, tail_bucket_mb)");
 
   static const struct { const char *file, *want; } bad[] = {
       {"bucket_dup.lua", BAD "bucket_dup.lua:6: parallel.buckets returned the parameter \"a.weight\" twice (buckets 1 and 2)"},

@@ -48,7 +48,7 @@ static int call_policy(const ddp_schedule *s, const char *const *names, int n, i
   uint64_t bytes[16];
   for (int i = 0; i < n; i++) bytes[i] = 4096u * (uint64_t)(i + 1);
   err[0] = 0;
-  return s->bucket_policy(s->bucket_policy_ctx, names, bytes, n, of, err, sizeof err);
+  return s->bucket_policy(s->bucket_policy_ctx, names, NULL, bytes, n, of, err, sizeof err);
 }
 
 /* single() and plain ddp{} carry the FSDP defaults too (the compiler may read them unconditionally). */
