@@ -128,7 +128,6 @@ typedef struct ddp_schedule {
   /* stream priorities (streams = {...}; compiler/frontend/streams.c) */
   int update_priority;      /* UPDATE_PRIORITY_* (vocab.h): the streams that carry only updates */
   double update_tail;       /* with "low": the fraction of the last-ready update groups kept at high priority */
-  int folds;                /* FOLDS_* (vocab.h): the stream of the norms' weight-gradient folds (single()) */
 
   /* run */
   int mode;                 /* MODE_TRAIN, MODE_FORWARD or MODE_FORWARD_BACKWARD (plan.h) */

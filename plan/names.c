@@ -82,7 +82,6 @@ const char *const ddp_overlap_names[] = {DDP_OVERLAPS(VOCAB_NAME) NULL};
 const char *const ddp_pipe_schedule_names[] = {DDP_PIPE_SCHEDULES(VOCAB_NAME) NULL};
 const char *const ddp_nccl_cta_policy_names[] = {DDP_NCCL_CTA_POLICIES(VOCAB_NAME) NULL};
 const char *const ddp_update_priority_names[] = {DDP_UPDATE_PRIORITIES(VOCAB_NAME) NULL};
-const char *const ddp_fold_stream_names[] = {DDP_FOLD_STREAMS(VOCAB_NAME) NULL};
 const char *const ddp_nccl_register_names[] = {DDP_NCCL_REGISTERS(VOCAB_NAME) NULL};
 const char *const ddp_nccl_reduce_scatter_names[] = {DDP_NCCL_REDUCE_SCATTERS(VOCAB_NAME) NULL};
 const char *const ddp_nccl_all_reduce_names[] = {DDP_NCCL_ALL_REDUCES(VOCAB_NAME) NULL};

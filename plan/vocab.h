@@ -49,9 +49,6 @@
 /* The priority of the streams that carry only optimizer updates (streams = { update_priority = ... }). */
 #define DDP_UPDATE_PRIORITIES(X) X(UPDATE_PRIORITY_EQUAL, "equal") X(UPDATE_PRIORITY_LOW, "low")
 
-/* Where the folds of the norms' weight-gradient partial tables run (streams = { folds = ... }). */
-#define DDP_FOLD_STREAMS(X) X(FOLDS_COMPUTE, "compute") X(FOLDS_SIDE, "side")
-
 #define DDP_VOCAB_ID(id, name) id,
 enum { DDP_MODEL_KINDS(DDP_VOCAB_ID) MODEL_COUNT };
 enum { DDP_PRECISIONS(DDP_VOCAB_ID) PREC_COUNT };
@@ -65,7 +62,6 @@ enum { DDP_OVERLAPS(DDP_VOCAB_ID) OVERLAP_COUNT };
 enum { DDP_PIPE_SCHEDULES(DDP_VOCAB_ID) PIPE_COUNT };
 enum { DDP_NCCL_CTA_POLICIES(DDP_VOCAB_ID) NCCL_CTA_COUNT };
 enum { DDP_UPDATE_PRIORITIES(DDP_VOCAB_ID) UPDATE_PRIORITY_COUNT };
-enum { DDP_FOLD_STREAMS(DDP_VOCAB_ID) FOLDS_COUNT };
 enum { DDP_NCCL_REGISTERS(DDP_VOCAB_ID) NCCL_REGISTER_COUNT };
 enum { DDP_NCCL_REDUCE_SCATTERS(DDP_VOCAB_ID) NCCL_RS_COUNT };
 enum { DDP_NCCL_ALL_REDUCES(DDP_VOCAB_ID) NCCL_AR_COUNT };
@@ -75,7 +71,7 @@ enum { DDP_NCCL_ALL_REDUCES(DDP_VOCAB_ID) NCCL_AR_COUNT };
 extern const char *const ddp_model_kind_names[], *const ddp_precision_names[], *const ddp_data_kind_names[],
     *const ddp_optimizer_names[], *const ddp_lr_schedule_names[], *const ddp_sync_names[], *const ddp_shard_names[],
     *const ddp_attention_names[], *const ddp_overlap_names[], *const ddp_pipe_schedule_names[],
-    *const ddp_nccl_cta_policy_names[], *const ddp_update_priority_names[], *const ddp_fold_stream_names[], *const ddp_nccl_register_names[],
+    *const ddp_nccl_cta_policy_names[], *const ddp_update_priority_names[], *const ddp_nccl_register_names[],
     *const ddp_nccl_reduce_scatter_names[], *const ddp_nccl_all_reduce_names[];
 /* names[i], or "?" when i is outside [0, count). */
 const char *ddp_vocab_name(const char *const *names, int count, long long i);

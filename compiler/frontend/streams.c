@@ -16,11 +16,6 @@
  *                    second side stream at the high priority, so that they do not queue behind the low
  *                    stream's backlog after the backward. Default 0.25 for single() (the optimizer's tail
  *                    after the backward 3.5-3.6 -> 0.13 ms at the same step time), 0 elsewhere
- *   folds            "compute" | "side", for single() with the optimizer overlapped: "side" runs each fold
- *                    of a norm's weight-gradient partial table (REDUCE_ROWS, a short latency-bound kernel
- *                    on the backward's critical path) on a stream of its own at the high priority, right
- *                    after the table is written; the group update that reads the gradient waits for it.
- *                    Default "compute"
  * The compiler turns the choice into the plan's meta low_priority_streams (a mask of stream indices: the
  * builder's update_streams, which the optimizer passes set); `ddpc inspect` prints it; the reference executor runs streams in program order and has no
  * priorities. docs/SCHEDULES.md has the measurements. */
@@ -30,13 +25,12 @@
 #define SINGLE_UPDATE_TAIL 0.25
 
 void fe_streams(fe_conv *c, const fe_tab *root) {
-  static const char *const fields[] = {"update_priority", "update_tail", "folds", NULL};
+  static const char *const fields[] = {"update_priority", "update_tail", NULL};
   ddp_schedule *s = c->s;
   const bool single = s->sync == SYNC_NONE && s->stages == 0 && s->mesh_tensor <= 1;
   const bool ddp_overlap = s->sync == SYNC_BUCKETED && s->shard == SHARD_NONE && s->optimizer_overlap && s->stages == 0;
   s->update_priority = single || ddp_overlap ? UPDATE_PRIORITY_LOW : UPDATE_PRIORITY_EQUAL;
   s->update_tail = single ? SINGLE_UPDATE_TAIL : 0;
-  s->folds = FOLDS_COMPUTE;
   int ty = fe_type(c, root, "streams");
   if (ty == LUA_TNIL) return;
   fe_tab t;
@@ -56,8 +50,4 @@ void fe_streams(fe_conv *c, const fe_tab *root) {
     if (prio != UPDATE_PRIORITY_LOW) fe_bad(c, &t, "update_tail", "needs update_priority = \"low\"");
     s->update_tail = tail;
   }
-  int folds = s->folds;
-  if (fe_enum(c, &t, "folds", ddp_fold_stream_names, &folds) && folds != FOLDS_COMPUTE && !single)
-    fe_bad(c, &t, "folds", "applies to single() only (its overlapped optimizer)");
-  s->folds = folds;
 }

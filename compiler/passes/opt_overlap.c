@@ -13,13 +13,7 @@
  * With streams = { update_priority = "low", update_tail = f } the last-ready fraction f of the groups runs on a
  * second side stream (stream 2, after the scalars) that is not one of b->update_streams and so keeps the
  * high priority: the first side stream's updates then only fill the SMs the backward leaves free, and the
- * last groups' do not queue behind them.
- * With streams = { folds = "side" } each fold of a parameter's gradient (REDUCE_ROWS of a norm's per-chunk
- * partial table that is the gradient's one writer) runs on a stream of its own, the fold stream (after the
- * tail stream, high priority), at its place in the step: the fold stream waits for the compute stream
- * there, and the group update that reads the gradient waits for the fold stream. The fold is short and
- * latency-bound, and the updates beside it stretch it on the compute stream (XL: 97 folds). The verifier
- * checks the partial table's and the gradient's uses across the streams. */
+ * last groups' do not queue behind them. */
 #include "passes.h"
 #include "access.h"
 #include <stdlib.h>
@@ -35,17 +29,6 @@ bool pass_opt_overlap_applies(const ddp_builder *b, const ddp_layout *lay) {
 enum { STREAM_TAIL = DDP_DEFAULT_STREAMS }; /* streams.update_tail: the last groups' updates */
 
 static void on_stream(rank_ctx *c, int s) { c->out->v[c->out->n - 1].stream = (uint16_t)s; }
-
-/* Step index k is a fold of one unit's gradient: a REDUCE_ROWS that overwrites (no accumulation) a tensor
- * that is a unit's gradient or a view of it. */
-static bool is_grad_fold(const ddp_builder *b, const int32_t *unit_of, uint32_t k) {
-  const ddp_plan *p = b->plan;
-  const ddp_instr *in = &b->step.v[k];
-  if (in->opcode != I_KERNEL || in->op != OP_REDUCE_ROWS || in->i[REDUCE_ROWS_I_ACC] != 0) return false;
-  for (int32_t t = in->p[REDUCE_ROWS_P_OUT].tensor; t >= 0; t = p->tensors[t].base)
-    if (unit_of[t] >= 0) return b->units[unit_of[t]].grad == t;
-  return false;
-}
 static void on_side(rank_ctx *c) { on_stream(c, STREAM_COMM); }
 /* an update on stream s; the side stream then carries only updates (and the scalars) */
 static void update_on(rank_ctx *c, int s, int64_t lo, int64_t hi, const char *name) {
@@ -91,9 +74,6 @@ int pass_opt_overlap_step(rank_ctx *c) {
   int ntail = s->update_priority == UPDATE_PRIORITY_LOW ? (int)(s->update_tail * ngroups + 0.5) : 0;
   if (ntail > ngroups) ntail = ngroups;
   if (ntail > 0 && b->plan->nstreams < STREAM_TAIL + 1) b->plan->nstreams = STREAM_TAIL + 1;
-  const int fold_stream = s->folds == FOLDS_SIDE ? (ntail > 0 ? STREAM_TAIL + 1 : STREAM_TAIL) : -1;
-  if (fold_stream >= 0 && b->plan->nstreams < (uint32_t)fold_stream + 1) b->plan->nstreams = (uint32_t)fold_stream + 1;
-  bool folds_pending = false; /* a fold has been issued: each update after it waits for the fold stream */
 
   rp_range(c, 1, RANGE_STEP, "step");
   rp_timer(c, STREAM_COMPUTE, TIMER_STEP_BEGIN);
@@ -110,21 +90,16 @@ int pass_opt_overlap_step(rank_ctx *c) {
     ddp_instr in = b->step.v[k];
     if (in.opcode == I_TIMER) in.i[TIMER_I_SLOT] = c->ntimers++;
     pass_tp_apply(c, k, &in);
-    const bool fold = fold_stream >= 0 && is_grad_fold(b, unit_of, k);
-    if (fold) rp_order(c, STREAM_COMPUTE, fold_stream);
     rp_push(c, in, NULL);
-    if (fold) on_stream(c, fold_stream), folds_pending = true;
     for (int g = 0; g < ngroups; g++) {
       if (ready[g] != (int32_t)k) continue;
       const int st = g >= ngroups - ntail ? STREAM_TAIL : STREAM_COMM;
       rp_order(c, STREAM_COMPUTE, st);
-      if (folds_pending) rp_order(c, fold_stream, st);
       update_on(c, st, lo[g], hi[g], b_fmt(b, "optimizer.group%d", g));
     }
   }
   for (int g = 0; g < ngroups; g++) /* groups the step never touches */
     if (ready[g] < 0) update_on(c, STREAM_COMM, lo[g], hi[g], b_fmt(b, "optimizer.group%d", g));
-  if (fold_stream >= 0) rp_order(c, fold_stream, STREAM_COMPUTE); /* the next step rewrites the tables */
   rp_timer(c, STREAM_COMPUTE, TIMER_BACKWARD_END);
   rp_timer(c, STREAM_COMPUTE, TIMER_OPT_BEGIN);
   rp_order(c, STREAM_COMM, STREAM_COMPUTE);

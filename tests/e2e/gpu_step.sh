@@ -117,9 +117,6 @@ run_pair tiny_update_equal tiny 1e-5 --set optimizer.clip=nil --set streams.upda
 run_pair tiny_update_tail tiny 1e-5 --set optimizer.clip=nil --set streams.update_priority=low \
   --set streams.update_tail=0.5
 graph_same tiny_update_tail
-# the norms' weight-gradient folds on a fourth stream (streams.folds = "side"), eager and as a CUDA graph
-run_pair tiny_folds_side tiny 1e-5 --set optimizer.clip=nil --set streams.update_tail=0.5 --set streams.folds=side
-graph_same tiny_folds_side
 run_pair zero2_overlap_low_1gpu tiny_zero2 1e-5 --set parallel.ranks=1 --set parallel.optimizer_overlap=true \
   --set streams.update_priority=low
 # The SM-partition experiments (DDP_SIDE_SMS: the update streams in a green context of 16 SMs; with

@@ -12,9 +12,6 @@
 #  - --set creates the table when the schedule has none; the plans run on the reference executor with the
 #    same losses whatever the priorities;
 #  - the overlapped optimizer's weights and state are the serial optimizer's, bit for bit;
-#  - folds = "side" (single() only) puts the norms' weight-gradient folds (REDUCE_ROWS into a gradient) on a
-#    stream of their own after the side streams (stream 3 with update_tail, 2 without), which ddpc's verifier
-#    accepts; bit for bit the serial optimizer's weights and state; the default leaves them on stream 0;
 #  - bad values are refused in one line naming the field, with a non-zero exit and no plan written.
 # The GPU side (the streams created at those priorities, results bitwise the equal-priority run's, also as
 # CUDA graphs on 2 GPUs) is in tests/e2e/gpu_step.sh and gpu_ddp.sh.
@@ -88,24 +85,6 @@ for n in single_low serial; do
 done
 same single_low serial 0 0
 files single_low serial optimizer 0 0
-# folds = "side": the dg folds on the fold stream (3 after the tail stream, 2 without one: the tiny model has one
-# update group, so the default tail of 0.25 is none), bit for bit the serial optimizer
-folds_on() { "$DDPC" inspect "$tmp/$1.bin" | awk '$3 == "kernel" && $4 == "REDUCE_ROWS" && / # [^ ]*\.dg( |$)/ { print $2 }' | sort | uniq -c | awk '{ printf "%s%s:%s", s, $2, $1; s = " " }'; }
-"$DDPC" "$tmp/single_none.lua" -o "$tmp/folds.bin" -q --set streams.folds=side --set streams.update_tail=0.5 ||
-  fail "streams.folds=side refused"
-"$DDPC" "$tmp/single_none.lua" -o "$tmp/folds_notail.bin" -q --set streams.folds=side --set streams.update_tail=0 ||
-  fail "streams.folds=side without a tail refused"
-f_side=$(folds_on folds); f_notail=$(folds_on folds_notail); f_default=$(folds_on single_none)
-nst=$("$DDPC" inspect "$tmp/folds.bin" | awk '$1 == "streams" { print $2; exit }')
-case "$f_side|$f_notail|$f_default" in
-  3:[0-9]*"|2:"[0-9]*"|0:"[0-9]*) [ "$nst" = 4 ] && [ "$(low_of folds_notail)" = "2 (streams 1)" ] &&
-    echo "ok: folds = \"side\": the dg folds on stream 3 ($f_side; 2 without a tail: $f_notail, where only stream 1 is low), by default on 0 ($f_default)" ||
-    fail "folds: $nst streams, low_priority_streams without a tail $(low_of folds_notail)" ;;
-  *) fail "dg folds (stream:count): side '$f_side', without a tail '$f_notail', default '$f_default'" ;;
-esac
-"$DDPRUN" "$tmp/folds.bin" --device ref --quiet --checkpoint-dir "$tmp/folds.ckpt" || fail "folds does not run on the reference executor"
-same folds serial 0 0
-files folds serial optimizer 0 0
 for n in zero2_low ddp_ov_low; do
   "$DDPRUN" "$tmp/$n.bin" --device ref --nproc 2 --quiet && echo "ok: $n runs on 2 reference ranks" ||
     fail "$n does not run on the reference executor"
@@ -138,9 +117,6 @@ done
 a=$(awk '$1 == "step" { print $2, $4 }' "$tmp/ddp_ov_low.out"); b=$(awk '$1 == "step" { print $2, $4 }' "$tmp/tail_ddp_ov.out")
 [ -n "$a" ] && [ "$a" = "$b" ] && echo "ok: ddp update_tail's losses equal without the tail ($(echo "$a" | wc -l) lines)" ||
   fail "ddp update_tail losses differ: '$b' against '$a'"
-bad folds_value '{ folds = "gpu" }' 'streams.folds must be "compute" or "side", got "gpu"$'
-sched folds_ddp "$ddp_ov" "" '{ folds = "side" }'
-refused folds_ddp 'streams.folds applies to single\(\) only \(its overlapped optimizer\), got "side"$'
 bad tail_one '{ update_priority = "low", update_tail = 1 }' 'streams.update_tail must be a number in \[0, 1\), got 1$'
 bad tail_type '{ update_priority = "low", update_tail = "half" }' 'streams.update_tail must be a number in \[0, 1\)'
 if "$DDPC" "$tmp/single_none.lua" -o "$tmp/set2.bin" -q --set streams.update_priority=lowest 2>"$tmp/err"; then fail "--set lowest compiled"
