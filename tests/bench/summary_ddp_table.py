@@ -2,11 +2,13 @@
 """tests/bench/summary_ddp_table.py DIR: the table of tests/bench/ddp_table.sh from DIR's NAME.rR.jsonl
 (ddprun --metrics, read by metrics_run.py) and torch.log (torch_fsdp.py's TORCH_FSDP lines): per plan the
 median over the rounds of each round's median step, every round's median, the ratio to our one-GPU step
-(single.r1.jsonl), the median over the rounds of each round's median wall time per step (host_ms) and its
+(single.rR.jsonl, GPU 0: the median over its rounds), the median over the rounds of each round's median wall time per step (host_ms) and its
 ratio to the one-GPU run's, the mean wall time per step over all rounds' timed steps and its ratio, tokens/s and its ratio to PyTorch DDP's, the mean communication, exposed and optimizer-tail
 ms, the peak GiB per rank, and the energy (J per step, all GPUs, and W per GPU: metrics_run.energy(), the
 mean over the rounds; nan without energy metrics) with the power-capped ms per step (the mean over GPUs); then the loss of the last step per plan (the same data and
-seed)."""
+seed). With single_gpuG rows (ddp_table.sh's SINGLE_GPUS), a last line gives each plan's ratio to the slowest
+GPU's one-GPU step as well: the ranks run at the pace of the slowest GPU, and the GPUs of one machine differ
+by up to a few percent at the power limit."""
 import glob
 import json
 import os
@@ -54,4 +56,11 @@ for k, j in torch.items():
     print(f"torch {k:14s} {j['ms_per_step']:8.2f} {'':>15s} {'':>8s} {'':>8s} {'':>8s} {'':>7s} {'':>8s} {j['tokens_per_s']:9.0f} "
           f"{j['tokens_per_s'] / tddp if tddp else float('nan'):8.2f} {'':>6s} {'':>8s} {'':>8s} "
           f"{max(j.get('peak_alloc_GiB') or [float('nan')]):5.1f}")
+singles = {n: statistics.median(r["ms"] for r in rs) for n, rs in runs.items() if n == "single" or n.startswith("single_gpu")}
+if len(singles) > 1:
+    slow_name = max(singles, key=singles.get)
+    slow = singles[slow_name]
+    print("one-GPU step by GPU: " + ", ".join(f"{n} {v:.2f}" for n, v in singles.items()) +
+          f"; against the slowest ({slow_name}): " +
+          ", ".join(f"{n} {statistics.median(r['ms'] for r in rs) / slow:.3f}" for n, rs in runs.items() if n not in singles))
 print("last loss per plan:", ", ".join(f"{n} {rs[-1]['losses'][-1]:.6f}" for n, rs in runs.items() if rs[-1]["losses"]))
