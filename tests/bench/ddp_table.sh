@@ -47,9 +47,10 @@
 #   NAME_allocM       any of the above run with DDP_NCCL_MEM_ARENAS=M (the arenas of bit mask M from
 #                     ncclMemAlloc: 1 params, 2 grads, 4 optimizer, 8 activations, 16 workspace, 32 io)
 # Suffixes combine in this order: NAME[_ml|_pb][_a2a|_peer|_pcopy][_win|_winz][_low[_tail]|_eq][_comm][_allocM][_sideN[_t0]].
-# The one-GPU step (single) runs at the start of every round (SINGLE_ROUNDS=0: only the first), on GPU 0;
-# SINGLE_GPUS="0 1" runs it on GPU 1 as well (single_gpu1), since the ranks run at the slower GPU's pace;
-# SINGLE_STEPS its steps (default 20; with STEPS=200 both run long enough for the power limiter to settle).
+# The one-GPU step runs at the start of every round (SINGLE_ROUNDS=0: only the first) on each GPU of
+# SINGLE_GPUS (default all N: single on GPU 0, single_gpuG on GPU G; the ratios are against GPU 0's, and the
+# summary's last line against the slowest GPU's, whose pace the ranks run at); SINGLE_STEPS its steps
+# (default 20; with STEPS=200 both run long enough for the power limiter to settle).
 # SINGLE_LOW=1 also runs the one-GPU step with the low-priority update stream (single_low).
 # STEPS (default 14: xl_ddp's 5 warm-up + 9 timed); TORCH=0 skips PyTorch. Logs in $OUT/ddp_table.tar.gz; the table last
 # (tests/bench/summary_ddp_table.py).
@@ -121,7 +122,7 @@ done
 echo "== ours, $N ranks ($(date +%T))"
 single() { # ROUND: the one-GPU step on each GPU of SINGLE_GPUS (single = GPU 0, single_gpuG = GPU G), [single_low]
   local g r=$1 name
-  for g in ${SINGLE_GPUS:-0}; do
+  for g in ${SINGLE_GPUS:-$(seq 0 $((N - 1)))}; do
     name=single; [ "$g" = 0 ] || name=single_gpu$g
     CUDA_VISIBLE_DEVICES=$g timeout 120 $DDPRUN $P/t_single.bin --steps ${SINGLE_STEPS:-20} --metrics $D/$name.r$r.jsonl --quiet >$D/$name.r$r.log 2>&1 ||
       echo "$name failed: $(tail -1 $D/$name.r$r.log)"
