@@ -49,7 +49,7 @@
 # Suffixes combine in this order: NAME[_ml|_pb][_a2a|_peer|_pcopy][_win|_winz][_low[_tail]|_eq][_comm][_allocM][_sideN[_t0]].
 # The one-GPU step runs at the start of every round (SINGLE_ROUNDS=0: only the first) on each GPU of
 # SINGLE_GPUS (default all N: single on GPU 0, single_gpuG on GPU G; the ratios are against GPU 0's, and the
-# summary's last line against the slowest GPU's, whose pace the ranks run at); SINGLE_STEPS its steps
+# summary's line before the losses against the slowest GPU's, whose pace the ranks run at); SINGLE_STEPS its steps
 # (default 20; with STEPS=200 both run long enough for the power limiter to settle).
 # SINGLE_LOW=1 also runs the one-GPU step with the low-priority update stream (single_low).
 # STEPS (default 14: xl_ddp's 5 warm-up + 9 timed); TORCH=0 skips PyTorch. Logs in $OUT/ddp_table.tar.gz; the table last

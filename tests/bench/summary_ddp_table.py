@@ -6,7 +6,7 @@ median over the rounds of each round's median step, every round's median, the ra
 ratio to the one-GPU run's, the mean wall time per step over all rounds' timed steps and its ratio, tokens/s and its ratio to PyTorch DDP's, the mean communication, exposed and optimizer-tail
 ms, the peak GiB per rank, and the energy (J per step, all GPUs, and W per GPU: metrics_run.energy(), the
 mean over the rounds; nan without energy metrics) with the power-capped ms per step (the mean over GPUs); then the loss of the last step per plan (the same data and
-seed). With single_gpuG rows (ddp_table.sh's SINGLE_GPUS), a last line gives each plan's ratio to the slowest
+seed). With single_gpuG rows (ddp_table.sh's SINGLE_GPUS), a line before the losses gives each plan's ratio to the slowest
 GPU's one-GPU step as well: the ranks run at the pace of the slowest GPU, and the GPUs of one machine differ
 by up to a few percent at the power limit."""
 import glob
