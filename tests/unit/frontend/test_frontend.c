@@ -13,29 +13,7 @@
 #include <unistd.h>
 
 #include "check.h"
-
-static char err[4096];
-
-static ddp_schedule *load_sets(const char *path, const char *const *sets, int nsets) {
-  err[0] = 0;
-  ddp_schedule *s = ddp_schedule_load(path, sets, nsets, err, sizeof err);
-  CHECK(s != NULL, "%s: %s", path, err);
-  return s;
-}
-static ddp_schedule *load(const char *path) { return load_sets(path, NULL, 0); }
-
-/* The load must fail with exactly `want` (or, if want ends in '*', a message starting with it). */
-static void expect_err_sets(const char *path, const char *const *sets, int nsets, const char *want) {
-  err[0] = 0;
-  ddp_schedule *s = ddp_schedule_load(path, sets, nsets, err, sizeof err);
-  CHECK(s == NULL, "%s loaded but should fail with: %s", path, want);
-  ddp_schedule_free(s);
-  CHECK(strchr(err, '\n') == NULL, "%s: error is not one line: %s", path, err);
-  size_t n = strlen(want);
-  if (n && want[n - 1] == '*') CHECK(strncmp(err, want, n - 1) == 0, "%s:\n  got  %s\n  want %s", path, err, want);
-  else CHECK(strcmp(err, want) == 0, "%s:\n  got  %s\n  want %s", path, err, want);
-}
-static void expect_err(const char *path, const char *want) { expect_err_sets(path, NULL, 0, want); }
+#include "schedule_load.h"
 
 static bool contains(const char *s, const char *needle) { return strstr(s, needle) != NULL; }
 
@@ -232,7 +210,7 @@ static void test_bad_schedules(void) {
   expect_err(BAD "infinite.lua",
              BAD "infinite.lua:3: the schedule ran more than 100000000 Lua instructions (an infinite loop?)");
   expect_err(BAD "infinite_pcall.lua", BAD "infinite_pcall.lua:*");
-  CHECK(contains(err, "instructions"), "pcall swallowed the limit: %s", err);
+  CHECK(contains(sched_err, "instructions"), "pcall swallowed the limit: %s", sched_err);
   expect_err(BAD "memory.lua", BAD "memory.lua: the schedule used more than 512 MB of Lua memory");
   expect_err(BAD "not_table.lua", BAD "not_table.lua: the schedule must return schedule{...}, got 42");
   expect_err(BAD "wrong_ctor.lua",
@@ -258,8 +236,8 @@ static void test_bad_schedules(void) {
 static int policy(const ddp_schedule *s, const char *const *names, int n, int *of) {
   uint64_t bytes[16];
   for (int i = 0; i < n; i++) bytes[i] = 4096u * (uint64_t)(i + 1);
-  err[0] = 0;
-  return s->bucket_policy(s->bucket_policy_ctx, names, NULL, bytes, n, of, err, sizeof err);
+  sched_err[0] = 0;
+  return s->bucket_policy(s->bucket_policy_ctx, names, NULL, bytes, n, of, sched_err, sizeof sched_err);
 }
 
 static void test_bucket_policies(void) {
@@ -270,7 +248,7 @@ static void test_bucket_policies(void) {
                            "layers.0.attn.q_proj.weight", "layers.0.ln1.weight", "token_embeddings.weight"};
     int of[7], want[7] = {0, 0, 1, 1, 2, 2, 3};
     for (int round = 0; round < 2; round++) { /* the state survives a call */
-      CHECK(policy(s, names, 7, of) == 0, "policy failed: %s", err);
+      CHECK(policy(s, names, 7, of) == 0, "policy failed: %s", sched_err);
       CHECK(memcmp(of, want, sizeof want) == 0, "buckets %d %d %d %d %d %d %d", of[0], of[1], of[2], of[3], of[4],
             of[5], of[6]);
     }
@@ -293,8 +271,9 @@ static void test_bucket_policies(void) {
     const uint64_t MiB = 1u << 20;
     uint64_t bytes[] = {60 * MiB, 25 * MiB, 25 * MiB, 30 * MiB, 7 * MiB, 7 * MiB, 4096, 60 * MiB};
     int of[8], want[8] = {0, 1, 1, 2, 3, 3, 3, 4};
-    err[0] = 0;
-    CHECK(s->bucket_policy(s->bucket_policy_ctx, names, units, bytes, 8, of, err, sizeof err) == 0, "tail: %s", err);
+    sched_err[0] = 0;
+    CHECK(s->bucket_policy(s->bucket_policy_ctx, names, units, bytes, 8, of, sched_err, sizeof sched_err) == 0,
+          "tail: %s", sched_err);
     CHECK(memcmp(of, want, sizeof want) == 0, "tail buckets %d %d %d %d %d %d %d %d", of[0], of[1], of[2], of[3],
           of[4], of[5], of[6], of[7]);
   }
@@ -322,7 +301,7 @@ static void test_bucket_policies(void) {
     if (!s) continue;
     int of[3];
     CHECK(s->bucket_policy && policy(s, names, 3, of) != 0, "%s: bad buckets accepted", path);
-    CHECK(strcmp(err, bad[i].want) == 0, "%s:\n  got  %s\n  want %s", path, err, bad[i].want);
+    CHECK(strcmp(sched_err, bad[i].want) == 0, "%s:\n  got  %s\n  want %s", path, sched_err, bad[i].want);
     ddp_schedule_free(s);
   }
 }

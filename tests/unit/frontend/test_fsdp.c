@@ -13,26 +13,7 @@
 #include <unistd.h>
 
 #include "check.h"
-
-static char err[4096];
-
-static ddp_schedule *load_sets(const char *path, const char *const *sets, int nsets) {
-  err[0] = 0;
-  ddp_schedule *s = ddp_schedule_load(path, sets, nsets, err, sizeof err);
-  CHECK(s != NULL, "%s: %s", path, err);
-  return s;
-}
-static ddp_schedule *load(const char *path) { return load_sets(path, NULL, 0); }
-
-static void expect_err_sets(const char *path, const char *const *sets, int nsets, const char *want) {
-  err[0] = 0;
-  ddp_schedule *s = ddp_schedule_load(path, sets, nsets, err, sizeof err);
-  CHECK(s == NULL, "%s loaded but should fail with: %s", path, want);
-  ddp_schedule_free(s);
-  CHECK(strchr(err, '\n') == NULL, "%s: error is not one line: %s", path, err);
-  CHECK(strcmp(err, want) == 0, "%s:\n  got  %s\n  want %s", path, err, want);
-}
-static void expect_err(const char *path, const char *want) { expect_err_sets(path, NULL, 0, want); }
+#include "schedule_load.h"
 
 /* The FSDP fields of s, in one line, for comparing against what a schedule should give. */
 static void expect_fsdp(const char *what, const ddp_schedule *s, int shard, int pf, int pb, bool reshard, int gather,
@@ -47,8 +28,8 @@ static void expect_fsdp(const char *what, const ddp_schedule *s, int shard, int 
 static int call_policy(const ddp_schedule *s, const char *const *names, int n, int *of) {
   uint64_t bytes[16];
   for (int i = 0; i < n; i++) bytes[i] = 4096u * (uint64_t)(i + 1);
-  err[0] = 0;
-  return s->bucket_policy(s->bucket_policy_ctx, names, NULL, bytes, n, of, err, sizeof err);
+  sched_err[0] = 0;
+  return s->bucket_policy(s->bucket_policy_ctx, names, NULL, bytes, n, of, sched_err, sizeof sched_err);
 }
 
 /* single() and plain ddp{} carry the FSDP defaults too (the compiler may read them unconditionally). */
@@ -127,8 +108,8 @@ static void test_ddp_zero3(void) {
     CHECK(s->shard == SHARD_ZERO3 && s->bucket_policy && s->bucket_mb == 0, "ddp zero3 with buckets function");
     const char *names[] = {"layers.0.ln1.weight", "layers.0.ln1.weight"};
     int of[2];
-    CHECK(call_policy(s, names, 2, of) != 0 && strstr(err, "parallel.buckets was given the parameter") != NULL,
-          "ddp{buckets=} errors say parallel.buckets: %s", err);
+    CHECK(call_policy(s, names, 2, of) != 0 && strstr(sched_err, "parallel.buckets was given the parameter") != NULL,
+          "ddp{buckets=} errors say parallel.buckets: %s", sched_err);
   }
   ddp_schedule_free(s);
   /* zero3 with sync "bucketed" given and no bucket_mb: still per block, not 25 MB. */
@@ -167,7 +148,7 @@ static void test_fsdp_schedules(void) {
     expect_fsdp("toy_fsdp.lua", s, SHARD_ZERO3, 0, 0, false, DT_F32, DT_F32);
     const char *names[] = {"fc3.weight", "fc2.weight", "fc1.weight"};
     int of[3] = {-1, -1, -1}, want[3] = {0, 1, 1};
-    CHECK(call_policy(s, names, 3, of) == 0, "toy_fsdp units: %s", err);
+    CHECK(call_policy(s, names, 3, of) == 0, "toy_fsdp units: %s", sched_err);
     CHECK(memcmp(of, want, sizeof want) == 0, "toy_fsdp units %d %d %d", of[0], of[1], of[2]);
   }
   ddp_schedule_free(s);
@@ -279,7 +260,7 @@ static void test_bad_schedules(void) {
     CHECK(s->shard == SHARD_ZERO3 && s->bucket_policy, "%s: units function kept", path);
     int of[3];
     CHECK(s->bucket_policy && call_policy(s, names, 3, of) != 0, "%s: bad units accepted", path);
-    CHECK(strcmp(err, units[i].want) == 0, "%s:\n  got  %s\n  want %s", path, err, units[i].want);
+    CHECK(strcmp(sched_err, units[i].want) == 0, "%s:\n  got  %s\n  want %s", path, sched_err, units[i].want);
     ddp_schedule_free(s);
   }
 }

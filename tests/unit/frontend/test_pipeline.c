@@ -13,25 +13,7 @@
 #include <unistd.h>
 
 #include "check.h"
-
-static char err[4096];
-
-static ddp_schedule *load_sets(const char *path, const char *const *sets, int nsets) {
-  err[0] = 0;
-  ddp_schedule *s = ddp_schedule_load(path, sets, nsets, err, sizeof err);
-  CHECK(s != NULL, "%s: %s", path, err);
-  return s;
-}
-static ddp_schedule *load(const char *path) { return load_sets(path, NULL, 0); }
-
-static void expect_err_sets(const char *path, const char *const *sets, int nsets, const char *want) {
-  err[0] = 0;
-  ddp_schedule *s = ddp_schedule_load(path, sets, nsets, err, sizeof err);
-  CHECK(s == NULL, "%s loaded but should fail with: %s", path, want);
-  ddp_schedule_free(s);
-  CHECK(strchr(err, '\n') == NULL, "%s: error is not one line: %s", path, err);
-  CHECK(strcmp(err, want) == 0, "%s:\n  got  %s\n  want %s", path, err, want);
-}
+#include "schedule_load.h"
 
 /* What a pipeline schedule should load into; split: nsplit entries (0: the compiler balances). */
 typedef struct pipe_want {
