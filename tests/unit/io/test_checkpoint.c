@@ -17,31 +17,7 @@
 #include <unistd.h>
 
 #include "check.h"
-
-static char tmpdir[256];
-
-static const char *tmp_path(const char *name) {
-  static char buf[8][512];
-  static int next;
-  char *b = buf[next++ % 8];
-  snprintf(b, sizeof buf[0], "%s/%s", tmpdir, name);
-  return b;
-}
-
-/* Entries (recursively) under `dir` whose name contains `part`. */
-static int count_files(const char *dir, const char *part) {
-  DIR *d = opendir(dir);
-  int n = 0;
-  for (struct dirent *e; d && (e = readdir(d));) {
-    if (e->d_name[0] == '.' && (!e->d_name[1] || (e->d_name[1] == '.' && !e->d_name[2]))) continue;
-    char sub[1024];
-    snprintf(sub, sizeof sub, "%s/%s", dir, e->d_name);
-    n += strstr(e->d_name, part) != NULL;
-    if (e->d_type == DT_DIR) n += count_files(sub, part);
-  }
-  if (d) closedir(d);
-  return n;
-}
+#include "test_files.h"
 
 /* ---- hand-built plans ------------------------------------------------------------------------------------- */
 
@@ -409,7 +385,7 @@ int main(int argc, char **argv) {
   test_sharded_and_sgd();
   test_atomicity();
   test_refusals();
-  char cmd[300];
+  char cmd[600];
   snprintf(cmd, sizeof cmd, "rm -rf '%s'", tmpdir);
   if (system(cmd)) fprintf(stderr, "could not remove %s\n", tmpdir);
   return check_report("test_checkpoint");

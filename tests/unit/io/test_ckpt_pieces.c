@@ -25,41 +25,7 @@
 #include <unistd.h>
 
 #include "check.h"
-
-static char tmpdir[256];
-
-static const char *tmp_path(const char *name) {
-  static char buf[8][512];
-  static int next;
-  char *b = buf[next++ % 8];
-  snprintf(b, sizeof buf[0], "%.255s/%.200s", tmpdir, name);
-  return b;
-}
-
-/* Entries (recursively) under `dir` whose name contains `part`. */
-static int count_files(const char *dir, const char *part) {
-  DIR *d = opendir(dir);
-  int n = 0;
-  for (struct dirent *e; d && (e = readdir(d));) {
-    if (e->d_name[0] == '.' && (!e->d_name[1] || (e->d_name[1] == '.' && !e->d_name[2]))) continue;
-    char sub[1024];
-    snprintf(sub, sizeof sub, "%s/%s", dir, e->d_name);
-    n += strstr(e->d_name, part) != NULL;
-    if (e->d_type == DT_DIR) n += count_files(sub, part);
-  }
-  if (d) closedir(d);
-  return n;
-}
-
-static char *slurp(const char *path, size_t *n) {
-  FILE *f = fopen(path, "rb");
-  *n = 0;
-  if (!f) return NULL;
-  char *b = malloc(1 << 16);
-  *n = fread(b, 1, 1 << 16, f);
-  fclose(f);
-  return b;
-}
+#include "test_files.h"
 
 /* Both files of checkpoint folders a and b, byte for byte. */
 static bool same_files(const char *a, const char *b) {
@@ -70,7 +36,7 @@ static bool same_files(const char *a, const char *b) {
     size_t na, nb;
     snprintf(pa, sizeof pa, "%s/%s", a, names[k]);
     snprintf(pb, sizeof pb, "%s/%s", b, names[k]);
-    char *x = slurp(pa, &na), *y = slurp(pb, &nb);
+    uint8_t *x = slurp(pa, &na), *y = slurp(pb, &nb);
     same = same && x && y && na == nb && na > 0 && memcmp(x, y, na) == 0;
     free(x);
     free(y);
@@ -806,7 +772,7 @@ int main(void) {
   test_other_model();
   test_strided();
   test_strided_bad();
-  char cmd[300];
+  char cmd[600];
   snprintf(cmd, sizeof cmd, "rm -rf '%s'", tmpdir);
   if (system(cmd)) fprintf(stderr, "could not remove %s\n", tmpdir);
   return check_report("test_ckpt_pieces");

@@ -16,15 +16,6 @@
 
 #include "test_files.h"
 
-/* Number of entries of tmpdir whose name contains `part`. */
-static int count_files(const char *part) {
-  DIR *d = opendir(tmpdir);
-  int n = 0;
-  for (struct dirent *e; d && (e = readdir(d));) n += strstr(e->d_name, part) != NULL;
-  if (d) closedir(d);
-  return n;
-}
-
 /* 8-byte length + header (+ spaces to a multiple of 8 when pad) + data. */
 static uint8_t *image(const char *header, const void *data, size_t ndata, int pad, size_t *size) {
   size_t h = strlen(header), hp = pad ? (h + 7) / 8 * 8 : h;
@@ -64,7 +55,7 @@ static void test_round_trip(void) {
   int mode = 0;
   CHECK(ddp_st_write(path, e, 5, meta, 3, stream_fill, &mode, err, sizeof err) == 0, "write");
   if (err[0]) fprintf(stderr, "  %s\n", err);
-  CHECK(count_files(".tmp.") == 0, "no temporary left");
+  CHECK(count_files(tmpdir, ".tmp.") == 0, "no temporary left");
   size_t n = 0;
   uint8_t *raw = slurp(path, &n);
   uint64_t hl = 0;
@@ -107,14 +98,14 @@ static void test_round_trip(void) {
   err[0] = 0;
   CHECK(ddp_st_write(path, e, 5, meta, 3, stream_fill, &mode, err, sizeof err) == -1, "failed write");
   CHECK_CONTAINS("failed write", err, "cannot be read");
-  CHECK(count_files(".tmp.") == 0, "no temporary after failure");
+  CHECK(count_files(tmpdir, ".tmp.") == 0, "no temporary after failure");
   size_t n2 = 0;
   uint8_t *raw2 = slurp(path, &n2);
   CHECK(n2 == n && memcmp(raw, raw2, n) == 0, "old file intact");
   free(raw), free(raw2);
   const char *fresh = tmp_path("never.safetensors");
   CHECK(ddp_st_write(fresh, e, 5, meta, 3, stream_fill, &mode, err, sizeof err) == -1, "failed write of a new file");
-  CHECK(access(fresh, F_OK) != 0 && count_files(".tmp.") == 0, "no partial file");
+  CHECK(access(fresh, F_OK) != 0 && count_files(tmpdir, ".tmp.") == 0, "no partial file");
   CHECK(ddp_st_write(tmp_path("no/such/dir.safetensors"), e, 1, NULL, 0, NULL, NULL, err, sizeof err) == -1,
         "missing directory");
   CHECK_CONTAINS("missing directory", err, "No such file or directory");
@@ -141,7 +132,7 @@ static void test_round_trip(void) {
         "invalid UTF-8 replaced");
   ddp_st_close(f);
   CHECK(chdir(cwd) == 0, "cwd back");
-  CHECK(count_files(".tmp.") == 0, "no temporary");
+  CHECK(count_files(tmpdir, ".tmp.") == 0, "no temporary");
 
   /* No tensors, no metadata: "{}" padded. */
   CHECK(ddp_st_write(fresh, NULL, 0, NULL, 0, NULL, NULL, err, sizeof err) == 0, "empty file");
