@@ -2,8 +2,9 @@
 # makes the scratch folder $tmp; `fail MSG` prints "FAIL: MSG" and marks the test failed (a test ends with
 # `exit $fail`), `die MSG` does so and exits at once; `write` and `same` build, run and compare the
 # generated DDP schedules of test_ddp_equivalence.sh (reference executor) and gpu_ddp.sh (GPUs); `losses`,
-# `files`, `same_names`, `resume_halves` and `resume_equal` compare runs of the layout tests (pipelines,
-# replicas, tensor parallelism) whose progress is in $tmp/NAME.out and checkpoints in $tmp/NAME.ckpt.
+# `files`, `same_names`, `resume_halves`, `resume_equal` and `mpi_same` compare runs of the layout tests
+# (pipelines, replicas, tensor parallelism) whose progress is in $tmp/NAME.out and checkpoints in
+# $tmp/NAME.ckpt.
 set -u
 fail=0
 
@@ -123,4 +124,30 @@ resume_halves() {
 # (1e-5 / 1e-7) equal the straight run STRAIGHT's.
 resume_equal() {
   resume_halves "$1" "$2" "$3" && files "$1" "$4" model 1e-5 1e-6 && files "$1" "$4" optimizer 1e-5 1e-7
+}
+
+# mpi_same N NAME...: where Open MPI is installed, each $tmp/NAME.bin run as N processes (mpirun, reference
+# executor) writes checkpoints bit for bit those of its threads run ($tmp/NAME.ckpt) and the same losses as
+# $tmp/NAME.out; without mpirun it says so and passes.
+mpi_same() {
+  local n=$1 name f
+  shift
+  if ! command -v mpirun >/dev/null; then
+    echo "skipped: the MPI backend (mpirun not installed)"
+    return 0
+  fi
+  local mpirun=(timeout 120 mpirun --allow-run-as-root --oversubscribe --mca btl self,vader
+                --mca btl_vader_single_copy_mechanism none)
+  for name in "$@"; do
+    "${mpirun[@]}" -n "$n" "$DDPRUN" "$tmp/$name.bin" --device ref --checkpoint-dir "$tmp/$name.mpi.ckpt" \
+      >"$tmp/$name.mpi.out" 2>&1 || { fail "$name under mpirun -n $n: $(tail -3 "$tmp/$name.mpi.out")"; continue; }
+    grep -q "rank 0 of $n processes, MPI" "$tmp/$name.mpi.out" || fail "$name: not run as $n MPI processes"
+    for f in model optimizer; do
+      cmp -s "$(ckpt_latest "$tmp/$name.mpi.ckpt")/$f.safetensors" "$(ckpt_latest "$tmp/$name.ckpt")/$f.safetensors" ||
+        fail "$name: $f.safetensors of the MPI run differs from the threads run"
+    done
+    diff <(grep '^step' "$tmp/$name.out" | awk '{print $4}') <(grep '^step' "$tmp/$name.mpi.out" | awk '{print $4}') \
+      >/dev/null || fail "$name: MPI losses differ from the threads run"
+    echo "ok: $name under mpirun -n $n: checkpoints and losses bit for bit the threads run's"
+  done
 }

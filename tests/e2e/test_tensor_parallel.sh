@@ -129,24 +129,7 @@ elif [ "$(wc -l <"$tmp/world.out")" != 1 ] || ! grep -q "compiled for 4 ranks, l
 else echo "ok: wrong world: $(cat "$tmp/world.out")"; fi
 
 # ranks as processes
-if command -v mpirun >/dev/null; then
-  MPIRUN=(timeout 120 mpirun --allow-run-as-root --oversubscribe --mca btl self,vader
-          --mca btl_vader_single_copy_mechanism none)
-  for name in d2t2 adam_d2t2; do
-    "${MPIRUN[@]}" -n 4 "$DDPRUN" "$tmp/$name.bin" --device ref --checkpoint-dir "$tmp/$name.mpi.ckpt" >"$tmp/$name.mpi.out" 2>&1 ||
-      { fail "$name under mpirun -n 4: $(tail -3 "$tmp/$name.mpi.out")"; continue; }
-    grep -q "rank 0 of 4 processes, MPI" "$tmp/$name.mpi.out" || fail "$name: not run as 4 MPI processes"
-    for f in model optimizer; do
-      cmp -s "$(ckpt_latest "$tmp/$name.mpi.ckpt")/$f.safetensors" "$(ckpt_latest "$tmp/$name.ckpt")/$f.safetensors" ||
-        fail "$name: $f.safetensors of the MPI run differs from the threads run"
-    done
-    diff <(grep '^step' "$tmp/$name.out" | awk '{print $4}') <(grep '^step' "$tmp/$name.mpi.out" | awk '{print $4}') \
-      >/dev/null || fail "$name: MPI losses differ from the threads run"
-    echo "ok: $name under mpirun -n 4: checkpoints and losses bit for bit the threads run's"
-  done
-else
-  echo "skipped: the MPI backend (mpirun not installed)"
-fi
+mpi_same 4 d2t2 adam_d2t2
 
 # refusals: one line naming the field, non-zero exit, no plan written
 refuse() { # NAME PATTERN MODEL PARALLEL MESH
