@@ -132,3 +132,22 @@ void fake_run(fake **f, int world, fake_op op, const char *dir, int64_t step, fa
   for (int r = 0; r < world; r++) f[r]->comm = NULL;
   fake_comm_destroy(&c);
 }
+
+int32_t fake_add_tensor(ddp_plan *p, const char *name, const char *state, uint32_t flags, int dt, int arena,
+                        uint64_t offset, int ndim, int64_t d0, int64_t d1) {
+  ddp_tensor t;
+  memset(&t, 0, sizeof t);
+  t.name = (char *)name;
+  t.state_name = (char *)state;
+  t.flags = flags;
+  t.dtype = (uint8_t)dt;
+  t.arena = (uint8_t)arena;
+  t.ndim = (uint8_t)ndim;
+  t.shape[0] = d0;
+  t.shape[1] = d1;
+  t.base = t.param = -1;
+  t.offset = offset;
+  t.bytes = ddp_tensor_numel(&t) * ddp_dtype_size(dt);
+  t.first_use = t.last_use = -1;
+  return ddp_plan_add_tensor(p, &t);
+}

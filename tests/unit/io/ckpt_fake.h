@@ -25,6 +25,11 @@ typedef struct fake {
   fake_comm *comm; /* NULL: no allreduce_host (a lone rank) */
 } fake;
 
+/* A hand-built plan's tensor: name, state-dict name (or NULL), TF_* flags, dtype, arena and offset, a shape of
+ * ndim (1 or 2) dimensions d0 x d1; no base, no parameter, no uses. Its index in p. */
+int32_t fake_add_tensor(ddp_plan *p, const char *name, const char *state, uint32_t flags, int dt, int arena,
+                        uint64_t offset, int ndim, int64_t d0, int64_t d1);
+
 /* Arenas zeroed (fill_seed 0) or filled with a pattern of the seed. */
 fake *fake_new(const ddp_plan *p, int rank, int world, uint64_t fill_seed);
 void fake_free(fake *f);

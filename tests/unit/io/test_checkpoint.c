@@ -31,25 +31,6 @@ typedef struct model_spec {
   int opt;
 } model_spec;
 
-static int32_t add(ddp_plan *p, const char *name, const char *state, uint32_t flags, int dt, int arena, uint64_t offset,
-                   int ndim, int64_t d0, int64_t d1) {
-  ddp_tensor t;
-  memset(&t, 0, sizeof t);
-  t.name = (char *)name;
-  t.state_name = (char *)state;
-  t.flags = flags;
-  t.dtype = (uint8_t)dt;
-  t.arena = (uint8_t)arena;
-  t.ndim = (uint8_t)ndim;
-  t.shape[0] = d0;
-  t.shape[1] = d1;
-  t.base = t.param = -1;
-  t.offset = offset;
-  t.bytes = ddp_tensor_numel(&t) * ddp_dtype_size(dt);
-  t.first_use = t.last_use = -1;
-  return ddp_plan_add_tensor(p, &t);
-}
-
 /* Parameters (fp32 master views into flat.params), a bf16 copy, gradients, AdamW moments (named views or
  * flat shards), the scalars block and a batch tensor. Offsets as a memory planner would place them. */
 static ddp_plan *make_plan(const model_spec *m) {
@@ -68,26 +49,29 @@ static ddp_plan *make_plan(const model_spec *m) {
     off[k] = total;
     if (use[k]) total += (uint64_t)(params[k].d0 * (params[k].ndim == 2 ? params[k].d1 : 1)) * 4;
   }
-  add(p, "flat.params", NULL, TF_PARAM | TF_TRAINABLE, DT_F32, ARENA_PARAM, 0, 1, (int64_t)total / 4, 0);
-  add(p, "flat.params.copy", NULL, TF_PARAM_COPY, DT_BF16, ARENA_PARAM, 1024, 1, (int64_t)total / 4, 0);
-  add(p, "flat.grads", NULL, TF_GRAD, DT_F32, ARENA_GRAD, 0, 1, (int64_t)total / 4, 0);
+  fake_add_tensor(p, "flat.params", NULL, TF_PARAM | TF_TRAINABLE, DT_F32, ARENA_PARAM, 0, 1, (int64_t)total / 4, 0);
+  fake_add_tensor(p, "flat.params.copy", NULL, TF_PARAM_COPY, DT_BF16, ARENA_PARAM, 1024, 1, (int64_t)total / 4, 0);
+  fake_add_tensor(p, "flat.grads", NULL, TF_GRAD, DT_F32, ARENA_GRAD, 0, 1, (int64_t)total / 4, 0);
   if (m->opt != OPT_NONE) {
-    add(p, "flat.exp_avg", NULL, TF_OPT_M, DT_F32, ARENA_OPT, 0, 1, (int64_t)total / 4, 0);
-    add(p, "flat.exp_avg_sq", NULL, TF_OPT_V, DT_F32, ARENA_OPT, 1024, 1, (int64_t)total / 4, 0);
+    fake_add_tensor(p, "flat.exp_avg", NULL, TF_OPT_M, DT_F32, ARENA_OPT, 0, 1, (int64_t)total / 4, 0);
+    fake_add_tensor(p, "flat.exp_avg_sq", NULL, TF_OPT_V, DT_F32, ARENA_OPT, 1024, 1, (int64_t)total / 4, 0);
   }
   char nm[128];
   for (int k = 0; k < 3; k++) {
     if (!use[k]) continue;
-    add(p, params[k].name, params[k].name, TF_PARAM | TF_TRAINABLE, DT_F32, ARENA_PARAM, off[k], params[k].ndim,
-        params[k].d0, params[k].d1);
+    fake_add_tensor(p, params[k].name, params[k].name, TF_PARAM | TF_TRAINABLE, DT_F32, ARENA_PARAM, off[k],
+                    params[k].ndim, params[k].d0, params[k].d1);
     if (m->opt != OPT_NAMED) continue;
     snprintf(nm, sizeof nm, "%s.exp_avg", params[k].name);
-    add(p, nm, params[k].name, TF_OPT_M, DT_F32, ARENA_OPT, off[k], params[k].ndim, params[k].d0, params[k].d1);
+    fake_add_tensor(p, nm, params[k].name, TF_OPT_M, DT_F32, ARENA_OPT, off[k], params[k].ndim, params[k].d0,
+                    params[k].d1);
     snprintf(nm, sizeof nm, "%s.exp_avg_sq", params[k].name);
-    add(p, nm, params[k].name, TF_OPT_V, DT_F32, ARENA_OPT, 1024 + off[k], params[k].ndim, params[k].d0, params[k].d1);
+    fake_add_tensor(p, nm, params[k].name, TF_OPT_V, DT_F32, ARENA_OPT, 1024 + off[k], params[k].ndim, params[k].d0,
+                    params[k].d1);
   }
-  p->meta.scalars_tensor = add(p, "optimizer.scalars", NULL, TF_SCALARS | TF_PERSISTENT, DT_F32, ARENA_IO, 0, 1, 8, 0);
-  p->meta.tokens_tensor = add(p, "batch.tokens", NULL, TF_TOKENS, DT_I32, ARENA_IO, 256, 1, 16, 0);
+  p->meta.scalars_tensor =
+      fake_add_tensor(p, "optimizer.scalars", NULL, TF_SCALARS | TF_PERSISTENT, DT_F32, ARENA_IO, 0, 1, 8, 0);
+  p->meta.tokens_tensor = fake_add_tensor(p, "batch.tokens", NULL, TF_TOKENS, DT_I32, ARENA_IO, 256, 1, 16, 0);
   return p;
 }
 

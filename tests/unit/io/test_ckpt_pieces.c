@@ -46,25 +46,6 @@ static bool same_files(const char *a, const char *b) {
 
 /* ---- the plans ------------------------------------------------------------------------------------------- */
 
-static int32_t add(ddp_plan *p, const char *name, const char *state, uint32_t flags, int dt, int arena, uint64_t offset,
-                   int ndim, int64_t d0, int64_t d1) {
-  ddp_tensor t;
-  memset(&t, 0, sizeof t);
-  t.name = (char *)name;
-  t.state_name = (char *)state;
-  t.flags = flags;
-  t.dtype = (uint8_t)dt;
-  t.arena = (uint8_t)arena;
-  t.ndim = (uint8_t)ndim;
-  t.shape[0] = d0;
-  t.shape[1] = d1;
-  t.base = t.param = -1;
-  t.offset = offset;
-  t.bytes = ddp_tensor_numel(&t) * ddp_dtype_size(dt);
-  t.first_use = t.last_use = -1;
-  return ddp_plan_add_tensor(p, &t);
-}
-
 static const char *W = "layers.0.ffn.w1.weight", *B = "layers.0.ffn.w1.bias", *N = "norm.weight";
 static const char *SUFFIX[3] = {"", ".exp_avg", ".exp_avg_sq"};
 static const uint64_t OPT_BASE[3] = {0, 0, 1024}; /* offsets of flat.params.shard, flat.exp_avg, flat.exp_avg_sq */
@@ -72,12 +53,13 @@ static const uint64_t OPT_BASE[3] = {0, 0, 1024}; /* offsets of flat.params.shar
 /* The norm parameter every rank holds whole, its moments, the scalars and a batch tensor. */
 static void add_common(ddp_plan *p, bool with_norm) {
   if (with_norm) {
-    add(p, N, N, TF_PARAM | TF_TRAINABLE, DT_F32, ARENA_PARAM, 1024, 1, 3, 0);
-    add(p, "norm.weight.exp_avg", N, TF_OPT_M, DT_F32, ARENA_OPT, 2048, 1, 3, 0);
-    add(p, "norm.weight.exp_avg_sq", N, TF_OPT_V, DT_F32, ARENA_OPT, 2112, 1, 3, 0);
+    fake_add_tensor(p, N, N, TF_PARAM | TF_TRAINABLE, DT_F32, ARENA_PARAM, 1024, 1, 3, 0);
+    fake_add_tensor(p, "norm.weight.exp_avg", N, TF_OPT_M, DT_F32, ARENA_OPT, 2048, 1, 3, 0);
+    fake_add_tensor(p, "norm.weight.exp_avg_sq", N, TF_OPT_V, DT_F32, ARENA_OPT, 2112, 1, 3, 0);
   }
-  p->meta.scalars_tensor = add(p, "optimizer.scalars", NULL, TF_SCALARS | TF_PERSISTENT, DT_F32, ARENA_IO, 0, 1, 8, 0);
-  p->meta.tokens_tensor = add(p, "batch.tokens", NULL, TF_TOKENS, DT_I32, ARENA_IO, 256, 1, 16, 0);
+  p->meta.scalars_tensor =
+      fake_add_tensor(p, "optimizer.scalars", NULL, TF_SCALARS | TF_PERSISTENT, DT_F32, ARENA_IO, 0, 1, 8, 0);
+  p->meta.tokens_tensor = fake_add_tensor(p, "batch.tokens", NULL, TF_TOKENS, DT_I32, ARENA_IO, 256, 1, 16, 0);
 }
 
 /* Unsharded: w [4, 3] and b [5] as views of flat.params and of the flat moments, as the compiler lays them out. */
@@ -85,20 +67,21 @@ static ddp_plan *plain_plan(int world) {
   ddp_plan *p = ddp_plan_new();
   p->meta.schedule_path = strdup("schedules/tiny.lua");
   p->meta.world = world;
-  int32_t fp = add(p, "flat.params", NULL, TF_PARAM | TF_TRAINABLE, DT_F32, ARENA_PARAM, 0, 1, 32, 0);
-  int32_t fm = add(p, "flat.exp_avg", NULL, TF_OPT_M, DT_F32, ARENA_OPT, 0, 1, 32, 0);
-  int32_t fv = add(p, "flat.exp_avg_sq", NULL, TF_OPT_V, DT_F32, ARENA_OPT, 1024, 1, 32, 0);
+  int32_t fp = fake_add_tensor(p, "flat.params", NULL, TF_PARAM | TF_TRAINABLE, DT_F32, ARENA_PARAM, 0, 1, 32, 0);
+  int32_t fm = fake_add_tensor(p, "flat.exp_avg", NULL, TF_OPT_M, DT_F32, ARENA_OPT, 0, 1, 32, 0);
+  int32_t fv = fake_add_tensor(p, "flat.exp_avg_sq", NULL, TF_OPT_V, DT_F32, ARENA_OPT, 1024, 1, 32, 0);
   const char *names[2] = {W, B};
   int64_t d0[2] = {4, 5}, d1[2] = {3, 0}, at[2] = {0, 12};
   char nm[128];
   for (int k = 0; k < 2; k++) {
     int nd = d1[k] ? 2 : 1;
-    int32_t t = add(p, names[k], names[k], TF_PARAM | TF_TRAINABLE, DT_F32, ARENA_PARAM, (uint64_t)at[k] * 4, nd, d0[k], d1[k]);
+    int32_t t = fake_add_tensor(p, names[k], names[k], TF_PARAM | TF_TRAINABLE, DT_F32, ARENA_PARAM,
+                                (uint64_t)at[k] * 4, nd, d0[k], d1[k]);
     p->tensors[t].base = fp, p->tensors[t].view = (uint64_t)at[k] * 4;
     for (int j = 1; j < 3; j++) {
       snprintf(nm, sizeof nm, "%s%s", names[k], SUFFIX[j]);
-      int32_t m = add(p, nm, names[k], j == 1 ? TF_OPT_M : TF_OPT_V, DT_F32, ARENA_OPT, OPT_BASE[j] + (uint64_t)at[k] * 4,
-                      nd, d0[k], d1[k]);
+      int32_t m = fake_add_tensor(p, nm, names[k], j == 1 ? TF_OPT_M : TF_OPT_V, DT_F32, ARENA_OPT,
+                                  OPT_BASE[j] + (uint64_t)at[k] * 4, nd, d0[k], d1[k]);
       p->tensors[m].base = j == 1 ? fm : fv, p->tensors[m].view = (uint64_t)at[k] * 4, p->tensors[m].param = t;
     }
   }
@@ -133,11 +116,13 @@ static ddp_plan *piece_plan(const split *s) {
   static const uint32_t base_flags[3] = {TF_PARAM | TF_TRAINABLE, TF_OPT_M, TF_OPT_V};
   int32_t base[3];
   for (int k = 0; k < 3; k++)
-    base[k] = add(p, base_name[k], NULL, base_flags[k] | TF_PERSISTENT, DT_F32, k ? ARENA_OPT : ARENA_PARAM, OPT_BASE[k],
-                  1, 64, 0);
-  int32_t wp = s->w_whole ? add(p, W, W, TF_PARAM | TF_TRAINABLE, DT_F32, ARENA_PARAM, 1536, 2, 4, 3)
-                          : add(p, W, W, TF_PARAM | TF_TRAINABLE | TF_SHAPE_ONLY, DT_F32, ARENA_PARAM, 0, 2, 4, 3);
-  int32_t bp = add(p, B, B, TF_PARAM | TF_TRAINABLE | TF_SHAPE_ONLY, DT_F32, ARENA_PARAM, 0, 1, s->b_len, 0);
+    base[k] = fake_add_tensor(p, base_name[k], NULL, base_flags[k] | TF_PERSISTENT, DT_F32, k ? ARENA_OPT : ARENA_PARAM,
+                              OPT_BASE[k], 1, 64, 0);
+  int32_t wp = s->w_whole
+                   ? fake_add_tensor(p, W, W, TF_PARAM | TF_TRAINABLE, DT_F32, ARENA_PARAM, 1536, 2, 4, 3)
+                   : fake_add_tensor(p, W, W, TF_PARAM | TF_TRAINABLE | TF_SHAPE_ONLY, DT_F32, ARENA_PARAM, 0, 2, 4, 3);
+  int32_t bp =
+      fake_add_tensor(p, B, B, TF_PARAM | TF_TRAINABLE | TF_SHAPE_ONLY, DT_F32, ARENA_PARAM, 0, 1, s->b_len, 0);
   int64_t cursor[3][FAKE_MAX_RANKS] = {{0}};
   char nm[160];
   for (int k = 0; k < 3; k++)
@@ -153,7 +138,8 @@ static ddp_plan *piece_plan(const split *s) {
         cursor[k][v[j].rank] += v[j].count;
         snprintf(nm, sizeof nm, "%s%s.piece%d", pn, SUFFIX[k], j);
         uint32_t fl = (k == 0 ? TF_PARAM | TF_TRAINABLE : k == 1 ? TF_OPT_M : TF_OPT_V) | TF_PIECE;
-        int32_t t = add(p, nm, pn, fl, dt, k ? ARENA_OPT : ARENA_PARAM, OPT_BASE[k] + (uint64_t)at * 4, 1, v[j].count, 0);
+        int32_t t = fake_add_tensor(p, nm, pn, fl, dt, k ? ARENA_OPT : ARENA_PARAM, OPT_BASE[k] + (uint64_t)at * 4, 1,
+                                    v[j].count, 0);
         ddp_tensor *x = &p->tensors[t];
         x->base = base[k], x->view = (uint64_t)at * 4, x->param = q ? bp : wp;
         x->piece_rank = v[j].rank, x->piece_first = v[j].first;
@@ -174,7 +160,8 @@ static split split2(void) {
 /* 3 ranks: w in four pieces (rank 2 holds two), b across ranks 0 and 2; exp_avg_sq of w split otherwise. */
 static split split3(void) {
   split s = {.world = 3, .b_len = 5};
-  s.w[0][0] = (piece){2, 0, 5}, s.w[0][1] = (piece){0, 5, 1}, s.w[0][2] = (piece){1, 6, 3}, s.w[0][3] = (piece){2, 9, 3};
+  s.w[0][0] = (piece){2, 0, 5}, s.w[0][1] = (piece){0, 5, 1}, s.w[0][2] = (piece){1, 6, 3},
+  s.w[0][3] = (piece){2, 9, 3};
   s.nw[0] = 4;
   s.b[0][0] = (piece){0, 0, 2}, s.b[0][1] = (piece){2, 2, 3}, s.nb[0] = 2;
   s.w[2][0] = (piece){1, 0, 11}, s.w[2][1] = (piece){0, 11, 1}, s.nw[2] = 2;
@@ -222,7 +209,8 @@ static bool held(const ddp_plan *p, const ddp_tensor *t, int r, int world) {
   char b[160];
   if (!*key_of(t, b, sizeof b)) return false;
   if (!(t->flags & TF_PIECE) || t->piece_rank == r) return true;
-  int64_t m = (p->meta.pipe_stages > 1 ? p->meta.pipe_stages : 1) * (p->meta.tensor_parallel > 1 ? p->meta.tensor_parallel : 1);
+  int64_t m =
+      (p->meta.pipe_stages > 1 ? p->meta.pipe_stages : 1) * (p->meta.tensor_parallel > 1 ? p->meta.tensor_parallel : 1);
   bool share = m > 1 && world > m;
   for (uint32_t i = 0; i < p->ntensors && share; i++)
     share = !(p->tensors[i].flags & TF_PIECE) || p->tensors[i].piece_rank < m;
@@ -462,12 +450,15 @@ static void expect_bad(const char *what, const split *s, const char *msg) {
 static void test_bad_plans(void) {
   split s = split2();
   s.w[0][1] = (piece){1, 5, 7};
-  expect_bad("overlap", &s,
-             "checkpoint: the plan's pieces of 'layers.0.ffn.w1.weight' overlap: 'layers.0.ffn.w1.weight.piece0' (rank 0) "
-             "holds elements [0, 7), 'layers.0.ffn.w1.weight.piece1' (rank 1) [5, 12)");
+  expect_bad(
+      "overlap", &s,
+      "checkpoint: the plan's pieces of 'layers.0.ffn.w1.weight' overlap: 'layers.0.ffn.w1.weight.piece0' (rank 0) "
+      "holds elements [0, 7), 'layers.0.ffn.w1.weight.piece1' (rank 1) [5, 12)");
   s = split2();
   s.w[0][1] = (piece){1, 8, 4};
-  expect_bad("gap", &s, "checkpoint: the plan's pieces of 'layers.0.ffn.w1.weight' (12 elements) leave elements [7, 8) in no piece");
+  expect_bad(
+      "gap", &s,
+      "checkpoint: the plan's pieces of 'layers.0.ffn.w1.weight' (12 elements) leave elements [7, 8) in no piece");
   s = split2();
   s.b[0][0] = (piece){1, 0, 4};
   expect_bad("short at the end", &s,
@@ -570,9 +561,10 @@ static ddp_plan *tp_plain(const tp *c, int world) {
   p->meta.schedule_path = strdup("schedules/tiny.lua");
   p->meta.world = world;
   int64_t nc = c->cr * c->cc, nr = c->rr * c->rc, nb = nc + nr;
-  int32_t fp = add(p, "flat.params", NULL, TF_PARAM | TF_TRAINABLE, DT_F32, ARENA_PARAM, 4096, 1, nb, 0);
-  int32_t fm = add(p, "flat.exp_avg", NULL, TF_OPT_M, DT_F32, ARENA_OPT, 4096, 1, nb, 0);
-  int32_t fv = add(p, "flat.exp_avg_sq", NULL, TF_OPT_V, DT_F32, ARENA_OPT, 4096 + (uint64_t)nb * 4, 1, nb, 0);
+  int32_t fp = fake_add_tensor(p, "flat.params", NULL, TF_PARAM | TF_TRAINABLE, DT_F32, ARENA_PARAM, 4096, 1, nb, 0);
+  int32_t fm = fake_add_tensor(p, "flat.exp_avg", NULL, TF_OPT_M, DT_F32, ARENA_OPT, 4096, 1, nb, 0);
+  int32_t fv =
+      fake_add_tensor(p, "flat.exp_avg_sq", NULL, TF_OPT_V, DT_F32, ARENA_OPT, 4096 + (uint64_t)nb * 4, 1, nb, 0);
   const char *names[2] = {COL, ROW};
   int64_t d0[2] = {c->cr, c->rr}, d1[2] = {c->cc, c->rc}, at[2] = {0, nc};
   const int32_t flat[3] = {fp, fm, fv};
@@ -582,8 +574,11 @@ static ddp_plan *tp_plain(const tp *c, int world) {
     for (int k = 0; k < 3; k++) {
       snprintf(nm, sizeof nm, "%s%s", names[q], SUFFIX[k]);
       const ddp_tensor *b = &p->tensors[flat[k]];
-      int32_t t = add(p, nm, names[q], k == 0 ? TF_PARAM | TF_TRAINABLE : k == 1 ? TF_OPT_M : TF_OPT_V, DT_F32, b->arena,
-                      b->offset + (uint64_t)at[q] * 4, 2, d0[q], d1[q]);
+      int32_t t = fake_add_tensor(p, nm, names[q],
+                                  k == 0   ? TF_PARAM | TF_TRAINABLE
+                                  : k == 1 ? TF_OPT_M
+                                           : TF_OPT_V,
+                                  DT_F32, b->arena, b->offset + (uint64_t)at[q] * 4, 2, d0[q], d1[q]);
       p->tensors[t].base = flat[k], p->tensors[t].view = (uint64_t)at[q] * 4;
       if (k == 0) w = t;
       else p->tensors[t].param = w;
@@ -606,10 +601,11 @@ static ddp_plan *tp_plan(const tp *c, const tp_piece *v, int n) {
   static const uint32_t base_flags[3] = {TF_PARAM | TF_TRAINABLE, TF_OPT_M, TF_OPT_V};
   int32_t base[3];
   for (int k = 0; k < 3; k++)
-    base[k] = add(p, base_name[k], NULL, base_flags[k] | TF_PERSISTENT, DT_F32, k ? ARENA_OPT : ARENA_PARAM,
-                  4096 + (k == 2 ? (uint64_t)nb * 4 : 0), 1, nb, 0);
-  int32_t par[2] = {add(p, COL, COL, TF_PARAM | TF_TRAINABLE | TF_SHAPE_ONLY, DT_F32, ARENA_PARAM, 0, 2, c->cr, c->cc),
-                    add(p, ROW, ROW, TF_PARAM | TF_TRAINABLE | TF_SHAPE_ONLY, DT_F32, ARENA_PARAM, 0, 2, c->rr, c->rc)};
+    base[k] = fake_add_tensor(p, base_name[k], NULL, base_flags[k] | TF_PERSISTENT, DT_F32, k ? ARENA_OPT : ARENA_PARAM,
+                              4096 + (k == 2 ? (uint64_t)nb * 4 : 0), 1, nb, 0);
+  int32_t par[2] = {
+      fake_add_tensor(p, COL, COL, TF_PARAM | TF_TRAINABLE | TF_SHAPE_ONLY, DT_F32, ARENA_PARAM, 0, 2, c->cr, c->cc),
+      fake_add_tensor(p, ROW, ROW, TF_PARAM | TF_TRAINABLE | TF_SHAPE_ONLY, DT_F32, ARENA_PARAM, 0, 2, c->rr, c->rc)};
   int64_t cursor[3][FAKE_MAX_RANKS] = {{0}};
   int count[2][3] = {{0}};
   char nm[160];
@@ -621,7 +617,7 @@ static ddp_plan *tp_plan(const tp *c, const tp_piece *v, int n) {
     snprintf(nm, sizeof nm, "%s%s.piece%d", pn, SUFFIX[x->kind], count[x->param][x->kind]++);
     uint32_t fl = (x->kind == 0 ? TF_PARAM | TF_TRAINABLE : x->kind == 1 ? TF_OPT_M : TF_OPT_V) | TF_PIECE;
     const ddp_tensor *b = &p->tensors[base[x->kind]];
-    int32_t t = add(p, nm, pn, fl, DT_F32, b->arena, b->offset + (uint64_t)at * 4, 1, numel, 0);
+    int32_t t = fake_add_tensor(p, nm, pn, fl, DT_F32, b->arena, b->offset + (uint64_t)at * 4, 1, numel, 0);
     ddp_tensor *y = &p->tensors[t];
     y->base = base[x->kind], y->view = (uint64_t)at * 4, y->param = par[x->param];
     y->piece_rank = x->rank, y->piece_first = x->first, y->piece_runs = x->runs, y->piece_stride = x->stride;
@@ -730,22 +726,26 @@ static void test_strided_bad(void) {
   expect_bad_tp("strided gap", e_gap,
                 "checkpoint: the plan's pieces of 'layers.0.mlp.down_proj.weight' (48 elements) leave elements [7, 8) "
                 "in no piece");
-  expect_bad_tp("strided beyond the end", e_beyond,
-                "checkpoint: the plan's piece 'layers.0.mlp.down_proj.weight.piece1' (rank 1) holds elements [5, 49) of "
-                "'layers.0.mlp.down_proj.weight' in 6 runs of 4, 8 apart, which has 48");
-  expect_bad_tp("strided runs overlapping each other", e_self,
-                "checkpoint: the plan's piece 'layers.0.mlp.down_proj.weight.piece1' (rank 1) of "
-                "'layers.0.mlp.down_proj.weight' has 24 elements in 6 runs 3 apart, not whole runs that do not overlap");
-  expect_bad_tp("strided stride overflow", e_huge,
-                "checkpoint: the plan's piece 'layers.0.mlp.down_proj.weight.piece1' (rank 1) holds 6 runs of 4 elements "
-                "4611686018427387903 apart from element 4 of 'layers.0.mlp.down_proj.weight', past any index");
+  expect_bad_tp(
+      "strided beyond the end", e_beyond,
+      "checkpoint: the plan's piece 'layers.0.mlp.down_proj.weight.piece1' (rank 1) holds elements [5, 49) of "
+      "'layers.0.mlp.down_proj.weight' in 6 runs of 4, 8 apart, which has 48");
+  expect_bad_tp(
+      "strided runs overlapping each other", e_self,
+      "checkpoint: the plan's piece 'layers.0.mlp.down_proj.weight.piece1' (rank 1) of "
+      "'layers.0.mlp.down_proj.weight' has 24 elements in 6 runs 3 apart, not whole runs that do not overlap");
+  expect_bad_tp(
+      "strided stride overflow", e_huge,
+      "checkpoint: the plan's piece 'layers.0.mlp.down_proj.weight.piece1' (rank 1) holds 6 runs of 4 elements "
+      "4611686018427387903 apart from element 4 of 'layers.0.mlp.down_proj.weight', past any index");
   expect_bad_tp("strided moments overlap", e_moment,
                 "checkpoint: the plan's pieces of 'layers.0.mlp.up_proj.weight.exp_avg_sq' overlap: "
                 "'layers.0.mlp.up_proj.weight.exp_avg_sq.piece0' (rank 0) holds elements [6, 12), "
                 "'layers.0.mlp.up_proj.weight.exp_avg_sq.piece1' (rank 1) [6, 12)");
-  expect_bad_tp("strided rank beyond the run", e_rank,
-                "checkpoint: the plan's piece 'layers.0.mlp.down_proj.weight.piece1' of 'layers.0.mlp.down_proj.weight' "
-                "is on rank 2, the run has 2 rank(s)");
+  expect_bad_tp(
+      "strided rank beyond the run", e_rank,
+      "checkpoint: the plan's piece 'layers.0.mlp.down_proj.weight.piece1' of 'layers.0.mlp.down_proj.weight' "
+      "is on rank 2, the run has 2 rank(s)");
   /* not a whole number of runs: 24 elements in 5 runs (the plan's numel, built by hand) */
   tp c = tp_cfg(2, 1);
   tp_piece v[TP_MAXP];
@@ -753,9 +753,10 @@ static void test_strided_bad(void) {
   ddp_plan *p = tp_plan(&c, v, n);
   int32_t t = ddp_plan_find_tensor(p, "layers.0.mlp.down_proj.weight.piece0");
   p->tensors[t].piece_runs = 5;
-  expect_bad_plan("strided partial runs", p, 2, "tp_plain",
-                  "checkpoint: the plan's piece 'layers.0.mlp.down_proj.weight.piece0' (rank 0) of "
-                  "'layers.0.mlp.down_proj.weight' has 24 elements in 5 runs 8 apart, not whole runs that do not overlap");
+  expect_bad_plan(
+      "strided partial runs", p, 2, "tp_plain",
+      "checkpoint: the plan's piece 'layers.0.mlp.down_proj.weight.piece0' (rank 0) of "
+      "'layers.0.mlp.down_proj.weight' has 24 elements in 5 runs 8 apart, not whole runs that do not overlap");
 }
 
 int main(void) {
