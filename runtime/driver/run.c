@@ -414,6 +414,17 @@ static int report_step(ddp_exec *x, const ddp_run_opts *o, FILE *metrics, metric
   return 0;
 }
 
+/* Collects the host sum v of a step (queued by ddp_exec_allreduce_start) and reports the step into r
+ * (report_step); where some rank was asked to stop, *stop_sig becomes the signal to stop on. */
+static int collect_step(ddp_exec *x, const ddp_run_opts *o, FILE *metrics, metrics_row *r, double *v, int n,
+                        loop_totals *lt, int *stop_sig, char *err, size_t errcap) {
+  bool stop = false;
+  if (ddp_exec_allreduce_finish(x, v, n, err, errcap) || report_step(x, o, metrics, r, v, lt, &stop, err, errcap))
+    return -1;
+  if (stop) *stop_sig = ddp_stop_signal() ? ddp_stop_signal() : SIGTERM;
+  return 0;
+}
+
 int ddp_run_rank(ddp_exec *x, const ddp_run_opts *o, char *err, size_t errcap) {
   const ddp_plan *p = x->plan;
   const ddp_meta *m = &p->meta;
@@ -493,13 +504,9 @@ int ddp_run_rank(ddp_exec *x, const ddp_run_opts *o, char *err, size_t errcap) {
     v[0] = loss_share(p, x->rank, x->world, own);
     v[1] = ddp_stop_signal();
     rank_values(&r, v + 2 + (size_t)x->rank * DDP_METRIC_RANKS);
-    bool stop = false;
     if (pending) { /* the previous step's sum was queued behind this step, so it is in */
       pending = false;
-      if ((rc = ddp_exec_allreduce_finish(x, v_prev, (int)nsum, err, errcap)) != 0 ||
-          (rc = report_step(x, o, metrics, &prev, v_prev, &lt, &stop, err, errcap)) != 0)
-        break;
-      if (stop) stop_sig = ddp_stop_signal() ? ddp_stop_signal() : SIGTERM;
+      if ((rc = collect_step(x, o, metrics, &prev, v_prev, (int)nsum, &lt, &stop_sig, err, errcap)) != 0) break;
     }
     /* The next step goes to the GPU before this step's sum, so that the GPU does not wait for the host
      * between steps; not where a checkpoint of this step or a stop after it must come first. */
@@ -520,10 +527,7 @@ int ddp_run_rank(ddp_exec *x, const ddp_run_opts *o, char *err, size_t errcap) {
       pending = true;
       continue;
     }
-    if ((rc = ddp_exec_allreduce_finish(x, v, (int)nsum, err, errcap)) != 0 ||
-        (rc = report_step(x, o, metrics, &r, v, &lt, &stop, err, errcap)) != 0)
-      break;
-    if (stop) stop_sig = ddp_stop_signal() ? ddp_stop_signal() : SIGTERM;
+    if ((rc = collect_step(x, o, metrics, &r, v, (int)nsum, &lt, &stop_sig, err, errcap)) != 0) break;
     if (save_due) {
       rc = save(x, o, s + 1, err, errcap);
       last_saved = s + 1;
