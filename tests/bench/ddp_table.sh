@@ -52,6 +52,7 @@
 # summary's line before the losses against the slowest GPU's, whose pace the ranks run at); SINGLE_STEPS its steps
 # (default 20; with STEPS=200 both run long enough for the power limiter to settle).
 # SINGLE_LOW=1 also runs the one-GPU step with the low-priority update stream (single_low).
+# COMPILE_ONLY=1 only compiles the plans (here, to warm dev/cache for a rank count prepare_device.sh does not cover).
 # STEPS (default 14: xl_ddp's 5 warm-up + 9 timed); TORCH=0 skips PyTorch. Logs in $OUT/ddp_table.tar.gz; the table last
 # (tests/bench/summary_ddp_table.py).
 set -u
@@ -119,6 +120,7 @@ for n in $RUNS; do
     *) echo "unknown run $n" ;;
   esac
 done
+[ "${COMPILE_ONLY:-0}" = 1 ] && exit 0
 echo "== ours, $N ranks ($(date +%T))"
 single() { # ROUND: the one-GPU step on each GPU of SINGLE_GPUS (single = GPU 0, single_gpuG = GPU G), [single_low]
   local g r=$1 name
