@@ -4,7 +4,9 @@ marked warmup (all of them if every step is): the median step_ms, tokens/s (the 
 over that median, else the median of the steps' tokens_per_s), the means of exposed_comm_ms, comm_ms,
 overlap_ratio, optimizer_ms and tp_comm_ms (None where the metrics have none), and the peak memory per rank
 (the largest rank_peak_mem_GiB[r], or peak_mem_GiB for one rank); the run line's world, parallel, executor
-and predicted step_ms; the median and mean host_ms (the wall time per step; the mean is what throughput over wall time sees; NaN where the metrics have none); and the timed steps' energy (energy(): J per step, W per GPU, power-capped ms per
+and predicted step_ms; with 100 steps or more, windows(): the medians of step_ms, optimizer_ms and
+backward_ms over steps 6-30 and 100-last (a short run's window against the power limiter's steady state,
+within one run); the median and mean host_ms (the wall time per step; the mean is what throughput over wall time sees; NaN where the metrics have none); and the timed steps' energy (energy(): J per step, W per GPU, power-capped ms per
 step; NaN where the metrics have none)."""
 import json
 import math
@@ -33,6 +35,21 @@ def energy(steps):
         return NAN, NAN, NAN
 
 
+WINDOWS = ((6, 30), (100, None))
+
+
+def windows(steps):
+    """{(first, last): {step_ms, optimizer_ms, backward_ms}: the medians over the steps numbered first..last
+    (None: to the end)}, or {} for a run of fewer than 100 steps."""
+    if max(s["step"] for s in steps) < 100:
+        return {}
+    out = {}
+    for a, b in WINDOWS:
+        w = [s for s in steps if s["step"] >= a and (b is None or s["step"] <= b)]
+        out[(a, b)] = {k: statistics.median(s.get(k, NAN) for s in w) for k in ("step_ms", "optimizer_ms", "backward_ms")}
+    return out
+
+
 def ours(path):
     lines = [json.loads(l) for l in open(path) if l.strip()]
     run = next((l for l in lines if l.get("event") == "run"), {})
@@ -56,4 +73,4 @@ def ours(path):
                 opt=mean("optimizer_ms"), peak=peak,
                 world=world, n=len(t), tp_comm=mean("tp_comm_ms") if "tp_comm_ms" in t[0] else None,
                 parallel=run.get("parallel", ""), executor=run.get("executor", ""),
-                predicted=(run.get("predicted") or {}).get("step_ms"))
+                predicted=(run.get("predicted") or {}).get("step_ms"), windows=windows(steps))

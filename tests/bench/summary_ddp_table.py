@@ -8,7 +8,9 @@ ms, the peak GiB per rank, and the energy (J per step, all GPUs, and W per GPU: 
 mean over the rounds; nan without energy metrics) with the power-capped ms per step (the mean over GPUs); then the loss of the last step per plan (the same data and
 seed). With single_gpuG rows (ddp_table.sh's SINGLE_GPUS), a line before the losses gives each plan's ratio to the slowest
 GPU's one-GPU step as well: the ranks run at the pace of the slowest GPU, and the GPUs of one machine differ
-by up to a few percent at the power limit."""
+by up to a few percent at the power limit. Runs of 100 steps or more add a line per plan: the medians of the
+step, the optimizer's tail and the backward over steps 6-30 and over steps 100-last of the same run (round
+1), so that steady state is compared within a run, not across calls."""
 import glob
 import json
 import os
@@ -63,4 +65,9 @@ if len(singles) > 1:
     print("one-GPU step by GPU: " + ", ".join(f"{n} {v:.2f}" for n, v in singles.items()) +
           f"; against the slowest ({slow_name}): " +
           ", ".join(f"{n} {statistics.median(r['ms'] for r in rs) / slow:.3f}" for n, rs in runs.items() if n not in singles))
+for name, rs in runs.items():
+    w = rs[0]["windows"]
+    if w:
+        print(f"steps 6-30 / 100-last, {name}: " + ", ".join(
+            f"{k[:-3]} {w[(6, 30)][k]:.2f} / {w[(100, None)][k]:.2f}" for k in ("step_ms", "optimizer_ms", "backward_ms")))
 print("last loss per plan:", ", ".join(f"{n} {rs[-1]['losses'][-1]:.6f}" for n, rs in runs.items() if rs[-1]["losses"]))
