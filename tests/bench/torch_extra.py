@@ -11,11 +11,17 @@ device call as ours. Prints one JSON object per line prefixed with "TORCH ".
                 ddprun's metrics give them: a thread polls the counter every 20 ms during the timed steps and
                 notes when it moves (about every 0.1 s); the mean power between its first and last move inside
                 the timed steps, times the wall time per step, is J/step
+  --ceiling S   the dense bf16 ceiling two ways: PyTorch's 8192^3 GEMM as torch_ddp_anchor.py measures it (3
+                warm-up, the median of 20: a burst of 30 ms, before the power limiter acts), then the same GEMM
+                back to back for S seconds in windows of 40, with each window's TFLOP/s and SM clock (NVML);
+                the sustained ceiling is the median of the windows after the first 2 s, where the limiter has
+                settled, as it has in a training run's timed steps; W is the mean power over those windows
 Timing: CUDA events around each repetition after warm-up, median."""
 import argparse
 import ctypes
 import json
 import os
+import statistics
 import sys
 import threading
 import time
@@ -112,8 +118,8 @@ def seeds():
                 sdpa_record(rec, (8, 1, t, d), dt, False, 10)
 
 
-def nvml_energy():
-    """A function returning the current GPU's energy counter in joules (NVML, mJ since the driver loaded)."""
+def nvml_device():
+    """(libnvidia-ml, the handle of the current CUDA device's GPU)."""
     lib = ctypes.CDLL("libnvidia-ml.so.1")
     if lib.nvmlInit_v2() != 0:
         raise RuntimeError("nvmlInit_v2 failed")
@@ -126,6 +132,13 @@ def nvml_energy():
         busid, rc = None, lib.nvmlDeviceGetHandleByIndex_v2(torch.cuda.current_device(), ctypes.byref(dev))
     if rc != 0:
         raise RuntimeError(f"NVML has no handle for the CUDA device ({busid!r}): {rc}")
+    return lib, dev
+
+
+def nvml_energy():
+    """A function returning the current GPU's energy counter in joules (NVML, mJ since the driver loaded)."""
+    lib, dev = nvml_device()
+
     def read():
         mj = ctypes.c_ulonglong()
         if lib.nvmlDeviceGetTotalEnergyConsumption(dev, ctypes.byref(mj)) != 0:
@@ -185,6 +198,42 @@ def xl_energy(compile_, steps, warmup):
          counter_moves=len(inside))
 
 
+def ceiling(seconds):
+    m = torch.randn(8192, 8192, device="cuda", dtype=torch.bfloat16)
+    out = torch.empty_like(m)
+    flop = 2 * 8192**3
+    gemm = lambda: torch.matmul(m, m, out=out)
+    burst = flop / timed(gemm, 3, 20) / 1e9
+    emit(kind="ceiling_burst", what="gemm_bf16_8192", TFLOPs=burst)
+    lib, dev = nvml_device()
+    energy = nvml_energy()
+
+    def clock():
+        mhz = ctypes.c_uint()
+        return mhz.value if lib.nvmlDeviceGetClockInfo(dev, 1, ctypes.byref(mhz)) == 0 else None  # 1: NVML_CLOCK_SM
+
+    windows, t0 = [], time.perf_counter()
+    while time.perf_counter() - t0 < seconds:
+        a, b = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
+        a.record()
+        for _ in range(40):
+            gemm()
+        b.record()
+        b.synchronize()
+        windows.append(dict(t=round(time.perf_counter() - t0, 3), TFLOPs=round(40 * flop / a.elapsed_time(b) / 1e9, 1),
+                            sm_MHz=clock(), J=energy()))
+    steady = [w for w in windows if w["t"] > 2.0]
+    if len(steady) < 2:
+        raise RuntimeError(f"--ceiling {seconds}: fewer than two windows after the first 2 s")
+    watts = (steady[-1]["J"] - steady[0]["J"]) / (steady[-1]["t"] - steady[0]["t"])  # NVML's counter moves every ~0.1 s
+    for w in windows:
+        del w["J"]
+    emit(kind="ceiling_sustained", what="gemm_bf16_8192", seconds=seconds,
+         TFLOPs=statistics.median(w["TFLOPs"] for w in steady), min_TFLOPs=min(w["TFLOPs"] for w in steady),
+         first_window_TFLOPs=windows[0]["TFLOPs"], burst_TFLOPs=burst, W=round(watts, 1),
+         sm_MHz=statistics.median(w["sm_MHz"] or 0 for w in steady), windows=windows)
+
+
 def main():
     ap = argparse.ArgumentParser()
     ap.add_argument("--gemm", action="store_true")
@@ -194,6 +243,8 @@ def main():
     ap.add_argument("--xl-energy", action="store_true", help="the anchor's XL step: ms and joules per step")
     ap.add_argument("--compile", action="store_true", help="--xl-energy under torch.compile")
     ap.add_argument("--steps", type=int, default=30, help="--xl-energy: timed steps (after 5 warm-up)")
+    ap.add_argument("--ceiling", type=float, default=0, metavar="S",
+                    help="the 8192^3 bf16 GEMM as a burst and sustained for S seconds")
     a = ap.parse_args()
     emit(kind="device", name=torch.cuda.get_device_name(), torch=torch.__version__)
     if a.gemm:
@@ -204,6 +255,8 @@ def main():
         seeds()
     if a.xl_energy:
         xl_energy(a.compile, a.steps, 5)
+    if a.ceiling > 0:
+        ceiling(a.ceiling)
 
 
 if __name__ == "__main__":
