@@ -1,7 +1,7 @@
 /* compiler/explain/explain.c: the report and command line of `ddpc explain PLAN [--profile FILE]
  * [--rank R] [--json] [--compare METRICS.jsonl]` (docs/EXPLAIN.md; --compare's report: compare.c): per rank, the predicted step time, compute and communication
- * per stream, exposed communication and overlap ratio, the critical path's top instructions and the
- * memory per class at the peak. */
+ * per stream, exposed communication and overlap ratio, the step's energy and the power floor (energy.c), the
+ * critical path's top instructions and the memory per class at the peak. */
 #include "args.h"
 #include "err.h"
 #include "explain.h"
@@ -58,7 +58,20 @@ static size_t path_top(const ddp_plan *p, const ddp_sim *s, int r, path_item *to
 
 static double overlap(const ddp_sim_rank *sr) { return sr->comm_s > 0 ? 1 - sr->exposed_s / sr->comm_s : 0; }
 
-static void text_rank(const ddp_plan *p, const ddp_sim *s, int r, FILE *o) {
+/* The power model's lines (energy.c): nothing when the profile has none. */
+static void text_energy(const ddp_plan *p, const ddp_profile *pr, const ddp_sim_rank *sr, int r, FILE *o) {
+  ddp_step_energy e;
+  if (ddp_rank_energy(p, pr, r, &e)) return;
+  fprintf(o, "energy above idle       %10.3f J: compute %.3f (%.2f TFLOP), memory %.3f (%.2f GB), links %.3f "
+             "(%.2f GB sent)\n", e.j, e.compute_j, e.tflop, e.memory_j, e.hbm_gb, e.link_j, e.link_gb);
+  if (sr->step_s > 0)
+    fprintf(o, "mean power at that step %10.0f W (idle %.0f W + energy / predicted step; limit %.0f W)\n",
+            pr->power.idle_w + e.j / sr->step_s, pr->power.idle_w, pr->power.limit_w);
+  fprintf(o, "power floor             %10.3f ms (the shortest step the %.0f W limit allows for that energy)%s\n",
+          e.floor_s * 1e3, pr->power.limit_w, e.floor_s > sr->step_s ? ": above the predicted step" : "");
+}
+
+static void text_rank(const ddp_plan *p, const ddp_profile *pr, const ddp_sim *s, int r, FILE *o) {
   const ddp_sim_rank *sr = &s->ranks[r];
   char b2[160];
   fprintf(o, "== rank %d ==\n", r);
@@ -80,6 +93,7 @@ static void text_rank(const ddp_plan *p, const ddp_sim *s, int r, FILE *o) {
   fprintf(o, "exposed communication   %10.3f ms\n", sr->exposed_s * 1e3);
   if (sr->comm_s > 0) fprintf(o, "overlap ratio           %10.3f\n", overlap(sr));
   else fprintf(o, "overlap ratio                  n/a (no communication)\n");
+  text_energy(p, pr, sr, r, o);
   path_item top[TOP];
   size_t plen = 0;
   double ptime = 0;
@@ -101,7 +115,7 @@ static void text_rank(const ddp_plan *p, const ddp_sim *s, int r, FILE *o) {
   fprintf(o, "\n");
 }
 
-static json_t *json_rank(const ddp_plan *p, const ddp_sim *s, int r) {
+static json_t *json_rank(const ddp_plan *p, const ddp_profile *pr, const ddp_sim *s, int r) {
   const ddp_sim_rank *sr = &s->ranks[r];
   char b2[160];
   json_t *j = json_object(), *streams = json_array(), *path = json_array(), *mem = json_object();
@@ -119,6 +133,21 @@ static json_t *json_rank(const ddp_plan *p, const ddp_sim *s, int r) {
   json_object_set_new(j, "metrics_comm_ms", json_real(mt.comm_ms));
   json_object_set_new(j, "metrics_exposed_comm_ms", json_real(mt.exposed_comm_ms));
   json_object_set_new(j, "overlap_ratio", sr->comm_s > 0 ? json_real(overlap(sr)) : json_null());
+  ddp_step_energy e;
+  if (ddp_rank_energy(p, pr, r, &e) == 0) {
+    json_t *en = json_object();
+    json_object_set_new(en, "joules", json_real(e.j));
+    json_object_set_new(en, "compute_joules", json_real(e.compute_j));
+    json_object_set_new(en, "memory_joules", json_real(e.memory_j));
+    json_object_set_new(en, "link_joules", json_real(e.link_j));
+    json_object_set_new(en, "tflop", json_real(e.tflop));
+    json_object_set_new(en, "memory_gb", json_real(e.hbm_gb));
+    json_object_set_new(en, "link_gb", json_real(e.link_gb));
+    json_object_set_new(en, "power_floor_ms", json_real(e.floor_s * 1e3));
+    json_object_set_new(j, "energy", en);
+  } else {
+    json_object_set_new(j, "energy", json_null());
+  }
   for (uint32_t k = 0; k < s->nstreams; k++) {
     json_t *st = json_object();
     json_object_set_new(st, "stream", json_string(ddp_stream_name(k)));
@@ -164,7 +193,7 @@ int ddp_explain(const ddp_plan *p, const ddp_profile *pr, int default_profile, i
     json_object_set_new(root, "profile", json_string(pr->name));
     json_object_set_new(root, "default_profile", json_boolean(default_profile));
     json_object_set_new(root, "world", json_integer(s->world));
-    for (int r = r0; r < r1; r++) json_array_append_new(ranks, json_rank(p, s, r));
+    for (int r = r0; r < r1; r++) json_array_append_new(ranks, json_rank(p, pr, s, r));
     json_object_set_new(root, "ranks", ranks);
     int rc = json_dumpf(root, o, JSON_INDENT(1) | JSON_REAL_PRECISION(9));
     fputc('\n', o);
@@ -178,7 +207,7 @@ int ddp_explain(const ddp_plan *p, const ddp_profile *pr, int default_profile, i
     fprintf(o, "profile: %s; no --profile given, so the numbers are the default's, not this machine's\n", pr->name);
   else fprintf(o, "profile: %s\n", pr->name);
   fprintf(o, "ranks: %d; times are predictions of one step (docs/EXPLAIN.md)\n\n", s->world);
-  for (int r = r0; r < r1; r++) text_rank(p, s, r, o);
+  for (int r = r0; r < r1; r++) text_rank(p, pr, s, r, o);
   ddp_sim_free(s);
   return 0;
 }

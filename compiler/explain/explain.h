@@ -41,6 +41,14 @@ typedef struct ddp_profile {
   double copy_engine_share; /* [0, 1): the same for a collective NCCL runs on the copy engines (an all-gather or
                                all-to-all of a plan with symmetric windows and the zero-CTA policy): only HBM */
   ddp_coll_cost coll[COST_COLL_COUNT];
+  struct {                  /* the power model (energy.c); limit_w 0: off */
+    double limit_w;         /* the GPU's power limit, W */
+    double idle_w;          /* its power with nothing running, W */
+    double j_per_tflop;     /* joules above idle per TFLOP of GEMM or attention (their memory traffic included) */
+    double j_per_gb_hbm;    /* per GB a memory-bound kernel reads or writes */
+    double j_per_gb_copy_engine; /* per GB a rank sends (and receives as much) on the copy engines over NVLink */
+    double j_per_gb_nccl;   /* per GB of ring traffic a rank sends through NCCL's kernels (its reduction included) */
+  } power;
 } ddp_profile;
 
 /* The built-in H100/H200 profile (documented with its sources in docs/EXPLAIN.md). */
@@ -49,6 +57,21 @@ void ddp_profile_default(ddp_profile *pr);
  * are refused. Returns 0, or -1 with one line such as "prof.json: hbm_gbps: must be a number > 0 (got 0)". */
 int ddp_profile_parse(const char *json, size_t len, const char *label, ddp_profile *pr, char *err, size_t errcap);
 int ddp_profile_read(const char *path, ddp_profile *pr, char *err, size_t errcap);
+
+/* Does this collective run on the copy engines (no SM: its compute-side share is copy_engine_share, its
+ * energy j_per_gb_copy_engine)? */
+int ddp_coll_on_copy_engines(const ddp_plan *p, int opcode);
+
+/* ---- the power model (energy.c) ---- */
+/* One rank's step priced in joules above idle by the profile's power figures, and the shortest step the
+ * power limit allows for that energy: (limit_w - idle_w) * floor_s = joules. */
+typedef struct ddp_step_energy {
+  double tflop, hbm_gb, link_gb;         /* the work: GEMM + attention TFLOP, memory-bound GB, GB a rank sends */
+  double compute_j, memory_j, link_j, j; /* their joules and the sum */
+  double floor_s;                        /* j / (limit_w - idle_w); 0 when the model is off */
+} ddp_step_energy;
+/* Returns 0, or -1 when the profile has no power model (limit_w 0). */
+int ddp_rank_energy(const ddp_plan *p, const ddp_profile *pr, int rank, ddp_step_energy *out);
 
 /* The predicted seconds of one instruction of a plan with `world` ranks; 0 for events, ranges, timers.
  * Sets *is_comm for the collectives. An instruction whose footprint is invalid costs its launch only. */

@@ -32,7 +32,15 @@ void ddp_profile_default(ddp_profile *pr) {
   pr->gemm_table_scale = 1;     /* no table: unused */
   for (int k = 0; k < COST_COLL_COUNT; k++) pr->coll[k] = (ddp_coll_cost){20, 300};
   pr->coll[COST_SEND_RECV] = (ddp_coll_cost){10, 300};
+  /* the power model: 2 x H200 SXM, 2026-11-28 (tests/bench/energy_per_byte.py, docs/PERFORMANCE.md) */
+  pr->power.limit_w = 700;
+  pr->power.idle_w = 118;
+  pr->power.j_per_tflop = 0.858;         /* the 8192^3 bf16 GEMM at 667 TFLOP/s */
+  pr->power.j_per_gb_hbm = 0.117;        /* a 1 GiB device copy at 4.25 TB/s, read + written */
+  pr->power.j_per_gb_copy_engine = 0.455; /* a peer copy at 390 GB/s: 0.200 J/GB receiving + 0.255 sending */
+  pr->power.j_per_gb_nccl = 0.535;       /* NCCL's all-reduce of 256 MiB fp32, per GB of ring traffic sent */
 }
+
 
 /* Appends path+key to the list of figures a calibrated profile left to the built-in default (NULL: none). */
 #define DFLT_CAP 300
@@ -87,11 +95,38 @@ static int share(json_t *root, const char *key, double dflt_value, double *out, 
   return 0;
 }
 
+/* The optional "power" object: every field when present (limit_w 0 turns the model off); left out, the
+ * built-in default's (listed in dflt when that is not NULL). */
+static int power(json_t *root, const ddp_profile *def, ddp_profile *pr, char *dflt, const char *label, char *err,
+                 size_t errcap) {
+  static const char *const keys[] = {"limit_w", "idle_w", "j_per_tflop", "j_per_gb_hbm", "j_per_gb_copy_engine",
+                                     "j_per_gb_nccl", NULL};
+  json_t *o = json_object_get(root, "power");
+  pr->power = def->power;
+  if (!o) {
+    defaulted(dflt, "", "power");
+    return 0;
+  }
+  if (!json_is_object(o)) return ddp_fail(err, errcap, "%s: power: must be an object", label);
+  if (known(o, "power.", keys, label, err, errcap) ||
+      num(NULL, o, "power.", "limit_w", 0, 0, 1e5, &pr->power.limit_w, label, err, errcap) ||
+      num(NULL, o, "power.", "idle_w", 0, 0, 1e5, &pr->power.idle_w, label, err, errcap) ||
+      num(NULL, o, "power.", "j_per_tflop", 0, 0, 1e6, &pr->power.j_per_tflop, label, err, errcap) ||
+      num(NULL, o, "power.", "j_per_gb_hbm", 0, 0, 1e6, &pr->power.j_per_gb_hbm, label, err, errcap) ||
+      num(NULL, o, "power.", "j_per_gb_copy_engine", 0, 0, 1e6, &pr->power.j_per_gb_copy_engine, label, err, errcap) ||
+      num(NULL, o, "power.", "j_per_gb_nccl", 0, 0, 1e6, &pr->power.j_per_gb_nccl, label, err, errcap))
+    return -1;
+  if (pr->power.limit_w > 0 && !(pr->power.idle_w < pr->power.limit_w))
+    return ddp_fail(err, errcap, "%s: power.idle_w: must be below power.limit_w (got %g >= %g)", label,
+                    pr->power.idle_w, pr->power.limit_w);
+  return 0;
+}
+
 static int parse_root(json_t *root, const char *label, ddp_profile *pr, char *err, size_t errcap) {
   static const char *const top[] = {"name", "launch_us", "hbm_gbps", "gemm_tflops_16", "gemm_tflops_32",
                                     "gemm_small_dim", "gemm_small_scale", "attention_tflops", "collectives",
                                     "collective_share", "copy_engine_share", "attention_by_shape", "gemm_by_shape", "gemm_table_scale", "defaults", "device", "date", "version", "plan", "fit", "samples",
-                                    "compute_from", NULL};
+                                    "compute_from", "power", NULL};
   static const char *const coll_keys[] = {"alpha_us", "busbw_gbps", NULL};
   const double big = 1e301; /* no upper bound */
   if (!json_is_object(root)) return ddp_fail(err, errcap, "%s: expected one JSON object", label);
@@ -138,7 +173,8 @@ static int parse_root(json_t *root, const char *label, ddp_profile *pr, char *er
   if (share(root, "collective_share", def.collective_share, &pr->collective_share, optional_figures ? dbuf : NULL,
             label, err, errcap) ||
       share(root, "copy_engine_share", def.copy_engine_share, &pr->copy_engine_share, optional_figures ? dbuf : NULL,
-            label, err, errcap))
+            label, err, errcap) ||
+      power(root, &def, pr, optional_figures ? dbuf : NULL, label, err, errcap))
     return -1;
   json_t *coll = json_object_get(root, "collectives");
   json_t *shapes = json_object_get(root, "attention_by_shape");

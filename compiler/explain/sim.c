@@ -141,7 +141,7 @@ static void coll_set_add(coll_set *c, double s, double e) {
 /* Does this collective run on the copy engines? All-gathers and all-to-alls of a plan whose arenas are
  * symmetric windows under the zero-CTA policy (NCCL 2.28 on NVLink; the runtime reports what it took), and
  * the peer copies (cudaMemcpyAsync from the peers' mapped memory). */
-static int on_copy_engines(const ddp_plan *p, int opc) {
+int ddp_coll_on_copy_engines(const ddp_plan *p, int opc) {
   if (opc == I_PEER_COPY) return 1;
   return (opc == I_ALL_GATHER || opc == I_ALL_TO_ALL) && p->meta.nccl_register == NCCL_REGISTER_WINDOW &&
          p->meta.nccl_cta_policy == NCCL_CTA_ZERO;
@@ -254,7 +254,7 @@ static void fire(const ddp_plan *p, const ddp_profile *pr, int zero_comm, ddp_si
     int comm = 0;
     double full = ddp_instr_cost(p, in, pr, &comm), c = zero_comm ? 0 : full;
     if (in->opcode != I_PEER_BARRIER) /* a peer barrier is flags on the copy engines: no kernel beside the compute */
-      coll_add(&st[r], s->nstreams, in->stream, start, start + full, on_copy_engines(p, in->opcode));
+      coll_add(&st[r], s->nstreams, in->stream, start, start + full, ddp_coll_on_copy_engines(p, in->opcode));
     ddp_sim_instr *si = &s->ranks[r].in[k];
     if (late == r || st[r].clock[in->stream] == start) {
       si->dep = st[r].last[in->stream] >= 0 ? DEP_STREAM : DEP_NONE;

@@ -99,7 +99,7 @@ assert abs(want - p["gemm_table_scale"]) <= 1e-6 * want, (want, p["gemm_table_sc
 assert p["fit"]["gemm_table_scale"]["samples"] == len(gem), p["fit"]["gemm_table_scale"]
 print("ok: gemm_table_scale %.4f from %d bf16 GEMMs" % (p["gemm_table_scale"], len(gem)))
 PY
-grep -qE "^profile: calibrated: cpu reference executor, world 1, [0-9TZ:-]+; built-in default for: gemm_tflops_16, gemm_tflops_32, gemm_small_scale, collective_share, copy_engine_share, collectives$" "$tmp/explain1.txt" ||
+grep -qE "^profile: calibrated: cpu reference executor, world 1, [0-9TZ:-]+; built-in default for: gemm_tflops_16, gemm_tflops_32, gemm_small_scale, collective_share, copy_engine_share, power, collectives$" "$tmp/explain1.txt" ||
   fail "explain does not name the profile and its defaulted figures: $(head -3 "$tmp/explain1.txt")"
 
 # (2) two ranks: the all-reduce's alpha-beta fit, written to --calibrate-out

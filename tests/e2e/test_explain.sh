@@ -1,8 +1,9 @@
 #!/usr/bin/env bash
 # tests/e2e/test_explain.sh: `ddpc explain` on compiled shipped plans (tiny, toy_ddp, bucketed_10mb, zero1):
 # every section for every rank, the default profile said to be the default, the memory classes summing to
-# the rank's arena bytes as `ddpc inspect --json` gives them, --json, --rank, a --profile file (good and
-# bad), and the command line's refusals (exit 2) and failures (exit 1, one line).
+# the rank's arena bytes as `ddpc inspect --json` gives them, the power model's lines and fields (on by
+# default, off with a profile's power.limit_w 0), --json, --rank, a --profile file (good and bad), and the
+# command line's refusals (exit 2) and failures (exit 1, one line).
 . "$(dirname "$0")/lib.sh"
 e2e_tmp explain
 
@@ -19,7 +20,9 @@ for s in tiny toy_ddp bucketed_10mb zero1; do
     sed -n "/^== rank $r ==\$/,/^\$/p" "$tmp/$s.txt" >"$tmp/$s.r$r"
     for want in "predicted step time" "^compute " "^comm " "exposed communication" "overlap ratio" \
       "^phases \(timers, as ddprun's metrics\): forward [0-9.]+ ms, backward [0-9.]+ ms, optimizer [0-9.]+ ms$" \
-      "critical path: [0-9]+ instructions" "memory at the peak:"; do
+      "critical path: [0-9]+ instructions" "memory at the peak:" \
+      "^energy above idle +[0-9.]+ J: compute [0-9.]+ \([0-9.]+ TFLOP\), memory [0-9.]+ \([0-9.]+ GB\), links [0-9.]+" \
+      "^mean power at that step +[0-9]+ W" "^power floor +[0-9.]+ ms"; do
       grep -qE "$want" "$tmp/$s.r$r" || fail "$s rank $r: no '$want'"
     done
     step=$(awk '/^predicted step time/ { print $4 }' "$tmp/$s.r$r")
@@ -54,6 +57,10 @@ for er, ir in zip(e["ranks"], i["ranks"]):
     assert m["total"] == ir["total_bytes"] == sum(v for k, v in m.items() if k != "total"), (m, ir["total_bytes"])
     assert er["step_ms"] > 0 and er["comm_ms"] > 0 and len(er["critical_path_top"]) == 5
     assert 0 < er["forward_ms"] < er["step_ms"] and 0 < er["backward_ms"] and 0 < er["optimizer_ms"], er
+    en = er["energy"]  # the built-in power model: 700 W limit, 118 W idle
+    assert en["joules"] > 0 and en["link_gb"] > 0 and en["tflop"] > 0, en
+    assert abs(en["joules"] - en["compute_joules"] - en["memory_joules"] - en["link_joules"]) < 1e-9 * en["joules"], en
+    assert abs(en["power_floor_ms"] - en["joules"] / (700 - 118) * 1e3) < 1e-6 * en["power_floor_ms"], en
 print("ok: --json")
 PY
 
@@ -76,6 +83,17 @@ slow=$(awk '/^predicted step time/ { print $4; exit }' "$tmp/slow.txt")
 awk -v a="$fast" -v b="$slow" 'BEGIN { exit !(b > 1.9 * a && b < 2.1 * a) }' ||
   fail "half-speed profile: step $slow ms, default $fast ms (expected about twice)"
 echo "ok: bucketed_10mb rank 0: $fast ms default, $slow ms at half speed"
+grep -q "^power floor" "$tmp/slow.txt" || fail "a profile without \"power\": not the built-in power model"
+# "power" with limit_w 0: no power model, no energy lines, energy null in --json
+sed 's/^{"name": "half speed",/{"name": "no power", "power": {"limit_w": 0, "idle_w": 0, "j_per_tflop": 0, "j_per_gb_hbm": 0, "j_per_gb_copy_engine": 0, "j_per_gb_nccl": 0},/' \
+  "$tmp/slow.json" >"$tmp/nopower.json"
+"$DDPC" explain --profile "$tmp/nopower.json" "$tmp/tiny.bin" >"$tmp/nopower.txt" || fail "explain, power limit 0"
+grep -q "^profile: no power$" "$tmp/nopower.txt" && ! grep -qE "^(energy above idle|power floor)" "$tmp/nopower.txt" ||
+  fail "power limit 0: $(grep -E '^(profile|energy|power)' "$tmp/nopower.txt")"
+"$DDPC" explain --json --profile "$tmp/nopower.json" "$tmp/tiny.bin" |
+  python3 -c 'import json,sys; assert all(r["energy"] is None for r in json.load(sys.stdin)["ranks"])' ||
+  fail "power limit 0: --json has energy"
+echo "ok: the power model: built-in by default and without a \"power\" field, off with limit_w 0"
 
 # refusals
 sed 's/"hbm_gbps": 2000/"hbm_gbps": -5/' "$tmp/slow.json" >"$tmp/bad.json"

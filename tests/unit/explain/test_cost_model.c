@@ -327,7 +327,7 @@ static void test_share_field(void) {
     CHECK_T("measured collective", 100, pr.coll[COST_ALL_REDUCE].busbw_gbps);
     CHECK_T("defaulted collective", def.coll[COST_ALL_GATHER].busbw_gbps, pr.coll[COST_ALL_GATHER].busbw_gbps);
     CHECK_STR("name", "cal; built-in default for: launch_us, gemm_tflops_16, gemm_tflops_32, gemm_small_dim, "
-              "gemm_small_scale, attention_tflops, collective_share, copy_engine_share, collectives.reduce_scatter, "
+              "gemm_small_scale, attention_tflops, collective_share, copy_engine_share, power, collectives.reduce_scatter, "
               "collectives.all_gather, collectives.broadcast, collectives.send_recv", pr.name);
   }
   static const char *const bad[][2] = {
