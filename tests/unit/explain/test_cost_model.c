@@ -18,6 +18,7 @@
  * the compute beside it by copy_engine_share, every other collective by collective_share. */
 #include "check.h"
 #include "explain.h"
+#include "profile_fixture.h"
 #include "work.h"
 #include <math.h>
 #include <stdlib.h>
@@ -282,12 +283,7 @@ static void test_tensor_groups(const ddp_profile *base) {
 }
 
 static void test_share_field(void) {
-  const char *base = "{\"name\": \"x\", \"launch_us\": 1, \"hbm_gbps\": 1, \"gemm_tflops_16\": 1, "
-                     "\"gemm_tflops_32\": 1, \"gemm_small_dim\": 1, \"gemm_small_scale\": 1, \"attention_tflops\": 1, %s"
-                     "\"collectives\": {\"all_reduce\": {\"alpha_us\": 1, \"busbw_gbps\": 1}, "
-                     "\"reduce_scatter\": {\"alpha_us\": 1, \"busbw_gbps\": 1}, \"all_gather\": {\"alpha_us\": 1, "
-                     "\"busbw_gbps\": 1}, \"broadcast\": {\"alpha_us\": 1, \"busbw_gbps\": 1}, \"send_recv\": "
-                     "{\"alpha_us\": 1, \"busbw_gbps\": 1}}}";
+  const char *base = PROFILE_JSON_WITH("%s");
   char json[2048], err[256] = "";
   ddp_profile pr, def;
   ddp_profile_default(&def);

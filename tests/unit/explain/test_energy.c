@@ -9,6 +9,7 @@
  * line naming it. */
 #include "check.h"
 #include "explain.h"
+#include "profile_fixture.h"
 #include "work.h"
 #include <math.h>
 #include <stdlib.h>
@@ -94,12 +95,7 @@ static void test_rank_energy(void) {
 }
 
 static void test_power_field(void) {
-  const char *base = "{\"name\": \"x\", \"launch_us\": 1, \"hbm_gbps\": 1, \"gemm_tflops_16\": 1, "
-                     "\"gemm_tflops_32\": 1, \"gemm_small_dim\": 1, \"gemm_small_scale\": 1, \"attention_tflops\": 1, %s"
-                     "\"collectives\": {\"all_reduce\": {\"alpha_us\": 1, \"busbw_gbps\": 1}, "
-                     "\"reduce_scatter\": {\"alpha_us\": 1, \"busbw_gbps\": 1}, \"all_gather\": {\"alpha_us\": 1, "
-                     "\"busbw_gbps\": 1}, \"broadcast\": {\"alpha_us\": 1, \"busbw_gbps\": 1}, \"send_recv\": "
-                     "{\"alpha_us\": 1, \"busbw_gbps\": 1}}}";
+  const char *base = PROFILE_JSON_WITH("%s");
   const char *full = "\"power\": {\"limit_w\": 600, \"idle_w\": 90, \"j_per_tflop\": 1.5, \"j_per_gb_hbm\": 0.2, "
                      "\"j_per_gb_copy_engine\": 0.5, \"j_per_gb_nccl\": 0.6%s}, ";
   char json[2048], field[512], err[256] = "";
