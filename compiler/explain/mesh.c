@@ -158,9 +158,9 @@ static void print_text(const char *sched, const ddp_profile *pr, int defprof, ui
   for (int k = 0; k < NTP; k++)
     if (tp_why[k][0]) printf("tensor = %d: no rows: %s\n", tp_sizes[k], tp_why[k]);
   printf("tensor > %d: not tried (a tensor group beyond one NVLink node of 8 GPUs)\n\n", TP_MAX);
-  printf("%5s %-20s %9s %9s %9s %9s %9s %9s %4s %10s %10s %10s %10s %10s %10s\n", "ranks", "layout", "params", "grads",
-         "optim", "activ", "other", "total", "fits", "allreduce", "redscat", "allgath", "sendrecv", "tp_comm",
-         "step_ms");
+  printf("%5s %-20s %9s %9s %9s %9s %9s %9s %4s %10s %10s %10s %10s %10s %10s %9s %9s\n", "ranks", "layout", "params",
+         "grads", "optim", "activ", "other", "total", "fits", "allreduce", "redscat", "allgath", "sendrecv", "tp_comm",
+         "step_ms", "joules", "floor_ms");
   const char *sim_note = NULL;
   for (int i = 0; i < n; i++) {
     const cand *c = &cs[i];
@@ -175,13 +175,17 @@ static void print_text(const char *sched, const ddp_profile *pr, int defprof, ui
            (double)m[MEM_OPT] / unit, (double)m[MEM_ACT] / unit, other / unit, (double)c->e.mem_total / unit,
            c->fits ? "yes" : "no", c->e.coll_bytes[COST_ALL_REDUCE] / unit, c->e.coll_bytes[COST_REDUCE_SCATTER] / unit,
            c->e.coll_bytes[COST_ALL_GATHER] / unit, c->e.coll_bytes[COST_SEND_RECV] / unit, c->e.tp_bytes / unit);
-    if (c->e.step_s >= 0) printf("%10.3f\n", c->e.step_s * 1e3);
-    else printf("%10s\n", "n/a*"), sim_note = c->e.sim_err;
+    if (c->e.step_s >= 0) printf("%10.3f", c->e.step_s * 1e3);
+    else printf("%10s", "n/a*"), sim_note = c->e.sim_err;
+    if (c->e.energy_j >= 0) printf(" %9.3f %9.3f\n", c->e.energy_j, c->e.floor_s * 1e3);
+    else printf(" %9s %9s\n", "n/a", "n/a");
   }
   printf("memory (%s): the rank with the most bytes, by class (other: communication buffers, workspace, inputs);\n"
          "communication (%s): bytes each rank sends per step (ring over the collective's communicator of n ranks:\n"
          "all-reduce 2(n-1)/n of the buffer, reduce-scatter and all-gather (n-1)/n of the whole buffer, send: the\n"
-         "buffer), the largest over the ranks; tp_comm: the part of them on the tensor groups (activations)\n", un, un);
+         "buffer), the largest over the ranks; tp_comm: the part of them on the tensor groups (activations);\n"
+         "joules: the largest energy per step above idle over the ranks, floor_ms the shortest step the power\n"
+         "limit allows for it (the profile's power model; n/a without one)\n", un, un);
   if (sim_note) printf("n/a*: the simulator refuses the plan (e.g. %s)\n", sim_note);
   if (stopped_at > 0) printf("stopped before %d ranks: one rank count took over %.0f s to compile and simulate\n",
                              stopped_at, ROUND_BUDGET_S);
@@ -229,6 +233,8 @@ static json_t *json_cand(const cand *c) {
   json_object_set_new(j, "comm_calls_tensor_groups", json_integer(c->e.tp_calls));
   int sim = c->e.step_s >= 0;
   json_object_set_new(j, "step_ms", sim ? json_real(c->e.step_s * 1e3) : json_null());
+  json_object_set_new(j, "energy_joules", c->e.energy_j >= 0 ? json_real(c->e.energy_j) : json_null());
+  json_object_set_new(j, "power_floor_ms", c->e.energy_j >= 0 ? json_real(c->e.floor_s * 1e3) : json_null());
   json_object_set_new(j, "exposed_comm_ms", sim ? json_real((c->e.step_s - c->e.free_s) * 1e3) : json_null());
   if (!sim) json_object_set_new(j, "sim_error", json_string(c->e.sim_err));
   json_object_set_new(j, "compile_s", json_real(c->e.compile_s));

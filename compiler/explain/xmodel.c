@@ -43,6 +43,11 @@ int ddp_xeval_schedule(const ddp_schedule *s, const ddp_profile *pr, ddp_xeval *
     snprintf(out->sim_err, sizeof out->sim_err, "%.500s", serr);
   }
   out->world = (int)p->meta.world;
+  out->energy_j = out->floor_s = -1; /* the rank with the most joules: the limit paces the step by it */
+  for (int r = 0; r < out->world; r++) {
+    ddp_step_energy en;
+    if (ddp_rank_energy(p, pr, r, &en) == 0 && en.j > out->energy_j) out->energy_j = en.j, out->floor_s = en.floor_s;
+  }
   out->nbuckets = p->nbuckets;
   for (uint32_t b = 0; b < p->nbuckets; b++) out->grad_bytes += p->buckets[b].bytes;
   for (int r = 0; r < out->world; r++) {

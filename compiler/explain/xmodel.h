@@ -22,6 +22,8 @@ typedef struct ddp_xeval {
   int coll_calls[COST_COLL_COUNT];    /* ... and calls (max over ranks) */
   double tp_bytes;                    /* the part of coll_bytes on the tensor groups' communicators (max over ranks) */
   int tp_calls;                       /* ... and its calls */
+  double energy_j, floor_s; /* the largest energy above idle per step over the ranks and the power floor it
+                              sets (energy.c); -1: the profile has no power model */
   double compile_s;
   char sim_err[512];       /* the simulator's refusal (step_s, free_s, comm_s, backward_s are then -1), or "" */
 } ddp_xeval;

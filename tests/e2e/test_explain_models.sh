@@ -182,6 +182,12 @@ if ddp2["comm_bytes_per_rank"]["all_reduce"] <= 0 or ddp2["comm_bytes_per_rank"]
 fs2 = [c for c in ok if c["ranks"] == 2 and c["layout"] == "fsdp"][0]
 if fs2["comm_bytes_per_rank"]["all_gather"] <= 0 or fs2["comm_bytes_per_rank"]["reduce_scatter"] <= 0: bad.append("fsdp comm")
 if fs2["memory_bytes"]["total"] >= ddp2["memory_bytes"]["total"]: bad.append("fsdp does not save memory over ddp")
+# the power model (built-in profile: 700 W limit, 118 W idle): every layout priced; DDP does one rank's
+# compute plus its all-reduce, so it costs more than one rank alone
+for c in ok:
+    e, f = c["energy_joules"], c["power_floor_ms"]
+    if not (e and e > 0 and abs(f - e / (700 - 118) * 1e3) < 1e-6 * f): bad.append(f"energy {c['label']} {c['ranks']}: {e} J, {f} ms")
+if not ddp2["energy_joules"] > single["energy_joules"]: bad.append(f"ddp at 2 ranks {ddp2['energy_joules']} J, one rank {single['energy_joules']} J")
 # tensor rows: every one compiled and simulated, its mesh the rank count, no tensor traffic elsewhere
 T = {c["label"]: c for c in L if c["layout"] == "tensor"}
 for c in T.values():
