@@ -69,9 +69,8 @@ __attribute__((format(printf, 4, 5))) static int hfail(const ddp_st_file *f, cha
   va_start(ap, fmt);
   vsnprintf(what, sizeof what, fmt, ap);
   va_end(ap);
-  for (char *c = what; *c; c++) /* jansson's messages quote the header text, newlines included */
-    if ((unsigned char)*c < 0x20 || *c == 0x7f) *c = '?';
-  return ddp_fail(err, errcap, "%s: bad safetensors header: %s", f->label, what);
+  /* jansson's messages quote the header text, newlines included */
+  return ddp_fail(err, errcap, "%s: bad safetensors header: %s", f->label, ddp_one_line(what));
 }
 
 static bool too_deep(json_t *v, int depth) {

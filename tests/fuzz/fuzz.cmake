@@ -6,11 +6,12 @@
 # every target. With -DDDP_FUZZ=ON (preset "fuzz", clang) it also builds the libFuzzer executables
 # fuzz_<t> (target "fuzz"); tests/fuzz/run.sh runs them.
 set(DDP_FUZZ_DIR ${CMAKE_CURRENT_LIST_DIR})
-set(DDP_FUZZ_TARGETS plan schedule safetensors tokens)
+set(DDP_FUZZ_TARGETS plan schedule safetensors tokens profile)
 set(DDP_FUZZ_LIBS_plan ddpruntime ddpcompiler)
 set(DDP_FUZZ_LIBS_schedule ddpcompiler)
 set(DDP_FUZZ_LIBS_safetensors ddpruntime)
 set(DDP_FUZZ_LIBS_tokens ddpruntime)
+set(DDP_FUZZ_LIBS_profile ddpcompiler)
 
 add_library(ddpfuzzutil STATIC ${DDP_FUZZ_DIR}/fuzz_util.c ${DDP_FUZZ_DIR}/plan_fixup.c)
 target_include_directories(ddpfuzzutil PUBLIC ${DDP_FUZZ_DIR})

@@ -3,7 +3,8 @@
 # OUT/<target>/: plan (every shipped schedule that compiles, by ddpc on a tiny model, and the tiny model with
 # the fused attention backward, each stripped of CUBIN by strip_plan),
 # schedule (schedules/*.lua as they are), safetensors (the checkpoint ddprun writes for toy.lua on the
-# reference executor: model and optimizer), tokens (a few token files behind fuzz_tokens' 4 shape bytes).
+# reference executor: model and optimizer), tokens (a few token files behind fuzz_tokens' 4 shape bytes),
+# profile (docs/profiles/*.json: the built-in default as a file and a calibrated 2 x H200 profile).
 # Needs $DDPC, $DDPRUN, $STRIP_PLAN (defaults: build/ddpc, build/ddprun, build/tests/strip_plan). Existing
 # files are kept (delete OUT to start over).
 set -euo pipefail
@@ -12,11 +13,12 @@ out=${1:?usage: make_corpus.sh OUT}
 DDPC=${DDPC:-$src/build/ddpc}
 DDPRUN=${DDPRUN:-$src/build/ddprun}
 STRIP_PLAN=${STRIP_PLAN:-$src/build/tests/strip_plan}
-mkdir -p "$out"/{plan,schedule,safetensors,tokens}
+mkdir -p "$out"/{plan,schedule,safetensors,tokens,profile}
 tmp=$(mktemp -d "${TMPDIR:-/tmp}/ddp-corpus.XXXXXX")
 trap 'rm -rf "$tmp"' EXIT
 
 cp "$src"/schedules/*.lua "$out/schedule/"
+cp "$src"/docs/profiles/*.json "$out/profile/"
 
 nplans=0
 for s in "$src"/schedules/*.lua; do
@@ -67,4 +69,4 @@ head -c 512 /dev/urandom >>"$out/tokens/small_vocab256"
 printf '\x0f\x1f\x03\x03' >"$out/tokens/wide_u16"
 for i in $(seq 0 99); do printf "\\x$(printf %02x $((i % 256)))\\x00"; done >>"$out/tokens/wide_u16"
 printf '\x03\x00\x00\x00\x01\x00\x02\x00' >"$out/tokens/exact_window"
-echo "make_corpus.sh: $nplans plans, $(ls "$out/schedule" | wc -l) schedules, $(ls "$out/safetensors" | wc -l) safetensors, $(ls "$out/tokens" | wc -l) token files in $out"
+echo "make_corpus.sh: $nplans plans, $(ls "$out/schedule" | wc -l) schedules, $(ls "$out/safetensors" | wc -l) safetensors, $(ls "$out/tokens" | wc -l) token files, $(ls "$out/profile" | wc -l) profiles in $out"

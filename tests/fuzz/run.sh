@@ -10,7 +10,7 @@
 #   tests/fuzz/run.sh [--time S] [--runs N] [--timeout S] [--rss MB] [--work DIR] [--build DIR] [--keep-going]
 #                     [TARGET...]
 #
-# Defaults: 60 s per target, every target (plan schedule safetensors tokens), -timeout 10, 2048 MB,
+# Defaults: 60 s per target, every target (plan schedule safetensors tokens profile), -timeout 10, 2048 MB,
 # WORK build-fuzz/fuzz-work (its corpus grows from run to run), --build build-fuzz. --runs stops a target
 # after N executions (or at --time, whichever comes first). --keep-going runs libFuzzer's fork mode
 # (-fork=1 -ignore_crashes=1 -ignore_timeouts=1 -ignore_ooms=1): a crash is saved and counted, and fuzzing
@@ -29,11 +29,11 @@ while [ $# -gt 0 ]; do
     --work) work=$2; shift 2 ;;
     --build) build=$2; shift 2 ;;
     --keep-going) fork=(-fork=1 -ignore_crashes=1 -ignore_timeouts=1 -ignore_ooms=1); shift ;;
-    plan|schedule|safetensors|tokens) targets+=("$1"); shift ;;
-    *) echo "usage: tests/fuzz/run.sh [--time S] [--runs N] [--timeout S] [--rss MB] [--work DIR] [--build DIR] [plan|schedule|safetensors|tokens ...]" >&2; exit 2 ;;
+    plan|schedule|safetensors|tokens|profile) targets+=("$1"); shift ;;
+    *) echo "usage: tests/fuzz/run.sh [--time S] [--runs N] [--timeout S] [--rss MB] [--work DIR] [--build DIR] [plan|schedule|safetensors|tokens|profile ...]" >&2; exit 2 ;;
   esac
 done
-[ ${#targets[@]} -gt 0 ] || targets=(plan schedule safetensors tokens)
+[ ${#targets[@]} -gt 0 ] || targets=(plan schedule safetensors tokens profile)
 work=${work:-$build/fuzz-work}
 mkdir -p "$work"
 work=$(cd "$work" && pwd)
