@@ -41,7 +41,6 @@ void ddp_profile_default(ddp_profile *pr) {
   pr->power.j_per_gb_nccl = 0.535;       /* NCCL's all-reduce of 256 MiB fp32, per GB of ring traffic sent */
 }
 
-
 /* Appends path+key to the list of figures a calibrated profile left to the built-in default (NULL: none). */
 #define DFLT_CAP 300
 static void defaulted(char *dflt, const char *path, const char *key) {
