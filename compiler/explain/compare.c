@@ -6,13 +6,18 @@
  * is the median over the remaining steps: rank r's element of the per-rank array
  * (rank_step_ms, ...) where a step line has it, else, for rank 0 only, the scalar field (step_ms, ...).
  * Per phase: predicted ms, measured ms, measured / predicted and the prediction's error
- * (predicted - measured) / measured in percent; then the issue's targets as one verdict line per rank. */
+ * (predicted - measured) / measured in percent; then the energy per step (the power model, energy.c:
+ * idle_w times the measured step plus the joules above idle, against the measured energy: the mean power
+ * over the timed steps from rank_energy_total_J and rank_energy_span_s, the last warm-up step's readings
+ * or zero before them, times the timed steps' mean host_ms, as ddprun's closing line computes it); then
+ * the issue's targets as one verdict line per rank. */
 #include "err.h"
 #include "explain.h"
 #include "metrics_lines.h"
 #include "file.h"
 #include <jansson.h>
 #include <math.h>
+#include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -38,6 +43,8 @@ typedef struct measured {
   size_t nlines, nwarm, cap; /* step lines, of which warm-up */
   int use_warm;              /* every line is a warm-up step: the medians use them all */
   double *v;
+  double *energy;           /* [line * world * 2 + r * 2 + {0: J, 1: span s}], NAN where a line has none */
+  double *host;             /* [line]: host_ms, NAN where a line has none */
   unsigned char *warm;
   json_t *recorded; /* the run line's "predicted" object, or NULL */
 } measured;
@@ -73,7 +80,29 @@ static int step_line(json_t *o, measured *mv, const char *path, int lineno, char
     mv->cap = mv->cap ? 2 * mv->cap : 64;
     mv->v = ddp_xrealloc(mv->v, mv->cap * PH_COUNT * (size_t)w * sizeof(double));
     mv->warm = ddp_xrealloc(mv->warm, mv->cap);
+    mv->energy = ddp_xrealloc(mv->energy, mv->cap * 2 * (size_t)w * sizeof(double));
+    mv->host = ddp_xrealloc(mv->host, mv->cap * sizeof(double));
   }
+  double *en = mv->energy + mv->nlines * 2 * (size_t)w;
+  static const char *const energy_keys[2] = {"rank_energy_total_J", "rank_energy_span_s"};
+  for (int k = 0; k < 2; k++) { /* a rank that could not read its counter prints null */
+    json_t *a = json_object_get(o, energy_keys[k]);
+    for (int r = 0; r < w; r++) en[2 * r + k] = NAN;
+    if (!a || json_is_null(a)) continue;
+    if (!json_is_array(a) || json_array_size(a) != (size_t)w)
+      return ddp_fail(err, errcap, "%s:%d: \"%s\" is not an array of %d numbers (one per rank)", path, lineno,
+                      energy_keys[k], w);
+    for (int r = 0; r < w; r++) {
+      json_t *x = json_array_get(a, (size_t)r);
+      if (!json_is_null(x) && !finite_number(x, &en[2 * r + k]))
+        return ddp_fail(err, errcap, "%s:%d: \"%s\"[%d] is not a finite number or null", path, lineno,
+                        energy_keys[k], r);
+    }
+  }
+  json_t *h = json_object_get(o, "host_ms");
+  mv->host[mv->nlines] = NAN;
+  if (h && !json_is_null(h) && !finite_number(h, &mv->host[mv->nlines]))
+    return ddp_fail(err, errcap, "%s:%d: \"host_ms\" is not a finite number", path, lineno);
   double *row = mv->v + mv->nlines * PH_COUNT * (size_t)w;
   for (int ph = 0; ph < PH_COUNT; ph++) {
     double *out = row + (size_t)ph * (size_t)w;
@@ -151,6 +180,42 @@ static double median(const measured *mv, int ph, int r) {
   return m;
 }
 
+/* Rank r's measured joules per step (NAN: n/a) and its mean power over the timed steps (*watts). */
+static double measured_joules(const measured *mv, int r, double *watts) {
+  *watts = NAN;
+  double j0 = 0, s0 = 0, hsum = 0;
+  size_t last = SIZE_MAX, nh = 0;
+  for (size_t k = 0; k < mv->nlines; k++) {
+    const double *en = mv->energy + k * 2 * (size_t)mv->world + 2 * (size_t)r;
+    if (mv->warm[k] && !mv->use_warm) { /* the reference: the last warm-up step's readings */
+      j0 = en[0], s0 = en[1];
+      continue;
+    }
+    last = k;
+    if (!isnan(mv->host[k])) hsum += mv->host[k], nh++;
+  }
+  if (last == SIZE_MAX || !nh) return NAN;
+  const double *e1 = mv->energy + last * 2 * (size_t)mv->world + 2 * (size_t)r;
+  if (isnan(j0) || isnan(s0) || isnan(e1[0]) || isnan(e1[1]) || !(e1[1] > s0)) return NAN;
+  *watts = (e1[0] - j0) / (e1[1] - s0);
+  return *watts * hsum / (double)nh * 1e-3;
+}
+
+/* The energy line of rank r: predicted (NAN without a power model) and measured joules per step. */
+typedef struct energy_row {
+  double pred, dyn, meas, watts, err_pct;
+} energy_row;
+
+static void energy_rows(const ddp_plan *p, const ddp_profile *pr, const measured *mv, int r, double step_ms,
+                        energy_row *e) {
+  ddp_step_energy se;
+  e->pred = e->dyn = NAN;
+  if (ddp_rank_energy(p, pr, r, &se) == 0 && !isnan(step_ms))
+    e->dyn = se.j, e->pred = pr->power.idle_w * step_ms * 1e-3 + se.j;
+  e->meas = measured_joules(mv, r, &e->watts);
+  e->err_pct = !isnan(e->pred) && !isnan(e->meas) && e->meas > 0 ? (e->pred - e->meas) / e->meas * 100 : NAN;
+}
+
 /* One rank's rows: predicted and measured ms (NAN: n/a), ratio measured / predicted, error in percent. */
 typedef struct row {
   double pred, meas, ratio, err_pct;
@@ -226,6 +291,15 @@ static void text_report(const ddp_plan *p, const ddp_sim *s, const measured *mv,
       cell(o, rw[k].err_pct, 9, " %+*.1f");
       fputc('\n', o);
     }
+    energy_row er;
+    energy_rows(p, pr, mv, r, rw[PH_STEP].meas, &er);
+    if (isnan(er.pred)) fprintf(o, "energy per step: predicted n/a (%s)", pr->power.limit_w > 0 ? "no measured step" :
+                                                                                    "the profile has no power model");
+    else fprintf(o, "energy per step: predicted %.3f J (%.0f W idle x the measured step + %.3f J above idle)", er.pred,
+                 pr->power.idle_w, er.dyn);
+    if (isnan(er.meas)) fprintf(o, ", measured n/a (no energy readings in the metrics)\n");
+    else fprintf(o, ", measured %.3f J (%.0f W)%s", er.meas, er.watts, isnan(er.err_pct) ? "\n" : "");
+    if (!isnan(er.err_pct)) fprintf(o, "; error %+.1f%%\n", er.err_pct);
     fprintf(o, "verdict: step within 10%%: %s; exposed communication within 2 ms: %s\n\n", yes_no(step_ok(rw)),
             yes_no(exposed_ok(rw)));
   }
@@ -261,6 +335,15 @@ static int json_report(const ddp_plan *p, const ddp_sim *s, const measured *mv, 
       json_array_append_new(phs, e);
     }
     json_object_set_new(jr, "phases", phs);
+    energy_row er;
+    energy_rows(p, pr, mv, r, rw[PH_STEP].meas, &er);
+    json_t *je = json_object();
+    json_object_set_new(je, "predicted_joules", num_or_null(er.pred));
+    json_object_set_new(je, "joules_above_idle", num_or_null(er.dyn));
+    json_object_set_new(je, "measured_joules", num_or_null(er.meas));
+    json_object_set_new(je, "measured_watts", num_or_null(er.watts));
+    json_object_set_new(je, "error_pct", num_or_null(er.err_pct));
+    json_object_set_new(jr, "energy", je);
     json_object_set_new(jr, "step_within_10pct", verdict_json(step_ok(rw)));
     json_object_set_new(jr, "exposed_within_2ms", verdict_json(exposed_ok(rw)));
     json_array_append_new(ranks, jr);
@@ -287,6 +370,8 @@ int ddp_explain_compare(const ddp_plan *p, const char *plan_path, const char *me
   }
   ddp_sim_free(s);
   free(mv.v);
+  free(mv.energy);
+  free(mv.host);
   free(mv.warm);
   json_decref(mv.recorded);
   return rc;

@@ -6,7 +6,7 @@
 # table's structure, and its measured column equal to the medians computed here from the metrics; (4) the
 # arithmetic on hand-written metrics with known medians (ratios 1.050, 1.250, ... printed exactly, the
 # verdicts, warm-up steps skipped, an even count's median, the scalar fields when there are no per-rank
-# arrays); (5) bad inputs: one line, exit 1.
+# arrays; the energy per step from the counters against the power model's); (5) bad inputs: one line, exit 1.
 . "$(dirname "$0")/lib.sh"
 e2e_tmp explain_compare
 
@@ -159,8 +159,11 @@ fac = [{"step_ms": 1.05, "forward_ms": 0.8, "backward_ms": 1.25, "optimizer_ms":
 add = [1.5, 2.5]
 arr = {"step_ms": "rank_step_ms", "forward_ms": "rank_forward_ms", "backward_ms": "rank_backward_ms",
        "optimizer_ms": "rank_optimizer_ms", "comm_ms": "rank_comm_ms", "exposed_comm_ms": "rank_exposed_comm_ms"}
+watts = [500.0, 400.0]  # energy: the warm-up line's readings, then each timed step 0.05 s of counter span later
 def line(step, scale, warm):
-    d = {"step": step, "loss": 1.0, "warmup": warm}
+    d = {"step": step, "loss": 1.0, "warmup": warm, "host_ms": 50.0,
+         "rank_energy_span_s": [0.2 + 0.05 * (step - 1)] * 2,
+         "rank_energy_total_J": [j0 + w * 0.05 * (step - 1) for j0, w in zip((100.0, 80.0), watts)]}
     for k, a in arr.items():
         src = {"comm_ms": "metrics_comm_ms", "exposed_comm_ms": "metrics_exposed_comm_ms"}.get(k, k)
         d[a] = [(e[r][src] + add[r]) * scale if k == "exposed_comm_ms" else e[r][src] * fac[r][k] * scale for r in range(2)]
@@ -182,6 +185,26 @@ row() { sed -n "/^== rank $1 ==\$/,/^\$/p" "$tmp/hand.cmp" | grep -E "^$2 +[0-9n
 [ "$(row 1 step)" = "1.250 -20.0" ] || fail "rank 1 step: '$(row 1 step)', want '1.250 -20.0'"
 [ "$(row 1 communication)" = "0.500 +100.0" ] || fail "rank 1 communication: '$(row 1 communication)'"
 grep -q "^metrics: .*hand.jsonl: 5 step lines, 1 warm-up skipped, medians of 4$" "$tmp/hand.cmp" || fail "hand: header"
+# energy: 500 W and 400 W over the timed steps times their mean host time (50 ms); the prediction is the
+# built-in power model's idle 118 W times the measured step plus explain's joules above idle
+python3 - "$tmp" <<'PY' || fail "hand: energy lines"
+import json, re, sys
+t = sys.argv[1]
+e = json.load(open(f"{t}/toy.explain.json"))["ranks"]
+txt = open(f"{t}/hand.cmp").read().split("== rank ")[1:]
+for r, (w, fac) in enumerate(((500, 1.05), (400, 1.25))):
+    m = re.search(r"^energy per step: predicted ([0-9.]+) J \(118 W idle x the measured step \+ ([0-9.]+) J above idle\), "
+                  r"measured ([0-9.]+) J \(([0-9]+) W\); error ([-+][0-9.]+)%$", txt[r], re.M)
+    assert m, f"rank {r}: no energy line in:\n{txt[r]}"
+    pred, dyn, meas, watts, errp = (float(x) for x in m.groups())
+    want = 118 * e[r]["step_ms"] * fac / 1e3 + e[r]["energy"]["joules"]
+    assert abs(meas - w * 0.05) < 1e-3 and int(watts) == w, (r, meas, watts)
+    assert abs(dyn - e[r]["energy"]["joules"]) < 1e-3 and abs(pred - want) < 2e-3, (r, pred, want, dyn)
+    assert abs(errp - (pred - meas) / meas * 100) < 0.06, (r, errp)
+print("ok: hand-made metrics: energy per step measured 25 / 20 J, predicted from the power model")
+PY
+grep -q "^energy per step: predicted [0-9.]* J (118 W idle x the measured step + [0-9.]* J above idle), measured n/a (no energy readings in the metrics)$" "$tmp/tiny.cmp" ||
+  fail "real reference metrics (no energy readings): $(grep '^energy' "$tmp/tiny.cmp")"
 [ "$(grep -c '^verdict: step within 10%: yes; exposed communication within 2 ms: yes$' "$tmp/hand.cmp")" = 1 ] &&
   [ "$(grep -c '^verdict: step within 10%: no; exposed communication within 2 ms: no$' "$tmp/hand.cmp")" = 1 ] &&
   sed -n '/^== rank 1 ==$/,/^$/p' "$tmp/hand.cmp" | grep -q "^verdict: step within 10%: no" || fail "hand: verdicts: $(grep ^verdict "$tmp/hand.cmp")"
@@ -199,6 +222,10 @@ x = ph["exposed communication"]
 assert abs(x["measured_ms"] - x["predicted_ms"] - 2.5) < 1e-7 and abs(x["predicted_ms"] - e["metrics_exposed_comm_ms"]) < 1e-8, x
 assert c["ranks"][0]["step_within_10pct"] is False and c["ranks"][0]["exposed_within_2ms"] is False, c["ranks"][0]
 assert c["warmup_skipped"] == 1 and c["medians_of"] == 4 and c["recorded_prediction"]["profile"], c
+en = c["ranks"][0]["energy"]
+assert abs(en["measured_joules"] - 20.0) < 1e-9 and abs(en["measured_watts"] - 400.0) < 1e-9, en
+assert abs(en["joules_above_idle"] - e["energy"]["joules"]) < 1e-6 * e["energy"]["joules"] + 1e-12, en
+assert abs(en["error_pct"] - (en["predicted_joules"] - 20.0) / 20.0 * 100) < 1e-9, en
 print("ok: hand-made metrics: ratios, errors and verdicts (rank 1 step ratio %.12f)" % ph["step"]["ratio"])
 PY
 # the scalar fields when a file has no per-rank arrays (rank 0 only), and the median of an odd count
@@ -244,6 +271,10 @@ bad "broken line" "broken\.jsonl:9: not a JSON object" "$tmp/tiny.bin" "$tmp/bro
 sed '3s/"rank_step_ms": \[[0-9.]*\]/"rank_step_ms": [1, 2]/' "$tmp/tiny.jsonl" >"$tmp/wide.jsonl"
 bad "a wrong array" "wide\.jsonl:3: \"rank_step_ms\" is not an array of 1 numbers" "$tmp/tiny.bin" "$tmp/wide.jsonl"
 bad "a bad profile" "bad\.json: hbm_gbps" "$tmp/tiny.bin" "$tmp/tiny.jsonl" --profile "$tmp/bad.json"
+sed '3s/"rank_energy_total_J": \[[^]]*\]/"rank_energy_total_J": [1, 2]/' "$tmp/tiny.jsonl" >"$tmp/wide_e.jsonl"
+bad "a wrong energy array" "wide_e\.jsonl:3: \"rank_energy_total_J\" is not an array of 1 numbers" "$tmp/tiny.bin" "$tmp/wide_e.jsonl"
+sed '3s/"rank_energy_span_s": \[[^]]*\]/"rank_energy_span_s": ["x"]/' "$tmp/tiny.jsonl" >"$tmp/str_e.jsonl"
+bad "a string in the energy spans" "str_e\.jsonl:3: \"rank_energy_span_s\"\[0\] is not a finite number or null" "$tmp/tiny.bin" "$tmp/str_e.jsonl"
 # all steps warm-up: used, and said so
 sed 's/"warmup": false/"warmup": true/' "$tmp/tiny.jsonl" >"$tmp/allwarm.jsonl"
 "$DDPC" explain "$tmp/tiny.bin" --compare "$tmp/allwarm.jsonl" >"$tmp/allwarm.cmp" 2>"$tmp/err" &&
