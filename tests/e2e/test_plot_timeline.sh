@@ -138,6 +138,8 @@ check_bad() { # EXPECTED_RC PATTERN ARGS...
 }
 check_bad 1 "missing.json" "$tmp/missing.json"
 check_bad 1 "bad_json.json:1: not JSON" "$tmp/bad_json.json"
+printf '{"traceEvents": ["\\\n"]}' >"$tmp/escape_nl.json" # a bad escape before a newline: jansson quotes it
+check_bad 1 "escape_nl.json:2: not JSON (invalid escape near" "$tmp/escape_nl.json"
 check_bad 1 'no "traceEvents" array' "$tmp/no_events.json"
 check_bad 1 '"rank"' "$tmp/no_rank.json"
 check_bad 1 "no timed spans" "$tmp/empty.json"

@@ -62,6 +62,8 @@ echo '[{"parameters": 1e8, "compute_budget": 1e18}]' >"$tmp/noloss.json"
 echo '[{"parameters": 1e8, "compute_budget": -1e18, "final_loss": 3}]' >"$tmp/neg.json"
 echo '[{"parameters": 1e8, "compute_budget": 1e18, "final_loss": 3}, {"parameters": 2e8, "compute_budget": 1e18, "final_loss": 2.9}]' >"$tmp/one.json"
 bad 1 "not a JSON array" fit "$tmp/obj.json"
+printf '[{"a": "\\\n"}]' >"$tmp/escape_nl.json" # a bad escape before a newline: jansson quotes the newline
+bad 1 "escape_nl.json: line 2: not JSON: invalid escape near" fit "$tmp/escape_nl.json"
 bad 1 'run 0: the field "final_loss" (or "metrics") is missing' fit "$tmp/noloss.json"
 bad 1 'run 0: "compute_budget" is -1e+18' fit "$tmp/neg.json"
 bad 1 "at least 2 budgets" fit "$tmp/one.json"
