@@ -10,18 +10,15 @@ static const char *progname = "ddpc";
 
 void ddp_set_progname(const char *name) { progname = name; }
 
-char *ddp_one_line(char *s) {
-  for (char *c = s; *c; c++)
-    if ((unsigned char)*c < 0x20 || *c == 0x7f) *c = '?';
-  return s;
-}
-
 int ddp_fail(char *err, size_t errcap, const char *fmt, ...) {
   if (err && errcap) {
     va_list ap;
     va_start(ap, fmt);
     vsnprintf(err, errcap, fmt, ap);
     va_end(ap);
+    for (char *c = err; *c; c++)
+      if (*c == '\n' || *c == '\r' || *c == '\t') *c = ' ';
+      else if ((unsigned char)*c < 0x20 || *c == 0x7f) *c = '?';
   }
   return -1;
 }

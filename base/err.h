@@ -7,12 +7,10 @@
 #define DDP_ERR_H
 #include <stddef.h>
 
-/* Formats into err (when err && errcap) and returns -1. */
+/* Formats into err (when err && errcap) and returns -1. The result stays one line whatever input it quotes
+ * (a Lua error, a JSON parser's excerpt of a file, a key read from one): newlines, carriage returns and tabs
+ * become spaces, every other control character (below 0x20, and 0x7f) '?'. */
 __attribute__((format(printf, 3, 4))) int ddp_fail(char *err, size_t errcap, const char *fmt, ...);
-
-/* Replaces every control character of s (below 0x20, and 0x7f) with '?', in place: text quoted from an
- * input (a JSON parser's excerpt of it) cannot then break an error's one line. Returns s. */
-char *ddp_one_line(char *s);
 
 /* Allocation that cannot fail: on failure prints "<prog>: out of memory (<bytes> bytes) at file:line"
  * and exits with status 1. n == 0 allocates one byte, so the result is never NULL. */

@@ -255,17 +255,12 @@ static int parse_root(json_t *root, const char *label, ddp_profile *pr, char *er
 int ddp_profile_parse(const char *json, size_t len, const char *label, ddp_profile *pr, char *err, size_t errcap) {
   json_error_t je;
   json_t *root = json_loadb(json, len, JSON_REJECT_DUPLICATES, &je);
-  int rc;
+  if (!root) return ddp_fail(err, errcap, "%s: line %d: %s", label, je.line, je.text);
   ddp_profile tmp;
   memset(&tmp, 0, sizeof tmp);
-  if (!root) {
-    rc = ddp_fail(err, errcap, "%s: line %d: %s", label, je.line, je.text);
-  } else {
-    rc = parse_root(root, label, &tmp, err, errcap);
-    json_decref(root);
-  }
+  int rc = parse_root(root, label, &tmp, err, errcap);
+  json_decref(root);
   if (rc == 0) *pr = tmp;
-  else if (err && errcap) ddp_one_line(err); /* jansson's excerpts and the file's own keys may hold newlines */
   return rc;
 }
 

@@ -136,8 +136,7 @@ int fe_bucket_policy(void *ctx, const char *const *names, const char *const *uni
     ddp_fail(err, errcap, "%s: %s: %s", sb->bucket_where, sb->bucket_field, lua_tostring(L, -1));
   else
     ddp_fail(err, errcap, "%s: %s raised an error that is not a string", sb->bucket_where,
-             sb->bucket_field);
-  fe_one_line(err);
+             sb->bucket_field); /* one line: ddp_fail */
   lua_settop(L, 0);
   return -1;
 }

@@ -129,6 +129,5 @@ fe_watch *fe_watch_begin(const char *where, const char *what); /* NULL if no thr
 void fe_watch_end(fe_watch *w);
 
 /* ---- load.c ---- */
-void fe_one_line(char *s); /* newlines and tabs become spaces */
 bool fe_located(const char *msg); /* starts with "place:123:" or "--set " */
 #endif

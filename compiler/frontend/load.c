@@ -22,11 +22,6 @@ typedef struct fe_run {
   int nsets;
 } fe_run;
 
-void fe_one_line(char *s) {
-  for (; *s; s++)
-    if (*s == '\n' || *s == '\r' || *s == '\t') *s = ' ';
-}
-
 /* Does msg start with a place, "something:123:" or "--set "? */
 bool fe_located(const char *msg) {
   if (strncmp(msg, "--set ", 6) == 0) return true;
@@ -114,8 +109,7 @@ static void fe_report(const fe_sandbox *sb, lua_State *L, int st, char *err, siz
     char got[64];
     ddp_fail(err, errcap, "%s: the schedule raised an error that is not a string (%s)", sb->path,
              fe_got(L, -1, got, sizeof got));
-  }
-  fe_one_line(err);
+  } /* ddp_fail keeps each message one line */
 }
 
 static char *fe_read(const char *path, size_t *len, char *err, size_t errcap) {

@@ -23,8 +23,7 @@ int ddp_metrics_lines(const char *path, size_t max_bytes, const ddp_metrics_visi
     json_t *o = json_loads(line, 0, &je);
     json_t *ev = json_is_object(o) ? json_object_get(o, "event") : NULL;
     if (!json_is_object(o)) {
-      rc = ddp_fail(err, errcap, "%s:%d: not a JSON object (%s)", path, lineno,
-                    o ? "another JSON value" : ddp_one_line(je.text)); /* a carriage return in the excerpt */
+      rc = ddp_fail(err, errcap, "%s:%d: not a JSON object (%s)", path, lineno, o ? "another JSON value" : je.text);
     } else if (v->run && json_is_string(ev) && !strcmp(json_string_value(ev), "run")) {
       if (have_run) rc = ddp_fail(err, errcap, "%s:%d: a second run line (one run per file)", path, lineno);
       else if ((rc = v->run(o, lineno, v->ctx, err, errcap)) == 0) have_run = 1;

@@ -207,8 +207,7 @@ static int read_trace(const char *path, worker *w, char *err, size_t errcap) {
   json_error_t je;
   json_t *root = json_loads(text, 0, &je);
   free(text);
-  if (!root) /* jansson's excerpt of the text may hold a newline */
-    return ddp_fail(err, errcap, "%s:%d: not JSON (%s)", path, je.line, ddp_one_line(je.text));
+  if (!root) return ddp_fail(err, errcap, "%s:%d: not JSON (%s)", path, je.line, je.text);
   json_t *ev = json_is_object(root) ? json_object_get(root, "traceEvents") : NULL;
   int rc = json_is_array(ev) ? 0 : ddp_fail(err, errcap, "%s: no \"traceEvents\" array; not a Chrome trace", path);
   if (rc == 0) rc = read_meta(json_object_get(root, "otherData"), path, w, err, errcap);

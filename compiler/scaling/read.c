@@ -59,8 +59,7 @@ int ddp_scaling_parse(const char *text, const char *name, const char *dir, ddp_s
   *nruns = 0;
   json_error_t je;
   json_t *root = json_loads(text, 0, &je);
-  if (!root) /* jansson's excerpt of the text may hold a newline */
-    return ddp_fail(err, errcap, "%s: line %d: not JSON: %s", name, je.line, ddp_one_line(je.text));
+  if (!root) return ddp_fail(err, errcap, "%s: line %d: not JSON: %s", name, je.line, je.text);
   if (!json_is_array(root)) {
     json_decref(root);
     return ddp_fail(err, errcap, "%s: not a JSON array of runs ({\"parameters\", \"compute_budget\", "

@@ -69,8 +69,7 @@ __attribute__((format(printf, 4, 5))) static int hfail(const ddp_st_file *f, cha
   va_start(ap, fmt);
   vsnprintf(what, sizeof what, fmt, ap);
   va_end(ap);
-  /* jansson's messages quote the header text, newlines included */
-  return ddp_fail(err, errcap, "%s: bad safetensors header: %s", f->label, ddp_one_line(what));
+  return ddp_fail(err, errcap, "%s: bad safetensors header: %s", f->label, what); /* one line: ddp_fail */
 }
 
 static bool too_deep(json_t *v, int depth) {
