@@ -297,9 +297,10 @@ static void text_report(const ddp_plan *p, const ddp_sim *s, const measured *mv,
                                                                                     "the profile has no power model");
     else fprintf(o, "energy per step: predicted %.3f J (%.0f W idle x the measured step + %.3f J above idle)", er.pred,
                  pr->power.idle_w, er.dyn);
-    if (isnan(er.meas)) fprintf(o, ", measured n/a (no energy readings in the metrics)\n");
-    else fprintf(o, ", measured %.3f J (%.0f W)%s", er.meas, er.watts, isnan(er.err_pct) ? "\n" : "");
-    if (!isnan(er.err_pct)) fprintf(o, "; error %+.1f%%\n", er.err_pct);
+    if (isnan(er.meas)) fputs(", measured n/a (no energy readings in the metrics)", o);
+    else fprintf(o, ", measured %.3f J (%.0f W)", er.meas, er.watts);
+    if (!isnan(er.err_pct)) fprintf(o, "; error %+.1f%%", er.err_pct);
+    fputc('\n', o);
     fprintf(o, "verdict: step within 10%%: %s; exposed communication within 2 ms: %s\n\n", yes_no(step_ok(rw)),
             yes_no(exposed_ok(rw)));
   }
