@@ -17,41 +17,29 @@ power. Prints one "ENERGY {json}" line per activity and GPU, then a table.
                  rank sends, 2 (N - 1) / N of the buffer; each rank reports its own GPU
 """
 import argparse
-import ctypes
 import json
 import os
+import sys
 import time
 
 import torch
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+from torch_extra import nvml_energy  # noqa: E402  (the same NVML reading as the XL energy run)
 
 GIB = 1 << 30
 
 
 class Nvml:
-    """The NVML handle of each CUDA device (matched by PCI bus id) and its energy counter in joules."""
+    """Each CUDA device's energy counter in joules (torch_extra.nvml_energy: NVML, matched by PCI bus id)."""
 
     def __init__(self):
-        self.lib = ctypes.CDLL("libnvidia-ml.so.1")
-        if self.lib.nvmlInit_v2() != 0:
-            raise RuntimeError("nvmlInit_v2 failed")
-        self.dev = {}
-
-    def handle(self, cuda_index):
-        if cuda_index not in self.dev:
-            p = torch.cuda.get_device_properties(cuda_index)
-            busid = f"{p.pci_domain_id:08x}:{p.pci_bus_id:02x}:{p.pci_device_id:02x}.0".encode()
-            h = ctypes.c_void_p()
-            rc = self.lib.nvmlDeviceGetHandleByPciBusId_v2(busid, ctypes.byref(h))
-            if rc != 0:
-                raise RuntimeError(f"NVML has no GPU at {busid!r} (CUDA device {cuda_index}): {rc}")
-            self.dev[cuda_index] = h
-        return self.dev[cuda_index]
+        self.read = {}
 
     def joules(self, cuda_index):
-        mj = ctypes.c_ulonglong()
-        if self.lib.nvmlDeviceGetTotalEnergyConsumption(self.handle(cuda_index), ctypes.byref(mj)) != 0:
-            raise RuntimeError("nvmlDeviceGetTotalEnergyConsumption failed")
-        return mj.value / 1000.0
+        if cuda_index not in self.read:
+            self.read[cuda_index] = nvml_energy(cuda_index)
+        return self.read[cuda_index]()
 
 
 def run(nvml, gpus, batch, warm, seconds, over=lambda elapsed, limit: elapsed >= limit):

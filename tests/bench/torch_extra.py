@@ -118,26 +118,28 @@ def seeds():
                 sdpa_record(rec, (8, 1, t, d), dt, False, 10)
 
 
-def nvml_device():
-    """(libnvidia-ml, the handle of the current CUDA device's GPU)."""
+def nvml_device(cuda_index=None):
+    """(libnvidia-ml, the handle of CUDA device cuda_index's GPU; None: the current device)."""
     lib = ctypes.CDLL("libnvidia-ml.so.1")
     if lib.nvmlInit_v2() != 0:
         raise RuntimeError("nvmlInit_v2 failed")
     dev = ctypes.c_void_p()
-    props = torch.cuda.get_device_properties(torch.cuda.current_device())
+    index = torch.cuda.current_device() if cuda_index is None else cuda_index
+    props = torch.cuda.get_device_properties(index)
     try:  # the CUDA device's own GPU; NVML's index where this torch has no PCI ids
         busid = f"{props.pci_domain_id:08x}:{props.pci_bus_id:02x}:{props.pci_device_id:02x}.0".encode()
         rc = lib.nvmlDeviceGetHandleByPciBusId_v2(busid, ctypes.byref(dev))
     except AttributeError:
-        busid, rc = None, lib.nvmlDeviceGetHandleByIndex_v2(torch.cuda.current_device(), ctypes.byref(dev))
+        busid, rc = None, lib.nvmlDeviceGetHandleByIndex_v2(index, ctypes.byref(dev))
     if rc != 0:
         raise RuntimeError(f"NVML has no handle for the CUDA device ({busid!r}): {rc}")
     return lib, dev
 
 
-def nvml_energy():
-    """A function returning the current GPU's energy counter in joules (NVML, mJ since the driver loaded)."""
-    lib, dev = nvml_device()
+def nvml_energy(cuda_index=None):
+    """A function returning the energy counter of CUDA device cuda_index's GPU (None: the current device) in
+    joules (NVML, mJ since the driver loaded)."""
+    lib, dev = nvml_device(cuda_index)
 
     def read():
         mj = ctypes.c_ulonglong()
