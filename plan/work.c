@@ -107,4 +107,5 @@ void ddp_instr_work(const ddp_plan *p, const ddp_instr *in, ddp_work *w) {
   w->bytes = ddp_instr_bytes_moved(p, in);
   w->flops = in->opcode == I_KERNEL ? attention_flops(in) : 0;
   w->kind = w->flops > 0 ? WORK_ATTENTION : WORK_MEMORY;
+  if (w->kind == WORK_ATTENTION) w->gemm16 = ddp_dtype_size(in->dt[ATTN_P_Q]) <= 2;
 }

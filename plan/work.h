@@ -23,7 +23,7 @@ typedef struct ddp_work {
   int kind;          /* WORK_* */
   double flops;      /* GEMM: 2*M*N*K*batch; attention: its matmul FLOPs */
   double bytes;      /* memory-bound bytes (reads + writes; -1: the footprint is invalid) */
-  int gemm16;        /* GEMM: inputs of 2 bytes or fewer */
+  int gemm16;        /* GEMM or attention: inputs of 2 bytes or fewer (the tensor cores' path) */
   double gemm_min_dim; /* GEMM: the smallest of M, N, K */
   int coll_kind;     /* WORK_COLL: COST_* */
   double wire_bytes; /* WORK_COLL: ring factor * buffer bytes (all-reduce 2(n-1)/n of the buffer;

@@ -1,6 +1,7 @@
 /* compiler/explain/energy.c: the power model of `ddpc explain` (docs/EXPLAIN.md, *Energy*). A GPU at its
  * power limit runs a step no faster than the step's energy allows, so one rank's step program is priced
- * in joules above idle from its work (plan/work.h): GEMM and attention FLOPs at j_per_tflop, the bytes of
+ * in joules above idle from its work (plan/work.h): GEMM and attention FLOPs at j_per_tflop (16-bit inputs,
+ * the tensor cores) or j_per_tflop_fp32 (4-byte inputs: fp32 plans run them on FFMA), the bytes of
  * the memory-bound kernels, copies and loads at j_per_gb_hbm, and the ring traffic a rank sends in each
  * collective at j_per_gb_copy_engine (the collectives the simulator puts on the copy engines, and the
  * peer copies) or j_per_gb_nccl (NCCL's kernels, the reduction's memory traffic included). A receive is
@@ -19,7 +20,10 @@ int ddp_rank_energy(const ddp_plan *p, const ddp_profile *pr, int rank, ddp_step
     ddp_instr_work(p, in, &w);
     switch (w.kind) {
     case WORK_GEMM:
-    case WORK_ATTENTION: out->tflop += w.flops / 1e12; break;
+    case WORK_ATTENTION:
+      out->tflop += w.flops / 1e12;
+      if (!w.gemm16) out->tflop_fp32 += w.flops / 1e12;
+      break;
     case WORK_MEMORY:
       if (w.bytes > 0) out->hbm_gb += w.bytes / 1e9;
       break;
@@ -34,7 +38,7 @@ int ddp_rank_energy(const ddp_plan *p, const ddp_profile *pr, int rank, ddp_step
     default: break;
     }
   }
-  out->compute_j = out->tflop * pr->power.j_per_tflop;
+  out->compute_j = (out->tflop - out->tflop_fp32) * pr->power.j_per_tflop + out->tflop_fp32 * pr->power.j_per_tflop_fp32;
   out->memory_j = out->hbm_gb * pr->power.j_per_gb_hbm;
   out->j = out->compute_j + out->memory_j + out->link_j;
   double headroom = pr->power.limit_w - pr->power.idle_w;

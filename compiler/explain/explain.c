@@ -62,8 +62,10 @@ static double overlap(const ddp_sim_rank *sr) { return sr->comm_s > 0 ? 1 - sr->
 static void text_energy(const ddp_plan *p, const ddp_profile *pr, const ddp_sim_rank *sr, int r, FILE *o) {
   ddp_step_energy e;
   if (ddp_rank_energy(p, pr, r, &e)) return;
-  fprintf(o, "energy above idle       %10.3f J: compute %.3f (%.2f TFLOP), memory %.3f (%.2f GB), links %.3f "
-             "(%.2f GB sent)\n", e.j, e.compute_j, e.tflop, e.memory_j, e.hbm_gb, e.link_j, e.link_gb);
+  char fp32[64] = "";
+  if (e.tflop_fp32 > 0) snprintf(fp32, sizeof fp32, ", %.2f of them fp32", e.tflop_fp32);
+  fprintf(o, "energy above idle       %10.3f J: compute %.3f (%.2f TFLOP%s), memory %.3f (%.2f GB), links %.3f "
+             "(%.2f GB sent)\n", e.j, e.compute_j, e.tflop, fp32, e.memory_j, e.hbm_gb, e.link_j, e.link_gb);
   if (sr->step_s > 0)
     fprintf(o, "mean power at that step %10.0f W (idle %.0f W + energy / predicted step; limit %.0f W)\n",
             pr->power.idle_w + e.j / sr->step_s, pr->power.idle_w, pr->power.limit_w);
@@ -141,6 +143,7 @@ static json_t *json_rank(const ddp_plan *p, const ddp_profile *pr, const ddp_sim
     json_object_set_new(en, "memory_joules", json_real(e.memory_j));
     json_object_set_new(en, "link_joules", json_real(e.link_j));
     json_object_set_new(en, "tflop", json_real(e.tflop));
+    json_object_set_new(en, "tflop_fp32", json_real(e.tflop_fp32));
     json_object_set_new(en, "memory_gb", json_real(e.hbm_gb));
     json_object_set_new(en, "link_gb", json_real(e.link_gb));
     json_object_set_new(en, "power_floor_ms", json_real(e.floor_s * 1e3));

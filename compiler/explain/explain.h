@@ -44,7 +44,9 @@ typedef struct ddp_profile {
   struct {                  /* the power model (energy.c); limit_w 0: off */
     double limit_w;         /* the GPU's power limit, W */
     double idle_w;          /* its power with nothing running, W */
-    double j_per_tflop;     /* joules above idle per TFLOP of GEMM or attention (their memory traffic included) */
+    double j_per_tflop;     /* joules above idle per TFLOP of GEMM or attention with 16-bit inputs (tensor cores;
+                               their memory traffic included) */
+    double j_per_tflop_fp32; /* the same with 4-byte inputs (fp32 plans: FFMA, no TF32) */
     double j_per_gb_hbm;    /* per GB a memory-bound kernel reads or writes */
     double j_per_gb_copy_engine; /* per GB a rank sends (and receives as much) on the copy engines over NVLink */
     double j_per_gb_nccl;   /* per GB of ring traffic a rank sends through NCCL's kernels (its reduction included) */
@@ -67,6 +69,7 @@ int ddp_coll_on_copy_engines(const ddp_plan *p, int opcode);
  * power limit allows for that energy: (limit_w - idle_w) * floor_s = joules. */
 typedef struct ddp_step_energy {
   double tflop, hbm_gb, link_gb;         /* the work: GEMM + attention TFLOP, memory-bound GB, GB a rank sends */
+  double tflop_fp32;                     /* the part of tflop with 4-byte inputs, priced at j_per_tflop_fp32 */
   double compute_j, memory_j, link_j, j; /* their joules and the sum */
   double floor_s;                        /* j / (limit_w - idle_w); 0 when the model is off */
 } ddp_step_energy;

@@ -37,6 +37,8 @@ void ddp_profile_default(ddp_profile *pr) {
   pr->power.idle_w = 118;
   pr->power.j_per_tflop = 1.15; /* fitted: the one-GPU XL step's measured energy with the other figures as measured
                                  * (four runs: 1.115-1.163); the 8192^3 bf16 GEMM alone at 667 TFLOP/s: 0.858 */
+  pr->power.j_per_tflop_fp32 = 12.5; /* fitted: the fp32 grid steps of 2026-11-28 at the power limit (large 12.3,
+                                      * XL 12.7, 2.7B 11.4 J per TFLOP after the memory's joules) */
   pr->power.j_per_gb_hbm = 0.117;        /* a 1 GiB device copy at 4.25 TB/s, read + written */
   pr->power.j_per_gb_copy_engine = 0.455; /* a peer copy at 390 GB/s: 0.200 J/GB receiving + 0.255 sending */
   pr->power.j_per_gb_nccl = 0.535;       /* NCCL's all-reduce of 256 MiB fp32, per GB of ring traffic sent */
@@ -99,7 +101,7 @@ static int share(json_t *root, const char *key, double dflt_value, double *out, 
  * built-in default's (listed in dflt when that is not NULL). */
 static int power(json_t *root, const ddp_profile *def, ddp_profile *pr, char *dflt, const char *label, char *err,
                  size_t errcap) {
-  static const char *const keys[] = {"limit_w", "idle_w", "j_per_tflop", "j_per_gb_hbm", "j_per_gb_copy_engine",
+  static const char *const keys[] = {"limit_w", "idle_w", "j_per_tflop", "j_per_tflop_fp32", "j_per_gb_hbm", "j_per_gb_copy_engine",
                                      "j_per_gb_nccl", NULL};
   json_t *o = json_object_get(root, "power");
   pr->power = def->power;
@@ -112,6 +114,7 @@ static int power(json_t *root, const ddp_profile *def, ddp_profile *pr, char *df
       num(NULL, o, "power.", "limit_w", 0, 0, 1e5, &pr->power.limit_w, label, err, errcap) ||
       num(NULL, o, "power.", "idle_w", 0, 0, 1e5, &pr->power.idle_w, label, err, errcap) ||
       num(NULL, o, "power.", "j_per_tflop", 0, 0, 1e6, &pr->power.j_per_tflop, label, err, errcap) ||
+      num(NULL, o, "power.", "j_per_tflop_fp32", 0, 0, 1e6, &pr->power.j_per_tflop_fp32, label, err, errcap) ||
       num(NULL, o, "power.", "j_per_gb_hbm", 0, 0, 1e6, &pr->power.j_per_gb_hbm, label, err, errcap) ||
       num(NULL, o, "power.", "j_per_gb_copy_engine", 0, 0, 1e6, &pr->power.j_per_gb_copy_engine, label, err, errcap) ||
       num(NULL, o, "power.", "j_per_gb_nccl", 0, 0, 1e6, &pr->power.j_per_gb_nccl, label, err, errcap))

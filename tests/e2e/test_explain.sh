@@ -21,7 +21,7 @@ for s in tiny toy_ddp bucketed_10mb zero1; do
     for want in "predicted step time" "^compute " "^comm " "exposed communication" "overlap ratio" \
       "^phases \(timers, as ddprun's metrics\): forward [0-9.]+ ms, backward [0-9.]+ ms, optimizer [0-9.]+ ms$" \
       "critical path: [0-9]+ instructions" "memory at the peak:" \
-      "^energy above idle +[0-9.]+ J: compute [0-9.]+ \([0-9.]+ TFLOP\), memory [0-9.]+ \([0-9.]+ GB\), links [0-9.]+" \
+      "^energy above idle +[0-9.]+ J: compute [0-9.]+ \([0-9.]+ TFLOP(, [0-9.]+ of them fp32)?\), memory [0-9.]+ \([0-9.]+ GB\), links [0-9.]+" \
       "^mean power at that step +[0-9]+ W" "^power floor +[0-9.]+ ms"; do
       grep -qE "$want" "$tmp/$s.r$r" || fail "$s rank $r: no '$want'"
     done
@@ -63,6 +63,16 @@ for er, ir in zip(e["ranks"], i["ranks"]):
     assert abs(en["power_floor_ms"] - en["joules"] / (700 - 118) * 1e3) < 1e-6 * en["power_floor_ms"], en
 print("ok: --json")
 PY
+# an fp32 plan's FLOPs are all priced as fp32 (j_per_tflop_fp32), a bf16 plan's none of them
+"$DDPC" explain --json "$tmp/tiny.bin" >"$tmp/tiny.explain.json" || fail "explain --json tiny"
+python3 - "$tmp/tiny.explain.json" "$tmp/zero1.explain.json" <<'PY' || fail "explain --json: the fp32 TFLOP"
+import json, sys
+t, z = (json.load(open(a))["ranks"][0]["energy"] for a in sys.argv[1:3])
+assert t["tflop"] > 0 and t["tflop_fp32"] == t["tflop"], t
+assert z["tflop"] > 0 and z["tflop_fp32"] == 0, z
+print("ok: fp32 TFLOP: tiny (fp32) all %.3g, zero1 (bf16) none" % t["tflop"])
+PY
+grep -qE "^energy above idle .*TFLOP, [0-9.]+ of them fp32\)" "$tmp/tiny.r0" || fail "tiny: the energy line does not say its TFLOP are fp32"
 
 # --rank: only that rank
 "$DDPC" explain --rank 1 "$tmp/toy_ddp.bin" >"$tmp/rank1.txt" || fail "explain --rank 1"
@@ -85,7 +95,7 @@ awk -v a="$fast" -v b="$slow" 'BEGIN { exit !(b > 1.9 * a && b < 2.1 * a) }' ||
 echo "ok: bucketed_10mb rank 0: $fast ms default, $slow ms at half speed"
 grep -q "^power floor" "$tmp/slow.txt" || fail "a profile without \"power\": not the built-in power model"
 # "power" with limit_w 0: no power model, no energy lines, energy null in --json
-sed 's/^{"name": "half speed",/{"name": "no power", "power": {"limit_w": 0, "idle_w": 0, "j_per_tflop": 0, "j_per_gb_hbm": 0, "j_per_gb_copy_engine": 0, "j_per_gb_nccl": 0},/' \
+sed 's/^{"name": "half speed",/{"name": "no power", "power": {"limit_w": 0, "idle_w": 0, "j_per_tflop": 0, "j_per_tflop_fp32": 0, "j_per_gb_hbm": 0, "j_per_gb_copy_engine": 0, "j_per_gb_nccl": 0},/' \
   "$tmp/slow.json" >"$tmp/nopower.json"
 "$DDPC" explain --profile "$tmp/nopower.json" "$tmp/tiny.bin" >"$tmp/nopower.txt" || fail "explain, power limit 0"
 grep -q "^profile: no power$" "$tmp/nopower.txt" && ! grep -qE "^(energy above idle|power floor)" "$tmp/nopower.txt" ||

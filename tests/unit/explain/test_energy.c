@@ -1,6 +1,6 @@
 /* tests/unit/explain/test_energy.c: the power model of `ddpc explain` (compiler/explain/energy.c) on a
- * hand-made plan whose prices make the arithmetic exact, and its profile field. (1) A rank's joules: GEMM
- * FLOPs at j_per_tflop, a memory-bound kernel's bytes (an AdamW: read-modify-write operands twice) at
+ * hand-made plan whose prices make the arithmetic exact, and its profile field. (1) A rank's joules: bf16
+ * GEMM FLOPs at j_per_tflop, f32 GEMM and attention FLOPs at j_per_tflop_fp32, a memory-bound kernel's bytes (an AdamW: read-modify-write operands twice) at
  * j_per_gb_hbm, an all-reduce's ring traffic at j_per_gb_nccl, an all-gather on symmetric windows with
  * the zero-CTA policy at j_per_gb_copy_engine (the same all-gather on plain arenas at j_per_gb_nccl), a
  * receive not at all (its sender pays); the floor is joules / (limit - idle). (2) A profile without a power
@@ -22,7 +22,7 @@ static ddp_profile power_profile(void) {
   ddp_profile pr;
   ddp_profile_default(&pr);
   pr.power.limit_w = 1000, pr.power.idle_w = 100;
-  pr.power.j_per_tflop = 2, pr.power.j_per_gb_hbm = 3;
+  pr.power.j_per_tflop = 2, pr.power.j_per_tflop_fp32 = 11, pr.power.j_per_gb_hbm = 3;
   pr.power.j_per_gb_copy_engine = 5, pr.power.j_per_gb_nccl = 7;
   return pr;
 }
@@ -34,7 +34,8 @@ static void push_coll(ddp_plan *p, int opcode, int64_t count) {
   ddp_program_push(&p->ranks[0].step, &co);
 }
 
-/* Rank 0 of 2: a 1000^3 f32 GEMM (0.002 TFLOP), an AdamW of 1000 parameters (28 * 1000 + 32 bytes), an
+/* Rank 0 of 2: a 1000^3 f32 GEMM and a 1000^3 bf16 one (0.002 TFLOP each), an f32 attention forward of
+ * 1 x 1 x 100 x 100 x 10 (4e5 FLOPs: 4e-7 TFLOP), an AdamW of 1000 parameters (28 * 1000 + 32 bytes), an
  * all-reduce of 1e6 f32 (2(n-1)/n = 1: 4e6 bytes sent), an all-gather of 1e6 f32 per rank ((n-1)/n of 2
  * ranks' 8e6 bytes: 4e6 sent) and a receive of 1e6 f32. */
 static ddp_plan *energy_plan(int reg, int cta) {
@@ -48,6 +49,13 @@ static ddp_plan *energy_plan(int reg, int cta) {
   g.dt[0] = g.dt[1] = g.dt[2] = g.dt[3] = DT_F32;
   g.i[GEMM_I_M] = 1000, g.i[GEMM_I_N] = 1000, g.i[GEMM_I_K] = 1000, g.i[GEMM_I_BATCH] = 1;
   ddp_program_push(&p->ranks[0].step, &g);
+  g.dt[0] = g.dt[1] = g.dt[2] = DT_BF16;
+  ddp_program_push(&p->ranks[0].step, &g);
+  ddp_instr at = ddp_instr_blank(I_KERNEL, STREAM_COMPUTE);
+  at.op = OP_ATTN_FWD;
+  at.dt[ATTN_P_Q] = at.dt[ATTN_P_K] = at.dt[ATTN_P_V] = at.dt[ATTN_P_O] = DT_F32;
+  at.i[ATTN_I_B] = 1, at.i[ATTN_I_H] = 1, at.i[ATTN_I_T] = 100, at.i[ATTN_I_DH] = 10, at.i[ATTN_I_CAUSAL] = 0;
+  ddp_program_push(&p->ranks[0].step, &at);
   ddp_instr a = ddp_instr_blank(I_KERNEL, STREAM_COMPUTE);
   a.op = OP_ADAMW;
   a.dt[ADAMW_P_PARAM] = a.dt[ADAMW_P_M] = a.dt[ADAMW_P_V] = a.dt[ADAMW_P_SCALARS] = DT_F32;
@@ -76,13 +84,15 @@ static void test_rank_energy(void) {
     ddp_step_energy e;
     if (CHECK(ddp_rank_energy(p, &pr, 0, &e) == 0, "%s: no energy", cases[c].what)) {
       const double hbm_gb = (28.0 * 1000 + 32) / 1e9, link_j = 0.004 * 7 + 0.004 * cases[c].gather_j_per_gb;
-      CHECK_T(cases[c].what, 0.002, e.tflop);
-      CHECK_T(cases[c].what, 0.004, e.compute_j);
+      const double compute_j = 0.002 * 2 + 0.0020004 * 11;
+      CHECK_T(cases[c].what, 0.0040004, e.tflop);
+      CHECK_T(cases[c].what, 0.0020004, e.tflop_fp32);
+      CHECK_T(cases[c].what, compute_j, e.compute_j);
       CHECK_T(cases[c].what, hbm_gb, e.hbm_gb);
       CHECK_T(cases[c].what, 3 * hbm_gb, e.memory_j);
       CHECK_T(cases[c].what, 0.008, e.link_gb); /* the receive is its sender's */
       CHECK_T(cases[c].what, link_j, e.link_j);
-      CHECK_T(cases[c].what, 0.004 + 3 * hbm_gb + link_j, e.j);
+      CHECK_T(cases[c].what, compute_j + 3 * hbm_gb + link_j, e.j);
       CHECK_T(cases[c].what, e.j / 900, e.floor_s);
     }
     ddp_plan_free(p);
@@ -96,7 +106,7 @@ static void test_rank_energy(void) {
 
 static void test_power_field(void) {
   const char *base = PROFILE_JSON_WITH("%s");
-  const char *full = "\"power\": {\"limit_w\": 600, \"idle_w\": 90, \"j_per_tflop\": 1.5, \"j_per_gb_hbm\": 0.2, "
+  const char *full = "\"power\": {\"limit_w\": 600, \"idle_w\": 90, \"j_per_tflop\": 1.5, \"j_per_tflop_fp32\": 9, \"j_per_gb_hbm\": 0.2, "
                      "\"j_per_gb_copy_engine\": 0.5, \"j_per_gb_nccl\": 0.6%s}, ";
   char json[2048], field[512], err[256] = "";
   ddp_profile pr, def;
@@ -114,24 +124,25 @@ static void test_power_field(void) {
     CHECK_T("limit_w", 600, pr.power.limit_w);
     CHECK_T("idle_w", 90, pr.power.idle_w);
     CHECK_T("j_per_tflop", 1.5, pr.power.j_per_tflop);
+    CHECK_T("j_per_tflop_fp32", 9, pr.power.j_per_tflop_fp32);
     CHECK_T("j_per_gb_hbm", 0.2, pr.power.j_per_gb_hbm);
     CHECK_T("j_per_gb_copy_engine", 0.5, pr.power.j_per_gb_copy_engine);
     CHECK_T("j_per_gb_nccl", 0.6, pr.power.j_per_gb_nccl);
   }
-  snprintf(json, sizeof json, base, "\"power\": {\"limit_w\": 0, \"idle_w\": 0, \"j_per_tflop\": 0, \"j_per_gb_hbm\": 0, "
+  snprintf(json, sizeof json, base, "\"power\": {\"limit_w\": 0, \"idle_w\": 0, \"j_per_tflop\": 0, \"j_per_tflop_fp32\": 0, \"j_per_gb_hbm\": 0, "
                                     "\"j_per_gb_copy_engine\": 0, \"j_per_gb_nccl\": 0}, ");
   if (CHECK(ddp_profile_parse(json, strlen(json), "p.json", &pr, err, sizeof err) == 0, "%s", err))
     CHECK_T("limit_w 0: the model off", 0, pr.power.limit_w);
   static const char *const bad[][2] = {
       {"\"power\": 3, ", "p.json: power: must be an object"},
       {"\"power\": {\"limit_w\": 700}, ", "p.json: power.idle_w: missing (a number)"},
-      {"\"power\": {\"limit_w\": 700, \"idle_w\": 100, \"j_per_tflop\": 1, \"j_per_gb_hbm\": 1, "
+      {"\"power\": {\"limit_w\": 700, \"idle_w\": 100, \"j_per_tflop\": 1, \"j_per_tflop_fp32\": 1, \"j_per_gb_hbm\": 1, "
        "\"j_per_gb_copy_engine\": 1, \"j_per_gb_nccl\": \"x\"}, ",
        "p.json: power.j_per_gb_nccl: must be a number"},
-      {"\"power\": {\"limit_w\": -1, \"idle_w\": 100, \"j_per_tflop\": 1, \"j_per_gb_hbm\": 1, "
+      {"\"power\": {\"limit_w\": -1, \"idle_w\": 100, \"j_per_tflop\": 1, \"j_per_tflop_fp32\": 1, \"j_per_gb_hbm\": 1, "
        "\"j_per_gb_copy_engine\": 1, \"j_per_gb_nccl\": 1}, ",
        "p.json: power.limit_w: must be a number >= 0 and <= 100000 (got -1)"},
-      {"\"power\": {\"limit_w\": 700, \"idle_w\": 700, \"j_per_tflop\": 1, \"j_per_gb_hbm\": 1, "
+      {"\"power\": {\"limit_w\": 700, \"idle_w\": 700, \"j_per_tflop\": 1, \"j_per_tflop_fp32\": 1, \"j_per_gb_hbm\": 1, "
        "\"j_per_gb_copy_engine\": 1, \"j_per_gb_nccl\": 1}, ",
        "p.json: power.idle_w: must be below power.limit_w (got 700 >= 700)"},
   };
