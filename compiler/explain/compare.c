@@ -216,12 +216,14 @@ static void energy_rows(const ddp_plan *p, const ddp_profile *pr, const measured
   e->err_pct = !isnan(e->pred) && !isnan(e->meas) && e->meas > 0 ? (e->pred - e->meas) / e->meas * 100 : NAN;
 }
 
-/* One rank's rows: predicted and measured ms (NAN: n/a), ratio measured / predicted, error in percent. */
+/* One rank's rows: predicted (the step: the larger of the simulated step and the power floor) and measured ms
+ * (NAN: n/a), ratio measured / predicted, error in percent. */
 typedef struct row {
   double pred, meas, ratio, err_pct;
 } row;
 
-static void rank_rows(const ddp_plan *p, const ddp_sim *s, const measured *mv, int r, row out[PH_COUNT]) {
+static void rank_rows(const ddp_plan *p, const ddp_profile *pr, const ddp_sim *s, const measured *mv, int r,
+                      row out[PH_COUNT]) {
   const ddp_sim_rank *sr = &s->ranks[r];
   double ph[3];
   ddp_sim_phases(p, s, r, &ph[0], &ph[1], &ph[2]);
@@ -230,7 +232,8 @@ static void rank_rows(const ddp_plan *p, const ddp_sim *s, const measured *mv, i
    * after the optimizer begins), not the simulator's step-less-free-communication figure */
   ddp_step_times st;
   ddp_sim_step_times(p, s, r, &st);
-  double pred[PH_COUNT] = {sr->step_s, ph[0], ph[1], ph[2], st.comm_ms * 1e-3, st.exposed_comm_ms * 1e-3};
+  double pred[PH_COUNT] = {ddp_rank_step_s(p, pr, r, sr->step_s, NULL), ph[0], ph[1], ph[2], st.comm_ms * 1e-3,
+                           st.exposed_comm_ms * 1e-3};
   for (int k = 0; k < PH_COUNT; k++) {
     row *w = &out[k];
     w->pred = pred[k] >= 0 ? pred[k] * 1e3 : NAN;
@@ -280,7 +283,7 @@ static void text_report(const ddp_plan *p, const ddp_sim *s, const measured *mv,
   fprintf(o, "error = (predicted - measured) / measured; negative: the prediction is low\n\n");
   for (int r = r0; r < r1; r++) {
     row rw[PH_COUNT];
-    rank_rows(p, s, mv, r, rw);
+    rank_rows(p, pr, s, mv, r, rw);
     fprintf(o, "== rank %d ==\n", r);
     fprintf(o, "%-22s %12s %12s %19s %9s\n", "phase", "predicted ms", "measured ms", "measured/predicted", "error %");
     for (int k = 0; k < PH_COUNT; k++) {
@@ -323,7 +326,7 @@ static int json_report(const ddp_plan *p, const ddp_sim *s, const measured *mv, 
   json_object_set(root, "recorded_prediction", mv->recorded ? mv->recorded : json_null());
   for (int r = r0; r < r1; r++) {
     row rw[PH_COUNT];
-    rank_rows(p, s, mv, r, rw);
+    rank_rows(p, pr, s, mv, r, rw);
     json_t *jr = json_object(), *phs = json_array();
     json_object_set_new(jr, "rank", json_integer(r));
     for (int k = 0; k < PH_COUNT; k++) {

@@ -6,7 +6,9 @@
  * collective at j_per_gb_copy_engine (the collectives the simulator puts on the copy engines, and the
  * peer copies) or j_per_gb_nccl (NCCL's kernels, the reduction's memory traffic included). A receive is
  * priced at its sender, whose figure covers both ends. floor_s = joules / (limit_w - idle_w): the
- * shortest step the limit allows, a bound beside the simulator's time, not a replacement for it. */
+ * shortest step the limit allows. The predicted step is the larger of the simulated step and the floor
+ * (ddp_rank_step_s): the simulator's rates are those of kernels alone, the floor what the limit makes of the
+ * whole step's energy (docs/EXPLAIN.md, *Energy*). */
 #include "explain.h"
 #include "work.h"
 
@@ -44,4 +46,11 @@ int ddp_rank_energy(const ddp_plan *p, const ddp_profile *pr, int rank, ddp_step
   double headroom = pr->power.limit_w - pr->power.idle_w;
   out->floor_s = headroom > 0 ? out->j / headroom : 0;
   return 0;
+}
+
+double ddp_rank_step_s(const ddp_plan *p, const ddp_profile *pr, int rank, double sim_s, int *floor_bound) {
+  ddp_step_energy e;
+  int fl = sim_s >= 0 && ddp_rank_energy(p, pr, rank, &e) == 0 && e.floor_s > sim_s;
+  if (floor_bound) *floor_bound = fl;
+  return fl ? e.floor_s : sim_s;
 }

@@ -66,18 +66,23 @@ static void text_energy(const ddp_plan *p, const ddp_profile *pr, const ddp_sim_
   if (e.tflop_fp32 > 0) snprintf(fp32, sizeof fp32, ", %.2f of them fp32", e.tflop_fp32);
   fprintf(o, "energy above idle       %10.3f J: compute %.3f (%.2f TFLOP%s), memory %.3f (%.2f GB), links %.3f "
              "(%.2f GB sent)\n", e.j, e.compute_j, e.tflop, fp32, e.memory_j, e.hbm_gb, e.link_j, e.link_gb);
-  if (sr->step_s > 0)
+  double step_s = ddp_rank_step_s(p, pr, r, sr->step_s, NULL);
+  if (step_s > 0)
     fprintf(o, "mean power at that step %10.0f W (idle %.0f W + energy / predicted step; limit %.0f W)\n",
-            pr->power.idle_w + e.j / sr->step_s, pr->power.idle_w, pr->power.limit_w);
+            pr->power.idle_w + e.j / step_s, pr->power.idle_w, pr->power.limit_w);
   fprintf(o, "power floor             %10.3f ms (the shortest step the %.0f W limit allows for that energy)%s\n",
-          e.floor_s * 1e3, pr->power.limit_w, e.floor_s > sr->step_s ? ": above the predicted step" : "");
+          e.floor_s * 1e3, pr->power.limit_w, e.floor_s > sr->step_s ? ": above the simulated step" : "");
 }
 
 static void text_rank(const ddp_plan *p, const ddp_profile *pr, const ddp_sim *s, int r, FILE *o) {
   const ddp_sim_rank *sr = &s->ranks[r];
   char b2[160];
   fprintf(o, "== rank %d ==\n", r);
-  fprintf(o, "predicted step time     %10.3f ms\n", sr->step_s * 1e3);
+  int floor_bound;
+  double step_s = ddp_rank_step_s(p, pr, r, sr->step_s, &floor_bound);
+  fprintf(o, "predicted step time     %10.3f ms", step_s * 1e3);
+  if (floor_bound) fprintf(o, " (the power floor; the simulated step %.3f ms)", sr->step_s * 1e3);
+  fprintf(o, "\n");
   fprintf(o, "%-10s %12s %12s %12s\n", "stream", "busy ms", "compute ms", "comm ms");
   for (uint32_t k = 0; k < s->nstreams; k++)
     fprintf(o, "%-10s %12.3f %12.3f %12.3f\n", ddp_stream_name(k), sr->busy_s[k] * 1e3,
@@ -122,7 +127,10 @@ static json_t *json_rank(const ddp_plan *p, const ddp_profile *pr, const ddp_sim
   char b2[160];
   json_t *j = json_object(), *streams = json_array(), *path = json_array(), *mem = json_object();
   json_object_set_new(j, "rank", json_integer(r));
-  json_object_set_new(j, "step_ms", json_real(sr->step_s * 1e3));
+  int floor_bound;
+  json_object_set_new(j, "step_ms", json_real(ddp_rank_step_s(p, pr, r, sr->step_s, &floor_bound) * 1e3));
+  json_object_set_new(j, "simulated_step_ms", json_real(sr->step_s * 1e3));
+  json_object_set_new(j, "step_bound", json_string(floor_bound ? "power floor" : "simulated"));
   double ph[3];
   ddp_sim_phases(p, s, r, &ph[0], &ph[1], &ph[2]);
   json_object_set_new(j, "forward_ms", ph[0] >= 0 ? json_real(ph[0] * 1e3) : json_null());

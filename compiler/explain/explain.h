@@ -75,6 +75,9 @@ typedef struct ddp_step_energy {
 } ddp_step_energy;
 /* Returns 0, or -1 when the profile has no power model (limit_w 0). */
 int ddp_rank_energy(const ddp_plan *p, const ddp_profile *pr, int rank, ddp_step_energy *out);
+/* The predicted step of rank r: the larger of the simulated step sim_s and the power floor (sim_s without a
+ * power model). Sets *floor_bound when the floor is the larger. */
+double ddp_rank_step_s(const ddp_plan *p, const ddp_profile *pr, int rank, double sim_s, int *floor_bound);
 
 /* The predicted seconds of one instruction of a plan with `world` ranks; 0 for events, ranges, timers.
  * Sets *is_comm for the collectives. An instruction whose footprint is invalid costs its launch only. */

@@ -184,8 +184,9 @@ static void print_text(const char *sched, const ddp_profile *pr, int defprof, ui
          "communication (%s): bytes each rank sends per step (ring over the collective's communicator of n ranks:\n"
          "all-reduce 2(n-1)/n of the buffer, reduce-scatter and all-gather (n-1)/n of the whole buffer, send: the\n"
          "buffer), the largest over the ranks; tp_comm: the part of them on the tensor groups (activations);\n"
-         "joules: the largest energy per step above idle over the ranks, floor_ms the shortest step the power\n"
-         "limit allows for it (the profile's power model; n/a without one)\n", un, un);
+         "step_ms: the simulated step (the latest rank); joules: the largest energy per step above idle over the\n"
+         "ranks, floor_ms the shortest step the power limit allows for it (the profile's power model; n/a without\n"
+         "one); ddpc explain on a layout's plan predicts the larger of step_ms and floor_ms\n", un, un);
   if (sim_note) printf("n/a*: the simulator refuses the plan (e.g. %s)\n", sim_note);
   if (stopped_at > 0) printf("stopped before %d ranks: one rank count took over %.0f s to compile and simulate\n",
                              stopped_at, ROUND_BUDGET_S);
@@ -193,7 +194,7 @@ static void print_text(const char *sched, const ddp_profile *pr, int defprof, ui
     const cand *c = &cs[best];
     printf("smallest that fits %.2f %s: %d rank%s, %s: %.2f %s per device, %.3f %s sent per rank per step",
            (double)devmem / unit, un, c->ranks, c->ranks == 1 ? "" : "s", layout_text(c, b, sizeof b), (double)c->e.mem_total / unit, un, comm_total(c) / unit, un);
-    if (c->e.step_s >= 0) printf(", predicted step %.3f ms\n", c->e.step_s * 1e3);
+    if (c->e.step_s >= 0) printf(", simulated step %.3f ms\n", c->e.step_s * 1e3);
     else printf("\n");
   } else {
     printf("smallest that fits %.2f %s: none up to %d ranks\n", (double)devmem / unit, un, n ? cs[n - 1].ranks : 0);

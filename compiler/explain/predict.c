@@ -1,6 +1,7 @@
 /* compiler/explain/predict.c: the prediction ddpc stores in a plan's meta at compile time (predicted_*,
- * plan/plan.h): rank 0's step, phases, communication and exposed communication from the explain
- * simulator (ddp_explain_sim) on the finished plan, in ms, as `ddpc explain --json` prints them for rank 0.
+ * plan/plan.h): rank 0's step (the larger of the simulated step and the power floor), phases, communication
+ * and exposed communication from the explain simulator (ddp_explain_sim) on the finished plan, in ms, as
+ * `ddpc explain --json` prints them for rank 0.
  * A simulator that cannot run on the plan leaves zeros and its reason in predicted_error; the compile goes
  * on. */
 #include "err.h"
@@ -24,7 +25,7 @@ void ddp_predict_meta(ddp_plan *p, const ddp_profile *pr) {
   const ddp_sim_rank *r0 = &s->ranks[0];
   double ph[3];
   ddp_sim_phases(p, s, 0, &ph[0], &ph[1], &ph[2]);
-  m->predicted_step_ms = r0->step_s * 1e3;
+  m->predicted_step_ms = ddp_rank_step_s(p, pr, 0, r0->step_s, NULL) * 1e3;
   m->predicted_forward_ms = ph[0] >= 0 ? ph[0] * 1e3 : 0;
   m->predicted_backward_ms = ph[1] >= 0 ? ph[1] * 1e3 : 0;
   m->predicted_optimizer_ms = ph[2] >= 0 ? ph[2] * 1e3 : 0;

@@ -100,6 +100,31 @@ sed 's/^{"name": "half speed",/{"name": "no power", "power": {"limit_w": 0, "idl
 "$DDPC" explain --profile "$tmp/nopower.json" "$tmp/tiny.bin" >"$tmp/nopower.txt" || fail "explain, power limit 0"
 grep -q "^profile: no power$" "$tmp/nopower.txt" && ! grep -qE "^(energy above idle|power floor)" "$tmp/nopower.txt" ||
   fail "power limit 0: $(grep -E '^(profile|energy|power)' "$tmp/nopower.txt")"
+# a 1 W headroom over idle: the power floor is above the simulated step, so it is the predicted step (text,
+# --json with the simulated step beside it, and the compile-time prediction of a plan compiled with it)
+sed 's/^{"name": "half speed",/{"name": "one watt", "power": {"limit_w": 119, "idle_w": 118, "j_per_tflop": 1.15, "j_per_tflop_fp32": 12.5, "j_per_gb_hbm": 0.117, "j_per_gb_copy_engine": 0.455, "j_per_gb_nccl": 0.535},/' \
+  "$tmp/slow.json" >"$tmp/onewatt.json"
+"$DDPC" explain --profile "$tmp/onewatt.json" --rank 0 "$tmp/bucketed_10mb.bin" >"$tmp/onewatt.txt" || fail "explain, 1 W headroom"
+grep -qE "^predicted step time +[0-9.]+ ms \(the power floor; the simulated step [0-9.]+ ms\)$" "$tmp/onewatt.txt" ||
+  fail "1 W headroom: $(grep '^predicted step' "$tmp/onewatt.txt")"
+"$DDPC" explain --json --profile "$tmp/onewatt.json" "$tmp/bucketed_10mb.bin" >"$tmp/onewatt.json.out" || fail "explain --json, 1 W"
+python3 - "$tmp/onewatt.json.out" "$tmp/zero1.explain.json" <<'PY' || fail "explain --json: the floor as the step"
+import json, sys
+for r in json.load(open(sys.argv[1]))["ranks"]:
+    assert r["step_bound"] == "power floor" and r["step_ms"] == r["energy"]["power_floor_ms"] > r["simulated_step_ms"] > 0, r
+for r in json.load(open(sys.argv[2]))["ranks"]:  # the built-in profile on zero1: the simulated step is the larger
+    assert r["step_bound"] == "simulated" and r["step_ms"] == r["simulated_step_ms"] >= r["energy"]["power_floor_ms"], r
+print("ok: the power floor as the predicted step (1 W headroom); the simulated step where it is the larger")
+PY
+"$DDPC" "$DDP_SOURCE_DIR/schedules/bucketed_10mb.lua" -o "$tmp/onewatt.bin" -q --profile "$tmp/onewatt.json" ||
+  fail "compile with the 1 W profile"
+"$DDPC" inspect --json "$tmp/onewatt.bin" >"$tmp/onewatt.inspect.json" || fail "inspect the 1 W plan"
+python3 - "$tmp/onewatt.inspect.json" "$tmp/onewatt.json.out" <<'PY' || fail "the stored prediction is not the floor"
+import json, sys
+m, e = json.load(open(sys.argv[1]))["meta"], json.load(open(sys.argv[2]))["ranks"][0]
+assert abs(m["predicted_step_ms"] - e["step_ms"]) <= 1e-6 * e["step_ms"], (m["predicted_step_ms"], e["step_ms"])
+print("ok: the plan's stored prediction is the floor too (%.3f ms)" % m["predicted_step_ms"])
+PY
 "$DDPC" explain --json --profile "$tmp/nopower.json" "$tmp/tiny.bin" |
   python3 -c 'import json,sys; assert all(r["energy"] is None for r in json.load(sys.stdin)["ranks"])' ||
   fail "power limit 0: --json has energy"

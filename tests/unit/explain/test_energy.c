@@ -1,12 +1,13 @@
 /* tests/unit/explain/test_energy.c: the power model of `ddpc explain` (compiler/explain/energy.c) on a
  * hand-made plan whose prices make the arithmetic exact, and its profile field. (1) A rank's joules: bf16
- * GEMM FLOPs at j_per_tflop, f32 GEMM and attention FLOPs at j_per_tflop_fp32, a memory-bound kernel's bytes (an AdamW: read-modify-write operands twice) at
- * j_per_gb_hbm, an all-reduce's ring traffic at j_per_gb_nccl, an all-gather on symmetric windows with
- * the zero-CTA policy at j_per_gb_copy_engine (the same all-gather on plain arenas at j_per_gb_nccl), a
- * receive not at all (its sender pays); the floor is joules / (limit - idle). (2) A profile without a power
- * model (limit 0) has no energy. (3) "power" in a profile file: optional (the built-in default's when
- * left out), every field range-checked, unknown fields refused, idle below the limit; each bad value one
- * line naming it. */
+ * GEMM FLOPs at j_per_tflop, f32 GEMM and attention FLOPs at j_per_tflop_fp32, a memory-bound kernel's
+ * bytes (an AdamW: read-modify-write operands twice) at j_per_gb_hbm, an all-reduce's ring traffic at
+ * j_per_gb_nccl, an all-gather on symmetric windows with the zero-CTA policy at j_per_gb_copy_engine (the
+ * same all-gather on plain arenas at j_per_gb_nccl), a receive not at all (its sender pays); the floor is
+ * joules / (limit - idle). (2) A profile without a power model (limit 0) has no energy. The predicted step
+ * is the larger of the simulated step and the floor. (3) "power" in a profile file: optional (the built-in
+ * default's when left out), every field range-checked, unknown fields refused, idle below the limit; each
+ * bad value one line naming it. */
 #include "check.h"
 #include "explain.h"
 #include "profile_fixture.h"
@@ -104,6 +105,24 @@ static void test_rank_energy(void) {
   ddp_plan_free(p);
 }
 
+/* The predicted step: the larger of the simulated step and the floor; the simulated step without a model. */
+static void test_rank_step(void) {
+  ddp_profile pr = power_profile();
+  ddp_plan *p = energy_plan(NCCL_REGISTER_NONE, NCCL_CTA_DEFAULT);
+  ddp_step_energy e;
+  int fb = -1;
+  if (CHECK(ddp_rank_energy(p, &pr, 0, &e) == 0, "no energy")) {
+    CHECK_T("simulated step below the floor: the floor", e.floor_s, ddp_rank_step_s(p, &pr, 0, 0.5 * e.floor_s, &fb));
+    CHECK(fb == 1, "below the floor: not said to be the floor (%d)", fb);
+    CHECK_T("simulated step above the floor: the simulated step", 2 * e.floor_s, ddp_rank_step_s(p, &pr, 0, 2 * e.floor_s, &fb));
+    CHECK(fb == 0, "above the floor: said to be the floor (%d)", fb);
+  }
+  pr.power.limit_w = 0;
+  CHECK_T("no power model: the simulated step", 1e-9, ddp_rank_step_s(p, &pr, 0, 1e-9, &fb));
+  CHECK(fb == 0, "no power model: said to be the floor (%d)", fb);
+  ddp_plan_free(p);
+}
+
 static void test_power_field(void) {
   const char *base = PROFILE_JSON_WITH("%s");
   const char *full = "\"power\": {\"limit_w\": 600, \"idle_w\": 90, \"j_per_tflop\": 1.5, \"j_per_tflop_fp32\": 9, \"j_per_gb_hbm\": 0.2, "
@@ -159,6 +178,7 @@ static void test_power_field(void) {
 
 int main(void) {
   test_rank_energy();
+  test_rank_step();
   test_power_field();
   return check_report("test_energy");
 }
