@@ -4,7 +4,7 @@
  * (every rate positive and finite, the shares in [0, 0.99], the tables within their sizes, the power
  * model's idle below its limit), parse to the same profile again, and price a small plan (a GEMM, an
  * attention forward, a memory-bound kernel, an all-reduce and a copy-engine all-gather) to finite,
- * non-negative seconds and joules. */
+ * non-negative seconds and joules, and a predicted step no shorter than the simulated one. */
 #include "explain.h"
 #include "fuzz_util.h"
 #include "work.h"
@@ -88,5 +88,8 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
     want(isfinite(e.j) && e.j >= 0 && isfinite(e.floor_s) && e.floor_s >= 0, "energy not finite or negative");
   else
     want(pr.power.limit_w == 0, "no energy with a power limit");
+  int floor_bound = -1;
+  double step = ddp_rank_step_s(plan, &pr, 0, 1e-3, &floor_bound);
+  want(isfinite(step) && step >= 1e-3 && floor_bound == (step > 1e-3), "the predicted step: not the larger of the two");
   return 0;
 }
