@@ -40,7 +40,8 @@ int ddp_rank_energy(const ddp_plan *p, const ddp_profile *pr, int rank, ddp_step
     default: break;
     }
   }
-  out->compute_j = (out->tflop - out->tflop_fp32) * pr->power.j_per_tflop + out->tflop_fp32 * pr->power.j_per_tflop_fp32;
+  out->compute_j =
+      (out->tflop - out->tflop_fp32) * pr->power.j_per_tflop + out->tflop_fp32 * pr->power.j_per_tflop_fp32;
   out->memory_j = out->hbm_gb * pr->power.j_per_gb_hbm;
   out->j = out->compute_j + out->memory_j + out->link_j;
   double headroom = pr->power.limit_w - pr->power.idle_w;

@@ -101,8 +101,8 @@ static int share(json_t *root, const char *key, double dflt_value, double *out, 
  * built-in default's (listed in dflt when that is not NULL). */
 static int power(json_t *root, const ddp_profile *def, ddp_profile *pr, char *dflt, const char *label, char *err,
                  size_t errcap) {
-  static const char *const keys[] = {"limit_w", "idle_w", "j_per_tflop", "j_per_tflop_fp32", "j_per_gb_hbm", "j_per_gb_copy_engine",
-                                     "j_per_gb_nccl", NULL};
+  static const char *const keys[] = {"limit_w",      "idle_w",   "j_per_tflop", "j_per_tflop_fp32",
+                                     "j_per_gb_hbm", "j_per_gb_copy_engine", "j_per_gb_nccl", NULL};
   json_t *o = json_object_get(root, "power");
   pr->power = def->power;
   if (!o) {

@@ -114,7 +114,8 @@ static void test_rank_step(void) {
   if (CHECK(ddp_rank_energy(p, &pr, 0, &e) == 0, "no energy")) {
     CHECK_T("simulated step below the floor: the floor", e.floor_s, ddp_rank_step_s(p, &pr, 0, 0.5 * e.floor_s, &fb));
     CHECK(fb == 1, "below the floor: not said to be the floor (%d)", fb);
-    CHECK_T("simulated step above the floor: the simulated step", 2 * e.floor_s, ddp_rank_step_s(p, &pr, 0, 2 * e.floor_s, &fb));
+    CHECK_T("simulated step above the floor: the simulated step", 2 * e.floor_s,
+            ddp_rank_step_s(p, &pr, 0, 2 * e.floor_s, &fb));
     CHECK(fb == 0, "above the floor: said to be the floor (%d)", fb);
   }
   pr.power.limit_w = 0;
@@ -125,7 +126,8 @@ static void test_rank_step(void) {
 
 static void test_power_field(void) {
   const char *base = PROFILE_JSON_WITH("%s");
-  const char *full = "\"power\": {\"limit_w\": 600, \"idle_w\": 90, \"j_per_tflop\": 1.5, \"j_per_tflop_fp32\": 9, \"j_per_gb_hbm\": 0.2, "
+  const char *full = "\"power\": {\"limit_w\": 600, \"idle_w\": 90, \"j_per_tflop\": 1.5, \"j_per_tflop_fp32\": 9, "
+                     "\"j_per_gb_hbm\": 0.2, "
                      "\"j_per_gb_copy_engine\": 0.5, \"j_per_gb_nccl\": 0.6%s}, ";
   char json[2048], field[512], err[256] = "";
   ddp_profile pr, def;
@@ -148,21 +150,25 @@ static void test_power_field(void) {
     CHECK_T("j_per_gb_copy_engine", 0.5, pr.power.j_per_gb_copy_engine);
     CHECK_T("j_per_gb_nccl", 0.6, pr.power.j_per_gb_nccl);
   }
-  snprintf(json, sizeof json, base, "\"power\": {\"limit_w\": 0, \"idle_w\": 0, \"j_per_tflop\": 0, \"j_per_tflop_fp32\": 0, \"j_per_gb_hbm\": 0, "
-                                    "\"j_per_gb_copy_engine\": 0, \"j_per_gb_nccl\": 0}, ");
+  snprintf(json, sizeof json, base,
+           "\"power\": {\"limit_w\": 0, \"idle_w\": 0, \"j_per_tflop\": 0, \"j_per_tflop_fp32\": 0, \"j_per_gb_hbm\": 0, "
+           "\"j_per_gb_copy_engine\": 0, \"j_per_gb_nccl\": 0}, ");
   if (CHECK(ddp_profile_parse(json, strlen(json), "p.json", &pr, err, sizeof err) == 0, "%s", err))
     CHECK_T("limit_w 0: the model off", 0, pr.power.limit_w);
   static const char *const bad[][2] = {
       {"\"power\": 3, ", "p.json: power: must be an object"},
       {"\"power\": {\"limit_w\": 700}, ", "p.json: power.idle_w: missing (a number)"},
-      {"\"power\": {\"limit_w\": 700, \"idle_w\": 100, \"j_per_tflop\": 1, \"j_per_tflop_fp32\": 1, \"j_per_gb_hbm\": 1, "
-       "\"j_per_gb_copy_engine\": 1, \"j_per_gb_nccl\": \"x\"}, ",
+      {"\"power\": {\"limit_w\": 700, \"idle_w\": 100, \"j_per_tflop\": 1, \"j_per_gb_hbm\": 1, "
+       "\"j_per_gb_copy_engine\": 1, \"j_per_gb_nccl\": 1}, ",
+       "p.json: power.j_per_tflop_fp32: missing (a number)"},
+      {"\"power\": {\"limit_w\": 700, \"idle_w\": 100, \"j_per_tflop\": 1, \"j_per_tflop_fp32\": 1, "
+       "\"j_per_gb_hbm\": 1, \"j_per_gb_copy_engine\": 1, \"j_per_gb_nccl\": \"x\"}, ",
        "p.json: power.j_per_gb_nccl: must be a number"},
-      {"\"power\": {\"limit_w\": -1, \"idle_w\": 100, \"j_per_tflop\": 1, \"j_per_tflop_fp32\": 1, \"j_per_gb_hbm\": 1, "
-       "\"j_per_gb_copy_engine\": 1, \"j_per_gb_nccl\": 1}, ",
+      {"\"power\": {\"limit_w\": -1, \"idle_w\": 100, \"j_per_tflop\": 1, \"j_per_tflop_fp32\": 1, "
+       "\"j_per_gb_hbm\": 1, \"j_per_gb_copy_engine\": 1, \"j_per_gb_nccl\": 1}, ",
        "p.json: power.limit_w: must be a number >= 0 and <= 100000 (got -1)"},
-      {"\"power\": {\"limit_w\": 700, \"idle_w\": 700, \"j_per_tflop\": 1, \"j_per_tflop_fp32\": 1, \"j_per_gb_hbm\": 1, "
-       "\"j_per_gb_copy_engine\": 1, \"j_per_gb_nccl\": 1}, ",
+      {"\"power\": {\"limit_w\": 700, \"idle_w\": 700, \"j_per_tflop\": 1, \"j_per_tflop_fp32\": 1, "
+       "\"j_per_gb_hbm\": 1, \"j_per_gb_copy_engine\": 1, \"j_per_gb_nccl\": 1}, ",
        "p.json: power.idle_w: must be below power.limit_w (got 700 >= 700)"},
   };
   for (size_t k = 0; k < sizeof bad / sizeof bad[0]; k++) {
