@@ -4,7 +4,9 @@
  *   memory-bound work   t = launch + bytes / HBM, least squares over every kernel, memset and copy priced
  *                       by bytes (LOAD_BATCH and INIT_TENSOR excluded: host data, not HBM): launch_us is
  *                       the intercept (0 when the fit's is negative, the slope then refitted through 0),
- *                       hbm_gbps the inverse slope;
+ *                       hbm_gbps the inverse slope; launch_us is then lowered by the cost of the two events
+ *                       a traced instruction carries (ddp_calib_launch_untraced), since a plan's steps run
+ *                       untraced;
  *   GEMMs               per class (16-bit or wider inputs; "small" when the smallest of M, N, K is below
  *                       DDP_CALIB_SMALL_DIM), throughput = sum of FLOPs / sum of (t - launch);
  *                       gemm_small_scale = small / large throughput of one input width (16-bit first);
@@ -243,4 +245,38 @@ int ddp_calib_fit_run(const ddp_plan *p, int rank, const double *median_s, const
   }
   free(x), free(y);
   return 0;
+}
+
+static double median_of(const double *v, size_t n) {
+  double *t = ddp_xcalloc(n + 1, sizeof *t);
+  memcpy(t, v, n * sizeof *t);
+  for (size_t i = 1; i < n; i++) /* insertion sort: a calibration has tens of steps */
+    for (size_t j = i; j > 0 && t[j - 1] > t[j]; j--) {
+      double x = t[j];
+      t[j] = t[j - 1], t[j - 1] = x;
+    }
+  double m = n % 2 ? t[n / 2] : 0.5 * (t[n / 2 - 1] + t[n / 2]);
+  free(t);
+  return m;
+}
+
+void ddp_calib_launch_untraced(const ddp_plan *p, int rank, const double *median_s, const ddp_calib_rows *c,
+                               ddp_calib_fit *f) {
+  ddp_calib_fig *l = &f->fig[CAL_LAUNCH];
+  f->launch_traced_us = l->v;
+  f->untraced_n = 0;
+  if (!l->measured || c->nstep[0] < 2 || c->nstep[1] < 2) return;
+  const ddp_program *prog = &p->ranks[rank].step;
+  int n = 0;
+  for (size_t k = 0; k < prog->n; k++) {
+    ddp_work w;
+    ddp_instr_work(p, &prog->v[k], &w);
+    if (median_s[k] >= 0 && (w.kind == WORK_GEMM || w.kind == WORK_ATTENTION || w.kind == WORK_MEMORY)) n++;
+  }
+  if (n == 0) return;
+  f->step_traced_ms = median_of(c->step_ms[1], c->nstep[1]);
+  f->step_untraced_ms = median_of(c->step_ms[0], c->nstep[0]);
+  f->untraced_n = n;
+  double v = l->v - (f->step_traced_ms - f->step_untraced_ms) * 1e3 / n;
+  l->v = v < 0 ? 0 : v > l->v ? l->v : v;
 }

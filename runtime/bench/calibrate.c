@@ -65,7 +65,18 @@ int ddp_calib_record(ddp_calib_rows *c, ddp_exec *x, char *err, size_t errcap) {
   return rc;
 }
 
+void ddp_calib_step(ddp_calib_rows *c, double step_ms, int traced) {
+  const int t = traced != 0;
+  if (c->nstep[t] == c->capstep[t]) {
+    c->capstep[t] = c->capstep[t] ? 2 * c->capstep[t] : 16;
+    c->step_ms[t] = ddp_xrealloc(c->step_ms[t], c->capstep[t] * sizeof *c->step_ms[t]);
+  }
+  c->step_ms[t][c->nstep[t]++] = step_ms;
+}
+
 void ddp_calib_rows_free(ddp_calib_rows *c) {
+  free(c->step_ms[0]);
+  free(c->step_ms[1]);
   free(c->s);
   free(c->o);
   free(c->sweep);
@@ -160,10 +171,20 @@ static json_t *profile_json(const ddp_plan *p, const ddp_calib_rows *c, const do
   json_object_set_new(plan, "parallel", json_string(p->meta.parallel ? p->meta.parallel : ""));
   json_object_set_new(plan, "world", json_integer(p->meta.world));
   json_object_set_new(plan, "timed_steps", json_integer((json_int_t)c->rows));
+  json_object_set_new(plan, "untraced_steps", json_integer((json_int_t)c->nstep[0]));
   json_object_set_new(root, "plan", plan);
   for (int k = 0; k < CAL_NFIG; k++) {
     if (f->fig[k].measured) json_object_set_new(root, ddp_calib_fig_name(k), json_real(f->fig[k].v));
     json_object_set_new(fit, ddp_calib_fig_name(k), fig_note(&f->fig[k]));
+  }
+  if (f->fig[CAL_LAUNCH].measured) { /* how the untraced steps moved launch_us */
+    json_t *l = json_object_get(fit, "launch_us");
+    json_object_set_new(l, "traced_us", json_real(f->launch_traced_us));
+    if (f->untraced_n > 0) {
+      json_object_set_new(l, "step_traced_ms", json_real(f->step_traced_ms));
+      json_object_set_new(l, "step_untraced_ms", json_real(f->step_untraced_ms));
+      json_object_set_new(l, "instructions", json_integer(f->untraced_n));
+    }
   }
   json_object_set_new(root, "gemm_small_dim", json_real(DDP_CALIB_SMALL_DIM));
   if (f->fig[CAL_ATTENTION].measured) {
@@ -275,6 +296,7 @@ int ddp_calib_finish(const ddp_plan *p, const ddp_calib_rows *c, const char *dev
   ddp_calib_medians(c, med, ovl);
   ddp_calib_fit f;
   int rc = ddp_calib_fit_run(p, 0, med, ovl, c->sweep, c->nsweep, &f, err, errcap);
+  if (rc == 0) ddp_calib_launch_untraced(p, 0, med, c, &f);
   if (rc == 0) {
     json_t *root = profile_json(p, c, med, ovl, &f, dev);
     ddp_calib_merge_earlier(root, path, dev, (long long)p->meta.world, merged, sizeof merged);

@@ -34,10 +34,19 @@ typedef struct ddp_calib_rows {
   size_t nsweep, capsweep;
   ddp_gemm_point *gemm;   /* the GEMM sweep (one rank): bf16 GEMMs timed alone, mean us per run */
   size_t ngemm, capgemm;
+  double *step_ms[2];     /* the GPU step times (ms) of the steps after the warm-up: [0] untraced, [1] traced */
+  size_t nstep[2], capstep[2];
 } ddp_calib_rows;
+
+/* Which steps after the warm-up are timed instruction by instruction: every other one, from the first.
+ * The others run as in any run, so their step times against the traced ones' price the two events a
+ * traced instruction carries (ddp_calib_launch_untraced). */
+#define DDP_CALIB_TRACED(s_after_warmup) ((s_after_warmup) % 2 == 0)
 
 /* Appends the step just run (x->trace was set for it). */
 int ddp_calib_record(ddp_calib_rows *c, ddp_exec *x, char *err, size_t errcap);
+/* Appends the GPU step time (ms) of a step after the warm-up, traced or not. */
+void ddp_calib_step(ddp_calib_rows *c, double step_ms, int traced);
 void ddp_calib_rows_free(ddp_calib_rows *c);
 /* After the timed steps of a multi-rank plan, on every rank (the same calls in the same order): the
  * collective sweep; rank 0 (record) keeps the points in c. Nothing on one rank. */
@@ -68,6 +77,11 @@ typedef struct ddp_calib_fit {
   ddp_calib_fig alpha[COST_COLL_COUNT];   /* collectives: alpha_us ... */
   ddp_calib_fig busbw[COST_COLL_COUNT];   /* ... and busbw_gbps */
   double attn_t, attn_dh;                 /* the attention shape measured (the first attention kernel's) */
+  /* launch_us as timed instruction by instruction (the memory-bound fit's intercept), and what
+   * ddp_calib_launch_untraced made of it: the median step times traced and untraced and the instructions
+   * priced with a launch (untraced_n 0: not applied) */
+  double launch_traced_us, step_traced_ms, step_untraced_ms;
+  int untraced_n;
 } ddp_calib_fit;
 
 const char *ddp_calib_fig_name(int f); /* "launch_us", ... */
@@ -84,6 +98,13 @@ extern const char *const ddp_calib_coll_names[COST_COLL_COUNT];
  * only when the plan measures nothing of the memory-bound work (no launch overhead, no bandwidth). */
 int ddp_calib_fit_run(const ddp_plan *p, int rank, const double *median_s, const double *overlap,
                       const ddp_calib_point *sweep, size_t nsweep, ddp_calib_fit *f, char *err, size_t errcap);
+
+/* The launch overhead of an untraced step: a traced step records two events around each instruction, so
+ * launch_us (fitted from traced instructions) is lowered by (median traced step - median untraced step) /
+ * the number of instructions the cost model prices with a launch (GEMMs, attention, memory-bound work),
+ * within [0, launch_us]. Needs two steps of each; otherwise launch_us stays the traced one. */
+void ddp_calib_launch_untraced(const ddp_plan *p, int rank, const double *median_s, const ddp_calib_rows *c,
+                               ddp_calib_fit *f);
 
 /* Medians of the rows' durations (per instruction, over the rows where it was recorded; -1 where never),
  * and of their overlaps when ovl is not NULL. */

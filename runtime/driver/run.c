@@ -367,9 +367,10 @@ typedef struct loop_totals {
  * stops reading its energy counters (exec.h energy_window). */
 #define ENERGY_WINDOW_MARGIN_S 0.005
 
-/* Whether step s (0-based) records its instructions' times for --calibrate (rank 0, after the warm-up). */
+/* Whether step s (0-based) records its instructions' times for --calibrate (rank 0, after the warm-up, every
+ * other step: DDP_CALIB_TRACED). */
 static bool calibrated(const ddp_run_opts *o, const ddp_meta *m, int rank, int64_t s) {
-  return o->calibrate && rank == 0 && s >= m->warmup;
+  return o->calibrate && rank == 0 && s >= m->warmup && DDP_CALIB_TRACED(s - m->warmup);
 }
 
 /* Issues step s of `steps` (asynchronous on the GPU), traced where --trace or --calibrate reads it. */
@@ -496,6 +497,8 @@ int ddp_run_rank(ddp_exec *x, const ddp_run_opts *o, char *err, size_t errcap) {
       rc = ddp_fail(err, errcap, "rank %d: the loss is %f at step %lld", x->rank, (double)own, (long long)s + 1);
     if (rc) break;
     ddp_step_times_from_timers(p, x->rank, timer_ms, &r.t);
+    if (o->calibrate && x->rank == 0 && s >= m->warmup)
+      ddp_calib_step(&calib, r.t.step_ms, calibrated(o, m, x->rank, s));
     x->v->memory(x, &r.in_use, &r.peak);
     r.loss = r.loss_rank0 = own; /* loss: the global mean once the host sum is in */
     /* One host sum per step: the global loss, whether any rank was asked to stop (every rank then stops

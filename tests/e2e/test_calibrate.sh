@@ -32,7 +32,7 @@ python3 - "$prof" <<'PY' || fail "the profile's figures are not the fits of its 
 import json, statistics, sys
 p = json.load(open(sys.argv[1]))
 assert p["defaults"] == "built-in" and p["device"] == "cpu reference executor", p
-assert p["plan"]["world"] == 1 and p["plan"]["timed_steps"] == 10, p["plan"]
+assert p["plan"]["world"] == 1 and p["plan"]["timed_steps"] == 10 and p["plan"]["untraced_steps"] == 10, p["plan"]
 mem = [s for s in p["samples"] if s["work"] == "memory" and s["bytes"] > 0 and s["what"] not in ("load_batch", "init_tensor")]
 x = [s["bytes"] for s in mem]; y = [s["median_ms"] * 1e-3 for s in mem]
 mx, my = statistics.fmean(x), statistics.fmean(y)
@@ -44,7 +44,14 @@ def close(want, got): return abs(want - got) <= 1e-6 * abs(want)
 # The intercept is a difference of numbers the size of the samples: recomputed here, in another order of
 # summation than ddprun's least squares, it carries rounding at that size, so it is compared at the scale of
 # the mean sample (a fitted intercept of 7.7 ns differed from ddprun's in its 5th digit, CI 2026-11-27).
-assert abs(a * 1e6 - p["launch_us"]) <= 1e-6 * max(abs(a), my) * 1e6 or (a == 0 and p["launch_us"] == 0), (a, p["launch_us"], my)
+lf = p["fit"]["launch_us"]
+assert abs(a * 1e6 - lf["traced_us"]) <= 1e-6 * max(abs(a), my) * 1e6 or (a == 0 and lf["traced_us"] == 0), (a, lf, my)
+# launch_us: the traced intercept less (median traced step - median untraced step) / the instructions priced
+# with a launch, within [0, the traced intercept]
+n = sum(1 for s in p["samples"] if s["work"] in ("gemm16", "gemm32", "attention", "memory"))
+assert lf["instructions"] == n and lf["step_traced_ms"] > 0 and lf["step_untraced_ms"] > 0, (lf, n)
+want = min(max(lf["traced_us"] - (lf["step_traced_ms"] - lf["step_untraced_ms"]) * 1e3 / n, 0), lf["traced_us"])
+assert abs(want - p["launch_us"]) <= 1e-9 * max(1.0, lf["traced_us"]), (want, p["launch_us"], lf)
 assert close(1 / b / 1e9, p["hbm_gbps"]), (1 / b / 1e9, p["hbm_gbps"])
 att = [s for s in p["samples"] if s["work"] == "attention"]
 t = sum(max(s["median_ms"] * 1e-3 - a, 1e-9) for s in att)
