@@ -247,16 +247,11 @@ int ddp_calib_fit_run(const ddp_plan *p, int rank, const double *median_s, const
   return 0;
 }
 
+/* The median of n step times (one column of n rows). */
 static double median_of(const double *v, size_t n) {
-  double *t = ddp_xcalloc(n + 1, sizeof *t);
-  memcpy(t, v, n * sizeof *t);
-  for (size_t i = 1; i < n; i++) /* insertion sort: a calibration has tens of steps */
-    for (size_t j = i; j > 0 && t[j - 1] > t[j]; j--) {
-      double x = t[j];
-      t[j] = t[j - 1], t[j - 1] = x;
-    }
-  double m = n % 2 ? t[n / 2] : 0.5 * (t[n / 2 - 1] + t[n / 2]);
-  free(t);
+  double *col = ddp_xcalloc(n + 1, sizeof *col);
+  const double m = median_col(v, v, 1, n, 0, col);
+  free(col);
   return m;
 }
 
