@@ -9,8 +9,10 @@
 # and of XL. Logs go to $OUT/grid.tar.gz; the tables are printed by tests/bench/grid_summary.py.
 # Parts can be chosen: GRID_ADAMW=0 and GRID_HEADLINE=0 skip (1) and (2); GRID_SIZES="2.7b" and
 # GRID_TORCH="xl:128:4 ..." (size:context:batch) narrow (3) and (4); GRID_FORWARD=0 skips the forward-only
-# plans and GRID_TORCH=none the PyTorch grid. GRID_COMPILE_ONLY=1 only compiles the grid's plans (here, to
-# warm dev/cache after prepare_device.sh: the grid's shapes are not among its plans). Against an earlier
+# plans, GRID_FP32=0 the fp32 ones and GRID_TORCH=none the PyTorch grid; GRID_CONFIGS="ctx:batch ..."
+# replaces the contexts and batches (default "128:4 256:4 512:4 1024:4 128:16"). GRID_COMPILE_ONLY=1 only
+# compiles the grid's plans (here, to warm dev/cache after prepare_device.sh: the grid's shapes are not among
+# its plans). Against an earlier
 # call's logs: tests/bench/grid_compare.py OLD NEW. GRID_BUDGET (s, default 470) stops the grid early.
 set -u
 cd "$(dirname "$0")/../.."
@@ -20,14 +22,15 @@ grid_plans() { # compiles every grid plan into $P (fast from a warm cache)
   for size in ${GRID_SIZES:-small medium large xl 2.7b}; do
     sed "s/models.transformer(\"xl\"/models.transformer(\"$size\"/" schedules/bench_xl.lua >$P/$size.lua
     cp schedules/lib/models.lua $P/ 2>/dev/null
-    for cfg in 128:4 256:4 512:4 1024:4 128:16; do
+    for cfg in ${GRID_CONFIGS:-128:4 256:4 512:4 1024:4 128:16}; do
       ctx=${cfg%:*}; gb=${cfg#*:}; tag=${size}_bf16_${ctx}_${gb}
       $DDPC $P/$size.lua -o $P/$tag.bin -q --set model.context=$ctx --set data.global_batch=$gb --set warmup=3 ||
         echo "compile $tag failed"
       [ "${GRID_FORWARD:-1}" = 1 ] && { $DDPC $P/$size.lua -o $P/fwd_$tag.bin -q --set model.context=$ctx \
         --set data.global_batch=$gb --set warmup=2 --set mode=forward || echo "compile fwd_$tag failed"; }
     done
-    $DDPC $P/$size.lua -o $P/${size}_fp32_512_4.bin -q --set precision=fp32 --set warmup=2 || echo "compile ${size}_fp32 failed"
+    [ "${GRID_FP32:-1}" = 1 ] && { $DDPC $P/$size.lua -o $P/${size}_fp32_512_4.bin -q --set precision=fp32 --set warmup=2 ||
+      echo "compile ${size}_fp32 failed"; }
   done
 }
 if [ "${GRID_COMPILE_ONLY:-0}" = 1 ]; then grid_plans; exit 0; fi
@@ -65,7 +68,7 @@ fi
 echo "== grid, ours ($(date +%T))"
 grid_plans
 for size in ${GRID_SIZES:-small medium large xl 2.7b}; do
-  for cfg in 128:4 256:4 512:4 1024:4 128:16; do
+  for cfg in ${GRID_CONFIGS:-128:4 256:4 512:4 1024:4 128:16}; do
     guard ${GRID_BUDGET:-470} || { echo "out of time: grid stops before $size $cfg"; break 2; }
     ctx=${cfg%:*}; gb=${cfg#*:}; tag=${size}_bf16_${ctx}_${gb}
     [ -f $P/$tag.bin ] && timeout 120 $DDPRUN $P/$tag.bin --steps 10 --metrics $L/grid_train_$tag.jsonl --quiet >$L/grid_train_$tag.log 2>&1 ||
@@ -75,8 +78,10 @@ for size in ${GRID_SIZES:-small medium large xl 2.7b}; do
   done
   guard ${GRID_BUDGET:-470} || break
   tag=${size}_fp32_512_4
-  [ -f $P/$tag.bin ] && timeout 60 $DDPRUN $P/$tag.bin --steps 4 --metrics $L/grid_train_$tag.jsonl --quiet >$L/grid_train_$tag.log 2>&1 ||
-    echo "train $tag: $(tail -1 $L/grid_train_$tag.log)"
+  if [ "${GRID_FP32:-1}" = 1 ] && [ -f $P/$tag.bin ]; then
+    timeout 60 $DDPRUN $P/$tag.bin --steps 4 --metrics $L/grid_train_$tag.jsonl --quiet >$L/grid_train_$tag.log 2>&1 ||
+      echo "train $tag: $(tail -1 $L/grid_train_$tag.log)"
+  fi
 done
 
 echo "== grid, PyTorch eager ($(date +%T))"
