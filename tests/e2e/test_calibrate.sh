@@ -51,7 +51,8 @@ assert abs(a * 1e6 - lf["traced_us"]) <= 1e-6 * max(abs(a), my) * 1e6 or (a == 0
 n = sum(1 for s in p["samples"] if s["work"] in ("gemm16", "gemm32", "attention", "memory"))
 assert lf["instructions"] == n and lf["step_traced_ms"] > 0 and lf["step_untraced_ms"] > 0, (lf, n)
 want = min(max(lf["traced_us"] - (lf["step_traced_ms"] - lf["step_untraced_ms"]) * 1e3 / n, 0), lf["traced_us"])
-assert abs(want - p["launch_us"]) <= 1e-9 * max(1.0, lf["traced_us"]), (want, p["launch_us"], lf)
+# (the profile's numbers have 9 significant digits: the step times' difference carries their rounding)
+assert abs(want - p["launch_us"]) <= 1e-5 * max(1.0, lf["traced_us"]), (want, p["launch_us"], lf)
 assert close(1 / b / 1e9, p["hbm_gbps"]), (1 / b / 1e9, p["hbm_gbps"])
 att = [s for s in p["samples"] if s["work"] == "attention"]
 t = sum(max(s["median_ms"] * 1e-3 - a, 1e-9) for s in att)
