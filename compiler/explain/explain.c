@@ -58,15 +58,15 @@ static size_t path_top(const ddp_plan *p, const ddp_sim *s, int r, path_item *to
 
 static double overlap(const ddp_sim_rank *sr) { return sr->comm_s > 0 ? 1 - sr->exposed_s / sr->comm_s : 0; }
 
-/* The power model's lines (energy.c): nothing when the profile has none. */
-static void text_energy(const ddp_plan *p, const ddp_profile *pr, const ddp_sim_rank *sr, int r, FILE *o) {
+/* The power model's lines (energy.c): nothing when the profile has none. step_s: the predicted step. */
+static void text_energy(const ddp_plan *p, const ddp_profile *pr, const ddp_sim_rank *sr, int r, double step_s,
+                        FILE *o) {
   ddp_step_energy e;
   if (ddp_rank_energy(p, pr, r, &e)) return;
   char fp32[64] = "";
   if (e.tflop_fp32 > 0) snprintf(fp32, sizeof fp32, ", %.2f of them fp32", e.tflop_fp32);
   fprintf(o, "energy above idle       %10.3f J: compute %.3f (%.2f TFLOP%s), memory %.3f (%.2f GB), links %.3f "
              "(%.2f GB sent)\n", e.j, e.compute_j, e.tflop, fp32, e.memory_j, e.hbm_gb, e.link_j, e.link_gb);
-  double step_s = ddp_rank_step_s(p, pr, r, sr->step_s, NULL);
   if (step_s > 0)
     fprintf(o, "mean power at that step %10.0f W (idle %.0f W + energy / predicted step; limit %.0f W)\n",
             pr->power.idle_w + e.j / step_s, pr->power.idle_w, pr->power.limit_w);
@@ -100,7 +100,7 @@ static void text_rank(const ddp_plan *p, const ddp_profile *pr, const ddp_sim *s
   fprintf(o, "exposed communication   %10.3f ms\n", sr->exposed_s * 1e3);
   if (sr->comm_s > 0) fprintf(o, "overlap ratio           %10.3f\n", overlap(sr));
   else fprintf(o, "overlap ratio                  n/a (no communication)\n");
-  text_energy(p, pr, sr, r, o);
+  text_energy(p, pr, sr, r, step_s, o);
   path_item top[TOP];
   size_t plen = 0;
   double ptime = 0;
