@@ -7,29 +7,20 @@ noise allowance (--noise, default 0.02: the spread of one plan between calls at 
 only one folder are listed as missing. The last line counts rows faster, within the allowance and slower."""
 import argparse
 import glob
-import json
 import os
-import statistics
+import sys
 
-ORDER = {"small": 0, "medium": 1, "large": 2, "xl": 3, "2.7b": 4}
-
-
-def mean_step(path):
-    """Mean step_ms over the timed (non-warm-up) steps of one metrics file, or None."""
-    t = []
-    with open(path) as f:
-        for line in f:
-            r = json.loads(line)
-            if "step" in r and not r.get("warmup", False):
-                t.append(r["step_ms"])
-    return statistics.mean(t) if t else None
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+from grid_summary import ORDER, stats, steps  # noqa: E402
 
 
 def runs(folder):
+    """{(size order, prec, ctx, batch, size): mean step ms of the timed steps} of one call's training plans."""
     out = {}
     for p in glob.glob(os.path.join(folder, "grid_train_*.jsonl")):
         size, prec, ctx, b = os.path.basename(p)[len("grid_train_"):-len(".jsonl")].split("_")
-        out[(ORDER.get(size, 9), prec, int(ctx), int(b), size)] = mean_step(p)
+        rows, _ = steps(p)
+        out[(ORDER.get(size, 9), prec, int(ctx), int(b), size)] = stats(rows, "step_ms")[0] if rows else None
     return out
 
 

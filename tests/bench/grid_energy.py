@@ -18,6 +18,7 @@ import subprocess
 import sys
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+from grid_summary import ORDER, stats, steps  # noqa: E402
 from metrics_run import energy  # noqa: E402
 
 
@@ -30,7 +31,6 @@ def main():
     ap.add_argument("--idle", type=float, default=118.0)
     ap.add_argument("--min-span", type=float, default=0.3)
     a = ap.parse_args()
-    order = {"small": 0, "medium": 1, "large": 2, "xl": 3, "2.7b": 4}
     rows = []
     for p in glob.glob(os.path.join(a.logdir, "grid_train_*.jsonl")):
         tag = os.path.basename(p)[len("grid_train_"):-len(".jsonl")]
@@ -38,18 +38,17 @@ def main():
         if not os.path.exists(plan):
             print(f"{tag}: no plan {plan}", file=sys.stderr)
             continue
-        steps = [r for r in map(json.loads, open(p)) if "step" in r]
-        timed = [r for r in steps if not r.get("warmup")]
-        ms = statistics.mean(r["step_ms"] for r in timed)
-        j, w, _ = energy(steps)
+        rows_p, _ = steps(p)
+        ms, _, ntimed = stats(rows_p, "step_ms")
+        _, w, _ = energy(rows_p)
         j_above = (w - a.idle) * ms / 1e3 if w == w else float("nan")
         cmd = [a.ddpc, "explain", "--json"] + (["--profile", a.profile] if a.profile else []) + [plan]
         x = json.loads(subprocess.run(cmd, check=True, capture_output=True, text=True).stdout)
         r0 = max(x["ranks"], key=lambda r: r["step_ms"])
         size = tag.split("_")[0]
         sim = r0.get("simulated_step_ms", r0["step_ms"])  # ddpc explain's step is the larger of it and the floor
-        rows.append((order.get(size, 9), tag, ms, w, j_above, sim, r0["energy"]["joules"],
-                     r0["energy"]["power_floor_ms"], len(timed) * ms / 1e3))
+        rows.append((ORDER.get(size, 9), tag, ms, w, j_above, sim, r0["energy"]["joules"],
+                     r0["energy"]["power_floor_ms"], ntimed * ms / 1e3))
     rows.sort()
     print(f"{'plan':22s} {'meas ms':>8s} {'W':>5s} {'J>idle':>7s} | {'sim ms':>8s} {'J pred':>7s} {'floor':>8s} {'max':>8s} |"
           f" {'err sim':>8s} {'err floor':>9s} {'err max':>8s} {'err J':>7s}")

@@ -11,6 +11,9 @@ import statistics
 import sys
 
 
+ORDER = {"small": 0, "medium": 1, "large": 2, "xl": 3, "2.7b": 4}  # the sizes in the tables' order
+
+
 def steps(path):
     rows, mem = [], None
     for line in open(path):
@@ -56,11 +59,10 @@ def main():
            f" {'MFU':>5s} {'GiB':>6s} {'plan':>6s} | {'s1':>7s} {'s2':>7s} {'s3':>7s} | {'fwd-only':>8s} {'std':>5s}"
            f" {'GiB':>6s} {'plan':>6s} | {'torch':>7s} {'ratio':>5s}")
     print(hdr)
-    order = {"small": 0, "medium": 1, "large": 2, "xl": 3, "2.7b": 4}
     tags = []
     for p in glob.glob(f"{d}/grid_train_*.jsonl"):
         size, prec, ctx, b = os.path.basename(p)[len("grid_train_"):-len(".jsonl")].split("_")
-        tags.append((order.get(size, 9), prec, int(ctx), int(b), size))
+        tags.append((ORDER.get(size, 9), prec, int(ctx), int(b), size))
     for _, prec, ctx, b, size in sorted(tags):
         tag = f"{size}_{prec}_{ctx}_{b}"
         try:
