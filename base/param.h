@@ -68,6 +68,10 @@
     "ddprun, experiments: n > 0 has cuBLASLt size the backward's GEMMs on the compute stream for n SMs (CUBLASLT_MATMUL_DESC_SM_COUNT_TARGET)") \
   X(NCCL_MEM_ARENAS, "DDP_NCCL_MEM_ARENAS", INT, 0, 0, 63,                                                   \
     "ddprun, experiments on more than one rank (the same on every rank): the arenas allocated by ncclMemAlloc instead of cudaMalloc, a bit mask (1 params, 2 grads, 4 optimizer, 8 activations, 16 workspace, 32 io), overriding nccl.register = \"window\"'s every arena; only those can be windows") \
+  X(LINK_LOAD_MB, "DDP_LINK_LOAD_MB", INT, 0, 0, 1048576,                                                    \
+    "ddprun, experiments: n > 0 pulls n MiB a step from the next visible GPU by copy-engine copies on a low-priority stream of their own, with no dependence on the step: what a collective's bytes cost the compute (tests/bench/device_link_floor.sh)") \
+  X(LINK_LOAD_DIR, "DDP_LINK_LOAD_DIR", PATH, 0, 0, 0,                                                       \
+    "ddprun, experiments, with DDP_LINK_LOAD_MB: a folder the two processes share; each exports its GPU's source chunk there by CUDA IPC and pulls the other's, touching no other GPU (unset: the source is allocated on the other GPU by this process)") \
   X(P2P_COPY, "DDP_P2P_COPY", BOOL, 0, 0, 1,                                                               \
     "ddprun: 1 moves the step's SEND/RECV between GPUs of one host by copy-engine copies over CUDA IPC (0: NCCL)") \
   X(GEMM_TUNE, "DDP_GEMM_TUNE", BOOL, 1, 0, 1, "ddprun: 0 takes cuBLASLt's first proposal instead of timing them") \

@@ -140,6 +140,7 @@ typedef struct cx {
   int prep_backward;        /* while preparing: the instruction lies between FORWARD_END and BACKWARD_END */
   struct cx_p2p *p2p;       /* the copy path's flags and peer mappings (p2p.c), NULL on NCCL's */
   struct cx_peer *peer;     /* nccl.all_reduce = "peer": barrier flags and peer gradient tables (peer.c) */
+  struct cx_link_load *link; /* DDP_LINK_LOAD_MB: the synthetic NVLink load (link_load.c), NULL without it */
   void **reg;               /* nccl = { register = true }: [comm (0 world, 1 + group) * ARENA_COUNT + arena] */
   ncclWindow_t *wins;       /* nccl = { register = "window" }: the symmetric windows, indexed as reg */
   cudaEvent_t gfork, *gjoin; /* capture fork/join (per stream) */
@@ -251,6 +252,12 @@ void cx_p2p_fini(cx *x);
  * points each such update's p[ADAMW_P_PEER_GRADS] at its table; cx_peer_fini unmaps and frees. */
 int cx_peer_init(cx *x, char *err, size_t errcap);
 void cx_peer_fini(cx *x);
+/* link_load.c: DDP_LINK_LOAD_MB (experiments): cx_link_load_init sets up the peer source, the stream and the
+ * event (nothing without the knob); cx_link_load_step queues one step's copies before the step is issued
+ * (none while the previous step's are in flight); cx_link_load_fini waits, reports and frees. */
+int cx_link_load_init(cx *x, char *err, size_t errcap);
+int cx_link_load_step(cx *x, char *err, size_t errcap);
+void cx_link_load_fini(cx *x);
 int cx_exec_PEER_BARRIER(cx *x, const cx_op *op, int64_t step, char *err, size_t errcap);
 int cx_exec_PEER_COPY(cx *x, const cx_op *op, int64_t step, char *err, size_t errcap);
 /* Connects every point-to-point peer of the programs' SEND/RECV at load (comm.c explains why). */

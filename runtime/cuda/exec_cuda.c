@@ -53,6 +53,8 @@ static int cx_run(ddp_exec *e, const ddp_program *prog, int64_t step, char *err,
     return ddp_fail(err, errcap, "cuda executor: rank %d: %s:%d: cudaSetDevice(%d): %s: %s", x->base.rank, __FILE__,
                    __LINE__, x->device, cudaGetErrorName(crc), cudaGetErrorString(crc));
   cx_prog *pg = same_program(&x->step, prog) ? &x->step : same_program(&x->init, prog) ? &x->init : NULL;
+  if (pg == &x->step && cx_link_load_step(x, why, sizeof why))
+    return ddp_fail(err, errcap, "cuda executor: rank %d step %lld: %s", x->base.rank, (long long)step, why);
   if (!pg)
     rc = run_foreign(x, prog, step, why, sizeof why);
   else if (pg->graph && !x->base.trace)
@@ -153,7 +155,7 @@ static const ddp_exec_vtbl cx_vtbl = {
 
 /* DDP_NCCL_TIMEOUT_S, DDP_CUDA_GRAPH, DDP_STREAM_PRIORITY, DDP_P2P_COPY, the SM-partition experiments
  * DDP_SIDE_SMS, DDP_SIDE_STREAMS, DDP_SIDE_COMPUTE, DDP_GEMM_SM_TARGET, DDP_NCCL_MEM_ARENAS,
- * DDP_ENERGY and DDP_ENERGY_PERIOD_MS (base/param.h). */
+ * DDP_ENERGY and DDP_ENERGY_PERIOD_MS (base/param.h); DDP_LINK_LOAD_MB is link_load.c's. */
 static int read_env(cx *x, char *err, size_t errcap) {
   int64_t graph, priority, copy;
   if (ddp_param_seconds(PARAM_NCCL_TIMEOUT_S, &x->timeout_s, err, errcap) ||
@@ -257,7 +259,7 @@ static int load(cx *x, const void *nccl_id, char *err, size_t errcap) {
   if (cx_prog_prepare(x, &x->init, &rp->init, "init", err, errcap) ||
       cx_prog_prepare(x, &x->step, &rp->step, "step", err, errcap))
     return -1;
-  if (cx_p2p_init(x, err, errcap) || cx_peer_init(x, err, errcap)) return -1;
+  if (cx_p2p_init(x, err, errcap) || cx_peer_init(x, err, errcap) || cx_link_load_init(x, err, errcap)) return -1;
   const cx_prog *const progs[2] = {&x->init, &x->step}; /* NCCL connects only what goes through it */
   if (cx_comm_connect_p2p(x, progs, x->p2p ? 1 : 2, err, errcap)) return -1;
   if (x->gemm_timed && cx_arenas_zero(x, err, errcap)) return -1;
@@ -338,6 +340,7 @@ static void cx_destroy(ddp_exec *e) {
   cx_trace_free(x);
   cx_p2p_fini(x);
   cx_peer_fini(x);
+  cx_link_load_fini(x);
   cx_host_sum_fini(x);
   cx_comm_fini(x);
   cx_graph_fini(x);

@@ -7,7 +7,8 @@
 # update streams at low priority (streams = { update_priority = "low" }); the update streams in an SM
 # partition of their own (DDP_SIDE_SMS, DDP_GEMM_SM_TARGET); then
 # each executor resumes from the other's final checkpoint (loadable by both); the GPU's energy counters in the
-# metrics (NVML). SKIP (77) without a GPU.
+# metrics (NVML); the synthetic NVLink load DDP_LINK_LOAD_MB (its error with one GPU; with two, losses unchanged).
+# SKIP (77) without a GPU.
 . "$(dirname "$0")/lib.sh"
 if ! nvidia-smi -L >/dev/null 2>&1; then echo "SKIP: no GPU"; exit 77; fi
 e2e_tmp gpu_step
@@ -72,6 +73,50 @@ if (not run.get("power", "").startswith("NVML") or bad or back or not num(watts)
 print(f"ok: energy metrics: {run['power']}; {steps[-1]['energy_total_J']:.3f} J over {len(steps)} steps, {watts:.0f} W, "
       f"power-capped {steps[-1]['power_capped_total_ms']:.1f} ms; host {host:.3f} ms a step, {host0:.3f} with DDP_ENERGY=0")
 PY
+# DDP_LINK_LOAD_MB (experiments, runtime/cuda/link_load.c): with one GPU visible, one line naming the knob
+# and exit 1; with two, the load runs beside the step (eager and as a CUDA graph), every step's load is
+# issued or counted, and the losses are bit for bit the run's without it
+one=$(CUDA_VISIBLE_DEVICES=0 DDP_LINK_LOAD_MB=64 "$DDPRUN" "$tmp/tiny_fp32.bin" --device cuda --steps 2 --quiet 2>&1)
+rc=$?
+if [ $rc = 1 ] && [ "$(printf '%s\n' "$one" | grep -c .)" = 1 ] && printf '%s' "$one" | grep -q "DDP_LINK_LOAD_MB=64 needs a second visible GPU"; then
+  echo "ok: DDP_LINK_LOAD_MB with one GPU: $one"
+else
+  fail "DDP_LINK_LOAD_MB with one GPU: rc $rc, not one line naming the knob: $one"
+fi
+if [ "$(nvidia-smi -L | grep -c '^GPU')" -ge 2 ]; then
+  for g in 0 1; do
+    CUDA_VISIBLE_DEVICES=0,1 DDP_CUDA_GRAPH=$g DDP_LINK_LOAD_MB=300 "$DDPRUN" "$tmp/tiny_fp32.bin" --device cuda --steps 10 \
+      --metrics "$tmp/link$g.jsonl" --quiet 2>"$tmp/link$g.err" || fail "DDP_LINK_LOAD_MB=300 (graph $g): $(tail -1 "$tmp/link$g.err")"
+    rep=$(grep "DDP_LINK_LOAD_MB: " "$tmp/link$g.err")
+    if ! printf '%s' "$rep" | grep -Eq "([0-9]+) of 10 steps pulled 300 MiB each; ([0-9]+) skipped"; then
+      fail "DDP_LINK_LOAD_MB=300 (graph $g): no closing report: $(tail -2 "$tmp/link$g.err")"
+    elif [ "$(grep -o '"loss": [^,]*' "$tmp/link$g.jsonl")" != "$(grep -o '"loss": [^,]*' "$tmp/tiny_fp32.gpu.jsonl")" ]; then
+      fail "DDP_LINK_LOAD_MB=300 (graph $g): the losses differ from the run without the load"
+    else
+      echo "ok: DDP_LINK_LOAD_MB=300 beside 10 steps (graph $g), losses bit for bit: $rep"
+    fi
+  done
+  # DDP_LINK_LOAD_DIR: two processes, each pulling the other's chunk by CUDA IPC
+  mkdir -p "$tmp/share"
+  for g in 0 1; do
+    DDP_LINK_LOAD_DIR="$tmp/share" CUDA_VISIBLE_DEVICES=$g,$((1 - g)) DDP_LINK_LOAD_MB=300 "$DDPRUN" "$tmp/tiny_fp32.bin" \
+      --device cuda --steps 10 --metrics "$tmp/ipc$g.jsonl" --quiet 2>"$tmp/ipc$g.err" &
+    eval "ipc_pid$g=\$!"
+  done
+  wait "$ipc_pid0"; r0=$?; wait "$ipc_pid1"; r1=$?
+  [ $r0 = 0 ] && [ $r1 = 0 ] || fail "DDP_LINK_LOAD_DIR: rc $r0 / $r1: $(tail -1 "$tmp/ipc0.err") | $(tail -1 "$tmp/ipc1.err")"
+  for g in 0 1; do
+    if ! grep -q "the other process's memory, by CUDA IPC" "$tmp/ipc$g.err" || ! grep -Eq "of 10 steps pulled 300 MiB each" "$tmp/ipc$g.err"; then
+      fail "DDP_LINK_LOAD_DIR (GPU $g): no IPC load reported: $(tail -2 "$tmp/ipc$g.err")"
+    elif [ "$(grep -o '"loss": [^,]*' "$tmp/ipc$g.jsonl")" != "$(grep -o '"loss": [^,]*' "$tmp/tiny_fp32.gpu.jsonl")" ]; then
+      fail "DDP_LINK_LOAD_DIR (GPU $g): the losses differ from the run without the load"
+    else
+      echo "ok: DDP_LINK_LOAD_DIR (GPU $g pulls from the other process by CUDA IPC), losses bit for bit: $(grep 'steps pulled' "$tmp/ipc$g.err")"
+    fi
+  done
+else
+  echo "skip: DDP_LINK_LOAD_MB with two GPUs (one visible)"
+fi
 run_pair tiny_bf16 tiny 2e-2 --set precision=bf16
 # bf16 gradients on one GPU: the dW GEMMs write bf16, the update reads them (PyTorch autocast's rounding)
 run_pair tiny_bf16_grad16 tiny 2e-2 --set precision=bf16 --set grad_dtype=bf16
