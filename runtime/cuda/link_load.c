@@ -13,10 +13,13 @@
  *   its own context on its own GPU. Before freeing its chunk at the end it waits (60 s at most) for the other
  *   process's .done file, so nobody reads freed memory.
  * - unset: the chunk is allocated on the peer GPU by this process (a context there), and the copies are
- *   cudaMemcpyPeerAsync. On 2 x H200 both ways cost the step alike: a 1 MiB load 1.2-1.7%, 4 GB 2.7-3.3%, 8 GB
+ *   cudaMemcpyPeerAsync. On 2 x H200 both ways cost the step alike: a 1 MiB load 1.0-1.7%, 4 GB 2.7-3.3%, 8 GB
  *   4.0-5.2% (docs/PERFORMANCE.md, *What the bytes alone cost*); what the 1 MiB load costs is not isolated.
  * A load from another process altogether (tests/bench/link_load.py) makes the driver time-slice two contexts
  * on each GPU and costs the step far more than the bytes (19% for 4 GB and for 8 GB alike).
+ *
+ * DDP_LINK_LOAD_MODE, controls that split what a load costs: 1 sets everything up (the source, its mapping, the
+ * stream) and copies nothing; 2 copies within this GPU (a second chunk here as the source) instead.
  *
  * The chunk (at most 256 MiB, every copy of a step reuses it) holds pseudo-random bytes, so the links carry
  * varied data. A step whose previous load has not finished issues none (counted): the load never queues up
@@ -45,6 +48,8 @@ struct cx_link_load {
   cudaStream_t stream;  /* lowest priority, non-blocking */
   cudaEvent_t done;     /* recorded after each step's copies */
   int64_t issued, skipped;
+  int64_t mode;         /* DDP_LINK_LOAD_MODE: 0 pull, 1 nothing copied, 2 within this GPU */
+  void *local;          /* mode 2: the source chunk on this GPU */
 };
 
 static int fill_random(void *dev, size_t bytes, char *err, size_t errcap) {
@@ -145,19 +150,30 @@ int cx_link_load_init(cx *x, char *err, size_t errcap) {
   l->mb = mb;
   l->peer = (x->device + 1) % ndev;
   l->dir = ddp_param_path(PARAM_LINK_LOAD_DIR);
+  if (ddp_param_int(PARAM_LINK_LOAD_MODE, &l->mode, err, errcap)) return -1;
   const size_t total = (size_t)mb << 20;
   l->chunk = total < LINK_CHUNK_MAX ? total : LINK_CHUNK_MAX;
   l->copies = (int64_t)((total + l->chunk - 1) / l->chunk);
   if (l->dir ? map_other(x, l, err, errcap) : alloc_on_peer(x, l, err, errcap)) return -1;
   DDP_CUDA_TRY(cudaMalloc(&l->dst, l->chunk));
+  if (l->mode == 2) {
+    DDP_CUDA_TRY(cudaMalloc(&l->local, l->chunk));
+    if (fill_random(l->local, l->chunk, err, errcap)) return -1;
+  }
   int lo = 0, hi = 0;
   DDP_CUDA_TRY(cudaDeviceGetStreamPriorityRange(&lo, &hi));
   DDP_CUDA_TRY(cudaStreamCreateWithPriority(&l->stream, cudaStreamNonBlocking, lo));
   DDP_CUDA_TRY(cudaEventCreateWithFlags(&l->done, cudaEventDisableTiming));
-  fprintf(stderr, "ddprun: rank %d: DDP_LINK_LOAD_MB=%lld: each step pulls %lld MiB from GPU %d into GPU %d (%lld "
-          "copies of up to %zu MiB on a low-priority stream of their own; the source %s)\n", x->base.rank,
-          (long long)mb, (long long)mb, l->peer, x->device, (long long)l->copies, l->chunk >> 20,
-          l->dir ? "the other process's memory, by CUDA IPC" : "allocated on that GPU by this process");
+  const char *src = l->dir ? "the other process's memory, by CUDA IPC" : "allocated on that GPU by this process";
+  if (l->mode == 2)
+    fprintf(stderr, "ddprun: rank %d: DDP_LINK_LOAD_MB=%lld, DDP_LINK_LOAD_MODE=2: each step copies %lld MiB within "
+            "GPU %d (visible numbers) on a low-priority stream of its own, none from GPU %d\n", x->base.rank,
+            (long long)mb, (long long)mb, x->device, l->peer);
+  else
+    fprintf(stderr, "ddprun: rank %d: DDP_LINK_LOAD_MB=%lld: each step %s %lld MiB from GPU %d into GPU %d (visible "
+            "numbers; %lld copies of up to %zu MiB on a low-priority stream of their own; the source %s)\n",
+            x->base.rank, (long long)mb, l->mode == 1 ? "would pull (DDP_LINK_LOAD_MODE=1: copies nothing)" : "pulls",
+            (long long)mb, l->peer, x->device, (long long)l->copies, l->chunk >> 20, src);
   return 0;
 }
 
@@ -174,9 +190,10 @@ int cx_link_load_step(cx *x, char *err, size_t errcap) {
     DDP_CUDA_TRY(q);
   }
   size_t left = (size_t)l->mb << 20;
-  for (int64_t k = 0; k < l->copies; k++) {
+  for (int64_t k = 0; l->mode != 1 && k < l->copies; k++) {
     const size_t n = left < l->chunk ? left : l->chunk;
-    if (l->dir) DDP_CUDA_TRY(cudaMemcpyAsync(l->dst, l->src, n, cudaMemcpyDeviceToDevice, l->stream));
+    if (l->mode == 2) DDP_CUDA_TRY(cudaMemcpyAsync(l->dst, l->local, n, cudaMemcpyDeviceToDevice, l->stream));
+    else if (l->dir) DDP_CUDA_TRY(cudaMemcpyAsync(l->dst, l->src, n, cudaMemcpyDeviceToDevice, l->stream));
     else DDP_CUDA_TRY(cudaMemcpyPeerAsync(l->dst, x->device, l->src, l->peer, n, l->stream));
     left -= n;
   }
@@ -190,12 +207,14 @@ void cx_link_load_fini(cx *x) {
   if (!l) return;
   if (l->stream) (void)cudaStreamSynchronize(l->stream);
   if (l->issued + l->skipped)
-    fprintf(stderr, "ddprun: rank %d: DDP_LINK_LOAD_MB: %lld of %lld steps pulled %lld MiB each; %lld skipped (the "
+    fprintf(stderr, "ddprun: rank %d: DDP_LINK_LOAD_MB: %lld of %lld steps %s %lld MiB each; %lld skipped (the "
             "previous step's load still in flight)\n", x->base.rank, (long long)l->issued,
-            (long long)(l->issued + l->skipped), (long long)l->mb, (long long)l->skipped);
+            (long long)(l->issued + l->skipped), l->mode == 2 ? "copied within this GPU" : "pulled",
+            (long long)(l->mode == 1 ? 0 : l->mb), (long long)l->skipped);
   if (l->done) (void)cudaEventDestroy(l->done);
   if (l->stream) (void)cudaStreamDestroy(l->stream);
   if (l->dst) (void)cudaFree(l->dst);
+  if (l->local) (void)cudaFree(l->local);
   if (l->dir) {
     if (l->src) (void)cudaIpcCloseMemHandle(l->src);
     char path[4096];

@@ -12,7 +12,8 @@
 #     rank reads its peers'. "Gc": the same with the source allocated on the other GPU by the process itself
 #     (a context there); "Gp": two link_load.py processes beside the steps, paced to G GB per STEP_GUESS_MS
 #     (default 68) for the whole run ("0p": present, copying nothing). The last two show what a context on
-#     the other GPU costs its step;
+#     the other GPU costs its step. Controls (DDP_LINK_LOAD_MODE): "Gm" sets the IPC source up and copies
+#     nothing, "Gl" copies G GB within the GPU instead;
 #  3. with DDP=1 (default), the best 2-rank plans of each gradient dtype, tests/bench/ddp_table.sh in the same
 #     call (RUNS below, two rounds, STEPS steps), for the ratio the loads are set against.
 # Files in $OUT: table.txt (tests/bench/summary_link_floor.py) and logs.tgz.
@@ -40,14 +41,15 @@ loads_start() { # a "Gp" load: two link_load.py processes (0p: present, idle)
   sleep 3 # the processes up and copying at their pace
 }
 loads_stop() { [ ${#LOAD_PIDS[@]} = 0 ] || { kill -TERM "${LOAD_PIDS[@]}"; wait "${LOAD_PIDS[@]}"; }; }
-mib() { case $1 in *p) echo 0 ;; *) python3 -c "print(round(${1%c} * 1e9 / 2**20))" ;; esac; } # GB -> DDP_LINK_LOAD_MB
+mib() { case $1 in *p) echo 0 ;; *) python3 -c "print(round(${1%[cml]} * 1e9 / 2**20))" ;; esac; } # GB -> DDP_LINK_LOAD_MB
+mode() { case $1 in *m) echo 1 ;; *l) echo 2 ;; *) echo 0 ;; esac; } # -> DDP_LINK_LOAD_MODE
 echo "== the one-GPU step under the loads ($(date +%T))"
 for r in $(seq 1 $ROUNDS); do
   for ld in $LOADS; do
     loads_start $ld $r
     pids=(); share=$(mktemp -d); dir=(); case $ld in *c|*p) ;; *) dir=(DDP_LINK_LOAD_DIR=$share) ;; esac
     for g in 0 1; do
-      env "${dir[@]}" CUDA_VISIBLE_DEVICES=$g,$((1 - g)) DDP_LINK_LOAD_MB=$(mib $ld) timeout 150 $DDPRUN $P/floor_single.bin --steps $STEPS \
+      env "${dir[@]}" CUDA_VISIBLE_DEVICES=$g,$((1 - g)) DDP_LINK_LOAD_MB=$(mib $ld) DDP_LINK_LOAD_MODE=$(mode $ld) timeout 150 $DDPRUN $P/floor_single.bin --steps $STEPS \
         --metrics $D/step_$ld.g$g.r$r.jsonl --quiet >$D/step_$ld.g$g.r$r.log 2>&1 &
       pids+=($!)
     done

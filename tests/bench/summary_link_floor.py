@@ -61,11 +61,11 @@ def main():
                 pulled.setdefault(m[1], {}).setdefault(int(m[2]), []).append(gb)
 
     def key(ld):
-        return (ld[-1] if ld[-1] in "cp" else "", float(ld.rstrip("cp")))
+        return (ld[-1] if ld[-1] in "cmlp" else "", float(ld.rstrip("cmlp")))
 
     print("\n## the one-GPU XL step under a load (both GPUs at once; GB a GPU receives per step, and sends as many; "
           "G: DDP_LINK_LOAD_MB from the other process's memory by CUDA IPC, Gc: from memory this process allocated on the other GPU, "
-          "Gp: link_load.py processes beside the steps)")
+          "Gm: the IPC source set up, nothing copied, Gl: G GB copied within the GPU, Gp: link_load.py processes beside the steps)")
     print(f"{'load':>5s} | {'GPU 0 ms':>8s} {'GPU 1 ms':>8s} | {'x alone 0':>9s} {'x alone 1':>9s} {'slower':>7s} | "
           f"{'J/step 0':>8s} {'J/step 1':>8s} {'W 0':>5s} {'W 1':>5s} | {'GB/step':>7s} {'J/GB':>6s} | rounds")
     base = runs.get("0", {})
@@ -83,7 +83,7 @@ def main():
             gb = {i: med(pulled[ld].get(i, [])) for i in (0, 1)}  # received per step
         else:
             gb = {i: med(loads.get(ld, {}).get(i, [])) * ms[i] / 1e3 for i in (0, 1)}
-        moved = sum(gb.values()) * 2  # each GB is received by one GPU and sent by the other
+        moved = 0.0 if ld.endswith("l") else sum(gb.values()) * 2  # each GB is received by one GPU and sent by the other
         jgb = (sum(j.values()) - sum(b_j.values())) / moved if moved >= 0.1 else float("nan")  # not for a token load
         rounds = "/".join(f"{r['ms']:.2f}" for i in (0, 1) for r in g.get(i, []))
         gbs = f"{statistics.mean(gb.values()):7.2f}" if moved > 0 else f"{'-':>7s}"
