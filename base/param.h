@@ -71,7 +71,7 @@
   X(LINK_LOAD_MB, "DDP_LINK_LOAD_MB", INT, 0, 0, 1048576,                                                    \
     "ddprun, experiments: n > 0 pulls n MiB a step from the next visible GPU by copy-engine copies on a low-priority stream of their own, with no dependence on the step: what a collective's bytes cost the compute (tests/bench/device_link_floor.sh)") \
   X(LINK_LOAD_DIR, "DDP_LINK_LOAD_DIR", PATH, 0, 0, 0,                                                       \
-    "ddprun, experiments, with DDP_LINK_LOAD_MB: a folder the two processes share; each exports its GPU's source chunk there by CUDA IPC and pulls the other's, touching no other GPU (unset: the source is allocated on the other GPU by this process)") \
+    "ddprun, experiments, with DDP_LINK_LOAD_MB: a fresh folder the two processes share; each exports its GPU's source chunk there by CUDA IPC and pulls the other's, as data-parallel ranks map their peers' memory (unset: the source is allocated on the other GPU by this process)") \
   X(LINK_LOAD_MODE, "DDP_LINK_LOAD_MODE", INT, 0, 0, 2,                                                      \
     "ddprun, experiments, with DDP_LINK_LOAD_MB: 0 pulls from the other GPU, 1 sets the source up and copies nothing, 2 copies within this GPU (controls that split what the load costs)") \
   X(P2P_COPY, "DDP_P2P_COPY", BOOL, 0, 0, 1,                                                               \

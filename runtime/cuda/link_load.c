@@ -9,9 +9,10 @@
  * Where the source lives matters, because each GPU here runs another process's step:
  * - DDP_LINK_LOAD_DIR set (the measurement): every process exports one chunk of its own GPU's memory by CUDA
  *   IPC through a file in that folder (link_load.<PCI bus id>.handle) and maps the other process's chunk, as
- *   a data-parallel rank maps its peers' buffers. This process then touches no other GPU: the copies run in
- *   its own context on its own GPU. Before freeing its chunk at the end it waits (60 s at most) for the other
- *   process's .done file, so nobody reads freed memory.
+ *   a data-parallel rank maps its peers' buffers (cudaIpcMemLazyEnablePeerAccess), and copies with
+ *   cudaMemcpyAsync on its own GPU's stream. Use a fresh folder per run: a handle left by an earlier process
+ *   fails to open. Before freeing its chunk at the end each process waits (60 s at most) for the other's
+ *   .done file, so nobody reads freed memory.
  * - unset: the chunk is allocated on the peer GPU by this process (a context there), and the copies are
  *   cudaMemcpyPeerAsync. On 2 x H200 both ways cost the step alike: a 1 MiB load 1.0-1.7%, 4 GB 2.7-3.3%, 8 GB
  *   4.0-5.2% (docs/PERFORMANCE.md, *What the bytes alone cost*); what the 1 MiB load costs is not isolated.
