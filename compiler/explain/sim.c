@@ -10,8 +10,8 @@
  * reached it and timed with the group's size (plan/work.c), so the groups of different stages (or tensor
  * groups) run independently. The
  * compute work of a rank (every costed instruction but the collectives) shares one device: each runs at
- * its full rate in the first gap of the device's busy time at or after its stream's clock (device_place),
- * so two streams' kernels never overlap each other (the profile's rates are each of the whole device),
+ * its full rate in the device's free time from its stream's clock on, across as many gaps as it takes
+ * (device_place), so two streams' kernels never run at once (the profile's rates are each of the whole device),
  * while a collective overlaps compute, but while one runs on a rank (its interval at full cost, also in
  * the zero-communication run: the loss is compute's, not waiting) the rank's compute on the other streams
  * runs at 1 - the profile's collective_share of its rate (stretch; point-to-point transfers do not slow
@@ -46,8 +46,7 @@ typedef struct coll_set { /* a union of collectives' intervals, sorted, disjoint
 
 typedef struct rank_state {
   uint32_t pc;
-  busy_iv *dev;    /* the device's busy intervals, sorted, disjoint, adjacent ones merged */
-  size_t ndev, capdev;
+  coll_set dev;    /* the device's busy time: sorted, disjoint intervals, touching ones merged */
   coll_set *coll; /* [nstreams]: the collectives' intervals that slow stream k's compute (the other streams') */
   coll_set *coll_ce; /* [nstreams]: ... of those on the copy engines (copy_engine_share) */
   double *clock;   /* [nstreams] */
@@ -66,42 +65,6 @@ void ddp_sim_free(ddp_sim *s) {
   }
   free(s->ranks);
   free(s);
-}
-
-/* The start of compute work of c seconds ready at t: the first gap of the device's busy time at or after t
- * that holds it; the interval is then marked busy. */
-static double device_place(rank_state *st, double t, double c) {
-  size_t lo = 0, hi = st->ndev;
-  while (lo < hi) { /* the first interval ending after t */
-    size_t mid = (lo + hi) / 2;
-    if (st->dev[mid].e <= t) lo = mid + 1;
-    else hi = mid;
-  }
-  size_t i = lo;
-  while (i < st->ndev && st->dev[i].s < t + c) {
-    if (st->dev[i].e > t) t = st->dev[i].e;
-    i++;
-  }
-  /* [t, t + c) fits between dev[i - 1] and dev[i] */
-  int join_prev = i > 0 && st->dev[i - 1].e >= t, join_next = i < st->ndev && st->dev[i].s <= t + c;
-  if (join_prev && join_next) {
-    st->dev[i - 1].e = st->dev[i].e;
-    memmove(&st->dev[i], &st->dev[i + 1], (st->ndev - i - 1) * sizeof *st->dev);
-    st->ndev--;
-  } else if (join_prev) {
-    st->dev[i - 1].e = t + c;
-  } else if (join_next) {
-    st->dev[i].s = t;
-  } else {
-    if (st->ndev == st->capdev) {
-      st->capdev = st->capdev ? 2 * st->capdev : 16;
-      st->dev = ddp_xrealloc(st->dev, st->capdev * sizeof *st->dev);
-    }
-    memmove(&st->dev[i + 1], &st->dev[i], (st->ndev - i) * sizeof *st->dev);
-    st->dev[i] = (busy_iv){t, t + c};
-    st->ndev++;
-  }
-  return t;
 }
 
 /* The first interval of v[0..n) (sorted, disjoint) that ends after t. */
@@ -136,6 +99,29 @@ static void coll_set_add(coll_set *c, double s, double e) {
     c->n -= removed - 1;
   }
   c->v[i] = (busy_iv){s, e};
+}
+
+/* Compute work of c seconds ready at t runs in the device's free time from t on, across as many gaps as it
+ * takes: a kernel's blocks interleave with the other streams' kernels rather than waiting for a gap that
+ * holds it whole (which left the gaps between one stream's short kernels idle; 2 x H200, 2026-11-28: the
+ * updates of `nccl.all_reduce = "peer_copy"` placed beside the backward put it 32% over the measured one).
+ * That time is marked busy. Returns the work's start (the first free moment at or after t); *end its end. */
+static double device_place(rank_state *st, double t, double c, double *end) {
+  double cur = t, left = c, start = -1;
+  while (left > 0) {
+    size_t i = first_ending_after(st->dev.v, st->dev.n, cur);
+    if (i < st->dev.n && st->dev.v[i].s <= cur) { /* inside a busy interval: on at its end */
+      cur = st->dev.v[i].e;
+      continue;
+    }
+    double take = i < st->dev.n && st->dev.v[i].s - cur < left ? st->dev.v[i].s - cur : left;
+    if (start < 0) start = cur;
+    coll_set_add(&st->dev, cur, cur + take);
+    left -= take;
+    cur += take;
+  }
+  *end = cur;
+  return start < 0 ? t : start;
 }
 
 /* Does this collective run on the copy engines? All-gathers and all-to-alls of a plan whose arenas are
@@ -181,25 +167,20 @@ static double stretch(const coll_set *cs, double share, const coll_set *ce, doub
   }
 }
 
-/* The start of c seconds of compute on stream sid ready at t: where device_place puts it (the device's
- * first gap that holds it, marked busy), slowed by the other streams' collectives around it. *wall: its
- * duration. */
+/* The start of c seconds of compute on stream sid ready at t: where device_place runs it (the device's free
+ * time from t on), slowed by the other streams' collectives around it (the stretch is taken from the first
+ * free moment and not recomputed where the work is split). *wall: from its start to its end. */
 static double compute_place(rank_state *st, uint32_t sid, double t, double c, const ddp_profile *pr, double *wall) {
   const coll_set *cs = &st->coll[sid], *ce = &st->coll_ce[sid];
-  if ((pr->collective_share <= 0 || cs->n == 0) && (pr->copy_engine_share <= 0 || ce->n == 0)) {
-    *wall = c;
-    return device_place(st, t, c);
+  double w = c, end;
+  if (!((pr->collective_share <= 0 || cs->n == 0) && (pr->copy_engine_share <= 0 || ce->n == 0))) {
+    size_t i = first_ending_after(st->dev.v, st->dev.n, t);
+    double s = i < st->dev.n && st->dev.v[i].s <= t ? st->dev.v[i].e : t; /* the first free moment */
+    w = stretch(cs, pr->collective_share, ce, pr->copy_engine_share, s, c);
   }
-  /* the gap for the unstretched work, then the stretched work placed from there (it may move to a later
-   * gap; its stretch is not recomputed there) */
-  size_t i = first_ending_after(st->dev, st->ndev, t);
-  double s = t;
-  while (i < st->ndev && st->dev[i].s < s + c) {
-    if (st->dev[i].e > s) s = st->dev[i].e;
-    i++;
-  }
-  *wall = stretch(cs, pr->collective_share, ce, pr->copy_engine_share, s, c);
-  return device_place(st, s, *wall);
+  double start = device_place(st, t, w, &end);
+  *wall = end - start;
+  return start;
 }
 
 /* Runs rank r's instructions up to its next collective. */
@@ -471,7 +452,7 @@ ddp_sim *ddp_simulate(const ddp_plan *p, const ddp_profile *pr, int zero_comm, c
     free(st[r].clock);
     free(st[r].last);
     free(st[r].ev);
-    free(st[r].dev);
+    free(st[r].dev.v);
     for (uint32_t k = 0; k < ns; k++) free(st[r].coll[k].v), free(st[r].coll_ce[k].v);
     free(st[r].coll);
     free(st[r].coll_ce);
