@@ -1,5 +1,6 @@
 /* tests/unit/explain/test_sim.c: the `ddpc explain` model on hand-made plans with a profile whose numbers
- * make the arithmetic exact (no launch overhead, 1 TFLOP/s, 1 GB/s): two streams and one event; a bucket
+ * make the arithmetic exact (no launch overhead, 1 TFLOP/s, 1 GB/s): two streams and one event; a kernel
+ * split around another stream's (the device's free time across gaps); a bucket
  * chain of three GEMMs each followed by its bucket's all-reduce; two ranks where one is slower (the
  * collective barrier delays the other); the collective ring factors; the memory classes; and the
  * profile parser (a good file, every bad field refused with one line). */
@@ -108,6 +109,38 @@ static void test_two_streams(const ddp_profile *pr) {
       CHECK_INT("path[2] (A, through the event)", 0, ix[2]);
       CHECK_INT("the wait's dependency", DEP_EVENT, s->ranks[0].in[3].dep);
     }
+  }
+  ddp_sim_free(s);
+  ddp_plan_free(p);
+}
+
+/* (1b) a kernel takes the device's free time across gaps: compute A (2 ms), record e0; comm: wait e0, the
+ * all-reduce (2 .. 3.1 ms), record e1; a third stream: wait e1, K (0.25 ms: 3.1 .. 3.35); then compute B
+ * (2 ms, ready at 2). B runs 2 .. 3.1 and 3.35 .. 4.25 around K; a B that waited for a gap holding it whole
+ * would have run 3.35 .. 5.35 and left 2 .. 3.1 idle. */
+static void test_split_kernel(const ddp_profile *pr) {
+  ddp_plan *p = new_plan(2);
+  p->nstreams = 3;
+  for (int r = 0; r < 2; r++) {
+    gemm(p, r, STREAM_COMPUTE, 1000, 1000, 1000);
+    event(p, r, I_EVENT_RECORD, STREAM_COMPUTE, 0);
+    event(p, r, I_EVENT_WAIT, STREAM_COMM, 0);
+    coll(p, r, I_ALL_REDUCE, STREAM_COMM, 250000);
+    event(p, r, I_EVENT_RECORD, STREAM_COMM, 1);
+    event(p, r, I_EVENT_WAIT, 2, 1);
+    gemm(p, r, 2, 500, 500, 500);
+    gemm(p, r, STREAM_COMPUTE, 1000, 1000, 1000);
+  }
+  ddp_sim *s = sim(p, pr);
+  if (s) {
+    const ddp_sim_rank *sr = &s->ranks[0];
+    CHECK_T("all-reduce end", 3.1 * MS, sr->in[3].end);
+    CHECK_T("K start", 3.1 * MS, sr->in[6].start);
+    CHECK_T("K end", 3.35 * MS, sr->in[6].end);
+    CHECK_T("B start", 2 * MS, sr->in[7].start);
+    CHECK_T("B end", 4.25 * MS, sr->in[7].end);
+    CHECK_T("step", 4.25 * MS, sr->step_s);
+    CHECK_T("compute busy (B at its cost, not its wall time)", 4 * MS, sr->busy_s[STREAM_COMPUTE]);
   }
   ddp_sim_free(s);
   ddp_plan_free(p);
@@ -439,6 +472,7 @@ int main(void) {
   test_peer(&pr);
   test_p2p(&pr);
   test_two_streams(&pr);
+  test_split_kernel(&pr);
   test_bucket_chain(&pr);
   test_slow_rank(&pr);
   test_phases(&pr);
