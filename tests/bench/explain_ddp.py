@@ -9,21 +9,20 @@ round 1's metrics are compared (rank 0): the predicted and measured step and bac
 the median and largest |step error| over the rows."""
 import argparse
 import glob
+import json
 import os
-import re
 import statistics
 import subprocess
 
 
 def compare(ddpc, plan, metrics, profile):
-    cmd = [ddpc, "explain", plan, "--compare", metrics, "--rank", "0"] + (["--profile", profile] if profile else [])
-    out = subprocess.run(cmd, capture_output=True, text=True).stdout
-    got = {}
-    for line in out.splitlines():
-        m = re.match(r"(step|backward|optimizer)\s+([\d.]+)\s+([\d.]+)\s+[\d.]+\s+([-+][\d.]+)", line)
-        if m:
-            got[m[1]] = (float(m[2]), float(m[3]), float(m[4]))
-    return got
+    """{phase: (predicted ms, measured ms, error %)} of rank 0 from `ddpc explain --compare --json`."""
+    cmd = [ddpc, "explain", plan, "--compare", metrics, "--rank", "0", "--json"] + (["--profile", profile] if profile else [])
+    r = subprocess.run(cmd, capture_output=True, text=True)
+    if r.returncode != 0:
+        return {}
+    ranks = json.loads(r.stdout).get("ranks") or [{}]
+    return {ph["phase"]: (ph["predicted_ms"], ph["measured_ms"], ph["error_pct"]) for ph in ranks[0].get("phases", [])}
 
 
 def main():
