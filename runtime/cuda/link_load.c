@@ -25,13 +25,14 @@
  * The chunk (at most 256 MiB, every copy of a step reuses it) holds pseudo-random bytes, so the links carry
  * varied data. A step whose previous load has not finished issues none (counted): the load never queues up
  * behind itself. cx_link_load_fini prints what was issued. */
+#include "clock.h"
 #include "cx.h"
 #include "param.h"
+#include "rng.h"
 #include <errno.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <time.h>
 #include <unistd.h>
 
 #define LINK_CHUNK_MAX ((size_t)256 << 20)
@@ -56,13 +57,7 @@ struct cx_link_load {
 static int fill_random(void *dev, size_t bytes, char *err, size_t errcap) {
   uint64_t *h = malloc(bytes);
   if (!h) return ddp_fail(err, errcap, "DDP_LINK_LOAD_MB: out of host memory for %zu bytes", bytes);
-  uint64_t s = 0x9e3779b97f4a7c15ull;
-  for (size_t i = 0; i < bytes / 8; i++) { /* xorshift64 */
-    s ^= s << 13;
-    s ^= s >> 7;
-    s ^= s << 17;
-    h[i] = s;
-  }
+  for (size_t i = 0; i < bytes / 8; i++) h[i] = ddp_rng_u64(0, DDP_RNG_STREAM_LINK_LOAD, i);
   cudaError_t rc = cudaMemcpy(dev, h, bytes, cudaMemcpyHostToDevice);
   free(h);
   if (rc != cudaSuccess)
@@ -79,7 +74,7 @@ static void path_of(const struct cx_link_load *l, const char *bus, const char *e
 static int wait_for(const char *path) {
   for (int k = 0; k < LINK_WAIT_S * 100; k++) {
     if (access(path, F_OK) == 0) return 0;
-    nanosleep(&(struct timespec){0, 10000000}, NULL);
+    ddp_sleep_s(0.01);
   }
   return -1;
 }

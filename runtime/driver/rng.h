@@ -17,6 +17,7 @@
 
 #define DDP_RNG_STREAM_DATA_TOKENS 0xd47a000000000001ull /* random token data */
 #define DDP_RNG_STREAM_DATA_DENSE 0xd47a000000000002ull  /* dense MLP dataset */
+#define DDP_RNG_STREAM_LINK_LOAD 0xd47a000000000003ull   /* DDP_LINK_LOAD_MB's source bytes (runtime/cuda/link_load.c) */
 
 static inline uint64_t ddp_rng_mix(uint64_t x) {
   x ^= x >> 30;
