@@ -7,9 +7,12 @@ overlap_ratio, optimizer_ms and tp_comm_ms (None where the metrics have none), a
 and predicted step_ms; with 100 steps or more, windows(): the medians of step_ms, optimizer_ms and
 backward_ms over steps 6-30 and 100-last (a short run's window against the power limiter's steady state,
 within one run); the median and mean host_ms (the wall time per step; the mean is what throughput over wall time sees; NaN where the metrics have none); and the timed steps' energy (energy(): J per step, W per GPU, power-capped ms per
-step; NaN where the metrics have none)."""
+step; NaN where the metrics have none). by_plan() reads a whole ddp_table.sh folder."""
+import glob
 import json
 import math
+import os
+import re
 import statistics
 
 NAN = float("nan")
@@ -74,3 +77,16 @@ def ours(path):
                 world=world, n=len(t), tp_comm=mean("tp_comm_ms") if "tp_comm_ms" in t[0] else None,
                 parallel=run.get("parallel", ""), executor=run.get("executor", ""),
                 predicted=(run.get("predicted") or {}).get("step_ms"), windows=windows(steps))
+
+
+def by_plan(folder):
+    """The runs of a ddp_table.sh folder (NAME.rR.jsonl): ({NAME: [ours() of each round, in round order]},
+    [(NAME, error) for each file that could not be read])."""
+    runs, bad = {}, []
+    for p in sorted(glob.glob(os.path.join(folder, "*.r*.jsonl"))):
+        name = re.sub(r"\.r\d+\.jsonl$", "", os.path.basename(p))
+        try:
+            runs.setdefault(name, []).append(ours(p))
+        except (ValueError, KeyError, json.JSONDecodeError) as e:
+            bad.append((name, e))
+    return runs, bad

@@ -11,25 +11,17 @@ GPU's one-GPU step as well: the ranks run at the pace of the slowest GPU, and th
 by up to a few percent at the power limit. Runs of 100 steps or more add a line per plan: the medians of the
 step, the optimizer's tail and the backward over steps 6-30 and over steps 100-last of the same run (round
 1), so that steady state is compared within a run, not across calls."""
-import glob
 import json
 import os
-import re
 import statistics
 import sys
 
-from metrics_run import ours
+from metrics_run import by_plan
 
 d = sys.argv[1]
-runs = {}
-for p in sorted(glob.glob(os.path.join(d, "*.r*.jsonl"))):
-    name = re.sub(r"\.r\d+\.jsonl$", "", os.path.basename(p))
-    try:
-        m = ours(p)
-    except (ValueError, KeyError, json.JSONDecodeError) as e:
-        print(f"{name}: unreadable ({e})")
-        continue
-    runs.setdefault(name, []).append(m)
+runs, bad = by_plan(d)
+for name, e in bad:
+    print(f"{name}: unreadable ({e})")
 torch = {}
 if os.path.exists(os.path.join(d, "torch.log")):
     for l in open(os.path.join(d, "torch.log")):

@@ -93,20 +93,11 @@ def main():
     t = f"{d}/ddp_table"
     if os.path.isdir(t):
         print("\n## the 2-rank plans, same call (ddp_table.sh): against the slower GPU's one-GPU step")
-        singles = {}
-        for p in glob.glob(f"{t}/single*.r*.jsonl"):
-            singles.setdefault(os.path.basename(p).split(".")[0], []).append(metrics_run.ours(p)["ms"])
+        runs, _ = metrics_run.by_plan(t)
+        singles = {n: [r["ms"] for r in rs] for n, rs in runs.items() if n.startswith("single")}
+        plans = {n: rs for n, rs in runs.items() if not n.startswith("single")}
         slow = max(med(v) for v in singles.values()) if singles else float("nan")
         print(f"one GPU: " + ", ".join(f"{k} {med(v):.2f} ms" for k, v in sorted(singles.items())))
-        plans = {}
-        for p in glob.glob(f"{t}/*.r*.jsonl"):
-            n = os.path.basename(p).split(".")[0]
-            if not n.startswith("single"):
-                try:
-                    r = metrics_run.ours(p)
-                except ValueError:
-                    continue
-                plans.setdefault(n, []).append(r)
         both = max(b_ms.values())  # the slower GPU with no load, both GPUs running at once (above)
         print(f"(x both: against the slower GPU of the no-load rows above, {both:.2f} ms, where both GPUs ran at once)")
         for n, rs in sorted(plans.items()):
