@@ -83,18 +83,25 @@ if [ $rc = 1 ] && [ "$(printf '%s\n' "$one" | grep -c .)" = 1 ] && printf '%s' "
 else
   fail "DDP_LINK_LOAD_MB with one GPU: rc $rc, not one line naming the knob: $one"
 fi
+# link_same LABEL NAME REGEX...: $tmp/NAME.err reports the load (every extended REGEX matches) and the losses of
+# $tmp/NAME.jsonl are tiny_fp32's GPU run's without the load, bit for bit
+link_same() {
+  local label=$1 name=$2 re
+  shift 2
+  for re in "$@"; do
+    grep -Eq "$re" "$tmp/$name.err" || { fail "$label: no load reported ($re): $(tail -2 "$tmp/$name.err")"; return; }
+  done
+  if [ "$(grep -o '"loss": [^,]*' "$tmp/$name.jsonl")" != "$(grep -o '"loss": [^,]*' "$tmp/tiny_fp32.gpu.jsonl")" ]; then
+    fail "$label: the losses differ from the run without the load"
+  else
+    echo "ok: $label, losses bit for bit: $(grep 'steps pulled' "$tmp/$name.err")"
+  fi
+}
 if [ "$(nvidia-smi -L | grep -c '^GPU')" -ge 2 ]; then
   for g in 0 1; do
     CUDA_VISIBLE_DEVICES=0,1 DDP_CUDA_GRAPH=$g DDP_LINK_LOAD_MB=300 "$DDPRUN" "$tmp/tiny_fp32.bin" --device cuda --steps 10 \
       --metrics "$tmp/link$g.jsonl" --quiet 2>"$tmp/link$g.err" || fail "DDP_LINK_LOAD_MB=300 (graph $g): $(tail -1 "$tmp/link$g.err")"
-    rep=$(grep "DDP_LINK_LOAD_MB: " "$tmp/link$g.err")
-    if ! printf '%s' "$rep" | grep -Eq "([0-9]+) of 10 steps pulled 300 MiB each; ([0-9]+) skipped"; then
-      fail "DDP_LINK_LOAD_MB=300 (graph $g): no closing report: $(tail -2 "$tmp/link$g.err")"
-    elif [ "$(grep -o '"loss": [^,]*' "$tmp/link$g.jsonl")" != "$(grep -o '"loss": [^,]*' "$tmp/tiny_fp32.gpu.jsonl")" ]; then
-      fail "DDP_LINK_LOAD_MB=300 (graph $g): the losses differ from the run without the load"
-    else
-      echo "ok: DDP_LINK_LOAD_MB=300 beside 10 steps (graph $g), losses bit for bit: $rep"
-    fi
+    link_same "DDP_LINK_LOAD_MB=300 beside 10 steps (graph $g)" link$g "[0-9]+ of 10 steps pulled 300 MiB each; [0-9]+ skipped"
   done
   # DDP_LINK_LOAD_DIR: two processes, each pulling the other's chunk by CUDA IPC
   mkdir -p "$tmp/share"
@@ -106,13 +113,8 @@ if [ "$(nvidia-smi -L | grep -c '^GPU')" -ge 2 ]; then
   wait "$ipc_pid0"; r0=$?; wait "$ipc_pid1"; r1=$?
   [ $r0 = 0 ] && [ $r1 = 0 ] || fail "DDP_LINK_LOAD_DIR: rc $r0 / $r1: $(tail -1 "$tmp/ipc0.err") | $(tail -1 "$tmp/ipc1.err")"
   for g in 0 1; do
-    if ! grep -q "the other process's memory, by CUDA IPC" "$tmp/ipc$g.err" || ! grep -Eq "of 10 steps pulled 300 MiB each" "$tmp/ipc$g.err"; then
-      fail "DDP_LINK_LOAD_DIR (GPU $g): no IPC load reported: $(tail -2 "$tmp/ipc$g.err")"
-    elif [ "$(grep -o '"loss": [^,]*' "$tmp/ipc$g.jsonl")" != "$(grep -o '"loss": [^,]*' "$tmp/tiny_fp32.gpu.jsonl")" ]; then
-      fail "DDP_LINK_LOAD_DIR (GPU $g): the losses differ from the run without the load"
-    else
-      echo "ok: DDP_LINK_LOAD_DIR (GPU $g pulls from the other process by CUDA IPC), losses bit for bit: $(grep 'steps pulled' "$tmp/ipc$g.err")"
-    fi
+    link_same "DDP_LINK_LOAD_DIR (GPU $g pulls from the other process by CUDA IPC)" ipc$g \
+      "the other process's memory, by CUDA IPC" "of 10 steps pulled 300 MiB each"
   done
 else
   echo "skip: DDP_LINK_LOAD_MB with two GPUs (one visible)"
