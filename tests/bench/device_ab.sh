@@ -5,6 +5,9 @@
 # revision in dev/ab/*/ timed alternately (two rounds of 20 steps each), then PyTorch eager and
 # torch.compile on the same GPU; a table last. Logs go to $OUT/ab.tar.gz. AB_PARTS="check bench" (the
 # default) picks the parts, so each fits one call's time limit: the timings and PyTorch stay in one call.
+# AB_KERNELS="OP ..." also checks those ops on every shape (gpu_kernels --op, not --quick); AB_ROUNDS (2)
+# and AB_STEPS (20) shape the timing; AB_TORCH=energy runs torch.compile's 30-step energy run
+# (torch_extra.py --xl-energy --compile) instead of the anchor's eager and compiled runs.
 set -u
 cd "$(dirname "$0")/../.."
 . tests/bench/device_env.sh
@@ -14,21 +17,27 @@ PARTS=${AB_PARTS:-check bench}
 if [[ " $PARTS " == *" check "* ]]; then
 step "correctness (this tree)"
 timeout 150 dev/bin/gpu_kernels --quick >$L/gpu_kernels.log 2>&1; echo "gpu_kernels --quick rc=$?: $(tail -1 $L/gpu_kernels.log)"
+for op in ${AB_KERNELS:-}; do kern "${op,,}" $op; done
 timeout 90 dev/bin/test_cuda_exec_gpu >$L/cuda_exec.log 2>&1; echo "test_cuda_exec_gpu rc=$?: $(tail -1 $L/cuda_exec.log)"
 timeout 200 bash tests/e2e/gpu_step.sh >$L/gpu_step.log 2>&1; echo "gpu_step rc=$?"; grep -E "^(ok|FAIL)" $L/gpu_step.log
 fi
 if [[ " $PARTS " == *" bench "* ]]; then
 step "XL bf16 ctx 512 batch 4, revisions alternately"
-for round in 1 2; do
+for round in $(seq 1 "${AB_ROUNDS:-2}"); do
   for d in dev/ab/*/; do
     n=$(basename $d)
-    timeout 120 $d/ddprun $d/xl.bin --steps 20 --metrics $L/ab_${n}_$round.jsonl --quiet >$L/ab_${n}_$round.log 2>&1 \
+    timeout 120 $d/ddprun $d/xl.bin --steps "${AB_STEPS:-20}" --metrics $L/ab_${n}_$round.jsonl --quiet >$L/ab_${n}_$round.log 2>&1 \
       || echo "$n round $round failed: $(tail -1 $L/ab_${n}_$round.log)"
   done
 done
 step "pytorch XL (same GPU, same call)"
-timeout 150 python3 $A --size xl --warmup 3 --iters 10 >$L/torch_eager.log 2>&1; echo "eager rc=$?"
-timeout 300 python3 $A --size xl --warmup 3 --iters 10 --compile >$L/torch_compile.log 2>&1; echo "compile rc=$?"
+if [ "${AB_TORCH:-anchor}" = energy ]; then
+  timeout 300 python3 $B/torch_extra.py --xl-energy --compile >$L/torch_energy.log 2>&1; echo "torch energy rc=$?"
+  grep -h '"xl_energy"' $L/torch_energy.log | cut -c1-300
+else
+  timeout 150 python3 $A --size xl --warmup 3 --iters 10 >$L/torch_eager.log 2>&1; echo "eager rc=$?"
+  timeout 300 python3 $A --size xl --warmup 3 --iters 10 --compile >$L/torch_compile.log 2>&1; echo "compile rc=$?"
+fi
 fi
 tar czf $OUT/ab.tar.gz -C $L . 2>/dev/null
 step "summary"
@@ -45,7 +54,14 @@ def anchor(path):
             if l.startswith("ANCHOR") and '"iter_ms"' in l: return json.loads(l[7:])["iter_ms"]
     except OSError: pass
     return float("nan")
+def energy_run(path): # torch_extra.py --xl-energy --compile: its ms per step
+    try:
+        for l in open(path):
+            if l.startswith("TORCH ") and '"xl_energy"' in l: return json.loads(l[6:])["ms_per_step"]
+    except OSError: pass
+    return float("nan")
 comp = anchor(f"{L}/torch_compile.log"); eager = anchor(f"{L}/torch_eager.log")
+if os.path.exists(f"{L}/torch_energy.log"): comp = energy_run(f"{L}/torch_energy.log")
 print(f"{'what':34s} {'ms/step (median)':>16s} {'peak GiB':>9s} {'last loss':>10s} {'/ torch.compile':>15s}")
 for f in sorted(glob.glob(f"{L}/ab_*.jsonl")):
     try: ms, mem, loss = step_ms(f)
