@@ -3,7 +3,7 @@
 //   REDUCE_ROWS: out[d] (+)= scale * sum_p in[p,d]   (folds a [P, D] partial table)
 //   SUM:         out[0] (+)= scale * sum_i in[i]
 // REDUCE_ROWS: a block of 32 x DDP_ROWS threads owns 32 columns; thread row r sums the table rows
-// r, r + DDP_ROWS, ... (16 loads in flight) and the DDP_ROWS partial sums are added in a fixed order. SUM: one block, fixed
+// r, r + DDP_ROWS, ... and the DDP_ROWS partial sums are added in a fixed order. SUM: one block, fixed
 // order. Accumulation in f32. Types: T0 in, T1 out. Spec: DDP_BLOCK (SUM), DDP_ROWS (REDUCE_ROWS).
 #include "common.cuh"
 #ifndef DDP_BLOCK
@@ -14,7 +14,6 @@
 #endif
 
 #ifdef DDP_ENTRY_reduce_rows
-constexpr int U = 16;
 extern "C" __global__ void __launch_bounds__(32 * DDP_ROWS) ddp_reduce_rows(const ddp_kargs a) {
   const T0 *in = (const T0 *)a.p[REDUCE_ROWS_P_IN];
   T1 *out = (T1 *)a.p[REDUCE_ROWS_P_OUT];
@@ -25,24 +24,16 @@ extern "C" __global__ void __launch_bounds__(32 * DDP_ROWS) ddp_reduce_rows(cons
   const int tx = threadIdx.x & 31, ty = threadIdx.x >> 5;
   for (long long c0 = (long long)blockIdx.x * 32; c0 < D; c0 += (long long)gridDim.x * 32) {
     const long long c = c0 + tx;
-    float s[U]; /* U independent loads in flight: a 528-row table takes one round of loads on 32 rows */
-#pragma unroll
-    for (int u = 0; u < U; u++) s[u] = 0.f;
+    float s[8] = {0.f, 0.f, 0.f, 0.f, 0.f, 0.f, 0.f, 0.f}; /* eight independent loads in flight */
     if (c < D) {
       long long p = ty;
-      for (; p + (U - 1) * DDP_ROWS < P; p += U * DDP_ROWS) {
+      for (; p + 7 * DDP_ROWS < P; p += 8 * DDP_ROWS) {
 #pragma unroll
-        for (int u = 0; u < U; u++) s[u] += ddp_f(in[(p + u * DDP_ROWS) * D + c]);
+        for (int u = 0; u < 8; u++) s[u] += ddp_f(in[(p + u * DDP_ROWS) * D + c]);
       }
-#pragma unroll
-      for (int u = 0; u < U - 1; u++) /* the rest, still every load issued before the adds */
-        if (p + u * DDP_ROWS < P) s[u] += ddp_f(in[(p + u * DDP_ROWS) * D + c]);
+      for (; p < P; p += DDP_ROWS) s[0] += ddp_f(in[p * D + c]);
     }
-#pragma unroll
-    for (int w = U / 2; w > 0; w /= 2) /* pairwise, in a fixed order */
-#pragma unroll
-      for (int u = 0; u < w; u++) s[u] += s[u + w];
-    part[ty][tx] = s[0];
+    part[ty][tx] = ((s[0] + s[1]) + (s[2] + s[3])) + ((s[4] + s[5]) + (s[6] + s[7]));
     __syncthreads();
     if (ty == 0 && c < D) {
       float s = 0.f;

@@ -4,9 +4,7 @@
 //   backward: xhat = x*rstd, dx (+)= rstd*(g*dy - xhat*mean(g*dy*xhat)),
 //             dg_part[c] = sum over the rows of chunk c of dy*xhat (P chunks of ceil(N/P) rows)
 // One pass over global memory: each row lives in registers (rows.cuh layout); g is loaded once per
-// block. The backward runs one block per partial chunk (grid = P), accumulating dg in registers; a row
-// that fills a group of whole warps shares its block with the chunk's other rows (up to 1024 threads), so
-// a chunk's rows are loaded at once, and the accumulated dx is loaded with them, not after the row's sum.
+// block. The backward runs one block per partial chunk (grid = P), accumulating dg in registers.
 // Fused (RMSNORM_BWD_CAST, entry rmsnorm_bwd_cast, the same kernel): after dx (+)= ..., the new dx as
 // stored is also written to dx_cast in its own dtype (T6): the CAST of the residual gradient that the next
 // GEMM needs in bf16, without reading dx again.
@@ -82,10 +80,9 @@ extern "C" __global__ void __launch_bounds__(DDP_BLOCK) DDP_RMSNORM_BWD_ENTRY(co
       for (int e = 0; e < V; e++) dgv[k][e] = 0.f;
     for (long long row = lo + group(); row - group() < hi; row += RPB) {
       const bool live = row < hi;
-      float xv[K][V], dyv[K][V], old[K][V];
+      float xv[K][V], dyv[K][V];
       load(x, live ? row * D : 0, live ? D : 0, xv, vx);
       load(dy, live ? row * D : 0, live ? D : 0, dyv, vdy);
-      if (acc && dx) load(dx, live ? row * D : 0, live ? D : 0, old, vdx); // with the row's loads, not after its sum
       const float r = live ? rstd[row] : 0.f;
       float s = 0.f;
 #pragma unroll
@@ -103,14 +100,16 @@ extern "C" __global__ void __launch_bounds__(DDP_BLOCK) DDP_RMSNORM_BWD_ENTRY(co
       for (int k = 0; k < K; k++)
 #pragma unroll
         for (int e = 0; e < V; e++) dyv[k][e] = r * (dyv[k][e] - xv[k][e] * s);
-      if (acc) {
-#pragma unroll
-        for (int k = 0; k < K; k++)
-#pragma unroll
-          for (int e = 0; e < V; e++) dyv[k][e] += old[k][e];
-      }
       if constexpr (kCast) { // RMSNORM_BWD_CAST: dx as stored (rounded to T4), then dx_cast = (T6)dx
         T6 *dxc = (T6 *)a.p[RMSNORM_BWD_CAST_P_DX_CAST];
+        if (acc) {
+          float o[K][V];
+          load(dx, row * D, D, o, vdx);
+#pragma unroll
+          for (int k = 0; k < K; k++)
+#pragma unroll
+            for (int e = 0; e < V; e++) dyv[k][e] += o[k][e];
+        }
 #pragma unroll
         for (int k = 0; k < K; k++)
 #pragma unroll
@@ -118,7 +117,7 @@ extern "C" __global__ void __launch_bounds__(DDP_BLOCK) DDP_RMSNORM_BWD_ENTRY(co
         store(dx, row * D, D, dyv, vdx, false);
         store(dxc, row * D, D, dyv, vec_ok(dxc, D), false);
       } else {
-        store(dx, row * D, D, dyv, vdx, false);
+        store(dx, row * D, D, dyv, vdx, acc);
       }
     }
     write_partial(dg ? dg + c * D : nullptr, D, dgv, sh);

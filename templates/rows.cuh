@@ -1,7 +1,7 @@
 // templates/rows.cuh: the row-per-group layout shared by the normalisation kernels (rmsnorm, layernorm).
-// A row of D elements is held in registers by a group of DDP_GROUP threads (a power of two <= 32, whole
-// warps, or the whole block), each owning DDP_VPT packs of DDP_VEC consecutive elements: pack k of lane l
-// starts at column (l + k*DDP_GROUP)*DDP_VEC. DDP_BLOCK/DDP_GROUP rows are processed at once per block.
+// A row of D elements is held in registers by a group of DDP_GROUP threads (a power of two <= 32, or the
+// whole block), each owning DDP_VPT packs of DDP_VEC consecutive elements: pack k of lane l starts at
+// column (l + k*DDP_GROUP)*DDP_VEC. DDP_BLOCK/DDP_GROUP rows are processed at once per block.
 // Specialisation (compiler/kernel_launch.c): DDP_BLOCK, DDP_GROUP, DDP_VEC, DDP_VPT.
 #pragma once
 #include "common.cuh"
@@ -21,30 +21,17 @@
 
 namespace rows {
 constexpr int G = DDP_GROUP, V = DDP_VEC, K = DDP_VPT, RPB = DDP_BLOCK / DDP_GROUP;
-static_assert(G == DDP_BLOCK || (G <= 32 && (G & (G - 1)) == 0) || G % 32 == 0,
-              "DDP_GROUP: power of two <= 32, whole warps, or the block");
+static_assert(G == DDP_BLOCK || (G <= 32 && (G & (G - 1)) == 0), "DDP_GROUP: power of two <= 32, or the block");
 static_assert(DDP_BLOCK % G == 0, "DDP_BLOCK must be a multiple of DDP_GROUP");
 
 __device__ __forceinline__ int lane() { return threadIdx.x % G; }
 __device__ __forceinline__ int group() { return threadIdx.x / G; }
 __device__ __forceinline__ long long col(int k) { return (long long)(lane() + k * G) * V; }
 
-// Sum over the row's group (every member gets it). sh: >= 32 floats, used only when G > 32; then every
-// thread of the block must call it (it synchronises the block), and sh is reusable right after.
+// Sum over the row's group (every member gets it). sh: >= 32 floats, used only when G is the block.
 __device__ __forceinline__ float sum(float v, float *sh) {
   if constexpr (G == DDP_BLOCK && G > 32) {
     return ddp_block_sum(v, sh);
-  } else if constexpr (G > 32) { // several groups of whole warps: the group's warp sums in warp order
-    constexpr int WG = G / 32;
-    v = ddp_warp_sum(v);
-    __syncthreads();
-    if ((threadIdx.x & 31) == 0) sh[threadIdx.x >> 5] = v;
-    __syncthreads();
-    const float *w = sh + group() * WG;
-    float r = 0.f;
-#pragma unroll
-    for (int j = 0; j < WG; j++) r += w[j];
-    return r;
   } else {
     return ddp_group_sum<(G > 32 ? 32 : G)>(v);
   }

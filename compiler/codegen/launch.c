@@ -165,11 +165,8 @@ static int vec_width(const ddp_instr *in, unsigned slots) {
   return w;
 }
 
-/* Row-in-registers layout (templates/rows.cuh) for rows of D elements of dtype dt. A row that takes a group of
- * whole warps shares its block with up to `together` - 1 more rows (1024 threads at most): the backward's
- * chunk of rows, loaded at once instead of one row's latency after another. */
-static int rows_layout(const ddp_instr *in, ddp_launch *launch, int64_t D, int dt, int64_t together, int64_t *rpb,
-                       char *err, size_t errcap) {
+/* Row-in-registers layout (templates/rows.cuh) for rows of D elements of dtype dt. */
+static int rows_layout(const ddp_instr *in, ddp_launch *launch, int64_t D, int dt, int64_t *rpb, char *err, size_t errcap) {
   if (D < 1) return fail(err, errcap, in, "row length D = %lld must be >= 1", (long long)D);
   const int64_t vec = dt == DT_BF16 ? 8 : 4;
   const int64_t V = D % vec == 0 ? vec : (D % 4 == 0 ? 4 : (D % 2 == 0 ? 2 : 1));
@@ -188,7 +185,6 @@ static int rows_layout(const ddp_instr *in, ddp_launch *launch, int64_t D, int d
     }
     vpt = cdiv(nv, block);
     group = block;
-    block = group * clamp64(together, 1, 1024 / group);
   }
   if (vpt * V > 64)
     return fail(err, errcap, in, "row length D = %lld is too long for a register-resident row (max %lld)",
@@ -410,21 +406,17 @@ int ddp_kernel_launch(const ddp_instr *in, const char *arch, const ddp_codegen_o
   }
   case OP_RMSNORM_FWD:
   case OP_LAYERNORM_FWD:
-    if (rows_layout(in, out, I[RMSNORM_FWD_I_D], in->dt[RMSNORM_FWD_P_X], 1, &rpb, err, errcap)) return -1;
+    if (rows_layout(in, out, I[RMSNORM_FWD_I_D], in->dt[RMSNORM_FWD_P_X], &rpb, err, errcap)) return -1;
     geom(out, clamp64(cdiv(I[RMSNORM_FWD_I_N], rpb), 1, 1 << 30), 1, out->block[0], 0);
     break;
   case OP_RMSNORM_BWD:
   case OP_RMSNORM_BWD_CAST:
   case OP_LAYERNORM_BWD:
-  { /* one block per chunk of ceil(N/P) rows, all of them at once where the rows fit (rows_layout) */
-    const int64_t P = I[RMSNORM_BWD_I_P] < 1 ? 1 : I[RMSNORM_BWD_I_P];
-    if (rows_layout(in, out, I[RMSNORM_BWD_I_D], in->dt[RMSNORM_BWD_P_X], cdiv(I[RMSNORM_BWD_I_N], P), &rpb, err, errcap))
-      return -1;
-    geom(out, P, 1, out->block[0], 0);
-  }
+    if (rows_layout(in, out, I[RMSNORM_BWD_I_D], in->dt[RMSNORM_BWD_P_X], &rpb, err, errcap)) return -1;
+    geom(out, I[RMSNORM_BWD_I_P] < 1 ? 1 : I[RMSNORM_BWD_I_P], 1, out->block[0], 0);
     break;
   case OP_REDUCE_ROWS:
-    spec_add(out, "#define DDP_ROWS 32\n"); /* 1024 threads per 32 columns: a round of loads per 512 table rows */
+    spec_add(out, "#define DDP_ROWS 32\n"); /* 1024 threads per 32 columns: ~P/256 dependent loads each */
     geom(out, cdiv(I[REDUCE_ROWS_I_D], 32), 1, 32 * 32, 0);
     break;
   case OP_SUM:
