@@ -7,9 +7,12 @@
  *       ATTN_NAIVE_SOFTMAX(_BWD)), for d in {16, 32, 64, 128}, T in 256 .. 65536, bf16 and f32, forward,
  *       backward, both; OOM where the memory runs out. Then the leaderboard configuration on its own line.
  * Timing: CUDA events around each repetition after a warm-up, median. Every CUDA call is checked.
- * Usage: ddpbench_kernels [--quick] [--out FILE.json] [--only rmsnorm|attention|seeds|leaderboard|none] [--naive-max T] [--tune] [--fused]
+ * Usage: ddpbench_kernels [--quick] [--out FILE.json] [--only rmsnorm|attention|seeds|leaderboard|none] [--naive-max T]
+ *        [--tune] [--tune-shape B:H:T] [--tune-d 64|128] [--variants "A;B"] [--inner N] [--fused]
  * (--only leaderboard: the leaderboard configuration once, at head dims 64 and 128, for a profiler)
- * (--tune first times the leaderboard configuration under attention tile variants.)
+ * (--tune first times the leaderboard configuration, or --tune-shape's, under attention tile variants, at head
+ * dims 64 and 128 or --tune-d's, or --variants' sets of DDP_TUNE_* settings, ";"-separated; --inner N times N
+ * runs back to back per repetition, for short kernels.)
  * (--fused: the bf16 d 64 / 128 backward as ATTN_BWD_PREP + ATTN_BWD_FUSED + ATTN_DQ_STORE on sm_90a; the
  * leaderboard line then gives prep, fused and store in place of prep, dkv and dq.) */
 #include "bench_naive.h"
@@ -171,13 +174,16 @@ static int cmp_f(const void *a, const void *b) {
   return x < y ? -1 : x > y;
 }
 static double g_budget_ms = 300; /* per measurement */
+/* --inner N: each timed repetition runs the work N times back to back between its events (the time is
+ * per run), so a kernel of a few microseconds is not timed with the host's launch latency in front of it */
+static int g_inner = 1;
 static double time_ms(work_fn f, void *ctx) {
   cudaEvent_t e0, e1;
   CK(cudaEventCreate(&e0));
   CK(cudaEventCreate(&e1));
   f(ctx); /* warm-up */
   CK(cudaEventRecord(e0, 0));
-  f(ctx);
+  for (int i = 0; i < g_inner; i++) f(ctx);
   CK(cudaEventRecord(e1, 0));
   CK(cudaEventSynchronize(e1));
   float t0 = 0;
@@ -187,10 +193,11 @@ static double time_ms(work_fn f, void *ctx) {
   float ts[25];
   for (int r = 0; r < reps; r++) {
     CK(cudaEventRecord(e0, 0));
-    f(ctx);
+    for (int i = 0; i < g_inner; i++) f(ctx);
     CK(cudaEventRecord(e1, 0));
     CK(cudaEventSynchronize(e1));
     CK(cudaEventElapsedTime(&ts[r], e0, e1));
+    ts[r] /= (float)g_inner;
   }
   CK(cudaEventDestroy(e0));
   CK(cudaEventDestroy(e1));
@@ -568,7 +575,10 @@ static void bench_seeds(void) {
   g_attn_B = 1, g_attn_H = 16;
 }
 
-/* --tune: the leaderboard configuration under tile variants (DDP_TUNE_* of compiler/kernel_launch.c). */
+/* --tune: the leaderboard configuration (or --tune-shape B:H:T, e.g. XL's 4:25:512) under tile variants
+ * (DDP_TUNE_* of compiler/codegen/launch.c). */
+static int64_t g_tune_B = 1, g_tune_H = 16, g_tune_T = 16384;
+static const char *g_variants;
 static void tune_attention(int64_t d) {
   static const char *const vars[] = {
       "",
@@ -584,32 +594,57 @@ static void tune_attention(int64_t d) {
       "DDP_TUNE_DQ_WGMMA=3 DDP_TUNE_DQ_MINB=1",
       "DDP_TUNE_FWD_WGMMA=3 DDP_TUNE_DQ_WGMMA=3",
       "DDP_TUNE_FWD_WGMMA=2 DDP_TUNE_DKV_WGMMA=2 DDP_TUNE_DQ_WGMMA=2",
+      /* one kernel at a time in another form, for short sequences (XL's T 512) */
+      "DDP_TUNE_FWD_WGMMA=2",
+      "DDP_TUNE_FWD_WGMMA=3",
+      "DDP_TUNE_DKV_WGMMA=2",
+      "DDP_TUNE_DKV_WGMMA=3",
+      "DDP_TUNE_DQ_WGMMA=2",
+      "DDP_TUNE_DQ_WGMMA=3",
+      "DDP_TUNE_FWD_BN=64 DDP_TUNE_FWD_NBUF=2",
   };
   static const char *const names[] = {"FWD_MT", "FWD_BN", "DKV_MT", "DKV_BN", "DQ_MT", "DQ_BN", "FWD_MINB", "DKV_MINB", "DQ_MINB", "FWD_WARPS", "FWD_WGMMA", "DKV_WGMMA", "DQ_WGMMA", "DKV_WARPS", "DQ_WARPS", "FWD_CONSUMERS", "FWD_NBUF", "DQ_CONSUMERS"};
-  printf("\ntile variants, bf16 causal, 16 heads, T 16384, d %lld (ms): fwd | prep dkv dq | fwd+bwd\n", (long long)d);
-  for (size_t v = 0; v < sizeof vars / sizeof vars[0]; v++) {
+  /* --variants "A;B;...": these instead of the list above (each a space-separated DDP_TUNE_*=V set; "defaults") */
+  const char *list[64];
+  size_t nv = 0;
+  static char own[4096];
+  if (g_variants) {
+    snprintf(own, sizeof own, "%s", g_variants);
+    for (char *save = NULL, *tok = strtok_r(own, ";", &save); tok && nv < 64; tok = strtok_r(NULL, ";", &save))
+      list[nv++] = strcmp(tok, "defaults") ? tok : "";
+  } else {
+    for (; nv < sizeof vars / sizeof vars[0]; nv++) list[nv] = vars[nv];
+  }
+  printf("\ntile variants, bf16 causal, batch %lld x %lld heads, T %lld, d %lld (ms%s): fwd | prep %s | fwd+bwd\n",
+         (long long)g_tune_B, (long long)g_tune_H, (long long)g_tune_T, (long long)d,
+         g_inner > 1 ? ", a run of many back to back" : "", g_fused ? "fused store" : "dkv dq");
+  const int64_t B0 = g_attn_B, H0 = g_attn_H;
+  g_attn_B = g_tune_B, g_attn_H = g_tune_H;
+  for (size_t v = 0; v < nv; v++) {
     char env[64];
     for (size_t k = 0; k < sizeof names / sizeof names[0]; k++) snprintf(env, sizeof env, "DDP_TUNE_%s", names[k]), unsetenv(env);
     char buf[256];
-    snprintf(buf, sizeof buf, "%s", vars[v]);
+    snprintf(buf, sizeof buf, "%s", list[v]);
     for (char *tok = strtok(buf, " "); tok; tok = strtok(NULL, " ")) {
       char *eq = strchr(tok, '=');
       *eq = 0;
       setenv(tok, eq + 1, 1);
     }
-    const attn_res r = bench_attn_one(1, d, 16384, 1, 0, 1);
-    printf("  %-75s %7.3f | %6.3f %7.3f %7.3f | %7.3f\n", vars[v][0] ? vars[v] : "(defaults)", r.ms[0], r.parts[0],
+    const attn_res r = bench_attn_one(1, d, g_tune_T, 1, 0, 1);
+    printf("  %-75s %7.4f | %6.4f %7.4f %7.4f | %7.4f\n", list[v][0] ? list[v] : "(defaults)", r.ms[0], r.parts[0],
            r.parts[1], r.parts[2], r.ms[2]);
-    jrec("{\"bench\":\"attention_tune\",\"d\":%lld,\"variant\":\"%s\",\"fwd_ms\":%.4f,\"dkv_ms\":%.4f,\"dq_ms\":%.4f,"
-         "\"fwdbwd_ms\":%.4f}",
-         (long long)d, vars[v], r.ms[0], r.parts[1], r.parts[2], r.ms[2]);
+    jrec("{\"bench\":\"attention_tune\",\"batch\":%lld,\"heads\":%lld,\"T\":%lld,\"d\":%lld,\"fused\":%d,"
+         "\"variant\":\"%s\",\"fwd_ms\":%.4f,\"prep_ms\":%.4f,\"dkv_ms\":%.4f,\"dq_ms\":%.4f,\"fwdbwd_ms\":%.4f}",
+         (long long)g_tune_B, (long long)g_tune_H, (long long)g_tune_T, (long long)d, g_fused, list[v], r.ms[0],
+         r.parts[0], r.parts[1], r.parts[2], r.ms[2]);
   }
+  g_attn_B = B0, g_attn_H = H0;
   char env[64];
   for (size_t k = 0; k < sizeof names / sizeof names[0]; k++) snprintf(env, sizeof env, "DDP_TUNE_%s", names[k]), unsetenv(env);
 }
 
 int main(int argc, char **argv) {
-  int quick = 0, naive_max = 65536, tune = 0;
+  int quick = 0, naive_max = 65536, tune = 0, tune_d = 0;
   const char *out = NULL, *only = NULL;
   for (int i = 1; i < argc; i++) {
     if (!strcmp(argv[i], "--quick")) quick = 1;
@@ -618,8 +653,30 @@ int main(int argc, char **argv) {
     else if (!strcmp(argv[i], "--naive-max") && i + 1 < argc) naive_max = atoi(argv[++i]);
     else if (!strcmp(argv[i], "--tune")) tune = 1;
     else if (!strcmp(argv[i], "--fused")) g_fused = 1;
-    else {
-      fprintf(stderr, "usage: ddpbench_kernels [--quick] [--out FILE.json] [--only rmsnorm|attention|seeds|leaderboard|none] [--naive-max T] [--tune] [--fused]\n");
+    else if (!strcmp(argv[i], "--tune-shape") && i + 1 < argc) {
+      long long b, h, t;
+      char tail;
+      if (sscanf(argv[++i], "%lld:%lld:%lld%c", &b, &h, &t, &tail) != 3 || b < 1 || h < 1 || t < 1 || b * h * t > (1LL << 28)) {
+        fprintf(stderr, "ddpbench_kernels: --tune-shape wants B:H:T, positive, e.g. 4:25:512 (got %s)\n", argv[i]);
+        return 2;
+      }
+      g_tune_B = b, g_tune_H = h, g_tune_T = t;
+    } else if (!strcmp(argv[i], "--tune-d") && i + 1 < argc) {
+      tune_d = atoi(argv[++i]);
+      if (tune_d != 64 && tune_d != 128) {
+        fprintf(stderr, "ddpbench_kernels: --tune-d wants 64 or 128 (got %s)\n", argv[i]);
+        return 2;
+      }
+    } else if (!strcmp(argv[i], "--variants") && i + 1 < argc) {
+      g_variants = argv[++i];
+    } else if (!strcmp(argv[i], "--inner") && i + 1 < argc) {
+      g_inner = atoi(argv[++i]);
+      if (g_inner < 1 || g_inner > 1000) {
+        fprintf(stderr, "ddpbench_kernels: --inner wants 1..1000 (got %s)\n", argv[i]);
+        return 2;
+      }
+    } else {
+      fprintf(stderr, "usage: ddpbench_kernels [--quick] [--out FILE.json] [--only rmsnorm|attention|seeds|leaderboard|none] [--naive-max T] [--tune] [--tune-shape B:H:T] [--tune-d 64|128] [--variants \"A;B\"] [--inner N] [--fused]\n");
       return 2;
     }
   }
@@ -640,7 +697,8 @@ int main(int argc, char **argv) {
          (double)prop.totalGlobalMem / (1 << 30), quick ? ", --quick" : "");
   compile_local();
   g_fill = local("ddp_fill_normal", 1, 1, 1, 256);
-  if (tune) tune_attention(64), tune_attention(128);
+  if (tune && tune_d != 128) tune_attention(64);
+  if (tune && tune_d != 64) tune_attention(128);
   if (!only || !strcmp(only, "rmsnorm")) bench_rmsnorm(quick);
   if (!only || !strcmp(only, "attention")) bench_attention(quick, naive_max);
   if (only && !strcmp(only, "seeds")) bench_seeds();

@@ -109,6 +109,46 @@ def attention(quick=False):
                 sdpa_record(rec, (1, 16, t, d), dt, True, 3 if t >= 32768 else 10)
 
 
+def gpu_timed(fn, warmup=3, reps=50):
+    """Per-run GPU time of fn (ms) over reps back-to-back runs queued behind a GPU sleep, so that the host's
+    launch and autograd time is not in it: the measure for kernels of a few tens of microseconds."""
+    for _ in range(warmup):
+        fn()
+    torch.cuda.synchronize()
+    s, e = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
+    torch.cuda._sleep(100_000_000)  # ~50 ms of GPU time: long enough for the host to queue every run
+    s.record()
+    for _ in range(reps):
+        fn()
+    e.record()
+    torch.cuda.synchronize()
+    return s.elapsed_time(e) / reps
+
+
+def sdpa_shape(spec):
+    """SDPA at one (batch, heads, T, d) shape, bf16, causal, by GPU time (gpu_timed): e.g. XL's 4:25:512:64."""
+    b, h, t, d = (int(x) for x in spec.split(":"))
+    q, k, v = (torch.randn(b, h, t, d, device="cuda", dtype=torch.bfloat16, requires_grad=True) for _ in range(3))
+    go = torch.randn(b, h, t, d, device="cuda", dtype=torch.bfloat16)
+
+    def fwd():
+        with torch.no_grad():
+            F.scaled_dot_product_attention(q, k, v, is_causal=True)
+
+    def both():
+        q.grad = k.grad = v.grad = None
+        F.scaled_dot_product_attention(q, k, v, is_causal=True).backward(go)
+    rows = []
+    for _ in range(3):  # three rounds, fwd and fwd+bwd alternating
+        rows.append((gpu_timed(fwd), gpu_timed(both)))
+    f = statistics.median(r[0] for r in rows)
+    fb = statistics.median(r[1] for r in rows)
+    flop = 4 * b * h * t * t * d / 2
+    emit(kind="sdpa_shape", impl="torch_sdpa", dtype="bf16", batch=b, heads=h, T=t, d=d, causal=True,
+         fwd_ms=f, fwd_bwd_ms=fb, bwd_ms=fb - f, fwd_TFLOPs=flop / f / 1e9, fwd_bwd_TFLOPs=3.5 * flop / fb / 1e9,
+         rounds=[[round(x, 5) for x in r] for r in rows])
+
+
 def seeds():
     """The course's grid: batch 8, one head, no mask, head dims 16-128, sequences 256-16384, bf16 and fp32."""
     for dt_name, dt in (("bf16", torch.bfloat16), ("fp32", torch.float32)):
@@ -242,6 +282,7 @@ def main():
     ap.add_argument("--attention", action="store_true")
     ap.add_argument("--quick", action="store_true", help="attention: d 64 and 128, T 1024, 4096, 16384 only")
     ap.add_argument("--seeds", action="store_true", help="the course's grid: batch 8, one head, no mask")
+    ap.add_argument("--sdpa-shape", metavar="B:H:T:D", help="SDPA, bf16, causal, at one shape by GPU time")
     ap.add_argument("--xl-energy", action="store_true", help="the anchor's XL step: ms and joules per step")
     ap.add_argument("--compile", action="store_true", help="--xl-energy under torch.compile")
     ap.add_argument("--steps", type=int, default=30, help="--xl-energy: timed steps (after 5 warm-up)")
@@ -255,6 +296,8 @@ def main():
         attention(a.quick)
     if a.seeds:
         seeds()
+    if a.sdpa_shape:
+        sdpa_shape(a.sdpa_shape)
     if a.xl_energy:
         xl_energy(a.compile, a.steps, 5)
     if a.ceiling > 0:
