@@ -174,8 +174,9 @@ static int cmp_f(const void *a, const void *b) {
   return x < y ? -1 : x > y;
 }
 static double g_budget_ms = 300; /* per measurement */
-/* --inner N: each timed repetition runs the work N times back to back between its events (the time is
- * per run), so a kernel of a few microseconds is not timed with the host's launch latency in front of it */
+/* --inner N: each timed repetition runs the work up to N times back to back between its events, as many
+ * as make about 1 ms (the time is per run), so a kernel of a few microseconds is not timed with the host's
+ * launch latency in front of it */
 static int g_inner = 1;
 static double time_ms(work_fn f, void *ctx) {
   cudaEvent_t e0, e1;
@@ -183,21 +184,26 @@ static double time_ms(work_fn f, void *ctx) {
   CK(cudaEventCreate(&e1));
   f(ctx); /* warm-up */
   CK(cudaEventRecord(e0, 0));
-  for (int i = 0; i < g_inner; i++) f(ctx);
+  f(ctx);
   CK(cudaEventRecord(e1, 0));
   CK(cudaEventSynchronize(e1));
   float t0 = 0;
   CK(cudaEventElapsedTime(&t0, e0, e1));
-  int reps = t0 > 0 ? (int)(g_budget_ms / t0) : 20;
+  int inner = 1;
+  if (g_inner > 1 && t0 > 0) {
+    const double need = ceil(1.0 / t0);
+    inner = need >= g_inner ? g_inner : (int)need;
+  }
+  int reps = t0 > 0 ? (int)(g_budget_ms / (t0 * inner)) : 20;
   reps = reps < 3 ? 3 : reps > 25 ? 25 : reps;
   float ts[25];
   for (int r = 0; r < reps; r++) {
     CK(cudaEventRecord(e0, 0));
-    for (int i = 0; i < g_inner; i++) f(ctx);
+    for (int i = 0; i < inner; i++) f(ctx);
     CK(cudaEventRecord(e1, 0));
     CK(cudaEventSynchronize(e1));
     CK(cudaEventElapsedTime(&ts[r], e0, e1));
-    ts[r] /= (float)g_inner;
+    ts[r] /= (float)inner;
   }
   CK(cudaEventDestroy(e0));
   CK(cudaEventDestroy(e1));

@@ -71,9 +71,13 @@ def gemms():
         emit(kind="gemm", name=name, M=m, N=n, K=k, ms=ms, TFLOPs=2 * m * n * k / ms / 1e9)
 
 
+GPU_TIME = False  # --gpu-time: the grids by gpu_timed (GPU time, gradients not accumulated) instead of timed
+
+
 def sdpa_record(rec, shape, dt, causal, reps):
     """Times SDPA forward and forward+backward on random (batch, heads, T, d) tensors into rec, with the
-    forward's TFLOP/s, then emits it (an OOM or a missing kernel is recorded instead)."""
+    forward's TFLOP/s, then emits it (an OOM or a missing kernel is recorded instead). With GPU_TIME the
+    times are GPU time (gpu_timed) and each backward starts from no gradients."""
     b, h, t, d = shape
     q = k = v = go = None
     try:
@@ -85,9 +89,13 @@ def sdpa_record(rec, shape, dt, causal, reps):
                 F.scaled_dot_product_attention(q, k, v, is_causal=causal)
 
         def both():
+            if GPU_TIME:
+                q.grad = k.grad = v.grad = None
             F.scaled_dot_product_attention(q, k, v, is_causal=causal).backward(go)
-        rec["fwd_ms"] = timed(fwd, 2, reps)
-        rec["fwd_bwd_ms"] = timed(both, 2, reps)
+        clock = gpu_timed if GPU_TIME else timed
+        rec["fwd_ms"] = clock(fwd, 2, reps)
+        rec["fwd_bwd_ms"] = clock(both, 2, reps)
+        rec["timing"] = "gpu" if GPU_TIME else "host"
         rec["bwd_ms"] = rec["fwd_bwd_ms"] - rec["fwd_ms"]
         rec["fwd_TFLOPs"] = 4 * b * h * t * t * d / (2 if causal else 1) / rec["fwd_ms"] / 1e9
     except torch.OutOfMemoryError:
@@ -283,12 +291,16 @@ def main():
     ap.add_argument("--quick", action="store_true", help="attention: d 64 and 128, T 1024, 4096, 16384 only")
     ap.add_argument("--seeds", action="store_true", help="the course's grid: batch 8, one head, no mask")
     ap.add_argument("--sdpa-shape", metavar="B:H:T:D", help="SDPA, bf16, causal, at one shape by GPU time")
+    ap.add_argument("--gpu-time", action="store_true",
+                    help="--attention and --seeds by GPU time (runs queued behind a GPU sleep), not host time")
     ap.add_argument("--xl-energy", action="store_true", help="the anchor's XL step: ms and joules per step")
     ap.add_argument("--compile", action="store_true", help="--xl-energy under torch.compile")
     ap.add_argument("--steps", type=int, default=30, help="--xl-energy: timed steps (after 5 warm-up)")
     ap.add_argument("--ceiling", type=float, default=0, metavar="S",
                     help="the 8192^3 bf16 GEMM as a burst and sustained for S seconds")
     a = ap.parse_args()
+    global GPU_TIME
+    GPU_TIME = a.gpu_time
     emit(kind="device", name=torch.cuda.get_device_name(), torch=torch.__version__)
     if a.gemm:
         gemms()
