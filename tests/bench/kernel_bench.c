@@ -630,9 +630,10 @@ static void tune_attention(int64_t d) {
     char env[64];
     for (size_t k = 0; k < sizeof names / sizeof names[0]; k++) snprintf(env, sizeof env, "DDP_TUNE_%s", names[k]), unsetenv(env);
     char buf[256];
-    snprintf(buf, sizeof buf, "%s", list[v]);
+    if (snprintf(buf, sizeof buf, "%s", list[v]) >= (int)sizeof buf) DIE("--variants: a variant longer than 255 characters");
     for (char *tok = strtok(buf, " "); tok; tok = strtok(NULL, " ")) {
       char *eq = strchr(tok, '=');
+      if (!eq || strncmp(tok, "DDP_TUNE_", 9)) DIE("--variants: '%s' is not DDP_TUNE_NAME=VALUE", tok);
       *eq = 0;
       setenv(tok, eq + 1, 1);
     }
@@ -662,7 +663,8 @@ int main(int argc, char **argv) {
     else if (!strcmp(argv[i], "--tune-shape") && i + 1 < argc) {
       long long b, h, t;
       char tail;
-      if (sscanf(argv[++i], "%lld:%lld:%lld%c", &b, &h, &t, &tail) != 3 || b < 1 || h < 1 || t < 1 || b * h * t > (1LL << 28)) {
+      if (sscanf(argv[++i], "%lld:%lld:%lld%c", &b, &h, &t, &tail) != 3 || b < 1 || h < 1 || t < 1 ||
+          (double)b * (double)h * (double)t > (double)(1LL << 28)) {
         fprintf(stderr, "ddpbench_kernels: --tune-shape wants B:H:T, positive, e.g. 4:25:512 (got %s)\n", argv[i]);
         return 2;
       }
