@@ -76,6 +76,8 @@
     "ddprun, experiments, with DDP_LINK_LOAD_MB: 0 pulls from the other GPU, 1 sets the source up and copies nothing, 2 copies within this GPU (controls that split what the load costs)") \
   X(P2P_COPY, "DDP_P2P_COPY", BOOL, 0, 0, 1,                                                               \
     "ddprun: 1 moves the step's SEND/RECV between GPUs of one host by copy-engine copies over CUDA IPC (0: NCCL)") \
+  X(PDL, "DDP_PDL", BOOL, 0, 0, 1,                                                                          \
+    "ddprun, experiments: 1 launches the templates' kernels with programmatic stream serialisation, so each may start while the kernel before it on its stream finishes (it waits in its first statement, DDP_GRID_DEPENDENCY)") \
   X(GEMM_TUNE, "DDP_GEMM_TUNE", BOOL, 1, 0, 1, "ddprun: 0 takes cuBLASLt's first proposal instead of timing them") \
   X(GEMM_TUNE_MS, "DDP_GEMM_TUNE_MS", INT, 0, 0, 10000,                                                     \
     "ddprun, experiments: n > 0 times each GEMM candidate at load under sustained load (n ms back to back, then n ms timed), so the choice is the fastest at the power limit; choices stored apart from the default's") \

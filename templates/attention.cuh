@@ -115,6 +115,7 @@ __device__ __forceinline__ long long dq_acc_elems(const dims &d) { return d.B * 
 // block), else a warp per row with scalar loads (8 rows per block); grid-stride over rows either way.
 #ifdef DDP_ENTRY_attn_bwd_prep
 extern "C" __global__ void __launch_bounds__(256) ddp_attn_bwd_prep(const ddp_kargs a) {
+  DDP_GRID_DEPENDENCY();
   using namespace attn;
   const dims d = dims_of(a);
   const T0 *o = (const T0 *)a.p[ATTN_BWD_PREP_P_O];
@@ -172,6 +173,7 @@ extern "C" __global__ void __launch_bounds__(256) ddp_attn_bwd_prep(const ddp_ka
 // made the first version run at half the bandwidth).
 #ifdef DDP_ENTRY_attn_dq_store
 extern "C" __global__ void __launch_bounds__(256) ddp_attn_dq_store(const ddp_kargs a) {
+  DDP_GRID_DEPENDENCY();
   using namespace attn;
   const dims d = dims_of(a);
   const float *acc = (const float *)a.p[ATTN_P_DQACC];

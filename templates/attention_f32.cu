@@ -121,6 +121,7 @@ __device__ __forceinline__ void store_out(T *base, long long st, long long r0, l
 
 #ifdef DDP_ENTRY_attn_fwd
 extern "C" __global__ void __launch_bounds__(128) ddp_attn_fwd(const ddp_kargs a) {
+  DDP_GRID_DEPENDENCY();
   using namespace attn;
   static_assert((3 * TQ * LDF + TQ * LDP) * 4 == DDP_SMEM, "DDP_SMEM does not match the f32 forward layout");
   extern __shared__ __align__(16) unsigned char smem_raw[];
@@ -203,6 +204,7 @@ extern "C" __global__ void __launch_bounds__(128) ddp_attn_fwd(const ddp_kargs a
 
 #ifdef DDP_ENTRY_attn_bwd_dkv
 extern "C" __global__ void __launch_bounds__(128) ddp_attn_bwd_dkv(const ddp_kargs a) {
+  DDP_GRID_DEPENDENCY();
   using namespace attn;
   static_assert((4 * TQ * LDF + 2 * TQ * LDP + 2 * TQ) * 4 == DDP_SMEM, "DDP_SMEM does not match the f32 dkv layout");
   extern __shared__ __align__(16) unsigned char smem_raw[];
@@ -266,6 +268,7 @@ extern "C" __global__ void __launch_bounds__(128) ddp_attn_bwd_dkv(const ddp_kar
 
 #ifdef DDP_ENTRY_attn_bwd_dq
 extern "C" __global__ void __launch_bounds__(128) ddp_attn_bwd_dq(const ddp_kargs a) {
+  DDP_GRID_DEPENDENCY();
   using namespace attn;
   static_assert((4 * TQ * LDF + TQ * LDP) * 4 == DDP_SMEM, "DDP_SMEM does not match the f32 dq layout");
   extern __shared__ __align__(16) unsigned char smem_raw[];

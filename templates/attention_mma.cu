@@ -169,6 +169,7 @@ __device__ __forceinline__ void store_rows_rope(T *base, long long st, long long
 // and one MUFU.EX2 per element.
 #ifdef DDP_ENTRY_attn_fwd
 extern "C" __global__ void __launch_bounds__(32 * DDP_WARPS, DDP_MINB) ddp_attn_fwd(const ddp_kargs a) {
+  DDP_GRID_DEPENDENCY();
   using namespace attn;
   constexpr int MT = DDP_MT;
   static_assert(BM == 16 * MT * NW, "forward: MT m16 tiles per warp");
@@ -336,6 +337,7 @@ constexpr bool kRopeDk = true;
 constexpr bool kRopeDk = false;
 #endif
 extern "C" __global__ void __launch_bounds__(32 * DDP_WARPS, DDP_MINB) DDP_DKV_ENTRY(const ddp_kargs a) {
+  DDP_GRID_DEPENDENCY();
   using namespace attn;
   constexpr int MT = DDP_MT;
   static_assert(BM == 16 * MT * NW, "dkv: MT m16 key tiles per warp");
@@ -501,6 +503,7 @@ constexpr bool kRopeDq = true;
 constexpr bool kRopeDq = false;
 #endif
 extern "C" __global__ void __launch_bounds__(32 * DDP_WARPS, DDP_MINB) DDP_DQ_ENTRY(const ddp_kargs a) {
+  DDP_GRID_DEPENDENCY();
   using namespace attn;
   constexpr int MT = DDP_MT;
   static_assert(BM == 16 * MT * NW, "dq: MT m16 tiles per warp");

@@ -13,6 +13,7 @@
 
 #ifdef DDP_ENTRY_attn_naive_softmax
 extern "C" __global__ void __launch_bounds__(DDP_BLOCK) ddp_attn_naive_softmax(const ddp_kargs a) {
+  DDP_GRID_DEPENDENCY();
   T0 *sc = (T0 *)a.p[ATTN_NAIVE_SOFTMAX_P_SCORES];
   float *lse = (float *)a.p[ATTN_NAIVE_SOFTMAX_P_LSE];
   const long long B = a.i[ATTN_NAIVE_SOFTMAX_I_B], T = a.i[ATTN_NAIVE_SOFTMAX_I_T], H = a.i[ATTN_NAIVE_SOFTMAX_I_H];
@@ -41,6 +42,7 @@ extern "C" __global__ void __launch_bounds__(DDP_BLOCK) ddp_attn_naive_softmax(c
 
 #ifdef DDP_ENTRY_attn_naive_softmax_bwd
 extern "C" __global__ void __launch_bounds__(DDP_BLOCK) ddp_attn_naive_softmax_bwd(const ddp_kargs a) {
+  DDP_GRID_DEPENDENCY();
   const T0 *pr = (const T0 *)a.p[ATTN_NAIVE_SOFTMAX_BWD_P_PROBS];
   T1 *dp = (T1 *)a.p[ATTN_NAIVE_SOFTMAX_BWD_P_DPROBS];
   const long long B = a.i[ATTN_NAIVE_SOFTMAX_BWD_I_B], T = a.i[ATTN_NAIVE_SOFTMAX_BWD_I_T],

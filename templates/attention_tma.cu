@@ -146,6 +146,7 @@ __device__ __forceinline__ void release(const bars &b, int s) {
 #ifdef DDP_ENTRY_attn_fwd
 extern "C" __global__ void __launch_bounds__(32 * DDP_WARPS + 128, 1)
     ddp_attn_fwd(const ddp_kargs a, const __grid_constant__ ddp_tmaps tm) {
+  DDP_GRID_DEPENDENCY();
   using namespace ws;
   constexpr int QBYTES = ABYTES, KVBYTES = BBYTES;
   static_assert(QBYTES + 2 * NBUF * KVBYTES + 1024 == DDP_SMEM, "DDP_SMEM does not match the TMA forward layout");
@@ -270,6 +271,7 @@ extern "C" __global__ void __launch_bounds__(32 * DDP_WARPS + 128, 1)
 #ifdef DDP_ENTRY_attn_bwd_dkv
 extern "C" __global__ void __launch_bounds__(32 * DDP_WARPS + 128, 1)
     ddp_attn_bwd_dkv(const ddp_kargs a, const __grid_constant__ ddp_tmaps tm) {
+  DDP_GRID_DEPENDENCY();
   using namespace ws;
   static_assert(2 * ABYTES + 2 * NBUF * BBYTES + 8 * NBUF * BN + 1024 == DDP_SMEM, "DDP_SMEM does not match the TMA dK/dV layout");
   extern __shared__ __align__(1024) unsigned char smem_raw[];
@@ -385,6 +387,7 @@ extern "C" __global__ void __launch_bounds__(32 * DDP_WARPS + 128, 1)
 #ifdef DDP_ENTRY_attn_bwd_fused
 extern "C" __global__ void __launch_bounds__(32 * DDP_WARPS + 128, 1)
     ddp_attn_bwd_fused(const ddp_kargs a, const __grid_constant__ ddp_tmaps tm) {
+  DDP_GRID_DEPENDENCY();
   using namespace ws;
   static_assert(NWG == 2 && BN == 64, "attention_tma: the fused backward has two consumer warpgroups, 64-query tiles");
 #ifndef DDP_DQ_TURNS
@@ -600,6 +603,7 @@ extern "C" __global__ void __launch_bounds__(32 * DDP_WARPS + 128, 1)
 #ifdef DDP_ENTRY_attn_bwd_dq
 extern "C" __global__ void __launch_bounds__(32 * DDP_WARPS + 128, 1)
     ddp_attn_bwd_dq(const ddp_kargs a, const __grid_constant__ ddp_tmaps tm) {
+  DDP_GRID_DEPENDENCY();
   using namespace ws;
   static_assert(2 * ABYTES + 2 * NBUF * BBYTES + 1024 == DDP_SMEM, "DDP_SMEM does not match the TMA dQ layout");
   extern __shared__ __align__(1024) unsigned char smem_raw[];

@@ -34,6 +34,7 @@
 // ---------------------------------------- forward ------------------------------------------------
 #ifdef DDP_ENTRY_attn_fwd
 extern "C" __global__ void __launch_bounds__(32 * DDP_WARPS, DDP_MINB) ddp_attn_fwd(const ddp_kargs a) {
+  DDP_GRID_DEPENDENCY();
   using namespace wg;
   constexpr int QBYTES = ABYTES, KVBYTES = BBYTES;
   static_assert(QBYTES + 2 * NBUF * KVBYTES + 1024 == DDP_SMEM, "DDP_SMEM does not match the wgmma forward layout");
@@ -176,6 +177,7 @@ extern "C" __global__ void __launch_bounds__(32 * DDP_WARPS, DDP_MINB) ddp_attn_
 // BN rows each), lse and delta (NBUF x BN floats each): DDP_SMEM = (2 BM + 2 NBUF BN) HD 2 + 8 NBUF BN + 1024.
 #ifdef DDP_ENTRY_attn_bwd_dkv
 extern "C" __global__ void __launch_bounds__(32 * DDP_WARPS, DDP_MINB) ddp_attn_bwd_dkv(const ddp_kargs a) {
+  DDP_GRID_DEPENDENCY();
   using namespace wg;
   static_assert(2 * ABYTES + 2 * NBUF * BBYTES + 8 * NBUF * BN + 1024 == DDP_SMEM, "DDP_SMEM does not match the wgmma dK/dV layout");
   extern __shared__ __align__(1024) unsigned char smem_raw[];
@@ -295,6 +297,7 @@ extern "C" __global__ void __launch_bounds__(32 * DDP_WARPS, DDP_MINB) ddp_attn_
 // times scale. Smem: Q, dO (BM rows), K, V (NBUF x BN rows each): DDP_SMEM = (2 BM + 2 NBUF BN) HD 2 + 1024.
 #ifdef DDP_ENTRY_attn_bwd_dq
 extern "C" __global__ void __launch_bounds__(32 * DDP_WARPS, DDP_MINB) ddp_attn_bwd_dq(const ddp_kargs a) {
+  DDP_GRID_DEPENDENCY();
   using namespace wg;
   static_assert(2 * ABYTES + 2 * NBUF * BBYTES + 1024 == DDP_SMEM, "DDP_SMEM does not match the wgmma dQ layout");
   extern __shared__ __align__(1024) unsigned char smem_raw[];

@@ -28,6 +28,7 @@
 
 #ifdef DDP_ENTRY_xent
 extern "C" __global__ void __launch_bounds__(DDP_BLOCK) ddp_xent(const ddp_kargs a) {
+  DDP_GRID_DEPENDENCY();
   const T0 *logits = (const T0 *)a.p[XENT_P_LOGITS];
   const int *tgt = (const int *)a.p[XENT_P_TARGETS];
   float *loss = (float *)a.p[XENT_P_LOSS_ROWS];
@@ -78,6 +79,7 @@ extern "C" __global__ void __launch_bounds__(DDP_BLOCK) ddp_xent(const ddp_kargs
 
 #ifdef DDP_ENTRY_xent_vp_stats
 extern "C" __global__ void __launch_bounds__(DDP_BLOCK) ddp_xent_vp_stats(const ddp_kargs a) {
+  DDP_GRID_DEPENDENCY();
   const T0 *logits = (const T0 *)a.p[XENT_VP_STATS_P_LOGITS];
   const int *tgt = (const int *)a.p[XENT_VP_STATS_P_TARGETS];
   float *stats = (float *)a.p[XENT_VP_STATS_P_STATS];
@@ -116,6 +118,7 @@ extern "C" __global__ void __launch_bounds__(DDP_BLOCK) ddp_xent_vp_stats(const 
 
 #ifdef DDP_ENTRY_xent_vp
 extern "C" __global__ void __launch_bounds__(DDP_BLOCK) ddp_xent_vp(const ddp_kargs a) {
+  DDP_GRID_DEPENDENCY();
   const T0 *logits = (const T0 *)a.p[XENT_VP_P_LOGITS];
   const int *tgt = (const int *)a.p[XENT_VP_P_TARGETS];
   const float *stats = (const float *)a.p[XENT_VP_P_STATS];

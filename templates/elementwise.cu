@@ -22,6 +22,7 @@ constexpr int W = DDP_VEC;
 
 #ifdef DDP_ENTRY_cast
 extern "C" __global__ void __launch_bounds__(DDP_BLOCK) ddp_cast(const ddp_kargs a) {
+  DDP_GRID_DEPENDENCY();
   const T0 *in = (const T0 *)a.p[CAST_P_IN];
   T1 *out = (T1 *)a.p[CAST_P_OUT];
   const long long n = a.i[CAST_I_N];
@@ -36,6 +37,7 @@ extern "C" __global__ void __launch_bounds__(DDP_BLOCK) ddp_cast(const ddp_kargs
 
 #ifdef DDP_ENTRY_add
 extern "C" __global__ void __launch_bounds__(DDP_BLOCK) ddp_add(const ddp_kargs a) {
+  DDP_GRID_DEPENDENCY();
   const T0 *x = (const T0 *)a.p[ADD_P_A];
   const T1 *y = (const T1 *)a.p[ADD_P_B];
   T2 *out = (T2 *)a.p[ADD_P_OUT];
@@ -54,6 +56,7 @@ extern "C" __global__ void __launch_bounds__(DDP_BLOCK) ddp_add(const ddp_kargs 
 
 #ifdef DDP_ENTRY_scale
 extern "C" __global__ void __launch_bounds__(DDP_BLOCK) ddp_scale(const ddp_kargs a) {
+  DDP_GRID_DEPENDENCY();
   T0 *x = (T0 *)a.p[SCALE_P_X];
   const long long n = a.i[SCALE_I_N];
   const float s = a.f[SCALE_F_S];
@@ -70,6 +73,7 @@ extern "C" __global__ void __launch_bounds__(DDP_BLOCK) ddp_scale(const ddp_karg
 
 #ifdef DDP_ENTRY_bias_add
 extern "C" __global__ void __launch_bounds__(DDP_BLOCK) ddp_bias_add(const ddp_kargs a) {
+  DDP_GRID_DEPENDENCY();
   T0 *y = (T0 *)a.p[BIAS_ADD_P_Y];
   const T1 *b = (const T1 *)a.p[BIAS_ADD_P_B];
   const long long N = a.i[BIAS_ADD_I_N], M = a.i[BIAS_ADD_I_M];
@@ -89,6 +93,7 @@ extern "C" __global__ void __launch_bounds__(DDP_BLOCK) ddp_bias_add(const ddp_k
 
 #ifdef DDP_ENTRY_relu_fwd
 extern "C" __global__ void __launch_bounds__(DDP_BLOCK) ddp_relu_fwd(const ddp_kargs a) {
+  DDP_GRID_DEPENDENCY();
   const T0 *x = (const T0 *)a.p[RELU_FWD_P_X];
   T1 *y = (T1 *)a.p[RELU_FWD_P_Y];
   const long long n = a.i[RELU_FWD_I_N];
@@ -105,6 +110,7 @@ extern "C" __global__ void __launch_bounds__(DDP_BLOCK) ddp_relu_fwd(const ddp_k
 
 #ifdef DDP_ENTRY_relu_bwd
 extern "C" __global__ void __launch_bounds__(DDP_BLOCK) ddp_relu_bwd(const ddp_kargs a) {
+  DDP_GRID_DEPENDENCY();
   const T0 *y = (const T0 *)a.p[RELU_BWD_P_Y];
   const T1 *dy = (const T1 *)a.p[RELU_BWD_P_DY];
   T2 *dx = (T2 *)a.p[RELU_BWD_P_DX];
@@ -128,6 +134,7 @@ extern "C" __global__ void __launch_bounds__(DDP_BLOCK) ddp_relu_bwd(const ddp_k
 
 #ifdef DDP_ENTRY_sum_chunks
 extern "C" __global__ void __launch_bounds__(DDP_BLOCK) ddp_sum_chunks(const ddp_kargs a) {
+  DDP_GRID_DEPENDENCY();
   const T0 *in = (const T0 *)a.p[SUM_CHUNKS_P_IN];
   T1 *out = (T1 *)a.p[SUM_CHUNKS_P_OUT];
   const long long n = a.i[SUM_CHUNKS_I_N], P = a.i[SUM_CHUNKS_I_P];

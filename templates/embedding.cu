@@ -18,6 +18,7 @@
 
 #ifdef DDP_ENTRY_embed_fwd
 extern "C" __global__ void __launch_bounds__(DDP_BLOCK) ddp_embed_fwd(const ddp_kargs a) {
+  DDP_GRID_DEPENDENCY();
   const int *tok = (const int *)a.p[EMBED_FWD_P_TOKENS];
   const T1 *table = (const T1 *)a.p[EMBED_FWD_P_TABLE];
   T2 *out = (T2 *)a.p[EMBED_FWD_P_OUT];
@@ -46,6 +47,7 @@ extern "C" __global__ void __launch_bounds__(DDP_BLOCK) ddp_embed_fwd(const ddp_
 
 #ifdef DDP_ENTRY_embed_bwd
 extern "C" __global__ void __launch_bounds__(DDP_BLOCK) ddp_embed_bwd(const ddp_kargs a) {
+  DDP_GRID_DEPENDENCY();
   const int *tok = (const int *)a.p[EMBED_BWD_P_TOKENS];
   const T1 *dout = (const T1 *)a.p[EMBED_BWD_P_DOUT];
   T2 *dtab = (T2 *)a.p[EMBED_BWD_P_DTABLE];

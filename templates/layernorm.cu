@@ -12,6 +12,7 @@ using namespace rows;
 
 #ifdef DDP_ENTRY_layernorm_fwd
 extern "C" __global__ void __launch_bounds__(DDP_BLOCK) ddp_layernorm_fwd(const ddp_kargs a) {
+  DDP_GRID_DEPENDENCY();
   const T0 *x = (const T0 *)a.p[LAYERNORM_FWD_P_X];
   const T1 *w = (const T1 *)a.p[LAYERNORM_FWD_P_W];
   const T2 *b = (const T2 *)a.p[LAYERNORM_FWD_P_B];
@@ -61,6 +62,7 @@ extern "C" __global__ void __launch_bounds__(DDP_BLOCK) ddp_layernorm_fwd(const 
 
 #ifdef DDP_ENTRY_layernorm_bwd
 extern "C" __global__ void __launch_bounds__(DDP_BLOCK) ddp_layernorm_bwd(const ddp_kargs a) {
+  DDP_GRID_DEPENDENCY();
   const T0 *x = (const T0 *)a.p[LAYERNORM_BWD_P_X];
   const T1 *w = (const T1 *)a.p[LAYERNORM_BWD_P_W];
   const T2 *dy = (const T2 *)a.p[LAYERNORM_BWD_P_DY];

@@ -10,6 +10,7 @@
 
 #ifdef DDP_ENTRY_mse
 extern "C" __global__ void __launch_bounds__(DDP_BLOCK) ddp_mse(const ddp_kargs a) {
+  DDP_GRID_DEPENDENCY();
   const T0 *pred = (const T0 *)a.p[MSE_P_PRED];
   const T1 *tgt = (const T1 *)a.p[MSE_P_TARGET];
   float *loss = (float *)a.p[MSE_P_LOSS_ROWS];

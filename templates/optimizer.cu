@@ -27,6 +27,7 @@
 
 #ifdef DDP_ENTRY_sumsq
 extern "C" __global__ void __launch_bounds__(DDP_BLOCK) ddp_sumsq(const ddp_kargs a) {
+  DDP_GRID_DEPENDENCY();
   const T0 *x = (const T0 *)a.p[SUMSQ_P_X];
   float *part = (float *)a.p[SUMSQ_P_PART];
   const long long n = a.i[SUMSQ_I_N], P = a.i[SUMSQ_I_P] < 1 ? 1 : a.i[SUMSQ_I_P];
@@ -53,6 +54,7 @@ extern "C" __global__ void __launch_bounds__(DDP_BLOCK) ddp_sumsq(const ddp_karg
 
 #ifdef DDP_ENTRY_opt_scalars
 extern "C" __global__ void __launch_bounds__(DDP_BLOCK) ddp_opt_scalars(const ddp_kargs a) {
+  DDP_GRID_DEPENDENCY();
   const float *part = (const float *)a.p[OPT_SCALARS_P_PART];
   float *sc = (float *)a.p[OPT_SCALARS_P_SCALARS];
   const long long P = a.i[OPT_SCALARS_I_P];
@@ -90,6 +92,7 @@ extern "C" __global__ void __launch_bounds__(DDP_BLOCK) ddp_opt_scalars(const dd
 
 #ifdef DDP_ENTRY_adamw
 extern "C" __global__ void __launch_bounds__(DDP_BLOCK) ddp_adamw(const ddp_kargs a) {
+  DDP_GRID_DEPENDENCY();
   float *p = (float *)a.p[ADAMW_P_PARAM];
 #ifdef DDP_PEERS
   const T1 *const *peer = (const T1 *const *)a.p[ADAMW_P_PEER_GRADS];
@@ -170,6 +173,7 @@ extern "C" __global__ void __launch_bounds__(DDP_BLOCK) ddp_adamw(const ddp_karg
 
 #ifdef DDP_ENTRY_sgd
 extern "C" __global__ void __launch_bounds__(DDP_BLOCK) ddp_sgd(const ddp_kargs a) {
+  DDP_GRID_DEPENDENCY();
   float *p = (float *)a.p[SGD_P_PARAM];
   const T1 *grad = (const T1 *)a.p[SGD_P_GRAD];
   T2 *copy = (T2 *)a.p[SGD_P_COPY];

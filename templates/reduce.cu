@@ -15,6 +15,7 @@
 
 #ifdef DDP_ENTRY_reduce_rows
 extern "C" __global__ void __launch_bounds__(32 * DDP_ROWS) ddp_reduce_rows(const ddp_kargs a) {
+  DDP_GRID_DEPENDENCY();
   const T0 *in = (const T0 *)a.p[REDUCE_ROWS_P_IN];
   T1 *out = (T1 *)a.p[REDUCE_ROWS_P_OUT];
   const long long P = a.i[REDUCE_ROWS_I_P], D = a.i[REDUCE_ROWS_I_D];
@@ -49,6 +50,7 @@ extern "C" __global__ void __launch_bounds__(32 * DDP_ROWS) ddp_reduce_rows(cons
 
 #ifdef DDP_ENTRY_sum
 extern "C" __global__ void __launch_bounds__(DDP_BLOCK) ddp_sum(const ddp_kargs a) {
+  DDP_GRID_DEPENDENCY();
   const T0 *in = (const T0 *)a.p[SUM_P_IN];
   T1 *out = (T1 *)a.p[SUM_P_OUT];
   const long long n = a.i[SUM_I_N];

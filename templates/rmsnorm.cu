@@ -14,6 +14,7 @@ using namespace rows;
 
 #ifdef DDP_ENTRY_rmsnorm_fwd
 extern "C" __global__ void __launch_bounds__(DDP_BLOCK) ddp_rmsnorm_fwd(const ddp_kargs a) {
+  DDP_GRID_DEPENDENCY();
   const T0 *x = (const T0 *)a.p[RMSNORM_FWD_P_X];
   const T1 *g = (const T1 *)a.p[RMSNORM_FWD_P_G];
   T2 *y = (T2 *)a.p[RMSNORM_FWD_P_Y];
@@ -56,6 +57,7 @@ constexpr bool kCast = true;
 constexpr bool kCast = false;
 #endif
 extern "C" __global__ void __launch_bounds__(DDP_BLOCK) DDP_RMSNORM_BWD_ENTRY(const ddp_kargs a) {
+  DDP_GRID_DEPENDENCY();
   const T0 *x = (const T0 *)a.p[RMSNORM_BWD_P_X];
   const T1 *g = (const T1 *)a.p[RMSNORM_BWD_P_G];
   const T2 *dy = (const T2 *)a.p[RMSNORM_BWD_P_DY];

@@ -13,6 +13,7 @@
 
 #ifdef DDP_ENTRY_rope
 extern "C" __global__ void __launch_bounds__(DDP_BLOCK) ddp_rope(const ddp_kargs a) {
+  DDP_GRID_DEPENDENCY();
   T0 *x = (T0 *)a.p[ROPE_P_X];
   const T1 *inv = (const T1 *)a.p[ROPE_P_INV_FREQ];
   const long long B = a.i[ROPE_I_B], T = a.i[ROPE_I_T], stride = a.i[ROPE_I_STRIDE];

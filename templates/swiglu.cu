@@ -28,6 +28,7 @@ __device__ __forceinline__ void at(long long i, long long F, long long &ia, long
 
 #ifdef DDP_ENTRY_swiglu_fwd
 extern "C" __global__ void __launch_bounds__(DDP_BLOCK) ddp_swiglu_fwd(const ddp_kargs a) {
+  DDP_GRID_DEPENDENCY();
   using namespace swiglu;
   const T0 *ab = (const T0 *)a.p[SWIGLU_FWD_P_AB];
   T1 *h = (T1 *)a.p[SWIGLU_FWD_P_H];
@@ -71,6 +72,7 @@ __device__ __forceinline__ void swiglu_grad(float x, float y, float g, float &da
   db = g * x * s;
 }
 extern "C" __global__ void __launch_bounds__(DDP_BLOCK) ddp_swiglu_bwd(const ddp_kargs a) {
+  DDP_GRID_DEPENDENCY();
   using namespace swiglu;
   const T0 *ab = (const T0 *)a.p[SWIGLU_BWD_P_AB];
   const T1 *dh = (const T1 *)a.p[SWIGLU_BWD_P_DH];

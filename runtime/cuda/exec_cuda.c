@@ -155,9 +155,9 @@ static const ddp_exec_vtbl cx_vtbl = {
 
 /* DDP_NCCL_TIMEOUT_S, DDP_CUDA_GRAPH, DDP_STREAM_PRIORITY, DDP_P2P_COPY, the SM-partition experiments
  * DDP_SIDE_SMS, DDP_SIDE_STREAMS, DDP_SIDE_COMPUTE, DDP_GEMM_SM_TARGET, DDP_NCCL_MEM_ARENAS,
- * DDP_ENERGY and DDP_ENERGY_PERIOD_MS (base/param.h); DDP_LINK_LOAD_MB is link_load.c's. */
+ * DDP_ENERGY, DDP_ENERGY_PERIOD_MS and DDP_PDL (base/param.h); DDP_LINK_LOAD_MB is link_load.c's. */
 static int read_env(cx *x, char *err, size_t errcap) {
-  int64_t graph, priority, copy;
+  int64_t graph, priority, copy, pdl;
   if (ddp_param_seconds(PARAM_NCCL_TIMEOUT_S, &x->timeout_s, err, errcap) ||
       ddp_param_int(PARAM_CUDA_GRAPH, &graph, err, errcap) ||
       ddp_param_int(PARAM_STREAM_PRIORITY, &priority, err, errcap) || ddp_param_int(PARAM_P2P_COPY, &copy, err, errcap) ||
@@ -167,8 +167,10 @@ static int read_env(cx *x, char *err, size_t errcap) {
       ddp_param_int(PARAM_GEMM_SM_TARGET, &x->gemm_sm_target, err, errcap) ||
       ddp_param_int(PARAM_NCCL_MEM_ARENAS, &x->nccl_mem_arenas, err, errcap) ||
       ddp_param_int(PARAM_ENERGY, &x->energy_env, err, errcap) ||
-      ddp_param_int(PARAM_ENERGY_PERIOD_MS, &x->energy_period_ms, err, errcap))
+      ddp_param_int(PARAM_ENERGY_PERIOD_MS, &x->energy_period_ms, err, errcap) ||
+      ddp_param_int(PARAM_PDL, &pdl, err, errcap))
     return -1;
+  ddp_cuda_set_grid_overlap(pdl == 1);
   if (!ddp_param_is_set(PARAM_NCCL_MEM_ARENAS)) x->nccl_mem_arenas = -1;
   x->p2p_copy_env = copy == 1;
   x->graph_env = graph == 1;

@@ -1,5 +1,6 @@
 /* runtime/cuda/kernels.c: CUBIN loading and kernel launches through the CUDA runtime API
- * (cudaLibraryLoadData / cudaLibraryGetKernel / cudaLaunchKernel); see cuda_kernels.h. */
+ * (cudaLibraryLoadData / cudaLibraryGetKernel / cudaLaunchKernel, or cudaLaunchKernelExC with programmatic
+ * stream serialisation under DDP_PDL); see kernels.h. */
 #include "kernels.h"
 #include "err.h"
 #include "cuda_check.h"
@@ -7,6 +8,9 @@
 #include <string.h>
 
 #define DDP_DEFAULT_SMEM (48u * 1024u)
+
+static int g_grid_overlap;
+void ddp_cuda_set_grid_overlap(int on) { g_grid_overlap = on != 0; }
 
 int ddp_cuda_module_load(const uint8_t *cubin, size_t size, const char *entry, const char *spec, ddp_cuda_kernel *out,
                          char *err, size_t errcap) {
@@ -44,6 +48,12 @@ int ddp_cuda_module_load(const uint8_t *cubin, size_t size, const char *entry, c
     return -1;
   }
   out->smem_max = DDP_DEFAULT_SMEM;
+  /* A module of the templates since DDP_GRID_DEPENDENCY exports this marker; one built before has not, and
+   * its kernels never overlap. The failed lookup's error is cleared so no later check reports it. */
+  void *marker = NULL;
+  size_t marker_bytes = 0;
+  out->grid_dependency = cudaLibraryGetGlobal(&marker, &marker_bytes, out->lib, "ddp_grid_dependency") == cudaSuccess;
+  if (!out->grid_dependency) (void)cudaGetLastError();
   return 0;
 }
 
@@ -78,12 +88,24 @@ int ddp_cuda_launch_maps(ddp_cuda_kernel *k, const ddp_instr *g, const ddp_kargs
     maps = &own;
   }
   void *params[2] = {(void *)args, (void *)maps};
-  cudaError_t rc = cudaLaunchKernel((const void *)k->fn, grid, block, params, g->smem, stream);
+  const int overlap = g_grid_overlap && k->grid_dependency;
+  cudaError_t rc;
+  if (overlap) {
+    cudaLaunchAttribute attr;
+    memset(&attr, 0, sizeof attr);
+    attr.id = cudaLaunchAttributeProgrammaticStreamSerialization;
+    attr.val.programmaticStreamSerializationAllowed = 1;
+    const cudaLaunchConfig_t cfg = {.gridDim = grid, .blockDim = block, .dynamicSmemBytes = g->smem,
+                                    .stream = stream, .attrs = &attr, .numAttrs = 1};
+    rc = cudaLaunchKernelExC(&cfg, (const void *)k->fn, params);
+  } else {
+    rc = cudaLaunchKernel((const void *)k->fn, grid, block, params, g->smem, stream);
+  }
   if (rc == cudaSuccess) rc = cudaGetLastError();
   if (rc != cudaSuccess) {
-    ddp_fail(err, errcap, "%s:%d: cudaLaunchKernel(%s, grid %u,%u,%u, block %u,%u,%u, smem %u): %s: %s", __FILE__,
-             __LINE__, k->name, grid.x, grid.y, grid.z, block.x, block.y, block.z, g->smem, cudaGetErrorName(rc),
-             cudaGetErrorString(rc));
+    ddp_fail(err, errcap, "%s:%d: %s(%s, grid %u,%u,%u, block %u,%u,%u, smem %u): %s: %s", __FILE__, __LINE__,
+             overlap ? "cudaLaunchKernelExC" : "cudaLaunchKernel", k->name, grid.x, grid.y, grid.z, block.x, block.y,
+             block.z, g->smem, cudaGetErrorName(rc), cudaGetErrorString(rc));
     return -1;
   }
   return 0;

@@ -8,13 +8,14 @@
  *       backward, both; OOM where the memory runs out. Then the leaderboard configuration on its own line.
  * Timing: CUDA events around each repetition after a warm-up, median. Every CUDA call is checked.
  * Usage: ddpbench_kernels [--quick] [--out FILE.json] [--only rmsnorm|attention|seeds|leaderboard|none] [--naive-max T]
- *        [--tune] [--tune-shape B:H:T] [--tune-d 64|128] [--variants "A;B"] [--inner N] [--fused]
+ *        [--tune] [--tune-shape B:H:T] [--tune-d 64|128] [--variants "A;B"] [--inner N] [--fused] [--pdl]
  * (--only leaderboard: the leaderboard configuration once, at head dims 64 and 128, for a profiler)
  * (--tune first times the leaderboard configuration, or --tune-shape's, under attention tile variants, at head
  * dims 64 and 128 or --tune-d's, or --variants' sets of DDP_TUNE_* settings, ";"-separated; --inner N times N
  * runs back to back per repetition, for short kernels.)
  * (--fused: the bf16 d 64 / 128 backward as ATTN_BWD_PREP + ATTN_BWD_FUSED + ATTN_DQ_STORE on sm_90a; the
- * leaderboard line then gives prep, fused and store in place of prep, dkv and dq.) */
+ * leaderboard line then gives prep, fused and store in place of prep, dkv and dq.)
+ * (--pdl: every template kernel launched with programmatic stream serialisation, as ddprun under DDP_PDL=1.) */
 #include "bench_naive.h"
 #include "codegen.h"
 #include "cuda_check.h"
@@ -675,6 +676,8 @@ int main(int argc, char **argv) {
         fprintf(stderr, "ddpbench_kernels: --tune-d wants 64 or 128 (got %s)\n", argv[i]);
         return 2;
       }
+    } else if (!strcmp(argv[i], "--pdl")) {
+      ddp_cuda_set_grid_overlap(1);
     } else if (!strcmp(argv[i], "--variants") && i + 1 < argc) {
       g_variants = argv[++i];
     } else if (!strcmp(argv[i], "--inner") && i + 1 < argc) {
@@ -684,7 +687,7 @@ int main(int argc, char **argv) {
         return 2;
       }
     } else {
-      fprintf(stderr, "usage: ddpbench_kernels [--quick] [--out FILE.json] [--only rmsnorm|attention|seeds|leaderboard|none] [--naive-max T] [--tune] [--tune-shape B:H:T] [--tune-d 64|128] [--variants \"A;B\"] [--inner N] [--fused]\n");
+      fprintf(stderr, "usage: ddpbench_kernels [--quick] [--out FILE.json] [--only rmsnorm|attention|seeds|leaderboard|none] [--naive-max T] [--tune] [--tune-shape B:H:T] [--tune-d 64|128] [--variants \"A;B\"] [--inner N] [--fused] [--pdl]\n");
       return 2;
     }
   }

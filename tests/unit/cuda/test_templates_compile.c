@@ -1,7 +1,7 @@
 /* tests/unit/cuda/test_templates_compile.c (label cpu): every kernel template compiles. For every op of
  * plan/ops.h, both activation dtypes (f32, bf16) and the shapes of tests/fixtures/kernel_cases.c (head dims 16..128
  * and odd ones for attention), ddp_kernel_launch specialises the instruction and ddp_nvrtc_compile builds
- * it for sm_90a: a non-empty CUBIN naming ddp_<entry> must come back. Unsupported combinations (odd or
+ * it for sm_90a: a non-empty CUBIN naming ddp_<entry> and exporting ddp_grid_dependency must come back. Unsupported combinations (odd or
  * out-of-range head dims, f64 slots, mixed attention dtypes, an f32 ATTN_BWD_*_ROPE) must be refused with a
  * one-line message. The attention kernel choice by target, dtype and head dim, and every wgmma tile variant
  * (attention_choice below). Every case also against its op's footprint (footprint_case).
@@ -66,8 +66,10 @@ static void compile_with(const kc_case *c, const char *arch, const ddp_codegen_o
     return;
   char name[128];
   snprintf(name, sizeof name, "ddp_%s", entry);
+  /* and the marker that lets the runtime overlap its launches (templates/common.cuh, DDP_GRID_DEPENDENCY) */
   if (CHECK(size != 0 && contains(cubin, size, name), "%s: CUBIN of %llu bytes lacks %s", c->label,
-            (unsigned long long)size, name))
+            (unsigned long long)size, name) &&
+      CHECK(contains(cubin, size, "ddp_grid_dependency"), "%s: CUBIN lacks the marker ddp_grid_dependency", c->label))
     printf("ok   %-60s %6llu bytes  smem %u\n", c->label, (unsigned long long)size, L.smem);
   const char *d = getenv("DDP_DUMP_SPECS");
   if (d && *d) dump(d, tpl, entry, L.spec, ndone);
