@@ -12,19 +12,20 @@
 // the launch asked for no overlap), then lets the grid after it be scheduled, whose blocks wait in turn. So
 // a launch may overlap the previous kernel's tail, and nothing reads or writes memory before it is safe.
 // tests/e2e/test_grid_dependency.sh checks that every kernel starts with it; the runtime overlaps only
-// kernels of a module that exports ddp_grid_dependency (a CUBIN built before has not).
+// kernels of a module that exports ddp_grid_dependency, which a CUBIN built before the wait, or for a GPU
+// older than sm_90 (no such launches), does not.
 #if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900
 #define DDP_GRID_DEPENDENCY()                                   \
   do {                                                          \
     asm volatile("griddepcontrol.wait;\n" ::: "memory");          \
     asm volatile("griddepcontrol.launch_dependents;\n" ::: "memory"); \
   } while (0)
+extern "C" __device__ const int ddp_grid_dependency = 1;
 #else
 #define DDP_GRID_DEPENDENCY() \
   do {                        \
   } while (0)
 #endif
-extern "C" __device__ const int ddp_grid_dependency = 1;
 
 struct ddp_kargs {
   void *p[12];
