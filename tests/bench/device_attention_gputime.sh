@@ -3,7 +3,7 @@
 # dev/). The attention grid (16 heads, causal, --quick: d 64 / 128, T 1024 / 4096 / 16384) and the seeds' grid
 # (batch 8, one head, no mask, d 16-128, T 256-16384), ours with the split and the fused backward and PyTorch
 # SDPA, every side by GPU time: ours with ddpbench_kernels --inner 20 (up to 20 runs back to back per timed
-# repetition, about 1 ms of work), SDPA with torch_extra.py --gpu-time (runs queued behind a GPU sleep, each
+# repetition, about 1 ms of work), SDPA with torch_extra.py --gpu-time (its default since; runs queued behind a GPU sleep, each
 # backward from no gradients). The grids of earlier sessions timed SDPA by host time, which at short
 # sequences is PyTorch's launch and autograd time. Then SDPA and ours at the XL step's shape (B 4, H 25,
 # T 512, d 64). The logs in $OUT/logs.tgz (a call brings back a few files only); the table last, also

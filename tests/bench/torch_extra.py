@@ -16,7 +16,12 @@ device call as ours. Prints one JSON object per line prefixed with "TORCH ".
                 back to back for S seconds in windows of 40, with each window's TFLOP/s and SM clock (NVML);
                 the sustained ceiling is the median of the windows after the first 2 s, where the limiter has
                 settled, as it has in a training run's timed steps; W is the mean power over those windows
-Timing: CUDA events around each repetition after warm-up, median."""
+  --seeds       the course's grid: batch 8, one head, no mask
+  --sdpa-shape  SDPA, bf16, causal, at one (batch, heads, T, d) shape
+Timing: --attention, --seeds and --sdpa-shape by GPU time: runs queued back to back behind a GPU sleep (so the
+host's launch and autograd time is not in them), each backward from no gradients; --host-time gives the grids'
+earlier method (CUDA events around each Python call, median), which at short sequences measures the host.
+--gemm: CUDA events around each repetition after warm-up, median."""
 import argparse
 import ctypes
 import json
@@ -71,7 +76,7 @@ def gemms():
         emit(kind="gemm", name=name, M=m, N=n, K=k, ms=ms, TFLOPs=2 * m * n * k / ms / 1e9)
 
 
-GPU_TIME = False  # --gpu-time: the grids by gpu_timed (GPU time, gradients not accumulated) instead of timed
+GPU_TIME = True  # the grids by gpu_timed (GPU time, gradients not accumulated); --host-time: by timed, as before
 
 
 def sdpa_record(rec, shape, dt, causal, reps):
@@ -292,7 +297,10 @@ def main():
     ap.add_argument("--seeds", action="store_true", help="the course's grid: batch 8, one head, no mask")
     ap.add_argument("--sdpa-shape", metavar="B:H:T:D", help="SDPA, bf16, causal, at one shape by GPU time")
     ap.add_argument("--gpu-time", action="store_true",
-                    help="--attention and --seeds by GPU time (runs queued behind a GPU sleep), not host time")
+                    help="--attention and --seeds by GPU time (runs queued behind a GPU sleep): the default")
+    ap.add_argument("--host-time", action="store_true",
+                    help="--attention and --seeds by an event pair around each Python call, the method before "
+                         "2026-11-28, which counts PyTorch's launch and autograd time")
     ap.add_argument("--xl-energy", action="store_true", help="the anchor's XL step: ms and joules per step")
     ap.add_argument("--compile", action="store_true", help="--xl-energy under torch.compile")
     ap.add_argument("--steps", type=int, default=30, help="--xl-energy: timed steps (after 5 warm-up)")
@@ -300,7 +308,9 @@ def main():
                     help="the 8192^3 bf16 GEMM as a burst and sustained for S seconds")
     a = ap.parse_args()
     global GPU_TIME
-    GPU_TIME = a.gpu_time
+    if a.gpu_time and a.host_time:
+        ap.error("--gpu-time and --host-time exclude each other")
+    GPU_TIME = not a.host_time
     emit(kind="device", name=torch.cuda.get_device_name(), torch=torch.__version__)
     if a.gemm:
         gemms()
