@@ -79,24 +79,31 @@ def gemms():
 GPU_TIME = True  # the grids by gpu_timed (GPU time, gradients not accumulated); --host-time: by timed, as before
 
 
+def sdpa_runs(shape, dt, causal, fresh):
+    """SDPA's forward and forward + backward on random (batch, heads, T, d) tensors, as two functions; with
+    fresh the backward starts from no gradients (so no accumulation of them is timed)."""
+    q, k, v = (torch.randn(*shape, device="cuda", dtype=dt, requires_grad=True) for _ in range(3))
+    go = torch.randn(*shape, device="cuda", dtype=dt)
+
+    def fwd():
+        with torch.no_grad():
+            F.scaled_dot_product_attention(q, k, v, is_causal=causal)
+
+    def both():
+        if fresh:
+            q.grad = k.grad = v.grad = None
+        F.scaled_dot_product_attention(q, k, v, is_causal=causal).backward(go)
+    return fwd, both
+
+
 def sdpa_record(rec, shape, dt, causal, reps):
     """Times SDPA forward and forward+backward on random (batch, heads, T, d) tensors into rec, with the
     forward's TFLOP/s, then emits it (an OOM or a missing kernel is recorded instead). With GPU_TIME the
     times are GPU time (gpu_timed) and each backward starts from no gradients."""
     b, h, t, d = shape
-    q = k = v = go = None
+    fwd = both = None
     try:
-        q, k, v = (torch.randn(*shape, device="cuda", dtype=dt, requires_grad=True) for _ in range(3))
-        go = torch.randn(*shape, device="cuda", dtype=dt)
-
-        def fwd():
-            with torch.no_grad():
-                F.scaled_dot_product_attention(q, k, v, is_causal=causal)
-
-        def both():
-            if GPU_TIME:
-                q.grad = k.grad = v.grad = None
-            F.scaled_dot_product_attention(q, k, v, is_causal=causal).backward(go)
+        fwd, both = sdpa_runs(shape, dt, causal, GPU_TIME)
         clock = gpu_timed if GPU_TIME else timed
         rec["fwd_ms"] = clock(fwd, 2, reps)
         rec["fwd_bwd_ms"] = clock(both, 2, reps)
@@ -108,7 +115,7 @@ def sdpa_record(rec, shape, dt, causal, reps):
     except RuntimeError as e:  # no kernel for this dtype/size
         rec["error"] = str(e).splitlines()[0][:160]
     emit(**rec)
-    q = k = v = go = None
+    fwd = both = None  # the tensors they hold, before the cache is emptied
     torch.cuda.empty_cache()
 
 
@@ -141,16 +148,7 @@ def gpu_timed(fn, warmup=3, reps=50):
 def sdpa_shape(spec):
     """SDPA at one (batch, heads, T, d) shape, bf16, causal, by GPU time (gpu_timed): e.g. XL's 4:25:512:64."""
     b, h, t, d = (int(x) for x in spec.split(":"))
-    q, k, v = (torch.randn(b, h, t, d, device="cuda", dtype=torch.bfloat16, requires_grad=True) for _ in range(3))
-    go = torch.randn(b, h, t, d, device="cuda", dtype=torch.bfloat16)
-
-    def fwd():
-        with torch.no_grad():
-            F.scaled_dot_product_attention(q, k, v, is_causal=True)
-
-    def both():
-        q.grad = k.grad = v.grad = None
-        F.scaled_dot_product_attention(q, k, v, is_causal=True).backward(go)
+    fwd, both = sdpa_runs((b, h, t, d), torch.bfloat16, True, True)
     rows = []
     for _ in range(3):  # three rounds, fwd and fwd+bwd alternating
         rows.append((gpu_timed(fwd), gpu_timed(both)))
