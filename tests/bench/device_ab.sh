@@ -54,14 +54,11 @@ def anchor(path):
             if l.startswith("ANCHOR") and '"iter_ms"' in l: return json.loads(l[7:])["iter_ms"]
     except OSError: pass
     return float("nan")
-def energy_run(path): # torch_extra.py --xl-energy --compile: its ms per step
-    try:
-        for l in open(path):
-            if l.startswith("TORCH ") and '"xl_energy"' in l: return json.loads(l[6:])["ms_per_step"]
-    except OSError: pass
-    return float("nan")
+sys.path.insert(0, "tests/bench")
+from attn_log import torch_record
 comp = anchor(f"{L}/torch_compile.log"); eager = anchor(f"{L}/torch_eager.log")
-if os.path.exists(f"{L}/torch_energy.log"): comp = energy_run(f"{L}/torch_energy.log")
+if os.path.exists(f"{L}/torch_energy.log"): # torch_extra.py --xl-energy --compile: its ms per step
+    comp = (torch_record(f"{L}/torch_energy.log", "xl_energy") or {"ms_per_step": float("nan")})["ms_per_step"]
 print(f"{'what':34s} {'ms/step (median)':>16s} {'peak GiB':>9s} {'last loss':>10s} {'/ torch.compile':>15s}")
 for f in sorted(glob.glob(f"{L}/ab_*.jsonl")):
     try: ms, mem, loss = step_ms(f)

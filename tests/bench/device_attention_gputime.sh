@@ -9,7 +9,8 @@
 # T 512, d 64). The logs in $OUT/logs.tgz (a call brings back a few files only); the table last, also
 # $OUT/table.txt (summary_attention.py over the logs, "mma" = the split backward). GRIDS=0 skips the grids and
 # the XL shape; LB_ROUNDS=N (default 0) then runs the leaderboard configuration (B 1, H 16, T 16384, causal, d 64
-# and 128), ours with each backward and SDPA by GPU time, alternating N times, and prints the rounds' ratios.
+# and 128), ours with each backward and SDPA by GPU time, alternating N times, and prints the rounds' ratios
+# (summary_leaderboard.py).
 set -u
 cd "$(dirname "$0")/../.."
 . tests/bench/device_env.sh
@@ -44,31 +45,5 @@ for r in $(seq 1 "${LB_ROUNDS:-0}"); do
     timeout 60 python3 $B/torch_extra.py --sdpa-shape 1:16:16384:$dh >$L/lb_sdpa${dh}_$r.log 2>&1 || echo "sdpa d $dh rc=$?"
   done
 done
-if [ "${LB_ROUNDS:-0}" -gt 0 ]; then
-  python3 - $L "${LB_ROUNDS}" <<'PY' | tee -a $OUT/table.txt
-import json, re, statistics, sys
-L, n = sys.argv[1], int(sys.argv[2])
-def ours(path, d):
-    for l in open(path):
-        m = re.match(rf"leaderboard d {d}.*fwd ([0-9.]+) ms.*fwd\+bwd ([0-9.]+)", l)
-        if m: return float(m.group(1)), float(m.group(2))
-    return float("nan"), float("nan")
-def sdpa(path):
-    for l in open(path):
-        if l.startswith("TORCH ") and '"sdpa_shape"' in l:
-            r = json.loads(l[6:]); return r["fwd_ms"], r["fwd_bwd_ms"]
-    return float("nan"), float("nan")
-print("leaderboard (B 1, H 16, T 16384, causal, bf16) by GPU time, alternating rounds: forward + backward ms")
-for d in (64, 128):
-    rows = []
-    for r in range(1, n + 1):
-        f = ours(f"{L}/lb_fused_{r}.log", d); s = ours(f"{L}/lb_split_{r}.log", d); t = sdpa(f"{L}/lb_sdpa{d}_{r}.log")
-        rows.append((f[1], s[1], t[1], f[0], t[0]))
-        print(f"d {d:3d} round {r}: ours fused {f[1]:.3f} split {s[1]:.3f} | SDPA {t[1]:.3f} | x SDPA fused {f[1]/t[1]:.3f} split {s[1]/t[1]:.3f}"
-              f" | forward ours {f[0]:.3f} SDPA {t[0]:.3f} ({f[0]/t[0]:.3f})")
-    med = lambda i: statistics.median(x[i] for x in rows)
-    print(f"d {d:3d} median: ours fused {med(0):.3f} split {med(1):.3f} SDPA {med(2):.3f}: x SDPA fused "
-          f"{statistics.median(x[0]/x[2] for x in rows):.3f}, split {statistics.median(x[1]/x[2] for x in rows):.3f}")
-PY
-fi
+[ "${LB_ROUNDS:-0}" -gt 0 ] && python3 $B/summary_leaderboard.py $L "$LB_ROUNDS" | tee -a $OUT/table.txt
 tar czf $OUT/logs.tgz -C $L .

@@ -8,7 +8,7 @@
 # `prepare_ab.sh before REV` here first, also the revision before the wait (dev/ab/before) in each round;
 # SERIAL=1 also the optimizer after the backward (optimizer_overlap = false) without and with; CHECK=0 and
 # LB=0 skip the correctness part and the leaderboard.
-# Logs in $OUT/logs.tgz; the table last (also $OUT/table.txt).
+# Logs in $OUT/logs.tgz; the table last (summary_pdl.py, also $OUT/table.txt).
 set -u
 cd "$(dirname "$0")/../.."
 . tests/bench/device_env.sh
@@ -42,34 +42,4 @@ for r in $(seq 1 "${ROUNDS:-3}"); do
 done
 tar czf $OUT/logs.tgz -C $L .
 echo "== table ($(date +%T))"
-python3 - $L "${ROUNDS:-3}" <<'PY' | tee $OUT/table.txt
-import json, re, statistics, sys
-L, n = sys.argv[1], int(sys.argv[2])
-def lb(path):
-    for l in open(path):
-        m = re.match(r"leaderboard d 64 .*fwd ([0-9.]+) ms, prep ([0-9.]+), fused ([0-9.]+), store ([0-9.]+), fwd\+bwd ([0-9.]+)", l)
-        if m: return [float(x) for x in m.groups()]
-    return [float("nan")] * 5
-def sdpa(path):
-    for l in open(path):
-        if l.startswith("TORCH ") and '"sdpa_shape"' in l: return json.loads(l[6:])["fwd_bwd_ms"]
-    return float("nan")
-print("leaderboard d 64, fused backward (ms): fwd prep fused store | fwd+bwd | / SDPA")
-for r in range(1, 4):
-    if not __import__("os").path.exists(f"{L}/lb_sdpa_{r}.log"): continue
-    s = sdpa(f"{L}/lb_sdpa_{r}.log")
-    for v in ("off", "on"):
-        x = lb(f"{L}/lb_{v}_{r}.log")
-        print(f"round {r} PDL {v:3s}: {x[0]:.3f} {x[1]:.3f} {x[2]:.3f} {x[3]:.3f} | {x[4]:.3f} | {x[4] / s:.3f}  (SDPA {s:.3f})")
-print("XL step (ms, medians of the timed steps): step fwd bwd tail | last loss")
-for v in ("before", "off", "on", "serial_off", "serial_on"):
-    for r in range(1, n + 1):
-        if v in ("before", "serial_off", "serial_on") and not __import__("os").path.exists(f"{L}/xl_{v}_{r}.jsonl"): continue
-        try:
-            rows = [json.loads(l) for l in open(f"{L}/xl_{v}_{r}.jsonl") if '"step"' in l]
-        except OSError:
-            print(f"PDL {v} round {r}: no metrics"); continue
-        t = [x for x in rows if not x.get("warmup")]
-        g = lambda k: statistics.median(x[k] for x in t)
-        print(f"PDL {v:10s} round {r}: {g('step_ms'):.2f} {g('forward_ms'):.2f} {g('backward_ms'):.2f} {g('optimizer_ms'):.2f} | {rows[-1]['loss']:.6f}")
-PY
+python3 $B/summary_pdl.py $L "${ROUNDS:-3}" | tee $OUT/table.txt

@@ -2,7 +2,8 @@
 (summary_sharding.py, summary_tensor.py, summary_ddp_table.py): the losses of every step; over the steps not
 marked warmup (all of them if every step is): the median step_ms, tokens/s (the run line's tokens_per_step
 over that median, else the median of the steps' tokens_per_s), the means of exposed_comm_ms, comm_ms,
-overlap_ratio, optimizer_ms and tp_comm_ms (None where the metrics have none), and the peak memory per rank
+overlap_ratio, optimizer_ms and tp_comm_ms (None where the metrics have none), the medians of forward_ms,
+backward_ms and optimizer_ms (fwd, bwd, tail; NaN where the metrics have none), and the peak memory per rank
 (the largest rank_peak_mem_GiB[r], or peak_mem_GiB for one rank); the run line's world, parallel, executor
 and predicted step_ms; with 100 steps or more, windows(): the medians of step_ms, optimizer_ms and
 backward_ms over steps 6-30 and 100-last (a short run's window against the power limiter's steady state,
@@ -71,9 +72,11 @@ def ours(path):
     joules, watts, capped = energy(steps)
     host = statistics.median(s["host_ms"] for s in t) if "host_ms" in t[0] else NAN
     host_mean = statistics.mean(s["host_ms"] for s in t) if "host_ms" in t[0] else NAN
+    phase = lambda key: statistics.median(s[key] for s in t) if key in t[0] else NAN
     return dict(joules=joules, watts=watts, capped=capped, losses=[s["loss"] for s in steps], ms=ms, host=host, host_mean=host_mean, tps=tps, tokens=run.get("tokens_per_step"),
                 exposed=mean("exposed_comm_ms"), comm=mean("comm_ms"), overlap=mean("overlap_ratio"),
-                opt=mean("optimizer_ms"), peak=peak,
+                opt=mean("optimizer_ms"), fwd=phase("forward_ms"), bwd=phase("backward_ms"), tail=phase("optimizer_ms"),
+                peak=peak,
                 world=world, n=len(t), tp_comm=mean("tp_comm_ms") if "tp_comm_ms" in t[0] else None,
                 parallel=run.get("parallel", ""), executor=run.get("executor", ""),
                 predicted=(run.get("predicted") or {}).get("step_ms"), windows=windows(steps))
