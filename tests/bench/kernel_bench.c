@@ -610,7 +610,7 @@ static void tune_attention(int64_t d) {
       "DDP_TUNE_DQ_WGMMA=3",
       "DDP_TUNE_FWD_BN=64 DDP_TUNE_FWD_NBUF=2",
   };
-  static const char *const names[] = {"FWD_MT", "FWD_BN", "DKV_MT", "DKV_BN", "DQ_MT", "DQ_BN", "FWD_MINB", "DKV_MINB", "DQ_MINB", "FWD_WARPS", "FWD_WGMMA", "DKV_WGMMA", "DQ_WGMMA", "DKV_WARPS", "DQ_WARPS", "FWD_CONSUMERS", "FWD_NBUF", "DQ_CONSUMERS"};
+  static const char *const names[] = {"FWD_MT", "FWD_BN", "DKV_MT", "DKV_BN", "DQ_MT", "DQ_BN", "FWD_MINB", "DKV_MINB", "DQ_MINB", "FWD_WARPS", "FWD_WGMMA", "DKV_WGMMA", "DQ_WGMMA", "DKV_WARPS", "DQ_WARPS", "FWD_CONSUMERS", "FWD_NBUF", "DQ_CONSUMERS", "FUSED_SPLIT"};
   /* --variants "A;B;...": these instead of the list above (each a space-separated DDP_TUNE_*=V set; "defaults") */
   const char *list[64];
   size_t nv = 0;
@@ -634,7 +634,10 @@ static void tune_attention(int64_t d) {
     if (snprintf(buf, sizeof buf, "%s", list[v]) >= (int)sizeof buf) DIE("--variants: a variant longer than 255 characters");
     for (char *tok = strtok(buf, " "); tok; tok = strtok(NULL, " ")) {
       char *eq = strchr(tok, '=');
-      if (!eq || strncmp(tok, "DDP_TUNE_", 9)) DIE("--variants: '%s' is not DDP_TUNE_NAME=VALUE", tok);
+      int known = 0; /* a NAME of names[]: cleared before every variant, so none carries over into the next */
+      for (size_t k = 0; eq && !strncmp(tok, "DDP_TUNE_", 9) && k < sizeof names / sizeof names[0]; k++)
+        known |= (size_t)(eq - tok - 9) == strlen(names[k]) && !strncmp(tok + 9, names[k], strlen(names[k]));
+      if (!known) DIE("--variants: '%s' is not DDP_TUNE_NAME=VALUE for a NAME of this benchmark's attention tiles", tok);
       *eq = 0;
       setenv(tok, eq + 1, 1);
     }
