@@ -116,7 +116,7 @@ typedef struct ddp_schedule {
   /* fused kernels (fusion = ...; compiler/frontend/fusion.c): the front end turns them on by default */
   bool fuse_norm_cast;      /* RMSNORM_BWD_CAST instead of RMSNORM_BWD + CAST of the residual gradient */
   bool fuse_rope;           /* ATTN_BWD_*_ROPE instead of ATTN_BWD_* + the backward ROPE (inverse) */
-  bool fuse_attn_bwd;       /* ATTN_BWD_FUSED instead of ATTN_BWD_DKV + ATTN_BWD_DQ (order-free dq) */
+  bool fuse_attn_bwd;       /* ATTN_BWD_FUSED + ATTN_DQ_STORE instead of ATTN_BWD_DKV + ATTN_BWD_DQ (order-free dq) */
 
   /* NCCL's communicators (nccl = {...}; compiler/frontend/nccl.c) */
   int nccl_cta_policy;      /* NCCL_CTA_* (vocab.h) */

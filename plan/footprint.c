@@ -221,20 +221,12 @@ static int64_t dq_acc_elems(fp *f) {
   if (B < 1 || T < 1 || H < 1 || Dh < 1) return 0; /* attn_of has failed already */
   return mul(f, mul(f, B, H), mul(f, add(f, T, 63) / 64 * 64, add(f, Dh, 63) / 64 * 64));
 }
-/* ... and its counters: two per 64-row tile of each (b, h). */
-static int64_t dq_count_elems(fp *f) {
-  const ddp_instr *in = f->in;
-  int64_t B = in->i[ATTN_I_B], T = in->i[ATTN_I_T], H = in->i[ATTN_I_H];
-  if (B < 1 || T < 1 || H < 1) return 0;
-  return mul(f, mul(f, B, H), mul(f, add(f, T, 63) / 64, 2));
-}
 static void ext_attn_bwd_prep(fp *f) {
   attn a = attn_of(f);
   slot(f, ATTN_BWD_PREP_P_O, a.so, REQ);
   slot(f, ATTN_BWD_PREP_P_DO, a.so, REQ);
   slot(f, ATTN_BWD_PREP_P_DELTA, a.bht, REQ);
   slot(f, ATTN_BWD_PREP_P_DQACC, dq_acc_elems(f), OPT);
-  slot(f, ATTN_BWD_PREP_P_DQCNT, dq_count_elems(f), OPT);
 }
 static void attn_bwd_inputs(fp *f, const attn *a) {
   attn_inputs(f, a);
@@ -262,12 +254,12 @@ static void ext_attn_bwd_dq_rope(fp *f) {
   slot(f, ATTN_P_INV_FREQ, f->in->i[ATTN_I_DH] < 0 ? 0 : f->in->i[ATTN_I_DH] / 2, REQ);
 }
 static void ext_attn_bwd_fused(fp *f) {
+  ext_attn_bwd_dkv(f);
+  slot(f, ATTN_P_DQACC, dq_acc_elems(f), REQ);
+}
+static void ext_attn_dq_store(fp *f) {
   attn a = attn_of(f);
-  attn_bwd_inputs(f, &a);
-  slot(f, ATTN_P_DK, a.sk, REQ);
-  slot(f, ATTN_P_DV, a.sv, REQ);
   slot(f, ATTN_P_DQ, a.sq, REQ);
-  slot(f, ATTN_P_DQCNT, dq_count_elems(f), REQ);
   slot(f, ATTN_P_DQACC, dq_acc_elems(f), REQ);
 }
 static void ext_swiglu_fwd(fp *f) {

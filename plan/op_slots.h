@@ -91,22 +91,18 @@ enum { ATTN_F_SCALE = 0 };
  * followed by ROPE(inverse) over the same heads. The GPU kernels (bf16 only) rotate before rounding. */
 enum { ATTN_P_INV_FREQ = 10 };
 
-/* ATTN_BWD_FUSED: ATTN_BWD_DKV (its ATTN_ slots) that also computes dq (scale included): each key block adds
- * its share into dq_acc, f32 [B*H][ceil(T/64)][HA/8][64][8] with HA = Dh rounded up to 64: element
- * (b,t,h,j) of dq at ((((b*H + h)*ceil(T/64) + t/64)*(HA/8) + j/8)*64 + t%64)*8 + j%8, and counts the
- * addition in dq_count, u32 (stored as i32) [B*H][ceil(T/64)][2], one counter per 64-row tile and column
- * piece (piece 1 is used where the kernel splits a tile's columns between two additions). The block that
- * completes a piece's count writes that piece of dq from the sum and sets the counter back to zero. The
- * additions meet in no fixed order (the GPU kernel's bulk reductions), so dq may differ in its last bits
- * between runs. ATTN_BWD_PREP zeroes dq_acc and dq_count (its optional DQACC and DQCNT slots) first; the
- * fused op leaves dq_acc holding dq in f32 and dq_count zero. The fused op has no inverse-RoPE variant, so
- * dq_count takes INV_FREQ's slot number.
- *   ATTN_BWD_FUSED reads Q K V LSE DO DELTA, overwrites DK DV DQ, adds into DQACC, counts in DQCNT */
-enum { ATTN_P_DQCNT = 10, ATTN_P_DQACC = 11 };
+/* ATTN_BWD_FUSED: ATTN_BWD_DKV (its ATTN_ slots) that also adds dq (scale included) into dq_acc, f32
+ * [B*H][ceil(T/64)][HA/8][64][8] with HA = Dh rounded up to 64: element (b,t,h,j) of dq at
+ * ((((b*H + h)*ceil(T/64) + t/64)*(HA/8) + j/8)*64 + t%64)*8 + j%8. The additions of different key blocks
+ * meet in no fixed order (the GPU kernel's bulk reductions), so the sum may differ in its last bits between
+ * runs. ATTN_BWD_PREP zeroes dq_acc (its optional DQACC slot) and ATTN_DQ_STORE writes dq from it.
+ *   ATTN_BWD_FUSED reads Q K V LSE DO DELTA DQACC, overwrites DK DV, adds into DQACC
+ *   ATTN_DQ_STORE  reads DQACC, overwrites DQ (integers: ATTN_I_*; dq uses QSTRIDE) */
+enum { ATTN_P_DQACC = 11 };
 
-/* ATTN_BWD_PREP: delta f32[B,H,T] = sum_j do*o; integers as ATTN_I_* (do uses OSTRIDE); dq_acc and dq_count
- * (optional, ATTN_BWD_FUSED's accumulator and counters) set to zero */
-enum { ATTN_BWD_PREP_P_O = 0, ATTN_BWD_PREP_P_DO, ATTN_BWD_PREP_P_DELTA, ATTN_BWD_PREP_P_DQACC, ATTN_BWD_PREP_P_DQCNT };
+/* ATTN_BWD_PREP: delta f32[B,H,T] = sum_j do*o; integers as ATTN_I_* (do uses OSTRIDE); dq_acc (optional,
+ * ATTN_BWD_FUSED's accumulator) set to zero */
+enum { ATTN_BWD_PREP_P_O = 0, ATTN_BWD_PREP_P_DO, ATTN_BWD_PREP_P_DELTA, ATTN_BWD_PREP_P_DQACC };
 
 /* SWIGLU_FWD: ab[N,2F] (a = cols [0,F), b = cols [F,2F)), h[N,F] = silu(a) * b */
 enum { SWIGLU_FWD_P_AB = 0, SWIGLU_FWD_P_H };

@@ -44,7 +44,8 @@
   X(ATTN_BWD_DQ_ROPE, "attention_mma", attn_bwd_dq_rope, "ATTN_BWD_DQ, dq rotated back (inverse RoPE) as it is stored") \
   X(XENT_VP_STATS, "cross_entropy", xent_vp_stats, "stats[n] = (lse of the rank's logits, logit[target] if the rank holds it else 0)") \
   X(XENT_VP, "cross_entropy", xent_vp, "loss_rows, dlogits of the vocabulary-parallel cross-entropy from every rank's stats") \
-  X(ATTN_BWD_FUSED, "attention_tma", attn_bwd_fused, "dk, dv, dq = attention backward; dq summed in f32 tiles (dq_acc) in no fixed order") \
+  X(ATTN_BWD_FUSED, "attention_tma", attn_bwd_fused, "dk, dv = attention backward; dq_acc += dq (f32, tiles; additions in no fixed order)") \
+  X(ATTN_DQ_STORE, "attention_mma", attn_dq_store, "dq = (T)dq_acc") \
   X(SUM_CHUNKS, "elementwise", sum_chunks, "out[n] = scale * sum_{w<P} in[w*n + i] (f32, w in order)")
 
 typedef enum {

@@ -12,7 +12,7 @@
 #include <stdio.h>
 
 #define DDP_PLAN_MAGIC "DDPCPLAN"
-#define DDP_PLAN_VERSION 7u
+#define DDP_PLAN_VERSION 6u
 #define DDP_MAX_DIMS 4
 #define DDP_ALIGN 256u
 

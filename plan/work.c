@@ -17,7 +17,7 @@ static uint32_t rmw_mask(const ddp_instr *in) {
   case OP_BIAS_ADD: return BIT(BIAS_ADD_P_Y);
   case OP_ATTN_NAIVE_SOFTMAX: return BIT(ATTN_NAIVE_SOFTMAX_P_SCORES);
   case OP_ATTN_NAIVE_SOFTMAX_BWD: return BIT(ATTN_NAIVE_SOFTMAX_BWD_P_DPROBS);
-  case OP_ATTN_BWD_FUSED: return BIT(ATTN_P_DQACC) | BIT(ATTN_P_DQCNT); /* dq is added and counted */
+  case OP_ATTN_BWD_FUSED: return BIT(ATTN_P_DQACC); /* dq is added into the accumulator */
   case OP_EMBED_BWD: return in->i[EMBED_BWD_I_ACC] ? BIT(EMBED_BWD_P_DTABLE) : 0;
   case OP_RMSNORM_BWD:
   case OP_RMSNORM_BWD_CAST: return in->i[RMSNORM_BWD_I_ACC] ? BIT(RMSNORM_BWD_P_DX) : 0;

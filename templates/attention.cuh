@@ -127,11 +127,6 @@ extern "C" __global__ void __launch_bounds__(256) ddp_attn_bwd_prep(const ddp_ka
     for (long long i = (long long)blockIdx.x * blockDim.x + threadIdx.x; i < n4; i += (long long)gridDim.x * blockDim.x)
       acc[i] = make_float4(0.f, 0.f, 0.f, 0.f);
   }
-  if (int *cnt = (int *)a.p[ATTN_BWD_PREP_P_DQCNT]) {  // ... and its counters
-    const long long n = d.B * d.H * ((d.T + 63) / 64) * 2;
-    for (long long i = (long long)blockIdx.x * blockDim.x + threadIdx.x; i < n; i += (long long)gridDim.x * blockDim.x)
-      cnt[i] = 0;
-  }
   constexpr int W = 16 / (int)sizeof(T0);
   const bool vec = sizeof(T0) == sizeof(T1) && d.Dh % W == 0 && ddp_pack_ok<T0, W>(o) && ddp_pack_ok<T1, W>(dout) &&
                    (d.so * (long long)sizeof(T0)) % 16 == 0;
@@ -166,6 +161,39 @@ extern "C" __global__ void __launch_bounds__(256) ddp_attn_bwd_prep(const ddp_ka
     for (long long j = lane; j < d.Dh; j += 32) s = fmaf(ddp_f(o[off + j]), ddp_f(dout[off + j]), s);
     s = ddp_warp_sum(s);
     if (lane == 0) delta[(b * d.H + h) * d.T + t] = s;
+  }
+}
+#endif
+
+// ============================ DQ_STORE: dq = (T9) dq_acc ============================================
+// ATTN_DQ_STORE after the fused backward: one thread per (row, 8-column chunk) of the head blockIdx.y (and
+// every gridDim.y-th head after it), consecutive threads on a row's consecutive chunks, so a warp writes
+// whole rows of dq (one 16-byte pack per thread where the head dim and the row stride allow) and reads
+// whole 32-byte sectors of dq_acc. 32-bit index arithmetic within a head (64-bit divisions per element
+// made the first version run at half the bandwidth).
+#ifdef DDP_ENTRY_attn_dq_store
+extern "C" __global__ void __launch_bounds__(256) ddp_attn_dq_store(const ddp_kargs a) {
+  DDP_GRID_DEPENDENCY();
+  using namespace attn;
+  const dims d = dims_of(a);
+  const float *acc = (const float *)a.p[ATTN_P_DQACC];
+  T9 *dq = (T9 *)a.p[ATTN_P_DQ];
+  const int nch = (int)(dq_acc_cols(d) / 8), Dh = (int)d.Dh;
+  const long long nt = (d.T + 63) / 64;
+  const unsigned n = (unsigned)d.T * (unsigned)nch;  // (row, chunk) of one head; launch.c keeps T * nch < 2^31
+  const bool vec = d.Dh % 8 == 0 && d.sq % 8 == 0 && ddp_pack_ok<T9, 8>(dq);
+  for (long long bh = blockIdx.y; bh < d.B * d.H; bh += gridDim.y) {
+    const float *acc_h = acc + bh * nt * 64 * (nch * 8);
+    T9 *dq_h = dq + head_base(d, d.sq, bh);
+    for (unsigned x = blockIdx.x * blockDim.x + threadIdx.x; x < n; x += gridDim.x * blockDim.x) {
+      const unsigned t = x / (unsigned)nch, c = x - t * (unsigned)nch;
+      if ((int)c * 8 >= Dh) continue;
+      const float *src = acc_h + (((t >> 6) * (unsigned)nch + c) * 64u + (t & 63u)) * 8u;
+      const float4 lo = *(const float4 *)src, hi = *(const float4 *)(src + 4);
+      const float v[8] = {lo.x, lo.y, lo.z, lo.w, hi.x, hi.y, hi.z, hi.w};
+      const long long row = (long long)t * d.sq;
+      ddp_store_nb<T9, 8>(dq_h, row + c * 8, row + Dh, v, vec);
+    }
   }
 }
 #endif

@@ -385,126 +385,6 @@ extern "C" __global__ void __launch_bounds__(32 * DDP_WARPS + 128, 1)
 // floats): DDP_SMEM = (2 BM + 2 NBUF BN) HD 2 + 4 BM BN + 1024 NQ + 8 NBUF BN + 1024 (d 64: three stages,
 // 150016 bytes, 182784 taking turns; d 128: two, 231424).
 #ifdef DDP_ENTRY_attn_bwd_fused
-namespace ws {
-// The pieces' completion, from the reducing thread to the counting warp: `done` (shared memory) is how many
-// of the block's pieces have all their additions in and visible to generic loads.
-__device__ __forceinline__ void publish_done(unsigned done_addr, unsigned n) {
-  asm volatile("fence.proxy.async.global;\n" ::: "memory");  // the bulk reductions' writes, for generic loads
-  asm volatile("st.release.cta.shared::cta.u32 [%0], %1;\n" ::"r"(done_addr), "r"(n) : "memory");
-}
-__device__ __forceinline__ unsigned read_done(unsigned done_addr) {
-  unsigned n;
-  asm volatile("ld.acquire.cta.shared::cta.u32 %0, [%1];\n" : "=r"(n) : "r"(done_addr) : "memory");
-  return n;
-}
-// Counts one addition (after the writes this thread has seen: release) and returns the count before it.
-__device__ __forceinline__ unsigned count_release(unsigned *counter) {
-  unsigned before;
-  asm volatile("atom.release.gpu.global.add.u32 %0, [%1], 1;\n" : "=r"(before) : "l"(counter) : "memory");
-  return before;
-}
-// What the counting warp keeps to write dQ (few registers: the producer warpgroup has 40 a thread).
-struct dq_out {
-  T9 *head;      // element (b, 0, h, 0) of dq
-  long long sq;  // its row stride
-  int T, Dh;
-  bool vec;      // 16-byte stores
-};
-// The last block to add into a piece writes it out: rows [64 qt, 64 qt + 64) of dQ, columns [c0, c0 + NQ),
-// from the summed f32 piece at src (8-column chunks of 64 rows). The calling warp's lanes take (row,
-// 8-column chunk) items, a warp covering whole rows of dQ; U items in flight per lane.
-#ifndef DDP_DQ_STORE_BATCH
-#define DDP_DQ_STORE_BATCH 2
-#endif
-template <int NQ>
-__device__ __forceinline__ void store_dq_piece(const dq_out &o, int qt, int c0, const float *src) {
-  constexpr int NCH = NQ / 8, ITEMS = 64 * NCH, U = DDP_DQ_STORE_BATCH;
-  static_assert(ITEMS % (32 * U) == 0, "store_dq_piece: whole batches");
-  const int lane = threadIdx.x & 31;
-#pragma unroll 1
-  for (int x0 = lane; x0 < ITEMS; x0 += 32 * U) {
-    float4 v[U][2];
-#pragma unroll
-    for (int u = 0; u < U; u++) {  // the batch's loads first (from L2: other blocks' additions) ...
-      const int x = x0 + 32 * u, r = x / NCH, c = x % NCH;
-      const float4 *p = (const float4 *)(src + (c * 64 + r) * 8);
-      v[u][0] = __ldcg(p), v[u][1] = __ldcg(p + 1);
-    }
-#pragma unroll
-    for (int u = 0; u < U; u++) {  // ... then its stores
-      const int x = x0 + 32 * u, r = x / NCH, col = c0 + 8 * (x % NCH), t = qt * 64 + r;
-      if (t >= o.T || col >= o.Dh) continue;
-      const float f[8] = {v[u][0].x, v[u][0].y, v[u][0].z, v[u][0].w, v[u][1].x, v[u][1].y, v[u][1].z, v[u][1].w};
-      const long long row = (long long)t * o.sq;
-      ddp_store_nb<T9, 8>(o.head, row + col, row + o.Dh, f, o.vec);
-    }
-  }
-}
-// The block's dQ pieces in order: k = qt - qt0 taking turns (all columns, counter 0), else 2 (qt - qt0) + w
-// (columns [NQ w, NQ w + NQ), counter w).
-template <bool TURNS> __device__ __forceinline__ int piece_tile(int qt0, int k) { return qt0 + (TURNS ? k : k >> 1); }
-template <bool TURNS> __device__ __forceinline__ int piece_half(int k) { return TURNS ? 0 : k & 1; }
-// The producer warpgroup's second warp, lane 0: adds each dQ piece the consumers stage into dq_acc by a bulk
-// reduction and releases the staging buffer once the TMA unit has read it, and publishes the pieces'
-// completion (their bulk groups complete) for the counting warp.
-template <bool TURNS, int NQ>
-__device__ __forceinline__ void reduce_dq(int qt0, int nqt, float *acc_head, const float *Sts, unsigned dq_full0,
-                                          unsigned dq_empty0, unsigned done_addr) {
-  constexpr unsigned STBYTES = 64 * NQ * 4;
-  // Completion is waited for LAG pieces (DDP_DQ_LAG tiles) behind, so the wait does not hold up the next tile's
-  // reduction (a piece's additions take longer to complete than the TMA unit takes to read it: waiting one
-  // piece behind made the backward 5% slower at head dim 64 and 25% at 128, H200).
-#ifndef DDP_DQ_LAG
-#define DDP_DQ_LAG 2
-#endif
-  constexpr int LAG = (TURNS ? 1 : 2) * DDP_DQ_LAG;
-  const int npieces = (nqt - qt0) * (TURNS ? 1 : 2);
-  for (int k = 0; k < npieces; k++) {
-    const int i = piece_tile<TURNS>(qt0, k) - qt0, w = TURNS ? i & 1 : k & 1;
-    const int b = TURNS ? (i >> 1) & 1 : i & 1, use = TURNS ? i >> 2 : i >> 1;
-    tma::mbar_wait(dq_full0 + 8u * (2 * w + b), use & 1);
-    tma::bulk_reduce_add_f32(acc_head + (long long)(qt0 + i) * 64 * HD + piece_half<TURNS>(k) * NQ * 64,
-                             smem_u32(Sts + (2 * w + b) * (STBYTES / 4)), STBYTES);
-    tma::bulk_commit();
-    if (k >= LAG) {
-      tma::bulk_wait<LAG>();  // pieces 0 .. k - LAG are complete
-      publish_done(done_addr, (unsigned)(k - LAG + 1));
-    }
-    tma::bulk_wait_read<0>();
-    tma::mbar_arrive(dq_empty0 + 8u * (2 * w + b));
-  }
-  tma::bulk_wait<0>();
-  publish_done(done_addr, (unsigned)npieces);
-}
-// The producer warpgroup's third warp: counts the completed pieces in the tiles' counters, a lane per piece
-// (one round trip counts up to 32), and writes each piece whose count it completes into dQ, then sets that
-// counter back to zero (every block has counted: the next launch starts from zero).
-template <bool TURNS, int NQ>
-__device__ __forceinline__ void count_dq(const dq_out &o, unsigned *counters, bool causal, int qt0, int nqt,
-                                         const float *acc_head, unsigned done_addr) {
-  const int lane = threadIdx.x & 31, npieces = (nqt - qt0) * (TURNS ? 1 : 2);
-  for (int next = 0; next < npieces;) {
-    int avail;
-    while ((avail = (int)read_done(done_addr)) == next) __nanosleep(256);
-    const int n = min(avail - next, 32), k = next + lane;
-    bool last = false;
-    if (lane < n) {
-      const int qt = piece_tile<TURNS>(qt0, k);
-      // blocks adding into tile qt: every key block whose first query tile is at or before it
-      const unsigned blocks = causal ? min((unsigned)qt * BN / BM + 1, gridDim.y) : gridDim.y;
-      last = count_release(&counters[2 * qt + piece_half<TURNS>(k)]) + 1 == blocks;
-    }
-    unsigned m = __ballot_sync(0xffffffffu, last);
-    if (m) asm volatile("fence.acq_rel.gpu;\n" ::: "memory");  // the other blocks' counts seen (acquire)
-    for (; m; m &= m - 1) {
-      const int kk = next + __ffs(m) - 1, qt = piece_tile<TURNS>(qt0, kk), h = piece_half<TURNS>(kk);
-      store_dq_piece<NQ>(o, qt, h * NQ, acc_head + (long long)qt * 64 * HD + h * NQ * 64);
-      if (lane == 0) counters[2 * qt + h] = 0u;
-    }
-    next += n;
-  }
-}
-}  // namespace ws
 extern "C" __global__ void __launch_bounds__(32 * DDP_WARPS + 128, 1)
     ddp_attn_bwd_fused(const ddp_kargs a, const __grid_constant__ ddp_tmaps tm) {
   DDP_GRID_DEPENDENCY();
@@ -542,12 +422,8 @@ extern "C" __global__ void __launch_bounds__(32 * DDP_WARPS + 128, 1)
   // when they take turns to buffer (i / 2) & 1 of warpgroup i & 1 (use i / 4).
   __shared__ __align__(8) unsigned long long dqbar[8];
   const unsigned dq_full0 = smem_u32(&dqbar[0]), dq_empty0 = smem_u32(&dqbar[4]);
-  __shared__ unsigned dq_done;  // pieces complete (reduce_dq -> count_dq)
-  const unsigned done_addr = smem_u32(&dq_done);
-  if (threadIdx.x == 0) {
+  if (threadIdx.x == 0)
     for (int k = 0; k < 4; k++) tma::mbar_init(dq_full0 + 8u * k, 128), tma::mbar_init(dq_empty0 + 8u * k, 1);
-    dq_done = 0u;
-  }
   const bars bb = init_bars(barmem, 33);  // the bytes and lane 0's announcement, then 32 lanes' statistics
   // The warpgroups' pieces of each dQ tile: columns [NQ w, NQ w + NQ) (all of them when taking turns), one
   // contiguous range of dq_acc each.
@@ -556,11 +432,19 @@ extern "C" __global__ void __launch_bounds__(32 * DDP_WARPS + 128, 1)
 
   if (threadIdx.x < 128) {  // the producer warpgroup: loads as in dK/dV (warp 0), the reductions (warp 1)
     tma::regs_dec<FUSED_PRODUCER_REGS>();
-    if (threadIdx.x == 32) reduce_dq<TURNS, NQ>(qt0, nqt, acc_head, Sts, dq_full0, dq_empty0, done_addr);
-    if ((threadIdx.x >> 5) == 2) {
-      T9 *const dqh = (T9 *)a.p[ATTN_P_DQ] + head_base(d, d.sq, bh);
-      const dq_out o{dqh, d.sq, (int)T, Dh, d.sq % 8 == 0 && ddp_pack_ok<T9, 8>(dqh)};  // Dh % 8 == 0 (launch.c)
-      count_dq<TURNS, NQ>(o, (unsigned *)a.p[ATTN_P_DQCNT] + bh * ntile * 2, d.causal, qt0, nqt, acc_head, done_addr);
+    if (threadIdx.x == 32) {
+      for (int qt = qt0; qt < nqt; qt++) {
+        const int i = qt - qt0, b = TURNS ? (i >> 1) & 1 : i & 1, use = TURNS ? i >> 2 : i >> 1;
+        for (int w = TURNS ? (i & 1) : 0; w < (TURNS ? (i & 1) + 1 : 2); w++) {
+          tma::mbar_wait(dq_full0 + 8u * (2 * w + b), use & 1);
+          tma::bulk_reduce_add_f32(acc_head + (long long)qt * 64 * HD + (TURNS ? 0 : w * NQ * 64),
+                                   smem_u32(Sts + (2 * w + b) * (STBYTES / 4)), STBYTES);
+          tma::bulk_commit();
+          tma::bulk_wait_read<0>();
+          tma::mbar_arrive(dq_empty0 + 8u * (2 * w + b));
+        }
+      }
+      tma::bulk_wait<0>();
     }
     if (threadIdx.x < 32) produce_key_major(tm, bb, a, d, bh, k0, qt0, nqt, Ks, Vs, Qs, Os, L2s, Dls);
     return;

@@ -64,9 +64,10 @@ static unsigned op_slots(int op) {
   case OP_REDUCE_ROWS: case OP_SUM: return UPTO(SUM_P_OUT);
   case OP_ROPE: return UPTO(ROPE_P_INV_FREQ);
   case OP_ATTN_FWD: return UPTO(ATTN_P_LSE);
-  case OP_ATTN_BWD_PREP: return UPTO(ATTN_BWD_PREP_P_DQCNT);
+  case OP_ATTN_BWD_PREP: return UPTO(ATTN_BWD_PREP_P_DQACC);
   case OP_ATTN_BWD_DKV: return UPTO(ATTN_P_DV) & ~SLOT(ATTN_P_O);
-  case OP_ATTN_BWD_FUSED: return (UPTO(ATTN_P_DQACC) & ~SLOT(ATTN_P_O)); /* dq_count in INV_FREQ's slot */
+  case OP_ATTN_BWD_FUSED: return (UPTO(ATTN_P_DV) & ~SLOT(ATTN_P_O)) | SLOT(ATTN_P_DQACC);
+  case OP_ATTN_DQ_STORE: return SLOT(ATTN_P_DQ) | SLOT(ATTN_P_DQACC);
   case OP_ATTN_BWD_DQ: return (UPTO(ATTN_P_DELTA) & ~SLOT(ATTN_P_O)) | SLOT(ATTN_P_DQ);
   case OP_ATTN_BWD_DKV_ROPE: return (UPTO(ATTN_P_DV) & ~SLOT(ATTN_P_O)) | SLOT(ATTN_P_INV_FREQ);
   case OP_ATTN_BWD_DQ_ROPE: return (UPTO(ATTN_P_DELTA) & ~SLOT(ATTN_P_O)) | SLOT(ATTN_P_DQ) | SLOT(ATTN_P_INV_FREQ);
@@ -103,6 +104,7 @@ static unsigned op_f32_slots(int op) {
   case OP_ATTN_BWD_PREP: return SLOT(ATTN_BWD_PREP_P_DELTA) | SLOT(ATTN_BWD_PREP_P_DQACC);
   case OP_ATTN_BWD_DKV: case OP_ATTN_BWD_DQ: return SLOT(ATTN_P_LSE) | SLOT(ATTN_P_DELTA);
   case OP_ATTN_BWD_FUSED: return SLOT(ATTN_P_LSE) | SLOT(ATTN_P_DELTA) | SLOT(ATTN_P_DQACC);
+  case OP_ATTN_DQ_STORE: return SLOT(ATTN_P_DQACC);
   case OP_ATTN_BWD_DKV_ROPE: case OP_ATTN_BWD_DQ_ROPE:
     return SLOT(ATTN_P_LSE) | SLOT(ATTN_P_DELTA) | SLOT(ATTN_P_INV_FREQ);
   case OP_XENT: case OP_MSE: return SLOT(XENT_P_LOSS_ROWS);
@@ -126,8 +128,6 @@ static unsigned op_i32_slots(int op) {
   case OP_XENT: return SLOT(XENT_P_TARGETS);
   case OP_XENT_VP_STATS: return SLOT(XENT_VP_STATS_P_TARGETS);
   case OP_XENT_VP: return SLOT(XENT_VP_P_TARGETS);
-  case OP_ATTN_BWD_PREP: return SLOT(ATTN_BWD_PREP_P_DQCNT);
-  case OP_ATTN_BWD_FUSED: return SLOT(ATTN_P_DQCNT); /* the u32 counters */
   default: return 0;
   }
 }
@@ -339,7 +339,7 @@ static int attention(const ddp_instr *in, const char *arch, const ddp_codegen_op
 }
 
 /* ATTN_BWD_FUSED (templates/attention_tma.cu): the TMA dK/dV kernel that also adds dq into the f32 tile
- * accumulator and writes each tile of dq once its last addition is in, on sm_90a for bf16 at head dims 64 and 128 where tensor maps are allowed (the compiler emits
+ * accumulator, on sm_90a for bf16 at head dims 64 and 128 where tensor maps are allowed (the compiler emits
  * it only there; anything else is refused, naming what is missing). Two consumer warpgroups of 64 keys,
  * 64-query tiles, three stages at d 64 and two at d 128 (what fits beside the dS and staging buffers); on
  * the leaderboard configuration (causal, 16 heads, T 16384) it takes 3.17 ms at d 64 against 3.76 for
@@ -348,8 +348,8 @@ static int attention_fused(const ddp_instr *in, const char *arch, const ddp_code
                            char *err, size_t errcap) {
   const int64_t B = in->i[ATTN_I_B], T = in->i[ATTN_I_T], H = in->i[ATTN_I_H], Dh = in->i[ATTN_I_DH];
   if (B < 1 || T < 1 || H < 1) return fail(err, errcap, in, "B=%lld T=%lld H=%lld must all be >= 1", (long long)B, (long long)T, (long long)H);
-  const int chk[] = {ATTN_P_Q, ATTN_P_K, ATTN_P_V, ATTN_P_DO, ATTN_P_DK, ATTN_P_DV, ATTN_P_DQ};
-  for (int c = 0; c < 7; c++)
+  const int chk[] = {ATTN_P_Q, ATTN_P_K, ATTN_P_V, ATTN_P_DO, ATTN_P_DK, ATTN_P_DV};
+  for (int c = 0; c < 6; c++)
     if (in->dt[chk[c]] != DT_BF16)
       return fail(err, errcap, in, "the fused attention backward is bf16 only (p%d is %s)", chk[c], ddp_dtype_name(in->dt[chk[c]]));
   const int64_t HD = (Dh + 15) / 16 * 16;
@@ -441,6 +441,16 @@ int ddp_kernel_launch(const ddp_instr *in, const char *arch, const ddp_codegen_o
   case OP_ATTN_BWD_FUSED:
     if (attention_fused(in, arch, o, out, err, errcap)) return -1;
     break;
+  case OP_ATTN_DQ_STORE: {
+    const int64_t B = I[ATTN_I_B], T = I[ATTN_I_T], H = I[ATTN_I_H], Dh = I[ATTN_I_DH];
+    if (B < 1 || T < 1 || H < 1 || Dh < 1)
+      return fail(err, errcap, in, "B=%lld T=%lld H=%lld Dh=%lld must all be >= 1", (long long)B, (long long)T, (long long)H, (long long)Dh);
+    /* a thread per (row, 8-column chunk) of a head (y), grid-stride past 2^16 blocks and 65535 heads */
+    if (T * cdiv(Dh, 64) * 8 >= ((int64_t)1 << 31))
+      return fail(err, errcap, in, "T = %lld x %lld column chunks is too long (2^31)", (long long)T, (long long)(cdiv(Dh, 64) * 8));
+    geom(out, clamp64(cdiv(T * cdiv(Dh, 64) * 8, 256), 1, 1 << 16), clamp64(B * H, 1, MAX_GRID_YZ), 256, 0);
+    break;
+  }
   case OP_SWIGLU_FWD:
   case OP_SWIGLU_BWD: { /* flat packs, two per thread per iteration (templates/swiglu.cu) */
     const int vec = vec_width(in, op_slots(op));

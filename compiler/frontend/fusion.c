@@ -11,7 +11,7 @@
  * only: the tensor-core kernels). Off by default: on the XL step on an H200 it made the step 0.3-0.4 ms
  * slower than norm_cast alone (docs/PERFORMANCE.md, 2026-11-23), the fused attention backward costing more
  * than the ROPE passes it removes.
- * attention_backward: ATTN_BWD_FUSED, dK, dV and dQ from one computation of S and dP, dQ
+ * attention_backward: ATTN_BWD_FUSED + ATTN_DQ_STORE, dK, dV and dQ from one computation of S and dP, dQ
  * summed in f32 by bulk reductions whose order is not fixed, instead of ATTN_BWD_DKV + ATTN_BWD_DQ (bf16 at
  * head dims 56, 64, 120, 128 on sm_90a: codegen refuses anything else by name). Since it gives up
  * run-to-run reproducibility it is asked for by name only: `fusion = true` leaves it off. It takes the

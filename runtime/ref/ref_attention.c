@@ -1,5 +1,5 @@
 /* runtime/ref/ref_attention.c: ATTN_FWD, ATTN_BWD_PREP, ATTN_BWD_DKV, ATTN_BWD_DQ, and the fused backward's
- * ATTN_BWD_FUSED (dk, dv, and dq summed in the f32 tile accumulator, then stored; plan/ops.h), exact
+ * ATTN_BWD_FUSED (dk, dv, and dq added into the f32 tile accumulator) and ATTN_DQ_STORE (plan/ops.h), exact
  * softmax attention per (b, h), element (b,t,h,j) of q at q[(b*T+t)*sq + h*Dh + j] (k, v, o likewise with
  * their strides; do and dq use o's and q's strides, dk and dv k's and v's).
  *   forward:  s_tj = scale * q_t.k_j over the keys j visible to t (j <= t when causal),
@@ -79,18 +79,12 @@ static int64_t dq_acc_index(const ref_attn_dims *d, int64_t b, int64_t t, int64_
   const int64_t tiles = (d->T + 63) / 64, chunks = dq_acc_cols(d) / 8;
   return ((((b * d->H + h) * tiles + t / 64) * chunks + j / 8) * 64 + t % 64) * 8 + j % 8;
 }
-/* ... and its counters: two per 64-row tile of each (b, h). */
-static int64_t dq_count_elems(const ref_attn_dims *d) { return d->B * d->H * ((d->T + 63) / 64) * 2; }
 
 void ref_attn_bwd_prep(const ddp_kargs *a, const uint8_t *dt) {
   const ref_attn_dims d = ref_attn_dims_of(a);
   if (a->p[ATTN_BWD_PREP_P_DQACC]) {
     const int64_t n = d.B * d.H * ((d.T + 63) / 64 * 64) * dq_acc_cols(&d);
     for (int64_t i = 0; i < n; i++) ddp_store(a->p[ATTN_BWD_PREP_P_DQACC], dt[ATTN_BWD_PREP_P_DQACC], i, 0.0);
-  }
-  if (a->p[ATTN_BWD_PREP_P_DQCNT]) {
-    const int64_t n = dq_count_elems(&d);
-    for (int64_t i = 0; i < n; i++) ddp_store(a->p[ATTN_BWD_PREP_P_DQCNT], dt[ATTN_BWD_PREP_P_DQCNT], i, 0.0);
   }
   double *o = ref_alloc((size_t)d.Dh, sizeof *o), *g = ref_alloc((size_t)d.Dh, sizeof *g);
   for (int64_t b = 0; b < d.B; b++)
@@ -165,9 +159,7 @@ void ref_attn_bwd_dq(const ddp_kargs *a, const uint8_t *dt) {
   for (int i = 0; i < 6; i++) free(buf[i]);
 }
 
-/* dk, dv as ATTN_BWD_DKV; dq (double, all keys, scale included) added into dq_acc's f32 elements once, and
- * dq stored from those sums (the GPU kernel adds one key block at a time, in no fixed order); the counters
- * end at zero, as the GPU kernel leaves them. */
+/* dk, dv as ATTN_BWD_DKV; dq (double, all keys, scale included) added into dq_acc's f32 elements once. */
 void ref_attn_bwd_fused(const ddp_kargs *a, const uint8_t *dt) {
   const ref_attn_dims d = ref_attn_dims_of(a);
   const size_t td = (size_t)(d.T * d.Dh);
@@ -183,10 +175,17 @@ void ref_attn_bwd_fused(const ddp_kargs *a, const uint8_t *dt) {
           const int64_t x = dq_acc_index(&d, b, t, h, j);
           ddp_store(a->p[ATTN_P_DQACC], dt[ATTN_P_DQACC], x,
                     ddp_load(a->p[ATTN_P_DQACC], dt[ATTN_P_DQACC], x) + buf[6][t * d.Dh + j]);
-          ddp_store(a->p[ATTN_P_DQ], dt[ATTN_P_DQ], head_off(&d, d.sq, b, t, h) + j,
-                    ddp_load(a->p[ATTN_P_DQACC], dt[ATTN_P_DQACC], x));
         }
     }
-  for (int64_t i = 0; i < dq_count_elems(&d); i++) ddp_store(a->p[ATTN_P_DQCNT], dt[ATTN_P_DQCNT], i, 0.0);
   for (int i = 0; i < 7; i++) free(buf[i]);
+}
+
+void ref_attn_dq_store(const ddp_kargs *a, const uint8_t *dt) {
+  const ref_attn_dims d = ref_attn_dims_of(a);
+  for (int64_t b = 0; b < d.B; b++)
+    for (int64_t t = 0; t < d.T; t++)
+      for (int64_t h = 0; h < d.H; h++)
+        for (int64_t j = 0; j < d.Dh; j++)
+          ddp_store(a->p[ATTN_P_DQ], dt[ATTN_P_DQ], head_off(&d, d.sq, b, t, h) + j,
+                    ddp_load(a->p[ATTN_P_DQACC], dt[ATTN_P_DQACC], dq_acc_index(&d, b, t, h, j)));
 }

@@ -1,9 +1,8 @@
 """tests/bench/attn_log.py: the attention benchmarks' log lines read for the summaries (summary_leaderboard.py,
 summary_pdl.py, device_ab.sh's table): torch_record(path, kind), the last `TORCH {...}` record of torch_extra.py
 with that kind ("sdpa_shape", "xl_energy", ...) or None; leaderboard(path, d), ddpbench_kernels --only
-leaderboard's line for head dim d as {fwd, prep, a, b, fwdbwd} in ms (a, b: dkv and dq; with --fused a is the
-fused kernel and b the store of the logs before the fused kernel wrote dq itself, 0 where the line has none),
-NaN for every field where the file or the line is missing."""
+leaderboard's line for head dim d as {fwd, prep, a, b, fwdbwd} in ms (a, b: dkv and dq, or with --fused the
+fused kernel and the store), NaN for every field where the file or the line is missing."""
 import json
 import re
 
@@ -21,7 +20,7 @@ def torch_record(path, kind):
     return rec
 
 
-LEADERBOARD = re.compile(r"leaderboard d (\d+)[^:]*: fwd ([0-9.]+) ms, prep ([0-9.]+), \w+ ([0-9.]+), (?:\w+ ([0-9.]+), )?"
+LEADERBOARD = re.compile(r"leaderboard d (\d+)[^:]*: fwd ([0-9.]+) ms, prep ([0-9.]+), \w+ ([0-9.]+), \w+ ([0-9.]+), "
                          r"fwd\+bwd ([0-9.]+)")
 
 
@@ -30,7 +29,7 @@ def leaderboard(path, d):
         for line in open(path):
             m = LEADERBOARD.match(line)
             if m and int(m.group(1)) == d:
-                return dict(zip(("fwd", "prep", "a", "b", "fwdbwd"), (float(x or 0) for x in m.groups()[1:])))
+                return dict(zip(("fwd", "prep", "a", "b", "fwdbwd"), (float(x) for x in m.groups()[1:])))
     except OSError:
         pass
     return dict.fromkeys(("fwd", "prep", "a", "b", "fwdbwd"), NAN)

@@ -13,8 +13,8 @@
  * (--tune first times the leaderboard configuration, or --tune-shape's, under attention tile variants, at head
  * dims 64 and 128 or --tune-d's, or --variants' sets of DDP_TUNE_* settings, ";"-separated; --inner N times N
  * runs back to back per repetition, for short kernels.)
- * (--fused: the bf16 d 64 / 128 backward as ATTN_BWD_PREP + ATTN_BWD_FUSED on sm_90a; the leaderboard line
- * then gives prep and fused in place of prep, dkv and dq.)
+ * (--fused: the bf16 d 64 / 128 backward as ATTN_BWD_PREP + ATTN_BWD_FUSED + ATTN_DQ_STORE on sm_90a; the
+ * leaderboard line then gives prep, fused and store in place of prep, dkv and dq.)
  * (--pdl: every template kernel launched with programmatic stream serialisation, as ddprun under DDP_PDL=1.) */
 #include "bench_naive.h"
 #include "codegen.h"
@@ -359,7 +359,7 @@ static void w_fl_bwd(void *c) {
   attn_ctx *x = c;
   go(&x->prep_, &x->ap);
   go(&x->dkv, &x->adkv);
-  if (x->dq.k) go(&x->dq, &x->adq); /* the fused backward writes dq itself */
+  go(&x->dq, &x->adq);
 }
 static void w_fl_prep(void *c) { attn_ctx *x = c; go(&x->prep_, &x->ap); }
 static void w_fl_dkv(void *c) { attn_ctx *x = c; go(&x->dkv, &x->adkv); }
@@ -404,8 +404,8 @@ typedef struct attn_res {
 } attn_res;
 
 static int64_t g_attn_B = 1, g_attn_H = 16; /* the shape's batch and heads: 1 x 16, the seeds' grid 8 x 1 */
-/* --fused: the backward as ATTN_BWD_PREP (zeroing dq_acc and its counters) + ATTN_BWD_FUSED where the fused
- * kernel exists (bf16, d 64 / 128, sm_90a); the parts then read prep, fused (and no dq) */
+/* --fused: the backward as ATTN_BWD_PREP (zeroing dq_acc) + ATTN_BWD_FUSED + ATTN_DQ_STORE where the fused
+ * kernel exists (bf16, d 64 / 128, sm_90a); the parts then read prep, fused, store */
 static int g_fused;
 static attn_res bench_attn_one(int bf16, int64_t d, int64_t T, int causal, int naive_max, int flash_only) {
   const int64_t H = g_attn_H, B = g_attn_B, hd = H * d;
@@ -418,12 +418,11 @@ static attn_res bench_attn_one(int bf16, int64_t d, int64_t T, int causal, int n
   float *lse = dalloc((size_t)(B * H * T) * 4), *delta = dalloc((size_t)(B * H * T) * 4);
   const int fused = g_fused && bf16 && (d == 64 || d == 128) && !strcmp(g_arch, "sm_90a");
   float *acc = fused ? dalloc((size_t)(B * H * ((T + 63) / 64 * 64) * d) * 4) : NULL; /* dq_acc: d is 64 or 128 */
-  int *cnt = fused ? dalloc((size_t)(B * H * ((T + 63) / 64) * 2) * 4) : NULL;        /* dq_count */
-  void *all[] = {q, k, v, o, dO, dq, dk, dv, lse, delta, acc, cnt};
-  int oom = fused && (!acc || !cnt);
+  void *all[] = {q, k, v, o, dO, dq, dk, dv, lse, delta, acc};
+  int oom = fused && !acc;
   for (int i = 0; i < 10; i++) oom |= all[i] == NULL;
   if (oom) {
-    for (int i = 0; i < 12; i++) dfree(all[i]);
+    for (int i = 0; i < 11; i++) dfree(all[i]);
     for (int i = 0; i < 6; i++) r.ms[i] = -1;
     return r;
   }
@@ -447,27 +446,23 @@ static attn_res bench_attn_one(int bf16, int64_t d, int64_t T, int causal, int n
   in.op = OP_ATTN_BWD_PREP;
   memset(in.dt, 0, sizeof in.dt);
   in.dt[0] = in.dt[1] = (uint8_t)act, in.dt[2] = DT_F32;
-  if (fused) in.dt[ATTN_BWD_PREP_P_DQACC] = DT_F32, in.dt[ATTN_BWD_PREP_P_DQCNT] = DT_I32;
+  if (fused) in.dt[ATTN_BWD_PREP_P_DQACC] = DT_F32;
   c.prep_ = prepare(&in);
   c.ap = base;
   c.ap.p[0] = o, c.ap.p[1] = dO, c.ap.p[2] = delta, c.ap.p[ATTN_BWD_PREP_P_DQACC] = acc;
-  c.ap.p[ATTN_BWD_PREP_P_DQCNT] = cnt;
   in.op = fused ? OP_ATTN_BWD_FUSED : OP_ATTN_BWD_DKV;
   memset(in.dt, 0, sizeof in.dt);
   in.dt[0] = in.dt[1] = in.dt[2] = in.dt[5] = in.dt[7] = in.dt[8] = (uint8_t)act, in.dt[4] = in.dt[6] = DT_F32;
-  if (fused) in.dt[ATTN_P_DQ] = (uint8_t)act, in.dt[ATTN_P_DQCNT] = DT_I32, in.dt[ATTN_P_DQACC] = DT_F32;
+  if (fused) in.dt[ATTN_P_DQACC] = DT_F32;
   c.dkv = prepare(&in);
   c.adkv = base;
   c.adkv.p[0] = q, c.adkv.p[1] = k, c.adkv.p[2] = v, c.adkv.p[4] = lse, c.adkv.p[5] = dO, c.adkv.p[6] = delta;
-  c.adkv.p[7] = dk, c.adkv.p[8] = dv;
-  if (fused) c.adkv.p[ATTN_P_DQ] = dq, c.adkv.p[ATTN_P_DQCNT] = cnt, c.adkv.p[ATTN_P_DQACC] = acc;
-  if (!fused) {
-    in.op = OP_ATTN_BWD_DQ;
-    in.dt[7] = in.dt[8] = 0, in.dt[9] = (uint8_t)act;
-    c.dq = prepare(&in);
-    c.adq = c.adkv;
-    c.adq.p[7] = c.adq.p[8] = NULL, c.adq.p[9] = dq;
-  }
+  c.adkv.p[7] = dk, c.adkv.p[8] = dv, c.adkv.p[ATTN_P_DQACC] = acc;
+  in.op = fused ? OP_ATTN_DQ_STORE : OP_ATTN_BWD_DQ;
+  in.dt[7] = in.dt[8] = 0, in.dt[9] = (uint8_t)act;
+  c.dq = prepare(&in);
+  c.adq = c.adkv;
+  c.adq.p[7] = c.adq.p[8] = NULL, c.adq.p[9] = dq;
   r.ms[0] = time_ms(w_fl_fwd, &c);
   w_fl_fwd(&c);
   r.ms[1] = time_ms(w_fl_bwd, &c);
@@ -475,7 +470,7 @@ static attn_res bench_attn_one(int bf16, int64_t d, int64_t T, int causal, int n
   if (flash_only) {
     r.parts[0] = time_ms(w_fl_prep, &c);
     r.parts[1] = time_ms(w_fl_dkv, &c);
-    r.parts[2] = c.dq.k ? time_ms(w_fl_dq, &c) : 0;
+    r.parts[2] = time_ms(w_fl_dq, &c);
   }
   if (!flash_only && T <= naive_max && B == 1) {
     const size_t sb = (size_t)(H * T) * (size_t)T * 4;
@@ -516,7 +511,7 @@ static attn_res bench_attn_one(int bf16, int64_t d, int64_t T, int causal, int n
     dfree(S);
     dfree(dP);
   }
-  for (int i = 0; i < 12; i++) dfree(all[i]);
+  for (int i = 0; i < 11; i++) dfree(all[i]);
   return r;
 }
 
@@ -556,14 +551,9 @@ static void bench_attention(int quick, int naive_max) {
     }
   }
   const attn_res lb = bench_attn_one(1, 64, 16384, 1, 0, 1);
-  if (lb.parts[2] == 0) /* the fused backward */
-    printf("\nLEADERBOARD attention fwd+bwd, 16 heads, d 64, seq 16384, bf16, causal: %.3f ms (fwd %.3f, bwd %.3f"
-           " = prep %.3f + fused %.3f); PyTorch SDPA: torch_extra.py --attention in the same call\n",
-           lb.ms[2], lb.ms[0], lb.ms[1], lb.parts[0], lb.parts[1]);
-  else
-    printf("\nLEADERBOARD attention fwd+bwd, 16 heads, d 64, seq 16384, bf16, causal: %.3f ms (fwd %.3f, bwd %.3f"
-           " = prep %.3f + dkv %.3f + dq %.3f); PyTorch SDPA: torch_extra.py --attention in the same call\n",
-           lb.ms[2], lb.ms[0], lb.ms[1], lb.parts[0], lb.parts[1], lb.parts[2]);
+  printf("\nLEADERBOARD attention fwd+bwd, 16 heads, d 64, seq 16384, bf16, causal: %.3f ms (fwd %.3f, bwd %.3f"
+         " = prep %.3f + dkv %.3f + dq %.3f); PyTorch SDPA: torch_extra.py --attention in the same call\n",
+         lb.ms[2], lb.ms[0], lb.ms[1], lb.parts[0], lb.parts[1], lb.parts[2]);
   jrec("{\"bench\":\"leaderboard_attention\",\"heads\":16,\"d\":64,\"T\":16384,\"dtype\":\"bf16\",\"causal\":1,"
        "\"fwdbwd_ms\":%.4f,\"fwd_ms\":%.4f,\"bwd_ms\":%.4f}",
        lb.ms[2], lb.ms[0], lb.ms[1]);
@@ -729,12 +719,9 @@ int main(int argc, char **argv) {
   if (only && !strcmp(only, "leaderboard")) /* and the same at head dim 128 */
     for (int64_t d = 64; d <= 128; d += 64) {
       const attn_res r = bench_attn_one(1, d, 16384, 1, 0, 1);
-      if (r.ms[0] > 0 && r.parts[2] == 0) /* the fused backward: prep and one kernel */
-        printf("leaderboard d %lld (fused backward): fwd %.3f ms, prep %.3f, fused %.3f, fwd+bwd %.3f\n", (long long)d,
-               r.ms[0], r.parts[0], r.parts[1], r.ms[2]);
-      else
-        printf("leaderboard d %lld: fwd %.3f ms, prep %.3f, dkv %.3f, dq %.3f, fwd+bwd %.3f\n", (long long)d, r.ms[0],
-               r.parts[0], r.parts[1], r.parts[2], r.ms[2]);
+      printf("leaderboard d %lld%s: fwd %.3f ms, prep %.3f, %s %.3f, %s %.3f, fwd+bwd %.3f\n", (long long)d,
+             g_fused ? " (fused backward)" : "", r.ms[0], r.parts[0], g_fused ? "fused" : "dkv", r.parts[1],
+             g_fused ? "store" : "dq", r.parts[2], r.ms[2]);
       jrec("{\"bench\":\"leaderboard\",\"d\":%lld,\"fused\":%d,\"fwd_ms\":%.4f,\"prep_ms\":%.4f,\"dkv_ms\":%.4f,"
            "\"dq_ms\":%.4f,\"fwdbwd_ms\":%.4f}",
            (long long)d, g_fused, r.ms[0], r.parts[0], r.parts[1], r.parts[2], r.ms[2]);

@@ -37,7 +37,7 @@ for s in "$src"/schedules/*.lua; do
     nplans=$((nplans + 1))
   fi
 done
-# the fused attention backward (ATTN_BWD_FUSED and the prep's dq accumulator and counters) needs a head dim
+# the fused attention backward (ATTN_BWD_FUSED, ATTN_DQ_STORE and the prep's dq accumulator) needs a head dim
 # of 64 and bf16, which no shipped schedule asks for
 if [ ! -s "$out/plan/tiny_fused_attn_bwd.bin" ] &&
   "$DDPC" "$src/schedules/tiny.lua" -o "$tmp/tiny_fused_attn_bwd.bin" --quiet --set precision=bf16 --set model.heads=1 \

@@ -1,10 +1,7 @@
 #!/usr/bin/env python3
 # tests/fuzz/upgrade_regress_plan.py FILE...: rewrites committed regress plans (tests/fuzz/regress/plan/) of
-# format 2 to 6 as format 7 in place, keeping every byte of their defect; run when a format comes (a file
+# format 2, 3, 4 or 5 as format 6 in place, keeping every byte of their defect; run when a format comes (a file
 # of an older format is refused at the version check, so fuzz_regress_plan would no longer reach its bug).
-# v6 -> v7: the kernel op ATTN_DQ_STORE (35) is gone, so the kernel ops after it move down by one, in the
-# kernels section and in KERNEL instructions (a plan that used ATTN_DQ_STORE itself cannot be carried over:
-# refused here).
 # v5 -> v6: tensor records gain i64 piece_runs + i64 piece_stride (0: one contiguous range) after piece_first,
 # INIT_TENSOR's i[6], i[7] (unused before, now RUN and STRIDE) are set to 0 (contiguous, as before), and the
 # meta keys tensor_parallel, data_parallel are new (a plan may leave them out: 0).
@@ -50,47 +47,21 @@ def ranks_v6(p):  # INIT_TENSOR's i[6], i[7] (RUN, STRIDE since format 6; unused
             at += n * INSTR
     assert at == len(p), (at, len(p))
     return bytes(out)
-DQ_STORE_V6, KERNEL = 35, 0
-def op_v7(op, path):
-    assert op != DQ_STORE_V6, (path, 'uses ATTN_DQ_STORE, which format 7 has not')
-    return op - 1 if op > DQ_STORE_V6 else op
-def kernels_v7(p, path):  # u32 n, then n x (i32 op, i32 module)
-    n, = struct.unpack_from('<I', p, 0); out = bytearray(p)
-    for k in range(n):
-        op, = struct.unpack_from('<i', p, 4 + 8 * k)
-        struct.pack_into('<i', out, 4 + 8 * k, op_v7(op, path) if op >= 0 else op)
-    return bytes(out)
-def ranks_v7(p, path):  # KERNEL instructions' op (u16 after the opcode and the stream)
-    world, narenas = struct.unpack_from('<II', p, 0); at = 8; out = bytearray(p)
-    for _ in range(world):
-        at += 12 + 8 * narenas
-        for _prog in range(2):
-            n, = struct.unpack_from('<I', p, at); at += 4
-            for k in range(n):
-                rec = at + k * INSTR
-                if struct.unpack_from('<H', p, rec)[0] == KERNEL:
-                    struct.pack_into('<H', out, rec + 4, op_v7(struct.unpack_from('<H', p, rec + 4)[0], path))
-            at += n * INSTR
-    assert at == len(p), (at, len(p))
-    return bytes(out)
 for path in sys.argv[1:]:
     d = open(path, 'rb').read()
     ver, nsec, size = struct.unpack_from('<IIQ', d, 8)
-    assert d[:8] == b'DDPCPLAN' and ver in (2, 3, 4, 5, 6) and size == len(d), (path, ver)
+    assert d[:8] == b'DDPCPLAN' and ver in (2, 3, 4, 5) and size == len(d), (path, ver)
     ents = [struct.unpack_from('<IIQQ', d, 24 + 24 * k) for k in range(nsec)]
     secs = [(i, r, d[off:off + ln]) for (i, r, off, ln) in ents]
-    if ver < 6:
-        secs = [(i, r, tensors_v6(p, ver) if i == 3 else p) for (i, r, p) in secs]
+    secs = [(i, r, tensors_v6(p, ver) if i == 3 else p) for (i, r, p) in secs]
     if ver == 2:  # format 3's rank fields; a format 3 file has them already
         secs = [(i, r, ranks_v3(p) if i == 7 else p) for (i, r, p) in secs]
-    if ver < 6:
-        secs = [(i, r, ranks_v6(p) if i == 7 else p) for (i, r, p) in secs]
-    secs = [(i, r, kernels_v7(p, path) if i == 5 else ranks_v7(p, path) if i == 7 else p) for (i, r, p) in secs]
+    secs = [(i, r, ranks_v6(p) if i == 7 else p) for (i, r, p) in secs]
     if ver < 4:
         secs += [(9, 0, struct.pack('<I', 0))]
     at = 24 + 24 * len(secs); table = b''; payload = b''
     for i, r, p in secs:
         table += struct.pack('<IIQQ', i, r, at, len(p)); payload += p; at += len(p)
-    body = d[:8] + struct.pack('<IIQ', 7, len(secs), at + 4) + table + payload
+    body = d[:8] + struct.pack('<IIQ', 6, len(secs), at + 4) + table + payload
     open(path, 'wb').write(body + struct.pack('<I', zlib.crc32(body) & 0xffffffff))
     print(path, len(d), '->', at + 4)

@@ -85,25 +85,19 @@ void layer_attention_bwd(ddp_builder *b, const ddp_node *n) {
   int64_t lshape[3] = {B, heads, T};
   int32_t delta = b_tensor(b, b_fmt(b, "%s.delta", name), b->fdt, ARENA_ACT, 0, 3, lshape);
   /* fusion.attention_backward: dk, dv and dq from one pass, dq summed into an f32 accumulator in tiles of
-   * 64 rows x the head dim rounded up to 64, each tile's additions counted (plan/op_slots.h); the prep
-   * zeroes both */
+   * 64 rows x the head dim rounded up to 64 (plan/op_slots.h), which the prep zeroes */
   const bool fused = b->s->fuse_attn_bwd;
-  int32_t dq_acc = -1, dq_count = -1;
+  int32_t dq_acc = -1;
   if (fused) {
     const int64_t ashape[4] = {B, heads, (T + 63) / 64 * 64, (d / heads + 63) / 64 * 64};
-    const int64_t cshape[3] = {B, heads, (T + 63) / 64 * 2};
     dq_acc = b_tensor(b, b_fmt(b, "%s.dq_acc", name), DT_F32, ARENA_ACT, 0, 4, ashape);
-    dq_count = b_tensor(b, b_fmt(b, "%s.dq_count", name), DT_I32, ARENA_ACT, 0, 3, cshape);
   }
 
   ddp_instr prep = b_kernel(OP_ATTN_BWD_PREP);
   b_buf(b, &prep, ATTN_BWD_PREP_P_O, o);
   b_buf(b, &prep, ATTN_BWD_PREP_P_DO, dout);
   b_buf(b, &prep, ATTN_BWD_PREP_P_DELTA, delta);
-  if (fused) {
-    b_buf(b, &prep, ATTN_BWD_PREP_P_DQACC, dq_acc);
-    b_buf(b, &prep, ATTN_BWD_PREP_P_DQCNT, dq_count);
-  }
+  if (fused) b_buf(b, &prep, ATTN_BWD_PREP_P_DQACC, dq_acc);
   attn_ints(b, &prep, d, heads);
   b_emit(b, prep, b_fmt(b, "%s.bwd_prep", name));
 
@@ -119,17 +113,17 @@ void layer_attention_bwd(ddp_builder *b, const ddp_node *n) {
   ddp_instr dq = kv;
   b_arg(&kv, ATTN_P_DK, dqkv, (uint64_t)d * es, dt);
   b_arg(&kv, ATTN_P_DV, dqkv, 2 * (uint64_t)d * es, dt);
-  if (fused) { /* dq as well */
-    b_arg(&kv, ATTN_P_DQ, dqkv, 0, dt);
-    b_buf(b, &kv, ATTN_P_DQCNT, dq_count);
-    b_buf(b, &kv, ATTN_P_DQACC, dq_acc);
-  }
+  if (fused) b_buf(b, &kv, ATTN_P_DQACC, dq_acc);
   attn_ints(b, &kv, d, heads);
   b_emit(b, kv, b_fmt(b, "%s.%s", name, fused ? "bwd_fused" : "bwd_dkv"));
-  if (fused) return;
 
-  dq.op = rope ? OP_ATTN_BWD_DQ_ROPE : OP_ATTN_BWD_DQ;
+  if (fused) { /* ATTN_DQ_STORE reads only the accumulator */
+    dq = b_kernel(OP_ATTN_DQ_STORE);
+    b_buf(b, &dq, ATTN_P_DQACC, dq_acc);
+  } else {
+    dq.op = rope ? OP_ATTN_BWD_DQ_ROPE : OP_ATTN_BWD_DQ;
+  }
   b_arg(&dq, ATTN_P_DQ, dqkv, 0, dt);
   attn_ints(b, &dq, d, heads);
-  b_emit(b, dq, b_fmt(b, "%s.bwd_dq", name));
+  b_emit(b, dq, b_fmt(b, "%s.%s", name, fused ? "dq_store" : "bwd_dq"));
 }
