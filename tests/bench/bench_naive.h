@@ -1,7 +1,8 @@
 /* tests/bench/bench_naive.h: CUDA source of the benchmark's own baseline kernels (compiled at run time
  * with NVRTC by kernel_bench.c): a plain tiled batched GEMM (f32 accumulate, 64x64 tiles, 4x4 per thread,
  * any strides) for the materialised-scores attention path, the unfused three-kernel RMSNorm (sum of
- * squares, rsqrt scale, multiply by g) and a random fill. Every kernel takes the ddp_kargs layout. */
+ * squares, rsqrt scale, multiply by g), a random fill and a spin (the GPU busy for a while, so that runs
+ * queued behind it start back to back). Every kernel takes the ddp_kargs layout. */
 #ifndef DDP_BENCH_NAIVE_H
 #define DDP_BENCH_NAIVE_H
 static const char bench_naive_src[] =
@@ -66,6 +67,11 @@ static const char bench_naive_src[] =
     "  const long long n = a.i[0] * a.i[1];\n"
     "  for (long long i = blockIdx.x * 256ll + threadIdx.x; i < n; i += (long long)gridDim.x * 256)\n"
     "    ((float *)a.p[2])[i] = ((const float *)a.p[0])[i] * ((const float *)a.p[1])[i % a.i[1]];\n"
+    "}\n"
+    "/* i0 clock cycles: one thread waits that long */\n"
+    "extern \"C\" __global__ void ddp_spin(const ka a) {\n"
+    "  const long long t0 = clock64();\n"
+    "  while (clock64() - t0 < a.i[0]) {}\n"
     "}\n"
     "/* p0 buffer; i0 n, i1 bf16?, i2 seed; f0 std: N(0, std) from a counter hash */\n"
     "extern \"C\" __global__ void ddp_fill_normal(const ka a) {\n"

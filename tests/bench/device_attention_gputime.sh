@@ -10,7 +10,10 @@
 # $OUT/table.txt (summary_attention.py over the logs, "mma" = the split backward). GRIDS=0 skips the grids and
 # the XL shape; LB_ROUNDS=N (default 0) then runs the leaderboard configuration (B 1, H 16, T 16384, causal, d 64
 # and 128), ours with each backward and SDPA by GPU time, alternating N times, and prints the rounds' ratios
-# (summary_leaderboard.py).
+# (summary_leaderboard.py); LB_GPU_TIME=N also times ours with ddpbench_kernels --gpu-time N in each round
+# (N runs back to back behind a GPU spin, three rounds: SDPA's method, which is 50 runs); with dev/old
+# (tests/bench/prepare_old_bench.sh REV) each round also times that revision's kernels with the fused
+# backward, the same two ways.
 set -u
 cd "$(dirname "$0")/../.."
 . tests/bench/device_env.sh
@@ -41,6 +44,17 @@ for r in $(seq 1 "${LB_ROUNDS:-0}"); do
   echo "== leaderboard round $r ($(date +%T))"
   timeout 60 $K --only leaderboard --fused >$L/lb_fused_$r.log 2>&1 || echo "ours fused rc=$?"
   timeout 60 $K --only leaderboard >$L/lb_split_$r.log 2>&1 || echo "ours split rc=$?"
+  if [ "${LB_GPU_TIME:-0}" -gt 0 ]; then
+    timeout 120 $K --only leaderboard --fused --gpu-time $LB_GPU_TIME >$L/lb_fusedgt_$r.log 2>&1 ||
+      echo "ours fused gpu-time rc=$?"
+    timeout 120 $K --only leaderboard --gpu-time $LB_GPU_TIME >$L/lb_splitgt_$r.log 2>&1 || echo "ours split gpu-time rc=$?"
+  fi
+  if [ -x dev/old/ddpbench_kernels ]; then # the kernels of another revision (prepare_old_bench.sh)
+    DDP_TEMPLATE_DIR=$R/dev/old/templates timeout 60 dev/old/ddpbench_kernels --only leaderboard --fused \
+      >$L/lb_old_$r.log 2>&1 || echo "old fused rc=$?"
+    [ "${LB_GPU_TIME:-0}" -gt 0 ] && { DDP_TEMPLATE_DIR=$R/dev/old/templates timeout 120 dev/old/ddpbench_kernels \
+      --only leaderboard --fused --gpu-time $LB_GPU_TIME >$L/lb_oldgt_$r.log 2>&1 || echo "old fused gpu-time rc=$?"; }
+  fi
   for dh in 64 128; do
     timeout 60 python3 $B/torch_extra.py --sdpa-shape 1:16:16384:$dh >$L/lb_sdpa${dh}_$r.log 2>&1 || echo "sdpa d $dh rc=$?"
   done

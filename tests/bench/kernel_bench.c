@@ -8,14 +8,15 @@
  *       backward, both; OOM where the memory runs out. Then the leaderboard configuration on its own line.
  * Timing: CUDA events around each repetition after a warm-up, median. Every CUDA call is checked.
  * Usage: ddpbench_kernels [--quick] [--out FILE.json] [--only rmsnorm|attention|seeds|leaderboard|none] [--naive-max T]
- *        [--tune] [--tune-shape B:H:T] [--tune-d 64|128] [--variants "A;B"] [--inner N] [--fused] [--pdl]
+ *        [--tune] [--tune-shape B:H:T] [--tune-d 64|128] [--variants "A;B"] [--inner N] [--gpu-time N] [--fused] [--pdl]
  * (--only leaderboard: the leaderboard configuration once, at head dims 64 and 128, for a profiler)
  * (--tune first times the leaderboard configuration, or --tune-shape's, under attention tile variants, at head
  * dims 64 and 128 or --tune-d's, or --variants' sets of DDP_TUNE_* settings, ";"-separated; --inner N times N
  * runs back to back per repetition, for short kernels.)
  * (--fused: the bf16 d 64 / 128 backward as ATTN_BWD_PREP + ATTN_BWD_FUSED + ATTN_DQ_STORE on sm_90a; the
  * leaderboard line then gives prep, fused and store in place of prep, dkv and dq.)
- * (--pdl: every template kernel launched with programmatic stream serialisation, as ddprun under DDP_PDL=1.) */
+ * (--pdl: every template kernel launched with programmatic stream serialisation, as ddprun under DDP_PDL=1.)
+ * (--gpu-time N: N runs back to back queued behind a GPU spin, three rounds, as torch_extra.py times SDPA.) */
 #include "bench_naive.h"
 #include "codegen.h"
 #include "cuda_check.h"
@@ -179,7 +180,38 @@ static double g_budget_ms = 300; /* per measurement */
  * as make about 1 ms (the time is per run), so a kernel of a few microseconds is not timed with the host's
  * launch latency in front of it */
 static int g_inner = 1;
+/* --gpu-time N: three rounds, each N runs back to back queued behind a GPU spin of 10^8 cycles (about 50 ms),
+ * the median run time: no host latency in front of any run, and the GPU's clocks and power over N runs in a
+ * row, as torch_extra.py times SDPA (torch.cuda._sleep(10^8), 50 runs, three rounds) */
+static int g_gpu_time;
+static void spin(void) {
+  prep p = local("ddp_spin", 1, 1, 1, 32);
+  ddp_kargs a = {0};
+  a.i[0] = 100000000;
+  go(&p, &a);
+}
+static double gpu_time_ms(work_fn f, void *ctx) {
+  cudaEvent_t e0, e1;
+  CK(cudaEventCreate(&e0));
+  CK(cudaEventCreate(&e1));
+  f(ctx); /* warm-up */
+  float ts[3];
+  for (int r = 0; r < 3; r++) {
+    spin();
+    CK(cudaEventRecord(e0, 0));
+    for (int i = 0; i < g_gpu_time; i++) f(ctx);
+    CK(cudaEventRecord(e1, 0));
+    CK(cudaEventSynchronize(e1));
+    CK(cudaEventElapsedTime(&ts[r], e0, e1));
+    ts[r] /= (float)g_gpu_time;
+  }
+  CK(cudaEventDestroy(e0));
+  CK(cudaEventDestroy(e1));
+  qsort(ts, 3, sizeof ts[0], cmp_f);
+  return ts[1];
+}
 static double time_ms(work_fn f, void *ctx) {
+  if (g_gpu_time) return gpu_time_ms(f, ctx);
   cudaEvent_t e0, e1;
   CK(cudaEventCreate(&e0));
   CK(cudaEventCreate(&e1));
@@ -679,6 +711,12 @@ int main(int argc, char **argv) {
         fprintf(stderr, "ddpbench_kernels: --tune-d wants 64 or 128 (got %s)\n", argv[i]);
         return 2;
       }
+    } else if (!strcmp(argv[i], "--gpu-time") && i + 1 < argc) {
+      g_gpu_time = atoi(argv[++i]);
+      if (g_gpu_time < 1 || g_gpu_time > 1000) {
+        fprintf(stderr, "ddpbench_kernels: --gpu-time wants 1..1000 runs (got %s)\n", argv[i]);
+        return 2;
+      }
     } else if (!strcmp(argv[i], "--pdl")) {
       ddp_cuda_set_grid_overlap(1);
     } else if (!strcmp(argv[i], "--variants") && i + 1 < argc) {
@@ -690,7 +728,7 @@ int main(int argc, char **argv) {
         return 2;
       }
     } else {
-      fprintf(stderr, "usage: ddpbench_kernels [--quick] [--out FILE.json] [--only rmsnorm|attention|seeds|leaderboard|none] [--naive-max T] [--tune] [--tune-shape B:H:T] [--tune-d 64|128] [--variants \"A;B\"] [--inner N] [--fused] [--pdl]\n");
+      fprintf(stderr, "usage: ddpbench_kernels [--quick] [--out FILE.json] [--only rmsnorm|attention|seeds|leaderboard|none] [--naive-max T] [--tune] [--tune-shape B:H:T] [--tune-d 64|128] [--variants \"A;B\"] [--inner N] [--gpu-time N] [--fused] [--pdl]\n");
       return 2;
     }
   }
