@@ -13,7 +13,8 @@
 # (summary_leaderboard.py); LB_GPU_TIME=N also times ours with ddpbench_kernels --gpu-time N in each round
 # (N runs back to back behind a GPU spin, three rounds: SDPA's method, which is 50 runs); with dev/old
 # (tests/bench/prepare_old_bench.sh REV) each round also times that revision's kernels with the fused
-# backward, the same two ways.
+# backward, the same two ways. LB_PDL=1 (with LB_GPU_TIME=N) also times ours with the fused backward under
+# --pdl (every kernel launched with programmatic stream serialisation, as ddprun under DDP_PDL=1).
 set -u
 cd "$(dirname "$0")/../.."
 . tests/bench/device_env.sh
@@ -48,6 +49,10 @@ for r in $(seq 1 "${LB_ROUNDS:-0}"); do
     timeout 120 $K --only leaderboard --fused --gpu-time $LB_GPU_TIME >$L/lb_fusedgt_$r.log 2>&1 ||
       echo "ours fused gpu-time rc=$?"
     timeout 120 $K --only leaderboard --gpu-time $LB_GPU_TIME >$L/lb_splitgt_$r.log 2>&1 || echo "ours split gpu-time rc=$?"
+    if [ "${LB_PDL:-0}" = 1 ]; then
+      timeout 120 $K --only leaderboard --fused --gpu-time $LB_GPU_TIME --pdl >$L/lb_fusedpdl_$r.log 2>&1 ||
+        echo "ours fused gpu-time pdl rc=$?"
+    fi
   fi
   if [ -x dev/old/ddpbench_kernels ]; then # the kernels of another revision (prepare_old_bench.sh)
     DDP_TEMPLATE_DIR=$R/dev/old/templates timeout 60 dev/old/ddpbench_kernels --only leaderboard --fused \
