@@ -190,54 +190,38 @@ static void spin(void) {
   a.i[0] = 100000000;
   go(&p, &a);
 }
-static double gpu_time_ms(work_fn f, void *ctx) {
-  cudaEvent_t e0, e1;
-  CK(cudaEventCreate(&e0));
-  CK(cudaEventCreate(&e1));
-  f(ctx); /* warm-up */
-  float ts[3];
-  for (int r = 0; r < 3; r++) {
-    spin();
-    CK(cudaEventRecord(e0, 0));
-    for (int i = 0; i < g_gpu_time; i++) f(ctx);
-    CK(cudaEventRecord(e1, 0));
-    CK(cudaEventSynchronize(e1));
-    CK(cudaEventElapsedTime(&ts[r], e0, e1));
-    ts[r] /= (float)g_gpu_time;
-  }
-  CK(cudaEventDestroy(e0));
-  CK(cudaEventDestroy(e1));
-  qsort(ts, 3, sizeof ts[0], cmp_f);
-  return ts[1];
-}
-static double time_ms(work_fn f, void *ctx) {
-  if (g_gpu_time) return gpu_time_ms(f, ctx);
-  cudaEvent_t e0, e1;
-  CK(cudaEventCreate(&e0));
-  CK(cudaEventCreate(&e1));
-  f(ctx); /* warm-up */
+/* One timed repetition: n runs of f back to back between two events (behind a GPU spin when asked), the
+ * time per run in ms. */
+static float rep_ms(work_fn f, void *ctx, int n, int behind_spin, cudaEvent_t e0, cudaEvent_t e1) {
+  if (behind_spin) spin();
   CK(cudaEventRecord(e0, 0));
-  f(ctx);
+  for (int i = 0; i < n; i++) f(ctx);
   CK(cudaEventRecord(e1, 0));
   CK(cudaEventSynchronize(e1));
-  float t0 = 0;
-  CK(cudaEventElapsedTime(&t0, e0, e1));
-  int inner = 1;
-  if (g_inner > 1 && t0 > 0) {
-    const double need = ceil(1.0 / t0);
-    inner = need >= g_inner ? g_inner : (int)need;
+  float t = 0;
+  CK(cudaEventElapsedTime(&t, e0, e1));
+  return t / (float)n;
+}
+/* The median over repetitions: --gpu-time's three rounds, else as many repetitions as fit g_budget_ms (3..25)
+ * of --inner's runs each (one without it). */
+static double time_ms(work_fn f, void *ctx) {
+  cudaEvent_t e0, e1;
+  CK(cudaEventCreate(&e0));
+  CK(cudaEventCreate(&e1));
+  f(ctx); /* warm-up */
+  int inner = g_gpu_time, reps = 3;
+  if (!g_gpu_time) {
+    const float t0 = rep_ms(f, ctx, 1, 0, e0, e1);
+    inner = 1;
+    if (g_inner > 1 && t0 > 0) {
+      const double need = ceil(1.0 / t0);
+      inner = need >= g_inner ? g_inner : (int)need;
+    }
+    reps = t0 > 0 ? (int)(g_budget_ms / (t0 * inner)) : 20;
+    reps = reps < 3 ? 3 : reps > 25 ? 25 : reps;
   }
-  int reps = t0 > 0 ? (int)(g_budget_ms / (t0 * inner)) : 20;
-  reps = reps < 3 ? 3 : reps > 25 ? 25 : reps;
   float ts[25];
-  for (int r = 0; r < reps; r++) {
-    CK(cudaEventRecord(e0, 0));
-    for (int i = 0; i < inner; i++) f(ctx);
-    CK(cudaEventRecord(e1, 0));
-    CK(cudaEventSynchronize(e1));
-    CK(cudaEventElapsedTime(&ts[r], e0, e1));
-    ts[r] /= (float)inner;
-  }
+  for (int r = 0; r < reps; r++) ts[r] = rep_ms(f, ctx, inner, g_gpu_time > 0, e0, e1);
   CK(cudaEventDestroy(e0));
   CK(cudaEventDestroy(e1));
   qsort(ts, (size_t)reps, sizeof ts[0], cmp_f);
