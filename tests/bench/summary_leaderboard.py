@@ -61,5 +61,6 @@ def main(logs, n):
         if os.path.exists(f"{logs}/lb_oldgt_1.log"):
             pair_rows(logs, n, "oldgt", "fusedgt", " (--gpu-time)")
 
+
 if __name__ == "__main__":
     main(sys.argv[1], int(sys.argv[2]))
