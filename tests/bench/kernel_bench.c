@@ -670,6 +670,18 @@ static void tune_attention(int64_t d) {
   for (size_t k = 0; k < sizeof names / sizeof names[0]; k++) snprintf(env, sizeof env, "DDP_TUNE_%s", names[k]), unsetenv(env);
 }
 
+/* An option's integer value: the whole of s, within [lo, hi]; else one error line and 0. */
+static int int_option(const char *opt, const char *s, long lo, long hi, int *out) {
+  char *end = NULL;
+  const long v = strtol(s, &end, 10);
+  if (end == s || *end || v < lo || v > hi) {
+    fprintf(stderr, "ddpbench_kernels: %s wants an integer in %ld..%ld (got %s)\n", opt, lo, hi, s);
+    return 0;
+  }
+  *out = (int)v;
+  return 1;
+}
+
 int main(int argc, char **argv) {
   int quick = 0, naive_max = 65536, tune = 0, tune_d = 0;
   const char *out = NULL, *only = NULL;
@@ -690,27 +702,19 @@ int main(int argc, char **argv) {
       }
       g_tune_B = b, g_tune_H = h, g_tune_T = t;
     } else if (!strcmp(argv[i], "--tune-d") && i + 1 < argc) {
-      tune_d = atoi(argv[++i]);
+      if (!int_option("--tune-d", argv[++i], 64, 128, &tune_d)) return 2;
       if (tune_d != 64 && tune_d != 128) {
         fprintf(stderr, "ddpbench_kernels: --tune-d wants 64 or 128 (got %s)\n", argv[i]);
         return 2;
       }
     } else if (!strcmp(argv[i], "--gpu-time") && i + 1 < argc) {
-      g_gpu_time = atoi(argv[++i]);
-      if (g_gpu_time < 1 || g_gpu_time > 1000) {
-        fprintf(stderr, "ddpbench_kernels: --gpu-time wants 1..1000 runs (got %s)\n", argv[i]);
-        return 2;
-      }
+      if (!int_option("--gpu-time", argv[++i], 1, 1000, &g_gpu_time)) return 2;
     } else if (!strcmp(argv[i], "--pdl")) {
       ddp_cuda_set_grid_overlap(1);
     } else if (!strcmp(argv[i], "--variants") && i + 1 < argc) {
       g_variants = argv[++i];
     } else if (!strcmp(argv[i], "--inner") && i + 1 < argc) {
-      g_inner = atoi(argv[++i]);
-      if (g_inner < 1 || g_inner > 1000) {
-        fprintf(stderr, "ddpbench_kernels: --inner wants 1..1000 (got %s)\n", argv[i]);
-        return 2;
-      }
+      if (!int_option("--inner", argv[++i], 1, 1000, &g_inner)) return 2;
     } else {
       fprintf(stderr, "usage: ddpbench_kernels [--quick] [--out FILE.json] [--only rmsnorm|attention|seeds|leaderboard|none] [--naive-max T] [--tune] [--tune-shape B:H:T] [--tune-d 64|128] [--variants \"A;B\"] [--inner N] [--gpu-time N] [--fused] [--pdl]\n");
       return 2;

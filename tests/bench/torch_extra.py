@@ -145,9 +145,20 @@ def gpu_timed(fn, warmup=3, reps=50):
     return s.elapsed_time(e) / reps
 
 
-def sdpa_shape(spec):
+def shape_arg(spec):
+    """--sdpa-shape's B:H:T:D, four positive integers (argparse's type: a bad one is a one-line usage error)."""
+    try:
+        dims = tuple(int(x) for x in spec.split(":"))
+    except ValueError:
+        dims = ()
+    if len(dims) != 4 or min(dims) < 1:
+        raise argparse.ArgumentTypeError(f"wants B:H:T:D, four positive integers, e.g. 4:25:512:64 (got {spec})")
+    return dims
+
+
+def sdpa_shape(dims):
     """SDPA at one (batch, heads, T, d) shape, bf16, causal, by GPU time (gpu_timed): e.g. XL's 4:25:512:64."""
-    b, h, t, d = (int(x) for x in spec.split(":"))
+    b, h, t, d = dims
     fwd, both = sdpa_runs((b, h, t, d), torch.bfloat16, True, True)
     rows = []
     for _ in range(3):  # three rounds, fwd and fwd+bwd alternating
@@ -293,7 +304,7 @@ def main():
     ap.add_argument("--attention", action="store_true")
     ap.add_argument("--quick", action="store_true", help="attention: d 64 and 128, T 1024, 4096, 16384 only")
     ap.add_argument("--seeds", action="store_true", help="the course's grid: batch 8, one head, no mask")
-    ap.add_argument("--sdpa-shape", metavar="B:H:T:D", help="SDPA, bf16, causal, at one shape by GPU time")
+    ap.add_argument("--sdpa-shape", metavar="B:H:T:D", type=shape_arg, help="SDPA, bf16, causal, at one shape by GPU time")
     ap.add_argument("--gpu-time", action="store_true",
                     help="--attention and --seeds by GPU time (runs queued behind a GPU sleep): the default")
     ap.add_argument("--host-time", action="store_true",

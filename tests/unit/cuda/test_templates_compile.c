@@ -1,9 +1,10 @@
 /* tests/unit/cuda/test_templates_compile.c (label cpu): every kernel template compiles. For every op of
  * plan/ops.h, both activation dtypes (f32, bf16) and the shapes of tests/fixtures/kernel_cases.c (head dims 16..128
  * and odd ones for attention), ddp_kernel_launch specialises the instruction and ddp_nvrtc_compile builds
- * it for sm_90a: a non-empty CUBIN naming ddp_<entry> and exporting ddp_grid_dependency (sm_90 on) must come back. Unsupported combinations (odd or
- * out-of-range head dims, f64 slots, mixed attention dtypes, an f32 ATTN_BWD_*_ROPE) must be refused with a
- * one-line message. The attention kernel choice by target, dtype and head dim, and every wgmma tile variant
+ * it for sm_90a: a non-empty CUBIN naming ddp_<entry> and exporting ddp_grid_dependency (the marker that
+ * lets the runtime overlap its launches) must come back. Unsupported combinations (odd or out-of-range head
+ * dims, f64 slots, mixed attention dtypes, an f32 ATTN_BWD_*_ROPE) must be refused with a one-line
+ * message. The attention kernel choice by target, dtype and head dim, and every wgmma tile variant
  * (attention_choice below). Every case also against its op's footprint (footprint_case).
  * DDP_DUMP_SPECS=dir writes each distinct specialised source to dir (for nvcc -Xptxas -v). */
 #include "access.h"
