@@ -17,8 +17,8 @@
 // shared writes are made visible to the tensor cores' async proxy (fence.proxy.async) before the barrier that
 // publishes them.
 //
-// The warp-specialised versions with TMA loads (attention_tma.cu) take over for long sequences and for dK/dV
-// (launch.c says when); this file keeps the forward and dQ below T 1024, where its two blocks per SM win.
+// The warp-specialised versions with TMA loads (attention_tma.cu) take over wherever the tensors allow tensor
+// maps (launch.c says when); this file keeps the rest, and the benchmarks' variants.
 // Not here: overlapping the next tile's scores with this tile's softmax. A three-stage version that issued the next
 // scores before the softmax (FlashAttention-3's intra-warpgroup overlap) measured slower on an H200 (d 64, T
 // 16384: 3.31 ms against 2.52 for this one then): it needs 30 more registers a thread, which halves the
@@ -156,15 +156,8 @@ extern "C" __global__ void __launch_bounds__(32 * DDP_WARPS, DDP_MINB) ddp_attn_
 #pragma unroll
   for (int cb = 0; cb < CB; cb++)
 #pragma unroll
-    for (int i = 0; i < 32; i += 2) {
-      const long long row = row0 + ((i & 2) ? 8 : 0);
-      const int col = cb * 64 + (i >> 2) * 8 + tq * 2;
-      const float v0 = o[cb][i] * inv[(i >> 1) & 1], v1 = o[cb][i + 1] * inv[(i >> 1) & 1];
-      if (row < T) {
-        if (col < Dh) oh[row * d.so + col] = ddp_to<T3>(v0);
-        if (col + 1 < Dh) oh[row * d.so + col + 1] = ddp_to<T3>(v1);
-      }
-    }
+    for (int i = 0; i < 32; i++) o[cb][i] *= inv[(i >> 1) & 1];
+  store_acc(oh, d.so, row0, T, Dh, o, 1.f, tq);
 }
 #endif
 

@@ -204,8 +204,8 @@ __device__ __forceinline__ constexpr int acc_col(int i) { return (i >> 2) * 8 + 
 // Stores rows (row0, row0 + 8) of a warpgroup's 64 x HD accumulator (acc[cb][4 nt + e]: row + 8 (e >> 1),
 // column 64 cb + 8 nt + 2 tq + (e & 1)) times s, rows < T and columns < Dh.
 template <class TO>
-__device__ __forceinline__ void store_acc(TO *base, long long st, long long row0, long long T, int Dh,
-                                          const float (&acc)[CB][32], float s, int tq) {
+__device__ __forceinline__ void store_acc_scalar(TO *base, long long st, long long row0, long long T, int Dh,
+                                                 const float (&acc)[CB][32], float s, int tq) {
 #pragma unroll
   for (int cb = 0; cb < CB; cb++)
 #pragma unroll
@@ -215,6 +215,54 @@ __device__ __forceinline__ void store_acc(TO *base, long long st, long long row0
       if (row < T) {
         if (col < Dh) base[row * st + col] = ddp_to<TO>(acc[cb][i] * s);
         if (col + 1 < Dh) base[row * st + col + 1] = ddp_to<TO>(acc[cb][i + 1] * s);
+      }
+    }
+}
+template <class TO>
+__device__ __forceinline__ void store_acc(TO *base, long long st, long long row0, long long T, int Dh,
+                                          const float (&acc)[CB][32], float s, int tq) {
+  store_acc_scalar(base, st, row0, T, Dh, acc, s, tq);
+}
+// bf16 where rows allow 16-byte stores (Dh and st multiples of 8, base 16-byte aligned): the four threads of
+// a quad (lanes 4 g .. 4 g + 3) first trade their column pairs in two shuffle rounds, so that lane tq holds
+// the 8 columns of groups tq and tq + 4 of each of its two rows whole, then store them 16 bytes at a time:
+// four stores a thread per 64 columns instead of 32 two-byte ones. (Measured on an H200 at the XL step's
+// shape: the two-byte stores and the wait for them to drain took about a third of the forward's samples.)
+//  - Round 1 (lanes tq, tq ^ 1): a lane keeps the column groups of its parity, n = 2k + (tq & 1), and
+//    takes its neighbour's pair of each: 8 bytes, columns 4 (tq >> 1) .. + 3 of group n.
+//  - Round 2 (lanes tq, tq ^ 2): of those it keeps k = 2m + (tq >> 1), which is group 4 m + tq, and takes
+//    the other half of it: 16 bytes, the half with tq >> 1 = 0 first.
+__device__ __forceinline__ void store_acc(bf16 *base, long long st, long long row0, long long T, int Dh,
+                                          const float (&acc)[CB][32], float s, int tq) {
+  if (Dh % 8 != 0 || st % 8 != 0 || ((unsigned long long)base & 15u) != 0) {
+    store_acc_scalar(base, st, row0, T, Dh, acc, s, tq);
+    return;
+  }
+  const bool odd = tq & 1, hb = tq & 2;
+#pragma unroll
+  for (int cb = 0; cb < CB; cb++)
+#pragma unroll
+    for (int h = 0; h < 2; h++) {  // rows row0 + 8 h
+      unsigned x[8];
+#pragma unroll
+      for (int n = 0; n < 8; n++) x[n] = pack2(acc[cb][4 * n + 2 * h] * s, acc[cb][4 * n + 2 * h + 1] * s);
+      unsigned a[4][2];
+#pragma unroll
+      for (int k = 0; k < 4; k++) {
+        const unsigned mine = odd ? x[2 * k + 1] : x[2 * k];
+        const unsigned got = __shfl_xor_sync(DDP_FULL, odd ? x[2 * k] : x[2 * k + 1], 1);
+        a[k][0] = odd ? got : mine;
+        a[k][1] = odd ? mine : got;
+      }
+      const long long row = row0 + 8 * h;
+#pragma unroll
+      for (int m = 0; m < 2; m++) {
+        const unsigned k0 = hb ? a[2 * m + 1][0] : a[2 * m][0], k1 = hb ? a[2 * m + 1][1] : a[2 * m][1];
+        const unsigned g0 = __shfl_xor_sync(DDP_FULL, hb ? a[2 * m][0] : a[2 * m + 1][0], 2);
+        const unsigned g1 = __shfl_xor_sync(DDP_FULL, hb ? a[2 * m][1] : a[2 * m + 1][1], 2);
+        const int col = cb * 64 + (4 * m + tq) * 8;
+        if (row < T && col < Dh)
+          *reinterpret_cast<uint4 *>(base + row * st + col) = hb ? make_uint4(g0, g1, k0, k1) : make_uint4(k0, k1, g0, g1);
       }
     }
 }
