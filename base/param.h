@@ -42,6 +42,8 @@
   X(TUNE_DQ_WARPS, "DDP_TUNE_DQ_WARPS", POW2, 0, 4, 8, "benchmarks: attention backward dQ, warps")          \
   X(TUNE_FUSED_SPLIT, "DDP_TUNE_FUSED_SPLIT", INT, 0, 1, 2,                                                 \
     "benchmarks: the fused attention backward at head dim 64, how its two warpgroups share dQ: 1 half the columns of every tile each, 2 (the default) all columns of every other tile each") \
+  X(TUNE_ATTN_PERSISTENT, "DDP_TUNE_ATTN_PERSISTENT", INT, 0, 1, 2,                                          \
+    "benchmarks: the warp-specialised TMA attention kernels (forward, dK/dV, dQ), 1 one block per multiprocessor walking the work tiles, 2 one block per tile and the cp.async kernels for the forward and dQ below T 1024; unset, the compiler's choice (persistent except dK/dV at head dim 128 from T 1024)") \
   X(TUNE_ADAMW_VEC, "DDP_TUNE_ADAMW_VEC", INT, 0, 4, 8, "benchmarks: AdamW elements per vector access")     \
   X(TUNE_ADAMW_UNROLL, "DDP_TUNE_ADAMW_UNROLL", INT, 0, 1, 4, "benchmarks: AdamW packs per thread")          \
   X(TUNE_ADAMW_GRID, "DDP_TUNE_ADAMW_GRID", INT, 0, 1, 1048576, "benchmarks: AdamW grid size")              \
@@ -78,6 +80,8 @@
     "ddprun: 1 moves the step's SEND/RECV between GPUs of one host by copy-engine copies over CUDA IPC (0: NCCL)") \
   X(PDL, "DDP_PDL", BOOL, 0, 0, 1,                                                                          \
     "ddprun, experiments: 1 launches the templates' kernels with programmatic stream serialisation, so each may start while the kernel before it on its stream finishes (it waits in its first statement, DDP_GRID_DEPENDENCY)") \
+  X(PERSISTENT_BLOCKS, "DDP_PERSISTENT_BLOCKS", INT, 0, 1, 1048576,                                          \
+    "ddprun, gpu_kernels: the most blocks a persistent attention kernel (attention_tma.cu) is launched with (default: one per multiprocessor); fewer make each block walk more work tiles (tests)") \
   X(GEMM_TUNE, "DDP_GEMM_TUNE", BOOL, 1, 0, 1, "ddprun: 0 takes cuBLASLt's first proposal instead of timing them") \
   X(GEMM_TUNE_MS, "DDP_GEMM_TUNE_MS", INT, 0, 0, 10000,                                                     \
     "ddprun, experiments: n > 0 times each GEMM candidate at load under sustained load (n ms back to back, then n ms timed), so the choice is the fastest at the power limit; choices stored apart from the default's") \

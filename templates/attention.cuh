@@ -14,8 +14,8 @@
 //             no T x T matrix in memory. Causal: fully masked tiles are skipped; the heavy blocks are
 //             launched first (grid.x = B*H, grid.y = block index ordered heavy to light).
 // Four code paths: on sm_90a with head dims 64 and 128, attention_tma.cu (bf16, Hopper wgmma in warp-
-// specialised blocks fed by TMA; dK/dV always, FWD and DQ from T 1024) and attention_wgmma.cu (the same
-// products fed by cp.async; FWD and DQ below T 1024, and where the tensors allow no tensor map); otherwise
+// specialised, mostly persistent blocks fed by TMA) and attention_wgmma.cu (the same products fed by
+// cp.async, where the tensors allow no tensor map or DDP_TUNE_* asks for it); otherwise
 // two, chosen by the activation dtype (DDP_ATTN_MMA in the specialisation says which):
 //   DDP_ATTN_MMA 1 (attention_mma.cu): bf16 q/k/v/o/do; tensor cores (mma.sync m16n8k16 bf16 -> f32)
 //     fed by ldmatrix from padded shared tiles (row pitch HD+8: conflict-free), K/V (or Q/dO) tiles double

@@ -5,13 +5,17 @@
 // multiples of 8 elements), and the runtime (runtime/cuda/tma.c) encodes the maps and passes them as the
 // kernel's second parameter (DDP_TMA in the spec says so).
 //
-// Block: one producer warpgroup and DDP_WARPS / 4 consumer warpgroups of 64 query rows each (BM rows).
+// Block: one producer warpgroup and DDP_WARPS / 4 consumer warpgroups of 64 query rows each (BM rows). The
+// grid is one-dimensional over work tiles (a query block of a head; a key block in dK/dV); with
+// DDP_PERSISTENT a block walks several of them (`work` below says in which order), and its producer loads
+// the next tile's K/V and resident tiles while the consumers finish the current one.
 //  - The producer gives its registers to the consumers (setmaxnreg) and one of its threads issues every load:
 //    the block's Q tile once, then each K/V tile of BN keys into one of NBUF stages, after the consumers have
 //    released that stage. Each load is a TMA box of 64 head-dim columns (128 bytes) x rows, written in the
 //    128-byte-swizzle layout that the wgmma descriptors read; rows past T and columns past Dh arrive as zeros.
 //  - Tile arrival and stage release are mbarriers: full[s] completes when the stage's K and V bytes have
-//    landed (expect_tx), empty[s] when every consumer warp has finished the P V product that read it.
+//    landed (expect_tx), empty[s] when every consumer warp has finished the P V product that read it;
+//    resident / resident_free do the same for the resident tiles, once per work tile.
 //  - The consumers run the forward of attention_wgmma.cu on the stage: S = Q K^T (wgmma, both operands in
 //    shared memory), the online softmax in registers, O += P V with P as the register A operand. No
 //    consumer thread computes an address or waits on a block-wide barrier.
@@ -25,9 +29,11 @@
 // lse (log2 units) and delta into the stage next to it and arrives on full[s] lane by lane, so a stage is
 // complete when its bytes and those 32 arrivals are in.
 //
-// Spec (launch.c): DDP_TMA 1, DDP_HEAD_DIM 64 | 128, DDP_WARPS (consumer warps, 8 or 12), DDP_BM = 16 *
-// DDP_WARPS, DDP_BN 64 | 128, DDP_NBUF 2 | 3, DDP_SMEM = (BM + 2 NBUF BN) HD 2 + 1024 (1 KiB to align the
-// tiles to 1024 bytes). The block has 32 DDP_WARPS + 128 threads; the mbarriers are static shared memory.
+// Spec (launch.c): DDP_TMA 1, DDP_PERSISTENT 1 (forward, dK/dV and dQ unless DDP_TUNE_ATTN_PERSISTENT=2: it
+// tells the runtime to launch at most one block per multiprocessor; the kernels walk any grid), DDP_HEAD_DIM
+// 64 | 128, DDP_WARPS (consumer warps, 8 or 12), DDP_BM = 16 DDP_WARPS, DDP_BN 64 | 128, DDP_NBUF 2 | 3,
+// DDP_SMEM = (BM + 2 NBUF BN) HD 2 + 1024 (1 KiB to align the tiles to 1024 bytes). The block has
+// 32 DDP_WARPS + 128 threads; the mbarriers are static shared memory.
 #include "tma.cuh"
 #include "wgmma.cuh"
 
@@ -36,11 +42,17 @@ using namespace wg;
 // Registers per thread after the reallocation: the consumers share the 64 K-register file (one block per
 // SM) with what the producer keeps: 24 / 240 with two consumer warpgroups, 32 / 160 with three.
 constexpr int PRODUCER_REGS = NWG == 2 ? 24 : 32, CONSUMER_REGS = NWG == 2 ? 240 : 160;
+// dK/dV's producer warp walks its work tiles copying lse and delta with 64-bit addresses: 24 registers
+// spill there (64 bytes), 40 do not, and its consumers keep 232 (40 x 128 + 232 x 256 <= 64 K), as in the
+// fused backward.
+constexpr int KEY_MAJOR_PRODUCER_REGS = 40, KEY_MAJOR_CONSUMER_REGS = 232;
 static_assert(NWG == 2 || NWG == 3, "attention_tma: two or three consumer warpgroups");
 static_assert(BM <= 256 && BN <= 256, "attention_tma: a TMA box has at most 256 rows");
-// The block's barriers: a resident tile's, then full[NBUF] and empty[NBUF] of the streamed stages.
+// The block's barriers: a resident tile's arrival and its release, then full[NBUF] and empty[NBUF] of the
+// streamed stages. The stage barriers count streamed tiles over all of the block's work tiles (i below is
+// that running count), so their phases carry on from one work tile to the next.
 struct bars {
-  unsigned resident, full0, empty0;
+  unsigned resident, resident_free, full0, empty0;
   __device__ __forceinline__ unsigned full(int s) const { return full0 + 8u * (unsigned)s; }
   __device__ __forceinline__ unsigned empty(int s) const { return empty0 + 8u * (unsigned)s; }
   // The producer, before loading the i-th streamed tile: its stage's previous tile has been released.
@@ -51,11 +63,12 @@ struct bars {
   __device__ __forceinline__ void wait_full(int i) const { tma::mbar_wait(full(i % NBUF), (i / NBUF) & 1); }
 };
 // Thread 0 initialises them: `full_count` arrivals (plus the bytes) complete a stage; every consumer warp
-// releases it.
+// releases a stage, and the resident tiles once it has issued its last product that reads them.
 __device__ __forceinline__ bars init_bars(unsigned long long *mem, unsigned full_count) {
-  bars b{smem_u32(&mem[0]), smem_u32(&mem[1]), smem_u32(&mem[1 + NBUF])};
+  bars b{smem_u32(&mem[0]), smem_u32(&mem[1]), smem_u32(&mem[2]), smem_u32(&mem[2 + NBUF])};
   if (threadIdx.x == 0) {
     tma::mbar_init(b.resident, 1);
+    tma::mbar_init(b.resident_free, NW);
     for (int s = 0; s < NBUF; s++) {
       tma::mbar_init(b.full(s), full_count);
       tma::mbar_init(b.empty(s), NW);
@@ -64,6 +77,32 @@ __device__ __forceinline__ bars init_bars(unsigned long long *mem, unsigned full
   }
   __syncthreads();
   return b;
+}
+constexpr int NBARS = 2 + 2 * NBUF;  // the unsigned long longs of static shared memory `bars` takes
+// The block's work tiles. The kernel's work is n tiles, one resident tile each (a query block: forward,
+// dQ; a key block: dK/dV), numbered block index major and head minor with the heavy blocks first under
+// causal masking, the order of the one-tile-per-block grid (B H, blocks) this replaces. Without
+// DDP_PERSISTENT the grid has n blocks and block c does tile c. With it (launch.c) the runtime launches at
+// most one block per multiprocessor (runtime/cuda/kernels.c) and block c of G does tiles c, 2G - 1 - c,
+// 2G + c, 4G - 1 - c, ...: a snake, so a block that drew a heavy tile in one round draws a light one in the
+// next, and the producer loads a block's next tile while its consumers finish the last one.
+// (32-bit: launch.c keeps the tile count under 2^31, and so T and B H; the consumers' registers are tight.)
+struct work {
+  int n;
+  // The block's r-th tile, or -1 past its last.
+  __device__ __forceinline__ int tile(int r) const {
+    const int G = (int)gridDim.x, c = (int)blockIdx.x;
+    const long long t = (long long)r * G + ((r & 1) ? G - 1 - c : c);
+    return t < n ? (int)t : -1;
+  }
+};
+__device__ __forceinline__ work work_of(const dims &d, long long blocks_per_head) {
+  return {(int)(d.B * d.H * blocks_per_head)};
+}
+// A consumer warp has issued and finished its last product that reads the resident tiles of this work tile.
+__device__ __forceinline__ void release_resident(const bars &b) {
+  __syncwarp();
+  if ((threadIdx.x & 31) == 0) tma::mbar_arrive(b.resident_free);
 }
 // The resident tiles (map 0 into x and, for the backward kernels, map 1 into y; BM rows from row r0) on
 // the resident barrier.
@@ -84,56 +123,79 @@ __device__ __forceinline__ void load_stage2(const ddp_tmaps &tm, const bars &b, 
     tma::load_4d(smem_u32(y + s * BBYTES) + cb * BN * 128, &tm.m[3], b.full(s), cb * 64, h, r0, bi);
   }
 }
-// A query-major block (forward, dQ): its query tile (reversed under causal, so the longest run first), its
-// first row and how many key tiles it visits.
+// A query-major work tile (forward, dQ): its head, its query block (reversed under causal, so the longest run
+// first), the block's first row and how many key tiles it visits.
 struct qspan {
-  long long q0;
-  int nkt;
+  int bh, q0, nkt;
 };
-__device__ __forceinline__ qspan query_span(const dims &d) {
-  const int nqb = (int)((d.T + BM - 1) / BM);
-  const int qb = d.causal ? nqb - 1 - (int)blockIdx.y : (int)blockIdx.y;
-  const long long q0 = (long long)qb * BM;
-  const long long kend = d.causal ? (q0 + BM < d.T ? q0 + BM : d.T) : d.T;
-  return {q0, (int)((kend + BN - 1) / BN)};
+__device__ __forceinline__ qspan query_span(const dims &d, int t) {
+  const int T = (int)d.T, nqb = (T + BM - 1) / BM, bhs = (int)(d.B * d.H), blk = t / bhs;
+  const int q0 = (d.causal ? nqb - 1 - blk : blk) * BM;
+  const int kend = d.causal ? min(q0 + BM, T) : T;
+  return {t % bhs, q0, (kend + BN - 1) / BN};
 }
-// Its producer warpgroup: gives its registers away; one thread loads the resident tiles (x, and y unless
-// null) once, then each key tile's K and V into its stage as the consumers release it.
-__device__ __forceinline__ void produce_query_major(const ddp_tmaps &tm, const bars &bb, const dims &d, long long bh,
-                                                    const qspan &q, unsigned char *x, unsigned char *y,
-                                                    unsigned char *Ks, unsigned char *Vs) {
+// Its producer warpgroup: gives its registers away; one thread loads, for each of the block's work tiles, the
+// resident tiles (x, and y unless null) and each key tile's K and V into its stage as the consumers release
+// it. A work tile's first K/V stage goes before its resident tiles, which wait until the consumers have
+// issued their last product over the previous ones; so both load while the previous tile's last softmax,
+// P V and stores run.
+__device__ __forceinline__ void produce_query_major(const ddp_tmaps &tm, const bars &bb, const dims &d, const work &w,
+                                                    unsigned char *x, unsigned char *y, unsigned char *Ks,
+                                                    unsigned char *Vs) {
   tma::regs_dec<PRODUCER_REGS>();
-  if (threadIdx.x == 0) {
-    const int b = (int)(bh / d.H), h = (int)(bh % d.H);
-    load_resident(tm, bb, x, y, h, (int)q.q0, b);
+  if (threadIdx.x != 0) return;
+  int it = 0;  // streamed tiles issued so far
+  for (int r = 0;; r++) {
+    const int t = w.tile(r);
+    if (t < 0) break;
+    const qspan q = query_span(d, t);
+    const int b = q.bh / (int)d.H, h = q.bh % (int)d.H;
     for (int j = 0; j < q.nkt; j++) {
-      bb.wait_free(j);
-      load_stage2(tm, bb, j % NBUF, Ks, Vs, h, j * BN, b);
+      bb.wait_free(it + j);
+      load_stage2(tm, bb, (it + j) % NBUF, Ks, Vs, h, j * BN, b);
+      if (j == 0) {
+        if (r > 0) tma::mbar_wait(bb.resident_free, (r - 1) & 1);
+        load_resident(tm, bb, x, y, h, q.q0, b);
+      }
     }
+    it += q.nkt;
   }
 }
-// The first warp of a key-major block's producer warpgroup (dK/dV, the fused backward): the resident K and V
-// once, then each query tile's Q and dO into its stage as the consumers release it, with the tile's lse (log2
-// units) and delta copied lane by lane next to them; each lane arrives on full(s) after its copies.
+// A key-major work tile (dK/dV, the fused backward): its head, its key block (heavy, small k0, first under
+// causal), and its query tiles qt0 .. nqt - 1.
+struct kspan {
+  int bh, k0, qt0, nqt;
+};
+__device__ __forceinline__ kspan key_span(const dims &d, int t) {
+  const int bhs = (int)(d.B * d.H), k0 = t / bhs * BM;
+  return {t % bhs, k0, d.causal ? k0 / BN : 0, (int)((d.T + BN - 1) / BN)};
+}
+// The first warp of a key-major block's producer warpgroup, for one work tile whose first streamed tile is
+// the block's it-th: the resident K and V (after the first stage, and once the consumers have released the
+// previous work tile's when `wait_resident`, the block's r-th tile), then each query tile's Q and dO into its
+// stage as the consumers release it, with the tile's lse (log2 units) and delta copied lane by lane next to
+// them; each lane arrives on full(s) after its copies.
 __device__ __forceinline__ void produce_key_major(const ddp_tmaps &tm, const bars &bb, const ddp_kargs &a, const dims &d,
-                                                  long long bh, long long k0, int qt0, int nqt, unsigned char *Ks,
-                                                  unsigned char *Vs, unsigned char *Qs, unsigned char *Os, float *L2s,
-                                                  float *Dls) {
+                                                  const kspan &k, int it, int r, unsigned char *Ks, unsigned char *Vs,
+                                                  unsigned char *Qs, unsigned char *Os, float *L2s, float *Dls) {
   const long long T = d.T;
-  const int b = (int)(bh / d.H), h = (int)(bh % d.H), lane = threadIdx.x;
-  const float *lse = (const float *)a.p[ATTN_P_LSE] + bh * T, *delta = (const float *)a.p[ATTN_P_DELTA] + bh * T;
-  if (lane == 0) load_resident(tm, bb, Ks, Vs, h, (int)k0, b);
-  for (int qt = qt0; qt < nqt; qt++) {
-    const int i = qt - qt0, s = i % NBUF;
+  const int b = k.bh / (int)d.H, h = k.bh % (int)d.H, lane = threadIdx.x;
+  const float *lse = (const float *)a.p[ATTN_P_LSE] + (long long)k.bh * T, *delta = (const float *)a.p[ATTN_P_DELTA] + (long long)k.bh * T;
+  for (int qt = k.qt0; qt < k.nqt; qt++) {
+    const int i = it + qt - k.qt0, s = i % NBUF;
     bb.wait_free(i);
     const long long q0 = (long long)qt * BN;
     if (lane == 0) load_stage2(tm, bb, s, Qs, Os, h, (int)q0, b);
-    for (int r = lane; r < BN; r += 32) {
-      const long long q = q0 + r;
-      L2s[s * BN + r] = q < T ? lse[q] * DDP_LOG2E : INFINITY;
-      Dls[s * BN + r] = q < T ? delta[q] : 0.f;
+    for (int rr = lane; rr < BN; rr += 32) {
+      const long long q = q0 + rr;
+      L2s[s * BN + rr] = q < T ? lse[q] * DDP_LOG2E : INFINITY;
+      Dls[s * BN + rr] = q < T ? delta[q] : 0.f;
     }
     tma::mbar_arrive(bb.full(s));
+    if (qt == k.qt0 && lane == 0) {
+      if (r > 0) tma::mbar_wait(bb.resident_free, (r - 1) & 1);
+      load_resident(tm, bb, Ks, Vs, h, k.k0, b);
+    }
   }
 }
 // A consumer warp is done reading stage s.
@@ -151,115 +213,122 @@ extern "C" __global__ void __launch_bounds__(32 * DDP_WARPS + 128, 1)
   constexpr int QBYTES = ABYTES, KVBYTES = BBYTES;
   static_assert(QBYTES + 2 * NBUF * KVBYTES + 1024 == DDP_SMEM, "DDP_SMEM does not match the TMA forward layout");
   extern __shared__ __align__(1024) unsigned char smem_raw[];
-  __shared__ __align__(8) unsigned long long barmem[1 + 2 * NBUF];
+  __shared__ __align__(8) unsigned long long barmem[NBARS];
   unsigned char *Qs = smem_raw + ((1024u - (smem_u32(smem_raw) & 1023u)) & 1023u);
   unsigned char *Ks = Qs + QBYTES, *Vs = Ks + NBUF * KVBYTES;
   const dims d = dims_of(a);
-  const long long T = d.T, bh = blockIdx.x;
+  const long long T = d.T;
   const int Dh = (int)d.Dh;
-  const qspan q = query_span(d);
-  const long long q0 = q.q0;
-  const int nkt = q.nkt;
+  const work w = work_of(d, (T + BM - 1) / BM);
   const bars bb = init_bars(barmem, 1);
 
   if (threadIdx.x < 128) {  // the producer warpgroup
-    produce_query_major(tm, bb, d, bh, q, Qs, nullptr, Ks, Vs);
+    produce_query_major(tm, bb, d, w, Qs, nullptr, Ks, Vs);
     return;
   }
 
   tma::regs_inc<CONSUMER_REGS>();
-  T3 *oh = (T3 *)a.p[ATTN_P_O] + head_base(d, d.so, bh);
   float *lse = (float *)a.p[ATTN_P_LSE];
   const int wgi = (threadIdx.x >> 7) - 1, warp = (threadIdx.x >> 5) & 3, lane = threadIdx.x & 31, g = lane >> 2,
             tq = lane & 3;
-  float o[CB][32];
-#pragma unroll
-  for (int cb = 0; cb < CB; cb++)
-#pragma unroll
-    for (int i = 0; i < 32; i++) o[cb][i] = 0.f;
-  float m[2] = {-INFINITY, -INFINITY}, l[2] = {0.f, 0.f};
   const float sl2 = d.scale * DDP_LOG2E;
-  const long long row0 = q0 + wgi * 64 + warp * 16 + g;  // the thread's rows: row0 and row0 + 8
   const unsigned qaddr = smem_u32(Qs) + (unsigned)wgi * 64u * 128u;
-  tma::mbar_wait(bb.resident, 0);
+  int it = 0;  // streamed tiles consumed so far
+  for (int r = 0;; r++) {
+    const int t = w.tile(r);
+    if (t < 0) break;
+    const qspan q = query_span(d, t);
+    const long long q0 = q.q0, bh = q.bh;
+    const int nkt = q.nkt;
+    float o[CB][32];
+#pragma unroll
+    for (int cb = 0; cb < CB; cb++)
+#pragma unroll
+      for (int i = 0; i < 32; i++) o[cb][i] = 0.f;
+    float m[2] = {-INFINITY, -INFINITY}, l[2] = {0.f, 0.f};
+    const long long row0 = q0 + wgi * 64 + warp * 16 + g;  // the thread's rows: row0 and row0 + 8
+    tma::mbar_wait(bb.resident, r & 1);
 
-  for (int j = 0; j < nkt; j++) {
-    const int s = j % NBUF;
-    bb.wait_full(j);
-    float sc[BN / 2];
-    wg_fence();
-    scores(sc, qaddr, smem_u32(Ks + s * KVBYTES));
-    wg_commit();
-    wg_wait<0>();
-    reg_fence(sc);
+    for (int j = 0; j < nkt; j++) {
+      const int s = (it + j) % NBUF;
+      bb.wait_full(it + j);
+      float sc[BN / 2];
+      wg_fence();
+      scores(sc, qaddr, smem_u32(Ks + s * KVBYTES));
+      wg_commit();
+      wg_wait<0>();
+      reg_fence(sc);
+      if (j == nkt - 1) release_resident(bb);
 
-    const long long k0 = (long long)j * BN;
-    const bool need = k0 + BN > T || (d.causal && k0 + BN - 1 > q0 + wgi * 64);
-    float mx[2] = {-INFINITY, -INFINITY};
-    if (need) {  // the diagonal and the tail: masked is column k0 + 2 tq + acc_col(i) at or past T, or past the row
-      const int lim_t = clamp_int(T - k0 - 2 * tq, -1, BN), lim_c = d.causal ? clamp_int(row0 - k0 - 2 * tq, -16, BN) : BN;
+      const long long k0 = (long long)j * BN;
+      const bool need = k0 + BN > T || (d.causal && k0 + BN - 1 > q0 + wgi * 64);
+      float mx[2] = {-INFINITY, -INFINITY};
+      if (need) {  // the diagonal and the tail: masked is column k0 + 2 tq + acc_col(i) at or past T, or past the row
+        const int lim_t = clamp_int(T - k0 - 2 * tq, -1, BN), lim_c = d.causal ? clamp_int(row0 - k0 - 2 * tq, -16, BN) : BN;
+#pragma unroll
+        for (int i = 0; i < BN / 2; i++) {
+          float x = sc[i];
+          if (acc_col(i) >= lim_t || acc_col(i) > lim_c + ((i & 2) ? 8 : 0)) x = -INFINITY;
+          sc[i] = x;
+          mx[(i >> 1) & 1] = fmaxf(mx[(i >> 1) & 1], x);
+        }
+      } else {  // every other tile (a branch, not a predicate per element: the ALU pipe was the busiest)
+#pragma unroll
+        for (int i = 0; i < BN / 2; i++) mx[(i >> 1) & 1] = fmaxf(mx[(i >> 1) & 1], sc[i]);
+      }
+      float mb[2], alpha[2], ls[2] = {0.f, 0.f};
+#pragma unroll
+      for (int rr = 0; rr < 2; rr++) {
+        mx[rr] = fmaxf(mx[rr], __shfl_xor_sync(DDP_FULL, mx[rr], 1));
+        mx[rr] = fmaxf(mx[rr], __shfl_xor_sync(DDP_FULL, mx[rr], 2));
+        const float mn = fmaxf(m[rr], mx[rr]);
+        mb[rr] = mn == -INFINITY ? 0.f : mn * sl2;
+        alpha[rr] = ex2(m[rr] * sl2 - mb[rr]);
+        m[rr] = mn;
+      }
 #pragma unroll
       for (int i = 0; i < BN / 2; i++) {
-        float x = sc[i];
-        if (acc_col(i) >= lim_t || acc_col(i) > lim_c + ((i & 2) ? 8 : 0)) x = -INFINITY;
-        sc[i] = x;
-        mx[(i >> 1) & 1] = fmaxf(mx[(i >> 1) & 1], x);
+        const float p = ex2(fmaf(sc[i], sl2, -mb[(i >> 1) & 1]));
+        sc[i] = p;
+        ls[(i >> 1) & 1] += p;
       }
-    } else {  // every other tile (a branch, not a predicate per element: the ALU pipe was the busiest)
 #pragma unroll
-      for (int i = 0; i < BN / 2; i++) mx[(i >> 1) & 1] = fmaxf(mx[(i >> 1) & 1], sc[i]);
+      for (int rr = 0; rr < 2; rr++) l[rr] = l[rr] * alpha[rr] + ls[rr];
+      if (__any_sync(DDP_FULL, alpha[0] != 1.f || alpha[1] != 1.f))  // most tiles move no row's max
+#pragma unroll
+        for (int cb = 0; cb < CB; cb++)
+#pragma unroll
+          for (int i = 0; i < 32; i++) o[cb][i] *= alpha[(i >> 1) & 1];
+      unsigned pa[BN / 16][4];
+      pack_p(pa, sc);
+#pragma unroll
+      for (int cb = 0; cb < CB; cb++) reg_fence(o[cb]);
+      wg_fence();
+      pv(o, pa, smem_u32(Vs + s * KVBYTES));
+      wg_commit();
+      wg_wait<0>();
+#pragma unroll
+      for (int cb = 0; cb < CB; cb++) reg_fence(o[cb]);
+      release(bb, s);
     }
-    float mb[2], alpha[2], ls[2] = {0.f, 0.f};
-#pragma unroll
-    for (int r = 0; r < 2; r++) {
-      mx[r] = fmaxf(mx[r], __shfl_xor_sync(DDP_FULL, mx[r], 1));
-      mx[r] = fmaxf(mx[r], __shfl_xor_sync(DDP_FULL, mx[r], 2));
-      const float mn = fmaxf(m[r], mx[r]);
-      mb[r] = mn == -INFINITY ? 0.f : mn * sl2;
-      alpha[r] = ex2(m[r] * sl2 - mb[r]);
-      m[r] = mn;
-    }
-#pragma unroll
-    for (int i = 0; i < BN / 2; i++) {
-      const float p = ex2(fmaf(sc[i], sl2, -mb[(i >> 1) & 1]));
-      sc[i] = p;
-      ls[(i >> 1) & 1] += p;
-    }
-#pragma unroll
-    for (int r = 0; r < 2; r++) l[r] = l[r] * alpha[r] + ls[r];
-    if (__any_sync(DDP_FULL, alpha[0] != 1.f || alpha[1] != 1.f))  // most tiles move no row's max
-#pragma unroll
-      for (int cb = 0; cb < CB; cb++)
-#pragma unroll
-        for (int i = 0; i < 32; i++) o[cb][i] *= alpha[(i >> 1) & 1];
-    unsigned pa[BN / 16][4];
-    pack_p(pa, sc);
-#pragma unroll
-    for (int cb = 0; cb < CB; cb++) reg_fence(o[cb]);
-    wg_fence();
-    pv(o, pa, smem_u32(Vs + s * KVBYTES));
-    wg_commit();
-    wg_wait<0>();
-#pragma unroll
-    for (int cb = 0; cb < CB; cb++) reg_fence(o[cb]);
-    release(bb, s);
-  }
+    it += nkt;
 
-  float inv[2];
+    float inv[2];
 #pragma unroll
-  for (int r = 0; r < 2; r++) {
-    float lr = l[r];
-    lr += __shfl_xor_sync(DDP_FULL, lr, 1);
-    lr += __shfl_xor_sync(DDP_FULL, lr, 2);
-    inv[r] = lr > 0.f ? 1.f / lr : 0.f;
-    const long long row = row0 + 8 * r;
-    if (tq == 0 && row < T && lse) lse[bh * T + row] = m[r] * d.scale + logf(lr);
+    for (int rr = 0; rr < 2; rr++) {
+      float lr = l[rr];
+      lr += __shfl_xor_sync(DDP_FULL, lr, 1);
+      lr += __shfl_xor_sync(DDP_FULL, lr, 2);
+      inv[rr] = lr > 0.f ? 1.f / lr : 0.f;
+      const long long row = row0 + 8 * rr;
+      if (tq == 0 && row < T && lse) lse[bh * T + row] = m[rr] * d.scale + logf(lr);
+    }
+#pragma unroll
+    for (int cb = 0; cb < CB; cb++)
+#pragma unroll
+      for (int i = 0; i < 32; i++) o[cb][i] *= inv[(i >> 1) & 1];
+    store_acc((T3 *)a.p[ATTN_P_O] + head_base(d, d.so, bh), d.so, row0, T, Dh, o, 1.f, tq);
   }
-#pragma unroll
-  for (int cb = 0; cb < CB; cb++)
-#pragma unroll
-    for (int r = 0; r < 32; r++) o[cb][r] *= inv[(r >> 1) & 1];
-  store_acc(oh, d.so, row0, T, Dh, o, 1.f, tq);
 }
 #endif
 
@@ -275,90 +344,105 @@ extern "C" __global__ void __launch_bounds__(32 * DDP_WARPS + 128, 1)
   using namespace ws;
   static_assert(2 * ABYTES + 2 * NBUF * BBYTES + 8 * NBUF * BN + 1024 == DDP_SMEM, "DDP_SMEM does not match the TMA dK/dV layout");
   extern __shared__ __align__(1024) unsigned char smem_raw[];
-  __shared__ __align__(8) unsigned long long barmem[1 + 2 * NBUF];
+  __shared__ __align__(8) unsigned long long barmem[NBARS];
   unsigned char *Ks = smem_raw + ((1024u - (smem_u32(smem_raw) & 1023u)) & 1023u);
   unsigned char *Vs = Ks + ABYTES, *Qs = Vs + ABYTES, *Os = Qs + NBUF * BBYTES;
   float *L2s = (float *)(Os + NBUF * BBYTES), *Dls = L2s + NBUF * BN;
   const dims d = dims_of(a);
-  const long long T = d.T, bh = blockIdx.x;
+  const long long T = d.T;
   const int Dh = (int)d.Dh;
-  const long long k0 = (long long)blockIdx.y * BM;  // heavy (small k0) first when causal
-  const int qt0 = d.causal ? (int)(k0 / BN) : 0, nqt = (int)((T + BN - 1) / BN);
+  const work w = work_of(d, (T + BM - 1) / BM);
   const bars bb = init_bars(barmem, 33);  // the bytes and lane 0's announcement, then 32 lanes' statistics
 
   if (threadIdx.x < 128) {  // the producer warpgroup; its first warp works
-    tma::regs_dec<PRODUCER_REGS>();
-    if (threadIdx.x < 32) produce_key_major(tm, bb, a, d, bh, k0, qt0, nqt, Ks, Vs, Qs, Os, L2s, Dls);
+    tma::regs_dec<KEY_MAJOR_PRODUCER_REGS>();
+    if (threadIdx.x < 32) {
+      int it = 0;
+      for (int r = 0;; r++) {
+        const int t = w.tile(r);
+        if (t < 0) break;
+        const kspan k = key_span(d, t);
+        produce_key_major(tm, bb, a, d, k, it, r, Ks, Vs, Qs, Os, L2s, Dls);
+        it += k.nqt - k.qt0;
+      }
+    }
     return;
   }
 
-  tma::regs_inc<CONSUMER_REGS>();
-  T7 *dkh = (T7 *)a.p[ATTN_P_DK] + head_base(d, d.sk, bh);
-  T8 *dvh = (T8 *)a.p[ATTN_P_DV] + head_base(d, d.sv, bh);
+  tma::regs_inc<KEY_MAJOR_CONSUMER_REGS>();
   const int wgi = (threadIdx.x >> 7) - 1, warp = (threadIdx.x >> 5) & 3, lane = threadIdx.x & 31, g = lane >> 2,
             tq = lane & 3;
-  float dk[CB][32], dv[CB][32];
-#pragma unroll
-  for (int cb = 0; cb < CB; cb++)
-#pragma unroll
-    for (int i = 0; i < 32; i++) dk[cb][i] = dv[cb][i] = 0.f;
   const float sl2 = d.scale * DDP_LOG2E;
-  const long long krow0 = k0 + wgi * 64 + warp * 16 + g;  // the thread's keys: krow0 and krow0 + 8
   const unsigned kaddr = smem_u32(Ks) + (unsigned)wgi * 64u * 128u, vaddr = smem_u32(Vs) + (unsigned)wgi * 64u * 128u;
-  tma::mbar_wait(bb.resident, 0);
+  int it = 0;  // streamed tiles consumed so far
+  for (int r = 0;; r++) {
+    const int t = w.tile(r);
+    if (t < 0) break;
+    const kspan k = key_span(d, t);
+    const long long k0 = k.k0;
+    float dk[CB][32], dv[CB][32];
+#pragma unroll
+    for (int cb = 0; cb < CB; cb++)
+#pragma unroll
+      for (int i = 0; i < 32; i++) dk[cb][i] = dv[cb][i] = 0.f;
+    const long long krow0 = k0 + wgi * 64 + warp * 16 + g;  // the thread's keys: krow0 and krow0 + 8
+    tma::mbar_wait(bb.resident, r & 1);
 
-  for (int qt = qt0; qt < nqt; qt++) {
-    const int i = qt - qt0, s = i % NBUF;
-    bb.wait_full(i);
-    const unsigned qb_ = smem_u32(Qs + s * BBYTES), ob = smem_u32(Os + s * BBYTES);
-    const float *l2 = L2s + s * BN, *dl = Dls + s * BN;
-    const long long q0 = (long long)qt * BN;
-    const bool need = d.causal && k0 + BM - 1 > q0;
-    float sc[BN / 2], dp[BN / 2];
-    wg_fence();
-    scores(sc, kaddr, qb_);
-    scores(dp, vaddr, ob);
-    wg_commit();
-    wg_wait<0>();
-    reg_fence(sc);
-    reg_fence(dp);
-    // masked (causal, the diagonal tiles only: a branch, not a predicate per element): query q0 + 2 tq +
-    // acc_col(i) before the key krow0 (+ 8)
-    if (need) {
-      const int lim = clamp_int(krow0 - q0 - 2 * tq, -16, BN + 16);
+    for (int qt = k.qt0; qt < k.nqt; qt++) {
+      const int i = it + qt - k.qt0, s = i % NBUF;
+      bb.wait_full(i);
+      const unsigned qb_ = smem_u32(Qs + s * BBYTES), ob = smem_u32(Os + s * BBYTES);
+      const float *l2 = L2s + s * BN, *dl = Dls + s * BN;
+      const long long q0 = (long long)qt * BN;
+      const bool need = d.causal && k0 + BM - 1 > q0;
+      float sc[BN / 2], dp[BN / 2];
+      wg_fence();
+      scores(sc, kaddr, qb_);
+      scores(dp, vaddr, ob);
+      wg_commit();
+      wg_wait<0>();
+      reg_fence(sc);
+      reg_fence(dp);
+      if (qt == k.nqt - 1) release_resident(bb);
+      // masked (causal, the diagonal tiles only: a branch, not a predicate per element): query q0 + 2 tq +
+      // acc_col(i) before the key krow0 (+ 8)
+      if (need) {
+        const int lim = clamp_int(krow0 - q0 - 2 * tq, -16, BN + 16);
 #pragma unroll
-      for (int e = 0; e < BN / 2; e++) {
-        const int qc = acc_col(e) + tq * 2;
-        float p = ex2(fmaf(sc[e], sl2, -l2[qc]));
-        if (acc_col(e) < lim + ((e & 2) ? 8 : 0)) p = 0.f;
-        sc[e] = p;
-        dp[e] = p * (dp[e] - dl[qc]);
-      }
-    } else {
+        for (int e = 0; e < BN / 2; e++) {
+          const int qc = acc_col(e) + tq * 2;
+          float p = ex2(fmaf(sc[e], sl2, -l2[qc]));
+          if (acc_col(e) < lim + ((e & 2) ? 8 : 0)) p = 0.f;
+          sc[e] = p;
+          dp[e] = p * (dp[e] - dl[qc]);
+        }
+      } else {
 #pragma unroll
-      for (int e = 0; e < BN / 2; e++) {
-        const int qc = acc_col(e) + tq * 2;
-        const float p = ex2(fmaf(sc[e], sl2, -l2[qc]));
-        sc[e] = p;
-        dp[e] = p * (dp[e] - dl[qc]);
+        for (int e = 0; e < BN / 2; e++) {
+          const int qc = acc_col(e) + tq * 2;
+          const float p = ex2(fmaf(sc[e], sl2, -l2[qc]));
+          sc[e] = p;
+          dp[e] = p * (dp[e] - dl[qc]);
+        }
       }
+      unsigned pa[BN / 16][4], sa[BN / 16][4];
+      pack_p(pa, sc);
+      pack_p(sa, dp);
+#pragma unroll
+      for (int cb = 0; cb < CB; cb++) reg_fence(dv[cb]), reg_fence(dk[cb]);
+      wg_fence();
+      pv(dv, pa, ob);
+      pv(dk, sa, qb_);
+      wg_commit();
+      wg_wait<0>();
+#pragma unroll
+      for (int cb = 0; cb < CB; cb++) reg_fence(dv[cb]), reg_fence(dk[cb]);
+      release(bb, s);
     }
-    unsigned pa[BN / 16][4], sa[BN / 16][4];
-    pack_p(pa, sc);
-    pack_p(sa, dp);
-#pragma unroll
-    for (int cb = 0; cb < CB; cb++) reg_fence(dv[cb]), reg_fence(dk[cb]);
-    wg_fence();
-    pv(dv, pa, ob);
-    pv(dk, sa, qb_);
-    wg_commit();
-    wg_wait<0>();
-#pragma unroll
-    for (int cb = 0; cb < CB; cb++) reg_fence(dv[cb]), reg_fence(dk[cb]);
-    release(bb, s);
+    it += k.nqt - k.qt0;
+    store_acc((T7 *)a.p[ATTN_P_DK] + head_base(d, d.sk, k.bh), d.sk, krow0, T, Dh, dk, d.scale, tq);
+    store_acc((T8 *)a.p[ATTN_P_DV] + head_base(d, d.sv, k.bh), d.sv, krow0, T, Dh, dv, 1.f, tq);
   }
-  store_acc(dkh, d.sk, krow0, T, Dh, dk, d.scale, tq);
-  store_acc(dvh, d.sv, krow0, T, Dh, dv, 1.f, tq);
 }
 #endif
 
@@ -402,21 +486,23 @@ extern "C" __global__ void __launch_bounds__(32 * DDP_WARPS + 128, 1)
   constexpr int NQ = TURNS ? HD : HD / 2;  // dQ columns a warpgroup computes
   constexpr int DSBYTES = BM * BN * 2, STBYTES = 64 * NQ * 4;
   // the producer's second warp keeps 64-bit addresses for the reductions: 40 registers (24 spill), the
-  // consumers 232 (40 x 128 + 232 x 256 <= 64 K)
-  constexpr int FUSED_PRODUCER_REGS = 40, FUSED_CONSUMER_REGS = 232;
+  // consumers 232 (40 x 128 + 232 x 256 <= 64 K), as in dK/dV
+  constexpr int FUSED_PRODUCER_REGS = KEY_MAJOR_PRODUCER_REGS, FUSED_CONSUMER_REGS = KEY_MAJOR_CONSUMER_REGS;
   static_assert(2 * ABYTES + 2 * NBUF * BBYTES + 2 * DSBYTES + 4 * STBYTES + 8 * NBUF * BN + 1024 == DDP_SMEM,
                 "DDP_SMEM does not match the fused backward's layout");
   extern __shared__ __align__(1024) unsigned char smem_raw[];
-  __shared__ __align__(8) unsigned long long barmem[1 + 2 * NBUF];
+  __shared__ __align__(8) unsigned long long barmem[NBARS];
   unsigned char *Ks = smem_raw + ((1024u - (smem_u32(smem_raw) & 1023u)) & 1023u);
   unsigned char *Vs = Ks + ABYTES, *Qs = Vs + ABYTES, *Os = Qs + NBUF * BBYTES, *DSs = Os + NBUF * BBYTES;
   float *Sts = (float *)(DSs + 2 * DSBYTES);
   float *L2s = Sts + 4 * STBYTES / 4, *Dls = L2s + NBUF * BN;
   const dims d = dims_of(a);
-  const long long T = d.T, bh = blockIdx.x;
+  const long long T = d.T;
   const int Dh = (int)d.Dh;
-  const long long k0 = (long long)blockIdx.y * BM;  // heavy (small k0) first when causal
-  const int qt0 = d.causal ? (int)(k0 / BN) : 0, nqt = (int)((T + BN - 1) / BN);
+  // one work tile per block (no DDP_PERSISTENT: launch.c); heavy (small k0) first when causal
+  const kspan ks = key_span(d, blockIdx.x);
+  const long long bh = ks.bh, k0 = ks.k0;
+  const int qt0 = ks.qt0, nqt = ks.nqt;
   // staging buffer (w, b): dq_full when warpgroup w's 128 threads have written it, dq_empty when its
   // reduction has read it. Tile i goes to buffer b = i & 1 of both warpgroups (use i / 2 of the buffer), or
   // when they take turns to buffer (i / 2) & 1 of warpgroup i & 1 (use i / 4).
@@ -446,7 +532,7 @@ extern "C" __global__ void __launch_bounds__(32 * DDP_WARPS + 128, 1)
       }
       tma::bulk_wait<0>();
     }
-    if (threadIdx.x < 32) produce_key_major(tm, bb, a, d, bh, k0, qt0, nqt, Ks, Vs, Qs, Os, L2s, Dls);
+    if (threadIdx.x < 32) produce_key_major(tm, bb, a, d, ks, 0, 0, Ks, Vs, Qs, Os, L2s, Dls);
     return;
   }
 
@@ -607,78 +693,85 @@ extern "C" __global__ void __launch_bounds__(32 * DDP_WARPS + 128, 1)
   using namespace ws;
   static_assert(2 * ABYTES + 2 * NBUF * BBYTES + 1024 == DDP_SMEM, "DDP_SMEM does not match the TMA dQ layout");
   extern __shared__ __align__(1024) unsigned char smem_raw[];
-  __shared__ __align__(8) unsigned long long barmem[1 + 2 * NBUF];
+  __shared__ __align__(8) unsigned long long barmem[NBARS];
   unsigned char *Qs = smem_raw + ((1024u - (smem_u32(smem_raw) & 1023u)) & 1023u);
   unsigned char *Os = Qs + ABYTES, *Ks = Os + ABYTES, *Vs = Ks + NBUF * BBYTES;
   const dims d = dims_of(a);
-  const long long T = d.T, bh = blockIdx.x;
+  const long long T = d.T;
   const int Dh = (int)d.Dh;
-  const qspan q = query_span(d);
-  const long long q0 = q.q0;
-  const int nkt = q.nkt;
+  const work w = work_of(d, (T + BM - 1) / BM);
   const bars bb = init_bars(barmem, 1);
 
   if (threadIdx.x < 128) {  // the producer warpgroup
-    produce_query_major(tm, bb, d, bh, q, Qs, Os, Ks, Vs);
+    produce_query_major(tm, bb, d, w, Qs, Os, Ks, Vs);
     return;
   }
 
   tma::regs_inc<CONSUMER_REGS>();
-  const float *lse = (const float *)a.p[ATTN_P_LSE] + bh * T, *delta = (const float *)a.p[ATTN_P_DELTA] + bh * T;
-  T9 *dqh = (T9 *)a.p[ATTN_P_DQ] + head_base(d, d.sq, bh);
   const int wgi = (threadIdx.x >> 7) - 1, warp = (threadIdx.x >> 5) & 3, lane = threadIdx.x & 31, g = lane >> 2,
             tq = lane & 3;
-  const long long row0 = q0 + wgi * 64 + warp * 16 + g;  // the thread's rows: row0 and row0 + 8
-  float l2[2], dl[2];
-#pragma unroll
-  for (int r = 0; r < 2; r++) {
-    const long long row = row0 + 8 * r;
-    l2[r] = row < T ? lse[row] * DDP_LOG2E : INFINITY;
-    dl[r] = row < T ? delta[row] : 0.f;
-  }
-  float dq[CB][32];
-#pragma unroll
-  for (int cb = 0; cb < CB; cb++)
-#pragma unroll
-    for (int i = 0; i < 32; i++) dq[cb][i] = 0.f;
   const float sl2 = d.scale * DDP_LOG2E;
   const unsigned qaddr = smem_u32(Qs) + (unsigned)wgi * 64u * 128u, oaddr = smem_u32(Os) + (unsigned)wgi * 64u * 128u;
-  tma::mbar_wait(bb.resident, 0);
-
-  for (int j = 0; j < nkt; j++) {
-    const int s = j % NBUF;
-    bb.wait_full(j);
-    const unsigned kb = smem_u32(Ks + s * BBYTES), vb = smem_u32(Vs + s * BBYTES);
-    const long long k0 = (long long)j * BN;
-    const bool need = k0 + BN > T || (d.causal && k0 + BN - 1 > q0 + wgi * 64);
-    float sc[BN / 2], dp[BN / 2];
-    wg_fence();
-    scores(sc, qaddr, kb);
-    scores(dp, oaddr, vb);
-    wg_commit();
-    wg_wait<0>();
-    reg_fence(sc);
-    reg_fence(dp);
-    const int lim_t = clamp_int(T - k0 - 2 * tq, -1, BN), lim_c = d.causal ? clamp_int(row0 - k0 - 2 * tq, -16, BN) : BN;
+  int it = 0;  // streamed tiles consumed so far
+  for (int r = 0;; r++) {
+    const int t = w.tile(r);
+    if (t < 0) break;
+    const qspan q = query_span(d, t);
+    const long long q0 = q.q0, bh = q.bh;
+    const int nkt = q.nkt;
+    const float *lse = (const float *)a.p[ATTN_P_LSE] + bh * T, *delta = (const float *)a.p[ATTN_P_DELTA] + bh * T;
+    const long long row0 = q0 + wgi * 64 + warp * 16 + g;  // the thread's rows: row0 and row0 + 8
+    float l2[2], dl[2];
 #pragma unroll
-    for (int e = 0; e < BN / 2; e++) {
-      const int r = (e >> 1) & 1;
-      float p = ex2(fmaf(sc[e], sl2, -l2[r]));
-      if (need && (acc_col(e) >= lim_t || acc_col(e) > lim_c + 8 * r)) p = 0.f;
-      sc[e] = p * (dp[e] - dl[r]);  // dS
+    for (int rr = 0; rr < 2; rr++) {
+      const long long row = row0 + 8 * rr;
+      l2[rr] = row < T ? lse[row] * DDP_LOG2E : INFINITY;
+      dl[rr] = row < T ? delta[row] : 0.f;
     }
-    unsigned sa[BN / 16][4];
-    pack_p(sa, sc);
+    float dq[CB][32];
 #pragma unroll
-    for (int cb = 0; cb < CB; cb++) reg_fence(dq[cb]);
-    wg_fence();
-    pv(dq, sa, kb);
-    wg_commit();
-    wg_wait<0>();
+    for (int cb = 0; cb < CB; cb++)
 #pragma unroll
-    for (int cb = 0; cb < CB; cb++) reg_fence(dq[cb]);
-    release(bb, s);
+      for (int i = 0; i < 32; i++) dq[cb][i] = 0.f;
+    tma::mbar_wait(bb.resident, r & 1);
+
+    for (int j = 0; j < nkt; j++) {
+      const int s = (it + j) % NBUF;
+      bb.wait_full(it + j);
+      const unsigned kb = smem_u32(Ks + s * BBYTES), vb = smem_u32(Vs + s * BBYTES);
+      const long long k0 = (long long)j * BN;
+      const bool need = k0 + BN > T || (d.causal && k0 + BN - 1 > q0 + wgi * 64);
+      float sc[BN / 2], dp[BN / 2];
+      wg_fence();
+      scores(sc, qaddr, kb);
+      scores(dp, oaddr, vb);
+      wg_commit();
+      wg_wait<0>();
+      reg_fence(sc);
+      reg_fence(dp);
+      if (j == nkt - 1) release_resident(bb);
+      const int lim_t = clamp_int(T - k0 - 2 * tq, -1, BN), lim_c = d.causal ? clamp_int(row0 - k0 - 2 * tq, -16, BN) : BN;
+#pragma unroll
+      for (int e = 0; e < BN / 2; e++) {
+        const int rr = (e >> 1) & 1;
+        float p = ex2(fmaf(sc[e], sl2, -l2[rr]));
+        if (need && (acc_col(e) >= lim_t || acc_col(e) > lim_c + 8 * rr)) p = 0.f;
+        sc[e] = p * (dp[e] - dl[rr]);  // dS
+      }
+      unsigned sa[BN / 16][4];
+      pack_p(sa, sc);
+#pragma unroll
+      for (int cb = 0; cb < CB; cb++) reg_fence(dq[cb]);
+      wg_fence();
+      pv(dq, sa, kb);
+      wg_commit();
+      wg_wait<0>();
+#pragma unroll
+      for (int cb = 0; cb < CB; cb++) reg_fence(dq[cb]);
+      release(bb, s);
+    }
+    it += nkt;
+    store_acc((T9 *)a.p[ATTN_P_DQ] + head_base(d, d.sq, bh), d.sq, row0, T, Dh, dq, d.scale, tq);
   }
-  store_acc(dqh, d.sq, row0, T, Dh, dq, d.scale, tq);
 }
 #endif

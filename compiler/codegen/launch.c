@@ -260,7 +260,7 @@ static int attention(const ddp_instr *in, const char *arch, const ddp_codegen_op
   const int unfused = op == in->op; /* not the fused inverse-RoPE backward */
   const int wg_param = op == OP_ATTN_FWD ? PARAM_TUNE_FWD_WGMMA : op == OP_ATTN_BWD_DKV ? PARAM_TUNE_DKV_WGMMA : PARAM_TUNE_DQ_WGMMA;
   const int64_t wgk = tuned(o, wg_param, 1);
-  int tma = 0;
+  int tma = 0, persistent = 0;
   if (mma && unfused && (HD == 64 || HD == 128) && strcmp(arch, "sm_90a") == 0 && wgk != 2) {
     launch->tpl = "attention_wgmma";
     warps = tuned(o, t + 3, 8), bm = 16 * warps;
@@ -274,23 +274,35 @@ static int attention(const ddp_instr *in, const char *arch, const ddp_codegen_op
      * (docs/PERFORMANCE.md "Warp-specialised attention"), causal, 16 heads, T 16384, against the cp.async
      * kernels: forward 1.51 ms against 2.09-2.19 at d 64 (three consumers, 128-key tiles, three stages),
      * 2.03-2.25 against 3.61 at d 128; dK/dV 2.34 against 3.60, dQ 1.56 against 1.90 at d 64. At T 512
-     * (the XL step, 100 heads x 4 blocks) one block per SM loses to the cp.async kernels' two in the
-     * forward (2.2 against 1.8 ms a step) and dQ (2.0 against 1.8); dK/dV still wins (3.3 against 3.7).
-     * So the forward and dQ take TMA from T 1024 on, dK/dV always; DDP_TUNE_*_WGMMA=4 forces TMA. */
+     * (the XL step, 100 heads x 4 blocks) one block per tile lost to the cp.async kernels' two blocks per SM
+     * in the forward (2.2 against 1.8 ms a step) and dQ (2.0 against 1.8); dK/dV still won (3.3 against 3.7).
+     * Persistent (attention_tma.cu's `work`): one block per multiprocessor walks the work tiles, its producer
+     * loading the next tile while the consumers finish one. With the accumulators stored 16 bytes at a time
+     * (wgmma.cuh), at T 512 (B 4, H 25, d 64; 2026-11-28, docs/PERFORMANCE.md "Stores and persistent
+     * blocks") it takes the forward to 19.7-20.1 us against 21.3 for the cp.async one, dQ (two consumers) to
+     * 19.9-20.4 against 21.0-21.1, dK/dV to 27.3-28.8 against 33.7 with one block per tile; on the
+     * leaderboard (T 16384) it is within 1% at d 64, and at d 128 dK/dV is 3% slower (3.60-3.63 ms against
+     * 3.49-3.50). So: every T on the TMA kernels where tensor maps are allowed, persistent except dK/dV at
+     * d 128 from T 1024, two consumers below T 1024. DDP_TUNE_ATTN_PERSISTENT=1 / 2 forces persistent / one
+     * block per tile (2 also returns the forward and dQ below T 1024 to the cp.async kernels: the choice
+     * before); DDP_TUNE_*_WGMMA=3 / 4 forces cp.async / TMA. */
     const int maps_ok = Dh % 8 == 0 && in->i[ATTN_I_QSTRIDE] % 8 == 0 && in->i[ATTN_I_KSTRIDE] % 8 == 0 &&
                         in->i[ATTN_I_VSTRIDE] % 8 == 0 && (op == OP_ATTN_FWD || in->i[ATTN_I_OSTRIDE] % 8 == 0) &&
                         T < ((int64_t)1 << 31) && B * H < ((int64_t)1 << 31);
-    const int long_enough = op == OP_ATTN_BWD_DKV || T >= 1024;
-    if (maps_ok && (wgk == 4 || (wgk == 1 && long_enough))) {
+    const int64_t pknob = tuned(o, PARAM_TUNE_ATTN_PERSISTENT, 0);
+    const int short_t = T < 1024;
+    const int want_tma = op == OP_ATTN_BWD_DKV || !short_t || pknob != 2;
+    if (maps_ok && (wgk == 4 || (wgk == 1 && want_tma))) {
       tma = 1;
+      persistent = pknob ? pknob == 1 : !(op == OP_ATTN_BWD_DKV && HD == 128 && !short_t);
       launch->tpl = "attention_tma";
       minb = 1;
       if (op == OP_ATTN_FWD) {
-        warps = 4 * tuned(o, PARAM_TUNE_FWD_CONSUMERS, 3);
+        warps = 4 * tuned(o, PARAM_TUNE_FWD_CONSUMERS, short_t ? 2 : 3);
         nbuf = tuned(o, PARAM_TUNE_FWD_NBUF, 3);
         bn = tuned(o, t + 1, 128) == 128 ? 128 : 64;
       } else { /* dK/dV holds two accumulators and two score tiles: two consumers of 240 registers */
-        warps = op == OP_ATTN_BWD_DQ ? 4 * tuned(o, PARAM_TUNE_DQ_CONSUMERS, HD == 64 ? 3 : 2) : 8;
+        warps = op == OP_ATTN_BWD_DQ ? 4 * tuned(o, PARAM_TUNE_DQ_CONSUMERS, HD == 64 && !short_t ? 3 : 2) : 8;
         nbuf = 3;
         /* dK/dV at d 64 on long sequences: 128-query tiles (2.11 against 2.36 ms at T 16384, call 6 of
          * docs/PERFORMANCE.md, though ptxas spills 28 bytes); at d 128 they spill more and are slower */
@@ -333,8 +345,17 @@ static int attention(const ddp_instr *in, const char *arch, const ddp_codegen_op
   spec_add(launch, "#define DDP_MT %lld\n", (long long)mt);
   if (nbuf) spec_add(launch, "#define DDP_NBUF %lld\n", (long long)nbuf);
   if (minb > 1) spec_add(launch, "#define DDP_MINB %lld\n", (long long)minb);
-  if (tma) spec_add(launch, "#define DDP_TMA 1\n");
-  geom(launch, B * H, cdiv(T, bm), 32 * warps + (tma ? 128 : 0), smem); /* TMA: plus the producer warpgroup */
+  if (tma) {
+    /* the TMA kernels number their work tiles in one grid dimension (attention_tma.cu's `work`), plus the
+     * producer warpgroup; under DDP_PERSISTENT the runtime launches at most one block per multiprocessor */
+    spec_add(launch, "#define DDP_TMA 1\n");
+    if (persistent) spec_add(launch, "#define DDP_PERSISTENT 1\n");
+    if (B * H * cdiv(T, bm) > MAX_GRID_X)
+      return fail(err, errcap, in, "B*H*ceil(T/%lld) = %lld blocks is too many", (long long)bm, (long long)(B * H * cdiv(T, bm)));
+    geom(launch, B * H * cdiv(T, bm), 1, 32 * warps + 128, smem);
+    return 0;
+  }
+  geom(launch, B * H, cdiv(T, bm), 32 * warps, smem);
   return 0;
 }
 
@@ -376,7 +397,8 @@ static int attention_fused(const ddp_instr *in, const char *arch, const ddp_code
            (long long)HD, (long long)warps, (long long)bm, (long long)bn, (long long)smem, (long long)nbuf);
   if (turns) spec_add(launch, "#define DDP_DQ_TURNS 1\n");
   launch->tpl = "attention_tma";
-  geom(launch, B * H, cdiv(T, bm), 32 * warps + 128, smem);
+  if (B * H * cdiv(T, bm) > MAX_GRID_X) return fail(err, errcap, in, "B*H*ceil(T/%lld) = %lld blocks is too many", (long long)bm, (long long)(B * H * cdiv(T, bm)));
+  geom(launch, B * H * cdiv(T, bm), 1, 32 * warps + 128, smem); /* one work tile per block (attention_tma.cu's `work`) */
   return 0;
 }
 

@@ -157,7 +157,7 @@ static const ddp_exec_vtbl cx_vtbl = {
  * DDP_SIDE_SMS, DDP_SIDE_STREAMS, DDP_SIDE_COMPUTE, DDP_GEMM_SM_TARGET, DDP_NCCL_MEM_ARENAS,
  * DDP_ENERGY, DDP_ENERGY_PERIOD_MS and DDP_PDL (base/param.h); DDP_LINK_LOAD_MB is link_load.c's. */
 static int read_env(cx *x, char *err, size_t errcap) {
-  int64_t graph, priority, copy, pdl;
+  int64_t graph, priority, copy, pdl, persistent_blocks;
   if (ddp_param_seconds(PARAM_NCCL_TIMEOUT_S, &x->timeout_s, err, errcap) ||
       ddp_param_int(PARAM_CUDA_GRAPH, &graph, err, errcap) ||
       ddp_param_int(PARAM_STREAM_PRIORITY, &priority, err, errcap) || ddp_param_int(PARAM_P2P_COPY, &copy, err, errcap) ||
@@ -168,9 +168,10 @@ static int read_env(cx *x, char *err, size_t errcap) {
       ddp_param_int(PARAM_NCCL_MEM_ARENAS, &x->nccl_mem_arenas, err, errcap) ||
       ddp_param_int(PARAM_ENERGY, &x->energy_env, err, errcap) ||
       ddp_param_int(PARAM_ENERGY_PERIOD_MS, &x->energy_period_ms, err, errcap) ||
-      ddp_param_int(PARAM_PDL, &pdl, err, errcap))
+      ddp_param_int(PARAM_PDL, &pdl, err, errcap) || ddp_param_int(PARAM_PERSISTENT_BLOCKS, &persistent_blocks, err, errcap))
     return -1;
   ddp_cuda_set_grid_overlap(pdl == 1);
+  ddp_cuda_set_persistent_blocks((unsigned)persistent_blocks);
   if (!ddp_param_is_set(PARAM_NCCL_MEM_ARENAS)) x->nccl_mem_arenas = -1;
   x->p2p_copy_env = copy == 1;
   x->graph_env = graph == 1;

@@ -11,6 +11,8 @@
 
 static int g_grid_overlap;
 void ddp_cuda_set_grid_overlap(int on) { g_grid_overlap = on != 0; }
+static unsigned g_persistent_cap;
+void ddp_cuda_set_persistent_blocks(unsigned cap) { g_persistent_cap = cap; }
 
 int ddp_cuda_module_load(const uint8_t *cubin, size_t size, const char *entry, const char *spec, ddp_cuda_kernel *out,
                          char *err, size_t errcap) {
@@ -48,6 +50,18 @@ int ddp_cuda_module_load(const uint8_t *cubin, size_t size, const char *entry, c
     return -1;
   }
   out->smem_max = DDP_DEFAULT_SMEM;
+  if (out->tma.persistent) { /* one block per multiprocessor: the TMA kernels' launch bounds and registers */
+    int dev = 0, sms = 0;
+    if ((rc = cudaGetDevice(&dev)) == cudaSuccess) rc = cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, dev);
+    if (rc != cudaSuccess || sms < 1) {
+      ddp_fail(err, errcap, "%s:%d: cudaDeviceGetAttribute(MultiProcessorCount) for %s: %s: %s", __FILE__, __LINE__,
+               out->name, cudaGetErrorName(rc), cudaGetErrorString(rc));
+      cudaLibraryUnload(out->lib);
+      out->lib = NULL;
+      return -1;
+    }
+    out->max_blocks = (uint32_t)sms;
+  }
   /* A module of the templates since DDP_GRID_DEPENDENCY exports this marker; one built before has not, and
    * its kernels never overlap. The failed lookup's error is cleared so no later check reports it. */
   void *marker = NULL;
@@ -76,7 +90,11 @@ int ddp_cuda_launch_maps(ddp_cuda_kernel *k, const ddp_instr *g, const ddp_kargs
     return -1;
   }
   if (ddp_cuda_kernel_reserve_smem(k, g->smem, err, errcap)) return -1;
-  const dim3 grid = {g->grid[0], g->grid[1], g->grid[2] ? g->grid[2] : 1};
+  dim3 grid = {g->grid[0], g->grid[1], g->grid[2] ? g->grid[2] : 1};
+  if (k->max_blocks) { /* a persistent kernel walks the rest */
+    const unsigned most = g_persistent_cap && g_persistent_cap < k->max_blocks ? g_persistent_cap : k->max_blocks;
+    if (grid.x > most) grid.x = most;
+  }
   const dim3 block = {g->block[0], g->block[1] ? g->block[1] : 1, g->block[2] ? g->block[2] : 1};
   ddp_tmaps own;
   if (k->tma.resident && !maps) {

@@ -26,6 +26,8 @@ typedef struct ddp_cuda_kernel {
   uint32_t smem_max;  /* dynamic shared memory the kernel is currently allowed (48 KB by default) */
   ddp_tma_rows tma;   /* box rows of its tensor maps; zero when it takes none */
   int op;             /* the op whose entry it is, for the maps (-1 when it takes none) */
+  uint32_t max_blocks; /* DDP_PERSISTENT kernels (tma.persistent): the multiprocessors of the device it was
+                          loaded on, at most one block each, so launches clamp the grid's x to this; 0: no clamp */
   int grid_dependency; /* its module exports ddp_grid_dependency: the kernel starts with DDP_GRID_DEPENDENCY
                           (templates/common.cuh), so a launch may overlap the previous kernel's tail */
 } ddp_cuda_kernel;
@@ -34,6 +36,10 @@ typedef struct ddp_cuda_kernel {
  * exports ddp_grid_dependency ask to overlap the previous kernel on the stream. Process-wide; the executor
  * sets it at start-up, benchmarks from their command line. */
 void ddp_cuda_set_grid_overlap(int on);
+
+/* DDP_PERSISTENT_BLOCKS (tests; 0, the default: no cap): persistent kernels are launched with at most this
+ * many blocks, fewer than the multiprocessors, so each walks more work tiles. Process-wide, like the above. */
+void ddp_cuda_set_persistent_blocks(unsigned cap);
 
 /* Loads one CUBIN and finds its kernel; `entry` is the op's entry ("rmsnorm_fwd") or the full name; `spec`
  * is the module's specialisation (NULL for a kernel of no template), which says whether it takes maps. */

@@ -51,8 +51,13 @@ int ddp_tma_spec(const char *spec, ddp_tma_rows *rows, char *err, size_t errcap)
       bn < 1 || bn > 256)
     return ddp_fail(err, errcap, "a TMA kernel's specialisation needs DDP_TMA 1 and DDP_BM, DDP_BN in 1..256 (got TMA %lld, BM %lld, BN %lld)",
                     tma, bm, bn);
+  long long persistent = 0;
+  const int hp = spec_int(spec, "PERSISTENT", &persistent);
+  if (hp < 0 || (hp == 0 && persistent != 0 && persistent != 1))
+    return ddp_fail(err, errcap, "a TMA kernel's specialisation has DDP_PERSISTENT other than 0 or 1");
   rows->resident = (uint32_t)bm;
   rows->streamed = (uint32_t)bn;
+  rows->persistent = hp == 0 && persistent == 1;
   return 0;
 }
 

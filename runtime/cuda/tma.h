@@ -19,13 +19,16 @@ typedef struct ddp_tmaps {
 } ddp_tmaps;
 
 /* Box rows of the maps: `resident` for the block's own tile (BM: queries in the forward), `streamed` for the
- * tiles it loops over (BN). Both 0 when the kernel takes no maps. */
+ * tiles it loops over (BN). Both 0 when the kernel takes no maps. `persistent`: the specialisation says
+ * DDP_PERSISTENT 1, so the kernel walks its work tiles with whatever grid it gets, and is launched with at
+ * most one block per multiprocessor (kernels.c). */
 typedef struct ddp_tma_rows {
-  uint32_t resident, streamed;
+  uint32_t resident, streamed, persistent;
 } ddp_tma_rows;
 
-/* Reads DDP_TMA, DDP_BM and DDP_BN from a module's specialisation ("#define NAME VALUE" lines). Returns 0
- * (rows zero when DDP_TMA is absent), or -1 with a one-line message when DDP_TMA is set without valid rows. */
+/* Reads DDP_TMA, DDP_BM, DDP_BN and DDP_PERSISTENT from a module's specialisation ("#define NAME VALUE"
+ * lines). Returns 0 (rows zero when DDP_TMA is absent), or -1 with a one-line message when DDP_TMA is set
+ * without valid rows or DDP_PERSISTENT is not 0 or 1. */
 int ddp_tma_spec(const char *spec, ddp_tma_rows *rows, char *err, size_t errcap);
 
 /* The maps of one launch of `op` (maps 0-3; ATTN_FWD: q, -, k, v; ATTN_BWD_DKV and ATTN_BWD_FUSED: k, v, q, do; ATTN_BWD_DQ: q, do, k, v) from

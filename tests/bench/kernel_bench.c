@@ -625,8 +625,12 @@ static void tune_attention(int64_t d) {
       "DDP_TUNE_DQ_WGMMA=2",
       "DDP_TUNE_DQ_WGMMA=3",
       "DDP_TUNE_FWD_BN=64 DDP_TUNE_FWD_NBUF=2",
+      /* the TMA kernels one block per tile instead of persistent; persistent TMA at short sequences too */
+      "DDP_TUNE_ATTN_PERSISTENT=2",
+      "DDP_TUNE_FWD_WGMMA=4 DDP_TUNE_DQ_WGMMA=4",
+      "DDP_TUNE_FWD_WGMMA=4 DDP_TUNE_DQ_WGMMA=4 DDP_TUNE_FWD_CONSUMERS=2 DDP_TUNE_DQ_CONSUMERS=2",
   };
-  static const char *const names[] = {"FWD_MT", "FWD_BN", "DKV_MT", "DKV_BN", "DQ_MT", "DQ_BN", "FWD_MINB", "DKV_MINB", "DQ_MINB", "FWD_WARPS", "FWD_WGMMA", "DKV_WGMMA", "DQ_WGMMA", "DKV_WARPS", "DQ_WARPS", "FWD_CONSUMERS", "FWD_NBUF", "DQ_CONSUMERS", "FUSED_SPLIT"};
+  static const char *const names[] = {"FWD_MT", "FWD_BN", "DKV_MT", "DKV_BN", "DQ_MT", "DQ_BN", "FWD_MINB", "DKV_MINB", "DQ_MINB", "FWD_WARPS", "FWD_WGMMA", "DKV_WGMMA", "DQ_WGMMA", "DKV_WARPS", "DQ_WARPS", "FWD_CONSUMERS", "FWD_NBUF", "DQ_CONSUMERS", "FUSED_SPLIT", "ATTN_PERSISTENT"};
   /* --variants "A;B;...": these instead of the list above (each a space-separated DDP_TUNE_*=V set; "defaults") */
   const char *list[64];
   size_t nv = 0;

@@ -11,6 +11,7 @@
 #include "cuda_check.h"
 #include "kernels.h"
 #include "kernel_cases.h"
+#include "param.h"
 #include "ref_ops.h"
 #include <math.h>
 #include <stdio.h>
@@ -249,6 +250,9 @@ int main(int argc, char **argv) {
   if (!CHECK(!DDP_CUDA_CHECK(cudaGetDeviceProperties(&prop, 0), err, sizeof err), "%s", err))
     return check_report("gpu_kernels");
   if (!CHECK(!ddp_codegen_opts_from_env(&g_opts, err, sizeof err), "%s", err)) return check_report("gpu_kernels");
+  int64_t cap = 0; /* DDP_PERSISTENT_BLOCKS: persistent kernels' blocks walk more work tiles */
+  if (!CHECK(!ddp_param_int(PARAM_PERSISTENT_BLOCKS, &cap, err, sizeof err), "%s", err)) return check_report("gpu_kernels");
+  ddp_cuda_set_persistent_blocks((unsigned)cap);
   static char arch[32];
   snprintf(arch, sizeof arch, "sm_%d%d%s", prop.major, prop.minor, prop.major == 9 ? "a" : "");
   g_arch = arch;

@@ -32,11 +32,17 @@ int main(void) {
   CHECK(!ddp_tma_spec("#define DDP_BM 192\n#define DDP_BN 128\n#define DDP_TMA 1\n", &rows, err, sizeof err) &&
             rows.resident == 192 && rows.streamed == 128,
         "DDP_TMA spec read as %u / %u", rows.resident, rows.streamed);
+  CHECK(!rows.persistent, "a spec without DDP_PERSISTENT read as persistent");
+  CHECK(!ddp_tma_spec("#define DDP_BM 128\n#define DDP_BN 128\n#define DDP_TMA 1\n#define DDP_PERSISTENT 1\n", &rows,
+                      err, sizeof err) && rows.persistent && rows.resident == 128,
+        "DDP_PERSISTENT 1 read as %u", rows.persistent);
   const char *bad[] = {"#define DDP_TMA 1\n#define DDP_BN 128\n", "#define DDP_TMA 1\n#define DDP_BM 512\n#define DDP_BN 64\n",
-                       "#define DDP_TMA 2\n#define DDP_BM 64\n#define DDP_BN 64\n", "#define DDP_TMA x\n"};
-  for (int i = 0; i < 4; i++) {
+                       "#define DDP_TMA 2\n#define DDP_BM 64\n#define DDP_BN 64\n", "#define DDP_TMA x\n",
+                       "#define DDP_TMA 1\n#define DDP_BM 64\n#define DDP_BN 64\n#define DDP_PERSISTENT 2\n",
+                       "#define DDP_TMA 1\n#define DDP_BM 64\n#define DDP_BN 64\n#define DDP_PERSISTENT y\n"};
+  for (int i = 0; i < 6; i++) {
     err[0] = 0;
-    CHECK(ddp_tma_spec(bad[i], &rows, err, sizeof err) == -1 && cxt_one_line(err) && strstr(err, "DDP_TMA"),
+    CHECK(ddp_tma_spec(bad[i], &rows, err, sizeof err) == -1 && cxt_one_line(err) && strstr(err, i < 4 ? "DDP_TMA" : "DDP_PERSISTENT"),
           "malformed TMA spec %d accepted or unclear: '%s'", i, err);
   }
 

@@ -111,9 +111,11 @@ static void footprint_case(const kc_case *c) {
   }
 }
 
-/* The attention kernel choice (compiler/codegen/launch.c): templates/attention_wgmma.cu on sm_90a for bf16
- * head dims 64 and 128 (ATTN_FWD, ATTN_BWD_DKV, ATTN_BWD_DQ; not the fused inverse RoPE), attention_mma.cu
- * for bf16 elsewhere and under DDP_TUNE_{FWD,DKV,DQ}_WGMMA=2, attention_f32.cu for f32. Then every wgmma
+/* The attention kernel choice (compiler/codegen/launch.c): templates/attention_tma.cu (persistent, but dK/dV
+ * at head dim 128 from T 1024; two consumer warpgroups for the forward and dQ below T 1024) on sm_90a for
+ * bf16 head dims 64 and 128 (ATTN_FWD, ATTN_BWD_DKV, ATTN_BWD_DQ; not the fused inverse RoPE) where tensor
+ * maps are allowed, attention_wgmma.cu there otherwise, attention_mma.cu for bf16 elsewhere and under
+ * DDP_TUNE_{FWD,DKV,DQ}_WGMMA=2, attention_f32.cu for f32. Then every wgmma
  * tile variant the DDP_TUNE_* knobs can pick (warps 4 or 8, the forward's 64- or 128-key tiles) fits in
  * shared memory (227 KiB a block) and compiles. */
 static void attention_choice(void) {
@@ -133,8 +135,8 @@ static void attention_choice(void) {
             continue;
           const int wg = bf && !strcmp(archs[ai], "sm_90a") && (dims[di] == 64 || dims[di] == 128) &&
                          (op == OP_ATTN_FWD || op == OP_ATTN_BWD_DKV || op == OP_ATTN_BWD_DQ);
-          /* T 300: the TMA kernel for dK/dV, the cp.async one for the forward and dQ (TMA from T 1024) */
-          const char *want = wg ? (op == OP_ATTN_BWD_DKV ? "attention_tma" : "attention_wgmma") : bf ? "attention_mma" : "attention_f32";
+          /* T 300: the persistent TMA kernels for all three */
+          const char *want = wg ? "attention_tma" : bf ? "attention_mma" : "attention_f32";
           CHECK(!strcmp(L.tpl, want), "%s on %s: template %s, expected %s", c.label, archs[ai], L.tpl, want);
         }
   for (size_t oi = 0; oi < 3; oi++) /* T 1100 and DDP_TUNE_*_WGMMA=4: TMA for all three */
@@ -149,6 +151,29 @@ static void attention_choice(void) {
       if (CHECK(!ddp_kernel_launch(&c.in, "sm_90a", &o, &L, err, sizeof err), "%s: %s", c.label, err))
         CHECK(!strcmp(L.tpl, "attention_tma"), "%s%s: template %s, expected attention_tma", c.label,
               force ? " with DDP_TUNE_*_WGMMA=4" : "", L.tpl);
+      /* their work tiles in one grid dimension, persistent unless DDP_TUNE_ATTN_PERSISTENT=2 */
+      const long long T = c.in.i[ATTN_I_T], bm = 16LL * (L.block[0] - 128) / 32,
+                      tiles = c.in.i[ATTN_I_B] * c.in.i[ATTN_I_H] * ((T + bm - 1) / bm);
+      CHECK(L.grid[0] == tiles && L.grid[1] == 1 && strstr(L.spec, "#define DDP_PERSISTENT 1\n"),
+            "%s: grid %u x %u for %lld work tiles, persistent %d", c.label, L.grid[0], L.grid[1], tiles,
+            strstr(L.spec, "DDP_PERSISTENT") != NULL);
+      o.tune[PARAM_TUNE_ATTN_PERSISTENT - PARAM_TUNE_FWD_MT] = 2;
+      if (CHECK(!ddp_kernel_launch(&c.in, "sm_90a", &o, &L, err, sizeof err), "%s: %s", c.label, err))
+        CHECK(!strcmp(L.tpl, "attention_tma") && !strstr(L.spec, "DDP_PERSISTENT") && L.grid[0] == tiles,
+              "%s with DDP_TUNE_ATTN_PERSISTENT=2: template %s, grid %u, spec\n%s", c.label, L.tpl, L.grid[0], L.spec);
+    }
+  for (size_t oi = 0; oi < 3; oi++) /* d 128: dK/dV from T 1024 one block per tile; below T 1024 two consumers */
+    for (int longt = 0; longt < 2; longt++) {
+      kc_case c;
+      kc_make(ops[oi], DT_BF16, (kc_shape){.a = 2, .b = longt ? 1100 : 300, .c = 128, .flag = 1}, &c);
+      ddp_launch L;
+      char err[1024];
+      if (!CHECK(!ddp_kernel_launch(&c.in, "sm_90a", NULL, &L, err, sizeof err), "%s: %s", c.label, err)) continue;
+      const int want_persistent = !(ops[oi] == OP_ATTN_BWD_DKV && longt);
+      CHECK(!strcmp(L.tpl, "attention_tma") && (strstr(L.spec, "#define DDP_PERSISTENT 1\n") != NULL) == want_persistent &&
+                (longt || ops[oi] == OP_ATTN_BWD_DKV || L.block[0] == 384),
+            "%s: template %s, persistent %d (want %d), block %u", c.label, L.tpl, strstr(L.spec, "DDP_PERSISTENT") != NULL,
+            want_persistent, L.block[0]);
     }
   const int param[] = {PARAM_TUNE_FWD_WGMMA, PARAM_TUNE_DKV_WGMMA, PARAM_TUNE_DQ_WGMMA};
   const int first[] = {PARAM_TUNE_FWD_MT, PARAM_TUNE_DKV_MT, PARAM_TUNE_DQ_MT}; /* MT, BN, MINB, WARPS follow */
