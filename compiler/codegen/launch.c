@@ -282,8 +282,8 @@ static int attention(const ddp_instr *in, const char *arch, const ddp_codegen_op
      * blocks") it takes the forward to 19.7-20.1 us against 21.3 for the cp.async one, dQ (two consumers) to
      * 19.9-20.4 against 21.0-21.1, dK/dV to 27.3-28.8 against 33.7 with one block per tile; on the
      * leaderboard (T 16384) it is within 1% at d 64, and at d 128 dK/dV is 3% slower (3.60-3.63 ms against
-     * 3.49-3.50). So: every T on the TMA kernels where tensor maps are allowed, persistent except dK/dV at
-     * d 128 from T 1024, two consumers below T 1024. DDP_TUNE_ATTN_PERSISTENT=1 / 2 forces persistent / one
+     * 3.49-3.50). So: the TMA kernels where tensor maps are allowed (the forward from T 512), persistent except
+     * dK/dV at d 128 from T 1024, two consumers below T 1024. DDP_TUNE_ATTN_PERSISTENT=1 / 2 forces persistent / one
      * block per tile (2 also returns the forward and dQ below T 1024 to the cp.async kernels: the choice
      * before); DDP_TUNE_*_WGMMA=3 / 4 forces cp.async / TMA. */
     const int maps_ok = Dh % 8 == 0 && in->i[ATTN_I_QSTRIDE] % 8 == 0 && in->i[ATTN_I_KSTRIDE] % 8 == 0 &&
@@ -291,7 +291,9 @@ static int attention(const ddp_instr *in, const char *arch, const ddp_codegen_op
                         T < ((int64_t)1 << 31) && B * H < ((int64_t)1 << 31);
     const int64_t pknob = tuned(o, PARAM_TUNE_ATTN_PERSISTENT, 0);
     const int short_t = T < 1024;
-    const int want_tma = op == OP_ATTN_BWD_DKV || !short_t || pknob != 2;
+    /* the forward below T 512 stays on the cp.async kernel (two blocks per SM): 6.1 / 9.6 us at T 128 / 256
+     * against 6.7 / 10.9 persistent (B 4, H 25, d 64) */
+    const int want_tma = op == OP_ATTN_BWD_DKV || !short_t || (pknob != 2 && (op != OP_ATTN_FWD || T >= 512 || pknob == 1));
     if (maps_ok && (wgk == 4 || (wgk == 1 && want_tma))) {
       tma = 1;
       persistent = pknob ? pknob == 1 : !(op == OP_ATTN_BWD_DKV && HD == 128 && !short_t);

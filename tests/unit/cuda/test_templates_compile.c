@@ -111,13 +111,13 @@ static void footprint_case(const kc_case *c) {
   }
 }
 
-/* The attention kernel choice (compiler/codegen/launch.c): templates/attention_tma.cu (persistent, but dK/dV
- * at head dim 128 from T 1024; two consumer warpgroups for the forward and dQ below T 1024) on sm_90a for
- * bf16 head dims 64 and 128 (ATTN_FWD, ATTN_BWD_DKV, ATTN_BWD_DQ; not the fused inverse RoPE) where tensor
- * maps are allowed, attention_wgmma.cu there otherwise, attention_mma.cu for bf16 elsewhere and under
- * DDP_TUNE_{FWD,DKV,DQ}_WGMMA=2, attention_f32.cu for f32. Then every wgmma
- * tile variant the DDP_TUNE_* knobs can pick (warps 4 or 8, the forward's 64- or 128-key tiles) fits in
- * shared memory (227 KiB a block) and compiles. */
+/* The attention kernel choice (compiler/codegen/launch.c): on sm_90a, for bf16 at head dims 64 and 128
+ * (ATTN_FWD, ATTN_BWD_DKV, ATTN_BWD_DQ; not the fused inverse RoPE), templates/attention_tma.cu where tensor
+ * maps are allowed (the forward from T 512; persistent except dK/dV at head dim 128 from T 1024; two consumer
+ * warpgroups for the forward and dQ below T 1024), attention_wgmma.cu otherwise; attention_mma.cu for bf16
+ * elsewhere and under DDP_TUNE_{FWD,DKV,DQ}_WGMMA=2, attention_f32.cu for f32. Then every wgmma tile variant
+ * the DDP_TUNE_* knobs can pick (warps 4 or 8, the forward's 64- or 128-key tiles) fits in shared memory
+ * (227 KiB a block) and compiles. */
 static void attention_choice(void) {
   const int ops[] = {OP_ATTN_FWD, OP_ATTN_BWD_DKV, OP_ATTN_BWD_DQ, OP_ATTN_BWD_DKV_ROPE, OP_ATTN_BWD_DQ_ROPE};
   const int64_t dims[] = {32, 64, 96, 128};
@@ -135,8 +135,8 @@ static void attention_choice(void) {
             continue;
           const int wg = bf && !strcmp(archs[ai], "sm_90a") && (dims[di] == 64 || dims[di] == 128) &&
                          (op == OP_ATTN_FWD || op == OP_ATTN_BWD_DKV || op == OP_ATTN_BWD_DQ);
-          /* T 300: the persistent TMA kernels for all three */
-          const char *want = wg ? "attention_tma" : bf ? "attention_mma" : "attention_f32";
+          /* T 300: the persistent TMA kernels for dK/dV and dQ, the cp.async one for the forward (TMA from T 512) */
+          const char *want = wg ? (op == OP_ATTN_FWD ? "attention_wgmma" : "attention_tma") : bf ? "attention_mma" : "attention_f32";
           CHECK(!strcmp(L.tpl, want), "%s on %s: template %s, expected %s", c.label, archs[ai], L.tpl, want);
         }
   for (size_t oi = 0; oi < 3; oi++) /* T 1100 and DDP_TUNE_*_WGMMA=4: TMA for all three */
@@ -151,7 +151,7 @@ static void attention_choice(void) {
       if (CHECK(!ddp_kernel_launch(&c.in, "sm_90a", &o, &L, err, sizeof err), "%s: %s", c.label, err))
         CHECK(!strcmp(L.tpl, "attention_tma"), "%s%s: template %s, expected attention_tma", c.label,
               force ? " with DDP_TUNE_*_WGMMA=4" : "", L.tpl);
-      /* their work tiles in one grid dimension, persistent unless DDP_TUNE_ATTN_PERSISTENT=2 */
+      /* their work tiles in one grid dimension, persistent unless DDP_TUNE_ATTN_PERSISTENT=2 (T 300: forced) */
       const long long T = c.in.i[ATTN_I_T], bm = 16LL * (L.block[0] - 128) / 32,
                       tiles = c.in.i[ATTN_I_B] * c.in.i[ATTN_I_H] * ((T + bm - 1) / bm);
       CHECK(L.grid[0] == tiles && L.grid[1] == 1 && strstr(L.spec, "#define DDP_PERSISTENT 1\n"),
@@ -165,7 +165,7 @@ static void attention_choice(void) {
   for (size_t oi = 0; oi < 3; oi++) /* d 128: dK/dV from T 1024 one block per tile; below T 1024 two consumers */
     for (int longt = 0; longt < 2; longt++) {
       kc_case c;
-      kc_make(ops[oi], DT_BF16, (kc_shape){.a = 2, .b = longt ? 1100 : 300, .c = 128, .flag = 1}, &c);
+      kc_make(ops[oi], DT_BF16, (kc_shape){.a = 2, .b = longt ? 1100 : 600, .c = 128, .flag = 1}, &c);
       ddp_launch L;
       char err[1024];
       if (!CHECK(!ddp_kernel_launch(&c.in, "sm_90a", NULL, &L, err, sizeof err), "%s: %s", c.label, err)) continue;
