@@ -253,11 +253,7 @@ extern "C" __global__ void __launch_bounds__(32 * DDP_WARPS + 128, 1)
       const int s = (it + j) % NBUF;
       bb.wait_full(it + j);
       float sc[BN / 2];
-      wg_fence();
-      scores(sc, qaddr, smem_u32(Ks + s * KVBYTES));
-      wg_commit();
-      wg_wait<0>();
-      reg_fence(sc);
+      scores_waited(sc, qaddr, smem_u32(Ks + s * KVBYTES));
       if (j == nkt - 1) release_resident(bb);
 
       const long long k0 = (long long)j * BN;
@@ -396,13 +392,7 @@ extern "C" __global__ void __launch_bounds__(32 * DDP_WARPS + 128, 1)
       const long long q0 = (long long)qt * BN;
       const bool need = d.causal && k0 + BM - 1 > q0;
       float sc[BN / 2], dp[BN / 2];
-      wg_fence();
-      scores(sc, kaddr, qb_);
-      scores(dp, vaddr, ob);
-      wg_commit();
-      wg_wait<0>();
-      reg_fence(sc);
-      reg_fence(dp);
+      scores2_waited(sc, kaddr, qb_, dp, vaddr, ob);
       if (qt == k.nqt - 1) release_resident(bb);
       // masked (causal, the diagonal tiles only: a branch, not a predicate per element): query q0 + 2 tq +
       // acc_col(i) before the key krow0 (+ 8)
@@ -742,13 +732,7 @@ extern "C" __global__ void __launch_bounds__(32 * DDP_WARPS + 128, 1)
       const long long k0 = (long long)j * BN;
       const bool need = k0 + BN > T || (d.causal && k0 + BN - 1 > q0 + wgi * 64);
       float sc[BN / 2], dp[BN / 2];
-      wg_fence();
-      scores(sc, qaddr, kb);
-      scores(dp, oaddr, vb);
-      wg_commit();
-      wg_wait<0>();
-      reg_fence(sc);
-      reg_fence(dp);
+      scores2_waited(sc, qaddr, kb, dp, oaddr, vb);
       if (j == nkt - 1) release_resident(bb);
       const int lim_t = clamp_int(T - k0 - 2 * tq, -1, BN), lim_c = d.causal ? clamp_int(row0 - k0 - 2 * tq, -16, BN) : BN;
 #pragma unroll

@@ -85,11 +85,7 @@ extern "C" __global__ void __launch_bounds__(32 * DDP_WARPS, DDP_MINB) ddp_attn_
     fence_async_smem();
     __syncthreads();
     float s[BN / 2];
-    wg_fence();
-    scores(s, qaddr, smem_u32(Ks + buf * KVBYTES));
-    wg_commit();
-    wg_wait<0>();
-    reg_fence(s);
+    scores_waited(s, qaddr, smem_u32(Ks + buf * KVBYTES));
 
     const long long k0 = (long long)j * BN;
     const bool need = k0 + BN > T || (d.causal && k0 + BN - 1 > q0 + wgi * 64);
@@ -235,13 +231,7 @@ extern "C" __global__ void __launch_bounds__(32 * DDP_WARPS, DDP_MINB) ddp_attn_
     const long long q0 = (long long)qt * BN;
     const bool need = d.causal && k0 + BM - 1 > q0;
     float s[BN / 2], dp[BN / 2];
-    wg_fence();
-    scores(s, kaddr, qb_);
-    scores(dp, vaddr, ob);
-    wg_commit();
-    wg_wait<0>();
-    reg_fence(s);
-    reg_fence(dp);
+    scores2_waited(s, kaddr, qb_, dp, vaddr, ob);
     // masked (causal, the diagonal tiles only: a branch, not a predicate per element): query q0 + 2 tq +
     // acc_col(i) before the key krow0 (+ 8)
     if (need) {
@@ -352,13 +342,7 @@ extern "C" __global__ void __launch_bounds__(32 * DDP_WARPS, DDP_MINB) ddp_attn_
     const long long k0 = (long long)j * BN;
     const bool need = k0 + BN > T || (d.causal && k0 + BN - 1 > q0 + wgi * 64);
     float s[BN / 2], dp[BN / 2];
-    wg_fence();
-    scores(s, qaddr, kb);
-    scores(dp, oaddr, vb);
-    wg_commit();
-    wg_wait<0>();
-    reg_fence(s);
-    reg_fence(dp);
+    scores2_waited(s, qaddr, kb, dp, oaddr, vb);
     if (need) {  // the diagonal and the tail (a branch, not a predicate per element)
       const int lim_t = clamp_int(T - k0 - 2 * tq, -1, BN), lim_c = d.causal ? clamp_int(row0 - k0 - 2 * tq, -16, BN) : BN;
 #pragma unroll

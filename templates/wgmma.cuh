@@ -197,6 +197,25 @@ __device__ __forceinline__ void pv(float (&o)[CB][32], const unsigned (&pa)[BN /
     for (int cb = 0; cb < CB; cb++)
       wgmma_rs_n64_t(o[cb], pa[kk], desc<1024>(vlo + (((unsigned)cb * BN * 128u + (unsigned)kk * 16u * 128u) >> 4)));
 }
+// S = A B^T as one wgmma group, waited for (the forward's scores).
+__device__ __forceinline__ void scores_waited(float (&s)[BN / 2], unsigned a, unsigned b) {
+  wg_fence();
+  scores(s, a, b);
+  wg_commit();
+  wg_wait<0>();
+  reg_fence(s);
+}
+// S = A B^T and P = C D^T as one wgmma group, waited for (the backward's scores and dP, both from the tile).
+__device__ __forceinline__ void scores2_waited(float (&s)[BN / 2], unsigned a, unsigned b, float (&p)[BN / 2],
+                                               unsigned c, unsigned d) {
+  wg_fence();
+  scores(s, a, b);
+  scores(p, c, d);
+  wg_commit();
+  wg_wait<0>();
+  reg_fence(s);
+  reg_fence(p);
+}
 // A 64-bit difference clamped into [lo, hi] as an int, for the per-tile mask limits.
 __device__ __forceinline__ int clamp_int(long long v, int lo, int hi) { return v < lo ? lo : v > hi ? hi : (int)v; }
 // Column (within its 8-wide group's tile) of accumulator element i, less the thread's 2 tq: 8 (i / 4) + (i % 2).
