@@ -5,7 +5,8 @@
  * output poisoned (NaN) first; the reference runs on the host copies of the same inputs. Each output is
  * compared by ||gpu - ref|| / ||ref|| (f32 < 1e-4, bf16 < 2e-2); a NaN where the reference has none fails.
  * One line per case, then a summary. No GPU (cudaGetDeviceCount fails or finds none): exit 77 (SKIP).
- * Options: --quick (fewer shapes), --op NAME (one op), --verbose (print specs). */
+ * Options: --quick (fewer shapes), --op NAME[,NAME...] (those ops; an unknown name is an error, exit 2),
+ * --verbose (print specs). */
 #include "check.h"
 #include "codegen.h"
 #include "cuda_check.h"
@@ -225,6 +226,22 @@ static int run_case(kc_case *c, int idx, uint64_t seed) {
   return pass;
 }
 
+/* Marks in want[] the ops of a comma-separated list of op names; 0, or -1 naming the first unknown one. */
+static int parse_ops(const char *list, int want[OP_COUNT]) {
+  for (const char *p = list; *p;) {
+    const size_t n = strcspn(p, ",");
+    int found = 0;
+    for (int op = 0; op < OP_COUNT; op++)
+      if (strlen(ddp_op_name(op)) == n && !strncmp(p, ddp_op_name(op), n)) want[op] = found = 1;
+    if (!found) {
+      fprintf(stderr, "gpu_kernels: --op: '%.*s' is not an op name (plan/ops.h, e.g. ATTN_FWD)\n", (int)n, p);
+      return -1;
+    }
+    p += n + (p[n] == ',');
+  }
+  return 0;
+}
+
 int main(int argc, char **argv) {
   int quick = 0;
   const char *only = NULL;
@@ -233,10 +250,12 @@ int main(int argc, char **argv) {
     else if (!strcmp(argv[i], "--verbose")) g_verbose = 1;
     else if (!strcmp(argv[i], "--op") && i + 1 < argc) only = argv[++i];
     else {
-      fprintf(stderr, "usage: gpu_kernels [--quick] [--op NAME] [--verbose]\n");
+      fprintf(stderr, "usage: gpu_kernels [--quick] [--op NAME[,NAME...]] [--verbose]\n");
       return 2;
     }
   }
+  static int want[OP_COUNT];
+  if (only && parse_ops(only, want)) return 2;
   setvbuf(stdout, NULL, _IOLBF, 0);
   int ndev = 0;
   cudaError_t rc = cudaGetDeviceCount(&ndev);
@@ -263,7 +282,7 @@ int main(int argc, char **argv) {
   int nfail = 0, idx = 0;
   char failed[64][160];
   for (int op = 0; op < OP_COUNT; op++) {
-    if (only && strcmp(only, ddp_op_name(op))) continue;
+    if (only && !want[op]) continue;
     if (op == OP_ATTN_BWD_FUSED && strcmp(g_arch, "sm_90a") != 0) { /* wgmma and TMA: Hopper only */
       printf("skip %s: needs sm_90a (this GPU is %s)\n", ddp_op_name(op), g_arch);
       continue;
