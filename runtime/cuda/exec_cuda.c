@@ -155,7 +155,8 @@ static const ddp_exec_vtbl cx_vtbl = {
 
 /* DDP_NCCL_TIMEOUT_S, DDP_CUDA_GRAPH, DDP_STREAM_PRIORITY, DDP_P2P_COPY, the SM-partition experiments
  * DDP_SIDE_SMS, DDP_SIDE_STREAMS, DDP_SIDE_COMPUTE, DDP_GEMM_SM_TARGET, DDP_NCCL_MEM_ARENAS,
- * DDP_ENERGY, DDP_ENERGY_PERIOD_MS and DDP_PDL (base/param.h); DDP_LINK_LOAD_MB is link_load.c's. */
+ * DDP_ENERGY, DDP_ENERGY_PERIOD_MS, DDP_PDL and DDP_PERSISTENT_BLOCKS (base/param.h); DDP_LINK_LOAD_MB is
+ * link_load.c's. */
 static int read_env(cx *x, char *err, size_t errcap) {
   int64_t graph, priority, copy, pdl, persistent_blocks;
   if (ddp_param_seconds(PARAM_NCCL_TIMEOUT_S, &x->timeout_s, err, errcap) ||
