@@ -86,7 +86,9 @@ constexpr int NBARS = 2 + 2 * NBUF;  // the unsigned long longs of static shared
 // most one block per multiprocessor (runtime/cuda/kernels.c) and block c of G does tiles c, 2G - 1 - c,
 // 2G + c, 4G - 1 - c, ...: a snake, so a block that drew a heavy tile in one round draws a light one in the
 // next, and the producer loads a block's next tile while its consumers finish the last one.
-// (32-bit: launch.c keeps the tile count under 2^31, and so T and B H; the consumers' registers are tight.)
+// (32-bit: launch.c keeps the tile count under 2^31, and so T and B H, and makes a kernel persistent only
+// where all its streamed tiles number under 2^31, so a block's running count `it` cannot overflow; the
+// consumers' registers are tight.)
 struct work {
   int n;
   // The block's r-th tile, or -1 past its last.

@@ -311,6 +311,10 @@ static int attention(const ddp_instr *in, const char *arch, const ddp_codegen_op
         bn = tuned(o, t + 1, op == OP_ATTN_BWD_DKV && HD == 64 && T >= 1024 ? 128 : 64) == 128 ? 128 : 64;
       }
       bm = 16 * warps;
+      /* a persistent block counts the streamed tiles it has walked in 32 bits (attention_tma.cu); where the
+       * whole work's could reach 2^31 (a block may be given all of it: DDP_PERSISTENT_BLOCKS=1), one block
+       * per tile instead */
+      if ((double)(B * H) * (double)cdiv(T, bm) * (double)cdiv(T, bn) >= 2147483648.0) persistent = 0;
       const int64_t fixed = (op == OP_ATTN_FWD ? bm : 2 * bm) * HD * 2, per_stage = 2 * bn * HD * 2 + (op == OP_ATTN_BWD_DKV ? 8 * bn : 0);
       while (nbuf > 2 && fixed + nbuf * per_stage + 1024 > 227 * 1024) nbuf--; /* three d128 stages may not fit */
     }

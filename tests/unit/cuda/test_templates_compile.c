@@ -162,6 +162,16 @@ static void attention_choice(void) {
         CHECK(!strcmp(L.tpl, "attention_tma") && !strstr(L.spec, "DDP_PERSISTENT") && L.grid[0] == tiles,
               "%s with DDP_TUNE_ATTN_PERSISTENT=2: template %s, grid %u, spec\n%s", c.label, L.tpl, L.grid[0], L.spec);
     }
+  for (size_t oi = 0; oi < 3; oi++) { /* so much work that a block's count of streamed tiles could overflow */
+    kc_case c;
+    kc_make(ops[oi], DT_BF16, (kc_shape){.a = 2, .b = 1100, .c = 64, .flag = 1}, &c);
+    c.in.i[ATTN_I_H] = 1 << 20, c.in.i[ATTN_I_T] = 8192; /* (the case's buffers are only read by the choice) */
+    ddp_launch L;
+    char err[1024];
+    if (CHECK(!ddp_kernel_launch(&c.in, "sm_90a", NULL, &L, err, sizeof err), "%s, 2^21 heads: %s", c.label, err))
+      CHECK(!strcmp(L.tpl, "attention_tma") && !strstr(L.spec, "DDP_PERSISTENT"),
+            "%s, 2^21 heads x T 8192: template %s, persistent %d", c.label, L.tpl, strstr(L.spec, "DDP_PERSISTENT") != NULL);
+  }
   for (size_t oi = 0; oi < 3; oi++) /* d 128: dK/dV from T 1024 one block per tile; below T 1024 two consumers */
     for (int longt = 0; longt < 2; longt++) {
       kc_case c;
