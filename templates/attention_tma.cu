@@ -173,8 +173,8 @@ __device__ __forceinline__ kspan key_span(const dims &d, int t) {
   return {t % bhs, k0, d.causal ? k0 / BN : 0, (int)((d.T + BN - 1) / BN)};
 }
 // The first warp of a key-major block's producer warpgroup, for one work tile whose first streamed tile is
-// the block's it-th: the resident K and V (after the first stage, and once the consumers have released the
-// previous work tile's when `wait_resident`, the block's r-th tile), then each query tile's Q and dO into its
+// the block's it-th and which is the block's r-th: the resident K and V (after the first stage, and for r > 0
+// once the consumers have released the previous work tile's), then each query tile's Q and dO into its
 // stage as the consumers release it, with the tile's lse (log2 units) and delta copied lane by lane next to
 // them; each lane arrives on full(s) after its copies.
 __device__ __forceinline__ void produce_key_major(const ddp_tmaps &tm, const bars &bb, const ddp_kargs &a, const dims &d,

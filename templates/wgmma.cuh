@@ -223,8 +223,8 @@ __device__ __forceinline__ constexpr int acc_col(int i) { return (i >> 2) * 8 + 
 // Stores rows (row0, row0 + 8) of a warpgroup's 64 x HD accumulator (acc[cb][4 nt + e]: row + 8 (e >> 1),
 // column 64 cb + 8 nt + 2 tq + (e & 1)) times s, rows < T and columns < Dh.
 template <class TO>
-__device__ __forceinline__ void store_acc_scalar(TO *base, long long st, long long row0, long long T, int Dh,
-                                                 const float (&acc)[CB][32], float s, int tq) {
+__device__ __forceinline__ void store_acc(TO *base, long long st, long long row0, long long T, int Dh,
+                                          const float (&acc)[CB][32], float s, int tq) {
 #pragma unroll
   for (int cb = 0; cb < CB; cb++)
 #pragma unroll
@@ -237,12 +237,8 @@ __device__ __forceinline__ void store_acc_scalar(TO *base, long long st, long lo
       }
     }
 }
-template <class TO>
-__device__ __forceinline__ void store_acc(TO *base, long long st, long long row0, long long T, int Dh,
-                                          const float (&acc)[CB][32], float s, int tq) {
-  store_acc_scalar(base, st, row0, T, Dh, acc, s, tq);
-}
-// bf16 where rows allow 16-byte stores (Dh and st multiples of 8, base 16-byte aligned): the four threads of
+// bf16 (a bf16 pointer picks this overload; store_acc<bf16> the one above) where rows allow 16-byte stores
+// (Dh and st multiples of 8, base 16-byte aligned): the four threads of
 // a quad (lanes 4 g .. 4 g + 3) first trade their column pairs in two shuffle rounds, so that lane tq holds
 // the 8 columns of groups tq and tq + 4 of each of its two rows whole, then store them 16 bytes at a time:
 // four stores a thread per 64 columns instead of 32 two-byte ones. (Measured on an H200 at the XL step's
@@ -254,7 +250,7 @@ __device__ __forceinline__ void store_acc(TO *base, long long st, long long row0
 __device__ __forceinline__ void store_acc(bf16 *base, long long st, long long row0, long long T, int Dh,
                                           const float (&acc)[CB][32], float s, int tq) {
   if (Dh % 8 != 0 || st % 8 != 0 || ((unsigned long long)base & 15u) != 0) {
-    store_acc_scalar(base, st, row0, T, Dh, acc, s, tq);
+    store_acc<bf16>(base, st, row0, T, Dh, acc, s, tq);
     return;
   }
   const bool odd = tq & 1, hb = tq & 2;

@@ -208,6 +208,16 @@ static void row_softmax(ddp_launch *launch, int dt_logits, int64_t N, int64_t V)
 /* Tuning aid for benchmarks: DDP_TUNE_<FWD|DKV|DQ>_<MT|BN|MINB|WARPS> (the bf16 attention tiles) and
  * DDP_TUNE_ADAMW_<VEC|UNROLL|GRID> (the AdamW kernel's shape), validated by base/param.h and passed in the
  * options; the values land in the spec or the grid, so cached modules stay correct. */
+/* The TMA attention kernels' grid (templates/attention_tma.cu's `work`): their B H ceil(T / bm) work tiles in
+ * x, blocks of `threads` (the consumers plus the producer warpgroup). */
+static int tma_geom(ddp_launch *launch, const ddp_instr *in, int64_t bm, int64_t threads, int64_t smem, char *err,
+                    size_t errcap) {
+  const int64_t tiles = in->i[ATTN_I_B] * in->i[ATTN_I_H] * cdiv(in->i[ATTN_I_T], bm);
+  if (tiles > MAX_GRID_X) return fail(err, errcap, in, "B*H*ceil(T/%lld) = %lld blocks is too many", (long long)bm, (long long)tiles);
+  geom(launch, tiles, 1, threads, smem);
+  return 0;
+}
+
 static int64_t tuned(const ddp_codegen_opts *o, int param, int64_t v) {
   return o && o->tune[param - PARAM_TUNE_FWD_MT] ? o->tune[param - PARAM_TUNE_FWD_MT] : v;
 }
@@ -356,10 +366,7 @@ static int attention(const ddp_instr *in, const char *arch, const ddp_codegen_op
      * producer warpgroup; under DDP_PERSISTENT the runtime launches at most one block per multiprocessor */
     spec_add(launch, "#define DDP_TMA 1\n");
     if (persistent) spec_add(launch, "#define DDP_PERSISTENT 1\n");
-    if (B * H * cdiv(T, bm) > MAX_GRID_X)
-      return fail(err, errcap, in, "B*H*ceil(T/%lld) = %lld blocks is too many", (long long)bm, (long long)(B * H * cdiv(T, bm)));
-    geom(launch, B * H * cdiv(T, bm), 1, 32 * warps + 128, smem);
-    return 0;
+    return tma_geom(launch, in, bm, 32 * warps + 128, smem, err, errcap);
   }
   geom(launch, B * H, cdiv(T, bm), 32 * warps, smem);
   return 0;
@@ -403,9 +410,7 @@ static int attention_fused(const ddp_instr *in, const char *arch, const ddp_code
            (long long)HD, (long long)warps, (long long)bm, (long long)bn, (long long)smem, (long long)nbuf);
   if (turns) spec_add(launch, "#define DDP_DQ_TURNS 1\n");
   launch->tpl = "attention_tma";
-  if (B * H * cdiv(T, bm) > MAX_GRID_X) return fail(err, errcap, in, "B*H*ceil(T/%lld) = %lld blocks is too many", (long long)bm, (long long)(B * H * cdiv(T, bm)));
-  geom(launch, B * H * cdiv(T, bm), 1, 32 * warps + 128, smem); /* one work tile per block (attention_tma.cu's `work`) */
-  return 0;
+  return tma_geom(launch, in, bm, 32 * warps + 128, smem, err, errcap); /* one work tile per block */
 }
 
 int ddp_kernel_launch(const ddp_instr *in, const char *arch, const ddp_codegen_opts *o, ddp_launch *out, char *err,
