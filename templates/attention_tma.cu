@@ -714,12 +714,7 @@ extern "C" __global__ void __launch_bounds__(32 * DDP_WARPS + 128, 1)
     const float *lse = (const float *)a.p[ATTN_P_LSE] + bh * T, *delta = (const float *)a.p[ATTN_P_DELTA] + bh * T;
     const long long row0 = q0 + wgi * 64 + warp * 16 + g;  // the thread's rows: row0 and row0 + 8
     float l2[2], dl[2];
-#pragma unroll
-    for (int rr = 0; rr < 2; rr++) {
-      const long long row = row0 + 8 * rr;
-      l2[rr] = row < T ? lse[row] * DDP_LOG2E : INFINITY;
-      dl[rr] = row < T ? delta[row] : 0.f;
-    }
+    dq_row_stats(l2, dl, lse, delta, row0, T);
     float dq[CB][32];
 #pragma unroll
     for (int cb = 0; cb < CB; cb++)
@@ -736,24 +731,7 @@ extern "C" __global__ void __launch_bounds__(32 * DDP_WARPS + 128, 1)
       float sc[BN / 2], dp[BN / 2];
       scores2_waited(sc, qaddr, kb, dp, oaddr, vb);
       if (j == nkt - 1) release_resident(bb);
-      const int lim_t = clamp_int(T - k0 - 2 * tq, -1, BN), lim_c = d.causal ? clamp_int(row0 - k0 - 2 * tq, -16, BN) : BN;
-#pragma unroll
-      for (int e = 0; e < BN / 2; e++) {
-        const int rr = (e >> 1) & 1;
-        float p = ex2(fmaf(sc[e], sl2, -l2[rr]));
-        if (need && (acc_col(e) >= lim_t || acc_col(e) > lim_c + 8 * rr)) p = 0.f;
-        sc[e] = p * (dp[e] - dl[rr]);  // dS
-      }
-      unsigned sa[BN / 16][4];
-      pack_p(sa, sc);
-#pragma unroll
-      for (int cb = 0; cb < CB; cb++) reg_fence(dq[cb]);
-      wg_fence();
-      pv(dq, sa, kb);
-      wg_commit();
-      wg_wait<0>();
-#pragma unroll
-      for (int cb = 0; cb < CB; cb++) reg_fence(dq[cb]);
+      dq_tile(dq, sc, dp, l2, dl, sl2, need, d.causal, T, k0, row0, tq, kb);
       release(bb, s);
     }
     it += nkt;

@@ -312,12 +312,7 @@ extern "C" __global__ void __launch_bounds__(32 * DDP_WARPS, DDP_MINB) ddp_attn_
   cp_commit();
   const long long row0 = q0 + wgi * 64 + warp * 16 + g;  // the thread's rows: row0 and row0 + 8
   float l2[2], dl[2];
-#pragma unroll
-  for (int r = 0; r < 2; r++) {
-    const long long row = row0 + 8 * r;
-    l2[r] = row < T ? lse[row] * DDP_LOG2E : INFINITY;
-    dl[r] = row < T ? delta[row] : 0.f;
-  }
+  dq_row_stats(l2, dl, lse, delta, row0, T);
   float dq[CB][32];
 #pragma unroll
   for (int cb = 0; cb < CB; cb++)
@@ -343,32 +338,7 @@ extern "C" __global__ void __launch_bounds__(32 * DDP_WARPS, DDP_MINB) ddp_attn_
     const bool need = k0 + BN > T || (d.causal && k0 + BN - 1 > q0 + wgi * 64);
     float s[BN / 2], dp[BN / 2];
     scores2_waited(s, qaddr, kb, dp, oaddr, vb);
-    if (need) {  // the diagonal and the tail (a branch, not a predicate per element)
-      const int lim_t = clamp_int(T - k0 - 2 * tq, -1, BN), lim_c = d.causal ? clamp_int(row0 - k0 - 2 * tq, -16, BN) : BN;
-#pragma unroll
-      for (int i = 0; i < BN / 2; i++) {
-        const int r = (i >> 1) & 1;
-        float p = ex2(fmaf(s[i], sl2, -l2[r]));
-        if (acc_col(i) >= lim_t || acc_col(i) > lim_c + 8 * r) p = 0.f;
-        s[i] = p * (dp[i] - dl[r]);  // dS
-      }
-    } else {
-#pragma unroll
-      for (int i = 0; i < BN / 2; i++) {
-        const int r = (i >> 1) & 1;
-        s[i] = ex2(fmaf(s[i], sl2, -l2[r])) * (dp[i] - dl[r]);  // dS
-      }
-    }
-    unsigned sa[BN / 16][4];
-    pack_p(sa, s);
-#pragma unroll
-    for (int cb = 0; cb < CB; cb++) reg_fence(dq[cb]);
-    wg_fence();
-    pv(dq, sa, kb);
-    wg_commit();
-    wg_wait<0>();
-#pragma unroll
-    for (int cb = 0; cb < CB; cb++) reg_fence(dq[cb]);
+    dq_tile(dq, s, dp, l2, dl, sl2, need, d.causal, T, k0, row0, tq, kb);
     stage_done();
   }
   store_acc(dqh, d.sq, row0, T, Dh, dq, d.scale, tq);

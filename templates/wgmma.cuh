@@ -220,6 +220,52 @@ __device__ __forceinline__ void scores2_waited(float (&s)[BN / 2], unsigned a, u
 __device__ __forceinline__ int clamp_int(long long v, int lo, int hi) { return v < lo ? lo : v > hi ? hi : (int)v; }
 // Column (within its 8-wide group's tile) of accumulator element i, less the thread's 2 tq: 8 (i / 4) + (i % 2).
 __device__ __forceinline__ constexpr int acc_col(int i) { return (i >> 2) * 8 + (i & 1); }
+
+// ---- dQ, query-major (both files' dQ kernels): a consumer thread's rows are row0 and row0 + 8 ----
+// Their softmax statistics: lse in log2 units and delta (a row past T: lse +inf, so P = 0, and delta 0).
+__device__ __forceinline__ void dq_row_stats(float (&l2)[2], float (&dl)[2], const float *lse, const float *delta,
+                                             long long row0, long long T) {
+#pragma unroll
+  for (int r = 0; r < 2; r++) {
+    const long long row = row0 + 8 * r;
+    l2[r] = row < T ? lse[row] * DDP_LOG2E : INFINITY;
+    dl[r] = row < T ? delta[row] : 0.f;
+  }
+}
+// One key tile (keys k0 .. k0 + BN - 1, K at kaddr) with its S and dP in s and dp: dS = P (dP - delta) with
+// P = 2^(S scale log2e - lse log2e), then dq += dS K (dS the register A operand, K read MN-major). P is 0 at
+// keys past T and above the diagonal; only a tile that reaches them (need) tests for it, by a branch per
+// tile, not a predicate per element.
+__device__ __forceinline__ void dq_tile(float (&dq)[CB][32], float (&s)[BN / 2], const float (&dp)[BN / 2],
+                                        const float (&l2)[2], const float (&dl)[2], float sl2, bool need, bool causal,
+                                        long long T, long long k0, long long row0, int tq, unsigned kaddr) {
+  if (need) {
+    const int lim_t = clamp_int(T - k0 - 2 * tq, -1, BN), lim_c = causal ? clamp_int(row0 - k0 - 2 * tq, -16, BN) : BN;
+#pragma unroll
+    for (int i = 0; i < BN / 2; i++) {
+      const int r = (i >> 1) & 1;
+      float p = ex2(fmaf(s[i], sl2, -l2[r]));
+      if (acc_col(i) >= lim_t || acc_col(i) > lim_c + 8 * r) p = 0.f;
+      s[i] = p * (dp[i] - dl[r]);  // dS
+    }
+  } else {
+#pragma unroll
+    for (int i = 0; i < BN / 2; i++) {
+      const int r = (i >> 1) & 1;
+      s[i] = ex2(fmaf(s[i], sl2, -l2[r])) * (dp[i] - dl[r]);  // dS
+    }
+  }
+  unsigned sa[BN / 16][4];
+  pack_p(sa, s);
+#pragma unroll
+  for (int cb = 0; cb < CB; cb++) reg_fence(dq[cb]);
+  wg_fence();
+  pv(dq, sa, kaddr);
+  wg_commit();
+  wg_wait<0>();
+#pragma unroll
+  for (int cb = 0; cb < CB; cb++) reg_fence(dq[cb]);
+}
 // Stores rows (row0, row0 + 8) of a warpgroup's 64 x HD accumulator (acc[cb][4 nt + e]: row + 8 (e >> 1),
 // column 64 cb + 8 nt + 2 tq + (e & 1)) times s, rows < T and columns < Dh.
 template <class TO>
