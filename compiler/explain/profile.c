@@ -29,7 +29,8 @@ void ddp_profile_default(ddp_profile *pr) {
                                  * dim 512) of the large ones' 857 TFLOP/s, but in the step the limit holds the
                                  * large ones to 650 (the end-to-end grid of 2026-11-28: 0.5 put the small and
                                  * medium models' steps 13-53% over, 1 within 9%) */
-  pr->attention_tflops = 210;   /* our mma.sync attention forward, T = 512 */
+  pr->attention_tflops = 243;   /* the Hopper kernels at T 512, d 64: a calibration on an H200, 2026-11-28 (210
+                                 * until then, the mma.sync forward) */
   pr->collective_share = 0.22;  /* 2 x H200: the backward's GEMMs at 508 TFLOP/s beside NCCL, 655 alone */
   pr->copy_engine_share = 0.09; /* 2 x H200: the XL GEMM mix 8.5-10.9% slower beside a copy-engine all-to-all */
   pr->gemm_table_scale = 1;     /* no table: unused */

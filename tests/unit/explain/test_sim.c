@@ -406,6 +406,13 @@ static void test_parser(void) {
     if (CHECK(ddp_profile_read(path, &file, err, sizeof err) == 0, "%s", err))
       CHECK(file.ngemm_shapes == 648 && file.gemm_table_scale > 1 && file.gemm_table_scale < 1.3,
             "%s: %d GEMM shapes, scale %g", path, file.ngemm_shapes, file.gemm_table_scale);
+    /* the one-GPU H200 profile of 2026-11-28 (the Hopper attention kernels; docs/PERFORMANCE.md) reads too,
+     * with its measured attention shape */
+    snprintf(path, sizeof path, "%s/docs/profiles/h200_2026-11-28.json", src);
+    if (CHECK(ddp_profile_read(path, &file, err, sizeof err) == 0, "%s", err))
+      CHECK(file.ngemm_shapes == 648 && file.nattn_shapes == 1 && file.attn_shape[0].t == 512 &&
+                file.attn_shape[0].dh == 64 && file.attn_shape[0].tflops > 200,
+            "%s: %d GEMM shapes, %d attention shapes", path, file.ngemm_shapes, file.nattn_shapes);
   }
   err[0] = 0;
   CHECK(ddp_profile_read("/nonexistent/prof.json", &pr, err, sizeof err) != 0);
