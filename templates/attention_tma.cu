@@ -260,72 +260,11 @@ extern "C" __global__ void __launch_bounds__(32 * DDP_WARPS + 128, 1)
 
       const long long k0 = (long long)j * BN;
       const bool need = k0 + BN > T || (d.causal && k0 + BN - 1 > q0 + wgi * 64);
-      float mx[2] = {-INFINITY, -INFINITY};
-      if (need) {  // the diagonal and the tail: masked is column k0 + 2 tq + acc_col(i) at or past T, or past the row
-        const int lim_t = clamp_int(T - k0 - 2 * tq, -1, BN), lim_c = d.causal ? clamp_int(row0 - k0 - 2 * tq, -16, BN) : BN;
-#pragma unroll
-        for (int i = 0; i < BN / 2; i++) {
-          float x = sc[i];
-          if (acc_col(i) >= lim_t || acc_col(i) > lim_c + ((i & 2) ? 8 : 0)) x = -INFINITY;
-          sc[i] = x;
-          mx[(i >> 1) & 1] = fmaxf(mx[(i >> 1) & 1], x);
-        }
-      } else {  // every other tile (a branch, not a predicate per element: the ALU pipe was the busiest)
-#pragma unroll
-        for (int i = 0; i < BN / 2; i++) mx[(i >> 1) & 1] = fmaxf(mx[(i >> 1) & 1], sc[i]);
-      }
-      float mb[2], alpha[2], ls[2] = {0.f, 0.f};
-#pragma unroll
-      for (int rr = 0; rr < 2; rr++) {
-        mx[rr] = fmaxf(mx[rr], __shfl_xor_sync(DDP_FULL, mx[rr], 1));
-        mx[rr] = fmaxf(mx[rr], __shfl_xor_sync(DDP_FULL, mx[rr], 2));
-        const float mn = fmaxf(m[rr], mx[rr]);
-        mb[rr] = mn == -INFINITY ? 0.f : mn * sl2;
-        alpha[rr] = ex2(m[rr] * sl2 - mb[rr]);
-        m[rr] = mn;
-      }
-#pragma unroll
-      for (int i = 0; i < BN / 2; i++) {
-        const float p = ex2(fmaf(sc[i], sl2, -mb[(i >> 1) & 1]));
-        sc[i] = p;
-        ls[(i >> 1) & 1] += p;
-      }
-#pragma unroll
-      for (int rr = 0; rr < 2; rr++) l[rr] = l[rr] * alpha[rr] + ls[rr];
-      if (__any_sync(DDP_FULL, alpha[0] != 1.f || alpha[1] != 1.f))  // most tiles move no row's max
-#pragma unroll
-        for (int cb = 0; cb < CB; cb++)
-#pragma unroll
-          for (int i = 0; i < 32; i++) o[cb][i] *= alpha[(i >> 1) & 1];
-      unsigned pa[BN / 16][4];
-      pack_p(pa, sc);
-#pragma unroll
-      for (int cb = 0; cb < CB; cb++) reg_fence(o[cb]);
-      wg_fence();
-      pv(o, pa, smem_u32(Vs + s * KVBYTES));
-      wg_commit();
-      wg_wait<0>();
-#pragma unroll
-      for (int cb = 0; cb < CB; cb++) reg_fence(o[cb]);
+      fwd_tile(o, m, l, sc, sl2, need, d.causal, T, k0, row0, tq, smem_u32(Vs + s * KVBYTES));
       release(bb, s);
     }
     it += nkt;
-
-    float inv[2];
-#pragma unroll
-    for (int rr = 0; rr < 2; rr++) {
-      float lr = l[rr];
-      lr += __shfl_xor_sync(DDP_FULL, lr, 1);
-      lr += __shfl_xor_sync(DDP_FULL, lr, 2);
-      inv[rr] = lr > 0.f ? 1.f / lr : 0.f;
-      const long long row = row0 + 8 * rr;
-      if (tq == 0 && row < T && lse) lse[bh * T + row] = m[rr] * d.scale + logf(lr);
-    }
-#pragma unroll
-    for (int cb = 0; cb < CB; cb++)
-#pragma unroll
-      for (int i = 0; i < 32; i++) o[cb][i] *= inv[(i >> 1) & 1];
-    store_acc((T3 *)a.p[ATTN_P_O] + head_base(d, d.so, bh), d.so, row0, T, Dh, o, 1.f, tq);
+    fwd_store(o, m, l, d.scale, lse, bh * T, (T3 *)a.p[ATTN_P_O] + head_base(d, d.so, bh), d.so, row0, T, Dh, tq);
   }
 }
 #endif

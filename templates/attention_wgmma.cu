@@ -89,71 +89,11 @@ extern "C" __global__ void __launch_bounds__(32 * DDP_WARPS, DDP_MINB) ddp_attn_
 
     const long long k0 = (long long)j * BN;
     const bool need = k0 + BN > T || (d.causal && k0 + BN - 1 > q0 + wgi * 64);
-    float mx[2] = {-INFINITY, -INFINITY};
-    if (need) {  // the diagonal and the tail: masked is column k0 + 2 tq + acc_col(i) at or past T, or past the row
-      const int lim_t = clamp_int(T - k0 - 2 * tq, -1, BN), lim_c = d.causal ? clamp_int(row0 - k0 - 2 * tq, -16, BN) : BN;
-#pragma unroll
-      for (int i = 0; i < BN / 2; i++) {
-        float x = s[i];
-        if (acc_col(i) >= lim_t || acc_col(i) > lim_c + ((i & 2) ? 8 : 0)) x = -INFINITY;
-        s[i] = x;
-        mx[(i >> 1) & 1] = fmaxf(mx[(i >> 1) & 1], x);
-      }
-    } else {  // every other tile: a branch, not a predicate per element (attention_tma.cu says why)
-#pragma unroll
-      for (int i = 0; i < BN / 2; i++) mx[(i >> 1) & 1] = fmaxf(mx[(i >> 1) & 1], s[i]);
-    }
-    float mb[2], alpha[2], ls[2] = {0.f, 0.f};
-#pragma unroll
-    for (int r = 0; r < 2; r++) {
-      mx[r] = fmaxf(mx[r], __shfl_xor_sync(DDP_FULL, mx[r], 1));
-      mx[r] = fmaxf(mx[r], __shfl_xor_sync(DDP_FULL, mx[r], 2));
-      const float mn = fmaxf(m[r], mx[r]);
-      mb[r] = mn == -INFINITY ? 0.f : mn * sl2;
-      alpha[r] = ex2(m[r] * sl2 - mb[r]);
-      m[r] = mn;
-    }
-#pragma unroll
-    for (int i = 0; i < BN / 2; i++) {
-      const float p = ex2(fmaf(s[i], sl2, -mb[(i >> 1) & 1]));
-      s[i] = p;
-      ls[(i >> 1) & 1] += p;
-    }
-#pragma unroll
-    for (int r = 0; r < 2; r++) l[r] = l[r] * alpha[r] + ls[r];
-    if (__any_sync(DDP_FULL, alpha[0] != 1.f || alpha[1] != 1.f))  // most tiles move no row's max
-#pragma unroll
-      for (int cb = 0; cb < CB; cb++)
-#pragma unroll
-        for (int i = 0; i < 32; i++) o[cb][i] *= alpha[(i >> 1) & 1];
-    unsigned pa[BN / 16][4];
-    pack_p(pa, s);
-#pragma unroll
-    for (int cb = 0; cb < CB; cb++) reg_fence(o[cb]);
-    wg_fence();
-    pv(o, pa, smem_u32(Vs + buf * KVBYTES));
-    wg_commit();
-    wg_wait<0>();
-#pragma unroll
-    for (int cb = 0; cb < CB; cb++) reg_fence(o[cb]);
+    fwd_tile(o, m, l, s, sl2, need, d.causal, T, k0, row0, tq, smem_u32(Vs + buf * KVBYTES));
     stage_done();
   }
 
-  float inv[2];
-#pragma unroll
-  for (int r = 0; r < 2; r++) {
-    float lr = l[r];
-    lr += __shfl_xor_sync(DDP_FULL, lr, 1);
-    lr += __shfl_xor_sync(DDP_FULL, lr, 2);
-    inv[r] = lr > 0.f ? 1.f / lr : 0.f;
-    const long long row = row0 + 8 * r;
-    if (tq == 0 && row < T && lse) lse[bh * T + row] = m[r] * d.scale + logf(lr);
-  }
-#pragma unroll
-  for (int cb = 0; cb < CB; cb++)
-#pragma unroll
-    for (int i = 0; i < 32; i++) o[cb][i] *= inv[(i >> 1) & 1];
-  store_acc(oh, d.so, row0, T, Dh, o, 1.f, tq);
+  fwd_store(o, m, l, d.scale, lse, bh * T, oh, d.so, row0, T, Dh, tq);
 }
 #endif
 

@@ -3,7 +3,8 @@
 // blocks): the wgmma instructions (m64n32k16, m64n64k16 and m64n128k16, bf16 -> f32), shared-memory matrix descriptors
 // of the 128-byte-swizzle layout, the fences and waits around them, the swizzled tile layout and its
 // cp.async loader, and the attention building blocks on top: S = A B^T over the head dim, P packed as the
-// A operand, O += P V, and the accumulator store. The tile layout and the operand conventions are described
+// A operand, O += P V, the accumulator store, and the consumer steps both files' forwards and dQ kernels
+// share (a key tile of the online softmax and its end; a key tile of dQ). The tile layout and the operand conventions are described
 // at the top of attention_wgmma.cu.
 #pragma once
 #include "attention.cuh"
@@ -221,51 +222,6 @@ __device__ __forceinline__ int clamp_int(long long v, int lo, int hi) { return v
 // Column (within its 8-wide group's tile) of accumulator element i, less the thread's 2 tq: 8 (i / 4) + (i % 2).
 __device__ __forceinline__ constexpr int acc_col(int i) { return (i >> 2) * 8 + (i & 1); }
 
-// ---- dQ, query-major (both files' dQ kernels): a consumer thread's rows are row0 and row0 + 8 ----
-// Their softmax statistics: lse in log2 units and delta (a row past T: lse +inf, so P = 0, and delta 0).
-__device__ __forceinline__ void dq_row_stats(float (&l2)[2], float (&dl)[2], const float *lse, const float *delta,
-                                             long long row0, long long T) {
-#pragma unroll
-  for (int r = 0; r < 2; r++) {
-    const long long row = row0 + 8 * r;
-    l2[r] = row < T ? lse[row] * DDP_LOG2E : INFINITY;
-    dl[r] = row < T ? delta[row] : 0.f;
-  }
-}
-// One key tile (keys k0 .. k0 + BN - 1, K at kaddr) with its S and dP in s and dp: dS = P (dP - delta) with
-// P = 2^(S scale log2e - lse log2e), then dq += dS K (dS the register A operand, K read MN-major). P is 0 at
-// keys past T and above the diagonal; only a tile that reaches them (need) tests for it, by a branch per
-// tile, not a predicate per element.
-__device__ __forceinline__ void dq_tile(float (&dq)[CB][32], float (&s)[BN / 2], const float (&dp)[BN / 2],
-                                        const float (&l2)[2], const float (&dl)[2], float sl2, bool need, bool causal,
-                                        long long T, long long k0, long long row0, int tq, unsigned kaddr) {
-  if (need) {
-    const int lim_t = clamp_int(T - k0 - 2 * tq, -1, BN), lim_c = causal ? clamp_int(row0 - k0 - 2 * tq, -16, BN) : BN;
-#pragma unroll
-    for (int i = 0; i < BN / 2; i++) {
-      const int r = (i >> 1) & 1;
-      float p = ex2(fmaf(s[i], sl2, -l2[r]));
-      if (acc_col(i) >= lim_t || acc_col(i) > lim_c + 8 * r) p = 0.f;
-      s[i] = p * (dp[i] - dl[r]);  // dS
-    }
-  } else {
-#pragma unroll
-    for (int i = 0; i < BN / 2; i++) {
-      const int r = (i >> 1) & 1;
-      s[i] = ex2(fmaf(s[i], sl2, -l2[r])) * (dp[i] - dl[r]);  // dS
-    }
-  }
-  unsigned sa[BN / 16][4];
-  pack_p(sa, s);
-#pragma unroll
-  for (int cb = 0; cb < CB; cb++) reg_fence(dq[cb]);
-  wg_fence();
-  pv(dq, sa, kaddr);
-  wg_commit();
-  wg_wait<0>();
-#pragma unroll
-  for (int cb = 0; cb < CB; cb++) reg_fence(dq[cb]);
-}
 // Stores rows (row0, row0 + 8) of a warpgroup's 64 x HD accumulator (acc[cb][4 nt + e]: row + 8 (e >> 1),
 // column 64 cb + 8 nt + 2 tq + (e & 1)) times s, rows < T and columns < Dh.
 template <class TO>
@@ -326,5 +282,130 @@ __device__ __forceinline__ void store_acc(bf16 *base, long long st, long long ro
           *reinterpret_cast<uint4 *>(base + row * st + col) = hb ? make_uint4(g0, g1, k0, k1) : make_uint4(k0, k1, g0, g1);
       }
     }
+}
+
+// ---- the forward's online softmax (both files' forwards): a consumer thread's rows are row0 and row0 + 8 ----
+// One key tile (keys k0 .. k0 + BN - 1, V at vaddr) with its scores in s: the rows' running max m and sum l
+// move on, o is rescaled where a max moved (most tiles move none), then o += P V. Keys past T and above the
+// diagonal are masked (to -inf) only on a tile that reaches them (need): a branch per tile, not a predicate
+// per element (with the predicate the ALU pipe was the forward's busiest, docs/PERFORMANCE.md).
+__device__ __forceinline__ void fwd_tile(float (&o)[CB][32], float (&m)[2], float (&l)[2], float (&s)[BN / 2], float sl2,
+                                         bool need, bool causal, long long T, long long k0, long long row0, int tq,
+                                         unsigned vaddr) {
+  float mx[2] = {-INFINITY, -INFINITY};
+  if (need) {  // masked is column k0 + 2 tq + acc_col(i) at or past T, or past the row
+    const int lim_t = clamp_int(T - k0 - 2 * tq, -1, BN), lim_c = causal ? clamp_int(row0 - k0 - 2 * tq, -16, BN) : BN;
+#pragma unroll
+    for (int i = 0; i < BN / 2; i++) {
+      float x = s[i];
+      if (acc_col(i) >= lim_t || acc_col(i) > lim_c + ((i & 2) ? 8 : 0)) x = -INFINITY;
+      s[i] = x;
+      mx[(i >> 1) & 1] = fmaxf(mx[(i >> 1) & 1], x);
+    }
+  } else {
+#pragma unroll
+    for (int i = 0; i < BN / 2; i++) mx[(i >> 1) & 1] = fmaxf(mx[(i >> 1) & 1], s[i]);
+  }
+  float mb[2], alpha[2], ls[2] = {0.f, 0.f};
+#pragma unroll
+  for (int r = 0; r < 2; r++) {
+    mx[r] = fmaxf(mx[r], __shfl_xor_sync(DDP_FULL, mx[r], 1));
+    mx[r] = fmaxf(mx[r], __shfl_xor_sync(DDP_FULL, mx[r], 2));
+    const float mn = fmaxf(m[r], mx[r]);
+    mb[r] = mn == -INFINITY ? 0.f : mn * sl2;
+    alpha[r] = ex2(m[r] * sl2 - mb[r]);
+    m[r] = mn;
+  }
+#pragma unroll
+  for (int i = 0; i < BN / 2; i++) {
+    const float p = ex2(fmaf(s[i], sl2, -mb[(i >> 1) & 1]));
+    s[i] = p;
+    ls[(i >> 1) & 1] += p;
+  }
+#pragma unroll
+  for (int r = 0; r < 2; r++) l[r] = l[r] * alpha[r] + ls[r];
+  if (__any_sync(DDP_FULL, alpha[0] != 1.f || alpha[1] != 1.f))  // most tiles move no row's max
+#pragma unroll
+    for (int cb = 0; cb < CB; cb++)
+#pragma unroll
+      for (int i = 0; i < 32; i++) o[cb][i] *= alpha[(i >> 1) & 1];
+  unsigned pa[BN / 16][4];
+  pack_p(pa, s);
+#pragma unroll
+  for (int cb = 0; cb < CB; cb++) reg_fence(o[cb]);
+  wg_fence();
+  pv(o, pa, vaddr);
+  wg_commit();
+  wg_wait<0>();
+#pragma unroll
+  for (int cb = 0; cb < CB; cb++) reg_fence(o[cb]);
+}
+// The end of a query tile: o divided by the rows' sums, the rows' lse (natural log; where lse is not null,
+// at lse[head + row], head = the head's first row) written by the quad's first thread, o stored at oh.
+template <class TO>
+__device__ __forceinline__ void fwd_store(float (&o)[CB][32], const float (&m)[2], const float (&l)[2], float scale,
+                                          float *lse, long long head, TO *oh, long long so, long long row0, long long T,
+                                          int Dh, int tq) {
+  float inv[2];
+#pragma unroll
+  for (int r = 0; r < 2; r++) {
+    float lr = l[r];
+    lr += __shfl_xor_sync(DDP_FULL, lr, 1);
+    lr += __shfl_xor_sync(DDP_FULL, lr, 2);
+    inv[r] = lr > 0.f ? 1.f / lr : 0.f;
+    const long long row = row0 + 8 * r;
+    if (tq == 0 && row < T && lse) lse[head + row] = m[r] * scale + logf(lr);
+  }
+#pragma unroll
+  for (int cb = 0; cb < CB; cb++)
+#pragma unroll
+    for (int i = 0; i < 32; i++) o[cb][i] *= inv[(i >> 1) & 1];
+  store_acc(oh, so, row0, T, Dh, o, 1.f, tq);
+}
+
+// ---- dQ, query-major (both files' dQ kernels): a consumer thread's rows are row0 and row0 + 8 ----
+// Their softmax statistics: lse in log2 units and delta (a row past T: lse +inf, so P = 0, and delta 0).
+__device__ __forceinline__ void dq_row_stats(float (&l2)[2], float (&dl)[2], const float *lse, const float *delta,
+                                             long long row0, long long T) {
+#pragma unroll
+  for (int r = 0; r < 2; r++) {
+    const long long row = row0 + 8 * r;
+    l2[r] = row < T ? lse[row] * DDP_LOG2E : INFINITY;
+    dl[r] = row < T ? delta[row] : 0.f;
+  }
+}
+// One key tile (keys k0 .. k0 + BN - 1, K at kaddr) with its S and dP in s and dp: dS = P (dP - delta) with
+// P = 2^(S scale log2e - lse log2e), then dq += dS K (dS the register A operand, K read MN-major). P is 0 at
+// keys past T and above the diagonal; only a tile that reaches them (need) tests for it, by a branch per
+// tile, not a predicate per element.
+__device__ __forceinline__ void dq_tile(float (&dq)[CB][32], float (&s)[BN / 2], const float (&dp)[BN / 2],
+                                        const float (&l2)[2], const float (&dl)[2], float sl2, bool need, bool causal,
+                                        long long T, long long k0, long long row0, int tq, unsigned kaddr) {
+  if (need) {
+    const int lim_t = clamp_int(T - k0 - 2 * tq, -1, BN), lim_c = causal ? clamp_int(row0 - k0 - 2 * tq, -16, BN) : BN;
+#pragma unroll
+    for (int i = 0; i < BN / 2; i++) {
+      const int r = (i >> 1) & 1;
+      float p = ex2(fmaf(s[i], sl2, -l2[r]));
+      if (acc_col(i) >= lim_t || acc_col(i) > lim_c + 8 * r) p = 0.f;
+      s[i] = p * (dp[i] - dl[r]);  // dS
+    }
+  } else {
+#pragma unroll
+    for (int i = 0; i < BN / 2; i++) {
+      const int r = (i >> 1) & 1;
+      s[i] = ex2(fmaf(s[i], sl2, -l2[r])) * (dp[i] - dl[r]);  // dS
+    }
+  }
+  unsigned sa[BN / 16][4];
+  pack_p(sa, s);
+#pragma unroll
+  for (int cb = 0; cb < CB; cb++) reg_fence(dq[cb]);
+  wg_fence();
+  pv(dq, sa, kaddr);
+  wg_commit();
+  wg_wait<0>();
+#pragma unroll
+  for (int cb = 0; cb < CB; cb++) reg_fence(dq[cb]);
 }
 }  // namespace wg
