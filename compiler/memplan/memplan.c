@@ -204,6 +204,19 @@ static void plan_per_rank(ddp_plan *p) {
   free(users);
 }
 
+/* Every view (base >= 0) at its root's offset plus its own, in its root's arena, with its root's liveness. */
+static void place_views(ddp_plan *p) {
+  for (uint32_t t = 0; t < p->ntensors; t++) {
+    ddp_tensor *tt = &p->tensors[t];
+    if (tt->base < 0) continue;
+    const ddp_tensor *root = &p->tensors[ddp_tensor_root(p, (int32_t)t)];
+    tt->offset = resolve_offset(p, (int32_t)t);
+    tt->arena = root->arena;
+    tt->first_use = root->first_use;
+    tt->last_use = root->last_use;
+  }
+}
+
 int ddp_memplan(ddp_plan *p, char *err, size_t errcap) {
   (void)err;
   (void)errcap;
@@ -211,15 +224,7 @@ int ddp_memplan(ddp_plan *p, char *err, size_t errcap) {
   if (p->meta.pipe_stages > 0) {
     for (uint32_t t = 0; t < p->ntensors; t++) p->tensors[t].first_use = p->tensors[t].last_use = -1;
     plan_per_rank(p);
-    for (uint32_t t = 0; t < p->ntensors; t++) {
-      ddp_tensor *tt = &p->tensors[t];
-      if (tt->base >= 0) {
-        tt->offset = resolve_offset(p, (int32_t)t);
-        tt->arena = p->tensors[ddp_tensor_root(p, (int32_t)t)].arena;
-        tt->first_use = p->tensors[ddp_tensor_root(p, (int32_t)t)].first_use;
-        tt->last_use = p->tensors[ddp_tensor_root(p, (int32_t)t)].last_use;
-      }
-    }
+    place_views(p);
     for (int64_t r = 0; r < p->meta.world; r++) {
       resolve_program(p, &p->ranks[r].init);
       resolve_program(p, &p->ranks[r].step);
@@ -247,16 +252,7 @@ int ddp_memplan(ddp_plan *p, char *err, size_t errcap) {
       bytes[ARENA_ACT] = align_up(bytes[ARENA_ACT] + tt->bytes);
     }
   }
-  for (uint32_t t = 0; t < p->ntensors; t++) {
-    ddp_tensor *tt = &p->tensors[t];
-    if (tt->base >= 0) {
-      tt->offset = resolve_offset(p, (int32_t)t);
-      tt->arena = p->tensors[ddp_tensor_root(p, (int32_t)t)].arena;
-      /* views report the liveness of their root */
-      tt->first_use = p->tensors[ddp_tensor_root(p, (int32_t)t)].first_use;
-      tt->last_use = p->tensors[ddp_tensor_root(p, (int32_t)t)].last_use;
-    }
-  }
+  place_views(p);
   for (int64_t r = 0; r < p->meta.world; r++) {
     resolve_program(p, &p->ranks[r].init);
     resolve_program(p, &p->ranks[r].step);
