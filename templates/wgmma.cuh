@@ -198,6 +198,20 @@ __device__ __forceinline__ void pv(float (&o)[CB][32], const unsigned (&pa)[BN /
     for (int cb = 0; cb < CB; cb++)
       wgmma_rs_n64_t(o[cb], pa[kk], desc<1024>(vlo + (((unsigned)cb * BN * 128u + (unsigned)kk * 16u * 128u) >> 4)));
 }
+// O += P V as one wgmma group, waited for, with P packed from the registers of p (the forward's P V, dQ's
+// dS K).
+__device__ __forceinline__ void pv_waited(float (&o)[CB][32], const float (&p)[BN / 2], unsigned vaddr) {
+  unsigned pa[BN / 16][4];
+  pack_p(pa, p);
+#pragma unroll
+  for (int cb = 0; cb < CB; cb++) reg_fence(o[cb]);
+  wg_fence();
+  pv(o, pa, vaddr);
+  wg_commit();
+  wg_wait<0>();
+#pragma unroll
+  for (int cb = 0; cb < CB; cb++) reg_fence(o[cb]);
+}
 // S = A B^T as one wgmma group, waited for (the forward's scores).
 __device__ __forceinline__ void scores_waited(float (&s)[BN / 2], unsigned a, unsigned b) {
   wg_fence();
@@ -329,16 +343,7 @@ __device__ __forceinline__ void fwd_tile(float (&o)[CB][32], float (&m)[2], floa
     for (int cb = 0; cb < CB; cb++)
 #pragma unroll
       for (int i = 0; i < 32; i++) o[cb][i] *= alpha[(i >> 1) & 1];
-  unsigned pa[BN / 16][4];
-  pack_p(pa, s);
-#pragma unroll
-  for (int cb = 0; cb < CB; cb++) reg_fence(o[cb]);
-  wg_fence();
-  pv(o, pa, vaddr);
-  wg_commit();
-  wg_wait<0>();
-#pragma unroll
-  for (int cb = 0; cb < CB; cb++) reg_fence(o[cb]);
+  pv_waited(o, s, vaddr);
 }
 // The end of a query tile: o divided by the rows' sums, the rows' lse (natural log; where lse is not null,
 // at lse[head + row], head = the head's first row) written by the quad's first thread, o stored at oh.
@@ -397,15 +402,6 @@ __device__ __forceinline__ void dq_tile(float (&dq)[CB][32], float (&s)[BN / 2],
       s[i] = ex2(fmaf(s[i], sl2, -l2[r])) * (dp[i] - dl[r]);  // dS
     }
   }
-  unsigned sa[BN / 16][4];
-  pack_p(sa, s);
-#pragma unroll
-  for (int cb = 0; cb < CB; cb++) reg_fence(dq[cb]);
-  wg_fence();
-  pv(dq, sa, kaddr);
-  wg_commit();
-  wg_wait<0>();
-#pragma unroll
-  for (int cb = 0; cb < CB; cb++) reg_fence(dq[cb]);
+  pv_waited(dq, s, kaddr);
 }
 }  // namespace wg
