@@ -12,7 +12,8 @@
 //             dS = P (dP - delta), dK = scale dS^T Q (DKV: grid over key blocks, loop over query blocks),
 //             dQ = scale dS K (DQ: grid over query blocks, loop over key blocks). Deterministic, no atomics,
 //             no T x T matrix in memory. Causal: fully masked tiles are skipped; the heavy blocks are
-//             launched first (grid.x = B*H, grid.y = block index ordered heavy to light).
+//             launched first (grid.x = B*H, grid.y = block index ordered heavy to light; attention_tma.cu
+//             numbers its work tiles heavy first in grid.x alone, and its persistent blocks walk them).
 // Four code paths: on sm_90a with head dims 64 and 128, attention_tma.cu (bf16, Hopper wgmma in warp-
 // specialised, mostly persistent blocks fed by TMA) and attention_wgmma.cu (the same products fed by
 // cp.async, where the tensors allow no tensor map or DDP_TUNE_* asks for it); otherwise

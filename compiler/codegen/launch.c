@@ -205,9 +205,6 @@ static void row_softmax(ddp_launch *launch, int dt_logits, int64_t N, int64_t V)
   geom(launch, clamp64(N, 1, 1 << 20), 1, block, 0);
 }
 
-/* Tuning aid for benchmarks: DDP_TUNE_<FWD|DKV|DQ>_<MT|BN|MINB|WARPS> (the bf16 attention tiles) and
- * DDP_TUNE_ADAMW_<VEC|UNROLL|GRID> (the AdamW kernel's shape), validated by base/param.h and passed in the
- * options; the values land in the spec or the grid, so cached modules stay correct. */
 /* The TMA attention kernels' grid (templates/attention_tma.cu's `work`): their B H ceil(T / bm) work tiles in
  * x, blocks of `threads` (the consumers plus the producer warpgroup). */
 static int tma_geom(ddp_launch *launch, const ddp_instr *in, int64_t bm, int64_t threads, int64_t smem, char *err,
@@ -218,6 +215,9 @@ static int tma_geom(ddp_launch *launch, const ddp_instr *in, int64_t bm, int64_t
   return 0;
 }
 
+/* Tuning aid for benchmarks: DDP_TUNE_<FWD|DKV|DQ>_<MT|BN|MINB|WARPS> (the bf16 attention tiles) and
+ * DDP_TUNE_ADAMW_<VEC|UNROLL|GRID> (the AdamW kernel's shape), validated by base/param.h and passed in the
+ * options; the values land in the spec or the grid, so cached modules stay correct. */
 static int64_t tuned(const ddp_codegen_opts *o, int param, int64_t v) {
   return o && o->tune[param - PARAM_TUNE_FWD_MT] ? o->tune[param - PARAM_TUNE_FWD_MT] : v;
 }
