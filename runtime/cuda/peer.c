@@ -11,7 +11,8 @@
  *
  * With "peer_copy" each bucket's update instead follows a PEER_COPY on its stream: one cudaMemcpyAsync per
  * other rank from that rank's gradient (mapped the same way) into the local receive buffer (a copy engine,
- * no SM), and the update's table points at this rank's gradient and the received chunks, all local.
+ * no SM), ranks me + 1, me + 2, .. in turn so that no rank serves two copies at once, and the update's table
+ * points at this rank's gradient and the received chunks, all local.
  *
  * The mailbox: [0] the constant 1 (copied into a peer's flag), then flag[1 + b * W + q] for the step's b-th
  * PEER_BARRIER and rank q. Barrier b on its stream:
@@ -237,9 +238,12 @@ int cx_exec_PEER_COPY(cx *x, const cx_op *op, int64_t step, char *err, size_t er
   struct cx_peer *c = x->peer;
   if (op->skip) return 0;
   if (!c || !op->peer_src) return ddp_fail(err, errcap, "peer copy without the peers mapped (cx_peer_init)");
-  for (int q = 0; q < c->world; q++)
-    if (q != c->me)
-      DDP_CUDA_TRY(cudaMemcpyAsync((uint8_t *)op->ptr[COLL_P_RECV] + (size_t)(q < c->me ? q : q - 1) * op->bytes,
-                                   op->peer_src[q], op->bytes, cudaMemcpyDeviceToDevice, op->stream));
+  /* rank me + k first at turn k (mod the world): every rank is read by one other at a time. In rank order
+   * every other rank pulls from rank 0 first, and one GPU's outgoing links serve world - 1 copies at once. */
+  for (int k = 1; k < c->world; k++) {
+    const int q = (c->me + k) % c->world;
+    DDP_CUDA_TRY(cudaMemcpyAsync((uint8_t *)op->ptr[COLL_P_RECV] + (size_t)(q < c->me ? q : q - 1) * op->bytes,
+                                 op->peer_src[q], op->bytes, cudaMemcpyDeviceToDevice, op->stream));
+  }
   return 0;
 }
