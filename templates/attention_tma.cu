@@ -335,39 +335,7 @@ extern "C" __global__ void __launch_bounds__(32 * DDP_WARPS + 128, 1)
       float sc[BN / 2], dp[BN / 2];
       scores2_waited(sc, kaddr, qb_, dp, vaddr, ob);
       if (qt == k.nqt - 1) release_resident(bb);
-      // masked (causal, the diagonal tiles only: a branch, not a predicate per element): query q0 + 2 tq +
-      // acc_col(i) before the key krow0 (+ 8)
-      if (need) {
-        const int lim = clamp_int(krow0 - q0 - 2 * tq, -16, BN + 16);
-#pragma unroll
-        for (int e = 0; e < BN / 2; e++) {
-          const int qc = acc_col(e) + tq * 2;
-          float p = ex2(fmaf(sc[e], sl2, -l2[qc]));
-          if (acc_col(e) < lim + ((e & 2) ? 8 : 0)) p = 0.f;
-          sc[e] = p;
-          dp[e] = p * (dp[e] - dl[qc]);
-        }
-      } else {
-#pragma unroll
-        for (int e = 0; e < BN / 2; e++) {
-          const int qc = acc_col(e) + tq * 2;
-          const float p = ex2(fmaf(sc[e], sl2, -l2[qc]));
-          sc[e] = p;
-          dp[e] = p * (dp[e] - dl[qc]);
-        }
-      }
-      unsigned pa[BN / 16][4], sa[BN / 16][4];
-      pack_p(pa, sc);
-      pack_p(sa, dp);
-#pragma unroll
-      for (int cb = 0; cb < CB; cb++) reg_fence(dv[cb]), reg_fence(dk[cb]);
-      wg_fence();
-      pv(dv, pa, ob);
-      pv(dk, sa, qb_);
-      wg_commit();
-      wg_wait<0>();
-#pragma unroll
-      for (int cb = 0; cb < CB; cb++) reg_fence(dv[cb]), reg_fence(dk[cb]);
+      dkv_tile(dv, dk, sc, dp, l2, dl, sl2, need, krow0, q0, tq, qb_, ob);
       release(bb, s);
     }
     it += k.nqt - k.qt0;

@@ -172,39 +172,7 @@ extern "C" __global__ void __launch_bounds__(32 * DDP_WARPS, DDP_MINB) ddp_attn_
     const bool need = d.causal && k0 + BM - 1 > q0;
     float s[BN / 2], dp[BN / 2];
     scores2_waited(s, kaddr, qb_, dp, vaddr, ob);
-    // masked (causal, the diagonal tiles only: a branch, not a predicate per element): query q0 + 2 tq +
-    // acc_col(i) before the key krow0 (+ 8)
-    if (need) {
-      const int lim = clamp_int(krow0 - q0 - 2 * tq, -16, BN + 16);
-#pragma unroll
-      for (int i = 0; i < BN / 2; i++) {
-        const int qc = acc_col(i) + tq * 2;
-        float p = ex2(fmaf(s[i], sl2, -l2[qc]));
-        if (acc_col(i) < lim + ((i & 2) ? 8 : 0)) p = 0.f;
-        s[i] = p;
-        dp[i] = p * (dp[i] - dl[qc]);
-      }
-    } else {
-#pragma unroll
-      for (int i = 0; i < BN / 2; i++) {
-        const int qc = acc_col(i) + tq * 2;
-        const float p = ex2(fmaf(s[i], sl2, -l2[qc]));
-        s[i] = p;
-        dp[i] = p * (dp[i] - dl[qc]);
-      }
-    }
-    unsigned pa[BN / 16][4], sa[BN / 16][4];
-    pack_p(pa, s);
-    pack_p(sa, dp);
-#pragma unroll
-    for (int cb = 0; cb < CB; cb++) reg_fence(dv[cb]), reg_fence(dk[cb]);
-    wg_fence();
-    pv(dv, pa, ob);
-    pv(dk, sa, qb_);
-    wg_commit();
-    wg_wait<0>();
-#pragma unroll
-    for (int cb = 0; cb < CB; cb++) reg_fence(dv[cb]), reg_fence(dk[cb]);
+    dkv_tile(dv, dk, s, dp, l2, dl, sl2, need, krow0, q0, tq, qb_, ob);
     stage_done();
   }
   store_acc(dkh, d.sk, krow0, T, Dh, dk, d.scale, tq);

@@ -404,4 +404,43 @@ __device__ __forceinline__ void dq_tile(float (&dq)[CB][32], float (&s)[BN / 2],
   }
   pv_waited(dq, s, kaddr);
 }
+// One query tile (queries q0 .. q0 + BN - 1; Q at qaddr, dO at oaddr, their lse log2e and delta at l2 and dl)
+// for the thread's keys krow0 and krow0 + 8, with S^T and dP^T in s and dp: P = 2^(S scale log2e - lse log2e)
+// and dS = P (dP - delta), then dv += P dO and dk += dS Q, waited. P is 0 above the diagonal; only a tile
+// that reaches it (need) tests for it, by a branch per tile, not a predicate per element.
+__device__ __forceinline__ void dkv_tile(float (&dv)[CB][32], float (&dk)[CB][32], float (&s)[BN / 2], float (&dp)[BN / 2],
+                                         const float *l2, const float *dl, float sl2, bool need, long long krow0,
+                                         long long q0, int tq, unsigned qaddr, unsigned oaddr) {
+  if (need) {  // query q0 + 2 tq + acc_col(i) before the key krow0 (+ 8)
+    const int lim = clamp_int(krow0 - q0 - 2 * tq, -16, BN + 16);
+#pragma unroll
+    for (int i = 0; i < BN / 2; i++) {
+      const int qc = acc_col(i) + tq * 2;
+      float p = ex2(fmaf(s[i], sl2, -l2[qc]));
+      if (acc_col(i) < lim + ((i & 2) ? 8 : 0)) p = 0.f;
+      s[i] = p;
+      dp[i] = p * (dp[i] - dl[qc]);
+    }
+  } else {
+#pragma unroll
+    for (int i = 0; i < BN / 2; i++) {
+      const int qc = acc_col(i) + tq * 2;
+      const float p = ex2(fmaf(s[i], sl2, -l2[qc]));
+      s[i] = p;
+      dp[i] = p * (dp[i] - dl[qc]);
+    }
+  }
+  unsigned pa[BN / 16][4], sa[BN / 16][4];
+  pack_p(pa, s);
+  pack_p(sa, dp);
+#pragma unroll
+  for (int cb = 0; cb < CB; cb++) reg_fence(dv[cb]), reg_fence(dk[cb]);
+  wg_fence();
+  pv(dv, pa, oaddr);
+  pv(dk, sa, qaddr);
+  wg_commit();
+  wg_wait<0>();
+#pragma unroll
+  for (int cb = 0; cb < CB; cb++) reg_fence(dv[cb]), reg_fence(dk[cb]);
+}
 }  // namespace wg
