@@ -124,6 +124,7 @@ typedef struct ddp_schedule {
   int nccl_register;        /* NCCL_REGISTER_*: the arenas as user buffers (ncclCommRegister) or symmetric windows */
   int nccl_reduce_scatter;  /* NCCL_RS_*: the ZeRO levels' reduce-scatter as NCCL's, or an all-to-all and a sum */
   int nccl_all_reduce;      /* NCCL_AR_*: DDP's bucket all-reduce as NCCL's, or all-to-all, sum, all-gather */
+  int nccl_movement;        /* NCCL_MOVE_*: the world's all-to-alls and all-gathers by NCCL or by copy-engine pulls */
 
   /* stream priorities (streams = {...}; compiler/frontend/streams.c) */
   int update_priority;      /* UPDATE_PRIORITY_* (vocab.h): the streams that carry only updates */

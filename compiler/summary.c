@@ -93,10 +93,11 @@ void ddp_summary(ddp_plan *p, const ddp_schedule *s, const char *arch, const ddp
   else if (s->mode == MODE_FORWARD)
     snprintf(par, sizeof par, "ddp ranks=%d, no collectives (mode forward)", s->ranks);
   else
-    snprintf(par, sizeof par, "ddp ranks=%d sync=%s%s%s%s%s%s%s", s->ranks, ddp_sync_name(s->sync), bucket,
+    snprintf(par, sizeof par, "ddp ranks=%d sync=%s%s%s%s%s%s%s%s", s->ranks, ddp_sync_name(s->sync), bucket,
              s->overlap_backward ? " overlap=backward" : "", s->optimizer_overlap ? " optimizer_overlap" : "", shard,
              s->nccl_all_reduce != NCCL_AR_COLLECTIVE ? " all_reduce=" : "",
-             s->nccl_all_reduce != NCCL_AR_COLLECTIVE ? ddp_vocab_name(ddp_nccl_all_reduce_names, NCCL_AR_COUNT, s->nccl_all_reduce) : "");
+             s->nccl_all_reduce != NCCL_AR_COLLECTIVE ? ddp_vocab_name(ddp_nccl_all_reduce_names, NCCL_AR_COUNT, s->nccl_all_reduce) : "",
+             s->nccl_movement == NCCL_MOVE_PEER_COPY ? " movement=peer_copy" : "");
   if (s->mesh_tensor > 1) {
     size_t n = strlen(par);
     snprintf(par + n, sizeof par - n, " mesh data=%d tensor=%d", s->mesh_data, s->mesh_tensor);

@@ -85,6 +85,7 @@ const char *const ddp_update_priority_names[] = {DDP_UPDATE_PRIORITIES(VOCAB_NAM
 const char *const ddp_nccl_register_names[] = {DDP_NCCL_REGISTERS(VOCAB_NAME) NULL};
 const char *const ddp_nccl_reduce_scatter_names[] = {DDP_NCCL_REDUCE_SCATTERS(VOCAB_NAME) NULL};
 const char *const ddp_nccl_all_reduce_names[] = {DDP_NCCL_ALL_REDUCES(VOCAB_NAME) NULL};
+const char *const ddp_nccl_movement_names[] = {DDP_NCCL_MOVEMENTS(VOCAB_NAME) NULL};
 #undef VOCAB_NAME
 const char *ddp_vocab_name(const char *const *names, int count, long long i) {
   return i >= 0 && i < count ? names[i] : "?";

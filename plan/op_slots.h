@@ -258,6 +258,8 @@ enum { EVENT_I_EVENT = 0 };
  *   ALL_REDUCE     send, recv (may equal); count, redop (ddp_redop), comm
  *   REDUCE_SCATTER send (count*world), recv (count); count per rank, redop, comm
  *   ALL_GATHER     send (count), recv (count*world); count per rank, comm
+ *   ALL_TO_ALL     send (count*world), recv (count*world): chunk j of send to rank j, chunk j of recv from it;
+ *                  count per rank, comm (not in place)
  *   BROADCAST      send, recv; count, root, comm
  *   SEND / RECV    buffer; count, peer, comm
  *   PEER_BARRIER   no buffer; count 0, comm 0 (the world): returns on a rank once every rank's stream has
@@ -269,7 +271,13 @@ enum { EVENT_I_EVENT = 0 };
  *                  through CUDA IPC on the GPU; the reference gathers it), after a PEER_BARRIER that made it
  *                  final (nccl.all_reduce = "peer_copy") */
 enum { COLL_P_SEND = 0, COLL_P_RECV, COLL_P_BUF = 0 };
-enum { COLL_I_COUNT = 0, COLL_I_REDOP, COLL_I_ROOT, COLL_I_PEER = 2, COLL_I_COMM };
+enum { COLL_I_COUNT = 0, COLL_I_REDOP, COLL_I_ROOT, COLL_I_PEER = 2, COLL_I_COMM, COLL_I_PATH };
+/* ALL_TO_ALL and ALL_GATHER's i[COLL_I_PATH] (0 on every other collective): NCCL's collective, or (comm 0,
+ * the world, in a step program: nccl.movement = "peer_copy") copy-engine pulls from every other rank's send
+ * buffer through CUDA IPC, in turn rank + 1, rank + 2, .., between two barriers of the world's ranks: the
+ * first says every rank's send buffer is final, the second that every rank has read this rank's (the
+ * reference executor runs both kinds as the collective) */
+enum { COLL_PATH_NCCL = 0, COLL_PATH_PEER_COPY, COLL_PATH_COUNT };
 
 /* RANGE_PUSH: the instruction's name is a phase or layer range (NVTX, traces) of kind (ddp_range);
  * RANGE_POP closes the innermost range on its stream */

@@ -239,6 +239,17 @@ int ddp_is_group_collective(int opc) {
          opc == I_PEER_COPY;
 }
 
+int ddp_instr_peer_copied(const ddp_instr *in) {
+  return (in->opcode == I_ALL_TO_ALL || in->opcode == I_ALL_GATHER) && in->i[COLL_I_PATH] == COLL_PATH_PEER_COPY;
+}
+
+uint32_t ddp_plan_peer_copied(const ddp_plan *p, int64_t rank) {
+  uint32_t n = 0;
+  if (rank < 0 || rank >= p->meta.world || !p->ranks) return 0;
+  for (uint32_t k = 0; k < p->ranks[rank].step.n; k++) n += (uint32_t)ddp_instr_peer_copied(&p->ranks[rank].step.v[k]);
+  return n;
+}
+
 int64_t ddp_instr_ranks(const ddp_plan *p, const ddp_instr *in) {
   int64_t n = ddp_is_group_collective(in->opcode) ? ddp_plan_comm_size(p, in->i[COLL_I_COMM]) : -1;
   return n > 0 ? n : p->meta.world;

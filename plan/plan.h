@@ -207,6 +207,10 @@ int64_t ddp_plan_comm_size(const ddp_plan *p, int64_t comm);
 /* Is the opcode a collective that runs on a communicator (all-reduce, reduce-scatter, all-gather,
  * broadcast, all-to-all, and the peer barrier, which moves no bytes)? Sends and receives name world ranks. */
 int ddp_is_group_collective(int opcode);
+/* Is the instruction an all-to-all or all-gather moved by copy-engine pulls (COLL_I_PATH, nccl.movement)? */
+int ddp_instr_peer_copied(const ddp_instr *in);
+/* How many of rank `rank`'s step instructions are (0 for a rank the plan does not have). */
+uint32_t ddp_plan_peer_copied(const ddp_plan *p, int64_t rank);
 /* The ranks an instruction's footprint is sized by: a group collective's communicator's, else the world
  * (also when the communicator is out of range: the reader refuses that separately). */
 int64_t ddp_instr_ranks(const ddp_plan *p, const ddp_instr *in);

@@ -419,6 +419,12 @@ static int check_instr(const vctx *c, const where *w) {
       return IFAIL(w, "reduction %lld", (long long)in->i[COLL_I_REDOP]);
     if (in->opcode == I_BROADCAST && !in_range(in->i[COLL_I_ROOT], 0, n))
       return IFAIL(w, "root %lld, comm %lld has %lld ranks", (long long)in->i[COLL_I_ROOT], (long long)comm, (long long)n);
+    if (in->opcode == I_ALL_TO_ALL || in->opcode == I_ALL_GATHER) {
+      const int64_t path = in->i[COLL_I_PATH];
+      if (!in_range(path, 0, COLL_PATH_COUNT)) return IFAIL(w, "path %lld (have %d)", (long long)path, COLL_PATH_COUNT);
+      if (path == COLL_PATH_PEER_COPY && (comm != 0 || n < 2 || strcmp(w->prog, "step") != 0))
+        return IFAIL(w, "%s", "copy-engine pulls (path 1) need the world's communicator of 2 or more ranks, in a step program");
+    }
     break;
   }
   case I_PEER_BARRIER: /* count 0: check_footprint */

@@ -6,7 +6,7 @@
 #include <string.h>
 
 /* Within every communicator, every member issues the same collectives on it in the same order with the
- * same count, dtype, reduction and root as its first member: a rank's executor reads and writes the other
+ * same count, dtype, reduction, root and path (NCCL's or copy-engine pulls) as its first member: a rank's executor reads and writes the other
  * members' buffers with its own count (the reference executor directly, NCCL by its protocol), so a count
  * in bounds on one rank must be the count of all. (That only members issue them: check_instr.) One pass
  * over each member's program per communicator it belongs to (at most 2 x world communicators). */
@@ -34,7 +34,7 @@ static int match_comm(const vctx *c, int step, int64_t comm) {
       if (a >= p0->n) return IFAIL(&w, "collective #%u on comm %lld, rank %lld has only %u", k, (long long)comm,
                                    (long long)r0, k);
       static const struct { int slot; const char *name; } ints[] = {
-          {COLL_I_COUNT, "count"}, {COLL_I_REDOP, "redop"}, {COLL_I_ROOT, "root"}};
+          {COLL_I_COUNT, "count"}, {COLL_I_REDOP, "redop"}, {COLL_I_ROOT, "root"}, {COLL_I_PATH, "path"}};
       if (x->opcode != y->opcode)
         return IFAIL(&w, "collective #%u on comm %lld, rank %lld's (instruction %u) is %s", k, (long long)comm,
                      (long long)r0, a, ddp_opcode_name(x->opcode));

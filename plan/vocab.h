@@ -45,6 +45,10 @@
  * all-reduce, or the same three steps as the all-to-all reduce-scatter plus an in-place all-gather of the
  * summed chunks (both NCCL's copy-engine kind on windows with the zero-CTA policy). */
 #define DDP_NCCL_ALL_REDUCES(X) X(NCCL_AR_COLLECTIVE, "nccl") X(NCCL_AR_ALLTOALL, "alltoall") X(NCCL_AR_PEER, "peer") X(NCCL_AR_PEER_COPY, "peer_copy")
+/* Who moves the data of the collectives that only move data, the all-to-alls and all-gathers of the world
+ * (nccl = { movement = ... }): NCCL, or the copy engines pulling from the peers' memory through CUDA IPC
+ * (op_slots.h COLL_I_PATH). */
+#define DDP_NCCL_MOVEMENTS(X) X(NCCL_MOVE_COLLECTIVE, "nccl") X(NCCL_MOVE_PEER_COPY, "peer_copy")
 
 /* The priority of the streams that carry only optimizer updates (streams = { update_priority = ... }). */
 #define DDP_UPDATE_PRIORITIES(X) X(UPDATE_PRIORITY_EQUAL, "equal") X(UPDATE_PRIORITY_LOW, "low")
@@ -65,6 +69,7 @@ enum { DDP_UPDATE_PRIORITIES(DDP_VOCAB_ID) UPDATE_PRIORITY_COUNT };
 enum { DDP_NCCL_REGISTERS(DDP_VOCAB_ID) NCCL_REGISTER_COUNT };
 enum { DDP_NCCL_REDUCE_SCATTERS(DDP_VOCAB_ID) NCCL_RS_COUNT };
 enum { DDP_NCCL_ALL_REDUCES(DDP_VOCAB_ID) NCCL_AR_COUNT };
+enum { DDP_NCCL_MOVEMENTS(DDP_VOCAB_ID) NCCL_MOVE_COUNT };
 #undef DDP_VOCAB_ID
 
 /* NULL-terminated name tables, indexed by the enum. */
@@ -72,7 +77,7 @@ extern const char *const ddp_model_kind_names[], *const ddp_precision_names[], *
     *const ddp_optimizer_names[], *const ddp_lr_schedule_names[], *const ddp_sync_names[], *const ddp_shard_names[],
     *const ddp_attention_names[], *const ddp_overlap_names[], *const ddp_pipe_schedule_names[],
     *const ddp_nccl_cta_policy_names[], *const ddp_update_priority_names[], *const ddp_nccl_register_names[],
-    *const ddp_nccl_reduce_scatter_names[], *const ddp_nccl_all_reduce_names[];
+    *const ddp_nccl_reduce_scatter_names[], *const ddp_nccl_all_reduce_names[], *const ddp_nccl_movement_names[];
 /* names[i], or "?" when i is outside [0, count). */
 const char *ddp_vocab_name(const char *const *names, int count, long long i);
 #define ddp_sync_name(s) ddp_vocab_name(ddp_sync_names, SYNC_COUNT, (s))

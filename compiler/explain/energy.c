@@ -33,7 +33,7 @@ int ddp_rank_energy(const ddp_plan *p, const ddp_profile *pr, int rank, ddp_step
       if (in->opcode == I_RECV) break;
       double gb = w.wire_bytes / 1e9;
       out->link_gb += gb;
-      out->link_j += gb * (ddp_coll_on_copy_engines(p, in->opcode) ? pr->power.j_per_gb_copy_engine
+      out->link_j += gb * (ddp_coll_on_copy_engines(p, in) ? pr->power.j_per_gb_copy_engine
                                                                     : pr->power.j_per_gb_nccl);
       break;
     }

@@ -62,7 +62,7 @@ int ddp_profile_read(const char *path, ddp_profile *pr, char *err, size_t errcap
 
 /* Does this collective run on the copy engines (no SM: its compute-side share is copy_engine_share, its
  * energy j_per_gb_copy_engine)? */
-int ddp_coll_on_copy_engines(const ddp_plan *p, int opcode);
+int ddp_coll_on_copy_engines(const ddp_plan *p, const ddp_instr *in);
 
 /* ---- the power model (energy.c) ---- */
 /* One rank's step priced in joules above idle by the profile's power figures, and the shortest step the

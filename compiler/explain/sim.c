@@ -125,10 +125,12 @@ static double device_place(rank_state *st, double t, double c, double *end) {
 }
 
 /* Does this collective run on the copy engines? All-gathers and all-to-alls of a plan whose arenas are
- * symmetric windows under the zero-CTA policy (NCCL 2.28 on NVLink; the runtime reports what it took), and
- * the peer copies (cudaMemcpyAsync from the peers' mapped memory). */
-int ddp_coll_on_copy_engines(const ddp_plan *p, int opc) {
-  if (opc == I_PEER_COPY) return 1;
+ * symmetric windows under the zero-CTA policy (NCCL 2.28 on NVLink; the runtime reports what it took) or
+ * moved by copy-engine pulls (nccl.movement = "peer_copy"), and the peer copies (cudaMemcpyAsync from the
+ * peers' mapped memory). */
+int ddp_coll_on_copy_engines(const ddp_plan *p, const ddp_instr *in) {
+  const int opc = in->opcode;
+  if (opc == I_PEER_COPY || ddp_instr_peer_copied(in)) return 1;
   return (opc == I_ALL_GATHER || opc == I_ALL_TO_ALL) && p->meta.nccl_register == NCCL_REGISTER_WINDOW &&
          p->meta.nccl_cta_policy == NCCL_CTA_ZERO;
 }
@@ -235,7 +237,7 @@ static void fire(const ddp_plan *p, const ddp_profile *pr, int zero_comm, ddp_si
     int comm = 0;
     double full = ddp_instr_cost(p, in, pr, &comm), c = zero_comm ? 0 : full;
     if (in->opcode != I_PEER_BARRIER) /* a peer barrier is flags on the copy engines: no kernel beside the compute */
-      coll_add(&st[r], s->nstreams, in->stream, start, start + full, ddp_coll_on_copy_engines(p, in->opcode));
+      coll_add(&st[r], s->nstreams, in->stream, start, start + full, ddp_coll_on_copy_engines(p, in));
     ddp_sim_instr *si = &s->ranks[r].in[k];
     if (late == r || st[r].clock[in->stream] == start) {
       si->dep = st[r].last[in->stream] >= 0 ? DEP_STREAM : DEP_NONE;

@@ -26,6 +26,12 @@
  *               barriers, but each bucket's update first pulls the other ranks' gradients of the bucket into
  *               sync.peer_received with copy engines (PEER_COPY on the update stream), then reads only its own
  *               memory
+ *   movement    "nccl" (default) | "peer_copy": who moves the data of the world's all-to-alls and all-gathers
+ *               (those of nccl.all_reduce / reduce_scatter = "alltoall" and the ZeRO levels' parameter
+ *               gathers): NCCL, or each rank's communication stream itself, pulling every other rank's chunk
+ *               with copy engines through CUDA IPC (ranks rank + 1, rank + 2, .. in turn, so no rank serves
+ *               two pulls at once) between two barriers of flags (op_slots.h COLL_I_PATH); no SM, no NCCL
+ *               window (so not with register = "window", whose ncclMemAlloc memory CUDA IPC cannot map)
  * Every field is optional; the plan carries them (meta nccl_*), `ddpc inspect` prints them, and ddprun's
  * metrics say what NCCL accepted. */
 #include "fe.h"
@@ -33,13 +39,14 @@
 #include "vocab.h"
 
 void fe_nccl(fe_conv *c, const fe_tab *root) {
-  static const char *const fields[] = {"cta_policy", "max_ctas", "register", "reduce_scatter", "all_reduce", NULL};
+  static const char *const fields[] = {"cta_policy", "max_ctas", "register", "reduce_scatter", "all_reduce", "movement", NULL};
   ddp_schedule *s = c->s;
   s->nccl_cta_policy = NCCL_CTA_DEFAULT;
   s->nccl_max_ctas = 0;
   s->nccl_register = NCCL_REGISTER_NONE;
   s->nccl_reduce_scatter = NCCL_RS_COLLECTIVE;
   s->nccl_all_reduce = NCCL_AR_COLLECTIVE;
+  s->nccl_movement = NCCL_MOVE_COLLECTIVE;
   int ty = fe_type(c, root, "nccl");
   if (ty == LUA_TNIL) return;
   fe_tab t;
@@ -85,4 +92,13 @@ void fe_nccl(fe_conv *c, const fe_tab *root) {
                                 "rank's gradient), without ZeRO levels, pipelines or a tensor axis, in mode \"train\"",
             ddp_nccl_all_reduce_names[ar]);
   s->nccl_all_reduce = ar;
+  int mv = NCCL_MOVE_COLLECTIVE;
+  fe_enum(c, &t, "movement", ddp_nccl_movement_names, &mv);
+  if (mv == NCCL_MOVE_PEER_COPY && (s->stages > 0 || s->mesh_tensor > 1 || s->ranks < 2))
+    fe_fail(c, &t, "movement", "\"peer_copy\" needs data parallelism on more than one rank, without pipelines or a "
+                              "tensor axis (it moves the world's all-to-alls and all-gathers)");
+  if (mv == NCCL_MOVE_PEER_COPY && s->nccl_register == NCCL_REGISTER_WINDOW)
+    fe_fail(c, &t, "movement", "\"peer_copy\" maps the peers' arenas through CUDA IPC, which cannot map the "
+                              "ncclMemAlloc memory of register = \"window\"");
+  s->nccl_movement = mv;
 }

@@ -121,6 +121,13 @@ static void print_windows(FILE *o, const ddp_plan *p) {
   fprintf(o, "%s\n", any ? "" : coll ? " none (no collective's arena has one size on all its ranks)" : " none (no collectives)");
 }
 
+/* nccl = { movement = "peer_copy" }: "nccl_movement          peer_copy (12 all-to-alls and all-gathers in rank 0's
+ * step)"; nothing for other plans. */
+static void print_movement(FILE *o, const ddp_plan *p) {
+  const uint32_t n = ddp_plan_peer_copied(p, 0);
+  if (n) fprintf(o, "%-22s peer_copy (%u all-to-alls and all-gathers in rank 0's step: copy-engine pulls)\n", "nccl_movement", n);
+}
+
 /* The fused kernel instructions (the schedule's `fusion` field) in rank 0's step, by op: one line in the
  * summary, "fused_kernels 192 (RMSNORM_BWD_CAST 96, ATTN_BWD_DKV_ROPE 48, ATTN_BWD_DQ_ROPE 48)", or 0 when
  * the plan has none. */
@@ -280,6 +287,7 @@ int ddp_inspect(const ddp_plan *p, int rank, FILE *out) {
   if (!p || !out || rank < -1 || (rank >= 0 && rank >= p->meta.world)) return -1;
   print_summary(out, p);
   print_windows(out, p);
+  print_movement(out, p);
   print_fused(out, p);
   print_tensors(out, p);
   print_memory(out, p);

@@ -11,6 +11,8 @@
  *    "buckets": [{"index", "params": [tensor names], "bytes", "offset"}],
  *    "kernels": [{"index", "op", "module", "template", "entry", "hash", "cubin_bytes", "spec"}],
  *    "nccl_windows": [{"comm", "arena", "bytes"}] (nccl = { register = "window" }, more than one rank) or null,
+ *    "nccl_movement": {"path": "nccl" | "peer_copy", "peer_copied": N (rank 0's step all-to-alls and
+ *                 all-gathers moved by copy-engine pulls)},
  *    "sharding": {...}, "memory_per_rank": {...}  (inspect_shard_json.c),
  *    "pipeline": {"schedule", "stages", "virtual_stages", "microbatches", "bubble_formula", "chunks": [{"rank",
  *                 "first_layer", "last_layer", "flops_per_microbatch", "embedding", "head"}], "ranks": [{"bytes",
@@ -272,6 +274,11 @@ int ddp_inspect_json(const ddp_plan *p, int rank, FILE *out, char *err, size_t e
   put(&c, doc, "buckets", buckets_json(&c, p));
   put(&c, doc, "kernels", kernels_json(&c, p));
   put(&c, doc, "nccl_windows", windows_json(&c, p));
+  json_t *mv = json_object();
+  const uint32_t copied = ddp_plan_peer_copied(p, 0);
+  put(&c, mv, "path", json_string(copied ? "peer_copy" : "nccl"));
+  put(&c, mv, "peer_copied", json_integer(copied));
+  put(&c, doc, "nccl_movement", mv);
   ddp_shard_info si;
   ddp_shard_analyse(p, &si);
   put(&c, doc, "sharding", ddp_insp_sharding_json(p, &si, &c.bad));

@@ -81,6 +81,7 @@ static void ops_collective(FILE *o, const ddp_plan *p, const ddp_instr *in) {
     buf_dt(o, p, in, "recv", COLL_P_RECV, 0);
   }
   fprintf(o, " comm=%" PRId64, in->i[COLL_I_COMM]);
+  if (ddp_instr_peer_copied(in)) fprintf(o, " path=peer_copy");
 }
 
 /* Writes " op1 op2 ..." (each operand after a space); the caller trims the first space. */

@@ -427,6 +427,24 @@ static int assemble_rank(ddp_builder *b, ddp_layout *lay, int world_rank, char *
   return 0;
 }
 
+/* nccl.movement = "peer_copy": every all-to-all and all-gather of the world in the step programs moved by
+ * copy-engine pulls (COLL_I_PATH); a schedule that has none is refused, the field would change nothing. */
+static int movement_by_peer_copy(ddp_plan *p, char *err, size_t errcap) {
+  uint64_t n = 0;
+  for (int64_t r = 0; r < p->meta.world; r++)
+    for (uint32_t k = 0; k < p->ranks[r].step.n; k++) {
+      ddp_instr *in = &p->ranks[r].step.v[k];
+      if ((in->opcode == I_ALL_TO_ALL || in->opcode == I_ALL_GATHER) && in->i[COLL_I_COMM] == 0) {
+        in->i[COLL_I_PATH] = COLL_PATH_PEER_COPY;
+        n++;
+      }
+    }
+  if (n == 0)
+    return ddp_fail(err, errcap, "nccl.movement = \"peer_copy\": this schedule's step has no all-to-all or all-gather "
+                    "to move (nccl.all_reduce or nccl.reduce_scatter = \"alltoall\", or a ZeRO level, has them)");
+  return 0;
+}
+
 /* plan -> rank* (every rank's init and step) */
 int ddp_assemble_programs(ddp_builder *b, ddp_layout *lay, char *err, size_t errcap) {
   if (lay->pipe) return pass_pipeline(b, lay, err, errcap);
@@ -440,5 +458,5 @@ int ddp_assemble_programs(ddp_builder *b, ddp_layout *lay, char *err, size_t err
   b->plan->ranks = ddp_xcalloc((size_t)world, sizeof(ddp_rank_plan));
   for (int r = 0; r < world; r++)
     if (assemble_rank(b, lay, r, err, errcap) != 0) return -1;
-  return 0;
+  return b->s->nccl_movement == NCCL_MOVE_PEER_COPY ? movement_by_peer_copy(b->plan, err, errcap) : 0;
 }

@@ -408,6 +408,7 @@ int cx_exec_ALL_GATHER(cx *x, const cx_op *op, int64_t step, char *err, size_t e
   (void)step;
   if (op->skip) return 0;
   if (!x->comm) return x->comm_aborted ? ddp_fail(err, errcap, "NCCL communicator aborted") : local_copy(op, err, errcap);
+  if (ddp_instr_peer_copied(op->in)) return cx_peer_move(x, op, err, errcap); /* nccl.movement = "peer_copy" */
   return group_call(x, op->ncomm, ncclAllGather(op->ptr[COLL_P_SEND], op->ptr[COLL_P_RECV], op->count, (ncclDataType_t)op->nccl_type, op->ncomm,
                                     op->stream),
                    "ncclAllGather", err, errcap);
@@ -419,6 +420,7 @@ int cx_exec_ALL_TO_ALL(cx *x, const cx_op *op, int64_t step, char *err, size_t e
   (void)step;
   if (op->skip) return 0;
   if (!x->comm) return x->comm_aborted ? ddp_fail(err, errcap, "NCCL communicator aborted") : local_copy(op, err, errcap);
+  if (ddp_instr_peer_copied(op->in)) return cx_peer_move(x, op, err, errcap); /* nccl.movement = "peer_copy" */
   return group_call(x, op->ncomm, ncclAlltoAll(op->ptr[COLL_P_SEND], op->ptr[COLL_P_RECV], op->count, (ncclDataType_t)op->nccl_type,
                                     op->ncomm, op->stream),
                    "ncclAlltoAll", err, errcap);

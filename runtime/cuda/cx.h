@@ -62,8 +62,10 @@ typedef struct cx_op {
   uint32_t pc_local;   /* its flag in this rank's mailbox (RECV: AVAIL, SEND: DONE) */
   uint64_t *pc_remote; /* the peer's flag it sets (SEND: the receiver's AVAIL, RECV: the sender's DONE) */
   const void *pc_src;  /* RECV: the sender's tensor, mapped */
-  uint32_t barrier;    /* PEER_BARRIER: its number among the step's (peer.c) */
-  const void **peer_src; /* PEER_COPY: [world] each rank's source, mapped (NULL for this rank; peer.c owns it) */
+  uint32_t barrier;    /* PEER_BARRIER: its number among the step's barriers; a moved collective: its first (peer.c) */
+  const void **peer_src; /* PEER_COPY, moved collective: [world] each rank's source, mapped (NULL for this rank;
+                          * peer.c owns it) */
+  void **peer_dst;       /* moved collective: [world] where this rank's chunk goes in each rank's receive buffer */
   cudaEvent_t event;   /* EVENT_RECORD/WAIT, TIMER */
   cx_batch *batch;
 } cx_op;
@@ -130,6 +132,7 @@ typedef struct cx {
   int graph_env;
   int stream_priority;      /* DDP_STREAM_PRIORITY: 0 the plan's, 1 compute first, 2 collectives first (see streams_events_init) */
   int p2p_copy_env;         /* DDP_P2P_COPY (p2p.c) */
+  int peer_push_env;        /* DDP_PEER_PUSH (peer.c) */
   int64_t side_sms, side_streams, side_compute; /* DDP_SIDE_SMS, DDP_SIDE_STREAMS, DDP_SIDE_COMPUTE */
   struct ddp_green *green;  /* the side streams' SM partition (green.h), NULL without DDP_SIDE_SMS */
   struct ddp_power *power;  /* the GPU's energy counters (power.h), NULL where NVML cannot read them */
@@ -247,7 +250,7 @@ int cx_allgather_host(cx *x, const void *mine, void *all, size_t bytes, char *er
  * NCCL; x->base.p2p says which and why. cx_p2p_fini unmaps and frees. */
 int cx_p2p_init(cx *x, char *err, size_t errcap);
 void cx_p2p_fini(cx *x);
-/* peer.c: where the step has PEER_BARRIERs or updates with peers, every rank together maps its peers' flags
+/* peer.c: where the step has PEER_BARRIERs, moved collectives or updates with peers, every rank together maps its peers' flags
  * and gradient arenas (required: every rank's GPU on this host with peer access, else -1 naming why) and
  * points each such update's p[ADAMW_P_PEER_GRADS] at its table; cx_peer_fini unmaps and frees. */
 int cx_peer_init(cx *x, char *err, size_t errcap);
@@ -260,6 +263,9 @@ int cx_link_load_step(cx *x, char *err, size_t errcap);
 void cx_link_load_fini(cx *x);
 int cx_exec_PEER_BARRIER(cx *x, const cx_op *op, int64_t step, char *err, size_t errcap);
 int cx_exec_PEER_COPY(cx *x, const cx_op *op, int64_t step, char *err, size_t errcap);
+/* peer.c: an ALL_TO_ALL or ALL_GATHER with COLL_I_PATH = COLL_PATH_PEER_COPY (nccl.movement), by copy-engine
+ * pulls between two barriers; comm.c's executions call it for those. */
+int cx_peer_move(cx *x, const cx_op *op, char *err, size_t errcap);
 /* Connects every point-to-point peer of the programs' SEND/RECV at load (comm.c explains why). */
 int cx_comm_connect_p2p(cx *x, const cx_prog *const *progs, int nprogs, char *err, size_t errcap);
 /* Waits for every stream (or one event) to finish; with NCCL work possible, polls NCCL's asynchronous

@@ -14,8 +14,15 @@
  * no SM), ranks me + 1, me + 2, .. in turn so that no rank serves two copies at once, and the update's table
  * points at this rank's gradient and the received chunks, all local.
  *
+ * With nccl.movement = "peer_copy" the world's ALL_TO_ALLs and ALL_GATHERs of the step (COLL_I_PATH) are moved
+ * the same way, with two barriers each (cx_peer_move): the first says every rank's send buffer is final;
+ * then chunk q of the receive buffer is pulled from rank q (its send chunk for this rank in an all-to-all, its
+ * whole send buffer in an all-gather), all world - 1 pulls at once on streams of their own forked from the
+ * collective's and joined back, and this rank's own chunk copied locally; the second says every rank has read this rank's send buffer, which it may then overwrite, as after
+ * NCCL's collective.
+ *
  * The mailbox: [0] the constant 1 (copied into a peer's flag), then flag[1 + b * W + q] for the step's b-th
- * PEER_BARRIER and rank q. Barrier b on its stream:
+ * barrier (PEER_BARRIERs and the moved collectives' two, in program order) and rank q. Barrier b on its stream:
  *   for every peer q:  q's flag[1 + b * W + me] <- 1      (an 8-byte copy: a copy engine, no SM)
  *   for every peer q:  wait flag[1 + b * W + q] == 1; flag <- 0   (stream memory operations, memops.h)
  * so it returns once every rank's stream has reached barrier b, and what each rank ordered before it (the
@@ -48,7 +55,12 @@ struct cx_peer {
   void **peer_arena;       /* [q * ARENA_COUNT + a] mapped, NULL where not opened */
   void **tables;           /* device: world pointers per update with peers */
   const void **srcs;       /* host: world source pointers per PEER_COPY (cx_op.peer_src) */
+  void **dsts;             /* host: world destination pointers per moved collective (cx_op.peer_dst) */
   peer_card *cards;
+  /* moved collectives: the pulls from the world - 1 other ranks run at once, each on a stream of its own
+   * forked from the collective's stream (fork) and joined back (join[k]) */
+  cudaStream_t *side;
+  cudaEvent_t fork, *join;
 };
 
 static int is_update(const cx_op *op) {
@@ -83,20 +95,51 @@ static const uint8_t *peer_operand(cx *x, struct cx_peer *c, int q, const ddp_bu
   return *slot + g->offset;
 }
 
-/* Every PEER_COPY's sources: each other rank's range, mapped. */
+/* Rank q's next moved collective in its step program from *at on (the ranks issue them in one order: the
+ * plan's cross-rank check), or NULL. */
+static const ddp_instr *next_moved(const ddp_program *prog, uint32_t *at) {
+  while (*at < prog->n && !ddp_instr_peer_copied(&prog->v[*at])) (*at)++;
+  return *at < prog->n ? &prog->v[(*at)++] : NULL;
+}
+
+/* Every PEER_COPY's and moved collective's sources, each other rank's, mapped: a PEER_COPY's range (the same
+ * on every rank); a moved all-to-all's chunk for this rank of that rank's send buffer; a moved all-gather's
+ * send buffer, taken from that rank's own instruction (an in-place gather sends each rank's own chunk). */
 static int map_copies(cx *x, struct cx_peer *c, uint32_t ncopies, char *why, size_t cap) {
   const int W = c->world;
-  if (!(c->srcs = calloc((size_t)ncopies * (size_t)W + 1, sizeof *c->srcs))) return snprintf(why, cap, "out of host memory"), -1;
+  if (!(c->srcs = calloc((size_t)ncopies * (size_t)W + 1, sizeof *c->srcs)) ||
+      !(c->dsts = calloc((size_t)ncopies * (size_t)W + 1, sizeof *c->dsts)))
+    return snprintf(why, cap, "out of host memory"), -1;
+  uint32_t *at = calloc((size_t)W, sizeof *at); /* per rank: where its next moved collective is looked for */
+  if (!at) return snprintf(why, cap, "out of host memory"), -1;
   uint32_t u = 0;
-  for (uint32_t i = 0; i < x->step.n; i++) {
+  int rc = 0;
+  for (uint32_t i = 0; i < x->step.n && !rc; i++) {
     cx_op *op = &x->step.ops[i];
-    if (op->in->opcode != I_PEER_COPY) continue;
+    const int copy = op->in->opcode == I_PEER_COPY, a2a = op->in->opcode == I_ALL_TO_ALL;
+    if (!copy && !ddp_instr_peer_copied(op->in)) continue;
+    /* a PEER_COPY's range, or one chunk of a moved collective (comm.c: count elements per rank) */
+    const uint64_t chunk = copy ? op->bytes : op->count * ddp_dtype_size(op->in->dt[COLL_P_SEND]);
+    op->peer_dst = copy ? NULL : c->dsts + (size_t)u * (size_t)W;
     op->peer_src = c->srcs + (size_t)u++ * (size_t)W;
-    for (int q = 0; q < W && !op->skip; q++)
-      if (q != c->me && !(op->peer_src[q] = peer_operand(x, c, q, &op->in->p[COLL_P_SEND], op->bytes, i, why, cap)))
-        return -1;
+    for (int q = 0; q < W && !rc; q++) {
+      if (q == c->me) continue;
+      const ddp_instr *theirs = copy ? op->in : next_moved(&x->base.plan->ranks[q].step, &at[q]);
+      if (!theirs || theirs->opcode != op->in->opcode || theirs->i[COLL_I_COUNT] != op->in->i[COLL_I_COUNT]) {
+        snprintf(why, cap, "step instruction %u: rank %d has no matching %s moved by copy-engine pulls", i, q,
+                 ddp_opcode_name(op->in->opcode));
+        rc = -1;
+      } else if (!op->skip) {
+        const uint8_t *s = peer_operand(x, c, q, &theirs->p[COLL_P_SEND], a2a ? chunk * (uint64_t)W : chunk, i, why, cap);
+        const uint8_t *d = s && !copy ? peer_operand(x, c, q, &theirs->p[COLL_P_RECV], chunk * (uint64_t)W, i, why, cap) : NULL;
+        if (!s || (!copy && !d)) rc = -1;
+        else op->peer_src[q] = s + (a2a ? chunk * (uint64_t)c->me : 0);
+        if (d) op->peer_dst[q] = (uint8_t *)d + chunk * (uint64_t)c->me;
+      }
+    }
   }
-  return 0;
+  free(at);
+  return rc;
 }
 
 /* Every update's table: rank q's gradient, mapped (peer.c's reads), or its chunk of the received buffer
@@ -151,30 +194,59 @@ void cx_peer_fini(cx *x) {
   }
   if (c->mailbox) (void)cudaFree(c->mailbox);
   if (c->tables) (void)cudaFree(c->tables);
+  for (int k = 0; k < c->world - 1 && c->side; k++) {
+    if (c->side[k]) (void)cudaStreamDestroy(c->side[k]);
+    if (c->join[k]) (void)cudaEventDestroy(c->join[k]);
+  }
+  if (c->fork) (void)cudaEventDestroy(c->fork);
+  free(c->side);
+  free(c->join);
   free(c->peer_arena);
   free(c->peer_mailbox);
   free(c->srcs);
+  free(c->dsts);
   free(c->cards);
   free(c);
   x->peer = NULL;
 }
 
+/* The moved collectives' side streams (the highest priority: they only queue copy-engine copies) and events. */
+static int make_side_streams(struct cx_peer *c, char *why, size_t cap) {
+  const int n = c->world - 1;
+  int lo = 0, hi = 0;
+  c->side = calloc((size_t)n, sizeof *c->side);
+  c->join = calloc((size_t)n, sizeof *c->join);
+  if (!c->side || !c->join) return snprintf(why, cap, "out of host memory"), -1;
+  cudaError_t rc = cudaDeviceGetStreamPriorityRange(&lo, &hi);
+  if (rc == cudaSuccess) rc = cudaEventCreateWithFlags(&c->fork, cudaEventDisableTiming);
+  for (int k = 0; k < n && rc == cudaSuccess; k++) {
+    rc = cudaStreamCreateWithPriority(&c->side[k], cudaStreamNonBlocking, hi);
+    if (rc == cudaSuccess) rc = cudaEventCreateWithFlags(&c->join[k], cudaEventDisableTiming);
+  }
+  if (rc == cudaSuccess) return 0;
+  (void)cudaGetLastError();
+  return snprintf(why, cap, "%s:%d: the moved collectives' streams and events: %s", __FILE__, __LINE__,
+                  cudaGetErrorString(rc)), -1;
+}
+
 int cx_peer_init(cx *x, char *err, size_t errcap) {
-  uint32_t nbar = 0, nupd = 0, ncopy = 0;
+  uint32_t nbar = 0, nupd = 0, ncopy = 0, nmoved = 0;
   for (uint32_t i = 0; i < x->step.n; i++) {
     cx_op *op = &x->step.ops[i];
     if (op->in->opcode == I_PEER_BARRIER) op->barrier = nbar++;
+    if (ddp_instr_peer_copied(op->in)) op->barrier = nbar, nbar += 2, nmoved++; /* numbered alike on every rank */
     ncopy += op->in->opcode == I_PEER_COPY;
     nupd += (uint32_t)is_update(op);
   }
   for (uint32_t i = 0; i < x->init.n; i++)
     if (x->init.ops[i].in->opcode == I_PEER_BARRIER || x->init.ops[i].in->opcode == I_PEER_COPY ||
-        is_update(&x->init.ops[i]))
-      return ddp_fail(err, errcap, "init instruction %u: peer barriers, copies and updates with peers belong in the step", i);
+        is_update(&x->init.ops[i]) || ddp_instr_peer_copied(x->init.ops[i].in))
+      return ddp_fail(err, errcap, "init instruction %u: peer barriers, copies, moved collectives and updates with peers "
+                      "belong in the step", i);
   if (!nbar && !nupd && !ncopy) return 0;
   if (x->base.world < 2 || !x->comm)
-    return ddp_fail(err, errcap, "nccl.all_reduce = \"peer\": the plan reads peers' gradients, this run has %d rank",
-                    x->base.world);
+    return ddp_fail(err, errcap, "%s: the plan reads peers' memory, this run has %d rank",
+                    nmoved ? "nccl.movement = \"peer_copy\"" : "nccl.all_reduce = \"peer\"", x->base.world);
   struct cx_peer *c = calloc(1, sizeof *c);
   if (!c) return ddp_fail(err, errcap, "out of host memory");
   x->peer = c;
@@ -202,17 +274,36 @@ int cx_peer_init(cx *x, char *err, size_t errcap) {
   for (int q = 0; q < c->world && ok; q++)
     if (q != c->me && !(c->peer_mailbox[q] = cx_ipc_open(c->cards[q].mailbox, q, "flags", why, sizeof why))) ok = 0;
   if (ok && nupd && build_tables(x, c, nupd, why, sizeof why)) ok = 0;
-  if (ok && ncopy && map_copies(x, c, ncopy, why, sizeof why)) ok = 0;
+  if (ok && (ncopy || nmoved) && map_copies(x, c, ncopy + nmoved, why, sizeof why)) ok = 0;
+  if (ok && nmoved && make_side_streams(c, why, sizeof why)) ok = 0;
   int all = 0;
   if (cx_all_agree(x, ok, &all, err, errcap)) return -1;
   if (!all)
-    return ddp_fail(err, errcap, "nccl.all_reduce = \"peer\" needs every rank's GPU on one host with peer access: %s",
+    return ddp_fail(err, errcap, "%s needs every rank's GPU on one host with peer access: %s",
+                    nmoved ? "nccl.movement = \"peer_copy\"" : "nccl.all_reduce = \"peer\"",
                     ok ? "another rank could not map its peers" : why);
-  if (ncopy)
+  if (nmoved)
+    snprintf(x->base.p2p, sizeof x->base.p2p,
+             "copy-engine pulls (CUDA IPC) for %u all-to-alls and all-gathers, %u barriers", nmoved, nbar);
+  else if (ncopy)
     snprintf(x->base.p2p, sizeof x->base.p2p, "peer copies (copy engines, CUDA IPC) for %u updates, %u barriers", ncopy,
              nbar);
   else
     snprintf(x->base.p2p, sizeof x->base.p2p, "peer reads (CUDA IPC) for %u updates, %u barriers", nupd, nbar);
+  return 0;
+}
+
+/* Barrier b on stream s: this rank's flag set in every peer's mailbox, then every peer's awaited and cleared. */
+static int barrier(struct cx_peer *c, cudaStream_t s, uint32_t b, char *err, size_t errcap) {
+  const size_t base = 1 + (size_t)b * (size_t)c->world;
+  for (int q = 0; q < c->world; q++)
+    if (q != c->me)
+      DDP_CUDA_TRY(cudaMemcpyAsync(c->peer_mailbox[q] + base + (size_t)c->me, c->mailbox, sizeof(uint64_t),
+                                   cudaMemcpyDeviceToDevice, s));
+  for (int q = 0; q < c->world; q++)
+    if (q != c->me && (ddp_memops_wait(&c->ops, s, c->mailbox + base + (size_t)q, 1, 0, err, errcap) ||
+                       ddp_memops_write(&c->ops, s, c->mailbox + base + (size_t)q, 0, err, errcap)))
+      return -1;
   return 0;
 }
 
@@ -221,16 +312,34 @@ int cx_exec_PEER_BARRIER(cx *x, const cx_op *op, int64_t step, char *err, size_t
   struct cx_peer *c = x->peer;
   if (op->skip) return 0;
   if (!c) return ddp_fail(err, errcap, "peer barrier without the peers mapped (cx_peer_init)");
-  const size_t base = 1 + (size_t)op->barrier * (size_t)c->world;
-  for (int q = 0; q < c->world; q++)
-    if (q != c->me)
-      DDP_CUDA_TRY(cudaMemcpyAsync(c->peer_mailbox[q] + base + (size_t)c->me, c->mailbox, sizeof(uint64_t),
-                                   cudaMemcpyDeviceToDevice, op->stream));
-  for (int q = 0; q < c->world; q++)
-    if (q != c->me && (ddp_memops_wait(&c->ops, op->stream, c->mailbox + base + (size_t)q, 1, 0, err, errcap) ||
-                       ddp_memops_write(&c->ops, op->stream, c->mailbox + base + (size_t)q, 0, err, errcap)))
-      return -1;
-  return 0;
+  return barrier(c, op->stream, op->barrier, err, errcap);
+}
+
+int cx_peer_move(cx *x, const cx_op *op, char *err, size_t errcap) {
+  struct cx_peer *c = x->peer;
+  if (!c || !op->peer_src) return ddp_fail(err, errcap, "moved collective without the peers mapped (cx_peer_init)");
+  const size_t chunk = op->count * ddp_dtype_size(op->in->dt[COLL_P_SEND]);
+  uint8_t *recv = op->ptr[COLL_P_RECV];
+  const uint8_t *mine = (const uint8_t *)op->ptr[COLL_P_SEND] + (op->in->opcode == I_ALL_TO_ALL ? chunk * (size_t)c->me : 0);
+  if (barrier(c, op->stream, op->barrier, err, errcap)) return -1;
+  /* the pulls from every other rank at once, side stream k - 1 from rank me + k, forked after the barrier;
+   * DDP_PEER_PUSH=1: this rank's chunk for rank me + k written into its receive buffer instead */
+  const uint8_t *send = op->ptr[COLL_P_SEND];
+  DDP_CUDA_TRY(cudaEventRecord(c->fork, op->stream));
+  for (int k = 1; k < c->world; k++) {
+    const int q = (c->me + k) % c->world;
+    DDP_CUDA_TRY(cudaStreamWaitEvent(c->side[k - 1], c->fork, 0));
+    if (x->peer_push_env)
+      DDP_CUDA_TRY(cudaMemcpyAsync(op->peer_dst[q], op->in->opcode == I_ALL_TO_ALL ? send + chunk * (size_t)q : send,
+                                   chunk, cudaMemcpyDeviceToDevice, c->side[k - 1]));
+    else
+      DDP_CUDA_TRY(cudaMemcpyAsync(recv + chunk * (size_t)q, op->peer_src[q], chunk, cudaMemcpyDeviceToDevice, c->side[k - 1]));
+    DDP_CUDA_TRY(cudaEventRecord(c->join[k - 1], c->side[k - 1]));
+  }
+  if (recv + chunk * (size_t)c->me != mine) /* an in-place all-gather's chunk is there already */
+    DDP_CUDA_TRY(cudaMemcpyAsync(recv + chunk * (size_t)c->me, mine, chunk, cudaMemcpyDeviceToDevice, op->stream));
+  for (int k = 1; k < c->world; k++) DDP_CUDA_TRY(cudaStreamWaitEvent(op->stream, c->join[k - 1], 0));
+  return barrier(c, op->stream, op->barrier + 1, err, errcap);
 }
 
 int cx_exec_PEER_COPY(cx *x, const cx_op *op, int64_t step, char *err, size_t errcap) {

@@ -6,7 +6,8 @@
 #    also with param_gather = "before_forward"), equal AdamW DDP; bucketed DDP with the communicators
 #    configured by the schedule (nccl = { cta_policy, max_ctas, register }, also the arenas as symmetric
 #    windows, with ZeRO-2) equals one GPU (AdamW DDP) and reports them; bucketed DDP whose updates read every
-#    rank's gradient through CUDA IPC (nccl.all_reduce = "peer") equals it and the reference executor; pipelines (GPipe, 1F1B, zero bubble,
+#    rank's gradient through CUDA IPC (nccl.all_reduce = "peer") equals it and the reference executor; the
+#    all-to-alls and all-gathers moved by copy-engine pulls (nccl.movement = "peer_copy") equal NCCL's bitwise; pipelines (GPipe, 1F1B, zero bubble,
 #    interleaved) on 2 GPUs equal one GPU (SGD, 1e-5), their messages by NCCL (the default) and by copy
 #    engine (DDP_P2P_COPY=1, also inside a CUDA graph) bitwise equal; tensor parallelism (mesh.tensor, and
 #    data x tensor, FSDP x tensor and pipeline x tensor on 4+ GPUs) equals one GPU (SGD, 1e-5; bitwise under a
@@ -150,6 +151,23 @@ write tiny_ar_pcopy_tail "$tiny" $N ', sync = "bucketed", bucket_mb = 0.05, over
   "$adam" 4 "$tdata, nccl = { all_reduce = \"peer_copy\" }, streams = { update_tail = 0.25 }" && same tiny_ar_pcopy_tail tiny_ar_peer 0 0
 write tiny_zero1_a2a_plain "$tiny" $N ', sync = "bucketed", bucket_mb = 0.05, shard = "zero1", optimizer_overlap = true' \
   "$adam" 4 "$tdata, nccl = { reduce_scatter = \"alltoall\" }" && same tiny_zero1_a2a_plain tiny_adam $ztol
+# ... the all-to-alls and all-gathers moved by each rank's own copy-engine pulls through CUDA IPC between two
+# barriers (nccl.movement = "peer_copy"): data movement only, so bitwise the same weights as NCCL's
+# collectives (ZeRO-1, ZeRO-3 with its gathers in the forward and backward, DDP's all-to-all all-reduce with
+# the update in the backward), and the run line names the pulls
+write tiny_zero1_a2a_mv "$tiny" $N ', sync = "bucketed", bucket_mb = 0.05, shard = "zero1", optimizer_overlap = true' \
+  "$adam" 4 "$tdata, nccl = { reduce_scatter = \"alltoall\", movement = \"peer_copy\" }" &&
+  same tiny_zero1_a2a_mv tiny_zero1_a2a_plain 0 0
+write tiny_zero3_a2a_mv "$tiny" $N ', sync = "bucketed", bucket_mb = 0.05, shard = "zero3", optimizer_overlap = true' \
+  "$adam" 4 "$tdata, nccl = { reduce_scatter = \"alltoall\", movement = \"peer_copy\" }" &&
+  same tiny_zero3_a2a_mv tiny_zero3_a2a 0 0
+write tiny_ar_a2a_mv "$tiny" $N ', sync = "bucketed", bucket_mb = 0.05, overlap = "backward", optimizer_overlap = true' \
+  "$adam" 4 "$tdata, nccl = { all_reduce = \"alltoall\", movement = \"peer_copy\" }" &&
+  same tiny_ar_a2a_mv tiny_ar_a2a_optoverlap 0 0
+"$DDPRUN" "$tmp/tiny_ar_a2a_mv.bin" --nproc $N --steps 1 --metrics "$tmp/tiny_ar_a2a_mv.jsonl" --quiet &&
+  python3 -c 'import json,sys; r = json.loads(open(sys.argv[1]).readline()); print(r.get("p2p")); sys.exit(0 if "copy-engine pulls" in r.get("p2p", "") else 1)' \
+    "$tmp/tiny_ar_a2a_mv.jsonl" >"$tmp/mv_run.txt" && echo "ok: tiny_ar_a2a_mv: $(cat "$tmp/mv_run.txt")" ||
+  fail "tiny_ar_a2a_mv: the run line does not name the pulls: $(head -c 600 "$tmp/mv_run.txt")"
 # ... and ZeRO-1/2 all-gathering each group at the next step's start, under the forward
 for level in zero1 zero2; do
   write "tiny_${level}_pgather" "$tiny" $N ", sync = \"bucketed\", bucket_mb = 0.05, shard = \"$level\", optimizer_overlap = true, param_gather = \"before_forward\"" \

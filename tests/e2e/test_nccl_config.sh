@@ -9,7 +9,11 @@
 #    a refusal;
 #  - nccl.all_reduce = "peer" / "peer_copy": inspect lists a peer barrier per bucket and one after the last
 #    update, updates with peers, no all-reduce, and with "peer_copy" a copy per bucket into its own buffer;
-#  - bad values are refused in one line naming the field, with a non-zero exit and no plan written.
+#  - nccl.movement = "peer_copy": every all-to-all and all-gather of the step (DDP's all-to-all all-reduce, ZeRO-2's
+#    all-to-all reduce-scatter and parameter gathers) says path=peer_copy, nothing else does, the summary and
+#    --json count them and the parallel line ends with movement=peer_copy;
+#  - bad values are refused in one line naming the field, with a non-zero exit and no plan written
+#    (movement also with register = "window" and where the step has nothing to move).
 # The GPU side (the communicator built with them, the arenas registered, the run line's "nccl") is in
 # tests/e2e/gpu_ddp.sh.
 . "$(dirname "$0")/lib.sh"
@@ -91,6 +95,9 @@ bad register_num '{ register = 1 }' 'nccl.register must be true, false, "none", 
 bad reduce_scatter '{ reduce_scatter = "ring" }' 'nccl.reduce_scatter must be "nccl" or "alltoall", got "ring"'
 bad a2a_unsharded '{ reduce_scatter = "alltoall" }' 'nccl.reduce_scatter "alltoall" needs a ZeRO level that reduce-scatters gradients \(shard = "zero1", "zero2" or "zero3"\), this schedule has shard = "none"'
 bad all_reduce '{ all_reduce = "tree" }' 'nccl.all_reduce must be one of "nccl", "alltoall", "peer" or "peer_copy", got "tree"'
+bad movement '{ movement = "ce" }' 'nccl.movement must be "nccl" or "peer_copy", got "ce"'
+bad movement_window '{ movement = "peer_copy", all_reduce = "alltoall", register = "window" }' 'nccl.movement "peer_copy" maps the peers. arenas through CUDA IPC, which cannot map the ncclMemAlloc memory of register = "window"'
+bad movement_nothing '{ movement = "peer_copy" }' 'nccl.movement = "peer_copy": this schedule.s step has no all-to-all or all-gather to move'
 bad peer_no_overlap '{ all_reduce = "peer" }' 'nccl.all_reduce "peer" needs data parallelism on more than one rank with sync = "bucketed", overlap = "backward" and optimizer_overlap = true \(each bucket.s AdamW reads every rank.s gradient\), without ZeRO levels, pipelines or a tensor axis, in mode "train"'
 # --set naming the other fields: each refusal is one line, no plan written
 for set in mode=forward parallel.shard=zero1 optimizer.clip=1.0; do
@@ -159,4 +166,24 @@ n_rs=$(lines a2a ' reduce_scatter ')
   fail "a2a: $n_a2a all-to-alls, $n_sum sums, $n_rs reduce-scatters"
 grep -q '^nccl_windows .*activations' "$tmp/a2a.txt" && echo "ok: a2a: $(grep '^nccl_windows' "$tmp/a2a.txt")" ||
   fail "a2a: $(grep '^nccl_windows' "$tmp/a2a.txt")"
+# movement = "peer_copy": DDP's all-to-all all-reduce and ZeRO-2's all-to-all reduce-scatter with its gathers
+sched mv_ar '{ all_reduce = "alltoall", movement = "peer_copy" }'
+"$DDPC" "$tmp/mv_ar.lua" -o "$tmp/mv_ar.bin" -q || fail "mv_ar does not compile"
+"$DDPC" "$DDP_SOURCE_DIR/schedules/tiny_zero2.lua" -o "$tmp/mv_z2.bin" -q --set nccl.reduce_scatter=alltoall \
+  --set nccl.movement=peer_copy || fail "tiny_zero2 with movement=peer_copy does not compile"
+for m in mv_ar mv_z2; do
+  "$DDPC" inspect "$tmp/$m.bin" --rank 0 >"$tmp/$m.txt" || fail "inspect $m"
+  sed -n '/^== program rank 0 step ==/,$p' "$tmp/$m.txt" >"$tmp/${m}_step.txt" # the init program's gathers stay NCCL's
+  n_mv=$(lines ${m}_step ' \(all_to_all\|all_gather\) .* comm=0 path=peer_copy  #')
+  n_all=$(lines ${m}_step ' \(all_to_all\|all_gather\) ') n_path=$(lines $m 'path=')
+  said=$(awk '$1 == "nccl_movement" { print $2, $3 }' "$tmp/$m.txt")
+  js=$("$DDPC" inspect "$tmp/$m.bin" --json | python3 -c 'import json,sys; m = json.load(sys.stdin)["nccl_movement"]; print(m["path"], m["peer_copied"])')
+  [ "$n_mv" -gt 0 ] && [ "$n_mv" = "$n_all" ] && [ "$n_path" = "$n_mv" ] && [ "$said" = "peer_copy ($n_mv" ] &&
+    [ "$js" = "peer_copy $n_mv" ] && grep -q '^parallel .* movement=peer_copy$' "$tmp/$m.txt" &&
+    echo "ok: $m: $n_mv all-to-alls and all-gathers moved by copy-engine pulls" ||
+    fail "$m: $n_mv of $n_all moved, $n_path paths, summary '$said', json '$js', $(grep '^parallel' "$tmp/$m.txt")"
+done
+js=$("$DDPC" inspect "$tmp/a2a_ar.bin" --json | python3 -c 'import json,sys; m = json.load(sys.stdin)["nccl_movement"]; print(m["path"], m["peer_copied"])')
+[ "$js" = "nccl 0" ] && ! grep -q 'path=\|^nccl_movement' "$tmp/a2a_ar.txt" && echo "ok: a2a_ar: NCCL moves its data" ||
+  fail "a2a_ar: json '$js', $(grep -c 'path=' "$tmp/a2a_ar.txt") paths"
 exit $fail

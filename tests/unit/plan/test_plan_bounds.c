@@ -124,6 +124,8 @@ static void m_all_gather(ddp_plan *p, ddp_instr *in) { (void)p, in->i[COLL_I_COU
 static void m_send(ddp_plan *p, ddp_instr *in) { (void)p, in->i[COLL_I_COUNT] = 17; }
 static void m_a2a_count(ddp_plan *p, ddp_instr *in) { (void)p, in->i[COLL_I_COUNT] = 9; }
 static void m_a2a_in_place(ddp_plan *p, ddp_instr *in) { (void)p, in->p[COLL_P_RECV] = in->p[COLL_P_SEND]; }
+static void m_path(ddp_plan *p, ddp_instr *in) { (void)p, in->i[COLL_I_PATH] = COLL_PATH_COUNT; }
+static void m_path_rank(ddp_plan *p, ddp_instr *in) { (void)p, in->i[COLL_I_PATH] = COLL_PATH_PEER_COPY; }
 static void m_count_rank(ddp_plan *p, ddp_instr *in) { (void)p, in->i[COLL_I_COUNT] = 24; } /* in bounds on rank 1 */
 static void m_redop_rank(ddp_plan *p, ddp_instr *in) { (void)p, in->i[COLL_I_REDOP] = REDOP_AVG; }
 static void m_root_rank(ddp_plan *p, ddp_instr *in) { (void)p, in->i[COLL_I_ROOT] = 1; }
@@ -188,6 +190,9 @@ static void fixture_cases(void) {
   instr_case(p, "all_to_all count", 0, 0, I_ALL_TO_ALL, 0, m_a2a_count, "p[1] touches 72 bytes", "'h'");
   instr_case(p, "all_to_all in place", 0, 0, I_ALL_TO_ALL, 0, m_a2a_in_place,
              "all_to_all's send and receive buffers overlap (an all-to-all is not in place)", NULL);
+  instr_case(p, "all_to_all path", 0, 0, I_ALL_TO_ALL, 0, m_path, "path 2 (have 2)", NULL);
+  /* copy-engine pulls on one rank and NCCL's collective on the other would wait for each other forever */
+  instr_case(p, "path differs between ranks", 1, 0, I_ALL_TO_ALL, 0, m_path_rank, "i[4] (path) = 1", NULL);
   instr_case(p, "count differs between ranks", 1, 0, I_ALL_REDUCE, 0, m_count_rank,
              "i[0] (count) = 24, rank 0's collective #0 on comm 0 (instruction 10) has 48", NULL);
   instr_case(p, "redop differs between ranks", 1, 0, I_ALL_REDUCE, 0, m_redop_rank, "i[1] (redop) = 1", NULL);
