@@ -274,7 +274,7 @@ enum { COLL_P_SEND = 0, COLL_P_RECV, COLL_P_BUF = 0 };
 enum { COLL_I_COUNT = 0, COLL_I_REDOP, COLL_I_ROOT, COLL_I_PEER = 2, COLL_I_COMM, COLL_I_PATH };
 /* ALL_TO_ALL and ALL_GATHER's i[COLL_I_PATH] (0 on every other collective): NCCL's collective, or (comm 0,
  * the world, in a step program: nccl.movement = "peer_copy") copy-engine pulls from every other rank's send
- * buffer through CUDA IPC, in turn rank + 1, rank + 2, .., between two barriers of the world's ranks: the
+ * buffer through CUDA IPC, from all of them at once, between two barriers of the world's ranks: the
  * first says every rank's send buffer is final, the second that every rank has read this rank's (the
  * reference executor runs both kinds as the collective) */
 enum { COLL_PATH_NCCL = 0, COLL_PATH_PEER_COPY, COLL_PATH_COUNT };
