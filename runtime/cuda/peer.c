@@ -1,4 +1,5 @@
-/* runtime/cuda/peer.c: nccl.all_reduce = "peer" on the GPU. A bucketed DDP plan of that kind has no
+/* runtime/cuda/peer.c: the ranks' own flags and copy engines between GPUs of one host: nccl.all_reduce = "peer"
+ * and "peer_copy", and nccl.movement = "peer_copy". A bucketed DDP plan of the "peer" kind has no
  * all-reduce: each bucket's update (ADAMW with i[ADAMW_I_PEERS] = W) reads every rank's gradient of the
  * bucket straight from that rank's memory and sums it in rank order (templates/optimizer.cu), after the
  * bucket's PEER_BARRIER; one more PEER_BARRIER after the last update says every rank has read them.
@@ -18,7 +19,9 @@
  * the same way, with two barriers each (cx_peer_move): the first says every rank's send buffer is final;
  * then chunk q of the receive buffer is pulled from rank q (its send chunk for this rank in an all-to-all, its
  * whole send buffer in an all-gather), all world - 1 pulls at once on streams of their own forked from the
- * collective's and joined back, and this rank's own chunk copied locally; the second says every rank has read this rank's send buffer, which it may then overwrite, as after
+ * collective's and joined back (DDP_PEER_PUSH=1, experiments: this rank's chunks written into the others'
+ * receive buffers instead), and this rank's own chunk copied locally; the second says every rank has read
+ * this rank's send buffer (and written into its receive buffer), which it may then overwrite, as after
  * NCCL's collective.
  *
  * The mailbox: [0] the constant 1 (copied into a peer's flag), then flag[1 + b * W + q] for the step's b-th
@@ -28,8 +31,10 @@
  * so it returns once every rank's stream has reached barrier b, and what each rank ordered before it (the
  * bucket's gradients) is done. A flag is set again only in the next step, after the last barrier, which every
  * rank passes only after resetting its flags of this step (each barrier is ordered before the last one: the
- * verifier's proof, compiler/verify/peer.c); flags hold only 0 or 1, so a step captured into a CUDA graph
- * replays them unchanged. */
+ * verifier's proof, compiler/verify/peer.c). A moved collective's barriers lie on its own stream, each
+ * followed there by another barrier (its second, or the stream's next first one, in the next step for the
+ * last), which no rank reaches before clearing its flags of the one before; so those too are set again only
+ * once cleared. Flags hold only 0 or 1, so a step captured into a CUDA graph replays them unchanged. */
 #include "cx.h"
 #include "memops.h"
 #include <stdio.h>
