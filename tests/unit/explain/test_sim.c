@@ -3,7 +3,8 @@
  * split around another stream's (the device's free time across gaps); a bucket
  * chain of three GEMMs each followed by its bucket's all-reduce; two ranks where one is slower (the
  * collective barrier delays the other); the collective ring factors; the memory classes; and the
- * profile parser (a good file, every bad field refused with one line). */
+ * profile parser (a good file, every bad field refused with one line); the peer paths and the moved
+ * collectives (nccl.movement) priced on the copy engines. */
 #include "check.h"
 #include "explain.h"
 #include <math.h>
@@ -474,9 +475,40 @@ static void test_peer(const ddp_profile *base) {
   ddp_plan_free(p);
 }
 
+/* (8) nccl.movement = "peer_copy": compute A (2 ms), record e0, B (2 ms); comm: wait e0, ALL_GATHER of 1 MB
+ * per rank (2 ranks: 1 MB on the wire, 1 ms + 0.1 ms, 2 .. 3.1). NCCL's (path 0, no windows) takes SMs: with
+ * collective_share 0.5 B does 0.55 ms of work beside it and the last 1.45 alone, 4.55 ms; moved by copy-engine
+ * pulls (path 1) it slows B by copy_engine_share 0.1: 0.99 beside it, 1.01 alone, 4.11 ms. */
+static void test_moved(const ddp_profile *base) {
+  ddp_profile pr = *base;
+  pr.collective_share = 0.5;
+  pr.copy_engine_share = 0.1;
+  for (int path = 0; path < 2; path++) {
+    ddp_plan *p = new_plan(2);
+    for (int r = 0; r < 2; r++) {
+      gemm(p, r, STREAM_COMPUTE, 1000, 1000, 1000);
+      event(p, r, I_EVENT_RECORD, STREAM_COMPUTE, 0);
+      event(p, r, I_EVENT_WAIT, STREAM_COMM, 0);
+      coll(p, r, I_ALL_GATHER, STREAM_COMM, 250000);
+      p->ranks[r].step.v[p->ranks[r].step.n - 1].i[COLL_I_PATH] = path;
+      gemm(p, r, STREAM_COMPUTE, 1000, 1000, 1000);
+    }
+    CHECK_INT("on the copy engines", path, ddp_coll_on_copy_engines(p, &p->ranks[0].step.v[3]));
+    ddp_sim *s = sim(p, &pr);
+    if (s) {
+      CHECK_T("all-gather end", 3.1 * MS, s->ranks[0].in[3].end);
+      CHECK_T(path ? "B end (slowed by the copy engines' share)" : "B end (slowed by the SM collective's share)",
+              (path ? 4.11 : 4.55) * MS, s->ranks[0].in[4].end);
+    }
+    ddp_sim_free(s);
+    ddp_plan_free(p);
+  }
+}
+
 int main(void) {
   ddp_profile pr = test_profile();
   test_peer(&pr);
+  test_moved(&pr);
   test_p2p(&pr);
   test_two_streams(&pr);
   test_split_kernel(&pr);
