@@ -76,8 +76,6 @@
     "ddprun, experiments, with DDP_LINK_LOAD_MB: a fresh folder the two processes share; each exports its GPU's source chunk there by CUDA IPC and pulls the other's, as data-parallel ranks map their peers' memory (unset: the source is allocated on the other GPU by this process)") \
   X(LINK_LOAD_MODE, "DDP_LINK_LOAD_MODE", INT, 0, 0, 2,                                                      \
     "ddprun, experiments, with DDP_LINK_LOAD_MB: 0 pulls from the other GPU, 1 sets the source up and copies nothing, 2 copies within this GPU (controls that split what the load costs)") \
-  X(PEER_PUSH, "DDP_PEER_PUSH", BOOL, 0, 0, 1,                                                              \
-    "ddprun, experiments, with nccl.movement = \"peer_copy\": 1 has each rank write its chunks into the other ranks' receive buffers (copy-engine pushes) instead of pulling theirs") \
   X(P2P_COPY, "DDP_P2P_COPY", BOOL, 0, 0, 1,                                                               \
     "ddprun: 1 moves the step's SEND/RECV between GPUs of one host by copy-engine copies over CUDA IPC (0: NCCL)") \
   X(PDL, "DDP_PDL", BOOL, 0, 0, 1,                                                                          \

@@ -65,7 +65,6 @@ typedef struct cx_op {
   uint32_t barrier;    /* PEER_BARRIER: its number among the step's barriers; a moved collective: its first (peer.c) */
   const void **peer_src; /* PEER_COPY, moved collective: [world] each rank's source, mapped (NULL for this rank;
                           * peer.c owns it) */
-  void **peer_dst;       /* moved collective: [world] where this rank's chunk goes in each rank's receive buffer */
   cudaEvent_t event;   /* EVENT_RECORD/WAIT, TIMER */
   cx_batch *batch;
 } cx_op;
@@ -132,7 +131,6 @@ typedef struct cx {
   int graph_env;
   int stream_priority;      /* DDP_STREAM_PRIORITY: 0 the plan's, 1 compute first, 2 collectives first (see streams_events_init) */
   int p2p_copy_env;         /* DDP_P2P_COPY (p2p.c) */
-  int peer_push_env;        /* DDP_PEER_PUSH (peer.c) */
   int64_t side_sms, side_streams, side_compute; /* DDP_SIDE_SMS, DDP_SIDE_STREAMS, DDP_SIDE_COMPUTE */
   struct ddp_green *green;  /* the side streams' SM partition (green.h), NULL without DDP_SIDE_SMS */
   struct ddp_power *power;  /* the GPU's energy counters (power.h), NULL where NVML cannot read them */

@@ -153,16 +153,15 @@ static const ddp_exec_vtbl cx_vtbl = {
     .energy = cx_energy,
 };
 
-/* DDP_NCCL_TIMEOUT_S, DDP_CUDA_GRAPH, DDP_STREAM_PRIORITY, DDP_P2P_COPY, DDP_PEER_PUSH, the SM-partition experiments
+/* DDP_NCCL_TIMEOUT_S, DDP_CUDA_GRAPH, DDP_STREAM_PRIORITY, DDP_P2P_COPY, the SM-partition experiments
  * DDP_SIDE_SMS, DDP_SIDE_STREAMS, DDP_SIDE_COMPUTE, DDP_GEMM_SM_TARGET, DDP_NCCL_MEM_ARENAS,
  * DDP_ENERGY, DDP_ENERGY_PERIOD_MS, DDP_PDL and DDP_PERSISTENT_BLOCKS (base/param.h); DDP_LINK_LOAD_MB is
  * link_load.c's. */
 static int read_env(cx *x, char *err, size_t errcap) {
-  int64_t graph, priority, copy, pdl, persistent_blocks, push;
+  int64_t graph, priority, copy, pdl, persistent_blocks;
   if (ddp_param_seconds(PARAM_NCCL_TIMEOUT_S, &x->timeout_s, err, errcap) ||
       ddp_param_int(PARAM_CUDA_GRAPH, &graph, err, errcap) ||
       ddp_param_int(PARAM_STREAM_PRIORITY, &priority, err, errcap) || ddp_param_int(PARAM_P2P_COPY, &copy, err, errcap) ||
-      ddp_param_int(PARAM_PEER_PUSH, &push, err, errcap) ||
       ddp_param_int(PARAM_SIDE_SMS, &x->side_sms, err, errcap) ||
       ddp_param_int(PARAM_SIDE_STREAMS, &x->side_streams, err, errcap) ||
       ddp_param_int(PARAM_SIDE_COMPUTE, &x->side_compute, err, errcap) ||
@@ -176,7 +175,6 @@ static int read_env(cx *x, char *err, size_t errcap) {
   ddp_cuda_set_persistent_blocks((unsigned)persistent_blocks);
   if (!ddp_param_is_set(PARAM_NCCL_MEM_ARENAS)) x->nccl_mem_arenas = -1;
   x->p2p_copy_env = copy == 1;
-  x->peer_push_env = push == 1;
   x->graph_env = graph == 1;
   x->stream_priority = (int)priority;
   return 0;

@@ -19,10 +19,8 @@
  * the same way, with two barriers each (cx_peer_move): the first says every rank's send buffer is final;
  * then chunk q of the receive buffer is pulled from rank q (its send chunk for this rank in an all-to-all, its
  * whole send buffer in an all-gather), all world - 1 pulls at once on streams of their own forked from the
- * collective's and joined back (DDP_PEER_PUSH=1, experiments: this rank's chunks written into the others'
- * receive buffers instead), and this rank's own chunk copied locally; the second says every rank has read
- * this rank's send buffer (and written into its receive buffer), which it may then overwrite, as after
- * NCCL's collective.
+ * collective's and joined back, and this rank's own chunk copied locally; the second says every rank has read
+ * this rank's send buffer, which it may then overwrite, as after NCCL's collective.
  *
  * The mailbox: [0] the constant 1 (copied into a peer's flag), then flag[1 + b * W + q] for the step's b-th
  * barrier (PEER_BARRIERs and the moved collectives' two, in program order) and rank q. Barrier b on its stream:
@@ -60,7 +58,6 @@ struct cx_peer {
   void **peer_arena;       /* [q * ARENA_COUNT + a] mapped, NULL where not opened */
   void **tables;           /* device: world pointers per update with peers */
   const void **srcs;       /* host: world source pointers per PEER_COPY (cx_op.peer_src) */
-  void **dsts;             /* host: world destination pointers per moved collective (cx_op.peer_dst) */
   peer_card *cards;
   /* moved collectives: the pulls from the world - 1 other ranks run at once, each on a stream of its own
    * forked from the collective's stream (fork) and joined back (join[k]) */
@@ -85,13 +82,14 @@ static int make_card(cx *x, struct cx_peer *c, peer_card *mine) {
                         mine->arena, mine->why, sizeof mine->why);
 }
 
-/* Rank q's mapping of the operand `g` of `bytes` bytes (the same arena offset as this rank's: the ranks share
- * the plan's tensor table), checked inside q's arena; NULL with the reason in why. */
+/* Rank q's mapping of the operand `g` of `bytes` bytes, an operand of rank q's instruction (or of this rank's
+ * where both name the same range: the ranks share the plan's tensor table), checked inside q's arena; NULL
+ * with the reason in why. */
 static const uint8_t *peer_operand(cx *x, struct cx_peer *c, int q, const ddp_bufref *g, uint64_t bytes, uint32_t i,
                                    char *why, size_t cap) {
   const uint64_t arena_bytes = g->arena < ARENA_COUNT ? x->base.plan->ranks[q].arena_bytes[g->arena] : 0;
   if (g->arena >= ARENA_COUNT || g->offset > arena_bytes || bytes > arena_bytes - g->offset) {
-    snprintf(why, cap, "step instruction %u: rank %d's gradient lies outside its arena", i, q);
+    snprintf(why, cap, "step instruction %u: rank %d's operand lies outside its arena", i, q);
     return NULL;
   }
   uint8_t **slot = (uint8_t **)&c->peer_arena[(size_t)q * ARENA_COUNT + g->arena];
@@ -112,9 +110,7 @@ static const ddp_instr *next_moved(const ddp_program *prog, uint32_t *at) {
  * send buffer, taken from that rank's own instruction (an in-place gather sends each rank's own chunk). */
 static int map_copies(cx *x, struct cx_peer *c, uint32_t ncopies, char *why, size_t cap) {
   const int W = c->world;
-  if (!(c->srcs = calloc((size_t)ncopies * (size_t)W + 1, sizeof *c->srcs)) ||
-      !(c->dsts = calloc((size_t)ncopies * (size_t)W + 1, sizeof *c->dsts)))
-    return snprintf(why, cap, "out of host memory"), -1;
+  if (!(c->srcs = calloc((size_t)ncopies * (size_t)W + 1, sizeof *c->srcs))) return snprintf(why, cap, "out of host memory"), -1;
   uint32_t *at = calloc((size_t)W, sizeof *at); /* per rank: where its next moved collective is looked for */
   if (!at) return snprintf(why, cap, "out of host memory"), -1;
   uint32_t u = 0;
@@ -125,7 +121,6 @@ static int map_copies(cx *x, struct cx_peer *c, uint32_t ncopies, char *why, siz
     if (!copy && !ddp_instr_peer_copied(op->in)) continue;
     /* a PEER_COPY's range, or one chunk of a moved collective (comm.c: count elements per rank) */
     const uint64_t chunk = copy ? op->bytes : op->count * ddp_dtype_size(op->in->dt[COLL_P_SEND]);
-    op->peer_dst = copy ? NULL : c->dsts + (size_t)u * (size_t)W;
     op->peer_src = c->srcs + (size_t)u++ * (size_t)W;
     for (int q = 0; q < W && !rc; q++) {
       if (q == c->me) continue;
@@ -136,10 +131,8 @@ static int map_copies(cx *x, struct cx_peer *c, uint32_t ncopies, char *why, siz
         rc = -1;
       } else if (!op->skip) {
         const uint8_t *s = peer_operand(x, c, q, &theirs->p[COLL_P_SEND], a2a ? chunk * (uint64_t)W : chunk, i, why, cap);
-        const uint8_t *d = s && !copy ? peer_operand(x, c, q, &theirs->p[COLL_P_RECV], chunk * (uint64_t)W, i, why, cap) : NULL;
-        if (!s || (!copy && !d)) rc = -1;
+        if (!s) rc = -1;
         else op->peer_src[q] = s + (a2a ? chunk * (uint64_t)c->me : 0);
-        if (d) op->peer_dst[q] = (uint8_t *)d + chunk * (uint64_t)c->me;
       }
     }
   }
@@ -209,7 +202,6 @@ void cx_peer_fini(cx *x) {
   free(c->peer_arena);
   free(c->peer_mailbox);
   free(c->srcs);
-  free(c->dsts);
   free(c->cards);
   free(c);
   x->peer = NULL;
@@ -327,18 +319,14 @@ int cx_peer_move(cx *x, const cx_op *op, char *err, size_t errcap) {
   uint8_t *recv = op->ptr[COLL_P_RECV];
   const uint8_t *mine = (const uint8_t *)op->ptr[COLL_P_SEND] + (op->in->opcode == I_ALL_TO_ALL ? chunk * (size_t)c->me : 0);
   if (barrier(c, op->stream, op->barrier, err, errcap)) return -1;
-  /* the pulls from every other rank at once, side stream k - 1 from rank me + k, forked after the barrier;
-   * DDP_PEER_PUSH=1: this rank's chunk for rank me + k written into its receive buffer instead */
-  const uint8_t *send = op->ptr[COLL_P_SEND];
+  /* the pulls from every other rank at once, side stream k - 1 from rank me + k, forked after the barrier
+   * (one after another on the collective's stream, or pushes into the others' buffers instead, measured the
+   * same: docs/PERFORMANCE.md, *Copy-engine pulls for the all-to-alls*) */
   DDP_CUDA_TRY(cudaEventRecord(c->fork, op->stream));
   for (int k = 1; k < c->world; k++) {
     const int q = (c->me + k) % c->world;
     DDP_CUDA_TRY(cudaStreamWaitEvent(c->side[k - 1], c->fork, 0));
-    if (x->peer_push_env)
-      DDP_CUDA_TRY(cudaMemcpyAsync(op->peer_dst[q], op->in->opcode == I_ALL_TO_ALL ? send + chunk * (size_t)q : send,
-                                   chunk, cudaMemcpyDeviceToDevice, c->side[k - 1]));
-    else
-      DDP_CUDA_TRY(cudaMemcpyAsync(recv + chunk * (size_t)q, op->peer_src[q], chunk, cudaMemcpyDeviceToDevice, c->side[k - 1]));
+    DDP_CUDA_TRY(cudaMemcpyAsync(recv + chunk * (size_t)q, op->peer_src[q], chunk, cudaMemcpyDeviceToDevice, c->side[k - 1]));
     DDP_CUDA_TRY(cudaEventRecord(c->join[k - 1], c->side[k - 1]));
   }
   if (recv + chunk * (size_t)c->me != mine) /* an in-place all-gather's chunk is there already */

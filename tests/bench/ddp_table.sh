@@ -39,8 +39,7 @@
 #                     through CUDA IPC after a peer barrier (nccl.all_reduce = "peer"); NAME_pcopy the other
 #                     ranks' bucket first pulled into a local buffer by the copy engines (nccl.all_reduce = "peer_copy")
 #   NAME_mv           an _a2a plan (or a ZeRO plan) with its all-to-alls and all-gathers moved by each rank's own
-#                     copy-engine pulls through CUDA IPC (nccl.movement = "peer_copy"; not with _win / _winz);
-#                     NAME_mv_push the same run with DDP_PEER_PUSH=1 (each rank writes its chunks into the peers' buffers)
+#                     copy-engine pulls through CUDA IPC (nccl.movement = "peer_copy"; not with _win / _winz)
 #   NAME_win          any of the above with its arenas NCCL symmetric windows (nccl.register = "window");
 #                     NAME_winz the same with nccl.cta_policy = "zero" (NCCL's copy-engine all-gather)
 #   NAME_sideN        any of the above run with its communication and update streams in a partition of N SMs
@@ -49,7 +48,7 @@
 #                     partition alone, the GEMMs sized for the whole GPU
 #   NAME_allocM       any of the above run with DDP_NCCL_MEM_ARENAS=M (the arenas of bit mask M from
 #                     ncclMemAlloc: 1 params, 2 grads, 4 optimizer, 8 activations, 16 workspace, 32 io)
-# Suffixes combine in this order: NAME[_ml|_pb][_a2a|_peer|_pcopy][_mv[_push]][_win|_winz][_low[_tail]|_eq][_comm][_allocM][_sideN[_t0]].
+# Suffixes combine in this order: NAME[_ml|_pb][_a2a|_peer|_pcopy][_mv][_win|_winz][_low[_tail]|_eq][_comm][_allocM][_sideN[_t0]].
 # The one-GPU step runs at the start of every round (SINGLE_ROUNDS=0: only the first) on each GPU of
 # SINGLE_GPUS (default all N: single on GPU 0, single_gpuG on GPU G; the ratios are against GPU 0's, and the
 # summary's line before the losses against the slowest GPU's, whose pace the ranks run at); SINGLE_STEPS its steps
@@ -73,7 +72,7 @@ PG=(--set parallel.param_gather=before_forward)
 LOW=(--set streams.update_priority=low)
 EQ=(--set streams.update_priority=equal)
 core() { # NAME: the plan's name without the suffixes
-  local b=${1%_side*}; b=${b%_alloc*}; b=${b%_comm}; b=${b%_tail*}; b=${b%_low}; b=${b%_eq}; b=${b%_winz}; b=${b%_win}; b=${b%_push}; b=${b%_mv}; b=${b%_a2a}; b=${b%_peer}; b=${b%_pcopy}; b=${b%_pb}; echo "${b%_ml}"
+  local b=${1%_side*}; b=${b%_alloc*}; b=${b%_comm}; b=${b%_tail*}; b=${b%_low}; b=${b%_eq}; b=${b%_winz}; b=${b%_win}; b=${b%_mv}; b=${b%_a2a}; b=${b%_peer}; b=${b%_pcopy}; b=${b%_pb}; echo "${b%_ml}"
 }
 mods() { local c; c=$(core "$1"); echo "${1#"$c"}"; } # NAME: its suffixes, e.g. "_winz_low_side16"
 plan() { # NAME SCHEDULE [--set ...]; _low adds LOW, _win / _winz the symmetric windows, _a2a the all-to-all
@@ -144,7 +143,6 @@ for r in $(seq 1 $ROUNDS); do
     [ -f $P/t_$n.bin ] || continue
     m=$(mods $n); prio=0; side=()
     case $m in *_comm*) prio=2 ;; esac
-    case $m in *_push*) side+=(DDP_PEER_PUSH=1) ;; esac
     case $m in *_alloc*) k=${m##*_alloc}; side+=(DDP_NCCL_MEM_ARENAS=${k%%_*}) ;; esac
     case $m in *_side*)
       k=${m##*_side}; k=${k%_t0}; side+=(DDP_SIDE_SMS=$k)
