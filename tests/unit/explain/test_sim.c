@@ -447,19 +447,31 @@ static void test_p2p(const ddp_profile *pr) {
   }
 }
 
+/* The profile of (7) and (8): an SM collective takes half the compute's rate beside it, the copy engines a
+ * tenth. */
+static ddp_profile with_shares(const ddp_profile *base) {
+  ddp_profile pr = *base;
+  pr.collective_share = 0.5;
+  pr.copy_engine_share = 0.1;
+  return pr;
+}
+
+/* Rank r's compute A (2 ms), record e0, and the communication stream waiting for it. */
+static void a_then_comm(ddp_plan *p, int r) {
+  gemm(p, r, STREAM_COMPUTE, 1000, 1000, 1000);
+  event(p, r, I_EVENT_RECORD, STREAM_COMPUTE, 0);
+  event(p, r, I_EVENT_WAIT, STREAM_COMM, 0);
+}
+
 /* (7) nccl.all_reduce = "peer_copy": compute A (2 ms), record e0, B (2 ms); comm: wait e0, PEER_BARRIER (no
  * bytes: the send_recv alpha, 0.1 ms), PEER_COPY of 1 MB from the other rank (1 ms + 0.1 ms). With
  * collective_share 0.5 and copy_engine_share 0.1 the barrier slows nothing (flags, no kernel) and the copy
  * slows B by a tenth: B does 0.1 ms of work in 2 .. 2.1, 0.99 in 2.1 .. 3.2, the last 0.91 alone: 4.11 ms. */
 static void test_peer(const ddp_profile *base) {
-  ddp_profile pr = *base;
-  pr.collective_share = 0.5;
-  pr.copy_engine_share = 0.1;
+  const ddp_profile pr = with_shares(base);
   ddp_plan *p = new_plan(2);
   for (int r = 0; r < 2; r++) {
-    gemm(p, r, STREAM_COMPUTE, 1000, 1000, 1000);
-    event(p, r, I_EVENT_RECORD, STREAM_COMPUTE, 0);
-    event(p, r, I_EVENT_WAIT, STREAM_COMM, 0);
+    a_then_comm(p, r);
     coll(p, r, I_PEER_BARRIER, STREAM_COMM, 0);
     coll(p, r, I_PEER_COPY, STREAM_COMM, 250000);
     gemm(p, r, STREAM_COMPUTE, 1000, 1000, 1000);
@@ -480,15 +492,11 @@ static void test_peer(const ddp_profile *base) {
  * collective_share 0.5 B does 0.55 ms of work beside it and the last 1.45 alone, 4.55 ms; moved by copy-engine
  * pulls (path 1) it slows B by copy_engine_share 0.1: 0.99 beside it, 1.01 alone, 4.11 ms. */
 static void test_moved(const ddp_profile *base) {
-  ddp_profile pr = *base;
-  pr.collective_share = 0.5;
-  pr.copy_engine_share = 0.1;
+  const ddp_profile pr = with_shares(base);
   for (int path = 0; path < 2; path++) {
     ddp_plan *p = new_plan(2);
     for (int r = 0; r < 2; r++) {
-      gemm(p, r, STREAM_COMPUTE, 1000, 1000, 1000);
-      event(p, r, I_EVENT_RECORD, STREAM_COMPUTE, 0);
-      event(p, r, I_EVENT_WAIT, STREAM_COMM, 0);
+      a_then_comm(p, r);
       coll(p, r, I_ALL_GATHER, STREAM_COMM, 250000);
       p->ranks[r].step.v[p->ranks[r].step.n - 1].i[COLL_I_PATH] = path;
       gemm(p, r, STREAM_COMPUTE, 1000, 1000, 1000);
