@@ -63,6 +63,10 @@ struct cx_peer {
    * forked from the collective's stream (fork) and joined back (join[k]) */
   cudaStream_t *side;
   cudaEvent_t fork, *join;
+  /* DDP_PEER_COPY_API 1 or 2: one instruction's copies gathered for one cudaMemcpyBatchAsync */
+  void **batch_dst;
+  const void **batch_src;
+  size_t *batch_bytes;
 };
 
 static int is_update(const cx_op *op) {
@@ -199,6 +203,9 @@ void cx_peer_fini(cx *x) {
   if (c->fork) (void)cudaEventDestroy(c->fork);
   free(c->side);
   free(c->join);
+  free(c->batch_dst);
+  free(c->batch_src);
+  free(c->batch_bytes);
   free(c->peer_arena);
   free(c->peer_mailbox);
   free(c->srcs);
@@ -273,18 +280,26 @@ int cx_peer_init(cx *x, char *err, size_t errcap) {
   if (ok && nupd && build_tables(x, c, nupd, why, sizeof why)) ok = 0;
   if (ok && (ncopy || nmoved) && map_copies(x, c, ncopy + nmoved, why, sizeof why)) ok = 0;
   if (ok && nmoved && make_side_streams(c, why, sizeof why)) ok = 0;
+  if (ok && (ncopy || nmoved) && x->peer_copy_api) {
+    c->batch_dst = calloc((size_t)c->world, sizeof *c->batch_dst);
+    c->batch_src = calloc((size_t)c->world, sizeof *c->batch_src);
+    c->batch_bytes = calloc((size_t)c->world, sizeof *c->batch_bytes);
+    if (!c->batch_dst || !c->batch_src || !c->batch_bytes) ok = 0, snprintf(why, sizeof why, "out of host memory");
+  }
   int all = 0;
   if (cx_all_agree(x, ok, &all, err, errcap)) return -1;
   if (!all)
     return ddp_fail(err, errcap, "%s needs every rank's GPU on one host with peer access: %s",
                     nmoved ? "nccl.movement = \"peer_copy\"" : "nccl.all_reduce = \"peer\"",
                     ok ? "another rank could not map its peers" : why);
+  const char *api = !x->peer_copy_api ? "" : x->graph_env ? ", batched, one copy per peer once captured (a CUDA graph holds no batch)"
+                   : x->peer_copy_api == 1 ? ", batched, preferring overlap with compute" : ", batched";
   if (nmoved)
     snprintf(x->base.p2p, sizeof x->base.p2p,
-             "copy-engine pulls (CUDA IPC) for %u all-to-alls and all-gathers, %u barriers", nmoved, nbar);
+             "copy-engine pulls (CUDA IPC) for %u all-to-alls and all-gathers, %u barriers%s", nmoved, nbar, api);
   else if (ncopy)
-    snprintf(x->base.p2p, sizeof x->base.p2p, "peer copies (copy engines, CUDA IPC) for %u updates, %u barriers", ncopy,
-             nbar);
+    snprintf(x->base.p2p, sizeof x->base.p2p, "peer copies (copy engines, CUDA IPC) for %u updates, %u barriers%s", ncopy,
+             nbar, api);
   else
     snprintf(x->base.p2p, sizeof x->base.p2p, "peer reads (CUDA IPC) for %u updates, %u barriers", nupd, nbar);
   return 0;
@@ -312,6 +327,21 @@ int cx_exec_PEER_BARRIER(cx *x, const cx_op *op, int64_t step, char *err, size_t
   return barrier(c, op->stream, op->barrier, err, errcap);
 }
 
+/* The n copies gathered in c->batch_* as one cudaMemcpyBatchAsync on s, in stream order (DDP_PEER_COPY_API 1
+ * with the hint NCCL's copy-engine collectives give theirs, 2 without it). */
+static int copy_batch(const cx *x, struct cx_peer *c, cudaStream_t s, size_t n, char *err, size_t errcap) {
+  struct cudaMemcpyAttributes attr;
+  memset(&attr, 0, sizeof attr);
+  attr.srcAccessOrder = cudaMemcpySrcAccessOrderStream;
+  attr.flags = x->peer_copy_api == 1 ? cudaMemcpyFlagPreferOverlapWithCompute : 0;
+  size_t first = 0;
+  DDP_CUDA_TRY(cudaMemcpyBatchAsync(c->batch_dst, c->batch_src, c->batch_bytes, n, &attr, &first, 1, s));
+  return 0;
+}
+
+/* A batch cannot be captured (and a refused one does not fail the capture), so a captured step copies one by one. */
+static int batched(const cx *x) { return x->peer_copy_api && !x->capturing; }
+
 int cx_peer_move(cx *x, const cx_op *op, char *err, size_t errcap) {
   struct cx_peer *c = x->peer;
   if (!c || !op->peer_src) return ddp_fail(err, errcap, "moved collective without the peers mapped (cx_peer_init)");
@@ -319,6 +349,17 @@ int cx_peer_move(cx *x, const cx_op *op, char *err, size_t errcap) {
   uint8_t *recv = op->ptr[COLL_P_RECV];
   const uint8_t *mine = (const uint8_t *)op->ptr[COLL_P_SEND] + (op->in->opcode == I_ALL_TO_ALL ? chunk * (size_t)c->me : 0);
   if (barrier(c, op->stream, op->barrier, err, errcap)) return -1;
+  if (batched(x)) {
+    size_t n = 0;
+    for (int k = 1; k < c->world; k++, n++) {
+      const int q = (c->me + k) % c->world;
+      c->batch_dst[n] = recv + chunk * (size_t)q, c->batch_src[n] = op->peer_src[q], c->batch_bytes[n] = chunk;
+    }
+    if (recv + chunk * (size_t)c->me != mine)
+      c->batch_dst[n] = recv + chunk * (size_t)c->me, c->batch_src[n] = mine, c->batch_bytes[n++] = chunk;
+    if (copy_batch(x, c, op->stream, n, err, errcap)) return -1;
+    return barrier(c, op->stream, op->barrier + 1, err, errcap);
+  }
   /* the pulls from every other rank at once, side stream k - 1 from rank me + k, forked after the barrier
    * (one after another on the collective's stream, or pushes into the others' buffers instead, measured the
    * same: docs/PERFORMANCE.md, *Copy-engine pulls for the all-to-alls*) */
@@ -342,6 +383,14 @@ int cx_exec_PEER_COPY(cx *x, const cx_op *op, int64_t step, char *err, size_t er
   if (!c || !op->peer_src) return ddp_fail(err, errcap, "peer copy without the peers mapped (cx_peer_init)");
   /* rank me + k first at turn k (mod the world): every rank is read by one other at a time. In rank order
    * every other rank pulls from rank 0 first, and one GPU's outgoing links serve world - 1 copies at once. */
+  if (batched(x)) {
+    for (int k = 1; k < c->world; k++) {
+      const int q = (c->me + k) % c->world;
+      c->batch_dst[k - 1] = (uint8_t *)op->ptr[COLL_P_RECV] + (size_t)(q < c->me ? q : q - 1) * op->bytes;
+      c->batch_src[k - 1] = op->peer_src[q], c->batch_bytes[k - 1] = op->bytes;
+    }
+    return copy_batch(x, c, op->stream, (size_t)c->world - 1, err, errcap);
+  }
   for (int k = 1; k < c->world; k++) {
     const int q = (c->me + k) % c->world;
     DDP_CUDA_TRY(cudaMemcpyAsync((uint8_t *)op->ptr[COLL_P_RECV] + (size_t)(q < c->me ? q : q - 1) * op->bytes,
