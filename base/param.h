@@ -78,8 +78,8 @@
     "ddprun, experiments, with DDP_LINK_LOAD_MB: 0 pulls from the other GPU, 1 sets the source up and copies nothing, 2 copies within this GPU (controls that split what the load costs)") \
   X(P2P_COPY, "DDP_P2P_COPY", BOOL, 0, 0, 1,                                                               \
     "ddprun: 1 moves the step's SEND/RECV between GPUs of one host by copy-engine copies over CUDA IPC (0: NCCL)") \
-  X(PEER_COPY_API, "DDP_PEER_COPY_API", INT, 0, 0, 2,                                                     \
-    "ddprun, experiments: how the ranks' own copy-engine copies between GPUs (nccl.movement and nccl.all_reduce = \"peer_copy\") are issued: 0 one cudaMemcpyAsync per peer (a moved collective's on streams of their own), 1 all of an instruction's copies in one cudaMemcpyBatchAsync with cudaMemcpyFlagPreferOverlapWithCompute, 2 the same batch without the flag; a step captured into a CUDA graph, which cannot hold a batch, takes 0") \
+  X(PEER_COPY_BATCH, "DDP_PEER_COPY_BATCH", BOOL, 1, 0, 1,                                                 \
+    "ddprun: 1 issues each instruction's copy-engine copies between GPUs (nccl.movement, nccl.all_reduce = \"peer_copy\") as one cudaMemcpyBatchAsync with the hint to overlap compute, as NCCL's copy-engine collectives do; 0 one cudaMemcpyAsync per peer (a moved collective's on streams of their own). A step captured into a CUDA graph, which cannot hold a batch, copies one by one") \
   X(PDL, "DDP_PDL", BOOL, 0, 0, 1,                                                                          \
     "ddprun, experiments: 1 launches the templates' kernels with programmatic stream serialisation, so each may start while the kernel before it on its stream finishes (it waits in its first statement, DDP_GRID_DEPENDENCY)") \
   X(PERSISTENT_BLOCKS, "DDP_PERSISTENT_BLOCKS", INT, 0, 1, 1048576,                                          \

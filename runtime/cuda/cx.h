@@ -131,7 +131,7 @@ typedef struct cx {
   int graph_env;
   int stream_priority;      /* DDP_STREAM_PRIORITY: 0 the plan's, 1 compute first, 2 collectives first (see streams_events_init) */
   int p2p_copy_env;         /* DDP_P2P_COPY (p2p.c) */
-  int64_t peer_copy_api;    /* DDP_PEER_COPY_API (peer.c) */
+  int64_t peer_copy_batch;  /* DDP_PEER_COPY_BATCH (peer.c) */
   int64_t side_sms, side_streams, side_compute; /* DDP_SIDE_SMS, DDP_SIDE_STREAMS, DDP_SIDE_COMPUTE */
   struct ddp_green *green;  /* the side streams' SM partition (green.h), NULL without DDP_SIDE_SMS */
   struct ddp_power *power;  /* the GPU's energy counters (power.h), NULL where NVML cannot read them */

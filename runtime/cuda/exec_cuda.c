@@ -155,7 +155,7 @@ static const ddp_exec_vtbl cx_vtbl = {
 
 /* DDP_NCCL_TIMEOUT_S, DDP_CUDA_GRAPH, DDP_STREAM_PRIORITY, DDP_P2P_COPY, the SM-partition experiments
  * DDP_SIDE_SMS, DDP_SIDE_STREAMS, DDP_SIDE_COMPUTE, DDP_GEMM_SM_TARGET, DDP_NCCL_MEM_ARENAS,
- * DDP_ENERGY, DDP_ENERGY_PERIOD_MS, DDP_PEER_COPY_API, DDP_PDL and DDP_PERSISTENT_BLOCKS (base/param.h); DDP_LINK_LOAD_MB is
+ * DDP_ENERGY, DDP_ENERGY_PERIOD_MS, DDP_PEER_COPY_BATCH, DDP_PDL and DDP_PERSISTENT_BLOCKS (base/param.h); DDP_LINK_LOAD_MB is
  * link_load.c's. */
 static int read_env(cx *x, char *err, size_t errcap) {
   int64_t graph, priority, copy, pdl, persistent_blocks;
@@ -169,7 +169,7 @@ static int read_env(cx *x, char *err, size_t errcap) {
       ddp_param_int(PARAM_NCCL_MEM_ARENAS, &x->nccl_mem_arenas, err, errcap) ||
       ddp_param_int(PARAM_ENERGY, &x->energy_env, err, errcap) ||
       ddp_param_int(PARAM_ENERGY_PERIOD_MS, &x->energy_period_ms, err, errcap) ||
-      ddp_param_int(PARAM_PEER_COPY_API, &x->peer_copy_api, err, errcap) ||
+      ddp_param_int(PARAM_PEER_COPY_BATCH, &x->peer_copy_batch, err, errcap) ||
       ddp_param_int(PARAM_PDL, &pdl, err, errcap) || ddp_param_int(PARAM_PERSISTENT_BLOCKS, &persistent_blocks, err, errcap))
     return -1;
   ddp_cuda_set_grid_overlap(pdl == 1);

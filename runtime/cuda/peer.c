@@ -10,17 +10,18 @@
  * no collective to fall back on, so every rank's GPU must be on this host with peer access, or every rank's
  * load fails with the reason.
  *
- * With "peer_copy" each bucket's update instead follows a PEER_COPY on its stream: one cudaMemcpyAsync per
- * other rank from that rank's gradient (mapped the same way) into the local receive buffer (a copy engine,
+ * With "peer_copy" each bucket's update instead follows a PEER_COPY on its stream: a copy per other rank (one
+ * batch, as below) from that rank's gradient (mapped the same way) into the local receive buffer (a copy engine,
  * no SM), ranks me + 1, me + 2, .. in turn so that no rank serves two copies at once, and the update's table
  * points at this rank's gradient and the received chunks, all local.
  *
  * With nccl.movement = "peer_copy" the world's ALL_TO_ALLs and ALL_GATHERs of the step (COLL_I_PATH) are moved
  * the same way, with two barriers each (cx_peer_move): the first says every rank's send buffer is final;
  * then chunk q of the receive buffer is pulled from rank q (its send chunk for this rank in an all-to-all, its
- * whole send buffer in an all-gather), all world - 1 pulls at once on streams of their own forked from the
- * collective's and joined back, and this rank's own chunk copied locally; the second says every rank has read
- * this rank's send buffer, which it may then overwrite, as after NCCL's collective.
+ * whole send buffer in an all-gather) and this rank's own chunk copied locally, all in one cudaMemcpyBatchAsync
+ * on the collective's stream (DDP_PEER_COPY_BATCH=0, or in a captured step: one cudaMemcpyAsync per pull, all
+ * world - 1 at once on streams of their own forked from the collective's and joined back); the second says
+ * every rank has read this rank's send buffer, which it may then overwrite, as after NCCL's collective.
  *
  * The mailbox: [0] the constant 1 (copied into a peer's flag), then flag[1 + b * W + q] for the step's b-th
  * barrier (PEER_BARRIERs and the moved collectives' two, in program order) and rank q. Barrier b on its stream:
@@ -63,7 +64,7 @@ struct cx_peer {
    * forked from the collective's stream (fork) and joined back (join[k]) */
   cudaStream_t *side;
   cudaEvent_t fork, *join;
-  /* DDP_PEER_COPY_API 1 or 2: one instruction's copies gathered for one cudaMemcpyBatchAsync */
+  /* DDP_PEER_COPY_BATCH: one instruction's copies gathered for one cudaMemcpyBatchAsync */
   void **batch_dst;
   const void **batch_src;
   size_t *batch_bytes;
@@ -280,7 +281,7 @@ int cx_peer_init(cx *x, char *err, size_t errcap) {
   if (ok && nupd && build_tables(x, c, nupd, why, sizeof why)) ok = 0;
   if (ok && (ncopy || nmoved) && map_copies(x, c, ncopy + nmoved, why, sizeof why)) ok = 0;
   if (ok && nmoved && make_side_streams(c, why, sizeof why)) ok = 0;
-  if (ok && (ncopy || nmoved) && x->peer_copy_api) {
+  if (ok && (ncopy || nmoved) && x->peer_copy_batch) {
     c->batch_dst = calloc((size_t)c->world, sizeof *c->batch_dst);
     c->batch_src = calloc((size_t)c->world, sizeof *c->batch_src);
     c->batch_bytes = calloc((size_t)c->world, sizeof *c->batch_bytes);
@@ -292,8 +293,9 @@ int cx_peer_init(cx *x, char *err, size_t errcap) {
     return ddp_fail(err, errcap, "%s needs every rank's GPU on one host with peer access: %s",
                     nmoved ? "nccl.movement = \"peer_copy\"" : "nccl.all_reduce = \"peer\"",
                     ok ? "another rank could not map its peers" : why);
-  const char *api = !x->peer_copy_api ? "" : x->graph_env ? ", batched, one copy per peer once captured (a CUDA graph holds no batch)"
-                   : x->peer_copy_api == 1 ? ", batched, preferring overlap with compute" : ", batched";
+  const char *api = !x->peer_copy_batch ? ""
+                   : x->graph_env         ? ", batched, one copy per peer once captured (a CUDA graph holds no batch)"
+                                          : ", batched";
   if (nmoved)
     snprintf(x->base.p2p, sizeof x->base.p2p,
              "copy-engine pulls (CUDA IPC) for %u all-to-alls and all-gathers, %u barriers%s", nmoved, nbar, api);
@@ -327,20 +329,21 @@ int cx_exec_PEER_BARRIER(cx *x, const cx_op *op, int64_t step, char *err, size_t
   return barrier(c, op->stream, op->barrier, err, errcap);
 }
 
-/* The n copies gathered in c->batch_* as one cudaMemcpyBatchAsync on s, in stream order (DDP_PEER_COPY_API 1
- * with the hint NCCL's copy-engine collectives give theirs, 2 without it). */
-static int copy_batch(const cx *x, struct cx_peer *c, cudaStream_t s, size_t n, char *err, size_t errcap) {
+/* The n copies gathered in c->batch_* as one cudaMemcpyBatchAsync on s, in stream order, with the hint NCCL's
+ * copy-engine collectives give theirs (without it they measured the same: docs/PERFORMANCE.md, *Copies in
+ * one batch*). */
+static int copy_batch(struct cx_peer *c, cudaStream_t s, size_t n, char *err, size_t errcap) {
   struct cudaMemcpyAttributes attr;
   memset(&attr, 0, sizeof attr);
   attr.srcAccessOrder = cudaMemcpySrcAccessOrderStream;
-  attr.flags = x->peer_copy_api == 1 ? cudaMemcpyFlagPreferOverlapWithCompute : 0;
+  attr.flags = cudaMemcpyFlagPreferOverlapWithCompute;
   size_t first = 0;
   DDP_CUDA_TRY(cudaMemcpyBatchAsync(c->batch_dst, c->batch_src, c->batch_bytes, n, &attr, &first, 1, s));
   return 0;
 }
 
 /* A batch cannot be captured (and a refused one does not fail the capture), so a captured step copies one by one. */
-static int batched(const cx *x) { return x->peer_copy_api && !x->capturing; }
+static int batched(const cx *x) { return x->peer_copy_batch && !x->capturing; }
 
 int cx_peer_move(cx *x, const cx_op *op, char *err, size_t errcap) {
   struct cx_peer *c = x->peer;
@@ -357,7 +360,7 @@ int cx_peer_move(cx *x, const cx_op *op, char *err, size_t errcap) {
     }
     if (recv + chunk * (size_t)c->me != mine)
       c->batch_dst[n] = recv + chunk * (size_t)c->me, c->batch_src[n] = mine, c->batch_bytes[n++] = chunk;
-    if (copy_batch(x, c, op->stream, n, err, errcap)) return -1;
+    if (copy_batch(c, op->stream, n, err, errcap)) return -1;
     return barrier(c, op->stream, op->barrier + 1, err, errcap);
   }
   /* the pulls from every other rank at once, side stream k - 1 from rank me + k, forked after the barrier
@@ -389,7 +392,7 @@ int cx_exec_PEER_COPY(cx *x, const cx_op *op, int64_t step, char *err, size_t er
       c->batch_dst[k - 1] = (uint8_t *)op->ptr[COLL_P_RECV] + (size_t)(q < c->me ? q : q - 1) * op->bytes;
       c->batch_src[k - 1] = op->peer_src[q], c->batch_bytes[k - 1] = op->bytes;
     }
-    return copy_batch(x, c, op->stream, (size_t)c->world - 1, err, errcap);
+    return copy_batch(c, op->stream, (size_t)c->world - 1, err, errcap);
   }
   for (int k = 1; k < c->world; k++) {
     const int q = (c->me + k) % c->world;

@@ -48,9 +48,9 @@
 #                     partition alone, the GEMMs sized for the whole GPU
 #   NAME_allocM       any of the above run with DDP_NCCL_MEM_ARENAS=M (the arenas of bit mask M from
 #                     ncclMemAlloc: 1 params, 2 grads, 4 optimizer, 8 activations, 16 workspace, 32 io)
-#   NAME_apiK         a _mv or _pcopy plan run with DDP_PEER_COPY_API=K (1: each instruction's copies in one
-#                     cudaMemcpyBatchAsync with the hint to overlap compute; 2: the same without the hint)
-# Suffixes combine in this order: NAME[_ml|_pb][_a2a|_peer|_pcopy][_mv][_win|_winz][_low[_tail]|_eq][_comm][_allocM][_apiK][_sideN[_t0]].
+#   NAME_each         a _mv or _pcopy plan run with DDP_PEER_COPY_BATCH=0 (one cudaMemcpyAsync per peer, not
+#                     one batch per instruction)
+# Suffixes combine in this order: NAME[_ml|_pb][_a2a|_peer|_pcopy][_mv][_win|_winz][_low[_tail]|_eq][_comm][_allocM][_each][_sideN[_t0]].
 # The one-GPU step runs at the start of every round (SINGLE_ROUNDS=0: only the first) on each GPU of
 # SINGLE_GPUS (default all N: single on GPU 0, single_gpuG on GPU G; the ratios are against GPU 0's, and the
 # summary's line before the losses against the slowest GPU's, whose pace the ranks run at); SINGLE_STEPS its steps
@@ -74,7 +74,7 @@ PG=(--set parallel.param_gather=before_forward)
 LOW=(--set streams.update_priority=low)
 EQ=(--set streams.update_priority=equal)
 core() { # NAME: the plan's name without the suffixes
-  local b=${1%_side*}; b=${b%_api[0-9]*}; b=${b%_alloc*}; b=${b%_comm}; b=${b%_tail*}; b=${b%_low}; b=${b%_eq}; b=${b%_winz}; b=${b%_win}; b=${b%_mv}; b=${b%_a2a}; b=${b%_peer}; b=${b%_pcopy}; b=${b%_pb}; echo "${b%_ml}"
+  local b=${1%_side*}; b=${b%_each}; b=${b%_alloc*}; b=${b%_comm}; b=${b%_tail*}; b=${b%_low}; b=${b%_eq}; b=${b%_winz}; b=${b%_win}; b=${b%_mv}; b=${b%_a2a}; b=${b%_peer}; b=${b%_pcopy}; b=${b%_pb}; echo "${b%_ml}"
 }
 mods() { local c; c=$(core "$1"); echo "${1#"$c"}"; } # NAME: its suffixes, e.g. "_winz_low_side16"
 plan() { # NAME SCHEDULE [--set ...]; _low adds LOW, _win / _winz the symmetric windows, _a2a the all-to-all
@@ -146,7 +146,7 @@ for r in $(seq 1 $ROUNDS); do
     m=$(mods $n); prio=0; side=()
     case $m in *_comm*) prio=2 ;; esac
     case $m in *_alloc*) k=${m##*_alloc}; side+=(DDP_NCCL_MEM_ARENAS=${k%%_*}) ;; esac
-    case $m in *_api[0-9]*) k=${m##*_api}; side+=(DDP_PEER_COPY_API=${k%%_*}) ;; esac
+    case $m in *_each*) side+=(DDP_PEER_COPY_BATCH=0) ;; esac
     case $m in *_side*)
       k=${m##*_side}; k=${k%_t0}; side+=(DDP_SIDE_SMS=$k)
       case $m in *_t0) ;; *) side+=(DDP_GEMM_SM_TARGET=$((${SMS:-132} - k))) ;; esac ;;
