@@ -18,9 +18,9 @@
  * With nccl.movement = "peer_copy" the world's ALL_TO_ALLs and ALL_GATHERs of the step (COLL_I_PATH) are moved
  * the same way, with two barriers each (cx_peer_move): the first says every rank's send buffer is final;
  * then chunk q of the receive buffer is pulled from rank q (its send chunk for this rank in an all-to-all, its
- * whole send buffer in an all-gather) and this rank's own chunk copied locally, all in one cudaMemcpyBatchAsync
- * on the collective's stream (DDP_PEER_COPY_BATCH=0, or in a captured step: one cudaMemcpyAsync per pull, all
- * world - 1 at once on streams of their own forked from the collective's and joined back); the second says
+ * whole send buffer in an all-gather), all world - 1 pulls in one cudaMemcpyBatchAsync on a stream forked from
+ * the collective's and joined back (DDP_PEER_COPY_BATCH=0, or in a captured step: one cudaMemcpyAsync per pull,
+ * each on a stream of its own), while the collective's stream copies this rank's own chunk; the second says
  * every rank has read this rank's send buffer, which it may then overwrite, as after NCCL's collective.
  *
  * The mailbox: [0] the constant 1 (copied into a peer's flag), then flag[1 + b * W + q] for the step's b-th
@@ -352,30 +352,26 @@ int cx_peer_move(cx *x, const cx_op *op, char *err, size_t errcap) {
   uint8_t *recv = op->ptr[COLL_P_RECV];
   const uint8_t *mine = (const uint8_t *)op->ptr[COLL_P_SEND] + (op->in->opcode == I_ALL_TO_ALL ? chunk * (size_t)c->me : 0);
   if (barrier(c, op->stream, op->barrier, err, errcap)) return -1;
-  if (batched(x)) {
-    size_t n = 0;
-    for (int k = 1; k < c->world; k++, n++) {
-      const int q = (c->me + k) % c->world;
-      c->batch_dst[n] = recv + chunk * (size_t)q, c->batch_src[n] = op->peer_src[q], c->batch_bytes[n] = chunk;
-    }
-    if (recv + chunk * (size_t)c->me != mine)
-      c->batch_dst[n] = recv + chunk * (size_t)c->me, c->batch_src[n] = mine, c->batch_bytes[n++] = chunk;
-    if (copy_batch(c, op->stream, n, err, errcap)) return -1;
-    return barrier(c, op->stream, op->barrier + 1, err, errcap);
-  }
-  /* the pulls from every other rank at once, side stream k - 1 from rank me + k, forked after the barrier
-   * (one after another on the collective's stream, or pushes into the others' buffers instead, measured the
-   * same: docs/PERFORMANCE.md, *Copy-engine pulls for the all-to-alls*) */
+  /* the pulls from every other rank at once, forked after the barrier onto side streams: all in one batch on the
+   * first, or one per stream, k - 1 from rank me + k (one after another on the collective's stream, or pushes
+   * into the others' buffers instead, measured the same: docs/PERFORMANCE.md, *Copy-engine pulls for the
+   * all-to-alls*); this rank's own chunk meanwhile by a plain copy on the collective's stream (in the batch
+   * it made the 2-rank step 3 ms slower: *Copies in one batch*) */
+  const int batch = batched(x), streams = batch ? 1 : c->world - 1;
   DDP_CUDA_TRY(cudaEventRecord(c->fork, op->stream));
+  for (int k = 0; k < streams; k++) DDP_CUDA_TRY(cudaStreamWaitEvent(c->side[k], c->fork, 0));
   for (int k = 1; k < c->world; k++) {
     const int q = (c->me + k) % c->world;
-    DDP_CUDA_TRY(cudaStreamWaitEvent(c->side[k - 1], c->fork, 0));
-    DDP_CUDA_TRY(cudaMemcpyAsync(recv + chunk * (size_t)q, op->peer_src[q], chunk, cudaMemcpyDeviceToDevice, c->side[k - 1]));
-    DDP_CUDA_TRY(cudaEventRecord(c->join[k - 1], c->side[k - 1]));
+    if (batch)
+      c->batch_dst[k - 1] = recv + chunk * (size_t)q, c->batch_src[k - 1] = op->peer_src[q], c->batch_bytes[k - 1] = chunk;
+    else
+      DDP_CUDA_TRY(cudaMemcpyAsync(recv + chunk * (size_t)q, op->peer_src[q], chunk, cudaMemcpyDeviceToDevice, c->side[k - 1]));
   }
+  if (batch && copy_batch(c, c->side[0], (size_t)c->world - 1, err, errcap)) return -1;
+  for (int k = 0; k < streams; k++) DDP_CUDA_TRY(cudaEventRecord(c->join[k], c->side[k]));
   if (recv + chunk * (size_t)c->me != mine) /* an in-place all-gather's chunk is there already */
     DDP_CUDA_TRY(cudaMemcpyAsync(recv + chunk * (size_t)c->me, mine, chunk, cudaMemcpyDeviceToDevice, op->stream));
-  for (int k = 1; k < c->world; k++) DDP_CUDA_TRY(cudaStreamWaitEvent(op->stream, c->join[k - 1], 0));
+  for (int k = 0; k < streams; k++) DDP_CUDA_TRY(cudaStreamWaitEvent(op->stream, c->join[k], 0));
   return barrier(c, op->stream, op->barrier + 1, err, errcap);
 }
 
