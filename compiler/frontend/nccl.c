@@ -97,5 +97,8 @@ void fe_nccl(fe_conv *c, const fe_tab *root) {
   if (mv == NCCL_MOVE_PEER_COPY && (s->stages > 0 || s->mesh_tensor > 1 || s->ranks < 2))
     fe_fail(c, &t, "movement", "\"peer_copy\" needs data parallelism on more than one rank, without pipelines or a "
                               "tensor axis (it moves the world's all-to-alls and all-gathers)");
+  if (mv == NCCL_MOVE_PEER_COPY && s->nccl_register == NCCL_REGISTER_WINDOW)
+    fe_fail(c, &t, "movement", "\"peer_copy\" maps the peers' arenas through CUDA IPC, which cannot map the "
+                              "ncclMemAlloc memory of register = \"window\"");
   s->nccl_movement = mv;
 }

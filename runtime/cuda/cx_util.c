@@ -24,8 +24,7 @@ int cx_ipc_mailbox(cx *x, size_t nflags, uint64_t **mailbox, char bus[32], cudaI
   if (rc == cudaSuccess) rc = cudaMemcpy(*mailbox, &one, sizeof one, cudaMemcpyHostToDevice), call = "cudaMemcpy(flags)";
   if (rc == cudaSuccess) rc = cudaIpcGetMemHandle(mailbox_handle, *mailbox), call = "cudaIpcGetMemHandle(flags)";
   for (int a = 0; rc == cudaSuccess && a < ARENA_COUNT; a++)
-    if (x->arena[a] && !x->arena_nccl[a]) /* ncclMemAlloc'd: CUDA IPC cannot export it (peer.c maps its window) */
-      rc = cudaIpcGetMemHandle(&arena_handle[a], x->arena[a]), call = "cudaIpcGetMemHandle(arena)";
+    if (x->arena[a]) rc = cudaIpcGetMemHandle(&arena_handle[a], x->arena[a]), call = "cudaIpcGetMemHandle(arena)";
   if (rc == cudaSuccess) return 0;
   (void)cudaGetLastError();
   snprintf(why, cap, "%s:%d: %s: %s", __FILE__, __LINE__, call, cudaGetErrorString(rc));

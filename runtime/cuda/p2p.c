@@ -64,10 +64,6 @@ static int plan_has_p2p(const ddp_plan *p) {
 /* This rank's ability to use the copy path (1), or 0 with the reason in why. */
 static int local_able(cx *x, struct cx_p2p *c, char *why, size_t cap) {
   if (!x->p2p_copy_env) return snprintf(why, cap, "DDP_P2P_COPY=0"), 0;
-  for (int a = 0; a < ARENA_COUNT; a++)
-    if (x->arena_nccl[a])
-      return snprintf(why, cap, "the %s arena is ncclMemAlloc'd (nccl.register = \"window\"), which CUDA IPC cannot map",
-                      ddp_arena_name(a)), 0;
   int v = 0;
   if (cudaDeviceGetAttribute(&v, cudaDevAttrUnifiedAddressing, x->device) != cudaSuccess || !v)
     return (void)cudaGetLastError(), snprintf(why, cap, "no unified addressing"), 0;

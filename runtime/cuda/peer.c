@@ -36,7 +36,6 @@
  * once cleared. Flags hold only 0 or 1, so a step captured into a CUDA graph replays them unchanged. */
 #include "cx.h"
 #include "memops.h"
-#include "window_peer.h"
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -58,7 +57,6 @@ struct cx_peer {
   uint64_t *mailbox;       /* 1 + nbarriers * world flags */
   uint64_t **peer_mailbox; /* [q] mapped, NULL for this rank */
   void **peer_arena;       /* [q * ARENA_COUNT + a] mapped, NULL where not opened */
-  void **peer_window;      /* [q * ARENA_COUNT + a] where an ncclMemAlloc'd arena is q's window (window_peer.c) */
   void **tables;           /* device: world pointers per update with peers */
   const void **srcs;       /* host: world source pointers per PEER_COPY (cx_op.peer_src) */
   peer_card *cards;
@@ -99,14 +97,7 @@ static const uint8_t *peer_operand(cx *x, struct cx_peer *c, int q, const ddp_bu
     snprintf(why, cap, "step instruction %u: rank %d's operand lies outside its arena", i, q);
     return NULL;
   }
-  const size_t k = (size_t)q * ARENA_COUNT + g->arena;
-  if (x->arena_nccl[g->arena]) { /* nccl = { register = "window" }: NCCL has mapped q's window here already */
-    if (!c->peer_window[k] && ddp_window_peer_base(x->wins ? x->wins[g->arena] : NULL, x->arena[g->arena], c->me, q,
-                                                   ddp_arena_name((int)g->arena), &c->peer_window[k], why, cap))
-      return NULL;
-    return (const uint8_t *)c->peer_window[k] + g->offset;
-  }
-  uint8_t **slot = (uint8_t **)&c->peer_arena[k];
+  uint8_t **slot = (uint8_t **)&c->peer_arena[(size_t)q * ARENA_COUNT + g->arena];
   if (!*slot && !(*slot = cx_ipc_open(c->cards[q].arena[g->arena], q, ddp_arena_name((int)g->arena), why, cap)))
     return NULL;
   return *slot + g->offset;
@@ -217,7 +208,6 @@ void cx_peer_fini(cx *x) {
   free(c->batch_src);
   free(c->batch_bytes);
   free(c->peer_arena);
-  free(c->peer_window);
   free(c->peer_mailbox);
   free(c->srcs);
   free(c->cards);
@@ -270,9 +260,8 @@ int cx_peer_init(cx *x, char *err, size_t errcap) {
   c->nbarriers = nbar;
   c->cards = calloc((size_t)c->world, sizeof *c->cards);
   c->peer_arena = calloc((size_t)c->world * ARENA_COUNT, sizeof *c->peer_arena);
-  c->peer_window = calloc((size_t)c->world * ARENA_COUNT, sizeof *c->peer_window);
   c->peer_mailbox = calloc((size_t)c->world, sizeof *c->peer_mailbox);
-  if (!c->cards || !c->peer_arena || !c->peer_window || !c->peer_mailbox) return ddp_fail(err, errcap, "out of host memory");
+  if (!c->cards || !c->peer_arena || !c->peer_mailbox) return ddp_fail(err, errcap, "out of host memory");
   peer_card *mine = &c->cards[c->me];
   mine->host = cx_host_hash();
   mine->able = make_card(x, c, mine) == 0;

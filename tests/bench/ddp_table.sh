@@ -39,8 +39,7 @@
 #                     through CUDA IPC after a peer barrier (nccl.all_reduce = "peer"); NAME_pcopy the other
 #                     ranks' bucket first pulled into a local buffer by the copy engines (nccl.all_reduce = "peer_copy")
 #   NAME_mv           an _a2a plan (or a ZeRO plan) with its all-to-alls and all-gathers moved by each rank's own
-#                     copy-engine pulls through CUDA IPC (nccl.movement = "peer_copy"; with _win the pulls read
-#                     the peers' NCCL windows instead)
+#                     copy-engine pulls through CUDA IPC (nccl.movement = "peer_copy"; not with _win / _winz)
 #   NAME_win          any of the above with its arenas NCCL symmetric windows (nccl.register = "window");
 #                     NAME_winz the same with nccl.cta_policy = "zero" (NCCL's copy-engine all-gather)
 #   NAME_sideN        any of the above run with its communication and update streams in a partition of N SMs

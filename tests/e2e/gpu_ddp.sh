@@ -188,11 +188,6 @@ peer_api tiny_zero3_a2a_mv_each tiny_zero3_a2a_mv tiny_zero3_a2a "barriers$" DDP
 peer_api tiny_ar_pcopy_batch tiny_ar_pcopy tiny_ar_peer "^peer copies .*barriers, batched$" DDP_PEER_COPY_BATCH=1
 peer_api tiny_ar_pcopy_each tiny_ar_pcopy tiny_ar_peer "^peer copies .*barriers$" DDP_PEER_COPY_BATCH=0
 peer_api tiny_ar_a2a_mv_graph tiny_ar_a2a_mv tiny_ar_a2a_optoverlap "one copy per peer once captured" DDP_CUDA_GRAPH=1
-# ... and on NCCL's symmetric windows (register = "window"): the pulls read the peers' windows where NCCL mapped
-# them (runtime/cuda/window_peer.c), bitwise the same, and the run line counts the windows
-write tiny_ar_a2a_mv_win "$tiny" $N ', sync = "bucketed", bucket_mb = 0.05, overlap = "backward", optimizer_overlap = true' \
-  "$adam" 4 "$tdata, nccl = { all_reduce = \"alltoall\", movement = \"peer_copy\", register = \"window\" }" &&
-  same tiny_ar_a2a_mv_win tiny_ar_a2a_optoverlap 0 0 && window_took tiny_ar_a2a_mv_win
 # ... and ZeRO-1/2 all-gathering each group at the next step's start, under the forward
 for level in zero1 zero2; do
   write "tiny_${level}_pgather" "$tiny" $N ", sync = \"bucketed\", bucket_mb = 0.05, shard = \"$level\", optimizer_overlap = true, param_gather = \"before_forward\"" \
