@@ -7,7 +7,8 @@
 #    configured by the schedule (nccl = { cta_policy, max_ctas, register }, also the arenas as symmetric
 #    windows, with ZeRO-2) equals one GPU (AdamW DDP) and reports them; bucketed DDP whose updates read every
 #    rank's gradient through CUDA IPC (nccl.all_reduce = "peer") equals it and the reference executor; the
-#    all-to-alls and all-gathers moved by copy-engine pulls (nccl.movement = "peer_copy") equal NCCL's bitwise; pipelines (GPipe, 1F1B, zero bubble,
+#    all-to-alls and all-gathers moved by copy-engine pulls (nccl.movement = "peer_copy") equal NCCL's bitwise,
+#    batched, one copy per peer and captured into a CUDA graph; pipelines (GPipe, 1F1B, zero bubble,
 #    interleaved) on 2 GPUs equal one GPU (SGD, 1e-5), their messages by NCCL (the default) and by copy
 #    engine (DDP_P2P_COPY=1, also inside a CUDA graph) bitwise equal; tensor parallelism (mesh.tensor, and
 #    data x tensor, FSDP x tensor and pipeline x tensor on 4+ GPUs) equals one GPU (SGD, 1e-5; bitwise under a
@@ -171,7 +172,7 @@ write tiny_ar_a2a_mv "$tiny" $N ', sync = "bucketed", bucket_mb = 0.05, overlap 
 # ... the same copies one cudaMemcpyAsync per peer instead of one batch per instruction (DDP_PEER_COPY_BATCH=0),
 # for the moved collectives and for "peer_copy"'s pulls, and the moved collectives captured into CUDA graphs,
 # where they copy one by one: bitwise the same, the run line saying how
-peer_api() { # NAME PLAN REF REGEX ENV...: PLAN run under ENV equals REF bitwise; its run line's p2p matches REGEX
+copies_run() { # NAME PLAN REF REGEX ENV...: PLAN run under ENV equals REF bitwise; its run line's p2p matches REGEX
   local name=$1 plan=$2 ref=$3 re=$4
   shift 4
   if env "$@" "$DDPRUN" "$tmp/$plan.bin" --nproc $N --checkpoint-dir "$tmp/$name.ckpt" --metrics "$tmp/$name.jsonl" \
@@ -182,12 +183,12 @@ peer_api() { # NAME PLAN REF REGEX ENV...: PLAN run under ENV equals REF bitwise
       fail "$name: the run line's p2p does not match /$re/: $(head -c 400 "$tmp/$name.p2p")"
   else fail "$name ($*): $(tail -1 "$tmp/$name.err")"; fi
 }
-peer_api tiny_ar_a2a_mv_batch tiny_ar_a2a_mv tiny_ar_a2a_optoverlap "barriers, batched$" DDP_PEER_COPY_BATCH=1
-peer_api tiny_ar_a2a_mv_each tiny_ar_a2a_mv tiny_ar_a2a_optoverlap "barriers$" DDP_PEER_COPY_BATCH=0
-peer_api tiny_zero3_a2a_mv_each tiny_zero3_a2a_mv tiny_zero3_a2a "barriers$" DDP_PEER_COPY_BATCH=0
-peer_api tiny_ar_pcopy_batch tiny_ar_pcopy tiny_ar_peer "^peer copies .*barriers, batched$" DDP_PEER_COPY_BATCH=1
-peer_api tiny_ar_pcopy_each tiny_ar_pcopy tiny_ar_peer "^peer copies .*barriers$" DDP_PEER_COPY_BATCH=0
-peer_api tiny_ar_a2a_mv_graph tiny_ar_a2a_mv tiny_ar_a2a_optoverlap "one copy per peer once captured" DDP_CUDA_GRAPH=1
+copies_run tiny_ar_a2a_mv_batch tiny_ar_a2a_mv tiny_ar_a2a_optoverlap "barriers, batched$" DDP_PEER_COPY_BATCH=1
+copies_run tiny_ar_a2a_mv_each tiny_ar_a2a_mv tiny_ar_a2a_optoverlap "barriers$" DDP_PEER_COPY_BATCH=0
+copies_run tiny_zero3_a2a_mv_each tiny_zero3_a2a_mv tiny_zero3_a2a "barriers$" DDP_PEER_COPY_BATCH=0
+copies_run tiny_ar_pcopy_batch tiny_ar_pcopy tiny_ar_peer "^peer copies .*barriers, batched$" DDP_PEER_COPY_BATCH=1
+copies_run tiny_ar_pcopy_each tiny_ar_pcopy tiny_ar_peer "^peer copies .*barriers$" DDP_PEER_COPY_BATCH=0
+copies_run tiny_ar_a2a_mv_graph tiny_ar_a2a_mv tiny_ar_a2a_optoverlap "one copy per peer once captured" DDP_CUDA_GRAPH=1
 # ... and ZeRO-1/2 all-gathering each group at the next step's start, under the forward
 for level in zero1 zero2; do
   write "tiny_${level}_pgather" "$tiny" $N ", sync = \"bucketed\", bucket_mb = 0.05, shard = \"$level\", optimizer_overlap = true, param_gather = \"before_forward\"" \
