@@ -29,7 +29,7 @@
  *   movement    "nccl" (default) | "peer_copy": who moves the data of the world's all-to-alls and all-gathers
  *               (those of nccl.all_reduce / reduce_scatter = "alltoall" and the ZeRO levels' parameter
  *               gathers): NCCL, or each rank's communication stream itself, pulling every other rank's chunk
- *               with copy engines through CUDA IPC (all at once, on side streams) between two barriers of
+ *               with copy engines through CUDA IPC (all at once, in one batch) between two barriers of
  *               flags (op_slots.h COLL_I_PATH); no SM, no NCCL window (so not with register = "window",
  *               whose ncclMemAlloc memory CUDA IPC cannot map)
  * Every field is optional; the plan carries them (meta nccl_*), `ddpc inspect` prints them, and ddprun's

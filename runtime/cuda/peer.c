@@ -293,15 +293,15 @@ int cx_peer_init(cx *x, char *err, size_t errcap) {
     return ddp_fail(err, errcap, "%s needs every rank's GPU on one host with peer access: %s",
                     nmoved ? "nccl.movement = \"peer_copy\"" : "nccl.all_reduce = \"peer\"",
                     ok ? "another rank could not map its peers" : why);
-  const char *api = !x->peer_copy_batch ? ""
+  const char *how = !x->peer_copy_batch ? ""
                    : x->graph_env         ? ", batched, one copy per peer once captured (a CUDA graph holds no batch)"
                                           : ", batched";
   if (nmoved)
     snprintf(x->base.p2p, sizeof x->base.p2p,
-             "copy-engine pulls (CUDA IPC) for %u all-to-alls and all-gathers, %u barriers%s", nmoved, nbar, api);
+             "copy-engine pulls (CUDA IPC) for %u all-to-alls and all-gathers, %u barriers%s", nmoved, nbar, how);
   else if (ncopy)
     snprintf(x->base.p2p, sizeof x->base.p2p, "peer copies (copy engines, CUDA IPC) for %u updates, %u barriers%s", ncopy,
-             nbar, api);
+             nbar, how);
   else
     snprintf(x->base.p2p, sizeof x->base.p2p, "peer reads (CUDA IPC) for %u updates, %u barriers", nupd, nbar);
   return 0;
@@ -345,6 +345,17 @@ static int copy_batch(struct cx_peer *c, cudaStream_t s, size_t n, char *err, si
 /* A batch cannot be captured (and a refused one does not fail the capture), so a captured step copies one by one. */
 static int batched(const cx *x) { return x->peer_copy_batch && !x->capturing; }
 
+/* Copy k (0-based) of an instruction's world - 1: gathered in c->batch_* for copy_batch, or issued now on s. */
+static int pull(struct cx_peer *c, int batch, int k, void *dst, const void *src, size_t bytes, cudaStream_t s,
+                char *err, size_t errcap) {
+  if (batch) {
+    c->batch_dst[k] = dst, c->batch_src[k] = src, c->batch_bytes[k] = bytes;
+    return 0;
+  }
+  DDP_CUDA_TRY(cudaMemcpyAsync(dst, src, bytes, cudaMemcpyDeviceToDevice, s));
+  return 0;
+}
+
 int cx_peer_move(cx *x, const cx_op *op, char *err, size_t errcap) {
   struct cx_peer *c = x->peer;
   if (!c || !op->peer_src) return ddp_fail(err, errcap, "moved collective without the peers mapped (cx_peer_init)");
@@ -362,10 +373,7 @@ int cx_peer_move(cx *x, const cx_op *op, char *err, size_t errcap) {
   for (int k = 0; k < streams; k++) DDP_CUDA_TRY(cudaStreamWaitEvent(c->side[k], c->fork, 0));
   for (int k = 1; k < c->world; k++) {
     const int q = (c->me + k) % c->world;
-    if (batch)
-      c->batch_dst[k - 1] = recv + chunk * (size_t)q, c->batch_src[k - 1] = op->peer_src[q], c->batch_bytes[k - 1] = chunk;
-    else
-      DDP_CUDA_TRY(cudaMemcpyAsync(recv + chunk * (size_t)q, op->peer_src[q], chunk, cudaMemcpyDeviceToDevice, c->side[k - 1]));
+    if (pull(c, batch, k - 1, recv + chunk * (size_t)q, op->peer_src[q], chunk, c->side[k - 1], err, errcap)) return -1;
   }
   if (batch && copy_batch(c, c->side[0], (size_t)c->world - 1, err, errcap)) return -1;
   for (int k = 0; k < streams; k++) DDP_CUDA_TRY(cudaEventRecord(c->join[k], c->side[k]));
@@ -382,18 +390,12 @@ int cx_exec_PEER_COPY(cx *x, const cx_op *op, int64_t step, char *err, size_t er
   if (!c || !op->peer_src) return ddp_fail(err, errcap, "peer copy without the peers mapped (cx_peer_init)");
   /* rank me + k first at turn k (mod the world): every rank is read by one other at a time. In rank order
    * every other rank pulls from rank 0 first, and one GPU's outgoing links serve world - 1 copies at once. */
-  if (batched(x)) {
-    for (int k = 1; k < c->world; k++) {
-      const int q = (c->me + k) % c->world;
-      c->batch_dst[k - 1] = (uint8_t *)op->ptr[COLL_P_RECV] + (size_t)(q < c->me ? q : q - 1) * op->bytes;
-      c->batch_src[k - 1] = op->peer_src[q], c->batch_bytes[k - 1] = op->bytes;
-    }
-    return copy_batch(c, op->stream, (size_t)c->world - 1, err, errcap);
-  }
+  const int batch = batched(x);
   for (int k = 1; k < c->world; k++) {
     const int q = (c->me + k) % c->world;
-    DDP_CUDA_TRY(cudaMemcpyAsync((uint8_t *)op->ptr[COLL_P_RECV] + (size_t)(q < c->me ? q : q - 1) * op->bytes,
-                                 op->peer_src[q], op->bytes, cudaMemcpyDeviceToDevice, op->stream));
+    if (pull(c, batch, k - 1, (uint8_t *)op->ptr[COLL_P_RECV] + (size_t)(q < c->me ? q : q - 1) * op->bytes,
+             op->peer_src[q], op->bytes, op->stream, err, errcap))
+      return -1;
   }
-  return 0;
+  return batch ? copy_batch(c, op->stream, (size_t)c->world - 1, err, errcap) : 0;
 }
