@@ -194,6 +194,12 @@ static json_t *json_rank(const ddp_plan *p, const ddp_profile *pr, const ddp_sim
   return j;
 }
 
+/* What the model does not know about the ranks' own pulls (nccl.movement = "peer_copy"), said with the figures
+ * (docs/EXPLAIN.md, the all_to_all row): no profile field prices them apart from NCCL's copy-engine path. */
+#define MOVED_NOTE                                                                                                \
+  "the all-to-alls and all-gathers moved by the ranks' own pulls (nccl.movement = \"peer_copy\") are priced as " \
+  "NCCL's copy-engine collectives; measured, that held on 2 x H200 and was 11% short on 4 (docs/EXPLAIN.md)"
+
 int ddp_explain(const ddp_plan *p, const ddp_profile *pr, int default_profile, int rank, int json, FILE *o,
                 char *err, size_t errcap) {
   ddp_sim *s = ddp_explain_sim(p, pr, err, errcap);
@@ -204,6 +210,7 @@ int ddp_explain(const ddp_plan *p, const ddp_profile *pr, int default_profile, i
     json_object_set_new(root, "profile", json_string(pr->name));
     json_object_set_new(root, "default_profile", json_boolean(default_profile));
     json_object_set_new(root, "world", json_integer(s->world));
+    if (ddp_plan_peer_copied(p, 0)) json_object_set_new(root, "note", json_string(MOVED_NOTE));
     for (int r = r0; r < r1; r++) json_array_append_new(ranks, json_rank(p, pr, s, r));
     json_object_set_new(root, "ranks", ranks);
     int rc = json_dumpf(root, o, JSON_INDENT(1) | JSON_REAL_PRECISION(9));
@@ -217,7 +224,10 @@ int ddp_explain(const ddp_plan *p, const ddp_profile *pr, int default_profile, i
   if (default_profile)
     fprintf(o, "profile: %s; no --profile given, so the numbers are the default's, not this machine's\n", pr->name);
   else fprintf(o, "profile: %s\n", pr->name);
-  fprintf(o, "ranks: %d; times are predictions of one step (docs/EXPLAIN.md)\n\n", s->world);
+  fprintf(o, "ranks: %d; times are predictions of one step (docs/EXPLAIN.md)\n", s->world);
+  if (ddp_plan_peer_copied(p, 0))
+    fprintf(o, "note: %s\n", MOVED_NOTE);
+  fprintf(o, "\n");
   for (int r = r0; r < r1; r++) text_rank(p, pr, s, r, o);
   ddp_sim_free(s);
   return 0;

@@ -2,7 +2,7 @@
 # tests/e2e/test_explain.sh: `ddpc explain` on compiled shipped plans (tiny, toy_ddp, bucketed_10mb, zero1):
 # every section for every rank, the default profile said to be the default, the memory classes summing to
 # the rank's arena bytes as `ddpc inspect --json` gives them, the power model's lines and fields (on by
-# default, off with a profile's power.limit_w 0), --json, --rank, a --profile file (good and bad), and the
+# default, off with a profile's power.limit_w 0), --json, --rank, a --profile file (good and bad), the note on moved collectives, and the
 # command line's refusals (exit 2) and failures (exit 1, one line).
 . "$(dirname "$0")/lib.sh"
 e2e_tmp explain
@@ -44,6 +44,24 @@ for s in tiny toy_ddp bucketed_10mb zero1; do
     grep -qE "^communication +[0-9.]*[1-9][0-9.]* ms" "$tmp/$s.txt" || fail "$s: $world ranks, no communication time"
   fi
 done
+
+# moved collectives (nccl.movement = "peer_copy") are priced as NCCL's copy-engine ones, and the report says so
+# (a note line, "note" in --json): the same prediction as the plan on NCCL's copy-engine path (symmetric windows,
+# the zero-CTA policy), which has no note
+"$DDPC" "$DDP_SOURCE_DIR/schedules/tiny_ddp.lua" -o "$tmp/moved.bin" -q --set nccl.all_reduce=alltoall \
+  --set nccl.movement=peer_copy || fail "tiny_ddp with movement does not compile"
+"$DDPC" "$DDP_SOURCE_DIR/schedules/tiny_ddp.lua" -o "$tmp/a2a.bin" -q --set nccl.all_reduce=alltoall \
+  --set nccl.register=window --set nccl.cta_policy=zero || fail "tiny_ddp on windows does not compile"
+"$DDPC" explain "$tmp/moved.bin" >"$tmp/moved.txt" || fail "explain moved"
+"$DDPC" explain "$tmp/a2a.bin" >"$tmp/a2a.txt" || fail "explain a2a"
+grep -qE '^note: .*nccl.movement = "peer_copy".* priced as NCCL' "$tmp/moved.txt" || fail "movement: no note"
+grep -q '^note:' "$tmp/a2a.txt" && fail "no movement, yet a note"
+cmp -s <(grep -v '^note:' "$tmp/moved.txt") "$tmp/a2a.txt" || fail "movement changed the prediction"
+"$DDPC" explain --json "$tmp/moved.bin" | python3 -c 'import json,sys; assert "peer_copy" in json.load(sys.stdin)["note"]' ||
+  fail "movement: no note in --json"
+"$DDPC" explain --json "$tmp/a2a.bin" | python3 -c 'import json,sys; assert "note" not in json.load(sys.stdin)' ||
+  fail "no movement, yet a note in --json"
+echo "ok: moved collectives: priced as NCCL's copy-engine path, with a note"
 
 # --json: one document, the same ranks, the default profile flagged
 "$DDPC" explain --json "$tmp/zero1.bin" >"$tmp/zero1.explain.json" || fail "explain --json"
