@@ -30,6 +30,8 @@ int ddp_param_is_set(ddp_param id) { return raw(id) != NULL; }
 
 const char *ddp_param_path(ddp_param id) { return rows[id].kind == PARAM_PATH ? raw(id) : NULL; }
 
+const char *ddp_param_text(ddp_param id) { return rows[id].kind == PARAM_TEXT ? raw(id) : NULL; }
+
 static int is_pow2(long long x) { return x > 0 && (x & (x - 1)) == 0; }
 
 int ddp_param_int(ddp_param id, int64_t *out, char *err, size_t errcap) {
@@ -79,8 +81,9 @@ void ddp_param_print_table(void *file) {
     case PARAM_POW2: snprintf(range, sizeof range, "power of two %lld..%lld", (long long)r->lo, (long long)r->hi); break;
     case PARAM_SECONDS: snprintf(range, sizeof range, "seconds > %g", r->lo); break;
     case PARAM_PATH: snprintf(range, sizeof range, "path"); break;
+    case PARAM_TEXT: snprintf(range, sizeof range, "text"); break;
     }
-    if (r->kind == PARAM_PATH || (r->def == 0 && r->kind != PARAM_BOOL && r->kind != PARAM_SECONDS))
+    if (r->kind == PARAM_PATH || r->kind == PARAM_TEXT || (r->def == 0 && r->kind != PARAM_BOOL && r->kind != PARAM_SECONDS))
       snprintf(def, sizeof def, "unset");
     else
       snprintf(def, sizeof def, "%g", r->def);

@@ -7,7 +7,8 @@
  * schedule and the command line.
  *
  * Kinds: BOOL (0 or 1), INT (an integer in lo..hi), POW2 (a power of two in lo..hi), SECONDS (a finite
- * number of seconds in (lo, hi]), PATH (any non-empty string). */
+ * number of seconds in (lo, hi]), PATH (a file or folder: any non-empty string), TEXT (any non-empty string
+ * that is not a path). */
 #ifndef DDP_PARAM_H
 #define DDP_PARAM_H
 #include <stddef.h>
@@ -53,7 +54,7 @@
     "ddprun: a collective or NCCL set-up that takes longer is an error naming the rank")                    \
   X(RENDEZVOUS_TIMEOUT_S, "DDP_RENDEZVOUS_TIMEOUT_S", SECONDS, 60, 0, 1e9,                                  \
     "ddprun: how long ranks wait for rank 0's NCCL id")                                                     \
-  X(RENDEZVOUS_SECRET, "DDP_RENDEZVOUS_SECRET", PATH, 0, 0, 0,                                             \
+  X(RENDEZVOUS_SECRET, "DDP_RENDEZVOUS_SECRET", TEXT, 0, 0, 0,                                             \
     "ddprun: the job's secret (16+ characters) that ranks prove at the rendezvous; --nproc sets a random one") \
   X(LAUNCH_GRACE_S, "DDP_LAUNCH_GRACE_S", SECONDS, 5, 0, 3600,                                              \
     "ddprun --nproc: when a rank fails, SIGTERM to the others, then SIGKILL this long after")               \
@@ -106,7 +107,7 @@ typedef enum {
   PARAM_COUNT
 } ddp_param;
 
-typedef enum { PARAM_BOOL, PARAM_INT, PARAM_POW2, PARAM_SECONDS, PARAM_PATH } ddp_param_kind;
+typedef enum { PARAM_BOOL, PARAM_INT, PARAM_POW2, PARAM_SECONDS, PARAM_PATH, PARAM_TEXT } ddp_param_kind;
 
 /* The variable's name ("DDP_NCCL_TIMEOUT_S"). */
 const char *ddp_param_var(ddp_param id);
@@ -118,6 +119,8 @@ int ddp_param_int(ddp_param id, int64_t *out, char *err, size_t errcap);
 int ddp_param_seconds(ddp_param id, double *out, char *err, size_t errcap);
 /* The value of a PATH knob, or NULL when unset or empty. */
 const char *ddp_param_path(ddp_param id);
+/* The value of a TEXT knob, or NULL when unset or empty. */
+const char *ddp_param_text(ddp_param id);
 /* Writes the table (variable, kind and range, default, documentation) as Markdown. */
 void ddp_param_print_table(void *file);
 #endif

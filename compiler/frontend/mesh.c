@@ -60,11 +60,11 @@ void fe_mesh(fe_conv *c, const fe_tab *root) {
         fe_bad(c, &m, "tensor", "must divide model.%s (%lld): each tensor rank holds %s / tensor of them",
                dims[k].name, (long long)dims[k].v, dims[k].name);
     if (s->shard != SHARD_NONE && data == 1)
-      fe_bad(c, &m, "tensor", "= %lld with sharding needs mesh.data > 1: the shards split the data axis, and mesh.data "
-             "is 1", (long long)tensor);
+      fe_fail(c, &m, "tensor", "= %lld with sharding needs mesh.data > 1: the shards split the data axis, and mesh.data "
+              "is 1", (long long)tensor);
     if (s->shard == SHARD_OPTIMIZER)
-      fe_bad(c, &m, "tensor", "> 1 with shard = \"optimizer\" is not supported (use shard = \"zero1\", which keeps the "
-             "same state per rank)");
+      fe_fail(c, &m, "tensor", "= %lld with shard = \"optimizer\" is not supported (use shard = \"zero1\", which keeps "
+              "the same state per rank)", (long long)tensor);
   }
   s->mesh_data = (int)data, s->mesh_tensor = (int)tensor, s->mesh_pipeline = (int)pipeline;
   if (s->stages > 0) s->ranks = (int)world; /* the world: stages x replicas x tensor */

@@ -15,7 +15,7 @@
 static int rdv_key(const ddp_identity *id, uint8_t key[RDV_MAC], char *err, size_t errcap) {
   static const char *const job_vars[] = {"SLURM_JOB_ID", "SLURM_STEP_ID", "TORCHELASTIC_RUN_ID", "PMIX_NAMESPACE",
                                          "OMPI_MCA_ess_base_jobid"};
-  const char *secret = ddp_param_path(PARAM_RENDEZVOUS_SECRET), *label = "ddp-rdv-secret";
+  const char *secret = ddp_param_text(PARAM_RENDEZVOUS_SECRET), *label = "ddp-rdv-secret";
   char job[1024];
   if (secret && strlen(secret) < RDV_SECRET_MIN)
     return ddp_fail(err, errcap, "rendezvous: %s is shorter than %d characters",

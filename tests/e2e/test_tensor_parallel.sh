@@ -157,9 +157,9 @@ refuse not_table "mesh must be a table" "$tiny" "ddp { ranks = 2 }" "mesh = 2,"
 refuse unknown_axis "expert is not a field of mesh" "$tiny" "ddp { ranks = 2 }" "mesh = { expert = 2 },"
 refuse mlp "mesh.tensor splits a transformer" 'mlp { name = "m", layers = { linear({ name = "fc", in_features = 4, out_features = 4 }) } }' \
   "ddp { ranks = 2 }" "mesh = { tensor = 2 },"
-refuse shard_one_replica "mesh.tensor = 2 with sharding needs mesh.data > 1" "$tiny" 'ddp { ranks = 2, shard = "zero1" }' \
+refuse shard_one_replica "mesh.tensor = 2 with sharding needs mesh.data > 1: the shards split the data axis, and mesh.data is 1$" "$tiny" 'ddp { ranks = 2, shard = "zero1" }' \
   "mesh = { tensor = 2 },"
-refuse shard_optimizer 'mesh.tensor > 1 with shard = "optimizer" is not supported' "$tiny" 'ddp { ranks = 4, shard = "optimizer" }' \
+refuse shard_optimizer 'mesh.tensor = 2 with shard = "optimizer" is not supported \(use shard = "zero1", which keeps the same state per rank\)$' "$tiny" 'ddp { ranks = 4, shard = "optimizer" }' \
   "mesh = { data = 2, tensor = 2 },"
 
 refuse pipe_axis "mesh.pipeline needs parallel = pipeline" "$tiny" "ddp { ranks = 4 }" "mesh = { tensor = 2, pipeline = 2 },"
