@@ -28,6 +28,16 @@ static _Noreturn void out_of_memory(size_t n, const char *file, int line) {
   exit(1);
 }
 
+void ddp_out_of_memory(const char *fmt, ...) {
+  char what[256];
+  va_list ap;
+  va_start(ap, fmt);
+  vsnprintf(what, sizeof what, fmt, ap);
+  va_end(ap);
+  fprintf(stderr, "%s: out of memory %s\n", progname, what);
+  exit(1);
+}
+
 void *ddp_xmalloc_at(size_t n, const char *file, int line) {
   void *p = malloc(n ? n : 1);
   if (!p) out_of_memory(n, file, line);

@@ -23,6 +23,9 @@ char *ddp_xstrdup_at(const char *s, const char *file, int line);
 #define ddp_xrealloc(p, n) ddp_xrealloc_at((p), (n), __FILE__, __LINE__)
 #define ddp_xstrdup(s) ddp_xstrdup_at((s), __FILE__, __LINE__)
 
+/* Out of memory while doing what fmt says: one line "<prog>: out of memory <what>", exit 1 (as ddp_x*). */
+_Noreturn void ddp_out_of_memory(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
+
 /* The program name used in the out-of-memory line ("ddpc" or "ddprun"); set once by main. */
 void ddp_set_progname(const char *name);
 #endif

@@ -17,6 +17,7 @@
 #define FE_MSG_MAX 2048                 /* longest error line we build */
 #define FE_WHERE_MAX 1200               /* "file:line" or "--set path=value" */
 #define FE_MAX_ELEMS ((int64_t)INT32_MAX) /* no tensor of a validated schedule has more elements */
+#define FE_MAX_PLAN_INSTRS 8000000         /* step instructions over all ranks, estimated (model.c) */
 
 /* ---- sandbox.c: one Lua state per schedule, with limits and only safe libraries. ---- */
 typedef struct fe_sandbox {

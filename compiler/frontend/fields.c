@@ -34,6 +34,7 @@ static _Noreturn void fe_raise(fe_conv *c, const fe_tab *t, const char *key, con
   }
   if (!found) snprintf(where, sizeof where, "%s", t->where);
   fe_join(field, sizeof field, t->path, key);
+  if (!field[0]) snprintf(field, sizeof field, "%s", t->what[0] ? t->what : "the schedule"); /* the root itself */
   lua_pushfstring(c->L, "%s: %s%s%s", where, field, text[0] == ':' ? "" : " ", text);
   lua_error(c->L);
   abort();
@@ -247,7 +248,7 @@ int fe_list(fe_conv *c, const fe_tab *t, const char *key, fe_tab *out, const cha
   if (!fe_sub(c, t, key, out, need)) return -1;
   if (fe_kind_of(c->L, out->idx) >= 0) fe_bad(c, t, key, "must be %s", need);
   lua_State *L = c->L;
-  lua_Integer n = (lua_Integer)lua_rawlen(L, out->idx);
+  lua_Integer n = (lua_Integer)lua_rawlen(L, out->idx), count = 0;
   lua_pushnil(L);
   while (lua_next(L, out->idx)) {
     lua_pop(L, 1);
@@ -255,6 +256,14 @@ int fe_list(fe_conv *c, const fe_tab *t, const char *key, fe_tab *out, const cha
       char k[160];
       fe_got(L, -1, k, sizeof k);
       fe_fail(c, t, key, "must be %s (a list: no named fields or holes), found the key %s", need, k);
+    }
+    count++;
+  }
+  if (count != n) { /* keys all in 1..n but fewer than n of them: a nil inside the border (Lua's # of {nil, 2} is 2) */
+    for (lua_Integer i = 1; i <= n; i++) {
+      if (lua_rawgeti(L, out->idx, i) == LUA_TNIL)
+        fe_fail(c, t, key, "must be %s (a list: no named fields or holes), found a hole at [%lld]", need, (long long)i);
+      lua_pop(L, 1);
     }
   }
   if (n > INT32_MAX) fe_fail(c, t, key, "is too long");

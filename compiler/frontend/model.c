@@ -31,15 +31,14 @@ static void fe_transformer(fe_conv *c, const fe_tab *m) {
   s->context = fe_int_in(c, m, "context", 512, 1, 1 << 20);
   if (s->d_model % s->heads)
     fe_bad(c, m, "heads", "must divide model.d_model (%lld)", (long long)s->d_model);
-  int64_t dh = s->d_model / s->heads;
-  if (dh % 2 || dh < 16 || dh > 256)
-    fe_bad(c, m, "heads", "must give an even head dimension in 16..256 (d_model %lld / heads = %lld)",
-           (long long)s->d_model, (long long)dh);
+  if (fe_mul(3 * s->d_model, s->d_model) > FE_MAX_ELEMS)
+    fe_bad(c, m, "d_model", "is too large: the attention's q, k and v weights (3 x %lld x %lld) would exceed 2^31-1 "
+           "elements", (long long)s->d_model, (long long)s->d_model);
   if (fe_mul(s->vocab, s->d_model) > FE_MAX_ELEMS)
     fe_bad(c, m, "vocab", "is too large: the embedding (%lld x %lld) would exceed 2^31-1 elements",
            (long long)s->vocab, (long long)s->d_model);
-  if (fe_mul(s->d_ff, s->d_model) > FE_MAX_ELEMS)
-    fe_bad(c, m, "d_ff", "is too large: the FFN weights (%lld x %lld) would exceed 2^31-1 elements",
+  if (fe_mul(2 * s->d_ff, s->d_model) > FE_MAX_ELEMS)
+    fe_bad(c, m, "d_ff", "is too large: the FFN's w1 and w3 weights (2 x %lld x %lld) would exceed 2^31-1 elements",
            (long long)s->d_ff, (long long)s->d_model);
   s->rope_theta = 10000;
   if (fe_num(c, m, "rope_theta", &s->rope_theta, "a positive number") && !(s->rope_theta > 0))
@@ -47,6 +46,12 @@ static void fe_transformer(fe_conv *c, const fe_tab *m) {
   int a = ATTN_FLASH;
   fe_enum(c, m, "attention", ddp_attention_names, &a);
   s->attention = a == 1 ? ATTN_NAIVE : ATTN_FLASH;
+  /* the flash kernels hold a head's row in registers up to 128; the naive path materialises the scores */
+  const int64_t dh = s->d_model / s->heads, dh_max = s->attention == ATTN_FLASH ? 128 : 256;
+  if (dh % 2 || dh < 16 || dh > dh_max)
+    fe_bad(c, m, "heads", "must give an even head dimension in 16..%lld with attention = \"%s\" (d_model %lld / "
+           "heads = %lld)", (long long)dh_max, s->attention == ATTN_FLASH ? "flash" : "naive", (long long)s->d_model,
+           (long long)dh);
 }
 
 static bool fe_name_ok(const char *s) {
@@ -203,6 +208,13 @@ static void fe_mlp(fe_conv *c, const fe_tab *m) {
   }
   s->mlp_out = cur;
   fe_extra_params(c, m);
+  bool trainable = false;
+  for (int i = 0; i < s->n_mlp_layers; i++)
+    trainable |= s->mlp[i].kind != LAYER_RELU && /* a layernorm always has its bias */
+                 (!s->mlp[i].weight_frozen ||
+                  ((s->mlp[i].bias || s->mlp[i].kind == LAYER_LAYERNORM) && !s->mlp[i].bias_frozen));
+  for (int i = 0; i < s->n_extra; i++) trainable |= !s->extra[i].frozen;
+  if (!trainable) fe_fail(c, m, "layers", "has no trainable parameter: every weight and bias is frozen");
 }
 
 void fe_model(fe_conv *c, const fe_tab *root) {
@@ -224,18 +236,30 @@ void fe_model_limits(fe_conv *c, const fe_tab *root) {
   fe_sub(c, root, "model", &model, "a table");
   int64_t b = s->stages ? s->global_batch / ((int64_t)s->replicas * s->microbatches) : s->global_batch / ddp_schedule_data_ranks(s);
   if (s->model_kind == MODEL_TRANSFORMER) {
-    const struct { int64_t n; const char *what; } t[] = {
-        {fe_mul(fe_mul(b, s->context), s->d_ff), "the FFN activations"},
-        {fe_mul(fe_mul(b, s->context), s->vocab), "the logits"},
+    const int64_t tp = s->mesh_tensor > 1 ? s->mesh_tensor : 1; /* the widths a tensor rank holds */
+    const struct { int64_t width; const char *what; } t[] = {
+        {3 * s->d_model / tp, "the attention's q, k and v"},
+        {2 * s->d_ff / tp, "the FFN's w1 and w3 outputs"},
+        {s->vocab / tp, "the logits"},
     };
     for (size_t i = 0; i < sizeof t / sizeof t[0]; i++)
-      if (t[i].n > FE_MAX_ELEMS)
+      if (fe_mul(fe_mul(b, s->context), t[i].width) > FE_MAX_ELEMS)
         fe_bad(c, &data, "global_batch", "is too large: %s on each rank (%lld sequences x context %lld x %lld) "
-               "would exceed 2^31-1 elements", t[i].what, (long long)b, (long long)s->context,
-               (long long)(i == 0 ? s->d_ff : s->vocab));
+               "would exceed 2^31-1 elements", t[i].what, (long long)b, (long long)s->context, (long long)t[i].width);
     if (s->attention == ATTN_NAIVE && fe_mul(fe_mul(b, s->heads), fe_mul(s->context, s->context)) > FE_MAX_ELEMS)
       fe_bad(c, &model, "context", "is too large for attention = \"naive\": the scores on each rank (%lld x %lld "
              "heads x context^2) would exceed 2^31-1 elements", (long long)b, (long long)s->heads);
+    /* Every rank's program is stored in the plan (about 1.3 KB of compiler memory per instruction): refuse
+     * up front what would take minutes and tens of GB to fail. About 36 step instructions per layer and
+     * microbatch on the tiny transformer (1F1B, 2 x 4096 x 4: 1.17 million); 40 keeps it an upper bound. */
+    const int64_t per_rank_layers = s->stages > 0 ? (s->layers + s->stages - 1) / s->stages : s->layers;
+    const int64_t mb = s->stages > 0 ? s->microbatches : 1;
+    const int64_t est = fe_mul(fe_mul(fe_mul((int64_t)s->ranks, per_rank_layers), mb), 40);
+    if (est > FE_MAX_PLAN_INSTRS)
+      fe_fail(c, root, "parallel", ": the plan would hold about %lld million instructions (%d ranks, %lld layers a "
+              "rank, %lld microbatches a step), more than ddpc builds (%d million: every rank's program is stored in "
+              "the plan)", (long long)(est / 1000000), s->ranks, (long long)per_rank_layers, (long long)mb,
+              FE_MAX_PLAN_INSTRS / 1000000);
   } else {
     int64_t w = s->mlp_in;
     for (int i = 0; i < s->n_mlp_layers; i++)

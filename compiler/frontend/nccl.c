@@ -69,6 +69,9 @@ void fe_nccl(fe_conv *c, const fe_tab *root) {
     fe_enum(c, &t, "register", ddp_nccl_register_names, &how);
     s->nccl_register = how;
   }
+  if (s->nccl_register != NCCL_REGISTER_NONE && s->ranks < 2)
+    fe_fail(c, &t, "register", "= \"%s\" needs more than one rank: a single rank has no communicator to register "
+            "its arenas with", ddp_nccl_register_names[s->nccl_register]);
   int rs = NCCL_RS_COLLECTIVE;
   fe_enum(c, &t, "reduce_scatter", ddp_nccl_reduce_scatter_names, &rs);
   if (rs == NCCL_RS_ALLTOALL && s->shard < SHARD_ZERO1)

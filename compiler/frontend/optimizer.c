@@ -20,12 +20,12 @@ static void fe_betas(fe_conv *c, const fe_tab *o) {
   int n = fe_list(c, o, "betas", &b, need);
   if (n < 0) return;
   if (n != 2) fe_bad(c, o, "betas", "must be %s", need);
-  double v[2];
+  double v[2] = {0, 0};
   for (int i = 0; i < 2; i++) {
     char key[8];
     snprintf(key, sizeof key, "[%d]", i + 1);
-    fe_num(c, &b, key, &v[i], "a number in [0, 1)");
-    if (!(v[i] >= 0 && v[i] < 1)) fe_bad(c, &b, key, "must be a number in [0, 1)");
+    if (!fe_num(c, &b, key, &v[i], "a number in [0, 1)") || !(v[i] >= 0 && v[i] < 1))
+      fe_bad(c, &b, key, "must be a number in [0, 1)");
   }
   c->s->beta1 = v[0];
   c->s->beta2 = v[1];

@@ -264,7 +264,11 @@ static int fe_require(lua_State *L) {
   lua_pushlightuserdata(L, (void *)&fe_key_loading);
   lua_setfield(L, 2, name);
   lua_pushstring(L, name);
-  lua_call(L, 1, 1);
+  if (lua_pcall(L, 1, 1, 0) != LUA_OK) { /* not loading any more: a require after a pcall runs it again */
+    lua_pushnil(L);
+    lua_setfield(L, 2, name);
+    return lua_error(L);
+  }
   if (lua_isnil(L, -1)) {
     lua_pop(L, 1);
     lua_pushboolean(L, 1);

@@ -113,7 +113,7 @@ void b_buf(ddp_builder *b, ddp_instr *in, int slot, int32_t tensor) {
 ddp_instr *b_push(ddp_builder *b, ddp_program *prog, ddp_instr in, const char *name) {
   if (name) in.name = must(ddp_plan_add_string(b->plan, name));
   ddp_instr *at = ddp_program_push(prog, &in);
-  if (!at) ddp_xmalloc(SIZE_MAX);
+  if (!at) ddp_out_of_memory("building the plan's programs (one of them at %u instructions)", prog->n);
   return at;
 }
 

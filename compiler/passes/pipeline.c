@@ -345,14 +345,15 @@ static void zb_stash(ddp_builder *b, ddp_layout *lay) {
         b_arg(&cp, COPY_P_DST, stash, 0, DT_NONE);
         cp.i[COPY_I_BYTES] = (int64_t)rt.bytes;
         cp.layer = in.layer;
-        if (!ddp_program_push(&out, &cp)) ddp_xmalloc(SIZE_MAX); /* out of memory: abort as ddp_x* do */
+        if (!ddp_program_push(&out, &cp))
+          ddp_out_of_memory("ordering a pipeline's program (at %u instructions)", out.n); /* exits as ddp_x* do */
         chunk[nout++] = lay->instr_chunk[k];
         uint64_t off = in.p[sl].view;
         for (int32_t v = t; p->tensors[v].base >= 0; v = p->tensors[v].base) off += p->tensors[v].view;
         in.p[sl].tensor = stash;
         in.p[sl].view = off;
       }
-    if (!ddp_program_push(&out, &in)) ddp_xmalloc(SIZE_MAX);
+    if (!ddp_program_push(&out, &in)) ddp_out_of_memory("ordering a pipeline's program (at %u instructions)", out.n);
     moved[k] = nout;
     chunk[nout++] = lay->instr_chunk[k];
   }

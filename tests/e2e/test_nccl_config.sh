@@ -95,6 +95,16 @@ bad register_num '{ register = 1 }' 'nccl.register must be true, false, "none", 
 bad reduce_scatter '{ reduce_scatter = "ring" }' 'nccl.reduce_scatter must be "nccl" or "alltoall", got "ring"'
 bad a2a_unsharded '{ reduce_scatter = "alltoall" }' 'nccl.reduce_scatter "alltoall" needs a ZeRO level that reduce-scatters gradients \(shard = "zero1", "zero2" or "zero3"\), this schedule has shard = "none"'
 bad all_reduce '{ all_reduce = "tree" }' 'nccl.all_reduce must be one of "nccl", "alltoall", "peer" or "peer_copy", got "tree"'
+# one rank: no communicator to register with (the tiny schedule on one rank, the value given by --set)
+rm -f "$tmp/reg1.bin"
+if "$DDPC" "$DDP_SOURCE_DIR/schedules/tiny.lua" -o "$tmp/reg1.bin" -q --set nccl.register=true 2>"$tmp/err"; then
+  fail "register on one rank: compiled"
+elif [ "$(wc -l <"$tmp/err")" = 1 ] && [ ! -e "$tmp/reg1.bin" ] &&
+  grep -q 'nccl.register = "buffers" needs more than one rank: a single rank has no communicator' "$tmp/err"; then
+  echo "ok: register on one rank: $(cat "$tmp/err")"
+else
+  fail "register on one rank: $(cat "$tmp/err")"
+fi
 bad movement '{ movement = "ce" }' 'nccl.movement must be "nccl" or "peer_copy", got "ce"'
 bad movement_window '{ movement = "peer_copy", all_reduce = "alltoall", register = "window" }' 'nccl.movement "peer_copy" maps the peers. arenas through CUDA IPC, which cannot map the ncclMemAlloc memory of register = "window"'
 bad movement_nothing '{ movement = "peer_copy" }' 'nccl.movement = "peer_copy": this schedule.s step has no all-to-all or all-gather to move'

@@ -231,6 +231,25 @@ static void test_bad_schedules(void) {
                                       "layer's output size (10), got 20");
   expect_err(BAD "ctor_arg.lua", BAD "ctor_arg.lua:5: adamw expects a table of fields, as in adamw{ ... }, got 0.0003");
   expect_err(BAD "no_such_file.lua", BAD "no_such_file.lua: cannot read the schedule: No such file or directory");
+  expect_err(BAD "betas_hole.lua", BAD "betas_hole.lua:5: optimizer.betas must be a list of two numbers {beta1, "
+                                       "beta2} (a list: no named fields or holes), found a hole at [1]");
+  expect_err(BAD "head_dim_flash.lua", BAD "head_dim_flash.lua:4: model.heads must give an even head dimension in "
+                                           "16..128 with attention = \"flash\" (d_model 256 / heads = 256), got 1");
+  expect_err(BAD "qkv_elems.lua", BAD "qkv_elems.lua:4: model.d_model is too large: the attention's q, k and v "
+                                      "weights (3 x 65536 x 65536) would exceed 2^31-1 elements, got 65536");
+  expect_err(BAD "qkv_activations.lua",
+             BAD "qkv_activations.lua:3: data.global_batch is too large: the attention's q, k and v on each rank (1 "
+                 "sequences x context 262144 x 49152) would exceed 2^31-1 elements, got 1");
+  expect_err(BAD "plan_instrs.lua",
+             BAD "plan_instrs.lua:6: parallel: the plan would hold about 10 million instructions (64 ranks, 1 layers "
+                 "a rank, 4096 microbatches a step), more than ddpc builds (8 million: every rank's program is "
+                 "stored in the plan)");
+  /* a module that failed under pcall is not "loading" any more: required again, it fails again */
+  expect_err(BAD "require_failed.lua", BAD "failing_module.lua:2: this module fails");
+  expect_err(BAD "mlp_frozen.lua",
+             BAD "mlp_frozen.lua:3: model.layers has no trainable parameter: every weight and bias is frozen");
+  expect_err(BAD "positional.lua", BAD "positional.lua:2: schedule{} has a value without a field name (at [1]): "
+                                       "write fields as name = value");
 }
 
 static int policy(const ddp_schedule *s, const char *const *names, int n, int *of) {
@@ -292,6 +311,10 @@ static void test_bucket_policies(void) {
       {"bucket_error.lua", BAD "bucket_error.lua:7: attempt to index a nil value (field 'nme')"},
       {"bucket_loop.lua", BAD "bucket_loop.lua:7: the schedule ran more than 100000000 Lua instructions (an infinite loop?)"},
       {"bucket_empty.lua", BAD "bucket_empty.lua:6: parallel.buckets returned bucket 1 empty"},
+      {"bucket_hole.lua", BAD "bucket_hole.lua:6: parallel.buckets must return a list of buckets (no named fields or "
+                          "holes), found the key 3"},
+      {"bucket_inner_hole.lua", BAD "bucket_inner_hole.lua:6: parallel.buckets returned bucket 1 that is not a list "
+                                "of names (no named fields or holes), found a hole at [1]"},
   };
   const char *names[] = {"a.weight", "b.weight", "c.weight"};
   for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {
