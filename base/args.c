@@ -55,6 +55,13 @@ int ddp_parse_bytes(const char *text, const char *name, uint64_t *out, char *err
   return ddp_fail(err, errcap, "%s: '%.60s' is not a size such as 80GiB or 141GB", name, s);
 }
 
+int ddp_check_list(const char *what, const char *text, char *err, size_t errcap) {
+  const size_t n = strlen(text);
+  if (n && (text[0] == ',' || text[n - 1] == ',' || strstr(text, ",,")))
+    return ddp_fail(err, errcap, "%s: an empty item in '%s'", what, text);
+  return 0;
+}
+
 int ddp_check_output(const char *what, const char *out, const char *const *inputs, const char *const *names,
                      int n, int allow_stream, char *err, size_t errcap) {
   if (!out) return 0;

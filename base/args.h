@@ -25,6 +25,10 @@ int ddp_parse_double(const char *text, double lo, int lo_open, double hi, const 
  * -1 with "NAME: 'TEXT' is not a size such as 80GiB or 141GB". */
 int ddp_parse_bytes(const char *text, const char *name, uint64_t *out, char *err, size_t errcap);
 
+/* A comma list given to option `what` has no empty item ("1,,2", ",1", "1,"): strtok would skip it
+ * silently. 0, or -1 with "WHAT: an empty item in 'TEXT'". */
+int ddp_check_list(const char *what, const char *text, char *err, size_t errcap);
+
 /* An output path `out` (named `what`, e.g. "-o" or "--metrics") may be written: it names none of the
  * `n` inputs (`inputs[i]` named `names[i]`; NULL entries skipped): neither the same existing file
  * (device and inode) nor, when it does not exist yet, the same path text; and where it exists it is a

@@ -6,13 +6,17 @@
 #include "args.h"
 #include "cache_dir.h"
 #include "calibrate.h"
+#include "checkpoint.h"
 #include "cli.h"
 #include "err.h"
 #include "exec_cuda.h"
 #include "trace.h"
+#include <errno.h>
+#include <limits.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -48,6 +52,38 @@ static int probe_without_init(int *ndev, char *err, size_t errcap) {
   return rc ? ddp_fail(err, errcap, "%.500s", msg + 8) : 0;
 }
 
+/* Does the file `path` lie in the folder `dir` or below it (both resolved: links, "..")? A path whose folder
+ * does not exist yet lies nowhere (its open fails on its own). */
+static int inside_dir(const char *path, const char *dir) {
+  char folder[4200], rp[PATH_MAX], rd[PATH_MAX];
+  snprintf(folder, sizeof folder, "%s", path);
+  char *slash = strrchr(folder, '/');
+  if (!slash) snprintf(folder, sizeof folder, ".");
+  else if (slash == folder) folder[1] = 0;
+  else *slash = 0;
+  if (!realpath(folder, rp) || !realpath(dir, rd)) return 0;
+  size_t n = strlen(rd);
+  return !strncmp(rp, rd, n) && (rp[n] == 0 || rp[n] == '/' || (n == 1 && rd[0] == '/'));
+}
+
+/* An output file that does not exist yet can be created: its folder exists and is writable. Checked before
+ * the first step, so a trace written after the last one does not fail after the whole run. */
+static int folder_writable(const char *what, const char *path, char *err, size_t errcap) {
+  struct stat st;
+  if (stat(path, &st) == 0) return 0; /* exists: ddp_check_output checks what it is */
+  char folder[4200];
+  snprintf(folder, sizeof folder, "%s", path);
+  char *slash = strrchr(folder, '/');
+  if (!slash) snprintf(folder, sizeof folder, ".");
+  else if (slash == folder) folder[1] = 0;
+  else *slash = 0;
+  if (stat(folder, &st) != 0 || !S_ISDIR(st.st_mode))
+    return ddp_fail(err, errcap, "%s %s: its folder %s does not exist", what, path, folder);
+  if (access(folder, W_OK | X_OK) != 0)
+    return ddp_fail(err, errcap, "%s %s: its folder %s is not writable: %s", what, path, folder, strerror(errno));
+  return 0;
+}
+
 /* Before anything is written: no output (metrics, every rank's trace, the checkpoint files) names an input
  * (the plan, its token file, the checkpoint being resumed) or another output, and the atomic ones are not
  * devices or FIFOs (a rename would replace them). */
@@ -75,6 +111,10 @@ static int check_outputs(const ddp_plan *p, const ddprun_args *a, char *err, siz
     path[n] = ddp_xstrdup(t), what[n++] = "--checkpoint-dir";
   }
   const char **others = ddp_xcalloc((size_t)cap, sizeof *others), **names = ddp_xcalloc((size_t)cap, sizeof *names);
+  for (int i = 0; i < n && rc == 0 && a->run.ckpt_dir; i++) /* checkpoints there are replaced and removed */
+    if (!is_input[i] && strcmp(what[i], "--checkpoint-dir") && inside_dir(path[i], a->run.ckpt_dir))
+      rc = ddp_fail(err, errcap, "%s %s lies in --checkpoint-dir %s, whose checkpoints ddprun writes, replaces and "
+                    "removes: write it elsewhere", what[i], path[i], a->run.ckpt_dir);
   for (int i = 0; i < n && rc == 0; i++) {
     if (is_input[i]) continue;
     /* every other path is checked against this one, named by what it is */
@@ -82,6 +122,8 @@ static int check_outputs(const ddp_plan *p, const ddprun_args *a, char *err, siz
     for (int j = 0; j < n; j++)
       if (j != i && strcmp(what[j], what[i]) != 0) others[m] = path[j], names[m++] = what[j];
     rc = ddp_check_output(what[i], path[i], others, names, m, !strcmp(what[i], "--metrics"), err, errcap);
+    if (rc == 0 && strcmp(what[i], "--checkpoint-dir")) /* that folder is made when missing */
+      rc = folder_writable(what[i], path[i], err, errcap);
   }
   for (int i = 0; i < n; i++) free(path[i]);
   free(others);
@@ -118,6 +160,13 @@ int ddprun_main(ddprun_args *a) {
             "HOME must name a directory that can be created), or give --calibrate-out FILE\n");
     ddp_plan_free(p);
     return 1;
+  }
+  int64_t newest = a->run.ckpt_dir && !a->run.resume ? ddp_ckpt_newest_name(a->run.ckpt_dir) : -1;
+  if (newest >= 0) { /* a new run's checkpoints would mix with the old run's, and --resume would pick its newest */
+    fprintf(stderr, "ddprun: --checkpoint-dir %s already holds checkpoints (the newest step-%06lld): add --resume to "
+            "continue from them, or give a new folder\n", a->run.ckpt_dir, (long long)newest);
+    ddp_plan_free(p);
+    return DDP_EXIT_USAGE;
   }
   if (check_outputs(p, a, err, sizeof err)) {
     fprintf(stderr, "ddprun: %s\n", err);

@@ -69,6 +69,8 @@ static int usage_error(const char *msg) {
 int main(int argc, char **argv) {
   ddp_set_progname("ddprun");
   if (argc >= 2 && !strcmp(argv[1], "--bench")) return ddprun_bench_main(argc - 2, argv + 2);
+  for (int i = 2; i < argc; i++) /* a benchmark takes no plan: --bench elsewhere is a misplaced first word */
+    if (!strcmp(argv[i], "--bench")) return usage_error("--bench must come first: ddprun --bench allreduce|interference|plot ...");
   static const struct option lo[] = {{"device", required_argument, NULL, OPT_DEVICE},
                                      {"steps", required_argument, NULL, OPT_STEPS},
                                      {"metrics", required_argument, NULL, OPT_METRICS},
@@ -92,7 +94,7 @@ int main(int argc, char **argv) {
   memset(&a, 0, sizeof a);
   a.run.steps = -1;
   a.run.keep = 2;
-  int help = 0, help_env = 0, want_version = 0, c;
+  int help = 0, help_env = 0, want_version = 0, keep_given = 0, c;
   char bad[1024] = "", err[1024];
   opterr = 0;
   while ((c = getopt_long(argc, argv, ":qh", lo, NULL)) != -1) {
@@ -128,6 +130,7 @@ int main(int argc, char **argv) {
     case OPT_KEEP:
       rc = ddp_parse_i64(optarg, 0, 1000000, "--keep-checkpoints", &n, err, sizeof err);
       a.run.keep = (int)n;
+      keep_given = 1;
       break;
     case 'q': a.run.quiet = true; break;
     case 'h': help = 1; break;
@@ -155,6 +158,9 @@ int main(int argc, char **argv) {
   a.plan_path = argv[optind];
   if (a.run.resume && !a.run.ckpt_dir) return usage_error("--resume needs --checkpoint-dir DIR");
   if (a.run.save_initial && !a.run.ckpt_dir) return usage_error("--save-initial needs --checkpoint-dir DIR");
+  if (a.run.save_every && !a.run.ckpt_dir) return usage_error("--save-every needs --checkpoint-dir DIR");
+  if (keep_given && !a.run.ckpt_dir) return usage_error("--keep-checkpoints needs --checkpoint-dir DIR");
+  if (a.run.ckpt_dir && !a.run.ckpt_dir[0]) return usage_error("--checkpoint-dir: an empty path");
   if (a.run.calibrate_out && !a.run.calibrate) return usage_error("--calibrate-out needs --calibrate");
   ddp_stop_install();
   int rc = ddprun_main(&a);

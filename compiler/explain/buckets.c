@@ -144,6 +144,7 @@ static int read_metrics(const char *path, measured *m, char *err, size_t errcap)
 static int parse_sizes(const char *text, double *out, int *n, char *err, size_t errcap) {
   char buf[1024];
   if (strlen(text) >= sizeof buf) return ddp_fail(err, errcap, "--sizes: too long");
+  if (ddp_check_list("--sizes", text, err, errcap)) return -1;
   snprintf(buf, sizeof buf, "%s", text);
   *n = 0;
   char *save = NULL;

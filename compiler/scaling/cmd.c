@@ -40,6 +40,7 @@ static int usage_error(const char *prog, const char *msg) {
 
 /* "1e18,1e19" -> budgets; 0 or -1 with one line. */
 static int parse_budgets(const char *text, double *out, int *n, char *err, size_t errcap) {
+  if (ddp_check_list("--budgets", text, err, errcap)) return -1;
   char *copy = ddp_xstrdup(text), *save = NULL;
   int rc = 0;
   *n = 0;

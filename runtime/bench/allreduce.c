@@ -141,6 +141,7 @@ int ddprun_bench_main(int argc, char **argv) {
     else if (c == 'i') rc = ddp_parse_i64(optarg, 1, 1000000, "--iters", &v, msg, sizeof msg), o.iters = (int)v;
     else if (c == 's') {
       o.nsizes = 0;
+      rc = ddp_check_list("--sizes-mb", optarg, msg, sizeof msg);
       char *list = ddp_xstrdup(optarg), *save = NULL;
       for (char *t = strtok_r(list, ",", &save); t && rc == 0; t = strtok_r(NULL, ",", &save))
         if (o.nsizes == 32) rc = ddp_fail(msg, sizeof msg, "--sizes-mb: more than 32 sizes");

@@ -391,6 +391,7 @@ int ddprun_bench_interference_main(int argc, char **argv) {
     else if (c == 'm') rc = ddp_parse_double(optarg, 0, 1, 16384, "--mb", &o.mb, msg, sizeof msg);
     else if (c == 'p') {
       o.paths = 0;
+      rc = ddp_check_list("--paths", optarg, msg, sizeof msg);
       char *list = ddp_xstrdup(optarg), *save = NULL;
       for (char *t = strtok_r(list, ",", &save); t && rc == 0; t = strtok_r(NULL, ",", &save)) {
         int k = 0;

@@ -2,18 +2,51 @@
 #include "outfile.h"
 #include "err.h"
 #include <errno.h>
+#include <stdio_ext.h>
 #include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
 
 FILE *ddp_out_open(const char *path, char *err, size_t errcap) {
-  FILE *f = fopen(path, "w");
+  struct stat st; /* a regular file is opened for reading too, so a failed write can be cut back (below) */
+  const int regular = stat(path, &st) != 0 || S_ISREG(st.st_mode);
+  FILE *f = fopen(path, regular ? "w+" : "w");
   if (!f) ddp_fail(err, errcap, "%s: cannot write: %s", path, strerror(errno));
   return f;
 }
 
+/* After a failed write: the file cut back to its last complete line (just after its last '\n', or empty),
+ * so a reader never meets half a JSON object. Best effort: a device or a pipe is left as it is. */
+static void cut_to_last_line(FILE *f) {
+  __fpurge(f); /* what is still buffered is part of the line that failed: fclose must not write it after the cut */
+  const int fd = fileno(f);
+  struct stat st;
+  if (fd < 0 || fstat(fd, &st) != 0 || !S_ISREG(st.st_mode)) return;
+  off_t end = st.st_size;
+  char buf[4096];
+  while (end > 0) {
+    const off_t from = end > (off_t)sizeof buf ? end - (off_t)sizeof buf : 0;
+    const ssize_t got = pread(fd, buf, (size_t)(end - from), from);
+    if (got != end - from) return; /* unreadable (opened write-only): leave it */
+    for (ssize_t i = got - 1; i >= 0; i--)
+      if (buf[i] == '\n') {
+        if (ftruncate(fd, from + i + 1) != 0) return;
+        return;
+      }
+    end = from;
+  }
+  if (ftruncate(fd, 0) != 0) return;
+}
+
 int ddp_out_check(FILE *f, const char *path, char *err, size_t errcap) {
-  errno = 0;
-  if (fflush(f) == 0 && !ferror(f)) return 0;
-  return ddp_fail(err, errcap, "%s: cannot write: %s", path, strerror(errno ? errno : EIO));
+  int why = errno; /* a failed buffered write set the stream's error flag and errno (ENOSPC, EPIPE, ...) */
+  if (!ferror(f)) {
+    errno = 0;
+    if (fflush(f) == 0) return 0;
+    why = errno;
+  }
+  cut_to_last_line(f);
+  return ddp_fail(err, errcap, "%s: cannot write: %s", path, strerror(why ? why : EIO));
 }
 
 int ddp_out_close(FILE *f, const char *path, char *err, size_t errcap) {

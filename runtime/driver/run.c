@@ -127,17 +127,17 @@ static int read_floats(ddp_exec *x, int64_t tensor, float *out, uint32_t n, char
   memset(out, 0, sizeof *out * n);
   if (tensor < 0) return 0;
   if ((uint64_t)tensor >= p->ntensors)
-    return ddp_fail(err, errcap, "rank %d: the plan's tensor index %lld is out of range (%u tensors)", x->rank,
-                    (long long)tensor, p->ntensors);
+    return ddp_fail(err, errcap, "the plan's tensor index %lld is out of range (%u tensors)", (long long)tensor,
+                    p->ntensors);
   const ddp_tensor *t = &p->tensors[tensor];
   uint64_t numel = ddp_tensor_numel(t);
   if (t->dtype == DT_F32 && numel == n && t->bytes == (uint64_t)n * sizeof(float))
     return x->v->read(x, (int32_t)tensor, out, err, errcap);
   if (t->dtype >= DT_COUNT || t->bytes != numel * ddp_dtype_size(t->dtype) || t->bytes > ((uint64_t)1 << 34))
-    return ddp_fail(err, errcap, "rank %d: tensor '%s' (%llu bytes) cannot be read as the loss or scalars",
-                    x->rank, t->name ? t->name : "?", (unsigned long long)t->bytes);
+    return ddp_fail(err, errcap, "tensor '%s' (%llu bytes) cannot be read as the loss or scalars",
+                    t->name ? t->name : "?", (unsigned long long)t->bytes);
   void *buf = malloc(t->bytes ? t->bytes : 1);
-  if (!buf) return ddp_fail(err, errcap, "rank %d: out of memory reading tensor '%s'", x->rank, t->name);
+  if (!buf) return ddp_fail(err, errcap, "out of memory reading tensor '%s'", t->name);
   int rc = x->v->read(x, (int32_t)tensor, buf, err, errcap);
   for (uint64_t i = 0; rc == 0 && i < n && i < numel; i++) out[i] = (float)ddp_load(buf, t->dtype, (int64_t)i);
   free(buf);
@@ -168,7 +168,7 @@ int ddp_refresh_param_copies(ddp_exec *x, char *err, size_t errcap) {
     float *master = malloc(m->bytes);
     void *copy = malloc(c->bytes);
     int rc = master && copy ? x->v->read(x, c->param, master, err, errcap)
-                            : ddp_fail(err, errcap, "rank %d: out of memory for tensor '%s'", x->rank, c->name);
+                            : ddp_fail(err, errcap, "out of memory for tensor '%s'", c->name);
     for (uint64_t i = 0; rc == 0 && i < n; i++) ddp_store(copy, c->dtype, (int64_t)i, master[i]);
     if (rc == 0) rc = x->v->write(x, (int32_t)t, copy, err, errcap);
     free(master);
@@ -347,7 +347,7 @@ static int write_trace(ddp_exec *x, const char *trace_path, int64_t step, char *
   char path[4200];
   ddp_trace_path(trace_path, x->rank, x->world, path, sizeof path);
   int rc = ts && te ? x->v->instr_times(x, ts, te, err, errcap)
-                    : ddp_fail(err, errcap, "rank %d: out of memory for the trace", x->rank);
+                    : ddp_fail(err, errcap, "out of memory for the trace");
   if (rc == 0) rc = ddp_trace_write(x->plan, x->rank, step, ts, te, path, err, errcap);
   free(ts);
   free(te);
@@ -439,7 +439,7 @@ int ddp_run_rank(ddp_exec *x, const ddp_run_opts *o, char *err, size_t errcap) {
   size_t nsum = 2 + (size_t)(x->world > 0 ? x->world : 1) * DDP_METRIC_RANKS;
   double *vbuf = calloc(2 * nsum, sizeof(double)), *v = vbuf, *v_prev = vbuf ? vbuf + nsum : NULL; /* this step's, the previous' */
   int rc = timer_ms && v ? x->v->run(x, &rp->init, 0, err, errcap)
-                         : ddp_fail(err, errcap, "rank %d: out of memory", x->rank);
+                         : ddp_fail(err, errcap, "out of memory");
   int64_t start = 0, last_saved = -1;
   if (rc == 0 && o->ckpt_dir) rc = ddp_checkpoint_check_plan(x, err, errcap);
   if (rc == 0 && lead && o->ckpt_dir) rc = ddp_ckpt_clean_stray(o->ckpt_dir, o->quiet, err, errcap);
@@ -462,6 +462,15 @@ int ddp_run_rank(ddp_exec *x, const ddp_run_opts *o, char *err, size_t errcap) {
     rc = ddp_fail(err, errcap, "the %s executor cannot record traces", x->v->name);
   if (rc == 0 && o->calibrate && !x->v->instr_times)
     rc = ddp_fail(err, errcap, "--calibrate: the %s executor cannot time single instructions", x->v->name);
+  if (rc == 0 && o->resume && start >= steps) { /* a finished run restarted: nothing to do, said once */
+    if (o->trace_path || o->calibrate)
+      rc = ddp_fail(err, errcap, "%s: the checkpoint is at step %lld and the run ends at step %lld, so no step runs "
+                    "to be %s", o->trace_path ? "--trace" : "--calibrate", (long long)start, (long long)steps,
+                    o->trace_path ? "traced" : "timed");
+    else if (lead && !o->quiet)
+      printf("nothing to run: the checkpoint is at step %lld and the run ends at step %lld\n", (long long)start,
+             (long long)steps);
+  }
   ddp_calib_rows calib = {0};
   if (rc == 0 && o->ckpt_dir && o->save_initial && !o->resume && (rc = save(x, o, 0, err, errcap)) == 0)
     last_saved = 0;
@@ -472,7 +481,7 @@ int ddp_run_rank(ddp_exec *x, const ddp_run_opts *o, char *err, size_t errcap) {
   const int nw = x->world > 0 ? x->world : 1;
   lt.warm_e = calloc((size_t)nw * 4, sizeof(double));
   if (lt.warm_e) lt.warm_s = lt.warm_e + nw, lt.end_e = lt.warm_s + nw, lt.end_s = lt.end_e + nw;
-  else if (rc == 0) rc = ddp_fail(err, errcap, "rank %d: out of memory", x->rank);
+  else if (rc == 0) rc = ddp_fail(err, errcap, "out of memory");
   int stop_sig = 0;
   bool stopped = false, issued = false, pending = false;
   metrics_row r = {0}, prev = {0}; /* prev: the step whose host sum is in flight (pending) */
@@ -494,7 +503,7 @@ int ddp_run_rank(ddp_exec *x, const ddp_run_opts *o, char *err, size_t errcap) {
     if (rc == 0 && o->trace_path && s == steps - 1) rc = write_trace(x, o->trace_path, s + 1, err, errcap);
     x->trace = false;
     if (rc == 0 && !isfinite(own))
-      rc = ddp_fail(err, errcap, "rank %d: the loss is %f at step %lld", x->rank, (double)own, (long long)s + 1);
+      rc = ddp_fail(err, errcap, "the loss is %f at step %lld", (double)own, (long long)s + 1);
     if (rc) break;
     ddp_step_times_from_timers(p, x->rank, timer_ms, &r.t);
     if (o->calibrate && x->rank == 0 && s >= m->warmup)

@@ -64,7 +64,7 @@ int ddp_trace_write(const ddp_plan *p, int rank, int64_t step, const double *sta
   uint32_t *open = prog->n ? malloc(prog->n * sizeof *open) : NULL, depth = 0;
   if (prog->n && !open) {
     ddp_atomic_abort(&a);
-    return ddp_fail(err, errcap, "rank %d: out of memory for the trace's ranges", rank);
+    return ddp_fail(err, errcap, "out of memory for the trace's ranges");
   }
   for (uint32_t k = 0; k < prog->n; k++) {
     const ddp_instr *in = &prog->v[k];

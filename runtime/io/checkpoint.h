@@ -40,6 +40,10 @@ int ddp_ckpt_save_step(ddp_exec *x, const char *root, int64_t step, int keep, ch
  * is named on stderr and the previous one tried); a ROOT holding model.safetensors directly (the flat
  * layout of older ddprun) is loaded as it is. Rank 0 prints "resuming from DIR (step N)" unless quiet. */
 int ddp_ckpt_resume(ddp_exec *x, const char *root, bool quiet, int64_t *steps_done, char *err, size_t errcap);
-/* Rank 0 at start: removes ROOT/.tmp-* and ROOT/latest.tmp.* left by a crash, a line each unless quiet. */
+/* The newest step folder's step under ROOT by its name (step-N), complete or not; -1 when there is none (or
+ * no ROOT). A run that does not resume refuses a ROOT holding one (ddprun's dispatch). */
+int64_t ddp_ckpt_newest_name(const char *root);
+/* Rank 0 at start: removes what an interrupted checkpoint left (ROOT/.tmp-step-*, .tmp-old-step-*,
+ * .tmp-replaced-step-* and latest.tmp.*, the names ckpt_store.c gives them), a line each unless quiet. */
 int ddp_ckpt_clean_stray(const char *root, bool quiet, char *err, size_t errcap);
 #endif

@@ -114,12 +114,30 @@ static int file_crc(const char *path, uint32_t *crc, uint64_t *size, char *err, 
 
 /* ---- stray temporaries ---------------------------------------------------------------------------------- */
 
+int64_t ddp_ckpt_newest_name(const char *root) {
+  int n;
+  int64_t *steps = list_steps(root, &n), newest = n > 0 ? steps[0] : -1;
+  free(steps);
+  return newest;
+}
+
+/* Is name one of the temporaries save gives (".tmp-step-000123-<pid>", ".tmp-old-step-...",
+ * ".tmp-replaced-step-...", "latest.tmp.<...>")? A user's own ".tmp-notes" is not. */
+static bool is_stray(const char *name) {
+  static const char *const prefixes[] = {".tmp-step-", ".tmp-old-step-", ".tmp-replaced-step-"};
+  for (size_t k = 0; k < sizeof prefixes / sizeof prefixes[0]; k++) {
+    size_t n = strlen(prefixes[k]);
+    if (!strncmp(name, prefixes[k], n) && name[n] >= '0' && name[n] <= '9') return true;
+  }
+  return !strncmp(name, "latest.tmp.", 11) && name[11] >= '0' && name[11] <= '9'; /* ddp_write_atomic's <pid>.<n> */
+}
+
 int ddp_ckpt_clean_stray(const char *root, bool quiet, char *err, size_t errcap) {
   DIR *d = opendir(root);
   if (!d) return 0; /* nothing written yet */
   int rc = 0;
   for (struct dirent *e; (e = readdir(d));) {
-    bool stray = !strncmp(e->d_name, ".tmp-", 5) || !strncmp(e->d_name, "latest.tmp.", 11);
+    bool stray = is_stray(e->d_name);
     if (!stray) continue;
     char path[4200];
     snprintf(path, sizeof path, "%s/%s", root, e->d_name);

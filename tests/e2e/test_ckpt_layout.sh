@@ -2,7 +2,8 @@
 # tests/e2e/test_ckpt_layout.sh: the checkpoint folder's rules (docs/CHECKPOINTS.md) on ToyModel (SGD, 1 rank):
 # --keep-checkpoints 1 / 0, a newest step folder without MANIFEST or with a wrong-sized file is named and
 # skipped, a folder of the flat layout of older ddprun still resumes, --save-initial needs a folder, and
-# --resume of a folder without a complete checkpoint is one clear error.
+# --resume of a folder without a complete checkpoint is one clear error; the start removes only its own
+# temporaries; a finished run resumed again runs nothing and says so.
 . "$(dirname "$0")/lib.sh"
 e2e_tmp ckpt_layout
 "$DDPC" "$DDP_SOURCE_DIR/schedules/toy.lua" -o "$tmp/toy.bin" -q || die "toy does not compile"
@@ -44,5 +45,19 @@ if "${run[@]}" --save-initial 2>"$tmp/err"; then fail "--save-initial without a 
 grep -q "save-initial needs --checkpoint-dir" "$tmp/err" || fail "--save-initial: $(cat "$tmp/err")"
 if "${run[@]}" --checkpoint-dir "$tmp/x" --keep-checkpoints -1 2>"$tmp/err"; then fail "--keep-checkpoints -1 ran"; fi
 grep -q "^ddprun: --keep-checkpoints: .-1. is not an integer in 0..1000000$" "$tmp/err" || fail "--keep-checkpoints -1: $(cat "$tmp/err")"
+# the start removes only the temporaries ckpt_store.c names: a user's own .tmp-notes folder stays
+mkdir -p "$tmp/k2/.tmp-notes" "$tmp/k2/.tmp-step-000009-123"
+"${run[@]}" --steps 5 --checkpoint-dir "$tmp/k2" --resume -q || fail "resume with temporaries"
+[ -d "$tmp/k2/.tmp-notes" ] || fail "the start removed the user's .tmp-notes"
+[ -e "$tmp/k2/.tmp-step-000009-123" ] && fail "the start left an interrupted checkpoint's .tmp-step-000009-123"
+# a finished run resumed again: nothing runs, said once; asked for a trace it refuses (no step to trace)
+"${run[@]}" --steps 3 --checkpoint-dir "$tmp/k2" --resume >"$tmp/done.out" 2>&1 || fail "resume past --steps failed"
+grep -q "^nothing to run: the checkpoint is at step 5 and the run ends at step 3$" "$tmp/done.out" ||
+  fail "resume past --steps: $(cat "$tmp/done.out")"
+if "${run[@]}" --steps 3 --checkpoint-dir "$tmp/k2" --resume --trace "$tmp/t.json" -q 2>"$tmp/err"; then
+  fail "resume past --steps with --trace succeeded"
+fi
+grep -q "\-\-trace: the checkpoint is at step 5 and the run ends at step 3, so no step runs to be traced$" "$tmp/err" ||
+  fail "resume past --steps with --trace: $(cat "$tmp/err")"
 [ "$fail" = 0 ] && echo "checkpoint folder rules hold"
 exit $fail

@@ -6,9 +6,9 @@
 # of the one file. Checked: (1) its checkpoint is byte for byte the unsharded plan's (model, optimizer,
 # MANIFEST); (2) the unsharded plan resumes from it and ends bitwise equal to an uninterrupted run; (2b) the same for
 # strided pieces (piece_plan --runs: runs of rows);
-# (3) 20 runs of the piece plan killed (SIGKILL) at random moments, many while a checkpoint is written,
-# never leave an incomplete checkpoint as the newest: the unsharded plan resumes from what they leave and
-# ends bitwise equal; (4) a plan whose pieces leave a gap fails at start with one line, writing nothing;
+# (3) 20 runs of the piece plan killed (SIGKILL) at random moments, many while a checkpoint is written, each
+# into its own folder, never leave an incomplete checkpoint as the newest: the unsharded plan resumes from
+# what each leaves, and from the furthest one ends bitwise equal; (4) a plan whose pieces leave a gap fails at start with one line, writing nothing;
 # (5) where Open MPI is installed, the ranks as processes (mpirun -n 2) write the same files.
 . "$(dirname "$0")/lib.sh"
 e2e_tmp ckpt_sharded
@@ -55,9 +55,10 @@ same_step "$tmp/plain12" "$tmp/runs6" step-000012
 # (3) killed while writing
 t0=$SECONDS
 "${plain[@]}" --steps $STEPS --checkpoint-dir "$tmp/straight" || die "uninterrupted run"
-mid_write=0
-for i in $(seq 1 20); do
-  "${pieces[@]}" --steps $STEPS --save-every 1 --checkpoint-dir "$tmp/killed" >"$tmp/out.$i" 2>&1 &
+mid_write=0 best=-1 best_dir=""
+for i in $(seq 1 20); do # each run its own folder: a run without --resume refuses a folder holding checkpoints
+  k="$tmp/killed.$i"
+  "${pieces[@]}" --steps $STEPS --save-every 1 --checkpoint-dir "$k" >"$tmp/out.$i" 2>&1 &
   pid=$!
   sleep "$(printf '0.%03d' $((RANDOM % 300)))"
   kill -KILL "$pid" 2>/dev/null
@@ -65,16 +66,24 @@ for i in $(seq 1 20); do
   st=$?
   [ "$st" = 0 ] && die "run $i finished all $STEPS steps before its kill: make STEPS larger"
   [ "$st" = 137 ] || { cat "$tmp/out.$i"; die "run $i ended with status $st before its kill"; }
-  ls -A "$tmp/killed" 2>/dev/null | grep -q '^\.tmp-' && mid_write=$((mid_write + 1))
+  ls -A "$k" 2>/dev/null | grep -q '^\.tmp-' && mid_write=$((mid_write + 1))
+  newest=$(cd "$k" 2>/dev/null && ls -d step-* 2>/dev/null | sort | tail -1)
+  [ -n "$newest" ] || continue
+  # the newest step folder is complete: the unsharded plan resumes from it (0 steps more) without naming a bad
+  # one, and the start removes the temporaries the kill left
+  n=$((10#${newest#step-}))
+  "${plain[@]}" --steps $n --checkpoint-dir "$k" --resume >"$tmp/check.$i" 2>&1 ||
+    { cat "$tmp/check.$i"; fail "run $i: no resume from what the kill left"; continue; }
+  grep -q 'not a complete checkpoint' "$tmp/check.$i" && fail "run $i: the newest $newest is incomplete"
+  left=$(find "$k" -name '.tmp-*' -o -name '*.tmp.*' | wc -l)
+  [ "$left" = 0 ] || fail "run $i: $left temporaries remain after a clean start"
+  [ "$n" -gt "$best" ] && best=$n best_dir=$k
 done
-newest=$(cd "$tmp/killed" && ls -d step-* 2>/dev/null | sort | tail -1)
-echo "($((SECONDS - t0)) s) 20 kills: $mid_write left a temporary checkpoint folder; newest ${newest:-none}"
-[ -n "$newest" ] || die "no kill left a complete checkpoint: the kills come too early"
-"${plain[@]}" --steps $STEPS --checkpoint-dir "$tmp/killed" --resume --keep-checkpoints 2 >"$tmp/final.out" 2>&1 ||
+echo "($((SECONDS - t0)) s) 20 kills: $mid_write left a temporary checkpoint folder; newest step $best"
+[ "$best" -ge 0 ] || die "no kill left a complete checkpoint: the kills come too early"
+"${plain[@]}" --steps $STEPS --checkpoint-dir "$best_dir" --resume --keep-checkpoints 2 >"$tmp/final.out" 2>&1 ||
   { cat "$tmp/final.out"; die "the unsharded resume after the kills failed"; }
-same_step "$tmp/straight" "$tmp/killed" "$last_dir"
-left=$(find "$tmp/killed" -name '.tmp-*' -o -name '*.tmp.*' | wc -l)
-[ "$left" = 0 ] || fail "$left temporaries remain after a clean start"
+same_step "$tmp/straight" "$best_dir" "$last_dir"
 [ "$mid_write" -gt 0 ] || fail "no kill landed during a checkpoint write: the test did not test that"
 
 # (4) a gap in the pieces: one line at start, nothing written

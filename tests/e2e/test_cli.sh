@@ -62,6 +62,14 @@ expect unknown_option_ddpc 2 "^ddpc: unknown option '--bogus'" "$DDPC" "$tmp/toy
 expect missing_value 2 "^ddprun: --steps needs a value$" "$DDPRUN" "$tmp/toy.bin" --steps
 expect missing_value_ddpc 2 "^ddpc: -o needs a value$" "$DDPC" "$tmp/toy.lua" -o
 expect flag_with_value 2 "^ddprun: --quiet takes no value, got 'yes'$" "$DDPRUN" "$tmp/toy.bin" --quiet=yes
+# checkpoint options without a folder, an empty folder name, --bench not first, empty list items
+expect save_every_no_dir 2 "^ddprun: --save-every needs --checkpoint-dir DIR$" "$DDPRUN" "$tmp/toy.bin" --save-every 2
+expect keep_no_dir 2 "^ddprun: --keep-checkpoints needs --checkpoint-dir DIR$" "$DDPRUN" "$tmp/toy.bin" --keep-checkpoints 3
+expect empty_ckpt_dir 2 "^ddprun: --checkpoint-dir: an empty path$" "$DDPRUN" "$tmp/toy.bin" --checkpoint-dir ""
+expect bench_not_first 2 "^ddprun: --bench must come first: ddprun --bench allreduce\|interference\|plot \.\.\.$" \
+  "$DDPRUN" "$tmp/toy.bin" --bench allreduce
+expect sizes_empty_item 2 "^ddprun --bench allreduce: --sizes-mb: an empty item in '1,,2'$" "$DDPRUN" --bench allreduce --device ref --sizes-mb 1,,2
+expect sizes_trailing_comma 2 "^ddprun --bench allreduce: --sizes-mb: an empty item in '1,'$" "$DDPRUN" --bench allreduce --device ref --sizes-mb 1,
 expect no_plan 2 "^ddprun: no plan given" "$DDPRUN" --device ref
 expect two_plans 2 "more than one plan" "$DDPRUN" "$tmp/toy.bin" "$tmp/toy.bin"
 expect inspect_no_plan 2 "^ddpc inspect: no plan given" "$DDPC" inspect
@@ -111,10 +119,62 @@ expect metrics_is_trace 2 "^ddprun: --metrics: .*m.json is the same file as the 
   "$DDPRUN" "$tmp/toy.bin" --device ref --metrics "$tmp/m.json" --trace "$tmp/m.json"
 [ -e "$tmp/m.json" ] && fail "metrics == trace wrote $tmp/m.json"
 mkdir -p "$tmp/ck"
-expect metrics_in_checkpoint 2 "^ddprun: --metrics: .*ck/model.safetensors is the same file as the --checkpoint-dir" \
+expect metrics_in_checkpoint 2 "^ddprun: --metrics .*ck/model.safetensors lies in --checkpoint-dir .*ck, whose checkpoints ddprun writes, replaces and removes: write it elsewhere$" \
   "$DDPRUN" "$tmp/toy.bin" --device ref --checkpoint-dir "$tmp/ck" --metrics "$tmp/ck/model.safetensors"
+# anything in the folder or below it, through .. or a link: a checkpoint being resumed must not be overwritten
+"$DDPRUN" "$tmp/toy.bin" --device ref --checkpoint-dir "$tmp/ck" --quiet || fail "toy run with checkpoints"
+ln -sfn "$tmp/ck" "$tmp/ck_link"
+ck_files=$(cd "$tmp/ck" && find . -type f -exec md5sum {} + | sort)
+expect trace_in_step 2 "^ddprun: --trace .*model.safetensors lies in --checkpoint-dir .*ck, whose checkpoints" \
+  "$DDPRUN" "$tmp/toy.bin" --device ref --checkpoint-dir "$tmp/ck" --resume --trace "$tmp/ck_link/step-000005/model.safetensors"
+expect metrics_in_step 2 "^ddprun: --metrics .*optimizer.safetensors lies in --checkpoint-dir .*ck, whose checkpoints" \
+  "$DDPRUN" "$tmp/toy.bin" --device ref --checkpoint-dir "$tmp/ck" --resume --metrics "$tmp/ck/step-000005/../step-000005/optimizer.safetensors"
+[ "$(cd "$tmp/ck" && find . -type f -exec md5sum {} + | sort)" = "$ck_files" ] || fail "a refused run changed the checkpoint"
+# a run that does not resume refuses a folder holding checkpoints (its own would mix with them, and a later
+# --resume would pick the old run's newest)
+expect fresh_over_old 2 "^ddprun: --checkpoint-dir .*ck already holds checkpoints \(the newest step-000005\): add --resume to continue from them, or give a new folder$" \
+  "$DDPRUN" "$tmp/toy.bin" --device ref --checkpoint-dir "$tmp/ck" --steps 2
+[ "$(cd "$tmp/ck" && find . -type f -exec md5sum {} + | sort)" = "$ck_files" ] || fail "the refused fresh run changed the checkpoint"
+
+# an output whose folder is missing is refused before step 1 (a trace is written after the last step: it
+# failed after the whole run, before the final checkpoint)
+expect trace_no_folder 2 "^ddprun: --trace .*no_such_folder/t.json: its folder .*no_such_folder does not exist$" \
+  "$DDPRUN" "$tmp/toy.bin" --device ref --trace "$tmp/no_such_folder/t.json" --checkpoint-dir "$tmp/ck_trace"
+[ -e "$tmp/ck_trace" ] && fail "trace_no_folder: the run started (it made $tmp/ck_trace)"
+expect metrics_no_folder 2 "^ddprun: --metrics .*no_such_folder/m.jsonl: its folder .*no_such_folder does not exist$" \
+  "$DDPRUN" "$tmp/toy.bin" --device ref --metrics "$tmp/no_such_folder/m.jsonl"
+
+# a damaged kernel-cache entry (truncated, garbage, an older entry without the trailer) is compiled again,
+# never embedded in a plan: the plan equals the one compiled with a clean cache, and the entry is mended
+kc="$tmp/kcache"
+rm -rf "$kc"
+DDPC_CACHE_DIR="$kc" "$DDPC" "$DDP_SOURCE_DIR/schedules/toy.lua" -o "$tmp/kc1.bin" -q || fail "toy with a fresh cache"
+entries=("$kc"/*.cubin)
+if [ "${#entries[@]}" -ge 2 ] && [ -f "${entries[0]}" ]; then
+  head -c 1000 "${entries[0]}" >"$tmp/cut" && mv "$tmp/cut" "${entries[0]}"
+  printf 'garbage' >"${entries[1]}"
+  DDPC_CACHE_DIR="$kc" "$DDPC" "$DDP_SOURCE_DIR/schedules/toy.lua" -o "$tmp/kc2.bin" -q || fail "toy with a damaged cache"
+  cmp -s "$tmp/kc1.bin" "$tmp/kc2.bin" && echo "ok: a damaged kernel cache is compiled again" ||
+    fail "a damaged kernel-cache entry reached the plan"
+  [ "$(tail -c 24 "${entries[1]}" | head -c 8)" = ddpcubin ] || fail "the damaged entry was not replaced"
+else
+  fail "toy.lua left fewer than two kernel-cache entries in $kc"
+fi
 
 # ---- issue 11: writes are checked up to fclose ----
+# a write that fails midway (here the file-size limit, SIGXFSZ ignored: EFBIG, as a full disk gives ENOSPC)
+# names the failed write's own error, and the file is cut back to its last complete line
+rm -f "$tmp/fsize.jsonl"
+expect metrics_fsize 1 "^ddprun: rank 0: .*fsize.jsonl: cannot write: File too large$" \
+  bash -c 'trap "" XFSZ; ulimit -f 16; exec "$@"' - "$DDPRUN" "$tmp/toy.bin" --device ref --steps 200 \
+  --metrics "$tmp/fsize.jsonl"
+python3 - "$tmp/fsize.jsonl" <<'PY' && echo "ok: metrics cut back to whole lines" || fail "metrics_fsize: a partial line remains"
+import json, sys
+text = open(sys.argv[1]).read()
+assert text.endswith("\n") and len(text.splitlines()) >= 2, len(text)
+for line in text.splitlines():
+    json.loads(line)
+PY
 expect metrics_dev_full 1 "^ddprun: rank 0: /dev/full: cannot write: No space left on device$" \
   "$DDPRUN" "$tmp/toy.bin" --device ref --metrics /dev/full --quiet
 # A trace (written by rename) must never replace a device: as root the old code renamed its temporary file

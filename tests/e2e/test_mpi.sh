@@ -117,15 +117,16 @@ check_mismatch() { # NPROC PLAN PLAN_RANKS
 check_mismatch 3 toy_ddp 2
 check_mismatch 2 toy1 1
 
-# 4. a failing rank ends the job with its line (rank 0 cannot write the metrics; rank 1 would wait)
-"${MPIRUN[@]}" -n 2 "$DDPRUN" "$tmp/toy_ddp.bin" --device ref --metrics "$tmp/no/such/dir/m.jsonl" >"$tmp/fail.out" 2>&1
+# 4. a failing rank ends the job with its line (rank 0 cannot write the metrics, /dev/full: every rank's start
+# accepts the path, a device; rank 0 fails at its first write and rank 1 would wait)
+"${MPIRUN[@]}" -n 2 "$DDPRUN" "$tmp/toy_ddp.bin" --device ref --metrics /dev/full >"$tmp/fail.out" 2>&1
 rc=$?
 if [ $rc = 0 ]; then
   fail "a failing rank 0 exited 0"
 elif [ $rc = 124 ]; then
   fail "a failing rank 0: the job hung until the test's timeout"
 else
-  grep -q 'ddprun: rank 0: .*m.jsonl: cannot' "$tmp/fail.out" || { cat "$tmp/fail.out"; fail "no line from the failing rank"; }
+  grep -q 'ddprun: rank 0: /dev/full: cannot write' "$tmp/fail.out" || { cat "$tmp/fail.out"; fail "no line from the failing rank"; }
   echo "ok: failing rank ended the job (exit $rc): $(grep -m1 'ddprun: rank 0' "$tmp/fail.out")"
 fi
 if DDP_MPI_LIBRARY=/nonexistent/libmpi.so.40 "${MPIRUN[@]}" -n 2 "$DDPRUN" "$tmp/toy_ddp.bin" --device ref \
