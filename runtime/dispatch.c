@@ -52,15 +52,20 @@ static int probe_without_init(int *ndev, char *err, size_t errcap) {
   return rc ? ddp_fail(err, errcap, "%.500s", msg + 8) : 0;
 }
 
+/* The folder a file path names: "a/b/c" -> "a/b", "c" -> ".", "/c" -> "/". */
+static void folder_of(const char *path, char *out, size_t cap) {
+  snprintf(out, cap, "%s", path);
+  char *slash = strrchr(out, '/');
+  if (!slash) snprintf(out, cap, ".");
+  else if (slash == out) out[1] = 0;
+  else *slash = 0;
+}
+
 /* Does the file `path` lie in the folder `dir` or below it (both resolved: links, "..")? A path whose folder
  * does not exist yet lies nowhere (its open fails on its own). */
 static int inside_dir(const char *path, const char *dir) {
   char folder[4200], rp[PATH_MAX], rd[PATH_MAX];
-  snprintf(folder, sizeof folder, "%s", path);
-  char *slash = strrchr(folder, '/');
-  if (!slash) snprintf(folder, sizeof folder, ".");
-  else if (slash == folder) folder[1] = 0;
-  else *slash = 0;
+  folder_of(path, folder, sizeof folder);
   if (!realpath(folder, rp) || !realpath(dir, rd)) return 0;
   size_t n = strlen(rd);
   return !strncmp(rp, rd, n) && (rp[n] == 0 || rp[n] == '/' || (n == 1 && rd[0] == '/'));
@@ -72,11 +77,7 @@ static int folder_writable(const char *what, const char *path, char *err, size_t
   struct stat st;
   if (stat(path, &st) == 0) return 0; /* exists: ddp_check_output checks what it is */
   char folder[4200];
-  snprintf(folder, sizeof folder, "%s", path);
-  char *slash = strrchr(folder, '/');
-  if (!slash) snprintf(folder, sizeof folder, ".");
-  else if (slash == folder) folder[1] = 0;
-  else *slash = 0;
+  folder_of(path, folder, sizeof folder);
   if (stat(folder, &st) != 0 || !S_ISDIR(st.st_mode))
     return ddp_fail(err, errcap, "%s %s: its folder %s does not exist", what, path, folder);
   if (access(folder, W_OK | X_OK) != 0)

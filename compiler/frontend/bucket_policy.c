@@ -47,33 +47,6 @@ static int fe_entry_param(lua_State *L, int map) {
   return i;
 }
 
-/* Is the table at idx a list whose keys are exactly 1..n (n its raw length)? If not, *what names the first
- * defect: a key outside 1..n ("the key \"x\"") or a hole inside ("a hole at [2]": Lua's # of {nil, 2} is 2). */
-static int is_list(lua_State *L, int idx, lua_Integer n, char *what, size_t cap) {
-  lua_Integer count = 0;
-  lua_pushnil(L);
-  while (lua_next(L, idx)) {
-    lua_pop(L, 1);
-    if (!lua_isinteger(L, -1) || lua_tointeger(L, -1) < 1 || lua_tointeger(L, -1) > n) {
-      char k[120];
-      snprintf(what, cap, "the key %s", fe_got(L, -1, k, sizeof k));
-      lua_pop(L, 1);
-      return 0;
-    }
-    count++;
-  }
-  if (count == n) return 1;
-  for (lua_Integer i = 1; i <= n; i++) {
-    int nil = lua_rawgeti(L, idx, i) == LUA_TNIL;
-    lua_pop(L, 1);
-    if (nil) {
-      snprintf(what, cap, "a hole at [%lld]", (long long)i);
-      return 0;
-    }
-  }
-  return 1;
-}
-
 static int fe_bucket_run(lua_State *L) {
   fe_bucket_call *bc = lua_touserdata(L, 1);
   const fe_sandbox *sb = bc->sb;
@@ -109,7 +82,7 @@ static int fe_bucket_run(lua_State *L) {
     return fe_bucket_fail(L, sb, "must return a list of %ss (lists of parameter names), got %s", sb->bucket_noun,
                           fe_got(L, 2, got, sizeof got));
   lua_Integer nb = (lua_Integer)lua_rawlen(L, 2);
-  if (!is_list(L, 2, nb, got, sizeof got))
+  if (!fe_is_list(L, 2, nb, got, sizeof got))
     return fe_bucket_fail(L, sb, "must return a list of %ss (no named fields or holes), found %s", sb->bucket_noun, got);
   for (lua_Integer b = 1; b <= nb; b++) {
     lua_rawgeti(L, 2, b); /* 3 */
@@ -117,7 +90,7 @@ static int fe_bucket_run(lua_State *L) {
       return fe_bucket_fail(L, sb, "returned %s %lld that is not a list of names, got %s", sb->bucket_noun, (long long)b,
                             fe_got(L, 3, got, sizeof got));
     lua_Integer ne = (lua_Integer)lua_rawlen(L, 3);
-    if (!is_list(L, 3, ne, got, sizeof got))
+    if (!fe_is_list(L, 3, ne, got, sizeof got))
       return fe_bucket_fail(L, sb, "returned %s %lld that is not a list of names (no named fields or holes), found %s",
                             sb->bucket_noun, (long long)b, got);
     if (ne == 0) return fe_bucket_fail(L, sb, "returned %s %lld empty", sb->bucket_noun, (long long)b);

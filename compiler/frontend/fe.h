@@ -74,6 +74,10 @@ typedef struct fe_tab {
   char where[FE_WHERE_MAX]; /* where it was made */
 } fe_tab;
 
+/* Is the table at idx a list whose keys are exactly 1..n (n its raw length)? If not, *what names the first
+ * defect: a key outside 1..n ("the key \"x\"") or a hole inside ("a hole at [2]": Lua's # of {nil, 2} is 2). */
+bool fe_is_list(lua_State *L, int idx, lua_Integer n, char *what, size_t cap);
+
 _Noreturn void fe_fail(fe_conv *c, const fe_tab *t, const char *key, const char *fmt, ...)
     __attribute__((format(printf, 4, 5)));
 /* fe_fail with ", got <value of t.key>" appended. */

@@ -244,28 +244,39 @@ bool fe_enum(fe_conv *c, const fe_tab *t, const char *key, const char *const *na
   fe_bad(c, t, key, "must be %s", need);
 }
 
+bool fe_is_list(lua_State *L, int idx, lua_Integer n, char *what, size_t cap) {
+  lua_Integer count = 0;
+  lua_pushnil(L);
+  while (lua_next(L, idx)) {
+    lua_pop(L, 1);
+    if (!lua_isinteger(L, -1) || lua_tointeger(L, -1) < 1 || lua_tointeger(L, -1) > n) {
+      char k[120];
+      snprintf(what, cap, "the key %s", fe_got(L, -1, k, sizeof k));
+      lua_pop(L, 1);
+      return false;
+    }
+    count++;
+  }
+  if (count == n) return true;
+  for (lua_Integer i = 1; i <= n; i++) {
+    int nil = lua_rawgeti(L, idx, i) == LUA_TNIL;
+    lua_pop(L, 1);
+    if (nil) {
+      snprintf(what, cap, "a hole at [%lld]", (long long)i);
+      return false;
+    }
+  }
+  return true;
+}
+
 int fe_list(fe_conv *c, const fe_tab *t, const char *key, fe_tab *out, const char *need) {
   if (!fe_sub(c, t, key, out, need)) return -1;
   if (fe_kind_of(c->L, out->idx) >= 0) fe_bad(c, t, key, "must be %s", need);
   lua_State *L = c->L;
-  lua_Integer n = (lua_Integer)lua_rawlen(L, out->idx), count = 0;
-  lua_pushnil(L);
-  while (lua_next(L, out->idx)) {
-    lua_pop(L, 1);
-    if (!lua_isinteger(L, -1) || lua_tointeger(L, -1) < 1 || lua_tointeger(L, -1) > n) {
-      char k[160];
-      fe_got(L, -1, k, sizeof k);
-      fe_fail(c, t, key, "must be %s (a list: no named fields or holes), found the key %s", need, k);
-    }
-    count++;
-  }
-  if (count != n) { /* keys all in 1..n but fewer than n of them: a nil inside the border (Lua's # of {nil, 2} is 2) */
-    for (lua_Integer i = 1; i <= n; i++) {
-      if (lua_rawgeti(L, out->idx, i) == LUA_TNIL)
-        fe_fail(c, t, key, "must be %s (a list: no named fields or holes), found a hole at [%lld]", need, (long long)i);
-      lua_pop(L, 1);
-    }
-  }
+  lua_Integer n = (lua_Integer)lua_rawlen(L, out->idx);
+  char what[160];
+  if (!fe_is_list(L, out->idx, n, what, sizeof what))
+    fe_fail(c, t, key, "must be %s (a list: no named fields or holes), found %s", need, what);
   if (n > INT32_MAX) fe_fail(c, t, key, "is too long");
   return (int)n;
 }
