@@ -21,7 +21,6 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/mman.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
@@ -30,22 +29,36 @@ struct ddp_data {
   uint64_t seed;
   int64_t vocab, context, batch, mlp_in, mlp_out, rows;
   int in_dt, tg_dt;
-  char *path;         /* token file */
-  const uint8_t *map; /* token file contents (little-endian uint16) */
-  size_t map_bytes;
-  uint64_t ntokens;
+  char *path;     /* token file */
+  int fd;         /* open on it (-1: none); read with pread, which threads share safely */
+  uint64_t ntokens; /* at open: the windows are taken from these */
   float *dense; /* rows x (mlp_in + mlp_out) */
 };
 
 
-static inline uint16_t file_token(const ddp_data *d, uint64_t at) {
-  return (uint16_t)(d->map[2 * at] | (d->map[2 * at + 1] << 8));
+static inline uint16_t le16(const uint8_t *b, uint64_t k) { return (uint16_t)(b[2 * k] | (b[2 * k + 1] << 8)); }
+
+static int bad_token(const ddp_data *d, uint64_t at, unsigned value, char *err, size_t errcap) {
+  ddp_fail(err, errcap, "%s: token %u at offset %llu is >= vocab %lld", d->path, value, (unsigned long long)at,
+           (long long)d->vocab);
+  return -1;
 }
 
-static int bad_token(const ddp_data *d, uint64_t at, char *err, size_t errcap) {
-  ddp_fail(err, errcap, "%s: token %u at offset %llu is >= vocab %lld", d->path, (unsigned)file_token(d, at),
-           (unsigned long long)at, (long long)d->vocab);
-  return -1;
+/* Tokens [at, at + n) of the file into buf (2n bytes). The file is read, not mapped: a file cut short while a
+ * run reads it is one error line here (a mapping would take SIGBUS). */
+static int read_tokens(const ddp_data *d, uint64_t at, uint64_t n, uint8_t *buf, char *err, size_t errcap) {
+  size_t want = (size_t)(2 * n), got = 0;
+  while (got < want) {
+    ssize_t r = pread(d->fd, buf + got, want - got, (off_t)(2 * at + got));
+    if (r < 0 && errno == EINTR) continue;
+    if (r <= 0)
+      return ddp_fail(err, errcap, "%s: cannot read tokens %llu..%llu (%s): the file held %llu tokens when the run "
+                      "began; was it changed during the run?", d->path, (unsigned long long)at,
+                      (unsigned long long)(at + n - 1), r < 0 ? strerror(errno) : "it ends sooner",
+                      (unsigned long long)d->ntokens);
+    got += (size_t)r;
+  }
+  return 0;
 }
 
 /* The plan's batch tensor `id` must exist and hold `want` elements, in shape and in bytes. */
@@ -131,15 +144,7 @@ static int open_token_file(ddp_data *d, const char *path, char *err, size_t errc
     close(fd);
     return -1;
   }
-  void *m = mmap(NULL, (size_t)size, PROT_READ, MAP_SHARED, fd, 0);
-  int e = errno;
-  close(fd);
-  if (m == MAP_FAILED) {
-    ddp_fail(err, errcap, "%s: cannot map token file: %s", path, strerror(e));
-    return -1;
-  }
-  d->map = m;
-  d->map_bytes = (size_t)size;
+  d->fd = fd;
   d->ntokens = size / 2;
   return ddp_data_validate(d, err, errcap); /* every token < vocab, checked at load (before step 1) */
 }
@@ -174,6 +179,7 @@ ddp_data *ddp_data_open(const ddp_plan *p, uint64_t seed, char *err, size_t errc
     return NULL;
   }
   d->kind = (int)m->data_kind;
+  d->fd = -1;
   d->seed = seed;
   d->vocab = m->vocab;
   d->context = m->context;
@@ -242,7 +248,7 @@ out:
 
 void ddp_data_close(ddp_data *d) {
   if (!d) return;
-  if (d->map) munmap((void *)d->map, d->map_bytes);
+  if (d->fd >= 0) close(d->fd);
   free(d->path);
   free(d->dense);
   free(d);
@@ -255,9 +261,9 @@ static uint64_t file_window(const ddp_data *d, uint64_t j) {
   return (uint64_t)(((unsigned __int128)j * (uint64_t)d->context) % mod);
 }
 
-/* Token k (0..context) of row j's window. */
-static int window_token(const ddp_data *d, uint64_t j, uint64_t start, int64_t k, int64_t *tok, char *err,
-                        size_t errcap) {
+/* Token k (0..context) of row j's window (a token file's: window holds the row's tokens from start on). */
+static int window_token(const ddp_data *d, uint64_t j, uint64_t start, const uint8_t *window, int64_t k,
+                        int64_t *tok, char *err, size_t errcap) {
   switch (d->kind) {
   case DATA_RANDOM_TOKENS:
     *tok = (int64_t)(ddp_rng_u64(d->seed, DDP_RNG_STREAM_DATA_TOKENS, j * (uint64_t)(d->context + 1) + (uint64_t)k) %
@@ -269,9 +275,8 @@ static int window_token(const ddp_data *d, uint64_t j, uint64_t start, int64_t k
     return 0;
   }
   default: {
-    uint64_t at = start + (uint64_t)k;
-    uint16_t t = file_token(d, at);
-    if ((int64_t)t >= d->vocab) return bad_token(d, at, err, errcap);
+    uint16_t t = le16(window, (uint64_t)k);
+    if ((int64_t)t >= d->vocab) return bad_token(d, start + (uint64_t)k, t, err, errcap);
     *tok = t;
     return 0;
   }
@@ -296,25 +301,38 @@ int ddp_data_fill(ddp_data *d, int64_t step, int rank, int world, void *inputs, 
     return 0;
   }
   int64_t C = d->context;
-  for (uint64_t i = 0; i < B; i++) {
+  uint8_t *window = NULL;
+  if (d->kind == DATA_TOKEN_FILE && !(window = malloc(2 * (size_t)(C + 1))))
+    return ddp_fail(err, errcap, "%s: out of memory for a window of %lld tokens", d->path, (long long)C + 1);
+  int rc = 0;
+  for (uint64_t i = 0; i < B && rc == 0; i++) {
     uint64_t j = row0 + i, start = d->kind == DATA_TOKEN_FILE ? file_window(d, j) : 0;
     int64_t base = (int64_t)i * C;
-    for (int64_t k = 0; k <= C; k++) {
+    if (window) rc = read_tokens(d, start, (uint64_t)C + 1, window, err, errcap);
+    for (int64_t k = 0; k <= C && rc == 0; k++) {
       int64_t tok;
-      if (window_token(d, j, start, k, &tok, err, errcap)) return -1;
-      if (k < C) ddp_store(inputs, d->in_dt, base + k, (double)tok);
-      if (k > 0) ddp_store(targets, d->tg_dt, base + k - 1, (double)tok);
+      rc = window_token(d, j, start, window, k, &tok, err, errcap);
+      if (rc == 0 && k < C) ddp_store(inputs, d->in_dt, base + k, (double)tok);
+      if (rc == 0 && k > 0) ddp_store(targets, d->tg_dt, base + k - 1, (double)tok);
     }
   }
-  return 0;
+  free(window);
+  return rc;
 }
 
 /* Scans the whole token file once (0 for the generated sources); the first bad token is the error. */
 int ddp_data_validate(ddp_data *d, char *err, size_t errcap) {
   if (d->kind != DATA_TOKEN_FILE || d->vocab > 65535) return 0;
-  madvise((void *)d->map, d->map_bytes, MADV_SEQUENTIAL);
-  uint64_t at = 0;
-  while (at < d->ntokens && file_token(d, at) < d->vocab) at++;
-  madvise((void *)d->map, d->map_bytes, MADV_NORMAL);
-  return at < d->ntokens ? bad_token(d, at, err, errcap) : 0;
+  enum { CHUNK = 1 << 19 }; /* tokens per read (1 MiB) */
+  uint8_t *buf = malloc(2 * (size_t)CHUNK);
+  if (!buf) return ddp_fail(err, errcap, "%s: out of memory for the token check", d->path);
+  int rc = 0;
+  for (uint64_t at = 0; at < d->ntokens && rc == 0; at += CHUNK) {
+    const uint64_t n = d->ntokens - at < CHUNK ? d->ntokens - at : CHUNK;
+    rc = read_tokens(d, at, n, buf, err, errcap);
+    for (uint64_t k = 0; k < n && rc == 0; k++)
+      if (le16(buf, k) >= d->vocab) rc = bad_token(d, at + k, le16(buf, k), err, errcap);
+  }
+  free(buf);
+  return rc;
 }

@@ -53,6 +53,24 @@ PY
 expect_fail token_vocab "token 300 at offset 37 is >= vocab 256" "" "$DDPRUN" "$tmp/tok.bin" --device ref --quiet
 mv "$tmp/tokens.bin" "$tmp/tokens.moved"
 expect_fail token_file_gone "tokens.bin" "" "$DDPRUN" "$tmp/tok.bin" --device ref --quiet
+# a token file cut short while a run reads it: one line naming the file (a mapped file gave SIGBUS, exit 135)
+python3 - "$tmp/tokens.bin" <<'PY'
+import struct, sys
+open(sys.argv[1], "wb").write(struct.pack("<%dH" % 2000000, *[i % 200 for i in range(2000000)]))
+PY
+"$DDPC" "$tmp/tokens.lua" -o "$tmp/tok_live.bin" -q || fail "token schedule does not compile"
+"$DDPRUN" "$tmp/tok_live.bin" --device ref --quiet --steps 1000000 >"$tmp/out" 2>"$tmp/err" &
+live=$!
+sleep 1
+truncate -s 100 "$tmp/tokens.bin"
+wait $live
+rc=$?
+if [ "$rc" = 1 ] && [ "$(wc -l <"$tmp/err")" = 1 ] &&
+  grep -q 'tokens.bin: cannot read tokens .* the file held 2000000 tokens when the run began; was it changed during the run?$' "$tmp/err"; then
+  echo "ok: token_file_cut: $(cat "$tmp/err")"
+else
+  fail "token_file_cut: exit $rc: $(head -3 "$tmp/err")"
+fi
 
 # plans: corrupted, truncated, not a plan, missing, wrong world
 "$DDPC" "$DDP_SOURCE_DIR/schedules/toy.lua" -o "$tmp/toy.bin" -q || fail=1
