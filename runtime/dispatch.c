@@ -10,6 +10,7 @@
 #include "cli.h"
 #include "err.h"
 #include "exec_cuda.h"
+#include "probe.h"
 #include "trace.h"
 #include <errno.h>
 #include <limits.h>
@@ -21,36 +22,6 @@
 #include <unistd.h>
 
 #define DDP_REF_AUTO_LIMIT_S 600.0
-
-/* Probes for a GPU in a child process: a parent that initialised CUDA cannot fork ranks (--nproc) that
- * use it (cudaErrorInitializationError in the children). */
-static int probe_without_init(int *ndev, char *err, size_t errcap) {
-  int fd[2];
-  if (pipe(fd) != 0) return ddp_cuda_probe(ndev, err, errcap);
-  fflush(NULL);
-  pid_t pid = fork();
-  if (pid == 0) {
-    close(fd[0]);
-    char msg[600];
-    int n = 0, rc = ddp_cuda_probe(&n, msg + 8, sizeof msg - 8);
-    memcpy(msg, &rc, 4);
-    memcpy(msg + 4, &n, 4);
-    ssize_t w = write(fd[1], msg, sizeof msg);
-    _exit(w == (ssize_t)sizeof msg ? 0 : 1);
-  }
-  close(fd[1]);
-  char msg[600];
-  ssize_t got = 0, r;
-  while (got < (ssize_t)sizeof msg && (r = read(fd[0], msg + got, sizeof msg - (size_t)got)) > 0) got += r;
-  close(fd[0]);
-  if (pid > 0) waitpid(pid, NULL, 0);
-  if (got != (ssize_t)sizeof msg) return ddp_fail(err, errcap, "the GPU probe process failed");
-  int rc;
-  memcpy(&rc, msg, 4);
-  memcpy(ndev, msg + 4, 4);
-  msg[sizeof msg - 1] = 0;
-  return rc ? ddp_fail(err, errcap, "%.500s", msg + 8) : 0;
-}
 
 /* The folder a file path names: "a/b/c" -> "a/b", "c" -> ".", "/c" -> "/". */
 static void folder_of(const char *path, char *out, size_t cap) {
@@ -181,7 +152,7 @@ int ddprun_main(ddprun_args *a) {
   } else {
     int ndev = 0;
     char why[512];
-    if (probe_without_init(&ndev, why, sizeof why) == 0) {
+    if (ddp_cuda_probe_in_child(&ndev, why, sizeof why) == 0) {
       rc = ddprun_cuda(p, a);
     } else if (a->device) { /* --device cuda */
       fprintf(stderr, "ddprun: --device cuda: %s\n", why);

@@ -5,6 +5,7 @@
  * rank contributes rank+1 and every element must equal n(n+1)/2. `ddprun --bench plot` (plot.c) draws the SVG.
  * --device ref runs the same table on CPU ranks instead (allreduce_cpu.c). */
 #include "args.h"
+#include "param.h"
 #include "cli.h"
 #include "bench.h"
 #include "err.h"
@@ -52,7 +53,9 @@ static int bench_rank(const ddp_identity *id, void *ctx, char *err, size_t errca
   ncclUniqueId uid;
   memset(&uid, 0, sizeof uid);
   if (id->rank == 0) NCCL_TRY(ncclGetUniqueId(&uid));
-  if (id->world > 1 && ddp_rendezvous(id, &uid, sizeof uid, 60.0, err, errcap)) return -1;
+  double wait_s; /* DDP_RENDEZVOUS_TIMEOUT_S, as a plan's run reads it */
+  if (ddp_param_seconds(PARAM_RENDEZVOUS_TIMEOUT_S, &wait_s, err, errcap)) return -1;
+  if (id->world > 1 && ddp_rendezvous(id, &uid, sizeof uid, wait_s, err, errcap)) return -1;
   DDP_CUDA_TRY(cudaSetDevice(id->local_rank));
   ncclComm_t comm;
   NCCL_TRY(ncclCommInitRank(&comm, id->world, uid, id->rank));

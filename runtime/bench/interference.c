@@ -24,6 +24,7 @@
  * Rank 0 prints per path: GEMM TFLOP/s alone and during, the compute slowdown, the all-reduce's busbw alone
  * and during; --out appends one JSON object per path. */
 #include "args.h"
+#include "param.h"
 #include "bench.h"
 #include "ce_allreduce.h"
 #include "cli.h"
@@ -281,7 +282,9 @@ static int run_rank(const ddp_identity *id, void *ctx, char *err, size_t errcap)
   ncclUniqueId uid[NPATHS]; /* one communicator per path, their ids exchanged at once */
   memset(uid, 0, sizeof uid);
   for (int p = 0; p < NPATHS && id->rank == 0; p++) NCCL_OK(ncclGetUniqueId(&uid[p]));
-  if (id->world > 1 && ddp_rendezvous(id, uid, sizeof uid, 60.0, err, errcap)) return -1;
+  double wait_s; /* DDP_RENDEZVOUS_TIMEOUT_S, as a plan's run reads it */
+  if (ddp_param_seconds(PARAM_RENDEZVOUS_TIMEOUT_S, &wait_s, err, errcap)) return -1;
+  if (id->world > 1 && ddp_rendezvous(id, uid, sizeof uid, wait_s, err, errcap)) return -1;
   FILE *out = NULL;
   if (id->rank == 0 && o->out && !(out = ddp_out_open(o->out, err, errcap))) return -1;
   if (id->rank == 0)

@@ -8,6 +8,10 @@
  * (cudaGetDeviceCount: ...)" or "no GPU (...)". ndevices may be NULL. */
 int ddp_cuda_probe(int *ndevices, char *err, size_t errcap);
 
+/* ddp_cuda_probe in a child process (fork, the answer through a pipe): a parent that initialised CUDA cannot
+ * fork ranks (--nproc) that use it (cudaErrorInitializationError in the children). */
+int ddp_cuda_probe_in_child(int *ndevices, char *err, size_t errcap);
+
 /* The device's architecture as the plan names it ("sm_90" for compute capability 9.0) and its name
  * ("NVIDIA H100 80GB HBM3"); name may be NULL. 0, or -1 with one line in err. */
 int ddp_cuda_device_arch(int device, char *arch, size_t archcap, char *name, size_t namecap, char *err,

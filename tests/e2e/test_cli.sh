@@ -254,6 +254,15 @@ expect plot_link_nan 2 "^ddprun --bench plot: --link-GBs: 'nan' is not a number"
 expect bench_nproc_wrap 2 "^ddprun --bench allreduce: --nproc: '4294967297' is not an integer in 1\.\.4096$" \
   "$DDPRUN" --bench allreduce --nproc 4294967297
 expect bench_sizes_nan 2 "^ddprun --bench allreduce: --sizes-mb: 'nan'" "$DDPRUN" --bench allreduce --sizes-mb 1,nan
+# the GPU benchmarks without a usable GPU: one line before any rank starts (it was one per rank, after the
+# rendezvous); where a GPU is present the benchmark would run, so this case is for GPU-less machines (CI)
+if nvidia-smi -L >/dev/null 2>&1; then
+  echo "not checked on this machine (a GPU is present): the benchmarks' one line without a GPU"
+else
+  expect bench_no_gpu 1 "^ddprun --bench allreduce: no (GPU|CUDA driver).*\(--device ref runs the reference executor's collectives on CPU ranks\)$" \
+    "$DDPRUN" --bench allreduce --nproc 2 --sizes-mb 1
+  expect interference_no_gpu 1 "^ddprun --bench interference: no (GPU|CUDA driver)" "$DDPRUN" --bench interference --nproc 2
+fi
 expect bench_unknown 2 "^ddprun --bench: unknown benchmark 'sort'" "$DDPRUN" --bench sort
 help "ddprun --bench interference --help" "$DDPRUN" --bench interference --mb 5 --help
 expect interference_path 2 "^ddprun --bench interference: --paths: 'nvls' is not one of default, maxctas8, efficiency, zero, copy, window, window_zero$" \
