@@ -4,6 +4,7 @@
 #include "calib_merge.h"
 #include "calibrate.h"
 #include "file.h"
+#include <math.h>
 #include <stdio.h>
 #include <string.h>
 
@@ -78,7 +79,12 @@ void ddp_calib_merge_earlier(json_t *root, const char *path, const char *dev, lo
     json_decref(old);
     return;
   }
-  const char *date = odate && json_is_string(odate) ? json_string_value(odate) : "?";
+  char date[64] = "?"; /* printed in the report: printable characters only, cut short */
+  if (odate && json_is_string(odate)) {
+    snprintf(date, sizeof date, "%s", json_string_value(odate));
+    for (char *c = date; *c; c++)
+      if ((unsigned char)*c < 0x20 || *c == 0x7f) *c = '?';
+  }
   /* A multi-rank run over a one-rank profile of the device: that profile's compute figures, this run's
    * collectives and collective_share. Over a multi-rank profile that took its compute from one rank: the
    * same, and its collective kinds this run did not measure as below. */
@@ -121,9 +127,18 @@ void ddp_calib_merge_earlier(json_t *root, const char *path, const char *dev, lo
     if (oscale) json_object_set(root, "gemm_table_scale", oscale), note_kept(fit, ofit, "gemm_table_scale", date, kept, sizeof kept);
   }
   json_t *shapes = json_object_get(root, "attention_by_shape"), *oshapes = json_object_get(old, "attention_by_shape");
+  int dropped = 0, shapes_kept = 0;
   for (size_t k = 0; oshapes && json_is_array(oshapes) && k < json_array_size(oshapes); k++) {
     json_t *e = json_array_get(oshapes, k);
-    double t = json_number_value(json_object_get(e, "t")), dh = json_number_value(json_object_get(e, "dh"));
+    double t = json_number_value(json_object_get(e, "t")), dh = json_number_value(json_object_get(e, "dh")),
+           tf = json_number_value(json_object_get(e, "tflops"));
+    /* only entries the profile reader takes (compiler/explain/profile.c), and at most its number of them:
+     * this run's shapes first, then the earlier file's in its order */
+    if (!json_is_object(e) || json_object_size(e) != 3 || !(t >= 1 && t <= 1e9) || !(dh >= 1 && dh <= 1e9) ||
+        !(tf > 0 && isfinite(tf)) || (shapes && json_array_size(shapes) >= CALIB_MAX_ATTN_SHAPES)) {
+      dropped++;
+      continue;
+    }
     int dup = 0;
     for (size_t j = 0; shapes && j < json_array_size(shapes) && !dup; j++) {
       json_t *g = json_array_get(shapes, j);
@@ -135,8 +150,18 @@ void ddp_calib_merge_earlier(json_t *root, const char *path, const char *dev, lo
       json_object_set_new(root, "attention_by_shape", shapes);
     }
     json_array_append(shapes, e);
+    if (++shapes_kept > 3) continue; /* the first three by name, the rest counted */
     size_t m = strlen(kept);
     snprintf(kept + m, sizeof kept - m, "%sattention T %g head dim %g", m ? ", " : "", t, dh);
+  }
+  if (shapes_kept > 3) {
+    size_t m = strlen(kept);
+    snprintf(kept + m, sizeof kept - m, " and %d more attention shapes", shapes_kept - 3);
+  }
+  if (dropped) {
+    size_t m = strlen(kept);
+    snprintf(kept + m, sizeof kept - m, "%s%d earlier attention shape(s) left out (malformed, or past the %d a "
+             "profile holds)", m ? "; " : "", dropped, CALIB_MAX_ATTN_SHAPES);
   }
   snprintf(note, notecap, "kept from the earlier profile of %s at this path: %s", date, kept[0] ? kept : "nothing");
   json_decref(old);

@@ -9,6 +9,10 @@
 #include "work.h"
 #include <stddef.h>
 
+/* The attention shapes a profile holds at most: DDP_PROFILE_ATTN_SHAPES of the reader (compiler/explain/
+ * explain.h), which ddprun does not link; test_calibrate.sh reads a merged profile back with ddpc explain. */
+#define CALIB_MAX_ATTN_SHAPES 32
+
 /* The model name that marks a calibration plan (schedules/calibrate.lua). */
 #define DDP_CALIB_MODEL "calibrate"
 /* The GEMM class boundary the built-in profile uses (gemm_small_dim): the calibration classifies by it. */

@@ -156,6 +156,22 @@ assert p["fit"]["attention_shape"] == {"t": 16.0, "dh": 16.0}, p["fit"]["attenti
 print("ok: merged attention shapes", shapes)
 PY
 "$DDPC" explain "$tmp/cal.bin" --profile "$tmp/merged.json" >/dev/null 2>"$tmp/explain3.err" || fail "explain refused the merged profile: $(cat "$tmp/explain3.err")"
+# an earlier file holding a profile's 32 attention shapes and a malformed one, and a date with a control
+# character: the merge keeps what a profile can hold and the reader takes, says what it left out, prints
+# the date without the control character, and ddpc explain reads the result
+python3 - "$prof" "$tmp/full.json" <<'PY'
+import json, sys
+p = json.load(open(sys.argv[1]))
+p["attention_by_shape"] = [{"t": 100 + k, "dh": 16, "tflops": 0.01} for k in range(32)] + [{"t": -1, "dh": 16, "tflops": 0.01}]
+p["date"] = "2026\x1b[31m-bad"
+json.dump(p, open(sys.argv[2], "w"))
+PY
+"$DDPRUN" "$tmp/cal16.bin" --device ref --calibrate --calibrate-out "$tmp/full.json" --quiet >"$tmp/out_full.txt" 2>&1 ||
+  fail "merge into a full profile: $(cat "$tmp/out_full.txt")"
+grep -q "^kept from the earlier profile of 2026?\[31m-bad at this path: attention T 100 head dim 16, attention T 101 head dim 16, attention T 102 head dim 16 and 28 more attention shapes; 2 earlier attention shape(s) left out (malformed, or past the 32 a profile holds)$" "$tmp/out_full.txt" ||
+  fail "merge into a full profile: $(cat "$tmp/out_full.txt")"
+"$DDPC" explain "$tmp/cal.bin" --profile "$tmp/full.json" >/dev/null 2>"$tmp/explain_full.err" &&
+  echo "ok: a merged full profile reads back" || fail "explain refused the merged full profile: $(cat "$tmp/explain_full.err")"
 cp "$tmp/merged.json" "$tmp/combined.json"
 "$DDPRUN" "$tmp/cal2.bin" --device ref --calibrate --calibrate-out "$tmp/combined.json" --quiet >"$tmp/out4.txt" 2>&1 || fail "combine run"
 grep -qE "^compute figures from the one-rank calibration of [0-9TZ:-]+ at this path; collectives from this run \(world 2\)$" "$tmp/out4.txt" ||
