@@ -166,7 +166,11 @@ static int cmd_plan(int argc, char **argv) {
     for (int j = 0; j < i && !bad[0]; j++)
       if (budgets[i] == budgets[j]) snprintf(bad, sizeof bad, "--budgets: %g is given twice", budgets[i]);
   if (!bad[0] && !o.dir) snprintf(bad, sizeof bad, "no output folder given (-o DIR)");
-  if (!bad[0] && strchr(o.tokens, '"')) snprintf(bad, sizeof bad, "--tokens: a file name with a '\"' is refused");
+  /* the name goes into each schedule as a Lua string literal, where '"', '\\' and control characters would
+   * change or end it */
+  for (const char *t = o.tokens; !bad[0] && *t; t++)
+    if (*t == '"' || *t == '\\' || (unsigned char)*t < 0x20 || *t == 0x7f)
+      snprintf(bad, sizeof bad, "--tokens: a file name with a quote, a backslash or a control character is refused");
   if (!bad[0] && make_dir("-o", o.dir, err, sizeof err)) snprintf(bad, sizeof bad, "%s", err);
   if (bad[0]) return usage_error(prog, bad);
   if (ddp_scaling_plan(&o, stdout, err, sizeof err)) {

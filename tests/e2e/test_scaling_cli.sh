@@ -76,6 +76,11 @@ bad 2 "unknown subcommand" frobnicate
 bad 1 "cannot train one step" plan --budgets 1e20,1e6 -o "$tmp/p"
 [ -z "$(ls -A "$tmp/p")" ] || fail "a refused plan left files in $tmp/p: $(ls "$tmp/p")"
 bad 2 "--budgets: 1e+18 is given twice" plan --budgets 1e18,1e18 -o "$tmp/p"
+bad 2 "--tokens: a file name with a quote, a backslash or a control character is refused" plan --budgets 1e18,1e19 \
+  --tokens 'a\tb.bin' -o "$tmp/p"
+bad 2 "--tokens: a file name with a quote, a backslash or a control character is refused" plan --budgets 1e18,1e19 \
+  --tokens "$(printf 'a\nb.bin')" -o "$tmp/p"
+bad 2 "--budgets: an empty item in '1e18,,1e19'" plan --budgets 1e18,,1e19 -o "$tmp/p"
 bad 1 "the power laws need at least 2 budgets" fit "$tmp/one.json" --svg-dir "$tmp/nosvg"
 [ ! -e "$tmp/nosvg" ] || fail "a refused fit made its --svg-dir"
 "$DDPC" scaling --help | grep -q '^usage: ddpc scaling fit' || fail "ddpc scaling --help"
