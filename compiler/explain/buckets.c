@@ -28,6 +28,8 @@ typedef struct measured {
   const char *path;
   double mb, median_ms;
   int nsteps;
+  long long world;     /* the run line's */
+  char parallel[160];  /* the run line's "parallel", up to " bucket_mb=" */
 } measured;
 
 /* The seeds' model (CS336 Assignment 3 write-up, ddp_bucketed_benchmarking ii): s gradient bytes, w the
@@ -57,8 +59,10 @@ static double overlap_opt(const model *m) {
   return sb < m->s ? sb : m->s;
 }
 
-/* The schedule at bucket size mb (mb <= 0: as written), compiled and simulated (e NULL: only checked). */
-static int eval_size(const char *path, double mb, const ddp_profile *pr, ddp_xeval *e, char *err, size_t errcap) {
+/* The schedule at bucket size mb (mb <= 0: as written), compiled and simulated (e NULL: only checked; then
+ * *ranks, when not NULL, is its world). */
+static int eval_size(const char *path, double mb, const ddp_profile *pr, ddp_xeval *e, int *ranks, char *err,
+                     size_t errcap) {
   char set[64], lerr[1024];
   snprintf(set, sizeof set, "parallel.bucket_mb=%.17g", mb);
   const char *sets[1] = {set};
@@ -68,6 +72,7 @@ static int eval_size(const char *path, double mb, const ddp_profile *pr, ddp_xev
   if (s->sync != SYNC_BUCKETED || s->bucket_policy || s->stages > 0 || s->ranks < 2)
     rc = ddp_fail(err, errcap, "%s: not a bucketed data-parallel schedule on 2+ ranks (needs ddp{ sync = "
                   "\"bucketed\", ranks >= 2 } without a buckets function)", path);
+  if (rc == 0 && ranks) *ranks = s->ranks;
   if (rc == 0 && e) rc = ddp_xeval_schedule(s, pr, e, err, errcap);
   if (rc == 0 && e && e->sim_err[0]) rc = ddp_fail(err, errcap, "%s: %s", path, e->sim_err);
   ddp_schedule_free(s);
@@ -111,6 +116,9 @@ static int read_metrics(const char *path, measured *m, char *err, size_t errcap)
         rc = ddp_fail(err, errcap, "%s:%d: the run line's \"parallel\" has no bucket_mb=... (not a bucketed run)", path,
                       lineno);
       m->mb = mb, have_run = 1;
+      json_t *w = json_object_get(o, "world");
+      m->world = json_is_integer(w) ? json_integer_value(w) : -1;
+      snprintf(m->parallel, sizeof m->parallel, "%.*s", at ? (int)(at - par) : 0, par ? par : "");
     } else if (o && json_object_get(o, "step")) {
       json_t *v = json_object_get(o, "step_ms");
       if (!json_is_number(v) || !isfinite(json_number_value(v)) || json_number_value(v) <= 0)
@@ -386,12 +394,18 @@ int ddp_explain_buckets_main(int argc, char **argv) {
   for (int i = 0; i < nm; i++)
     for (int j = 0; j < n; j++)
       if (pts[j].mb == ms[i].mb) pts[j].measured_ms = ms[i].median_ms;
-  int rc = eval_size(sched, 0, &pr, NULL, err, sizeof err);
-  for (int i = 0; i < n && rc == 0; i++) rc = eval_size(sched, pts[i].mb, &pr, &pts[i].e, err, sizeof err);
+  int ranks = 0, rc = eval_size(sched, 0, &pr, NULL, &ranks, err, sizeof err);
+  char want[64]; /* a bucketed DDP run of this schedule's world: its run line's "parallel" begins so */
+  snprintf(want, sizeof want, "ddp ranks=%d sync=bucketed", ranks);
+  for (int i = 0; i < nm && rc == 0; i++)
+    if (ms[i].world != ranks || strncmp(ms[i].parallel, want, strlen(want)) != 0)
+      rc = ddp_fail(err, sizeof err, "--metrics: %s is not a run of %s: its run line says world %lld, \"%s...\"; the "
+                    "schedule is \"%s\"", ms[i].path, sched, ms[i].world, ms[i].parallel, want);
+  for (int i = 0; i < n && rc == 0; i++) rc = eval_size(sched, pts[i].mb, &pr, &pts[i].e, NULL, err, sizeof err);
   int best = 0;
   for (int i = 0; i < GRID && rc == 0; i++) {
     grid[i] = (bpoint){.mb = 0.5 * pow(4000.0, (double)i / (GRID - 1)), .measured_ms = -1};
-    rc = eval_size(sched, grid[i].mb, &pr, &grid[i].e, err, sizeof err);
+    rc = eval_size(sched, grid[i].mb, &pr, &grid[i].e, NULL, err, sizeof err);
     if (rc == 0 && grid[i].e.step_s < grid[best].e.step_s) best = i;
   }
   if (rc) {
