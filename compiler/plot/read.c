@@ -73,6 +73,11 @@ static char *default_label(const char *schedule, const char *path) {
   return l;
 }
 
+/* The largest time (ms) or memory (GiB) a metrics value may hold, and tokens a step: far beyond any run,
+ * and small enough that sums over many steps and ranks stay finite (1e308 gave NaN coordinates). */
+#define VALUE_MAX 1e9
+#define TOKENS_MAX 1e15
+
 static int number(json_t *o, const char *key, double *out) {
   json_t *v = json_object_get(o, key);
   if (!json_is_number(v) || !isfinite(json_number_value(v))) return -1;
@@ -85,8 +90,9 @@ static int run_fields(json_t *o, const char *path, int lineno, ddp_plot_run *run
   double world = 0, tokens = 0;
   if (number(o, "world", &world) || world != floor(world) || world < 1 || world > WORLD_MAX)
     return ddp_fail(err, errcap, "%s:%d: the run line's \"world\" is not an integer in 1..%d", path, lineno, WORLD_MAX);
-  if (number(o, "tokens_per_step", &tokens) || !(tokens > 0))
-    return ddp_fail(err, errcap, "%s:%d: the run line's \"tokens_per_step\" is not a positive number", path, lineno);
+  if (number(o, "tokens_per_step", &tokens) || !(tokens > 0) || tokens > TOKENS_MAX)
+    return ddp_fail(err, errcap, "%s:%d: the run line's \"tokens_per_step\" is not a number in (0, %g]", path, lineno,
+                    TOKENS_MAX);
   run->world = (int)world;
   run->tokens_per_step = tokens;
   run->schedule = dup_field(o, "schedule");
@@ -103,8 +109,8 @@ static int rank_array(json_t *o, const char *key, int world, double *out, const 
     return ddp_fail(err, errcap, "%s:%d: \"%s\" is not an array of %d numbers (one per rank)", path, lineno, key, world);
   for (int r = 0; r < world; r++) {
     json_t *x = json_array_get(a, (size_t)r);
-    if (!json_is_number(x) || !isfinite(json_number_value(x)))
-      return ddp_fail(err, errcap, "%s:%d: \"%s\"[%d] is not a finite number", path, lineno, key, r);
+    if (!json_is_number(x) || !(json_number_value(x) >= 0 && json_number_value(x) <= VALUE_MAX))
+      return ddp_fail(err, errcap, "%s:%d: \"%s\"[%d] is not a number in [0, %g]", path, lineno, key, r, VALUE_MAX);
     out[r] = json_number_value(x);
   }
   return 1;
@@ -114,8 +120,8 @@ static int rank_array(json_t *o, const char *key, int world, double *out, const 
 static int step_fields(json_t *o, const char *path, int lineno, ddp_plot_run *run, double *const *v, double *fb,
                        sums *acc, sums *all, char *err, size_t errcap) {
   double step_ms;
-  if (number(o, "step_ms", &step_ms))
-    return ddp_fail(err, errcap, "%s:%d: a step line without a finite number \"step_ms\"", path, lineno);
+  if (number(o, "step_ms", &step_ms) || !(step_ms > 0 && step_ms <= VALUE_MAX))
+    return ddp_fail(err, errcap, "%s:%d: a step line without a number \"step_ms\" in (0, %g]", path, lineno, VALUE_MAX);
   int w = run->world, fr = 0, br = 0;
   if (!strncmp(run->parallel, "pipeline", 8)) {
     if ((fr = rank_array(o, "rank_forward_ms", w, fb, path, lineno, err, errcap)) < 0 ||
@@ -132,8 +138,9 @@ static int step_fields(json_t *o, const char *path, int lineno, ddp_plot_run *ru
                       "ddprun?)", path, lineno, rank_fields[k], run->world);
     for (int r = 0; r < run->world; r++) {
       json_t *x = json_array_get(a, (size_t)r);
-      if (!json_is_number(x) || !isfinite(json_number_value(x)))
-        return ddp_fail(err, errcap, "%s:%d: \"%s\"[%d] is not a finite number", path, lineno, rank_fields[k], r);
+      if (!json_is_number(x) || !(json_number_value(x) >= 0 && json_number_value(x) <= VALUE_MAX))
+        return ddp_fail(err, errcap, "%s:%d: \"%s\"[%d] is not a number in [0, %g]", path, lineno, rank_fields[k], r,
+                        VALUE_MAX);
       v[k][r] = json_number_value(x);
     }
   }
