@@ -12,6 +12,7 @@
 #include "outfile.h"
 #include "svg.h"
 #include <getopt.h>
+#include <jansson.h>
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -25,27 +26,33 @@ typedef struct {
   double mb[64], bus[64];
 } curve;
 
-static int field_num(const char *line, const char *key, double *out) {
-  char pat[64];
-  snprintf(pat, sizeof pat, "\"%s\":", key);
-  const char *at = strstr(line, pat);
-  if (!at) return -1;
-  *out = strtod(at + strlen(pat), NULL);
-  return 0;
-}
-
-/* The string value of "key": "..." into out[cap]; -1 when absent. */
-static int field_str(const char *line, const char *key, char *out, size_t cap) {
-  char pat[64];
-  snprintf(pat, sizeof pat, "\"%s\": \"", key);
-  const char *at = strstr(line, pat);
-  if (!at) return -1;
-  at += strlen(pat);
-  size_t n = 0;
-  while (at[n] && at[n] != '"' && n + 1 < cap) n++;
-  memcpy(out, at, n);
-  out[n] = 0;
-  return 0;
+/* One all-reduce result (a line of `--bench allreduce --out`, or an anchor's "ANCHOR {...}" line) into its
+ * fields, every one checked: 0, or -1 with "FILE:LINE: ..." (a NaN or an absurd value was drawn). */
+static int result_fields(const char *line, const char *path, int lineno, char *impl, size_t implcap, int *world,
+                         int *cpu, double *mb, double *bus, char *err, size_t errcap) {
+  const int anchor = !strncmp(line, "ANCHOR ", 7);
+  json_error_t je;
+  json_t *o = json_loads(anchor ? line + 7 : line, 0, &je);
+  int rc = 0;
+  json_t *w = json_object_get(o, "world"), *m = json_object_get(o, "mb"), *b = json_object_get(o, "busbw_GBs");
+  if (!json_is_object(o))
+    rc = ddp_fail(err, errcap, "%s:%d: an all-reduce result that is not a JSON object", path, lineno);
+  else if (!json_is_integer(w) || json_integer_value(w) < 1 || json_integer_value(w) > 4096)
+    rc = ddp_fail(err, errcap, "%s:%d: \"world\" is not an integer in 1..4096", path, lineno);
+  else if (!json_is_number(m) || !(json_number_value(m) > 0 && json_number_value(m) <= 65536))
+    rc = ddp_fail(err, errcap, "%s:%d: \"mb\" is not a number in (0, 65536]", path, lineno);
+  else if (!json_is_number(b) || !(json_number_value(b) > 0 && json_number_value(b) <= 1e6))
+    rc = ddp_fail(err, errcap, "%s:%d: \"busbw_GBs\" is not a number in (0, 1e6]", path, lineno);
+  if (rc == 0) {
+    json_t *im = json_object_get(o, "impl"), *dev = json_object_get(o, "device");
+    snprintf(impl, implcap, "%s", anchor ? "pytorch" : json_is_string(im) ? json_string_value(im) : "ddpc");
+    *world = (int)json_integer_value(w);
+    *cpu = json_is_string(dev) && !strcmp(json_string_value(dev), "cpu");
+    *mb = json_number_value(m);
+    *bus = json_number_value(b);
+  }
+  json_decref(o);
+  return rc;
 }
 
 static curve *curve_for(curve *cs, int *nc, const char *impl, int world, int cpu) {
@@ -103,25 +110,32 @@ int ddprun_plot_main(int argc, char **argv) {
   }
   for (int i = optind; i < argc; i++) {
     size_t len = 0;
-    char *text = ddp_read_file(argv[i], (size_t)64 << 20, &len, msg, sizeof msg), *save = NULL;
+    char *text = ddp_read_file(argv[i], (size_t)64 << 20, &len, msg, sizeof msg);
     if (!text) {
       fprintf(stderr, "ddprun --bench plot: %s\n", msg);
       return DDP_EXIT_FAILURE;
     }
-    for (char *line = strtok_r(text, "\n", &save); line; line = strtok_r(NULL, "\n", &save)) {
-      if (!strstr(line, "\"allreduce\"")) continue;
-      double world, mb, bus;
-      if (field_num(line, "world", &world) || field_num(line, "mb", &mb) || field_num(line, "busbw_GBs", &bus))
-        continue;
-      char impl[32] = "ddpc", device[16] = "";
-      if (strstr(line, "ANCHOR")) snprintf(impl, sizeof impl, "pytorch");
-      else field_str(line, "impl", impl, sizeof impl);
-      field_str(line, "device", device, sizeof device);
-      curve *cv = curve_for(cs, &nc, impl, (int)world, !strcmp(device, "cpu"));
-      if (cv && cv->n < 64 && mb > 0 && isfinite(mb) && isfinite(bus)) {
-        cv->mb[cv->n] = mb;
-        cv->bus[cv->n++] = bus;
+    int lineno = 0;
+    for (char *line = text; line && *line;) {
+      char *nl = strchr(line, '\n');
+      if (nl) *nl = 0;
+      lineno++;
+      if (strstr(line, "\"allreduce\"")) { /* the results among other lines (an anchor's log) */
+        char impl[32];
+        int world, cpu;
+        double mb, bus;
+        if (result_fields(line, argv[i], lineno, impl, sizeof impl, &world, &cpu, &mb, &bus, msg, sizeof msg)) {
+          fprintf(stderr, "ddprun --bench plot: %s\n", msg);
+          free(text);
+          return DDP_EXIT_FAILURE;
+        }
+        curve *cv = curve_for(cs, &nc, impl, world, cpu);
+        if (cv && cv->n < 64) {
+          cv->mb[cv->n] = mb;
+          cv->bus[cv->n++] = bus;
+        }
       }
+      line = nl ? nl + 1 : NULL;
     }
     free(text);
   }

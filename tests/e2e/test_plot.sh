@@ -215,5 +215,23 @@ printf '%s\n' '{"kind": "allreduce", "impl": "a<b&c", "world": 2, "mb": 1, "ms":
 python3 -c "import sys, xml.dom.minidom as m; d = m.parse(sys.argv[1]); \
 assert 'a<b&c, 2 GPUs' in [t.firstChild.data for t in d.getElementsByTagName('text') if t.firstChild]" "$tmp/ar.svg" ||
   fail "ddprun --bench plot: the implementation name 'a<b&c' makes malformed SVG or is missing"
+# a result with a value that is not a number, or absurd, or not JSON, is one line naming the file and line
+for case in 'busbw_GBs": "x"' 'busbw_GBs": 1e308' 'mb": -1' 'world": 2.5'; do
+  key=${case%%\"*}
+  sed "2s/\"$key\": [^,}]*/\"$case/" "$tmp/ar.jsonl" >"$tmp/ar_bad.jsonl"
+  rm -f "$tmp/ar_bad.svg"
+  if "$DDPRUN" --bench plot -o "$tmp/ar_bad.svg" "$tmp/ar_bad.jsonl" >/dev/null 2>"$tmp/err"; then
+    fail "--bench plot with $case: accepted"
+  elif [ "$(wc -l <"$tmp/err")" = 1 ] && grep -q "ar_bad.jsonl:2: \"$key\" is not" "$tmp/err" && [ ! -e "$tmp/ar_bad.svg" ]; then
+    echo "ok: --bench plot with $case: $(cat "$tmp/err")"
+  else
+    fail "--bench plot with $case: $(cat "$tmp/err")"
+  fi
+done
+{ head -1 "$tmp/ar.jsonl"; echo '{"kind": "allreduce", "world": 2, "mb": 1'; } >"$tmp/ar_cut.jsonl"
+if "$DDPRUN" --bench plot -o "$tmp/ar_cut.svg" "$tmp/ar_cut.jsonl" >/dev/null 2>"$tmp/err" ||
+  ! grep -q 'ar_cut.jsonl:2: an all-reduce result that is not a JSON object' "$tmp/err"; then
+  fail "--bench plot with a truncated line: $(cat "$tmp/err")"
+fi
 [ "$fail" = 0 ] && echo "ddpc plot: both plots match the metrics; bad input refused"
 exit $fail
