@@ -49,8 +49,11 @@ typedef struct measured {
   json_t *recorded; /* the run line's "predicted" object, or NULL */
 } measured;
 
+/* A measurement (ms, J or s) is a number in [0, VALUE_MAX]: a negative time priced a negative energy, and
+ * values near DBL_MAX overflow the sums over steps and ranks. */
+#define VALUE_MAX 1e12
 static int finite_number(json_t *x, double *out) {
-  if (!json_is_number(x) || !isfinite(json_number_value(x))) return 0;
+  if (!json_is_number(x) || !(json_number_value(x) >= 0 && json_number_value(x) <= VALUE_MAX)) return 0;
   *out = json_number_value(x);
   return 1;
 }
@@ -95,14 +98,14 @@ static int step_line(json_t *o, measured *mv, const char *path, int lineno, char
     for (int r = 0; r < w; r++) {
       json_t *x = json_array_get(a, (size_t)r);
       if (!json_is_null(x) && !finite_number(x, &en[2 * r + k]))
-        return ddp_fail(err, errcap, "%s:%d: \"%s\"[%d] is not a finite number or null", path, lineno,
+        return ddp_fail(err, errcap, "%s:%d: \"%s\"[%d] is not a number in [0, 1e12] or null", path, lineno,
                         energy_keys[k], r);
     }
   }
   json_t *h = json_object_get(o, "host_ms");
   mv->host[mv->nlines] = NAN;
   if (h && !json_is_null(h) && !finite_number(h, &mv->host[mv->nlines]))
-    return ddp_fail(err, errcap, "%s:%d: \"host_ms\" is not a finite number", path, lineno);
+    return ddp_fail(err, errcap, "%s:%d: \"host_ms\" is not a number in [0, 1e12]", path, lineno);
   double *row = mv->v + mv->nlines * PH_COUNT * (size_t)w;
   for (int ph = 0; ph < PH_COUNT; ph++) {
     double *out = row + (size_t)ph * (size_t)w;
@@ -114,9 +117,9 @@ static int step_line(json_t *o, measured *mv, const char *path, int lineno, char
                         phase[ph].array, w);
       for (int r = 0; r < w; r++)
         if (!finite_number(json_array_get(a, (size_t)r), &out[r]))
-          return ddp_fail(err, errcap, "%s:%d: \"%s\"[%d] is not a finite number", path, lineno, phase[ph].array, r);
+          return ddp_fail(err, errcap, "%s:%d: \"%s\"[%d] is not a number in [0, 1e12]", path, lineno, phase[ph].array, r);
     } else if (s && !finite_number(s, &out[0])) {
-      return ddp_fail(err, errcap, "%s:%d: \"%s\" is not a finite number", path, lineno, phase[ph].scalar);
+      return ddp_fail(err, errcap, "%s:%d: \"%s\" is not a number in [0, 1e12]", path, lineno, phase[ph].scalar);
     }
   }
   if (isnan(row[0]))

@@ -139,6 +139,17 @@ int ddp_scaling_fit_runs(ddp_scaling_run *runs, int nruns, ddp_scaling_fit *fit,
   fit->n_law = line_fit(lc, ln, nb);
   fit->d_law = line_fit(lc, ld, nb);
   free(lc);
+  /* the runs' values are each finite, but extreme ones (parameters 1e308) still give no finite law */
+  int finite = isfinite(fit->n_law.slope) && isfinite(pow(10.0, fit->n_law.intercept)) &&
+               isfinite(fit->d_law.slope) && isfinite(pow(10.0, fit->d_law.intercept));
+  for (int k = 0; k < nb && finite; k++)
+    finite = fit->budgets[k].n_opt > 0 && fit->budgets[k].d_opt > 0 &&
+             isfinite(fit->budgets[k].d_opt / fit->budgets[k].n_opt) && isfinite(fit->budgets[k].loss_min);
+  if (!finite) {
+    ddp_scaling_fit_free(fit);
+    return ddp_fail(err, errcap, "the runs give no finite fit (N_opt, D_opt or a power law is not a finite positive "
+                                 "number): check their parameters and compute_budget");
+  }
   return 0;
 }
 

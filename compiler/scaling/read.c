@@ -16,14 +16,16 @@
 #define RUNS_MAX_BYTES (64u << 20)
 
 /* A positive finite number field of entry i; 0 or -1. */
+/* A run's parameters or compute budget: a number in [1, 1e40] (1e40: beyond any model or budget; a model of
+ * 1e-300 parameters or 1e308 gave a fit of inf and NaN). */
 static int number_field(json_t *o, const char *name, const char *field, int i, double *out, char *err,
                         size_t errcap) {
   json_t *v = json_object_get(o, field);
   if (!v) return ddp_fail(err, errcap, "%s: run %d: the field \"%s\" is missing", name, i, field);
   if (!json_is_number(v)) return ddp_fail(err, errcap, "%s: run %d: \"%s\" is not a number", name, i, field);
   double x = json_number_value(v);
-  if (!isfinite(x) || !(x > 0))
-    return ddp_fail(err, errcap, "%s: run %d: \"%s\" is %g; it must be a positive finite number", name, i, field, x);
+  if (!(x >= 1 && x <= 1e40))
+    return ddp_fail(err, errcap, "%s: run %d: \"%s\" is %g; it must be a number in [1, 1e40]", name, i, field, x);
   *out = x;
   return 0;
 }

@@ -274,7 +274,9 @@ bad "a bad profile" "bad\.json: hbm_gbps" "$tmp/tiny.bin" "$tmp/tiny.jsonl" --pr
 sed '3s/"rank_energy_total_J": \[[^]]*\]/"rank_energy_total_J": [1, 2]/' "$tmp/tiny.jsonl" >"$tmp/wide_e.jsonl"
 bad "a wrong energy array" "wide_e\.jsonl:3: \"rank_energy_total_J\" is not an array of 1 numbers" "$tmp/tiny.bin" "$tmp/wide_e.jsonl"
 sed '3s/"rank_energy_span_s": \[[^]]*\]/"rank_energy_span_s": ["x"]/' "$tmp/tiny.jsonl" >"$tmp/str_e.jsonl"
-bad "a string in the energy spans" "str_e\.jsonl:3: \"rank_energy_span_s\"\[0\] is not a finite number or null" "$tmp/tiny.bin" "$tmp/str_e.jsonl"
+bad "a string in the energy spans" "str_e\.jsonl:3: \"rank_energy_span_s\"\[0\] is not a number in \\[0, 1e12\\] or null" "$tmp/tiny.bin" "$tmp/str_e.jsonl"
+sed '3s/"rank_step_ms": \[\([^],]*\)/"rank_step_ms": [-5/' "$tmp/tiny.jsonl" >"$tmp/neg_step.jsonl"
+bad "a negative step time" "neg_step\.jsonl:3: \"rank_step_ms\"\[0\] is not a number in \\[0, 1e12\\]" "$tmp/tiny.bin" "$tmp/neg_step.jsonl"
 # all steps warm-up: used, and said so
 sed 's/"warmup": false/"warmup": true/' "$tmp/tiny.jsonl" >"$tmp/allwarm.jsonl"
 "$DDPC" explain "$tmp/tiny.bin" --compare "$tmp/allwarm.jsonl" >"$tmp/allwarm.cmp" 2>"$tmp/err" &&

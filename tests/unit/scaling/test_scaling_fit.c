@@ -115,7 +115,10 @@ static void bad_input(void) {
   refused("[{\"parameters\": 1e8, \"final_loss\": 3}]", "run 0: the field \"compute_budget\" is missing");
   refused("[{\"parameters\": 1e8, \"compute_budget\": 1e18, \"final_loss\": 3},"
           " {\"parameters\": -5, \"compute_budget\": 1e18, \"final_loss\": 3}]",
-          "run 1: \"parameters\" is -5; it must be a positive finite number");
+          "run 1: \"parameters\" is -5; it must be a number in [1, 1e40]");
+  refused("[{\"parameters\": 1e8, \"compute_budget\": 1e18, \"final_loss\": 3},"
+          " {\"parameters\": 1e300, \"compute_budget\": 1e18, \"final_loss\": 3}]",
+          "run 1: \"parameters\" is 1e+300; it must be a number in [1, 1e40]");
   refused("[{\"parameters\": 1e8, \"compute_budget\": 1e18, \"final_loss\": 3},"
           " {\"parameters\": 2e8, \"compute_budget\": 1e18, \"final_loss\": 2.9}]",
           "2 runs in 1 compute budget: the power laws need at least 2 budgets");
