@@ -69,9 +69,10 @@ static int eval_size(const char *path, double mb, const ddp_profile *pr, ddp_xev
   ddp_schedule *s = ddp_schedule_load(path, sets, mb > 0, lerr, sizeof lerr);
   if (!s) return ddp_fail(err, errcap, "%s", lerr);
   int rc = 0;
-  if (s->sync != SYNC_BUCKETED || s->bucket_policy || s->stages > 0 || s->ranks < 2)
+  if (s->sync != SYNC_BUCKETED || s->bucket_policy || s->stages > 0 || s->ranks < 2 || s->shard == SHARD_ZERO3)
     rc = ddp_fail(err, errcap, "%s: not a bucketed data-parallel schedule on 2+ ranks (needs ddp{ sync = "
-                  "\"bucketed\", ranks >= 2 } without a buckets function)", path);
+                  "\"bucketed\", ranks >= 2 } without a buckets function; fsdp{} and ZeRO-3 gather units, not "
+                  "buckets)", path);
   if (rc == 0 && ranks) *ranks = s->ranks;
   if (rc == 0 && e) rc = ddp_xeval_schedule(s, pr, e, err, errcap);
   if (rc == 0 && e && e->sim_err[0]) rc = ddp_fail(err, errcap, "%s: %s", path, e->sim_err);

@@ -267,7 +267,9 @@ int ddp_explain_main(int argc, char **argv) {
   while ((c = getopt_long(argc, argv, ":h", lo, NULL)) != -1) {
     if (c == 'h') help = 1;
     else if (c == 'J') json = 1;
-    else if (c == 'p') profile = optarg;
+    else if ((c == 'p' && profile) || (c == 'c' && compare)) { /* which one would win is not for us to guess */
+      if (!bad[0]) snprintf(bad, sizeof bad, "%s given twice", c == 'p' ? "--profile" : "--compare");
+    } else if (c == 'p') profile = optarg;
     else if (c == 'c') compare = optarg;
     else if (c == 'r') {
       if (ddp_parse_i64(optarg, 0, INT_MAX - 1, "--rank", &rank, err, sizeof err) && !bad[0])

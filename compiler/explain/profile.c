@@ -70,7 +70,7 @@ static int num(char *dflt, json_t *obj, const char *path, const char *key, doubl
   double x = json_number_value(v);
   if (!isfinite(x) || x < lo || (lo_open && x == lo) || x > hi) {
     char upper[64] = "";
-    if (hi < 1e300) snprintf(upper, sizeof upper, " and <= %g", hi);
+    if (isfinite(hi)) snprintf(upper, sizeof upper, " and <= %g", hi);
     return ddp_fail(err, errcap, "%s: %s%s: must be a number %s %g%s (got %.6g)", label, path, key,
                     lo_open ? ">" : ">=", lo, upper, x);
   }
@@ -162,8 +162,10 @@ static int parse_root(json_t *root, const char *label, ddp_profile *pr, char *er
   json_t *name = json_object_get(root, "name");
   if (!name || !json_is_string(name) || !json_string_length(name))
     return ddp_fail(err, errcap, "%s: name: %s", label, name ? "must be a non-empty string" : "missing (a string)");
-  char own_name[400];
+  char own_name[400]; /* printed by explain and stored in plans: control characters become '?' */
   snprintf(own_name, sizeof own_name, "%s", json_string_value(name));
+  for (char *ch = own_name; *ch; ch++)
+    if ((unsigned char)*ch < 0x20 || *ch == 0x7f) *ch = '?';
   snprintf(pr->name, sizeof pr->name, "%s", own_name);
   if (num(optional_figures ? dbuf : NULL, root, "", "launch_us", 0, 0, 1e6, &pr->launch_us, label, err, errcap) ||
       num(optional_figures ? dbuf : NULL, root, "", "hbm_gbps", 0, 1, big, &pr->hbm_gbps, label, err, errcap) ||

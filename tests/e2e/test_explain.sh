@@ -62,6 +62,27 @@ cmp -s <(grep -v '^note:' "$tmp/moved.txt") "$tmp/a2a.txt" || fail "movement cha
 "$DDPC" explain --json "$tmp/a2a.bin" | python3 -c 'import json,sys; assert "note" not in json.load(sys.stdin)' ||
   fail "no movement, yet a note in --json"
 echo "ok: moved collectives: priced as NCCL's copy-engine path, with a note"
+# a repeated --profile or --compare is refused (which one would count?); a profile's name is printed without
+# its control characters
+for opt in --profile --compare; do
+  if "$DDPC" explain "$tmp/tiny.bin" $opt "$tmp/a" $opt "$tmp/b" >/dev/null 2>"$tmp/err"; then fail "$opt twice: accepted"
+  elif [ $? = 2 ] && grep -qx "ddpc explain: $opt given twice" "$tmp/err"; then echo "ok: $opt twice refused"
+  else fail "$opt twice: $(cat "$tmp/err")"; fi
+done
+python3 - "$tmp/esc_prof.json" <<'PY'
+import json, sys
+json.dump({"name": "lab\u001b[31m\nx", "launch_us": 5, "hbm_gbps": 3000, "gemm_tflops_16": 600, "gemm_tflops_32": 40,
+           "gemm_small_dim": 256, "gemm_small_scale": 0.5, "attention_tflops": 100, "collective_share": 0.2,
+           "collectives": {k: {"alpha_us": 10, "busbw_gbps": 200} for k in
+                           ("all_reduce", "reduce_scatter", "all_gather", "broadcast", "send_recv")}},
+          open(sys.argv[1], "w"))
+PY
+if "$DDPC" explain "$tmp/tiny.bin" --profile "$tmp/esc_prof.json" >"$tmp/esc.txt" 2>"$tmp/err"; then
+  grep -qx 'profile: lab?\[31m?x' "$tmp/esc.txt" && ! grep -q $'\x1b' "$tmp/esc.txt" && echo "ok: a profile name's control characters are not printed" ||
+    fail "profile name printed raw: $(grep '^profile' "$tmp/esc.txt" | od -c | head -3)"
+else
+  fail "the escape profile was refused: $(cat "$tmp/err")"
+fi
 
 # --json: one document, the same ranks, the default profile flagged
 "$DDPC" explain --json "$tmp/zero1.bin" >"$tmp/zero1.explain.json" || fail "explain --json"
@@ -153,7 +174,7 @@ sed 's/"hbm_gbps": 2000/"hbm_gbps": -5/' "$tmp/slow.json" >"$tmp/bad.json"
 "$DDPC" explain --profile "$tmp/bad.json" "$tmp/tiny.bin" >"$tmp/out" 2>"$tmp/err"
 rc=$?
 [ "$rc" = 1 ] || fail "bad profile: exit $rc, expected 1"
-[ "$(wc -l <"$tmp/err")" = 1 ] && grep -q "bad.json: hbm_gbps: must be a number > 0 (got -5)" "$tmp/err" ||
+[ "$(wc -l <"$tmp/err")" = 1 ] && grep -q "bad.json: hbm_gbps: must be a number > 0 and <= 1e+301 (got -5)" "$tmp/err" ||
   fail "bad profile: $(cat "$tmp/err")"
 [ -s "$tmp/out" ] && fail "bad profile: something was printed to stdout"
 check_exit() { # want-status what args...

@@ -363,7 +363,7 @@ static void test_parser(void) {
       {"\"name\": \"lab\"", "\"name\": \"\"", "lab.json: name: must be a non-empty string"},
       {"\"name\": \"lab\", ", "", "lab.json: name: missing"},
       {"\"launch_us\": 3", "\"launch_us\": -1", "lab.json: launch_us: must be a number >= 0"},
-      {"\"hbm_gbps\": 3000", "\"hbm_gbps\": 0", "lab.json: hbm_gbps: must be a number > 0 (got 0)"},
+      {"\"hbm_gbps\": 3000", "\"hbm_gbps\": 0", "lab.json: hbm_gbps: must be a number > 0 and <= 1e+301 (got 0)"},
       {"\"hbm_gbps\": 3000, ", "", "lab.json: hbm_gbps: missing (a number)"},
       {"\"gemm_tflops_16\": 600", "\"gemm_tflops_16\": \"fast\"", "lab.json: gemm_tflops_16: must be a number"},
       {"\"gemm_tflops_32\": 40", "\"gemm_tflops_32\": -40", "lab.json: gemm_tflops_32: must be a number > 0"},
