@@ -171,9 +171,8 @@ static int cmd_plan(int argc, char **argv) {
   for (const char *t = o.tokens; !bad[0] && *t; t++)
     if (*t == '"' || *t == '\\' || (unsigned char)*t < 0x20 || *t == 0x7f)
       snprintf(bad, sizeof bad, "--tokens: a file name with a quote, a backslash or a control character is refused");
-  if (!bad[0] && make_dir("-o", o.dir, err, sizeof err)) snprintf(bad, sizeof bad, "%s", err);
   if (bad[0]) return usage_error(prog, bad);
-  if (ddp_scaling_plan(&o, stdout, err, sizeof err)) {
+  if (ddp_scaling_plan(&o, stdout, err, sizeof err)) { /* it makes the folder once every run checks out */
     fprintf(stderr, "%s: %s\n", prog, err);
     return DDP_EXIT_FAILURE;
   }

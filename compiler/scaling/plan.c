@@ -8,6 +8,8 @@
 #include "scaling.h"
 #include "err.h"
 #include "file.h"
+#include <sys/stat.h>
+#include <errno.h>
 #include <math.h>
 #include <stdint.h>
 #include <stdlib.h>
@@ -69,11 +71,20 @@ int ddp_scaling_plan(const ddp_plan_opts *o, FILE *out, char *err, size_t errcap
     return ddp_fail(err, errcap, "out of memory for runs.json");
   }
   fputs("[\n", js);
-  fprintf(out, "%-10s %-24s %12s %5s %5s %6s %12s %10s\n", "budget", "schedule", "N", "d", "L", "heads", "D tokens",
-          "steps");
   int rc = 0, first = 1;
-  /* Pass 0 checks every run, pass 1 writes: a refused budget leaves no schedule behind. */
+  /* Pass 0 checks every run, pass 1 makes the folder, prints the table and writes: a refused budget leaves no
+   * folder, schedule or table behind. */
   for (int pass = 0; pass < 2 && rc == 0; pass++) {
+    if (pass == 1) {
+      struct stat st;
+      if (mkdir(o->dir, 0777) != 0 && errno != EEXIST)
+        rc = ddp_fail(err, errcap, "-o: cannot make %s: %s", o->dir, strerror(errno));
+      else if (stat(o->dir, &st) != 0 || !S_ISDIR(st.st_mode))
+        rc = ddp_fail(err, errcap, "-o: %s is not a folder", o->dir);
+      if (rc) break;
+      fprintf(out, "%-10s %-24s %12s %5s %5s %6s %12s %10s\n", "budget", "schedule", "N", "d", "L", "heads",
+              "D tokens", "steps");
+    }
     for (int b = 0; b < o->nbudgets && rc == 0; b++) {
       double c = o->budgets[b], centre = log10(sqrt(c / (6.0 * o->tokens_per_param)));
       for (int k = 0; k < o->sizes && rc == 0; k++) {

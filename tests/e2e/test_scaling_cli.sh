@@ -73,8 +73,11 @@ bad 2 "--budgets" fit "$tmp/runs.json" --budgets 1e23,abc
 bad 2 "unknown option" fit "$tmp/runs.json" --bogus
 bad 2 "no --budgets given" plan -o "$tmp/p"
 bad 2 "unknown subcommand" frobnicate
+rm -rf "$tmp/p"
+"$DDPC" scaling plan --budgets 1e20,1e6 -o "$tmp/p" >"$tmp/p.out" 2>/dev/null
 bad 1 "cannot train one step" plan --budgets 1e20,1e6 -o "$tmp/p"
-[ -z "$(ls -A "$tmp/p")" ] || fail "a refused plan left files in $tmp/p: $(ls "$tmp/p")"
+[ ! -e "$tmp/p" ] || fail "a refused plan made its folder $tmp/p"
+[ ! -s "$tmp/p.out" ] || fail "a refused plan printed its table: $(cat "$tmp/p.out")"
 bad 2 "--budgets: 1e+18 is given twice" plan --budgets 1e18,1e18 -o "$tmp/p"
 bad 2 "--tokens: a file name with a quote, a backslash or a control character is refused" plan --budgets 1e18,1e19 \
   --tokens 'a\tb.bin' -o "$tmp/p"
