@@ -30,7 +30,8 @@ typedef struct span {
 } span;
 
 typedef struct worker {
-  int rank;
+  int rank, world;   /* otherData's */
+  char *plan_schedule; /* otherData.schedule: the schedule the plan came from */
   double step_ms;
   span *v;
   int n, cap;
@@ -75,6 +76,7 @@ static void worker_free(worker *w) {
   free(w->v);
   free(w->meta.schedule);
   free(w->meta.parallel);
+  free(w->plan_schedule);
 }
 
 /* "pp.fwd.mb3.chunk1" -> K_FWD, 3, 1; -1 when `s` is not a pipeline range name. */
@@ -115,6 +117,11 @@ static int read_meta(json_t *od, const char *path, worker *w, char *err, size_t 
     return ddp_fail(err, errcap, "%s: no \"otherData\".\"rank\" (an integer in 0..%d); not a trace of ddprun --trace",
                     path, WORKERS_MAX - 1);
   w->rank = (int)r;
+  if (int_field(od, "world", 1, WORKERS_MAX, &x) || r >= x)
+    return ddp_fail(err, errcap, "%s: \"otherData\".\"world\" is not an integer in %lld..%d (above the rank %lld); "
+                    "not a trace of ddprun --trace", path, r + 1, WORKERS_MAX, r);
+  w->world = (int)x;
+  w->plan_schedule = str_field(od, "schedule");
   w->meta.parallel = str_field(od, "parallel");
   if (!json_object_get(od, "pipe_stages")) return 0;
   static const char *const keys[4] = {"pipe_stages", "pipe_microbatches", "pipe_virtual", "pipe_replicas"};
@@ -324,9 +331,11 @@ int ddp_plot_timeline(const char *out, const char *const *paths, int n, FILE *re
   if (rc == 0) qsort(ws, (size_t)n, sizeof *ws, by_rank);
   for (int i = 1; i < n && rc == 0; i++) {
     if (ws[i].rank == ws[i - 1].rank) rc = ddp_fail(err, errcap, "two trace files of rank %d", ws[i].rank);
-    else if (!same_meta(&ws[i].meta, &ws[0].meta))
-      rc = ddp_fail(err, errcap, "the traces of ranks %d and %d carry different pipeline settings (traces of "
-                    "different plans?)", ws[0].rank, ws[i].rank);
+    else if (!same_meta(&ws[i].meta, &ws[0].meta) || ws[i].world != ws[0].world ||
+             strcmp(ws[i].plan_schedule ? ws[i].plan_schedule : "", ws[0].plan_schedule ? ws[0].plan_schedule : "") ||
+             strcmp(ws[i].meta.parallel ? ws[i].meta.parallel : "", ws[0].meta.parallel ? ws[0].meta.parallel : ""))
+      rc = ddp_fail(err, errcap, "the traces of ranks %d and %d come from different plans (their schedule, parallel "
+                    "layout, world or pipeline settings differ)", ws[0].rank, ws[i].rank);
   }
   double xmax = 0, bubble = 0;
   for (int i = 0; i < n && rc == 0; i++) xmax = fmax(xmax, ws[i].step_ms);
