@@ -2,7 +2,9 @@
  * else the reference executor when the plan is small enough to finish in reasonable time (it says so),
  * else a refusal with the estimate. Checkpoints (--checkpoint-dir) are refused for a plan that does not
  * train (mode "forward" or "forward_backward"): its parameters never change and it has no optimizer
- * state, so a checkpoint would only restate the initialisation. */
+ * state, so a checkpoint would only restate the initialisation. Before any rank starts, the outputs are
+ * checked (none names an input or another output, none lies in the checkpoint folder, every one's folder
+ * exists), and a run that does not resume refuses a checkpoint folder that already holds checkpoints. */
 #include "args.h"
 #include "cache_dir.h"
 #include "calibrate.h"
@@ -18,7 +20,6 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
-#include <sys/wait.h>
 #include <unistd.h>
 
 #define DDP_REF_AUTO_LIMIT_S 600.0
