@@ -1,9 +1,13 @@
 /* runtime/driver/stop.h: a graceful stop on SIGTERM (what Slurm sends at a time limit) and SIGINT. The
  * handler only records the signal; the step loop (run.c) agrees on it across ranks at the next step
  * boundary, writes a checkpoint when checkpointing is on, and ddprun exits with 128 + the signal. A second
- * signal of the same kind takes its default action (SA_RESETHAND), so a stuck run can still be killed. */
+ * SIGTERM or SIGINT at least DDP_STOP_REPEAT_S after the first takes its default action, so a stuck run can
+ * still be killed; one sooner is the same request delivered twice (GNU timeout, a terminal's Ctrl-C beside
+ * --nproc's forwarding) and changes nothing. */
 #ifndef DDP_STOP_H
 #define DDP_STOP_H
+
+#define DDP_STOP_REPEAT_S 1.0 /* seconds after the first signal from which another one kills */
 
 /* Installs the handlers (a signal that was ignored, e.g. under nohup, stays ignored). */
 void ddp_stop_install(void);

@@ -80,5 +80,19 @@ st=$?
 [ "$st" = 130 ] || { cat "$tmp/int.out"; die "exit status $st after SIGINT, expected 130"; }
 grep -q "stopped after step" "$tmp/int.out" || fail "no 'stopped after step' line after SIGINT"
 complete_metrics "$tmp/i.jsonl" >/dev/null || fail "the metrics file after SIGINT has a broken line"
+# one request delivered twice (GNU timeout signals the command, then its process group; here two kills in a
+# row) is one graceful stop with its checkpoint, not the default action of a second signal
+"$DDPRUN" "$tmp/two.bin" --device ref --nproc 2 --checkpoint-dir "$tmp/ck2" --save-every 1000000 --quiet >"$tmp/twice.out" 2>&1 &
+pid=$!
+sleep 1
+kill -TERM "$pid"; kill -TERM "$pid"
+finish "$pid"
+st=$?
+[ "$st" = 143 ] && grep -q "stopped after step .* (checkpoint written)$" "$tmp/twice.out" &&
+  echo "ok: two SIGTERMs at once: one graceful stop" || { cat "$tmp/twice.out"; fail "two SIGTERMs at once: status $st"; }
+timeout -s TERM 1 "$DDPRUN" "$tmp/two.bin" --device ref --nproc 2 --checkpoint-dir "$tmp/ck3" --save-every 1000000 \
+  --quiet >"$tmp/timeout.out" 2>&1
+grep -q "stopped after step .* (checkpoint written)$" "$tmp/timeout.out" && [ -f "$tmp/ck3/latest" ] &&
+  echo "ok: under GNU timeout: one graceful stop" || { cat "$tmp/timeout.out"; fail "under GNU timeout: no graceful stop"; }
 [ "$fail" = 0 ] && echo "SIGTERM and SIGINT stop at a step boundary; resume is bitwise equal"
 exit $fail
