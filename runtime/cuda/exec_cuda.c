@@ -16,7 +16,7 @@ static int cx_instr_times(ddp_exec *e, double *start, double *end, char *err, si
   cx *x = e->impl;
   const cx_prog *pg = &x->step;
   if (!x->trace_ev || x->trace_n != pg->n || pg->timer_base < 0)
-    return ddp_fail(err, errcap, "cuda executor: rank %d: no traced step to report", x->base.rank);
+    return ddp_fail(err, errcap, "cuda executor: no traced step to report");
   for (uint32_t k = 0; k < pg->n; k++) {
     float a = 0, b = 0;
     DDP_CUDA_TRY(cudaEventElapsedTime(&a, x->timers[pg->timer_base], x->trace_ev[2 * k]));
@@ -46,22 +46,21 @@ static int cx_run(ddp_exec *e, const ddp_program *prog, int64_t step, char *err,
   char why[1024];
   int rc;
   if (x->comm_aborted)
-    return ddp_fail(err, errcap, "cuda executor: rank %d: the NCCL communicator was aborted after an earlier error",
-                   x->base.rank);
+    return ddp_fail(err, errcap, "cuda executor: the NCCL communicator was aborted after an earlier error");
   cudaError_t crc = cudaSetDevice(x->device);
   if (crc != cudaSuccess)
-    return ddp_fail(err, errcap, "cuda executor: rank %d: %s:%d: cudaSetDevice(%d): %s: %s", x->base.rank, __FILE__,
+    return ddp_fail(err, errcap, "cuda executor: %s:%d: cudaSetDevice(%d): %s: %s", __FILE__,
                    __LINE__, x->device, cudaGetErrorName(crc), cudaGetErrorString(crc));
   cx_prog *pg = same_program(&x->step, prog) ? &x->step : same_program(&x->init, prog) ? &x->init : NULL;
   if (pg == &x->step && cx_link_load_step(x, why, sizeof why))
-    return ddp_fail(err, errcap, "cuda executor: rank %d step %lld: %s", x->base.rank, (long long)step, why);
+    return ddp_fail(err, errcap, "cuda executor: step %lld: %s", (long long)step, why);
   if (!pg)
     rc = run_foreign(x, prog, step, why, sizeof why);
   else if (pg->graph && !x->base.trace)
     rc = cx_graph_run(x, pg, step, why, sizeof why);
   else
     rc = cx_run_ops(x, pg, 0, pg->n, step, why, sizeof why);
-  if (rc) return ddp_fail(err, errcap, "cuda executor: rank %d step %lld: %s", x->base.rank, (long long)step, why);
+  if (rc) return ddp_fail(err, errcap, "cuda executor: step %lld: %s", (long long)step, why);
   if (pg) {
     pg->runs++;
     if (pg->timer_base >= 0) x->last_timed = pg;
@@ -74,10 +73,10 @@ static int cx_sync(ddp_exec *e, char *err, size_t errcap) {
   char why[1024];
   cudaError_t crc = cudaSetDevice(x->device);
   if (crc != cudaSuccess)
-    return ddp_fail(err, errcap, "cuda executor: rank %d: %s:%d: cudaSetDevice(%d): %s: %s", x->base.rank, __FILE__,
+    return ddp_fail(err, errcap, "cuda executor: %s:%d: cudaSetDevice(%d): %s: %s", __FILE__,
                    __LINE__, x->device, cudaGetErrorName(crc), cudaGetErrorString(crc));
   if (cx_wait_streams(x, "sync", why, sizeof why))
-    return ddp_fail(err, errcap, "cuda executor: rank %d: %s", x->base.rank, why);
+    return ddp_fail(err, errcap, "cuda executor: %s", why);
   cx_memory_sample(x);
   return 0;
 }
@@ -94,8 +93,8 @@ static int cx_timers(ddp_exec *e, double *ms, char *err, size_t errcap) {
     cudaError_t rc = cudaEventElapsedTime(&v, x->timers[pg->timer_base], x->timers[s]);
     if (rc != cudaSuccess)
       return ddp_fail(err, errcap,
-                     "cuda executor: rank %d: %s:%d: cudaEventElapsedTime(timer %d, timer %u)%s: %s: %s",
-                     x->base.rank, __FILE__, __LINE__, pg->timer_base, s,
+                     "cuda executor: %s:%d: cudaEventElapsedTime(timer %d, timer %u)%s: %s: %s", __FILE__, __LINE__,
+                     pg->timer_base, s,
                      rc == cudaErrorNotReady ? " (call sync first)" : "", cudaGetErrorName(rc),
                      cudaGetErrorString(rc));
     ms[s] = (double)v;
@@ -303,13 +302,13 @@ ddp_exec *ddp_exec_cuda_new(const ddp_plan *p, int rank, int world, int device, 
     return NULL;
   }
   if (device < 0 || device >= ndev) {
-    ddp_fail(err, errcap, "cuda executor: rank %d: GPU %d does not exist (this machine shows %d GPU%s)", rank,
+    ddp_fail(err, errcap, "cuda executor: GPU %d does not exist (this machine shows %d GPU%s)",
             device, ndev, ndev == 1 ? "" : "s");
     return NULL;
   }
   cudaError_t crc = cudaSetDevice(device);
   if (crc != cudaSuccess) {
-    ddp_fail(err, errcap, "cuda executor: rank %d: %s:%d: cudaSetDevice(%d): %s: %s", rank, __FILE__, __LINE__,
+    ddp_fail(err, errcap, "cuda executor: %s:%d: cudaSetDevice(%d): %s: %s", __FILE__, __LINE__,
             device, cudaGetErrorName(crc), cudaGetErrorString(crc));
     return NULL;
   }
@@ -323,7 +322,7 @@ ddp_exec *ddp_exec_cuda_new(const ddp_plan *p, int rank, int world, int device, 
                        .impl = x};
   if (ddp_cuda_device_arch(device, x->arch, sizeof x->arch, x->gpu_name, sizeof x->gpu_name, why, sizeof why) ||
       ddp_plan_check_launch(p, x->arch, world, why, sizeof why) || load(x, nccl_id, why, sizeof why)) {
-    ddp_fail(err, errcap, "cuda executor: rank %d on GPU %d (%s, %s): %s", rank, device,
+    ddp_fail(err, errcap, "cuda executor: on GPU %d (%s, %s): %s", device,
             x->gpu_name[0] ? x->gpu_name : "?", x->arch[0] ? x->arch : "?", why);
     cx_destroy(&x->base);
     return NULL;

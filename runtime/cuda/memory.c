@@ -91,12 +91,13 @@ int cx_memory(ddp_exec *e, uint64_t *in_use, uint64_t *peak) {
 static int tensor_span(cx *x, int32_t t, void **ptr, size_t *bytes, char *err, size_t errcap) {
   const ddp_plan *p = x->base.plan;
   if (t < 0 || (uint32_t)t >= p->ntensors)
-    return ddp_fail(err, errcap, "cuda executor: rank %d: tensor %d does not exist (plan has %u)", x->base.rank, t,
+    return ddp_fail(err, errcap, "cuda executor: tensor %d does not exist (plan has %u)", t,
                    p->ntensors);
   const ddp_tensor *tt = &p->tensors[t];
   if (tt->offset > x->arena_bytes[tt->arena] || tt->bytes > x->arena_bytes[tt->arena] - tt->offset)
-    return ddp_fail(err, errcap, "cuda executor: rank %d: tensor '%s' (%s offset %llu, %llu bytes) is outside this rank's arena (%llu bytes)",
-                   x->base.rank, tt->name, ddp_arena_name(tt->arena), (unsigned long long)tt->offset,
+    return ddp_fail(err, errcap,
+                    "cuda executor: tensor '%s' (%s offset %llu, %llu bytes) is outside this rank's arena (%llu bytes)",
+                    tt->name, ddp_arena_name(tt->arena), (unsigned long long)tt->offset,
                    (unsigned long long)tt->bytes, (unsigned long long)x->arena_bytes[tt->arena]);
   *bytes = (size_t)tt->bytes;
   *ptr = *bytes ? (uint8_t *)x->arena[tt->arena] + tt->offset : NULL;
@@ -112,15 +113,16 @@ static int transfer(cx *x, int32_t t, void *host, int to_host, char *err, size_t
   const char *name = x->base.plan->tensors[t].name;
   DDP_CUDA_TRY(cudaSetDevice(x->device));
   if (cx_wait_streams(x, to_host ? "read" : "write", why, sizeof why))
-    return ddp_fail(err, errcap, "cuda executor: rank %d: %s of tensor '%s': %s", x->base.rank,
+    return ddp_fail(err, errcap, "cuda executor: %s of tensor '%s': %s",
                    to_host ? "read" : "write", name, why);
   if (!n) return 0;
   cudaError_t rc = to_host ? cudaMemcpyAsync(host, dev, n, cudaMemcpyDeviceToHost, x->streams[0])
                            : cudaMemcpyAsync(dev, host, n, cudaMemcpyHostToDevice, x->streams[0]);
   if (rc == cudaSuccess) rc = cudaStreamSynchronize(x->streams[0]);
   if (rc != cudaSuccess)
-    return ddp_fail(err, errcap, "cuda executor: rank %d: %s:%d: cudaMemcpyAsync(%s tensor '%s', %zu bytes) + cudaStreamSynchronize: %s: %s",
-                   x->base.rank, __FILE__, __LINE__, to_host ? "read" : "write", name, n, cudaGetErrorName(rc),
+    return ddp_fail(err, errcap,
+                    "cuda executor: %s:%d: cudaMemcpyAsync(%s tensor '%s', %zu bytes) + cudaStreamSynchronize: %s: %s",
+                    __FILE__, __LINE__, to_host ? "read" : "write", name, n, cudaGetErrorName(rc),
                    cudaGetErrorString(rc));
   return 0;
 }

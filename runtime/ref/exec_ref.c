@@ -396,7 +396,7 @@ ddp_exec *ddp_exec_ref_new(const ddp_plan *p, int rank, ddp_ref_comm *comm, ddp_
   if (!x || !m) {
     free(x);
     free(m);
-    ddp_fail(err, errcap, "reference executor: rank %d: out of host memory", rank);
+    ddp_fail(err, errcap, "reference executor: out of host memory");
     return NULL;
   }
   x->v = &ref_vtbl;
@@ -412,8 +412,8 @@ ddp_exec *ddp_exec_ref_new(const ddp_plan *p, int rank, ddp_ref_comm *comm, ddp_
     uint64_t n = rp->arena_bytes[a];
     m->arena[a] = ddp_host_arena_new(n);
     if (!m->arena[a]) {
-      ddp_fail(err, errcap, "reference executor: rank %d: cannot allocate %.2f GiB for the %s arena", rank,
-               (double)n / (1 << 30), ddp_arena_name(a));
+      ddp_fail(err, errcap, "reference executor: cannot allocate %.2f GiB for the %s arena", (double)n / (1 << 30),
+               ddp_arena_name(a));
       destroy(x);
       return NULL;
     }
@@ -426,7 +426,7 @@ ddp_exec *ddp_exec_ref_new(const ddp_plan *p, int rank, ddp_ref_comm *comm, ddp_
   m->init_args = resolve(m, &rp->init);
   m->step_args = resolve(m, &rp->step);
   if (!m->timer_ms || !m->t_start || !m->t_end || !m->init_args || !m->step_args) {
-    ddp_fail(err, errcap, "reference executor: rank %d: out of host memory", rank);
+    ddp_fail(err, errcap, "reference executor: out of host memory");
     destroy(x);
     return NULL;
   }
