@@ -10,6 +10,7 @@
 
 #define FE_MEM_CAP ((size_t)512 << 20)  /* bytes a schedule's Lua state may hold */
 #define FE_INSTR_LIMIT 100000000LL      /* Lua VM instructions per run (and per bucket-function call) */
+#define FE_ALLOC_BYTES_PER_INSTR 16     /* bytes the Lua state allocates that count as one instruction */
 #define FE_HOOK_EVERY 10000             /* instruction-count hook period */
 #define FE_TIME_LIMIT_S 10.0            /* default CPU seconds per Lua phase (ddpc --time-limit) */
 #define FE_WALL_FACTOR 3                /* the wall-clock limit is this many times the CPU limit */

@@ -29,6 +29,10 @@ static void *fe_alloc(void *ud, void *ptr, size_t osize, size_t nsize) {
     return NULL;
   }
   if (nsize > osize && sb->mem_used - osize + nsize > sb->mem_cap) return NULL;
+  /* Bytes allocated count against the instruction limit (FE_ALLOC_BYTES_PER_INSTR to one): a loop that keeps
+   * building large strings in one slot stays under the memory cap and runs few VM instructions, but each
+   * pass copies megabytes (fuzzing found one running into the CPU-time watchdog). */
+  if (nsize > osize) sb->instr += (long long)((nsize - osize) / FE_ALLOC_BYTES_PER_INSTR);
   void *p = realloc(ptr, nsize);
   if (p) sb->mem_used = sb->mem_used - osize + nsize;
   return p;
