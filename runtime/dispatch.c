@@ -33,12 +33,16 @@ static void folder_of(const char *path, char *out, size_t cap) {
   else *slash = 0;
 }
 
-/* Does the file `path` lie in the folder `dir` or below it (both resolved: links, "..")? A path whose folder
- * does not exist yet lies nowhere (its open fails on its own). */
+/* Does the file `path` lie in the folder `dir` or below it (both resolved: links, "..")? An existing path is
+ * resolved itself (a link to a checkpoint's file lies where its target does); a new one by its folder, and
+ * one whose folder does not exist yet lies nowhere (its open fails on its own). */
 static int inside_dir(const char *path, const char *dir) {
   char folder[4200], rp[PATH_MAX], rd[PATH_MAX];
-  folder_of(path, folder, sizeof folder);
-  if (!realpath(folder, rp) || !realpath(dir, rd)) return 0;
+  if (!realpath(dir, rd)) return 0;
+  if (!realpath(path, rp)) {
+    folder_of(path, folder, sizeof folder);
+    if (!realpath(folder, rp)) return 0;
+  }
   size_t n = strlen(rd);
   return !strncmp(rp, rd, n) && (rp[n] == 0 || rp[n] == '/' || (n == 1 && rd[0] == '/'));
 }

@@ -28,8 +28,8 @@ typedef struct measured {
   const char *path;
   double mb, median_ms;
   int nsteps;
-  long long world;     /* the run line's */
-  char parallel[160];  /* the run line's "parallel", up to " bucket_mb=" */
+  long long world;      /* the run line's */
+  char parallel[1024];  /* the run line's "parallel" */
 } measured;
 
 /* The seeds' model (CS336 Assignment 3 write-up, ddp_bucketed_benchmarking ii): s gradient bytes, w the
@@ -119,7 +119,7 @@ static int read_metrics(const char *path, measured *m, char *err, size_t errcap)
       m->mb = mb, have_run = 1;
       json_t *w = json_object_get(o, "world");
       m->world = json_is_integer(w) ? json_integer_value(w) : -1;
-      snprintf(m->parallel, sizeof m->parallel, "%.*s", at ? (int)(at - par) : 0, par ? par : "");
+      snprintf(m->parallel, sizeof m->parallel, "%s", par ? par : "");
     } else if (o && json_object_get(o, "step")) {
       json_t *v = json_object_get(o, "step_ms");
       if (!json_is_number(v) || !isfinite(json_number_value(v)) || json_number_value(v) <= 0)
@@ -395,14 +395,16 @@ int ddp_explain_buckets_main(int argc, char **argv) {
   for (int i = 0; i < nm; i++)
     for (int j = 0; j < n; j++)
       if (pts[j].mb == ms[i].mb) pts[j].measured_ms = ms[i].median_ms;
-  int ranks = 0, rc = eval_size(sched, 0, &pr, NULL, &ranks, err, sizeof err);
-  char want[64]; /* a bucketed DDP run of this schedule's world: its run line's "parallel" begins so */
-  snprintf(want, sizeof want, "ddp ranks=%d sync=bucketed", ranks);
-  for (int i = 0; i < nm && rc == 0; i++)
-    if (ms[i].world != ranks || strncmp(ms[i].parallel, want, strlen(want)) != 0)
-      rc = ddp_fail(err, sizeof err, "--metrics: %s is not a run of %s: its run line says world %lld, \"%s...\"; the "
-                    "schedule is \"%s\"", ms[i].path, sched, ms[i].world, ms[i].parallel, want);
+  int rc = eval_size(sched, 0, &pr, NULL, NULL, err, sizeof err);
   for (int i = 0; i < n && rc == 0; i++) rc = eval_size(sched, pts[i].mb, &pr, &pts[i].e, NULL, err, sizeof err);
+  /* a measurement is this schedule's at its bucket size: the run line's world and parallel layout are the
+   * plan's compiled at that size (shard, overlap, mesh, collectives and all) */
+  for (int i = 0; i < nm && rc == 0; i++)
+    for (int j = 0; j < n && rc == 0; j++)
+      if (pts[j].mb == ms[i].mb && (ms[i].world != pts[j].e.world || strcmp(ms[i].parallel, pts[j].e.parallel)))
+        rc = ddp_fail(err, sizeof err, "--metrics: %s is not a run of %s: its run line says world %lld, \"%s\"; the "
+                      "schedule at bucket_mb=%g is world %d, \"%s\"", ms[i].path, sched, ms[i].world, ms[i].parallel,
+                      ms[i].mb, pts[j].e.world, pts[j].e.parallel);
   int best = 0;
   for (int i = 0; i < GRID && rc == 0; i++) {
     grid[i] = (bpoint){.mb = 0.5 * pow(4000.0, (double)i / (GRID - 1)), .measured_ms = -1};

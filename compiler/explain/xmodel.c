@@ -43,6 +43,7 @@ int ddp_xeval_schedule(const ddp_schedule *s, const ddp_profile *pr, ddp_xeval *
     snprintf(out->sim_err, sizeof out->sim_err, "%.500s", serr);
   }
   out->world = (int)p->meta.world;
+  snprintf(out->parallel, sizeof out->parallel, "%s", p->meta.parallel ? p->meta.parallel : "");
   out->energy_j = out->floor_s = -1; /* the rank with the most joules: the limit paces the step by it */
   for (int r = 0; r < out->world; r++) {
     ddp_step_energy en;

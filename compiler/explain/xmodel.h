@@ -25,6 +25,7 @@ typedef struct ddp_xeval {
   double energy_j, floor_s; /* the largest energy above idle per step over the ranks and the power floor it
                               sets (energy.c); -1: the profile has no power model */
   double compile_s;
+  char parallel[1024];     /* the plan's meta.parallel: what a ddprun run line of it says */
   char sim_err[512];       /* the simulator's refusal (step_s, free_s, comm_s, backward_s are then -1), or "" */
 } ddp_xeval;
 

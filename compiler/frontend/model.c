@@ -250,11 +250,12 @@ void fe_model_limits(fe_conv *c, const fe_tab *root) {
       fe_bad(c, &model, "context", "is too large for attention = \"naive\": the scores on each rank (%lld x %lld "
              "heads x context^2) would exceed 2^31-1 elements", (long long)b, (long long)s->heads);
     /* Every rank's program is stored in the plan (about 1.3 KB of compiler memory per instruction): refuse
-     * up front what would take minutes and tens of GB to fail. About 36 step instructions per layer and
-     * microbatch on the tiny transformer (1F1B, 2 x 4096 x 4: 1.17 million); 40 keeps it an upper bound. */
+     * up front what would take minutes and tens of GB to fail. Per rank and microbatch, 40 instructions a
+     * layer plus 24 (embedding, loss, transfers): above what ddpc builds for the tiny transformer (tiny.lua,
+     * 2 layers: 91; 1F1B 2 x 4096 x 4 layers: 143 a microbatch; zero bubble 4 stages x 64 x 1 layer: 52). */
     const int64_t per_rank_layers = s->stages > 0 ? (s->layers + s->stages - 1) / s->stages : s->layers;
     const int64_t mb = s->stages > 0 ? s->microbatches : 1;
-    const int64_t est = fe_mul(fe_mul(fe_mul((int64_t)s->ranks, per_rank_layers), mb), 40);
+    const int64_t est = fe_mul(fe_mul((int64_t)s->ranks, mb), 40 * per_rank_layers + 24);
     if (est > FE_MAX_PLAN_INSTRS)
       fe_fail(c, root, "parallel", ": the plan would hold about %lld million instructions (%d ranks, %lld layers a "
               "rank, %lld microbatches a step), more than ddpc builds (%d million: every rank's program is stored in "

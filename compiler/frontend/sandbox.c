@@ -50,8 +50,8 @@ static void fe_hook(lua_State *L, lua_Debug *ar) {
     lua_pushfstring(L, "%s:%d: ", ar->source[0] == '@' ? ar->source + 1 : ar->short_src, ar->currentline);
   else
     lua_pushfstring(L, "%s: ", sb->path);
-  lua_pushfstring(L, "the schedule ran more than %d Lua instructions (an infinite loop?)",
-                  (int)FE_INSTR_LIMIT);
+  lua_pushfstring(L, "the schedule ran more than %d Lua instructions, %d bytes it allocates counting as one (an "
+                  "infinite loop?)", (int)FE_INSTR_LIMIT, (int)FE_ALLOC_BYTES_PER_INSTR);
   lua_concat(L, 2);
   lua_error(L);
 }

@@ -134,17 +134,17 @@ void ddp_calib_merge_earlier(json_t *root, const char *path, const char *dev, lo
            tf = json_number_value(json_object_get(e, "tflops"));
     /* only entries the profile reader takes (compiler/explain/profile.c), and at most its number of them:
      * this run's shapes first, then the earlier file's in its order */
-    if (!json_is_object(e) || json_object_size(e) != 3 || !(t >= 1 && t <= 1e9) || !(dh >= 1 && dh <= 1e9) ||
-        !(tf > 0 && isfinite(tf)) || (shapes && json_array_size(shapes) >= CALIB_MAX_ATTN_SHAPES)) {
-      dropped++;
-      continue;
-    }
-    int dup = 0;
+    int dup = 0; /* a shape this run measured again: this run's figure stands */
     for (size_t j = 0; shapes && j < json_array_size(shapes) && !dup; j++) {
       json_t *g = json_array_get(shapes, j);
       dup = json_number_value(json_object_get(g, "t")) == t && json_number_value(json_object_get(g, "dh")) == dh;
     }
     if (dup) continue;
+    if (!json_is_object(e) || json_object_size(e) != 3 || !(t >= 1 && t <= 1e9) || !(dh >= 1 && dh <= 1e9) ||
+        !(tf > 0 && isfinite(tf)) || (shapes && json_array_size(shapes) >= CALIB_MAX_ATTN_SHAPES)) {
+      dropped++;
+      continue;
+    }
     if (!shapes) {
       shapes = json_array();
       json_object_set_new(root, "attention_by_shape", shapes);

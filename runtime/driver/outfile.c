@@ -11,6 +11,7 @@ FILE *ddp_out_open(const char *path, char *err, size_t errcap) {
   struct stat st; /* a regular file is opened for reading too, so a failed write can be cut back (below) */
   const int regular = stat(path, &st) != 0 || S_ISREG(st.st_mode);
   FILE *f = fopen(path, regular ? "w+" : "w");
+  if (!f && regular && errno == EACCES) f = fopen(path, "w"); /* write-only: no cut-back (cut_to_last_line) */
   if (!f) ddp_fail(err, errcap, "%s: cannot write: %s", path, strerror(errno));
   return f;
 }

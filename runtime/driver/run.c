@@ -432,8 +432,7 @@ int ddp_run_rank(ddp_exec *x, const ddp_run_opts *o, char *err, size_t errcap) {
   const ddp_rank_plan *rp = &p->ranks[x->rank];
   bool lead = x->rank == 0;
   int64_t steps = o->steps >= 0 ? o->steps : m->steps;
-  FILE *metrics = NULL;
-  if (lead && o->metrics_path && !(metrics = ddp_out_open(o->metrics_path, err, errcap))) return -1;
+  FILE *metrics = NULL; /* opened (and so emptied) only once the run is known to go ahead, below */
   double *timer_ms = calloc(rp->ntimers + 1, sizeof(double));
   /* The step's host sum: the loss share, the stop request, then every rank's DDP_METRIC_RANK_FIELDS. */
   size_t nsum = 2 + (size_t)(x->world > 0 ? x->world : 1) * DDP_METRIC_RANKS;
@@ -455,9 +454,6 @@ int ddp_run_rank(ddp_exec *x, const ddp_run_opts *o, char *err, size_t errcap) {
   if (rc == 0) rc = x->v->sync(x, err, errcap);
   if (rc == 0 && lead && !o->quiet && x->comm[0]) printf("communicators: %s\n", x->comm);
   if (rc == 0 && lead && !o->quiet && x->p2p[0]) printf("point-to-point: %s\n", x->p2p);
-  if (rc == 0 && metrics) run_line(metrics, x);
-  if (rc == 0 && metrics) memory_line(metrics, x);
-  if (rc == 0 && metrics) rc = ddp_out_check(metrics, o->metrics_path, err, errcap);
   if (rc == 0 && o->trace_path && !x->v->instr_times)
     rc = ddp_fail(err, errcap, "the %s executor cannot record traces", x->v->name);
   if (rc == 0 && o->calibrate && !x->v->instr_times)
@@ -471,6 +467,10 @@ int ddp_run_rank(ddp_exec *x, const ddp_run_opts *o, char *err, size_t errcap) {
       printf("nothing to run: the checkpoint is at step %lld and the run ends at step %lld\n", (long long)start,
              (long long)steps);
   }
+  if (rc == 0 && lead && o->metrics_path && !(metrics = ddp_out_open(o->metrics_path, err, errcap))) rc = -1;
+  if (rc == 0 && metrics) run_line(metrics, x);
+  if (rc == 0 && metrics) memory_line(metrics, x);
+  if (rc == 0 && metrics) rc = ddp_out_check(metrics, o->metrics_path, err, errcap);
   ddp_calib_rows calib = {0};
   if (rc == 0 && o->ckpt_dir && o->save_initial && !o->resume && (rc = save(x, o, 0, err, errcap)) == 0)
     last_saved = 0;

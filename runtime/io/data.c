@@ -131,6 +131,8 @@ static int open_token_file(ddp_data *d, const char *path, char *err, size_t errc
     close(fd);
     return -1;
   }
+  const int fl = fcntl(fd, F_GETFL); /* O_NONBLOCK only kept a FIFO from blocking the open: reads block as usual */
+  if (fl >= 0) fcntl(fd, F_SETFL, fl & ~O_NONBLOCK);
   uint64_t size = (uint64_t)st.st_size;
   if (size % 2) {
     ddp_fail(err, errcap, "%s: token file size %llu bytes is not a whole number of uint16 tokens", path,

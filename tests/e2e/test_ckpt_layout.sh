@@ -54,9 +54,12 @@ mkdir -p "$tmp/k2/.tmp-notes" "$tmp/k2/.tmp-step-000009-123"
 "${run[@]}" --steps 3 --checkpoint-dir "$tmp/k2" --resume >"$tmp/done.out" 2>&1 || fail "resume past --steps failed"
 grep -q "^nothing to run: the checkpoint is at step 5 and the run ends at step 3$" "$tmp/done.out" ||
   fail "resume past --steps: $(cat "$tmp/done.out")"
-if "${run[@]}" --steps 3 --checkpoint-dir "$tmp/k2" --resume --trace "$tmp/t.json" -q 2>"$tmp/err"; then
+printf 'earlier metrics\n' >"$tmp/keep.jsonl"
+if "${run[@]}" --steps 3 --checkpoint-dir "$tmp/k2" --resume --trace "$tmp/t.json" --metrics "$tmp/keep.jsonl" -q \
+  2>"$tmp/err"; then
   fail "resume past --steps with --trace succeeded"
 fi
+[ "$(cat "$tmp/keep.jsonl")" = "earlier metrics" ] || fail "the refused run emptied its --metrics file"
 grep -q "\-\-trace: the checkpoint is at step 5 and the run ends at step 3, so no step runs to be traced$" "$tmp/err" ||
   fail "resume past --steps with --trace: $(cat "$tmp/err")"
 [ "$fail" = 0 ] && echo "checkpoint folder rules hold"

@@ -129,6 +129,9 @@ expect trace_in_step 2 "^ddprun: --trace .*model.safetensors lies in --checkpoin
   "$DDPRUN" "$tmp/toy.bin" --device ref --checkpoint-dir "$tmp/ck" --resume --trace "$tmp/ck_link/step-000005/model.safetensors"
 expect metrics_in_step 2 "^ddprun: --metrics .*optimizer.safetensors lies in --checkpoint-dir .*ck, whose checkpoints" \
   "$DDPRUN" "$tmp/toy.bin" --device ref --checkpoint-dir "$tmp/ck" --resume --metrics "$tmp/ck/step-000005/../step-000005/optimizer.safetensors"
+ln -sfn "$tmp/ck/step-000005/model.safetensors" "$tmp/mlink.jsonl" # a link to a checkpoint's file, not its folder
+expect metrics_link_to_step 2 "^ddprun: --metrics .*mlink.jsonl lies in --checkpoint-dir .*ck, whose checkpoints" \
+  "$DDPRUN" "$tmp/toy.bin" --device ref --checkpoint-dir "$tmp/ck" --resume --metrics "$tmp/mlink.jsonl"
 [ "$(cd "$tmp/ck" && find . -type f -exec md5sum {} + | sort)" = "$ck_files" ] || fail "a refused run changed the checkpoint"
 # a run that does not resume refuses a folder holding checkpoints (its own would mix with them, and a later
 # --resume would pick the old run's newest)

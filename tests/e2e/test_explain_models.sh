@@ -145,13 +145,18 @@ bad 1 "fsdp" buckets "$S/tiny_fsdp.lua" -o "$tmp/bad.svg"
 bad 1 "flat.jsonl:1: the run line's \"parallel\" has no bucket_mb" buckets "$S/tiny_ddp.lua" --metrics "$tmp/flat.jsonl" -o "$tmp/bad.svg"
 bad 1 "nosteps.jsonl: no step lines" buckets "$S/tiny_ddp.lua" --metrics "$tmp/nosteps.jsonl" -o "$tmp/bad.svg"
 bad 1 "^ddpc explain buckets: --metrics: .*missing.jsonl" buckets "$S/tiny_ddp.lua" --metrics "$tmp/missing.jsonl"
-# metrics of another layout or world are not this schedule's measurements
+# metrics of another layout or world are not this schedule's measurements: the run line's world and
+# "parallel" must be the plan's at that bucket size
 { echo '{"event": "run", "parallel": "fsdp ranks=2 bucket_mb=5", "world": 2}'; echo '{"step": 1, "step_ms": 3}'; } >"$tmp/fsdp_m.jsonl"
 { echo '{"event": "run", "parallel": "ddp ranks=7 sync=bucketed bucket_mb=5", "world": 7}'; echo '{"step": 1, "step_ms": 3}'; } >"$tmp/w7.jsonl"
-bad 1 "^ddpc explain buckets: --metrics: .*fsdp_m.jsonl is not a run of .*tiny_ddp.lua: its run line says world 2, \"fsdp ranks=2 \.\.\.\"; the schedule is \"ddp ranks=2 sync=bucketed\"$" \
+{ echo '{"event": "run", "parallel": "ddp ranks=2 sync=bucketed bucket_mb=5 overlap=backward shard=zero1", "world": 2}'
+  echo '{"step": 1, "step_ms": 3}'; } >"$tmp/z1.jsonl"
+bad 1 "^ddpc explain buckets: --metrics: .*fsdp_m.jsonl is not a run of .*tiny_ddp.lua: its run line says world 2, \"fsdp ranks=2 bucket_mb=5\"; the schedule at bucket_mb=5 is world 2, \"ddp ranks=2 sync=bucketed bucket_mb=5 overlap=backward\"$" \
   buckets "$S/tiny_ddp.lua" --metrics "$tmp/fsdp_m.jsonl" -o "$tmp/bad.svg"
 bad 1 "^ddpc explain buckets: --metrics: .*w7.jsonl is not a run of .*tiny_ddp.lua: its run line says world 7" \
   buckets "$S/tiny_ddp.lua" --metrics "$tmp/w7.jsonl" -o "$tmp/bad.svg"
+bad 1 "^ddpc explain buckets: --metrics: .*z1.jsonl is not a run of .*: its run line says world 2, \"ddp ranks=2 sync=bucketed bucket_mb=5 overlap=backward shard=zero1\"" \
+  buckets "$S/tiny_ddp.lua" --metrics "$tmp/z1.jsonl" -o "$tmp/bad.svg"
 echo '{"name": "x"}' >"$tmp/prof.json"
 bad 1 "^ddpc explain buckets: --profile: .*prof.json: " buckets "$S/tiny_ddp.lua" --profile "$tmp/prof.json"
 

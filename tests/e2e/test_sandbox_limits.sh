@@ -25,7 +25,7 @@ expect() {
   echo "ok: $name: $got"
 }
 expect gc_loop 5 "$bad/gc_loop.lua:4: setmetatable: __gc finalizers are not allowed in schedules"
-expect xpcall_loop 5 "$bad/xpcall_loop.lua:4: the schedule ran more than 100000000 Lua instructions (an infinite loop?)"
+expect xpcall_loop 5 "$bad/xpcall_loop.lua:4: the schedule ran more than 100000000 Lua instructions, 16 bytes it allocates counting as one (an infinite loop?)"
 expect pattern 5 "$bad/pattern.lua:4: string.find: the pattern \"a*a*a*a*a*a*a*a*a*a*a*a*a*a*a*a*a*a*a*a*...\" could backtrack more than 1e+09 steps on 30000 bytes, the sandbox's limit (use fewer *, +, - or ? items, or a shorter string)"
 # The watchdog: the CPU limit, or on a crowded machine the wall-clock limit (3 x) first.
 watchdog=": the schedule ran longer than (0\.5 s of CPU time|1\.5 s of wall-clock time) \(ddpc --time-limit 0\.5\): an endless loop, or a pattern or string operation too slow for a schedule\?"
