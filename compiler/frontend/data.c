@@ -7,6 +7,8 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <errno.h>
+#include <unistd.h>
 #include <sys/stat.h>
 
 static void fe_token_file(fe_conv *c, const fe_tab *d, const char *tokens) {
@@ -17,6 +19,8 @@ static void fe_token_file(fe_conv *c, const fe_tab *d, const char *tokens) {
   struct stat st;
   if (stat(path, &st) != 0) fe_fail(c, d, "tokens", ": file not found: %s", path);
   if (!S_ISREG(st.st_mode)) fe_fail(c, d, "tokens", ": not a regular file: %s", path);
+  if (access(path, R_OK) != 0) /* ddprun would refuse it at start: say so now */
+    fe_fail(c, d, "tokens", ": cannot be read: %s (%s)", path, strerror(errno));
   if (st.st_size % 2) fe_fail(c, d, "tokens", ": file has an odd size (%lld bytes), not uint16 tokens: %s",
                               (long long)st.st_size, path);
   if (st.st_size < 2 * (s->context + 1))

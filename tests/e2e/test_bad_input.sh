@@ -53,6 +53,21 @@ PY
 expect_fail token_vocab "token 300 at offset 37 is >= vocab 256" "" "$DDPRUN" "$tmp/tok.bin" --device ref --quiet
 mv "$tmp/tokens.bin" "$tmp/tokens.moved"
 expect_fail token_file_gone "tokens.bin" "" "$DDPRUN" "$tmp/tok.bin" --device ref --quiet
+# a token file ddpc's user cannot read is refused at compile time (ddprun would refuse it at start); root reads
+# any file, so this runs as nobody where the test runs as root and runuser can give nobody the build
+printf '\x01\x00%.0s' $(seq 1 64) >"$tmp/noread.bin"
+chmod 000 "$tmp/noread.bin"
+if [ "$(id -u)" = 0 ] && command -v runuser >/dev/null && runuser -u nobody -- test -x "$DDPC" -a -r "$tmp/tokens.lua"; then
+  if runuser -u nobody -- "$DDPC" "$tmp/tokens.lua" -o "$tmp/noread_plan.bin" --set data.tokens=noread.bin 2>"$tmp/err" >/dev/null; then
+    fail "token_unreadable: compiled"
+  elif [ "$(wc -l <"$tmp/err")" = 1 ] && grep -q 'data.tokens: cannot be read: .*noread.bin (Permission denied)$' "$tmp/err"; then
+    echo "ok: token_unreadable: $(cat "$tmp/err")"
+  else
+    fail "token_unreadable: $(cat "$tmp/err")"
+  fi
+else
+  echo "not checked here: an unreadable token file (needs root and runuser to run ddpc as nobody)"
+fi
 # a token file cut short while a run reads it: one line naming the file (a mapped file gave SIGBUS, exit 135)
 python3 - "$tmp/tokens.bin" <<'PY'
 import struct, sys
