@@ -27,6 +27,14 @@ static void fe_join(char *buf, size_t cap, const char *path, const char *key) {
 static _Noreturn void fe_raise(fe_conv *c, const fe_tab *t, const char *key, const char *text) {
   char where[FE_WHERE_MAX], field[512];
   bool found = key && key[0] != '[' && fe_set_of(c->L, t->idx, key, where, sizeof where);
+  if (!found && key && key[0] == '[') { /* a list element set by --set a.b.1=...: recorded under "1" */
+    char index[32];
+    size_t n = strlen(key);
+    if (n > 2 && n < sizeof index + 2 && key[n - 1] == ']') {
+      snprintf(index, sizeof index, "%.*s", (int)(n - 2), key + 1);
+      found = fe_set_of(c->L, t->idx, index, where, sizeof where);
+    }
+  }
   if (!found && key) { /* a value made by a constructor is best reported where it was made */
     fe_push_field(c->L, t, key);
     found = fe_where_of(c->L, -1, where, sizeof where);

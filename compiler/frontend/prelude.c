@@ -7,6 +7,7 @@
  * models.transformer pass 1). fe_got describes any value in the words of those constructors ("ddp{...}"). */
 #include "fe.h"
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 
 #define FE_KIND_NAME(id, name) #name,
@@ -131,6 +132,11 @@ bool fe_set_of(lua_State *L, int tidx, const char *key, char *buf, size_t cap) {
   if (lua_istable(L, -1)) {
     lua_getfield(L, -1, key);
     ok = lua_type(L, -1) == LUA_TSTRING;
+    if (!ok && key[0] && strspn(key, "0123456789") == strlen(key) && strlen(key) < 10) { /* a list index */
+      lua_pop(L, 1);
+      lua_rawgeti(L, -1, (lua_Integer)atol(key));
+      ok = lua_type(L, -1) == LUA_TSTRING;
+    }
     if (ok) snprintf(buf, cap, "%s", lua_tostring(L, -1));
     lua_pop(L, 1);
   }

@@ -177,6 +177,9 @@ static void test_sets(void) {
                   "--set optimizer.lr=-3: optimizer.lr must be a positive number, got -3");
   const char *e8[] = {"model.heads=7"};
   expect_err_sets("schedules/bench_xl.lua", e8, 1, "--set model.heads=7: model.heads must divide model.d_model (1600), got 7");
+  const char *e_list[] = {"optimizer.betas.2=1.5"}; /* a list element set from the command line is located there */
+  expect_err_sets("schedules/tiny.lua", e_list, 1,
+                  "--set optimizer.betas.2=1.5: optimizer.betas[2] must be a number in [0, 1), got 1.5");
   const char *e9[] = {"parallel.sync=individual"}; /* bucket_mb = 10 is still there: reported where ddp{} is */
   expect_err_sets("schedules/bucketed_10mb.lua", e9, 1,
                   "schedules/bucketed_10mb.lua:7: parallel.bucket_mb only applies with sync = \"bucketed\", got 10");
