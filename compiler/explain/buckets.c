@@ -59,10 +59,8 @@ static double overlap_opt(const model *m) {
   return sb < m->s ? sb : m->s;
 }
 
-/* The schedule at bucket size mb (mb <= 0: as written), compiled and simulated (e NULL: only checked; then
- * *ranks, when not NULL, is its world). */
-static int eval_size(const char *path, double mb, const ddp_profile *pr, ddp_xeval *e, int *ranks, char *err,
-                     size_t errcap) {
+/* The schedule at bucket size mb (mb <= 0: as written), compiled and simulated (e NULL: only checked). */
+static int eval_size(const char *path, double mb, const ddp_profile *pr, ddp_xeval *e, char *err, size_t errcap) {
   char set[64], lerr[1024];
   snprintf(set, sizeof set, "parallel.bucket_mb=%.17g", mb);
   const char *sets[1] = {set};
@@ -73,7 +71,6 @@ static int eval_size(const char *path, double mb, const ddp_profile *pr, ddp_xev
     rc = ddp_fail(err, errcap, "%s: not a bucketed data-parallel schedule on 2+ ranks (needs ddp{ sync = "
                   "\"bucketed\", ranks >= 2 } without a buckets function; fsdp{} and ZeRO-3 gather units, not "
                   "buckets)", path);
-  if (rc == 0 && ranks) *ranks = s->ranks;
   if (rc == 0 && e) rc = ddp_xeval_schedule(s, pr, e, err, errcap);
   if (rc == 0 && e && e->sim_err[0]) rc = ddp_fail(err, errcap, "%s: %s", path, e->sim_err);
   ddp_schedule_free(s);
@@ -395,8 +392,8 @@ int ddp_explain_buckets_main(int argc, char **argv) {
   for (int i = 0; i < nm; i++)
     for (int j = 0; j < n; j++)
       if (pts[j].mb == ms[i].mb) pts[j].measured_ms = ms[i].median_ms;
-  int rc = eval_size(sched, 0, &pr, NULL, NULL, err, sizeof err);
-  for (int i = 0; i < n && rc == 0; i++) rc = eval_size(sched, pts[i].mb, &pr, &pts[i].e, NULL, err, sizeof err);
+  int rc = eval_size(sched, 0, &pr, NULL, err, sizeof err);
+  for (int i = 0; i < n && rc == 0; i++) rc = eval_size(sched, pts[i].mb, &pr, &pts[i].e, err, sizeof err);
   /* a measurement is this schedule's at its bucket size: the run line's world and parallel layout are the
    * plan's compiled at that size (shard, overlap, mesh, collectives and all) */
   for (int i = 0; i < nm && rc == 0; i++)
@@ -408,7 +405,7 @@ int ddp_explain_buckets_main(int argc, char **argv) {
   int best = 0;
   for (int i = 0; i < GRID && rc == 0; i++) {
     grid[i] = (bpoint){.mb = 0.5 * pow(4000.0, (double)i / (GRID - 1)), .measured_ms = -1};
-    rc = eval_size(sched, grid[i].mb, &pr, &grid[i].e, NULL, err, sizeof err);
+    rc = eval_size(sched, grid[i].mb, &pr, &grid[i].e, err, sizeof err);
     if (rc == 0 && grid[i].e.step_s < grid[best].e.step_s) best = i;
   }
   if (rc) {
