@@ -11,20 +11,20 @@
 
 static atomic_uint tmp_counter;
 
-int ddp_fsync_parent(const char *path) {
+int ddp_path_folder(const char *path, char *out, size_t cap) {
   const char *slash = strrchr(path, '/');
+  size_t n = !slash ? 1 : slash == path ? 1 : (size_t)(slash - path); /* ".", "/" or the part before */
+  if (n >= cap) return -1;
+  memcpy(out, slash ? path : ".", n);
+  out[n] = 0;
+  return 0;
+}
+
+int ddp_fsync_parent(const char *path) {
   char dir[4096];
-  if (!slash) {
-    strcpy(dir, ".");
-  } else {
-    size_t n = (size_t)(slash - path);
-    if (n == 0) n = 1; /* "/file" */
-    if (n >= sizeof dir) {
-      errno = ENAMETOOLONG;
-      return -1;
-    }
-    memcpy(dir, path, n);
-    dir[n] = 0;
+  if (ddp_path_folder(path, dir, sizeof dir)) {
+    errno = ENAMETOOLONG;
+    return -1;
   }
   int fd = open(dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
   if (fd < 0) return -1;

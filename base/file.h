@@ -23,6 +23,10 @@ void ddp_atomic_abort(ddp_atomic_file *a);
 /* The whole cycle for one buffer. */
 int ddp_write_atomic(const char *path, const void *data, size_t n, char *err, size_t errcap);
 
+/* The folder a file path names, into out[cap]: "a/b/c" -> "a/b", "c" -> ".", "/c" -> "/". 0, or -1 when it
+ * does not fit. */
+int ddp_path_folder(const char *path, char *out, size_t cap);
+
 /* fsyncs the folder that holds `path` (so a rename in it is durable); 0 or -1 with errno set. */
 int ddp_fsync_parent(const char *path);
 

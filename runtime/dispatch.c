@@ -12,6 +12,7 @@
 #include "cli.h"
 #include "err.h"
 #include "exec_cuda.h"
+#include "file.h"
 #include "probe.h"
 #include "trace.h"
 #include <errno.h>
@@ -24,15 +25,6 @@
 
 #define DDP_REF_AUTO_LIMIT_S 600.0
 
-/* The folder a file path names: "a/b/c" -> "a/b", "c" -> ".", "/c" -> "/". */
-static void folder_of(const char *path, char *out, size_t cap) {
-  snprintf(out, cap, "%s", path);
-  char *slash = strrchr(out, '/');
-  if (!slash) snprintf(out, cap, ".");
-  else if (slash == out) out[1] = 0;
-  else *slash = 0;
-}
-
 /* Does the file `path` lie in the folder `dir` or below it (both resolved: links, "..")? An existing path is
  * resolved itself (a link to a checkpoint's file lies where its target does); a new one by its folder, and
  * one whose folder does not exist yet lies nowhere (its open fails on its own). */
@@ -40,8 +32,7 @@ static int inside_dir(const char *path, const char *dir) {
   char folder[4200], rp[PATH_MAX], rd[PATH_MAX];
   if (!realpath(dir, rd)) return 0;
   if (!realpath(path, rp)) {
-    folder_of(path, folder, sizeof folder);
-    if (!realpath(folder, rp)) return 0;
+    if (ddp_path_folder(path, folder, sizeof folder) || !realpath(folder, rp)) return 0;
   }
   size_t n = strlen(rd);
   return !strncmp(rp, rd, n) && (rp[n] == 0 || rp[n] == '/' || (n == 1 && rd[0] == '/'));
@@ -53,7 +44,7 @@ static int folder_writable(const char *what, const char *path, char *err, size_t
   struct stat st;
   if (stat(path, &st) == 0) return 0; /* exists: ddp_check_output checks what it is */
   char folder[4200];
-  folder_of(path, folder, sizeof folder);
+  if (ddp_path_folder(path, folder, sizeof folder)) return ddp_fail(err, errcap, "%s: the path is too long", what);
   if (stat(folder, &st) != 0 || !S_ISDIR(st.st_mode))
     return ddp_fail(err, errcap, "%s %s: its folder %s does not exist", what, path, folder);
   if (access(folder, W_OK | X_OK) != 0)

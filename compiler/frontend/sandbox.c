@@ -6,6 +6,7 @@
  * loop: so setmetatable refuses __gc, xpcall calls its handler after unwinding, and find/match/gmatch/gsub
  * refuse a pattern whose worst case is over FE_PATTERN_BUDGET steps (watchdog.c bounds the rest). */
 #include "fe.h"
+#include "file.h"
 #include "share_dir.h"
 #include <lualib.h>
 #include <stdio.h>
@@ -72,10 +73,8 @@ fe_sandbox *fe_sandbox_new(const char *path) {
   snprintf(sb->bucket_field, sizeof sb->bucket_field, "parallel.buckets");
   snprintf(sb->bucket_noun, sizeof sb->bucket_noun, "bucket");
   snprintf(sb->path, sizeof sb->path, "%s", path);
-  const char *slash = strrchr(path, '/');
-  if (!slash) snprintf(sb->dir, sizeof sb->dir, ".");
-  else if (slash == path) snprintf(sb->dir, sizeof sb->dir, "/");
-  else snprintf(sb->dir, sizeof sb->dir, "%.*s", (int)(slash - path), path);
+  if (ddp_path_folder(path, sb->dir, sizeof sb->dir)) /* too long: reading the schedule fails on its own */
+    snprintf(sb->dir, sizeof sb->dir, ".");
   sb->L = lua_newstate(fe_alloc, sb);
   if (!sb->L) {
     free(sb);
