@@ -5,6 +5,7 @@
 #ifndef DDP_PLAN_IO_INTERNAL_H
 #define DDP_PLAN_IO_INTERNAL_H
 #include "plan.h"
+#include "bytes.h" /* ddp_le32, ddp_le64: the header fields */
 #include <stddef.h>
 #include <stdint.h>
 #include <string.h>
@@ -138,12 +139,6 @@ static inline double ddp_rb_f64(ddp_rbuf *b) {
 /* A string written by ddp_wb_str: malloc'd and NUL-terminated, NULL for a null string. Sets `bad` when
  * truncated, `*oom` when out of memory. */
 char *ddp_rb_str(ddp_rbuf *b, int *oom);
-
-/* Little-endian u32 at a byte address (header fields). */
-static inline uint32_t ddp_le32(const uint8_t *at) {
-  return (uint32_t)at[0] | (uint32_t)at[1] << 8 | (uint32_t)at[2] << 16 | (uint32_t)at[3] << 24;
-}
-static inline uint64_t ddp_le64(const uint8_t *at) { return ddp_le32(at) | (uint64_t)ddp_le32(at + 4) << 32; }
 
 /* Serialized size of one instruction (fixed: every slot of ddp_instr is written). */
 #define DDP_PLAN_INSTR_BYTES                                                                            \

@@ -138,12 +138,6 @@ static const put_fn section_writers[SEC_COUNT] = {
 };
 _Static_assert(SEC_COUNT == 9, "a new plan section needs its writer here and its reader in plan_io_read.c");
 
-static void patch_u32(uint8_t *at, uint32_t v) {
-  for (int k = 0; k < 4; k++) at[k] = (uint8_t)(v >> (8 * k));
-}
-static void patch_u64(uint8_t *at, uint64_t v) {
-  for (int k = 0; k < 8; k++) at[k] = (uint8_t)(v >> (8 * k));
-}
 
 /* Encodes the whole file into b; 0 or -1 (out of memory). */
 static int encode(const ddp_plan *p, ddp_wbuf *b) {
@@ -156,15 +150,15 @@ static int encode(const ddp_plan *p, ddp_wbuf *b) {
     section_writers[s](b, p);
     if (b->oom) return -1;
     uint8_t *e = b->v + table + (size_t)s * DDP_PLAN_SECTION_ENTRY_BYTES;
-    patch_u32(e, ddp_io_section_num(s));
-    patch_u32(e + 4, 0);
-    patch_u64(e + 8, start);
-    patch_u64(e + 16, b->n - start);
+    ddp_put_le32(e, ddp_io_section_num(s));
+    ddp_put_le32(e + 4, 0);
+    ddp_put_le64(e + 8, start);
+    ddp_put_le64(e + 16, b->n - start);
   }
   memcpy(b->v, DDP_PLAN_MAGIC, 8);
-  patch_u32(b->v + 8, DDP_PLAN_VERSION);
-  patch_u32(b->v + 12, SEC_COUNT);
-  patch_u64(b->v + 16, (uint64_t)b->n + DDP_PLAN_CRC_BYTES);
+  ddp_put_le32(b->v + 8, DDP_PLAN_VERSION);
+  ddp_put_le32(b->v + 12, SEC_COUNT);
+  ddp_put_le64(b->v + 16, (uint64_t)b->n + DDP_PLAN_CRC_BYTES);
   uint32_t crc = (uint32_t)crc32_z(crc32_z(0L, Z_NULL, 0), b->v, b->n);
   ddp_wb_u32(b, crc);
   return b->oom ? -1 : 0;

@@ -2,6 +2,7 @@
  * cache keyed by a content hash of (every template source, the specialisation, the arch, the NVRTC
  * version, the options). */
 #include "codegen.h"
+#include "bytes.h"
 #include "err.h"
 #include "cache_dir.h"
 #include "file.h"
@@ -62,16 +63,6 @@ static uint64_t hash_headers(uint64_t h, const char *dir) {
 #define CACHE_TRAILER_MAGIC "ddpcubin"
 #define CACHE_TRAILER_BYTES 24
 
-static void put_u64(uint8_t *p, uint64_t v) {
-  for (int i = 0; i < 8; i++) p[i] = (uint8_t)(v >> (8 * i));
-}
-
-static uint64_t get_u64(const uint8_t *p) {
-  uint64_t v = 0;
-  for (int i = 0; i < 8; i++) v |= (uint64_t)p[i] << (8 * i);
-  return v;
-}
-
 static int cache_load(const char *dir, const char *hash, uint8_t **cubin, uint64_t *size) {
   if (!dir) return -1;
   char path[4200];
@@ -80,8 +71,8 @@ static int cache_load(const char *dir, const char *hash, uint8_t **cubin, uint64
   uint8_t *data = (uint8_t *)ddp_read_file(path, MAX_FILE_BYTES, &len, NULL, 0);
   const uint8_t *t = data && len > CACHE_TRAILER_BYTES + 4 ? data + len - CACHE_TRAILER_BYTES : NULL;
   const uint64_t n = len - CACHE_TRAILER_BYTES;
-  if (!t || memcmp(t, CACHE_TRAILER_MAGIC, 8) != 0 || get_u64(t + 8) != n ||
-      get_u64(t + 16) != fnv1a(0xcbf29ce484222325ull, data, n) || memcmp(data, "\x7f" "ELF", 4) != 0) {
+  if (!t || memcmp(t, CACHE_TRAILER_MAGIC, 8) != 0 || ddp_le64(t + 8) != n ||
+      ddp_le64(t + 16) != fnv1a(0xcbf29ce484222325ull, data, n) || memcmp(data, "\x7f" "ELF", 4) != 0) {
     free(data);
     return -1;
   }
@@ -98,8 +89,8 @@ static void cache_store(const char *dir, const char *hash, const uint8_t *cubin,
   if (!entry) return; /* a cache: a failed write only costs a later compile */
   memcpy(entry, cubin, size);
   memcpy(entry + size, CACHE_TRAILER_MAGIC, 8);
-  put_u64(entry + size + 8, size);
-  put_u64(entry + size + 16, fnv1a(0xcbf29ce484222325ull, cubin, size));
+  ddp_put_le64(entry + size + 8, size);
+  ddp_put_le64(entry + size + 16, fnv1a(0xcbf29ce484222325ull, cubin, size));
   ddp_write_atomic(path, entry, size + CACHE_TRAILER_BYTES, NULL, 0);
   free(entry);
 }

@@ -6,6 +6,7 @@
 #include "safetensors.h"
 #include "dtype.h"
 #include "err.h"
+#include "bytes.h"
 #include <errno.h>
 #include <fcntl.h>
 #include <jansson.h>
@@ -243,8 +244,7 @@ ddp_st_file *ddp_st_parse(const void *buf, size_t size, const char *label, char 
     return NULL;
   }
   const uint8_t *b = buf;
-  uint64_t n = 0;
-  for (int k = 7; k >= 0 && size >= 8; k--) n = (n << 8) | b[k];
+  const uint64_t n = size >= 8 ? ddp_le64(b) : 0;
   if (size < 8)
     ddp_fail(err, errcap, "%s: not a safetensors file: %zu bytes, too few for the 8-byte header length", label, size);
   else if (n == 0 || n > DDP_ST_MAX_HEADER)

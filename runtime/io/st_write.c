@@ -6,6 +6,7 @@
 #include "safetensors.h"
 #include "dtype.h"
 #include "err.h"
+#include "bytes.h"
 #include "file.h"
 #include "vec.h"
 #include <stdarg.h>
@@ -151,7 +152,7 @@ int ddp_st_header(const char *path, const ddp_st_entry *v, uint32_t n, const cha
   uint8_t *out = rc ? NULL : malloc(h.n + 8);
   if (!rc && !out) rc = ddp_fail(err, errcap, "%s: cannot write: out of memory", path);
   if (!rc) {
-    for (int k = 0; k < 8; k++) out[k] = (uint8_t)((uint64_t)h.n >> (8 * k));
+    ddp_put_le64(out, (uint64_t)h.n);
     memcpy(out + 8, h.v, h.n);
     uint64_t at = 8 + h.n;
     for (uint32_t k = 0; k < n; k++) {
@@ -185,7 +186,7 @@ int ddp_st_write(const char *path, const ddp_st_entry *v, uint32_t n, const char
   }
   if (ddp_atomic_open(&a, path, err, errcap)) goto out;
   uint8_t len8[8];
-  for (int k = 0; k < 8; k++) len8[k] = (uint8_t)((uint64_t)h.n >> (8 * k));
+  ddp_put_le64(len8, (uint64_t)h.n);
   fwrite(len8, 1, 8, a.f);
   fwrite(h.v, 1, h.n, a.f);
   for (uint32_t k = 0; k < n && !ferror(a.f); k++) {
