@@ -58,6 +58,8 @@ bool fe_where_of(lua_State *L, int idx, char *buf, size_t cap); /* the construct
 /* `--set` bookkeeping: the override text that last set table[key], if any. */
 void fe_mark_set(lua_State *L, int tidx, int keyidx, const char *text);
 bool fe_set_of(lua_State *L, int tidx, const char *key, char *buf, size_t cap);
+/* The --set that removed an element of the table at idx (its text ends in "=nil"), if any. */
+bool fe_removed_by_set(lua_State *L, int idx, char *buf, size_t cap);
 /* A value as an error line shows it: nil, true, 3, 1.0, "text" (cut at 60), ddp{...}, a table. */
 const char *fe_got(lua_State *L, int idx, char *buf, size_t cap);
 

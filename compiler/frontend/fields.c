@@ -35,6 +35,11 @@ static _Noreturn void fe_raise(fe_conv *c, const fe_tab *t, const char *key, con
       found = fe_set_of(c->L, t->idx, index, where, sizeof where);
     }
   }
+  if (!found && key) { /* a list whose element a --set removed (a hole, a short list) is that --set's doing */
+    fe_push_field(c->L, t, key);
+    found = fe_removed_by_set(c->L, -1, where, sizeof where);
+    lua_pop(c->L, 1);
+  }
   if (!found && key) { /* a value made by a constructor is best reported where it was made */
     fe_push_field(c->L, t, key);
     found = fe_where_of(c->L, -1, where, sizeof where);

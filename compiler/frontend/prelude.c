@@ -144,6 +144,28 @@ bool fe_set_of(lua_State *L, int tidx, const char *key, char *buf, size_t cap) {
   return ok;
 }
 
+bool fe_removed_by_set(lua_State *L, int idx, char *buf, size_t cap) {
+  if (!lua_istable(L, idx)) return false;
+  fe_side(L, &fe_key_sets, idx);
+  bool ok = false;
+  if (lua_istable(L, -1)) {
+    lua_pushnil(L);
+    while (!ok && lua_next(L, -2)) {
+      size_t len = 0;
+      const char *text = lua_type(L, -1) == LUA_TSTRING ? lua_tolstring(L, -1, &len) : NULL;
+      if (text && len >= 4 && strcmp(text + len - 4, "=nil") == 0) {
+        snprintf(buf, cap, "%s", text);
+        ok = true;
+        lua_pop(L, 2); /* value and key: the walk ends here */
+        break;
+      }
+      lua_pop(L, 1);
+    }
+  }
+  lua_pop(L, 1);
+  return ok;
+}
+
 const char *fe_got(lua_State *L, int idx, char *buf, size_t cap) {
   switch (lua_type(L, idx)) {
   case LUA_TNONE:

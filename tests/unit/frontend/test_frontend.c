@@ -180,6 +180,13 @@ static void test_sets(void) {
   const char *e_list[] = {"optimizer.betas.2=1.5"}; /* a list element set from the command line is located there */
   expect_err_sets("schedules/tiny.lua", e_list, 1,
                   "--set optimizer.betas.2=1.5: optimizer.betas[2] must be a number in [0, 1), got 1.5");
+  const char *e_hole[] = {"optimizer.betas.1=nil"}; /* a list made short or holed by --set is that --set's doing */
+  expect_err_sets("schedules/tiny.lua", e_hole, 1,
+                  "--set optimizer.betas.1=nil: optimizer.betas must be a list of two numbers {beta1, beta2} (a list: no "
+                  "named fields or holes), found a hole at [1]");
+  const char *e_short[] = {"optimizer.betas.2=nil"};
+  expect_err_sets("schedules/tiny.lua", e_short, 1,
+                  "--set optimizer.betas.2=nil: optimizer.betas must be a list of two numbers {beta1, beta2}, got a table");
   const char *e9[] = {"parallel.sync=individual"}; /* bucket_mb = 10 is still there: reported where ddp{} is */
   expect_err_sets("schedules/bucketed_10mb.lua", e9, 1,
                   "schedules/bucketed_10mb.lua:7: parallel.bucket_mb only applies with sync = \"bucketed\", got 10");
