@@ -20,7 +20,8 @@
  * where both kinds run). A collective never slows its own stream's work: in the full run that work waits for it, and
  * in the zero-communication run it must not either (the tensor-parallel all-reduces on the compute stream,
  * compiler/passes/tensor.c, would otherwise stretch the kernels after them by collective_share of their
- * whole cost, and the exposed communication would lose that share). Each instruction remembers the
+ * whole cost, and the exposed communication would lose that share); nor the work of a stream that has waited
+ * for it through an event (known_after_wait: a flat DDP's update after its all-reduce). Each instruction remembers the
  * dependency that set its start (a kernel delayed by the other stream's kernels keeps its stream or event
  * dependency), so the critical path can be walked back. */
 #include "err.h"
@@ -34,6 +35,13 @@ typedef struct ev_state {
   int64_t src; /* the instruction before the record on its stream, or -1 */
   int recorded;
 } ev_state;
+
+typedef struct coll_iv { /* one collective's interval, as issued */
+  double s, e;
+  uint32_t sid;  /* its stream */
+  int64_t seq;   /* 1 + the collectives issued on that stream before it */
+  int ce;        /* on the copy engines */
+} coll_iv;
 
 typedef struct busy_iv {
   double s, e;
@@ -49,6 +57,11 @@ typedef struct rank_state {
   coll_set dev;    /* the device's busy time: sorted, disjoint intervals, touching ones merged */
   coll_set *coll; /* [nstreams]: the collectives' intervals that slow stream k's compute (the other streams') */
   coll_set *coll_ce; /* [nstreams]: ... of those on the copy engines (copy_engine_share) */
+  coll_iv *issued;   /* every collective's interval, in issue order */
+  size_t nissued, capissued;
+  int64_t *seq;      /* [nstreams]: collectives issued on each stream */
+  int64_t *known;    /* [nstreams x nstreams]: known[a][b]: how many of b's collectives stream a has waited for */
+  int64_t *ev_known; /* [nev x nstreams]: what an event's record knew: its stream's collectives and its known */
   double *clock;   /* [nstreams] */
   int64_t *last;   /* [nstreams]: the last instruction on each stream, -1 */
   ev_state *ev;    /* [nev] */
@@ -136,11 +149,35 @@ int ddp_coll_on_copy_engines(const ddp_plan *p, const ddp_instr *in) {
 }
 
 /* A collective on stream `sid` over [s, e): it slows the compute of every other stream of the rank (ce: by
- * the copy engines' share). */
+ * the copy engines' share) until that stream waits for it (known_after_wait). */
 static void coll_add(rank_state *st, uint32_t ns, uint32_t sid, double s, double e, int ce) {
   if (!(e > s)) return;
+  if (st->nissued == st->capissued) {
+    st->capissued = st->capissued ? 2 * st->capissued : 64;
+    st->issued = ddp_xrealloc(st->issued, st->capissued * sizeof *st->issued);
+  }
+  st->issued[st->nissued++] = (coll_iv){s, e, sid, ++st->seq[sid], ce};
   for (uint32_t k = 0; k < ns; k++)
     if (k != sid) coll_set_add(ce ? &st->coll_ce[k] : &st->coll[k], s, e);
+}
+
+/* Stream `sid` has waited for an event whose record knew ev[0..ns) of each stream's collectives. A
+ * collective a stream has waited for no longer slows its compute. In the full run its interval lies before
+ * the wait anyway; in the zero-communication run it still occupies its interval (for the slowdown of the
+ * work beside it), and the work that waits for it must not be stretched by it, any more than its own
+ * stream's next kernels are: else a flat DDP's update, which waits for the all-reduce, runs beside that
+ * all-reduce's phantom, and the exposed communication loses collective_share of the all-reduce. */
+static void known_after_wait(rank_state *st, uint32_t ns, uint32_t sid, const int64_t *ev) {
+  int64_t *kn = &st->known[(size_t)sid * ns];
+  int more = 0;
+  for (uint32_t b = 0; b < ns; b++)
+    if (b != sid && ev[b] > kn[b]) kn[b] = ev[b], more = 1;
+  if (!more) return;
+  st->coll[sid].n = st->coll_ce[sid].n = 0;
+  for (size_t j = 0; j < st->nissued; j++) {
+    const coll_iv *c = &st->issued[j];
+    if (c->sid != sid && c->seq > kn[c->sid]) coll_set_add(c->ce ? &st->coll_ce[sid] : &st->coll[sid], c->s, c->e);
+  }
 }
 
 /* The next boundary of the union v[0..n) after cur, from index *i on (advanced past intervals ending by
@@ -186,7 +223,8 @@ static double compute_place(rank_state *st, uint32_t sid, double t, double c, co
 }
 
 /* Runs rank r's instructions up to its next collective. */
-static void advance(const ddp_plan *p, const ddp_profile *pr, ddp_sim *s, rank_state *st, int r, uint32_t nev) {
+static void advance(const ddp_plan *p, const ddp_profile *pr, ddp_sim *s, rank_state *st, int r, uint32_t nev,
+                    uint32_t ns) {
   const ddp_program *prog = &p->ranks[r].step;
   ddp_sim_rank *sr = &s->ranks[r];
   while (st->pc < prog->n && !is_coll(prog->v[st->pc].opcode)) {
@@ -200,12 +238,17 @@ static void advance(const ddp_plan *p, const ddp_profile *pr, ddp_sim *s, rank_s
     int64_t e = in->i[EVENT_I_EVENT];
     if (in->opcode == I_EVENT_RECORD && e >= 0 && (uint64_t)e < nev) {
       st->ev[e] = (ev_state){st->clock[sid], st->last[sid], 1};
-    } else if (in->opcode == I_EVENT_WAIT && e >= 0 && (uint64_t)e < nev && st->ev[e].recorded &&
-               st->ev[e].t > st->clock[sid]) {
-      st->clock[sid] = st->ev[e].t;
-      si->dep = st->ev[e].src >= 0 ? DEP_EVENT : DEP_NONE;
-      si->dep_rank = st->ev[e].src >= 0 ? r : -1;
-      si->dep_index = st->ev[e].src;
+      int64_t *ek = &st->ev_known[(size_t)e * ns];
+      memcpy(ek, &st->known[(size_t)sid * ns], ns * sizeof *ek);
+      ek[sid] = st->seq[sid];
+    } else if (in->opcode == I_EVENT_WAIT && e >= 0 && (uint64_t)e < nev && st->ev[e].recorded) {
+      known_after_wait(st, ns, (uint32_t)sid, &st->ev_known[(size_t)e * ns]);
+      if (st->ev[e].t > st->clock[sid]) {
+        st->clock[sid] = st->ev[e].t;
+        si->dep = st->ev[e].src >= 0 ? DEP_EVENT : DEP_NONE;
+        si->dep_rank = st->ev[e].src >= 0 ? r : -1;
+        si->dep_index = st->ev[e].src;
+      }
     }
     double c = ddp_instr_cost(p, in, pr, &comm), wall = c;
     si->start =
@@ -396,10 +439,13 @@ ddp_sim *ddp_simulate(const ddp_plan *p, const ddp_profile *pr, int zero_comm, c
     st[r].ev = ddp_xcalloc(nev, sizeof(ev_state));
     st[r].coll = ddp_xcalloc(ns, sizeof(coll_set));
     st[r].coll_ce = ddp_xcalloc(ns, sizeof(coll_set));
+    st[r].seq = ddp_xcalloc(ns, sizeof(int64_t));
+    st[r].known = ddp_xcalloc((size_t)ns * ns, sizeof(int64_t));
+    st[r].ev_known = ddp_xcalloc((size_t)nev * ns, sizeof(int64_t));
   }
   int rc = 0;
   for (;;) {
-    for (int r = 0; r < world; r++) advance(p, pr, s, &st[r], r, nev);
+    for (int r = 0; r < world; r++) advance(p, pr, s, &st[r], r, nev, ns);
     int moved = 0;
     for (int r = 0; r < world; r++) {
       const ddp_program *prog = &p->ranks[r].step;
@@ -458,6 +504,10 @@ ddp_sim *ddp_simulate(const ddp_plan *p, const ddp_profile *pr, int zero_comm, c
     for (uint32_t k = 0; k < ns; k++) free(st[r].coll[k].v), free(st[r].coll_ce[k].v);
     free(st[r].coll);
     free(st[r].coll_ce);
+    free(st[r].issued);
+    free(st[r].seq);
+    free(st[r].known);
+    free(st[r].ev_known);
   }
   free(st);
   free(who);

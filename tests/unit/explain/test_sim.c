@@ -513,8 +513,48 @@ static void test_moved(const ddp_profile *base) {
   }
 }
 
+/* (9) flat DDP: compute A (2 ms), record e0; comm: wait e0, all-reduce of 1 MB (2 .. 3.1 ms), record e1;
+ * compute: wait e1, the update U (2 ms: 3.1 .. 5.1). Nothing overlaps the all-reduce, so all 1.1 ms of it
+ * are exposed, with collective_share 0.5 too: in the run without communication cost the all-reduce still
+ * occupies 2 .. 3.1 (to slow the work beside it), but U waits for it and must not be slowed by it, else
+ * that run ends at 4.65 instead of 4 and only 0.45 ms read as exposed (overlap 0.59 where there is none).
+ * A kernel on a third stream that did not wait for it (V, 2 ms ready at 2) is still slowed. */
+static void test_waited(const ddp_profile *base) {
+  const ddp_profile pr = with_shares(base);
+  for (int third = 0; third < 2; third++) {
+    ddp_plan *p = new_plan(2);
+    p->nstreams = 3;
+    for (int r = 0; r < 2; r++) {
+      a_then_comm(p, r);
+      coll(p, r, I_ALL_REDUCE, STREAM_COMM, 250000);
+      event(p, r, I_EVENT_RECORD, STREAM_COMM, 1);
+      event(p, r, I_EVENT_WAIT, STREAM_COMPUTE, 1);
+      gemm(p, r, STREAM_COMPUTE, 1000, 1000, 1000);
+      if (third) {
+        event(p, r, I_EVENT_WAIT, 2, 0);
+        gemm(p, r, 2, 1000, 1000, 1000);
+      }
+    }
+    ddp_sim *s = sim(p, &pr);
+    if (s) {
+      const ddp_sim_rank *sr = &s->ranks[0];
+      if (!third) {
+        CHECK_T("U end", 5.1 * MS, sr->in[6].end);
+        CHECK_T("step", 5.1 * MS, sr->step_s);
+        CHECK_T("exposed: the whole all-reduce", 1.1 * MS, sr->exposed_s);
+      } else { /* V (stream 2, ready at 2) runs beside the all-reduce at half rate: 0.55 ms of work by 3.1, U
+                * takes the device 3.1 .. 5.1, V's last 1.45 ms run 5.1 .. 6.55 (6.0 if it were not slowed) */
+        CHECK_T("V end", 6.55 * MS, sr->in[8].end);
+      }
+    }
+    ddp_sim_free(s);
+    ddp_plan_free(p);
+  }
+}
+
 int main(void) {
   ddp_profile pr = test_profile();
+  test_waited(&pr);
   test_peer(&pr);
   test_moved(&pr);
   test_p2p(&pr);
