@@ -111,6 +111,7 @@ static void fe_ddp(fe_conv *c, const fe_tab *p) {
     fe_bad(c, p, "optimizer_overlap", "cannot be combined with shard = \"optimizer\" (the owners broadcast after "
            "every update; use shard = \"zero1\", whose groups are updated and all-gathered one by one)");
   fe_init_fields(c, p, s->ranks);
+  s->single_optimizer_overlap = s->optimizer_overlap; /* one rank compiles as single(): with this ddp{}'s choice */
 }
 
 /* fsdp{...}: ZeRO-3 (parameters, gradients and optimizer state sharded), bucketed, overlapped. */
@@ -155,6 +156,7 @@ static void fe_fsdp(fe_conv *c, const fe_tab *p) {
     s->gather_dtype = g == PREC_BF16 ? DT_BF16 : DT_F32;
   }
   fe_init_fields(c, p, s->ranks);
+  s->single_optimizer_overlap = s->optimizer_overlap; /* one rank compiles as single(): with this ddp{}'s choice */
 }
 
 void fe_parallel(fe_conv *c, const fe_tab *root) {

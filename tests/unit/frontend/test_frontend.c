@@ -135,6 +135,19 @@ static void test_sets(void) {
   if (s) CHECK(s->sync == SYNC_INDIVIDUAL && s->overlap_backward && s->beta2 == 0.99, "nil removes a field");
   ddp_schedule_free(s);
 
+  /* ddp{ ranks = 1 } compiles as one rank; its update overlaps the backward only if this ddp{} asks (single()'s
+   * default is to overlap): a 1-rank baseline keeps the DDP schedule's update after the backward */
+  const char *one[] = {"parallel.ranks=1"}, *one_ov[] = {"parallel.ranks=1", "parallel.optimizer_overlap=true"};
+  s = load_sets("schedules/tiny_ddp.lua", one, 1);
+  if (s) CHECK(s->ranks == 1 && !s->single_optimizer_overlap, "ddp{ranks = 1}: the update after the backward");
+  ddp_schedule_free(s);
+  s = load_sets("schedules/tiny_ddp.lua", one_ov, 2);
+  if (s) CHECK(s->ranks == 1 && s->single_optimizer_overlap, "ddp{ranks = 1, optimizer_overlap = true}: overlapped");
+  ddp_schedule_free(s);
+  s = load_sets("schedules/tiny.lua", NULL, 0);
+  if (s) CHECK(s->ranks == 1 && s->single_optimizer_overlap, "single(): overlapped by default");
+  ddp_schedule_free(s);
+
   const char *d[] = {"precision=bf16", "grad_dtype=bf16"};
   s = load_sets("schedules/tiny.lua", d, 2);
   if (s) CHECK(s->precision == PREC_BF16 && s->grad_dtype == DT_BF16, "bf16 grads");
