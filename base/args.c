@@ -8,6 +8,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
+#include <unistd.h>
 
 int ddp_parse_i64(const char *text, int64_t lo, int64_t hi, const char *name, int64_t *out, char *err,
                   size_t errcap) {
@@ -75,6 +76,18 @@ int ddp_check_output(const char *what, const char *out, const char *const *input
   }
   if (exists && !S_ISREG(st.st_mode) && !(allow_stream && (S_ISCHR(st.st_mode) || S_ISFIFO(st.st_mode))))
     return ddp_fail(err, errcap, "%s: %s exists and is not a regular file", what, out);
+  return 0;
+}
+
+int ddp_check_output_folder(const char *what, const char *path, char *err, size_t errcap) {
+  struct stat st;
+  if (!path || stat(path, &st) == 0) return 0; /* exists: ddp_check_output checks what it is */
+  char folder[4200];
+  if (ddp_path_folder(path, folder, sizeof folder)) return ddp_fail(err, errcap, "%s: the path is too long", what);
+  if (stat(folder, &st) != 0 || !S_ISDIR(st.st_mode))
+    return ddp_fail(err, errcap, "%s %s: its folder %s does not exist", what, path, folder);
+  if (access(folder, W_OK | X_OK) != 0)
+    return ddp_fail(err, errcap, "%s %s: its folder %s is not writable: %s", what, path, folder, strerror(errno));
   return 0;
 }
 

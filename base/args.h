@@ -37,6 +37,11 @@ int ddp_check_list(const char *what, const char *text, char *err, size_t errcap)
 int ddp_check_output(const char *what, const char *out, const char *const *inputs, const char *const *names,
                      int n, int allow_stream, char *err, size_t errcap);
 
+/* An output file that does not exist yet can be created: its folder exists and is writable. Checked before
+ * anything is written or printed, so a report or a run does not end in a failure to open its output. 0, or
+ * -1 with one line ("WHAT PATH: its folder F does not exist"). */
+int ddp_check_output_folder(const char *what, const char *path, char *err, size_t errcap);
+
 /* The message for getopt_long's '?' (unknown option, or a value given to an option that takes none) or
  * ':' (missing value), for an optstring starting with ':' and opterr = 0. `prog` prefixes the hint:
  * "unknown option '--bogus' (see PROG --help)". */

@@ -20,6 +20,11 @@ int ddp_path_folder(const char *path, char *out, size_t cap) {
   return 0;
 }
 
+const char *ddp_path_base(const char *path) {
+  const char *slash = strrchr(path, '/');
+  return slash ? slash + 1 : path;
+}
+
 int ddp_fsync_parent(const char *path) {
   char dir[4096];
   if (ddp_path_folder(path, dir, sizeof dir)) {

@@ -27,6 +27,9 @@ int ddp_write_atomic(const char *path, const void *data, size_t n, char *err, si
  * does not fit. */
 int ddp_path_folder(const char *path, char *out, size_t cap);
 
+/* The file name a path ends in: after its last '/' ("a/b/c" -> "c"; "c" -> "c"). */
+const char *ddp_path_base(const char *path);
+
 /* fsyncs the folder that holds `path` (so a rename in it is durable); 0 or -1 with errno set. */
 int ddp_fsync_parent(const char *path);
 

@@ -172,7 +172,8 @@ int main(int argc, char **argv) {
   if (!bad[0] && (!schedule || !out))
     snprintf(bad, sizeof bad, "%s (see ddpc --help)", !schedule ? "no schedule given" : "no output given (-o PLAN)");
   const char *inputs[3] = {schedule, profile, NULL}, *names[3] = {"schedule", "profile", "token file"};
-  if (!bad[0] && ddp_check_output("-o", out, inputs, names, 2, 0, err, sizeof err))
+  if (!bad[0] && (ddp_check_output("-o", out, inputs, names, 2, 0, err, sizeof err) ||
+                  ddp_check_output_folder("-o", out, err, sizeof err)))
     snprintf(bad, sizeof bad, "%s", err);
   size_t olen = out ? strlen(out) : 0;
   if (!bad[0] && olen > 4 && !strcmp(out + olen - 4, ".lua") && access(out, F_OK) == 0)

@@ -38,20 +38,6 @@ static int inside_dir(const char *path, const char *dir) {
   return !strncmp(rp, rd, n) && (rp[n] == 0 || rp[n] == '/' || (n == 1 && rd[0] == '/'));
 }
 
-/* An output file that does not exist yet can be created: its folder exists and is writable. Checked before
- * the first step, so a trace written after the last one does not fail after the whole run. */
-static int folder_writable(const char *what, const char *path, char *err, size_t errcap) {
-  struct stat st;
-  if (stat(path, &st) == 0) return 0; /* exists: ddp_check_output checks what it is */
-  char folder[4200];
-  if (ddp_path_folder(path, folder, sizeof folder)) return ddp_fail(err, errcap, "%s: the path is too long", what);
-  if (stat(folder, &st) != 0 || !S_ISDIR(st.st_mode))
-    return ddp_fail(err, errcap, "%s %s: its folder %s does not exist", what, path, folder);
-  if (access(folder, W_OK | X_OK) != 0)
-    return ddp_fail(err, errcap, "%s %s: its folder %s is not writable: %s", what, path, folder, strerror(errno));
-  return 0;
-}
-
 /* Before anything is written: no output (metrics, every rank's trace, the checkpoint files) names an input
  * (the plan, its token file, the checkpoint being resumed) or another output, and the atomic ones are not
  * devices or FIFOs (a rename would replace them). */
@@ -91,7 +77,7 @@ static int check_outputs(const ddp_plan *p, const ddprun_args *a, char *err, siz
       if (j != i && strcmp(what[j], what[i]) != 0) others[m] = path[j], names[m++] = what[j];
     rc = ddp_check_output(what[i], path[i], others, names, m, !strcmp(what[i], "--metrics"), err, errcap);
     if (rc == 0 && strcmp(what[i], "--checkpoint-dir")) /* that folder is made when missing */
-      rc = folder_writable(what[i], path[i], err, errcap);
+      rc = ddp_check_output_folder(what[i], path[i], err, errcap);
   }
   for (int i = 0; i < n; i++) free(path[i]);
   free(others);

@@ -30,6 +30,7 @@ typedef struct measured {
   int nsteps;
   long long world;      /* the run line's */
   char parallel[1024];  /* the run line's "parallel" */
+  char schedule[1024];  /* the run line's "schedule": the path ddpc compiled */
 } measured;
 
 /* The seeds' model (CS336 Assignment 3 write-up, ddp_bucketed_benchmarking ii): s gradient bytes, w the
@@ -117,6 +118,8 @@ static int read_metrics(const char *path, measured *m, char *err, size_t errcap)
       json_t *w = json_object_get(o, "world");
       m->world = json_is_integer(w) ? json_integer_value(w) : -1;
       snprintf(m->parallel, sizeof m->parallel, "%s", par ? par : "");
+      const char *sch = json_string_value(json_object_get(o, "schedule"));
+      snprintf(m->schedule, sizeof m->schedule, "%s", sch ? sch : "");
     } else if (o && json_object_get(o, "step")) {
       json_t *v = json_object_get(o, "step_ms");
       if (!json_is_number(v) || !isfinite(json_number_value(v)) || json_number_value(v) <= 0)
@@ -357,10 +360,11 @@ int ddp_explain_buckets_main(int argc, char **argv) {
   if (!bad[0] && out) {
     const char *in[MAX_METRICS + 2], *names[MAX_METRICS + 2];
     int k = 0;
-    in[k] = argv[optind], names[k++] = "the schedule";
+    in[k] = argv[optind], names[k++] = "schedule";
     if (profile) in[k] = profile, names[k++] = "--profile";
     for (int i = 0; i < nm; i++) in[k] = mpaths[i], names[k++] = "--metrics";
-    if (ddp_check_output("-o", out, in, names, k, 0, err, sizeof err)) snprintf(bad, sizeof bad, "%s", err);
+    if (ddp_check_output("-o", out, in, names, k, 0, err, sizeof err) || ddp_check_output_folder("-o", out, err, sizeof err))
+      snprintf(bad, sizeof bad, "%s", err);
   }
   if (bad[0]) {
     fprintf(stderr, "ddpc explain buckets: %s\n", bad);
@@ -394,8 +398,15 @@ int ddp_explain_buckets_main(int argc, char **argv) {
       if (pts[j].mb == ms[i].mb) pts[j].measured_ms = ms[i].median_ms;
   int rc = eval_size(sched, 0, &pr, NULL, err, sizeof err);
   for (int i = 0; i < n && rc == 0; i++) rc = eval_size(sched, pts[i].mb, &pr, &pts[i].e, err, sizeof err);
-  /* a measurement is this schedule's at its bucket size: the run line's world and parallel layout are the
-   * plan's compiled at that size (shard, overlap, mesh, collectives and all) */
+  /* a measurement is this schedule's at its bucket size: the run line names a schedule file of this name (the
+   * folder may differ: runs are made on another machine), and its world and parallel layout are the plan's
+   * compiled at that size (shard, overlap, mesh, collectives and all) */
+  for (int i = 0; i < nm && rc == 0; i++)
+    if (!ms[i].schedule[0])
+      rc = ddp_fail(err, sizeof err, "--metrics: %s: the run line names no \"schedule\"", ms[i].path);
+    else if (strcmp(ddp_path_base(ms[i].schedule), ddp_path_base(sched)))
+      rc = ddp_fail(err, sizeof err, "--metrics: %s is not a run of %s: its run line says schedule '%.300s'", ms[i].path,
+                    sched, ms[i].schedule);
   for (int i = 0; i < nm && rc == 0; i++)
     for (int j = 0; j < n && rc == 0; j++)
       if (pts[j].mb == ms[i].mb && (ms[i].world != pts[j].e.world || strcmp(ms[i].parallel, pts[j].e.parallel)))

@@ -79,7 +79,8 @@ int ddp_cmd_plot(int argc, char **argv) {
   if (!bad[0]) {
     const char **names = ddp_xcalloc((size_t)nfiles, sizeof *names);
     for (int i = 0; i < nfiles; i++) names[i] = what;
-    if (ddp_check_output("-o", out, (const char *const *)&argv[optind], names, nfiles, 0, err, sizeof err))
+    if (ddp_check_output("-o", out, (const char *const *)&argv[optind], names, nfiles, 0, err, sizeof err) ||
+        ddp_check_output_folder("-o", out, err, sizeof err))
       snprintf(bad, sizeof bad, "%s", err);
     free(names);
   }

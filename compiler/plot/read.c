@@ -65,8 +65,7 @@ static char *dup_field(json_t *o, const char *key) {
 
 /* The default label: the file name of `schedule` without ".lua", else that of `path` without ".jsonl". */
 static char *default_label(const char *schedule, const char *path) {
-  const char *s = schedule[0] ? schedule : path, *slash = strrchr(s, '/');
-  char *l = ddp_xstrdup(slash ? slash + 1 : s);
+  char *l = ddp_xstrdup(ddp_path_base(schedule[0] ? schedule : path));
   size_t n = strlen(l);
   const char *ext = schedule[0] ? ".lua" : ".jsonl";
   if (n > strlen(ext) && !strcmp(l + n - strlen(ext), ext)) l[n - strlen(ext)] = 0;

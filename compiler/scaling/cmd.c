@@ -86,6 +86,12 @@ static int cmd_fit(int argc, char **argv) {
   if (!bad[0] && optind >= argc) snprintf(bad, sizeof bad, "no runs file given (see ddpc scaling --help)");
   if (!bad[0] && optind + 1 < argc) snprintf(bad, sizeof bad, "more than one runs file given ('%s')", argv[optind + 1]);
   if (bad[0]) return usage_error(prog, bad);
+  struct stat st;
+  if (svg && (stat(svg, &st) == 0 ? !S_ISDIR(st.st_mode) && ddp_fail(err, sizeof err, "--svg-dir: %s is not a folder", svg)
+                                  : ddp_check_output_folder("--svg-dir", svg, err, sizeof err))) {
+    fprintf(stderr, "%s: %s\n", prog, err); /* before the fit is printed: a failed run leaves no whole-looking report */
+    return DDP_EXIT_FAILURE;
+  }
   ddp_scaling_run *runs = NULL;
   int nruns = 0;
   ddp_scaling_fit fit;

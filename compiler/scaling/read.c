@@ -15,7 +15,6 @@
 
 #define RUNS_MAX_BYTES (64u << 20)
 
-/* A positive finite number field of entry i; 0 or -1. */
 /* A run's parameters or compute budget: a number in [1, 1e40] (1e40: beyond any model or budget; a model of
  * 1e-300 parameters or 1e308 gave a fit of inf and NaN). */
 static int number_field(json_t *o, const char *name, const char *field, int i, double *out, char *err,

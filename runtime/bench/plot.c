@@ -104,6 +104,7 @@ int ddprun_plot_main(int argc, char **argv) {
   for (int i = optind; !bad[0] && i < argc; i++)
     if (ddp_check_output("-o", out, (const char *const *)&argv[i], (const char *[]){"results file"}, 1, 1, msg, sizeof msg))
       snprintf(bad, sizeof bad, "%s", msg);
+  if (!bad[0] && ddp_check_output_folder("-o", out, msg, sizeof msg)) snprintf(bad, sizeof bad, "%s", msg);
   if (bad[0]) {
     fprintf(stderr, "ddprun --bench plot: %s\n", bad);
     return DDP_EXIT_USAGE;

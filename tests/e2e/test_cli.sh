@@ -102,6 +102,8 @@ cp "$tmp/toy.lua" "$tmp/keep.lua"
 expect plan_over_schedule 2 "^ddpc: -o: .*toy.lua is the same file as the schedule; refused$" \
   "$DDPC" "$tmp/toy.lua" -o "$tmp/toy.lua"
 cmp -s "$tmp/toy.lua" "$tmp/keep.lua" || fail "ddpc -o SCHEDULE changed the schedule"
+expect plan_no_folder 2 "^ddpc: -o .*no_such_folder/p.bin: its folder .*no_such_folder does not exist$" \
+  "$DDPC" "$tmp/toy.lua" -o "$tmp/no_such_folder/p.bin"
 ln -sf toy.lua "$tmp/link.lua"
 expect plan_over_schedule_link 2 "same file as the schedule" "$DDPC" "$tmp/toy.lua" -o "$tmp/link.lua"
 cmp -s "$tmp/toy.lua" "$tmp/keep.lua" || fail "ddpc -o LINK-TO-SCHEDULE changed the schedule"
@@ -247,6 +249,8 @@ printf '%s\n' '{"kind": "allreduce", "impl": "ddpc", "world": 2, "mb": 1, "ms": 
 cp "$tmp/ar.jsonl" "$tmp/ar.keep"
 "$DDPRUN" --bench plot --out="$tmp/ar.svg" "$tmp/ar.jsonl" --link-GBs=100 >/dev/null && grep -q "<svg" "$tmp/ar.svg" ||
   fail "--bench plot --out=F.svg"
+expect bench_plot_no_folder 2 "^ddprun --bench plot: -o .*no_such_folder/ar.svg: its folder .*no_such_folder does not exist$" \
+  "$DDPRUN" --bench plot -o "$tmp/no_such_folder/ar.svg" "$tmp/ar.jsonl"
 expect plot_over_input 2 "^ddprun --bench plot: -o: .*ar.jsonl is the same file as the results file; refused$" \
   "$DDPRUN" --bench plot -o "$tmp/ar.jsonl" "$tmp/ar.jsonl"
 cmp -s "$tmp/ar.jsonl" "$tmp/ar.keep" || fail "--bench plot -o INPUT changed the input"

@@ -140,6 +140,8 @@ bad 2 "^ddpc explain buckets: --sizes: 'abc' is not a number" buckets "$S/tiny_d
 bad 2 "^ddpc explain buckets: --sizes: '0' is not a number" buckets "$S/tiny_ddp.lua" --sizes 1,0
 bad 2 "unknown option '--bogus'" buckets "$S/tiny_ddp.lua" --bogus
 bad 2 "^ddpc explain buckets: -o: " buckets "$S/tiny_ddp.lua" -o "$tmp/m05.jsonl" --metrics "$tmp/m05.jsonl"
+bad 2 "^ddpc explain buckets: -o .*nodir/x.svg: its folder .*nodir does not exist$" buckets "$S/tiny_ddp.lua" -o "$tmp/nodir/x.svg"
+bad 2 "^ddpc explain buckets: -o: .*tiny_ddp.lua is the same file as the schedule; refused$" buckets "$S/tiny_ddp.lua" -o "$S/tiny_ddp.lua"
 bad 1 "tiny.lua: not a bucketed data-parallel schedule" buckets "$S/tiny.lua" -o "$tmp/bad.svg"
 bad 1 "fsdp" buckets "$S/tiny_fsdp.lua" -o "$tmp/bad.svg"
 bad 1 "flat.jsonl:1: the run line's \"parallel\" has no bucket_mb" buckets "$S/tiny_ddp.lua" --metrics "$tmp/flat.jsonl" -o "$tmp/bad.svg"
@@ -147,10 +149,19 @@ bad 1 "nosteps.jsonl: no step lines" buckets "$S/tiny_ddp.lua" --metrics "$tmp/n
 bad 1 "^ddpc explain buckets: --metrics: .*missing.jsonl" buckets "$S/tiny_ddp.lua" --metrics "$tmp/missing.jsonl"
 # metrics of another layout or world are not this schedule's measurements: the run line's world and
 # "parallel" must be the plan's at that bucket size
-{ echo '{"event": "run", "parallel": "fsdp ranks=2 bucket_mb=5", "world": 2}'; echo '{"step": 1, "step_ms": 3}'; } >"$tmp/fsdp_m.jsonl"
-{ echo '{"event": "run", "parallel": "ddp ranks=7 sync=bucketed bucket_mb=5", "world": 7}'; echo '{"step": 1, "step_ms": 3}'; } >"$tmp/w7.jsonl"
-{ echo '{"event": "run", "parallel": "ddp ranks=2 sync=bucketed bucket_mb=5 overlap=backward shard=zero1", "world": 2}'
+{ echo '{"event": "run", "schedule": "elsewhere/tiny_ddp.lua", "parallel": "fsdp ranks=2 bucket_mb=5", "world": 2}'; echo '{"step": 1, "step_ms": 3}'; } >"$tmp/fsdp_m.jsonl"
+{ echo '{"event": "run", "schedule": "tiny_ddp.lua", "parallel": "ddp ranks=7 sync=bucketed bucket_mb=5", "world": 7}'; echo '{"step": 1, "step_ms": 3}'; } >"$tmp/w7.jsonl"
+{ echo '{"event": "run", "schedule": "/x/tiny_ddp.lua", "parallel": "ddp ranks=2 sync=bucketed bucket_mb=5 overlap=backward shard=zero1", "world": 2}'
   echo '{"step": 1, "step_ms": 3}'; } >"$tmp/z1.jsonl"
+# ... nor those of another schedule (its file name; the folder may be another machine's), nor a run line without one
+{ echo '{"event": "run", "schedule": "/x/bucketed_10mb.lua", "parallel": "ddp ranks=2 sync=bucketed bucket_mb=5 overlap=backward", "world": 2}'
+  echo '{"step": 1, "step_ms": 3}'; } >"$tmp/other.jsonl"
+{ echo '{"event": "run", "parallel": "ddp ranks=2 sync=bucketed bucket_mb=5 overlap=backward", "world": 2}'
+  echo '{"step": 1, "step_ms": 3}'; } >"$tmp/noname.jsonl"
+bad 1 "^ddpc explain buckets: --metrics: .*other.jsonl is not a run of .*tiny_ddp.lua: its run line says schedule '/x/bucketed_10mb.lua'$" \
+  buckets "$S/tiny_ddp.lua" --metrics "$tmp/other.jsonl" -o "$tmp/bad.svg"
+bad 1 "^ddpc explain buckets: --metrics: .*noname.jsonl: the run line names no \"schedule\"$" \
+  buckets "$S/tiny_ddp.lua" --metrics "$tmp/noname.jsonl" -o "$tmp/bad.svg"
 bad 1 "^ddpc explain buckets: --metrics: .*fsdp_m.jsonl is not a run of .*tiny_ddp.lua: its run line says world 2, \"fsdp ranks=2 bucket_mb=5\"; the schedule at bucket_mb=5 is world 2, \"ddp ranks=2 sync=bucketed bucket_mb=5 overlap=backward\"$" \
   buckets "$S/tiny_ddp.lua" --metrics "$tmp/fsdp_m.jsonl" -o "$tmp/bad.svg"
 bad 1 "^ddpc explain buckets: --metrics: .*w7.jsonl is not a run of .*tiny_ddp.lua: its run line says world 7" \

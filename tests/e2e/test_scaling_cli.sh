@@ -86,6 +86,11 @@ bad 2 "--tokens: a file name with a quote, a backslash or a control character is
 bad 2 "--budgets: an empty item in '1e18,,1e19'" plan --budgets 1e18,,1e19 -o "$tmp/p"
 bad 1 "the power laws need at least 2 budgets" fit "$tmp/one.json" --svg-dir "$tmp/nosvg"
 [ ! -e "$tmp/nosvg" ] || fail "a refused fit made its --svg-dir"
+# a --svg-dir that cannot be made, or is a file, is refused before the fit is printed
+"$DDPC" scaling fit "$tmp/runs.json" --svg-dir "$tmp/no/such" >"$tmp/svgbad.out" 2>"$tmp/err"
+[ $? = 1 ] && grep -qE -- "^ddpc scaling fit: --svg-dir .*no/such: its folder .*/no does not exist$" "$tmp/err" &&
+  [ ! -s "$tmp/svgbad.out" ] || fail "--svg-dir in a missing folder: $(cat "$tmp/err") / $(head -2 "$tmp/svgbad.out")"
+bad 1 "--svg-dir: $tmp/runs.json is not a folder" fit "$tmp/runs.json" --svg-dir "$tmp/runs.json"
 "$DDPC" scaling --help | grep -q '^usage: ddpc scaling fit' || fail "ddpc scaling --help"
 "$DDPC" --help | grep -q 'ddpc scaling fit|plan' || fail "ddpc --help does not list scaling"
 
