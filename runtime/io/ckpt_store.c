@@ -200,7 +200,7 @@ static int write_manifest(const char *dir, int64_t step, int world, char *err, s
 
 /* 0 when dir/MANIFEST is well formed and every file it lists has its size and CRC32; else -1 with why. */
 static int check_manifest(const char *dir, int64_t *step, char *err, size_t errcap) {
-  char path[4200];
+  char path[4400];
   snprintf(path, sizeof path, "%s/%s", dir, CK_MANIFEST);
   size_t len;
   char *text = ddp_read_file(path, 1 << 20, &len, err, errcap);
@@ -334,13 +334,25 @@ static int64_t pick(const char *root, char *err, size_t errcap) {
     char dir[4200], why[1024];
     int64_t ms;
     step_dir(root, steps[k], dir, sizeof dir);
-    if (check_manifest(dir, &ms, why, sizeof why) == 0 && ms == steps[k]) {
+    int ok = check_manifest(dir, &ms, why, sizeof why) == 0;
+    if (ok && ms == steps[k]) {
       chosen = ms;
       break;
     }
-    if (check_manifest(dir, &ms, why, sizeof why) == 0)
-      snprintf(why, sizeof why, "its %s says step %lld", CK_MANIFEST, (long long)ms);
-    fprintf(stderr, "ddprun: %s is not a complete checkpoint (%s); %s\n", dir, why,
+    if (ok) snprintf(why, sizeof why, "its %s says step %lld", CK_MANIFEST, (long long)ms);
+    /* moved aside, under a name no listing matches: else it would count as one of the --keep-checkpoints
+     * newest, and the rotation would remove the good ones below it first */
+    char aside[4300], moved[4400] = "";
+    int saved = 0;
+    for (int v = 0; v < 100 && !moved[0]; v++) {
+      if (v == 0) snprintf(aside, sizeof aside, "%s/damaged-step-%06lld", root, (long long)steps[k]);
+      else snprintf(aside, sizeof aside, "%s/damaged-step-%06lld.%d", root, (long long)steps[k], v);
+      if (access(aside, F_OK) == 0) continue;
+      if (rename(dir, aside) == 0) snprintf(moved, sizeof moved, "; moved to %s", aside);
+      else saved = errno, v = 100;
+    }
+    if (!moved[0]) snprintf(moved, sizeof moved, " (not moved aside: %s)", saved ? strerror(saved) : "no free name");
+    fprintf(stderr, "ddprun: %s is not a complete checkpoint (%s)%s; %s\n", dir, why, moved,
             k + 1 < n ? "trying the previous one" : "no older one");
   }
   free(steps);

@@ -70,7 +70,11 @@ prev=$(cd "$tmp/killed" && ls -d step-* | sort | tail -2 | head -1)
 printf 'X' | dd of="$tmp/killed/$last_dir/model.safetensors" bs=1 seek=200 conv=notrunc 2>/dev/null
 "$DDPRUN" "$tmp/plan.bin" --device ref --steps $STEPS --checkpoint-dir "$tmp/killed" --resume >"$tmp/corrupt.out" 2>&1 ||
   { cat "$tmp/corrupt.out"; die "resume with a corrupt newest checkpoint"; }
-grep -q "$last_dir is not a complete checkpoint (.*CRC32" "$tmp/corrupt.out" || fail "the corrupt checkpoint is not named"
+grep -q "$last_dir is not a complete checkpoint (.*CRC32.*); moved to $tmp/killed/damaged-$last_dir; trying the previous one" \
+  "$tmp/corrupt.out" || fail "the corrupt checkpoint is not named, or not moved aside"
+# moved aside, it is not one of the --keep-checkpoints newest: the rotation after the redone step keeps $prev
+[ -d "$tmp/killed/damaged-$last_dir" ] && [ -d "$tmp/killed/$prev" ] ||
+  fail "after the fallback: $(ls "$tmp/killed" | tr '\n' ' ')"
 grep -q "resuming from $tmp/killed/$prev (step $((10#${prev#step-})))" "$tmp/corrupt.out" || fail "did not fall back to $prev"
 cmp "$tmp/straight/$last_dir/model.safetensors" "$tmp/killed/$last_dir/model.safetensors" ||
   fail "the step redone after the fallback differs"
