@@ -288,8 +288,24 @@ int fe_list(fe_conv *c, const fe_tab *t, const char *key, fe_tab *out, const cha
   lua_State *L = c->L;
   lua_Integer n = (lua_Integer)lua_rawlen(L, out->idx);
   char what[160];
-  if (!fe_is_list(L, out->idx, n, what, sizeof what))
+  if (!fe_is_list(L, out->idx, n, what, sizeof what)) {
+    char where[FE_WHERE_MAX] = "";
+    lua_pushnil(L); /* a key past the border that a --set made (--set optimizer.betas.5=0.9): reported there */
+    while (!where[0] && lua_next(L, out->idx)) {
+      lua_pop(L, 1);
+      int integer = lua_isinteger(L, -1);
+      lua_Integer k = integer ? lua_tointeger(L, -1) : 0;
+      char ks[64] = "";
+      if (integer) snprintf(ks, sizeof ks, "%lld", (long long)k);
+      else if (lua_type(L, -1) == LUA_TSTRING) snprintf(ks, sizeof ks, "%s", lua_tostring(L, -1));
+      if (ks[0] && !(integer && k >= 1 && k <= n) && fe_set_of(L, out->idx, ks, where, sizeof where)) {
+        lua_pop(L, 1);
+        lua_pushfstring(L, "%s: %s must be %s (a list: no named fields or holes), found %s", where, out->path, need, what);
+        lua_error(L);
+      }
+    }
     fe_fail(c, t, key, "must be %s (a list: no named fields or holes), found %s", need, what);
+  }
   if (n > INT32_MAX) fe_fail(c, t, key, "is too long");
   return (int)n;
 }

@@ -19,7 +19,15 @@ static void fe_betas(fe_conv *c, const fe_tab *o) {
   fe_tab b;
   int n = fe_list(c, o, "betas", &b, need);
   if (n < 0) return;
-  if (n != 2) fe_bad(c, o, "betas", "must be %s", need);
+  if (n > 2) { /* an element past the second: where it was set (--set optimizer.betas.3=...) or made */
+    char key[24], where[FE_WHERE_MAX];
+    snprintf(key, sizeof key, "%d", n);
+    if (fe_set_of(c->L, b.idx, key, where, sizeof where)) {
+      snprintf(key, sizeof key, "[%d]", n);
+      fe_fail(c, &b, key, "is one element too many: optimizer.betas must be %s", need);
+    }
+  }
+  if (n != 2) fe_fail(c, o, "betas", "must be %s, got %d element%s", need, n, n == 1 ? "" : "s");
   double v[2] = {0, 0};
   for (int i = 0; i < 2; i++) {
     char key[8];

@@ -58,7 +58,8 @@ expect_fail token_file_gone "tokens.bin" "" "$DDPRUN" "$tmp/tok.bin" --device re
 printf '\x01\x00%.0s' $(seq 1 64) >"$tmp/noread.bin"
 chmod 000 "$tmp/noread.bin"
 if [ "$(id -u)" = 0 ] && command -v runuser >/dev/null && runuser -u nobody -- test -x "$DDPC" -a -r "$tmp/tokens.lua"; then
-  if runuser -u nobody -- "$DDPC" "$tmp/tokens.lua" -o "$tmp/noread_plan.bin" --set data.tokens=noread.bin 2>"$tmp/err" >/dev/null; then
+  mkdir -p -m 777 "$tmp/nobody" # a folder nobody may write the plan into (ddpc checks -o's folder first)
+  if runuser -u nobody -- "$DDPC" "$tmp/tokens.lua" -o "$tmp/nobody/plan.bin" --set data.tokens=noread.bin 2>"$tmp/err" >/dev/null; then
     fail "token_unreadable: compiled"
   elif [ "$(wc -l <"$tmp/err")" = 1 ] && grep -q 'data.tokens: cannot be read: .*noread.bin (Permission denied)$' "$tmp/err"; then
     echo "ok: token_unreadable: $(cat "$tmp/err")"

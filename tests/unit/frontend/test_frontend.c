@@ -199,7 +199,18 @@ static void test_sets(void) {
                   "named fields or holes), found a hole at [1]");
   const char *e_short[] = {"optimizer.betas.2=nil"};
   expect_err_sets("schedules/tiny.lua", e_short, 1,
-                  "--set optimizer.betas.2=nil: optimizer.betas must be a list of two numbers {beta1, beta2}, got a table");
+                  "--set optimizer.betas.2=nil: optimizer.betas must be a list of two numbers {beta1, beta2}, got 1 element");
+  const char *e_long[] = {"optimizer.betas.3=0.9"};
+  expect_err_sets("schedules/tiny.lua", e_long, 1,
+                  "--set optimizer.betas.3=0.9: optimizer.betas[3] is one element too many: optimizer.betas must be a list "
+                  "of two numbers {beta1, beta2}");
+  const char *e_key0[] = {"optimizer.betas.0=1"}, *e_keyx[] = {"optimizer.betas.x=1"};
+  expect_err_sets("schedules/tiny.lua", e_key0, 1,
+                  "--set optimizer.betas.0=1: optimizer.betas must be a list of two numbers {beta1, beta2} (a list: no "
+                  "named fields or holes), found the key 0");
+  expect_err_sets("schedules/tiny.lua", e_keyx, 1,
+                  "--set optimizer.betas.x=1: optimizer.betas must be a list of two numbers {beta1, beta2} (a list: no "
+                  "named fields or holes), found the key \"x\"");
   const char *e9[] = {"parallel.sync=individual"}; /* bucket_mb = 10 is still there: reported where ddp{} is */
   expect_err_sets("schedules/bucketed_10mb.lua", e9, 1,
                   "schedules/bucketed_10mb.lua:7: parallel.bucket_mb only applies with sync = \"bucketed\", got 10");
