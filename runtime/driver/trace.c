@@ -1,7 +1,9 @@
 /* runtime/driver/trace.c: see trace.h. The trace is written through ddp_atomic_* (base/file.h). A range
  * (RANGE_PUSH .. its RANGE_POP, matched as a stack in program order, as NVTX nests them) is one span from
  * the push's start to the pop's end, category "range", with its kind (ddp_range_name) as an argument;
- * ddpc plot timeline draws the pipeline's microbatch ranges from these. */
+ * ddpc plot timeline draws the pipeline's microbatch ranges from these. Every other span's category says
+ * what it is: "compute" (kernels, GEMMs), "communication" (collectives, sends, receives, peer copies),
+ * "timer" (the timing points, instants) or "other" (the batch's load, copies). */
 #include "trace.h"
 #include "err.h"
 #include "file.h"
@@ -88,8 +90,11 @@ int ddp_trace_write(const ddp_plan *p, int rank, int64_t step, const double *sta
     else fprintf(f, "\"s\": \"t\", ");
     fprintf(f, "\"name\": ");
     ddp_json_str(f, label);
-    fprintf(f, ", \"cat\": \"%s\", \"args\": {\"instruction\": %u, \"opcode\": \"%s\"",
-            in->opcode == I_KERNEL || in->opcode == I_GEMM ? "compute" : "communication", k,
+    const char *cat = in->opcode == I_KERNEL || in->opcode == I_GEMM ? "compute"
+                      : ddp_is_group_collective(in->opcode) || in->opcode == I_SEND || in->opcode == I_RECV ? "communication"
+                      : in->opcode == I_TIMER ? "timer"
+                                               : "other"; /* the batch's load, copies */
+    fprintf(f, ", \"cat\": \"%s\", \"args\": {\"instruction\": %u, \"opcode\": \"%s\"", cat, k,
             ddp_opcode_name(in->opcode));
     if (in->opcode == I_KERNEL) fprintf(f, ", \"op\": \"%s\"", ddp_op_name(in->op));
     if (in->layer >= 0) fprintf(f, ", \"layer\": %d", in->layer);
