@@ -337,6 +337,11 @@ int ddp_plot_timeline(const char *out, const char *const *paths, int n, FILE *re
       rc = ddp_fail(err, errcap, "the traces of ranks %d and %d come from different plans (their schedule, parallel "
                     "layout, world or pipeline settings differ)", ws[0].rank, ws[i].rank);
   }
+  /* every worker of the plan: without one, the slowest step, idle and bubble are of some workers only */
+  for (int i = 0; i < n && rc == 0 && n != ws[0].world; i++)
+    if (ws[i].rank != i || i == n - 1)
+      rc = ddp_fail(err, errcap, "traces of %d of the plan's %d ranks: rank %d is missing (give one per rank)", n,
+                    ws[0].world, ws[i].rank != i ? i : n);
   double xmax = 0, bubble = 0;
   for (int i = 0; i < n && rc == 0; i++) xmax = fmax(xmax, ws[i].step_ms);
   for (int i = 0; i < n && rc == 0; i++) {
@@ -358,6 +363,7 @@ int ddp_plot_timeline(const char *out, const char *const *paths, int n, FILE *re
       const ddp_timeline_worker *t = &ws[i].t;
       fprintf(report, "{\"worker\": %d, ", t->rank);
       if (m->stages > 0) fprintf(report, "\"stage\": %d, ", t->rank % m->stages);
+      else fprintf(report, "\"stage\": null, ");
       fprintf(report, "\"step_ms\": %.4f, \"slowest_step_ms\": %.4f, \"forward_ms\": %.4f, \"backward_ms\": %.4f, \"sendrecv_ms\": %.4f, "
               "\"optimizer_ms\": %.4f, \"idle_ms\": %.4f, \"bubble\": %.4f}\n", t->step_ms, xmax, t->forward_ms,
               t->backward_ms, t->sendrecv_ms, t->optimizer_ms, t->idle_ms, t->bubble);
@@ -377,8 +383,10 @@ int ddp_plot_timeline(const char *out, const char *const *paths, int n, FILE *re
     if (m->stages > 0)
       fprintf(report, ", \"schedule\": \"%s\", \"stages\": %d, \"microbatches\": %d, \"virtual_stages\": %d",
               m->schedule, m->stages, m->microbatches, m->virtual_stages);
+    else /* the same keys for every plan: null where there is no pipeline */
+      fprintf(report, ", \"schedule\": null, \"stages\": null, \"microbatches\": null, \"virtual_stages\": null");
     if (formula) fprintf(report, ", \"bubble_formula\": %.4f, \"formula\": \"%s\"", predicted, formula);
-    else fprintf(report, ", \"bubble_formula\": null");
+    else fprintf(report, ", \"bubble_formula\": null, \"formula\": null");
     fputs("}\n", report);
   }
   for (int i = 0; i < n; i++) worker_free(&ws[i]);

@@ -28,7 +28,7 @@ for r in (0, 1):
     ranges = {e["args"]["kind"]: e for e in t["traceEvents"] if e.get("cat") == "range"}
     assert {"step", "forward", "backward", "optimizer", "layer"} <= set(ranges), sorted(ranges)
     w = out[r]
-    assert w["worker"] == r and "stage" not in w, w
+    assert w["worker"] == r and w["stage"] is None, w
     for k in ("forward", "backward", "optimizer"):
         want = ranges[k]["dur"] / 1e3
         assert abs(w[k + "_ms"] - want) < 2e-3, (r, k, w[k + "_ms"], want)
@@ -37,6 +37,7 @@ for r in (0, 1):
     assert abs(w["idle_ms"] - (slow - busy)) < 5e-3 and w["sendrecv_ms"] == 0, w
 summary = out[2]
 assert summary["event"] == "timeline" and summary["bubble_formula"] is None and summary["workers"] == 2, summary
+assert all(summary[k] is None for k in ("schedule", "stages", "microbatches", "virtual_stages", "formula")), summary
 print("ok: ddprun traces: ranges, meta, times")
 PY
 
@@ -150,6 +151,9 @@ check_bad 1 '"pipe_microbatches" is not a positive integer' "$tmp/badm.json"
 check_bad 1 "two trace files of rank 0" "$tmp/gpipe.rank0.json" "$tmp/gpipe.rank0.json"
 check_bad 1 "come from different plans" "$tmp/gpipe.rank0.json" "$tmp/1f1b.rank1.json"
 check_bad 1 "come from different plans" "$tmp/gpipe.rank0.json" "$tmp/ddp.rank1.json"
+# one worker of two: its slowest step, idle and bubble would be of that worker alone
+check_bad 1 "traces of 1 of the plan's 2 ranks: rank 0 is missing (give one per rank)$" "$tmp/ddp.rank1.json"
+check_bad 1 "traces of 1 of the plan's 2 ranks: rank 1 is missing (give one per rank)$" "$tmp/ddp.rank0.json"
 # a rank outside its trace's world, and no world at all
 echo '{"otherData": {"rank": 5, "world": 2}, "traceEvents": []}' >"$tmp/rank5.json"
 echo '{"otherData": {"rank": 0}, "traceEvents": []}' >"$tmp/noworld.json"
