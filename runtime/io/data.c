@@ -5,7 +5,7 @@
  * Token windows (context + 1 tokens of row j):
  *   random:  token k = ddp_rng_u64(seed, DDP_RNG_STREAM_DATA_TOKENS, j*(context+1) + k) mod vocab
  *   pattern: g = j*context + k, token = (g*7 + g/23) mod min(vocab, 61)   (unsigned 64-bit arithmetic)
- *   file:    tokens [start, start + context] of the file, start = (j*context) mod (n_tokens - context - 1);
+ *   file:    tokens [start, start + context] of the file, start = (j mod W) * context, W = (n_tokens - 1) / context;
  *            a file of exactly context + 1 tokens has the single window start = 0. Bad-token errors give
  *            the token's offset as its index in the file (numpy.memmap(path, dtype=uint16)[offset]).
  * Dense dataset, generated once at open, row-major, data_rows rows of (mlp_in + mlp_out) values:
@@ -256,11 +256,14 @@ void ddp_data_close(ddp_data *d) {
   free(d);
 }
 
-/* First token of row j's window in the file. */
+/* First token of row j's window in the file: the file holds W = (n_tokens - 1) / context whole windows of
+ * context + 1 tokens at a stride of context (each window's last token is the next one's first), and row j
+ * takes window j mod W. So an epoch reads every token once as a target, but the last (n_tokens - 1) mod
+ * context tokens, too few for a window. (The rule before took the start mod n_tokens - context - 1, which
+ * never read the file's last token and skipped a whole window of a file of k * context + 1 tokens.) */
 static uint64_t file_window(const ddp_data *d, uint64_t j) {
-  uint64_t mod = d->ntokens - (uint64_t)d->context - 1;
-  if (mod == 0) return 0;
-  return (uint64_t)(((unsigned __int128)j * (uint64_t)d->context) % mod);
+  uint64_t windows = (d->ntokens - 1) / (uint64_t)d->context; /* >= 1: the file holds context + 1 tokens */
+  return (j % windows) * (uint64_t)d->context;
 }
 
 /* Token k (0..context) of row j's window (a token file's: window holds the row's tokens from start on). */

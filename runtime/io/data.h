@@ -6,8 +6,10 @@
  *   - random: token k of row j is a counter-based hash of (data seed, j, k) modulo vocab;
  *   - pattern: a repeating sequence, token at stream position g = j*context + k is (g * 7 + g / 23) % P
  *     with P = min(vocab, 61), so the next token is predictable and the loss must fall;
- *   - file: a flat little-endian uint16 token file (numpy.memmap(path, dtype=uint16)); row j is the window
- *     starting at token (j * context) mod (n_tokens - context - 1), so epochs wrap around; every token
+ *   - file: a flat little-endian uint16 token file (numpy.memmap(path, dtype=uint16)); the file holds
+ *     W = (n_tokens - 1) / context whole windows at a stride of context, and row j is window j mod W, the
+ *     tokens [(j mod W) * context, (j mod W) * context + context]: in order, epoch after epoch (the data
+ *     seed does not enter), the last (n_tokens - 1) mod context tokens unread; every token
  *     in the file is checked against the vocab when it is opened (ddp_data_open), before any step.
  * Dense data (MLP): a dataset of `data_rows` rows of normal(0,1) inputs and targets from the data seed;
  *   row j of the stream is dataset row j mod data_rows.

@@ -196,7 +196,8 @@ static void test_file(void) {
   cfg c = {.kind = DATA_TOKEN_FILE, .vocab = 1000, .context = 16, .batch = 3, .world = 2, .path = path};
   check_tiling("file tiling", c);
   check_shift("file shift", c, 6, 1);
-  /* Window of row j starts at (j*16) mod (100 - 17); steps 0..7 wrap around the file several times. */
+  /* The file holds (100 - 1) / 16 = 6 whole windows at a stride of 16; row j is window j mod 6, starting at
+   * (j mod 6) * 16; steps 0..7 (48 rows) wrap around the file several times. */
   ddp_data *d = open_cfg(&c, 0, err, sizeof err);
   CHECK(d != NULL, "file open");
   CHECK(d && ddp_data_validate(d, err, sizeof err) == 0, "file validate");
@@ -205,7 +206,7 @@ static void test_file(void) {
       int32_t *in, *tg;
       CHECK(fill(d, &c, s, r, 2, &in, &tg, err, sizeof err) == 0, "file fill");
       for (int64_t i = 0; i < 3; i++) {
-        int64_t j = s * 6 + r * 3 + i, start = (j * 16) % 83;
+        int64_t j = s * 6 + r * 3 + i, start = (j % 6) * 16;
         for (int64_t k = 0; k < 16; k++) {
           CHECK(in[i * 16 + k] == v[start + k], "file window");
           CHECK(tg[i * 16 + k] == v[start + k + 1], "file window");
@@ -213,6 +214,25 @@ static void test_file(void) {
       }
       free(in), free(tg);
     }
+  ddp_data_close(d);
+
+  /* 6 * 16 + 1 tokens: the 6 windows read every token, the last one as window 5's last target (the rule
+   * before, start mod n - context - 1 = 80, never read it and took window 0 for window 5). */
+  write_tokens(path, v, 97, 0);
+  d = open_cfg(&c, 0, err, sizeof err);
+  CHECK(d != NULL, "file of 97 tokens");
+  int seen_last = 0;
+  for (int64_t s = 0; d && s < 2; s++)
+    for (int r = 0; r < 2; r++) {
+      int32_t *in, *tg;
+      CHECK(fill(d, &c, s, r, 2, &in, &tg, err, sizeof err) == 0, "file of 97 tokens");
+      for (int64_t i = 0; i < 3; i++) {
+        int64_t j = s * 6 + r * 3 + i;
+        if (j % 6 == 5) seen_last += tg[i * 16 + 15] == v[96];
+      }
+      free(in), free(tg);
+    }
+  CHECK(seen_last == 2, "the file's last token is read (window 5 of each epoch): %d times", seen_last);
   ddp_data_close(d);
 
   /* Exactly context + 1 tokens: the single window. */
