@@ -110,7 +110,9 @@ void ddp_summary(ddp_plan *p, const ddp_schedule *s, const char *arch, const ddp
     m->n_params += n;
     if (b->units[pp->unit].trainable) m->n_trainable += n;
   }
-  m->flops_per_step = b->flops;
+  /* the step's model FLOPs over all ranks / world (what each rank's MFU divides by its time): the builder
+   * counted one program's rows, a rank's share, or under a pipeline one microbatch through every stage */
+  m->flops_per_step = s->stages > 0 ? b->flops * (double)s->microbatches / (double)s->stages : b->flops;
   m->tokens_tensor = b->tokens;
   m->targets_tensor = b->targets;
   m->loss_tensor = b->loss;

@@ -269,6 +269,21 @@ int main(void) {
   one_case("tiny", path, NULL, 0, false);
   const char *bf16[] = {"precision=bf16"};
   one_case("tiny bf16", path, bf16, 1, false);
+  /* FLOPs per step are the step's over all ranks / world: the same for one rank, one rank cutting the
+   * batch into 4 microbatches, and 2 stages at half each (the builder counts one microbatch's) */
+  snprintf(path, sizeof path, "%s/schedules/tiny_pipeline.lua", src);
+  const char *one_stage[] = {"parallel.stages=1"};
+  ddp_plan *p1 = compile_mode(path, one_stage, 1, "train"), *p2 = compile_mode(path, NULL, 0, "train");
+  snprintf(path, sizeof path, "%s/schedules/tiny_ddp.lua", src);
+  const char *one_rank[] = {"parallel.ranks=1"};
+  ddp_plan *p0 = compile_mode(path, one_rank, 1, "train");
+  if (p0 && p1 && p2) {
+    CHECK(p0->meta.flops_per_step == p1->meta.flops_per_step, "4 microbatches on one stage: %g, one rank %g",
+          p1->meta.flops_per_step, p0->meta.flops_per_step);
+    CHECK(p2->meta.flops_per_step == p0->meta.flops_per_step / 2, "2 stages: %g, half of one rank's %g",
+          p2->meta.flops_per_step, p0->meta.flops_per_step);
+  }
+  ddp_plan_free(p0), ddp_plan_free(p1), ddp_plan_free(p2);
   snprintf(path, sizeof path, "%s/schedules/toy.lua", src);
   one_case("toy", path, NULL, 0, true);
   snprintf(path, sizeof path, "%s/schedules/toy_ddp.lua", src);
