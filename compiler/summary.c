@@ -16,21 +16,28 @@
 
 static char *dupstr(const char *s) { return s ? ddp_xstrdup(s) : NULL; }
 
+/* The bytes of the communication buffers of one step, of the rank with the most: a collective's buffer
+ * (all-reduce, broadcast: count elements; reduce-scatter, all-gather, all-to-all: count per rank times the
+ * group's ranks), and every point-to-point message sent or received (a pipeline stage's activations and
+ * their gradients). */
 static double comm_bytes(const ddp_plan *p) {
-  double total = 0;
-  const ddp_program *prog = &p->ranks[0].step;
-  for (uint32_t k = 0; k < prog->n; k++) {
-    const ddp_instr *in = &prog->v[k];
-    double es = (double)ddp_dtype_size(in->dt[COLL_P_SEND]), n = (double)in->i[COLL_I_COUNT];
-    double w = (double)ddp_plan_comm_size(p, in->i[COLL_I_COMM]); /* its group's ranks */
-    switch (in->opcode) {
-    case I_ALL_REDUCE: total += n * es; break;
-    case I_REDUCE_SCATTER: case I_ALL_GATHER: case I_ALL_TO_ALL: total += n * es * w; break;
-    case I_BROADCAST: total += n * es; break;
-    default: break;
+  double most = 0;
+  for (uint32_t r = 0; r < p->meta.world; r++) {
+    double total = 0;
+    const ddp_program *prog = &p->ranks[r].step;
+    for (uint32_t k = 0; k < prog->n; k++) {
+      const ddp_instr *in = &prog->v[k];
+      double es = (double)ddp_dtype_size(in->dt[COLL_P_SEND]), n = (double)in->i[COLL_I_COUNT];
+      double w = (double)ddp_plan_comm_size(p, in->i[COLL_I_COMM]); /* its group's ranks */
+      switch (in->opcode) {
+      case I_ALL_REDUCE: case I_BROADCAST: case I_SEND: case I_RECV: total += n * es; break;
+      case I_REDUCE_SCATTER: case I_ALL_GATHER: case I_ALL_TO_ALL: total += n * es * w; break;
+      default: break;
+      }
     }
+    if (total > most) most = total;
   }
-  return total;
+  return most;
 }
 
 /* "pipeline stages=S replicas=R microbatches=M schedule=NAME[ virtual=V][ split=a,b,c]" */

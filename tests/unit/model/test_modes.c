@@ -282,6 +282,10 @@ int main(void) {
           p1->meta.flops_per_step, p0->meta.flops_per_step);
     CHECK(p2->meta.flops_per_step == p0->meta.flops_per_step / 2, "2 stages: %g, half of one rank's %g",
           p2->meta.flops_per_step, p0->meta.flops_per_step);
+    /* and its communication is the stages' messages: stage 0 sends each microbatch's activations (2
+     * sequences x context 32 x d_model 64, fp32) and receives their gradients: 4 x 2 x 16 KiB */
+    CHECK(p2->meta.comm_bytes_per_step == 4.0 * 2 * (2 * 32 * 64 * 4), "2 stages: communication %g bytes",
+          p2->meta.comm_bytes_per_step);
   }
   ddp_plan_free(p0), ddp_plan_free(p1), ddp_plan_free(p2);
   snprintf(path, sizeof path, "%s/schedules/toy.lua", src);
