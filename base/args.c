@@ -91,6 +91,23 @@ int ddp_check_output_folder(const char *what, const char *path, char *err, size_
   return 0;
 }
 
+int ddp_check_dir_creatable(const char *what, const char *dir, char *err, size_t errcap) {
+  struct stat st;
+  char at[4200];
+  if (snprintf(at, sizeof at, "%s", dir) >= (int)sizeof at) return ddp_fail(err, errcap, "%s: the path is too long", what);
+  while (stat(at, &st) != 0) { /* up to the first part that exists: the folders below it will be made */
+    if (errno != ENOENT && errno != ENOTDIR) return ddp_fail(err, errcap, "%s %s: %s: %s", what, dir, at, strerror(errno));
+    char up[4200];
+    if (ddp_path_folder(at, up, sizeof up) || !strcmp(up, at)) break;
+    snprintf(at, sizeof at, "%s", up);
+  }
+  if (stat(at, &st) != 0 || !S_ISDIR(st.st_mode))
+    return ddp_fail(err, errcap, "%s %s: %s is not a folder", what, dir, at);
+  if (access(at, W_OK | X_OK) != 0)
+    return ddp_fail(err, errcap, "%s %s: %s is not writable: %s", what, dir, at, strerror(errno));
+  return 0;
+}
+
 void ddp_getopt_error(int c, char *const *argv, const struct option *longopts, const char *prog, char *err,
                       size_t errcap) {
   const char *arg = optind > 0 ? argv[optind - 1] : "";

@@ -42,6 +42,10 @@ int ddp_check_output(const char *what, const char *out, const char *const *input
  * -1 with one line ("WHAT PATH: its folder F does not exist"). */
 int ddp_check_output_folder(const char *what, const char *path, char *err, size_t errcap);
 
+/* A folder that is made when missing (mkdir -p) can be: its nearest existing part is a writable folder
+ * ("WHAT DIR: afile is not a folder"). 0, or -1 with one line. */
+int ddp_check_dir_creatable(const char *what, const char *dir, char *err, size_t errcap);
+
 /* The message for getopt_long's '?' (unknown option, or a value given to an option that takes none) or
  * ':' (missing value), for an optstring starting with ':' and opterr = 0. `prog` prefixes the hint:
  * "unknown option '--bogus' (see PROG --help)". */

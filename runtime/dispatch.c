@@ -79,6 +79,8 @@ static int check_outputs(const ddp_plan *p, const ddprun_args *a, char *err, siz
     if (rc == 0 && strcmp(what[i], "--checkpoint-dir")) /* that folder is made when missing */
       rc = ddp_check_output_folder(what[i], path[i], err, errcap);
   }
+  /* the checkpoint folder itself: made when missing, so the first checkpoint does not fail after the steps */
+  if (rc == 0 && a->run.ckpt_dir) rc = ddp_check_dir_creatable("--checkpoint-dir", a->run.ckpt_dir, err, errcap);
   for (int i = 0; i < n; i++) free(path[i]);
   free(others);
   free(names);

@@ -148,6 +148,14 @@ expect trace_no_folder 2 "^ddprun: --trace .*no_such_folder/t.json: its folder .
 [ -e "$tmp/ck_trace" ] && fail "trace_no_folder: the run started (it made $tmp/ck_trace)"
 expect metrics_no_folder 2 "^ddprun: --metrics .*no_such_folder/m.jsonl: its folder .*no_such_folder does not exist$" \
   "$DDPRUN" "$tmp/toy.bin" --device ref --metrics "$tmp/no_such_folder/m.jsonl"
+# a checkpoint folder that cannot be made is refused before step 1 (it failed at the first checkpoint)
+touch "$tmp/a_file"
+expect ckpt_under_file 2 "^ddprun: --checkpoint-dir .*a_file/ck: .*a_file is not a folder$" \
+  "$DDPRUN" "$tmp/toy.bin" --device ref --checkpoint-dir "$tmp/a_file/ck"
+expect ckpt_is_file 2 "^ddprun: --checkpoint-dir .*a_file: .*a_file is not a folder$" \
+  "$DDPRUN" "$tmp/toy.bin" --device ref --checkpoint-dir "$tmp/a_file"
+"$DDPRUN" "$tmp/toy.bin" --device ref --checkpoint-dir "$tmp/new1/new2" -q --steps 1 >/dev/null 2>&1 &&
+  [ -f "$tmp/new1/new2/latest" ] || fail "a missing checkpoint folder two levels deep is not made"
 
 # a damaged kernel-cache entry (truncated, garbage, an older entry without the trailer) is compiled again,
 # never embedded in a plan: the plan equals the one compiled with a clean cache, and the entry is mended
