@@ -59,7 +59,9 @@ static int64_t step_of_name(const char *name) {
     if (*s < '0' || *s > '9' || v > (INT64_MAX - 9) / 10) return -1;
     v = v * 10 + (*s - '0');
   }
-  return v;
+  char canonical[32]; /* only the names save gives ("step-000123"): "step-2" is a folder of someone else's */
+  snprintf(canonical, sizeof canonical, "step-%06lld", (long long)v);
+  return strcmp(name, canonical) ? -1 : v;
 }
 
 static void step_dir(const char *root, int64_t step, char *buf, size_t cap) {

@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # tests/e2e/test_ckpt_layout.sh: the checkpoint folder's rules (docs/CHECKPOINTS.md) on ToyModel (SGD, 1 rank):
 # --keep-checkpoints 1 / 0, a newest step folder without MANIFEST or with a wrong-sized file is named and
-# skipped, a folder of the flat layout of older ddprun still resumes, --save-initial needs a folder, and
+# skipped, folders named otherwise (step-9) are not checkpoints, a folder of the flat layout of older ddprun still resumes, --save-initial needs a folder, and
 # --resume of a folder without a complete checkpoint is one clear error; the start removes only its own
 # temporaries; a finished run resumed again runs nothing and says so.
 . "$(dirname "$0")/lib.sh"
@@ -24,7 +24,14 @@ mkdir "$tmp/k0/step-000009" && cp "$tmp/k0/step-000004/model.safetensors" "$tmp/
 "${run[@]}" --steps 5 --checkpoint-dir "$tmp/k0" --resume >"$tmp/nomf.out" 2>&1 || { cat "$tmp/nomf.out"; die "resume"; }
 grep -q "step-000009 is not a complete checkpoint (.*MANIFEST: cannot open" "$tmp/nomf.out" || fail "no MANIFEST: not named"
 grep -q "resuming from $tmp/k0/step-000004 (step 4)" "$tmp/nomf.out" || fail "did not fall back to step 4"
-rm -rf "$tmp/k0/step-000009"
+rm -rf "$tmp/k0/step-000009" "$tmp/k0/damaged-step-000009"
+# folders not named as ddprun names them (step-9, step-0000010) are not checkpoints: not listed, not named
+cp -r "$tmp/k0/step-000004" "$tmp/k0/step-9" && cp -r "$tmp/k0/step-000004" "$tmp/k0/step-0000010"
+"${run[@]}" --steps 5 --checkpoint-dir "$tmp/k0" --resume >"$tmp/names.out" 2>&1 || { cat "$tmp/names.out"; die "resume"; }
+grep -q "resuming from $tmp/k0/step-000005 (step 5)" "$tmp/names.out" && ! grep -q "not a complete" "$tmp/names.out" ||
+  fail "other step-* names: $(cat "$tmp/names.out")"
+[ -d "$tmp/k0/step-9" ] && [ -d "$tmp/k0/step-0000010" ] || fail "a folder of another name was moved or removed"
+rm -rf "$tmp/k0/step-9" "$tmp/k0/step-0000010"
 # a file of the wrong size
 printf 'x' >>"$tmp/k0/step-000005/optimizer.safetensors"
 "${run[@]}" --steps 5 --checkpoint-dir "$tmp/k0" --resume >"$tmp/size.out" 2>&1 || { cat "$tmp/size.out"; die "resume"; }
