@@ -336,12 +336,14 @@ static int parse_count(const char *s, int64_t *out) {
   return 0;
 }
 
-/* "checkpoint of another model (written for A, this plan is from B): " or "checkpoint does not match the plan: " */
+/* "checkpoint does not match this plan (written by a run of A, this plan is from B): " or "checkpoint does not
+ * match this plan's model: ". Not "another model": a checkpoint resumes on any layout, whose schedule is
+ * another file, and what differs may be the tensors the message goes on to name. */
 static void mismatch_prefix(const ddp_plan *p, const ddp_st_file *f, char *buf, size_t cap) {
   const char *theirs = ddp_st_meta(f, "schedule"), *ours = p->meta.schedule_path ? p->meta.schedule_path : "";
   char a[160], b[160];
   if (theirs && strcmp(theirs, ours) != 0)
-    snprintf(buf, cap, "checkpoint of another model (written for %s, this plan is from %s)",
+    snprintf(buf, cap, "checkpoint does not match this plan (written by a run of %s, this plan is from %s)",
              ddp_st_printable(theirs, a, sizeof a), ddp_st_printable(ours, b, sizeof b));
   else
     snprintf(buf, cap, "checkpoint does not match this plan's model");

@@ -3,7 +3,7 @@
  * test_ckpt_pieces.c): save and load round trips for unsharded AdamW (model.safetensors +
  * optimizer.safetensors, rank 0 only), optimizer state only as flat shards (one file per rank), SGD (scalars
  * only); names, shapes and metadata in the files; mkdir -p; atomicity (no temporary left; a failed save
- * leaves no file and keeps an old one intact); and refusals: another model (shape, missing and extra
+ * leaves no file and keeps an old one intact); and refusals: a checkpoint of another plan (shape, missing and extra
  * tensors), an incomplete checkpoint, another world size, a missing directory, with the executor left
  * untouched. Also a model file whose data is not aligned (another writer's layout).
  * `--sample DIR` / `--verify DIR` (see sample_mode) serve tests/fixtures/tools/check_safetensors_torch.py. */
@@ -256,9 +256,9 @@ static void test_refusals(void) {
   model_spec other = base_spec;
   other.schedule = "schedules/other.lua";
   other.w_rows = 6;
-  expect_refusal("another model's shape", &other, dir, "good/model.safetensors: checkpoint of another model",
+  expect_refusal("another model's shape", &other, dir, "good/model.safetensors: checkpoint does not match this plan (written by a run of",
                  "tensor 'layers.0.ffn.w1.weight' is F32 [4, 3], the plan expects F32 [6, 3]");
-  expect_refusal("another model", &other, dir, "written for schedules/tiny.lua, this plan is from schedules/other.lua",
+  expect_refusal("another model", &other, dir, "written by a run of schedules/tiny.lua, this plan is from schedules/other.lua",
                  NULL);
   model_spec more = base_spec;
   more.extra = true;
