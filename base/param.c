@@ -5,6 +5,7 @@
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
+#include <string.h>
 
 typedef struct {
   const char *var;
@@ -66,6 +67,19 @@ int ddp_param_seconds(ddp_param id, double *out, char *err, size_t errcap) {
     return ddp_fail(err, errcap, "%s='%s' must be a number of seconds above %g and at most %g", r->var, v,
                     r->lo, r->hi);
   *out = x;
+  return 0;
+}
+
+int ddp_param_check_all(const char *prefix, char *err, size_t errcap) {
+  for (int i = 0; i < PARAM_COUNT; i++) {
+    const param_row *r = &rows[i];
+    if (!raw((ddp_param)i) || strncmp(r->var, prefix, strlen(prefix))) continue;
+    int64_t n;
+    double x;
+    if ((r->kind == PARAM_BOOL || r->kind == PARAM_INT || r->kind == PARAM_POW2) && ddp_param_int((ddp_param)i, &n, err, errcap))
+      return -1;
+    if (r->kind == PARAM_SECONDS && ddp_param_seconds((ddp_param)i, &x, err, errcap)) return -1;
+  }
   return 0;
 }
 

@@ -114,6 +114,10 @@ const char *ddp_param_var(ddp_param id);
 /* 1 when the variable is set to a non-empty value. */
 int ddp_param_is_set(ddp_param id);
 /* The value of a BOOL/INT/POW2 knob (the default when unset); -1 with one line when malformed. */
+/* Every knob whose variable starts with prefix ("DDP_") and is set, parsed as its kind: 0, or -1 with the
+ * first malformed one's line. A program calls it at its start, so that a knob its path does not read (the
+ * reference executor's run of a CUDA knob) is not silently ignored when malformed. */
+int ddp_param_check_all(const char *prefix, char *err, size_t errcap);
 int ddp_param_int(ddp_param id, int64_t *out, char *err, size_t errcap);
 /* The value of a SECONDS knob (the default when unset); -1 with one line when malformed. */
 int ddp_param_seconds(ddp_param id, double *out, char *err, size_t errcap);

@@ -162,6 +162,7 @@ int main(int argc, char **argv) {
   if (keep_given && !a.run.ckpt_dir) return usage_error("--keep-checkpoints needs --checkpoint-dir DIR");
   if (a.run.ckpt_dir && !a.run.ckpt_dir[0]) return usage_error("--checkpoint-dir: an empty path");
   if (a.run.calibrate_out && !a.run.calibrate) return usage_error("--calibrate-out needs --calibrate");
+  if (ddp_param_check_all("DDP_", err, sizeof err)) return usage_error(err); /* read or not by this run's path */
   ddp_stop_install();
   int rc = ddprun_main(&a);
   return rc == 0 ? ddp_stop_exit_status() : rc;

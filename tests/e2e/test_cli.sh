@@ -148,6 +148,12 @@ expect trace_no_folder 2 "^ddprun: --trace .*no_such_folder/t.json: its folder .
 [ -e "$tmp/ck_trace" ] && fail "trace_no_folder: the run started (it made $tmp/ck_trace)"
 expect metrics_no_folder 2 "^ddprun: --metrics .*no_such_folder/m.jsonl: its folder .*no_such_folder does not exist$" \
   "$DDPRUN" "$tmp/toy.bin" --device ref --metrics "$tmp/no_such_folder/m.jsonl"
+# a malformed DDP_* value is one line naming it, also where this run's path does not read it (the reference
+# executor and a CUDA or NCCL knob)
+expect env_nccl_timeout 2 "^ddprun: DDP_NCCL_TIMEOUT_S='abc' must be a number of seconds above 0" \
+  env DDP_NCCL_TIMEOUT_S=abc "$DDPRUN" "$tmp/toy.bin" --device ref --steps 1
+expect env_cuda_graph 2 "^ddprun: DDP_CUDA_GRAPH='3' must be 0 or 1$" \
+  env DDP_CUDA_GRAPH=3 "$DDPRUN" "$tmp/toy.bin" --device ref --steps 1
 # a checkpoint folder that cannot be made is refused before step 1 (it failed at the first checkpoint)
 touch "$tmp/a_file"
 expect ckpt_under_file 2 "^ddprun: --checkpoint-dir .*a_file/ck: .*a_file is not a folder$" \
