@@ -19,7 +19,7 @@
   X(CACHE_DIR, "DDPC_CACHE_DIR", PATH, 0, 0, 0,                                                             \
     "where compiled kernels and chosen GEMM algorithms are cached (default $XDG_CACHE_HOME/ddpc or ~/.cache/ddpc)") \
   X(TEMPLATE_DIR, "DDP_TEMPLATE_DIR", PATH, 0, 0, 0,                                                        \
-    "the folder of the CUDA templates ddpc specialises (default: the one installed with ddpc)")             \
+    "the folder of the CUDA templates ddpc specialises (default: the one installed with ddpc, <prefix>/share/ddpc/templates; where that is missing, as for a binary in its build folder, the source tree it was built from)")             \
   X(NVRTC_LOG, "DDPC_NVRTC_LOG", BOOL, 0, 0, 1, "1: ddpc prints NVRTC's compile log of every kernel")       \
   X(TUNE_FWD_MT, "DDP_TUNE_FWD_MT", POW2, 0, 1, 2, "benchmarks: bf16 attention forward, query tiles per warp") \
   X(TUNE_FWD_BN, "DDP_TUNE_FWD_BN", POW2, 0, 16, 128, "benchmarks: bf16 attention forward, key block")      \

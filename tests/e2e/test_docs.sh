@@ -22,7 +22,7 @@ prefixes='DDP_|DDPC_|SLURM_|OMPI_|PMIX_|PMI_|MASTER_|TORCHELASTIC_|NCCL_|XDG_|CU
   grep -rhoE "\"($prefixes)[A-Za-z0-9_]*\"" base compiler runtime plan --include=*.c --include=*.h
   grep -rhoE 'getenv\("[A-Za-z0-9_]+"\)' base compiler runtime plan tests --include=*.c --include=*.h |
     sed -E 's/getenv\((.*)\)/\1/'
-} | tr -d '"' | sort -u | grep -vxE 'HOME_?|RANK_' >"$tmp/vars.txt"
+} | tr -d '"' | sort -u | grep -vxE 'HOME_?|RANK_|DDPC?_' >"$tmp/vars.txt"
 [ -s "$tmp/vars.txt" ] || die "found no environment variable in the code (the scan is broken)"
 n=0 undocumented=0
 while read -r v; do
