@@ -441,6 +441,8 @@ int ddp_run_rank(ddp_exec *x, const ddp_run_opts *o, char *err, size_t errcap) {
                          : ddp_fail(err, errcap, "out of memory");
   int64_t start = 0, last_saved = -1;
   if (rc == 0 && o->ckpt_dir) rc = ddp_checkpoint_check_plan(x, err, errcap);
+  int lock = -1; /* rank 0's lock on the checkpoint folder, for the whole run */
+  if (rc == 0 && lead && o->ckpt_dir && (lock = ddp_ckpt_lock(o->ckpt_dir, !o->resume, err, errcap)) < 0) rc = -1;
   if (rc == 0 && lead && o->ckpt_dir) rc = ddp_ckpt_clean_stray(o->ckpt_dir, o->quiet, err, errcap);
   if (rc == 0 && o->resume) {
     rc = ddp_ckpt_resume(x, o->ckpt_dir, o->quiet, &start, err, errcap);
@@ -579,5 +581,6 @@ int ddp_run_rank(ddp_exec *x, const ddp_run_opts *o, char *err, size_t errcap) {
   free(timer_ms);
   free(vbuf);
   if (ddp_out_close(metrics, o->metrics_path, rc ? NULL : err, errcap)) rc = -1;
+  ddp_ckpt_unlock(lock);
   return rc;
 }

@@ -43,6 +43,13 @@ int ddp_ckpt_resume(ddp_exec *x, const char *root, bool quiet, int64_t *steps_do
 /* The newest step folder's step under ROOT by its name (step-N), complete or not; -1 when there is none (or
  * no ROOT). A run that does not resume refuses a ROOT holding one (ddprun's dispatch). */
 int64_t ddp_ckpt_newest_name(const char *root);
+/* Rank 0 at start, before anything else in ROOT (made when missing, if create): an exclusive lock on
+ * ROOT/.lock (flock), held until ddp_ckpt_unlock, so that a second run on the folder (a requeued job, a double
+ * submission) is refused instead of removing this one's checkpoint in progress as a crash's leftover. The
+ * descriptor (INT_MAX: no ROOT and not create, nothing locked), or -1 with one line ("--checkpoint-dir D is in
+ * use by another run ..."). */
+int ddp_ckpt_lock(const char *root, bool create, char *err, size_t errcap);
+void ddp_ckpt_unlock(int fd);
 /* Rank 0 at start: removes what an interrupted checkpoint left (ROOT/.tmp-step-*, .tmp-old-step-*,
  * .tmp-replaced-step-* and latest.tmp.*, the names ckpt_store.c gives them), a line each unless quiet. */
 int ddp_ckpt_clean_stray(const char *root, bool quiet, char *err, size_t errcap);

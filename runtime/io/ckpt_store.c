@@ -15,11 +15,14 @@
 #include "file.h"
 #include <dirent.h>
 #include <errno.h>
+#include <fcntl.h>
 #include <ftw.h>
 #include <inttypes.h>
+#include <limits.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/file.h>
 #include <sys/stat.h>
 #include <unistd.h>
 #include <zlib.h>
@@ -132,6 +135,29 @@ static bool is_stray(const char *name) {
     if (!strncmp(name, prefixes[k], n) && name[n] >= '0' && name[n] <= '9') return true;
   }
   return !strncmp(name, "latest.tmp.", 11) && name[11] >= '0' && name[11] <= '9'; /* ddp_write_atomic's <pid>.<n> */
+}
+
+int ddp_ckpt_lock(const char *root, bool create, char *err, size_t errcap) {
+  struct stat st;
+  if (!create && stat(root, &st) != 0) return INT_MAX; /* nothing to resume: the resume says so */
+  if (ddp_ckpt_mkdir_p(root, err, errcap)) return -1;
+  char path[4200];
+  snprintf(path, sizeof path, "%s/.lock", root);
+  int fd = open(path, O_RDWR | O_CREAT | O_CLOEXEC, 0644);
+  if (fd < 0) return ddp_fail(err, errcap, "%s: cannot open the checkpoint folder's lock: %s", path, strerror(errno));
+  if (flock(fd, LOCK_EX | LOCK_NB) != 0) {
+    int e = errno;
+    close(fd);
+    if (e == EWOULDBLOCK)
+      return ddp_fail(err, errcap, "--checkpoint-dir %s is in use by another run (it holds %s): one run per folder",
+                      root, path);
+    return ddp_fail(err, errcap, "%s: cannot lock the checkpoint folder: %s", path, strerror(e));
+  }
+  return fd;
+}
+
+void ddp_ckpt_unlock(int fd) {
+  if (fd >= 0 && fd != INT_MAX) close(fd); /* the lock goes with the descriptor */
 }
 
 int ddp_ckpt_clean_stray(const char *root, bool quiet, char *err, size_t errcap) {

@@ -96,5 +96,22 @@ timeout -s TERM 1 "$DDPRUN" "$tmp/two.bin" --device ref --nproc 2 --checkpoint-d
   --quiet >"$tmp/timeout.out" 2>&1
 grep -q "stopped after step .* (checkpoint written)$" "$tmp/timeout.out" && [ -f "$tmp/ck3/latest" ] &&
   echo "ok: under GNU timeout: one graceful stop" || { cat "$tmp/timeout.out"; fail "under GNU timeout: no graceful stop"; }
+# one run per folder: a second run (--resume, as a requeued job would) on a folder a run is using is refused
+# in one line, and the first one goes on to its own graceful stop (the second had removed the first's
+# checkpoint in progress as a crash's leftover)
+"$DDPRUN" "$tmp/two.bin" --device ref --nproc 2 --checkpoint-dir "$tmp/ck4" --save-every 1 --quiet >"$tmp/live.out" 2>&1 &
+pid=$!
+sleep 1
+"$DDPRUN" "$tmp/two.bin" --device ref --nproc 2 --checkpoint-dir "$tmp/ck4" --resume --steps 3 --quiet >"$tmp/second.out" 2>&1
+st=$?
+[ "$st" != 0 ] && [ "$(wc -l <"$tmp/second.out")" = 1 ] &&
+  grep -q "checkpoint-dir $tmp/ck4 is in use by another run (it holds $tmp/ck4/.lock): one run per folder$" "$tmp/second.out" &&
+  echo "ok: a second run on a folder in use: $(cat "$tmp/second.out")" ||
+  fail "a second run on a folder in use: status $st: $(cat "$tmp/second.out")"
+kill -TERM "$pid"
+finish "$pid"
+st=$?
+[ "$st" = 143 ] && grep -q "stopped after step .* (checkpoint written)$" "$tmp/live.out" ||
+  { cat "$tmp/live.out"; fail "the first run beside the refused second: status $st"; }
 [ "$fail" = 0 ] && echo "SIGTERM and SIGINT stop at a step boundary; resume is bitwise equal"
 exit $fail
