@@ -90,8 +90,33 @@ static int check_outputs(const ddp_plan *p, const ddprun_args *a, char *err, siz
   return rc;
 }
 
+/* --nproc N inside a launcher that started several tasks: each task would run the whole job, and the copies
+ * would write the same metrics, traces and checkpoints. Several tasks: mpirun's OMPI_COMM_WORLD_SIZE, a
+ * torchrun-style WORLD_SIZE, or a Slurm job step's (srun's) SLURM_NTASKS; not an sbatch script's own
+ * SLURM_NTASKS (its batch step, SLURM_STEP_ID 4294967290 and above, or none, runs the script once). */
+static int nproc_in_launch(const ddprun_args *a, char *err, size_t errcap) {
+  if (a->nproc <= 0) return 0;
+  static const char *const vars[] = {"OMPI_COMM_WORLD_SIZE", "WORLD_SIZE", "SLURM_NTASKS"};
+  const char *step = getenv("SLURM_STEP_ID");
+  char *end = NULL;
+  unsigned long long step_id = step && *step ? strtoull(step, &end, 10) : ULLONG_MAX;
+  bool slurm_step = end && !*end && step_id < 4294967290ULL;
+  for (size_t i = 0; i < sizeof vars / sizeof vars[0]; i++) {
+    const char *v = getenv(vars[i]);
+    long long n = v && *v ? strtoll(v, &end, 10) : 0;
+    if (n > 1 && !*end && (i < 2 || slurm_step))
+      return ddp_fail(err, errcap, "--nproc %d inside a launch of %lld tasks (%s=%s): each task would run the whole "
+                      "job; give the launcher's tasks (one rank each) or --nproc alone", a->nproc, n, vars[i], v);
+  }
+  return 0;
+}
+
 int ddprun_main(ddprun_args *a) {
   char err[1024];
+  if (nproc_in_launch(a, err, sizeof err)) {
+    fprintf(stderr, "ddprun: %s\n", err);
+    return DDP_EXIT_USAGE;
+  }
   ddp_plan *p = ddp_plan_read(a->plan_path, err, sizeof err);
   if (!p) {
     fprintf(stderr, "ddprun: %s\n", err);

@@ -154,6 +154,14 @@ expect env_nccl_timeout 2 "^ddprun: DDP_NCCL_TIMEOUT_S='abc' must be a number of
   env DDP_NCCL_TIMEOUT_S=abc "$DDPRUN" "$tmp/toy.bin" --device ref --steps 1
 expect env_cuda_graph 2 "^ddprun: DDP_CUDA_GRAPH='3' must be 0 or 1$" \
   env DDP_CUDA_GRAPH=3 "$DDPRUN" "$tmp/toy.bin" --device ref --steps 1
+# --nproc inside a launch of several tasks would run the job once per task: refused; an sbatch script's own
+# SLURM_NTASKS (its batch step) is not a launch of tasks
+expect nproc_under_mpirun 2 "^ddprun: --nproc 2 inside a launch of 2 tasks \(OMPI_COMM_WORLD_SIZE=2\): each task would run the whole job" \
+  env OMPI_COMM_WORLD_SIZE=2 OMPI_COMM_WORLD_RANK=0 "$DDPRUN" "$tmp/toy.bin" --device ref --nproc 2
+expect nproc_under_srun 2 "^ddprun: --nproc 2 inside a launch of 2 tasks \(SLURM_NTASKS=2\)" \
+  env SLURM_NTASKS=2 SLURM_PROCID=0 SLURM_STEP_ID=0 "$DDPRUN" "$tmp/toy.bin" --device ref --nproc 2
+env SLURM_NTASKS=2 SLURM_PROCID=0 SLURM_STEP_ID=4294967294 "$DDPRUN" "$tmp/toy.bin" --device ref --nproc 1 --steps 1 -q \
+  >/dev/null 2>"$tmp/err" || fail "--nproc in an sbatch script (its batch step): $(cat "$tmp/err")"
 # a checkpoint folder that cannot be made is refused before step 1 (it failed at the first checkpoint)
 touch "$tmp/a_file"
 expect ckpt_under_file 2 "^ddprun: --checkpoint-dir .*a_file/ck: .*a_file is not a folder$" \
