@@ -18,7 +18,9 @@
 #include "err.h"
 #include "param.h"
 #include "stop.h"
+#include <errno.h>
 #include <getopt.h>
+#include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -60,6 +62,13 @@ static void usage(FILE *f) {
 
 enum { OPT_DEVICE = 256, OPT_STEPS, OPT_METRICS, OPT_CKPT, OPT_SAVE_EVERY, OPT_RESUME, OPT_SAVE_INITIAL, OPT_KEEP, OPT_SEED, OPT_NPROC,
        OPT_PEAK, OPT_TRACE, OPT_HELP_ENV, OPT_VERSION, OPT_CALIBRATE, OPT_CALIBRATE_OUT };
+
+/* Flushes stdout; a write that failed (a full disk, /dev/full) is one line on stderr and true. */
+static bool stdout_failed(void) {
+  if (fflush(stdout) == 0 && !ferror(stdout)) return false;
+  fprintf(stderr, "ddprun: cannot write to stdout: %s\n", errno ? strerror(errno) : "write error");
+  return true;
+}
 
 static int usage_error(const char *msg) {
   fprintf(stderr, "ddprun: %s\n", msg);
@@ -142,7 +151,7 @@ int main(int argc, char **argv) {
   }
   if (help) {
     usage(stdout);
-    return 0;
+    return stdout_failed() ? DDP_EXIT_FAILURE : 0;
   }
   if (help_env) {
     ddp_param_print_table(stdout);
@@ -165,5 +174,6 @@ int main(int argc, char **argv) {
   if (ddp_param_check_all("DDP_", err, sizeof err)) return usage_error(err); /* read or not by this run's path */
   ddp_stop_install();
   int rc = ddprun_main(&a);
+  if (stdout_failed() && rc == 0) rc = DDP_EXIT_FAILURE; /* the log of a run on a full disk is not lost silently */
   return rc == 0 ? ddp_stop_exit_status() : rc;
 }

@@ -162,6 +162,12 @@ expect nproc_under_srun 2 "^ddprun: --nproc 2 inside a launch of 2 tasks \(SLURM
   env SLURM_NTASKS=2 SLURM_PROCID=0 SLURM_STEP_ID=0 "$DDPRUN" "$tmp/toy.bin" --device ref --nproc 2
 env SLURM_NTASKS=2 SLURM_PROCID=0 SLURM_STEP_ID=4294967294 "$DDPRUN" "$tmp/toy.bin" --device ref --nproc 1 --steps 1 -q \
   >/dev/null 2>"$tmp/err" || fail "--nproc in an sbatch script (its batch step): $(cat "$tmp/err")"
+# a run whose stdout cannot be written (a full disk) fails, naming it, as --help does
+if [ -w /dev/full ]; then
+  expect stdout_full 1 "^ddprun: cannot write to stdout: No space left on device$" \
+    sh -c '"$1" "$2" --device ref --steps 2 >/dev/full' sh "$DDPRUN" "$tmp/toy.bin"
+  expect help_stdout_full 1 "^ddprun: cannot write to stdout" sh -c '"$1" --help >/dev/full' sh "$DDPRUN"
+fi
 # a checkpoint folder that cannot be made is refused before step 1 (it failed at the first checkpoint)
 touch "$tmp/a_file"
 expect ckpt_under_file 2 "^ddprun: --checkpoint-dir .*a_file/ck: .*a_file is not a folder$" \
