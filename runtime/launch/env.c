@@ -68,8 +68,14 @@ static int env_addr(ddp_identity *id, const char *name, const char *fallback, ch
   if (!v) v = fallback;
   if (strlen(v) >= sizeof id->master_addr)
     return ddp_fail(err, errcap, "%s is longer than %d characters", name, DDP_HOST_MAX - 1);
-  for (const char *p = v; *p; p++)
-    if (*p <= ' ' || *p == 0x7f) return ddp_fail(err, errcap, "%s='%s' contains a space or control character", name, v);
+  for (const unsigned char *p = (const unsigned char *)v; *p; p++) { /* the value is not echoed: it may hold a newline */
+    if (*p >= 0x80)
+      return ddp_fail(err, errcap, "%s has a non-ASCII byte at offset %d: a host name or address is ASCII", name,
+                      (int)(p - (const unsigned char *)v));
+    if (*p <= ' ' || *p == 0x7f)
+      return ddp_fail(err, errcap, "%s has a space or control character at offset %d", name,
+                      (int)(p - (const unsigned char *)v));
+  }
   snprintf(id->master_addr, sizeof id->master_addr, "%s", v);
   return 0;
 }

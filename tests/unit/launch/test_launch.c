@@ -115,7 +115,9 @@ static void test_identity(void) {
   ID_ERR(ENV("RANK=1", "WORLD_SIZE=2", "LOCAL_RANK=1", "MASTER_PORT=http"),
          "MASTER_PORT='http' is not a non-negative integer");
   ID_ERR(ENV("RANK=1", "WORLD_SIZE=2", "LOCAL_RANK=1", "MASTER_ADDR=a b"),
-         "MASTER_ADDR='a b' contains a space or control character");
+         "MASTER_ADDR has a space or control character at offset 1");
+  ID_ERR(ENV("RANK=1", "WORLD_SIZE=2", "LOCAL_RANK=1", "MASTER_ADDR=n\xc3\xb6" "de1"),
+         "MASTER_ADDR has a non-ASCII byte at offset 1: a host name or address is ASCII");
   ID_ERR(ENV("OMPI_COMM_WORLD_RANK=1", "OMPI_COMM_WORLD_SIZE=2x", "OMPI_COMM_WORLD_LOCAL_RANK=0"),
          "OMPI_COMM_WORLD_SIZE='2x' is not a non-negative integer");
   ID_ERR(ENV("SLURM_PROCID=2", "SLURM_NTASKS=2", "SLURM_LOCALID=0", "SLURM_JOB_NODELIST=n1", "SLURM_JOB_ID=1"),
