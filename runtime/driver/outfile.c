@@ -1,14 +1,41 @@
 /* runtime/driver/outfile.c: see outfile.h. */
 #include "outfile.h"
 #include "err.h"
+#include "stop.h"
 #include <errno.h>
+#include <fcntl.h>
 #include <stdio_ext.h>
 #include <string.h>
 #include <sys/stat.h>
+#include <time.h>
 #include <unistd.h>
+
+/* A FIFO opens for writing only once a reader has it open, and open() would wait for one through a stop
+ * signal (SA_RESTART): it is opened without blocking, tried every 50 ms until a reader comes or a stop
+ * signal asks the run to end. */
+static FILE *open_fifo(const char *path, char *err, size_t errcap) {
+  for (;;) {
+    int fd = open(path, O_WRONLY | O_NONBLOCK | O_CLOEXEC);
+    if (fd >= 0) {
+      int fl = fcntl(fd, F_GETFL);
+      FILE *f = fl >= 0 && fcntl(fd, F_SETFL, fl & ~O_NONBLOCK) == 0 ? fdopen(fd, "w") : NULL;
+      if (!f) {
+        ddp_fail(err, errcap, "%s: cannot write: %s", path, strerror(errno));
+        close(fd);
+      }
+      return f;
+    }
+    if (errno != ENXIO && errno != EINTR) return ddp_fail(err, errcap, "%s: cannot write: %s", path, strerror(errno)), NULL;
+    if (ddp_stop_signal())
+      return ddp_fail(err, errcap, "%s: a FIFO no reader opened before the stop signal", path), NULL;
+    struct timespec nap = {0, 50 * 1000000L};
+    nanosleep(&nap, NULL);
+  }
+}
 
 FILE *ddp_out_open(const char *path, char *err, size_t errcap) {
   struct stat st; /* a regular file is opened for reading too, so a failed write can be cut back (below) */
+  if (stat(path, &st) == 0 && S_ISFIFO(st.st_mode)) return open_fifo(path, err, errcap);
   const int regular = stat(path, &st) != 0 || S_ISREG(st.st_mode);
   FILE *f = fopen(path, regular ? "w+" : "w");
   if (!f && regular && errno == EACCES) f = fopen(path, "w"); /* write-only: no cut-back (cut_to_last_line) */

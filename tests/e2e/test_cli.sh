@@ -168,6 +168,19 @@ if [ -w /dev/full ]; then
     sh -c '"$1" "$2" --device ref --steps 2 >/dev/full' sh "$DDPRUN" "$tmp/toy.bin"
   expect help_stdout_full 1 "^ddprun: cannot write to stdout" sh -c '"$1" --help >/dev/full' sh "$DDPRUN"
 fi
+# --metrics on a FIFO no reader opens: a stop signal still ends the run (open() had waited through it)
+mkfifo "$tmp/nobody_reads"
+"$DDPRUN" "$tmp/toy.bin" --device ref --steps 2 --quiet --metrics "$tmp/nobody_reads" 2>"$tmp/fifo.err" &
+pid=$!
+sleep 1
+kill -TERM "$pid"
+for i in $(seq 1 50); do kill -0 "$pid" 2>/dev/null || break; sleep 0.1; done
+if kill -0 "$pid" 2>/dev/null; then kill -KILL "$pid"; fail "a FIFO without a reader: SIGTERM did not end the run in 5 s"
+else
+  wait "$pid"; st=$?
+  [ "$st" != 0 ] && grep -q "nobody_reads: a FIFO no reader opened before the stop signal$" "$tmp/fifo.err" ||
+    fail "a FIFO without a reader: status $st: $(cat "$tmp/fifo.err")"
+fi
 # a checkpoint folder that cannot be made is refused before step 1 (it failed at the first checkpoint)
 touch "$tmp/a_file"
 expect ckpt_under_file 2 "^ddprun: --checkpoint-dir .*a_file/ck: .*a_file is not a folder$" \
