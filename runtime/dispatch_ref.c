@@ -209,6 +209,19 @@ int ddprun_ref(const ddp_plan *p, ddprun_args *a) {
             id.rank, world_var(&id), id.world, id.source, id.world, id.world, id.world);
     return 1;
   }
+  /* srun without an MPI plugin (--mpi=none) starts the tasks with no process-management interface: the MPI
+   * library then aborts inside its init with a page of its own. Said here in one line instead; the sbatch
+   * script's own SLURM_NTASKS (no step of tasks) is the same case and is said the same way after MPI's init. */
+  static const char *const pmi[] = {"PMIX_RANK", "PMI_RANK", "PMI_FD", "OMPI_COMM_WORLD_RANK"};
+  int wired = 0;
+  for (size_t i = 0; i < sizeof pmi / sizeof pmi[0]; i++) wired |= getenv(pmi[i]) && *getenv(pmi[i]);
+  const char *step = getenv("SLURM_STEP_ID");
+  if (!strcmp(id.source, "slurm") && !wired && step && *step && strtoull(step, NULL, 10) < 4294967290ULL) {
+    fprintf(stderr, "ddprun: rank %d: SLURM_NTASKS=%d (from slurm) but no MPI wiring (no PMIX_RANK, PMI_RANK, "
+            "PMI_FD): start ddprun with srun --mpi=pmix -n %d, or mpirun -n %d\n", id.rank, id.world, id.world,
+            id.world);
+    return 1;
+  }
   return run_process_rank(p, a, &id);
 }
 

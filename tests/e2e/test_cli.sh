@@ -181,6 +181,11 @@ else
   [ "$st" != 0 ] && grep -q "nobody_reads: a FIFO no reader opened before the stop signal$" "$tmp/fifo.err" ||
     fail "a FIFO without a reader: status $st: $(cat "$tmp/fifo.err")"
 fi
+# srun --mpi=none (a job step of 2 tasks without MPI wiring) is one line before MPI starts
+"$DDPC" "$DDP_SOURCE_DIR/schedules/toy_ddp.lua" -o "$tmp/toy_ddp.bin" -q || fail "toy_ddp does not compile"
+expect srun_mpi_none 1 "^ddprun: rank 1: SLURM_NTASKS=2 \(from slurm\) but no MPI wiring \(no PMIX_RANK, PMI_RANK, PMI_FD\): start ddprun with srun --mpi=pmix -n 2, or mpirun -n 2$" \
+  env SLURM_PROCID=1 SLURM_NTASKS=2 SLURM_LOCALID=1 SLURM_JOB_ID=5 SLURM_JOB_NODELIST=localhost SLURM_STEP_ID=0 \
+  "$DDPRUN" "$tmp/toy_ddp.bin" --device ref
 # a checkpoint folder that cannot be made is refused before step 1 (it failed at the first checkpoint)
 touch "$tmp/a_file"
 expect ckpt_under_file 2 "^ddprun: --checkpoint-dir .*a_file/ck: .*a_file is not a folder$" \
