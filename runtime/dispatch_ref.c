@@ -14,6 +14,7 @@
 #include "comm_mpi.h"
 #include "clock.h"
 #include "err.h"
+#include "file.h"
 #include "launch.h"
 #include "ref_ops.h"
 #include <pthread.h>
@@ -119,6 +120,38 @@ static const char *world_var(const ddp_identity *id) {
 }
 
 /* This process is rank id->rank of id->world > 1; the others are processes reached over MPI. */
+/* What every rank of a launch must run alike: the plan file's bytes and the options that shape the run. */
+static uint64_t run_fingerprint(const ddprun_args *a) {
+  size_t len = 0;
+  char e[256];
+  char *bytes = ddp_read_file(a->plan_path, (size_t)1 << 31, &len, e, sizeof e);
+  uint64_t h = 1469598103934665603ULL;
+  for (size_t i = 0; bytes && i < len; i++) h = (h ^ (uint8_t)bytes[i]) * 1099511628211ULL;
+  free(bytes);
+  const int64_t opts[] = {a->run.steps, a->run.resume, a->has_seed, (int64_t)a->seed, a->run.ckpt_dir != NULL};
+  for (size_t i = 0; i < sizeof opts / sizeof opts[0]; i++)
+    for (int b = 0; b < 8; b++) h = (h ^ (uint8_t)((uint64_t)opts[i] >> (8 * b))) * 1099511628211ULL;
+  return h;
+}
+
+/* Every rank's fingerprint to every rank (a sum of a vector with each rank's in its own slots, as two exact
+ * 32-bit halves): ranks started with different plans or options (a stale plan.bin on one node, --steps on
+ * one rank) are one line each, instead of a collective that waits for a partner that never comes. */
+static int check_same_run(ddp_exec *x, const ddprun_args *a, int rank, int world, char *err, size_t errcap) {
+  uint64_t mine = run_fingerprint(a);
+  double *v = ddp_xcalloc(2 * (size_t)world, sizeof *v);
+  v[2 * rank] = (double)(mine >> 32), v[2 * rank + 1] = (double)(mine & 0xffffffffu);
+  int rc = ddp_exec_allreduce(x, v, 2 * world, err, errcap);
+  for (int r = 0; r < world && rc == 0; r++) {
+    uint64_t theirs = ((uint64_t)v[2 * r] << 32) | (uint64_t)v[2 * r + 1];
+    if (theirs != mine)
+      rc = ddp_fail(err, errcap, "rank %d was started with another plan file or other options (--steps, --resume, "
+                    "--seed, --checkpoint-dir) than rank %d: every rank must run the same", r, rank);
+  }
+  free(v);
+  return rc;
+}
+
 static int run_process_rank(const ddp_plan *p, ddprun_args *a, const ddp_identity *id) {
   char err[1024];
   ddp_mpi *m = ddp_mpi_open(err, sizeof err);
@@ -156,7 +189,8 @@ static int run_process_rank(const ddp_plan *p, ddprun_args *a, const ddp_identit
   snprintf(desc, sizeof desc, "cpu reference executor (rank %d of %d processes, MPI)", id->rank, id->world);
   ddp_run_opts run = a->run;
   if (!run.device_desc) run.device_desc = desc;
-  int rc = x ? ddp_run_rank(x, &run, err, sizeof err) : -1;
+  int rc = x ? check_same_run(x, a, id->rank, id->world, err, sizeof err) : -1;
+  if (rc == 0) rc = ddp_run_rank(x, &run, err, sizeof err);
   if (x) x->v->destroy(x);
   if (data) ddp_data_close(data);
   ddp_ref_comm_free(comm);

@@ -135,6 +135,17 @@ if DDP_MPI_LIBRARY=/nonexistent/libmpi.so.40 "${MPIRUN[@]}" -n 2 "$DDPRUN" "$tmp
 else
   grep -q "cannot load Open MPI's library /nonexistent/libmpi.so.40" "$tmp/nolib.out" || { cat "$tmp/nolib.out"; fail "no line for a missing library"; }
 fi
+# ranks started with different plans or options are one line each at the start, not a collective that
+# waits for a partner until DDP_MPI_TIMEOUT_S (a stale plan on one node, --steps on one rank)
+"$DDPC" "$DDP_SOURCE_DIR/schedules/toy_ddp.lua" -o "$tmp/toy_ddp_other.bin" -q --set steps=7 || die "the other plan"
+for other in "$tmp/toy_ddp_other.bin --steps 3" "$tmp/toy_ddp.bin --steps 4"; do
+  "${MPIRUN[@]}" -n 1 "$DDPRUN" "$tmp/toy_ddp.bin" --device ref --steps 3 -q : -n 1 "$DDPRUN" $other --device ref -q \
+    >"$tmp/mixed.out" 2>&1
+  rc=$?
+  [ $rc != 0 ] && [ $rc != 124 ] &&
+    grep -q "^ddprun: rank 0: rank 1 was started with another plan file or other options" "$tmp/mixed.out" ||
+    { cat "$tmp/mixed.out"; fail "ranks with different runs ($other): exit $rc"; }
+done
 
 # 5. --nproc on the reference executor runs threads and says so; torchrun-style variables are refused
 "$DDPRUN" "$tmp/toy_ddp.bin" --device ref --nproc 2 --checkpoint-dir "$tmp/nproc" >"$tmp/nproc.out" 2>&1 ||
