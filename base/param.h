@@ -98,7 +98,7 @@
   X(MPI_LIBRARY, "DDP_MPI_LIBRARY", PATH, 0, 0, 0,                                                          \
     "ddprun --device ref under mpirun/srun: the Open MPI library to load (default libmpi.so.40)")           \
   X(MPI_TIMEOUT_S, "DDP_MPI_TIMEOUT_S", SECONDS, 300, 0, 1e9,                                               \
-    "ddprun --device ref under mpirun/srun: a collective or SEND/RECV group that waits longer for the other ranks is an error")
+    "ddprun --device ref under mpirun/srun: MPI's start (every rank must reach it), or a collective or SEND/RECV group, that waits longer for the other ranks is an error")
 
 typedef enum {
 #define DDP_PARAM_ENUM(id, var, kind, def, lo, hi, doc) PARAM_##id,

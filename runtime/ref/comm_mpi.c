@@ -13,9 +13,14 @@
 #include "param.h"
 #include <dlfcn.h>
 #include <limits.h>
+#include <pthread.h>
 #include <sched.h>
+#include <stdatomic.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
+#include <unistd.h>
 
 #define MPI_OK 0
 #define MPI_THREAD_FUNNELED_ 1 /* enum order in mpi.h: SINGLE, FUNNELED, SERIALIZED, MULTIPLE */
@@ -84,6 +89,29 @@ static int mpi_err(ddp_mpi *m, int code, const char *what, char *err, size_t err
     if (rc_ != MPI_OK) return mpi_err((m), rc_, (what), err, errcap); \
   } while (0)
 
+/* MPI_Init_thread waits for every rank of the launch; one that never starts, or is stopped, would keep the
+ * others there without a bound. A watcher ends the process after DDP_MPI_TIMEOUT_S with one line. */
+typedef struct {
+  double timeout_s;
+  atomic_int done;
+} init_watch;
+
+static void *watch_init(void *arg) {
+  init_watch *w = arg;
+  const double end = ddp_now_s() + w->timeout_s;
+  while (!atomic_load(&w->done)) {
+    if (ddp_now_s() > end) {
+      fprintf(stderr, "ddprun: MPI_Init_thread did not finish in %g s (DDP_MPI_TIMEOUT_S): a rank of the launch did "
+              "not start, or is stopped\n", w->timeout_s);
+      fflush(stderr);
+      _exit(1);
+    }
+    struct timespec nap = {0, 20 * 1000000L};
+    nanosleep(&nap, NULL);
+  }
+  return NULL;
+}
+
 ddp_mpi *ddp_mpi_open(char *err, size_t errcap) {
   const char *path = ddp_param_path(PARAM_MPI_LIBRARY);
   if (!path) path = "libmpi.so.40";
@@ -135,7 +163,14 @@ ddp_mpi *ddp_mpi_open(char *err, size_t errcap) {
     }
   }
   int provided = 0, done = 0, rc = m->f.Initialized(&done);
-  if (rc == MPI_OK && !done) rc = m->f.Init_thread(NULL, NULL, MPI_THREAD_FUNNELED_, &provided);
+  if (rc == MPI_OK && !done) {
+    init_watch w = {.timeout_s = timeout_s};
+    pthread_t watcher;
+    int watching = pthread_create(&watcher, NULL, watch_init, &w) == 0;
+    rc = m->f.Init_thread(NULL, NULL, MPI_THREAD_FUNNELED_, &provided);
+    atomic_store(&w.done, 1);
+    if (watching) pthread_join(watcher, NULL);
+  }
   if (rc == MPI_OK) rc = m->f.Comm_set_errhandler(m->world_comm, m->errors_return);
   if (rc == MPI_OK) rc = m->f.Comm_rank(m->world_comm, &m->rank);
   if (rc == MPI_OK) rc = m->f.Comm_size(m->world_comm, &m->world);

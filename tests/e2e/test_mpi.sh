@@ -135,6 +135,14 @@ if DDP_MPI_LIBRARY=/nonexistent/libmpi.so.40 "${MPIRUN[@]}" -n 2 "$DDPRUN" "$tmp
 else
   grep -q "cannot load Open MPI's library /nonexistent/libmpi.so.40" "$tmp/nolib.out" || { cat "$tmp/nolib.out"; fail "no line for a missing library"; }
 fi
+# a rank that never starts MPI (here a process that is not ddprun) keeps the others in MPI_Init_thread no
+# longer than DDP_MPI_TIMEOUT_S: one line, exit 1 (it had waited without a bound)
+DDP_MPI_TIMEOUT_S=2 "${MPIRUN[@]}" -x DDP_MPI_TIMEOUT_S -n 1 "$DDPRUN" "$tmp/toy_ddp.bin" --device ref -q : -n 1 sleep 30 \
+  >"$tmp/noinit.out" 2>&1
+rc=$?
+[ $rc != 0 ] && [ $rc != 124 ] &&
+  grep -q "^ddprun: MPI_Init_thread did not finish in 2 s (DDP_MPI_TIMEOUT_S): a rank of the launch did not start" \
+    "$tmp/noinit.out" || { cat "$tmp/noinit.out"; fail "a rank that never starts MPI: exit $rc"; }
 # ranks started with different plans or options are one line each at the start, not a collective that
 # waits for a partner until DDP_MPI_TIMEOUT_S (a stale plan on one node, --steps on one rank)
 "$DDPC" "$DDP_SOURCE_DIR/schedules/toy_ddp.lua" -o "$tmp/toy_ddp_other.bin" -q --set steps=7 || die "the other plan"
