@@ -211,6 +211,28 @@ static void test_sets(void) {
   expect_err_sets("schedules/tiny.lua", e_keyx, 1,
                   "--set optimizer.betas.x=1: optimizer.betas must be a list of two numbers {beta1, beta2} (a list: no "
                   "named fields or holes), found the key \"x\"");
+  /* the limits at their boundaries, and the pairs of fields that exclude each other (mutation testing found
+   * each of these checks could go without a test failing) */
+  const char *e_ov[] = {"parallel.overlap=none", "parallel.optimizer_overlap=true"};
+  expect_err_sets("schedules/bucketed_10mb.lua", e_ov, 2,
+                  "--set parallel.optimizer_overlap=true: parallel.optimizer_overlap needs sync = \"bucketed\" with "
+                  "overlap = \"backward\", got true");
+  const char *e_chunks[] = {"model.layers=3", "parallel.virtual_stages=2", "parallel.schedule=interleaved"};
+  expect_err_sets("schedules/tiny_pipeline.lua", e_chunks, 3,
+                  "--set parallel.virtual_stages=2: parallel.virtual_stages = 2 gives 4 chunks (stages x virtual_stages), "
+                  "more than the model's 3 layers");
+  const char *e_1025[] = {"model.layers=5", "parallel.stages=5", "parallel.replicas=205"};
+  expect_err_sets("schedules/tiny_pipeline.lua", e_1025, 3,
+                  "--set parallel.replicas=205: parallel.replicas = 205 gives 1025 ranks (stages x replicas), more than 1024");
+  const char *e_mb[] = {"parallel.bucket_mb=2000000"};
+  expect_err_sets("schedules/bucketed_10mb.lua", e_mb, 1,
+                  "--set parallel.bucket_mb=2000000: parallel.bucket_mb must be a positive number of MB (at most 1048576), "
+                  "got 2000000");
+  const char *zero2_last[] = {"parallel.master_group=last"};
+  s = load_sets("schedules/tiny_zero2.lua", zero2_last, 1);
+  CHECK(s && s->master_group_last, "master_group = \"last\" with shard = \"zero2\" is taken");
+  ddp_schedule_free(s);
+
   const char *e9[] = {"parallel.sync=individual"}; /* bucket_mb = 10 is still there: reported where ddp{} is */
   expect_err_sets("schedules/bucketed_10mb.lua", e9, 1,
                   "schedules/bucketed_10mb.lua:7: parallel.bucket_mb only applies with sync = \"bucketed\", got 10");
@@ -335,6 +357,8 @@ static void test_bucket_policies(void) {
   expect_err(BAD "buckets_sized_field.lua",
              BAD "buckets_sized_field.lua:7: buckets.sized: unknown field tail (mb, tail_mb, tail_bucket_mb)");
 
+  expect_err(BAD "bucket_fn_and_mb.lua", BAD "bucket_fn_and_mb.lua:6: parallel.buckets and parallel.bucket_mb cannot "
+             "both be given (the function decides)");
   static const struct { const char *file, *want; } bad[] = {
       {"bucket_dup.lua", BAD "bucket_dup.lua:6: parallel.buckets returned the parameter \"a.weight\" twice (buckets 1 and 2)"},
       {"bucket_unknown.lua", BAD "bucket_unknown.lua:6: parallel.buckets returned the unknown parameter \"no.such.param\" in bucket 1"},
