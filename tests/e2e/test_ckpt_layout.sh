@@ -38,6 +38,28 @@ printf 'x' >>"$tmp/k0/step-000005/optimizer.safetensors"
 grep -q "optimizer.safetensors: [0-9]* bytes, MANIFEST says" "$tmp/size.out" || fail "a wrong size is not named"
 grep -q "resuming from $tmp/k0/step-000004 (step 4)" "$tmp/size.out" || fail "did not fall back past the bad size"
 
+# MANIFESTs that do not make a checkpoint: naming another step, listing no file, a file outside the folder,
+# world 0; each is named and moved aside, and the resume falls back to the good step 4
+mf="$tmp/mf"
+mkdir -p "$mf" && cp -r "$tmp/k1/step-000004" "$mf/"
+for n in 6 7 8 9; do cp -r "$mf/step-000004" "$mf/step-00000$n"; done
+sed -i 's/^step 4$/step 4/' "$mf/step-000006/MANIFEST"
+sed -i '/^file /d' "$mf/step-000007/MANIFEST"
+sed -i 's/^file model.safetensors/file ..\/step-000004\/model.safetensors/' "$mf/step-000008/MANIFEST"
+sed -i 's/^world 1$/world 0/' "$mf/step-000009/MANIFEST"
+"${run[@]}" --steps 5 --checkpoint-dir "$mf" --resume >"$tmp/mf.out" 2>&1 || { cat "$tmp/mf.out"; die "resume past bad MANIFESTs"; }
+grep -q "step-000006 is not a complete checkpoint (its MANIFEST says step 4)" "$tmp/mf.out" || fail "a MANIFEST of another step: $(cat "$tmp/mf.out")"
+grep -q "step-000007 is not a complete checkpoint (.*MANIFEST: lists no files)" "$tmp/mf.out" || fail "a MANIFEST of no files"
+grep -q "step-000008 is not a complete checkpoint (.*MANIFEST: malformed line 'file ../step-000004" "$tmp/mf.out" ||
+  fail "a MANIFEST naming a file outside its folder"
+grep -q "step-000009 is not a complete checkpoint (.*MANIFEST: no world line)" "$tmp/mf.out" || fail "a MANIFEST of world 0"
+grep -q "resuming from $mf/step-000004 (step 4)" "$tmp/mf.out" || fail "did not fall back to step 4: $(cat "$tmp/mf.out")"
+# step folders, all broken, beside a flat model.safetensors: no complete checkpoint (the flat layout is read
+# only where there is no step folder at all)
+mkdir -p "$tmp/allbad/step-000003" && cp "$tmp/k1/step-000004/"*.safetensors "$tmp/allbad/"
+if "${run[@]}" --checkpoint-dir "$tmp/allbad" --resume 2>"$tmp/err" >/dev/null; then fail "resumed the flat file beside broken step folders"; fi
+grep -q "$tmp/allbad: no complete checkpoint to resume from" "$tmp/err" || fail "all broken: $(cat "$tmp/err")"
+
 # the flat layout of older ddprun
 mkdir -p "$tmp/flat" && cp "$tmp/k1/step-000004/"*.safetensors "$tmp/flat/"
 "${run[@]}" --steps 5 --checkpoint-dir "$tmp/flat" --resume >"$tmp/flat.out" 2>&1 || { cat "$tmp/flat.out"; die "flat resume"; }
@@ -53,14 +75,23 @@ grep -q "save-initial needs --checkpoint-dir" "$tmp/err" || fail "--save-initial
 if "${run[@]}" --checkpoint-dir "$tmp/x" --keep-checkpoints -1 2>"$tmp/err"; then fail "--keep-checkpoints -1 ran"; fi
 grep -q "^ddprun: --keep-checkpoints: .-1. is not an integer in 0..1000000$" "$tmp/err" || fail "--keep-checkpoints -1: $(cat "$tmp/err")"
 # the start removes only the temporaries ckpt_store.c names: a user's own .tmp-notes folder stays
-mkdir -p "$tmp/k2/.tmp-notes" "$tmp/k2/.tmp-step-000009-123"
+mkdir -p "$tmp/k2/.tmp-notes" "$tmp/k2/.tmp-step-notes" "$tmp/k2/.tmp-step-000009-123"
 "${run[@]}" --steps 5 --checkpoint-dir "$tmp/k2" --resume -q || fail "resume with temporaries"
-[ -d "$tmp/k2/.tmp-notes" ] || fail "the start removed the user's .tmp-notes"
+[ -d "$tmp/k2/.tmp-notes" ] && [ -d "$tmp/k2/.tmp-step-notes" ] || fail "the start removed the user's .tmp-notes or .tmp-step-notes"
 [ -e "$tmp/k2/.tmp-step-000009-123" ] && fail "the start left an interrupted checkpoint's .tmp-step-000009-123"
 # a finished run resumed again: nothing runs, said once; asked for a trace it refuses (no step to trace)
+before=$(steps_in "$tmp/k2") latest=$(cat "$tmp/k2/latest")
 "${run[@]}" --steps 3 --checkpoint-dir "$tmp/k2" --resume >"$tmp/done.out" 2>&1 || fail "resume past --steps failed"
 grep -q "^nothing to run: the checkpoint is at step 5 and the run ends at step 3$" "$tmp/done.out" ||
   fail "resume past --steps: $(cat "$tmp/done.out")"
+# ... and writes nothing: no step-000003 holding step 5's weights, latest unchanged
+[ "$(steps_in "$tmp/k2")" = "$before" ] && [ "$(cat "$tmp/k2/latest")" = "$latest" ] ||
+  fail "resume past --steps wrote: $(steps_in "$tmp/k2") / latest $(cat "$tmp/k2/latest")"
+# exactly at the checkpoint's step is nothing to run too, and --save-initial with --resume writes no step 0
+"${run[@]}" --steps 5 --checkpoint-dir "$tmp/k2" --resume --save-initial >"$tmp/at.out" 2>&1 || fail "resume at the end failed"
+grep -q "^nothing to run: the checkpoint is at step 5 and the run ends at step 5$" "$tmp/at.out" ||
+  fail "resume at the last step: $(cat "$tmp/at.out")"
+[ "$(steps_in "$tmp/k2")" = "$before" ] || fail "--resume --save-initial wrote: $(steps_in "$tmp/k2")"
 printf 'earlier metrics\n' >"$tmp/keep.jsonl"
 if "${run[@]}" --steps 3 --checkpoint-dir "$tmp/k2" --resume --trace "$tmp/t.json" --metrics "$tmp/keep.jsonl" -q \
   2>"$tmp/err"; then
