@@ -17,6 +17,11 @@ expect_fail() {
   echo "ok: $name: $(cat "$tmp/err")"
 }
 bad="$DDP_SOURCE_DIR/tests/fixtures/schedules_bad"
+# a diverging run (SGD at lr 1e30) stops at the first step whose loss is not finite, with no checkpoint of it
+"$DDPC" "$DDP_SOURCE_DIR/schedules/toy.lua" -o "$tmp/nan.bin" -q --set optimizer.lr=1e30 || fail "the diverging plan"
+expect_fail loss_nan "^ddprun: rank 0: the loss is -?nan at step 2$" "" \
+  "$DDPRUN" "$tmp/nan.bin" --device ref --steps 5 --checkpoint-dir "$tmp/nan_ck" --save-every 1 --quiet
+[ -e "$tmp/nan_ck/step-000002" ] && fail "loss_nan: a checkpoint of the step whose loss is nan"
 expect_fail syntax "syntax.lua:[0-9]+:" "$tmp/p.bin" "$DDPC" "$bad/syntax.lua" -o "$tmp/p.bin"
 expect_fail wrong_type "wrong_type.lua:[0-9]+:.*must be" "$tmp/p.bin" "$DDPC" "$bad/wrong_type.lua" -o "$tmp/p.bin"
 expect_fail missing_field "missing.lua:[0-9]+:.*required" "$tmp/p.bin" "$DDPC" "$bad/missing.lua" -o "$tmp/p.bin"

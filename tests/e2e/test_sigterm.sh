@@ -113,5 +113,13 @@ finish "$pid"
 st=$?
 [ "$st" = 143 ] && grep -q "stopped after step .* (checkpoint written)$" "$tmp/live.out" ||
   { cat "$tmp/live.out"; fail "the first run beside the refused second: status $st"; }
+# a SIGTERM the run was started with ignored (nohup-like: the parent's SIG_IGN is inherited) stays ignored
+( trap '' TERM; exec "$DDPRUN" "$tmp/two.bin" --device ref --nproc 2 --quiet ) >"$tmp/ign.out" 2>&1 &
+pid=$!
+sleep 1
+kill -TERM "$pid"
+sleep 1
+if kill -0 "$pid" 2>/dev/null; then echo "ok: an ignored SIGTERM stays ignored"; kill -KILL "$pid"; wait "$pid" 2>/dev/null
+else wait "$pid"; fail "a SIGTERM ignored at start ended the run (status $?): $(cat "$tmp/ign.out")"; fi
 [ "$fail" = 0 ] && echo "SIGTERM and SIGINT stop at a step boundary; resume is bitwise equal"
 exit $fail

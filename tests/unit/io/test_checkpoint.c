@@ -306,6 +306,21 @@ static void test_refusals(void) {
   CHECK(steps == 6, "steps from the optimizer file");
   CHECK(fake_same_tensor(a, b, p, ddp_plan_find_tensor(p, "flat.params")), "unaligned data restored");
   fake_free(b);
+
+  /* The right shape in another dtype (BF16 where the plan keeps F32) is refused, not read as F32 bytes. */
+  const char *hdr16 = "{\"layers.0.ffn.w1.bias\":{\"dtype\":\"F32\",\"shape\":[5],\"data_offsets\":[24,44]},"
+                      "\"layers.0.ffn.w1.weight\":{\"dtype\":\"BF16\",\"shape\":[4,3],\"data_offsets\":[0,24]}}";
+  size_t hl16 = strlen(hdr16);
+  fp = fopen(to, "wb");
+  for (int k = 0; k < 8; k++) fputc((int)((hl16 >> (8 * k)) & 0xff), fp);
+  fwrite(hdr16, 1, hl16, fp);
+  for (int k = 0; k < 44; k++) fputc(0x3f, fp);
+  fclose(fp);
+  b = fake_new(p, 0, 2, 0);
+  err[0] = 0;
+  CHECK(ddp_checkpoint_load(&b->x, dir, &steps, err, sizeof err) != 0, "a BF16 weight for an F32 plan was loaded");
+  CHECK_CONTAINS("the dtype named", err, "tensor 'layers.0.ffn.w1.weight' is BF16 [4, 3], the plan expects F32 [4, 3]");
+  fake_free(b);
   fake_free(a);
   ddp_plan_free(p);
 }

@@ -261,6 +261,14 @@ static void test_file(void) {
   CHECK(d == NULL, "bad token refused at open");
   CHECK_STR("bad token message", want, err);
   ddp_data_close(d);
+  /* The boundary: a token equal to vocab is out too (refused at open, not at the step that reads it). */
+  c.vocab = 12345;
+  snprintf(want, sizeof want, "%s: token 12345 at offset 50 is >= vocab 12345", path);
+  err[0] = 0;
+  d = open_cfg(&c, 0, err, sizeof err);
+  CHECK(d == NULL, "a token equal to vocab refused at open");
+  CHECK_STR("token == vocab message", want, err);
+  ddp_data_close(d);
   /* A vocab above every uint16 id: nothing to check. */
   c.vocab = 70000;
   d = open_cfg(&c, 0, err, sizeof err);
