@@ -252,6 +252,24 @@ static void test_container_refusals(void) {
   spit(bad, c, n);
   expect_refused("unknown meta field", bad, "unknown meta field 'schedule_xxxx'", NULL);
 
+  /* found by mutation testing: bytes after the last section (two files concatenated), and a meta field given
+   * twice (the last would win) */
+  uint8_t *longer = malloc(n + 8);
+  memcpy(longer, v, n);
+  memset(longer + n, 0, 8);
+  fix_crc(longer, n + 8);
+  spit(bad, longer, n + 8);
+  snprintf(expect, sizeof expect, "expected %zu bytes, got %zu", n, n + 8);
+  expect_refused("trailing bytes", bad, expect, NULL);
+  free(longer);
+  memcpy(c, v, n);
+  key = memmem(c, n, "\x05\x00\x00\x00steps", 9); /* a u32 length and the name: steps becomes a second world */
+  CHECK(key != NULL, "the meta field steps in the good plan");
+  if (key) memcpy(key + 4, "world", 5);
+  fix_crc(c, n);
+  spit(bad, c, n);
+  expect_refused("meta field twice", bad, "world", "twice");
+
   expect_refused("missing file", tmp_path("does-not-exist.bin"), "cannot open", "No such file");
   free(c);
   free(v);
@@ -263,6 +281,8 @@ typedef struct mutation {
   void (*apply)(ddp_plan *p);
   const char *n1, *n2;
 } mutation;
+
+enum { BUCKET_FIXTURE = 2, W2_GRAD_FIXTURE = 4 }; /* plan_fixture.c's tensors */
 
 static ddp_instr *step_instr(ddp_plan *p, int rank, int opcode) {
   for (uint32_t i = 0; i < p->ranks[rank].step.n; i++)
@@ -285,6 +305,18 @@ static void m_tensor_dtype(ddp_plan *p) { p->tensors[0].dtype = 200; }
 static void m_bucket(ddp_plan *p) { p->buckets[0].params[1] = -3; }
 static void m_peer(ddp_plan *p) { step_instr(p, 0, I_SEND)->i[2] = 2; }
 static void m_mode(ddp_plan *p) { p->meta.mode = MODE_COUNT; }
+/* found by mutation testing: checks of the reader that no test held */
+static void m_init_refresh(ddp_plan *p) { p->ranks[0].init_refresh = p->ranks[0].init.n + 1; }
+static void m_view_past_base(ddp_plan *p) { p->tensors[W2_GRAD_FIXTURE].view = p->tensors[BUCKET_FIXTURE].bytes - 4; }
+static void m_view_arena(ddp_plan *p) { p->tensors[W2_GRAD_FIXTURE].arena = ARENA_ACT; }
+static void m_redop(ddp_plan *p) { step_instr(p, 1, I_ALL_REDUCE)->i[1] = 99; }
+static void m_load_view(ddp_plan *p) {
+  ddp_instr *in = step_instr(p, 0, I_LOAD_BATCH);
+  in->p[0].view = 4, in->p[0].offset += 4; /* a consistent view, but the batch fills its tensor from the start */
+}
+static void m_batch(ddp_plan *p) { p->meta.batch_per_rank = 0; }
+static void m_layer(ddp_plan *p) { step_instr(p, 0, I_GEMM)->layer = -2; }
+static void m_first_use(ddp_plan *p) { p->tensors[0].first_use = -2; }
 
 static const mutation mutations[] = {
     {"tensor id", m_tensor_id, "rank 1 step instruction 3 (gemm)", "names tensor 99, plan has 10 tensors"},
@@ -303,6 +335,14 @@ static const mutation mutations[] = {
     {"bucket member", m_bucket, "bucket 0 names tensor -3", NULL},
     {"peer", m_peer, "peer rank 2, world size 2", NULL},
     {"meta mode", m_mode, "invalid: meta mode is 3 (have 3)", NULL},
+    {"init_refresh", m_init_refresh, "rank 0 refreshes from init instruction 5 of 4", NULL},
+    {"view past its base", m_view_past_base, "tensor 4 'w2.grad': view at 188 + 64 bytes exceeds its base's 192 bytes", NULL},
+    {"view in another arena", m_view_arena, "tensor 4 'w2.grad': view in arena 3 of a tensor in arena 1", NULL},
+    {"reduction op", m_redop, "rank 1 step instruction 10 (all_reduce): reduction 99", NULL},
+    {"load_batch view", m_load_view, "(load_batch): p[0] is tensor 5 at view 4, the batch goes to meta tokens_tensor 5", NULL},
+    {"batch_per_rank 0", m_batch, "meta batch_per_rank: 0, must be >= 1", NULL},
+    {"layer -2", m_layer, "rank 0 step instruction 3 (gemm): layer -2", NULL},
+    {"first_use -2", m_first_use, "tensor 0 'w1': negative first/last use", NULL},
 };
 
 static void test_index_refusals(void) {
