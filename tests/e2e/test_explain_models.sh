@@ -121,6 +121,25 @@ print(f"svg: {len(poly)} curve(s), {len(circles)} predicted points, {len(squares
 sys.exit(0 if ok else 1)
 EOF
 
+# the two models' figures per size, recomputed here from the JSON's own inputs (the seeds' T(s_b) = (s + s_b)/w
+# + s o / s_b; the overlap model's max(c, n_b c - (n_b - 1) g), c = o + s_b/w, g = t_b s_b / s, n_b = s / s_b;
+# s_b in MiB): mutation testing changed the overlap formula and no test noticed
+"$DDPC" explain buckets "$S/tiny_ddp.lua" --sizes 0.01,0.1,1 --json >"$tmp/models.json" || fail "explain buckets --json"
+python3 - "$tmp/models.json" <<'PY' || fail "the bucket models' figures"
+import json, sys
+d = json.load(open(sys.argv[1]))
+m = d["seeds_model"]
+s, w, o, tb = m["s_bytes"], m["w_bytes_per_s"], m["o_s"], d["overlap_model"]["backward_s"]
+for r in d["sizes"]:
+    sb = min(r["bucket_mb"] * 1024 * 1024, s)  # a bucket holds at most every gradient
+    nb, c, g = s / sb, o + sb / w, tb * sb / s
+    overlap = max(c, nb * c - (nb - 1) * g) * 1e3
+    seeds = ((s + sb) / w + s * o / sb) * 1e3
+    assert abs(overlap - r["overlap_model_ms"]) <= 1e-6 * max(1.0, overlap), (r, overlap)
+    assert abs(seeds - r["seeds_model_ms"]) <= 1e-6 * max(1.0, seeds), (r, seeds)
+print("ok: the bucket models' figures at", [r["bucket_mb"] for r in d["sizes"]])
+PY
+
 bad() { # STATUS PATTERN ARGS...
   local want=$1 pat=$2
   shift 2

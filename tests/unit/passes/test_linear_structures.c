@@ -139,6 +139,21 @@ static void test_conflicts(void) {
   y[0].a = (ddp_access){.write = 0, .begin = 4, .end = 12};
   size_t i = 9, j = 9;
   CHECK(ddp_first_conflict(x, 2, y, 1, &i, &j) == 1 && i == 1 && j == 0, "fallback: %zu %zu", i, j);
+  /* The boundaries, unordered streams: sharing one byte is a conflict, touching ranges are not, nor two reads,
+   * nor two arenas (the random cases above compare the two searches with each other, not with these) */
+  ddp_vrec w = {.stream = 0, .pos = 1, .a = {.write = 1, .begin = 0, .end = 8}}, r = {.stream = 1, .pos = 1};
+  r.a = (ddp_access){.write = 0, .begin = 7, .end = 16};
+  CHECK(ddp_vrec_conflict(&w, &r) == 1, "one byte shared: a conflict");
+  r.a.begin = 8;
+  CHECK(ddp_vrec_conflict(&w, &r) == 0, "touching ranges: none");
+  r.a.begin = 0, r.a.end = 1;
+  CHECK(ddp_vrec_conflict(&w, &r) == 1, "the first byte: a conflict");
+  w.a.write = 0;
+  CHECK(ddp_vrec_conflict(&w, &r) == 0, "two reads: none");
+  w.a.write = 1, r.a.arena = 1;
+  CHECK(ddp_vrec_conflict(&w, &r) == 0, "two arenas: none");
+  r.a.arena = 0, r.clock[0] = 1; /* r's stream waited for w's position */
+  CHECK(ddp_vrec_conflict(&w, &r) == 0, "ordered: none");
 }
 
 /* ---- string interning ---- */

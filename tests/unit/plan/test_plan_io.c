@@ -377,6 +377,13 @@ static void test_launch_check(void) {
   free(p->meta.arch);
   p->meta.arch = strdup("sm_86");
   CHECK_INT("sm_86 plan on sm_80", -1, ddp_plan_check_launch(p, "sm_80", 2, err, sizeof err));
+  /* arch-specific CUBIN runs on exactly its arch, not a newer minor of the same major */
+  free(p->meta.arch);
+  p->meta.arch = strdup("sm_90a");
+  CHECK_INT("sm_90a plan on sm_91", -1, ddp_plan_check_launch(p, "sm_91", 2, err, sizeof err));
+  free(p->meta.arch);
+  p->meta.arch = strdup("sm_90");
+  CHECK_INT("sm_90 plan on sm_91", 0, ddp_plan_check_launch(p, "sm_91", 2, err, sizeof err));
   ddp_plan_free(p);
 }
 
