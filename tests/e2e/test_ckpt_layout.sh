@@ -54,6 +54,12 @@ grep -q "step-000008 is not a complete checkpoint (.*MANIFEST: malformed line 'f
   fail "a MANIFEST naming a file outside its folder"
 grep -q "step-000009 is not a complete checkpoint (.*MANIFEST: no world line)" "$tmp/mf.out" || fail "a MANIFEST of world 0"
 grep -q "resuming from $mf/step-000004 (step 4)" "$tmp/mf.out" || fail "did not fall back to step 4: $(cat "$tmp/mf.out")"
+# a folder and MANIFEST of step 6 holding step 4's files: refused, naming the step the files say (a resume
+# at the files' step would take the wrong learning rate and data position)
+mkdir -p "$tmp/mixed" && cp -r "$tmp/k1/step-000004" "$tmp/mixed/step-000006"
+sed -i 's/^step 4$/step 6/' "$tmp/mixed/step-000006/MANIFEST"
+if "${run[@]}" --checkpoint-dir "$tmp/mixed" --resume 2>"$tmp/err" >/dev/null; then fail "resumed files of another step"; fi
+grep -q "$tmp/mixed/step-000006: its files say step 4" "$tmp/err" || fail "files of another step: $(cat "$tmp/err")"
 # step folders, all broken, beside a flat model.safetensors: no complete checkpoint (the flat layout is read
 # only where there is no step folder at all)
 mkdir -p "$tmp/allbad/step-000003" && cp "$tmp/k1/step-000004/"*.safetensors "$tmp/allbad/"
