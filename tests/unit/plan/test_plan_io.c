@@ -317,6 +317,14 @@ static void m_load_view(ddp_plan *p) {
 static void m_batch(ddp_plan *p) { p->meta.batch_per_rank = 0; }
 static void m_layer(ddp_plan *p) { step_instr(p, 0, I_GEMM)->layer = -2; }
 static void m_first_use(ddp_plan *p) { p->tensors[0].first_use = -2; }
+static void m_load_part(ddp_plan *p) {
+  ddp_instr *in = step_instr(p, 0, I_LOAD_BATCH);
+  in->i[LOAD_BATCH_I_PARTS] = 2, in->i[LOAD_BATCH_I_PART] = 2; /* parts 0 and 1 exist */
+}
+static void m_module_entry(ddp_plan *p) {
+  free(p->modules[0].entry);
+  p->modules[0].entry = NULL;
+}
 
 static const mutation mutations[] = {
     {"tensor id", m_tensor_id, "rank 1 step instruction 3 (gemm)", "names tensor 99, plan has 10 tensors"},
@@ -343,6 +351,8 @@ static const mutation mutations[] = {
     {"batch_per_rank 0", m_batch, "meta batch_per_rank: 0, must be >= 1", NULL},
     {"layer -2", m_layer, "rank 0 step instruction 3 (gemm): layer -2", NULL},
     {"first_use -2", m_first_use, "tensor 0 'w1': negative first/last use", NULL},
+    {"load_batch part", m_load_part, "(load_batch): i[0] (part) = 2, must be below parts = 2", NULL},
+    {"module entry", m_module_entry, "module 0 has no template or entry", NULL},
 };
 
 static void test_index_refusals(void) {
