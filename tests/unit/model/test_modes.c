@@ -288,6 +288,15 @@ int main(void) {
           p2->meta.comm_bytes_per_step);
   }
   ddp_plan_free(p0), ddp_plan_free(p1), ddp_plan_free(p2);
+  /* bucket_mb is MiB of gradient bytes: at 0.094 MiB (98566 B; 94000 would be MB) the first bucket holds
+   * lm_head, ln_final and layers.1's w2, 98560 B, and closes before w1 */
+  snprintf(path, sizeof path, "%s/schedules/tiny_ddp.lua", src);
+  const char *mib[] = {"parallel.bucket_mb=0.094"};
+  ddp_plan *pb = compile_mode(path, mib, 1, "train");
+  if (pb) CHECK(pb->nbuckets > 1 && pb->buckets[0].bytes == 98560 && pb->buckets[0].nparams == 3,
+                "the first bucket at 0.094 MiB: %llu bytes, %u parameters", pb->nbuckets ? (unsigned long long)pb->buckets[0].bytes : 0ULL,
+                pb->nbuckets ? pb->buckets[0].nparams : 0u);
+  ddp_plan_free(pb);
   snprintf(path, sizeof path, "%s/schedules/toy.lua", src);
   one_case("toy", path, NULL, 0, true);
   snprintf(path, sizeof path, "%s/schedules/toy_ddp.lua", src);
