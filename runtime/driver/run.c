@@ -40,6 +40,7 @@
 typedef struct metrics_row {
   int64_t step; /* 1-based */
   float loss, loss_rank0, scalars[SCALAR_COUNT]; /* loss: the global mean */
+  double grad_norm; /* scalars' grad norm where the step computes it (adamw{clip=}), else NaN: null */
   ddp_step_times t;
   double tokens_per_s, mfu;
   uint64_t in_use, peak;
@@ -52,13 +53,20 @@ typedef struct metrics_row {
   const double *ranks; /* world x DDP_METRIC_RANKS values: rank r's DDP_METRIC_RANK_FIELDS at r * RANKS */
 } metrics_row;
 
+/* v as %.7g into buf[32], or "null" when it is not a number (a value the step did not compute). */
+static const char *g7(char *buf, double v) {
+  if (isfinite(v)) snprintf(buf, 32, "%.7g", v);
+  else snprintf(buf, 32, "null");
+  return buf;
+}
+
 /* X(name, printf format, value from `r`): the metrics line's fields, in order. */
 #define DDP_METRIC_FIELDS(X)                                         \
   X(step, "%lld", (long long)r->step)                                \
   X(loss, "%.7g", (double)r->loss)                                   \
-  X(loss_rank0, "%.7g", (double)r->loss_rank0)                       \
+  X(loss_rank0, "%s", g7((char[32]){0}, r->loss_rank0))              \
   X(lr, "%.7g", (double)r->scalars[SCALAR_LR])                       \
-  X(grad_norm, "%.7g", (double)r->scalars[SCALAR_GRAD_NORM])         \
+  X(grad_norm, "%s", g7((char[32]){0}, r->grad_norm))                \
   X(step_ms, "%.4f", r->t.step_ms)                                   \
   X(tokens_per_s, "%.1f", r->tokens_per_s)                           \
   X(mfu, "%.4f", r->mfu)                                             \
@@ -500,6 +508,8 @@ int ddp_run_rank(ddp_exec *x, const ddp_run_opts *o, char *err, size_t errcap) {
     if (rc == 0) energy_step(x, &ec, &r);
     if (rc == 0) rc = read_floats(x, m->loss_tensor, &own, 1, err, errcap);
     if (rc == 0) rc = read_floats(x, m->scalars_tensor, r.scalars, SCALAR_COUNT, err, errcap);
+    /* the norm is summed only to clip by it: without adamw{clip=} (or without training) nothing computed it */
+    r.grad_norm = m->clip_norm > 0 && m->mode == MODE_TRAIN ? (double)r.scalars[SCALAR_GRAD_NORM] : NAN;
     if (rc == 0) rc = x->v->timers(x, timer_ms, err, errcap);
     if (rc == 0 && calibrated(o, m, x->rank, s)) rc = ddp_calib_record(&calib, x, err, errcap);
     if (rc == 0 && o->trace_path && s == steps - 1) rc = write_trace(x, o->trace_path, s + 1, err, errcap);
@@ -512,6 +522,8 @@ int ddp_run_rank(ddp_exec *x, const ddp_run_opts *o, char *err, size_t errcap) {
       ddp_calib_step(&calib, r.t.step_ms, calibrated(o, m, x->rank, s));
     x->v->memory(x, &r.in_use, &r.peak);
     r.loss = r.loss_rank0 = own; /* loss: the global mean once the host sum is in */
+    /* rank 0 of a pipeline of several stages holds no loss (stage 0): its own mean is null, not 0 */
+    if (m->pipe_stages > 1 && loss_share(p, 0, x->world, 1.0f) == 0.0) r.loss_rank0 = NAN;
     /* One host sum per step: the global loss, whether any rank was asked to stop (every rank then stops
      * after the same step), and every rank's times and peak memory for the metrics. */
     memset(v, 0, nsum * sizeof *v);

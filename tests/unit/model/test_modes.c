@@ -288,6 +288,19 @@ int main(void) {
           p2->meta.comm_bytes_per_step);
   }
   ddp_plan_free(p0), ddp_plan_free(p1), ddp_plan_free(p2);
+  /* a pipeline's replicas share their stage's parameters, gradients and state, and no rank holds another
+   * stage's: 2 stages x 2 replicas of the tiny model keep half the model's 460032 parameter bytes a rank,
+   * as 2 stages alone do (every rank had held the whole model) */
+  snprintf(path, sizeof path, "%s/schedules/tiny_pipeline.lua", src);
+  const char *two_by_two[] = {"parallel.replicas=2"};
+  ddp_plan *pr = compile_mode(path, two_by_two, 1, "train"), *ps = compile_mode(path, NULL, 0, "train");
+  for (int r = 0; pr && ps && r < 4; r++)
+    CHECK(pr->ranks[r].arena_bytes[ARENA_PARAM] == ps->ranks[r % 2].arena_bytes[ARENA_PARAM] &&
+              pr->ranks[r].arena_bytes[ARENA_OPT] == ps->ranks[r % 2].arena_bytes[ARENA_OPT] &&
+              pr->ranks[r].arena_bytes[ARENA_PARAM] < 460032,
+          "rank %d of 2 x 2: %llu parameter bytes, stage alone %llu", r,
+          (unsigned long long)pr->ranks[r].arena_bytes[ARENA_PARAM], (unsigned long long)ps->ranks[r % 2].arena_bytes[ARENA_PARAM]);
+  ddp_plan_free(pr), ddp_plan_free(ps);
   /* bucket_mb is MiB of gradient bytes: at 0.094 MiB (98566 B; 94000 would be MB) the first bucket holds
    * lm_head, ln_final and layers.1's w2, 98560 B, and closes before w1 */
   snprintf(path, sizeof path, "%s/schedules/tiny_ddp.lua", src);
