@@ -108,6 +108,14 @@ static int make_layout(const ddp_schedule *s0, int64_t per_rank, int layout, int
     if (s->mesh_data == 1) s->sync = SYNC_NONE, s->overlap_backward = false, s->bucket_mb = 0;
     break;
   }
+  /* each candidate with its own defaults, not the input schedule's choices: ZeRO-1/2's master group "last"
+   * and the all-gathers after the update; single()'s updates on the side stream, low, a quarter at the tail
+   * (compiler/frontend/streams.c); equal priorities elsewhere */
+  s->master_group_last = s->shard == SHARD_ZERO1 || s->shard == SHARD_ZERO2;
+  s->gather_before_forward = false;
+  s->single_optimizer_overlap = layout == L_SINGLE;
+  s->update_priority = layout == L_SINGLE ? UPDATE_PRIORITY_LOW : UPDATE_PRIORITY_EQUAL;
+  s->update_tail = layout == L_SINGLE ? 0.25 : 0;
   return 0;
 }
 

@@ -140,6 +140,20 @@ for r in d["sizes"]:
 print("ok: the bucket models' figures at", [r["bucket_mb"] for r in d["sizes"]])
 PY
 
+# explain mesh prices each candidate with its own defaults, not the input schedule's layout choices: the same
+# model and batch from a flat DDP schedule and from a ZeRO-1 one give the same rows (the ZeRO rows had taken the
+# input's master_group, the single row DDP's update after the backward instead of single()'s)
+"$DDPC" explain mesh "$S/flat.lua" --device-memory 141GB --max-ranks 2 --json >"$tmp/mesh_ddp.json" &&
+  "$DDPC" explain mesh "$S/zero1.lua" --device-memory 141GB --max-ranks 2 --json >"$tmp/mesh_z2.json" ||
+  fail "explain mesh of flat.lua / zero1.lua"
+python3 - "$tmp/mesh_ddp.json" "$tmp/mesh_z2.json" <<'PY' || fail "explain mesh rows depend on the input schedule's layout"
+import json, sys
+rows = [[(l["ranks"], l["label"], l.get("step_ms"), l.get("memory_bytes"), l.get("comm_calls_per_rank"), l.get("exposed_comm_ms"))
+         for l in json.load(open(p))["layouts"]] for p in sys.argv[1:]]
+assert rows[0] == rows[1], rows
+print("ok: explain mesh: the same rows from the XL model's flat DDP and ZeRO-1 schedules")
+PY
+
 bad() { # STATUS PATTERN ARGS...
   local want=$1 pat=$2
   shift 2
