@@ -2,8 +2,9 @@
  * schedule, the chunks (from the step programs' "pp.fwd.mb<i>.chunk<c>" / "pp.bwd..." ranges: the rank
  * running each, the layers of its instructions, its GEMM FLOPs per microbatch, whether it holds the
  * embedding or the head), per rank the bytes of its arenas and its sends and receives per step, and the
- * bubble the schedule's formula predicts: (p-1)/(m+p-1) for sequential, GPipe and 1F1B,
- * (p-1)/(v m + p-1) for interleaved 1F1B (per replica: the replicas run the same pipeline side by side).
+ * bubble the schedule's formula predicts (ddp_pipe_bubble_formula, as ddpc plot timeline): (p-1)/(m+p-1)
+ * for GPipe and 1F1B, (p-1)/(v m + p-1) for interleaved 1F1B, (p-1)/(3m+p-1) for zero bubble (ZB-H1, equal
+ * F, B, W), (p-1)/p for sequential (per replica: the replicas run the same pipeline side by side).
  * With data-parallel replicas: the mesh (rank = replica x stages + stage) and the plan's communicators
  * (comm 1 + s: stage s's replicas, comm 1 + stages + r: replica r's stages). With tensor parallelism
  * (meta.tensor_parallel = T > 1) the mesh is 3-D, rank = (replica x stages + stage) x T + tensor rank, and
@@ -11,6 +12,8 @@
  * per replica and tensor rank its stages, per replica and stage its tensor ranks. */
 #include "inspect_pipeline.h"
 #include "err.h"
+#include "plot.h"
+#include "vocab.h"
 #include <stdlib.h>
 #include <string.h>
 
@@ -59,14 +62,13 @@ int ddp_pipe_analyse(const ddp_plan *p, ddp_pipe_info *pi) {
                      (double)(in->i[GEMM_I_BATCH] > 1 ? in->i[GEMM_I_BATCH] : 1);
     }
   }
-  double P = pi->stages, m = pi->microbatches > 0 ? pi->microbatches : 1, v = pi->virtual_stages;
-  if (pi->schedule == PIPE_INTERLEAVED) {
-    pi->bubble = (P - 1) / (v * m + P - 1);
-    pi->formula = "(p-1)/(v m + p-1)";
-  } else {
-    pi->bubble = (P - 1) / (m + P - 1);
-    pi->formula = "(p-1)/(m + p-1)";
-  }
+  /* the schedule's own formula, as ddpc plot timeline gives it (zero bubble: ZB-H1 with equal F, B, W times;
+   * sequential: one microbatch in flight) */
+  const char *formula = NULL;
+  const char *name = pi->schedule >= 0 && pi->schedule < PIPE_COUNT ? ddp_pipe_schedule_names[pi->schedule] : "";
+  pi->bubble = ddp_pipe_bubble_formula(name, (int)pi->stages, pi->microbatches > 0 ? (int)pi->microbatches : 1,
+                                       pi->virtual_stages > 0 ? (int)pi->virtual_stages : 1, NULL, &formula);
+  pi->formula = formula ? formula : "(none)";
   return 1;
 }
 

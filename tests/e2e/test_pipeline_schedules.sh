@@ -78,4 +78,13 @@ summary toy_pipeline "pipeline stages=2 replicas=1 microbatches=4 schedule=inter
 summary toy_pipeline "pipeline stages=2 replicas=1 microbatches=1 schedule=sequential split=6,3" \
   --set parallel.stages=2 --set parallel.schedule=sequential --set parallel.microbatches=nil
 summary toy_pipeline "single rank" --set parallel=nil
+# inspect's bubble is the schedule's own formula (as plot timeline's): zero bubble (ZB-H1, equal F, B, W),
+# not 1F1B's: 2 stages, 4 microbatches: 1/13; sequential (1 microbatch in flight): 1/2
+"$DDPC" "$DDP_SOURCE_DIR/schedules/tiny_pipeline.lua" -o "$tmp/zb.bin" -q --set parallel.schedule=zero_bubble &&
+  "$DDPC" inspect "$tmp/zb.bin" | grep -qx 'bubble (the schedule.s formula (p-1)/(3m+p-1) (ZB-H1 with equal F, B, W times)): 0.0769' ||
+  fail "inspect's zero-bubble bubble: $("$DDPC" inspect "$tmp/zb.bin" | grep '^bubble')"
+"$DDPC" "$DDP_SOURCE_DIR/schedules/toy_pipeline.lua" -o "$tmp/seq.bin" -q --set parallel.stages=2 \
+  --set parallel.schedule=sequential --set parallel.microbatches=nil &&
+  "$DDPC" inspect "$tmp/seq.bin" | grep -qx 'bubble (the schedule.s formula (p-1)/p): 0.5000' ||
+  fail "inspect's sequential bubble: $("$DDPC" inspect "$tmp/seq.bin" | grep '^bubble')"
 exit $fail
