@@ -4,7 +4,7 @@
  *             parameter buffers (ddp_gathered_params) or flat.params.copy.shard: zero3;
  *             flat.grads.shard or transient TF_GRAD activations: zero2; flat.params.shard, TF_PIECE or
  *             TF_SHAPE_ONLY tensors: zero1 (not under tensor parallelism, whose pieces are the tensor ranks',
- *             inspect_tensor.c);
+ *             inspect_tensor.c, nor in a pipeline, whose pieces are its stages');
  *   units     the bucket table's groups: members, elements, bytes in the gradient and compute dtypes, one
  *             rank's slice, and the unit's gathered buffer (unit<k>.gathered);
  *   gathers   every ALL_GATHER of rank 0's step program in program order: the unit (the number after "unit"
@@ -91,8 +91,13 @@ static void formula(const ddp_plan *p, ddp_shard_info *si) {
   si->v = flag_width(p, TF_OPT_V);
   si->psi = p->meta.n_trainable;
   int k = si->master + si->m + si->v;
-  int64_t n = si->world > 0 ? si->world : 1;
-  double psi = (double)si->psi;
+  /* a pipeline's stages and the tensor ranks split the model (each rank about Ψ / (stages x tensor)); the
+   * ZeRO levels shard over the data ranks, world / (stages x tensor) */
+  const int64_t S = p->meta.pipe_stages > 0 ? p->meta.pipe_stages : 1, T = p->meta.tensor_parallel > 1 ? p->meta.tensor_parallel : 1;
+  const int64_t split = S * T;
+  int64_t n = si->world > 0 ? si->world / split : 1;
+  if (n < 1) n = 1;
+  double psi = (double)si->psi / (double)split;
   switch (si->level) {
   case SHARD_OPTIMIZER:
   case SHARD_ZERO1:
@@ -114,11 +119,17 @@ static void formula(const ddp_plan *p, ddp_shard_info *si) {
     si->formula_bytes = (double)(si->c + si->g + k) * psi / (double)n;
     break;
   default:
-    snprintf(si->formula_name, sizeof si->formula_name, "DDP");
-    snprintf(si->formula_seed, sizeof si->formula_seed, "(2+2+12)Ψ");
-    snprintf(si->formula, sizeof si->formula, "(%d+%d+%d)Ψ", si->c, si->g, k);
+    snprintf(si->formula_name, sizeof si->formula_name, split > 1 ? "model split" : "DDP");
+    snprintf(si->formula_seed, sizeof si->formula_seed, split > 1 ? "(2+2+12)Ψ/(stages x tensor)" : "(2+2+12)Ψ");
+    if (split > 1) snprintf(si->formula, sizeof si->formula, "(%d+%d+%d)Ψ/%lld", si->c, si->g, k, (long long)split);
+    else snprintf(si->formula, sizeof si->formula, "(%d+%d+%d)Ψ", si->c, si->g, k);
     si->formula_bytes = (double)(si->c + si->g + k) * psi;
     break;
+  }
+  if (split > 1 && si->level != SHARD_NONE) { /* say which Ψ and N the ZeRO formula took */
+    size_t len = strlen(si->formula);
+    snprintf(si->formula + len, sizeof si->formula - len, " with Ψ/%lld a rank and N = %lld data ranks",
+             (long long)split, (long long)n);
   }
 }
 
@@ -406,7 +417,8 @@ void ddp_shard_analyse(const ddp_plan *p, ddp_shard_info *si) {
   si->reshard = !rs ? -1 : strncmp(rs + 22, "true", 4) == 0 ? 1 : strncmp(rs + 22, "false", 5) == 0 ? 0 : -1;
   int l = level_from_parallel(p->meta.parallel);
   si->level_from = "meta.parallel";
-  if ((l < 0 || l == SHARD_NONE) && p->meta.tensor_parallel <= 1) { /* a TP plan's pieces are tensor ranks' */
+  /* a TP plan's pieces are tensor ranks', a pipeline's its stages': neither shards over data ranks */
+  if ((l < 0 || l == SHARD_NONE) && p->meta.tensor_parallel <= 1 && p->meta.pipe_stages <= 0) {
     int t = level_from_tensors(p, si->gathered);
     if (t != SHARD_NONE) l = t, si->level_from = "tensors";
   }

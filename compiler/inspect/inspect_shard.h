@@ -67,7 +67,7 @@ typedef struct ddp_shard_info {
   double formula_bytes;
   char formula_name[16];   /* "DDP", "ZeRO-1", "ZeRO-2", "ZeRO-3" */
   char formula_seed[40];   /* the seeds' form: "(2+(2+12)/N)Ψ" */
-  char formula[64];        /* with this plan's widths and N: "(2+(4+12)/2)Ψ" */
+  char formula[128];        /* with this plan's widths and N: "(2+(4+12)/2)Ψ" */
 } ddp_shard_info;
 
 /* Works out `si` from `p` (never fails; a plan without ranks gives an empty analysis). */

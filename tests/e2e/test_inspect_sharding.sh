@@ -103,4 +103,18 @@ print("ok: %s: level %s, formula %s = %.0f B, ratio %.3f" % (sys.argv[1].split("
                                                              mem["ranks"][0]["ratio"]))
 PY
 done
+# a pipeline shards nothing over data ranks (its stages' pieces had read as ZeRO-1), and a ZeRO level beside
+# tensor parallelism shards over the data ranks with each tensor rank's Ψ/T: the formula matches the arenas
+S="$DDP_SOURCE_DIR/schedules"
+"$DDPC" "$S/tiny_pipeline.lua" -o "$tmp/pp.bin" -q && "$DDPC" "$S/tiny_tensor.lua" -o "$tmp/tz1.bin" -q --set parallel.shard=zero1 ||
+  fail "the pipeline / tensor x zero1 plans"
+"$DDPC" inspect "$tmp/pp.bin" >"$tmp/pp.txt" && "$DDPC" inspect "$tmp/tz1.bin" >"$tmp/tz1.txt" || fail "inspect pp / tz1"
+grep -q "^formula: model split (0+4+12)Ψ/2 = " "$tmp/pp.txt" && ! grep -q "ZeRO" "$tmp/pp.txt" ||
+  fail "a pipeline's formula: $(grep -m2 '^formula' "$tmp/pp.txt")"
+grep -q "^formula: ZeRO-1 (4+4+12/2)Ψ with Ψ/2 a rank and N = 2 data ranks = " "$tmp/tz1.txt" ||
+  fail "tensor x zero1's formula: $(grep -m2 '^formula' "$tmp/tz1.txt")"
+for f in pp tz1; do
+  awk '/model states/{on=1; next} on && /^ +[0-9]+ /{r=$NF; if (r < 0.95 || r > 1.05) bad=1} on && !/^ +[0-9]+ /{on=0} END{exit bad}' "$tmp/$f.txt" ||
+    fail "$f: actual/formula off 1: $(grep -A3 'model states' "$tmp/$f.txt")"
+done
 exit $fail
