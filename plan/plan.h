@@ -180,6 +180,8 @@ typedef struct ddp_plan {
   ddp_comm *comms; /* communicators 1 .. ncomms (comm 0, the world, is implicit) */
   uint32_t ncomms, cap_comms;
   ddp_rank_plan *ranks; /* meta.world entries */
+  uint32_t file_crc;    /* read from a plan.bin: its CRC32 and size, which the reader checked (0 when built) */
+  uint64_t file_bytes;
 } ddp_plan;
 
 /* Construction and teardown (plan.c). */

@@ -357,6 +357,8 @@ ddp_plan *ddp_plan_read_buffer(const void *data, size_t size, const char *label,
     ddp_plan_free(p);
     return NULL;
   }
+  p->file_crc = ddp_le32((const uint8_t *)data + size - DDP_PLAN_CRC_BYTES); /* check_container proved it */
+  p->file_bytes = size;
   return p;
 }
 

@@ -14,7 +14,6 @@
 #include "comm_mpi.h"
 #include "clock.h"
 #include "err.h"
-#include "file.h"
 #include "launch.h"
 #include "ref_ops.h"
 #include <pthread.h>
@@ -119,18 +118,14 @@ static const char *world_var(const ddp_identity *id) {
   return "WORLD_SIZE";
 }
 
-/* This process is rank id->rank of id->world > 1; the others are processes reached over MPI. */
-/* What every rank of a launch must run alike: the plan file's bytes and the options that shape the run. */
-static uint64_t run_fingerprint(const ddprun_args *a) {
-  size_t len = 0;
-  char e[256];
-  char *bytes = ddp_read_file(a->plan_path, (size_t)1 << 31, &len, e, sizeof e);
-  uint64_t h = 1469598103934665603ULL;
-  for (size_t i = 0; bytes && i < len; i++) h = (h ^ (uint8_t)bytes[i]) * 1099511628211ULL;
-  free(bytes);
-  const int64_t opts[] = {a->run.steps, a->run.resume, a->has_seed, (int64_t)a->seed, a->run.ckpt_dir != NULL};
-  for (size_t i = 0; i < sizeof opts / sizeof opts[0]; i++)
-    for (int b = 0; b < 8; b++) h = (h ^ (uint8_t)((uint64_t)opts[i] >> (8 * b))) * 1099511628211ULL;
+/* What every rank of a launch must run alike: the plan (its file's CRC32 and size, which the reader checked)
+ * and the options that shape the run. */
+static uint64_t run_fingerprint(const ddp_plan *p, const ddprun_args *a) {
+  const int64_t v[] = {p->file_crc, (int64_t)p->file_bytes, a->run.steps, a->run.resume, a->has_seed, (int64_t)a->seed,
+                       a->run.ckpt_dir != NULL};
+  uint64_t h = 1469598103934665603ULL; /* FNV-1a over the values' bytes */
+  for (size_t i = 0; i < sizeof v / sizeof v[0]; i++)
+    for (int b = 0; b < 8; b++) h = (h ^ (uint8_t)((uint64_t)v[i] >> (8 * b))) * 1099511628211ULL;
   return h;
 }
 
@@ -138,7 +133,7 @@ static uint64_t run_fingerprint(const ddprun_args *a) {
  * 32-bit halves): ranks started with different plans or options (a stale plan.bin on one node, --steps on
  * one rank) are one line each, instead of a collective that waits for a partner that never comes. */
 static int check_same_run(ddp_exec *x, const ddprun_args *a, int rank, int world, char *err, size_t errcap) {
-  uint64_t mine = run_fingerprint(a);
+  uint64_t mine = run_fingerprint(x->plan, a);
   double *v = ddp_xcalloc(2 * (size_t)world, sizeof *v);
   v[2 * rank] = (double)(mine >> 32), v[2 * rank + 1] = (double)(mine & 0xffffffffu);
   int rc = ddp_exec_allreduce(x, v, 2 * world, err, errcap);
@@ -152,6 +147,7 @@ static int check_same_run(ddp_exec *x, const ddprun_args *a, int rank, int world
   return rc;
 }
 
+/* This process is rank id->rank of id->world > 1; the others are processes reached over MPI. */
 static int run_process_rank(const ddp_plan *p, ddprun_args *a, const ddp_identity *id) {
   char err[1024];
   ddp_mpi *m = ddp_mpi_open(err, sizeof err);
