@@ -13,6 +13,7 @@
 #include "err.h"
 #include "exec_cuda.h"
 #include "file.h"
+#include "launch.h"
 #include "probe.h"
 #include "trace.h"
 #include <errno.h>
@@ -97,12 +98,10 @@ static int check_outputs(const ddp_plan *p, const ddprun_args *a, char *err, siz
 static int nproc_in_launch(const ddprun_args *a, char *err, size_t errcap) {
   if (a->nproc <= 0) return 0;
   static const char *const vars[] = {"OMPI_COMM_WORLD_SIZE", "WORLD_SIZE", "SLURM_NTASKS"};
-  const char *step = getenv("SLURM_STEP_ID");
-  char *end = NULL;
-  unsigned long long step_id = step && *step ? strtoull(step, &end, 10) : ULLONG_MAX;
-  bool slurm_step = end && !*end && step_id < 4294967290ULL;
+  const bool slurm_step = ddp_launch_in_slurm_step();
   for (size_t i = 0; i < sizeof vars / sizeof vars[0]; i++) {
     const char *v = getenv(vars[i]);
+    char *end = NULL;
     long long n = v && *v ? strtoll(v, &end, 10) : 0;
     if (n > 1 && !*end && (i < 2 || slurm_step))
       return ddp_fail(err, errcap, "--nproc %d inside a launch of %lld tasks (%s=%s): each task would run the whole "

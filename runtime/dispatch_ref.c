@@ -245,8 +245,7 @@ int ddprun_ref(const ddp_plan *p, ddprun_args *a) {
   static const char *const pmi[] = {"PMIX_RANK", "PMI_RANK", "PMI_FD", "OMPI_COMM_WORLD_RANK"};
   int wired = 0;
   for (size_t i = 0; i < sizeof pmi / sizeof pmi[0]; i++) wired |= getenv(pmi[i]) && *getenv(pmi[i]);
-  const char *step = getenv("SLURM_STEP_ID");
-  if (!strcmp(id.source, "slurm") && !wired && step && *step && strtoull(step, NULL, 10) < 4294967290ULL) {
+  if (!strcmp(id.source, "slurm") && !wired && ddp_launch_in_slurm_step()) {
     fprintf(stderr, "ddprun: rank %d: SLURM_NTASKS=%d (from slurm) but no MPI wiring (no PMIX_RANK, PMI_RANK, "
             "PMI_FD): start ddprun with srun --mpi=pmix -n %d, or mpirun -n %d\n", id.rank, id.world, id.world,
             id.world);

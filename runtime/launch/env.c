@@ -3,6 +3,7 @@
  * variable. The plan's world size check is the caller's. */
 #include "launch.h"
 #include "err.h"
+#include <limits.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -110,6 +111,13 @@ static int identity_openmpi(ddp_identity *id, char *err, size_t errcap) {
     return -1;
   if (env_addr(id, "MASTER_ADDR", "127.0.0.1", err, errcap)) return -1;
   return env_port(id, "MASTER_PORT", DDP_DEFAULT_PORT, err, errcap);
+}
+
+bool ddp_launch_in_slurm_step(void) {
+  const char *step = env_get("SLURM_STEP_ID");
+  char *end = NULL;
+  unsigned long long id = step ? strtoull(step, &end, 10) : ULLONG_MAX;
+  return end && end != step && !*end && id < 4294967290ULL;
 }
 
 int ddp_launch_identity(ddp_identity *id, char *err, size_t errcap) {

@@ -5,6 +5,7 @@
  * docs/LAUNCH.md is the user-facing description. */
 #ifndef DDP_LAUNCH_H
 #define DDP_LAUNCH_H
+#include <stdbool.h>
 #include <stddef.h>
 
 #define DDP_HOST_MAX 256          /* host names and addresses, terminator included */
@@ -34,6 +35,10 @@ typedef struct ddp_identity {
  * variable ("WORLD_SIZE='two' is not a non-negative integer", "RANK=4 is not below WORLD_SIZE=4").
  * Whether the world matches the plan is the caller's check (ddp_plan_check_launch). */
 int ddp_launch_identity(ddp_identity *id, char *err, size_t errcap);
+
+/* Inside a job step srun started (SLURM_STEP_ID a number below 4294967290), not an sbatch script's own
+ * batch step (4294967294) or extern step, nor outside Slurm: its SLURM_NTASKS tasks each run ddprun. */
+bool ddp_launch_in_slurm_step(void);
 
 /* Slurm host lists ("gpu01", "gpu[01-03,07]", "a[1-2],b3", "rack[1-2]-n[01-02]"). Ranges keep the
  * lower bound's zero padding ("gpu[08-10]": gpu08 gpu09 gpu10); several bracket groups in one name
