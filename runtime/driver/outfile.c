@@ -35,8 +35,9 @@ static FILE *open_fifo(const char *path, char *err, size_t errcap) {
 
 FILE *ddp_out_open(const char *path, char *err, size_t errcap) {
   struct stat st; /* a regular file is opened for reading too, so a failed write can be cut back (below) */
-  if (stat(path, &st) == 0 && S_ISFIFO(st.st_mode)) return open_fifo(path, err, errcap);
-  const int regular = stat(path, &st) != 0 || S_ISREG(st.st_mode);
+  const int exists = stat(path, &st) == 0;
+  if (exists && S_ISFIFO(st.st_mode)) return open_fifo(path, err, errcap);
+  const int regular = !exists || S_ISREG(st.st_mode);
   FILE *f = fopen(path, regular ? "w+" : "w");
   if (!f && regular && errno == EACCES) f = fopen(path, "w"); /* write-only: no cut-back (cut_to_last_line) */
   if (!f) ddp_fail(err, errcap, "%s: cannot write: %s", path, strerror(errno));
